@@ -1,0 +1,46 @@
+# strata: the commands a developer needs. See README.md.
+GO      ?= go
+PKGS    := ./...
+GPU_OUT := .gpu
+
+.PHONY: test test-short bench run lint fmt gpu test-gpu kernels clean
+
+# The test suite CI runs (.ci/run): vet, then every package's tests on the
+# CPU; GPU tests skip cleanly without a driver.
+test:
+	$(GO) vet $(PKGS)
+	$(GO) test -count=1 -timeout 30m $(PKGS)
+
+test-short:
+	$(GO) test -short -count=1 $(PKGS)
+
+# Micro-benchmarks of every package, then the tiny-GPT training benchmark.
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 1x $(PKGS)
+	$(GO) run ./examples/train-gpt -config tiny -device cpu -bench
+
+# The main job: train a small GPT on the built-in task (GPU when present).
+run:
+	$(GO) run ./examples/train-gpt
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+	$(GO) vet $(PKGS)
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+# Build every package's test binary and the example programs for a GPU
+# machine without Go (see ../shared/GPU.md): run them from the package
+# folder, e.g. (cd memory && ../.gpu/memory.test -test.v).
+gpu:
+	mkdir -p $(GPU_OUT)
+	CGO_ENABLED=0 $(GO) test -c -o $(GPU_OUT)/ $(PKGS)
+	CGO_ENABLED=0 $(GO) build -o $(GPU_OUT)/ ./examples/...
+
+# Run the GPU tests on a machine with Go and a GPU.
+test-gpu:
+	STRATA_REQUIRE_GPU=1 $(GO) test -count=1 -run 'GPU|CUDA|Cuda' -v ./cuda/ ./memory/... ./tensor/...
+
+clean:
+	rm -rf $(GPU_OUT) gpt.safetensors

@@ -1,0 +1,144 @@
+package autograd
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/strata-ml/strata/tensor"
+)
+
+// ErrNoGraph: Backward on a var that has no graph (a leaf, a var made
+// under NoGrad, or a graph already consumed by an earlier Backward).
+var ErrNoGraph = errors.New("autograd: no graph to differentiate")
+
+// Backward computes the gradient of the scalar v with respect to every
+// leaf that requires gradients and adds it to the leaf's Grad.
+//
+// It walks the graph once in reverse topological order. As soon as a
+// node's backward has run, the node's saved tensors, the gradient of its
+// output and its output value (unless retained, and except v itself) are
+// released: the graph is consumed, as with PyTorch's retain_graph=False,
+// and memory falls during the backward pass instead of at its end.
+// Everything Backward allocates has memory role gradient.
+//
+// Errors: ErrNoGraph, a non-scalar v, or an *tensor.OpError raised by a
+// backward function (out of memory, say).
+func (v *Var) Backward() error {
+	if v.node == nil {
+		return fmt.Errorf("%w: %s", ErrNoGraph, v)
+	}
+	if v.Value.Numel() != 1 {
+		return fmt.Errorf("autograd: Backward of %s: want a scalar, have shape %v (reduce it first)", v.Name(), v.Value.Shape())
+	}
+	order := topo(v)
+	return tensor.Try(func() {
+		tensor.WithScope(func() {
+			tensor.WithRole(gradRole, func() {
+				v.pending = tensor.Full(v.Value.Device(), v.Value.DType(), 1, v.Value.Shape()...)
+				for i := len(order) - 1; i >= 0; i-- {
+					step(order[i], order[i] == v)
+				}
+			})
+		})
+	})
+}
+
+// topo returns the vars with nodes reachable from root, inputs before
+// the vars computed from them.
+func topo(root *Var) []*Var {
+	var order []*Var
+	seen := map[*Var]bool{}
+	type frame struct {
+		v    *Var
+		next int
+	}
+	stack := []frame{{v: root}}
+	seen[root] = true
+	for len(stack) > 0 {
+		f := &stack[len(stack)-1]
+		if f.next < len(f.v.node.inputs) {
+			in := f.v.node.inputs[f.next]
+			f.next++
+			if in != nil && in.node != nil && !seen[in] {
+				seen[in] = true
+				stack = append(stack, frame{v: in})
+			}
+			continue
+		}
+		order = append(order, f.v)
+		stack = stack[:len(stack)-1]
+	}
+	return order
+}
+
+// step runs one node's backward and hands the gradients to its inputs.
+func step(v *Var, isRoot bool) {
+	n := v.node
+	g := v.pending
+	v.pending = nil
+	if g != nil {
+		grads := n.backward(g)
+		if len(grads) != len(n.inputs) {
+			panic(fmt.Sprintf("autograd: backward of %s returned %d gradients for %d inputs", n.op, len(grads), len(n.inputs)))
+		}
+		for i, in := range n.inputs {
+			if in != nil && in.requiresGrad && grads[i] != nil {
+				accumulate(n.op, in, grads[i])
+			}
+		}
+		for _, gi := range grads {
+			gi.Release()
+		}
+		if v.retain {
+			keepGrad(v, g)
+		}
+		g.Release()
+	}
+	for _, s := range n.saved {
+		s.Release()
+	}
+	v.node = nil
+	if !isRoot && !v.retain {
+		v.Value.Release()
+	}
+}
+
+// accumulate adds gradient g (owned by the caller) to input in.
+func accumulate(op string, in *Var, g *tensor.Tensor) {
+	if !shapeEq(g.Shape(), in.Value.Shape()) {
+		panic(fmt.Sprintf("autograd: backward of %s gave gradient %v for input %s", op, g.Shape(), in))
+	}
+	if in.node == nil { // a leaf: the gradient outlives this backward pass
+		keepGrad(in, g)
+		return
+	}
+	if in.pending == nil {
+		in.pending = g.Alias()
+		return
+	}
+	sum := tensor.Add(in.pending, g)
+	in.pending.Release()
+	in.pending = sum
+}
+
+// keepGrad adds g into v.Grad, which is kept out of every scope.
+func keepGrad(v *Var, g *tensor.Tensor) {
+	if v.Grad == nil {
+		v.Grad = g.Clone()
+		tensor.Keep(v.Grad)
+		return
+	}
+	v.Grad.AddInPlace(g)
+}
+
+func shapeEq(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,117 @@
+package autograd
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/strata-ml/strata/tensor"
+)
+
+// GradCheck compares the gradients Backward computes for f at the float64
+// inputs xs against central finite differences, PyTorch's gradcheck in
+// spirit. f maps input vars to any output; the check differentiates
+// sum(f(xs) · r) for a fixed random r, so every output element matters.
+// It returns an error naming the input and element of the worst mismatch
+// when |analytic - numeric| > atol + rtol·|numeric| anywhere. Inputs
+// whose Var should not get a gradient can be left out of wrt (nil means
+// all).
+func GradCheck(f func(xs []*Var) *Var, xs []*tensor.Tensor, wrt []bool, eps, atol, rtol float64) error {
+	for i, x := range xs {
+		if x.DType() != tensor.Float64 && (wrt == nil || wrt[i]) {
+			return fmt.Errorf("autograd: GradCheck: input %d is %v; gradient checks run in float64", i, x.DType())
+		}
+	}
+	var r *tensor.Tensor
+	objective := func(vals []*tensor.Tensor, grad bool) (float64, []*tensor.Tensor, error) {
+		var out float64
+		var grads []*tensor.Tensor
+		err := tensor.Try(func() {
+			tensor.WithScope(func() {
+				vars := make([]*Var, len(vals))
+				for i, v := range vals {
+					c := v.Clone()
+					if grad && (wrt == nil || wrt[i]) {
+						vars[i] = Param(c, fmt.Sprintf("x%d", i))
+					} else {
+						vars[i] = Const(c)
+					}
+				}
+				y := f(vars)
+				if r == nil {
+					rng := rand.New(rand.NewPCG(1, 2))
+					r = tensor.RandN(y.Value.Device(), y.Value.DType(), rng, 1, y.Value.Shape()...)
+					tensor.Keep(r)
+				}
+				s := Sum(Mul(y, Const(r)), false)
+				out = s.Item()
+				if grad {
+					if err := s.Backward(); err != nil {
+						panic(&tensor.OpError{Op: "GradCheck", Msg: "backward", Err: err})
+					}
+					grads = make([]*tensor.Tensor, len(vars))
+					for i, v := range vars {
+						if v.Grad != nil {
+							grads[i] = v.Grad
+						}
+						if v.requiresGrad {
+							v.Value.Release()
+						}
+					}
+				}
+			})
+		})
+		return out, grads, err
+	}
+	_, grads, err := objective(xs, true)
+	defer func() {
+		r.Release()
+		for _, g := range grads {
+			g.Release()
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	for i, x := range xs {
+		if wrt != nil && !wrt[i] {
+			continue
+		}
+		var an []float64
+		if grads[i] != nil {
+			an = grads[i].Float64s()
+		} else {
+			an = make([]float64, x.Numel())
+		}
+		base := x.Float64s()
+		for j := range base {
+			num, err := numeric(objective, xs, i, base, j, eps)
+			if err != nil {
+				return err
+			}
+			if d := math.Abs(an[j] - num); d > atol+rtol*math.Abs(num) || math.IsNaN(an[j]) {
+				return fmt.Errorf("autograd: GradCheck: input %d %v element %d: analytic %.10g, numeric %.10g (diff %.3g)", i, x.Shape(), j, an[j], num, d)
+			}
+		}
+	}
+	return nil
+}
+
+func numeric(obj func([]*tensor.Tensor, bool) (float64, []*tensor.Tensor, error), xs []*tensor.Tensor, i int, base []float64, j int, eps float64) (float64, error) {
+	var f [2]float64
+	for k, d := range []float64{eps, -eps} {
+		pert := append([]float64(nil), base...)
+		pert[j] += d
+		var err error
+		tensor.WithScope(func() {
+			p := tensor.FromFloat64s(xs[i].Device(), pert, xs[i].Shape()...)
+			vals := append([]*tensor.Tensor(nil), xs...)
+			vals[i] = p
+			f[k], _, err = obj(vals, false)
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	return (f[0] - f[1]) / (2 * eps), nil
+}

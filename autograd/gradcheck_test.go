@@ -1,0 +1,107 @@
+package autograd_test
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/autograd"
+	"github.com/strata-ml/strata/tensor"
+)
+
+func randn(rng *rand.Rand, shape ...int) *tensor.Tensor {
+	t := tensor.RandN(tensor.CPU(), tensor.Float64, rng, 1, shape...)
+	tensor.Keep(t)
+	return t
+}
+
+func positive(rng *rand.Rand, shape ...int) *tensor.Tensor {
+	t := tensor.RandUniform(tensor.CPU(), tensor.Float64, rng, 0.5, 2, shape...)
+	tensor.Keep(t)
+	return t
+}
+
+// TestGradCheckEveryOp checks each differentiable op against central
+// finite differences in float64.
+func TestGradCheckEveryOp(t *testing.T) {
+	before := tensor.CPU().Memory().InUse()
+	rng := rand.New(rand.NewPCG(3, 4))
+	ids := tensor.FromInt32s(tensor.CPU(), []int32{1, 0, 3, 1, 2, 3}, 2, 3)
+	tgt := tensor.FromInt32s(tensor.CPU(), []int32{4, autograd.IgnoreIndex, 0, 2}, 4)
+	tensor.Keep(ids, tgt)
+	cases := []struct {
+		name string
+		in   []*tensor.Tensor
+		f    func(x []*autograd.Var) *autograd.Var
+	}{
+		{"Add/broadcast", []*tensor.Tensor{randn(rng, 2, 3, 4), randn(rng, 3, 1)}, func(x []*autograd.Var) *autograd.Var { return autograd.Add(x[0], x[1]) }},
+		{"Sub/broadcast", []*tensor.Tensor{randn(rng, 4), randn(rng, 2, 3, 4)}, func(x []*autograd.Var) *autograd.Var { return autograd.Sub(x[0], x[1]) }},
+		{"Mul/broadcast", []*tensor.Tensor{randn(rng, 2, 1, 4), randn(rng, 3, 1)}, func(x []*autograd.Var) *autograd.Var { return autograd.Mul(x[0], x[1]) }},
+		{"Div/broadcast", []*tensor.Tensor{randn(rng, 2, 3), positive(rng, 3)}, func(x []*autograd.Var) *autograd.Var { return autograd.Div(x[0], x[1]) }},
+		{"Affine", []*tensor.Tensor{randn(rng, 5)}, func(x []*autograd.Var) *autograd.Var { return autograd.Affine(x[0], -1.5, 2) }},
+		{"MatMul/2d", []*tensor.Tensor{randn(rng, 3, 4), randn(rng, 4, 5)}, func(x []*autograd.Var) *autograd.Var { return autograd.MatMul(x[0], x[1]) }},
+		{"MatMul/batched-broadcast", []*tensor.Tensor{randn(rng, 2, 3, 4), randn(rng, 4, 2)}, func(x []*autograd.Var) *autograd.Var { return autograd.MatMul(x[0], x[1]) }},
+		{"MatMul/batch-bcast-left", []*tensor.Tensor{randn(rng, 1, 3, 4), randn(rng, 2, 4, 2)}, func(x []*autograd.Var) *autograd.Var { return autograd.MatMul(x[0], x[1]) }},
+		{"MatMul/transposed", []*tensor.Tensor{randn(rng, 2, 4, 3), randn(rng, 2, 5, 4)}, func(x []*autograd.Var) *autograd.Var {
+			return autograd.MatMul(autograd.Transpose(x[0], -2, -1), autograd.Transpose(x[1], 1, 2))
+		}},
+		{"Linear", []*tensor.Tensor{randn(rng, 2, 3, 4), randn(rng, 5, 4), randn(rng, 5)}, func(x []*autograd.Var) *autograd.Var { return autograd.Linear(x[0], x[1], x[2]) }},
+		{"Linear/nobias", []*tensor.Tensor{randn(rng, 3, 4), randn(rng, 2, 4)}, func(x []*autograd.Var) *autograd.Var { return autograd.Linear(x[0], x[1], nil) }},
+		{"Reshape", []*tensor.Tensor{randn(rng, 2, 6)}, func(x []*autograd.Var) *autograd.Var { return autograd.Reshape(x[0], 3, -1) }},
+		{"Permute+Contiguous", []*tensor.Tensor{randn(rng, 2, 3, 4)}, func(x []*autograd.Var) *autograd.Var {
+			return autograd.Contiguous(autograd.Permute(x[0], 2, 0, 1))
+		}},
+		{"Narrow", []*tensor.Tensor{randn(rng, 3, 5)}, func(x []*autograd.Var) *autograd.Var { return autograd.Narrow(x[0], 1, 1, 3) }},
+		{"Split", []*tensor.Tensor{randn(rng, 4, 3)}, func(x []*autograd.Var) *autograd.Var {
+			p := autograd.Split(x[0], 3, 0)
+			return autograd.Add(autograd.Scale(p[0], 2), autograd.Sum(p[1], true, 0))
+		}},
+		{"Sum/axes", []*tensor.Tensor{randn(rng, 2, 3, 4)}, func(x []*autograd.Var) *autograd.Var { return autograd.Sum(x[0], false, 0, 2) }},
+		{"Mean/keep", []*tensor.Tensor{randn(rng, 2, 3, 4)}, func(x []*autograd.Var) *autograd.Var { return autograd.Mean(x[0], true, 1) }},
+		{"Exp", []*tensor.Tensor{randn(rng, 7)}, func(x []*autograd.Var) *autograd.Var { return autograd.Exp(x[0]) }},
+		{"Log", []*tensor.Tensor{positive(rng, 7)}, func(x []*autograd.Var) *autograd.Var { return autograd.Log(x[0]) }},
+		{"Tanh", []*tensor.Tensor{randn(rng, 7)}, func(x []*autograd.Var) *autograd.Var { return autograd.Tanh(x[0]) }},
+		{"Gelu", []*tensor.Tensor{randn(rng, 9)}, func(x []*autograd.Var) *autograd.Var { return autograd.Gelu(x[0]) }},
+		{"Sqrt", []*tensor.Tensor{positive(rng, 7)}, func(x []*autograd.Var) *autograd.Var { return autograd.Sqrt(x[0]) }},
+		{"Softmax", []*tensor.Tensor{randn(rng, 3, 5)}, func(x []*autograd.Var) *autograd.Var { return autograd.Softmax(x[0]) }},
+		{"LogSoftmax", []*tensor.Tensor{randn(rng, 3, 5)}, func(x []*autograd.Var) *autograd.Var { return autograd.LogSoftmax(x[0]) }},
+		{"CausalMask+Softmax", []*tensor.Tensor{randn(rng, 2, 4, 4)}, func(x []*autograd.Var) *autograd.Var {
+			return autograd.Softmax(autograd.CausalMask(x[0], tensor.NegInf))
+		}},
+		{"LayerNorm", []*tensor.Tensor{randn(rng, 3, 6), randn(rng, 6), randn(rng, 6)}, func(x []*autograd.Var) *autograd.Var {
+			return autograd.LayerNorm(x[0], x[1], x[2], 1e-5)
+		}},
+		{"LayerNorm/noaffine", []*tensor.Tensor{randn(rng, 2, 5)}, func(x []*autograd.Var) *autograd.Var { return autograd.LayerNorm(x[0], nil, nil, 1e-5) }},
+		{"Embedding", []*tensor.Tensor{randn(rng, 4, 3)}, func(x []*autograd.Var) *autograd.Var { return autograd.Embedding(x[0], ids) }},
+		{"CrossEntropy", []*tensor.Tensor{randn(rng, 4, 6)}, func(x []*autograd.Var) *autograd.Var { return autograd.CrossEntropy(x[0], tgt) }},
+		{"Dropout", []*tensor.Tensor{randn(rng, 50)}, func(x []*autograd.Var) *autograd.Var { return autograd.Dropout(x[0], 0.3, 42, 7) }},
+		{"CausalAttention", []*tensor.Tensor{randn(rng, 1, 2, 4, 3), randn(rng, 1, 2, 4, 3), randn(rng, 1, 2, 4, 3)}, func(x []*autograd.Var) *autograd.Var {
+			return autograd.CausalAttention(x[0], x[1], x[2], 0, 0, 0)
+		}},
+		{"CausalAttention/dropout", []*tensor.Tensor{randn(rng, 2, 1, 3, 2), randn(rng, 2, 1, 3, 2), randn(rng, 2, 1, 3, 2)}, func(x []*autograd.Var) *autograd.Var {
+			return autograd.CausalAttention(x[0], x[1], x[2], 0.25, 9, 3)
+		}},
+		{"Cast", []*tensor.Tensor{randn(rng, 4)}, func(x []*autograd.Var) *autograd.Var {
+			return autograd.Cast(autograd.Cast(x[0], tensor.Float32), tensor.Float64)
+		}},
+		{"SharedInput", []*tensor.Tensor{randn(rng, 3)}, func(x []*autograd.Var) *autograd.Var { return autograd.Mul(x[0], autograd.Exp(x[0])) }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			eps, tol := 1e-6, 1e-6
+			if c.name == "Cast" {
+				eps, tol = 1e-2, 1e-3 // a float32 round trip in the middle
+			}
+			require.NoError(t, autograd.GradCheck(c.f, c.in, nil, eps, tol, tol))
+		})
+	}
+	for _, c := range cases {
+		for _, x := range c.in {
+			x.Release()
+		}
+	}
+	ids.Release()
+	tgt.Release()
+	require.Equal(t, before, tensor.CPU().Memory().InUse(), "every tensor was returned")
+}

@@ -1,0 +1,72 @@
+package autograd
+
+import (
+	"math"
+
+	"github.com/strata-ml/strata/tensor"
+)
+
+// CausalAttention is plain (materialised) causal self-attention over
+// q, k, v of shape (B, H, T, hd):
+//
+//	att = softmax(mask(q kᵀ / √hd)),  y = dropout(att) v
+//
+// written as one op so that only what backward needs is kept: q, k, v and
+// the probabilities att. The raw scores and the masked scores are freed
+// inside the forward, where the unfused chain of ops would keep them until
+// backward. Dropout on att (p > 0) draws its mask from (seed, offset) and
+// recomputes it in backward instead of storing it.
+func CausalAttention(q, k, v *Var, p float64, seed, offset uint64) *Var {
+	hd := q.Value.Dim(-1)
+	scale := 1 / math.Sqrt(float64(hd))
+	kt := k.Value.T()
+	scores := tensor.MatMulScaled(q.Value, kt, scale)
+	kt.Release()
+	masked := tensor.CausalMask(scores, tensor.NegInf)
+	scores.Release()
+	att := tensor.Softmax(masked)
+	masked.Release()
+	attD := att
+	if p > 0 {
+		attD = tensor.Dropout(att, p, seed, offset)
+	}
+	y := tensor.MatMul(attD, v.Value)
+	if attD != att {
+		attD.Release()
+	}
+	return Record("CausalAttention", y, []*Var{q, k, v}, func(g *tensor.Tensor) []*tensor.Tensor {
+		var gq, gk, gv *tensor.Tensor
+		if needs(v) { // dv = attDᵀ g
+			a := att
+			if p > 0 {
+				a = tensor.Dropout(att, p, seed, offset)
+			}
+			at := a.T()
+			gv = tensor.MatMul(at, g)
+			at.Release()
+			if a != att {
+				a.Release()
+			}
+		}
+		vt := v.Value.T()
+		datt := tensor.MatMul(g, vt) // (B,H,T,T)
+		vt.Release()
+		if p > 0 {
+			d := tensor.Dropout(datt, p, seed, offset)
+			datt.Release()
+			datt = d
+		}
+		ds := tensor.SoftmaxBackward(att, datt, false) // masked entries: att = 0, so ds = 0
+		datt.Release()
+		if needs(q) {
+			gq = tensor.MatMulScaled(ds, k.Value, scale)
+		}
+		if needs(k) {
+			dst := ds.T()
+			gk = tensor.MatMulScaled(dst, q.Value, scale)
+			dst.Release()
+		}
+		ds.Release()
+		return []*tensor.Tensor{gq, gk, gv}
+	}, att)
+}

@@ -1,0 +1,118 @@
+package autograd
+
+import (
+	"github.com/strata-ml/strata/tensor"
+)
+
+// Softmax over the last axis.
+func Softmax(x *Var) *Var {
+	out := tensor.Softmax(x.Value)
+	return Record("Softmax", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
+		return []*tensor.Tensor{tensor.SoftmaxBackward(out, g, false)}
+	})
+}
+
+// LogSoftmax over the last axis.
+func LogSoftmax(x *Var) *Var {
+	out := tensor.LogSoftmax(x.Value)
+	return Record("LogSoftmax", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
+		return []*tensor.Tensor{tensor.SoftmaxBackward(out, g, true)}
+	})
+}
+
+// CausalMask sets future positions (j > i) of the last two axes to fill
+// (use tensor.NegInf before a softmax).
+func CausalMask(x *Var, fill float64) *Var {
+	out := tensor.CausalMask(x.Value, fill)
+	return Record("CausalMask", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
+		return []*tensor.Tensor{tensor.CausalMask(g, 0)}
+	})
+}
+
+// LayerNorm normalises over the last axis with optional weight and bias
+// (each of shape [C]); like PyTorch's F.layer_norm.
+func LayerNorm(x, w, b *Var, eps float64) *Var {
+	var wv, bv *tensor.Tensor
+	if w != nil {
+		wv = w.Value
+	}
+	if b != nil {
+		bv = b.Value
+	}
+	y, mean, rstd := tensor.LayerNorm(x.Value, wv, bv, eps)
+	return Record("LayerNorm", y, []*Var{x, w, b}, func(g *tensor.Tensor) []*tensor.Tensor {
+		dx, dw, db := tensor.LayerNormBackward(g, x.Value, mean, rstd, wv, bv != nil)
+		if !needs(x) {
+			dx.Release()
+			dx = nil
+		}
+		if !needs(w) {
+			dw.Release()
+			dw = nil
+		}
+		if !needs(b) {
+			db.Release()
+			db = nil
+		}
+		return []*tensor.Tensor{dx, dw, db}
+	}, mean, rstd)
+}
+
+// Embedding gathers rows of table (V, D) at int32 ids.
+func Embedding(table *Var, ids *tensor.Tensor) *Var {
+	out := tensor.Embedding(table.Value, ids)
+	rows := table.Value.Dim(0)
+	return Record("Embedding", out, []*Var{table}, func(g *tensor.Tensor) []*tensor.Tensor {
+		return []*tensor.Tensor{tensor.EmbeddingBackward(ids, g, rows)}
+	})
+}
+
+// IgnoreIndex is the target value CrossEntropy skips (PyTorch's default).
+const IgnoreIndex = -100
+
+// CrossEntropy returns the mean cross-entropy of logits (N, C) against
+// int32 targets (N), skipping targets equal to IgnoreIndex, like
+// PyTorch's F.cross_entropy. The softmax is recomputed in backward rather
+// than stored, which saves an (N, C) activation.
+func CrossEntropy(logits *Var, targets *tensor.Tensor) *Var {
+	losses, n := tensor.CrossEntropy(logits.Value, targets, IgnoreIndex)
+	sum := tensor.Sum(losses, false)
+	losses.Release()
+	scale := 0.0
+	if n > 0 {
+		scale = 1 / float64(n)
+	}
+	out := tensor.Scale(sum, scale)
+	sum.Release()
+	rows := logits.Value.Dim(0)
+	return Record("CrossEntropy", out, []*Var{logits}, func(g *tensor.Tensor) []*tensor.Tensor {
+		gs := tensor.Scale(g, scale)
+		e := gs.Reshape(1).Expand(rows)
+		dl := tensor.CrossEntropyBackward(logits.Value, targets, e, IgnoreIndex)
+		gs.Release()
+		e.Release()
+		return []*tensor.Tensor{dl}
+	})
+}
+
+// Dropout zeroes elements with probability p (scaling the rest by
+// 1/(1-p)). The mask is a function of (seed, offset, index), so nothing is
+// stored for backward. p == 0 returns x itself.
+func Dropout(x *Var, p float64, seed, offset uint64) *Var {
+	if p == 0 {
+		return x
+	}
+	out := tensor.Dropout(x.Value, p, seed, offset)
+	return Record("Dropout", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
+		return []*tensor.Tensor{tensor.Dropout(g, p, seed, offset)}
+	})
+}
+
+// Cast converts x to dtype dt; the gradient is cast back.
+func Cast(x *Var, dt tensor.DType) *Var {
+	src := x.Value.DType()
+	out := x.Value.To(dt)
+	return Record("Cast", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
+		return []*tensor.Tensor{g.To(src)}
+	})
+}

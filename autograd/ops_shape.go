@@ -1,0 +1,121 @@
+package autograd
+
+import (
+	"github.com/strata-ml/strata/tensor"
+)
+
+// Reshape returns x with a new shape (one dimension may be -1).
+func Reshape(x *Var, shape ...int) *Var {
+	in := x.Value.Shape()
+	out := x.Value.Reshape(shape...)
+	return Record("Reshape", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
+		return []*tensor.Tensor{g.Reshape(in...)}
+	})
+}
+
+// Transpose swaps two axes (a view).
+func Transpose(x *Var, a, b int) *Var {
+	out := x.Value.Transpose(a, b)
+	return Record("Transpose", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
+		return []*tensor.Tensor{g.Transpose(a, b)}
+	})
+}
+
+// Permute reorders axes (a view).
+func Permute(x *Var, perm ...int) *Var {
+	out := x.Value.Permute(perm...)
+	inv := make([]int, len(perm))
+	for i, p := range perm {
+		if p < 0 {
+			p += len(perm)
+		}
+		inv[p] = i
+	}
+	return Record("Permute", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
+		return []*tensor.Tensor{g.Permute(inv...)}
+	})
+}
+
+// Contiguous returns x laid out densely (a copy when it was a strided view).
+func Contiguous(x *Var) *Var {
+	out := x.Value.Contiguous()
+	return Record("Contiguous", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
+		return []*tensor.Tensor{g.Alias()}
+	})
+}
+
+// Narrow returns elements [start, start+length) of axis (a view).
+func Narrow(x *Var, axis, start, length int) *Var {
+	out := x.Value.Narrow(axis, start, length)
+	shape := x.Value.Shape()
+	dt, dev := x.Value.DType(), x.Value.Device()
+	return Record("Narrow", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
+		full := tensor.Zeros(dev, dt, shape...)
+		full.WriteNarrow(axis, start, g)
+		return []*tensor.Tensor{full}
+	})
+}
+
+// Split cuts axis into pieces of size (the last may be shorter).
+func Split(x *Var, size, axis int) []*Var {
+	n := x.Value.Dim(axis)
+	var out []*Var
+	for s := 0; s < n; s += size {
+		out = append(out, Narrow(x, axis, s, min(size, n-s)))
+	}
+	return out
+}
+
+// Sum sums over axes (all when none).
+func Sum(x *Var, keepDim bool, axes ...int) *Var {
+	out := tensor.Sum(x.Value, keepDim, axes...)
+	shape := x.Value.Shape()
+	kept := keptShape(shape, axes)
+	return Record("Sum", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
+		gk := g.Reshape(kept...)
+		e := gk.Expand(shape...)
+		r := e.Contiguous()
+		gk.Release()
+		e.Release()
+		return []*tensor.Tensor{r}
+	})
+}
+
+// Mean averages over axes (all when none).
+func Mean(x *Var, keepDim bool, axes ...int) *Var {
+	shape := x.Value.Shape()
+	kept := keptShape(shape, axes)
+	n := 1
+	for i := range shape {
+		if kept[i] == 1 {
+			n *= shape[i]
+		}
+	}
+	out := tensor.Mean(x.Value, keepDim, axes...)
+	return Record("Mean", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
+		gk := g.Reshape(kept...)
+		e := gk.Expand(shape...)
+		r := tensor.Scale(e, 1/float64(n))
+		gk.Release()
+		e.Release()
+		return []*tensor.Tensor{r}
+	})
+}
+
+// keptShape is shape with the reduced axes set to 1.
+func keptShape(shape, axes []int) []int {
+	k := make([]int, len(shape))
+	copy(k, shape)
+	if len(axes) == 0 {
+		for i := range k {
+			k[i] = 1
+		}
+	}
+	for _, a := range axes {
+		if a < 0 {
+			a += len(shape)
+		}
+		k[a] = 1
+	}
+	return k
+}

@@ -1,0 +1,138 @@
+package autograd
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/strata-ml/strata/memory"
+	"github.com/strata-ml/strata/tensor"
+)
+
+// Var is a value in the computation graph: a tensor, whether gradients
+// flow to it, the node that produced it (nil for leaves) and, for leaves
+// that require gradients, the accumulated gradient.
+type Var struct {
+	// Value is the tensor. Backward releases the values of intermediate
+	// (non-leaf) vars once nothing needs them any more, unless Retain
+	// was called.
+	Value *tensor.Tensor
+	// Grad is the accumulated gradient of a leaf that requires gradients
+	// (or of a retained var). It survives scopes; ZeroGrad releases it.
+	Grad *tensor.Tensor
+
+	requiresGrad bool
+	retain       bool
+	node         *node
+	pending      *tensor.Tensor // gradient being summed during Backward
+	name         string
+}
+
+// node records how a var was computed: its inputs and the backward
+// function that maps the output gradient to input gradients.
+type node struct {
+	op       string
+	inputs   []*Var
+	backward BackwardFunc
+	saved    []*tensor.Tensor // released after backward runs
+}
+
+// BackwardFunc maps the gradient of an op's output to the gradients of
+// its inputs, in order; an entry may be nil when that input needs none
+// (see Var.RequiresGrad). The returned tensors belong to the engine.
+type BackwardFunc func(g *tensor.Tensor) []*tensor.Tensor
+
+// Param returns a leaf that requires gradients (a trainable parameter).
+// The tensor is taken out of scope tracking: it lives until released.
+func Param(t *tensor.Tensor, name string) *Var {
+	tensor.Keep(t)
+	return &Var{Value: t, requiresGrad: true, name: name}
+}
+
+// Const returns a leaf without gradient (inputs, targets, frozen weights).
+func Const(t *tensor.Tensor) *Var { return &Var{Value: t} }
+
+// RequiresGrad reports whether gradients flow to v.
+func (v *Var) RequiresGrad() bool { return v.requiresGrad }
+
+// SetRequiresGrad turns gradient tracking of a leaf on or off (freezing a
+// parameter). Panics on a non-leaf.
+func (v *Var) SetRequiresGrad(b bool) {
+	if v.node != nil {
+		panic(fmt.Sprintf("autograd: SetRequiresGrad on non-leaf %s", v))
+	}
+	v.requiresGrad = b
+}
+
+// IsLeaf reports whether v was not produced by a recorded op.
+func (v *Var) IsLeaf() bool { return v.node == nil }
+
+// Retain keeps v's value and its gradient (in Grad) through Backward.
+func (v *Var) Retain() *Var { v.retain = true; return v }
+
+// Name is the var's name (parameters) or the op that produced it.
+func (v *Var) Name() string {
+	if v.name == "" && v.node != nil {
+		return v.node.op
+	}
+	return v.name
+}
+
+// Shape is the value's shape.
+func (v *Var) Shape() []int { return v.Value.Shape() }
+
+// Item is the value of a one-element var.
+func (v *Var) Item() float64 { return v.Value.Item() }
+
+func (v *Var) String() string {
+	return fmt.Sprintf("Var(%s %v %v grad=%v)", v.Name(), v.Value.DType(), v.Value.Shape(), v.requiresGrad)
+}
+
+// ZeroGrad releases the accumulated gradient (PyTorch's set_to_none).
+func (v *Var) ZeroGrad() {
+	if v.Grad != nil {
+		v.Grad.Release()
+		v.Grad = nil
+	}
+}
+
+// Detach returns a leaf sharing v's value, cut from the graph.
+func (v *Var) Detach() *Var { return &Var{Value: v.Value.Alias()} }
+
+var noGrad atomic.Int32
+
+// NoGrad runs fn without recording the graph (evaluation, optimizer
+// steps); ops then return leaves.
+func NoGrad(fn func()) {
+	noGrad.Add(1)
+	defer noGrad.Add(-1)
+	fn()
+}
+
+// GradEnabled reports whether ops record the graph now.
+func GradEnabled() bool { return noGrad.Load() == 0 }
+
+// Record makes the var for an op's output. When recording is on and some
+// input requires gradients, the var gets a node with backward; saved are
+// extra tensors backward needs (released after it runs, or by the scope).
+// This is how every op of this package is written, and how users write
+// custom ops: compute the forward with tensor ops, then Record it with
+// its backward beside it.
+func Record(op string, out *tensor.Tensor, inputs []*Var, backward BackwardFunc, saved ...*tensor.Tensor) *Var {
+	v := &Var{Value: out}
+	if !GradEnabled() {
+		return v
+	}
+	for _, in := range inputs {
+		if in != nil && in.requiresGrad {
+			v.requiresGrad = true
+			break
+		}
+	}
+	if v.requiresGrad {
+		v.node = &node{op: op, inputs: inputs, backward: backward, saved: saved}
+	}
+	return v
+}
+
+// gradRole is the memory role of everything Backward allocates.
+const gradRole = memory.RoleGradient

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/strata-ml/strata/nn"
+	"github.com/strata-ml/strata/tensor"
+)
+
+// benchResult is the JSON line -bench prints.
+type benchResult struct {
+	Config    string  `json:"config"`
+	Device    string  `json:"device"`
+	Backend   string  `json:"backend"`
+	Threads   int     `json:"threads"`
+	Params    int     `json:"params"`
+	Batch     int     `json:"batch"`
+	Context   int     `json:"context"`
+	Steps     int     `json:"steps"`
+	TokS      float64 `json:"tok_s"`
+	StepMS    float64 `json:"step_ms"`
+	PeakBytes int64   `json:"peak_bytes"`
+	PeakMiB   float64 `json:"peak_mib"`
+	Reserved  int64   `json:"peak_reserved_bytes"`
+	Loss      float64 `json:"loss"`
+}
+
+func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
+	tr, err := newTrainer(o, cfg, dev)
+	if err != nil {
+		return err
+	}
+	data := randomData{vocab: cfg.Vocab}
+	rng := rand.New(rand.NewPCG(o.seed, 0xBE9C))
+	tr.sched = nn.CosineSchedule{MaxLR: o.lr, MinLR: o.lr, Total: 1}
+	for it := range o.benchWarm {
+		data.batch(rng, tr.xs, tr.ys, tr.B, tr.T)
+		if _, err := tr.step(it); err != nil {
+			return err
+		}
+	}
+	if err := dev.Synchronize(); err != nil {
+		return err
+	}
+	dev.Memory().ResetPeaks()
+	var loss float64
+	start := time.Now()
+	for it := range o.steps {
+		data.batch(rng, tr.xs, tr.ys, tr.B, tr.T)
+		if loss, err = tr.step(it); err != nil {
+			return err
+		}
+	}
+	if err := dev.Synchronize(); err != nil {
+		return err
+	}
+	el := time.Since(start).Seconds()
+	st := dev.Memory().Stats()
+	r := benchResult{
+		Config: o.config, Device: dev.String(), Backend: tensor.CPUBackendInfo(), Threads: runtime.GOMAXPROCS(0),
+		Params: nn.CountParams(tr.params), Batch: tr.B, Context: tr.T, Steps: o.steps,
+		TokS: float64(tr.B*tr.T*o.steps) / el, StepMS: 1000 * el / float64(o.steps),
+		PeakBytes: st.Total.Allocated.Peak, PeakMiB: float64(st.Total.Allocated.Peak) / (1 << 20),
+		Reserved: st.Total.Reserved.Peak, Loss: loss,
+	}
+	fmt.Fprintf(os.Stderr, "\n| config | device | params | batch x context | tokens/s | step ms | peak MiB | loss |\n|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(os.Stderr, "| %s | %s | %d | %d x %d | %.0f | %.1f | %.1f | %.4f |\n\n", r.Config, r.Device, r.Params, r.Batch, r.Context, r.TokS, r.StepMS, r.PeakMiB, r.Loss)
+	b, _ := json.Marshal(r)
+	fmt.Println(string(b))
+	return nil
+}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/strata-ml/strata/memory"
+	"github.com/strata-ml/strata/nn"
+	"github.com/strata-ml/strata/tensor"
+)
+
+// trainer holds a model, its optimizer and its step function.
+type trainer struct {
+	model  *nn.GPT
+	params []*nn.Parameter
+	opt    *nn.AdamW
+	sched  nn.CosineSchedule
+	clip   float64
+	dev    tensor.Device
+	B, T   int
+	xs, ys []int32
+}
+
+func newTrainer(o *options, cfg nn.GPTConfig, dev tensor.Device) (*trainer, error) {
+	rng := rand.New(rand.NewPCG(o.seed, 0x5EED))
+	model, err := nn.NewGPT(cfg, nn.Options{Device: dev, DType: tensor.Float32, Rng: rng})
+	if err != nil {
+		return nil, err
+	}
+	ps := model.Parameters()
+	opt := nn.NewAdamW(ps, o.lr, o.wd)
+	opt.Beta2 = 0.95
+	B, T := o.batch, cfg.Context
+	return &trainer{
+		model: model, params: ps, opt: opt, clip: o.clip, dev: dev, B: B, T: T,
+		sched: nn.CosineSchedule{Warmup: o.warmup, Total: o.steps, MaxLR: o.lr, MinLR: o.minLR},
+		xs:    make([]int32, B*T), ys: make([]int32, B*T),
+	}, nil
+}
+
+// step runs one training step on the batch in t.xs, t.ys and returns the
+// loss. Everything the step allocates lives in one scope, so memory in use
+// after each step is the same.
+func (t *trainer) step(it int) (loss float64, err error) {
+	err = tensor.Try(func() {
+		tensor.WithScope(func() {
+			x := tensor.FromInt32s(t.dev, t.xs, t.B, t.T)
+			y := tensor.FromInt32s(t.dev, t.ys, t.B, t.T)
+			l := t.model.Loss(x, y)
+			if err = l.Backward(); err != nil {
+				return
+			}
+			loss = l.Item()
+			if t.clip > 0 {
+				if _, err = nn.ClipGradNorm(t.params, t.clip); err != nil {
+					return
+				}
+			}
+			t.opt.SetLR(t.sched.LR(it))
+			err = t.opt.Step()
+			nn.ZeroGrad(t.params)
+		})
+	})
+	return loss, err
+}
+
+func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
+	var data dataset
+	var task *additionTask
+	var err error
+	if o.data != "" {
+		data, err = loadText(o.data, cfg.Context)
+	} else {
+		task, err = newAdditionTask(o.digits)
+		data = task
+	}
+	if err != nil {
+		return err
+	}
+	tr, err := newTrainer(o, cfg, dev)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "model: %d parameters (%d layers, %d heads, width %d, context %d); batch %d; data: %s\n",
+		nn.CountParams(tr.params), cfg.Layers, cfg.Heads, cfg.Width, cfg.Context, tr.B, data.describe())
+	rng := rand.New(rand.NewPCG(o.seed, 0xDA7A))
+	var bar *progressbar.ProgressBar
+	if !o.quiet {
+		bar = progressbar.NewOptions(o.steps, progressbar.OptionSetWriter(os.Stderr),
+			progressbar.OptionSetWidth(30), progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true),
+			progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
+	}
+	start := time.Now()
+	var smooth float64
+	tokens := 0
+	for it := range o.steps {
+		data.batch(rng, tr.xs, tr.ys, tr.B, tr.T)
+		loss, err := tr.step(it)
+		if err != nil {
+			return fmt.Errorf("step %d: %w", it, err)
+		}
+		tokens += tr.B * tr.T
+		if it == 0 {
+			smooth = loss
+		}
+		smooth = 0.95*smooth + 0.05*loss
+		el := time.Since(start).Seconds()
+		if bar != nil {
+			bar.Describe(fmt.Sprintf("loss %.4f | %.0f tok/s", smooth, float64(tokens)/el))
+			bar.Add(1)
+		}
+		last := it == o.steps-1 || o.maxTime > 0 && time.Since(start) > o.maxTime
+		if o.evalEvery > 0 && (it+1)%o.evalEvery == 0 || last {
+			if bar != nil {
+				bar.Clear()
+			}
+			metric, err := evaluate(tr, data, task)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "step %5d  loss %.4f  %s  lr %.2e  %.0f tok/s  %.0fs\n", it+1, smooth, metric, tr.sched.LR(it), float64(tokens)/el, el)
+		}
+		if last {
+			break
+		}
+	}
+	if bar != nil {
+		bar.Finish()
+	}
+	if err := showSamples(tr, data, task, o); err != nil {
+		return err
+	}
+	fmt.Fprint(os.Stderr, "\n", dev.Memory().Summary())
+	if o.out != "" {
+		meta := map[string]string{"format": "pt", "config": fmt.Sprintf("%+v", cfg), "producer": "strata train-gpt"}
+		if err := nn.SaveWeights(o.out, tr.params, meta); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "saved weights to %s\n", o.out)
+	}
+	return nil
+}
+
+// peakBytes is the peak of bytes allocated on the device over all tiers.
+func peakBytes(m *memory.Manager) int64 { return m.Stats().Total.Allocated.Peak }

@@ -1,0 +1,167 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/strata-ml/strata/autograd"
+	"github.com/strata-ml/strata/tensor"
+)
+
+// GPT is a decoder-only transformer in nanoGPT's layout: token and
+// position embeddings, pre-norm blocks (attention and MLP with residual
+// connections), a final LayerNorm and an output head tied to the token
+// embedding. Parameter names are nanoGPT's state_dict keys.
+type GPT struct {
+	Config GPTConfig
+	Wte    *Embedding // transformer.wte
+	Wpe    *Embedding // transformer.wpe
+	Blocks []*Block   // transformer.h.N
+	LnF    *LayerNorm // transformer.ln_f
+	Drop   *Dropout
+}
+
+// Block is one transformer block: x + attn(ln_1(x)), then + mlp(ln_2(x)).
+type Block struct {
+	Ln1, Ln2 *LayerNorm
+	Attn     *CausalSelfAttention
+	FC, Proj *Linear // mlp.c_fc, mlp.c_proj
+	Drop     *Dropout
+}
+
+// CausalSelfAttention projects to q, k, v with one (3C, C) weight
+// (attn.c_attn), attends causally per head and projects back (attn.c_proj).
+type CausalSelfAttention struct {
+	CAttn, CProj *Linear
+	Heads        int
+	AttnDrop     *Dropout
+	ResidDrop    *Dropout
+}
+
+// NewGPT builds a GPT with GPT-2 initialisation: normal(0, 0.02) weights,
+// residual projections (c_proj) scaled by 1/√(2·layers), zero biases,
+// LayerNorms at 1 and 0.
+func NewGPT(c GPTConfig, o Options) (*GPT, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	var g *GPT
+	err := tensor.Try(func() {
+		projStd := 0.02 / math.Sqrt(2*float64(c.Layers))
+		seed := o.Rng.Uint64()
+		drop := func(i uint64) *Dropout { return &Dropout{P: c.Dropout, Seed: seed + i, Training: true} }
+		g = &GPT{
+			Config: c,
+			Wte:    NewEmbedding(o, "transformer.wte", c.Vocab, c.Width, 0.02),
+			Wpe:    NewEmbedding(o, "transformer.wpe", c.Context, c.Width, 0.02),
+			Drop:   drop(0),
+		}
+		for i := range c.Layers {
+			p := fmt.Sprintf("transformer.h.%d", i)
+			g.Blocks = append(g.Blocks, &Block{
+				Ln1: NewLayerNorm(o, p+".ln_1", c.Width),
+				Attn: &CausalSelfAttention{
+					CAttn:     NewLinear(o, p+".attn.c_attn", c.Width, 3*c.Width, true, 0.02),
+					CProj:     NewLinear(o, p+".attn.c_proj", c.Width, c.Width, true, projStd),
+					Heads:     c.Heads,
+					AttnDrop:  drop(uint64(3*i + 1)),
+					ResidDrop: drop(uint64(3*i + 2)),
+				},
+				Ln2:  NewLayerNorm(o, p+".ln_2", c.Width),
+				FC:   NewLinear(o, p+".mlp.c_fc", c.Width, 4*c.Width, true, 0.02),
+				Proj: NewLinear(o, p+".mlp.c_proj", 4*c.Width, c.Width, true, projStd),
+				Drop: drop(uint64(3*i + 3)),
+			})
+		}
+		g.LnF = NewLayerNorm(o, "transformer.ln_f", c.Width)
+	})
+	return g, err
+}
+
+// Parameters returns every parameter once (the head is the token table).
+func (g *GPT) Parameters() []*Parameter {
+	ps := Collect(g.Wte, g.Wpe)
+	for _, b := range g.Blocks {
+		ps = append(ps, Collect(b.Ln1, b.Attn.CAttn, b.Attn.CProj, b.Ln2, b.FC, b.Proj)...)
+	}
+	return append(ps, g.LnF.Parameters()...)
+}
+
+// SetTraining turns dropout on or off.
+func (g *GPT) SetTraining(on bool) {
+	g.Drop.Training = on
+	for _, b := range g.Blocks {
+		b.Drop.Training, b.Attn.AttnDrop.Training, b.Attn.ResidDrop.Training = on, on, on
+	}
+}
+
+// Forward maps int32 token ids (B, T), T <= Context, to logits (B, T, V).
+// Panics with a *tensor.OpError on bad input (wrap in tensor.Try).
+func (g *GPT) Forward(idx *tensor.Tensor) *autograd.Var {
+	return g.Head(g.Trunk(idx))
+}
+
+// Trunk maps token ids (B, T) to the final normalised hidden states
+// (B, T, C), before the output head.
+func (g *GPT) Trunk(idx *tensor.Tensor) *autograd.Var {
+	if idx.Rank() != 2 || idx.DType() != tensor.Int32 {
+		panic(&tensor.OpError{Op: "GPT.Forward", Msg: fmt.Sprintf("ids %v %v: want int32 (B, T)", idx.DType(), idx.Shape()), Err: tensor.ErrShape})
+	}
+	T := idx.Dim(1)
+	if T > g.Config.Context {
+		panic(&tensor.OpError{Op: "GPT.Forward", Msg: fmt.Sprintf("sequence length %d exceeds the context %d", T, g.Config.Context), Err: tensor.ErrShape})
+	}
+	pos := tensor.Arange(idx.Device(), tensor.Int32, 0, T)
+	x := autograd.Add(g.Wte.Forward(idx), g.Wpe.Forward(pos)) // (B, T, C) + (T, C)
+	x = g.Drop.Forward(x)
+	for _, b := range g.Blocks {
+		x = b.Forward(x)
+	}
+	return g.LnF.Forward(x)
+}
+
+// Head applies the tied output projection: logits = h Wteᵀ.
+func (g *GPT) Head(h *autograd.Var) *autograd.Var {
+	return autograd.Linear(h, g.Wte.Weight.Var, nil)
+}
+
+// Loss is the mean next-token cross-entropy of the logits for idx against
+// targets (both int32 (B, T)).
+func (g *GPT) Loss(idx, targets *tensor.Tensor) *autograd.Var {
+	return CrossEntropy(g.Forward(idx), targets)
+}
+
+// Forward applies the block to x (B, T, C).
+func (b *Block) Forward(x *autograd.Var) *autograd.Var {
+	x = autograd.Add(x, b.Attn.Forward(b.Ln1.Forward(x)))
+	h := b.Proj.Forward(GELU(b.FC.Forward(b.Ln2.Forward(x))))
+	return autograd.Add(x, b.Drop.Forward(h))
+}
+
+// Forward attends over x (B, T, C).
+func (a *CausalSelfAttention) Forward(x *autograd.Var) *autograd.Var {
+	s := x.Value.Shape()
+	B, T, C := s[0], s[1], s[2]
+	H := a.Heads
+	qkv := a.CAttn.Forward(x)                                           // (B, T, 3C)
+	qkv5 := autograd.Reshape(qkv, B, T, 3, H, C/H)                      // (B, T, 3, H, hd)
+	heads := autograd.Contiguous(autograd.Permute(qkv5, 2, 0, 3, 1, 4)) // (3, B, H, T, hd)
+	q := autograd.Reshape(autograd.Narrow(heads, 0, 0, 1), B, H, T, C/H)
+	k := autograd.Reshape(autograd.Narrow(heads, 0, 1, 1), B, H, T, C/H)
+	v := autograd.Reshape(autograd.Narrow(heads, 0, 2, 1), B, H, T, C/H)
+	var off uint64
+	if a.AttnDrop.Training && a.AttnDrop.P > 0 {
+		off = a.AttnDrop.offset
+		a.AttnDrop.offset += uint64(B * H * T * T)
+	}
+	y := autograd.CausalAttention(q, k, v, dropP(a.AttnDrop), a.AttnDrop.Seed, off) // (B, H, T, hd)
+	y = autograd.Reshape(autograd.Contiguous(autograd.Permute(y, 0, 2, 1, 3)), B, T, C)
+	return a.ResidDrop.Forward(a.CProj.Forward(y))
+}
+
+func dropP(d *Dropout) float64 {
+	if d.Training {
+		return d.P
+	}
+	return 0
+}

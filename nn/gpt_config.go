@@ -1,0 +1,56 @@
+package nn
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// GPTConfig is the shape of a GPT.
+type GPTConfig struct {
+	Vocab   int     // vocabulary size
+	Context int     // maximum sequence length (block size)
+	Layers  int     // transformer blocks
+	Heads   int     // attention heads
+	Width   int     // embedding width (n_embd)
+	Dropout float64 // dropout on embeddings, attention and residuals
+	Batch   int     // the preset's training batch size (a default, not part of the model)
+}
+
+// GPTConfigs are the named shapes of DESIGN.md: tiny (the CPU benchmark),
+// char (nanoGPT's Shakespeare-char) and gpt2 (GPT-2 small, 124M).
+var GPTConfigs = map[string]GPTConfig{
+	"tiny": {Vocab: 256, Context: 64, Layers: 2, Heads: 4, Width: 128, Batch: 16},
+	"char": {Vocab: 256, Context: 256, Layers: 6, Heads: 6, Width: 384, Batch: 64},
+	"gpt2": {Vocab: 50257, Context: 1024, Layers: 12, Heads: 12, Width: 768, Batch: 8},
+}
+
+// LookupGPTConfig returns the named preset.
+func LookupGPTConfig(name string) (GPTConfig, error) {
+	c, ok := GPTConfigs[name]
+	if !ok {
+		return c, fmt.Errorf("nn: unknown GPT config %q (have %v)", name, slices.Sorted(maps.Keys(GPTConfigs)))
+	}
+	return c, nil
+}
+
+// Validate reports the first inconsistency in c.
+func (c GPTConfig) Validate() error {
+	switch {
+	case c.Vocab <= 0 || c.Context <= 0 || c.Layers <= 0 || c.Heads <= 0 || c.Width <= 0:
+		return fmt.Errorf("nn: GPT config %+v: every size must be positive", c)
+	case c.Width%c.Heads != 0:
+		return fmt.Errorf("nn: GPT config: width %d is not divisible by %d heads", c.Width, c.Heads)
+	case c.Dropout < 0 || c.Dropout >= 1:
+		return fmt.Errorf("nn: GPT config: dropout %v not in [0, 1)", c.Dropout)
+	}
+	return nil
+}
+
+// NumParams is the parameter count of the model c describes (the output
+// head is tied to the token embedding and not counted twice).
+func (c GPTConfig) NumParams() int {
+	C := c.Width
+	block := 2*2*C + (3*C*C + 3*C) + (C*C + C) + (4*C*C + 4*C) + (4*C*C + C)
+	return c.Vocab*C + c.Context*C + c.Layers*block + 2*C
+}

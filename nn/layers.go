@@ -1,0 +1,116 @@
+package nn
+
+import (
+	"github.com/strata-ml/strata/autograd"
+	"github.com/strata-ml/strata/memory"
+	"github.com/strata-ml/strata/tensor"
+)
+
+// Linear is y = x Wᵀ + b with W of shape (out, in), as torch.nn.Linear.
+type Linear struct {
+	Weight, Bias *Parameter
+}
+
+// NewLinear makes a Linear with weights normal(0, std) and zero bias
+// (no bias when bias is false).
+func NewLinear(o Options, name string, in, out int, bias bool, std float64) *Linear {
+	l := &Linear{Weight: newParam(o, prefix(name, "weight"), memory.RoleParameter, normalInit(o.Rng, std), out, in)}
+	if bias {
+		l.Bias = newParam(o, prefix(name, "bias"), memory.RoleParameter, constInit(0), out)
+	}
+	return l
+}
+
+// Forward maps x (..., in) to (..., out).
+func (l *Linear) Forward(x *autograd.Var) *autograd.Var {
+	var b *autograd.Var
+	if l.Bias != nil {
+		b = l.Bias.Var
+	}
+	return autograd.Linear(x, l.Weight.Var, b)
+}
+
+// Parameters returns weight and bias.
+func (l *Linear) Parameters() []*Parameter {
+	if l.Bias == nil {
+		return []*Parameter{l.Weight}
+	}
+	return []*Parameter{l.Weight, l.Bias}
+}
+
+// Embedding maps int32 ids to rows of a (num, dim) table.
+type Embedding struct {
+	Weight *Parameter
+}
+
+// NewEmbedding makes an embedding table with normal(0, std) entries. Its
+// storage has role embedding (the hybrid policy puts it in managed memory
+// advised read-mostly on the GPU).
+func NewEmbedding(o Options, name string, num, dim int, std float64) *Embedding {
+	return &Embedding{Weight: newParam(o, prefix(name, "weight"), memory.RoleEmbedding, normalInit(o.Rng, std), num, dim)}
+}
+
+// Forward gathers the rows for ids (any shape) into ids.shape + [dim].
+func (e *Embedding) Forward(ids *tensor.Tensor) *autograd.Var {
+	return autograd.Embedding(e.Weight.Var, ids)
+}
+
+// Parameters returns the table.
+func (e *Embedding) Parameters() []*Parameter { return []*Parameter{e.Weight} }
+
+// LayerNorm normalises over the last axis with a learnt scale and shift.
+type LayerNorm struct {
+	Weight, Bias *Parameter
+	Eps          float64
+}
+
+// NewLayerNorm makes a LayerNorm of width dim (weight 1, bias 0, eps 1e-5).
+func NewLayerNorm(o Options, name string, dim int) *LayerNorm {
+	return &LayerNorm{
+		Weight: newParam(o, prefix(name, "weight"), memory.RoleParameter, constInit(1), dim),
+		Bias:   newParam(o, prefix(name, "bias"), memory.RoleParameter, constInit(0), dim),
+		Eps:    1e-5,
+	}
+}
+
+// Forward normalises x (..., dim).
+func (l *LayerNorm) Forward(x *autograd.Var) *autograd.Var {
+	return autograd.LayerNorm(x, l.Weight.Var, l.Bias.Var, l.Eps)
+}
+
+// Parameters returns weight and bias.
+func (l *LayerNorm) Parameters() []*Parameter { return []*Parameter{l.Weight, l.Bias} }
+
+// Dropout zeroes activations with probability P while training. Each call
+// draws a fresh mask from (Seed, a running offset), so runs are
+// reproducible and a recomputation with the same offset gives the same
+// mask.
+type Dropout struct {
+	P        float64
+	Seed     uint64
+	Training bool
+	offset   uint64
+}
+
+// Forward applies dropout when training and P > 0.
+func (d *Dropout) Forward(x *autograd.Var) *autograd.Var {
+	if !d.Training || d.P == 0 {
+		return x
+	}
+	off := d.offset
+	d.offset += uint64(x.Value.Numel())
+	return autograd.Dropout(x, d.P, d.Seed, off)
+}
+
+// GELU is the tanh-approximated GELU activation.
+func GELU(x *autograd.Var) *autograd.Var { return autograd.Gelu(x) }
+
+// CrossEntropy is the mean cross-entropy of logits (..., C) against int32
+// targets of the leading shape; targets equal to autograd.IgnoreIndex are
+// skipped.
+func CrossEntropy(logits *autograd.Var, targets *tensor.Tensor) *autograd.Var {
+	s := logits.Value.Shape()
+	c := s[len(s)-1]
+	flat := autograd.Reshape(logits, -1, c)
+	return autograd.CrossEntropy(flat, targets.Reshape(-1))
+}

@@ -1,0 +1,75 @@
+package nn
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/strata-ml/strata/tensor"
+)
+
+// SaveWeights writes the parameters to a safetensors file under their
+// names (nanoGPT's keys for a GPT, so PyTorch's
+// safetensors.torch.load_file and Hugging Face tools can read them).
+func SaveWeights(path string, ps []*Parameter, meta map[string]string) error {
+	m := make(map[string]*tensor.Tensor, len(ps))
+	for _, p := range ps {
+		if _, dup := m[p.Name]; dup {
+			return fmt.Errorf("nn: saving %s: duplicate parameter %q", path, p.Name)
+		}
+		m[p.Name] = p.Value
+	}
+	return tensor.WriteSafetensors(path, m, meta)
+}
+
+// LoadWeights reads a safetensors file into the parameters, converting
+// dtypes. Every parameter must be present with its exact shape; names in
+// the file that match no parameter are an error too (strict, like
+// PyTorch's load_state_dict), except "lm_head.weight" (a tied head).
+func LoadWeights(path string, ps []*Parameter) (meta map[string]string, err error) {
+	if len(ps) == 0 {
+		return nil, fmt.Errorf("nn: loading %s: no parameters to load into", path)
+	}
+	if e := tensor.Try(func() {
+		tensor.WithScope(func() {
+			var ts map[string]*tensor.Tensor
+			ts, meta, err = tensor.ReadSafetensors(path, ps[0].Value.Device())
+			if err != nil {
+				return
+			}
+			byName, e := ByName(ps)
+			if e != nil {
+				err = e
+				return
+			}
+			var missing, unexpected []string
+			for _, p := range ps {
+				t, ok := ts[p.Name]
+				if !ok {
+					missing = append(missing, p.Name)
+					continue
+				}
+				if !slices.Equal(t.Shape(), p.Value.Shape()) {
+					err = fmt.Errorf("nn: loading %s: %q has shape %v in the file, the model wants %v", path, p.Name, t.Shape(), p.Value.Shape())
+					return
+				}
+			}
+			for name := range ts {
+				if _, ok := byName[name]; !ok && name != "lm_head.weight" {
+					unexpected = append(unexpected, name)
+				}
+			}
+			if len(missing) > 0 || len(unexpected) > 0 {
+				slices.Sort(missing)
+				slices.Sort(unexpected)
+				err = fmt.Errorf("nn: loading %s: missing %v, unexpected %v", path, missing, unexpected)
+				return
+			}
+			for _, p := range ps {
+				p.Value.CopyFrom(ts[p.Name])
+			}
+		})
+	}); e != nil {
+		return nil, e
+	}
+	return meta, err
+}

@@ -1,0 +1,51 @@
+package tensor
+
+import "github.com/strata-ml/strata/tensor/internal/cpukern"
+
+// backend is the op surface every device implements. The exported ops
+// validate shapes, dtypes and devices, allocate outputs and reduce every
+// call to one of these primitives. Unless a method says otherwise, its
+// tensors are contiguous, on the backend's device, of one float dtype, and
+// their sizes agree; ids and targets are Int32.
+type backend interface {
+	upload(dst *Tensor, src []byte)
+	download(dst []byte, src *Tensor)
+	// copyStrided gathers src (any strides) into contiguous dst of the
+	// same shape and dtype.
+	copyStrided(dst, src *Tensor)
+	// copy2D copies rows blocks of width elements from src (row stride
+	// srcStride, starting at element srcOff) to dst (dstStride, dstOff);
+	// both contiguous tensors of one dtype, offsets relative to their views.
+	copy2D(dst, src *Tensor, rows, width, dstStride, dstOff, srcStride, srcOff int)
+	fill(dst *Tensor, v float64)
+	// cast converts between any two dtypes.
+	cast(dst, src *Tensor)
+	unary(op cpukern.UnaryOp, dst, src *Tensor)
+	// unaryBackward: dx = dy * op'(x); x or y is nil when op does not need it.
+	unaryBackward(op cpukern.UnaryOp, dx, x, y, dy *Tensor)
+	// affine: dst = alpha*src + beta.
+	affine(dst, src *Tensor, alpha, beta float64)
+	// binary: dst (contiguous) = a op b, where a and b are strided views
+	// already broadcast to dst's shape (stride 0 on broadcast dims).
+	binary(op cpukern.BinaryOp, dst, a, b *Tensor)
+	// reduce sums (or maxes) the middle of the (outer, mid, inner) view of
+	// src into dst (outer, inner).
+	reduceSum(dst, src *Tensor, outer, mid, inner int, accumulate bool)
+	reduceMax(dst, src *Tensor, outer, mid, inner int)
+	sumSquares(src *Tensor) float64
+	// matmul: for each of batch matrices, C = alpha*op(A)*op(B) + beta*C
+	// with element strides between matrices (0 broadcasts one matrix).
+	matmul(c, a, b *Tensor, transA, transB bool, m, n, k, batch, strideA, strideB int, alpha, beta float64)
+	softmax(dst, src *Tensor, rows, cols int, log bool)
+	softmaxBackward(dx, y, dy *Tensor, rows, cols int, log bool)
+	causalMask(dst, src *Tensor, batch, rows, cols int, fill float64)
+	layerNorm(y, mean, rstd, x, w, b *Tensor, rows, cols int, eps float64)
+	layerNormBackward(dx, dw, db, dy, x, mean, rstd, w *Tensor, rows, cols int)
+	gather(dst, table, ids *Tensor, dim, rows int) error
+	scatterAdd(dtable, dout, ids *Tensor, dim, rows int) error
+	crossEntropy(loss, logits, targets *Tensor, rows, cols int, ignore int32) (int, error)
+	crossEntropyBackward(dlogits, logits, targets, dloss *Tensor, rows, cols int, ignore int32)
+	dropout(dst, src *Tensor, p float64, seed, offset uint64)
+	adamw(p, g, m, v *Tensor, lr, beta1, beta2, eps, wd float64, step int)
+	sgd(p, g, buf *Tensor, lr, momentum, wd float64, nesterov bool)
+}

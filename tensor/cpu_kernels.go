@@ -1,0 +1,329 @@
+package tensor
+
+import (
+	"github.com/strata-ml/strata/tensor/internal/blas"
+	"github.com/strata-ml/strata/tensor/internal/cpukern"
+)
+
+func (cpuBackend) upload(dst *Tensor, src []byte) {
+	copy(hostData[byte](byteView(dst)), src)
+}
+
+func (cpuBackend) download(dst []byte, src *Tensor) {
+	copy(dst, hostData[byte](byteView(src)))
+}
+
+// byteView reinterprets contiguous t as a byte tensor descriptor (only
+// offset and length are used by hostData).
+func byteView(t *Tensor) *Tensor {
+	sz := t.dtype.Size()
+	return &Tensor{ref: t.ref, shape: []int{t.Numel() * sz}, offset: t.offset * sz}
+}
+
+func (cpuBackend) copyStrided(dst, src *Tensor) {
+	switch src.dtype.Size() {
+	case 2:
+		cpukern.CopyStrided(hostData[uint16](dst), dst.shape, hostAll[uint16](src), src.offset, src.strides)
+	case 4:
+		cpukern.CopyStrided(hostData[uint32](dst), dst.shape, hostAll[uint32](src), src.offset, src.strides)
+	case 8:
+		cpukern.CopyStrided(hostData[uint64](dst), dst.shape, hostAll[uint64](src), src.offset, src.strides)
+	}
+}
+
+func (cpuBackend) copy2D(dst, src *Tensor, rows, width, dstStride, dstOff, srcStride, srcOff int) {
+	sz := dst.dtype.Size()
+	d, s := hostData[byte](byteView(dst)), hostData[byte](byteView(src))
+	w := width * sz
+	for r := range rows {
+		do, so := (r*dstStride+dstOff)*sz, (r*srcStride+srcOff)*sz
+		copy(d[do:do+w], s[so:so+w])
+	}
+}
+
+func (cpuBackend) fill(dst *Tensor, v float64) {
+	switch dst.dtype {
+	case Float32:
+		cpukern.Fill(f32(dst), float32(v))
+	case Float64:
+		cpukern.Fill(f64(dst), v)
+	case Int32:
+		cpukern.Fill(i32(dst), int32(v))
+	case Float16, BFloat16:
+		one := []float32{float32(v)}
+		h := []uint16{0}
+		if dst.dtype == Float16 {
+			cpukern.F32ToF16(h, one)
+		} else {
+			cpukern.F32ToBF16(h, one)
+		}
+		cpukern.Fill(hostData[uint16](dst), h[0])
+	}
+}
+
+func (cpuBackend) cast(dst, src *Tensor) {
+	switch {
+	case src.dtype == dst.dtype:
+		copy(hostData[byte](byteView(dst)), hostData[byte](byteView(src)))
+	case src.dtype.IsHalf() && dst.dtype.IsHalf():
+		tmp := make([]float32, src.Numel())
+		halfToF32(tmp, src)
+		f32ToHalf(dst, tmp)
+	case src.dtype.IsHalf():
+		if dst.dtype == Float32 {
+			halfToF32(f32(dst), src)
+			return
+		}
+		tmp := make([]float32, src.Numel())
+		halfToF32(tmp, src)
+		convertFrom(dst, tmp)
+	case dst.dtype.IsHalf():
+		if src.dtype == Float32 {
+			f32ToHalf(dst, f32(src))
+			return
+		}
+		tmp := make([]float32, src.Numel())
+		convertTo(tmp, src)
+		f32ToHalf(dst, tmp)
+	default:
+		switch dst.dtype {
+		case Float32:
+			convertTo(f32(dst), src)
+		case Float64:
+			convertTo(f64(dst), src)
+		case Int32:
+			convertTo(i32(dst), src)
+		}
+	}
+}
+
+func halfToF32(dst []float32, src *Tensor) {
+	if src.dtype == Float16 {
+		cpukern.F16ToF32(dst, hostData[uint16](src))
+	} else {
+		cpukern.BF16ToF32(dst, hostData[uint16](src))
+	}
+}
+
+func f32ToHalf(dst *Tensor, src []float32) {
+	if dst.dtype == Float16 {
+		cpukern.F32ToF16(hostData[uint16](dst), src)
+	} else {
+		cpukern.F32ToBF16(hostData[uint16](dst), src)
+	}
+}
+
+// convertTo converts non-half src into dst.
+func convertTo[D float32 | float64 | int32](dst []D, src *Tensor) {
+	switch src.dtype {
+	case Float32:
+		cpukern.Convert(dst, f32(src))
+	case Float64:
+		cpukern.Convert(dst, f64(src))
+	case Int32:
+		cpukern.Convert(dst, i32(src))
+	}
+}
+
+// convertFrom converts float32 values into non-half dst.
+func convertFrom(dst *Tensor, src []float32) {
+	switch dst.dtype {
+	case Float32:
+		copy(f32(dst), src)
+	case Float64:
+		cpukern.Convert(f64(dst), src)
+	case Int32:
+		cpukern.Convert(i32(dst), src)
+	}
+}
+
+func (cpuBackend) unary(op cpukern.UnaryOp, dst, src *Tensor) {
+	onFloat(op.String(), dst.dtype,
+		func() { cpukern.Unary(op, f32(dst), f32(src)) },
+		func() { cpukern.Unary(op, f64(dst), f64(src)) })
+}
+
+func (cpuBackend) unaryBackward(op cpukern.UnaryOp, dx, x, y, dy *Tensor) {
+	onFloat(op.String()+"Backward", dx.dtype,
+		func() { cpukern.UnaryBackward(op, f32(dx), opt32(x), opt32(y), f32(dy)) },
+		func() { cpukern.UnaryBackward(op, f64(dx), opt64(x), opt64(y), f64(dy)) })
+}
+
+func (cpuBackend) affine(dst, src *Tensor, alpha, beta float64) {
+	onFloat("Affine", dst.dtype,
+		func() {
+			d, s := f32(dst), f32(src)
+			cpukern.Scale(d, s, float32(alpha))
+			if beta != 0 {
+				cpukern.AddScalar(d, d, float32(beta))
+			}
+		},
+		func() {
+			d, s := f64(dst), f64(src)
+			cpukern.Scale(d, s, alpha)
+			if beta != 0 {
+				cpukern.AddScalar(d, d, beta)
+			}
+		})
+}
+
+func (cpuBackend) binary(op cpukern.BinaryOp, dst, a, b *Tensor) {
+	onFloat(op.String(), dst.dtype,
+		func() {
+			cpukern.Binary(op, f32(dst), dst.shape, hostAll[float32](a), a.offset, a.strides, hostAll[float32](b), b.offset, b.strides)
+		},
+		func() {
+			cpukern.Binary(op, f64(dst), dst.shape, hostAll[float64](a), a.offset, a.strides, hostAll[float64](b), b.offset, b.strides)
+		})
+}
+
+func (cpuBackend) reduceSum(dst, src *Tensor, outer, mid, inner int, acc bool) {
+	onFloat("Sum", dst.dtype,
+		func() { cpukern.ReduceSum(f32(dst), f32(src), outer, mid, inner, acc) },
+		func() { cpukern.ReduceSum(f64(dst), f64(src), outer, mid, inner, acc) })
+}
+
+func (cpuBackend) reduceMax(dst, src *Tensor, outer, mid, inner int) {
+	onFloat("Max", dst.dtype,
+		func() { cpukern.ReduceMax(f32(dst), f32(src), outer, mid, inner) },
+		func() { cpukern.ReduceMax(f64(dst), f64(src), outer, mid, inner) })
+}
+
+func (cpuBackend) sumSquares(src *Tensor) float64 {
+	var r float64
+	onFloat("SumSquares", src.dtype,
+		func() { r = cpukern.SumSquares(f32(src)) },
+		func() { r = cpukern.SumSquares(f64(src)) })
+	return r
+}
+
+func (cpuBackend) matmul(c, a, b *Tensor, tA, tB bool, m, n, k, batch, sA, sB int, alpha, beta float64) {
+	lda, ldb := k, n
+	if tA {
+		lda = m
+	}
+	if tB {
+		ldb = k
+	}
+	onFloat("MatMul", c.dtype,
+		func() {
+			blas.SgemmStridedBatched(tA, tB, m, n, k, float32(alpha), f32(a), lda, sA, f32(b), ldb, sB, float32(beta), f32(c), n, m*n, batch)
+		},
+		func() {
+			blas.DgemmStridedBatched(tA, tB, m, n, k, alpha, f64(a), lda, sA, f64(b), ldb, sB, beta, f64(c), n, m*n, batch)
+		})
+}
+
+func (cpuBackend) softmax(dst, src *Tensor, rows, cols int, log bool) {
+	onFloat("Softmax", dst.dtype,
+		func() {
+			if log {
+				cpukern.LogSoftmax(f32(dst), f32(src), rows, cols)
+			} else {
+				cpukern.Softmax(f32(dst), f32(src), rows, cols)
+			}
+		},
+		func() {
+			if log {
+				cpukern.LogSoftmax(f64(dst), f64(src), rows, cols)
+			} else {
+				cpukern.Softmax(f64(dst), f64(src), rows, cols)
+			}
+		})
+}
+
+func (cpuBackend) softmaxBackward(dx, y, dy *Tensor, rows, cols int, log bool) {
+	onFloat("SoftmaxBackward", dx.dtype,
+		func() {
+			if log {
+				cpukern.LogSoftmaxBackward(f32(dx), f32(y), f32(dy), rows, cols)
+			} else {
+				cpukern.SoftmaxBackward(f32(dx), f32(y), f32(dy), rows, cols)
+			}
+		},
+		func() {
+			if log {
+				cpukern.LogSoftmaxBackward(f64(dx), f64(y), f64(dy), rows, cols)
+			} else {
+				cpukern.SoftmaxBackward(f64(dx), f64(y), f64(dy), rows, cols)
+			}
+		})
+}
+
+func (cpuBackend) causalMask(dst, src *Tensor, batch, rows, cols int, fill float64) {
+	onFloat("CausalMask", dst.dtype,
+		func() { cpukern.CausalMask(f32(dst), f32(src), batch, rows, cols, float32(fill)) },
+		func() { cpukern.CausalMask(f64(dst), f64(src), batch, rows, cols, fill) })
+}
+
+func (cpuBackend) layerNorm(y, mean, rstd, x, w, b *Tensor, rows, cols int, eps float64) {
+	onFloat("LayerNorm", y.dtype,
+		func() { cpukern.LayerNorm(f32(y), f32(mean), f32(rstd), f32(x), opt32(w), opt32(b), rows, cols, eps) },
+		func() { cpukern.LayerNorm(f64(y), f64(mean), f64(rstd), f64(x), opt64(w), opt64(b), rows, cols, eps) })
+}
+
+func (cpuBackend) layerNormBackward(dx, dw, db, dy, x, mean, rstd, w *Tensor, rows, cols int) {
+	onFloat("LayerNormBackward", dx.dtype,
+		func() {
+			cpukern.LayerNormBackward(f32(dx), opt32(dw), opt32(db), f32(dy), f32(x), f32(mean), f32(rstd), opt32(w), rows, cols)
+		},
+		func() {
+			cpukern.LayerNormBackward(f64(dx), opt64(dw), opt64(db), f64(dy), f64(x), f64(mean), f64(rstd), opt64(w), rows, cols)
+		})
+}
+
+func (cpuBackend) gather(dst, table, ids *Tensor, dim, rows int) error {
+	switch table.dtype.Size() {
+	case 2:
+		return cpukern.Gather(hostData[uint16](dst), hostData[uint16](table), i32(ids), dim, rows)
+	case 8:
+		return cpukern.Gather(hostData[uint64](dst), hostData[uint64](table), i32(ids), dim, rows)
+	default:
+		return cpukern.Gather(hostData[uint32](dst), hostData[uint32](table), i32(ids), dim, rows)
+	}
+}
+
+func (cpuBackend) scatterAdd(dtable, dout, ids *Tensor, dim, rows int) error {
+	var err error
+	onFloat("EmbeddingBackward", dtable.dtype,
+		func() { err = cpukern.ScatterAdd(f32(dtable), f32(dout), i32(ids), dim, rows) },
+		func() { err = cpukern.ScatterAdd(f64(dtable), f64(dout), i32(ids), dim, rows) })
+	return err
+}
+
+func (cpuBackend) crossEntropy(loss, logits, targets *Tensor, rows, cols int, ignore int32) (int, error) {
+	var n int
+	var err error
+	onFloat("CrossEntropy", logits.dtype,
+		func() { n, err = cpukern.CrossEntropy(f32(loss), f32(logits), i32(targets), rows, cols, ignore) },
+		func() { n, err = cpukern.CrossEntropy(f64(loss), f64(logits), i32(targets), rows, cols, ignore) })
+	return n, err
+}
+
+func (cpuBackend) crossEntropyBackward(dlogits, logits, targets, dloss *Tensor, rows, cols int, ignore int32) {
+	onFloat("CrossEntropyBackward", logits.dtype,
+		func() {
+			cpukern.CrossEntropyBackward(f32(dlogits), f32(logits), i32(targets), f32(dloss), rows, cols, ignore)
+		},
+		func() {
+			cpukern.CrossEntropyBackward(f64(dlogits), f64(logits), i32(targets), f64(dloss), rows, cols, ignore)
+		})
+}
+
+func (cpuBackend) dropout(dst, src *Tensor, p float64, seed, offset uint64) {
+	onFloat("Dropout", dst.dtype,
+		func() { cpukern.Dropout(f32(dst), f32(src), p, seed, offset) },
+		func() { cpukern.Dropout(f64(dst), f64(src), p, seed, offset) })
+}
+
+func (cpuBackend) adamw(p, g, m, v *Tensor, lr, b1, b2, eps, wd float64, step int) {
+	onFloat("AdamW", p.dtype,
+		func() { cpukern.AdamW(f32(p), f32(g), f32(m), f32(v), lr, b1, b2, eps, wd, step) },
+		func() { cpukern.AdamW(f64(p), f64(g), f64(m), f64(v), lr, b1, b2, eps, wd, step) })
+}
+
+func (cpuBackend) sgd(p, g, buf *Tensor, lr, mom, wd float64, nesterov bool) {
+	onFloat("SGD", p.dtype,
+		func() { cpukern.SGD(f32(p), f32(g), opt32(buf), lr, mom, wd, nesterov) },
+		func() { cpukern.SGD(f64(p), f64(g), opt64(buf), lr, mom, wd, nesterov) })
+}

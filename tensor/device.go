@@ -1,0 +1,86 @@
+package tensor
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/strata-ml/strata/memory"
+)
+
+// DeviceKind tells CPU from CUDA devices.
+type DeviceKind uint8
+
+const (
+	KindCPU DeviceKind = iota
+	KindCUDA
+)
+
+// Device is where a tensor's storage lives and where its ops run. Each
+// device owns a memory.Manager from which all its tensors' storage comes.
+// The set of devices is closed: the op surface a device must provide is the
+// unexported backend interface.
+type Device interface {
+	String() string
+	Kind() DeviceKind
+	// Memory is the device's memory manager (per-tier pools, statistics).
+	Memory() *memory.Manager
+	// Synchronize waits for all queued work on the device.
+	Synchronize() error
+	backend() backend
+}
+
+var (
+	cpuOnce sync.Once
+	cpuDev  *cpuDevice
+)
+
+// CPU returns the CPU device. Its memory manager puts every tier in host
+// memory, so the placement policy and per-tier accounting stay real.
+func CPU() Device {
+	cpuOnce.Do(func() {
+		cpuDev = &cpuDevice{mem: memory.NewHostManager(memory.Config{})}
+	})
+	return cpuDev
+}
+
+// cudaOpener is set by the CUDA device implementation when it is linked in.
+var cudaOpener func(ordinal int) (Device, error)
+
+// CUDA returns CUDA device number ordinal, or an error wrapping ErrDevice
+// when no usable driver or device is present.
+func CUDA(ordinal int) (Device, error) {
+	if cudaOpener == nil {
+		return nil, fmt.Errorf("tensor: cuda:%d: this build has no CUDA support: %w", ordinal, ErrDevice)
+	}
+	return cudaOpener(ordinal)
+}
+
+// ParseDevice returns the device named s: "cpu", "cuda", "cuda:N", or
+// "auto" (the first CUDA device when one works, else the CPU). The empty
+// string means the STRATA_DEVICE environment variable, or "auto".
+func ParseDevice(s string) (Device, error) {
+	if s == "" {
+		s = os.Getenv("STRATA_DEVICE")
+	}
+	switch s = strings.ToLower(strings.TrimSpace(s)); {
+	case s == "" || s == "auto":
+		if d, err := CUDA(0); err == nil {
+			return d, nil
+		}
+		return CPU(), nil
+	case s == "cpu":
+		return CPU(), nil
+	case s == "cuda" || s == "gpu":
+		return CUDA(0)
+	case strings.HasPrefix(s, "cuda:"):
+		n, err := strconv.Atoi(s[5:])
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("tensor: bad device %q: want cuda:N with N >= 0: %w", s, ErrDevice)
+		}
+		return CUDA(n)
+	}
+	return nil, fmt.Errorf("tensor: unknown device %q (want cpu, cuda, cuda:N or auto): %w", s, ErrDevice)
+}

@@ -1,0 +1,53 @@
+package tensor
+
+import (
+	"fmt"
+	"strings"
+)
+
+// format prints up to 6 values per axis, like PyTorch's repr.
+func format(t *Tensor) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Tensor(%v %v on %v", t.dtype, t.shape, t.dev)
+	if t.Numel() == 0 {
+		b.WriteString(", empty)")
+		return b.String()
+	}
+	vals := t.Float64s()
+	b.WriteString(",\n")
+	formatAxis(&b, vals, t.shape, 0)
+	b.WriteString(")")
+	return b.String()
+}
+
+func formatAxis(b *strings.Builder, vals []float64, shape []int, indent int) {
+	if len(shape) == 0 {
+		fmt.Fprintf(b, "%.4g", vals[0])
+		return
+	}
+	n, inner := shape[0], numel(shape[1:])
+	b.WriteString("[")
+	for i := range n {
+		if n > 6 && i == 3 {
+			b.WriteString("...")
+			if len(shape) > 1 {
+				b.WriteString(",\n" + strings.Repeat(" ", indent+1))
+			} else {
+				b.WriteString(", ")
+			}
+			i = n - 3
+		}
+		if n > 6 && i > 2 && i < n-3 {
+			continue
+		}
+		formatAxis(b, vals[i*inner:(i+1)*inner], shape[1:], indent+1)
+		if i < n-1 {
+			if len(shape) > 1 {
+				b.WriteString(",\n" + strings.Repeat(" ", indent+1))
+			} else {
+				b.WriteString(", ")
+			}
+		}
+	}
+	b.WriteString("]")
+}

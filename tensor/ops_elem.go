@@ -1,0 +1,216 @@
+package tensor
+
+import (
+	"github.com/strata-ml/strata/tensor/internal/cpukern"
+)
+
+// UnaryOp and BinaryOp name the elementwise operations.
+type (
+	UnaryOp  = cpukern.UnaryOp
+	BinaryOp = cpukern.BinaryOp
+)
+
+// The elementwise operations, for Unary, UnaryBackward and Binary.
+const (
+	OpNeg     = cpukern.Neg
+	OpExp     = cpukern.Exp
+	OpLog     = cpukern.Log
+	OpSqrt    = cpukern.Sqrt
+	OpRsqrt   = cpukern.Rsqrt
+	OpTanh    = cpukern.Tanh
+	OpGelu    = cpukern.Gelu
+	OpRelu    = cpukern.Relu
+	OpAbs     = cpukern.Abs
+	OpSquare  = cpukern.Square
+	OpRecip   = cpukern.Recip
+	OpSigmoid = cpukern.Sigmoid
+
+	OpAdd = cpukern.Add
+	OpSub = cpukern.Sub
+	OpMul = cpukern.Mul
+	OpDiv = cpukern.Div
+	OpMax = cpukern.Max
+	OpMin = cpukern.Min
+	OpPow = cpukern.Pow
+)
+
+// sameDevice panics unless all tensors are live and on one device.
+func sameDevice(op string, ts ...*Tensor) {
+	for _, t := range ts {
+		t.live(op)
+	}
+	for _, t := range ts[1:] {
+		if t.dev != ts[0].dev {
+			fail(op, ErrDevice, "operands on %v and %v", ts[0].dev, t.dev)
+		}
+	}
+}
+
+// sameFloat panics unless all tensors share one float dtype.
+func sameFloat(op string, ts ...*Tensor) {
+	for _, t := range ts {
+		if !t.dtype.IsFloat() || t.dtype != ts[0].dtype {
+			fail(op, ErrDType, "operands %v %v and %v %v: want one float dtype", ts[0].dtype, ts[0].shape, t.dtype, t.shape)
+		}
+	}
+}
+
+// contig returns t when contiguous, else a contiguous copy; release with
+// the returned func.
+func contig(t *Tensor) (*Tensor, func()) {
+	if t.IsContiguous() {
+		return t, func() {}
+	}
+	c := t.Clone()
+	return c, c.Release
+}
+
+// Binary applies op elementwise with NumPy broadcasting and returns a new
+// contiguous tensor. Panics on mismatched devices, dtypes or shapes.
+func Binary(op BinaryOp, a, b *Tensor) *Tensor {
+	name := op.String()
+	sameDevice(name, a, b)
+	sameFloat(name, a, b)
+	shape, err := BroadcastShapes(a.shape, b.shape)
+	if err != nil {
+		fail(name, ErrShape, "%v", err)
+	}
+	out := mustNew(name, a.dev, a.dtype, shape)
+	av := &Tensor{ref: a.ref, shape: shape, strides: broadcastStrides(a, shape), offset: a.offset, dtype: a.dtype, dev: a.dev}
+	bv := &Tensor{ref: b.ref, shape: shape, strides: broadcastStrides(b, shape), offset: b.offset, dtype: b.dtype, dev: b.dev}
+	a.dev.backend().binary(op, out, av, bv)
+	return out
+}
+
+// Add returns a + b (broadcasting).
+func Add(a, b *Tensor) *Tensor { return Binary(cpukern.Add, a, b) }
+
+// Sub returns a - b (broadcasting).
+func Sub(a, b *Tensor) *Tensor { return Binary(cpukern.Sub, a, b) }
+
+// Mul returns a * b elementwise (broadcasting).
+func Mul(a, b *Tensor) *Tensor { return Binary(cpukern.Mul, a, b) }
+
+// Div returns a / b elementwise (broadcasting).
+func Div(a, b *Tensor) *Tensor { return Binary(cpukern.Div, a, b) }
+
+// Maximum returns max(a, b) elementwise (broadcasting).
+func Maximum(a, b *Tensor) *Tensor { return Binary(cpukern.Max, a, b) }
+
+// Unary applies op elementwise and returns a new tensor.
+func Unary(op UnaryOp, t *Tensor) *Tensor {
+	name := op.String()
+	t.live(name)
+	sameFloat(name, t)
+	src, done := contig(t)
+	defer done()
+	out := mustNew(name, t.dev, t.dtype, t.shape)
+	t.dev.backend().unary(op, out, src)
+	return out
+}
+
+// UnaryBackward returns dy * op'(x), given the forward input x and output
+// y (either may be nil when op does not need it; the kernel documents
+// which it uses).
+func UnaryBackward(op UnaryOp, x, y, dy *Tensor) *Tensor {
+	name := op.String() + "Backward"
+	ref := x
+	if ref == nil {
+		ref = y
+	}
+	ts := []*Tensor{dy}
+	if x != nil {
+		ts = append(ts, x)
+	}
+	if y != nil {
+		ts = append(ts, y)
+	}
+	sameDevice(name, ts...)
+	sameFloat(name, ts...)
+	for _, t := range ts[1:] {
+		if !shapeEq(t.shape, dy.shape) {
+			fail(name, ErrShape, "dy %v vs saved %v", dy.shape, t.shape)
+		}
+	}
+	var temps []*Tensor
+	c := func(t *Tensor) *Tensor {
+		if t == nil || t.IsContiguous() {
+			return t
+		}
+		ct := t.Clone()
+		temps = append(temps, ct)
+		return ct
+	}
+	cx, cy, cdy := c(x), c(y), c(dy)
+	defer releaseAll(temps)
+	out := mustNew(name, ref.dev, ref.dtype, dy.shape)
+	ref.dev.backend().unaryBackward(op, out, cx, cy, cdy)
+	return out
+}
+
+// Neg returns -t.
+func Neg(t *Tensor) *Tensor { return Unary(cpukern.Neg, t) }
+
+// Exp returns e^t.
+func Exp(t *Tensor) *Tensor { return Unary(cpukern.Exp, t) }
+
+// Log returns ln t.
+func Log(t *Tensor) *Tensor { return Unary(cpukern.Log, t) }
+
+// Sqrt returns √t.
+func Sqrt(t *Tensor) *Tensor { return Unary(cpukern.Sqrt, t) }
+
+// Tanh returns tanh t.
+func Tanh(t *Tensor) *Tensor { return Unary(cpukern.Tanh, t) }
+
+// Gelu returns the tanh approximation of GELU (PyTorch's approximate="tanh").
+func Gelu(t *Tensor) *Tensor { return Unary(cpukern.Gelu, t) }
+
+// Relu returns max(t, 0).
+func Relu(t *Tensor) *Tensor { return Unary(cpukern.Relu, t) }
+
+// Affine returns alpha*t + beta.
+func Affine(t *Tensor, alpha, beta float64) *Tensor {
+	t.live("Affine")
+	sameFloat("Affine", t)
+	src, done := contig(t)
+	defer done()
+	out := mustNew("Affine", t.dev, t.dtype, t.shape)
+	t.dev.backend().affine(out, src, alpha, beta)
+	return out
+}
+
+// Scale returns alpha*t.
+func Scale(t *Tensor, alpha float64) *Tensor { return Affine(t, alpha, 0) }
+
+// AddScalar returns t + c.
+func AddScalar(t *Tensor, c float64) *Tensor { return Affine(t, 1, c) }
+
+// Fill sets every element of contiguous t to v, in place.
+func (t *Tensor) Fill(v float64) {
+	t.live("Fill")
+	if !t.IsContiguous() {
+		fail("Fill", ErrArgument, "tensor must be contiguous (strides %v)", t.strides)
+	}
+	t.dev.backend().fill(t, v)
+}
+
+// AddInPlace performs t += u (same shape, dtype and device; t contiguous).
+func (t *Tensor) AddInPlace(u *Tensor) {
+	sameDevice("AddInPlace", t, u)
+	sameFloat("AddInPlace", t, u)
+	if !shapeEq(t.shape, u.shape) || !t.IsContiguous() {
+		fail("AddInPlace", ErrShape, "destination %v (contiguous %v), source %v", t.shape, t.IsContiguous(), u.shape)
+	}
+	t.dev.backend().binary(cpukern.Add, t, t, u)
+}
+
+// ScaleInPlace multiplies contiguous t by alpha, in place.
+func (t *Tensor) ScaleInPlace(alpha float64) {
+	t.live("ScaleInPlace")
+	sameFloat("ScaleInPlace", t)
+	if !t.IsContiguous() {
+		fail("ScaleInPlace", ErrArgument, "tensor must be contiguous (strides %v)", t.strides)
+	}
+	t.dev.backend().affine(t, t, alpha, 0)
+}

@@ -1,0 +1,293 @@
+package tensor
+
+import (
+	"math"
+)
+
+// rowsCols views t as (rows, cols) over its last axis.
+func rowsCols(t *Tensor) (int, int) {
+	if t.Rank() == 0 {
+		return 1, 1
+	}
+	c := t.shape[len(t.shape)-1]
+	if c == 0 {
+		return 0, 0
+	}
+	return t.Numel() / c, c
+}
+
+// Softmax over the last axis.
+func Softmax(t *Tensor) *Tensor { return softmax("Softmax", t, false) }
+
+// LogSoftmax over the last axis.
+func LogSoftmax(t *Tensor) *Tensor { return softmax("LogSoftmax", t, true) }
+
+func softmax(op string, t *Tensor, log bool) *Tensor {
+	t.live(op)
+	sameFloat(op, t)
+	src, done := contig(t)
+	defer done()
+	out := mustNew(op, t.dev, t.dtype, t.shape)
+	r, c := rowsCols(t)
+	t.dev.backend().softmax(out, src, r, c, log)
+	return out
+}
+
+// SoftmaxBackward returns the input gradient of Softmax (log false) or
+// LogSoftmax (log true) from its output y and output gradient dy.
+func SoftmaxBackward(y, dy *Tensor, log bool) *Tensor {
+	op := "SoftmaxBackward"
+	sameDevice(op, y, dy)
+	sameFloat(op, y, dy)
+	if !shapeEq(y.shape, dy.shape) {
+		fail(op, ErrShape, "y %v, dy %v", y.shape, dy.shape)
+	}
+	cy, d1 := contig(y)
+	defer d1()
+	cdy, d2 := contig(dy)
+	defer d2()
+	out := mustNew(op, y.dev, y.dtype, y.shape)
+	r, c := rowsCols(y)
+	y.dev.backend().softmaxBackward(out, cy, cdy, r, c, log)
+	return out
+}
+
+// CausalMask returns t (..., T1, T2) with element (i, j) set to fill where
+// j > i + T2 - T1 (future positions). Use -Inf before a softmax; its
+// backward is CausalMask(dy, 0).
+func CausalMask(t *Tensor, fill float64) *Tensor {
+	op := "CausalMask"
+	t.live(op)
+	sameFloat(op, t)
+	if t.Rank() < 2 {
+		fail(op, ErrShape, "want at least 2-D, got %v", t.shape)
+	}
+	src, done := contig(t)
+	defer done()
+	out := mustNew(op, t.dev, t.dtype, t.shape)
+	r, c := t.shape[t.Rank()-2], t.shape[t.Rank()-1]
+	if r*c > 0 {
+		t.dev.backend().causalMask(out, src, t.Numel()/(r*c), r, c, fill)
+	}
+	return out
+}
+
+// NegInf is -∞, the usual CausalMask fill.
+var NegInf = math.Inf(-1)
+
+// LayerNorm normalises x over its last axis and applies the optional
+// affine weight w and bias b (shape [C]). It also returns the per-row mean
+// and reciprocal standard deviation, which LayerNormBackward needs.
+func LayerNorm(x, w, b *Tensor, eps float64) (y, mean, rstd *Tensor) {
+	op := "LayerNorm"
+	ts := []*Tensor{x}
+	rows, cols := rowsCols(x)
+	for _, p := range []*Tensor{w, b} {
+		if p != nil {
+			if p.Rank() != 1 || p.shape[0] != cols {
+				fail(op, ErrShape, "weight/bias %v for input %v: want [%d]", p.shape, x.shape, cols)
+			}
+			ts = append(ts, p)
+		}
+	}
+	sameDevice(op, ts...)
+	sameFloat(op, ts...)
+	var temps []*Tensor
+	cs := make([]*Tensor, 3)
+	for i, t := range []*Tensor{x, w, b} {
+		if t != nil {
+			c, done := contig(t)
+			if c != t {
+				temps = append(temps, c)
+			}
+			_ = done
+			cs[i] = c
+		}
+	}
+	defer releaseAll(temps)
+	y = mustNew(op, x.dev, x.dtype, x.shape)
+	mean = mustNew(op, x.dev, x.dtype, []int{rows})
+	rstd = mustNew(op, x.dev, x.dtype, []int{rows})
+	x.dev.backend().layerNorm(y, mean, rstd, cs[0], cs[1], cs[2], rows, cols, eps)
+	return y, mean, rstd
+}
+
+// LayerNormBackward returns dx and, when w is not nil, dw and db.
+func LayerNormBackward(dy, x, mean, rstd, w *Tensor, withBias bool) (dx, dw, db *Tensor) {
+	op := "LayerNormBackward"
+	ts := []*Tensor{dy, x, mean, rstd}
+	if w != nil {
+		ts = append(ts, w)
+	}
+	sameDevice(op, ts...)
+	sameFloat(op, ts...)
+	rows, cols := rowsCols(x)
+	if !shapeEq(dy.shape, x.shape) || mean.Numel() != rows || rstd.Numel() != rows {
+		fail(op, ErrShape, "dy %v, x %v, mean %v, rstd %v", dy.shape, x.shape, mean.shape, rstd.shape)
+	}
+	cdy, d1 := contig(dy)
+	defer d1()
+	cx, d2 := contig(x)
+	defer d2()
+	dx = mustNew(op, x.dev, x.dtype, x.shape)
+	if w != nil {
+		dw = Zeros(x.dev, x.dtype, cols)
+		if withBias {
+			db = Zeros(x.dev, x.dtype, cols)
+		}
+	}
+	x.dev.backend().layerNormBackward(dx, dw, db, cdy, cx, mean, rstd, w, rows, cols)
+	return dx, dw, db
+}
+
+// Embedding gathers rows of table (V, D) for int32 ids of any shape; the
+// result has shape ids.shape + [D]. Panics with ErrArgument naming the
+// offending id when one is out of range.
+func Embedding(table, ids *Tensor) *Tensor {
+	op := "Embedding"
+	sameDevice(op, table, ids)
+	if ids.dtype != Int32 {
+		fail(op, ErrDType, "ids are %v, want int32", ids.dtype)
+	}
+	if table.Rank() != 2 {
+		fail(op, ErrShape, "table %v: want 2-D", table.shape)
+	}
+	ct, d1 := contig(table)
+	defer d1()
+	ci, d2 := contig(ids)
+	defer d2()
+	out := mustNew(op, table.dev, table.dtype, append(ids.Shape(), table.shape[1]))
+	if err := table.dev.backend().gather(out, ct, ci, table.shape[1], table.shape[0]); err != nil {
+		out.Release()
+		fail(op, ErrArgument, "%v", err)
+	}
+	return out
+}
+
+// EmbeddingBackward returns the table gradient (rows, D): dout's rows
+// scatter-added at ids.
+func EmbeddingBackward(ids, dout *Tensor, rows int) *Tensor {
+	op := "EmbeddingBackward"
+	sameDevice(op, ids, dout)
+	if ids.dtype != Int32 {
+		fail(op, ErrDType, "ids are %v, want int32", ids.dtype)
+	}
+	d := dout.shape[dout.Rank()-1]
+	if dout.Numel() != ids.Numel()*d {
+		fail(op, ErrShape, "dout %v for ids %v", dout.shape, ids.shape)
+	}
+	cd, d1 := contig(dout)
+	defer d1()
+	ci, d2 := contig(ids)
+	defer d2()
+	out := Zeros(dout.dev, dout.dtype, rows, d)
+	if err := dout.dev.backend().scatterAdd(out, cd, ci, d, rows); err != nil {
+		out.Release()
+		fail(op, ErrArgument, "%v", err)
+	}
+	return out
+}
+
+// CrossEntropy returns the per-row losses of logits (N, C) against int32
+// targets (N) and the number of rows counted (targets equal to ignore
+// have loss 0 and are not counted). Panics with ErrArgument naming the row
+// when a target is out of range.
+func CrossEntropy(logits, targets *Tensor, ignore int32) (*Tensor, int) {
+	op := "CrossEntropy"
+	sameDevice(op, logits, targets)
+	sameFloat(op, logits)
+	if targets.dtype != Int32 {
+		fail(op, ErrDType, "targets are %v, want int32", targets.dtype)
+	}
+	if logits.Rank() != 2 || targets.Numel() != logits.shape[0] {
+		fail(op, ErrShape, "logits %v, targets %v: want (N, C) and N targets", logits.shape, targets.shape)
+	}
+	cl, d1 := contig(logits)
+	defer d1()
+	ct, d2 := contig(targets)
+	defer d2()
+	loss := mustNew(op, logits.dev, logits.dtype, []int{logits.shape[0]})
+	n, err := logits.dev.backend().crossEntropy(loss, cl, ct, logits.shape[0], logits.shape[1], ignore)
+	if err != nil {
+		loss.Release()
+		fail(op, ErrArgument, "%v", err)
+	}
+	return loss, n
+}
+
+// CrossEntropyBackward returns dlogits = (softmax(logits) - onehot) *
+// dloss[row], recomputing the softmax instead of keeping it.
+func CrossEntropyBackward(logits, targets, dloss *Tensor, ignore int32) *Tensor {
+	op := "CrossEntropyBackward"
+	sameDevice(op, logits, targets, dloss)
+	sameFloat(op, logits, dloss)
+	if logits.Rank() != 2 || targets.Numel() != logits.shape[0] || dloss.Numel() != logits.shape[0] {
+		fail(op, ErrShape, "logits %v, targets %v, dloss %v", logits.shape, targets.shape, dloss.shape)
+	}
+	cl, d1 := contig(logits)
+	defer d1()
+	ct, d2 := contig(targets)
+	defer d2()
+	cd, d3 := contig(dloss)
+	defer d3()
+	out := mustNew(op, logits.dev, logits.dtype, logits.shape)
+	logits.dev.backend().crossEntropyBackward(out, cl, ct, cd, logits.shape[0], logits.shape[1], ignore)
+	return out
+}
+
+// Dropout zeroes each element with probability p and scales the rest by
+// 1/(1-p). The mask is a pure function of (seed, offset, index), so the
+// same call on the output gradient is the backward, and a recomputation
+// (activation checkpointing) reproduces it exactly.
+func Dropout(t *Tensor, p float64, seed, offset uint64) *Tensor {
+	op := "Dropout"
+	t.live(op)
+	sameFloat(op, t)
+	if p < 0 || p >= 1 || math.IsNaN(p) {
+		fail(op, ErrArgument, "probability %v not in [0, 1)", p)
+	}
+	src, done := contig(t)
+	defer done()
+	out := mustNew(op, t.dev, t.dtype, t.shape)
+	t.dev.backend().dropout(out, src, p, seed, offset)
+	return out
+}
+
+// AdamWStep updates p in place with PyTorch's AdamW rule (decoupled weight
+// decay, bias correction with the 1-based step), given gradient g and the
+// moment buffers m and v, all contiguous and of one shape and dtype.
+func AdamWStep(p, g, m, v *Tensor, lr, beta1, beta2, eps, weightDecay float64, step int) {
+	op := "AdamW"
+	sameDevice(op, p, g, m, v)
+	sameFloat(op, p, g, m, v)
+	for _, t := range []*Tensor{g, m, v} {
+		if !shapeEq(t.shape, p.shape) || !t.IsContiguous() {
+			fail(op, ErrShape, "parameter %v with buffer %v (contiguous %v)", p.shape, t.shape, t.IsContiguous())
+		}
+	}
+	if step < 1 {
+		fail(op, ErrArgument, "step %d: steps count from 1", step)
+	}
+	p.dev.backend().adamw(p, g, m, v, lr, beta1, beta2, eps, weightDecay, step)
+}
+
+// SGDStep updates p in place with PyTorch's SGD rule; buf is the momentum
+// buffer (nil when momentum is 0).
+func SGDStep(p, g, buf *Tensor, lr, momentum, weightDecay float64, nesterov bool) {
+	op := "SGD"
+	ts := []*Tensor{p, g}
+	if buf != nil {
+		ts = append(ts, buf)
+	}
+	sameDevice(op, ts...)
+	sameFloat(op, ts...)
+	for _, t := range ts[1:] {
+		if !shapeEq(t.shape, p.shape) || !t.IsContiguous() {
+			fail(op, ErrShape, "parameter %v with buffer %v", p.shape, t.shape)
+		}
+	}
+	if momentum != 0 && buf == nil {
+		fail(op, ErrArgument, "momentum %v needs a buffer", momentum)
+	}
+	p.dev.backend().sgd(p, g, buf, lr, momentum, weightDecay, nesterov)
+}

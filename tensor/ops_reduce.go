@@ -1,0 +1,124 @@
+package tensor
+
+import (
+	"slices"
+)
+
+// reduceAxes normalises and sorts axes (all axes when none are given).
+func reduceAxes(op string, t *Tensor, axes []int) []int {
+	if len(axes) == 0 {
+		axes = make([]int, len(t.shape))
+		for i := range axes {
+			axes[i] = i
+		}
+		return axes
+	}
+	out := make([]int, len(axes))
+	for i, a := range axes {
+		out[i] = t.axis(op, a)
+	}
+	slices.Sort(out)
+	if len(slices.Compact(slices.Clone(out))) != len(out) {
+		fail(op, ErrShape, "repeated axis in %v", axes)
+	}
+	return out
+}
+
+// reduce applies a sum or max over axes, one axis at a time from the last.
+func reduce(op string, t *Tensor, axes []int, keepDim, isMax bool) *Tensor {
+	t.live(op)
+	sameFloat(op, t)
+	axes = reduceAxes(op, t, axes)
+	cur, done := contig(t)
+	owned := false
+	shape := slices.Clone(t.shape)
+	for i := len(axes) - 1; i >= 0; i-- {
+		a := axes[i]
+		outer, mid, inner := numel(shape[:a]), shape[a], numel(shape[a+1:])
+		shape[a] = 1
+		next := mustNew(op, t.dev, t.dtype, shape)
+		if isMax {
+			if mid == 0 {
+				fail(op, ErrShape, "max over empty axis %d of %v", a, t.shape)
+			}
+			t.dev.backend().reduceMax(next, cur, outer, mid, inner)
+		} else {
+			t.dev.backend().reduceSum(next, cur, outer, mid, inner, false)
+		}
+		if owned {
+			cur.Release()
+		} else {
+			done()
+		}
+		cur, owned = next, true
+	}
+	if !owned { // no axes (scalar input): copy
+		cur = t.Clone()
+		done()
+	}
+	if keepDim {
+		return cur
+	}
+	out := make([]int, 0, len(shape))
+	for i, d := range shape {
+		if !slices.Contains(axes, i) {
+			out = append(out, d)
+		}
+	}
+	r := cur.Reshape(out...)
+	cur.Release()
+	return r
+}
+
+// Sum sums over the given axes (all when none), dropping them unless
+// keepDim. Negative axes count from the end.
+func Sum(t *Tensor, keepDim bool, axes ...int) *Tensor { return reduce("Sum", t, axes, keepDim, false) }
+
+// Max takes the maximum over the given axes (all when none).
+func Max(t *Tensor, keepDim bool, axes ...int) *Tensor { return reduce("Max", t, axes, keepDim, true) }
+
+// Mean averages over the given axes (all when none).
+func Mean(t *Tensor, keepDim bool, axes ...int) *Tensor {
+	s := reduce("Mean", t, axes, keepDim, false)
+	n := 1
+	for _, a := range reduceAxes("Mean", t, axes) {
+		n *= t.shape[a]
+	}
+	m := Scale(s, 1/float64(n))
+	s.Release()
+	return m
+}
+
+// SumTo sums t down to shape, the inverse of broadcasting t from shape
+// (used by the backward of broadcasting ops). Panics when t's shape is not
+// a broadcast of shape.
+func SumTo(t *Tensor, shape []int) *Tensor {
+	t.live("SumTo")
+	if shapeEq(t.shape, shape) {
+		return t.Contiguous()
+	}
+	if b, err := BroadcastShapes(shape, t.shape); err != nil || !shapeEq(b, t.shape) {
+		fail("SumTo", ErrShape, "%v is not a broadcast of %v", t.shape, shape)
+	}
+	lead := len(t.shape) - len(shape)
+	var axes []int
+	for i := range t.shape {
+		if i < lead || shape[i-lead] == 1 && t.shape[i] != 1 {
+			axes = append(axes, i)
+		}
+	}
+	s := reduce("SumTo", t, axes, true, false)
+	r := s.Reshape(shape...)
+	s.Release()
+	return r
+}
+
+// SumSquares returns the sum of the squared elements, as a float64 on
+// the host (used for gradient-norm clipping).
+func SumSquares(t *Tensor) float64 {
+	t.live("SumSquares")
+	sameFloat("SumSquares", t)
+	c, done := contig(t)
+	defer done()
+	return t.dev.backend().sumSquares(c)
+}

@@ -1,0 +1,107 @@
+package tensor
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+
+	st "github.com/nlpodyssey/safetensors"
+)
+
+// stView adapts a host copy of a tensor to the safetensors writer.
+type stView struct {
+	dt    st.DType
+	shape []uint64
+	data  []byte
+}
+
+func (v stView) DType() st.DType  { return v.dt }
+func (v stView) Shape() []uint64  { return v.shape }
+func (v stView) Data() []byte     { return v.data }
+func (v stView) DataLen() uint64  { return uint64(len(v.data)) }
+
+// WriteSafetensors saves tensors under their names, with string metadata,
+// in the safetensors format (readable by PyTorch and Hugging Face tools).
+// The file is written to a temporary name and renamed into place.
+func WriteSafetensors(path string, tensors map[string]*Tensor, meta map[string]string) error {
+	views := make(map[string]stView, len(tensors))
+	for _, name := range slices.Sorted(maps.Keys(tensors)) {
+		t := tensors[name]
+		if t == nil || t.Released() {
+			return fmt.Errorf("tensor: safetensors %s: tensor %q is nil or released: %w", path, name, ErrArgument)
+		}
+		dt, err := st.ParseDType(t.dtype.SafetensorsName())
+		if err != nil {
+			return fmt.Errorf("tensor: safetensors %s: %q: %w", path, name, err)
+		}
+		shape := make([]uint64, t.Rank())
+		for i, d := range t.shape {
+			shape[i] = uint64(d)
+		}
+		var data []byte
+		if err := Try(func() { data = t.RawBytes() }); err != nil {
+			return fmt.Errorf("tensor: safetensors %s: %q: %w", path, name, err)
+		}
+		views[name] = stView{dt: dt, shape: shape, data: data}
+	}
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("tensor: safetensors: %w", err)
+	}
+	if err := st.SerializeToWriter(views, meta, f); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("tensor: writing safetensors %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("tensor: writing safetensors %s: %w", path, err)
+	}
+	return os.Rename(tmp, path)
+}
+
+// ReadSafetensors loads every tensor of a safetensors file onto dev. The
+// returned tensors are owned by the current scope, if any. Unsupported
+// dtypes (anything but F64, F32, F16, BF16, I32) and malformed files are
+// errors naming the file and tensor.
+func ReadSafetensors(path string, dev Device) (map[string]*Tensor, map[string]string, error) {
+	buf, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tensor: reading safetensors: %w", err)
+	}
+	_, md, err := st.ReadMetadata(buf)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tensor: safetensors %s: bad header: %w", path, err)
+	}
+	f, err := st.Deserialize(buf)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tensor: safetensors %s: %w", path, err)
+	}
+	out := make(map[string]*Tensor, f.Len())
+	for _, nv := range f.Tensors() {
+		dt, err := ParseDType(nv.TensorView.DType().String())
+		if err != nil {
+			releaseMap(out)
+			return nil, nil, fmt.Errorf("tensor: safetensors %s: tensor %q has unsupported dtype %v: %w", path, nv.Name, nv.TensorView.DType(), ErrDType)
+		}
+		shape := make([]int, len(nv.TensorView.Shape()))
+		for i, d := range nv.TensorView.Shape() {
+			shape[i] = int(d)
+		}
+		t, err := FromBytes(dev, dt, nv.TensorView.Data(), shape...)
+		if err != nil {
+			releaseMap(out)
+			return nil, nil, fmt.Errorf("tensor: safetensors %s: tensor %q: %w", path, nv.Name, err)
+		}
+		out[nv.Name] = t
+	}
+	return out, md.Metadata(), nil
+}
+
+func releaseMap(m map[string]*Tensor) {
+	for _, t := range m {
+		t.Release()
+	}
+}

@@ -1,0 +1,95 @@
+package tensor
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/strata-ml/strata/memory"
+)
+
+// storage is a reference-counted allocation from a device's memory
+// manager. Views share one storage; it is returned to the pool when the
+// last tensor referring to it is released.
+type storage struct {
+	alloc  *memory.Allocation
+	dev    Device
+	nbytes int64
+	refs   atomic.Int32
+}
+
+func (s *storage) retain() { s.refs.Add(1) }
+
+func (s *storage) release() {
+	switch n := s.refs.Add(-1); {
+	case n == 0:
+		if err := s.alloc.Free(); err != nil {
+			panic(fmt.Sprintf("tensor: freeing storage: %v", err)) // a bug: storage frees exactly once
+		}
+	case n < 0:
+		panic("tensor: storage released more often than retained")
+	}
+}
+
+// host returns the storage bytes as seen from the CPU.
+func (s *storage) host() []byte { return s.alloc.Host() }
+
+// ref is the part of a Tensor that its cleanup (the leak safety net) sees.
+type ref struct {
+	st       *storage
+	released bool
+	op       string // the op that made the tensor, for leak reports
+}
+
+// debugLeaks reports tensors collected by the GC without Release.
+var debugLeaks = os.Getenv("STRATA_DEBUG") != ""
+
+// leaked counts tensors that were garbage collected without being released
+// (their storage is then returned by the safety net).
+var leaked atomic.Int64
+
+// LeakedTensors is the number of tensors the garbage collector found
+// unreleased so far. In a correct program using scopes it stays 0.
+func LeakedTensors() int64 { return leaked.Load() }
+
+func cleanupRef(r *ref) {
+	if r.released {
+		return
+	}
+	leaked.Add(1)
+	if debugLeaks {
+		fmt.Fprintf(os.Stderr, "strata: leaked tensor from %s (%d bytes); release it or create it inside a tensor.Scope\n", r.op, r.st.nbytes)
+	}
+	r.st.release()
+}
+
+// newStorage allocates nbytes on dev for role.
+func newStorage(dev Device, nbytes int64, role memory.Role) (*storage, error) {
+	if nbytes == 0 {
+		nbytes = 1 // zero-element tensors still get a distinct block
+	}
+	a, err := dev.Memory().Alloc(nbytes, role)
+	if err != nil {
+		return nil, err
+	}
+	s := &storage{alloc: a, dev: dev, nbytes: nbytes}
+	s.refs.Store(1)
+	return s, nil
+}
+
+// castSlice reinterprets host bytes as a slice of T.
+func castSlice[T any](b []byte) []T {
+	var z T
+	n := len(b) / int(unsafe.Sizeof(z))
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(&b[0])), n)
+}
+
+// attach wires the leak safety net to t.
+func attach(t *Tensor) {
+	runtime.AddCleanup(t, cleanupRef, t.ref)
+}

@@ -1,0 +1,155 @@
+package tensor
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/strata-ml/strata/memory"
+)
+
+// Tensor is an n-dimensional strided view of a device storage. Several
+// tensors (views) may share one storage; each holds one reference to it.
+// A tensor is released exactly once: explicitly with Release, by the
+// Scope that owns it, or (as a leak) by the garbage collector.
+type Tensor struct {
+	ref      *ref
+	shape    []int
+	strides  []int // in elements
+	offset   int   // in elements
+	dtype    DType
+	dev      Device
+	scope    *Scope
+	scopeIdx int
+}
+
+// Shape returns a copy of the dimensions.
+func (t *Tensor) Shape() []int { return slices.Clone(t.shape) }
+
+// Strides returns a copy of the strides, in elements.
+func (t *Tensor) Strides() []int { return slices.Clone(t.strides) }
+
+// Offset is the view's first element within its storage.
+func (t *Tensor) Offset() int { return t.offset }
+
+// Rank is the number of dimensions.
+func (t *Tensor) Rank() int { return len(t.shape) }
+
+// Dim returns dimension i; negative i counts from the end.
+func (t *Tensor) Dim(i int) int { return t.shape[t.axis("Dim", i)] }
+
+// Numel is the number of elements.
+func (t *Tensor) Numel() int { return numel(t.shape) }
+
+// DType is the element type.
+func (t *Tensor) DType() DType { return t.dtype }
+
+// Device is where the tensor lives.
+func (t *Tensor) Device() Device { return t.dev }
+
+// Role is the memory role of the tensor's storage.
+func (t *Tensor) Role() memory.Role { return t.ref.st.alloc.Role() }
+
+// Tier is the memory tier of the tensor's storage.
+func (t *Tensor) Tier() memory.Tier { return t.ref.st.alloc.Tier() }
+
+// Bytes is the size of the tensor's elements in bytes (not of its storage).
+func (t *Tensor) Bytes() int64 { return int64(t.Numel()) * int64(t.dtype.Size()) }
+
+// IsContiguous reports whether the elements lie densely in row-major order.
+func (t *Tensor) IsContiguous() bool { return isContiguous(t.shape, t.strides) }
+
+// Released reports whether Release was called (or the owning scope closed).
+func (t *Tensor) Released() bool { return t.ref.released }
+
+// SharesStorage reports whether t and u are views of the same storage.
+func (t *Tensor) SharesStorage(u *Tensor) bool { return t.ref.st == u.ref.st }
+
+// Release drops the tensor's reference to its storage; the memory goes
+// back to the pool when no view refers to it. Releasing twice is a no-op.
+// Using a released tensor panics with ErrReleased.
+func (t *Tensor) Release() {
+	if t == nil || t.ref.released {
+		return
+	}
+	if t.scope != nil {
+		untrack(t)
+	}
+	t.ref.released = true
+	t.ref.st.release()
+}
+
+// live panics when t was released; ops call it on every input.
+func (t *Tensor) live(op string) {
+	if t == nil {
+		fail(op, ErrArgument, "nil tensor")
+	}
+	if t.ref.released {
+		fail(op, ErrReleased, "tensor %v %v (made by %s) was released", t.dtype, t.shape, t.ref.op)
+	}
+}
+
+func (t *Tensor) String() string {
+	if t.ref.released {
+		return fmt.Sprintf("Tensor(%v %v, released)", t.dtype, t.shape)
+	}
+	return format(t)
+}
+
+// newTensor allocates a contiguous tensor; it is owned by the current scope.
+func newTensor(op string, dev Device, dt DType, role memory.Role, shape []int) (*Tensor, error) {
+	if dev == nil {
+		return nil, &OpError{Op: op, Msg: "nil device", Err: ErrDevice}
+	}
+	if dt >= numDTypes {
+		return nil, &OpError{Op: op, Msg: fmt.Sprintf("unknown dtype %v", dt), Err: ErrDType}
+	}
+	n := 1
+	for _, d := range shape {
+		if d < 0 {
+			return nil, &OpError{Op: op, Msg: fmt.Sprintf("negative dimension in shape %v", shape), Err: ErrShape}
+		}
+		if d > 0 && n > (1<<62)/d {
+			return nil, &OpError{Op: op, Msg: fmt.Sprintf("shape %v has too many elements", shape), Err: ErrShape}
+		}
+		n *= d
+	}
+	st, err := newStorage(dev, int64(n)*int64(dt.Size()), role)
+	if err != nil {
+		return nil, &OpError{Op: op, Msg: fmt.Sprintf("allocating %v %v on %v", dt, shape, dev), Err: err}
+	}
+	sh := slices.Clone(shape)
+	t := &Tensor{ref: &ref{st: st, op: op}, shape: sh, strides: contiguousStrides(sh), dtype: dt, dev: dev}
+	attach(t)
+	track(t)
+	return t, nil
+}
+
+// mustNew is newTensor for ops: it panics with the *OpError.
+func mustNew(op string, dev Device, dt DType, shape []int) *Tensor {
+	t, err := newTensor(op, dev, dt, CurrentRole(), shape)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// view makes a new tensor sharing t's storage.
+func (t *Tensor) view(op string, shape, strides []int, offset int) *Tensor {
+	t.ref.st.retain()
+	v := &Tensor{ref: &ref{st: t.ref.st, op: op}, shape: shape, strides: strides, offset: offset, dtype: t.dtype, dev: t.dev}
+	attach(v)
+	track(v)
+	return v
+}
+
+// axis normalises a possibly negative axis, panicking when out of range.
+func (t *Tensor) axis(op string, a int) int {
+	r := len(t.shape)
+	if a < 0 {
+		a += r
+	}
+	if a < 0 || a >= r {
+		fail(op, ErrShape, "axis %d out of range for shape %v", a, t.shape)
+	}
+	return a
+}

@@ -1,0 +1,285 @@
+package tensor
+
+import (
+	"slices"
+)
+
+// Reshape returns a tensor with the same elements in a new shape. One
+// dimension may be -1 (inferred). It is a view when t is contiguous and a
+// copy otherwise. Panics with ErrShape when the sizes disagree.
+func (t *Tensor) Reshape(shape ...int) *Tensor {
+	t.live("Reshape")
+	shape = inferShape("Reshape", t, shape)
+	if t.IsContiguous() {
+		return t.view("Reshape", shape, contiguousStrides(shape), t.offset)
+	}
+	c := t.Contiguous()
+	v := c.view("Reshape", shape, contiguousStrides(shape), c.offset)
+	c.Release()
+	return v
+}
+
+func inferShape(op string, t *Tensor, shape []int) []int {
+	shape = slices.Clone(shape)
+	n, infer := 1, -1
+	for i, d := range shape {
+		switch {
+		case d == -1 && infer < 0:
+			infer = i
+		case d < 0:
+			fail(op, ErrShape, "bad dimension %d in %v", d, shape)
+		default:
+			n *= d
+		}
+	}
+	total := t.Numel()
+	if infer >= 0 {
+		if n == 0 || total%n != 0 {
+			fail(op, ErrShape, "cannot infer -1 in %v for %d elements (from %v)", shape, total, t.shape)
+		}
+		shape[infer] = total / n
+		n = total
+	}
+	if n != total {
+		fail(op, ErrShape, "cannot reshape %v (%d elements) to %v (%d elements)", t.shape, total, shape, n)
+	}
+	return shape
+}
+
+// Transpose swaps two axes (negative axes count from the end). It is a view.
+func (t *Tensor) Transpose(a, b int) *Tensor {
+	t.live("Transpose")
+	a, b = t.axis("Transpose", a), t.axis("Transpose", b)
+	sh, st := slices.Clone(t.shape), slices.Clone(t.strides)
+	sh[a], sh[b] = sh[b], sh[a]
+	st[a], st[b] = st[b], st[a]
+	return t.view("Transpose", sh, st, t.offset)
+}
+
+// T is Transpose(-2, -1).
+func (t *Tensor) T() *Tensor { return t.Transpose(-2, -1) }
+
+// Permute reorders the axes: result axis i is t's axis perm[i]. A view.
+func (t *Tensor) Permute(perm ...int) *Tensor {
+	t.live("Permute")
+	if len(perm) != len(t.shape) {
+		fail("Permute", ErrShape, "permutation %v for shape %v", perm, t.shape)
+	}
+	seen := make([]bool, len(perm))
+	sh, st := make([]int, len(perm)), make([]int, len(perm))
+	for i, p := range perm {
+		p = t.axis("Permute", p)
+		if seen[p] {
+			fail("Permute", ErrShape, "axis %d repeated in %v", p, perm)
+		}
+		seen[p] = true
+		sh[i], st[i] = t.shape[p], t.strides[p]
+	}
+	return t.view("Permute", sh, st, t.offset)
+}
+
+// Narrow returns elements [start, start+length) along axis. A view.
+func (t *Tensor) Narrow(axis, start, length int) *Tensor {
+	t.live("Narrow")
+	axis = t.axis("Narrow", axis)
+	if start < 0 || length < 0 || start+length > t.shape[axis] {
+		fail("Narrow", ErrShape, "range [%d, %d) out of bounds for axis %d of %v", start, start+length, axis, t.shape)
+	}
+	sh := slices.Clone(t.shape)
+	sh[axis] = length
+	return t.view("Narrow", sh, slices.Clone(t.strides), t.offset+start*t.strides[axis])
+}
+
+// Split cuts axis into pieces of the given size (the last may be
+// shorter). Each piece is a view.
+func (t *Tensor) Split(size, axis int) []*Tensor {
+	t.live("Split")
+	axis = t.axis("Split", axis)
+	if size <= 0 {
+		fail("Split", ErrArgument, "split size %d", size)
+	}
+	var out []*Tensor
+	for s := 0; s < t.shape[axis]; s += size {
+		out = append(out, t.Narrow(axis, s, min(size, t.shape[axis]-s)))
+	}
+	return out
+}
+
+// Expand broadcasts size-1 dimensions to shape (stride 0). A view.
+func (t *Tensor) Expand(shape ...int) *Tensor {
+	t.live("Expand")
+	b, err := BroadcastShapes(t.shape, shape)
+	if err != nil || !shapeEq(b, shape) {
+		fail("Expand", ErrShape, "cannot expand %v to %v", t.shape, shape)
+	}
+	return t.view("Expand", slices.Clone(shape), broadcastStrides(t, shape), t.offset)
+}
+
+// Unsqueeze inserts a size-1 axis at position axis (0..Rank). A view.
+func (t *Tensor) Unsqueeze(axis int) *Tensor {
+	t.live("Unsqueeze")
+	if axis < 0 {
+		axis += len(t.shape) + 1
+	}
+	if axis < 0 || axis > len(t.shape) {
+		fail("Unsqueeze", ErrShape, "axis %d for shape %v", axis, t.shape)
+	}
+	stride := 1
+	if axis < len(t.shape) {
+		stride = t.strides[axis] * t.shape[axis]
+	}
+	sh := slices.Insert(slices.Clone(t.shape), axis, 1)
+	st := slices.Insert(slices.Clone(t.strides), axis, stride)
+	return t.view("Unsqueeze", sh, st, t.offset)
+}
+
+// Squeeze removes axis, which must have size 1. A view.
+func (t *Tensor) Squeeze(axis int) *Tensor {
+	t.live("Squeeze")
+	axis = t.axis("Squeeze", axis)
+	if t.shape[axis] != 1 {
+		fail("Squeeze", ErrShape, "axis %d of %v is not 1", axis, t.shape)
+	}
+	sh := slices.Delete(slices.Clone(t.shape), axis, axis+1)
+	st := slices.Delete(slices.Clone(t.strides), axis, axis+1)
+	return t.view("Squeeze", sh, st, t.offset)
+}
+
+// Contiguous returns t itself as a new view when it is already contiguous,
+// else a contiguous copy. Either way the result is a new tensor to release.
+func (t *Tensor) Contiguous() *Tensor {
+	t.live("Contiguous")
+	if t.IsContiguous() {
+		return t.view("Contiguous", slices.Clone(t.shape), slices.Clone(t.strides), t.offset)
+	}
+	return t.Clone()
+}
+
+// Clone returns a contiguous copy that shares nothing with t.
+func (t *Tensor) Clone() *Tensor {
+	t.live("Clone")
+	out := mustNew("Clone", t.dev, t.dtype, t.shape)
+	t.dev.backend().copyStrided(out, t)
+	return out
+}
+
+// CopyFrom copies src's elements into t (same shape; dtypes are
+// converted; devices may differ). t must be contiguous.
+func (t *Tensor) CopyFrom(src *Tensor) {
+	t.live("CopyFrom")
+	src.live("CopyFrom")
+	if !shapeEq(t.shape, src.shape) {
+		fail("CopyFrom", ErrShape, "destination %v, source %v", t.shape, src.shape)
+	}
+	if !t.IsContiguous() {
+		fail("CopyFrom", ErrArgument, "destination must be contiguous (strides %v)", t.strides)
+	}
+	WithScope(func() {
+		s := src
+		if s.dev != t.dev {
+			s = s.ToDevice(t.dev)
+		}
+		if s.dtype != t.dtype {
+			s = s.To(t.dtype)
+		}
+		if s.IsContiguous() {
+			t.dev.backend().cast(t, s)
+		} else {
+			t.dev.backend().copyStrided(t, s)
+		}
+	})
+}
+
+// To returns t converted to dtype dt (a new contiguous tensor; a view of t
+// when dt is already t's dtype and t is contiguous).
+func (t *Tensor) To(dt DType) *Tensor {
+	t.live("To")
+	if dt == t.dtype {
+		return t.Contiguous()
+	}
+	src := t
+	if !t.IsContiguous() {
+		src = t.Contiguous()
+		defer src.Release()
+	}
+	out := mustNew("To", t.dev, dt, t.shape)
+	t.dev.backend().cast(out, src)
+	return out
+}
+
+// ToDevice copies t to dev (a view of t when it already lives there).
+func (t *Tensor) ToDevice(dev Device) *Tensor {
+	t.live("ToDevice")
+	if dev == t.dev {
+		return t.Contiguous()
+	}
+	src := t.Contiguous()
+	defer src.Release()
+	buf := make([]byte, src.Bytes())
+	if err := t.dev.Synchronize(); err != nil {
+		fail("ToDevice", err, "synchronizing %v", t.dev)
+	}
+	t.dev.backend().download(buf, src)
+	out := mustNew("ToDevice", dev, t.dtype, t.shape)
+	dev.backend().upload(out, buf)
+	return out
+}
+
+// Alias returns a new tensor viewing exactly what t views (same shape,
+// strides and storage). It never copies; releasing one leaves the other
+// usable. Autograd uses it to hold its own reference to a value.
+func (t *Tensor) Alias() *Tensor {
+	t.live("Alias")
+	return t.view("Alias", slices.Clone(t.shape), slices.Clone(t.strides), t.offset)
+}
+
+// WriteNarrow copies src into elements [start, start+src.Dim(axis)) of
+// axis of t, in place: the inverse of Narrow. t must be contiguous; src
+// must match t's shape except along axis.
+func (t *Tensor) WriteNarrow(axis, start int, src *Tensor) {
+	op := "WriteNarrow"
+	sameDevice(op, t, src)
+	if t.dtype != src.dtype {
+		fail(op, ErrDType, "destination %v, source %v", t.dtype, src.dtype)
+	}
+	axis = t.axis(op, axis)
+	ok := t.IsContiguous() && src.Rank() == t.Rank()
+	for i := range t.shape {
+		if ok && i != axis && t.shape[i] != src.shape[i] {
+			ok = false
+		}
+	}
+	if !ok || start < 0 || start+src.shape[axis] > t.shape[axis] {
+		fail(op, ErrShape, "cannot write %v at %d along axis %d of %v (contiguous %v)", src.shape, start, axis, t.shape, t.IsContiguous())
+	}
+	c, done := contig(src)
+	defer done()
+	inner := numel(t.shape[axis+1:])
+	rows := numel(t.shape[:axis])
+	w := src.shape[axis] * inner
+	if rows*w > 0 {
+		t.dev.backend().copy2D(t, c, rows, w, t.shape[axis]*inner, start*inner, w, 0)
+	}
+}
+
+// Concat joins tensors of one dtype and device along axis; their other
+// dimensions must agree.
+func Concat(axis int, ts ...*Tensor) *Tensor {
+	if len(ts) == 0 {
+		fail("Concat", ErrArgument, "no tensors")
+	}
+	sameDevice("Concat", ts...)
+	axis = ts[0].axis("Concat", axis)
+	shape := slices.Clone(ts[0].shape)
+	shape[axis] = 0
+	for _, t := range ts {
+		shape[axis] += t.shape[axis]
+	}
+	out := mustNew("Concat", ts[0].dev, ts[0].dtype, shape)
+	at := 0
+	for _, t := range ts {
+		out.WriteNarrow(axis, at, t)
+		at += t.shape[axis]
+	}
+	return out
+}
