@@ -16,10 +16,10 @@ type stView struct {
 	data  []byte
 }
 
-func (v stView) DType() st.DType  { return v.dt }
-func (v stView) Shape() []uint64  { return v.shape }
-func (v stView) Data() []byte     { return v.data }
-func (v stView) DataLen() uint64  { return uint64(len(v.data)) }
+func (v stView) DType() st.DType { return v.dt }
+func (v stView) Shape() []uint64 { return v.shape }
+func (v stView) Data() []byte    { return v.data }
+func (v stView) DataLen() uint64 { return uint64(len(v.data)) }
 
 // WriteSafetensors saves tensors under their names, with string metadata,
 // in the safetensors format (readable by PyTorch and Hugging Face tools).
