@@ -46,7 +46,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.config, "config", "tiny", "model shape: tiny, char or gpt2")
 	fs.IntVar(&o.steps, "steps", 0, "training steps (default: 3000 for training, 10 timed steps for -bench)")
 	fs.IntVar(&o.batch, "batch", 0, "sequences per step (default: the config's)")
-	fs.Float64Var(&o.lr, "lr", 3e-3, "peak learning rate")
+	fs.Float64Var(&o.lr, "lr", 1e-3, "peak learning rate")
 	fs.Float64Var(&o.minLR, "min-lr", 0, "final learning rate of the cosine schedule (default lr/10)")
 	fs.IntVar(&o.warmup, "warmup", 100, "warm-up steps of the schedule")
 	fs.Float64Var(&o.wd, "weight-decay", 0.1, "AdamW weight decay on 2-D weights")
