@@ -1,0 +1,112 @@
+package cpukern
+
+import (
+	"fmt"
+	"math"
+)
+
+// checkTargets returns an error naming the first target that is neither
+// ignore nor a class in [0, cols).
+func checkTargets(kernel string, targets []int32, cols int, ignore int32) error {
+	for r, t := range targets {
+		if t != ignore && (t < 0 || int(t) >= cols) {
+			return fmt.Errorf("%w: cpukern.%s: target of row %d is %d, want a class in [0, %d) or the ignore index %d",
+				ErrIndex, kernel, r, t, cols, ignore)
+		}
+	}
+	return nil
+}
+
+// CrossEntropy sets loss[r] = logsumexp(logits[r]) - logits[r][targets[r]]
+// for the (rows, cols) logits, and returns the number of rows counted.
+// Rows whose target equals ignore get loss 0 and are not counted (ignore
+// may itself be a valid class, as PyTorch's ignore_index). Targets are
+// all checked first: one outside [0, cols) that is not ignore returns an
+// error wrapping ErrIndex naming the row and value, with loss untouched.
+// logsumexp subtracts the row max and sums exp in float64. Mismatched
+// lengths panic.
+func CrossEntropy[T Float](loss []T, logits []T, targets []int32, rows, cols int, ignore int32) (count int, err error) {
+	checkRows("CrossEntropy", rows, cols, len(logits))
+	mustEq("CrossEntropy", "loss", len(loss), rows)
+	mustEq("CrossEntropy", "targets", len(targets), rows)
+	if err := checkTargets("CrossEntropy", targets, cols, ignore); err != nil {
+		return 0, err
+	}
+	for _, t := range targets {
+		if t != ignore {
+			count++
+		}
+	}
+	if serial(rows*cols, grainRow) {
+		crossEntropyRows(loss, logits, targets, cols, ignore, 0, rows)
+		return count, nil
+	}
+	ParallelFor(rows, rowGrain(cols), func(lo, hi int) { crossEntropyRows(loss, logits, targets, cols, ignore, lo, hi) })
+	return count, nil
+}
+
+func crossEntropyRows[T Float](loss, logits []T, targets []int32, cols int, ignore int32, lo, hi int) {
+	for r := lo; r < hi; r++ {
+		t := targets[r]
+		if t == ignore {
+			loss[r] = 0
+			continue
+		}
+		x := logits[r*cols : (r+1)*cols]
+		m := rowMax(x)
+		lse := float64(m) + math.Log(sumExpShift(x, m))
+		loss[r] = T(lse - float64(x[t]))
+	}
+}
+
+// CrossEntropyBackward sets dlogits[r] = (softmax(logits[r]) -
+// onehot(targets[r])) * dloss[r], and zeros for ignored rows. It recomputes
+// the softmax from the logits rather than keeping the (rows, cols)
+// probabilities alive between passes. dlogits may be logits itself. It
+// panics on mismatched lengths or a target CrossEntropy would reject.
+func CrossEntropyBackward[T Float](dlogits, logits []T, targets []int32, dloss []T, rows, cols int, ignore int32) {
+	checkRows("CrossEntropyBackward", rows, cols, len(dlogits), len(logits))
+	mustEq("CrossEntropyBackward", "targets", len(targets), rows)
+	mustEq("CrossEntropyBackward", "dloss", len(dloss), rows)
+	if err := checkTargets("CrossEntropyBackward", targets, cols, ignore); err != nil {
+		panic(err.Error())
+	}
+	if serial(rows*cols, grainRow) {
+		crossEntropyBackwardRows(dlogits, logits, targets, dloss, cols, ignore, 0, rows)
+		return
+	}
+	ParallelFor(rows, rowGrain(cols), func(lo, hi int) {
+		crossEntropyBackwardRows(dlogits, logits, targets, dloss, cols, ignore, lo, hi)
+	})
+}
+
+func crossEntropyBackwardRows[T Float](dlogits, logits []T, targets []int32, dloss []T, cols int, ignore int32, lo, hi int) {
+	for r := lo; r < hi; r++ {
+		d := dlogits[r*cols : (r+1)*cols]
+		t := targets[r]
+		if t == ignore {
+			clear(d)
+			continue
+		}
+		x := logits[r*cols : (r+1)*cols]
+		m := rowMax(x)
+		var sum float64
+		if isF32[T]() {
+			sum = expShiftSum32(f32(d), f32(x), float32(m))
+		} else {
+			d, x := f64(d), f64(x)
+			x = x[:len(d)]
+			for i, v := range x {
+				e := math.Exp(v - float64(m))
+				d[i] = e
+				sum += e
+			}
+		}
+		g := float64(dloss[r])
+		scale := T(g / sum)
+		for i := range d {
+			d[i] *= scale
+		}
+		d[t] -= T(g)
+	}
+}

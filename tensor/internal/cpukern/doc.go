@@ -1,0 +1,128 @@
+// Package cpukern holds strata's CPU compute kernels: element-wise math,
+// broadcasting binary ops, reductions, softmax, layer norm, embedding
+// lookups, cross-entropy, dropout, optimizer steps, dtype casts and
+// strided copies, written over plain Go slices. Matrix products live in
+// tensor/internal/blas.
+//
+// # Layout and validation
+//
+// Every kernel works on contiguous row-major data, described by sizes
+// ((rows, cols), or (outer, mid, inner) for reductions), except Binary and
+// CopyStrided, which read strided views: an offset and one stride per dim,
+// 0 on broadcast dims, negative strides allowed. The tensor package checks
+// shapes, dtypes and devices before it calls in, and allocates outputs;
+// this package re-checks only what protects memory (lengths, view bounds)
+// and panics with a message naming the kernel and the argument. Errors
+// that come from data rather than from shapes — an embedding id or a
+// class target out of range — are returned, wrapping ErrIndex, before
+// anything is written. Where a kernel says so, an output may be the same
+// slice as an input (not a partial overlap).
+//
+// Kernels are generic over Float (float32 for training, float64 for
+// gradient checks). A generic entry point tests isF32[T](), a constant in
+// each instantiation, and hands float32 data to float32 loops; float64
+// goes through the math package.
+//
+// # Parallelism
+//
+// ParallelFor(n, grain, fn) splits [0, n) into one contiguous range per
+// worker, min(GOMAXPROCS, n/grain) workers, the caller running the first
+// range itself. Below two grains it calls fn(0, n) directly. Each kernel
+// tests serial() before it even builds the closure it would hand to
+// ParallelFor, so small calls allocate nothing and start no goroutine
+// (TestSmallKernelsDoNotAllocate). Starting a worker costs about 1-5 µs,
+// so the grains aim at tens of microseconds of work per worker:
+//
+//	grainMem  = 64 Ki elements  copies, adds, scales, casts (~0.3-1 ns each)
+//	grainMath =  8 Ki elements  exp, tanh, GELU, dropout, AdamW (~3-10 ns)
+//	grainRow  =  8 Ki elements  softmax, layer norm, cross-entropy rows
+//
+// Row kernels split by rows (rowGrain = grainRow/cols rows), never inside
+// a row. Reductions whose partial results could depend on the split —
+// ReduceSum's and ReduceMax's split-mid path, SumSquares, LayerNormBackward's
+// dw/db — cut the work into fixed chunks (forChunks) whose boundaries
+// depend only on the sizes, keep one float64 partial per chunk in a
+// pooled scratch buffer, and add the partials in chunk order: results are
+// bit-identical at any GOMAXPROCS (TestReductionsDeterministic).
+// ScatterAdd gives each worker a range of destination rows; every row
+// receives its contributions in input order, as in the serial loop.
+//
+// Note that the two vCPUs of the CI machine behave like one core's two
+// hyper-threads: compute-bound kernels gain little from the second
+// worker there (measured: two threads of exp finish in the time of one
+// thread doing both halves). Speed comes first from the single-thread
+// loops: bounds checks hoisted by reslicing (a = a[:len(dst)]), four
+// independent accumulators in reductions, and no calls in inner loops.
+//
+// # Float32 math
+//
+// Go's math package works in float64 and is never inlined; a call per
+// element plus two conversions costs ~10 ns. exp32Slice writes a float32
+// exp inline in its loop: Cody-Waite range reduction x = k ln2 + r with
+// |r| <= ln2/2, a degree-7 polynomial for e^r - 1 (Estrin's scheme), and
+// 2^k built in the exponent bits; arguments beyond the normal range, and
+// NaN, fall back to math.Exp. It runs at ~2.7 ns an element within 1 ulp
+// of the true value. Kernels that need exp (softmax, log-softmax,
+// cross-entropy, GELU, sigmoid and their backwards) run in three tight
+// passes over stack blocks of 256 elements: argument, exp32Slice,
+// combine. tanh32 is expm1(2|x|)/(expm1(2|x|)+2), accurate to 2.1 ulp
+// including tiny |x|.
+//
+// GELU uses 0.5 x (1 + tanh u) = x sigmoid(2u), u = sqrt(2/pi)(x +
+// 0.044715 x^3): one exp, and no cancellation in 1 + tanh u for negative
+// x. In float32 the exp argument itself is rounded, so the result's
+// relative error grows like |2u| ulp in the negative tail (2e-6 at
+// x = -4), as in any float32 implementation, PyTorch's included; the
+// same holds for softmax probabilities far below the row maximum
+// (|x - max| ulp).
+//
+// # Numerics
+//
+// Softmax, log-softmax and cross-entropy subtract the row maximum before
+// exp and sum in float64. As in PyTorch, a row of all -Inf (or one holding
+// +Inf or NaN) yields NaN. Sums (ReduceSum, SumSquares, layer-norm
+// statistics, dot products) accumulate in float64 with four accumulators,
+// folded every 1024 elements (blocked summation), so a float32 sum of 10^6
+// values is exact to float32 rounding. LayerNorm takes mean and variance
+// in two passes (no E[x^2] - E[x]^2 cancellation). AdamW and SGD update
+// each element in float64 and round to T where PyTorch stores a value.
+// Max, Min and ReduceMax propagate NaN; Relu(NaN) is NaN.
+//
+// # Dropout random numbers
+//
+// Dropout draws no state: element i of a call with (seed, offset) is kept
+// iff u >= p, where u = DropoutMask(seed, offset, i) * 2^-32 and, with
+// n = offset + i,
+//
+//	DropoutMask(seed, offset, i) = Philox4x32-10(
+//	    counter = (lo32(n/4), hi32(n/4), 0, 0),
+//	    key     = (lo32(seed), hi32(seed)))[n mod 4]
+//
+// Philox4x32-10 is Random123's and cuRAND's counter-based generator
+// (TestPhilox4x32KnownAnswers checks Random123's known answers); the
+// word above is the one curand() returns after curand_init(seed, 0, n).
+// The keep test is done as the exact integer comparison
+// DropoutMask >= ceil(p * 2^32). Kept values are scaled by 1/(1-p). The
+// backward pass is the same call on the gradient; training advances
+// offset by the element count after each call. A CUDA kernel computing
+// the same function reproduces the CPU mask bit for bit, and any
+// sub-range of a call can be computed on its own (what ParallelFor does).
+//
+// # Files
+//
+//	parallel.go        ParallelFor, forChunks, grains, scratch pool
+//	mathf.go           float32 exp/tanh/sigmoid/GELU, exp loops, dot, row max
+//	unary.go           UnaryOp and Unary; unary_backward.go its gradients
+//	scale.go           Scale, AddScalar, Axpy
+//	binary.go          BinaryOp and Binary; strides.go dim coalescing, views
+//	reduce.go          ReduceSum, ReduceMax, SumSquares
+//	softmax.go         Softmax, LogSoftmax and their backwards
+//	mask.go            CausalMask
+//	layernorm.go       LayerNorm, LayerNormBackward
+//	embedding.go       Gather, ScatterAdd
+//	crossentropy.go    CrossEntropy, CrossEntropyBackward
+//	philox.go          Philox4x32, DropoutMask; dropout.go Dropout
+//	optim.go           AdamW, SGD
+//	cast.go            float16 and bfloat16 casts; convert.go Convert
+//	copy.go            CopyStrided, Fill, Arange
+package cpukern

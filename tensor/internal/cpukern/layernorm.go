@@ -1,0 +1,195 @@
+package cpukern
+
+import (
+	"fmt"
+	"math"
+)
+
+// lnChunk is the number of elements per chunk of LayerNormBackward's
+// deterministic dw/db reduction.
+const lnChunk = 1 << 16
+
+// LayerNorm normalises each row of x (rows, cols) over its cols elements:
+// y = (x - mean) * rstd * w + b with rstd = 1/sqrt(var + eps) and var the
+// biased (divide by cols) variance, as torch.nn.LayerNorm. w and b have
+// cols elements and either may be nil (no scale, no shift). mean and rstd
+// receive one value per row for the backward pass. Statistics are taken in
+// float64 in two passes (mean, then squared deviations), so a large mean
+// costs no accuracy. y may be x itself. It panics on mismatched lengths.
+func LayerNorm[T Float](y, mean, rstd, x, w, b []T, rows, cols int, eps float64) {
+	checkRows("LayerNorm", rows, cols, len(y), len(x))
+	mustEq("LayerNorm", "mean", len(mean), rows)
+	mustEq("LayerNorm", "rstd", len(rstd), rows)
+	if w != nil {
+		mustEq("LayerNorm", "w", len(w), cols)
+	}
+	if b != nil {
+		mustEq("LayerNorm", "b", len(b), cols)
+	}
+	if cols == 0 {
+		panic(fmt.Sprintf("cpukern.LayerNorm: cols is 0 (rows %d)", rows))
+	}
+	if serial(rows*cols, grainRow) {
+		layerNormRows(y, mean, rstd, x, w, b, cols, eps, 0, rows)
+		return
+	}
+	ParallelFor(rows, rowGrain(cols), func(lo, hi int) { layerNormRows(y, mean, rstd, x, w, b, cols, eps, lo, hi) })
+}
+
+func layerNormRows[T Float](y, mean, rstd, x, w, b []T, cols int, eps float64, lo, hi int) {
+	for r := lo; r < hi; r++ {
+		xr, yr := x[r*cols:(r+1)*cols], y[r*cols:(r+1)*cols]
+		mu := sumRow(xr) / float64(cols)
+		v := sumSqDev(xr, mu) / float64(cols)
+		rs := 1 / math.Sqrt(v+eps)
+		mean[r], rstd[r] = T(mu), T(rs)
+		m, s := T(mu), T(rs)
+		xr = xr[:len(yr)]
+		switch {
+		case w != nil && b != nil:
+			w, b := w[:len(yr)], b[:len(yr)]
+			for i, v := range xr {
+				yr[i] = (v-m)*s*w[i] + b[i]
+			}
+		case w != nil:
+			w := w[:len(yr)]
+			for i, v := range xr {
+				yr[i] = (v - m) * s * w[i]
+			}
+		case b != nil:
+			b := b[:len(yr)]
+			for i, v := range xr {
+				yr[i] = (v-m)*s + b[i]
+			}
+		default:
+			for i, v := range xr {
+				yr[i] = (v - m) * s
+			}
+		}
+	}
+}
+
+// sumSqDev returns sum((x[i]-mu)^2) in float64.
+func sumSqDev[T Float](x []T, mu float64) float64 {
+	var a0, a1, a2, a3 float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		q := x[i : i+4 : i+4]
+		d0, d1, d2, d3 := float64(q[0])-mu, float64(q[1])-mu, float64(q[2])-mu, float64(q[3])-mu
+		a0 += d0 * d0
+		a1 += d1 * d1
+		a2 += d2 * d2
+		a3 += d3 * d3
+	}
+	for ; i < len(x); i++ {
+		d := float64(x[i]) - mu
+		a0 += d * d
+	}
+	return (a0 + a1) + (a2 + a3)
+}
+
+// LayerNormBackward computes, for each row, with xhat = (x - mean) * rstd
+// and g = dy * w (g = dy when w is nil):
+//
+//	dx = rstd * (g - mean(g) - xhat * mean(g * xhat))   (written)
+//	dw += sum over rows of dy * xhat                     (accumulated)
+//	db += sum over rows of dy                            (accumulated)
+//
+// dw and db may be nil (not wanted). dx may be dy itself. Rows run in
+// parallel; dw/db come from fixed row chunks whose float64 partials are
+// added in chunk order, so the result does not depend on GOMAXPROCS. It
+// panics on mismatched lengths.
+func LayerNormBackward[T Float](dx, dw, db, dy, x, mean, rstd, w []T, rows, cols int) {
+	checkRows("LayerNormBackward", rows, cols, len(dx), len(dy), len(x))
+	mustEq("LayerNormBackward", "mean", len(mean), rows)
+	mustEq("LayerNormBackward", "rstd", len(rstd), rows)
+	for _, p := range []struct {
+		name string
+		s    []T
+	}{{"w", w}, {"dw", dw}, {"db", db}} {
+		if p.s != nil {
+			mustEq("LayerNormBackward", p.name, len(p.s), cols)
+		}
+	}
+	if rows == 0 || cols == 0 {
+		return
+	}
+	if dw == nil && db == nil {
+		if serial(rows*cols, grainRow) {
+			layerNormBackwardRows(dx, nil, nil, dy, x, mean, rstd, w, cols, 0, rows)
+			return
+		}
+		ParallelFor(rows, rowGrain(cols), func(lo, hi int) {
+			layerNormBackwardRows(dx, nil, nil, dy, x, mean, rstd, w, cols, lo, hi)
+		})
+		return
+	}
+	rowsPer := max(1, lnChunk/cols)
+	chunks := (rows + rowsPer - 1) / rowsPer
+	p := getScratch(chunks * 2 * cols)
+	defer putScratch(p)
+	parts := *p
+	forChunks(rows, rowsPer, func(c, lo, hi int) {
+		part := parts[c*2*cols : (c+1)*2*cols]
+		layerNormBackwardRows(dx, part[:cols], part[cols:], dy, x, mean, rstd, w, cols, lo, hi)
+	})
+	total := parts[:2*cols]
+	for c := 1; c < chunks; c++ {
+		addRow(total, parts[c*2*cols:(c+1)*2*cols])
+	}
+	if dw != nil {
+		storeRow(dw, total[:cols], true)
+	}
+	if db != nil {
+		storeRow(db, total[cols:], true)
+	}
+}
+
+// layerNormBackwardRows does rows [lo, hi); dwp and dbp (float64 partials)
+// may be nil.
+func layerNormBackwardRows[T Float](dx []T, dwp, dbp []float64, dy, x, mean, rstd, w []T, cols, lo, hi int) {
+	n := float64(cols)
+	for r := lo; r < hi; r++ {
+		d, g, xr := dx[r*cols:(r+1)*cols], dy[r*cols:(r+1)*cols], x[r*cols:(r+1)*cols]
+		g, xr = g[:len(d)], xr[:len(d)]
+		m, rs := float64(mean[r]), float64(rstd[r])
+		var sg, sgx float64
+		if w != nil {
+			w := w[:len(d)]
+			for i, v := range xr {
+				xh := (float64(v) - m) * rs
+				gw := float64(g[i]) * float64(w[i])
+				sg += gw
+				sgx += gw * xh
+			}
+		} else {
+			for i, v := range xr {
+				xh := (float64(v) - m) * rs
+				gw := float64(g[i])
+				sg += gw
+				sgx += gw * xh
+			}
+		}
+		if dwp != nil {
+			dwp, dbp := dwp[:len(d)], dbp[:len(d)]
+			for i, v := range xr {
+				gi := float64(g[i])
+				dwp[i] += gi * (float64(v) - m) * rs
+				dbp[i] += gi
+			}
+		}
+		c1, c2 := sg/n, sgx/n
+		if w != nil {
+			w := w[:len(d)]
+			for i, v := range xr {
+				xh := (float64(v) - m) * rs
+				d[i] = T(rs * (float64(g[i])*float64(w[i]) - c1 - xh*c2))
+			}
+		} else {
+			for i, v := range xr {
+				xh := (float64(v) - m) * rs
+				d[i] = T(rs * (float64(g[i]) - c1 - xh*c2))
+			}
+		}
+	}
+}

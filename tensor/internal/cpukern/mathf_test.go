@@ -1,0 +1,165 @@
+package cpukern
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// ulps returns |got - want| in units of the float32 ulp at want.
+func ulps(got float32, want float64) float64 { return errUlps(got, want, 0) }
+
+// errUlps returns |got - want| in float32 ulps of max(|want|, floor).
+func errUlps(got float32, want, floor float64) float64 {
+	w := float32(math.Max(math.Abs(want), floor))
+	if w == 0 || math.IsInf(float64(w), 0) {
+		return math.Abs(float64(got)-want) / math.SmallestNonzeroFloat32
+	}
+	ulp := float64(math.Nextafter32(w, float32(math.Inf(1)))) - float64(w)
+	return math.Abs(float64(got)-want) / ulp
+}
+
+// sweep calls f on float32 arguments spaced step apart across [lo, hi),
+// plus every power-of-two magnitude down to the subnormals.
+func sweep(lo, hi, step float64, f func(x float32)) {
+	for x := lo; x < hi; x += step {
+		f(float32(x))
+	}
+	for e := -149; e < 8; e++ {
+		v := float32(math.Ldexp(1.37, e))
+		f(v)
+		f(-v)
+	}
+}
+
+func TestExp32Accuracy(t *testing.T) {
+	worst := 0.0
+	var at float32
+	check := func(x float32) {
+		want := math.Exp(float64(x))
+		if want > math.MaxFloat32 {
+			require.True(t, math.IsInf(float64(exp32(x)), 1), "exp32(%v)", x)
+			return
+		}
+		if want < 0x1p-126 { // subnormal results: absolute error only
+			require.InDelta(t, want, float64(exp32(x)), 0x1p-149, "exp32(%v)", x)
+			return
+		}
+		if u := ulps(exp32(x), want); u > worst {
+			worst, at = u, x
+		}
+	}
+	sweep(-104, 89, 1e-3, check)
+	t.Logf("exp32: worst %.2f ulp at %v", worst, at)
+	assert.LessOrEqual(t, worst, 2.0, "exp32 worst error at %v", at)
+
+	// The slice version is the same function written inline.
+	xs := []float32{-200, -104, -87.5, -87.3, -10, -1e-30, 0, 1e-30, 0.5, 1, 10, 88.3, 88.5, 88.8, 200,
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
+	got := make([]float32, len(xs))
+	exp32Slice(got, xs)
+	for i, x := range xs {
+		want := exp32(x)
+		if want != want {
+			assert.True(t, got[i] != got[i], "exp32Slice(%v) = %v, want NaN", x, got[i])
+			continue
+		}
+		assert.Equal(t, want, got[i], "exp32Slice(%v)", x)
+	}
+	assert.Equal(t, float32(0), exp32(float32(math.Inf(-1))))
+}
+
+func TestTanh32Accuracy(t *testing.T) {
+	worst := 0.0
+	var at float32
+	sweep(-12, 12, 1e-4, func(x float32) {
+		if u := ulps(tanh32(x), math.Tanh(float64(x))); u > worst {
+			worst, at = u, x
+		}
+	})
+	t.Logf("tanh32: worst %.2f ulp at %v", worst, at)
+	assert.LessOrEqual(t, worst, 4.0, "tanh32 worst error at %v", at)
+	assert.Equal(t, float32(1), tanh32(float32(math.Inf(1))))
+	assert.Equal(t, float32(-1), tanh32(float32(math.Inf(-1))))
+	assert.True(t, math.IsNaN(float64(tanh32(float32(math.NaN())))))
+	assert.True(t, math.Signbit(float64(tanh32(float32(math.Copysign(0, -1))))), "tanh(-0) = -0")
+}
+
+func TestSigmoidGelu32Accuracy(t *testing.T) {
+	// A float32 kernel forms the exp argument in float32 (as PyTorch's
+	// vectorised GELU does), so its rounding, a few ulp of |2u|, is
+	// amplified by |2u| in the result: the bound is ulp + 3|2u| ulp. The
+	// far tail (|result| < 1e-30) is checked in absolute terms.
+	type fn struct {
+		name string
+		got  func(float32) float32
+		want func(float64) float64
+		ulp  float64
+		arg  func(float64) float64 // |exp argument|, amplifying its rounding
+		// floor: errors are measured in ulp of max(|want|, floor); gelu'
+		// crosses zero near x = -0.75, where relative error means nothing.
+		floor float64
+	}
+	noArg := func(float64) float64 { return 0 }
+	u2 := func(x float64) float64 { return math.Abs(2 * math.Sqrt(2/math.Pi) * (x + 0.044715*x*x*x)) }
+	geluRef := func(x float64) float64 { return x * geluSig(x) }
+	fns := []fn{
+		{"sigmoid", sigmoid32, func(x float64) float64 { return 1 / (1 + math.Exp(-x)) }, 3, noArg, 0},
+		{"gelu", gelu32, geluRef, 4, u2, 0},
+		{"geluGrad", geluGrad32, geluGradRef, 6, u2, 0.25},
+	}
+	for _, f := range fns {
+		worst := 0.0
+		var at float32
+		sweep(-30, 30, 1e-3, func(x float32) {
+			want := f.want(float64(x))
+			g := f.got(x)
+			if math.Abs(want) < 1e-30 {
+				require.InDelta(t, want, float64(g), 1e-30, "%s(%v)", f.name, x)
+				return
+			}
+			if u := errUlps(g, want, f.floor) / (f.ulp + 3*f.arg(float64(x))); u > worst {
+				worst, at = u, x
+			}
+		})
+		t.Logf("%s32: worst error %.2f of its bound, at %v", f.name, worst, at)
+		assert.LessOrEqual(t, worst, 1.0, "%s32 worst error at %v", f.name, at)
+	}
+	assert.Equal(t, float32(0), sigmoid32(-200))
+	assert.Equal(t, float32(1), sigmoid32(200))
+	assert.Equal(t, float32(0), gelu32(-200)*0, "gelu(-200) is finite")
+	assert.Equal(t, float32(200), gelu32(200))
+}
+
+// The GELU references: 0.5 x (1 + tanh u) = x sigmoid(2u). The sigmoid
+// form is used because the tanh form cancels to 0 in float64 for x < -9,
+// where the true values are still normal float32 numbers.
+func geluSig(x float64) float64 {
+	return 1 / (1 + math.Exp(-2*math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x)))
+}
+
+func geluTanhForm(x float64) float64 {
+	return 0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x)))
+}
+
+func geluGradRef(x float64) float64 {
+	s := geluSig(x)
+	return s + 2*x*s*(1-s)*math.Sqrt(2/math.Pi)*(1+3*0.044715*x*x)
+}
+
+func geluGradTanhForm(x float64) float64 {
+	u := math.Sqrt(2/math.Pi) * (x + 0.044715*x*x*x)
+	th := math.Tanh(u)
+	return 0.5*(1+th) + 0.5*x*(1-th*th)*math.Sqrt(2/math.Pi)*(1+3*0.044715*x*x)
+}
+
+func TestGeluFormsAgree(t *testing.T) {
+	// Where the tanh form does not cancel, both forms agree to float64
+	// rounding: the sigmoid form is the same function.
+	for x := -3.0; x < 30; x += 1e-3 {
+		require.InEpsilon(t, geluTanhForm(x), x*geluSig(x)+1e-300, 1e-13, "gelu(%v)", x)
+		require.InDelta(t, geluGradTanhForm(x), geluGradRef(x), 1e-13, "gelu'(%v)", x)
+	}
+}

@@ -1,0 +1,162 @@
+package cpukern
+
+// UnaryBackward sets dx = dy * op'(x), reading the saved input x or output
+// y as BackwardUses says (the unused one may be nil):
+//
+//	Neg     -dy               Exp      dy*y            Log    dy/x
+//	Sqrt    dy*0.5/y          Rsqrt    dy*(-0.5)*y^3   Tanh   dy*(1-y^2)
+//	Gelu    GeluBackward      Relu     dy*(y>0)        Abs    dy*sign(x)
+//	Square  dy*2x             Recip    -dy*y^2         Sigmoid dy*y*(1-y)
+//
+// dx may be dy itself. It panics on an unknown op or mismatched lengths.
+func UnaryBackward[T Float](op UnaryOp, dx, x, y, dy []T) {
+	op.check("UnaryBackward")
+	if op == Gelu {
+		GeluBackward(dx, x, dy)
+		return
+	}
+	n := len(dx)
+	mustEq("UnaryBackward", "dy", len(dy), n)
+	usesX, usesY := op.BackwardUses()
+	if usesX {
+		mustEq("UnaryBackward", "x", len(x), n)
+	}
+	if usesY {
+		mustEq("UnaryBackward", "y", len(y), n)
+	}
+	if serial(n, grainMem) {
+		unaryBackwardRange(op, dx, x, y, dy)
+		return
+	}
+	ParallelFor(n, grainMem, func(lo, hi int) {
+		var xs, ys []T
+		if usesX {
+			xs = x[lo:hi]
+		}
+		if usesY {
+			ys = y[lo:hi]
+		}
+		unaryBackwardRange(op, dx[lo:hi], xs, ys, dy[lo:hi])
+	})
+}
+
+func unaryBackwardRange[T Float](op UnaryOp, dx, x, y, dy []T) {
+	dy = dy[:len(dx)]
+	switch op {
+	case Neg:
+		for i, g := range dy {
+			dx[i] = -g
+		}
+	case Exp:
+		y = y[:len(dx)]
+		for i, g := range dy {
+			dx[i] = g * y[i]
+		}
+	case Log:
+		x = x[:len(dx)]
+		for i, g := range dy {
+			dx[i] = g / x[i]
+		}
+	case Sqrt:
+		y = y[:len(dx)]
+		for i, g := range dy {
+			dx[i] = g * 0.5 / y[i]
+		}
+	case Rsqrt:
+		y = y[:len(dx)]
+		for i, g := range dy {
+			v := y[i]
+			dx[i] = g * -0.5 * v * v * v
+		}
+	case Tanh:
+		y = y[:len(dx)]
+		for i, g := range dy {
+			v := y[i]
+			dx[i] = g * (1 - v*v)
+		}
+	case Relu:
+		y = y[:len(dx)]
+		for i, g := range dy {
+			if !(y[i] > 0) {
+				g = 0
+			}
+			dx[i] = g
+		}
+	case Abs:
+		x = x[:len(dx)]
+		for i, g := range dy {
+			v := x[i]
+			switch {
+			case v > 0:
+			case v < 0:
+				g = -g
+			case v == 0:
+				g = 0
+			default: // NaN input: NaN gradient, as PyTorch's sgn gives
+				g = v
+			}
+			dx[i] = g
+		}
+	case Square:
+		x = x[:len(dx)]
+		for i, g := range dy {
+			dx[i] = g * 2 * x[i]
+		}
+	case Recip:
+		y = y[:len(dx)]
+		for i, g := range dy {
+			v := y[i]
+			dx[i] = -g * v * v
+		}
+	case Sigmoid:
+		y = y[:len(dx)]
+		for i, g := range dy {
+			v := y[i]
+			dx[i] = g * v * (1 - v)
+		}
+	}
+}
+
+// GeluBackward sets dx = dy * gelu'(x) for the tanh-approximation GELU:
+// gelu'(x) = 0.5(1 + tanh u) + 0.5 x (1 - tanh^2 u) sqrt(2/pi)(1 + 3*0.044715 x^2),
+// computed through s = sigmoid(2u) = 0.5(1 + tanh u) as
+// s + 2 x s (1-s) du/dx. dx may be dy itself.
+func GeluBackward[T Float](dx, x, dy []T) {
+	n := len(dx)
+	mustEq("GeluBackward", "x", len(x), n)
+	mustEq("GeluBackward", "dy", len(dy), n)
+	if serial(n, grainMath) {
+		geluBackwardRange(dx, x, dy)
+		return
+	}
+	ParallelFor(n, grainMath, func(lo, hi int) { geluBackwardRange(dx[lo:hi], x[lo:hi], dy[lo:hi]) })
+}
+
+func geluBackwardRange[T Float](dx, x, dy []T) {
+	if !isF32[T]() {
+		dx, x, dy := f64(dx), f64(x), f64(dy)
+		x, dy = x[:len(dx)], dy[:len(dx)]
+		for i, v := range x {
+			dx[i] = dy[i] * geluGrad64(v)
+		}
+		return
+	}
+	d, xs, gs := f32(dx), f32(x), f32(dy)
+	var buf [expBlock]float32
+	for lo := 0; lo < len(d); lo += expBlock {
+		hi := min(lo+expBlock, len(d))
+		dd, xx, gg := d[lo:hi], xs[lo:hi], gs[lo:hi]
+		t := buf[:len(dd)]
+		xx, gg = xx[:len(t)], gg[:len(t)]
+		for i, v := range xx {
+			t[i] = -(2 * geluK) * v * (1 + geluC*v*v)
+		}
+		exp32Slice(t, t)
+		dd = dd[:len(t)]
+		for i, v := range xx {
+			s := 1 / (1 + t[i])
+			du := geluK * (1 + 3*geluC*v*v)
+			dd[i] = gg[i] * (s + 2*v*s*(1-s)*du)
+		}
+	}
+}
