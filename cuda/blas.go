@@ -1,0 +1,232 @@
+package cuda
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+)
+
+// blasLib is the loaded libcublas.
+type blasLib struct {
+	path string
+
+	create, destroy, setStream, setWorkspace, setMathMode, getVersion symbol
+	sgemm, sgemmStridedBatched, gemmEx, gemmStridedBatchedEx          symbol
+
+	getStatusName, getStatusString uintptr // optional (cuBLAS 11.4.2+)
+}
+
+func (l *blasLib) symbols() []symbolSpec {
+	req := func(dst *symbol, names ...string) symbolSpec { return symbolSpec{dst, true, names} }
+	return []symbolSpec{
+		req(&l.create, "cublasCreate_v2"),
+		req(&l.destroy, "cublasDestroy_v2"),
+		req(&l.setStream, "cublasSetStream_v2"),
+		req(&l.setWorkspace, "cublasSetWorkspace_v2"),
+		req(&l.setMathMode, "cublasSetMathMode"),
+		req(&l.getVersion, "cublasGetVersion_v2"),
+		req(&l.sgemm, "cublasSgemm_v2"),
+		req(&l.sgemmStridedBatched, "cublasSgemmStridedBatched"),
+		req(&l.gemmEx, "cublasGemmEx"),
+		req(&l.gemmStridedBatchedEx, "cublasGemmStridedBatchedEx"),
+	}
+}
+
+// loadBLAS finds libcublas and resolves its symbols.
+func loadBLAS(getenv func(string) string) (*blasLib, error) {
+	h, path, err := openLibrary(cublasSpec(), getenv)
+	if err != nil {
+		return nil, err
+	}
+	l := &blasLib{path: path}
+	if missing := resolve(h, l.symbols()); len(missing) > 0 {
+		return nil, fmt.Errorf("cuda: %s lacks %s: it is not cuBLAS 12 or 13; %s: %w",
+			path, strings.Join(missing, ", "), cublasSpec().fix, ErrNoCUBLAS)
+	}
+	l.getStatusName, _ = dlsym(h, "cublasGetStatusName")
+	l.getStatusString, _ = dlsym(h, "cublasGetStatusString")
+	return l, nil
+}
+
+var blasState struct {
+	once sync.Once
+	lib  *blasLib
+	err  error
+}
+
+func getBLAS() (*blasLib, error) {
+	blasState.once.Do(func() { blasState.lib, blasState.err = loadBLAS(os.Getenv) })
+	return blasState.lib, blasState.err
+}
+
+// BLAS is a cuBLAS handle bound to one context. Its methods serialise on
+// a mutex (a cuBLAS handle must not be used by two threads at once), so
+// goroutines that run GEMMs concurrently should each have their own
+// handle, usually with their own stream.
+type BLAS struct {
+	ctx *Context
+	lib *blasLib
+	h   uintptr
+
+	mu        sync.Mutex
+	stream    *Stream
+	ws        DevicePtr
+	wsSize    int
+	version   int
+	destroyed bool
+}
+
+// NewBLAS loads cuBLAS (once per process) and creates a handle for the
+// context. The handle works on the default stream until SetStream.
+func (c *Context) NewBLAS() (*BLAS, error) {
+	lib, err := getBLAS()
+	if err != nil {
+		return nil, err
+	}
+	b := &BLAS{ctx: c, lib: lib}
+	f := getFrame()
+	defer f.release()
+	if st, err := b.invoke(f, lib.create, f.outAddr(0)); err != nil {
+		return nil, err
+	} else if st != cublasStatusSuccess {
+		return nil, newBLASError(lib, lib.create.name, st, c.dev.String())
+	}
+	b.h = uintptr(f.out[0])
+	if st, err := b.invoke(f, lib.getVersion, b.h, f.outAddr(1)); err != nil {
+		return nil, err
+	} else if st != cublasStatusSuccess {
+		return nil, newBLASError(lib, lib.getVersion.name, st, "")
+	}
+	b.version = int(f.out32(1))
+	return b, nil
+}
+
+// invoke calls a cuBLAS function with the context current on this thread
+// (always set: cuBLAS takes its device from the current context). It
+// returns the cuBLAS status, or an error if the context could not be made
+// current. It allocates nothing.
+func (b *BLAS) invoke(f *frame, sym symbol, args ...uintptr) (uint32, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	set := b.ctx.drv.ctxSetCurrent
+	if r := uint32(f.call(set.addr, b.ctx.h)); r != cudaSuccess {
+		return 0, newDriverError(set.name, r, b.ctx.dev.String())
+	}
+	return uint32(f.call(sym.addr, args...)), nil
+}
+
+// call runs sym under the handle's lock; detail describes the call for an
+// error and is only evaluated on failure.
+func (b *BLAS) call(op string, sym symbol, detail func() string, args ...uintptr) error {
+	if b.destroyed {
+		return invalidArg(op, "cuBLAS handle was destroyed")
+	}
+	f := getFrame()
+	defer f.release()
+	st, err := b.invoke(f, sym, args...)
+	if err != nil {
+		return err
+	}
+	if st != cublasStatusSuccess {
+		return newBLASError(b.lib, sym.name, st, detail())
+	}
+	return nil
+}
+
+// Version returns cuBLAS's version number (e.g. 130000).
+func (b *BLAS) Version() int { return b.version }
+
+// LibraryPath returns the file cuBLAS was loaded from.
+func (b *BLAS) LibraryPath() string { return b.lib.path }
+
+// Context returns the handle's context.
+func (b *BLAS) Context() *Context { return b.ctx }
+
+// Stream returns the stream the handle queues work on (nil: default).
+func (b *BLAS) Stream() *Stream {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stream
+}
+
+// SetStream makes later calls queue their work on s (nil: the default
+// stream). cuBLAS drops a user workspace when the stream changes; this
+// method sets it again.
+func (b *BLAS) SetStream(s *Stream) error {
+	sh, err := b.ctx.streamHandle("BLAS.SetStream", s)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.call("BLAS.SetStream", b.lib.setStream, s.String, b.h, sh); err != nil {
+		return err
+	}
+	b.stream = s
+	if b.ws != 0 {
+		return b.setWorkspaceLocked(b.ws, b.wsSize)
+	}
+	return nil
+}
+
+// SetWorkspace gives cuBLAS size bytes of device memory at p (256-byte
+// aligned, from the caller's pool) for its scratch space instead of its
+// own allocations. The memory must stay allocated, and unused by anything
+// else, until the handle is destroyed or given another workspace. cuBLAS
+// recommends 4 MiB, and 32 MiB on Hopper. SetWorkspace(0, 0) hands the
+// scratch space back to cuBLAS's own pool.
+func (b *BLAS) SetWorkspace(p DevicePtr, size int) error {
+	if size < 0 {
+		return invalidArg("BLAS.SetWorkspace", "negative size %d", size)
+	}
+	if (p == 0) != (size == 0) {
+		return invalidArg("BLAS.SetWorkspace", "pointer %s with size %d: give both or neither", p, size)
+	}
+	if p%256 != 0 {
+		return invalidArg("BLAS.SetWorkspace", "pointer %s is not 256-byte aligned", p)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if p == 0 {
+		// cublasSetStream resets the workspace to cuBLAS's default pool.
+		err := b.call("BLAS.SetWorkspace", b.lib.setStream, b.stream.String, b.h, b.stream.Handle())
+		if err == nil {
+			b.ws, b.wsSize = 0, 0
+		}
+		return err
+	}
+	return b.setWorkspaceLocked(p, size)
+}
+
+func (b *BLAS) setWorkspaceLocked(p DevicePtr, size int) error {
+	err := b.call("BLAS.SetWorkspace", b.lib.setWorkspace, func() string { return fmt.Sprintf("%d bytes at %s", size, p) },
+		b.h, uintptr(p), uintptr(size))
+	if err != nil {
+		return err
+	}
+	b.ws, b.wsSize = p, size
+	return nil
+}
+
+// SetMathMode chooses between exact and faster arithmetic (see MathMode).
+func (b *BLAS) SetMathMode(m MathMode) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.call("BLAS.SetMathMode", b.lib.setMathMode, func() string { return fmt.Sprintf("mode %d", m) }, b.h, uintptr(m))
+}
+
+// Destroy releases the handle. Destroying twice is a no-op.
+func (b *BLAS) Destroy() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.destroyed {
+		return nil
+	}
+	if err := b.call("BLAS.Destroy", b.lib.destroy, b.ctx.dev.String, b.h); err != nil {
+		return err
+	}
+	b.destroyed = true
+	return nil
+}

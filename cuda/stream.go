@@ -1,0 +1,134 @@
+package cuda
+
+import "fmt"
+
+// cuStreamCreate flag: do not synchronise with the legacy default stream.
+const streamNonBlocking = 0x1
+
+// Stream is a CUDA stream of one context. A nil *Stream, wherever a stream
+// is taken, means the context's legacy default stream (handle 0), which
+// the non-blocking streams made by NewStream do not wait for.
+type Stream struct {
+	ctx       *Context
+	h         uintptr
+	destroyed bool
+}
+
+// NewStream creates a stream that does not synchronise with the legacy
+// default stream (CU_STREAM_NON_BLOCKING).
+func (c *Context) NewStream() (*Stream, error) {
+	f := getFrame()
+	defer f.release()
+	if s := c.invoke(f, c.drv.streamCreate, f.outAddr(0), streamNonBlocking); !s.ok() {
+		return nil, s.err(c.dev.String())
+	}
+	return &Stream{ctx: c, h: uintptr(f.out[0])}, nil
+}
+
+// Handle returns the CUstream (0 for a nil *Stream).
+func (s *Stream) Handle() uintptr {
+	if s == nil {
+		return 0
+	}
+	return s.h
+}
+
+// Context returns the stream's context.
+func (s *Stream) Context() *Context { return s.ctx }
+
+func (s *Stream) String() string {
+	if s == nil {
+		return "default stream"
+	}
+	return fmt.Sprintf("stream %#x", s.h)
+}
+
+// streamHandle validates that s may be used with c and returns its handle.
+func (c *Context) streamHandle(op string, s *Stream) (uintptr, error) {
+	if s == nil {
+		return 0, nil
+	}
+	if s.destroyed {
+		return 0, invalidArg(op, "%s was destroyed", s)
+	}
+	if s.ctx != c {
+		return 0, invalidArg(op, "%s belongs to %s, not %s", s, s.ctx.dev, c.dev)
+	}
+	return s.h, nil
+}
+
+// Synchronize blocks until all work queued on the stream has finished.
+func (s *Stream) Synchronize() error {
+	if err := s.usable("Stream.Synchronize"); err != nil {
+		return err
+	}
+	f := getFrame()
+	defer f.release()
+	if st := s.ctx.invoke(f, s.ctx.drv.streamSynchronize, s.h); !st.ok() {
+		return st.err(s.String())
+	}
+	return nil
+}
+
+// Query reports whether all work queued on the stream has finished,
+// without blocking.
+func (s *Stream) Query() (bool, error) {
+	if err := s.usable("Stream.Query"); err != nil {
+		return false, err
+	}
+	f := getFrame()
+	defer f.release()
+	st := s.ctx.invoke(f, s.ctx.drv.streamQuery, s.h)
+	switch st.code {
+	case cudaSuccess:
+		return true, nil
+	case cudaErrorNotReady:
+		return false, nil
+	}
+	return false, st.err(s.String())
+}
+
+// WaitEvent makes all work queued on the stream after this call wait
+// until e has completed; the host does not block.
+func (s *Stream) WaitEvent(e *Event) error {
+	if err := s.usable("Stream.WaitEvent"); err != nil {
+		return err
+	}
+	if err := e.usable("Stream.WaitEvent"); err != nil {
+		return err
+	}
+	f := getFrame()
+	defer f.release()
+	if st := s.ctx.invoke(f, s.ctx.drv.streamWaitEvent, s.h, e.h, 0); !st.ok() {
+		return st.err(s.String())
+	}
+	return nil
+}
+
+// Destroy releases the stream once its queued work completes. Destroying
+// a destroyed stream is a no-op.
+func (s *Stream) Destroy() error {
+	if s == nil {
+		return invalidArg("Stream.Destroy", "the default stream cannot be destroyed")
+	}
+	if s.destroyed {
+		return nil
+	}
+	f := getFrame()
+	defer f.release()
+	if st := s.ctx.invoke(f, s.ctx.drv.streamDestroy, s.h); !st.ok() {
+		return st.err(s.String())
+	}
+	s.destroyed = true
+	return nil
+}
+
+func (s *Stream) usable(op string) error {
+	if s == nil {
+		return invalidArg(op, "nil stream: use Context.Synchronize for the default stream")
+	}
+	if s.destroyed {
+		return invalidArg(op, "%s was destroyed", s)
+	}
+	return nil
+}
