@@ -1,0 +1,131 @@
+package memory
+
+import "fmt"
+
+// Allocation is memory handed out by a Manager: a pool block plus the role
+// it serves and the tier it landed in. Each Alloc makes a new Allocation
+// (Blocks are recycled, Allocations are not), so freeing one twice is
+// always reported, never a silent free of someone else's memory.
+type Allocation struct {
+	m      *Manager
+	b      *Block // nil once freed
+	size   int64
+	role   Role
+	tier   Tier
+	advice Advice
+}
+
+// Alloc allocates size bytes for role on the default stream.
+func (m *Manager) Alloc(size int64, role Role) (*Allocation, error) {
+	return m.AllocStream(size, role, 0)
+}
+
+// AllocStream allocates size bytes for role, for work on stream s, in the
+// tier the policy places the role in (or its fallback). Errors: size <= 0,
+// an unknown role, or a role no backend can hold wrap ErrInvalidArgument;
+// lack of memory is an *OOMError; a closed manager returns ErrClosed.
+func (m *Manager) AllocStream(size int64, role Role, s Stream) (*Allocation, error) {
+	if role >= NumRoles {
+		return nil, fmt.Errorf("memory: allocating %d bytes for unknown %s: %w", size, role, ErrInvalidArgument)
+	}
+	if size <= 0 {
+		return nil, fmt.Errorf("memory: allocating %d bytes for role %s: size must be positive: %w", size, role, ErrInvalidArgument)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, fmt.Errorf("memory: manager: alloc after close: %w", ErrClosed)
+	}
+	t := m.route[role]
+	pl := m.policy.Placements[role]
+	if t == noTier {
+		return nil, fmt.Errorf("memory: no backend for role %s: the policy places it on %s, and neither that tier nor its fallbacks have a backend: %w",
+			role, pl.Tier, ErrInvalidArgument)
+	}
+	b, err := m.pools[t].alloc(size, s)
+	if err != nil {
+		return nil, err
+	}
+	u := &m.roles[role]
+	u.Allocated.add(b.size)
+	u.Requested.add(size)
+	u.Allocs++
+	m.live++
+	advice := pl.Advice
+	if t != TierManaged {
+		advice = 0 // fell back out of managed memory: nothing to advise
+	}
+	return &Allocation{m: m, b: b, size: size, role: role, tier: t, advice: advice}, nil
+}
+
+// Free returns a to its pool. Freeing it twice, or one from another
+// manager, wraps ErrDoubleFree; after Close it returns ErrClosed.
+func (m *Manager) Free(a *Allocation) error {
+	if a == nil {
+		return fmt.Errorf("memory: manager: free of a nil allocation: %w", ErrInvalidArgument)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if a.m != m {
+		return fmt.Errorf("memory: manager: free of an allocation of %s for %s made by another manager: %w",
+			FormatBytes(a.size), a.role, ErrDoubleFree)
+	}
+	if m.closed {
+		return fmt.Errorf("memory: manager: free after close: %w", ErrClosed)
+	}
+	b := a.b
+	if b == nil {
+		return fmt.Errorf("memory: manager: allocation of %s for %s on %s freed twice: %w",
+			FormatBytes(a.size), a.role, a.tier, ErrDoubleFree)
+	}
+	rounded, requested := b.size, b.requested
+	if err := m.pools[a.tier].free(b); err != nil {
+		return err
+	}
+	a.b = nil
+	u := &m.roles[a.role]
+	u.Allocated.add(-rounded)
+	u.Requested.add(-requested)
+	u.Frees++
+	m.live--
+	return nil
+}
+
+// Free returns the allocation to its manager; see Manager.Free.
+func (a *Allocation) Free() error {
+	if a == nil || a.m == nil {
+		return fmt.Errorf("memory: free of an allocation no manager made: %w", ErrDoubleFree)
+	}
+	return a.m.Free(a)
+}
+
+// Addr is the address for the tier's device; 0 once freed.
+func (a *Allocation) Addr() uintptr {
+	if a.b == nil {
+		return 0
+	}
+	return a.b.Addr()
+}
+
+// Host is the CPU view of exactly Size bytes, nil when the tier is not
+// host-accessible or the allocation is freed. The bytes are not zeroed.
+func (a *Allocation) Host() []byte {
+	if a.b == nil {
+		return nil
+	}
+	return a.b.Host()
+}
+
+// Size is the requested size in bytes.
+func (a *Allocation) Size() int64 { return a.size }
+
+// Role is the role the allocation was made for.
+func (a *Allocation) Role() Role { return a.role }
+
+// Tier is the tier the allocation landed in (after any fallback).
+func (a *Allocation) Tier() Tier { return a.tier }
+
+// Advice is the managed-memory advice of the role's placement when the
+// allocation was made, 0 unless it landed in TierManaged; the CUDA managed
+// backend applies it.
+func (a *Allocation) Advice() Advice { return a.advice }

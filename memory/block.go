@@ -1,0 +1,85 @@
+package memory
+
+// Stream identifies a stream of device work (a CUstream handle on the GPU).
+// Stream 0 is the default stream, and the only one on the host. Blocks are
+// cached per stream: a block freed on stream S is only reused for stream S,
+// so its memory is never handed to work that could run before S is done
+// with it.
+type Stream uintptr
+
+// blockState is where a Block is in its life.
+type blockState uint8
+
+const (
+	blockFree blockState = iota // in a free tree, reusable
+	blockLive                   // handed out, not yet freed
+	blockDead                   // merged into a neighbour or released; waiting in the spare list
+)
+
+// Block is a span of a segment: handed out by Pool.Alloc while live, kept in
+// the pool's free trees while free. The pool recycles Block structs, so a
+// *Block must not be used after it is freed: freeing it again is reported
+// as ErrDoubleFree as long as the struct has not been handed out again.
+type Block struct {
+	pool       *Pool
+	seg        *segment
+	prev, next *Block // neighbours in the segment, by address; next also links spares
+	addr       uintptr
+	offset     int64 // from the start of the segment
+	size       int64 // rounded size: what the block occupies
+	requested  int64 // the caller's size while live, 0 while free
+	stream     Stream
+	state      blockState
+}
+
+// Addr is the block's address for the device that owns its tier (a host
+// address on the host tier). It is 512-byte aligned when the backend's
+// regions are. It is 0 once the block is freed.
+func (b *Block) Addr() uintptr {
+	if b.state != blockLive {
+		return 0
+	}
+	return b.addr
+}
+
+// Host is the CPU's view of exactly the requested bytes, nil when the tier
+// is not host-accessible (plain device memory) or the block is freed. The
+// bytes are not zeroed: a reused block holds what its last user wrote.
+func (b *Block) Host() []byte {
+	if b.state != blockLive {
+		return nil
+	}
+	h := b.seg.region.Host
+	if h == nil {
+		return nil
+	}
+	end := b.offset + b.requested
+	return h[b.offset:end:end]
+}
+
+// Size is the size that was requested.
+func (b *Block) Size() int64 { return b.requested }
+
+// Stream is the stream the block was allocated on.
+func (b *Block) Stream() Stream { return b.stream }
+
+// segment is one region reserved from the backend, tiled by blocks.
+type segment struct {
+	region     Region
+	stream     Stream
+	small      bool   // belongs to the small pool
+	first      *Block // the block at offset 0
+	live       int    // live blocks in it
+	liveBytes  int64  // their rounded sizes
+	prev, next *segment
+}
+
+// inactive is the segment's contribution to InactiveSplit: its free bytes
+// when it also holds live blocks, else nothing (a fully free segment can be
+// given back, so it is cache, not fragmentation).
+func (s *segment) inactive() int64 {
+	if s.live == 0 {
+		return 0
+	}
+	return s.region.Size - s.liveBytes
+}

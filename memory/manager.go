@@ -1,0 +1,261 @@
+package memory
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// Config tunes a Manager.
+type Config struct {
+	// Policy places roles in tiers; the zero Policy means HybridPolicy().
+	Policy Policy
+	// Limits caps the bytes each tier's pool may reserve (0 = none). Limits
+	// of tiers without a backend are ignored.
+	Limits [NumTiers]int64
+	// MaxSplitSize is every pool's PoolConfig.MaxSplitSize.
+	MaxSplitSize int64
+}
+
+// Validate reports a configuration NewManager would refuse.
+func (c Config) Validate() error {
+	if err := (PoolConfig{MaxSplitSize: c.MaxSplitSize}).Validate(); err != nil {
+		return err
+	}
+	for t, l := range c.Limits {
+		if l < 0 {
+			return fmt.Errorf("memory: limit %d for tier %s is negative: %w", l, Tier(t), ErrInvalidArgument)
+		}
+	}
+	return c.Policy.Validate()
+}
+
+// noTier marks a role whose placement and fallbacks all lack a backend.
+const noTier = NumTiers
+
+// fallback is the tier tried when a tier has no backend: managed memory
+// degrades to device memory, device and staging memory to host memory.
+var fallback = [NumTiers]Tier{TierHost: noTier, TierDevice: TierHost, TierManaged: TierDevice, TierStaging: TierHost}
+
+// Manager is the hybrid memory manager: one Pool per tier that has a
+// backend, a Policy that places each allocation's Role in a tier, and
+// statistics per tier, per role and in total. It is safe for concurrent
+// use; one mutex guards it and its pools.
+type Manager struct {
+	mu     sync.Mutex
+	pools  [NumTiers]*Pool
+	policy Policy
+	route  [NumRoles]Tier // tier each role allocates from, after fallback
+	roles  [NumRoles]RoleUsage
+	total  Usage
+	live   int // live allocations
+	closed bool
+}
+
+// RoleUsage is the statistics of one role.
+type RoleUsage struct {
+	// Allocated (rounded sizes) and Requested bytes of live allocations.
+	Allocated, Requested Stat
+	// Allocs and Frees count the calls.
+	Allocs, Frees int64
+}
+
+// Stats is a Manager's statistics: per tier (zero for tiers without a
+// backend), per role, and in total. The per-role and per-tier currents add
+// up to the total's; the total's peaks are peaks of the sum.
+type Stats struct {
+	Tiers [NumTiers]Usage
+	Roles [NumRoles]RoleUsage
+	Total Usage
+}
+
+// NewManager makes a manager over backends, at most one per tier. Tiers
+// without one fall back as the fallback chain says (managed -> device ->
+// host, staging -> host).
+func NewManager(backends []Backend, cfg Config) (*Manager, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if len(backends) == 0 {
+		return nil, fmt.Errorf("memory: NewManager needs at least one backend: %w", ErrInvalidArgument)
+	}
+	m := &Manager{}
+	for i, b := range backends {
+		if b == nil {
+			return nil, fmt.Errorf("memory: NewManager: backend %d is nil: %w", i, ErrInvalidArgument)
+		}
+		t := b.Tier()
+		if t >= NumTiers {
+			return nil, fmt.Errorf("memory: NewManager: backend %s has unknown %s: %w", b.Name(), t, ErrInvalidArgument)
+		}
+		if old := m.pools[t]; old != nil {
+			return nil, fmt.Errorf("memory: NewManager: backends %s and %s both provide tier %s: %w",
+				old.backend.Name(), b.Name(), t, ErrInvalidArgument)
+		}
+		m.pools[t] = newPool(b, PoolConfig{Limit: cfg.Limits[t], MaxSplitSize: cfg.MaxSplitSize}, &m.mu, &m.total)
+	}
+	p := cfg.Policy
+	if p.isZero() {
+		p = HybridPolicy()
+	}
+	m.setPolicy(p)
+	return m, nil
+}
+
+// NewHostManager makes a manager with a host backend for every tier: the
+// CPU device's. The policy and the per-tier statistics behave as on a GPU,
+// with host memory behind each tier. It panics if cfg is invalid (see
+// Config.Validate).
+func NewHostManager(cfg Config) *Manager {
+	backends := make([]Backend, NumTiers)
+	for t := range NumTiers {
+		backends[t] = NewHostBackend(t)
+	}
+	m, err := NewManager(backends, cfg)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
+
+// Policy returns the policy in force.
+func (m *Manager) Policy() Policy {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.policy
+}
+
+// SetPolicy changes the placement of later allocations; live ones stay
+// where they are. Roles placed on unknown tiers fail to allocate.
+func (m *Manager) SetPolicy(p Policy) {
+	m.mu.Lock()
+	m.setPolicy(p)
+	m.mu.Unlock()
+}
+
+func (m *Manager) setPolicy(p Policy) {
+	m.policy = p
+	for r, pl := range p.Placements {
+		t := pl.Tier
+		for t < NumTiers && m.pools[t] == nil {
+			t = fallback[t]
+		}
+		if t >= NumTiers {
+			t = noTier // unknown tier, or no backend down the chain
+		}
+		m.route[r] = t
+	}
+}
+
+// Pool returns the pool of tier t, nil when t has no backend. Allocating
+// from it directly bypasses the per-role statistics.
+func (m *Manager) Pool(t Tier) *Pool {
+	if t >= NumTiers {
+		return nil
+	}
+	return m.pools[t]
+}
+
+// EmptyCache gives every fully free segment of every tier back to its
+// backend.
+func (m *Manager) EmptyCache() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return fmt.Errorf("memory: manager: EmptyCache after close: %w", ErrClosed)
+	}
+	var errs []error
+	for _, p := range m.pools {
+		if p != nil {
+			if _, err := p.releaseCached(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// InUse returns the bytes requested by live allocations, all tiers.
+func (m *Manager) InUse() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.total.Requested.Current
+}
+
+// ResetPeaks lowers every peak (per tier, per role, total) to its current
+// value.
+func (m *Manager) ResetPeaks() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, p := range m.pools {
+		if p != nil {
+			p.sinks.own.ResetPeaks()
+		}
+	}
+	m.total.ResetPeaks()
+	for r := range m.roles {
+		m.roles[r].Allocated.resetPeak()
+		m.roles[r].Requested.resetPeak()
+	}
+}
+
+// Stats returns a consistent snapshot of the statistics.
+func (m *Manager) Stats() Stats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.stats()
+}
+
+func (m *Manager) stats() Stats {
+	var s Stats
+	for t, p := range m.pools {
+		if p != nil {
+			s.Tiers[t] = p.sinks.own
+		}
+	}
+	s.Roles = m.roles
+	s.Total = m.total
+	return s
+}
+
+// Close gives all memory of every tier back to the backends and makes later
+// calls fail with ErrClosed. Allocations still live are released too, and
+// reported in an error wrapping ErrLeaked, per role.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return fmt.Errorf("memory: manager closed twice: %w", ErrClosed)
+	}
+	m.closed = true
+	var errs []error
+	if m.live > 0 {
+		errs = append(errs, m.leakError())
+	}
+	for _, p := range m.pools {
+		if p != nil {
+			if err := p.close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	for r := range m.roles {
+		m.roles[r].Allocated.Current = 0
+		m.roles[r].Requested.Current = 0
+	}
+	m.live = 0
+	return errors.Join(errs...)
+}
+
+// leakError describes the live allocations, per role.
+func (m *Manager) leakError() error {
+	msg := fmt.Sprintf("memory: manager closed with %d live allocations (%s requested):", m.live, FormatBytes(m.total.Requested.Current))
+	sep := " "
+	for r, u := range m.roles {
+		if n := u.Allocs - u.Frees; n > 0 {
+			msg += fmt.Sprintf("%s%s %d (%s)", sep, Role(r), n, FormatBytes(u.Requested.Current))
+			sep = ", "
+		}
+	}
+	return fmt.Errorf("%s; their memory was released: %w", msg, ErrLeaked)
+}

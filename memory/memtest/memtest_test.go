@@ -1,0 +1,90 @@
+package memtest_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/memory"
+	"github.com/strata-ml/strata/memory/memtest"
+)
+
+func TestAddressBackendConformance(t *testing.T) {
+	memtest.RunBackend(t, func() memory.Backend { return memtest.NewAddressBackend(memory.TierDevice, 1<<40) })
+}
+
+func TestAddressBackend(t *testing.T) {
+	a := memtest.NewAddressBackend(memory.TierManaged, 10000)
+	assert.Equal(t, "address(managed)", a.Name())
+	r1, err := a.Alloc(1000)
+	require.NoError(t, err)
+	r2, err := a.Alloc(1000)
+	require.NoError(t, err)
+	assert.Nil(t, r1.Host)
+	assert.Equal(t, r1.Addr+1024, r2.Addr, "ranges are 512-byte aligned and never overlap")
+	_, err = a.Alloc(9000)
+	require.ErrorIs(t, err, memory.ErrOutOfMemory)
+	free, total, ok := a.Info()
+	assert.True(t, ok)
+	assert.Equal(t, int64(8000), free)
+	assert.Equal(t, int64(10000), total)
+	require.NoError(t, a.Free(r1))
+	require.ErrorIs(t, a.Free(r1), memory.ErrDoubleFree)
+	require.ErrorIs(t, a.Free(memory.Region{Addr: r2.Addr, Size: 999}), memory.ErrDoubleFree, "wrong size")
+	n, bytes := a.Live()
+	assert.Equal(t, 1, n)
+	assert.Equal(t, int64(1000), bytes)
+}
+
+func TestFaultBackend(t *testing.T) {
+	f := memtest.NewFaultBackend(memtest.NewAddressBackend(memory.TierDevice, 1<<30), 4096)
+	assert.Equal(t, "fault(address(device))", f.Name())
+	assert.Equal(t, memory.TierDevice, f.Tier())
+	r, err := f.Alloc(3000)
+	require.NoError(t, err)
+	_, err = f.Alloc(2000)
+	require.ErrorIs(t, err, memory.ErrOutOfMemory, "over budget")
+	free, total, ok := f.Info()
+	assert.True(t, ok)
+	assert.Equal(t, int64(1096), free)
+	assert.Equal(t, int64(4096), total)
+
+	f.SetBudget(0)
+	f.FailNext(2)
+	for range 2 {
+		_, err = f.Alloc(10)
+		require.ErrorIs(t, err, memory.ErrOutOfMemory)
+		assert.Contains(t, err.Error(), "injected")
+	}
+	r2, err := f.Alloc(2000)
+	require.NoError(t, err)
+	assert.Equal(t, int64(5000), f.PeakBytes())
+
+	require.NoError(t, f.Free(r))
+	require.ErrorIs(t, f.Free(r), memory.ErrDoubleFree)
+	n, bytes := f.Live()
+	assert.Equal(t, 1, n)
+	assert.Equal(t, int64(2000), bytes)
+	allocs, frees := f.Calls()
+	assert.Equal(t, 2, allocs)
+	assert.Equal(t, 1, frees)
+	require.NoError(t, f.Free(r2))
+}
+
+func TestFillCheck(t *testing.T) {
+	for _, n := range []int{1, 100, 64 << 10, 64<<10 + 1, 1 << 20} {
+		b := make([]byte, n)
+		memtest.Fill(b, 7)
+		require.NoError(t, memtest.Check(b, 7), "%d bytes", n)
+		require.Error(t, memtest.Check(b, 8), "another seed differs")
+		b[n-1] ^= 1
+		err := memtest.Check(b, 7)
+		require.Error(t, err, "%d bytes: a flipped last byte is seen", n)
+		assert.Contains(t, err.Error(), "byte")
+	}
+	b := make([]byte, 1<<20)
+	memtest.Fill(b, 3)
+	b[4<<10+7*(64<<10)] ^= 0xff // a sampled word in the middle
+	require.Error(t, memtest.Check(b, 3))
+}

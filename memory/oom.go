@@ -1,0 +1,81 @@
+package memory
+
+import "strings"
+
+// OOMError is the error of an allocation that failed for lack of memory,
+// after the pool released its cached segments and retried. It carries what
+// PyTorch's out-of-memory message carries, so the reader can tell a real
+// shortage (little reserved, device full) from fragmentation (much reserved
+// but unallocated) or a self-imposed limit. errors.Is(err, ErrOutOfMemory)
+// holds for it.
+type OOMError struct {
+	// Tier and Backend say where the allocation was tried.
+	Tier    Tier
+	Backend string
+	// Requested is the size the caller asked for.
+	Requested int64
+	// Limit is the pool's limit on reserved bytes, 0 for none.
+	Limit int64
+	// Allocated and Reserved are the pool's bytes at the time of failure;
+	// ReservedUnallocated is their difference, the cached bytes that could
+	// not serve the request (fragmentation).
+	Allocated, Reserved, ReservedUnallocated int64
+	// DeviceFree and DeviceTotal are the backend's view of the underlying
+	// resource, -1 when the backend cannot tell.
+	DeviceFree, DeviceTotal int64
+	// Cause is the backend's error, or nil when the limit refused the
+	// allocation before the backend was asked.
+	Cause error
+}
+
+// Error reads like PyTorch's message, for example
+//
+//	memory: out of memory on device (cuda:0): tried to allocate 20.00 MiB;
+//	limit 1.00 GiB; 900.00 MiB allocated; 950.00 MiB reserved (50.00 MiB
+//	reserved but unallocated); device free 0 B of 80.00 GiB
+//
+// (on one line), followed by the limit or the backend's error as the cause.
+func (e *OOMError) Error() string {
+	var b strings.Builder
+	b.WriteString("memory: out of memory on ")
+	b.WriteString(e.Tier.String())
+	b.WriteString(" (")
+	b.WriteString(e.Backend)
+	b.WriteString("): tried to allocate ")
+	b.WriteString(FormatBytes(e.Requested))
+	b.WriteString("; limit ")
+	if e.Limit > 0 {
+		b.WriteString(FormatBytes(e.Limit))
+	} else {
+		b.WriteString("none")
+	}
+	b.WriteString("; ")
+	b.WriteString(FormatBytes(e.Allocated))
+	b.WriteString(" allocated; ")
+	b.WriteString(FormatBytes(e.Reserved))
+	b.WriteString(" reserved (")
+	b.WriteString(FormatBytes(e.ReservedUnallocated))
+	b.WriteString(" reserved but unallocated)")
+	if e.DeviceTotal >= 0 {
+		b.WriteString("; device free ")
+		b.WriteString(FormatBytes(e.DeviceFree))
+		b.WriteString(" of ")
+		b.WriteString(FormatBytes(e.DeviceTotal))
+	}
+	if e.Cause != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Cause.Error())
+	} else {
+		b.WriteString(": the limit on reserved bytes would be exceeded")
+	}
+	return b.String()
+}
+
+// Unwrap returns ErrOutOfMemory and the cause, so errors.Is and errors.As
+// see both.
+func (e *OOMError) Unwrap() []error {
+	if e.Cause == nil {
+		return []error{ErrOutOfMemory}
+	}
+	return []error{ErrOutOfMemory, e.Cause}
+}

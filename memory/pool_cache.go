@@ -1,0 +1,121 @@
+package memory
+
+import (
+	"errors"
+	"fmt"
+)
+
+// EmptyCache gives every fully free segment back to the backend. Segments
+// that still hold a live block stay. Errors of the backend are joined; the
+// segments they concern are dropped from the pool all the same, since their
+// state is unknown.
+func (p *Pool) EmptyCache() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return fmt.Errorf("memory: pool %s: EmptyCache after close: %w", p.name, ErrClosed)
+	}
+	_, err := p.releaseCached()
+	return err
+}
+
+// releaseCached releases the fully free segments and returns their bytes.
+func (p *Pool) releaseCached() (int64, error) {
+	var released int64
+	var errs []error
+	for seg := p.segs; seg != nil; {
+		next := seg.next
+		if seg.live == 0 {
+			b := seg.first
+			if b.next != nil || b.size != seg.region.Size || b.state != blockFree {
+				panic(fmt.Sprintf("memory: pool %s: free segment at %#x not coalesced", p.name, seg.region.Addr))
+			}
+			p.treeOf(seg).Delete(b)
+			p.recycle(b)
+			released += seg.region.Size
+			if err := p.release(seg); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		seg = next
+	}
+	return released, errors.Join(errs...)
+}
+
+// release unlinks a segment and gives its region back to the backend.
+func (p *Pool) release(seg *segment) error {
+	if seg.prev != nil {
+		seg.prev.next = seg.next
+	} else {
+		p.segs = seg.next
+	}
+	if seg.next != nil {
+		seg.next.prev = seg.prev
+	}
+	seg.prev, seg.next, seg.first = nil, nil, nil
+	p.nsegs--
+	p.sinks.segmentReleased(seg.region.Size)
+	if err := p.backend.Free(seg.region); err != nil {
+		return fmt.Errorf("memory: pool %s: releasing a %s segment at %#x: %w", p.name, FormatBytes(seg.region.Size), seg.region.Addr, err)
+	}
+	return nil
+}
+
+// Close gives every segment back to the backend, live blocks included, and
+// makes later calls fail with ErrClosed. When blocks were still live, it
+// returns an error wrapping ErrLeaked that says how many and how large.
+func (p *Pool) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return fmt.Errorf("memory: pool %s: closed twice: %w", p.name, ErrClosed)
+	}
+	leaked, u := p.live, p.sinks.own
+	err := p.close()
+	if leaked > 0 {
+		err = errors.Join(fmt.Errorf("memory: pool %s closed with %d live blocks (%s requested, %s allocated); their memory was released: %w",
+			p.name, leaked, FormatBytes(u.Requested.Current), FormatBytes(u.Allocated.Current), ErrLeaked), err)
+	}
+	return err
+}
+
+// close releases every segment with p.mu held and returns the backend's
+// errors. Live blocks are released too; their bytes leave the statistics
+// without counting as frees.
+func (p *Pool) close() error {
+	p.closed = true
+	var errs []error
+	for p.segs != nil {
+		seg := p.segs
+		for b := seg.first; b != nil; b = b.next {
+			if b.state == blockLive {
+				p.sinks.blockFreed(b.size, b.requested)
+				p.sinks.each(func(u *Usage) { u.Frees-- })
+			}
+			b.state = blockDead // Addr and Host of a leaked block now return nothing
+		}
+		p.sinks.inactiveSplit(-seg.inactive())
+		if err := p.release(seg); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	p.small.Clear(false)
+	p.large.Clear(false)
+	p.spare = nil
+	p.live = 0
+	return errors.Join(errs...)
+}
+
+// Stats returns the pool's statistics.
+func (p *Pool) Stats() Usage {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sinks.own
+}
+
+// ResetPeaks lowers every peak statistic to its current value.
+func (p *Pool) ResetPeaks() {
+	p.mu.Lock()
+	p.sinks.own.ResetPeaks()
+	p.mu.Unlock()
+}

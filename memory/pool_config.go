@@ -1,0 +1,30 @@
+package memory
+
+import "fmt"
+
+// PoolConfig tunes a Pool.
+type PoolConfig struct {
+	// Limit is the most bytes the pool may reserve from its backend; 0 means
+	// no limit. A request that would pass it fails with an *OOMError
+	// without calling the backend (after releasing the cache, if that
+	// helps). It is the per-process memory fraction of PyTorch, in bytes.
+	Limit int64
+	// MaxSplitSize is the largest block the pool splits; 0 means no limit.
+	// Blocks above it are never split, and requests below it never take
+	// them, which stops large cached blocks from being carved into
+	// fragments. When set it must exceed LargeBuffer (20 MiB), since the
+	// segments for medium requests are that large.
+	MaxSplitSize int64
+}
+
+// Validate reports a configuration NewPool would refuse.
+func (c PoolConfig) Validate() error {
+	if c.Limit < 0 {
+		return fmt.Errorf("memory: pool limit %d is negative: %w", c.Limit, ErrInvalidArgument)
+	}
+	if c.MaxSplitSize < 0 || (c.MaxSplitSize > 0 && c.MaxSplitSize <= LargeBuffer) {
+		return fmt.Errorf("memory: max split size %d (%s) must be 0 or more than %s: %w",
+			c.MaxSplitSize, FormatBytes(c.MaxSplitSize), FormatBytes(LargeBuffer), ErrInvalidArgument)
+	}
+	return nil
+}

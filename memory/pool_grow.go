@@ -1,0 +1,97 @@
+package memory
+
+import (
+	"errors"
+	"fmt"
+)
+
+// errLimit is the internal cause of a reservation the Limit refused.
+var errLimit = errors.New("limit")
+
+// grow reserves a new segment for a request of size bytes (rounded) on
+// stream s and returns its single free block. When the backend is out of
+// memory or the limit is reached, it releases every cached segment and
+// tries once more; if that fails too the error is an *OOMError.
+func (p *Pool) grow(size, rounded int64, s Stream) (*Block, error) {
+	segSize := SegmentSize(rounded)
+	r, err := p.reserve(segSize)
+	if err != nil && isOOM(err) {
+		released, relErr := p.releaseCached()
+		if relErr != nil {
+			return nil, relErr
+		}
+		if released > 0 {
+			p.sinks.cacheFlush()
+			r, err = p.reserve(segSize)
+		}
+	}
+	if err != nil {
+		if !isOOM(err) {
+			return nil, fmt.Errorf("memory: pool %s: reserving a %s segment for %s: %w",
+				p.name, FormatBytes(segSize), FormatBytes(size), err)
+		}
+		p.sinks.oom()
+		return nil, p.oomError(size, err)
+	}
+	seg := &segment{region: r, stream: s, small: isSmall(rounded)}
+	b := p.newBlock()
+	b.pool = p
+	b.seg = seg
+	b.addr = r.Addr
+	b.size = segSize
+	b.stream = s
+	b.state = blockFree
+	seg.first = b
+	seg.next = p.segs
+	if p.segs != nil {
+		p.segs.prev = seg
+	}
+	p.segs = seg
+	p.nsegs++
+	p.sinks.segmentReserved(segSize)
+	return b, nil
+}
+
+func isOOM(err error) bool { return err == errLimit || errors.Is(err, ErrOutOfMemory) }
+
+// reserve gets a region of size bytes from the backend, unless that would
+// pass the limit (errLimit, the backend is not called).
+func (p *Pool) reserve(size int64) (Region, error) {
+	if l := p.cfg.Limit; l > 0 && p.sinks.own.Reserved.Current+size > l {
+		return Region{}, errLimit
+	}
+	r, err := p.backend.Alloc(size)
+	if err != nil {
+		return Region{}, err
+	}
+	if r.Size != size || r.Addr == 0 || (r.Host != nil && int64(len(r.Host)) != size) {
+		ferr := p.backend.Free(r)
+		return Region{}, errors.Join(fmt.Errorf("memory: backend %s returned a bad region for %d bytes (addr %#x, size %d, host view of %d bytes): %w",
+			p.name, size, r.Addr, r.Size, len(r.Host), ErrInvalidArgument), ferr)
+	}
+	return r, nil
+}
+
+// oomError describes a failed allocation of size bytes.
+func (p *Pool) oomError(size int64, cause error) *OOMError {
+	if cause == errLimit {
+		cause = nil
+	}
+	u := &p.sinks.own
+	e := &OOMError{
+		Tier:                p.backend.Tier(),
+		Backend:             p.name,
+		Requested:           size,
+		Limit:               p.cfg.Limit,
+		Allocated:           u.Allocated.Current,
+		Reserved:            u.Reserved.Current,
+		ReservedUnallocated: u.Reserved.Current - u.Allocated.Current,
+		DeviceFree:          -1,
+		DeviceTotal:         -1,
+		Cause:               cause,
+	}
+	if free, total, ok := p.backend.Info(); ok {
+		e.DeviceFree, e.DeviceTotal = free, total
+	}
+	return e
+}

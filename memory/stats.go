@@ -1,0 +1,126 @@
+package memory
+
+// Stat is one statistic: its current value and the highest value it reached
+// since the pool was made or its peaks were last reset.
+type Stat struct{ Current, Peak int64 }
+
+// add moves the current value by d and raises the peak when it is passed.
+func (s *Stat) add(d int64) {
+	s.Current += d
+	if s.Current > s.Peak {
+		s.Peak = s.Current
+	}
+}
+
+// resetPeak lowers the peak to the current value.
+func (s *Stat) resetPeak() { s.Peak = s.Current }
+
+// Usage is the statistics of one pool (one tier), or of several added up,
+// in the spirit of torch.cuda.memory_stats. All byte counts are in bytes.
+type Usage struct {
+	// Allocated is the bytes in live blocks, counted at their rounded sizes.
+	Allocated Stat
+	// Requested is the bytes callers asked for in live blocks.
+	Requested Stat
+	// Reserved is the bytes held from the backend (all segments).
+	Reserved Stat
+	// Active is the bytes of live blocks plus those of blocks freed but not
+	// yet reusable. Blocks become reusable as soon as they are freed on
+	// their own stream, so today Active equals Allocated; it is kept apart
+	// for the cross-stream events of the CUDA backends.
+	Active Stat
+	// InactiveSplit is the free bytes inside segments that also hold live
+	// blocks: memory that is reserved, unused and cannot be given back, the
+	// pool's fragmentation.
+	InactiveSplit Stat
+	// Allocs and Frees count the calls that succeeded.
+	Allocs, Frees int64
+	// BackendAllocs and BackendFrees count the calls that reached the
+	// backend (segments reserved and released).
+	BackendAllocs, BackendFrees int64
+	// OOMs counts allocations that failed for lack of memory; CacheFlushes
+	// the times the cached segments were released so that an allocation
+	// could be retried.
+	OOMs, CacheFlushes int64
+}
+
+// ResetPeaks lowers every peak to its current value.
+func (u *Usage) ResetPeaks() {
+	for _, s := range u.stats() {
+		s.resetPeak()
+	}
+}
+
+// stats lists the Stat fields, for loops over all of them.
+func (u *Usage) stats() [5]*Stat {
+	return [5]*Stat{&u.Allocated, &u.Requested, &u.Reserved, &u.Active, &u.InactiveSplit}
+}
+
+// usageSinks are the Usage records a pool keeps up to date: its own and,
+// inside a Manager, the manager's total. Updating both in the same critical
+// section makes the total's peaks true peaks, not sums of per-tier peaks.
+type usageSinks struct {
+	own    Usage
+	parent *Usage
+}
+
+func (s *usageSinks) each(f func(u *Usage)) {
+	f(&s.own)
+	if s.parent != nil {
+		f(s.parent)
+	}
+}
+
+// blockAllocated records a block of rounded size bytes, requested bytes,
+// becoming live.
+func (s *usageSinks) blockAllocated(rounded, requested int64) {
+	s.own.Allocated.add(rounded)
+	s.own.Requested.add(requested)
+	s.own.Active.add(rounded)
+	s.own.Allocs++
+	if p := s.parent; p != nil {
+		p.Allocated.add(rounded)
+		p.Requested.add(requested)
+		p.Active.add(rounded)
+		p.Allocs++
+	}
+}
+
+// blockFreed records a live block being freed.
+func (s *usageSinks) blockFreed(rounded, requested int64) {
+	s.own.Allocated.add(-rounded)
+	s.own.Requested.add(-requested)
+	s.own.Active.add(-rounded)
+	s.own.Frees++
+	if p := s.parent; p != nil {
+		p.Allocated.add(-rounded)
+		p.Requested.add(-requested)
+		p.Active.add(-rounded)
+		p.Frees++
+	}
+}
+
+// inactiveSplit moves the inactive-split bytes by d.
+func (s *usageSinks) inactiveSplit(d int64) {
+	if d == 0 {
+		return
+	}
+	s.own.InactiveSplit.add(d)
+	if p := s.parent; p != nil {
+		p.InactiveSplit.add(d)
+	}
+}
+
+// segmentReserved records a segment of size bytes taken from the backend.
+func (s *usageSinks) segmentReserved(size int64) {
+	s.each(func(u *Usage) { u.Reserved.add(size); u.BackendAllocs++ })
+}
+
+// segmentReleased records a segment of size bytes given back.
+func (s *usageSinks) segmentReleased(size int64) {
+	s.each(func(u *Usage) { u.Reserved.add(-size); u.BackendFrees++ })
+}
+
+func (s *usageSinks) oom()        { s.each(func(u *Usage) { u.OOMs++ }) }
+func (s *usageSinks) cacheFlush() { s.each(func(u *Usage) { u.CacheFlushes++ }) }
+func (s *usageSinks) resetPeaks() { s.each(func(u *Usage) { u.ResetPeaks() }) }

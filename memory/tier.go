@@ -1,0 +1,75 @@
+package memory
+
+import "fmt"
+
+// Tier is a kind of memory with its own backend and pool. A tensor's
+// storage always lives in exactly one tier, chosen by the Policy from the
+// tensor's Role.
+type Tier uint8
+
+const (
+	// TierHost is plain host memory: the only tier of the CPU device.
+	TierHost Tier = iota
+	// TierDevice is pooled device memory (cuMemAlloc): gradients,
+	// activations, parameters that are updated every step.
+	TierDevice
+	// TierManaged is CUDA unified memory (cuMemAllocManaged) with
+	// cuMemAdvise/prefetch: embeddings, frozen weights, cold data.
+	TierManaged
+	// TierStaging is mapped pinned host memory (cuMemHostAlloc with
+	// DEVICEMAP): short-lived, small, frequently transferred buffers that
+	// kernels read over the bus without a copy.
+	TierStaging
+	// NumTiers is the number of tiers.
+	NumTiers
+)
+
+var tierNames = [NumTiers]string{"host", "device", "managed", "staging"}
+
+func (t Tier) String() string {
+	if t < NumTiers {
+		return tierNames[t]
+	}
+	return fmt.Sprintf("Tier(%d)", uint8(t))
+}
+
+// Role says what an allocation is for. Callers attach one to every
+// allocation; the Policy maps it to a tier and the statistics are kept
+// per role as well as per tier.
+type Role uint8
+
+const (
+	RoleOther          Role = iota // anything not listed below
+	RoleParameter                  // trainable weights, updated every step
+	RoleFrozenWeight               // weights that are read but never updated
+	RoleEmbedding                  // embedding tables (large, sparse reads)
+	RoleGradient                   // gradients of parameters and activations
+	RoleOptimizerState             // optimizer moments and similar state
+	RoleActivation                 // forward values kept for backward, temporaries
+	RoleStaging                    // host<->device transfer buffers, inputs
+	RoleWorkspace                  // scratch space of libraries (cuBLAS) and kernels
+	// NumRoles is the number of roles.
+	NumRoles
+)
+
+var roleNames = [NumRoles]string{
+	"other", "parameter", "frozen", "embedding", "gradient",
+	"optimizer", "activation", "staging", "workspace",
+}
+
+func (r Role) String() string {
+	if r < NumRoles {
+		return roleNames[r]
+	}
+	return fmt.Sprintf("Role(%d)", uint8(r))
+}
+
+// ParseRole returns the role named s (as printed by Role.String).
+func ParseRole(s string) (Role, error) {
+	for i, n := range roleNames {
+		if n == s {
+			return Role(i), nil
+		}
+	}
+	return 0, fmt.Errorf("memory: unknown role %q: %w", s, ErrInvalidArgument)
+}
