@@ -129,10 +129,18 @@ func LayerNormBackward[T Float](dx, dw, db, dy, x, mean, rstd, w []T, rows, cols
 	p := getScratch(chunks * 2 * cols)
 	defer putScratch(p)
 	parts := *p
-	forChunks(rows, rowsPer, func(c, lo, hi int) {
-		part := parts[c*2*cols : (c+1)*2*cols]
-		layerNormBackwardRows(dx, part[:cols], part[cols:], dy, x, mean, rstd, w, cols, lo, hi)
-	})
+	if serial(rows*cols, grainRow) {
+		// The same chunks in order, without a closure (so no allocation).
+		for c := 0; c < chunks; c++ {
+			part := parts[c*2*cols : (c+1)*2*cols]
+			layerNormBackwardRows(dx, part[:cols], part[cols:], dy, x, mean, rstd, w, cols, c*rowsPer, min(rows, (c+1)*rowsPer))
+		}
+	} else {
+		forChunks(rows, rowsPer, func(c, lo, hi int) {
+			part := parts[c*2*cols : (c+1)*2*cols]
+			layerNormBackwardRows(dx, part[:cols], part[cols:], dy, x, mean, rstd, w, cols, lo, hi)
+		})
+	}
 	total := parts[:2*cols]
 	for c := 1; c < chunks; c++ {
 		addRow(total, parts[c*2*cols:(c+1)*2*cols])

@@ -2,12 +2,13 @@ package cpukern
 
 import "math"
 
-// Scalar float32 math for the hot loops. Go's math package works in
-// float64 and is not inlined; converting each float32 to float64 and back
-// around a call costs 4x the arithmetic itself. These functions stay in
-// float32, inline into the loops that use them, and are accurate to a few
-// ulp (the tests bound them against math.* in float64). float64 kernels
-// use the math package directly.
+// Float32 math for the hot loops. Go's math package works in float64 and
+// is not inlined; converting each float32 to float64 and back around a
+// call costs 4x the arithmetic itself. These functions stay in float32 and
+// are accurate to a few ulp (the tests bound them against math.* in
+// float64). The hot one, exp, is written out inline in the loop
+// expShiftSumScalar (and in exp_amd64.s); exp32, tanh32 and the GELU
+// helpers serve per-element uses. float64 kernels use the math package.
 
 // The float32 exp fast path covers (expLo32, expHi32): above, 2^k would
 // overflow the exponent field; below, results leave the normal range.
@@ -129,12 +130,36 @@ const expBlock = 256
 func exp32Slice(dst, src []float32) { expShiftSum32(dst, src, 0) }
 
 // expShiftSum32 sets dst[i] = e^(src[i]-shift) and returns the sum of the
-// results in float64; dst may alias src. It is the one place the float32
-// exp is written out inline (Go will not inline exp32 itself), so every
-// float32 kernel built on it runs at the speed of straight-line scalar
-// code, about 10 cycles an element. Arguments outside (expLo32, expHi32)
-// and NaN take math.Exp.
+// results in float64; dst may alias src. Where AVX2 and FMA exist, blocks
+// of eight go through the vector loop of exp_amd64.s (the same algorithm,
+// eight lanes, fused multiply-adds); a block holding an argument outside
+// the fast range, and the last len%8 elements, go through the scalar loop.
 func expShiftSum32(dst, src []float32, shift float32) float64 {
+	src = src[:len(dst)]
+	var sum float64
+	if hasExpSIMD {
+		var acc [8]float64
+		for len(dst) >= 8 {
+			k := expShiftSIMD(dst, src, shift, &acc)
+			dst, src = dst[k:], src[k:]
+			if len(dst) < 8 {
+				break
+			}
+			// The next block holds an argument outside the fast range.
+			sum += expShiftSumScalar(dst[:8], src[:8], shift)
+			dst, src = dst[8:], src[8:]
+		}
+		sum += ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
+	}
+	return sum + expShiftSumScalar(dst, src, shift)
+}
+
+// expShiftSumScalar is expShiftSum32 without vectors. It is the one place
+// the float32 exp is written out inline (Go will not inline exp32
+// itself), so it runs at the speed of straight-line scalar code, about 10
+// cycles an element. Arguments outside (expLo32, expHi32) and NaN take
+// math.Exp.
+func expShiftSumScalar(dst, src []float32, shift float32) float64 {
 	src = src[:len(dst)]
 	var sum float64
 	for i, v := range src {

@@ -35,40 +35,77 @@ func sweep(lo, hi, step float64, f func(x float32)) {
 }
 
 func TestExp32Accuracy(t *testing.T) {
-	worst := 0.0
-	var at float32
-	check := func(x float32) {
-		want := math.Exp(float64(x))
-		if want > math.MaxFloat32 {
-			require.True(t, math.IsInf(float64(exp32(x)), 1), "exp32(%v)", x)
-			return
+	// Every float32 exp path: the scalar function, the scalar loop, and the
+	// vector loop (where the CPU has it) that exp32Slice uses for blocks of 8.
+	var xs []float32
+	sweep(-104, 89, 1e-3, func(x float32) { xs = append(xs, x) })
+	loop := make([]float32, len(xs))
+	exp32Slice(loop, xs)
+	scalar := make([]float32, len(xs))
+	expShiftSumScalar(scalar, xs, 0)
+	t.Logf("vector exp in use: %v", hasExpSIMD)
+	for name, got := range map[string]func(i int) float32{
+		"exp32":       func(i int) float32 { return exp32(xs[i]) },
+		"scalar loop": func(i int) float32 { return scalar[i] },
+		"exp32Slice":  func(i int) float32 { return loop[i] },
+	} {
+		worst := 0.0
+		var at float32
+		for i, x := range xs {
+			want := math.Exp(float64(x))
+			g := got(i)
+			if want > math.MaxFloat32 {
+				require.True(t, math.IsInf(float64(g), 1), "%s(%v) = %v", name, x, g)
+				continue
+			}
+			if want < 0x1p-126 { // subnormal results: absolute error only
+				require.InDelta(t, want, float64(g), 0x1p-149, "%s(%v)", name, x)
+				continue
+			}
+			if u := ulps(g, want); u > worst {
+				worst, at = u, x
+			}
 		}
-		if want < 0x1p-126 { // subnormal results: absolute error only
-			require.InDelta(t, want, float64(exp32(x)), 0x1p-149, "exp32(%v)", x)
-			return
-		}
-		if u := ulps(exp32(x), want); u > worst {
-			worst, at = u, x
-		}
-	}
-	sweep(-104, 89, 1e-3, check)
-	t.Logf("exp32: worst %.2f ulp at %v", worst, at)
-	assert.LessOrEqual(t, worst, 2.0, "exp32 worst error at %v", at)
-
-	// The slice version is the same function written inline.
-	xs := []float32{-200, -104, -87.5, -87.3, -10, -1e-30, 0, 1e-30, 0.5, 1, 10, 88.3, 88.5, 88.8, 200,
-		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
-	got := make([]float32, len(xs))
-	exp32Slice(got, xs)
-	for i, x := range xs {
-		want := exp32(x)
-		if want != want {
-			assert.True(t, got[i] != got[i], "exp32Slice(%v) = %v, want NaN", x, got[i])
-			continue
-		}
-		assert.Equal(t, want, got[i], "exp32Slice(%v)", x)
+		t.Logf("%s: worst %.2f ulp at %v", name, worst, at)
+		assert.LessOrEqual(t, worst, 2.0, "%s worst error at %v", name, at)
 	}
 	assert.Equal(t, float32(0), exp32(float32(math.Inf(-1))))
+}
+
+func TestExpShiftSumSpecialBlocks(t *testing.T) {
+	// Specials at every position of vector blocks, with the shift applied
+	// and the float64 sum checked, for lengths around the block size.
+	specials := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), -200, 100, -87.4, 88.5}
+	r := newRNG(4)
+	for _, n := range []int{1, 7, 8, 9, 16, 23, 64, 257} {
+		for _, sp := range specials {
+			for pos := 0; pos < n; pos += 1 + n/9 {
+				src := randSlice[float32](r, n, -10, 10)
+				src[pos] = sp + 3
+				dst := make([]float32, n)
+				sum := expShiftSum32(dst, src, 3)
+				want := 0.0
+				for i, v := range src {
+					w := math.Exp(float64(v - 3))
+					want += float64(dst[i])
+					if math.IsNaN(w) {
+						require.True(t, dst[i] != dst[i], "n %d pos %d: e^%v = %v", n, pos, v-3, dst[i])
+						continue
+					}
+					if w < 0x1p-126 || w > math.MaxFloat32 {
+						require.Equal(t, float32(w), dst[i], "n %d pos %d: e^%v", n, pos, v-3)
+						continue
+					}
+					require.LessOrEqual(t, ulps(dst[i], w), 2.0, "n %d pos %d: e^%v = %v, want %v", n, pos, v-3, dst[i], w)
+				}
+				if math.IsNaN(want) {
+					require.True(t, math.IsNaN(sum))
+				} else {
+					require.InDelta(t, want, sum, 1e-12*math.Abs(want)+1e-300, "n %d pos %d", n, pos)
+				}
+			}
+		}
+	}
 }
 
 func TestTanh32Accuracy(t *testing.T) {

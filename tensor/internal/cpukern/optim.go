@@ -38,7 +38,8 @@ func AdamW[T Float](p, g, m, v []T, lr, beta1, beta2, eps, weightDecay float64, 
 		adamWRange(p, g, m, v, &c)
 		return
 	}
-	ParallelFor(n, grainMath, func(lo, hi int) { adamWRange(p[lo:hi], g[lo:hi], m[lo:hi], v[lo:hi], &c) })
+	cc := c // the closure's copy; c itself stays on the stack
+	ParallelFor(n, grainMath, func(lo, hi int) { adamWRange(p[lo:hi], g[lo:hi], m[lo:hi], v[lo:hi], &cc) })
 }
 
 type adamConsts struct{ decay, w1, beta2, w2, stepSize, bc2Sqrt, eps float64 }

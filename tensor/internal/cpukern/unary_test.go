@@ -211,14 +211,25 @@ func TestSmallKernelsDoNotAllocate(t *testing.T) {
 	x := randSlice[float32](newRNG(1), 4096, -1, 1)
 	y := make([]float32, len(x))
 	shape, str, bstr := []int{64, 64}, []int{64, 1}, []int{0, 1}
+	mean, rstd, w := make([]float32, 64), make([]float32, 64), make([]float32, 64)
+	dw, dw2 := make([]float32, 4096), make([]float32, 4096)
+	ids := make([]int32, 64)
 	cases := map[string]func(){
-		"Unary":        func() { Unary(Gelu, y, x) },
-		"GeluBackward": func() { GeluBackward(y, x, x) },
-		"Binary":       func() { Binary(Add, y, shape, x, 0, str, x, 0, bstr) },
-		"Softmax":      func() { Softmax(y, x, 64, 64) },
-		"ReduceSum":    func() { ReduceSum(y[:64], x, 1, 64, 64, false) },
-		"CopyStrided":  func() { CopyStrided(y, shape, x, 0, []int{1, 64}) },
-		"Dropout":      func() { Dropout(y, x, 0.1, 1, 2) },
+		"Unary":                func() { Unary(Gelu, y, x) },
+		"GeluBackward":         func() { GeluBackward(y, x, x) },
+		"Binary":               func() { Binary(Add, y, shape, x, 0, str, x, 0, bstr) },
+		"Softmax":              func() { Softmax(y, x, 64, 64) },
+		"ReduceSum":            func() { ReduceSum(y[:64], x, 1, 64, 64, false) },
+		"CopyStrided":          func() { CopyStrided(y, shape, x, 0, []int{1, 64}) },
+		"Dropout":              func() { Dropout(y, x, 0.1, 1, 2) },
+		"LayerNorm":            func() { LayerNorm(y, mean, rstd, x, w, w, 64, 64, 1e-5) },
+		"LayerNormBackward":    func() { LayerNormBackward(y, dw[:64], dw2[:64], x, x, mean, rstd, w, 64, 64) },
+		"CrossEntropy":         func() { _, _ = CrossEntropy(mean, x, ids, 64, 64, -1) },
+		"CrossEntropyBackward": func() { CrossEntropyBackward(y, x, ids, mean, 64, 64, -1) },
+		"Gather":               func() { _ = Gather(y, x, ids, 64, 64) },
+		"ScatterAdd":           func() { _ = ScatterAdd(y, x, ids, 64, 64) },
+		"AdamW":                func() { AdamW(y, x, dw, dw2, 1e-3, 0.9, 0.999, 1e-8, 0, 1) },
+		"SumSquares":           func() { _ = SumSquares(x) },
 	}
 	for name, f := range cases {
 		assert.Zero(t, testing.AllocsPerRun(20, f), name)
