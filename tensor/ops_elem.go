@@ -55,6 +55,26 @@ func sameFloat(op string, ts ...*Tensor) {
 	}
 }
 
+// contigAll is contig for several operands (nil stays nil); the returned
+// func releases the copies it made.
+func contigAll(ts ...*Tensor) ([]*Tensor, func()) {
+	out := make([]*Tensor, len(ts))
+	var temps []*Tensor
+	for i, t := range ts {
+		if t == nil || t.IsContiguous() {
+			out[i] = t
+			continue
+		}
+		out[i] = t.Clone()
+		temps = append(temps, out[i])
+	}
+	return out, func() {
+		for _, t := range temps {
+			t.Release()
+		}
+	}
+}
+
 // contig returns t when contiguous, else a contiguous copy; release with
 // the returned func.
 func contig(t *Tensor) (*Tensor, func()) {
@@ -132,17 +152,9 @@ func UnaryBackward(op UnaryOp, x, y, dy *Tensor) *Tensor {
 			fail(name, ErrShape, "dy %v vs saved %v", dy.shape, t.shape)
 		}
 	}
-	var temps []*Tensor
-	c := func(t *Tensor) *Tensor {
-		if t == nil || t.IsContiguous() {
-			return t
-		}
-		ct := t.Clone()
-		temps = append(temps, ct)
-		return ct
-	}
-	cx, cy, cdy := c(x), c(y), c(dy)
-	defer releaseAll(temps)
+	cs, release := contigAll(x, y, dy)
+	defer release()
+	cx, cy, cdy := cs[0], cs[1], cs[2]
 	out := mustNew(name, ref.dev, ref.dtype, dy.shape)
 	ref.dev.backend().unaryBackward(op, out, cx, cy, cdy)
 	return out

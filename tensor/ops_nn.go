@@ -92,19 +92,8 @@ func LayerNorm(x, w, b *Tensor, eps float64) (y, mean, rstd *Tensor) {
 	}
 	sameDevice(op, ts...)
 	sameFloat(op, ts...)
-	var temps []*Tensor
-	cs := make([]*Tensor, 3)
-	for i, t := range []*Tensor{x, w, b} {
-		if t != nil {
-			c, done := contig(t)
-			if c != t {
-				temps = append(temps, c)
-			}
-			_ = done
-			cs[i] = c
-		}
-	}
-	defer releaseAll(temps)
+	cs, release := contigAll(x, w, b)
+	defer release()
 	y = mustNew(op, x.dev, x.dtype, x.shape)
 	mean = mustNew(op, x.dev, x.dtype, []int{rows})
 	rstd = mustNew(op, x.dev, x.dtype, []int{rows})

@@ -38,6 +38,7 @@ type options struct {
 	sample    int
 	quiet     bool
 	maxTime   time.Duration
+	lossLog   string
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -61,6 +62,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.out, "out", "gpt.safetensors", "where to save the trained weights (empty: do not save)")
 	fs.IntVar(&o.sample, "sample", 200, "bytes to sample at the end (text data)")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar")
+	fs.StringVar(&o.lossLog, "loss-log", "", "write each step's loss to this file, one JSON line per step")
 	fs.DurationVar(&o.maxTime, "max-time", 0, "stop training after this long (0: no limit)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

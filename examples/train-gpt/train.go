@@ -94,6 +94,13 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 			progressbar.OptionSetWidth(30), progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true),
 			progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
 	}
+	var lossLog *os.File
+	if o.lossLog != "" {
+		if lossLog, err = os.Create(o.lossLog); err != nil {
+			return fmt.Errorf("-loss-log: %w", err)
+		}
+		defer lossLog.Close()
+	}
 	start := time.Now()
 	var smooth float64
 	tokens := 0
@@ -104,6 +111,9 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 			return fmt.Errorf("step %d: %w", it, err)
 		}
 		tokens += tr.B * tr.T
+		if lossLog != nil {
+			fmt.Fprintf(lossLog, "{\"step\": %d, \"loss\": %.9g}\n", it+1, loss)
+		}
 		if it == 0 {
 			smooth = loss
 		}
