@@ -2,6 +2,7 @@ package cpukern
 
 import (
 	"fmt"
+	"math"
 	"testing"
 )
 
@@ -62,6 +63,15 @@ func BenchmarkSoftmax(b *testing.B) {
 		rows, cols := sh[0], sh[1]
 		b.Run(fmt.Sprintf("%dx%d", rows, cols), func(b *testing.B) {
 			x, y := benchF32(rows*cols), make([]float32, rows*cols)
+			runBench(b, int64(8*rows*cols), func() {
+				Softmax(y, x, rows, cols)
+			})
+			sinkF32 += y[0]
+		})
+		b.Run(fmt.Sprintf("causal/%dx%d", rows, cols), func(b *testing.B) {
+			// Attention scores after CausalMask: about half the row is -Inf.
+			x, y := benchF32(rows*cols), make([]float32, rows*cols)
+			CausalMask(x, x, rows/cols, cols, cols, float32(math.Inf(-1)))
 			runBench(b, int64(8*rows*cols), func() {
 				Softmax(y, x, rows, cols)
 			})

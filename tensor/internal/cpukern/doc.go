@@ -59,19 +59,26 @@
 // Go's math package works in float64 and is never inlined; a call per
 // element plus two conversions costs ~10 ns. The float32 exp is written
 // out inline in one loop, expShiftSum32, which every exp-based kernel
-// (softmax, log-softmax, cross-entropy, GELU, sigmoid, Exp and their
-// backwards) runs over its rows or over 256-element stack blocks in
-// three tight passes (argument, exp, combine). The algorithm: Cody-Waite
-// range reduction x = k ln2 + r, |r| <= ln2/2, a degree-7 polynomial for
-// e^r - 1, and 2^k built in the exponent bits; arguments outside the
-// normal range, and NaN, fall back to math.Exp. Where the CPU has AVX2
-// and FMA (x86-64-v3), exp_amd64.s runs the same algorithm on eight
-// lanes with fused multiply-adds; blocks holding an out-of-range argument
-// and the last len%8 elements take the scalar loop. Measured: vector
-// 0.36 ns an element, scalar 2.6 ns, both within 1 ulp
-// (TestExp32Accuracy); the purego build tag turns the assembly off.
-// tanh32 is expm1(2|x|)/(expm1(2|x|)+2), within 2.2 ulp including tiny
-// |x|.
+// (softmax, log-softmax, cross-entropy, sigmoid, Exp and their backwards)
+// runs over its rows or over 256-element stack blocks in three tight
+// passes (argument, exp, combine). The algorithm: Cody-Waite range
+// reduction x = k ln2 + r, |r| <= ln2/2, a degree-7 polynomial for
+// e^r - 1, and 2^k built in the exponent bits; arguments below -104 give
+// exactly 0, other arguments outside the normal range and NaN fall back
+// to math.Exp. tanh32 is expm1(2|x|)/(expm1(2|x|)+2), within 2.2 ulp
+// including tiny |x|.
+//
+// Where the CPU has AVX2 and FMA (x86-64-v3), assembly runs the same
+// algorithm on eight lanes with fused multiply-adds (simd_amd64.h): the
+// exp loop (exp_amd64.s) and whole GELU forward and backward loops
+// (gelu_amd64.s). A vector loop stops before a block of eight it cannot
+// do exactly (NaN, overflow, subnormal results) and Go finishes that
+// block and the tail with the scalar code, so results match the scalar
+// path to an ulp or two, never in kind. Measured per element: exp 0.36 ns
+// vector, 2.6 ns scalar, both within 1 ulp (TestExp32Accuracy); GELU 0.36
+// ns forward and 0.5 ns backward, 4.3x the scalar loops. The purego
+// build tag turns the assembly off; TestScalarPaths runs the exp-based
+// kernels with it switched off at run time.
 //
 // GELU uses 0.5 x (1 + tanh u) = x sigmoid(2u), u = sqrt(2/pi)(x +
 // 0.044715 x^3): one exp, and no cancellation in 1 + tanh u for negative
@@ -117,7 +124,9 @@
 //
 //	parallel.go        ParallelFor, forChunks, grains, scratch pool
 //	mathf.go           float32 exp/tanh/sigmoid/GELU, exp loops, dot, row max
-//	exp_amd64.s        AVX2+FMA exp loop; exp_amd64.go, exp_other.go select it
+//	simd_amd64.h       AVX2+FMA constants and the eight-lane exp macro
+//	exp_amd64.s        vector exp loop; gelu_amd64.s vector GELU and backward
+//	simd_amd64.go      CPU detection and the wrappers; simd_other.go stubs
 //	unary.go           UnaryOp and Unary; unary_backward.go its gradients
 //	scale.go           Scale, AddScalar, Axpy
 //	binary.go          BinaryOp and Binary; strides.go dim coalescing, views

@@ -16,7 +16,10 @@ import "math"
 const (
 	expLo32 = -87.33
 	expHi32 = 88.37
-	log2e32 = 1.44269504
+	// Below expZero32, e^x < 2^-150 rounds to +0: no need for math.Exp
+	// (softmax rows with masked entries meet many of these).
+	expZero32 = -104
+	log2e32   = 1.44269504
 	// ln2Hi32 has 9 significant bits, so n*ln2Hi32 is exact for |n| <= 2^15;
 	// ln2Hi32+ln2Lo32 carries ln 2 to about 2^-36 (Cody-Waite reduction).
 	ln2Hi32 = 0.693359375
@@ -137,7 +140,7 @@ func exp32Slice(dst, src []float32) { expShiftSum32(dst, src, 0) }
 func expShiftSum32(dst, src []float32, shift float32) float64 {
 	src = src[:len(dst)]
 	var sum float64
-	if hasExpSIMD {
+	if hasSIMD {
 		var acc [8]float64
 		for len(dst) >= 8 {
 			k := expShiftSIMD(dst, src, shift, &acc)
@@ -165,7 +168,10 @@ func expShiftSumScalar(dst, src []float32, shift float32) float64 {
 	for i, v := range src {
 		x := v - shift
 		if !(x > expLo32 && x < expHi32) {
-			e := expSlow32(x)
+			var e float32
+			if !(x < expZero32) {
+				e = expSlow32(x)
+			}
 			dst[i] = e
 			sum += float64(e)
 			continue

@@ -43,7 +43,7 @@ func TestExp32Accuracy(t *testing.T) {
 	exp32Slice(loop, xs)
 	scalar := make([]float32, len(xs))
 	expShiftSumScalar(scalar, xs, 0)
-	t.Logf("vector exp in use: %v", hasExpSIMD)
+	t.Logf("vector exp in use: %v", hasSIMD)
 	for name, got := range map[string]func(i int) float32{
 		"exp32":       func(i int) float32 { return exp32(xs[i]) },
 		"scalar loop": func(i int) float32 { return scalar[i] },
@@ -147,6 +147,21 @@ func TestSigmoidGelu32Accuracy(t *testing.T) {
 		{"gelu", gelu32, geluRef, 4, u2, 0},
 		{"geluGrad", geluGrad32, geluGradRef, 6, u2, 0.25},
 	}
+	// The slice kernels (vector loops where the CPU has them) on the same
+	// sweep.
+	var xs []float32
+	sweep(-30, 30, 1e-3, func(x float32) { xs = append(xs, x) })
+	index := make(map[float32]int, len(xs))
+	for i, x := range xs {
+		index[x] = i
+	}
+	geluSlice, gradSlice, ones := make([]float32, len(xs)), make([]float32, len(xs)), make([]float32, len(xs))
+	Fill(ones, 1)
+	Unary(Gelu, geluSlice, xs)
+	GeluBackward(gradSlice, xs, ones)
+	fns = append(fns,
+		fn{"Unary(Gelu)", func(x float32) float32 { return geluSlice[index[x]] }, geluRef, 4, u2, 0},
+		fn{"GeluBackward", func(x float32) float32 { return gradSlice[index[x]] }, geluGradRef, 6, u2, 0.25})
 	for _, f := range fns {
 		worst := 0.0
 		var at float32
@@ -163,6 +178,33 @@ func TestSigmoidGelu32Accuracy(t *testing.T) {
 		})
 		t.Logf("%s32: worst error %.2f of its bound, at %v", f.name, worst, at)
 		assert.LessOrEqual(t, worst, 1.0, "%s32 worst error at %v", f.name, at)
+	}
+	// Specials anywhere in a vector block are left to the scalar code.
+	specials := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), -12, -10.2, 0}
+	for _, n := range []int{8, 13, 24} {
+		for _, sp := range specials {
+			for pos := 0; pos < n; pos += 3 {
+				x := randSlice[float32](newRNG(uint64(n+pos)), n, -4, 4)
+				x[pos] = sp
+				y, dx := make([]float32, n), make([]float32, n)
+				dy := randSlice[float32](newRNG(7), n, -1, 1)
+				Unary(Gelu, y, x)
+				GeluBackward(dx, x, dy)
+				for i, v := range x {
+					wy, wd := gelu32(v), dy[i]*geluGrad32(v)
+					if wy != wy {
+						require.True(t, y[i] != y[i], "gelu(%v) = %v", v, y[i])
+					} else {
+						require.InDelta(t, float64(wy), float64(y[i]), 3e-6*math.Abs(float64(wy))+1e-30, "gelu(%v)", v)
+					}
+					if wd != wd {
+						require.True(t, dx[i] != dx[i], "gelu'(%v) = %v", v, dx[i])
+					} else {
+						require.InDelta(t, float64(wd), float64(dx[i]), 3e-6*math.Abs(float64(dy[i]))+1e-30, "gelu'(%v)", v)
+					}
+				}
+			}
+		}
 	}
 	assert.Equal(t, float32(0), sigmoid32(-200))
 	assert.Equal(t, float32(1), sigmoid32(200))

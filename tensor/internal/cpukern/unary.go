@@ -120,19 +120,13 @@ func unary32(op UnaryOp, dst, src []float32) {
 			dst[i] = tanh32(x)
 		}
 	case Gelu:
-		var buf [expBlock]float32
-		for lo := 0; lo < len(dst); lo += expBlock {
-			d, s := dst[lo:min(lo+expBlock, len(dst))], src[lo:]
-			t := buf[:len(d)]
-			s = s[:len(t)]
-			for i, x := range s {
-				t[i] = -(2 * geluK) * x * (1 + geluC*x*x)
-			}
-			exp32Slice(t, t)
-			d = d[:len(t)]
-			for i, x := range s {
-				d[i] = x / (1 + t[i])
-			}
+		for len(dst) > 0 {
+			k := geluSIMD(dst, src)
+			// The vector loop stops at the last whole block of 8, or before
+			// a block it leaves to Go: do that block, or the tail, here.
+			end := min(k+8, len(dst))
+			gelu32Scalar(dst[k:end], src[k:end])
+			dst, src = dst[end:], src[end:]
 		}
 	case Relu:
 		for i, x := range src {
@@ -167,6 +161,25 @@ func unary32(op UnaryOp, dst, src []float32) {
 			for i := range t {
 				d[i] = 1 / (1 + t[i])
 			}
+		}
+	}
+}
+
+// gelu32Scalar is x sigmoid(2u) in three passes over stack blocks:
+// the exp argument, exp32Slice, and x / (1 + e).
+func gelu32Scalar(dst, src []float32) {
+	var buf [expBlock]float32
+	for lo := 0; lo < len(dst); lo += expBlock {
+		d, s := dst[lo:min(lo+expBlock, len(dst))], src[lo:]
+		t := buf[:len(d)]
+		s = s[:len(t)]
+		for i, x := range s {
+			t[i] = -(2 * geluK) * x * (1 + geluC*x*x)
+		}
+		exp32Slice(t, t)
+		d = d[:len(t)]
+		for i, x := range s {
+			d[i] = x / (1 + t[i])
 		}
 	}
 }

@@ -142,6 +142,17 @@ func geluBackwardRange[T Float](dx, x, dy []T) {
 		return
 	}
 	d, xs, gs := f32(dx), f32(x), f32(dy)
+	for len(d) > 0 {
+		k := geluBackwardSIMD(d, xs, gs)
+		end := min(k+8, len(d))
+		geluBackward32Scalar(d[k:end], xs[k:end], gs[k:end])
+		d, xs, gs = d[end:], xs[end:], gs[end:]
+	}
+}
+
+// geluBackward32Scalar is the float32 GeluBackward in three passes over
+// stack blocks: the exp argument, exp32Slice, and the combination.
+func geluBackward32Scalar(d, xs, gs []float32) {
 	var buf [expBlock]float32
 	for lo := 0; lo < len(d); lo += expBlock {
 		hi := min(lo+expBlock, len(d))

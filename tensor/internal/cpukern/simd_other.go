@@ -1,0 +1,16 @@
+//go:build !amd64 || purego
+
+package cpukern
+
+// hasSIMD is false: no vector kernels on this platform or build; the
+// scalar loops do all elements.
+const hasSIMD = false
+
+func expShiftSIMD(dst, src []float32, shift float32, acc *[8]float64) int { return 0 }
+
+func geluSIMD(dst, src []float32) int { return 0 }
+
+func geluBackwardSIMD(dx, x, dy []float32) int { return 0 }
+
+// setSIMD has nothing to switch here.
+func setSIMD(on bool) bool { return false }
