@@ -21,6 +21,7 @@ var copyLayouts = []struct {
 	{"strided-inner", []int{4, 6}, view{1, []int{13, 2}}},
 	{"negative", []int{4, 5}, view{19, []int{-5, -1}}},
 	{"broadcast", []int{3, 4}, view{2, []int{0, 1}}},
+	{"column-broadcast", []int{5, 7}, view{1, []int{1, 0}}},
 	{"scalar", []int{}, view{4, []int{}}},
 	{"empty", []int{0, 3}, view{0, []int{3, 1}}},
 	{"parallel-rows", []int{1000, 300}, view{0, []int{301, 1}}},

@@ -33,8 +33,8 @@
 // (TestSmallKernelsDoNotAllocate). Starting a worker costs about 1-5 µs,
 // so the grains aim at tens of microseconds of work per worker:
 //
-//	grainMem  = 64 Ki elements  copies, adds, scales, casts (~0.2-0.5 ns each)
-//	grainMath =  8 Ki elements  exp, tanh, GELU, dropout, AdamW (~1-5 ns)
+//	grainMem  = 64 Ki elements  copies, adds, casts, vector exp/GELU (~0.2-0.5 ns each)
+//	grainMath =  8 Ki elements  tanh, log, sigmoid, dropout, AdamW (~1-5 ns)
 //	grainRow  =  8 Ki elements  softmax, layer norm, cross-entropy (~1-3 ns)
 //
 // Row kernels split by rows (rowGrain = grainRow/cols rows), never inside
@@ -96,9 +96,12 @@
 // statistics, dot products) accumulate in float64 with four accumulators,
 // folded every 1024 elements (blocked summation), so a float32 sum of 10^6
 // values is exact to float32 rounding. LayerNorm takes mean and variance
-// in two passes (no E[x^2] - E[x]^2 cancellation). AdamW and SGD update
-// each element in float64 and round to T where PyTorch stores a value.
-// Max, Min and ReduceMax propagate NaN; Relu(NaN) is NaN.
+// in two passes (no E[x^2] - E[x]^2 cancellation). SGD updates each
+// element in float64 and rounds to T where PyTorch stores a value. Float32
+// AdamW runs in float32, operation for operation as PyTorch's: widening
+// its operands to float64 chained the loop's iterations through the
+// false dependency of cvtss2sd on the previous sqrt and division and
+// cost 4x. Max, Min and ReduceMax propagate NaN; Relu(NaN) is NaN.
 //
 // # Dropout random numbers
 //
@@ -111,8 +114,10 @@
 //	    key     = (lo32(seed), hi32(seed)))[n mod 4]
 //
 // Philox4x32-10 is Random123's and cuRAND's counter-based generator
-// (TestPhilox4x32KnownAnswers checks Random123's known answers); the
-// word above is the one curand() returns after curand_init(seed, 0, n).
+// (TestPhilox4x32KnownAnswers checks Random123's known answers); by
+// cuRAND's state layout (counter words x, y hold the block index, z, w the
+// subsequence; curand() returns output[n mod 4]) the word above is the one
+// curand() returns after curand_init(seed, 0, n).
 // The keep test is done as the exact integer comparison
 // DropoutMask >= ceil(p * 2^32). Kept values are scaled by 1/(1-p). The
 // backward pass is the same call on the gradient; training advances

@@ -13,7 +13,7 @@ import (
 //
 //	grainMem   memory-bound loops (copy, add, scale): ~0.2-0.5 ns/element
 //	grainRow   row kernels (softmax, layernorm, cross-entropy): ~1-3 ns/element
-//	grainMath  transcendental element-wise ops (tanh, gelu, dropout): ~1-5 ns/element
+//	grainMath  scalar transcendental ops (tanh, log, dropout): ~1-5 ns/element
 const (
 	grainMem  = 1 << 16
 	grainRow  = 1 << 13

@@ -58,14 +58,20 @@ func (op UnaryOp) check(kernel string) {
 	}
 }
 
-// transcendental reports whether op costs a few ns an element, which sets
-// its parallel grain.
-func (op UnaryOp) transcendental() bool {
+// grain is op's parallel grain: ops costing a few ns an element split
+// sooner than memory-bound ones. Exp and GELU run at memory speed where
+// the vector loops exist.
+func (op UnaryOp) grain() int {
 	switch op {
-	case Exp, Log, Tanh, Gelu, Sigmoid:
-		return true
+	case Exp, Gelu:
+		if hasSIMD {
+			return grainMem
+		}
+		return grainMath
+	case Log, Tanh, Sigmoid:
+		return grainMath
 	}
-	return false
+	return grainMem
 }
 
 // Unary sets dst[i] = op(src[i]). dst may be src itself (not a partial
@@ -73,10 +79,7 @@ func (op UnaryOp) transcendental() bool {
 func Unary[T Float](op UnaryOp, dst, src []T) {
 	op.check("Unary")
 	mustEq("Unary", "src", len(src), len(dst))
-	grain := grainMem
-	if op.transcendental() {
-		grain = grainMath
-	}
+	grain := op.grain()
 	if serial(len(dst), grain) {
 		unaryRange(op, dst, src)
 		return

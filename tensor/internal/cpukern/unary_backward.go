@@ -125,11 +125,12 @@ func GeluBackward[T Float](dx, x, dy []T) {
 	n := len(dx)
 	mustEq("GeluBackward", "x", len(x), n)
 	mustEq("GeluBackward", "dy", len(dy), n)
-	if serial(n, grainMath) {
+	grain := Gelu.grain()
+	if serial(n, grain) {
 		geluBackwardRange(dx, x, dy)
 		return
 	}
-	ParallelFor(n, grainMath, func(lo, hi int) { geluBackwardRange(dx[lo:hi], x[lo:hi], dy[lo:hi]) })
+	ParallelFor(n, grain, func(lo, hi int) { geluBackwardRange(dx[lo:hi], x[lo:hi], dy[lo:hi]) })
 }
 
 func geluBackwardRange[T Float](dx, x, dy []T) {
