@@ -35,7 +35,8 @@ func (op BinaryOp) String() string {
 // len(dst) == product(shape); a and b are strided views (offset and one
 // stride per dim, stride 0 on broadcast dims, negative strides allowed).
 // Dims are first coalesced, then each row of the innermost dim runs one of
-// four loops: both operands contiguous (same-shape ops, and the bias add
+// four loops (eight-lane AVX2 for float32 Add, Sub, Mul and Div, bit-
+// identical to the scalar ones): both operands contiguous (same-shape ops, and the bias add
 // whose b has strides (0,...,0,1)), a or b a scalar along the row, or a
 // general strided loop. dst may alias an operand only when that operand is
 // contiguous with the same shape. It panics on an unknown op, mismatched
@@ -134,6 +135,10 @@ func binScalar[T Float](op BinaryOp, x, y T) T {
 
 // binVV: both operands contiguous.
 func binVV[T Float](op BinaryOp, d, a, b []T) {
+	if isF32[T]() {
+		k := vvSIMD(op, f32(d), f32(a), f32(b))
+		d, a, b = d[k:], a[k:], b[k:]
+	}
 	a, b = a[:len(d)], b[:len(d)]
 	switch op {
 	case Add:
@@ -161,6 +166,10 @@ func binVV[T Float](op BinaryOp, d, a, b []T) {
 
 // binVS: b is one scalar for the whole row.
 func binVS[T Float](op BinaryOp, d, a []T, s T) {
+	if isF32[T]() {
+		k := vsSIMD(op, f32(d), f32(a), float32(s))
+		d, a = d[k:], a[k:]
+	}
 	a = a[:len(d)]
 	switch op {
 	case Add:
@@ -188,6 +197,10 @@ func binVS[T Float](op BinaryOp, d, a []T, s T) {
 
 // binSV: a is one scalar for the whole row.
 func binSV[T Float](op BinaryOp, d []T, s T, b []T) {
+	if isF32[T]() {
+		k := svSIMD(op, f32(d), float32(s), f32(b))
+		d, b = d[k:], b[k:]
+	}
 	b = b[:len(d)]
 	switch op {
 	case Add:

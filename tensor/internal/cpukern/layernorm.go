@@ -153,50 +153,80 @@ func LayerNormBackward[T Float](dx, dw, db, dy, x, mean, rstd, w []T, rows, cols
 	}
 }
 
+// lnBlock is the block length over which LayerNormBackward's row sums
+// accumulate in T before being added into float64.
+const lnBlock = 64
+
 // layerNormBackwardRows does rows [lo, hi); dwp and dbp (float64 partials)
-// may be nil.
+// may be nil. The per-element terms are computed in T (float32 for
+// training, as PyTorch does): widening every operand to float64 chains
+// the iterations through cvtss2sd's false dependencies. The row sums
+// mean(g) and mean(g*xhat) add blocks of lnBlock terms in T (two
+// accumulators each) and the blocks in float64; dw and db accumulate in
+// float64.
 func layerNormBackwardRows[T Float](dx []T, dwp, dbp []float64, dy, x, mean, rstd, w []T, cols, lo, hi int) {
 	n := float64(cols)
 	for r := lo; r < hi; r++ {
 		d, g, xr := dx[r*cols:(r+1)*cols], dy[r*cols:(r+1)*cols], x[r*cols:(r+1)*cols]
 		g, xr = g[:len(d)], xr[:len(d)]
-		m, rs := float64(mean[r]), float64(rstd[r])
+		m, rs := mean[r], rstd[r]
 		var sg, sgx float64
-		if w != nil {
-			w := w[:len(d)]
-			for i, v := range xr {
-				xh := (float64(v) - m) * rs
-				gw := float64(g[i]) * float64(w[i])
-				sg += gw
-				sgx += gw * xh
+		for b := 0; b < len(d); b += lnBlock {
+			e := min(b+lnBlock, len(d))
+			gb, xb := g[b:e], xr[b:e]
+			xb = xb[:len(gb)]
+			var s0, s1, t0, t1 T
+			if w != nil {
+				wb := w[b:e]
+				wb = wb[:len(gb)]
+				i := 0
+				for ; i+2 <= len(gb); i += 2 {
+					g0, g1 := gb[i]*wb[i], gb[i+1]*wb[i+1]
+					s0 += g0
+					s1 += g1
+					t0 += g0 * ((xb[i] - m) * rs)
+					t1 += g1 * ((xb[i+1] - m) * rs)
+				}
+				if i < len(gb) {
+					g0 := gb[i] * wb[i]
+					s0 += g0
+					t0 += g0 * ((xb[i] - m) * rs)
+				}
+			} else {
+				i := 0
+				for ; i+2 <= len(gb); i += 2 {
+					g0, g1 := gb[i], gb[i+1]
+					s0 += g0
+					s1 += g1
+					t0 += g0 * ((xb[i] - m) * rs)
+					t1 += g1 * ((xb[i+1] - m) * rs)
+				}
+				if i < len(gb) {
+					s0 += gb[i]
+					t0 += gb[i] * ((xb[i] - m) * rs)
+				}
 			}
-		} else {
-			for i, v := range xr {
-				xh := (float64(v) - m) * rs
-				gw := float64(g[i])
-				sg += gw
-				sgx += gw * xh
-			}
+			sg += float64(s0 + s1)
+			sgx += float64(t0 + t1)
 		}
 		if dwp != nil {
 			dwp, dbp := dwp[:len(d)], dbp[:len(d)]
+			m64, rs64 := float64(m), float64(rs)
 			for i, v := range xr {
 				gi := float64(g[i])
-				dwp[i] += gi * (float64(v) - m) * rs
+				dwp[i] += gi * (float64(v) - m64) * rs64
 				dbp[i] += gi
 			}
 		}
-		c1, c2 := sg/n, sgx/n
+		c1, c2 := T(sg/n), T(sgx/n)
 		if w != nil {
 			w := w[:len(d)]
 			for i, v := range xr {
-				xh := (float64(v) - m) * rs
-				d[i] = T(rs * (float64(g[i])*float64(w[i]) - c1 - xh*c2))
+				d[i] = rs * (g[i]*w[i] - c1 - (v-m)*rs*c2)
 			}
 		} else {
 			for i, v := range xr {
-				xh := (float64(v) - m) * rs
-				d[i] = T(rs * (float64(g[i]) - c1 - xh*c2))
+				d[i] = rs * (g[i] - c1 - (v-m)*rs*c2)
 			}
 		}
 	}

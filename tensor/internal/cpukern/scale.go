@@ -11,6 +11,10 @@ func Scale[T Float](dst, src []T, alpha T) {
 }
 
 func scaleRange[T Float](dst, src []T, alpha T) {
+	if isF32[T]() {
+		k := vsSIMD(Mul, f32(dst), f32(src), float32(alpha))
+		dst, src = dst[k:], src[k:]
+	}
 	src = src[:len(dst)]
 	for i, v := range src {
 		dst[i] = alpha * v
@@ -28,6 +32,10 @@ func AddScalar[T Float](dst, src []T, c T) {
 }
 
 func addScalarRange[T Float](dst, src []T, c T) {
+	if isF32[T]() {
+		k := vsSIMD(Add, f32(dst), f32(src), float32(c))
+		dst, src = dst[k:], src[k:]
+	}
 	src = src[:len(dst)]
 	for i, v := range src {
 		dst[i] = v + c
@@ -46,6 +54,15 @@ func Axpy[T Float](dst []T, alpha T, x []T) {
 }
 
 func axpyRange[T Float](dst []T, alpha T, x []T) {
+	if isF32[T]() {
+		if alpha == 1 {
+			k := vvSIMD(Add, f32(dst), f32(dst), f32(x))
+			dst, x = dst[k:], x[k:]
+		} else {
+			k := axpySIMD(f32(dst), float32(alpha), f32(x))
+			dst, x = dst[k:], x[k:]
+		}
+	}
 	x = x[:len(dst)]
 	if alpha == 1 {
 		for i, v := range x {

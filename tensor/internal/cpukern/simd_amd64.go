@@ -65,3 +65,66 @@ func setSIMD(on bool) bool {
 	hasSIMD = on && cpu.X86.HasAVX2 && cpu.X86.HasFMA
 	return old
 }
+
+// Implemented in arith_amd64.s: op is Add, Sub, Mul or Div; n a multiple
+// of 8. Bit-identical to the scalar loops (one IEEE operation per lane).
+
+//go:noescape
+func vvAVX2(op int, d, a, b *float32, n int)
+
+//go:noescape
+func vsAVX2(op int, d, a *float32, s float32, n int)
+
+//go:noescape
+func svAVX2(op int, d *float32, s float32, b *float32, n int)
+
+//go:noescape
+func axpyAVX2(d *float32, alpha float32, x *float32, n int)
+
+// arithSIMD reports whether op has a vector loop.
+func arithSIMD(op BinaryOp) bool { return hasSIMD && op <= Div }
+
+// vvSIMD sets d[i] = a[i] op b[i] over the whole blocks of 8 of d and
+// returns how many elements it did (0 without AVX2 or for other ops).
+func vvSIMD(op BinaryOp, d, a, b []float32) int {
+	n := len(d) &^ 7
+	if !arithSIMD(op) || n == 0 {
+		return 0
+	}
+	a, b = a[:len(d)], b[:len(d)]
+	vvAVX2(int(op), &d[0], &a[0], &b[0], n)
+	return n
+}
+
+// vsSIMD sets d[i] = a[i] op s, like vvSIMD.
+func vsSIMD(op BinaryOp, d, a []float32, s float32) int {
+	n := len(d) &^ 7
+	if !arithSIMD(op) || n == 0 {
+		return 0
+	}
+	a = a[:len(d)]
+	vsAVX2(int(op), &d[0], &a[0], s, n)
+	return n
+}
+
+// svSIMD sets d[i] = s op b[i], like vvSIMD.
+func svSIMD(op BinaryOp, d []float32, s float32, b []float32) int {
+	n := len(d) &^ 7
+	if !arithSIMD(op) || n == 0 {
+		return 0
+	}
+	b = b[:len(d)]
+	svAVX2(int(op), &d[0], s, &b[0], n)
+	return n
+}
+
+// axpySIMD sets d[i] += alpha*x[i], like vvSIMD.
+func axpySIMD(d []float32, alpha float32, x []float32) int {
+	n := len(d) &^ 7
+	if !hasSIMD || n == 0 {
+		return 0
+	}
+	x = x[:len(d)]
+	axpyAVX2(&d[0], alpha, &x[0], n)
+	return n
+}

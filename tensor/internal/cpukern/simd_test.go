@@ -19,4 +19,6 @@ func TestScalarPaths(t *testing.T) {
 	t.Run("cross-entropy", testCrossEntropy[float32])
 	t.Run("exp", TestExp32Accuracy)
 	t.Run("gelu", TestSigmoidGelu32Accuracy)
+	t.Run("binary", testBinary[float32])
+	t.Run("scale", testScale[float32])
 }

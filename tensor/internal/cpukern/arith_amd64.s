@@ -1,0 +1,412 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// Eight-lane float32 arithmetic for Binary, Scale, AddScalar and Axpy.
+// Each lane is one IEEE operation, as in the scalar loops, so results are
+// bit-identical to them. n is a multiple of 8; op is Add, Sub, Mul or Div
+// (0-3). Two vectors per iteration while 16 or more elements remain.
+
+// func vvAVX2(op int, d, a, b *float32, n int)
+//
+// d[i] = a[i] op b[i].
+TEXT ·vvAVX2(SB), NOSPLIT, $0-40
+	MOVQ op+0(FP), AX
+	MOVQ d+8(FP), DI
+	MOVQ a+16(FP), SI
+	MOVQ b+24(FP), DX
+	MOVQ n+32(FP), CX
+	CMPQ AX, $1
+	JEQ vvSUB
+	JGT vvMulOrDiv
+	JMP vvADD
+
+vvMulOrDiv:
+	CMPQ AX, $2
+	JEQ vvMUL
+	JMP vvDIV
+
+vvADD:
+	CMPQ CX, $16
+	JLT vvADD8
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VADDPS (DX), Y0, Y0
+	VADDPS 32(DX), Y1, Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ $64, SI
+	ADDQ $64, DX
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JMP vvADD
+
+vvADD8:
+	CMPQ CX, $8
+	JLT vvDone
+	VMOVUPS (SI), Y0
+	VADDPS (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP vvADD8
+
+vvSUB:
+	CMPQ CX, $16
+	JLT vvSUB8
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VSUBPS (DX), Y0, Y0
+	VSUBPS 32(DX), Y1, Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ $64, SI
+	ADDQ $64, DX
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JMP vvSUB
+
+vvSUB8:
+	CMPQ CX, $8
+	JLT vvDone
+	VMOVUPS (SI), Y0
+	VSUBPS (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP vvSUB8
+
+vvMUL:
+	CMPQ CX, $16
+	JLT vvMUL8
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMULPS (DX), Y0, Y0
+	VMULPS 32(DX), Y1, Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ $64, SI
+	ADDQ $64, DX
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JMP vvMUL
+
+vvMUL8:
+	CMPQ CX, $8
+	JLT vvDone
+	VMOVUPS (SI), Y0
+	VMULPS (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP vvMUL8
+
+vvDIV:
+	CMPQ CX, $16
+	JLT vvDIV8
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VDIVPS (DX), Y0, Y0
+	VDIVPS 32(DX), Y1, Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ $64, SI
+	ADDQ $64, DX
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JMP vvDIV
+
+vvDIV8:
+	CMPQ CX, $8
+	JLT vvDone
+	VMOVUPS (SI), Y0
+	VDIVPS (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP vvDIV8
+
+vvDone:
+	VZEROUPPER
+	RET
+
+// func vsAVX2(op int, d, a *float32, s float32, n int)
+//
+// d[i] = a[i] op s.
+TEXT ·vsAVX2(SB), NOSPLIT, $0-40
+	MOVQ op+0(FP), AX
+	MOVQ d+8(FP), DI
+	MOVQ a+16(FP), SI
+	VBROADCASTSS s+24(FP), Y15
+	MOVQ n+32(FP), CX
+	CMPQ AX, $1
+	JEQ vsSUB
+	JGT vsMulOrDiv
+	JMP vsADD
+
+vsMulOrDiv:
+	CMPQ AX, $2
+	JEQ vsMUL
+	JMP vsDIV
+
+vsADD:
+	CMPQ CX, $16
+	JLT vsADD8
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VADDPS Y15, Y0, Y0
+	VADDPS Y15, Y1, Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JMP vsADD
+
+vsADD8:
+	CMPQ CX, $8
+	JLT vsDone
+	VMOVUPS (SI), Y0
+	VADDPS Y15, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP vsADD8
+
+vsSUB:
+	CMPQ CX, $16
+	JLT vsSUB8
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VSUBPS Y15, Y0, Y0
+	VSUBPS Y15, Y1, Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JMP vsSUB
+
+vsSUB8:
+	CMPQ CX, $8
+	JLT vsDone
+	VMOVUPS (SI), Y0
+	VSUBPS Y15, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP vsSUB8
+
+vsMUL:
+	CMPQ CX, $16
+	JLT vsMUL8
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMULPS Y15, Y0, Y0
+	VMULPS Y15, Y1, Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JMP vsMUL
+
+vsMUL8:
+	CMPQ CX, $8
+	JLT vsDone
+	VMOVUPS (SI), Y0
+	VMULPS Y15, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP vsMUL8
+
+vsDIV:
+	CMPQ CX, $16
+	JLT vsDIV8
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VDIVPS Y15, Y0, Y0
+	VDIVPS Y15, Y1, Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JMP vsDIV
+
+vsDIV8:
+	CMPQ CX, $8
+	JLT vsDone
+	VMOVUPS (SI), Y0
+	VDIVPS Y15, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP vsDIV8
+
+vsDone:
+	VZEROUPPER
+	RET
+
+// func svAVX2(op int, d *float32, s float32, b *float32, n int)
+//
+// d[i] = s op b[i].
+TEXT ·svAVX2(SB), NOSPLIT, $0-40
+	MOVQ op+0(FP), AX
+	MOVQ d+8(FP), DI
+	VBROADCASTSS s+16(FP), Y15
+	MOVQ b+24(FP), DX
+	MOVQ n+32(FP), CX
+	CMPQ AX, $1
+	JEQ svSUB
+	JGT svMulOrDiv
+	JMP svADD
+
+svMulOrDiv:
+	CMPQ AX, $2
+	JEQ svMUL
+	JMP svDIV
+
+svADD:
+	CMPQ CX, $16
+	JLT svADD8
+	VADDPS (DX), Y15, Y0
+	VADDPS 32(DX), Y15, Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ $64, DX
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JMP svADD
+
+svADD8:
+	CMPQ CX, $8
+	JLT svDone
+	VADDPS (DX), Y15, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, DX
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP svADD8
+
+svSUB:
+	CMPQ CX, $16
+	JLT svSUB8
+	VSUBPS (DX), Y15, Y0
+	VSUBPS 32(DX), Y15, Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ $64, DX
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JMP svSUB
+
+svSUB8:
+	CMPQ CX, $8
+	JLT svDone
+	VSUBPS (DX), Y15, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, DX
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP svSUB8
+
+svMUL:
+	CMPQ CX, $16
+	JLT svMUL8
+	VMULPS (DX), Y15, Y0
+	VMULPS 32(DX), Y15, Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ $64, DX
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JMP svMUL
+
+svMUL8:
+	CMPQ CX, $8
+	JLT svDone
+	VMULPS (DX), Y15, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, DX
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP svMUL8
+
+svDIV:
+	CMPQ CX, $16
+	JLT svDIV8
+	VDIVPS (DX), Y15, Y0
+	VDIVPS 32(DX), Y15, Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ $64, DX
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JMP svDIV
+
+svDIV8:
+	CMPQ CX, $8
+	JLT svDone
+	VDIVPS (DX), Y15, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, DX
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP svDIV8
+
+svDone:
+	VZEROUPPER
+	RET
+
+// func axpyAVX2(d *float32, alpha float32, x *float32, n int)
+//
+// d[i] += alpha*x[i], rounding the product and then the sum (no FMA), as
+// the scalar loop does.
+TEXT ·axpyAVX2(SB), NOSPLIT, $0-32
+	MOVQ d+0(FP), DI
+	VBROADCASTSS alpha+8(FP), Y15
+	MOVQ x+16(FP), SI
+	MOVQ n+24(FP), CX
+
+axpy16:
+	CMPQ CX, $16
+	JLT axpy8
+	VMULPS (SI), Y15, Y0
+	VMULPS 32(SI), Y15, Y1
+	VADDPS (DI), Y0, Y0
+	VADDPS 32(DI), Y1, Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JMP axpy16
+
+axpy8:
+	CMPQ CX, $8
+	JLT axpyDone
+	VMULPS (SI), Y15, Y0
+	VADDPS (DI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP axpy8
+
+axpyDone:
+	VZEROUPPER
+	RET
