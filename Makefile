@@ -42,5 +42,20 @@ gpu:
 test-gpu:
 	STRATA_REQUIRE_GPU=1 $(GO) test -count=1 -run 'GPU|CUDA|Cuda' -v ./cuda/ ./memory/... ./tensor/...
 
+# Compile kernels/*.cu into the fatbin package tensor embeds (SASS for
+# sm_80 and sm_90, PTX for compute_80 so newer GPUs JIT it) and record the
+# hash of the sources it was built from; commit both. A CPU-only test fails
+# while the sources and tensor/kernels.sha256 disagree. all.cu is the one
+# translation unit; it includes the .cuh files.
+NVCC         ?= nvcc
+NVCC_FLAGS   ?= -std=c++17 -O3
+KERNEL_SRCS  := $(sort $(wildcard kernels/*.cu kernels/*.cuh))
+
+kernels:
+	$(NVCC) $(NVCC_FLAGS) -fatbin -gencode arch=compute_90,code=sm_90 \
+		-gencode 'arch=compute_80,code=[sm_80,compute_80]' \
+		-o tensor/kernels.fatbin kernels/all.cu
+	cat $(KERNEL_SRCS) | sha256sum | cut -d' ' -f1 > tensor/kernels.sha256
+
 clean:
 	rm -rf $(GPU_OUT) gpt.safetensors

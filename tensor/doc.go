@@ -45,6 +45,54 @@
 // bfloat16 are storage dtypes converted by To/Cast (mixed precision casts
 // at op boundaries); int32 holds token ids.
 //
+// # CUDA
+//
+// CUDA(n) opens GPU n once per process (cuda_device.go): its primary
+// context, one non-blocking stream, the kernels, a memory manager over
+// device memory (cuda_memory.go; every role is placed there until package
+// memory's managed and staging backends are wired in), a small status
+// block, and a cuBLAS handle bound to the stream with a workspace from the
+// manager. Without a driver or a GPU, CUDA returns an error wrapping
+// ErrDevice and the cuda package's cause, and ParseDevice("auto") picks
+// the CPU. The binding is package cuda (purego, no cgo): one
+// CGO_ENABLED=0 build runs everywhere.
+//
+// The kernels are CUDA C under kernels/ (all.cu includes the rest), one
+// extern "C" kernel per primitive, dtype and variant, written to give the
+// CPU kernels' results: the same formulas in the same order, sums in
+// float64, casts and dropout bit-exact. `make kernels` compiles them with
+// nvcc into kernels.fatbin (SASS for sm_80 and sm_90, PTX for compute_80),
+// which this package embeds, and records the sources' hash in
+// kernels.sha256; a test fails when the two disagree. STRATA_KERNELS=file
+// loads another fatbin instead, so a GPU machine can compile and test
+// changed kernels without rebuilding Go. The kernels are looked up once,
+// at open; a test reads the parameter tables nvcc wrote into the fatbin
+// and checks every launcher's arguments against them, without a GPU.
+//
+// Every op is queued on the device's stream, in program order, and
+// returns at once: one cuLaunchKernel for most primitives (a few for the
+// two-pass reductions and layer-norm gradients), cuBLAS
+// SgemmStridedBatched for float32 products and a tiled kernel for
+// float64 ones. Uploads and downloads are copies on the same stream, so
+// they are ordered with the kernels around them, and memory freed by one
+// op may be reused by the next without waiting. Reductions accumulate in
+// float64 without atomics (partials in fixed chunks, added in order), so
+// they are deterministic; the embedding backward adds with atomics and is
+// not bit-reproducible when ids repeat.
+//
+// Errors found by kernels in the data (an embedding id or a class target
+// out of range) cannot be returned by the call that queued the kernel.
+// The kernel skips the bad row and writes a report (op, position, value)
+// into the status block, which lives in mapped pinned host memory, so the
+// host reads it without a copy. The report is raised at the next
+// synchronization: Device.Synchronize returns it as an *OpError naming
+// the op (wrapping ErrArgument), and reading a tensor (Float32s, Item,
+// ToDevice, ...) panics with it. CrossEntropy must return its count on
+// the host, so it synchronizes and reports a bad target itself, as on the
+// CPU. Ops whose result goes to the host (SumSquares, CrossEntropy,
+// reading a tensor) synchronize; nothing else does. Float16 and bfloat16
+// arithmetic is refused with ErrDType on both devices (cast first).
+//
 // # Errors
 //
 // Creating a tensor with New returns an error. Ops panic on misuse (bad

@@ -1,0 +1,86 @@
+// crossentropy.cuh: per-row cross-entropy of logits against int32
+// targets, and its backward, which recomputes the softmax instead of
+// keeping the probabilities (cpukern/crossentropy.go). Rows whose target
+// is the ignore index get loss 0 and gradient 0. A target that is neither
+// ignore nor in [0, cols) is reported through the status block; its row
+// gets loss 0 and gradient 0.
+#pragma once
+#include "common.cuh"
+
+template <typename T, bool WARP>
+__device__ void cross_entropy(T* loss, const T* logits, const int* targets, i64 rows, i64 cols, int ignore,
+                              unsigned int* claim, Status* st) {
+  RowGroup<WARP> g;
+  for (i64 r = g.row; r < rows; r += g.rowStride) {
+    const int t = targets[r];  // uniform over the group: the branches below are too
+    if (t == ignore || t < 0 || t >= cols) {
+      if (g.rank == 0) {
+        if (t != ignore) report(claim, st, STATUS_CE_TARGET, r, t, cols);
+        loss[r] = (T)0;
+      }
+      continue;
+    }
+    const T* x = logits + r * cols;
+    T m = (T)-INFINITY;
+    for (i64 c = g.rank; c < cols; c += g.size) m = MaxSkipNaN()(m, x[c]);
+    m = g.max(m, shared_scratch<T>());
+    double s = 0;
+    for (i64 c = g.rank; c < cols; c += g.size) s += (double)exp_t(x[c] - m);
+    s = g.sum(s, shared_scratch<double>());
+    if (g.rank == 0) loss[r] = (T)((double)m + log(s) - (double)x[t]);
+  }
+}
+
+template <typename T, bool WARP>
+__device__ void cross_entropy_backward(T* dlogits, const T* logits, const int* targets, const T* dloss, i64 rows,
+                                       i64 cols, int ignore, unsigned int* claim, Status* st) {
+  RowGroup<WARP> g;
+  for (i64 r = g.row; r < rows; r += g.rowStride) {
+    const int t = targets[r];
+    T* d = dlogits + r * cols;
+    if (t == ignore || t < 0 || t >= cols) {
+      if (t != ignore && g.rank == 0) report(claim, st, STATUS_CE_BACKWARD_TARGET, r, t, cols);
+      for (i64 c = g.rank; c < cols; c += g.size) d[c] = (T)0;
+      continue;
+    }
+    const T* x = logits + r * cols;
+    T m = (T)-INFINITY;
+    for (i64 c = g.rank; c < cols; c += g.size) m = MaxSkipNaN()(m, x[c]);
+    m = g.max(m, shared_scratch<T>());
+    double s = 0;
+    for (i64 c = g.rank; c < cols; c += g.size) s += (double)exp_t(x[c] - m);
+    s = g.sum(s, shared_scratch<double>());
+    const double gl = (double)dloss[r];
+    const T scale = (T)(gl / s), gt = (T)gl;
+    for (i64 c = g.rank; c < cols; c += g.size) {
+      T v = exp_t(x[c] - m) * scale;
+      if (c == t) v -= gt;
+      d[c] = v;
+    }
+  }
+}
+
+#define CE_KERNELS(sfx, T)                                                                                  \
+  extern "C" __global__ void __launch_bounds__(256)                                                         \
+      cross_entropy_warp_##sfx(T* loss, const T* logits, const int* targets, i64 rows, i64 cols, int ignore, \
+                               unsigned int* claim, Status* st) {                                           \
+    cross_entropy<T, true>(loss, logits, targets, rows, cols, ignore, claim, st);                           \
+  }                                                                                                         \
+  extern "C" __global__ void __launch_bounds__(512)                                                         \
+      cross_entropy_block_##sfx(T* loss, const T* logits, const int* targets, i64 rows, i64 cols,           \
+                                int ignore, unsigned int* claim, Status* st) {                              \
+    cross_entropy<T, false>(loss, logits, targets, rows, cols, ignore, claim, st);                          \
+  }                                                                                                         \
+  extern "C" __global__ void __launch_bounds__(256) cross_entropy_backward_warp_##sfx(                      \
+      T* dlogits, const T* logits, const int* targets, const T* dloss, i64 rows, i64 cols, int ignore,      \
+      unsigned int* claim, Status* st) {                                                                    \
+    cross_entropy_backward<T, true>(dlogits, logits, targets, dloss, rows, cols, ignore, claim, st);        \
+  }                                                                                                         \
+  extern "C" __global__ void __launch_bounds__(512) cross_entropy_backward_block_##sfx(                     \
+      T* dlogits, const T* logits, const int* targets, const T* dloss, i64 rows, i64 cols, int ignore,      \
+      unsigned int* claim, Status* st) {                                                                    \
+    cross_entropy_backward<T, false>(dlogits, logits, targets, dloss, rows, cols, ignore, claim, st);       \
+  }
+
+CE_KERNELS(f32, float)
+CE_KERNELS(f64, double)

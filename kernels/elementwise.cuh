@@ -1,0 +1,164 @@
+// elementwise.cuh: unary functions and their gradients, affine maps and
+// broadcasting binary ops. Op codes are those of cpukern.UnaryOp and
+// cpukern.BinaryOp (tensor/internal/cpukern/unary.go, binary.go); the
+// formulas are the CPU's, written in the same order of operations.
+#pragma once
+#include "common.cuh"
+
+enum UnaryCode {
+  U_NEG, U_EXP, U_LOG, U_SQRT, U_RSQRT, U_TANH, U_GELU, U_RELU, U_ABS, U_SQUARE, U_RECIP, U_SIGMOID
+};
+enum BinaryCode { B_ADD, B_SUB, B_MUL, B_DIV, B_MAX, B_MIN, B_POW };
+
+// GELU, tanh approximation: 0.5 x (1 + tanh u) = x sigmoid(2u),
+// u = sqrt(2/pi) (x + 0.044715 x^3).
+#define GELU_K 0.7978845608028654
+#define GELU_C 0.044715
+
+__device__ __forceinline__ float log_t(float x) { return logf(x); }
+__device__ __forceinline__ double log_t(double x) { return log(x); }
+__device__ __forceinline__ float sqrt_t(float x) { return sqrtf(x); }
+__device__ __forceinline__ double sqrt_t(double x) { return sqrt(x); }
+__device__ __forceinline__ float tanh_t(float x) { return tanhf(x); }
+__device__ __forceinline__ double tanh_t(double x) { return tanh(x); }
+__device__ __forceinline__ float abs_t(float x) { return fabsf(x); }
+__device__ __forceinline__ double abs_t(double x) { return fabs(x); }
+
+// Rounded multiply and add, never contracted into an FMA: Affine matches
+// the CPU's two roundings exactly.
+__device__ __forceinline__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double mul_rn(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ float add_rn(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ double add_rn(double a, double b) { return __dadd_rn(a, b); }
+
+template <typename T>
+__device__ __forceinline__ T unary_fn(int op, T x) {
+  switch (op) {
+    case U_NEG: return -x;
+    case U_EXP: return exp_t(x);
+    case U_LOG: return log_t(x);
+    case U_SQRT: return sqrt_t(x);
+    case U_RSQRT: return (T)1 / sqrt_t(x);  // correctly rounded sqrt, then a division, as the CPU
+    case U_TANH: return tanh_t(x);
+    case U_GELU: return x / ((T)1 + exp_t(-(T)(2 * GELU_K) * x * ((T)1 + (T)GELU_C * x * x)));
+    case U_RELU: return x <= (T)0 ? (T)0 : x;  // NaN propagates
+    case U_ABS: return abs_t(x);
+    case U_SQUARE: return x * x;
+    case U_RECIP: return (T)1 / x;
+    case U_SIGMOID: return (T)1 / ((T)1 + exp_t(-x));
+  }
+  return x;
+}
+
+// unary_grad returns dy * op'(x) from the saved input x or output y (see
+// cpukern.UnaryBackward for which one each op reads).
+template <typename T>
+__device__ __forceinline__ T unary_grad(int op, T g, const T* x, const T* y, i64 i) {
+  switch (op) {
+    case U_NEG: return -g;
+    case U_EXP: return g * y[i];
+    case U_LOG: return g / x[i];
+    case U_SQRT: return g * (T)0.5 / y[i];
+    case U_RSQRT: {
+      T v = y[i];
+      return g * (T)-0.5 * v * v * v;
+    }
+    case U_TANH: {
+      T v = y[i];
+      return g * ((T)1 - v * v);
+    }
+    case U_GELU: {
+      T v = x[i];
+      T s = (T)1 / ((T)1 + exp_t(-(T)(2 * GELU_K) * v * ((T)1 + (T)GELU_C * v * v)));
+      T du = (T)GELU_K * ((T)1 + (T)(3 * GELU_C) * v * v);
+      return g * (s + (T)2 * v * s * ((T)1 - s) * du);
+    }
+    case U_RELU: return y[i] > (T)0 ? g : (T)0;
+    case U_ABS: {
+      T v = x[i];
+      if (v > (T)0) return g;
+      if (v < (T)0) return -g;
+      if (v == (T)0) return (T)0;
+      return v;  // NaN input: NaN gradient
+    }
+    case U_SQUARE: return g * (T)2 * x[i];
+    case U_RECIP: {
+      T v = y[i];
+      return -g * v * v;
+    }
+    case U_SIGMOID: {
+      T v = y[i];
+      return g * v * ((T)1 - v);
+    }
+  }
+  return g;
+}
+
+template <typename T>
+__device__ __forceinline__ T binary_fn(int op, T a, T b) {
+  switch (op) {
+    case B_ADD: return a + b;
+    case B_SUB: return a - b;
+    case B_MUL: return a * b;
+    case B_DIV: return a / b;
+    case B_MAX: return (a > b || a != a) ? a : b;  // NaN propagates (torch.maximum)
+    case B_MIN: return (a < b || a != a) ? a : b;
+    case B_POW: return (T)pow((double)a, (double)b);
+  }
+  return a;
+}
+
+// offsets2 maps destination index i to the element offsets of a and b.
+template <typename I>
+__device__ __forceinline__ void offsets2(I i, const Layout2& l, i64& oa, i64& ob) {
+  oa = 0;
+  ob = 0;
+  for (int d = l.ndim - 1; d > 0; d--) {
+    I s = (I)l.shape[d];
+    I q = i / s;
+    i64 r = (i64)(i - q * s);
+    oa += r * l.sa[d];
+    ob += r * l.sb[d];
+    i = q;
+  }
+  oa += (i64)i * l.sa[0];
+  ob += (i64)i * l.sb[0];
+}
+
+#define ELEMENTWISE_KERNELS(sfx, T)                                                                       \
+  extern "C" __global__ void __launch_bounds__(256) unary_##sfx(int op, T* dst, const T* src, i64 n) {   \
+    FOR_N(i, n) dst[i] = unary_fn<T>(op, src[i]);                                                        \
+  }                                                                                                       \
+  extern "C" __global__ void __launch_bounds__(256)                                                       \
+      unary_backward_##sfx(int op, T* dx, const T* x, const T* y, const T* dy, i64 n) {                   \
+    FOR_N(i, n) dx[i] = unary_grad<T>(op, dy[i], x, y, i);                                               \
+  }                                                                                                       \
+  extern "C" __global__ void __launch_bounds__(256) affine_##sfx(T* dst, const T* src, i64 n, T alpha, T beta) { \
+    if (beta != (T)0) {                                                                                   \
+      FOR_N(i, n) dst[i] = add_rn(mul_rn(alpha, src[i]), beta);                                          \
+    } else {                                                                                              \
+      FOR_N(i, n) dst[i] = mul_rn(alpha, src[i]);                                                        \
+    }                                                                                                     \
+  }                                                                                                       \
+  extern "C" __global__ void __launch_bounds__(256) binary_##sfx(int op, T* dst, const T* a, const T* b, i64 n) { \
+    FOR_N(i, n) dst[i] = binary_fn<T>(op, a[i], b[i]);                                                   \
+  }                                                                                                       \
+  extern "C" __global__ void __launch_bounds__(256)                                                       \
+      binary_strided_##sfx##_i32(int op, T* dst, const T* a, const T* b, i64 n, Layout2 l) {             \
+    FOR_N(i, n) {                                                                                         \
+      i64 oa, ob;                                                                                         \
+      offsets2<unsigned int>((unsigned int)i, l, oa, ob);                                                \
+      dst[i] = binary_fn<T>(op, a[oa], b[ob]);                                                           \
+    }                                                                                                     \
+  }                                                                                                       \
+  extern "C" __global__ void __launch_bounds__(256)                                                       \
+      binary_strided_##sfx##_i64(int op, T* dst, const T* a, const T* b, i64 n, Layout2 l) {             \
+    FOR_N(i, n) {                                                                                         \
+      i64 oa, ob;                                                                                         \
+      offsets2<u64>((u64)i, l, oa, ob);                                                                  \
+      dst[i] = binary_fn<T>(op, a[oa], b[ob]);                                                           \
+    }                                                                                                     \
+  }
+
+ELEMENTWISE_KERNELS(f32, float)
+ELEMENTWISE_KERNELS(f64, double)

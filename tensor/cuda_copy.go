@@ -1,0 +1,141 @@
+package tensor
+
+import (
+	"math"
+
+	"github.com/strata-ml/strata/cuda"
+	"github.com/strata-ml/strata/tensor/internal/cpukern"
+)
+
+// Host transfers are queued on the device's stream, so they are ordered
+// with the kernels around them: an upload never overtakes a kernel still
+// reading a recycled block. From pageable Go memory, cuMemcpyHtoDAsync
+// returns once the bytes are staged (src may be reused at once) and
+// cuMemcpyDtoHAsync once they have arrived.
+
+func (b cudaBackend) upload(dst *Tensor, src []byte) {
+	d := b.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.check("upload", "copying host memory to the device", d.q.copyHtoD(devPtr(dst), src))
+}
+
+// download copies src to the host. It panics with the pending bad-data
+// report, if a kernel made one (callers synchronize first, which reports
+// it as an error; this catches a report made in between).
+func (b cudaBackend) download(dst []byte, src *Tensor) {
+	d := b.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.check("download", "copying device memory to the host", d.q.copyDtoH(dst, devPtr(src)))
+	if err := d.status.take(d); err != nil {
+		panic(err)
+	}
+}
+
+// copyDevice copies n bytes between device addresses on the stream.
+func (d *cudaDevice) copyDevice(op string, dst, src cuda.DevicePtr, n int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.check(op, "copying device memory", d.q.copyDtoD(dst, src, n))
+}
+
+func (b cudaBackend) copyStrided(dst, src *Tensor) {
+	d, n, sz := b.d, dst.Numel(), dst.dtype.Size()
+	if n == 0 {
+		return
+	}
+	l := coalesce(src.shape, src.strides)
+	if !l.ok {
+		fail("Clone", ErrShape, "the view (shape %v, strides %v) has more than %d dims that cannot be merged; the cuda kernels take at most %d", src.shape, src.strides, cudaMaxDims, cudaMaxDims)
+	}
+	if l.ndim == 0 || (l.ndim == 1 && l.str[0][0] == 1) {
+		d.copyDevice("Clone", devPtr(dst), devPtr(src), n*sz)
+		return
+	}
+	s := sizeIndex(dst.dtype)
+	var buf [8 + 16*8]byte
+	if l.ndim >= 2 && l.str[0][l.ndim-1] != 1 && l.str[0][l.ndim-2] == 1 {
+		// The innermost two dims are a transpose: tile through shared memory.
+		R, C := l.shape[l.ndim-2], l.shape[l.ndim-1]
+		grid := [3]uint32{uint32(ceilDiv(C, 32)), uint32(ceilDiv(R, 32)), uint32(min(n/(R*C), maxGridYZ))}
+		if ceilDiv(R, 32) <= maxGridYZ {
+			d.launch("Clone", d.k.copyTranspose[s], grid, [3]uint32{32, 8, 1}, func(a *cuda.Args) {
+				a.Ptr(devPtr(dst)).Ptr(devPtr(src)).Bytes(l.bytes1(&buf), 8)
+			})
+			return
+		}
+	}
+	d.launch1("Clone", d.k.copyStrided[s][indexVariant(n)], n, func(a *cuda.Args) {
+		a.Ptr(devPtr(dst)).Ptr(devPtr(src)).Int64(int64(n)).Bytes(l.bytes1(&buf), 8)
+	})
+}
+
+func (b cudaBackend) copy2D(dst, src *Tensor, rows, width, dstStride, dstOff, srcStride, srcOff int) {
+	d, sz := b.d, dst.dtype.Size()
+	if rows*width == 0 {
+		return
+	}
+	dp, sp := devPtr(dst).Add(dstOff*sz), devPtr(src).Add(srcOff*sz)
+	if rows == 1 || (width == dstStride && width == srcStride) {
+		d.copyDevice("WriteNarrow", dp, sp, rows*width*sz)
+		return
+	}
+	d.launch1("WriteNarrow", d.k.copy2D[sizeIndex(dst.dtype)], rows*width, func(a *cuda.Args) {
+		a.Ptr(dp).Ptr(sp).Int64(int64(rows)).Int64(int64(width)).Int64(int64(dstStride)).Int64(int64(srcStride))
+	})
+}
+
+// fill converts v to dst's dtype on the host, exactly as the CPU backend
+// does, and stores the bit pattern with one kernel.
+func (b cudaBackend) fill(dst *Tensor, v float64) {
+	d, n := b.d, dst.Numel()
+	if n == 0 {
+		return
+	}
+	var bits uint64
+	switch dst.dtype {
+	case Float32:
+		bits = uint64(math.Float32bits(float32(v)))
+	case Float64:
+		bits = math.Float64bits(v)
+	case Int32:
+		bits = uint64(uint32(int32(v)))
+	case Float16, BFloat16:
+		h, one := []uint16{0}, []float32{float32(v)}
+		if dst.dtype == Float16 {
+			cpukern.F32ToF16(h, one)
+		} else {
+			cpukern.F32ToBF16(h, one)
+		}
+		bits = uint64(h[0])
+	}
+	s := sizeIndex(dst.dtype)
+	d.launch1("Fill", d.k.fill[s], n, func(a *cuda.Args) {
+		a.Ptr(devPtr(dst)).Int64(int64(n))
+		switch s {
+		case kB2:
+			a.Uint16(uint16(bits))
+		case kB4:
+			a.Uint32(uint32(bits))
+		default:
+			a.Uint64(bits)
+		}
+	})
+}
+
+// cast converts between any two dtypes, bit for bit as the CPU (see
+// kernels/cast.cuh); equal dtypes copy.
+func (b cudaBackend) cast(dst, src *Tensor) {
+	d, n := b.d, dst.Numel()
+	if n == 0 {
+		return
+	}
+	if src.dtype == dst.dtype {
+		d.copyDevice("To", devPtr(dst), devPtr(src), n*dst.dtype.Size())
+		return
+	}
+	d.launch1("To", d.k.cast[src.dtype][dst.dtype], n, func(a *cuda.Args) {
+		a.Ptr(devPtr(dst)).Ptr(devPtr(src)).Int64(int64(n))
+	})
+}

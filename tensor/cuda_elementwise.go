@@ -1,0 +1,104 @@
+package tensor
+
+import (
+	"math"
+
+	"github.com/strata-ml/strata/cuda"
+	"github.com/strata-ml/strata/tensor/internal/cpukern"
+)
+
+func (b cudaBackend) unary(op cpukern.UnaryOp, dst, src *Tensor) {
+	d, n, name := b.d, dst.Numel(), op.String()
+	f := floatIndex(name, dst.dtype)
+	if n == 0 {
+		return
+	}
+	d.launch1(name, d.k.unary[f], n, func(a *cuda.Args) {
+		a.Int32(int32(op)).Ptr(devPtr(dst)).Ptr(devPtr(src)).Int64(int64(n))
+	})
+}
+
+func (b cudaBackend) unaryBackward(op cpukern.UnaryOp, dx, x, y, dy *Tensor) {
+	d, n, name := b.d, dx.Numel(), op.String()+"Backward"
+	f := floatIndex(name, dx.dtype)
+	if usesX, usesY := op.BackwardUses(); (usesX && x == nil) || (usesY && y == nil) {
+		fail(name, ErrArgument, "the backward of %v needs the saved input (%v) and output (%v)", op, usesX, usesY)
+	}
+	if n == 0 {
+		return
+	}
+	d.launch1(name, d.k.unaryBackward[f], n, func(a *cuda.Args) {
+		a.Int32(int32(op)).Ptr(devPtr(dx)).Ptr(devPtr(x)).Ptr(devPtr(y)).Ptr(devPtr(dy)).Int64(int64(n))
+	})
+}
+
+// affine computes alpha*src, then adds beta when it is not 0, each step
+// rounded to the dtype as on the CPU.
+func (b cudaBackend) affine(dst, src *Tensor, alpha, beta float64) {
+	d, n := b.d, dst.Numel()
+	f := floatIndex("Affine", dst.dtype)
+	if n == 0 {
+		return
+	}
+	d.launch1("Affine", d.k.affine[f], n, func(a *cuda.Args) {
+		argT(argT(a.Ptr(devPtr(dst)).Ptr(devPtr(src)).Int64(int64(n)), f, alpha), f, beta)
+	})
+}
+
+// binary runs the contiguous kernel when both operands are plain
+// contiguous runs after merging dims, else the strided one.
+func (b cudaBackend) binary(op cpukern.BinaryOp, dst, x, y *Tensor) {
+	d, n, name := b.d, dst.Numel(), op.String()
+	f := floatIndex(name, dst.dtype)
+	if n == 0 {
+		return
+	}
+	l := coalesce(dst.shape, x.strides, y.strides)
+	if !l.ok {
+		fail(name, ErrShape, "operands of shape %v (strides %v and %v) have more than %d dims that cannot be merged; the cuda kernels take at most %d",
+			dst.shape, x.strides, y.strides, cudaMaxDims, cudaMaxDims)
+	}
+	if l.ndim == 0 || (l.ndim == 1 && l.str[0][0] == 1 && l.str[1][0] == 1) {
+		d.launch1(name, d.k.binary[f], n, func(a *cuda.Args) {
+			a.Int32(int32(op)).Ptr(devPtr(dst)).Ptr(devPtr(x)).Ptr(devPtr(y)).Int64(int64(n))
+		})
+		return
+	}
+	var buf [8 + 24*8]byte
+	d.launch1(name, d.k.binaryStrided[f][indexVariant(n)], n, func(a *cuda.Args) {
+		a.Int32(int32(op)).Ptr(devPtr(dst)).Ptr(devPtr(x)).Ptr(devPtr(y)).Int64(int64(n)).Bytes(l.bytes2(&buf), 8)
+	})
+}
+
+func (b cudaBackend) causalMask(dst, src *Tensor, batch, rows, cols int, fill float64) {
+	d, n := b.d, batch*rows*cols
+	f := floatIndex("CausalMask", dst.dtype)
+	if n == 0 {
+		return
+	}
+	d.launch1("CausalMask", d.k.causalMask[f], n, func(a *cuda.Args) {
+		argT(a.Ptr(devPtr(dst)).Ptr(devPtr(src)).Int64(int64(n)).Int64(int64(rows)).Int64(int64(cols)), f, fill)
+	})
+}
+
+// dropout draws the CPU's Philox mask (kernels/dropout.cuh): the same
+// (seed, offset) drops the same elements on every device.
+func (b cudaBackend) dropout(dst, src *Tensor, p float64, seed, offset uint64) {
+	d, n := b.d, dst.Numel()
+	f := floatIndex("Dropout", dst.dtype)
+	if !(p >= 0 && p <= 1) {
+		fail("Dropout", ErrArgument, "probability %v not in [0, 1]", p)
+	}
+	if n == 0 {
+		return
+	}
+	if p == 0 {
+		d.copyDevice("Dropout", devPtr(dst), devPtr(src), n*dst.dtype.Size())
+		return
+	}
+	thr := uint64(math.Ceil(p * 0x1p32))
+	scale := 1 / (1 - p) // rounded to T by argT, as the CPU's T(1/(1-p))
+	d.launch1("Dropout", d.k.dropout[f], ceilDiv(n+int(offset&3), 4), func(a *cuda.Args) {
+		argT(a.Ptr(devPtr(dst)).Ptr(devPtr(src)).Int64(int64(n)).Uint64(seed).Uint64(offset).Uint64(thr), f, scale)
+	})
+}

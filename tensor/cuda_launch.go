@@ -1,0 +1,127 @@
+package tensor
+
+import (
+	"fmt"
+
+	"github.com/strata-ml/strata/cuda"
+	"github.com/strata-ml/strata/memory"
+)
+
+// Launch geometry. Element kernels use 256-thread blocks and a ceil-div
+// grid (capped at the device limit; the kernels' grid-stride loops cover
+// the rest). Row kernels use a warp per row for rows of up to
+// warpRowCols elements (8 rows per block) and a 512-thread block per row
+// beyond.
+const (
+	blockThreads    = 256
+	rowBlockThreads = 512
+	warpRowCols     = 1024
+	maxGridX        = 1<<31 - 1
+	maxGridYZ       = 65535
+)
+
+// devPtr is the device address of t's first element (0 for nil).
+func devPtr(t *Tensor) cuda.DevicePtr {
+	if t == nil {
+		return 0
+	}
+	return cuda.DevicePtr(t.ref.st.alloc.Addr() + uintptr(t.offset*t.dtype.Size()))
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// grid1 is the 1-D grid of 256-thread blocks covering n elements.
+func grid1(n int) [3]uint32 {
+	return [3]uint32{uint32(min(max(ceilDiv(n, blockThreads), 1), maxGridX)), 1, 1}
+}
+
+var block1 = [3]uint32{blockThreads, 1, 1}
+
+// rowShape picks a warp or a block per row for rows of cols elements and
+// returns the kernel variant with its grid and block.
+func rowShape(rows, cols int) (variant int, grid, block [3]uint32) {
+	if cols <= warpRowCols {
+		per := blockThreads / 32
+		return kWarp, [3]uint32{uint32(min(max(ceilDiv(rows, per), 1), maxGridX)), 1, 1}, block1
+	}
+	return kBlock, [3]uint32{uint32(min(max(rows, 1), maxGridX)), 1, 1}, [3]uint32{rowBlockThreads, 1, 1}
+}
+
+// floatIndex returns the kernel index of a float dtype, panicking with
+// ErrDType (as the CPU does) for the others.
+func floatIndex(op string, dt DType) int {
+	switch dt {
+	case Float32:
+		return kF32
+	case Float64:
+		return kF64
+	}
+	fail(op, ErrDType, "%v is not supported by this op on cuda (cast to float32 first)", dt)
+	return 0
+}
+
+// sizeIndex returns the kernel index for elements of dt's size.
+func sizeIndex(dt DType) int {
+	switch dt.Size() {
+	case 2:
+		return kB2
+	case 8:
+		return kB8
+	}
+	return kB4
+}
+
+// argT appends a scalar parameter of the kernel's float type T.
+func argT(a *cuda.Args, f int, v float64) *cuda.Args {
+	if f == kF32 {
+		return a.Float32(float32(v))
+	}
+	return a.Float64(v)
+}
+
+// launch queues fn on the device's stream; set appends the arguments. A
+// launch the driver refuses panics with an *OpError naming op and the
+// kernel. Errors of the running kernel surface at the next
+// synchronization.
+func (d *cudaDevice) launch(op string, fn *cuda.Function, grid, block [3]uint32, set func(a *cuda.Args)) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	a := d.args.Reset()
+	set(a)
+	if err := d.q.launch(fn, grid, block, a); err != nil {
+		panic(&OpError{Op: op, Msg: fmt.Sprintf("launching kernel %s on %v", fn.Name(), d), Err: err})
+	}
+}
+
+// launch1 runs an element kernel over n elements.
+func (d *cudaDevice) launch1(op string, fn *cuda.Function, n int, set func(a *cuda.Args)) {
+	d.launch(op, fn, grid1(n), block1, set)
+}
+
+// scratch allocates n float64 partials for a two-pass reduction. It may
+// be released as soon as the kernels using it are queued: every user of
+// the device's memory queues on the same stream, so a later reuse of the
+// block runs after them.
+func (d *cudaDevice) scratch(op string, n int) *memory.Allocation {
+	a, err := d.mem.Alloc(int64(n)*8, memory.RoleWorkspace)
+	if err != nil {
+		panic(&OpError{Op: op, Msg: fmt.Sprintf("allocating %d bytes of reduction scratch on %v", n*8, d), Err: err})
+	}
+	return a
+}
+
+func freeScratch(a *memory.Allocation) {
+	if a != nil {
+		if err := a.Free(); err != nil {
+			panic(fmt.Sprintf("tensor: freeing reduction scratch: %v", err)) // a bug: scratch frees exactly once
+		}
+	}
+}
+
+// check panics with an *OpError when a driver call other than a launch
+// fails.
+func (d *cudaDevice) check(op, what string, err error) {
+	if err != nil {
+		panic(&OpError{Op: op, Msg: fmt.Sprintf("%s on %v", what, d), Err: err})
+	}
+}

@@ -1,0 +1,166 @@
+package tensor
+
+import (
+	"errors"
+
+	"github.com/strata-ml/strata/cuda"
+)
+
+func boolArg(v bool) int32 {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+func (b cudaBackend) softmax(dst, src *Tensor, rows, cols int, log bool) {
+	d := b.d
+	f := floatIndex("Softmax", dst.dtype)
+	if rows*cols == 0 {
+		return
+	}
+	v, grid, block := rowShape(rows, cols)
+	d.launch("Softmax", d.k.softmax[v][f], grid, block, func(a *cuda.Args) {
+		a.Ptr(devPtr(dst)).Ptr(devPtr(src)).Int64(int64(rows)).Int64(int64(cols)).Int32(boolArg(log))
+	})
+}
+
+func (b cudaBackend) softmaxBackward(dx, y, dy *Tensor, rows, cols int, log bool) {
+	d := b.d
+	f := floatIndex("SoftmaxBackward", dx.dtype)
+	if rows*cols == 0 {
+		return
+	}
+	v, grid, block := rowShape(rows, cols)
+	d.launch("SoftmaxBackward", d.k.softmaxBackward[v][f], grid, block, func(a *cuda.Args) {
+		a.Ptr(devPtr(dx)).Ptr(devPtr(y)).Ptr(devPtr(dy)).Int64(int64(rows)).Int64(int64(cols)).Int32(boolArg(log))
+	})
+}
+
+// layerNorm runs a warp per row (kernels/layernorm.cuh).
+func (b cudaBackend) layerNorm(y, mean, rstd, x, w, bias *Tensor, rows, cols int, eps float64) {
+	d := b.d
+	f := floatIndex("LayerNorm", y.dtype)
+	if cols == 0 {
+		fail("LayerNorm", ErrShape, "cannot normalise rows of 0 elements (%d rows)", rows)
+	}
+	if rows == 0 {
+		return
+	}
+	_, grid, block := rowShape(rows, 0)
+	d.launch("LayerNorm", d.k.layerNorm[f], grid, block, func(a *cuda.Args) {
+		a.Ptr(devPtr(y)).Ptr(devPtr(mean)).Ptr(devPtr(rstd)).Ptr(devPtr(x)).Ptr(devPtr(w)).Ptr(devPtr(bias)).
+			Int64(int64(rows)).Int64(int64(cols)).Float64(eps)
+	})
+}
+
+// layerNormBackward writes dx with one kernel and, when dw or db are
+// wanted, reduces them over fixed row chunks (two more kernels, no
+// atomics: deterministic).
+func (b cudaBackend) layerNormBackward(dx, dw, db, dy, x, mean, rstd, w *Tensor, rows, cols int) {
+	d := b.d
+	f := floatIndex("LayerNormBackward", dx.dtype)
+	if rows*cols == 0 {
+		return
+	}
+	_, grid, block := rowShape(rows, 0)
+	d.launch("LayerNormBackward", d.k.lnBackwardDx[f], grid, block, func(a *cuda.Args) {
+		a.Ptr(devPtr(dx)).Ptr(devPtr(dy)).Ptr(devPtr(x)).Ptr(devPtr(mean)).Ptr(devPtr(rstd)).Ptr(devPtr(w)).
+			Int64(int64(rows)).Int64(int64(cols))
+	})
+	if dw == nil && db == nil {
+		return
+	}
+	colBlocks := ceilDiv(cols, 32)
+	chunks, rowsPer := chunking(rows, colBlocks, reduceMinRows)
+	part := d.scratch("LayerNormBackward", 2*chunks*cols)
+	defer freeScratch(part)
+	d.launch("LayerNormBackward", d.k.lnDwdbPartial[f], [3]uint32{uint32(colBlocks), uint32(chunks), 1}, [3]uint32{32, 8, 1}, func(a *cuda.Args) {
+		a.Ptr(scratchPtr(part)).Ptr(devPtr(dy)).Ptr(devPtr(x)).Ptr(devPtr(mean)).Ptr(devPtr(rstd)).
+			Int64(int64(rows)).Int64(int64(cols)).Int64(int64(rowsPer))
+	})
+	d.launch1("LayerNormBackward", d.k.lnDwdbFinal[f], cols, func(a *cuda.Args) {
+		a.Ptr(devPtr(dw)).Ptr(devPtr(db)).Ptr(scratchPtr(part)).Int64(int64(cols)).Int32(int32(chunks))
+	})
+}
+
+// gather checks ids on the device: an id out of range is reported at the
+// next synchronization (its row of dst is zeroed), so the error returned
+// here is always nil.
+func (b cudaBackend) gather(dst, table, ids *Tensor, dim, rows int) error {
+	d, nids := b.d, ids.Numel()
+	if nids*dim == 0 {
+		return nil
+	}
+	d.launch1("Embedding", d.k.gather[sizeIndex(table.dtype)], nids*dim, func(a *cuda.Args) {
+		a.Ptr(devPtr(dst)).Ptr(devPtr(table)).Ptr(devPtr(ids)).Int64(int64(nids)).Int64(int64(dim)).Int64(int64(rows))
+		d.status.args(a)
+	})
+	return nil
+}
+
+// scatterAdd adds with atomics (rows hit by repeated ids sum in no fixed
+// order); bad ids are reported at the next synchronization and skipped.
+func (b cudaBackend) scatterAdd(dtable, dout, ids *Tensor, dim, rows int) error {
+	d, nids := b.d, ids.Numel()
+	f := floatIndex("EmbeddingBackward", dtable.dtype)
+	if nids*dim == 0 {
+		return nil
+	}
+	d.launch1("EmbeddingBackward", d.k.scatterAdd[f], nids*dim, func(a *cuda.Args) {
+		a.Ptr(devPtr(dtable)).Ptr(devPtr(dout)).Ptr(devPtr(ids)).Int64(int64(nids)).Int64(int64(dim)).Int64(int64(rows))
+		d.status.args(a)
+	})
+	return nil
+}
+
+// crossEntropy must return the count of counted rows, so it waits for the
+// device: the loss kernel, a counting kernel writing into the status
+// block, one synchronization. Since it waits anyway, a bad target is
+// returned here as on the CPU.
+func (b cudaBackend) crossEntropy(loss, logits, targets *Tensor, rows, cols int, ignore int32) (int, error) {
+	d := b.d
+	f := floatIndex("CrossEntropy", logits.dtype)
+	if rows == 0 {
+		return 0, nil
+	}
+	d.resultMu.Lock()
+	defer d.resultMu.Unlock()
+	v, grid, block := rowShape(rows, cols)
+	d.launch("CrossEntropy", d.k.crossEntropy[v][f], grid, block, func(a *cuda.Args) {
+		a.Ptr(devPtr(loss)).Ptr(devPtr(logits)).Ptr(devPtr(targets)).Int64(int64(rows)).Int64(int64(cols)).Int32(ignore)
+		d.status.args(a)
+	})
+	d.launch("CrossEntropy", d.k.countTargets, [3]uint32{1, 1, 1}, [3]uint32{1024, 1, 1}, func(a *cuda.Args) {
+		a.Ptr(d.status.dev).Ptr(devPtr(targets)).Int64(int64(rows)).Int32(ignore)
+	})
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.syncLocked(); err != nil {
+		var oe *OpError
+		if errors.As(err, &oe) && oe.Op == "CrossEntropy" {
+			return 0, errors.New(oe.Msg)
+		}
+		if oe != nil {
+			panic(oe) // an earlier op's report
+		}
+		panic(&OpError{Op: "CrossEntropy", Msg: "synchronizing " + d.name, Err: err})
+	}
+	return int(d.status.words.count), nil
+}
+
+// crossEntropyBackward zeroes the rows of bad targets and reports them at
+// the next synchronization (the CPU panics at once).
+func (b cudaBackend) crossEntropyBackward(dlogits, logits, targets, dloss *Tensor, rows, cols int, ignore int32) {
+	d := b.d
+	f := floatIndex("CrossEntropyBackward", logits.dtype)
+	if rows*cols == 0 {
+		return
+	}
+	v, grid, block := rowShape(rows, cols)
+	d.launch("CrossEntropyBackward", d.k.crossEntropyBackward[v][f], grid, block, func(a *cuda.Args) {
+		a.Ptr(devPtr(dlogits)).Ptr(devPtr(logits)).Ptr(devPtr(targets)).Ptr(devPtr(dloss)).
+			Int64(int64(rows)).Int64(int64(cols)).Int32(ignore)
+		d.status.args(a)
+	})
+}

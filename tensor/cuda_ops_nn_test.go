@@ -1,0 +1,97 @@
+package tensor_test
+
+import (
+	"testing"
+
+	"github.com/strata-ml/strata/tensor"
+)
+
+// testOpsNN: softmax (warp rows, block rows, vocabulary-sized rows of
+// 50257), layer norm, embedding with repeated ids, cross-entropy with an
+// ignore index, and the optimizers.
+func testOpsNN(t *testing.T) {
+	softmaxCase := func(name string, rows, cols int, scale float64) opCase {
+		return opCase{name: name, tol: 1e-5, run: func(e *env) []*tensor.Tensor {
+			x := tensor.Scale(e.randn(rows, cols), scale)
+			dy := e.randn(rows, cols)
+			y, ly := tensor.Softmax(x), tensor.LogSoftmax(x)
+			return []*tensor.Tensor{y, ly, tensor.SoftmaxBackward(y, dy, false), tensor.SoftmaxBackward(ly, dy, true)}
+		}}
+	}
+	runSuite(t, []opCase{
+		softmaxCase("Softmax/short", 6, 37, 2),
+		softmaxCase("Softmax/warp-limit", 5, 1024, 3),
+		softmaxCase("Softmax/block", 3, 1025, 3),
+		softmaxCase("Softmax/vocab", 3, 50257, 3),
+		{name: "LayerNorm/affine", tol: 2e-5, run: func(e *env) []*tensor.Tensor {
+			x := tensor.AddScalar(tensor.Scale(e.randn(6, 768), 2), 1)
+			w, b, dy := e.randn(768), e.randn(768), e.randn(6, 768)
+			y, mean, rstd := tensor.LayerNorm(x, w, b, 1e-5)
+			dx, dw, db := tensor.LayerNormBackward(dy, x, mean, rstd, w, true)
+			return []*tensor.Tensor{y, mean, rstd, dx, dw, db}
+		}},
+		{name: "LayerNorm/plain", tol: 2e-5, run: func(e *env) []*tensor.Tensor {
+			x, dy := e.randn(5, 37), e.randn(5, 37)
+			y, mean, rstd := tensor.LayerNorm(x, nil, nil, 1e-5)
+			dx, _, _ := tensor.LayerNormBackward(dy, x, mean, rstd, nil, false)
+			return []*tensor.Tensor{y, mean, rstd, dx}
+		}},
+		{name: "LayerNorm/many-rows", tol: 2e-5, run: func(e *env) []*tensor.Tensor {
+			x, w, dy := e.randn(300, 64), e.randn(64), e.randn(300, 64)
+			y, mean, rstd := tensor.LayerNorm(x, w, nil, 1e-5)
+			dx, dw, _ := tensor.LayerNormBackward(dy, x, mean, rstd, w, false)
+			return []*tensor.Tensor{y, dx, dw}
+		}},
+		{name: "Embedding", tol: 1e-5, run: func(e *env) []*tensor.Tensor {
+			table := e.randn(10, 7)
+			ids := tensor.FromInt32s(e.dev, []int32{1, 0, 3, 1, 9, 3, 3, 1, 5, 0, 0, 2}, 3, 4)
+			dout := e.randn(3, 4, 7)
+			many := e.ids(50, 2000)
+			return []*tensor.Tensor{
+				tensor.Embedding(table, ids), tensor.EmbeddingBackward(ids, dout, 10),
+				tensor.EmbeddingBackward(many, e.randn(2000, 3), 50),
+				tensor.Embedding(tensor.Full(e.dev, tensor.Float16, 0.5, 4, 3), tensor.FromInt32s(e.dev, []int32{3, 0}, 2)),
+			}
+		}},
+		ceCase("CrossEntropy/small", 6, 11),
+		ceCase("CrossEntropy/vocab", 4, 50257),
+		{name: "AdamW", tol: 1e-5, run: func(e *env) []*tensor.Tensor {
+			p := e.randn(1000)
+			m, v := tensor.Zeros(e.dev, e.dt, 1000), tensor.Zeros(e.dev, e.dt, 1000)
+			for step := 1; step <= 3; step++ {
+				tensor.AdamWStep(p, tensor.Scale(e.randn(1000), 0.1), m, v, 1e-2, 0.9, 0.95, 1e-8, 0.1, step)
+			}
+			return []*tensor.Tensor{p, m, v}
+		}},
+		{name: "SGD", tol: 1e-5, run: func(e *env) []*tensor.Tensor {
+			p, q, r := e.randn(500), e.randn(500), e.randn(500)
+			buf, buf2 := tensor.Zeros(e.dev, e.dt, 500), tensor.Zeros(e.dev, e.dt, 500)
+			for range 3 {
+				g := e.randn(500)
+				tensor.SGDStep(p, g, buf, 0.1, 0.9, 0.01, true)
+				tensor.SGDStep(q, g, buf2, 0.1, 0.8, 0, false)
+				tensor.SGDStep(r, g, nil, 0.05, 0, 0.02, false)
+			}
+			return []*tensor.Tensor{p, buf, q, buf2, r}
+		}},
+	})
+}
+
+// ceCase: cross-entropy forward (with the count of counted rows) and
+// backward, some targets being the ignore index.
+func ceCase(name string, rows, cols int) opCase {
+	return opCase{name: name, tol: 1e-5, run: func(e *env) []*tensor.Tensor {
+		logits := tensor.Scale(e.randn(rows, cols), 2)
+		tg := make([]int32, rows)
+		for i := range tg {
+			tg[i] = int32(e.rng.IntN(cols))
+			if i%3 == 1 {
+				tg[i] = -100
+			}
+		}
+		targets := tensor.FromInt32s(e.dev, tg, rows)
+		loss, n := tensor.CrossEntropy(logits, targets, -100)
+		dlogits := tensor.CrossEntropyBackward(logits, targets, e.randn(rows), -100)
+		return []*tensor.Tensor{loss, tensor.Scalar(tensor.CPU(), tensor.Float64, float64(n)), dlogits}
+	}}
+}

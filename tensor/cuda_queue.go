@@ -1,0 +1,44 @@
+package tensor
+
+import "github.com/strata-ml/strata/cuda"
+
+// cudaQueue is the handful of driver operations the CUDA backend queues
+// work with. streamQueue, the real one, orders everything on the device's
+// stream; the tests substitute a recorder that checks every launch
+// against the kernels' parameter tables without a GPU.
+type cudaQueue interface {
+	launch(fn *cuda.Function, grid, block [3]uint32, a *cuda.Args) error
+	copyDtoD(dst, src cuda.DevicePtr, n int) error
+	copyHtoD(dst cuda.DevicePtr, src []byte) error
+	copyDtoH(dst []byte, src cuda.DevicePtr) error
+	clearWord(p cuda.DevicePtr) error
+	sync() error
+}
+
+// streamQueue queues on one stream of one context: one driver call each.
+type streamQueue struct {
+	ctx    *cuda.Context
+	stream *cuda.Stream
+}
+
+func (q streamQueue) launch(fn *cuda.Function, grid, block [3]uint32, a *cuda.Args) error {
+	return q.ctx.LaunchKernelArgs(fn, grid, block, 0, q.stream, a)
+}
+
+func (q streamQueue) copyDtoD(dst, src cuda.DevicePtr, n int) error {
+	return q.ctx.MemcpyDtoDAsync(dst, src, n, q.stream)
+}
+
+func (q streamQueue) copyHtoD(dst cuda.DevicePtr, src []byte) error {
+	return q.ctx.MemcpyHtoDAsync(dst, src, q.stream)
+}
+
+func (q streamQueue) copyDtoH(dst []byte, src cuda.DevicePtr) error {
+	return q.ctx.MemcpyDtoHAsync(dst, src, q.stream)
+}
+
+func (q streamQueue) clearWord(p cuda.DevicePtr) error {
+	return q.ctx.MemsetD32Async(p, 0, 1, q.stream)
+}
+
+func (q streamQueue) sync() error { return q.stream.Synchronize() }

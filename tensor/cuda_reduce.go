@@ -1,0 +1,119 @@
+package tensor
+
+import (
+	"github.com/strata-ml/strata/cuda"
+	"github.com/strata-ml/strata/memory"
+)
+
+// Reductions (kernels/reduce.cuh) accumulate in float64 without atomics.
+// When the outputs alone would give fewer than reduceTargetBlocks blocks,
+// mid is cut into chunks (of at least reduceMinChunk elements, or
+// reduceMinRows rows of a column reduction) whose partials a second kernel
+// adds in order. The chunking depends only on the sizes, so a result is
+// the same on every run and every GPU.
+const (
+	reduceTargetBlocks = 1024
+	reduceMinChunk     = 4096
+	reduceMinRows      = 64
+	reduceMaxChunks    = 4096
+)
+
+// chunking splits mid into chunks of chunkLen for outputs that occupy
+// blocks blocks of the grid on their own.
+func chunking(mid, blocks, minLen int) (chunks, chunkLen int) {
+	if mid == 0 {
+		return 1, 1
+	}
+	chunks = 1
+	if blocks < reduceTargetBlocks {
+		chunks = min(ceilDiv(reduceTargetBlocks, blocks), ceilDiv(mid, minLen), reduceMaxChunks)
+		chunks = max(chunks, 1)
+	}
+	chunkLen = ceilDiv(mid, chunks)
+	return ceilDiv(mid, chunkLen), chunkLen
+}
+
+func (b cudaBackend) reduceSum(dst, src *Tensor, outer, mid, inner int, acc bool) {
+	b.d.reduce("Sum", kSum, dst, src, outer, mid, inner, acc)
+}
+
+func (b cudaBackend) reduceMax(dst, src *Tensor, outer, mid, inner int) {
+	b.d.reduce("Max", kMax, dst, src, outer, mid, inner, false)
+}
+
+func (d *cudaDevice) reduce(op string, kind int, dst, src *Tensor, outer, mid, inner int, acc bool) {
+	f := floatIndex(op, dst.dtype)
+	total := outer * inner
+	if total == 0 {
+		return
+	}
+	accumulate := int32(0)
+	if acc {
+		accumulate = 1
+	}
+	gy := min(outer, maxGridYZ)
+	var chunks, chunkLen int
+	var grid, block [3]uint32
+	var fn *cuda.Function
+	if inner == 1 {
+		chunks, chunkLen = chunking(mid, outer, reduceMinChunk)
+		grid, block, fn = [3]uint32{uint32(chunks), uint32(gy), 1}, block1, d.k.reduceRows[kind][f]
+	} else {
+		cols := ceilDiv(inner, 32)
+		chunks, chunkLen = chunking(mid, cols*outer, reduceMinRows)
+		grid, block, fn = [3]uint32{uint32(cols), uint32(gy), uint32(chunks)}, [3]uint32{32, 8, 1}, d.k.reduceCols[kind][f]
+	}
+	var part *memory.Allocation
+	if chunks > 1 {
+		part = d.scratch(op, chunks*total)
+		defer freeScratch(part)
+	}
+	d.launch(op, fn, grid, block, func(a *cuda.Args) {
+		a.Ptr(devPtr(dst)).Ptr(scratchPtr(part)).Ptr(devPtr(src)).Int64(int64(outer)).Int64(int64(mid))
+		if inner != 1 {
+			a.Int64(int64(inner))
+		}
+		a.Int64(int64(chunkLen)).Int32(accumulate)
+	})
+	if chunks > 1 {
+		d.launch1(op, d.k.reduceFinal[kind][f], total, func(a *cuda.Args) {
+			a.Ptr(devPtr(dst)).Ptr(scratchPtr(part)).Int64(int64(total)).Int32(int32(chunks)).Int32(accumulate)
+		})
+	}
+}
+
+func scratchPtr(a *memory.Allocation) cuda.DevicePtr {
+	if a == nil {
+		return 0
+	}
+	return cuda.DevicePtr(a.Addr())
+}
+
+// sumSquares reduces on the device into the status block's scalar slot,
+// then waits for the stream and reads it: one or two launches and a
+// synchronization, no copy.
+func (b cudaBackend) sumSquares(src *Tensor) float64 {
+	d, n := b.d, src.Numel()
+	f := floatIndex("SumSquares", src.dtype)
+	if n == 0 {
+		return 0
+	}
+	d.resultMu.Lock() // one reader of the scalar slot at a time
+	defer d.resultMu.Unlock()
+	chunks, chunkLen := chunking(n, 1, reduceMinChunk)
+	var part *memory.Allocation
+	if chunks > 1 {
+		part = d.scratch("SumSquares", chunks)
+		defer freeScratch(part)
+	}
+	d.launch("SumSquares", d.k.sumSquares[f], [3]uint32{uint32(chunks), 1, 1}, block1, func(a *cuda.Args) {
+		a.Ptr(d.status.dev).Ptr(scratchPtr(part)).Ptr(devPtr(src)).Int64(int64(n)).Int64(int64(chunkLen))
+	})
+	if chunks > 1 {
+		d.launch("SumSquares", d.k.sumPartials, [3]uint32{1, 1, 1}, block1, func(a *cuda.Args) {
+			a.Ptr(d.status.dev).Ptr(scratchPtr(part)).Int32(int32(chunks))
+		})
+	}
+	d.syncForResult("SumSquares")
+	return d.status.words.scalar
+}
