@@ -1,0 +1,133 @@
+// Package blas computes matrix products on the CPU: row-major
+// C = alpha*op(A)*op(B) + beta*C in float32 and float64, one product
+// (Sgemm, Dgemm) or a strided batch (SgemmStridedBatched,
+// DgemmStridedBatched). It is the engine under the tensor package's
+// matmul, and the CPU speed of a GPT rests on it.
+//
+// # Where products run
+//
+// On first use the package loads a system BLAS at run time with purego
+// (no cgo: a CGO_ENABLED=0 binary loads it too) and keeps it for the
+// life of the process:
+//
+//  1. STRATA_BLAS, when set: "gonum" (or "go") forces the pure-Go
+//     fallback; anything else is the path or soname of the one library
+//     to load. If it cannot be used, the fallback runs and says why.
+//  2. Otherwise optimized builds by name, first found wins:
+//     libopenblas.so.0 (Debian's libopenblas0-pthread and most
+//     distributions), libopenblasp.so.0 (Fedora), libopenblas.so,
+//     /opt/OpenBLAS/lib and /usr/local/lib (upstream and BSD installs),
+//     MKL's libmkl_rt.so.2, BLIS's libblis.so.4 (Homebrew OpenBLAS and
+//     Accelerate on macOS). Generic names such as libblas.so.3 are not
+//     tried: they are often reference BLAS, slower than the fallback.
+//  3. Otherwise gonum.org/v1/gonum/blas/gonum.
+//
+// A library is used only if it exports sgemm_ and dgemm_, is not an
+// ILP64 build, and computes a small product with both transposes right
+// (a self-test that catches ABI mismatches before real work meets
+// them). Backend() tells in one line what was chosen: "openblas 0.3.21
+// (Cooperlake kernels, /usr/lib/.../libopenblasp-r0.3.21.so), 2
+// threads", or "gonum (no BLAS library found; tried ...), 2 threads".
+// A library that is present but unusable makes TestDiscoverSystem fail.
+//
+// # Calling the library
+//
+// The Fortran entry points sgemm_ and dgemm_ are called, not CBLAS:
+// every BLAS exports them, and since Fortran takes every argument by
+// address they go through purego.SyscallN, which passes only integer
+// registers. cblas_sgemm takes alpha and beta in float registers, which
+// only purego's reflective RegisterFunc can pass: 0.57 µs and 12
+// allocations a call, against 0.17 µs and none here. A row-major product
+// is the column-major product of the transposes, C^T = op(B)^T·op(A)^T,
+// so the call swaps the operands and m with n. The Fortran scalars live
+// in pooled heap frames that also hold the operand pointers during the
+// call; dimensions beyond 32 bits go to gonum.
+//
+// # Threads: Go splits, the library runs on one thread
+//
+// The library's own thread pool is pinned to one thread
+// (openblas_set_num_threads(1), and OPENBLAS_NUM_THREADS=1 while it
+// loads so that no pool is started); the package spreads work over
+// goroutines itself, SetThreads of them (GOMAXPROCS by default):
+//
+//   - m*n*k < 256: gonum on the calling goroutine; a call into C costs
+//     more (0.17 µs against 0.04 µs for 1×1×1; they meet near 6×6×6).
+//   - one product, m*n*k < 2^21: the library on the calling goroutine.
+//   - one larger product: the longer side of C cut into two pieces per
+//     thread (multiples of 16 rows or columns), handed out from an atomic
+//     counter, so that a helper that wakes late (tens of µs on a virtual
+//     machine) or shares its core simply takes fewer pieces.
+//   - a batch of at least 2^20 multiply-adds in all: one matrix per
+//     piece, the same way; with fewer matrices than threads, each is split
+//     as above; smaller batches run serially.
+//
+// Why not OpenBLAS's own threads: after each call its pool threads spin
+// for up to 2^28 cycles, and Go code that runs next on the same two cores
+// runs at half speed. A training step interleaves products with Go
+// elementwise work; measured (TestMeasureStrategies, STRATA_BLAS_MEASURE=1)
+// on the 2-core Zen 5 development machine, one 1024×128·128×384 product
+// followed by an elementwise pass over 1M floats on two goroutines, in µs:
+//
+//	                    Cooperlake kernels          Haswell kernels
+//	                  step  product  Go work     step  product  Go work
+//	goroutine split    480      253      227      658      437      236
+//	OpenBLAS 2 threads 696      254      443      844      410      433
+//	one thread         674      423      237     1018      767      245
+//	Go work alone                        227                        242
+//
+// On its own a product runs as fast either way, and batches of small
+// products, which OpenBLAS never threads (m*n*k below its threshold),
+// run nearly twice as fast split over goroutines. GFLOP/s, best of 7
+// rounds, OpenBLAS 0.3.21 (GPT shapes: rows = batch 16 × context 64,
+// width 128; attention: 64 sequence-heads, context 64, head width 32):
+//
+//	                          Cooperlake kernels         Haswell kernels
+//	                        split  1 thr  2 thr gonum  split  1 thr  2 thr gonum
+//	1024×1024×1024            451    237    462    31    238    130    258    32
+//	1024×128 · 128×384        434    243    446    32    246    131    250    34
+//	1024×128 · (512×128)^T    433    242    455    36    249    134    252    38
+//	1024×512 · 512×128        429    237    438    33    245    131    249    34
+//	1024×128 · (256×128)^T    405    236    429    36    235    131    246    38
+//	(1024×128)^T · 1024×384   368    217    393    20    232    129    246    20
+//	(1024×512)^T · 1024×128   384    222    412    17    238    128    241    21
+//	(1024×128)^T · 1024×512   370    216    376    15    245    129    249    18
+//	1024×384 · (128×384)^T    416    236    436    38    245    130    249    39
+//	64 × 64×32 · (64×32)^T    249    144    144    25    181     96     96    26
+//	64 × 64×64 · 64×32        390    220    219    23    191    103    104    25
+//	64 × 64×32 · 32×64        403    218    220    30    196    107    107    32
+//	64 × (64×64)^T · 64×32    397    219    217    23    193    104    104    26
+//
+// OpenBLAS's threads win only on products of about 2^21 to 2^24
+// multiply-adds timed back to back, where its spinning pool is already
+// awake (128³: 349 against 297 GFLOP/s), which is the case the spin
+// makes slower everywhere else. The machine is shared and noisy: medians
+// run 2-20% under these bests.
+//
+// OpenBLAS picks its kernels for the CPU when it loads, unless
+// OPENBLAS_CORETYPE says otherwise. The development machine's environment
+// sets OPENBLAS_CORETYPE=Haswell (AVX2), which halves sgemm there against
+// the Cooperlake (AVX-512) kernels OpenBLAS picks by itself; the package
+// leaves the variable to the user, and Backend() names the kernels in
+// use.
+//
+// # The fallback
+//
+// gonum's blocked GEMM (64×64 blocks, SSE inner loops) reaches 15-38
+// GFLOP/s on two cores here, 7-18 times slower than OpenBLAS. It is
+// correct on every input the library path is, runs one large product over
+// its own goroutines (GOMAXPROCS of them, whatever SetThreads says), and
+// runs batches split over goroutines as above.
+//
+// # Semantics and checks
+//
+// As in BLAS: when beta == 0, C is written without being read (NaN in it
+// does not survive); when alpha == 0 or k == 0, A and B are not read and
+// C = beta*C; m == 0 or n == 0 does nothing. The entry points check
+// sizes, leading dimensions, slice lengths, strides and (for batches)
+// that no two C matrices share an element, and panic with a message
+// naming the entry point, the argument and the sizes: the tensor ops
+// validate first, so these panics are a last line of defence and never
+// let the library read outside a slice. C may interleave within rows
+// (ldc >= batch*n, strideC == n), as attention heads written side by side
+// do. C must not overlap A or B.
+package blas
