@@ -134,10 +134,6 @@ func Unary(op UnaryOp, t *Tensor) *Tensor {
 // which it uses).
 func UnaryBackward(op UnaryOp, x, y, dy *Tensor) *Tensor {
 	name := op.String() + "Backward"
-	ref := x
-	if ref == nil {
-		ref = y
-	}
 	ts := []*Tensor{dy}
 	if x != nil {
 		ts = append(ts, x)
@@ -155,8 +151,8 @@ func UnaryBackward(op UnaryOp, x, y, dy *Tensor) *Tensor {
 	cs, release := contigAll(x, y, dy)
 	defer release()
 	cx, cy, cdy := cs[0], cs[1], cs[2]
-	out := mustNew(name, ref.dev, ref.dtype, dy.shape)
-	ref.dev.backend().unaryBackward(op, out, cx, cy, cdy)
+	out := mustNew(name, dy.dev, dy.dtype, dy.shape)
+	dy.dev.backend().unaryBackward(op, out, cx, cy, cdy)
 	return out
 }
 
