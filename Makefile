@@ -30,13 +30,18 @@ lint:
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
-# Build every package's test binary and the example programs for a GPU
-# machine without Go (see ../shared/GPU.md): run them from the package
-# folder, e.g. (cd memory && ../.gpu/memory.test -test.v).
+# Build the GPU-relevant test binaries and the example programs for a GPU
+# machine without Go (see ../shared/GPU.md), stripped and packed into
+# .gpu/strata-gpu.tar.xz (the device tool carries at most 64 MiB);
+# bench/gpu-session.sh unpacks it there and runs each test binary from its
+# package folder, e.g. (cd memory && ../.gpu/memory.test -test.v).
+GPU_PKGS := ./cuda ./memory ./tensor ./autograd ./nn
 gpu:
-	mkdir -p $(GPU_OUT)
-	CGO_ENABLED=0 $(GO) test -c -o $(GPU_OUT)/ $(PKGS)
-	CGO_ENABLED=0 $(GO) build -o $(GPU_OUT)/ ./examples/...
+	rm -rf $(GPU_OUT) && mkdir -p $(GPU_OUT)/bin
+	CGO_ENABLED=0 $(GO) test -c -ldflags='-s -w' -o $(GPU_OUT)/bin/ $(GPU_PKGS)
+	CGO_ENABLED=0 $(GO) build -ldflags='-s -w' -o $(GPU_OUT)/bin/ ./examples/...
+	tar -C $(GPU_OUT)/bin -cJf $(GPU_OUT)/strata-gpu.tar.xz . && rm -rf $(GPU_OUT)/bin
+	@ls -l $(GPU_OUT)
 
 # Run the GPU tests on a machine with Go and a GPU.
 test-gpu:

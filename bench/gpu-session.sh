@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# One GPU session on a machine with an NVIDIA GPU but no Go toolchain
+# (../shared/GPU.md). Build here first with `make gpu` (test binaries and
+# programs into .gpu/), copy ../shared/anchors/torch_gpt.py into .gpu/,
+# then run from the repository root there:
+#
+#   bash bench/gpu-session.sh tests   # kernels, every package's tests, loss check
+#   bash bench/gpu-session.sh bench   # allocation + training benchmarks, PyTorch beside
+#
+# Results go to $OUT (default /tmp/strata-gpu): summary.txt, results.jsonl,
+# kernels.fatbin, logs.tgz (every log).
+set -u
+OUT=${OUT:-/tmp/strata-gpu}
+L=/tmp/strata-logs
+rm -rf "$L"; mkdir -p "$L" "$OUT"
+phase=${1:-tests}
+res=$OUT/results.jsonl
+say() { echo "== $*" | tee -a "$L/summary.txt"; }
+
+if [ -f .gpu/strata-gpu.tar.xz ]; then tar -C .gpu -xJf .gpu/strata-gpu.tar.xz; fi
+nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv | tee "$L/nvidia-smi.txt"
+if command -v nvcc >/dev/null && [ -f kernels/all.cu ]; then
+  nvcc --version | tail -1
+  if nvcc -fatbin -gencode arch=compute_90,code=sm_90 -gencode 'arch=compute_80,code=[sm_80,compute_80]' \
+      -o "$OUT/kernels.fatbin" kernels/all.cu > "$L/nvcc.txt" 2>&1; then
+    if [ -n "${FRESH_KERNELS:-}" ]; then
+      export STRATA_KERNELS=$OUT/kernels.fatbin
+      say "kernels: built with $(nvcc --version | tail -1), testing the fresh fatbin"
+    else
+      say "kernels: nvcc $(nvcc --version | tail -1) compiles them; testing the embedded fatbin (FRESH_KERNELS=1 tests the fresh one)"
+    fi
+  else
+    say "kernels: nvcc FAILED (see nvcc.txt); testing the embedded fatbin"; tail -20 "$L/nvcc.txt"
+  fi
+fi
+
+if [ "$phase" = tests ] || [ "$phase" = all ]; then
+  for pkg in cuda memory tensor autograd nn; do
+    [ -x .gpu/$pkg.test ] || continue
+    start=$(date +%s)
+    (cd $pkg && timeout 300 ../.gpu/$pkg.test -test.v -test.timeout 290s > "$L/test-$pkg.log" 2>&1)
+    rc=$?
+    say "test $pkg: exit $rc in $(( $(date +%s) - start ))s; $(grep -c '^=== RUN' "$L/test-$pkg.log") run, $(grep -c -- '--- SKIP' "$L/test-$pkg.log") skipped, $(grep -c -- '--- FAIL' "$L/test-$pkg.log") failed"
+    grep -E -- '--- FAIL|panic:' "$L/test-$pkg.log" | head -15
+  done
+  # The char shape's first 50 steps on the GPU against the CPU reference.
+  timeout 240 .gpu/train-gpt -config char -device cuda -batch 8 -steps 50 -eval-every 0 -quiet -out "" \
+    -loss-log "$L/char-gpu-50.jsonl" > "$L/char-gpu-50.log" 2>&1
+  say "char 50 steps on cuda: exit $?"
+  python3 - "$L/char-gpu-50.jsonl" bench/results/char-cpu-b8-50steps.jsonl <<'PY' | tee -a "$L/summary.txt"
+import json, sys
+g = [json.loads(l)["loss"] for l in open(sys.argv[1])]
+c = [json.loads(l)["loss"] for l in open(sys.argv[2])]
+n = min(len(g), len(c))
+worst = max((abs(a - b) / abs(b), i + 1) for i, (a, b) in enumerate(zip(g[:n], c[:n]))) if n else (float("nan"), 0)
+print(json.dumps({"check": "char_gpu_vs_cpu_50_steps", "steps": n, "max_rel_diff": worst[0], "at_step": worst[1],
+                  "gpu_first_last": [g[0], g[n-1]] if n else None, "cpu_first_last": [c[0], c[n-1]] if n else None}))
+PY
+  # The default run learns on the GPU as on the CPU.
+  timeout 300 .gpu/train-gpt -quiet -eval-every 1000 -out "$OUT/gpt-gpu.safetensors" > "$L/train-default-gpu.log" 2>&1
+  say "default run on the GPU: exit $?"; grep -E '^step' "$L/train-default-gpu.log" | tail -4
+fi
+
+if [ "$phase" = sweep ]; then
+  # Robustness of the default task across seeds, steps and learning rates.
+  for steps in 3000 6000; do for lr in 1e-3 2e-3; do for seed in 1 2 3; do
+    acc=$(timeout 60 .gpu/train-gpt -quiet -eval-every 0 -out "" -steps $steps -lr $lr -seed $seed 2>&1 | grep -E '^step' | tail -1)
+    say "sweep steps=$steps lr=$lr seed=$seed: $acc"
+  done; done; done
+fi
+
+if [ "$phase" = bench ] || [ "$phase" = all ]; then
+  if [ -x .gpu/bench-alloc ]; then
+    timeout 240 .gpu/bench-alloc > "$L/bench-alloc.json" 2> "$L/bench-alloc.txt"; say "bench-alloc: exit $?"
+    cat "$L/bench-alloc.txt"; cat "$L/bench-alloc.json" >> "$res"
+    for tr in bench/traces/*.csv; do
+      [ -f "$tr" ] && timeout 120 .gpu/bench-alloc -trace "$tr" >> "$res" 2>> "$L/bench-alloc.txt"
+    done
+  fi
+  for cfg in char gpt2; do
+    timeout 200 .gpu/train-gpt -config $cfg -device cuda -bench -steps 10 >> "$res" 2> "$L/bench-$cfg.txt"
+    say "train bench $cfg: exit $?"; grep -A3 '^| config' "$L/bench-$cfg.txt"
+  done
+  if [ -f .gpu/torch_gpt.py ]; then
+    (cd .gpu && OUT=$L timeout 300 python3 - <<'PY') >> "$res" 2> "$L/torch.txt"
+import torch, torch_gpt as t
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+for name, sdpa in (("char", False), ("char", True), ("gpt2", False), ("gpt2", True)):
+    t.run(name, "fp32", sdpa)
+PY
+    say "pytorch: exit $?"; tail -3 "$L/torch.txt"
+  fi
+  cat "$res"
+fi
+cp "$L/summary.txt" "$OUT/summary.txt"
+tar czf "$OUT/logs.tgz" -C /tmp strata-logs
