@@ -42,7 +42,11 @@ func (m *Manager) AllocStream(size int64, role Role, s Stream) (*Allocation, err
 		return nil, fmt.Errorf("memory: no backend for role %s: the policy places it on %s, and neither that tier nor its fallbacks have a backend: %w",
 			role, pl.Tier, ErrInvalidArgument)
 	}
-	b, err := m.pools[t].alloc(size, s)
+	advice := pl.Advice
+	if t != TierManaged {
+		advice = 0 // fell back out of managed memory: nothing to advise
+	}
+	b, err := m.pools[t].alloc(size, s, advice)
 	if err != nil {
 		return nil, err
 	}
@@ -51,10 +55,6 @@ func (m *Manager) AllocStream(size int64, role Role, s Stream) (*Allocation, err
 	u.Requested.add(size)
 	u.Allocs++
 	m.live++
-	advice := pl.Advice
-	if t != TierManaged {
-		advice = 0 // fell back out of managed memory: nothing to advise
-	}
 	return &Allocation{m: m, b: b, size: size, role: role, tier: t, advice: advice}, nil
 }
 
@@ -78,17 +78,75 @@ func (m *Manager) Free(a *Allocation) error {
 		return fmt.Errorf("memory: manager: allocation of %s for %s on %s freed twice: %w",
 			FormatBytes(a.size), a.role, a.tier, ErrDoubleFree)
 	}
-	rounded, requested := b.size, b.requested
-	if err := m.pools[a.tier].free(b); err != nil {
-		return err
+	if b.state != blockLive || b.pool != m.pools[a.tier] {
+		return fmt.Errorf("memory: manager: the block of an allocation of %s for %s was freed behind the manager's back: %w",
+			FormatBytes(a.size), a.role, ErrDoubleFree)
 	}
+	rounded, requested := b.size, b.requested
+	err := m.pools[a.tier].free(b)
+	if b.state == blockLive {
+		return err // not freed
+	}
+	// Freed, though possibly with an error (a block used on other streams
+	// whose events could not be recorded is quarantined).
 	a.b = nil
 	u := &m.roles[a.role]
 	u.Allocated.add(-rounded)
 	u.Requested.add(-requested)
 	u.Frees++
 	m.live--
-	return nil
+	return err
+}
+
+// RecordStream notes that a is used by work queued on stream s as well as
+// on the stream it was allocated for; see Pool.RecordStream. It needs the
+// manager's Config.StreamSync for streams other than a's own.
+func (m *Manager) RecordStream(a *Allocation, s Stream) error {
+	b, err := m.liveBlock(a, "RecordStream")
+	if err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	return m.pools[a.tier].recordStream(b, s)
+}
+
+// Prefetch migrates a managed allocation's pages to the device, ordered on
+// stream s: for data filled from the host after it was allocated (frozen
+// weights loaded from a checkpoint), before kernels read it. Allocations
+// in other tiers, or in a managed tier whose backend takes no advice (host
+// memory standing in for it), need nothing and return nil.
+func (m *Manager) Prefetch(a *Allocation, s Stream) error {
+	b, err := m.liveBlock(a, "Prefetch")
+	if err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	if a.tier != TierManaged {
+		return nil
+	}
+	return m.pools[a.tier].prefetch(b, s)
+}
+
+// liveBlock locks m and returns a's block; on error m is unlocked.
+func (m *Manager) liveBlock(a *Allocation, op string) (*Block, error) {
+	if a == nil {
+		return nil, fmt.Errorf("memory: manager: %s of a nil allocation: %w", op, ErrInvalidArgument)
+	}
+	m.mu.Lock()
+	var err error
+	switch {
+	case a.m != m:
+		err = fmt.Errorf("memory: manager: %s of an allocation of %s for %s made by another manager: %w", op, FormatBytes(a.size), a.role, ErrDoubleFree)
+	case m.closed:
+		err = fmt.Errorf("memory: manager: %s after close: %w", op, ErrClosed)
+	case a.b == nil:
+		err = fmt.Errorf("memory: manager: %s of a freed allocation of %s for %s: %w", op, FormatBytes(a.size), a.role, ErrDoubleFree)
+	}
+	if err != nil {
+		m.mu.Unlock()
+		return nil, err
+	}
+	return a.b, nil
 }
 
 // Free returns the allocation to its manager; see Manager.Free.
@@ -126,6 +184,7 @@ func (a *Allocation) Role() Role { return a.role }
 func (a *Allocation) Tier() Tier { return a.tier }
 
 // Advice is the managed-memory advice of the role's placement when the
-// allocation was made, 0 unless it landed in TierManaged; the CUDA managed
-// backend applies it.
+// allocation was made, 0 unless it landed in TierManaged. The pool applied
+// it to the allocation's pages when its backend takes advice (the CUDA
+// managed backend; see Adviser).
 func (a *Allocation) Advice() Advice { return a.advice }

@@ -11,9 +11,10 @@ type Stream uintptr
 type blockState uint8
 
 const (
-	blockFree blockState = iota // in a free tree, reusable
-	blockLive                   // handed out, not yet freed
-	blockDead                   // merged into a neighbour or released; waiting in the spare list
+	blockFree    blockState = iota // in a free tree, reusable
+	blockLive                      // handed out, not yet freed
+	blockPending                   // freed, waiting for work on other streams to finish (RecordStream)
+	blockDead                      // merged into a neighbour or released; waiting in the spare list
 )
 
 // Block is a span of a segment: handed out by Pool.Alloc while live, kept in
@@ -30,6 +31,15 @@ type Block struct {
 	requested  int64 // the caller's size while live, 0 while free
 	stream     Stream
 	state      blockState
+
+	// Cross-stream use (pool_events.go). uses lists the streams other than
+	// stream that the block was used on while live; while the block is
+	// pending, events counts the events still to complete, and quarantined
+	// marks a block whose events could not all be recorded: it is never
+	// reused, only released by Close.
+	uses        []Stream
+	events      int32
+	quarantined bool
 }
 
 // Addr is the block's address for the device that owns its tier (a host
@@ -69,14 +79,15 @@ type segment struct {
 	stream     Stream
 	small      bool   // belongs to the small pool
 	first      *Block // the block at offset 0
-	live       int    // live blocks in it
+	live       int    // blocks in it that are not free: live or pending
 	liveBytes  int64  // their rounded sizes
+	advice     Advice // every advice flag ever set on some of its pages (advise.go)
 	prev, next *segment
 }
 
 // inactive is the segment's contribution to InactiveSplit: its free bytes
-// when it also holds live blocks, else nothing (a fully free segment can be
-// given back, so it is cache, not fragmentation).
+// when it also holds live or pending blocks, else nothing (a fully free
+// segment can be given back, so it is cache, not fragmentation).
 func (s *segment) inactive() int64 {
 	if s.live == 0 {
 		return 0

@@ -34,14 +34,82 @@
 // statistics are as real as on a GPU (a training run on the CPU reports how
 // much would sit in device, managed and staging memory).
 //
-// The CUDA backends, in the cuda-facing packages, implement the same
-// interface: device memory with a nil host view; managed memory whose
-// Region.Host is the unified address; staging memory whose Addr is the
-// device alias of the mapped pinned pages and Host the pages themselves.
-// Each runs the one conformance suite, memtest.RunBackend. The advice of a
-// managed allocation is carried on the Allocation (Allocation.Advice) and
-// applied to its address range by whoever owns the CUDA stream, since the
-// pool recycles blocks between roles.
+// The CUDA backends (cuda_*.go, over package cuda's run-time driver
+// binding, so a CGO_ENABLED=0 build has them everywhere) implement the
+// same interface, and each runs the one conformance suite,
+// memtest.RunBackend:
+//
+//   - NewDeviceBackend: cuMemAlloc and cuMemFree, no host view. A request
+//     beyond the device's whole memory is refused up front; the driver's
+//     out of memory is wrapped so that errors.Is sees both ErrOutOfMemory
+//     and cuda.ErrOutOfMemory. Info is cuMemGetInfo.
+//   - NewManagedBackend: cuMemAllocManaged attached globally; under unified
+//     addressing the device pointer is also the host pointer, so
+//     Region.Host views the same bytes. Oversubscribed managed memory
+//     thrashes and can hang the GPU, so a request larger than the device's
+//     free memory less a headroom (ManagedHeadroom: max(512 MiB, 1/64 of
+//     the device)) is refused with ErrOutOfMemory without asking the
+//     driver, and so is one that would take the backend's live managed
+//     bytes past the device's total less the headroom.
+//   - NewStagingBackend: cuMemHostAlloc with DEVICEMAP and PORTABLE (and
+//     WRITECOMBINED on request): Addr is the device alias
+//     (cuMemHostGetDevicePointer, the host address under unified
+//     addressing), Host the pinned pages, which kernels read and write over
+//     the bus without a copy.
+//
+// Every CUDA backend keeps the set of regions it handed out, so a second
+// free is ErrDoubleFree rather than a driver fault or the free of another
+// allocation that reused the address. NewCUDAManager puts them together
+// with a host backend for TierHost, under the hybrid policy by default; a
+// device without managed memory or host mapping just lacks those tiers,
+// which then fall back.
+//
+// # Managed-memory advice
+//
+// A backend that implements Adviser takes advice: after a pool over it
+// takes a block for an allocation whose placement has Advice, it calls
+// Advise on the block's bytes, before the block is handed out. The CUDA
+// managed backend turns each flag into cuMemAdvise (read-mostly, preferred
+// location device or host, accessed-by device or host) and
+// AdvisePrefetchToDevice into cuMemPrefetchAsync on the allocation's
+// stream. Manager.Prefetch migrates an allocation again once the host has
+// filled it.
+//
+// Pool blocks are sub-ranges of segments and advice works on host pages:
+// the driver rounds every range out to whole pages, so advice applies to
+// every page the block touches, including pages it shares with neighbours.
+// Under the hybrid policy embeddings and frozen weights share the managed
+// pool and carry the same read-mostly, device-preferred advice, so a
+// shared page gets what both want. Blocks are recycled between roles, so
+// each segment remembers the flags ever set on it, and an allocation
+// clears the flags it does not want, but only on the pages wholly inside
+// its block, so a neighbour never loses its advice. A segment that was
+// never advised costs no call at all (the all-managed baseline makes none).
+// Advice never changes results, only where pages live; a failed Advise
+// fails the allocation, and the block goes back to the cache.
+//
+// # Cross-stream use
+//
+// Blocks are cached per stream, which is safe as long as a block is used
+// only on the stream it was allocated for. When other streams use it too
+// (a copy stream reading an activation, say), RecordStream tells the pool,
+// as PyTorch's Tensor.record_stream does. When such a block is freed, the
+// pool asks its StreamSync to record an event on each of those streams and
+// keeps the block out of the free trees, pending, until all of them have
+// completed; its bytes leave Allocated at once but stay in Active. Each
+// Alloc first checks the pending events, oldest first, one query per
+// stream (events of a stream complete in order, so the oldest unfinished
+// one answers for the rest). Before reporting out of memory, in EmptyCache
+// and in Close, the pool waits for them instead. A block whose event
+// cannot be recorded is quarantined: never reused, released by Close.
+//
+// Streams are opaque numbers to the pool; the StreamSync says what they
+// are. On the host there is none and the path costs one length check per
+// Alloc. The CUDA one, CUDAStreams, maps a Stream (a CUstream handle,
+// registered once with CUDAStreams.Stream) back to its *cuda.Stream and
+// keeps a free list of cuEvents created with CU_EVENT_DISABLE_TIMING, so
+// steady cross-stream traffic creates no events. memtest.StreamSync is a
+// fake for tests.
 //
 // # Roles, policy and fallback
 //
@@ -103,10 +171,12 @@
 //     needed them.
 //
 //   - When a new segment cannot be had (the backend is out of memory, or
-//     PoolConfig.Limit would be passed), the pool releases every fully free
-//     segment and, if that freed anything, tries once more. The limit is
-//     checked before the backend is called. EmptyCache releases the fully
-//     free segments on demand; Close releases everything.
+//     PoolConfig.Limit would be passed), the pool waits for blocks pending
+//     on other streams' work and reuses one if it now fits; else it
+//     releases every fully free segment and, if that freed anything, tries
+//     once more. The limit is checked before the backend is called.
+//     EmptyCache releases the fully free segments on demand; Close
+//     releases everything.
 //
 // The hot path allocates no Go memory: Block structs are recycled through a
 // free list, and the tree search uses a key and a visitor built once. One
@@ -119,11 +189,12 @@
 //
 // Usage follows torch.cuda.memory_stats: Allocated (live blocks at their
 // rounded sizes), Requested (what callers asked for), Reserved (segments
-// held from the backend), Active (live blocks plus blocks freed but not yet
-// reusable; equal to Allocated until cross-stream events exist),
-// InactiveSplit (free bytes in segments that also hold live blocks: the
-// fragmentation that EmptyCache cannot return), each with its current value
-// and peak, and counters of calls, backend calls, OOMs and cache flushes.
+// held from the backend), Active (live blocks plus blocks freed but still
+// waiting for other streams' work; equal to Allocated without cross-stream
+// use), InactiveSplit (free bytes in segments that also hold live or
+// pending blocks: the fragmentation that EmptyCache cannot return), each
+// with its current value and peak, and counters of calls, backend calls,
+// OOMs and cache flushes.
 // A manager's pools update the manager's total in the same critical section
 // as their own, so the total's peaks are true peaks of the sum, not sums of
 // per-tier peaks; per-role statistics add up to the total. Manager.Summary
@@ -152,6 +223,34 @@
 // # Concurrency
 //
 // A Pool is guarded by one mutex; a Manager's pools share the manager's, so
-// its statistics are always consistent. Backends are called with that mutex
-// held and need not be safe for concurrent use.
+// its statistics are always consistent. Backends, their Advise and the
+// StreamSync are called with that mutex held; backends need not be safe
+// for concurrent use (the CUDA ones are), a StreamSync shared by several
+// managers must be.
+//
+// # What is verified where
+//
+// Everywhere (CI, no GPU): the pool's algorithm in detail over address
+// ranges and host memory, FuzzPool's random sequences (with and without
+// cross-stream use) checking every invariant after every step, the
+// record-stream protocol against memtest.StreamSync (deferred reuse, one
+// query per stream, waits before OOM, in EmptyCache and Close, quarantine
+// when recording fails, Active = Allocated + pending), advice application
+// and clearing through a recording Adviser, the managed headroom rule, and
+// the conformance suite on the host backends. The CUDA tests
+// (cuda_*_test.go, TestGPU*) skip with the reason where no GPU is usable;
+// on one they run the conformance suite on the device, managed, staging
+// and write-combined staging backends; the pool over device memory (split,
+// coalesce and reuse with the data checked on the GPU, OOM under a limit
+// with cuMemGetInfo in the error, EmptyCache giving memory back to the
+// driver as cuMemGetInfo sees it, FuzzPool's inputs over device memory);
+// managed memory written by the host, advised with every flag, prefetched,
+// read by the GPU and written back; the headroom refusal made without
+// asking the driver; staging memory read and written through its device
+// alias; record-stream with a stream held busy by a kernel that spins on a
+// mapped flag (the block is not reused until the stream's work is done,
+// and that work's late writes land in memory no one else was given), and
+// EmptyCache waiting for such a stream; the CUDA manager placing every
+// role. examples/bench-alloc times the pool against cuMemAlloc and
+// cuMemAllocAsync, and replays PyTorch allocation traces.
 package memory

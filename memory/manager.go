@@ -15,6 +15,10 @@ type Config struct {
 	Limits [NumTiers]int64
 	// MaxSplitSize is every pool's PoolConfig.MaxSplitSize.
 	MaxSplitSize int64
+	// StreamSync is every pool's PoolConfig.StreamSync: what tells when
+	// work on a stream has finished, for Manager.RecordStream. Nil on the
+	// host; NewCUDAManager makes a CUDAStreams when it is nil.
+	StreamSync StreamSync
 }
 
 // Validate reports a configuration NewManager would refuse.
@@ -50,6 +54,8 @@ type Manager struct {
 	total  Usage
 	live   int // live allocations
 	closed bool
+	sync   StreamSync
+	owned  []func() error // resources made for the manager, released by Close
 }
 
 // RoleUsage is the statistics of one role.
@@ -79,7 +85,7 @@ func NewManager(backends []Backend, cfg Config) (*Manager, error) {
 	if len(backends) == 0 {
 		return nil, fmt.Errorf("memory: NewManager needs at least one backend: %w", ErrInvalidArgument)
 	}
-	m := &Manager{}
+	m := &Manager{sync: cfg.StreamSync}
 	for i, b := range backends {
 		if b == nil {
 			return nil, fmt.Errorf("memory: NewManager: backend %d is nil: %w", i, ErrInvalidArgument)
@@ -92,7 +98,7 @@ func NewManager(backends []Backend, cfg Config) (*Manager, error) {
 			return nil, fmt.Errorf("memory: NewManager: backends %s and %s both provide tier %s: %w",
 				old.backend.Name(), b.Name(), t, ErrInvalidArgument)
 		}
-		m.pools[t] = newPool(b, PoolConfig{Limit: cfg.Limits[t], MaxSplitSize: cfg.MaxSplitSize}, &m.mu, &m.total)
+		m.pools[t] = newPool(b, PoolConfig{Limit: cfg.Limits[t], MaxSplitSize: cfg.MaxSplitSize, StreamSync: cfg.StreamSync}, &m.mu, &m.total)
 	}
 	p := cfg.Policy
 	if p.isZero() {
@@ -147,6 +153,11 @@ func (m *Manager) setPolicy(p Policy) {
 	}
 }
 
+// StreamSync returns the StreamSync the manager's pools use (nil on the
+// host). The CUDA manager's is a *CUDAStreams, which turns *cuda.Stream
+// values into Streams.
+func (m *Manager) StreamSync() StreamSync { return m.sync }
+
 // Pool returns the pool of tier t, nil when t has no backend. Allocating
 // from it directly bypasses the per-role statistics.
 func (m *Manager) Pool(t Tier) *Pool {
@@ -167,7 +178,7 @@ func (m *Manager) EmptyCache() error {
 	var errs []error
 	for _, p := range m.pools {
 		if p != nil {
-			if _, err := p.releaseCached(); err != nil {
+			if err := p.emptyCache(); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -244,6 +255,12 @@ func (m *Manager) Close() error {
 		m.roles[r].Requested.Current = 0
 	}
 	m.live = 0
+	for _, release := range m.owned {
+		if err := release(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	m.owned = nil
 	return errors.Join(errs...)
 }
 

@@ -31,6 +31,17 @@ type Pool struct {
 	spare  *Block // recycled Block structs, linked through next
 	closed bool
 
+	// Cross-stream use (pool_events.go): pending holds the events of freed
+	// blocks that were used on other streams, oldest first; blocked is
+	// scratch space for processEvents.
+	sync    StreamSync
+	pending []pendingEvent
+	blocked []Stream
+
+	// adviser is the backend when it takes managed-memory advice
+	// (advise.go), else nil.
+	adviser Adviser
+
 	// The search of the free trees, prepared once so the hot path
 	// allocates nothing: key is the pivot, visit stores the first hit.
 	key   Block
@@ -61,7 +72,9 @@ func newPool(b Backend, cfg PoolConfig, mu *sync.Mutex, parent *Usage) *Pool {
 		small:   btree.NewG(freeTreeDegree, blockLess),
 		large:   btree.NewG(freeTreeDegree, blockLess),
 		sinks:   usageSinks{parent: parent},
+		sync:    cfg.StreamSync,
 	}
+	p.adviser, _ = b.(Adviser)
 	p.visit = func(b *Block) bool { p.found = b; return false }
 	return p
 }
@@ -89,18 +102,22 @@ func (p *Pool) Backend() Backend { return p.backend }
 // *OOMError; a closed pool returns ErrClosed.
 func (p *Pool) Alloc(size int64, s Stream) (*Block, error) {
 	p.mu.Lock()
-	b, err := p.alloc(size, s)
+	b, err := p.alloc(size, s, 0)
 	p.mu.Unlock()
 	return b, err
 }
 
-// alloc is Alloc with p.mu held.
-func (p *Pool) alloc(size int64, s Stream) (*Block, error) {
+// alloc is Alloc with p.mu held. When the backend is an Adviser, advice is
+// applied to the block's pages (advise.go).
+func (p *Pool) alloc(size int64, s Stream, advice Advice) (*Block, error) {
 	if size <= 0 || size > maxRequest {
 		return nil, fmt.Errorf("memory: pool %s: cannot allocate %d bytes: %w", p.name, size, ErrInvalidArgument)
 	}
 	if p.closed {
 		return nil, fmt.Errorf("memory: pool %s: alloc after close: %w", p.name, ErrClosed)
+	}
+	if len(p.pending) > 0 {
+		_ = p.processEvents(false) // without waiting, there are no errors
 	}
 	rounded := RoundSize(size)
 	b := p.takeFree(rounded, s)
@@ -112,6 +129,12 @@ func (p *Pool) alloc(size int64, s Stream) (*Block, error) {
 	}
 	if p.shouldSplit(b, rounded) {
 		p.split(b, rounded)
+	}
+	if p.adviser != nil {
+		if err := p.advise(b, advice, s); err != nil {
+			p.insertFree(b)
+			return nil, err
+		}
 	}
 	seg := b.seg
 	before := seg.inactive()
@@ -125,9 +148,11 @@ func (p *Pool) alloc(size int64, s Stream) (*Block, error) {
 	return b, nil
 }
 
-// Free returns a block to the cache, merging it with free neighbours.
-// Freeing a block twice, or one from another pool, returns an error
-// wrapping ErrDoubleFree and changes nothing; freeing after Close returns
+// Free returns a block to the cache, merging it with free neighbours. A
+// block used on other streams (RecordStream) is cached only once their
+// work queued so far is done; until then it counts as Active. Freeing a
+// block twice, or one from another pool, returns an error wrapping
+// ErrDoubleFree and changes nothing; freeing after Close returns
 // ErrClosed.
 func (p *Pool) Free(b *Block) error {
 	if b == nil {
@@ -139,7 +164,9 @@ func (p *Pool) Free(b *Block) error {
 	return err
 }
 
-// free is Free with p.mu held.
+// free is Free with p.mu held. A block used on other streams is not
+// reusable until their work is done (pool_events.go); the error of a
+// failed event recording leaves it freed all the same, and quarantined.
 func (p *Pool) free(b *Block) error {
 	if b.pool != p {
 		return fmt.Errorf("memory: pool %s: free of a block it does not own (already freed and merged, or from another pool): %w", p.name, ErrDoubleFree)
@@ -150,17 +177,34 @@ func (p *Pool) free(b *Block) error {
 	if b.state != blockLive {
 		return fmt.Errorf("memory: pool %s: block at %#x (%s) freed twice: %w", p.name, b.addr, FormatBytes(b.size), ErrDoubleFree)
 	}
+	p.live--
+	if len(b.uses) > 0 {
+		p.sinks.blockFreed(b.size, b.requested, true)
+		b.requested = 0
+		return p.deferFree(b)
+	}
+	p.sinks.blockFreed(b.size, b.requested, false)
+	b.requested = 0
+	p.reclaim(b)
+	return nil
+}
+
+// reclaim makes a live or pending block free: it leaves its segment's
+// occupied bytes and joins the free trees.
+func (p *Pool) reclaim(b *Block) {
 	seg := b.seg
 	before := seg.inactive()
 	seg.live--
 	seg.liveBytes -= b.size
 	p.sinks.inactiveSplit(seg.inactive() - before)
-	p.live--
-	p.sinks.blockFreed(b.size, b.requested)
-	b.state = blockFree
-	b.requested = 0
+	p.insertFree(b)
+}
 
-	tree := p.treeOf(seg)
+// insertFree marks b free, merges it with free neighbours and puts the
+// result in its free tree. b must not be in a tree.
+func (p *Pool) insertFree(b *Block) {
+	b.state = blockFree
+	tree := p.treeOf(b.seg)
 	if prev := b.prev; prev != nil && prev.state == blockFree {
 		tree.Delete(prev)
 		prev.size += b.size
@@ -181,7 +225,6 @@ func (p *Pool) free(b *Block) error {
 		p.recycle(next)
 	}
 	tree.ReplaceOrInsert(b)
-	return nil
 }
 
 // treeOf returns the free tree of a segment's blocks.

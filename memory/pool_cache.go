@@ -6,17 +6,28 @@ import (
 )
 
 // EmptyCache gives every fully free segment back to the backend. Segments
-// that still hold a live block stay. Errors of the backend are joined; the
-// segments they concern are dropped from the pool all the same, since their
-// state is unknown.
+// that still hold a live block stay. Blocks freed after use on other
+// streams are waited for first (like torch.cuda.empty_cache), so their
+// segments can go too. Errors of the backend are joined; the segments they
+// concern are dropped from the pool all the same, since their state is
+// unknown.
 func (p *Pool) EmptyCache() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		return fmt.Errorf("memory: pool %s: EmptyCache after close: %w", p.name, ErrClosed)
 	}
+	return p.emptyCache()
+}
+
+// emptyCache is EmptyCache with p.mu held.
+func (p *Pool) emptyCache() error {
+	var werr error
+	if len(p.pending) > 0 {
+		werr = p.processEvents(true)
+	}
 	_, err := p.releaseCached()
-	return err
+	return errors.Join(werr, err)
 }
 
 // releaseCached releases the fully free segments and returns their bytes.
@@ -85,12 +96,18 @@ func (p *Pool) Close() error {
 func (p *Pool) close() error {
 	p.closed = true
 	var errs []error
+	if len(p.pending) > 0 {
+		errs = append(errs, p.dropEvents())
+	}
 	for p.segs != nil {
 		seg := p.segs
 		for b := seg.first; b != nil; b = b.next {
-			if b.state == blockLive {
-				p.sinks.blockFreed(b.size, b.requested)
+			switch b.state {
+			case blockLive:
+				p.sinks.blockFreed(b.size, b.requested, false)
 				p.sinks.each(func(u *Usage) { u.Frees-- })
+			case blockPending:
+				p.sinks.blockReclaimed(b.size)
 			}
 			b.state = blockDead // Addr and Host of a leaked block now return nothing
 		}

@@ -15,6 +15,10 @@ type PoolConfig struct {
 	// fragments. When set it must exceed LargeBuffer (20 MiB), since the
 	// segments for medium requests are that large.
 	MaxSplitSize int64
+	// StreamSync tells when work on a stream has finished, for blocks used
+	// on streams other than their own (Pool.RecordStream); nil where there
+	// are no such streams, as on the host.
+	StreamSync StreamSync
 }
 
 // Validate reports a configuration NewPool would refuse.

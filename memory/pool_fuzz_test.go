@@ -19,36 +19,72 @@ type fuzzLive struct {
 	seed byte
 }
 
-// FuzzPool runs random sequences of Alloc, Free and EmptyCache on a pool
-// over host memory and checks after every step that the segments are tiled
-// by coalesced blocks, that no live blocks overlap, that every live block
-// still holds the pattern written into it, and that the statistics add up;
-// at the end, that Close gives every region back.
+// FuzzPool runs random sequences of Alloc, Free, EmptyCache and
+// cross-stream use on a pool over host memory and checks after every step
+// that the segments are tiled by coalesced blocks, that no live blocks
+// overlap, that every live block still holds the pattern written into it,
+// and that the statistics add up; at the end, that Close gives every
+// region and every event token back. The GPU tests run the same body over
+// device memory (TestGPUDevicePoolRandom).
 //
-// Input: one configuration byte (limit, max split size, backend budget),
-// then triples (op, a, b). op%8 < 5 allocates a size of the class op>>3&3
-// taken from a and b on stream op>>5&1; 5 and 6 free the live block a<<8|b
-// (modulo the count); 7 empties the cache.
+// Input: one configuration byte (limit, max split size, backend budget,
+// cross-stream tracking), then triples (op, a, b). op%8 < 5 allocates a
+// size of the class op>>3&3 taken from a and b on stream op>>5&1; 5 frees
+// the live block a<<8|b (modulo the count); 6 frees it too, or with
+// tracking records its use on stream op>>5&3; 7 empties the cache, or with
+// tracking and an odd a finishes the work of every stream.
 func FuzzPool(f *testing.F) {
-	f.Add([]byte{0, 0, 0, 10, 8, 1, 0, 5, 0, 0, 7, 0, 0})
-	f.Add([]byte{1, 24, 255, 255, 24, 255, 255, 24, 255, 255, 5, 0, 1, 16, 3, 3})
-	f.Add([]byte{6, 32, 0, 1, 0, 0, 9, 5, 0, 0, 5, 0, 0, 7, 0, 0, 40, 1, 1})
+	for _, seed := range fuzzSeeds() {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { runPoolOps(t, data, hostFuzzEnv()) })
+}
+
+// fuzzSeeds is FuzzPool's corpus: a few hand-made inputs and random ones,
+// with and without cross-stream tracking.
+func fuzzSeeds() [][]byte {
+	seeds := [][]byte{
+		{0, 0, 0, 10, 8, 1, 0, 5, 0, 0, 7, 0, 0},
+		{1, 24, 255, 255, 24, 255, 255, 24, 255, 255, 5, 0, 1, 16, 3, 3},
+		{6, 32, 0, 1, 0, 0, 9, 5, 0, 0, 5, 0, 0, 7, 0, 0, 40, 1, 1},
+		{8, 0, 0, 1, 0, 1, 2, 38, 0, 0, 5, 0, 0, 0, 0, 3, 7, 1, 0, 0, 0, 4},
+	}
 	rng := rand.New(rand.NewPCG(7, 11))
-	for range 6 {
+	for i := range 8 {
 		seq := make([]byte, 1+3*120)
 		for i := range seq {
 			seq[i] = byte(rng.Uint32())
 		}
-		f.Add(seq)
+		if i >= 4 {
+			seq[0] |= 8
+		}
+		seeds = append(seeds, seq)
 	}
-	f.Fuzz(runPoolOps)
+	return seeds
+}
+
+// fuzzEnv is what runPoolOps needs of the memory under the pool: a fresh
+// backend, and a way to write and check a pattern in a block.
+type fuzzEnv struct {
+	backend func() memory.Backend
+	fill    func(b *memory.Block, seed byte) error
+	check   func(b *memory.Block, seed byte) error
+}
+
+// hostFuzzEnv is host memory, patterned through the blocks' host views.
+func hostFuzzEnv() fuzzEnv {
+	return fuzzEnv{
+		backend: func() memory.Backend { return memory.NewHostBackend(memory.TierHost) },
+		fill:    func(b *memory.Block, seed byte) error { memtest.Fill(b.Host(), seed); return nil },
+		check:   func(b *memory.Block, seed byte) error { return memtest.Check(b.Host(), seed) },
+	}
 }
 
 // maxFuzzOps bounds the steps of one input, so each runs in milliseconds.
 const maxFuzzOps = 200
 
 // runPoolOps is FuzzPool's body.
-func runPoolOps(t *testing.T, data []byte) {
+func runPoolOps(t *testing.T, data []byte, env fuzzEnv) {
 	if len(data) == 0 {
 		return
 	}
@@ -63,26 +99,37 @@ func runPoolOps(t *testing.T, data []byte) {
 	if data[0]&4 != 0 {
 		budget = 40 * MiB
 	}
-	fb := memtest.NewFaultBackend(memory.NewHostBackend(memory.TierHost), budget)
+	var ss *memtest.StreamSync
+	if data[0]&8 != 0 {
+		ss = memtest.NewStreamSync()
+		cfg.StreamSync = ss
+	}
+	fb := memtest.NewFaultBackend(env.backend(), budget)
 	p := memory.NewPool(fb, cfg)
 	var live []fuzzLive
 	seed := byte(0)
-	for ops := data[1:]; len(ops) >= 3; ops = ops[3:] {
+	for n, ops := 0, data[1:]; len(ops) >= 3 && n < maxFuzzOps; n, ops = n+1, ops[3:] {
 		op, v := ops[0], int64(ops[1])<<8|int64(ops[2])
-		switch op % 8 {
-		case 5, 6:
+		switch {
+		case op%8 == 6 && ss != nil:
+			if len(live) > 0 {
+				require.NoError(t, p.RecordStream(live[int(v)%len(live)].b, memory.Stream(op>>5&3)))
+			}
+		case op%8 == 5 || op%8 == 6:
 			if len(live) == 0 {
 				continue
 			}
 			i := int(v) % len(live)
 			l := live[i]
-			if h := l.b.Host(); h != nil {
-				require.NoError(t, memtest.Check(h, l.seed), "block at %#x of %d bytes was overwritten", l.b.Addr(), l.b.Size())
+			if err := env.check(l.b, l.seed); err != nil {
+				t.Fatalf("block at %#x of %d bytes was overwritten: %v", l.b.Addr(), l.b.Size(), err)
 			}
 			require.NoError(t, p.Free(l.b))
 			live[i] = live[len(live)-1]
 			live = live[:len(live)-1]
-		case 7:
+		case op%8 == 7 && ss != nil && ops[1]&1 != 0:
+			ss.CompleteAll()
+		case op%8 == 7:
 			require.NoError(t, p.EmptyCache())
 		default:
 			size := fuzzSize(op>>3&3, v)
@@ -94,13 +141,13 @@ func runPoolOps(t *testing.T, data []byte) {
 				continue
 			}
 			seed++
-			memtest.Fill(b.Host(), seed)
+			require.NoError(t, env.fill(b, seed), "filling a block of %d bytes", size)
 			live = append(live, fuzzLive{b, seed})
 		}
 		checkPool(t, p, fb, cfg, live)
 	}
 	for _, l := range live {
-		require.NoError(t, memtest.Check(l.b.Host(), l.seed))
+		require.NoError(t, env.check(l.b, l.seed))
 	}
 	err := p.Close()
 	if len(live) > 0 {
@@ -111,6 +158,10 @@ func runPoolOps(t *testing.T, data []byte) {
 	n, bytes := fb.Live()
 	require.Zero(t, n, "regions not returned on Close")
 	require.Zero(t, bytes)
+	if ss != nil {
+		require.NoError(t, ss.Err(), "StreamSync protocol")
+		require.Zero(t, ss.Outstanding(), "event tokens not released by Close")
+	}
 }
 
 // fuzzSize maps a class and a 16-bit value to a request size: tiny (up to
@@ -145,7 +196,7 @@ func poolInvariants(p *memory.Pool, fb *memtest.FaultBackend, cfg memory.PoolCon
 	}
 	segs := p.Segments()
 	sort.Slice(segs, func(i, j int) bool { return segs[i].Addr < segs[j].Addr })
-	var allocated, requested, reserved, inactive int64
+	var allocated, requested, reserved, inactive, pending int64
 	nlive := 0
 	for i, s := range segs {
 		if i > 0 && segs[i-1].Addr+uintptr(segs[i-1].Size) > s.Addr {
@@ -164,9 +215,11 @@ func poolInvariants(p *memory.Pool, fb *memtest.FaultBackend, cfg memory.PoolCon
 				return fmt.Errorf("segment %#x: block %d has size %d", s.Addr, j, b.Size)
 			case b.Live && (b.Requested <= 0 || memory.RoundSize(b.Requested) > b.Size):
 				return fmt.Errorf("segment %#x: live block %d of %d bytes holds a request of %d", s.Addr, j, b.Size, b.Requested)
+			case b.Live && b.Pending:
+				return fmt.Errorf("segment %#x: block %d is both live and pending", s.Addr, j)
 			case !b.Live && b.Requested != 0:
 				return fmt.Errorf("segment %#x: free block %d has a request of %d", s.Addr, j, b.Requested)
-			case !b.Live && j > 0 && !s.Blocks[j-1].Live:
+			case isFree(b) && j > 0 && isFree(s.Blocks[j-1]):
 				return fmt.Errorf("segment %#x: free blocks %d and %d were not merged", s.Addr, j-1, j)
 			case !b.Live && cfg.MaxSplitSize > 0 && b.Size > cfg.MaxSplitSize && len(s.Blocks) > 1:
 				return fmt.Errorf("segment %#x: an oversize block of %d bytes was split", s.Addr, b.Size)
@@ -178,6 +231,9 @@ func poolInvariants(p *memory.Pool, fb *memtest.FaultBackend, cfg memory.PoolCon
 					return fmt.Errorf("live block at %#x of %d bytes is not one the caller holds (%d)", b.Addr, b.Requested, want[b.Addr])
 				}
 				nlive++
+				anyLive = true
+			} else if b.Pending {
+				pending += b.Size
 				anyLive = true
 			} else {
 				free += b.Size
@@ -206,7 +262,7 @@ func poolInvariants(p *memory.Pool, fb *memtest.FaultBackend, cfg memory.PoolCon
 		{"requested", u.Requested.Current, requested},
 		{"reserved", u.Reserved.Current, reserved},
 		{"reserved vs the backend's live bytes", u.Reserved.Current, backendBytes},
-		{"active", u.Active.Current, u.Allocated.Current},
+		{"active", u.Active.Current, u.Allocated.Current + pending},
 		{"inactive split", u.InactiveSplit.Current, inactive},
 		{"allocs - frees", u.Allocs - u.Frees, int64(len(live))},
 		{"backend allocs", u.BackendAllocs, int64(allocs)},
@@ -229,3 +285,7 @@ func poolInvariants(p *memory.Pool, fb *memtest.FaultBackend, cfg memory.PoolCon
 	}
 	return nil
 }
+
+// isFree reports whether a snapshot block is free: neither live nor
+// waiting for other streams' work.
+func isFree(b memory.BlockInfo) bool { return !b.Live && !b.Pending }

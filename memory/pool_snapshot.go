@@ -16,6 +16,9 @@ type BlockInfo struct {
 	Size      int64 // rounded size
 	Requested int64 // 0 when free
 	Live      bool
+	// Pending: freed, but waiting for work on other streams to finish
+	// before it can be reused (Pool.RecordStream).
+	Pending bool
 }
 
 // Segments returns a snapshot of the pool's segments, newest first. It
@@ -27,7 +30,8 @@ func (p *Pool) Segments() []SegmentInfo {
 	for seg := p.segs; seg != nil; seg = seg.next {
 		si := SegmentInfo{Addr: seg.region.Addr, Size: seg.region.Size, Stream: seg.stream, Small: seg.small}
 		for b := seg.first; b != nil; b = b.next {
-			si.Blocks = append(si.Blocks, BlockInfo{Addr: b.addr, Size: b.size, Requested: b.requested, Live: b.state == blockLive})
+			si.Blocks = append(si.Blocks, BlockInfo{Addr: b.addr, Size: b.size, Requested: b.requested,
+				Live: b.state == blockLive, Pending: b.state == blockPending})
 		}
 		out = append(out, si)
 	}

@@ -25,9 +25,9 @@ type Usage struct {
 	// Reserved is the bytes held from the backend (all segments).
 	Reserved Stat
 	// Active is the bytes of live blocks plus those of blocks freed but not
-	// yet reusable. Blocks become reusable as soon as they are freed on
-	// their own stream, so today Active equals Allocated; it is kept apart
-	// for the cross-stream events of the CUDA backends.
+	// yet reusable: blocks used on other streams (Pool.RecordStream) whose
+	// work there has not finished. Without cross-stream use it equals
+	// Allocated.
 	Active Stat
 	// InactiveSplit is the free bytes inside segments that also hold live
 	// blocks: memory that is reserved, unused and cannot be given back, the
@@ -86,18 +86,30 @@ func (s *usageSinks) blockAllocated(rounded, requested int64) {
 	}
 }
 
-// blockFreed records a live block being freed.
-func (s *usageSinks) blockFreed(rounded, requested int64) {
+// blockFreed records a live block being freed. A block that stays active
+// (pending on other streams' work) keeps its Active bytes until
+// blockReclaimed.
+func (s *usageSinks) blockFreed(rounded, requested int64, stillActive bool) {
+	active := -rounded
+	if stillActive {
+		active = 0
+	}
 	s.own.Allocated.add(-rounded)
 	s.own.Requested.add(-requested)
-	s.own.Active.add(-rounded)
+	s.own.Active.add(active)
 	s.own.Frees++
 	if p := s.parent; p != nil {
 		p.Allocated.add(-rounded)
 		p.Requested.add(-requested)
-		p.Active.add(-rounded)
+		p.Active.add(active)
 		p.Frees++
 	}
+}
+
+// blockReclaimed records a pending block of rounded size bytes becoming
+// reusable (or being released by Close).
+func (s *usageSinks) blockReclaimed(rounded int64) {
+	s.each(func(u *Usage) { u.Active.add(-rounded) })
 }
 
 // inactiveSplit moves the inactive-split bytes by d.

@@ -23,4 +23,10 @@
 // twice. AddressBackend hands out address ranges with no memory behind them
 // and no host view, like device memory seen from the CPU: pools can be
 // tested at gigabyte sizes in microseconds.
+//
+// StreamSync is a memory.StreamSync whose streams are plain numbers: their
+// work "finishes" when the test says so, or when a pool waits for it. It
+// checks the protocol (every event token released exactly once, none used
+// after release) and counts the calls, so tests of cross-stream use run
+// without a GPU.
 package memtest

@@ -88,3 +88,42 @@ func TestFillCheck(t *testing.T) {
 	b[4<<10+7*(64<<10)] ^= 0xff // a sampled word in the middle
 	require.Error(t, memtest.Check(b, 3))
 }
+
+func TestStreamSync(t *testing.T) {
+	ss := memtest.NewStreamSync()
+	e1, err := ss.RecordEvent(1)
+	require.NoError(t, err)
+	e2, err := ss.RecordEvent(1)
+	require.NoError(t, err)
+	e3, err := ss.RecordEvent(2)
+	require.NoError(t, err)
+	assert.False(t, ss.Done(e1), "no work finishes by itself")
+	require.NoError(t, ss.Wait(e1))
+	assert.True(t, ss.Done(e1))
+	assert.False(t, ss.Done(e2), "waiting for an event finishes only the work before it")
+	ss.Complete(1)
+	assert.True(t, ss.Done(e2))
+	assert.False(t, ss.Done(e3), "other streams are not affected")
+	ss.CompleteAll()
+	assert.True(t, ss.Done(e3))
+	assert.Equal(t, 3, ss.Outstanding())
+	for _, e := range []memory.StreamEvent{e1, e2, e3} {
+		ss.Release(e)
+	}
+	assert.Zero(t, ss.Outstanding())
+	require.NoError(t, ss.Err())
+
+	ss.Release(e1)
+	assert.False(t, ss.Done(e2))
+	err = ss.Err()
+	require.Error(t, err, "a second release and a query after release break the protocol")
+	assert.Contains(t, err.Error(), "Release")
+	assert.Contains(t, err.Error(), "Done")
+
+	ss.FailNext(1)
+	_, err = ss.RecordEvent(3)
+	require.ErrorIs(t, err, memory.ErrInvalidArgument)
+	_, err = ss.RecordEvent(3)
+	require.NoError(t, err)
+	assert.Equal(t, memtest.StreamSyncCalls{Records: 4, Queries: 7, Waits: 1, Releases: 4}, ss.Calls())
+}

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/strata-ml/strata/cuda"
+	"github.com/strata-ml/strata/memory"
+)
+
+// Goals of the issue for the pool's pair.
+const (
+	goalPairNs  = 200
+	goalSpeedup = 10
+)
+
+type traceFlags []string
+
+func (t *traceFlags) String() string     { return strings.Join(*t, ",") }
+func (t *traceFlags) Set(s string) error { *t = append(*t, s); return nil }
+
+type options struct {
+	device  string
+	minTime time.Duration
+	seed    uint64
+	traces  traceFlags
+	noBench bool
+}
+
+// report is the JSON line.
+type report struct {
+	Bench       string             `json:"bench"`
+	Date        string             `json:"date"`
+	Device      string             `json:"device"`
+	Backend     string             `json:"backend"`
+	Go          string             `json:"go"`
+	CPUs        int                `json:"cpus"`
+	Seed        uint64             `json:"seed"`
+	MinTimeMs   float64            `json:"min_time_ms"`
+	Rows        []result           `json:"rows"`
+	SpeedupPool map[string]float64 `json:"speedup_pool_vs_async,omitempty"`
+	SpeedupMgr  map[string]float64 `json:"speedup_manager_vs_async,omitempty"`
+	Goal        *goal              `json:"goal,omitempty"`
+	Traces      []traceResult      `json:"traces,omitempty"`
+}
+
+type goal struct {
+	PairNs  float64         `json:"pool_pair_ns_below"`
+	Speedup float64         `json:"speedup_at_least"`
+	Met     map[string]bool `json:"met"`
+}
+
+func main() {
+	if err := mainErr(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-alloc:", err)
+		os.Exit(1)
+	}
+}
+
+func mainErr(args []string) error {
+	var o options
+	fs := flag.NewFlagSet("bench-alloc", flag.ContinueOnError)
+	fs.StringVar(&o.device, "device", "cuda", "cuda (device 0) or cpu (the pool over host memory only)")
+	fs.DurationVar(&o.minTime, "mintime", 300*time.Millisecond, "shortest timed run per row")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the mixed workload")
+	fs.Var(&o.traces, "trace", "a PyTorch allocation trace (CSV: action,addr,size,stream) to replay; repeatable")
+	fs.BoolVar(&o.noBench, "no-bench", false, "skip the allocation pairs (replay traces only)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.minTime <= 0 {
+		return fmt.Errorf("-mintime %v must be positive", o.minTime)
+	}
+	rep := report{Rows: []result{}, Bench: "bench-alloc", Date: time.Now().UTC().Format(time.RFC3339), Go: runtime.Version(),
+		CPUs: runtime.NumCPU(), Seed: o.seed, MinTimeMs: float64(o.minTime) / float64(time.Millisecond)}
+
+	var ctx *cuda.Context
+	switch o.device {
+	case "cuda":
+		var err error
+		if ctx, err = gpu(); err != nil {
+			return fmt.Errorf("no usable GPU (%w); run with -device cpu for the host rows", err)
+		}
+		rep.Backend, rep.Device = "cuda", ctx.Properties().Name
+	case "cpu":
+		rep.Backend, rep.Device = "cpu", cpuName()
+	default:
+		return fmt.Errorf("-device %q: want cuda or cpu", o.device)
+	}
+
+	if !o.noBench {
+		if err := benchPairs(ctx, o, &rep); err != nil {
+			return err
+		}
+	}
+	for _, path := range o.traces {
+		evs, err := readTrace(path)
+		if err != nil {
+			return err
+		}
+		var b memory.Backend = memory.NewHostBackend(memory.TierDevice)
+		if ctx != nil {
+			b = memory.NewDeviceBackend(ctx)
+		}
+		tr, err := replay(path, evs, b)
+		if err != nil {
+			return err
+		}
+		rep.Traces = append(rep.Traces, tr)
+	}
+	printTables(os.Stderr, &rep)
+	line, err := json.Marshal(rep)
+	if err != nil {
+		return err
+	}
+	fmt.Println(string(line))
+	return nil
+}
+
+// gpu returns device 0's primary context.
+func gpu() (*cuda.Context, error) {
+	if err := cuda.Init(); err != nil {
+		return nil, err
+	}
+	n, err := cuda.DeviceCount()
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("the CUDA driver sees no device")
+	}
+	return cuda.Device(0).PrimaryContext()
+}
+
+// cpuName is the processor's model from /proc/cpuinfo, or the
+// architecture.
+func cpuName() string {
+	data, err := os.ReadFile("/proc/cpuinfo")
+	if err == nil {
+		for line := range strings.Lines(string(data)) {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				return strings.TrimSpace(v)
+			}
+		}
+	}
+	return runtime.GOARCH
+}
+
+// benchPairs runs every allocator on every workload.
+func benchPairs(ctx *cuda.Context, o options, rep *report) error {
+	seq := newMixedSeq(o.seed)
+	type maker func() (allocator, error)
+	var makers []maker
+	if ctx == nil {
+		makers = []maker{
+			func() (allocator, error) {
+				return newPoolAlloc("pool", memory.NewHostBackend(memory.TierHost), liveSlots), nil
+			},
+			func() (allocator, error) {
+				return newManagerAlloc("manager", memory.NewHostManager(memory.Config{}), liveSlots), nil
+			},
+		}
+	} else {
+		makers = []maker{
+			func() (allocator, error) { return newPoolAlloc("pool", memory.NewDeviceBackend(ctx), liveSlots), nil },
+			func() (allocator, error) {
+				m, err := memory.NewCUDAManager(ctx, memory.Config{})
+				if err != nil {
+					return nil, err
+				}
+				return newManagerAlloc("manager", m, liveSlots), nil
+			},
+			func() (allocator, error) { return &rawAlloc{c: ctx, ptrs: make([]cuda.DevicePtr, liveSlots)}, nil },
+			func() (allocator, error) { return newAsyncAlloc(ctx, liveSlots) },
+		}
+	}
+	for _, w := range workloads {
+		for _, mk := range makers {
+			a, err := mk()
+			if err != nil {
+				return err
+			}
+			r, err := run(a, w, seq, o.minTime)
+			if cerr := a.close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return fmt.Errorf("%s, %s workload: %w", a.name(), w.name, err)
+			}
+			fmt.Fprintf(os.Stderr, "%-16s %-6s %12.1f ns/pair (%d pairs)\n", r.Allocator, r.Workload, r.NsPerPair, r.Pairs)
+			rep.Rows = append(rep.Rows, r)
+		}
+	}
+	if ctx == nil {
+		return nil
+	}
+	rep.SpeedupPool, rep.SpeedupMgr = map[string]float64{}, map[string]float64{}
+	rep.Goal = &goal{PairNs: goalPairNs, Speedup: goalSpeedup, Met: map[string]bool{}}
+	for _, w := range workloads {
+		pool, mgr, async := row(rep, "pool", w.name), row(rep, "manager", w.name), row(rep, "cuMemAllocAsync", w.name)
+		rep.SpeedupPool[w.name] = async.NsPerPair / pool.NsPerPair
+		rep.SpeedupMgr[w.name] = async.NsPerPair / mgr.NsPerPair
+		rep.Goal.Met[w.name] = pool.NsPerPair < goalPairNs && rep.SpeedupPool[w.name] >= goalSpeedup
+	}
+	return nil
+}
+
+// row finds the result of an allocator on a workload.
+func row(rep *report, alloc, work string) result {
+	for _, r := range rep.Rows {
+		if r.Allocator == alloc && r.Workload == work {
+			return r
+		}
+	}
+	panic("bench-alloc: no row " + alloc + "/" + work)
+}

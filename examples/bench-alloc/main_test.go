@@ -1,0 +1,103 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/memory"
+)
+
+const traceDir = "../../bench/traces"
+
+func TestReplayPyTorchTrace(t *testing.T) {
+	for _, c := range []struct {
+		file                            string
+		allocs                          int
+		peakRequested, torchPeakReserve int64
+	}{
+		// The numbers DESIGN.md quotes: 2602.7 MiB and 2892 MiB; 717.5 and 766 MiB.
+		{"trace-char-fp32.csv", 1654, 2729163592, 2892 << 20},
+		{"trace-char-fp16-ckpt.csv", 3436, 752404344, 766 << 20},
+	} {
+		path := filepath.Join(traceDir, c.file)
+		evs, err := readTrace(path)
+		require.NoError(t, err)
+		// Host memory stands in for the device: mmap reserves address
+		// space, and the replay never touches the pages.
+		res, err := replay(path, evs, memory.NewHostBackend(memory.TierDevice))
+		require.NoError(t, err, c.file)
+		assert.Equal(t, c.allocs, res.Allocs, c.file)
+		assert.Zero(t, res.UnmatchedFrees, c.file)
+		assert.Zero(t, res.LiveAtEnd, c.file)
+		assert.Equal(t, c.peakRequested, res.PeakRequested, c.file)
+		assert.Equal(t, c.torchPeakReserve, res.TorchPeakReserved, c.file)
+		assert.GreaterOrEqual(t, res.OursPeakAllocated, res.PeakRequested, "%s: rounding only adds", c.file)
+		assert.GreaterOrEqual(t, res.OursPeakReserved, res.OursPeakAllocated, c.file)
+		assert.GreaterOrEqual(t, res.TorchPeakReservedLowerBound, res.TorchPeakReserved, c.file)
+		assert.InDelta(t, float64(res.OursPeakReserved)/float64(res.PeakRequested), res.OursRatio, 1e-12, c.file)
+		// The pool keeps PyTorch's size classes and rules: on these traces
+		// it must stay within 10% of PyTorch's lower bound.
+		assert.Less(t, res.OursRatio, 1.1*res.TorchRatioLowerBound, "%s: ours %.3f, PyTorch at least %.3f", c.file, res.OursRatio, res.TorchRatioLowerBound)
+		t.Logf("%s: PyTorch %.3f (at least %.3f counting segments held before the trace), ours %.3f",
+			c.file, res.TorchRatio, res.TorchRatioLowerBound, res.OursRatio)
+	}
+}
+
+func TestReadTraceErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ name, text, want string }{
+		{"header", "op,addr,size,stream\n", "header"},
+		{"action", "action,addr,size,stream\nalloc,1,512,0\nsteal,2,512,0\n", ":3: unknown action"},
+		{"size", "action,addr,size,stream\nalloc,1,-4,0\n", ":2: size"},
+		{"addr", "action,addr,size,stream\nalloc,x,4,0\n", ":2: address"},
+		{"fields", "action,addr,size,stream\nalloc,1,4\n", "wrong number of fields"},
+		{"empty", "action,addr,size,stream\n", "no events"},
+	} {
+		path := filepath.Join(dir, c.name+".csv")
+		require.NoError(t, os.WriteFile(path, []byte(c.text), 0o644))
+		_, err := readTrace(path)
+		require.Error(t, err, c.name)
+		assert.Contains(t, err.Error(), c.want, c.name)
+		assert.True(t, strings.HasPrefix(err.Error(), path), "%s: the error names the file: %v", c.name, err)
+	}
+	_, err := readTrace(filepath.Join(dir, "missing.csv"))
+	require.Error(t, err)
+}
+
+func TestReplayRejectsInconsistentTrace(t *testing.T) {
+	evs := []traceEvent{{action: actAlloc, addr: 4096, size: 100}, {action: actAlloc, addr: 4096, size: 100}}
+	_, err := replay("dup.csv", evs, memory.NewHostBackend(memory.TierDevice))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "which is live")
+}
+
+func TestBenchPairsCPU(t *testing.T) {
+	var rep report
+	require.NoError(t, benchPairs(nil, options{minTime: time.Millisecond, seed: 1}, &rep))
+	require.Len(t, rep.Rows, 2*len(workloads), "pool and manager on every workload")
+	for _, r := range rep.Rows {
+		assert.Positive(t, r.NsPerPair, "%s/%s", r.Allocator, r.Workload)
+		assert.Positive(t, r.Pairs, "%s/%s", r.Allocator, r.Workload)
+		assert.Zero(t, r.DriverCallsPerPair, "%s/%s: no driver on the CPU", r.Allocator, r.Workload)
+		if r.Workload != "mixed" {
+			assert.Zero(t, r.BackendAllocsPerPair, "%s/%s: a warm pool reuses its block", r.Allocator, r.Workload)
+		}
+	}
+	assert.Nil(t, rep.Goal, "the goal compares with cuMemAllocAsync, which needs a GPU")
+}
+
+func TestMixedSeqIsReproducible(t *testing.T) {
+	a, b := newMixedSeq(7), newMixedSeq(7)
+	assert.Equal(t, a, b)
+	assert.NotEqual(t, a.sizes, newMixedSeq(8).sizes)
+	for i, n := range a.sizes {
+		require.True(t, n >= mixedMin && n <= mixedMax, "size %d = %d", i, n)
+		require.True(t, a.slots[i] >= 0 && a.slots[i] < liveSlots)
+	}
+}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/strata-ml/strata/memory"
+)
+
+// printTables writes the results as markdown tables.
+func printTables(w io.Writer, rep *report) {
+	fmt.Fprintf(w, "\n## bench-alloc: %s (%s), %s\n\n", rep.Device, rep.Backend, rep.Date)
+	if len(rep.Rows) > 0 {
+		fmt.Fprintln(w, "| allocator | workload | ns/pair | pairs | driver calls/pair | backend allocs/pair |")
+		fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|")
+		for _, r := range rep.Rows {
+			backend := "always"
+			if r.BackendAllocsPerPair >= 0 {
+				backend = fmt.Sprintf("%.4f", r.BackendAllocsPerPair)
+			}
+			fmt.Fprintf(w, "| %s | %s | %.1f | %d | %.2f | %s |\n", r.Allocator, r.Workload, r.NsPerPair, r.Pairs, r.DriverCallsPerPair, backend)
+		}
+	}
+	if rep.Goal != nil {
+		fmt.Fprintf(w, "\n| workload | pool vs cuMemAllocAsync | manager vs cuMemAllocAsync | goal (< %.0f ns and >= %.0fx) |\n", rep.Goal.PairNs, rep.Goal.Speedup)
+		fmt.Fprintln(w, "|---|---:|---:|---|")
+		for _, wl := range workloads {
+			met := "not met"
+			if rep.Goal.Met[wl.name] {
+				met = "met"
+			}
+			fmt.Fprintf(w, "| %s | %.1fx | %.1fx | %s |\n", wl.name, rep.SpeedupPool[wl.name], rep.SpeedupMgr[wl.name], met)
+		}
+	}
+	if len(rep.Traces) > 0 {
+		fmt.Fprintln(w, "\n| trace | allocs | peak requested | PyTorch peak reserved (in trace) | ratio | + held before the trace, at least | ratio | ours peak reserved | ratio | ours fragmentation | ns/op |")
+		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+		for _, t := range rep.Traces {
+			bound, boundRatio := "unknown", "-"
+			if t.TorchPeakReservedLowerBound >= 0 {
+				bound, boundRatio = memory.FormatBytes(t.TorchPeakReservedLowerBound), fmt.Sprintf("%.3f", t.TorchRatioLowerBound)
+			}
+			fmt.Fprintf(w, "| %s | %d | %s | %s | %.3f | %s | %s | %s | %.3f | %.1f%% | %.0f |\n", t.File, t.Allocs,
+				memory.FormatBytes(t.PeakRequested), memory.FormatBytes(t.TorchPeakReserved), t.TorchRatio, bound, boundRatio,
+				memory.FormatBytes(t.OursPeakReserved), t.OursRatio, 100*t.OursFragmentation, t.OursNsPerOp)
+		}
+		fmt.Fprintln(w, "\nRatios are peak reserved over peak requested bytes. PyTorch served some blocks from segments it reserved")
+		fmt.Fprintln(w, "before the trace began; the trace's segment events miss those, so its in-trace figure is too low and the")
+		fmt.Fprintln(w, "lower bound adds the most bytes such blocks held at once.")
+	}
+	fmt.Fprintln(w)
+}

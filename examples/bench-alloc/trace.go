@@ -1,0 +1,229 @@
+package main
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/strata-ml/strata/memory"
+)
+
+// traceEvent is one line of a PyTorch allocation trace (the CSV written
+// from torch.cuda.memory._snapshot()'s device traces): columns action,
+// addr, size, stream.
+type traceEvent struct {
+	action string
+	addr   uint64
+	size   int64
+	stream uint64
+}
+
+// Trace actions. free_requested is when a tensor dies; free_completed when
+// its block is back in the pool (after any stream events): the replay
+// frees at free_completed, as PyTorch's pool does.
+const (
+	actAlloc         = "alloc"
+	actFreeRequested = "free_requested"
+	actFreeCompleted = "free_completed"
+	actSegmentAlloc  = "segment_alloc"
+	actSegmentFree   = "segment_free"
+)
+
+// readTrace parses a trace file; errors name the file and the line.
+func readTrace(path string) ([]traceEvent, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r := csv.NewReader(f)
+	r.FieldsPerRecord = 4
+	r.ReuseRecord = true
+	head, err := r.Read()
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading the header: %w", path, err)
+	}
+	if want := [4]string{"action", "addr", "size", "stream"}; [4]string(head) != want {
+		return nil, fmt.Errorf("%s: header is %q, want %q", path, head, want)
+	}
+	var evs []traceEvent
+	for line := 2; ; line++ {
+		rec, err := r.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		ev := traceEvent{action: rec[0]}
+		switch ev.action {
+		case actAlloc, actFreeRequested, actFreeCompleted, actSegmentAlloc, actSegmentFree:
+		default:
+			return nil, fmt.Errorf("%s:%d: unknown action %q", path, line, rec[0])
+		}
+		if ev.addr, err = strconv.ParseUint(rec[1], 10, 64); err != nil {
+			return nil, fmt.Errorf("%s:%d: address %q: %w", path, line, rec[1], err)
+		}
+		if ev.size, err = strconv.ParseInt(rec[2], 10, 64); err != nil || ev.size <= 0 {
+			return nil, fmt.Errorf("%s:%d: size %q must be a positive integer", path, line, rec[2])
+		}
+		if ev.stream, err = strconv.ParseUint(rec[3], 10, 64); err != nil {
+			return nil, fmt.Errorf("%s:%d: stream %q: %w", path, line, rec[3], err)
+		}
+		evs = append(evs, ev)
+	}
+	if len(evs) == 0 {
+		return nil, fmt.Errorf("%s: no events", path)
+	}
+	return evs, nil
+}
+
+// traceResult compares PyTorch's caching allocator, as the trace recorded
+// it, with our pool replaying the same requests.
+type traceResult struct {
+	File   string `json:"file"`
+	Events int    `json:"events"`
+	Allocs int    `json:"allocs"`
+	// Frees of blocks allocated before the trace began: not replayed.
+	UnmatchedFrees int `json:"unmatched_frees"`
+	// LiveAtEnd is blocks still allocated when the trace ends.
+	LiveAtEnd int `json:"live_at_end"`
+
+	// PeakRequested is the most bytes requested at once (the sum of live
+	// allocation sizes, the trace's own measure), the same for both.
+	PeakRequested int64 `json:"peak_requested_bytes"`
+
+	// TorchPeakReserved is the peak of the bytes in segments the trace
+	// shows PyTorch reserving (segment_alloc minus segment_free).
+	TorchPeakReserved int64   `json:"torch_peak_reserved_bytes"`
+	TorchRatio        float64 `json:"torch_reserved_over_requested"`
+	// TorchPreexistingPeak is the most bytes live at once in blocks that
+	// lie in no segment the trace reserved: PyTorch served them from
+	// segments it held before the trace began, which TorchPeakReserved
+	// does not count. Those segments are never freed in the trace, so they
+	// were held at TorchPeakReserved's moment too, and
+	// TorchPeakReservedLowerBound (the sum) is a lower bound of PyTorch's
+	// true peak; without a free of such a segment it is sound, else it is
+	// reported as -1.
+	TorchPreexistingPeak        int64   `json:"torch_preexisting_live_peak_bytes"`
+	TorchPeakReservedLowerBound int64   `json:"torch_peak_reserved_lower_bound_bytes"`
+	TorchRatioLowerBound        float64 `json:"torch_reserved_lower_bound_over_requested"`
+
+	OursPeakAllocated int64   `json:"ours_peak_allocated_bytes"`
+	OursPeakReserved  int64   `json:"ours_peak_reserved_bytes"`
+	OursRatio         float64 `json:"ours_reserved_over_requested"`
+	// OursFragmentation is GMLake's measure, 1 - peak active / peak reserved.
+	OursFragmentation float64 `json:"ours_fragmentation"`
+	OursSegments      int64   `json:"ours_backend_allocs"`
+	OursNsPerOp       float64 `json:"ours_ns_per_op"`
+}
+
+// replay runs the trace's allocations and completed frees through a fresh
+// pool over backend, and computes PyTorch's numbers from the trace's own
+// segment events.
+func replay(path string, evs []traceEvent, backend memory.Backend) (traceResult, error) {
+	res := traceResult{File: filepath.Base(path), Events: len(evs)}
+	p := memory.NewPool(backend, memory.PoolConfig{})
+	live := make(map[uint64]*memory.Block)
+	sizes := make(map[uint64]int64) // trace address -> requested size, for PyTorch's requested bytes
+	var requested, reserved int64
+	segs := map[uint64]int64{} // PyTorch's segments reserved in the trace, by address
+	outside := map[uint64]bool{}
+	var outsideLive int64
+	preexistingFreed := false
+	ops := 0
+	start := time.Now()
+	for i, ev := range evs {
+		switch ev.action {
+		case actAlloc:
+			if _, dup := live[ev.addr]; dup {
+				return res, errors.Join(fmt.Errorf("%s: event %d allocates address %#x, which is live", path, i+1, ev.addr), p.Close())
+			}
+			b, err := p.Alloc(ev.size, memory.Stream(ev.stream))
+			if err != nil {
+				return res, errors.Join(fmt.Errorf("%s: event %d: %w", path, i+1, err), p.Close())
+			}
+			live[ev.addr] = b
+			sizes[ev.addr] = ev.size
+			requested += ev.size
+			if !inSegment(segs, ev.addr) {
+				outside[ev.addr] = true
+				outsideLive += ev.size
+				res.TorchPreexistingPeak = max(res.TorchPreexistingPeak, outsideLive)
+			}
+			res.PeakRequested = max(res.PeakRequested, requested)
+			res.Allocs++
+			ops++
+		case actFreeCompleted:
+			b, ok := live[ev.addr]
+			if !ok {
+				res.UnmatchedFrees++
+				continue
+			}
+			if err := p.Free(b); err != nil {
+				return res, errors.Join(fmt.Errorf("%s: event %d: %w", path, i+1, err), p.Close())
+			}
+			delete(live, ev.addr)
+			requested -= sizes[ev.addr]
+			if outside[ev.addr] {
+				outsideLive -= sizes[ev.addr]
+				delete(outside, ev.addr)
+			}
+			delete(sizes, ev.addr)
+			ops++
+		case actSegmentAlloc:
+			segs[ev.addr] = ev.size
+			reserved += ev.size
+			res.TorchPeakReserved = max(res.TorchPeakReserved, reserved)
+		case actSegmentFree:
+			if _, ok := segs[ev.addr]; !ok {
+				preexistingFreed = true
+			}
+			delete(segs, ev.addr)
+			reserved -= ev.size
+		}
+	}
+	elapsed := time.Since(start)
+	res.LiveAtEnd = len(live)
+	st := p.Stats()
+	if st.Requested.Peak != res.PeakRequested {
+		return res, errors.Join(fmt.Errorf("%s: the pool's peak requested bytes %d differ from the trace's %d", path, st.Requested.Peak, res.PeakRequested), p.Close())
+	}
+	res.OursPeakAllocated = st.Allocated.Peak
+	res.OursPeakReserved = st.Reserved.Peak
+	res.OursSegments = st.BackendAllocs
+	res.OursNsPerOp = float64(elapsed.Nanoseconds()) / float64(max(ops, 1))
+	res.TorchPeakReservedLowerBound = -1
+	if !preexistingFreed {
+		res.TorchPeakReservedLowerBound = res.TorchPeakReserved + res.TorchPreexistingPeak
+	}
+	if res.PeakRequested > 0 {
+		res.TorchRatio = float64(res.TorchPeakReserved) / float64(res.PeakRequested)
+		res.TorchRatioLowerBound = float64(res.TorchPeakReservedLowerBound) / float64(res.PeakRequested)
+		res.OursRatio = float64(res.OursPeakReserved) / float64(res.PeakRequested)
+	}
+	if st.Reserved.Peak > 0 {
+		res.OursFragmentation = 1 - float64(st.Active.Peak)/float64(st.Reserved.Peak)
+	}
+	for _, b := range live {
+		if err := p.Free(b); err != nil {
+			return res, errors.Join(err, p.Close())
+		}
+	}
+	return res, p.Close()
+}
+
+// inSegment reports whether addr lies in one of the segments.
+func inSegment(segs map[uint64]int64, addr uint64) bool {
+	for base, size := range segs {
+		if addr >= base && addr-base < uint64(size) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,56 @@
+package memory
+
+import (
+	"fmt"
+
+	"github.com/strata-ml/strata/cuda"
+)
+
+// NewCUDAManager makes the hybrid memory manager of ctx's device: pooled
+// device memory (NewDeviceBackend), managed memory (NewManagedBackend),
+// mapped page-locked staging memory (NewStagingBackend, not
+// write-combined) and plain host memory (NewHostBackend) for TierHost, with
+// cfg.Policy (the hybrid policy when zero). A device without managed
+// memory gets no managed backend, and one that cannot map host memory no
+// staging backend: those tiers fall back as the fallback chain says.
+//
+// cfg.StreamSync tells the pools when work on a stream has finished
+// (Manager.RecordStream); when it is nil the manager makes a CUDAStreams
+// of its own and destroys its events on Close. Pass your own CUDAStreams
+// to register streams other than the default one (CUDAStreams.Stream): the
+// managed backend also uses it to order prefetches on the allocation's
+// stream. A StreamSync of another kind is used for the pools, and then
+// prefetches can only use the default stream.
+func NewCUDAManager(ctx *cuda.Context, cfg Config) (*Manager, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("memory: NewCUDAManager: nil *cuda.Context: %w", ErrInvalidArgument)
+	}
+	var owned *CUDAStreams
+	if cfg.StreamSync == nil {
+		owned = NewCUDAStreams(ctx)
+		cfg.StreamSync = owned
+	}
+	streams, _ := cfg.StreamSync.(*CUDAStreams)
+	if streams != nil && streams.ctx != ctx {
+		return nil, fmt.Errorf("memory: NewCUDAManager for %s: its CUDAStreams belongs to %s: %w", ctx.Device(), streams.ctx.Device(), ErrInvalidArgument)
+	}
+
+	props := ctx.Properties()
+	backends := []Backend{NewDeviceBackend(ctx), NewHostBackend(TierHost)}
+	if props.ManagedMemory {
+		mb := NewManagedBackend(ctx).(*managedBackend)
+		mb.streams = streams
+		backends = append(backends, mb)
+	}
+	if props.CanMapHostMemory {
+		backends = append(backends, NewStagingBackend(ctx, false))
+	}
+	m, err := NewManager(backends, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if owned != nil {
+		m.owned = append(m.owned, owned.Close)
+	}
+	return m, nil
+}

@@ -1,0 +1,141 @@
+package memory
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// pendingEvent is one event a freed block waits for: the work queued on
+// stream s when the block was freed.
+type pendingEvent struct {
+	b  *Block
+	ev StreamEvent
+	s  Stream
+}
+
+// RecordStream notes that the live block b is used by work queued on
+// stream s as well as on its own stream, like PyTorch's
+// Tensor.record_stream. When b is freed, the pool records an event on each
+// such stream and does not hand b out again until all of them have
+// completed; until then its bytes count as Active but not Allocated. Using
+// b on its own stream needs no call; recording a stream twice is harmless.
+//
+// It needs the pool's StreamSync (PoolConfig.StreamSync): without one, a
+// stream other than b's own is refused with ErrInvalidArgument. A nil,
+// foreign or freed block is an error too.
+func (p *Pool) RecordStream(b *Block, s Stream) error {
+	if b == nil {
+		return fmt.Errorf("memory: pool %s: RecordStream of a nil block: %w", p.name, ErrInvalidArgument)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.recordStream(b, s)
+}
+
+// recordStream is RecordStream with p.mu held.
+func (p *Pool) recordStream(b *Block, s Stream) error {
+	if b.pool != p {
+		return fmt.Errorf("memory: pool %s: RecordStream of a block it does not own: %w", p.name, ErrDoubleFree)
+	}
+	if p.closed {
+		return fmt.Errorf("memory: pool %s: RecordStream after close: %w", p.name, ErrClosed)
+	}
+	if b.state != blockLive {
+		return fmt.Errorf("memory: pool %s: RecordStream of a freed block: %w", p.name, ErrDoubleFree)
+	}
+	if s == b.stream || slices.Contains(b.uses, s) {
+		return nil
+	}
+	if p.sync == nil {
+		return fmt.Errorf("memory: pool %s: block at %#x of stream %#x used on stream %#x, but the pool has no StreamSync to track cross-stream use: %w",
+			p.name, b.addr, uintptr(b.stream), uintptr(s), ErrInvalidArgument)
+	}
+	b.uses = append(b.uses, s)
+	return nil
+}
+
+// deferFree parks a freed block that was used on other streams until
+// events recorded on each of them complete. A failed recording
+// quarantines the block: it is never reused, only released by Close.
+func (p *Pool) deferFree(b *Block) error {
+	b.state = blockPending
+	var errs []error
+	for _, s := range b.uses {
+		ev, err := p.sync.RecordEvent(s)
+		if err != nil {
+			errs = append(errs, err)
+			b.quarantined = true
+			continue
+		}
+		b.events++
+		p.pending = append(p.pending, pendingEvent{b: b, ev: ev, s: s})
+	}
+	b.uses = b.uses[:0]
+	if len(errs) > 0 {
+		return fmt.Errorf("memory: pool %s: the block at %#x (%s) was freed, but recording events on the streams it was used on failed; it stays out of use until Close: %w",
+			p.name, b.addr, FormatBytes(b.size), errors.Join(errs...))
+	}
+	return nil
+}
+
+// processEvents reclaims the pending blocks whose events have completed.
+// Events of one stream complete in order, so once one of a stream is not
+// done, later ones of that stream are not asked about: a pass costs one
+// query per stream with unfinished work, however many blocks wait on it.
+// With wait, it blocks until the events complete instead, and returns the
+// errors of the waits that failed (their blocks stay pending).
+func (p *Pool) processEvents(wait bool) error {
+	blocked := p.blocked[:0]
+	kept := p.pending[:0]
+	var errs []error
+	for _, e := range p.pending {
+		done := false
+		if !slices.Contains(blocked, e.s) {
+			if wait {
+				if err := p.sync.Wait(e.ev); err != nil {
+					errs = append(errs, fmt.Errorf("memory: pool %s: waiting for stream %#x: %w", p.name, uintptr(e.s), err))
+				} else {
+					done = true
+				}
+			} else {
+				done = p.sync.Done(e.ev)
+			}
+			if !done {
+				blocked = append(blocked, e.s)
+			}
+		}
+		if !done {
+			kept = append(kept, e)
+			continue
+		}
+		p.sync.Release(e.ev)
+		b := e.b
+		b.events--
+		if b.events == 0 && !b.quarantined {
+			p.sinks.blockReclaimed(b.size)
+			p.reclaim(b)
+		}
+	}
+	clear(p.pending[len(kept):])
+	p.pending = kept
+	p.blocked = blocked[:0]
+	return errors.Join(errs...)
+}
+
+// dropEvents waits for every pending event and releases it, for Close: the
+// memory is about to go back to the backend, which must not happen under
+// work that still uses it. Pending blocks stay pending; close releases
+// them with their segments.
+func (p *Pool) dropEvents() error {
+	var errs []error
+	for _, e := range p.pending {
+		if err := p.sync.Wait(e.ev); err != nil {
+			errs = append(errs, fmt.Errorf("memory: pool %s: waiting for stream %#x before releasing its memory: %w", p.name, uintptr(e.s), err))
+		}
+		p.sync.Release(e.ev)
+	}
+	clear(p.pending)
+	p.pending = p.pending[:0]
+	return errors.Join(errs...)
+}
