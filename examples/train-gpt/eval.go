@@ -29,9 +29,7 @@ func evaluate(tr *trainer, data dataset, task *additionTask) (string, error) {
 		err := tensor.Try(func() {
 			autograd.NoGrad(func() {
 				tensor.WithScope(func() {
-					x := tensor.FromInt32s(tr.dev, tr.xs, tr.B, tr.T)
-					y := tensor.FromInt32s(tr.dev, tr.ys, tr.B, tr.T)
-					l = tr.model.Loss(x, y).Item()
+					l = tr.model.Loss(tr.inputs()).Item()
 				})
 			})
 		})

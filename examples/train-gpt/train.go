@@ -48,8 +48,7 @@ func newTrainer(o *options, cfg nn.GPTConfig, dev tensor.Device) (*trainer, erro
 func (t *trainer) step(it int) (loss float64, err error) {
 	err = tensor.Try(func() {
 		tensor.WithScope(func() {
-			x := tensor.FromInt32s(t.dev, t.xs, t.B, t.T)
-			y := tensor.FromInt32s(t.dev, t.ys, t.B, t.T)
+			x, y := t.inputs()
 			l := t.model.Loss(x, y)
 			if err = l.Backward(); err != nil {
 				return
@@ -155,5 +154,13 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	return nil
 }
 
-// peakBytes is the peak of bytes allocated on the device over all tiers.
-func peakBytes(m *memory.Manager) int64 { return m.Stats().Total.Allocated.Peak }
+// inputs uploads the batch as int32 (B, T) tensors with memory role
+// staging: on the GPU the hybrid policy puts them in mapped pinned host
+// memory, which the kernels read over the bus without a separate copy.
+func (t *trainer) inputs() (x, y *tensor.Tensor) {
+	tensor.WithRole(memory.RoleStaging, func() {
+		x = tensor.FromInt32s(t.dev, t.xs, t.B, t.T)
+		y = tensor.FromInt32s(t.dev, t.ys, t.B, t.T)
+	})
+	return x, y
+}
