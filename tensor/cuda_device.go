@@ -25,6 +25,7 @@ type cudaDevice struct {
 	module  *cuda.Module
 	k       *cudaKernels
 	mem     *memory.Manager
+	memS    memory.Stream // d.stream as the pools know it
 	status  *cudaStatus
 
 	// mu serialises launches (args is one reusable argument block) and
@@ -147,7 +148,7 @@ func newCUDADevice(ordinal int) (_ *cudaDevice, err error) {
 	if d.args, err = cuda.NewArgs(); err != nil {
 		return nil, err
 	}
-	if d.mem, err = newCUDAManager(ctx, d.stream); err != nil {
+	if d.mem, d.memS, err = newCUDAManager(ctx, d.stream); err != nil {
 		return nil, err
 	}
 	// cuBLAS comes up with the device, so its workspace is part of the

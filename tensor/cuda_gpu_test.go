@@ -9,8 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-ml/strata/cuda"
-	"github.com/strata-ml/strata/memory"
-	"github.com/strata-ml/strata/memory/memtest"
 )
 
 // These tests need a GPU; without one they skip with the reason (or fail
@@ -26,13 +24,6 @@ func gpuForTest(t testing.TB) *cudaDevice {
 		t.Skipf("no CUDA device: %v", err)
 	}
 	return dev.(*cudaDevice)
-}
-
-// TestCUDADeviceBackendConformance runs memory's backend conformance
-// suite on the device-memory adapter.
-func TestCUDADeviceBackendConformance(t *testing.T) {
-	d := gpuForTest(t)
-	memtest.RunBackend(t, func() memory.Backend { return newCUDADeviceBackend(d.ctx, d.stream) })
 }
 
 // TestCUDADriverCallsPerOp counts the driver calls each op makes once the

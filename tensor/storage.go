@@ -70,7 +70,13 @@ func newStorage(dev Device, nbytes int64, role memory.Role) (*storage, error) {
 	if nbytes == 0 {
 		nbytes = 1 // zero-element tensors still get a distinct block
 	}
-	a, err := dev.Memory().Alloc(nbytes, role)
+	var a *memory.Allocation
+	var err error
+	if sd, ok := dev.(interface{ memStream() memory.Stream }); ok {
+		a, err = dev.Memory().AllocStream(nbytes, role, sd.memStream())
+	} else {
+		a, err = dev.Memory().Alloc(nbytes, role)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -8,26 +8,30 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/strata-ml/strata/memory"
 	"github.com/strata-ml/strata/nn"
 	"github.com/strata-ml/strata/tensor"
 )
 
 // benchResult is the JSON line -bench prints.
 type benchResult struct {
-	Config    string  `json:"config"`
-	Device    string  `json:"device"`
-	Backend   string  `json:"backend"`
-	Threads   int     `json:"threads"`
-	Params    int     `json:"params"`
-	Batch     int     `json:"batch"`
-	Context   int     `json:"context"`
-	Steps     int     `json:"steps"`
-	TokS      float64 `json:"tok_s"`
-	StepMS    float64 `json:"step_ms"`
-	PeakBytes int64   `json:"peak_bytes"`
-	PeakMiB   float64 `json:"peak_mib"`
-	Reserved  int64   `json:"peak_reserved_bytes"`
-	Loss      float64 `json:"loss"`
+	Config    string             `json:"config"`
+	Device    string             `json:"device"`
+	Backend   string             `json:"backend"`
+	Threads   int                `json:"threads"`
+	Params    int                `json:"params"`
+	Batch     int                `json:"batch"`
+	Context   int                `json:"context"`
+	Steps     int                `json:"steps"`
+	TokS      float64            `json:"tok_s"`
+	StepMS    float64            `json:"step_ms"`
+	PeakBytes int64              `json:"peak_bytes"`
+	PeakMiB   float64            `json:"peak_mib"`
+	Reserved  int64              `json:"peak_reserved_bytes"`
+	TierPeaks map[string]float64 `json:"peak_mib_by_tier"`
+	RolePeaks map[string]float64 `json:"peak_mib_by_role"`
+	Fragment  float64            `json:"fragmentation"` // 1 - peak allocated / peak reserved (GMLake's measure)
+	Loss      float64            `json:"loss"`
 }
 
 func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
@@ -67,6 +71,20 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 		TokS: float64(tr.B*tr.T*o.steps) / el, StepMS: 1000 * el / float64(o.steps),
 		PeakBytes: st.Total.Allocated.Peak, PeakMiB: float64(st.Total.Allocated.Peak) / (1 << 20),
 		Reserved: st.Total.Reserved.Peak, Loss: loss,
+		TierPeaks: map[string]float64{}, RolePeaks: map[string]float64{},
+	}
+	if st.Total.Reserved.Peak > 0 {
+		r.Fragment = 1 - float64(st.Total.Allocated.Peak)/float64(st.Total.Reserved.Peak)
+	}
+	for t := range memory.NumTiers {
+		if p := st.Tiers[t].Allocated.Peak; p > 0 {
+			r.TierPeaks[t.String()] = float64(p) / (1 << 20)
+		}
+	}
+	for ro := range memory.NumRoles {
+		if p := st.Roles[ro].Allocated.Peak; p > 0 {
+			r.RolePeaks[ro.String()] = float64(p) / (1 << 20)
+		}
 	}
 	fmt.Fprintf(os.Stderr, "\n| config | device | params | batch x context | tokens/s | step ms | peak MiB | loss |\n|---|---|---|---|---|---|---|---|\n")
 	fmt.Fprintf(os.Stderr, "| %s | %s | %d | %d x %d | %.0f | %.1f | %.1f | %.4f |\n\n", r.Config, r.Device, r.Params, r.Batch, r.Context, r.TokS, r.StepMS, r.PeakMiB, r.Loss)
