@@ -6,6 +6,7 @@
 #
 #   bash bench/gpu-session.sh tests   # kernels, every package's tests, loss check
 #   bash bench/gpu-session.sh bench   # allocation + training benchmarks, PyTorch beside
+#   bash bench/gpu-session.sh tests sweep   # several phases in one go (all = every phase)
 #
 # Results go to $OUT (default /tmp/strata-gpu): summary.txt, results.jsonl,
 # kernels.fatbin, logs.tgz (every log).
@@ -13,7 +14,8 @@ set -u
 OUT=${OUT:-/tmp/strata-gpu}
 L=/tmp/strata-logs
 rm -rf "$L"; mkdir -p "$L" "$OUT"
-phase=${1:-tests}
+phases="${*:-tests}"
+has() { case " $phases " in *" $1 "*|*" all "*) return 0;; esac; return 1; }
 res=$OUT/results.jsonl
 say() { echo "== $*" | tee -a "$L/summary.txt"; }
 
@@ -34,7 +36,7 @@ if command -v nvcc >/dev/null && [ -f kernels/all.cu ]; then
   fi
 fi
 
-if [ "$phase" = tests ] || [ "$phase" = all ]; then
+if has tests; then
   for pkg in cuda memory tensor autograd nn; do
     [ -x .gpu/$pkg.test ] || continue
     start=$(date +%s)
@@ -61,7 +63,7 @@ PY
   say "default run on the GPU: exit $?"; grep -E '^step' "$L/train-default-gpu.log" | tail -4
 fi
 
-if [ "$phase" = sweep ]; then
+if has sweep; then
   # Robustness of the default task across seeds, steps and learning rates.
   for steps in 3000 6000; do for lr in 1e-3 2e-3; do for seed in 1 2 3; do
     acc=$(timeout 60 .gpu/train-gpt -quiet -eval-every 0 -out "" -steps $steps -lr $lr -seed $seed 2>&1 | grep -E '^step' | tail -1)
@@ -69,7 +71,7 @@ if [ "$phase" = sweep ]; then
   done; done; done
 fi
 
-if [ "$phase" = bench ] || [ "$phase" = all ]; then
+if has bench; then
   if [ -x .gpu/bench-alloc ]; then
     timeout 240 .gpu/bench-alloc > "$L/bench-alloc.json" 2> "$L/bench-alloc.txt"; say "bench-alloc: exit $?"
     cat "$L/bench-alloc.txt"; cat "$L/bench-alloc.json" >> "$res"
