@@ -47,6 +47,15 @@ func TestGradCheckEveryOp(t *testing.T) {
 			return autograd.MatMul(autograd.Transpose(x[0], -2, -1), autograd.Transpose(x[1], 1, 2))
 		}},
 		{"Linear", []*tensor.Tensor{randn(rng, 2, 3, 4), randn(rng, 5, 4), randn(rng, 5)}, func(x []*autograd.Var) *autograd.Var { return autograd.Linear(x[0], x[1], x[2]) }},
+		{"GeluLinear", []*tensor.Tensor{randn(rng, 2, 3, 4), randn(rng, 5, 4), randn(rng, 5)}, func(x []*autograd.Var) *autograd.Var { return autograd.GeluLinear(x[0], x[1], x[2]) }},
+		{"Drop", []*tensor.Tensor{randn(rng, 2, 6), randn(rng, 3, 6)}, func(x []*autograd.Var) *autograd.Var {
+			h := autograd.Linear(x[0], x[1], nil)
+			r := autograd.Reshape(h, 3, 2)
+			c := autograd.Contiguous(autograd.Transpose(r, 0, 1))
+			h.Drop() // no backward reads h or r: the graph still differentiates
+			r.Drop()
+			return c
+		}},
 		{"Linear/nobias", []*tensor.Tensor{randn(rng, 3, 4), randn(rng, 2, 4)}, func(x []*autograd.Var) *autograd.Var { return autograd.Linear(x[0], x[1], nil) }},
 		{"Reshape", []*tensor.Tensor{randn(rng, 2, 6)}, func(x []*autograd.Var) *autograd.Var { return autograd.Reshape(x[0], 3, -1) }},
 		{"Permute+Contiguous", []*tensor.Tensor{randn(rng, 2, 3, 4)}, func(x []*autograd.Var) *autograd.Var {

@@ -11,21 +11,26 @@ import (
 //
 //	att = softmax(mask(q kᵀ / √hd)),  y = dropout(att) v
 //
-// written as one op so that only what backward needs is kept: q, k, v and
-// the probabilities att. The raw scores and the masked scores are freed
-// inside the forward, where the unfused chain of ops would keep them until
-// backward. Dropout on att (p > 0) draws its mask from (seed, offset) and
-// recomputes it in backward instead of storing it.
+// written as one op that keeps nothing but its inputs: the (B, H, T, T)
+// probabilities are freed as soon as y is computed and recomputed from q
+// and k in backward (one extra GEMM and softmax), the way fused attention
+// kernels do. The unfused chain of ops would keep the raw scores, the
+// masked scores and the probabilities until backward. Dropout on att
+// (p > 0) draws its mask from (seed, offset) and regenerates it in
+// backward instead of storing it.
 func CausalAttention(q, k, v *Var, p float64, seed, offset uint64) *Var {
 	hd := q.Value.Dim(-1)
 	scale := 1 / math.Sqrt(float64(hd))
-	kt := k.Value.T()
-	scores := tensor.MatMulScaled(q.Value, kt, scale)
-	kt.Release()
-	masked := tensor.CausalMask(scores, tensor.NegInf)
-	scores.Release()
-	att := tensor.Softmax(masked)
-	masked.Release()
+	probs := func() *tensor.Tensor {
+		kt := k.Value.T()
+		scores := tensor.MatMulScaled(q.Value, kt, scale)
+		kt.Release()
+		scores.CausalMaskInPlace(tensor.NegInf)
+		att := tensor.Softmax(scores)
+		scores.Release()
+		return att
+	}
+	att := probs()
 	attD := att
 	if p > 0 {
 		attD = tensor.Dropout(att, p, seed, offset)
@@ -34,7 +39,10 @@ func CausalAttention(q, k, v *Var, p float64, seed, offset uint64) *Var {
 	if attD != att {
 		attD.Release()
 	}
+	att.Release()
 	return Record("CausalAttention", y, []*Var{q, k, v}, func(g *tensor.Tensor) []*tensor.Tensor {
+		att := probs()
+		defer att.Release()
 		var gq, gk, gv *tensor.Tensor
 		if needs(v) { // dv = attDᵀ g
 			a := att
@@ -68,5 +76,5 @@ func CausalAttention(q, k, v *Var, p float64, seed, offset uint64) *Var {
 		}
 		ds.Release()
 		return []*tensor.Tensor{gq, gk, gv}
-	}, att)
+	})
 }

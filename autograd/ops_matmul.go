@@ -103,3 +103,53 @@ func Linear(x, w, b *Var) *Var {
 		return []*tensor.Tensor{gx, gw, gb}
 	})
 }
+
+// GeluLinear returns Linear(Gelu(u), w, b), the second half of a
+// transformer MLP, keeping only u for backward: the GELU output (as large
+// as u) is freed after the forward and recomputed in backward, where the
+// weight gradient needs it. Same result as the two ops; one activation
+// less per block.
+func GeluLinear(u, w, b *Var) *Var {
+	us := u.Value.Shape()
+	in := us[len(us)-1]
+	var y *tensor.Tensor
+	tensor.WithScope(func() {
+		a := tensor.Gelu(u.Value)
+		a2 := a.Reshape(-1, in)
+		wt := w.Value.T()
+		y2 := tensor.MatMul(a2, wt)
+		if b != nil {
+			y2 = tensor.Add(y2, b.Value)
+		}
+		y = y2.Reshape(append(us[:len(us)-1:len(us)-1], w.Value.Dim(0))...)
+		tensor.Keep(y)
+	})
+	tensor.Adopt(y)
+	return Record("GeluLinear", y, []*Var{u, w, b}, func(g *tensor.Tensor) []*tensor.Tensor {
+		g2 := g.Reshape(-1, g.Dim(-1))
+		defer g2.Release()
+		var gu, gw, gb *tensor.Tensor
+		a := tensor.Gelu(u.Value) // recomputed
+		defer a.Release()
+		if needs(u) {
+			da := tensor.MatMul(g2, w.Value) // (N, out) @ (out, in)
+			uf := u.Value.Reshape(-1, in)
+			du := tensor.UnaryBackward(tensor.OpGelu, uf, nil, da)
+			gu = du.Reshape(us...)
+			for _, t := range []*tensor.Tensor{da, uf, du} {
+				t.Release()
+			}
+		}
+		if needs(w) {
+			af := a.Reshape(-1, in)
+			g2t := g2.T()
+			gw = tensor.MatMul(g2t, af)
+			af.Release()
+			g2t.Release()
+		}
+		if b != nil && needs(b) {
+			gb = tensor.Sum(g2, false, 0)
+		}
+		return []*tensor.Tensor{gu, gw, gb}
+	})
+}

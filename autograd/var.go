@@ -136,3 +136,16 @@ func Record(op string, out *tensor.Tensor, inputs []*Var, backward BackwardFunc,
 
 // gradRole is the memory role of everything Backward allocates.
 const gradRole = memory.RoleGradient
+
+// Drop releases v's value now while keeping v in the graph, so gradients
+// still flow through it. Model code calls it on intermediates that no
+// backward reads (the output of a Linear that only feeds a reshape and a
+// copy, say): their memory is then free during the rest of the forward
+// pass instead of until backward. If a backward does read a dropped value
+// it panics with tensor.ErrReleased, naming the op.
+func (v *Var) Drop() {
+	if v.node == nil || v.retain {
+		return // leaves and retained vars keep their values
+	}
+	v.Value.Release()
+}

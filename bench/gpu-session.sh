@@ -60,7 +60,7 @@ print(json.dumps({"check": "char_gpu_vs_cpu_50_steps", "steps": n, "max_rel_diff
 PY
   # The default run learns on the GPU as on the CPU.
   timeout 300 .gpu/train-gpt -quiet -eval-every 1000 -out "$OUT/gpt-gpu.safetensors" > "$L/train-default-gpu.log" 2>&1
-  say "default run on the GPU: exit $?"; grep -E '^step' "$L/train-default-gpu.log" | tail -4
+  say "default run on the GPU: exit $?"; grep -E "^step" "$L/train-default-gpu.log" | tail -4
 fi
 
 if has sweep; then
@@ -83,7 +83,13 @@ if has bench; then
     timeout 200 .gpu/train-gpt -config $cfg -device cuda -bench -steps 10 >> "$res" 2> "$L/bench-$cfg.txt"
     say "train bench $cfg: exit $?"; grep -A3 '^| config' "$L/bench-$cfg.txt"
   done
-  if [ -f .gpu/torch_gpt.py ]; then
+  if has profile; then
+    for cfg in char gpt2; do
+      STRATA_CUDA_PROFILE=1 timeout 200 .gpu/train-gpt -config $cfg -device cuda -bench -steps 2 -bench-warmup 2 > /dev/null 2> "$L/profile-$cfg.txt"
+      say "profile $cfg: exit $?"; grep -A25 'kernel profile' "$L/profile-$cfg.txt" | head -30
+    done
+  fi
+  if [ -f .gpu/torch_gpt.py ] && ! has notorch; then
     (cd .gpu && OUT=$L timeout 300 python3 - <<'PY') >> "$res" 2> "$L/torch.txt"
 import torch, torch_gpt as t
 torch.backends.cuda.matmul.allow_tf32 = False

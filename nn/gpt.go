@@ -134,7 +134,8 @@ func (g *GPT) Loss(idx, targets *tensor.Tensor) *autograd.Var {
 // Forward applies the block to x (B, T, C).
 func (b *Block) Forward(x *autograd.Var) *autograd.Var {
 	x = autograd.Add(x, b.Attn.Forward(b.Ln1.Forward(x)))
-	h := b.Proj.Forward(GELU(b.FC.Forward(b.Ln2.Forward(x))))
+	// Proj(GELU(FC(ln_2(x)))), with the GELU output recomputed in backward.
+	h := autograd.GeluLinear(b.FC.Forward(b.Ln2.Forward(x)), b.Proj.Weight.Var, b.Proj.Bias.Var)
 	return autograd.Add(x, b.Drop.Forward(h))
 }
 
@@ -143,9 +144,11 @@ func (a *CausalSelfAttention) Forward(x *autograd.Var) *autograd.Var {
 	s := x.Value.Shape()
 	B, T, C := s[0], s[1], s[2]
 	H := a.Heads
-	qkv := a.CAttn.Forward(x)                                           // (B, T, 3C)
-	qkv5 := autograd.Reshape(qkv, B, T, 3, H, C/H)                      // (B, T, 3, H, hd)
-	heads := autograd.Contiguous(autograd.Permute(qkv5, 2, 0, 3, 1, 4)) // (3, B, H, T, hd)
+	qkv := a.CAttn.Forward(x)                      // (B, T, 3C)
+	qkv5 := autograd.Reshape(qkv, B, T, 3, H, C/H) // (B, T, 3, H, hd)
+	perm := autograd.Permute(qkv5, 2, 0, 3, 1, 4)  // (3, B, H, T, hd), a view
+	heads := autograd.Contiguous(perm)
+	dropAll(qkv, qkv5, perm) // no backward reads them: free qkv now
 	q := autograd.Reshape(autograd.Narrow(heads, 0, 0, 1), B, H, T, C/H)
 	k := autograd.Reshape(autograd.Narrow(heads, 0, 1, 1), B, H, T, C/H)
 	v := autograd.Reshape(autograd.Narrow(heads, 0, 2, 1), B, H, T, C/H)
@@ -155,8 +158,18 @@ func (a *CausalSelfAttention) Forward(x *autograd.Var) *autograd.Var {
 		a.AttnDrop.offset += uint64(B * H * T * T)
 	}
 	y := autograd.CausalAttention(q, k, v, dropP(a.AttnDrop), a.AttnDrop.Seed, off) // (B, H, T, hd)
-	y = autograd.Reshape(autograd.Contiguous(autograd.Permute(y, 0, 2, 1, 3)), B, T, C)
+	yp := autograd.Permute(y, 0, 2, 1, 3)                                           // (B, T, H, hd), a view
+	yc := autograd.Contiguous(yp)
+	dropAll(y, yp)
+	y = autograd.Reshape(yc, B, T, C)
 	return a.ResidDrop.Forward(a.CProj.Forward(y))
+}
+
+// dropAll frees the values of intermediates that no backward reads.
+func dropAll(vs ...*autograd.Var) {
+	for _, v := range vs {
+		v.Drop()
+	}
 }
 
 func dropP(d *Dropout) float64 {

@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/strata-ml/strata/cuda"
 )
@@ -45,6 +46,9 @@ func (b cudaBackend) matmul(c, a, bm *Tensor, tA, tB bool, m, n, k, batch, sA, s
 			return cuda.OpT
 		}
 		return cuda.OpN
+	}
+	if cudaProfiling {
+		defer d.profileDone(fmt.Sprintf("MatMul sgemm %dx%dx%d batch %d", m, n, k, batch), time.Now())
 	}
 	err = blas.SgemmStridedBatchedRowMajor(op(tA), op(tB), m, n, k, float32(alpha),
 		devPtr(a), lda, int64(sA), devPtr(bm), ldb, int64(sB), float32(beta), devPtr(c), n, int64(m*n), batch)

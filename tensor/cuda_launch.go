@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/strata-ml/strata/cuda"
 	"github.com/strata-ml/strata/memory"
@@ -86,6 +87,9 @@ func argT(a *cuda.Args, f int, v float64) *cuda.Args {
 func (d *cudaDevice) launch(op string, fn *cuda.Function, grid, block [3]uint32, set func(a *cuda.Args)) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if cudaProfiling {
+		defer d.profileDone(op+" "+fn.Name(), time.Now())
+	}
 	a := d.args.Reset()
 	set(a)
 	if err := d.q.launch(fn, grid, block, a); err != nil {
@@ -103,7 +107,7 @@ func (d *cudaDevice) launch1(op string, fn *cuda.Function, n int, set func(a *cu
 // the device's memory queues on the same stream, so a later reuse of the
 // block runs after them.
 func (d *cudaDevice) scratch(op string, n int) *memory.Allocation {
-	a, err := d.mem.Alloc(int64(n)*8, memory.RoleWorkspace)
+	a, err := d.mem.AllocStream(int64(n)*8, memory.RoleWorkspace, d.memS)
 	if err != nil {
 		panic(&OpError{Op: op, Msg: fmt.Sprintf("allocating %d bytes of reduction scratch on %v", n*8, d), Err: err})
 	}

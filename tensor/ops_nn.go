@@ -280,3 +280,18 @@ func SGDStep(p, g, buf *Tensor, lr, momentum, weightDecay float64, nesterov bool
 	}
 	p.dev.backend().sgd(p, g, buf, lr, momentum, weightDecay, nesterov)
 }
+
+// CausalMaskInPlace sets the future positions of contiguous t (..., T1,
+// T2) to fill, in place (see CausalMask).
+func (t *Tensor) CausalMaskInPlace(fill float64) {
+	op := "CausalMaskInPlace"
+	t.live(op)
+	sameFloat(op, t)
+	if t.Rank() < 2 || !t.IsContiguous() {
+		fail(op, ErrShape, "want a contiguous tensor of at least 2-D, got %v (contiguous %v)", t.shape, t.IsContiguous())
+	}
+	r, c := t.shape[t.Rank()-2], t.shape[t.Rank()-1]
+	if r*c > 0 {
+		t.dev.backend().causalMask(t, t, t.Numel()/(r*c), r, c, fill)
+	}
+}

@@ -88,6 +88,9 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	}
 	fmt.Fprintf(os.Stderr, "\n| config | device | params | batch x context | tokens/s | step ms | peak MiB | loss |\n|---|---|---|---|---|---|---|---|\n")
 	fmt.Fprintf(os.Stderr, "| %s | %s | %d | %d x %d | %.0f | %.1f | %.1f | %.4f |\n\n", r.Config, r.Device, r.Params, r.Batch, r.Context, r.TokS, r.StepMS, r.PeakMiB, r.Loss)
+	if prof := tensor.CUDAProfile(); prof != "" {
+		fmt.Fprintf(os.Stderr, "kernel profile of the %d timed steps (%s):\n%s\n", o.steps, tensor.EnvCUDAProfile, prof)
+	}
 	b, _ := json.Marshal(r)
 	fmt.Println(string(b))
 	return nil

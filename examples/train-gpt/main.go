@@ -45,7 +45,7 @@ func parseFlags(args []string) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("train-gpt", flag.ContinueOnError)
 	fs.StringVar(&o.config, "config", "tiny", "model shape: tiny, char or gpt2")
-	fs.IntVar(&o.steps, "steps", 0, "training steps (default: 3000 for training, 10 timed steps for -bench)")
+	fs.IntVar(&o.steps, "steps", 0, "training steps (default: 6000 for training, 10 timed steps for -bench)")
 	fs.IntVar(&o.batch, "batch", 0, "sequences per step (default: the config's)")
 	fs.Float64Var(&o.lr, "lr", 1e-3, "peak learning rate")
 	fs.Float64Var(&o.minLR, "min-lr", 0, "final learning rate of the cosine schedule (default lr/10)")
@@ -81,7 +81,7 @@ func parseFlags(args []string) (*options, error) {
 		return nil, fmt.Errorf("-warmup, -bench-warmup and -eval-every must not be negative")
 	}
 	if o.steps == 0 {
-		o.steps = 3000
+		o.steps = 6000
 		if o.bench {
 			o.steps = 10
 		}
