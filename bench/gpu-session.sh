@@ -79,12 +79,15 @@ if has bench; then
       [ -f "$tr" ] && timeout 120 .gpu/bench-alloc -trace "$tr" >> "$res" 2>> "$L/bench-alloc.txt"
     done
   fi
-  for cfg in char gpt2; do
-    timeout 200 .gpu/train-gpt -config $cfg -device cuda -bench -steps 10 >> "$res" 2> "$L/bench-$cfg.txt"
-    say "train bench $cfg: exit $?"; grep -A3 '^| config' "$L/bench-$cfg.txt"
+  # The hybrid placement against every tensor in one tier (the seed's
+  # comparison: device memory only, unified memory only, zero-copy only).
+  for run in char:hybrid char:device char:managed char:staging gpt2:hybrid gpt2:device; do
+    cfg=${run%%:*}; pol=${run#*:}
+    timeout 200 .gpu/train-gpt -config $cfg -policy $pol -device cuda -bench -steps 10 >> "$res" 2> "$L/bench-$cfg-$pol.txt"
+    say "train bench $cfg policy $pol: exit $?"; grep -A2 '^| config' "$L/bench-$cfg-$pol.txt" | tail -1
   done
   if has profile; then
-    for cfg in char gpt2; do
+    for cfg in gpt2; do
       STRATA_CUDA_PROFILE=1 timeout 200 .gpu/train-gpt -config $cfg -device cuda -bench -steps 2 -bench-warmup 2 > /dev/null 2> "$L/profile-$cfg.txt"
       say "profile $cfg: exit $?"; grep -A25 'kernel profile' "$L/profile-$cfg.txt" | head -30
     done

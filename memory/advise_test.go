@@ -45,7 +45,7 @@ func newAdviceManager(t *testing.T, p memory.Policy) (*memory.Manager, *adviserB
 
 func TestManagerAppliesAdvice(t *testing.T) {
 	m, ab := newAdviceManager(t, memory.HybridPolicy())
-	embedding := memory.AdviseReadMostly | memory.AdvisePreferDevice | memory.AdviseAccessedByDevice
+	embedding := memory.AdvisePreferDevice | memory.AdviseAccessedByDevice | memory.AdvisePrefetchToDevice
 
 	e, err := m.AllocStream(10*KiB, memory.RoleEmbedding, 5)
 	require.NoError(t, err)
@@ -55,8 +55,8 @@ func TestManagerAppliesAdvice(t *testing.T) {
 	f, err := m.AllocStream(3000, memory.RoleFrozenWeight, 5)
 	require.NoError(t, err)
 	require.Len(t, ab.calls, 2)
-	assert.Equal(t, adviceCall{off: 10 * KiB, size: 3072, set: embedding | memory.AdvisePrefetchToDevice, stream: 5}, ab.calls[1],
-		"frozen weights are prefetched too; nothing to clear, the segment only ever had the same flags")
+	assert.Equal(t, adviceCall{off: 10 * KiB, size: 3072, set: embedding | memory.AdviseReadMostly, stream: 5}, ab.calls[1],
+		"frozen weights are read-mostly too; nothing to clear, the segment only ever had the same flags")
 
 	g := mustManagerAlloc(t, m, 3000, memory.RoleGradient)
 	assert.Equal(t, memory.TierDevice, g.Tier())
@@ -91,13 +91,13 @@ func TestManagerClearsStaleAdvice(t *testing.T) {
 	// The same bytes, now for a role without advice: the embedding's flags
 	// are cleared (inner pages only, which the backend handles).
 	o = mustManagerAlloc(t, m, 8*KiB, memory.RoleOther)
-	assert.Equal(t, []adviceCall{{size: 8 * KiB, clear: memory.AdviseReadMostly | memory.AdvisePreferDevice | memory.AdviseAccessedByDevice}}, ab.calls)
+	assert.Equal(t, []adviceCall{{size: 8 * KiB, clear: memory.AdvisePreferDevice | memory.AdviseAccessedByDevice}}, ab.calls)
 	require.NoError(t, o.Free())
 	ab.calls = nil
 
 	a := mustManagerAlloc(t, m, 8*KiB, memory.RoleActivation)
 	assert.Equal(t, []adviceCall{{size: 8 * KiB, set: memory.AdvisePreferHost,
-		clear: memory.AdviseReadMostly | memory.AdvisePreferDevice | memory.AdviseAccessedByDevice}}, ab.calls,
+		clear: memory.AdvisePreferDevice | memory.AdviseAccessedByDevice}}, ab.calls,
 		"every flag the segment ever had and this placement lacks is cleared")
 	require.NoError(t, a.Free())
 }

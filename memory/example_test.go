@@ -30,7 +30,7 @@ func ExampleNewHostManager() {
 	_ = emb.Free()
 	fmt.Println("in use after free:", memory.FormatBytes(m.InUse()))
 	// Output:
-	// device managed read-mostly|prefer-device|accessed-by-device
+	// device managed prefer-device|accessed-by-device|prefetch-to-device
 	// in use: 3.00 MiB
 	// device reserved: 20.00 MiB
 	// embedding allocated: 1.00 KiB

@@ -41,7 +41,7 @@ func TestHostManagerHybridPlacement(t *testing.T) {
 		assert.NotZero(t, a.Addr())
 		switch r {
 		case memory.RoleEmbedding:
-			assert.Equal(t, memory.AdviseReadMostly|memory.AdvisePreferDevice|memory.AdviseAccessedByDevice, a.Advice())
+			assert.Equal(t, memory.AdvisePreferDevice|memory.AdviseAccessedByDevice|memory.AdvisePrefetchToDevice, a.Advice())
 		case memory.RoleFrozenWeight:
 			assert.Equal(t, memory.AdviseReadMostly|memory.AdvisePreferDevice|memory.AdviseAccessedByDevice|memory.AdvisePrefetchToDevice, a.Advice())
 		default:
@@ -368,7 +368,7 @@ func TestManagerSummary(t *testing.T) {
 	assert.Equal(t, []string{"-", "85.0%", "99.8%", "100.0%", "87.5%"}, row("fragmentation "))
 	assert.Equal(t, []string{"3.00", "MiB", "3.00", "MiB", "3.00", "MiB", "3.00", "MiB", "1", "1", "device"}, row("gradient "))
 	assert.Equal(t, []string{"5.00", "KiB", "5.00", "KiB", "5.00", "KiB", "5.00", "KiB", "1", "1",
-		"managed(read-mostly|prefer-device|accessed-by-device)"}, row("embedding "))
+		"managed(prefer-device|accessed-by-device|prefetch-to-device)"}, row("embedding "))
 	assert.Equal(t, []string{"0", "B", "512", "B", "0", "B", "512", "B", "0", "1", "staging"}, row("staging "))
 	total := row("total ")
 	assert.Equal(t, []string{"3.00", "MiB"}, total[:2], "the roles add up to the total")

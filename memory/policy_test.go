@@ -12,11 +12,11 @@ import (
 func TestHybridPolicy(t *testing.T) {
 	p := memory.HybridPolicy()
 	require.NoError(t, p.Validate())
-	embedding := memory.AdviseReadMostly | memory.AdvisePreferDevice | memory.AdviseAccessedByDevice
+	embedding := memory.AdvisePreferDevice | memory.AdviseAccessedByDevice | memory.AdvisePrefetchToDevice
 	want := [memory.NumRoles]memory.Placement{
 		memory.RoleOther:          {Tier: memory.TierDevice},
 		memory.RoleParameter:      {Tier: memory.TierDevice},
-		memory.RoleFrozenWeight:   {Tier: memory.TierManaged, Advice: embedding | memory.AdvisePrefetchToDevice},
+		memory.RoleFrozenWeight:   {Tier: memory.TierManaged, Advice: embedding | memory.AdviseReadMostly},
 		memory.RoleEmbedding:      {Tier: memory.TierManaged, Advice: embedding},
 		memory.RoleGradient:       {Tier: memory.TierDevice},
 		memory.RoleOptimizerState: {Tier: memory.TierDevice},
@@ -31,7 +31,7 @@ func TestHybridPolicy(t *testing.T) {
 	assert.Equal(t, want[memory.RoleOther], p.Place(memory.Role(200)), "unknown roles are placed like RoleOther")
 	assert.Equal(t, "other=device parameter=device "+
 		"frozen=managed(read-mostly|prefer-device|accessed-by-device|prefetch-to-device) "+
-		"embedding=managed(read-mostly|prefer-device|accessed-by-device) gradient=device optimizer=device "+
+		"embedding=managed(prefer-device|accessed-by-device|prefetch-to-device) gradient=device optimizer=device "+
 		"activation=device staging=staging workspace=device", p.String())
 }
 

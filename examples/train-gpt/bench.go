@@ -16,6 +16,7 @@ import (
 // benchResult is the JSON line -bench prints.
 type benchResult struct {
 	Config    string             `json:"config"`
+	Policy    string             `json:"policy"`
 	Device    string             `json:"device"`
 	Backend   string             `json:"backend"`
 	Threads   int                `json:"threads"`
@@ -66,7 +67,7 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	el := time.Since(start).Seconds()
 	st := dev.Memory().Stats()
 	r := benchResult{
-		Config: o.config, Device: dev.String(), Backend: tensor.CPUBackendInfo(), Threads: runtime.GOMAXPROCS(0),
+		Config: o.config, Policy: o.policy, Device: dev.String(), Backend: tensor.CPUBackendInfo(), Threads: runtime.GOMAXPROCS(0),
 		Params: nn.CountParams(tr.params), Batch: tr.B, Context: tr.T, Steps: o.steps,
 		TokS: float64(tr.B*tr.T*o.steps) / el, StepMS: 1000 * el / float64(o.steps),
 		PeakBytes: st.Total.Allocated.Peak, PeakMiB: float64(st.Total.Allocated.Peak) / (1 << 20),

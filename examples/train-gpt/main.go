@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/strata-ml/strata/memory"
 	"github.com/strata-ml/strata/nn"
 	"github.com/strata-ml/strata/tensor"
 )
@@ -39,6 +40,7 @@ type options struct {
 	quiet     bool
 	maxTime   time.Duration
 	lossLog   string
+	policy    string
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -62,6 +64,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.out, "out", "gpt.safetensors", "where to save the trained weights (empty: do not save)")
 	fs.IntVar(&o.sample, "sample", 200, "bytes to sample at the end (text data)")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar")
+	fs.StringVar(&o.policy, "policy", "hybrid", "memory placement: hybrid, device, managed or staging (every tensor in that tier)")
 	fs.StringVar(&o.lossLog, "loss-log", "", "write each step's loss to this file, one JSON line per step")
 	fs.DurationVar(&o.maxTime, "max-time", 0, "stop training after this long (0: no limit)")
 	if err := fs.Parse(args); err != nil {
@@ -105,6 +108,28 @@ func main() {
 	}
 }
 
+// setPolicy applies the -policy flag to the device's memory manager:
+// the hybrid placement, or every role in one tier (the baselines of the
+// hybrid manager's comparison: all device memory, all unified memory, all
+// zero-copy).
+func setPolicy(dev tensor.Device, name string) error {
+	var p memory.Policy
+	switch name {
+	case "hybrid":
+		p = memory.HybridPolicy()
+	case "device":
+		p = memory.SingleTierPolicy(memory.TierDevice)
+	case "managed":
+		p = memory.SingleTierPolicy(memory.TierManaged)
+	case "staging":
+		p = memory.SingleTierPolicy(memory.TierStaging)
+	default:
+		return fmt.Errorf("-policy %q: want hybrid, device, managed or staging", name)
+	}
+	dev.Memory().SetPolicy(p)
+	return nil
+}
+
 func run(o *options) error {
 	cfg, err := nn.LookupGPTConfig(o.config)
 	if err != nil {
@@ -115,6 +140,9 @@ func run(o *options) error {
 	}
 	dev, err := tensor.ParseDevice(o.device)
 	if err != nil {
+		return err
+	}
+	if err := setPolicy(dev, o.policy); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "strata train-gpt: config %s on %v (%s, GOMAXPROCS %d)\n", o.config, dev, tensor.CPUBackendInfo(), runtime.GOMAXPROCS(0))
