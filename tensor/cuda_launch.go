@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/strata-ml/strata/cuda"
@@ -92,10 +93,21 @@ func (d *cudaDevice) launch(op string, fn *cuda.Function, grid, block [3]uint32,
 	}
 	a := d.args.Reset()
 	set(a)
+	cudaLaunches.Add(1)
 	if err := d.q.launch(fn, grid, block, a); err != nil {
 		panic(&OpError{Op: op, Msg: fmt.Sprintf("launching kernel %s on %v", fn.Name(), d), Err: err})
 	}
 }
+
+// cudaLaunches counts kernel launches on every CUDA device.
+var cudaLaunches atomic.Uint64
+
+// CUDALaunches is the number of kernels launched on CUDA devices so far
+// (cuBLAS's own launches not included); sample it around a training step.
+func CUDALaunches() uint64 { return cudaLaunches.Load() }
+
+// CUDADriverCalls is the number of CUDA driver calls made so far.
+func CUDADriverCalls() uint64 { return cuda.DriverCalls() }
 
 // launch1 runs an element kernel over n elements.
 func (d *cudaDevice) launch1(op string, fn *cuda.Function, n int, set func(a *cuda.Args)) {

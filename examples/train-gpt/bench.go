@@ -33,6 +33,8 @@ type benchResult struct {
 	RolePeaks map[string]float64 `json:"peak_mib_by_role"`
 	Fragment  float64            `json:"fragmentation"` // 1 - peak allocated / peak reserved (GMLake's measure)
 	Loss      float64            `json:"loss"`
+	Launches  float64            `json:"kernel_launches_per_step"`
+	Driver    float64            `json:"driver_calls_per_step"`
 }
 
 func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
@@ -54,6 +56,7 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	}
 	dev.Memory().ResetPeaks()
 	var loss float64
+	launches, calls := tensor.CUDALaunches(), tensor.CUDADriverCalls()
 	start := time.Now()
 	for it := range o.steps {
 		data.batch(rng, tr.xs, tr.ys, tr.B, tr.T)
@@ -72,6 +75,8 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 		TokS: float64(tr.B*tr.T*o.steps) / el, StepMS: 1000 * el / float64(o.steps),
 		PeakBytes: st.Total.Allocated.Peak, PeakMiB: float64(st.Total.Allocated.Peak) / (1 << 20),
 		Reserved: st.Total.Reserved.Peak, Loss: loss,
+		Launches:  float64(tensor.CUDALaunches()-launches) / float64(o.steps),
+		Driver:    float64(tensor.CUDADriverCalls()-calls) / float64(o.steps),
 		TierPeaks: map[string]float64{}, RolePeaks: map[string]float64{},
 	}
 	if st.Total.Reserved.Peak > 0 {
