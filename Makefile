@@ -45,7 +45,7 @@ gpu:
 
 # Run the GPU tests on a machine with Go and a GPU.
 test-gpu:
-	STRATA_REQUIRE_GPU=1 $(GO) test -count=1 -run 'GPU|CUDA|Cuda' -v ./cuda/ ./memory/... ./tensor/...
+	STRATA_REQUIRE_GPU=1 $(GO) test -count=1 -run 'GPU|CUDA|Cuda' -v ./cuda/ ./memory/... ./tensor/... ./autograd/
 
 # Compile kernels/*.cu into the fatbin package tensor embeds (SASS for
 # sm_80 and sm_90, PTX for compute_80 so newer GPUs JIT it) and record the
