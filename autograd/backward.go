@@ -3,6 +3,7 @@ package autograd
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/strata-ml/strata/tensor"
 )
@@ -105,7 +106,7 @@ func step(v *Var, isRoot bool) {
 
 // accumulate adds gradient g (owned by the caller) to input in.
 func accumulate(op string, in *Var, g *tensor.Tensor) {
-	if !shapeEq(g.Shape(), in.Value.Shape()) {
+	if !slices.Equal(g.Shape(), in.Value.Shape()) {
 		panic(fmt.Sprintf("autograd: backward of %s gave gradient %v for input %s", op, g.Shape(), in))
 	}
 	if in.node == nil { // a leaf: the gradient outlives this backward pass
@@ -129,16 +130,4 @@ func keepGrad(v *Var, g *tensor.Tensor) {
 		return
 	}
 	v.Grad.AddInPlace(g)
-}
-
-func shapeEq(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

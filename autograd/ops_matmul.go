@@ -1,6 +1,8 @@
 package autograd
 
 import (
+	"slices"
+
 	"github.com/strata-ml/strata/tensor"
 )
 
@@ -37,7 +39,7 @@ func matGrad(x, y *tensor.Tensor, shape []int, firstIsView bool) *tensor.Tensor 
 	} else {
 		y.Release()
 	}
-	if shapeEq(p.Shape(), shape) {
+	if slices.Equal(p.Shape(), shape) {
 		return p
 	}
 	r := tensor.SumTo(p, shape)

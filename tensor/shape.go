@@ -1,6 +1,9 @@
 package tensor
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 func numel(shape []int) int {
 	n := 1
@@ -31,17 +34,7 @@ func isContiguous(shape, strides []int) bool {
 	return true
 }
 
-func shapeEq(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
+func shapeEq(a, b []int) bool { return slices.Equal(a, b) }
 
 // BroadcastShapes returns the NumPy broadcast of shapes a and b.
 func BroadcastShapes(a, b []int) ([]int, error) {
