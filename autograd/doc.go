@@ -20,9 +20,13 @@
 //
 // Memory-minded ops: CrossEntropy recomputes the softmax in backward
 // instead of keeping the (N, V) probabilities; CausalAttention keeps only
-// q, k, v and the attention probabilities (the raw and masked scores die
-// inside the forward); Dropout regenerates its mask from (seed, offset)
-// instead of storing it.
+// q, k and v and recomputes the (B, H, T, T) probabilities in backward, as
+// fused attention kernels do; GeluLinear (the MLP's second half) keeps the
+// GELU input and recomputes its output; Dropout regenerates its mask from
+// (seed, offset) instead of storing it. Var.Drop lets model code free an
+// intermediate that no backward reads (the qkv projection once it has
+// been split into heads) while gradients still flow through it. With
+// these, the GPT's plain attention peaks below PyTorch's fused SDPA.
 //
 // GradCheck compares analytic gradients with central finite differences
 // in float64; the tests run it on every op, and compare ops and gradients
