@@ -79,8 +79,8 @@
 // the driver rounds every range out to whole pages, so advice applies to
 // every page the block touches, including pages it shares with neighbours.
 // Under the hybrid policy embeddings and frozen weights share the managed
-// pool and carry the same read-mostly, device-preferred advice, so a
-// shared page gets what both want. Blocks are recycled between roles, so
+// pool and both prefer the device (frozen weights are read-mostly too), so
+// a shared page gets nearly what both want. Blocks are recycled between roles, so
 // each segment remembers the flags ever set on it, and an allocation
 // clears the flags it does not want, but only on the pages wholly inside
 // its block, so a neighbour never loses its advice. A segment that was
@@ -116,9 +116,11 @@
 // HybridPolicy is the placement the design calls for: everything updated or
 // rewritten each step (parameters, gradients, optimizer state, activations,
 // workspaces) in pooled device memory; embedding tables in managed memory
-// advised read-mostly, preferring and mapped by the device (pages migrate
-// on demand and replicas serve reads); frozen weights likewise, and
-// prefetched to the device once; transfer buffers in staging memory, which
+// preferring, mapped by and prefetched to the device (not read-mostly: a
+// GPT's token table is trained every step, and writes to read-mostly pages
+// collapse their replicas; on an H200 that made AdamW on GPT-2's table
+// cost about 0.4 s a step); frozen weights likewise and read-mostly
+// (replicas serve reads); transfer buffers in staging memory, which
 // kernels read over the bus without a copy. SingleTierPolicy gives the
 // baselines (all device, all managed, all zero-copy). SetPolicy changes the
 // placement of later allocations, which is how a frequency-driven

@@ -48,9 +48,9 @@
 // # CUDA
 //
 // CUDA(n) opens GPU n once per process (cuda_device.go): its primary
-// context, one non-blocking stream, the kernels, a memory manager over
-// device memory (cuda_memory.go; every role is placed there until package
-// memory's managed and staging backends are wired in), a small status
+// context, one non-blocking stream, the kernels, the hybrid memory manager
+// (memory.NewCUDAManager: pooled device, managed and staging memory, with
+// the stream registered so blocks are cached for it), a small status
 // block, and a cuBLAS handle bound to the stream with a workspace from the
 // manager. Without a driver or a GPU, CUDA returns an error wrapping
 // ErrDevice and the cuda package's cause, and ParseDevice("auto") picks
