@@ -25,9 +25,33 @@ type GPT struct {
 type Block struct {
 	Ln1, Ln2 *LayerNorm
 	Attn     *CausalSelfAttention
-	FC, Proj *Linear // mlp.c_fc, mlp.c_proj
+	MLP      *MLP
 	Drop     *Dropout
 }
+
+// MLP is the block's feed-forward part: c_proj(GELU(c_fc(x))), widening
+// to 4x the width and back.
+type MLP struct {
+	FC, Proj *Linear // mlp.c_fc, mlp.c_proj
+}
+
+// NewMLP makes an MLP of width dim with GPT-2 initialisation (projStd for
+// the output projection).
+func NewMLP(o Options, name string, dim int, projStd float64) *MLP {
+	return &MLP{
+		FC:   NewLinear(o, prefix(name, "c_fc"), dim, 4*dim, true, 0.02),
+		Proj: NewLinear(o, prefix(name, "c_proj"), 4*dim, dim, true, projStd),
+	}
+}
+
+// Forward maps x (..., dim) to (..., dim). The GELU output is not kept for
+// backward but recomputed there (autograd.GeluLinear).
+func (m *MLP) Forward(x *autograd.Var) *autograd.Var {
+	return autograd.GeluLinear(m.FC.Forward(x), m.Proj.Weight.Var, m.Proj.Bias.Var)
+}
+
+// Parameters returns c_fc's and c_proj's.
+func (m *MLP) Parameters() []*Parameter { return Collect(m.FC, m.Proj) }
 
 // CausalSelfAttention projects to q, k, v with one (3C, C) weight
 // (attn.c_attn), attends causally per head and projects back (attn.c_proj).
@@ -68,8 +92,7 @@ func NewGPT(c GPTConfig, o Options) (*GPT, error) {
 					ResidDrop: drop(uint64(3*i + 2)),
 				},
 				Ln2:  NewLayerNorm(o, p+".ln_2", c.Width),
-				FC:   NewLinear(o, p+".mlp.c_fc", c.Width, 4*c.Width, true, 0.02),
-				Proj: NewLinear(o, p+".mlp.c_proj", 4*c.Width, c.Width, true, projStd),
+				MLP:  NewMLP(o, p+".mlp", c.Width, projStd),
 				Drop: drop(uint64(3*i + 3)),
 			})
 		}
@@ -82,7 +105,7 @@ func NewGPT(c GPTConfig, o Options) (*GPT, error) {
 func (g *GPT) Parameters() []*Parameter {
 	ps := Collect(g.Wte, g.Wpe)
 	for _, b := range g.Blocks {
-		ps = append(ps, Collect(b.Ln1, b.Attn.CAttn, b.Attn.CProj, b.Ln2, b.FC, b.Proj)...)
+		ps = append(ps, Collect(b.Ln1, b.Attn.CAttn, b.Attn.CProj, b.Ln2, b.MLP)...)
 	}
 	return append(ps, g.LnF.Parameters()...)
 }
@@ -134,8 +157,7 @@ func (g *GPT) Loss(idx, targets *tensor.Tensor) *autograd.Var {
 // Forward applies the block to x (B, T, C).
 func (b *Block) Forward(x *autograd.Var) *autograd.Var {
 	x = autograd.Add(x, b.Attn.Forward(b.Ln1.Forward(x)))
-	// Proj(GELU(FC(ln_2(x)))), with the GELU output recomputed in backward.
-	h := autograd.GeluLinear(b.FC.Forward(b.Ln2.Forward(x)), b.Proj.Weight.Var, b.Proj.Bias.Var)
+	h := b.MLP.Forward(b.Ln2.Forward(x))
 	return autograd.Add(x, b.Drop.Forward(h))
 }
 
