@@ -56,6 +56,7 @@ type Manager struct {
 	closed bool
 	sync   StreamSync
 	owned  []func() error // resources made for the manager, released by Close
+	slab   []Allocation   // not yet handed out (allocation.go)
 }
 
 // RoleUsage is the statistics of one role.

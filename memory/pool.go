@@ -2,15 +2,9 @@ package memory
 
 import (
 	"fmt"
+	"math"
 	"sync"
-
-	"github.com/google/btree"
 )
-
-// freeTreeDegree is the B-tree degree of the free trees. On the mixed
-// workload of BenchmarkPoolPair degree 8 gave 260 ns a pair, 32 gave 230,
-// 64 gave 218; 32 keeps nodes within a few cache lines' reach.
-const freeTreeDegree = 32
 
 // Pool is a caching allocator over one Backend, in the class of PyTorch's
 // CUDACachingAllocator; doc.go walks through the algorithm. It is safe for
@@ -22,8 +16,8 @@ type Pool struct {
 	name    string
 	cfg     PoolConfig
 
-	small, large *btree.BTreeG[*Block] // free blocks by (stream, size, address)
-	segs         *segment              // all segments, a doubly linked list
+	small, large freeTree // free blocks by (stream, size, address)
+	segs         *segment // all segments, a doubly linked list
 	nsegs        int
 	live         int // live blocks
 
@@ -41,12 +35,6 @@ type Pool struct {
 	// adviser is the backend when it takes managed-memory advice
 	// (advise.go), else nil.
 	adviser Adviser
-
-	// The search of the free trees, prepared once so the hot path
-	// allocates nothing: key is the pivot, visit stores the first hit.
-	key   Block
-	found *Block
-	visit func(*Block) bool
 }
 
 // NewPool returns an empty pool over b. It panics if b is nil or cfg is
@@ -69,27 +57,11 @@ func newPool(b Backend, cfg PoolConfig, mu *sync.Mutex, parent *Usage) *Pool {
 		backend: b,
 		name:    b.Name(),
 		cfg:     cfg,
-		small:   btree.NewG(freeTreeDegree, blockLess),
-		large:   btree.NewG(freeTreeDegree, blockLess),
 		sinks:   usageSinks{parent: parent},
 		sync:    cfg.StreamSync,
 	}
 	p.adviser, _ = b.(Adviser)
-	p.visit = func(b *Block) bool { p.found = b; return false }
 	return p
-}
-
-// blockLess orders free blocks by stream, then size, then address: the
-// first block at or after (s, n, 0) is the best fit for n bytes on s, the
-// lowest-addressed among equals.
-func blockLess(a, b *Block) bool {
-	if a.stream != b.stream {
-		return a.stream < b.stream
-	}
-	if a.size != b.size {
-		return a.size < b.size
-	}
-	return a.addr < b.addr
 }
 
 // Backend returns the backend the pool reserves its segments from.
@@ -206,7 +178,7 @@ func (p *Pool) insertFree(b *Block) {
 	b.state = blockFree
 	tree := p.treeOf(b.seg)
 	if prev := b.prev; prev != nil && prev.state == blockFree {
-		tree.Delete(prev)
+		tree.delete(prev)
 		prev.size += b.size
 		prev.next = b.next
 		if b.next != nil {
@@ -216,7 +188,7 @@ func (p *Pool) insertFree(b *Block) {
 		b = prev
 	}
 	if next := b.next; next != nil && next.state == blockFree {
-		tree.Delete(next)
+		tree.delete(next)
 		b.size += next.size
 		b.next = next.next
 		if next.next != nil {
@@ -224,46 +196,38 @@ func (p *Pool) insertFree(b *Block) {
 		}
 		p.recycle(next)
 	}
-	tree.ReplaceOrInsert(b)
+	tree.insert(b)
 }
 
 // treeOf returns the free tree of a segment's blocks.
-func (p *Pool) treeOf(seg *segment) *btree.BTreeG[*Block] {
+func (p *Pool) treeOf(seg *segment) *freeTree {
 	if seg.small {
-		return p.small
+		return &p.small
 	}
-	return p.large
+	return &p.large
 }
 
 // takeFree removes and returns the best cached block for rounded bytes on
 // stream s, or nil.
 func (p *Pool) takeFree(rounded int64, s Stream) *Block {
-	tree := p.large
+	tree := &p.large
 	if isSmall(rounded) {
-		tree = p.small
+		tree = &p.small
 	}
-	p.key.stream, p.key.size, p.key.addr = s, rounded, 0
-	p.found = nil
-	tree.AscendGreaterOrEqual(&p.key, p.visit)
-	b := p.found
-	p.found = nil
-	if b == nil || b.stream != s {
-		return nil
-	}
+	// The best fit is the first block at or after (s, rounded, 0); it must
+	// be on stream s, and with a MaxSplitSize not oversize for the request.
+	// An oversize block is never carved up for a smaller request, and
+	// serves a large one only if it wastes less than LargeBuffer. The block
+	// found is the smallest that fits, so no other one can do better: both
+	// rules bound the key from above.
+	hi := freeKey{stream: s, size: math.MaxInt64}
 	if max := p.cfg.MaxSplitSize; max > 0 {
-		// An oversize block is never carved up for a smaller request, and
-		// serves a large one only if it wastes less than LargeBuffer. The
-		// block found is the smallest that fits, so no other one can do
-		// better.
-		if rounded < max && b.size >= max {
-			return nil
-		}
-		if rounded >= max && b.size >= rounded+LargeBuffer {
-			return nil
+		hi.size = max
+		if rounded >= max {
+			hi.size = rounded + LargeBuffer
 		}
 	}
-	tree.Delete(b)
-	return b
+	return tree.take(freeKey{stream: s, size: rounded}, hi)
 }
 
 // shouldSplit reports whether the rest of b after rounded bytes is worth
@@ -298,7 +262,7 @@ func (p *Pool) split(b *Block, rounded int64) {
 	}
 	b.next = r
 	b.size = rounded
-	p.treeOf(b.seg).ReplaceOrInsert(r)
+	p.treeOf(b.seg).insert(r)
 }
 
 // newBlock returns a zeroed Block, recycled when one is spare.

@@ -41,7 +41,7 @@ func (p *Pool) releaseCached() (int64, error) {
 			if b.next != nil || b.size != seg.region.Size || b.state != blockFree {
 				panic(fmt.Sprintf("memory: pool %s: free segment at %#x not coalesced", p.name, seg.region.Addr))
 			}
-			p.treeOf(seg).Delete(b)
+			p.treeOf(seg).delete(b)
 			p.recycle(b)
 			released += seg.region.Size
 			if err := p.release(seg); err != nil {
@@ -116,8 +116,8 @@ func (p *Pool) close() error {
 			errs = append(errs, err)
 		}
 	}
-	p.small.Clear(false)
-	p.large.Clear(false)
+	p.small.clear()
+	p.large.clear()
 	p.spare = nil
 	p.live = 0
 	return errors.Join(errs...)

@@ -1,0 +1,129 @@
+package memory
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// checkFreeTree verifies the B-tree invariants of t (key order, node
+// fill, equal leaf depth, keys matching their blocks) and that it holds
+// exactly want, in order.
+func checkFreeTree(t *testing.T, tr *freeTree, want []*Block) {
+	t.Helper()
+	var got []*Block
+	tr.ascend(func(b *Block) bool { got = append(got, b); return true })
+	require.Equal(t, want, got)
+	require.Equal(t, len(want), tr.Len())
+	if tr.root == nil {
+		return
+	}
+	leafDepth := -1
+	var walk func(n *freeNode, depth int, lo, hi *freeKey)
+	walk = func(n *freeNode, depth int, lo, hi *freeKey) {
+		if n != tr.root {
+			require.GreaterOrEqual(t, n.n, freeTreeMin, "node under-full")
+		}
+		require.LessOrEqual(t, n.n, freeTreeMax)
+		for i := range n.n {
+			require.Equal(t, keyOf(n.blocks[i]), n.keys[i], "key does not match its block")
+			if i > 0 {
+				require.True(t, n.keys[i-1].less(n.keys[i]), "keys out of order")
+			}
+		}
+		for i := n.n; i < freeTreeMax; i++ {
+			require.Nil(t, n.blocks[i], "stale block pointer past the end of a node")
+		}
+		if n.n > 0 {
+			if lo != nil {
+				require.True(t, lo.less(n.keys[0]))
+			}
+			if hi != nil {
+				require.True(t, n.keys[n.n-1].less(*hi))
+			}
+		}
+		if n.kids == nil {
+			if leafDepth < 0 {
+				leafDepth = depth
+			}
+			require.Equal(t, leafDepth, depth, "leaves at different depths")
+			return
+		}
+		for i := 0; i <= n.n; i++ {
+			l, h := lo, hi
+			if i > 0 {
+				l = &n.keys[i-1]
+			}
+			if i < n.n {
+				h = &n.keys[i]
+			}
+			walk(n.kids[i], depth+1, l, h)
+		}
+		for i := n.n + 1; i <= freeTreeMax; i++ {
+			require.Nil(t, n.kids[i], "stale child pointer past the end of a node")
+		}
+	}
+	walk(tr.root, 0, nil, nil)
+}
+
+// TestFreeTreeRandom drives the free tree with random inserts, deletes and
+// best-fit takes and checks it against a sorted slice.
+func TestFreeTreeRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	less := func(a, b *Block) int {
+		if keyOf(a).less(keyOf(b)) {
+			return -1
+		}
+		if keyOf(b).less(keyOf(a)) {
+			return 1
+		}
+		return 0
+	}
+	for _, n := range []int{10, 200, 3000} {
+		var tr freeTree
+		var model []*Block
+		nextAddr := uintptr(0x1000)
+		for step := range 6 * n {
+			grow := len(model) < n/2 || rng.IntN(2) == 0
+			switch {
+			case grow && len(model) < n:
+				b := &Block{stream: Stream(rng.IntN(3)), size: int64(1+rng.IntN(20)) * MinBlockSize, addr: nextAddr}
+				nextAddr += 0x200
+				tr.insert(b)
+				i, _ := slices.BinarySearchFunc(model, b, less)
+				model = slices.Insert(model, i, b)
+			case len(model) > 0:
+				i := rng.IntN(len(model))
+				require.True(t, tr.delete(model[i]))
+				require.False(t, tr.delete(model[i]), "deleted twice")
+				model = slices.Delete(model, i, i+1)
+			}
+			k := freeKey{stream: Stream(rng.IntN(3)), size: int64(1+rng.IntN(21)) * MinBlockSize}
+			i, _ := slices.BinarySearchFunc(model, &Block{stream: k.stream, size: k.size}, less)
+			var want *Block
+			if i < len(model) {
+				want = model[i]
+			}
+			hi := freeKey{stream: k.stream, size: int64(1+rng.IntN(22)) * MinBlockSize}
+			if want != nil && !keyOf(want).less(hi) {
+				want = nil
+			}
+			require.Same(t, want, tr.take(k, hi), "best fit for %+v below %+v", k, hi)
+			if want != nil {
+				model = slices.Delete(model, i, i+1)
+			}
+			if step%97 == 0 || n <= 10 {
+				checkFreeTree(t, &tr, model)
+			}
+		}
+		for len(model) > 0 {
+			i := rng.IntN(len(model))
+			require.True(t, tr.delete(model[i]))
+			model = slices.Delete(model, i, i+1)
+		}
+		checkFreeTree(t, &tr, nil)
+		require.Nil(t, tr.take(freeKey{}, freeKey{stream: 3}))
+	}
+}
