@@ -4,7 +4,6 @@ go 1.26
 
 require (
 	github.com/ebitengine/purego v0.11.3
-	github.com/google/btree v1.1.3
 	github.com/nlpodyssey/safetensors v0.0.0-20250209183917-bfb01cc25f7c
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/stretchr/testify v1.12.1
