@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -53,7 +54,7 @@ func additionAccuracy(tr *trainer, task *additionTask, n int, show func(prompt, 
 			prompts, wants = append(prompts, p), append(wants, a)
 		}
 	}
-	gots, err := generate(tr, prompts, len(wants[0]), '\n')
+	gots, err := generate(tr, prompts, len(wants[0]), '\n', 0, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -69,9 +70,10 @@ func additionAccuracy(tr *trainer, task *additionTask, n int, show func(prompt, 
 	return float64(right) / float64(n), nil
 }
 
-// generate continues each prompt greedily by up to max bytes, stopping a
-// row at stop. All prompts must have the same length.
-func generate(tr *trainer, prompts []string, max int, stop byte) ([]string, error) {
+// generate continues each prompt by up to max bytes, stopping a row at
+// stop: greedily when temperature is 0, else sampling from the softmax of
+// logits/temperature with rng. All prompts must have the same length.
+func generate(tr *trainer, prompts []string, max int, stop byte, temperature float64, rng *rand.Rand) ([]string, error) {
 	out := make([]string, len(prompts))
 	cur := make([][]byte, len(prompts))
 	for i, p := range prompts {
@@ -94,13 +96,7 @@ func generate(tr *trainer, prompts []string, max int, stop byte) ([]string, erro
 					logits := tr.model.Head(last).Value.Float32s() // (B, 1, V)
 					V := tr.model.Config.Vocab
 					for i := range cur {
-						best := 0
-						for v := 1; v < V; v++ {
-							if logits[i*V+v] > logits[i*V+best] {
-								best = v
-							}
-						}
-						cur[i] = append(cur[i], byte(best))
+						cur[i] = append(cur[i], byte(pick(logits[i*V:(i+1)*V], temperature, rng)))
 					}
 				})
 			}
@@ -134,10 +130,37 @@ func showSamples(tr *trainer, data dataset, task *additionTask, o *options) erro
 	}
 	td := data.(*textData)
 	prompt := string(td.test[:min(len(td.test), tr.T/2)])
-	got, err := generate(tr, []string{prompt}, o.sample, 0)
+	got, err := generate(tr, []string{prompt}, o.sample, 0, 0.8, rand.New(rand.NewPCG(o.seed, 0x5A)))
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "sample (prompt from held-out text):\n%s%s\n", prompt, got[0])
 	return nil
+}
+
+// pick returns the argmax of logits (temperature 0) or a sample from
+// softmax(logits / temperature).
+func pick(logits []float32, temperature float64, rng *rand.Rand) int {
+	best := 0
+	for v := range logits {
+		if logits[v] > logits[best] {
+			best = v
+		}
+	}
+	if temperature <= 0 {
+		return best
+	}
+	var sum float64
+	p := make([]float64, len(logits))
+	for v, l := range logits {
+		p[v] = math.Exp((float64(l) - float64(logits[best])) / temperature)
+		sum += p[v]
+	}
+	r := rng.Float64() * sum
+	for v := range p {
+		if r -= p[v]; r < 0 {
+			return v
+		}
+	}
+	return best
 }
