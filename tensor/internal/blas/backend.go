@@ -7,11 +7,13 @@ import (
 	"sync/atomic"
 )
 
-// backend is where products run: a system library or gonum. It is chosen
-// once, on first use, and swapped only by tests (useBackend).
+// backend is where products run: a system library, the package's own
+// float32 kernel, or gonum. It is chosen once, on first use, and swapped
+// only by tests (useBackend).
 type backend struct {
-	lib    *library // nil for the gonum fallback
-	reason string   // why the fallback, in one line; "" with a library
+	lib    *library // nil for the fallbacks
+	own    bool     // float32 on the package's own kernel (ownGemm32)
+	reason string   // why a fallback, in one line; "" with a library
 
 	s engine[float32]
 	d engine[float64]
@@ -33,12 +35,36 @@ func gonumBackend(reason string) *backend {
 	}
 }
 
+// ownBackend runs float32 products on the package's own kernel, split
+// over goroutines as library calls are, and float64 on gonum.
+func ownBackend(reason string) *backend {
+	return &backend{
+		own:    true,
+		reason: reason,
+		s:      engine[float32]{big: ownGemm32, small: gonumGemm32, split: true},
+		d:      engine[float64]{big: gonumGemm64, small: gonumGemm64},
+	}
+}
+
+// fallbackBackend is the backend without a library: the package's own
+// float32 kernel where the CPU runs it, unless STRATA_BLAS=gonum asks for
+// gonum; gonum otherwise.
+func fallbackBackend(reason string) *backend {
+	switch {
+	case forcedGonum():
+		return gonumBackend(reason)
+	case !haveKernel:
+		return gonumBackend(reason + "; " + noKernel)
+	}
+	return ownBackend(reason)
+}
+
 var (
 	active     atomic.Pointer[backend]
 	discovered = sync.OnceValue(func() *backend {
 		l, reason := discover()
 		if l == nil {
-			return gonumBackend(reason)
+			return fallbackBackend(reason)
 		}
 		return libraryBackend(l)
 	})
@@ -63,10 +89,14 @@ func useBackend(b *backend) *backend {
 }
 
 // Backend describes, in one line, where products run: the library, its
-// version and file, and the number of threads; or "gonum" and why no
-// library is in use. It loads the library if that has not happened yet.
+// version and file, and the number of threads; or the fallback ("go" for
+// the package's own float32 kernel, "gonum") and why no library is in
+// use. It loads the library if that has not happened yet.
 func Backend() string {
 	b := current()
+	if b.own {
+		return fmt.Sprintf("go (%s, float64 on gonum; %s), %d threads", kernelName, b.reason, threads())
+	}
 	if b.lib == nil {
 		return fmt.Sprintf("gonum (%s), %d threads", b.reason, threads())
 	}
@@ -78,9 +108,11 @@ func Backend() string {
 // runtime.GOMAXPROCS(0) at the time of each call. The library's own
 // thread pool stays at one thread whatever n is: the package does the
 // splitting, so that the library never competes with Go code for cores
-// (see the package documentation for the measurements). On the gonum
-// fallback a single large product uses gonum's own goroutines, as many as
-// GOMAXPROCS, whatever n is.
+// (see the package documentation for the measurements). On the own
+// kernel float32 products are split the same way; on gonum (float64
+// without a library, or everything with STRATA_BLAS=gonum) a single large
+// product uses gonum's own goroutines, as many as GOMAXPROCS, whatever n
+// is.
 func SetThreads(n int) {
 	threadSetting.Store(int64(max(n, 0)))
 }

@@ -106,3 +106,22 @@ func TestSetThreads(t *testing.T) {
 	SetThreads(-3)
 	require.Equal(t, runtime.GOMAXPROCS(0), threads())
 }
+
+// TestFallbackChoice: without a library, float32 runs on the own kernel
+// where the CPU has it, unless STRATA_BLAS=gonum asks for gonum alone.
+func TestFallbackChoice(t *testing.T) {
+	t.Setenv(envVar, "go")
+	b := fallbackBackend("forced by STRATA_BLAS=go")
+	require.Equal(t, haveKernel, b.own)
+	if !haveKernel {
+		require.Equal(t, "forced by STRATA_BLAS=go; "+noKernel, b.reason)
+	}
+	t.Setenv(envVar, " GONUM ")
+	require.False(t, fallbackBackend("forced").own)
+
+	old := useBackend(ownBackend("forced by test"))
+	defer useBackend(old)
+	withThreads(2, func() {
+		require.Equal(t, "go ("+kernelName+", float64 on gonum; forced by test), 2 threads", Backend())
+	})
+}

@@ -8,7 +8,8 @@ import (
 
 // Benchmarks report GFLOP/s (2*m*n*k per product) for the shapes the GPT
 // runs: `go test -run x -bench . -benchtime 200x`. Each runs on the
-// library (when installed) and on gonum.
+// library (when installed), the own kernel (where the CPU has it) and
+// gonum.
 
 type benchShape struct {
 	name    string
@@ -69,12 +70,18 @@ func runShape(b *testing.B, s benchShape) {
 }
 
 func BenchmarkSgemm(b *testing.B) {
-	for _, name := range []string{"library", "gonum"} {
+	for _, name := range []string{"library", "go", "gonum"} {
 		be := gonumBackend("forced by benchmark")
-		if name == "library" {
+		switch name {
+		case "library":
 			if be = discovered(); be.lib == nil {
 				continue
 			}
+		case "go":
+			if !haveKernel {
+				continue
+			}
+			be = ownBackend("forced by benchmark")
 		}
 		for _, s := range benchShapes {
 			b.Run(fmt.Sprintf("%s/%s", name, s.name), func(b *testing.B) {

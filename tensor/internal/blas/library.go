@@ -44,9 +44,15 @@ func (l *library) describe() string {
 	return b.String()
 }
 
-// envVar names the override: a path to a BLAS library, or "gonum" (or
-// "go") for the pure-Go fallback.
+// envVar names the override: a path to a BLAS library, "go" for the
+// fallback without a library (the package's own float32 kernel where the
+// CPU has it), or "gonum" for gonum alone.
 const envVar = "STRATA_BLAS"
+
+// forcedGonum reports whether STRATA_BLAS=gonum asks for gonum alone.
+func forcedGonum() bool {
+	return strings.EqualFold(strings.TrimSpace(os.Getenv(envVar)), "gonum")
+}
 
 // candidates lists the libraries tried in order when STRATA_BLAS is
 // unset: optimized BLAS builds only, by soname first (the dynamic
@@ -80,8 +86,8 @@ func candidates() []string {
 }
 
 // discover picks the library the process will use, following STRATA_BLAS
-// when set. It returns nil and a one-line reason when the gonum fallback
-// is to be used.
+// when set. It returns nil and a one-line reason when a fallback is to be
+// used (fallbackBackend picks which).
 func discover() (*library, string) {
 	env := strings.TrimSpace(os.Getenv(envVar))
 	if low := strings.ToLower(env); low == "gonum" || low == "go" {

@@ -52,7 +52,10 @@ func TestMeasureStrategies(t *testing.T) {
 		{"split", use(lib, 2, 1)},        // the package's choice
 		{"lib-1thread", use(lib, 1, 1)},  // no parallelism at all
 		{"lib-2threads", use(lib, 1, 2)}, // OpenBLAS's own pool
-		{"gonum", use(gon, 2, 1)},        // the fallback
+		{"gonum", use(gon, 2, 1)},        // the generic fallback
+	}
+	if haveKernel {
+		strategies = append(strategies, strategy{"go", use(ownBackend("measure"), 2, 1)}) // the own kernel
 	}
 	fmt.Printf("%s\n%-28s", Backend(), "GFLOP/s best (median)")
 	for _, s := range strategies {

@@ -7,17 +7,23 @@ import (
 )
 
 // Every conformance test runs on each backend: the system library when
-// one is installed (skipped, saying why, when not) and the gonum
-// fallback, forced through useBackend.
+// one is installed (skipped, saying why, when not), the package's own
+// kernel where the CPU runs it, and gonum, forced through useBackend.
 func forEachBackend(t *testing.T, f func(t *testing.T)) {
 	t.Helper()
-	for _, name := range []string{"library", "gonum"} {
+	for _, name := range []string{"library", "go", "gonum"} {
 		t.Run(name, func(t *testing.T) {
 			b := gonumBackend("forced by test")
-			if name == "library" {
+			switch name {
+			case "library":
 				if b = discovered(); b.lib == nil {
 					t.Skipf("no BLAS library: %s", b.reason)
 				}
+			case "go":
+				if !haveKernel {
+					t.Skipf("no own kernel: %s", noKernel)
+				}
+				b = ownBackend("forced by test")
 			}
 			old := useBackend(b)
 			defer useBackend(old)

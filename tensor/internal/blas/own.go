@@ -1,0 +1,91 @@
+package blas
+
+import "sync"
+
+// The package's own float32 GEMM, for machines without a BLAS library
+// (see "The own kernel" in doc.go): GotoBLAS/BLIS blocking around the
+// 6×16 micro-kernel of kernel_amd64.s.
+
+// Register tile and cache blocks, in elements. A kc×nr strip of packed B
+// (16 KiB) stays in L1 while the kernel sweeps it down an mc×kc block of
+// packed A (144 KiB, L2); a kc×nc panel of B (2 MiB) is reused by every
+// block of A.
+const (
+	mr = 6
+	nr = 16
+	kc = 256
+	mc = 144 // a multiple of mr
+	nc = 2048
+)
+
+// panels is one goroutine's packing space, pooled so that the hot path
+// does not allocate.
+type panels struct {
+	a []float32 // mc×kc: op(A) block as mr-row strips
+	b []float32 // kc×nc: op(B) panel as nr-column strips
+	t []float32 // mr×nr: an edge tile before it is merged into C
+}
+
+var panelPool = sync.Pool{New: func() any {
+	return &panels{a: make([]float32, mc*kc), b: make([]float32, kc*nc), t: make([]float32, mr*nr)}
+}}
+
+// ownGemm32 computes a checked product with m, n, k > 0 and alpha != 0
+// on the calling goroutine.
+func ownGemm32(p problem[float32]) {
+	buf := panelPool.Get().(*panels)
+	// k is cut into equal blocks of at most kc, so that no block is short.
+	kBlocks := ceilDiv(p.k, kc)
+	kStep := ceilDiv(p.k, kBlocks)
+	for jc := 0; jc < p.n; jc += nc {
+		nb := min(nc, p.n-jc)
+		for pc := 0; pc < p.k; pc += kStep {
+			kb := min(kStep, p.k-pc)
+			beta, load := p.beta, p.beta != 0
+			if pc > 0 { // later blocks add to what the first wrote
+				beta, load = 1, true
+			}
+			packB(buf.b, &p, pc, kb, jc, nb)
+			for ic := 0; ic < p.m; ic += mc {
+				mb := min(mc, p.m-ic)
+				packA(buf.a, &p, ic, mb, pc, kb)
+				macroTile(buf, &p, ic, mb, jc, nb, kb, beta, load)
+			}
+		}
+	}
+	panelPool.Put(buf)
+}
+
+// macroTile computes C[ic:ic+mb, jc:jc+nb] from the packed block of A and
+// panel of B: full tiles straight into C, edge tiles through buf.t.
+func macroTile(buf *panels, p *problem[float32], ic, mb, jc, nb, kb int, beta float32, load bool) {
+	c, ldc, alpha := p.c, p.ldc, p.alpha
+	for jr := 0; jr < nb; jr += nr {
+		nn := min(nr, nb-jr)
+		bp := buf.b[jr*kb : (jr+nr)*kb]
+		for ir := 0; ir < mb; ir += mr {
+			mm := min(mr, mb-ir)
+			ap := buf.a[ir*kb : (ir+mr)*kb]
+			at := (ic+ir)*ldc + jc + jr
+			if mm == mr && nn == nr {
+				// The bounds check the assembly does not do.
+				tile(kb, ap, bp, c[at:at+(mr-1)*ldc+nr], ldc, alpha, beta, load)
+				continue
+			}
+			tile(kb, ap, bp, buf.t, nr, 1, 0, false)
+			for r := range mm {
+				row := c[at+r*ldc : at+r*ldc+nn]
+				t := buf.t[r*nr : r*nr+nn]
+				if !load {
+					for j := range row {
+						row[j] = alpha * t[j]
+					}
+					continue
+				}
+				for j := range row {
+					row[j] = alpha*t[j] + beta*row[j]
+				}
+			}
+		}
+	}
+}
