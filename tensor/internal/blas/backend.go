@@ -11,9 +11,9 @@ import (
 // float32 kernel, or gonum. It is chosen once, on first use, and swapped
 // only by tests (useBackend).
 type backend struct {
-	lib    *library // nil for the fallbacks
-	own    bool     // float32 on the package's own kernel (ownGemm32)
-	reason string   // why a fallback, in one line; "" with a library
+	lib    *library     // nil for the fallbacks
+	kernel *microKernel // float32 on the own GEMM with this kernel; nil otherwise
+	reason string       // why a fallback, in one line; "" with a library
 
 	s engine[float32]
 	d engine[float64]
@@ -35,13 +35,14 @@ func gonumBackend(reason string) *backend {
 	}
 }
 
-// ownBackend runs float32 products on the package's own kernel, split
-// over goroutines as library calls are, and float64 on gonum.
-func ownBackend(reason string) *backend {
+// ownBackend runs float32 products on the package's own GEMM with kernel
+// kr, split over goroutines as library calls are, and float64 on gonum.
+func ownBackend(reason string, kr *microKernel) *backend {
+	run := func(p problem[float32]) { ownGemm(p, kr) }
 	return &backend{
-		own:    true,
+		kernel: kr,
 		reason: reason,
-		s:      engine[float32]{big: ownGemm32, small: gonumGemm32, split: true},
+		s:      engine[float32]{big: run, small: gonumGemm32, split: true},
 		d:      engine[float64]{big: gonumGemm64, small: gonumGemm64},
 	}
 }
@@ -56,7 +57,7 @@ func fallbackBackend(reason string) *backend {
 	case !haveKernel:
 		return gonumBackend(reason + "; " + noKernel)
 	}
-	return ownBackend(reason)
+	return ownBackend(reason, bestKernel)
 }
 
 var (
@@ -94,8 +95,8 @@ func useBackend(b *backend) *backend {
 // use. It loads the library if that has not happened yet.
 func Backend() string {
 	b := current()
-	if b.own {
-		return fmt.Sprintf("go (%s, float64 on gonum; %s), %d threads", kernelName, b.reason, threads())
+	if b.kernel != nil {
+		return fmt.Sprintf("go (%s, float64 on gonum; %s), %d threads", b.kernel.name, b.reason, threads())
 	}
 	if b.lib == nil {
 		return fmt.Sprintf("gonum (%s), %d threads", b.reason, threads())

@@ -112,16 +112,16 @@ func TestSetThreads(t *testing.T) {
 func TestFallbackChoice(t *testing.T) {
 	t.Setenv(envVar, "go")
 	b := fallbackBackend("forced by STRATA_BLAS=go")
-	require.Equal(t, haveKernel, b.own)
+	require.Equal(t, bestKernel, b.kernel)
 	if !haveKernel {
 		require.Equal(t, "forced by STRATA_BLAS=go; "+noKernel, b.reason)
 	}
 	t.Setenv(envVar, " GONUM ")
-	require.False(t, fallbackBackend("forced").own)
+	require.Nil(t, fallbackBackend("forced").kernel)
 
-	old := useBackend(ownBackend("forced by test"))
+	old := useBackend(ownBackend("forced by test", goKernels[0]))
 	defer useBackend(old)
 	withThreads(2, func() {
-		require.Equal(t, "go ("+kernelName+", float64 on gonum; forced by test), 2 threads", Backend())
+		require.Equal(t, "go (Go 6×16 kernel, float64 on gonum; forced by test), 2 threads", Backend())
 	})
 }

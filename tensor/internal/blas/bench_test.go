@@ -81,7 +81,7 @@ func BenchmarkSgemm(b *testing.B) {
 			if !haveKernel {
 				continue
 			}
-			be = ownBackend("forced by benchmark")
+			be = ownBackend("forced by benchmark", bestKernel)
 		}
 		for _, s := range benchShapes {
 			b.Run(fmt.Sprintf("%s/%s", name, s.name), func(b *testing.B) {

@@ -117,61 +117,64 @@
 // # The own kernel
 //
 // Without a library, float32 products run on the package's own GEMM
-// (own.go, pack.go, kernel_amd64.s), built the GotoBLAS/BLIS way:
+// (own.go, pack.go, kernel_amd64.s, kernel512_amd64.s), built the
+// GotoBLAS/BLIS way:
 //
-//   - a 6×16 micro-kernel in Go assembly holds a tile of C in twelve YMM
-//     registers and, per step of k, loads 16 floats of B, broadcasts 6 of
-//     A and issues 12 FMAs (unrolled four steps a turn); at the end it
-//     stores alpha*tile + beta*C, reading C only when beta != 0, so NaN
-//     in C does not leak when beta == 0;
+//   - a micro-kernel in Go assembly holds a 6×16 tile of C in twelve YMM
+//     registers (AVX2+FMA) or a 6×32 tile in twelve ZMM registers
+//     (AVX-512, preferred where x/sys/cpu reports it) and, per step of k,
+//     loads one row of packed B, broadcasts 6 elements of packed A and
+//     issues 12 FMAs (unrolled four steps a turn); at the end it stores
+//     alpha*tile + beta*C, reading C only when beta != 0, so NaN in C
+//     does not leak when beta == 0;
 //   - operands are packed into pooled per-goroutine buffers (no
 //     allocation on the hot path): op(A) in strips of 6 rows, op(B) in
-//     strips of 16 columns, contiguous along k, zero-padded past the
-//     edges; the transposes are handled here, so the kernel sees one
+//     strips of 16 or 32 columns, contiguous along k, zero-padded past
+//     the edges; the transposes are handled here, so the kernel sees one
 //     layout;
-//   - cache blocks: k in equal blocks of at most kc = 256 (a 16 KiB strip
-//     of B stays in L1), mc = 144 rows of A (144 KiB, L2) against a panel
-//     of nc = 2048 columns of B; the blocks after the first of k add to
-//     C (beta = 1);
-//   - edge tiles (m or n not a multiple of 6 or 16) are computed into a
-//     6×16 scratch tile and merged into C in Go.
+//   - cache blocks: k in equal blocks of at most kc = 256 (a 16 or 32 KiB
+//     strip of B stays in L1), mc = 144 rows of A (144 KiB, L2) against
+//     a panel of nc = 2048 columns of B; the blocks after the first of k
+//     add to C (beta = 1);
+//   - edge tiles (m or n not a multiple of the tile) are computed into a
+//     scratch tile and merged into C in Go.
 //
-// It is split over goroutines exactly as library calls are (above); on
-// one goroutine it reaches 80-110 GFLOP/s here. x/sys/cpu decides at
-// start whether it can run (AVX2, FMA, YMM state saved by the OS); other
-// CPUs, -tags purego and float64 use gonum, whose blocked GEMM (64×64
-// blocks, SSE inner loops) runs one large product over its own
-// goroutines (GOMAXPROCS of them, whatever SetThreads says). The Go
-// version of the micro-kernel (kernel_go.go) is the definition the
-// assembly is tested against and stands in for it in other builds.
+// It is split over goroutines exactly as library calls are (above).
+// x/sys/cpu decides at start which kernel can run (AVX-512F, or AVX2 and
+// FMA, with the registers saved by the OS); other CPUs, -tags purego and
+// float64 use gonum, whose blocked GEMM (64×64 blocks, SSE inner loops)
+// runs one large product over its own goroutines (GOMAXPROCS of them,
+// whatever SetThreads says). The Go version of the micro-kernels
+// (kernel_go.go) is the definition the assembly is tested against, and
+// lets the driver be tested in every build.
 //
-// GFLOP/s on the 2-core AMD EPYC sandbox (AVX-512 capable, OpenBLAS held
-// to Haswell kernels by OPENBLAS_CORETYPE), best (median) of 7 rounds of
-// TestMeasureStrategies, "go" the own kernel split over 2 goroutines:
+// GFLOP/s on the 2-core AMD EPYC sandbox (Zen 5 class, AVX-512; OpenBLAS
+// held to Haswell kernels by OPENBLAS_CORETYPE), best (median) of 7
+// rounds of TestMeasureStrategies, every column split over 2 goroutines:
 //
-//	                          go            gonum         OpenBLAS Haswell
-//	1024×1024×1024            217 (215)     31 (31)       242 (215)
-//	1024×128 · 128×384        196 (192)     33 (32)       239 (234)
-//	1024×128 · (512×128)^T    193 (188)     36 (35)       241 (236)
-//	1024×512 · 512×128        192 (188)     34 (33)       246 (239)
-//	1024×128 · (256×128)^T    169 (161)     38 (37)       239 (226)
-//	(1024×128)^T · 1024×384   166 (164)     20 (18)       226 (225)
-//	(1024×512)^T · 1024×128   178 (176)     20 (15)       230 (228)
-//	(1024×128)^T · 1024×512   177 (175)     17 (16)       234 (229)
-//	1024×384 · (128×384)^T    171 (169)     38 (36)       239 (235)
-//	64 × 64×32 · (64×32)^T    104 (84)      25 (24)       177 (174)
-//	64 × 64×64 · 64×32        103 (92)      22 (18)       189 (188)
-//	64 × 64×32 · 32×64        117 (103)     31 (30)       191 (185)
-//	64 × (64×64)^T · 64×32    119 (71)      25 (21)       184 (182)
+//	                          go AVX-512    go AVX2       gonum      OpenBLAS Haswell
+//	1024×1024×1024            376 (366)     201 (197)     25 (25)    225 (203)
+//	1024×128 · 128×384        309 (299)     188 (186)     25 (25)    237 (223)
+//	1024×128 · (512×128)^T    308 (290)     188 (185)     25 (25)    233 (223)
+//	1024×512 · 512×128        283 (278)     189 (180)     29 (28)    231 (226)
+//	1024×128 · (256×128)^T    237 (227)     161 (158)     27 (24)    222 (218)
+//	(1024×128)^T · 1024×384   260 (235)     159 (158)     19 (18)    217 (213)
+//	(1024×512)^T · 1024×128   282 (271)     175 (169)     18 (15)    224 (221)
+//	(1024×128)^T · 1024×512   282 (268)     172 (168)     18 (17)    229 (224)
+//	1024×384 · (128×384)^T    257 (238)     170 (164)     36 (35)    227 (223)
+//	64 × 64×32 · (64×32)^T    118 (111)      95 (88)      24 (19)    171 (168)
+//	64 × 64×64 · 64×32        127 (93)      106 (86)      23 (17)    187 (178)
+//	64 × 64×32 · 32×64        208 (145)     122 (106)     30 (28)    187 (186)
+//	64 × (64×64)^T · 64×32    138 (99)      105 (100)     24 (22)    184 (182)
 //
-// End to end, `go run
-// ./examples/train-gpt -config tiny -device cpu -bench` trains at
-// 34,000-35,000 tokens/s with STRATA_BLAS=go, 8,100 with
-// STRATA_BLAS=gonum and 40,500 on OpenBLAS (Haswell kernels), run back to
-// back (in a busier period: 30,000, 3,600 and 34,500). The batched
-// attention products are where the own kernel trails most: each 64×64
+// End to end, `go run ./examples/train-gpt -config tiny -device cpu
+// -bench` trains at about 44,700 tokens/s with STRATA_BLAS=go (AVX-512
+// kernel), 7,900 with STRATA_BLAS=gonum and 35,900 on OpenBLAS (Haswell
+// kernels), run back to back; with the AVX2 kernel alone it was
+// 34,000-35,000 (gonum 8,100, OpenBLAS 40,500 in that run). The batched
+// attention products are where the own GEMM trails most: each 64×64
 // product packs its operands anew, and one 6-row strip in 11 is an edge
-// tile.
+// tile; at k = 128 packing also shows against the AVX-512 kernel.
 //
 // # Semantics and checks
 //

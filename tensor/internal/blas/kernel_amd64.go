@@ -8,30 +8,44 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// haveKernel reports whether the package's own float32 GEMM can run: the
-// 6×16 micro-kernel of kernel_amd64.s needs AVX2 and FMA (and an OS that
-// saves the YMM registers, which x/sys/cpu checks too).
-var haveKernel = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+// The assembly micro-kernels: 6×16 in AVX2+FMA (kernel_amd64.s) and
+// 6×32 in AVX-512 (kernel512_amd64.s). x/sys/cpu also checks that the OS
+// saves the YMM and ZMM registers.
+var (
+	avx2Kernel   = &microKernel{name: "AVX2+FMA 6×16 kernel", nr: 16, run: asmTile(kernel6x16)}
+	avx512Kernel = &microKernel{name: "AVX-512 6×32 kernel", nr: 32, run: asmTile(kernel6x32)}
+)
 
-// kernelName names the micro-kernel in Backend().
-const kernelName = "AVX2+FMA 6×16 kernel"
+// kernels lists the micro-kernels this CPU runs, fastest first.
+var kernels = func() []*microKernel {
+	var ks []*microKernel
+	if cpu.X86.HasAVX512F && cpu.X86.HasFMA {
+		ks = append(ks, avx512Kernel)
+	}
+	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+		ks = append(ks, avx2Kernel)
+	}
+	return ks
+}()
 
-// noKernel says why haveKernel is false.
+// noKernel says why kernels is empty.
 const noKernel = "the CPU lacks AVX2 or FMA"
 
-// kernel6x16 computes one 6×16 tile of C from packed panels; see
-// kernel_amd64.s.
+// kernel6x16 and kernel6x32 compute one tile of C from packed panels.
 //
 //go:noescape
 func kernel6x16(k int, a, b, c *float32, ldc int, alpha, beta float32, load int)
 
-// tile runs the micro-kernel: C[0:mr, 0:nr] at c (row distance ldc) =
-// alpha*ap·bp + beta*C, C read only when load. The caller guarantees
-// that the panels hold k steps and that the tile lies inside c.
-func tile(k int, ap, bp, c []float32, ldc int, alpha, beta float32, load bool) {
-	l := 0
-	if load {
-		l = 1
+//go:noescape
+func kernel6x32(k int, a, b, c *float32, ldc int, alpha, beta float32, load int)
+
+// asmTile adapts an assembly kernel to microKernel.run.
+func asmTile(f func(k int, a, b, c *float32, ldc int, alpha, beta float32, load int)) func(k int, ap, bp, c []float32, ldc int, alpha, beta float32, load bool) {
+	return func(k int, ap, bp, c []float32, ldc int, alpha, beta float32, load bool) {
+		l := 0
+		if load {
+			l = 1
+		}
+		f(k, unsafe.SliceData(ap), unsafe.SliceData(bp), unsafe.SliceData(c), ldc, alpha, beta, l)
 	}
-	kernel6x16(k, unsafe.SliceData(ap), unsafe.SliceData(bp), unsafe.SliceData(c), ldc, alpha, beta, l)
 }

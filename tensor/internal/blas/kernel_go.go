@@ -1,10 +1,42 @@
 package blas
 
-// tileGo is the micro-kernel in plain Go: the definition the assembly is
-// tested against, and the kernel of builds without it. C[0:mr, 0:nr] =
-// alpha*ap·bp + beta*C, with C read only when load.
-func tileGo(k int, ap, bp, c []float32, ldc int, alpha, beta float32, load bool) {
-	var acc [mr][nr]float32
+// microKernel is one register-tiled kernel of the own GEMM: it computes
+// a tile of mr × nr elements, C = alpha*ap·bp + beta*C (C read only when
+// load), from k steps of packed panels (mr floats of A and nr of B a
+// step). The caller guarantees the panels' lengths and that the tile
+// lies inside c (row distance ldc).
+type microKernel struct {
+	name string
+	nr   int // 16 or 32; mr is always 6
+	run  func(k int, ap, bp, c []float32, ldc int, alpha, beta float32, load bool)
+}
+
+// goKernels are the kernels in plain Go: the definitions the assembly is
+// tested against, and what the driver is tested with on builds without
+// assembly.
+var goKernels = []*microKernel{
+	{name: "Go 6×16 kernel", nr: 16, run: func(k int, ap, bp, c []float32, ldc int, alpha, beta float32, load bool) {
+		tileGo(16, k, ap, bp, c, ldc, alpha, beta, load)
+	}},
+	{name: "Go 6×32 kernel", nr: 32, run: func(k int, ap, bp, c []float32, ldc int, alpha, beta float32, load bool) {
+		tileGo(32, k, ap, bp, c, ldc, alpha, beta, load)
+	}},
+}
+
+// haveKernel reports whether the CPU runs an assembly kernel, and so
+// whether the own GEMM is the float32 fallback.
+var haveKernel = len(kernels) > 0
+
+// bestKernel is the fastest kernel the CPU runs; nil when none.
+var bestKernel = func() *microKernel {
+	if len(kernels) == 0 {
+		return nil
+	}
+	return kernels[0]
+}()
+
+func tileGo(nr, k int, ap, bp, c []float32, ldc int, alpha, beta float32, load bool) {
+	var acc [mr][maxNR]float32
 	for l := range k {
 		a := ap[l*mr : l*mr+mr]
 		b := bp[l*nr : l*nr+nr]

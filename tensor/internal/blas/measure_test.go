@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -54,8 +55,8 @@ func TestMeasureStrategies(t *testing.T) {
 		{"lib-2threads", use(lib, 1, 2)}, // OpenBLAS's own pool
 		{"gonum", use(gon, 2, 1)},        // the generic fallback
 	}
-	if haveKernel {
-		strategies = append(strategies, strategy{"go", use(ownBackend("measure"), 2, 1)}) // the own kernel
+	for _, kr := range kernels { // the own GEMM
+		strategies = append(strategies, strategy{"go " + kr.name[:strings.Index(kr.name, " ")], use(ownBackend("measure", kr), 2, 1)})
 	}
 	fmt.Printf("%s\n%-28s", Backend(), "GFLOP/s best (median)")
 	for _, s := range strategies {

@@ -3,19 +3,19 @@ package blas
 import "sync"
 
 // The package's own float32 GEMM, for machines without a BLAS library
-// (see "The own kernel" in doc.go): GotoBLAS/BLIS blocking around the
-// 6×16 micro-kernel of kernel_amd64.s.
+// (see "The own kernel" in doc.go): GotoBLAS/BLIS blocking around a
+// 6×16 (AVX2) or 6×32 (AVX-512) micro-kernel.
 
 // Register tile and cache blocks, in elements. A kc×nr strip of packed B
-// (16 KiB) stays in L1 while the kernel sweeps it down an mc×kc block of
-// packed A (144 KiB, L2); a kc×nc panel of B (2 MiB) is reused by every
-// block of A.
+// (16 or 32 KiB) stays in L1 while the kernel sweeps it down an mc×kc
+// block of packed A (144 KiB, L2); a kc×nc panel of B (2 MiB) is reused
+// by every block of A.
 const (
-	mr = 6
-	nr = 16
-	kc = 256
-	mc = 144 // a multiple of mr
-	nc = 2048
+	mr    = 6
+	maxNR = 32
+	kc    = 256
+	mc    = 144  // a multiple of mr
+	nc    = 2048 // a multiple of every nr
 )
 
 // panels is one goroutine's packing space, pooled so that the hot path
@@ -23,16 +23,19 @@ const (
 type panels struct {
 	a []float32 // mc×kc: op(A) block as mr-row strips
 	b []float32 // kc×nc: op(B) panel as nr-column strips
-	t []float32 // mr×nr: an edge tile before it is merged into C
+	t []float32 // mr×maxNR: an edge tile before it is merged into C
 }
 
 var panelPool = sync.Pool{New: func() any {
-	return &panels{a: make([]float32, mc*kc), b: make([]float32, kc*nc), t: make([]float32, mr*nr)}
+	return &panels{a: make([]float32, mc*kc), b: make([]float32, kc*nc), t: make([]float32, mr*maxNR)}
 }}
 
 // ownGemm32 computes a checked product with m, n, k > 0 and alpha != 0
-// on the calling goroutine.
-func ownGemm32(p problem[float32]) {
+// on the calling goroutine, on the fastest kernel the CPU runs.
+func ownGemm32(p problem[float32]) { ownGemm(p, bestKernel) }
+
+// ownGemm is ownGemm32 on kernel kr.
+func ownGemm(p problem[float32], kr *microKernel) {
 	buf := panelPool.Get().(*panels)
 	// k is cut into equal blocks of at most kc, so that no block is short.
 	kBlocks := ceilDiv(p.k, kc)
@@ -45,11 +48,11 @@ func ownGemm32(p problem[float32]) {
 			if pc > 0 { // later blocks add to what the first wrote
 				beta, load = 1, true
 			}
-			packB(buf.b, &p, pc, kb, jc, nb)
+			packB(buf.b, &p, kr.nr, pc, kb, jc, nb)
 			for ic := 0; ic < p.m; ic += mc {
 				mb := min(mc, p.m-ic)
 				packA(buf.a, &p, ic, mb, pc, kb)
-				macroTile(buf, &p, ic, mb, jc, nb, kb, beta, load)
+				macroTile(kr, buf, &p, ic, mb, jc, nb, kb, beta, load)
 			}
 		}
 	}
@@ -58,8 +61,8 @@ func ownGemm32(p problem[float32]) {
 
 // macroTile computes C[ic:ic+mb, jc:jc+nb] from the packed block of A and
 // panel of B: full tiles straight into C, edge tiles through buf.t.
-func macroTile(buf *panels, p *problem[float32], ic, mb, jc, nb, kb int, beta float32, load bool) {
-	c, ldc, alpha := p.c, p.ldc, p.alpha
+func macroTile(kr *microKernel, buf *panels, p *problem[float32], ic, mb, jc, nb, kb int, beta float32, load bool) {
+	c, ldc, alpha, nr, tile := p.c, p.ldc, p.alpha, kr.nr, kr.run
 	for jr := 0; jr < nb; jr += nr {
 		nn := min(nr, nb-jr)
 		bp := buf.b[jr*kb : (jr+nr)*kb]

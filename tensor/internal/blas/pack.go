@@ -53,8 +53,9 @@ func packA(dst []float32, p *problem[float32], i0, mb, l0, kb int) {
 	}
 }
 
-// packB packs op(B)[l0:l0+kb, j0:j0+nb] into dst.
-func packB(dst []float32, p *problem[float32], l0, kb, j0, nb int) {
+// packB packs op(B)[l0:l0+kb, j0:j0+nb] into dst, in strips of nr
+// columns.
+func packB(dst []float32, p *problem[float32], nr, l0, kb, j0, nb int) {
 	b, ldb := p.b, p.ldb
 	for s := 0; s < nb; s += nr {
 		cols := min(nr, nb-s)

@@ -3,27 +3,39 @@ package blas
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
 // Every conformance test runs on each backend: the system library when
 // one is installed (skipped, saying why, when not), the package's own
-// kernel where the CPU runs it, and gonum, forced through useBackend.
+// GEMM with each assembly kernel the CPU runs, and gonum, forced through
+// useBackend.
 func forEachBackend(t *testing.T, f func(t *testing.T)) {
 	t.Helper()
-	for _, name := range []string{"library", "go", "gonum"} {
+	names := []string{"library"}
+	for _, kr := range kernels {
+		names = append(names, "go/"+kr.name)
+	}
+	if len(kernels) == 0 {
+		names = append(names, "go")
+	}
+	for _, name := range append(names, "gonum") {
 		t.Run(name, func(t *testing.T) {
 			b := gonumBackend("forced by test")
-			switch name {
-			case "library":
+			switch {
+			case name == "library":
 				if b = discovered(); b.lib == nil {
 					t.Skipf("no BLAS library: %s", b.reason)
 				}
-			case "go":
-				if !haveKernel {
-					t.Skipf("no own kernel: %s", noKernel)
+			case name == "go":
+				t.Skipf("no assembly kernel: %s", noKernel)
+			case strings.HasPrefix(name, "go/"):
+				for _, kr := range kernels {
+					if name == "go/"+kr.name {
+						b = ownBackend("forced by test", kr)
+					}
 				}
-				b = ownBackend("forced by test")
 			}
 			old := useBackend(b)
 			defer useBackend(old)
