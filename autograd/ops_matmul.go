@@ -69,39 +69,17 @@ func foldedATB(at, g *tensor.Tensor) *tensor.Tensor {
 // into one GEMM for the forward and each backward product.
 func Linear(x, w, b *Var) *Var {
 	xs := x.Value.Shape()
-	in := xs[len(xs)-1]
-	x2 := x.Value.Reshape(-1, in)
-	wt := w.Value.T()
-	y2 := tensor.MatMul(x2, wt)
-	wt.Release()
-	if b != nil {
-		yb := tensor.Add(y2, b.Value)
-		y2.Release()
-		y2 = yb
-	}
-	outShape := append(xs[:len(xs)-1:len(xs)-1], w.Value.Dim(0))
-	y := y2.Reshape(outShape...)
-	y2.Release()
-	inputs := []*Var{x, w, b}
-	return Record("Linear", y, inputs, func(g *tensor.Tensor) []*tensor.Tensor {
+	y := linearForward(x.Value, w, b)
+	return Record("Linear", y, []*Var{x, w, b}, func(g *tensor.Tensor) []*tensor.Tensor {
 		g2 := g.Reshape(-1, g.Dim(-1))
 		defer g2.Release()
-		var gx, gw, gb *tensor.Tensor
+		var gx *tensor.Tensor
 		if needs(x) {
 			p := tensor.MatMul(g2, w.Value) // (N, out) @ (out, in)
 			gx = p.Reshape(xs...)
 			p.Release()
 		}
-		if needs(w) {
-			xf := x.Value.Reshape(-1, in)
-			g2t := g2.T()
-			gw = tensor.MatMul(g2t, xf) // (out, N) @ (N, in)
-			xf.Release()
-			g2t.Release()
-		}
-		if b != nil && needs(b) {
-			gb = tensor.Sum(g2, false, 0)
-		}
+		gw, gb := linearParamGrads(g2, x.Value, w, b)
 		return []*tensor.Tensor{gx, gw, gb}
 	})
 }
@@ -113,45 +91,63 @@ func Linear(x, w, b *Var) *Var {
 // less per block.
 func GeluLinear(u, w, b *Var) *Var {
 	us := u.Value.Shape()
-	in := us[len(us)-1]
-	var y *tensor.Tensor
-	tensor.WithScope(func() {
-		a := tensor.Gelu(u.Value)
-		a2 := a.Reshape(-1, in)
-		wt := w.Value.T()
-		y2 := tensor.MatMul(a2, wt)
-		if b != nil {
-			y2 = tensor.Add(y2, b.Value)
-		}
-		y = y2.Reshape(append(us[:len(us)-1:len(us)-1], w.Value.Dim(0))...)
-		tensor.Keep(y)
-	})
-	tensor.Adopt(y)
+	a := tensor.Gelu(u.Value)
+	y := linearForward(a, w, b)
+	a.Release()
 	return Record("GeluLinear", y, []*Var{u, w, b}, func(g *tensor.Tensor) []*tensor.Tensor {
 		g2 := g.Reshape(-1, g.Dim(-1))
 		defer g2.Release()
 		var gu, gw, gb *tensor.Tensor
-		a := tensor.Gelu(u.Value) // recomputed
-		defer a.Release()
 		if needs(u) {
 			da := tensor.MatMul(g2, w.Value) // (N, out) @ (out, in)
-			uf := u.Value.Reshape(-1, in)
+			uf := u.Value.Reshape(-1, us[len(us)-1])
 			du := tensor.UnaryBackward(tensor.OpGelu, uf, nil, da)
 			gu = du.Reshape(us...)
 			for _, t := range []*tensor.Tensor{da, uf, du} {
 				t.Release()
 			}
 		}
-		if needs(w) {
-			af := a.Reshape(-1, in)
-			g2t := g2.T()
-			gw = tensor.MatMul(g2t, af)
-			af.Release()
-			g2t.Release()
-		}
-		if b != nil && needs(b) {
-			gb = tensor.Sum(g2, false, 0)
+		if needs(w) || b != nil && needs(b) {
+			a := tensor.Gelu(u.Value) // recomputed, only when a weight gradient needs it
+			gw, gb = linearParamGrads(g2, a, w, b)
+			a.Release()
 		}
 		return []*tensor.Tensor{gu, gw, gb}
 	})
+}
+
+// linearForward computes x @ wᵀ (+ b) over the last axis of x (..., in),
+// folding the batch axes of x into one GEMM.
+func linearForward(x *tensor.Tensor, w, b *Var) *tensor.Tensor {
+	xs := x.Shape()
+	x2 := x.Reshape(-1, xs[len(xs)-1])
+	wt := w.Value.T()
+	y2 := tensor.MatMul(x2, wt)
+	x2.Release()
+	wt.Release()
+	if b != nil {
+		yb := tensor.Add(y2, b.Value)
+		y2.Release()
+		y2 = yb
+	}
+	y := y2.Reshape(append(xs[:len(xs)-1:len(xs)-1], w.Value.Dim(0))...)
+	y2.Release()
+	return y
+}
+
+// linearParamGrads returns the gradients of a Linear's weight and bias
+// (nil where not needed) from the 2-D output gradient g2 (N, out) and the
+// layer's input a (..., in): gw = g2ᵀ a, gb = Σ rows of g2.
+func linearParamGrads(g2, a *tensor.Tensor, w, b *Var) (gw, gb *tensor.Tensor) {
+	if needs(w) {
+		af := a.Reshape(-1, a.Dim(-1))
+		g2t := g2.T()
+		gw = tensor.MatMul(g2t, af) // (out, N) @ (N, in)
+		af.Release()
+		g2t.Release()
+	}
+	if b != nil && needs(b) {
+		gb = tensor.Sum(g2, false, 0)
+	}
+	return gw, gb
 }
