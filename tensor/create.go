@@ -64,14 +64,7 @@ func FromFloats(dev Device, dt DType, data []float64, shape ...int) *Tensor {
 	if dt == Float64 {
 		return FromFloat64s(dev, data, shape...)
 	}
-	var t *Tensor
-	WithScope(func() {
-		src := FromFloat64s(dev, data, shape...)
-		t = src.To(dt)
-		Keep(t)
-	})
-	Adopt(t)
-	return t
+	return Tidy(func() *Tensor { return FromFloat64s(dev, data, shape...).To(dt) })
 }
 
 // FromBytes makes a tensor from raw little-endian element bytes.
