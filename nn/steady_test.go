@@ -14,7 +14,7 @@ import (
 
 // trainSteps trains a small GPT for n steps with no manual freeing in the
 // loop and returns the bytes in use after each step.
-func trainSteps(t *testing.T, g *nn.GPT, n int, dropout bool) []int64 {
+func trainSteps(t *testing.T, g *nn.GPT, n int) []int64 {
 	ps := g.Parameters()
 	opt := nn.NewAdamW(ps, 1e-3, 0.1)
 	defer opt.Release()
@@ -55,7 +55,7 @@ func TestSteadyStateMemory(t *testing.T) {
 		before := tensor.CPU().Memory().InUse()
 		g, err := nn.NewGPT(cfg, nn.Options{Device: tensor.CPU(), DType: tensor.Float32, Rng: rand.New(rand.NewPCG(1, 2))})
 		require.NoError(t, err)
-		inUse := trainSteps(t, g, 50, dropout)
+		inUse := trainSteps(t, g, 50)
 		for i, b := range inUse {
 			require.Equal(t, inUse[0], b, "bytes in use after step %d differ from step 1", i+1)
 		}
