@@ -42,10 +42,9 @@ func SoftmaxBackward(y, dy *Tensor, log bool) *Tensor {
 	if !shapeEq(y.shape, dy.shape) {
 		fail(op, ErrShape, "y %v, dy %v", y.shape, dy.shape)
 	}
-	cy, d1 := contig(y)
-	defer d1()
-	cdy, d2 := contig(dy)
-	defer d2()
+	cs, release := contigAll(y, dy)
+	defer release()
+	cy, cdy := cs[0], cs[1]
 	out := mustNew(op, y.dev, y.dtype, y.shape)
 	r, c := rowsCols(y)
 	y.dev.backend().softmaxBackward(out, cy, cdy, r, c, log)
@@ -114,10 +113,9 @@ func LayerNormBackward(dy, x, mean, rstd, w *Tensor, withBias bool) (dx, dw, db 
 	if !shapeEq(dy.shape, x.shape) || mean.Numel() != rows || rstd.Numel() != rows {
 		fail(op, ErrShape, "dy %v, x %v, mean %v, rstd %v", dy.shape, x.shape, mean.shape, rstd.shape)
 	}
-	cdy, d1 := contig(dy)
-	defer d1()
-	cx, d2 := contig(x)
-	defer d2()
+	cs, release := contigAll(dy, x)
+	defer release()
+	cdy, cx := cs[0], cs[1]
 	dx = mustNew(op, x.dev, x.dtype, x.shape)
 	if w != nil {
 		dw = Zeros(x.dev, x.dtype, cols)
@@ -141,10 +139,9 @@ func Embedding(table, ids *Tensor) *Tensor {
 	if table.Rank() != 2 {
 		fail(op, ErrShape, "table %v: want 2-D", table.shape)
 	}
-	ct, d1 := contig(table)
-	defer d1()
-	ci, d2 := contig(ids)
-	defer d2()
+	cs, release := contigAll(table, ids)
+	defer release()
+	ct, ci := cs[0], cs[1]
 	out := mustNew(op, table.dev, table.dtype, append(ids.Shape(), table.shape[1]))
 	if err := table.dev.backend().gather(out, ct, ci, table.shape[1], table.shape[0]); err != nil {
 		out.Release()
@@ -165,10 +162,9 @@ func EmbeddingBackward(ids, dout *Tensor, rows int) *Tensor {
 	if dout.Numel() != ids.Numel()*d {
 		fail(op, ErrShape, "dout %v for ids %v", dout.shape, ids.shape)
 	}
-	cd, d1 := contig(dout)
-	defer d1()
-	ci, d2 := contig(ids)
-	defer d2()
+	cs, release := contigAll(dout, ids)
+	defer release()
+	cd, ci := cs[0], cs[1]
 	out := Zeros(dout.dev, dout.dtype, rows, d)
 	if err := dout.dev.backend().scatterAdd(out, cd, ci, d, rows); err != nil {
 		out.Release()
@@ -191,10 +187,9 @@ func CrossEntropy(logits, targets *Tensor, ignore int32) (*Tensor, int) {
 	if logits.Rank() != 2 || targets.Numel() != logits.shape[0] {
 		fail(op, ErrShape, "logits %v, targets %v: want (N, C) and N targets", logits.shape, targets.shape)
 	}
-	cl, d1 := contig(logits)
-	defer d1()
-	ct, d2 := contig(targets)
-	defer d2()
+	cs, release := contigAll(logits, targets)
+	defer release()
+	cl, ct := cs[0], cs[1]
 	loss := mustNew(op, logits.dev, logits.dtype, []int{logits.shape[0]})
 	n, err := logits.dev.backend().crossEntropy(loss, cl, ct, logits.shape[0], logits.shape[1], ignore)
 	if err != nil {
@@ -213,12 +208,9 @@ func CrossEntropyBackward(logits, targets, dloss *Tensor, ignore int32) *Tensor 
 	if logits.Rank() != 2 || targets.Numel() != logits.shape[0] || dloss.Numel() != logits.shape[0] {
 		fail(op, ErrShape, "logits %v, targets %v, dloss %v", logits.shape, targets.shape, dloss.shape)
 	}
-	cl, d1 := contig(logits)
-	defer d1()
-	ct, d2 := contig(targets)
-	defer d2()
-	cd, d3 := contig(dloss)
-	defer d3()
+	cs, release := contigAll(logits, targets, dloss)
+	defer release()
+	cl, ct, cd := cs[0], cs[1], cs[2]
 	out := mustNew(op, logits.dev, logits.dtype, logits.shape)
 	logits.dev.backend().crossEntropyBackward(out, cl, ct, cd, logits.shape[0], logits.shape[1], ignore)
 	return out
