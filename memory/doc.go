@@ -150,13 +150,18 @@
 //     pays one backend call (cuMemAlloc costs 70-150 µs) for many
 //     allocations.
 //
-//   - A request takes the best fitting free block: free blocks sit in two
-//     B-trees (free_tree.go) ordered by (stream, size, address), and the
-//     first block at or after (stream, rounded size, 0) is the smallest
-//     that fits, the lowest-addressed among equals (which keeps live data
-//     packed towards segment starts). The trees keep the keys in their
-//     nodes and compare them without branches, and one descent both finds
-//     the best fit and removes it.
+//   - A request takes the best fitting free block: the smallest that fits,
+//     the lowest-addressed among equals (which keeps live data packed
+//     towards segment starts), as if the free blocks sat in one ordered
+//     set by (stream, size, address) like PyTorch's. They sit instead in
+//     two segregated-fit indexes (free_index.go): per stream, size classes
+//     (one per 512 B size up to 64 KiB, then 64 per power of two) with a
+//     bitmap of the non-empty ones, and a small B-tree (free_tree.go) per
+//     class. A request searches its own class's tree, else takes the
+//     smallest block of the next non-empty class the bitmap shows: the
+//     same answer as one big tree, from trees of a few keys. The trees keep
+//     the keys in their nodes and compare them without branches, and one
+//     descent both finds the best fit and removes it.
 //
 //   - The block is split only when the rest is worth keeping: any rest of
 //     512 B or more in the small pool, a rest of more than 1 MiB in the
@@ -184,12 +189,13 @@
 //
 // The hot path allocates no Go memory: Block structs and tree nodes are
 // recycled through free lists. One warm Alloc+Free pair of 4 KiB costs
-// about 50 ns on a 2-core EPYC (of which the two mutex round trips are
-// some 20), 64 MiB about 40 ns, and about 160 ns on a mixed workload of
+// about 60 ns on a 2-core EPYC (of which the two mutex round trips are
+// some 20), 64 MiB about 45 ns, and about 105 ns on a mixed workload of
 // 256 live blocks of log-uniform sizes from 512 B to 32 MiB
 // (BenchmarkPoolPair); through the Manager, with role accounting and a new
-// Allocation handle (cut from a slab of 64), about 72 ns
-// (BenchmarkManagerPair).
+// Allocation handle (cut from a slab of 64), about 85 ns
+// (BenchmarkManagerPair). examples/bench-alloc measures the same pairs on
+// the GPU against the driver's allocators.
 //
 // # Statistics
 //

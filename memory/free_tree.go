@@ -2,10 +2,10 @@ package memory
 
 import "math/bits"
 
-// freeTree is the ordered set of a pool's free blocks: a B-tree keyed by
-// (stream, size, address), specialised for the pool's hot path. It is what
-// github.com/google/btree gave the pool before, with two differences that
-// halve the cost of a lookup on a tree of a few hundred blocks: the keys
+// freeTree is an ordered set of free blocks: a B-tree keyed by (stream,
+// size, address), specialised for the pool's hot path; a freeIndex keeps
+// one per size class. It is what github.com/google/btree would give, with
+// two differences that halve the cost of a lookup: the keys
 // sit in the nodes themselves, so a search reads a node's keys from a few
 // contiguous cache lines instead of following a pointer to each Block, and
 // the comparison is inlined instead of called through a function value.
@@ -21,17 +21,31 @@ import "math/bits"
 type freeTree struct {
 	root *freeNode
 	len  int
-	// spare holds the nodes emptied by merges and root collapses for the
-	// next splits, so a warm tree allocates nothing; there are never more
-	// than the tree once had.
-	spare []*freeNode
+	// nodes holds the nodes emptied by merges and root collapses for the
+	// next splits, so a warm tree allocates nothing. A freeIndex's class
+	// trees share one; a tree without one allocates and drops its nodes.
+	nodes *nodeSpare
+}
+
+// nodeSpare is a free list of tree nodes; there are never more in it than
+// its trees once held at a time.
+type nodeSpare struct{ free []*freeNode }
+
+func (s *nodeSpare) get() *freeNode {
+	k := len(s.free)
+	if k == 0 {
+		return nil
+	}
+	n := s.free[k-1]
+	s.free[k-1] = nil
+	s.free = s.free[:k-1]
+	return n
 }
 
 const (
 	// freeTreeDegree is the B-tree's minimum degree t: nodes hold t-1 to
-	// 2t-1 keys. On BenchmarkPoolPair's mixed workload (a few hundred free
-	// blocks) 8, 16 and 32 were within a few percent; 16 keeps a node's
-	// keys in 12 cache lines.
+	// 2t-1 keys. On BenchmarkPoolPair's mixed workload 3 to 32 were within
+	// a few percent, with one tree per pool and with one per class.
 	freeTreeDegree = 8
 	freeTreeMin    = freeTreeDegree - 1
 	freeTreeMax    = 2*freeTreeDegree - 1
@@ -331,11 +345,10 @@ func (t *freeTree) growChild(n *freeNode, i int) *freeNode {
 // newNode returns an empty node, with room for children when inner.
 func (t *freeTree) newNode(inner bool) *freeNode {
 	var n *freeNode
-	if k := len(t.spare); k > 0 {
-		n = t.spare[k-1]
-		t.spare[k-1] = nil
-		t.spare = t.spare[:k-1]
-	} else {
+	if t.nodes != nil {
+		n = t.nodes.get()
+	}
+	if n == nil {
 		n = new(freeNode)
 	}
 	switch {
@@ -349,12 +362,15 @@ func (t *freeTree) newNode(inner bool) *freeNode {
 
 // recycleNode keeps an emptied node for newNode.
 func (t *freeTree) recycleNode(n *freeNode) {
+	if t.nodes == nil {
+		return
+	}
 	n.n = 0
 	clear(n.blocks[:])
 	if n.kids != nil {
 		clear(n.kids[:])
 	}
-	t.spare = append(t.spare, n)
+	t.nodes.free = append(t.nodes.free, n)
 }
 
 // ascend calls f on every block in key order until f returns false.
@@ -376,5 +392,5 @@ func (n *freeNode) ascend(f func(*Block) bool) bool {
 	return n.kids == nil || n.kids[n.n].ascend(f)
 }
 
-// clear empties the tree.
-func (t *freeTree) clear() { *t = freeTree{} }
+// clear empties the tree, keeping its spare list.
+func (t *freeTree) clear() { *t = freeTree{nodes: t.nodes} }

@@ -16,8 +16,8 @@ type Pool struct {
 	name    string
 	cfg     PoolConfig
 
-	small, large freeTree // free blocks by (stream, size, address)
-	segs         *segment // all segments, a doubly linked list
+	small, large freeIndex // free blocks by (stream, size, address)
+	segs         *segment  // all segments, a doubly linked list
 	nsegs        int
 	live         int // live blocks
 
@@ -199,8 +199,8 @@ func (p *Pool) insertFree(b *Block) {
 	tree.insert(b)
 }
 
-// treeOf returns the free tree of a segment's blocks.
-func (p *Pool) treeOf(seg *segment) *freeTree {
+// treeOf returns the free index of a segment's blocks.
+func (p *Pool) treeOf(seg *segment) *freeIndex {
 	if seg.small {
 		return &p.small
 	}

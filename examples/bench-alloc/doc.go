@@ -29,9 +29,12 @@
 // Each allocator (allocators.go) is a small adapter with its own table of
 // handles indexed by slot, so every allocator pays the same overhead (one
 // interface call per operation) and none boxes a handle per call. A row
-// (workload.go) warms the allocator up, then times runs of doubling length
-// until one lasts -mintime; the last run is the result, with the driver
-// calls and the backend allocations it made per pair. The trace replay
+// (workload.go) warms the allocator up, finds by runs of growing length
+// how many pairs last -mintime, then times -reps runs of that many pairs
+// (5 by default) and reports their median, fastest and slowest, with the
+// driver calls and the backend allocations per pair. The median keeps a
+// run stalled by other work on a shared host (the GPU machines are) from
+// deciding the result, for every allocator alike. The trace replay
 // (trace.go) frees at free_completed, as PyTorch's pool does, and checks
 // that the pool's peak requested bytes equal the trace's before comparing
 // peak reserved bytes. report.go prints the tables.

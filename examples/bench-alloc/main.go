@@ -27,6 +27,7 @@ func (t *traceFlags) Set(s string) error { *t = append(*t, s); return nil }
 type options struct {
 	device  string
 	minTime time.Duration
+	reps    int
 	seed    uint64
 	traces  traceFlags
 	noBench bool
@@ -42,6 +43,7 @@ type report struct {
 	CPUs        int                `json:"cpus"`
 	Seed        uint64             `json:"seed"`
 	MinTimeMs   float64            `json:"min_time_ms"`
+	Reps        int                `json:"reps"`
 	Rows        []result           `json:"rows"`
 	SpeedupPool map[string]float64 `json:"speedup_pool_vs_async,omitempty"`
 	SpeedupMgr  map[string]float64 `json:"speedup_manager_vs_async,omitempty"`
@@ -66,7 +68,8 @@ func mainErr(args []string) error {
 	var o options
 	fs := flag.NewFlagSet("bench-alloc", flag.ContinueOnError)
 	fs.StringVar(&o.device, "device", "cuda", "cuda (device 0) or cpu (the pool over host memory only)")
-	fs.DurationVar(&o.minTime, "mintime", 300*time.Millisecond, "shortest timed run per row")
+	fs.DurationVar(&o.minTime, "mintime", 200*time.Millisecond, "shortest timed run")
+	fs.IntVar(&o.reps, "reps", 5, "timed runs per row; the median is reported")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the mixed workload")
 	fs.Var(&o.traces, "trace", "a PyTorch allocation trace (CSV: action,addr,size,stream) to replay; repeatable")
 	fs.BoolVar(&o.noBench, "no-bench", false, "skip the allocation pairs (replay traces only)")
@@ -79,8 +82,11 @@ func mainErr(args []string) error {
 	if o.minTime <= 0 {
 		return fmt.Errorf("-mintime %v must be positive", o.minTime)
 	}
+	if o.reps < 1 || o.reps > 1000 {
+		return fmt.Errorf("-reps %d: want 1 to 1000", o.reps)
+	}
 	rep := report{Rows: []result{}, Bench: "bench-alloc", Date: time.Now().UTC().Format(time.RFC3339), Go: runtime.Version(),
-		CPUs: runtime.NumCPU(), Seed: o.seed, MinTimeMs: float64(o.minTime) / float64(time.Millisecond)}
+		CPUs: runtime.NumCPU(), Seed: o.seed, Reps: o.reps, MinTimeMs: float64(o.minTime) / float64(time.Millisecond)}
 
 	var ctx *cuda.Context
 	switch o.device {
@@ -188,14 +194,15 @@ func benchPairs(ctx *cuda.Context, o options, rep *report) error {
 			if err != nil {
 				return err
 			}
-			r, err := run(a, w, seq, o.minTime)
+			r, err := run(a, w, seq, o.minTime, o.reps)
 			if cerr := a.close(); err == nil {
 				err = cerr
 			}
 			if err != nil {
 				return fmt.Errorf("%s, %s workload: %w", a.name(), w.name, err)
 			}
-			fmt.Fprintf(os.Stderr, "%-16s %-6s %12.1f ns/pair (%d pairs)\n", r.Allocator, r.Workload, r.NsPerPair, r.Pairs)
+			fmt.Fprintf(os.Stderr, "%-16s %-6s %12.1f ns/pair (median of %d runs of %d pairs; %.1f to %.1f)\n",
+				r.Allocator, r.Workload, r.NsPerPair, r.Reps, r.Pairs, r.NsMin, r.NsMax)
 			rep.Rows = append(rep.Rows, r)
 		}
 	}

@@ -79,17 +79,37 @@ func TestReplayRejectsInconsistentTrace(t *testing.T) {
 
 func TestBenchPairsCPU(t *testing.T) {
 	var rep report
-	require.NoError(t, benchPairs(nil, options{minTime: time.Millisecond, seed: 1}, &rep))
+	require.NoError(t, benchPairs(nil, options{minTime: time.Millisecond, reps: 3, seed: 1}, &rep))
 	require.Len(t, rep.Rows, 2*len(workloads), "pool and manager on every workload")
 	for _, r := range rep.Rows {
 		assert.Positive(t, r.NsPerPair, "%s/%s", r.Allocator, r.Workload)
 		assert.Positive(t, r.Pairs, "%s/%s", r.Allocator, r.Workload)
+		assert.Equal(t, 3, r.Reps)
+		assert.True(t, r.NsMin <= r.NsPerPair && r.NsPerPair <= r.NsMax, "%s/%s: median %v outside [%v, %v]", r.Allocator, r.Workload, r.NsPerPair, r.NsMin, r.NsMax)
 		assert.Zero(t, r.DriverCallsPerPair, "%s/%s: no driver on the CPU", r.Allocator, r.Workload)
 		if r.Workload != "mixed" {
 			assert.Zero(t, r.BackendAllocsPerPair, "%s/%s: a warm pool reuses its block", r.Allocator, r.Workload)
 		}
 	}
 	assert.Nil(t, rep.Goal, "the goal compares with cuMemAllocAsync, which needs a GPU")
+}
+
+func TestMedian(t *testing.T) {
+	assert.Equal(t, 2.0, median([]float64{1, 2, 9}))
+	assert.Equal(t, 2.5, median([]float64{1, 2, 3, 9}))
+	assert.Equal(t, 4.0, median([]float64{4}))
+}
+
+func TestFlagErrors(t *testing.T) {
+	for _, c := range []struct{ args, want string }{
+		{"-reps 0", "-reps 0"},
+		{"-mintime 0s", "-mintime"},
+		{"-device tpu", "want cuda or cpu"},
+	} {
+		err := mainErr(strings.Fields(c.args))
+		require.Error(t, err, c.args)
+		assert.Contains(t, err.Error(), c.want, c.args)
+	}
 }
 
 func TestMixedSeqIsReproducible(t *testing.T) {

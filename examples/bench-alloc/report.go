@@ -11,14 +11,15 @@ import (
 func printTables(w io.Writer, rep *report) {
 	fmt.Fprintf(w, "\n## bench-alloc: %s (%s), %s\n\n", rep.Device, rep.Backend, rep.Date)
 	if len(rep.Rows) > 0 {
-		fmt.Fprintln(w, "| allocator | workload | ns/pair | pairs | driver calls/pair | backend allocs/pair |")
-		fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|")
+		fmt.Fprintln(w, "| allocator | workload | ns/pair (median) | min | max | runs x pairs | driver calls/pair | backend allocs/pair |")
+		fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|")
 		for _, r := range rep.Rows {
 			backend := "always"
 			if r.BackendAllocsPerPair >= 0 {
 				backend = fmt.Sprintf("%.4f", r.BackendAllocsPerPair)
 			}
-			fmt.Fprintf(w, "| %s | %s | %.1f | %d | %.2f | %s |\n", r.Allocator, r.Workload, r.NsPerPair, r.Pairs, r.DriverCallsPerPair, backend)
+			fmt.Fprintf(w, "| %s | %s | %.1f | %.1f | %.1f | %d x %d | %.2f | %s |\n", r.Allocator, r.Workload, r.NsPerPair, r.NsMin, r.NsMax,
+				r.Reps, r.Pairs, r.DriverCallsPerPair, backend)
 		}
 	}
 	if rep.Goal != nil {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/strata-ml/strata/cuda"
@@ -49,21 +50,29 @@ func newMixedSeq(seed uint64) mixedSeq {
 
 // result is one allocator on one workload.
 type result struct {
-	Allocator string  `json:"allocator"`
-	Workload  string  `json:"workload"`
+	Allocator string `json:"allocator"`
+	Workload  string `json:"workload"`
+	// NsPerPair is the median over Reps timed runs of Pairs pairs each;
+	// NsMin and NsMax are the fastest and slowest run.
 	NsPerPair float64 `json:"ns_per_pair"`
+	NsMin     float64 `json:"ns_per_pair_min"`
+	NsMax     float64 `json:"ns_per_pair_max"`
+	Reps      int     `json:"reps"`
 	Pairs     int     `json:"pairs"`
 	// DriverCallsPerPair counts calls into the CUDA driver in the timed
-	// run (0 on the CPU).
+	// runs (0 on the CPU).
 	DriverCallsPerPair float64 `json:"driver_calls_per_pair"`
 	// BackendAllocsPerPair counts segments reserved from the backend in
-	// the timed run; -1 for the driver's allocators, which always ask.
+	// the timed runs; -1 for the driver's allocators, which always ask.
 	BackendAllocsPerPair float64 `json:"backend_allocs_per_pair"`
 }
 
-// run times one allocator on one workload: warm up, then runs of doubling
-// length until one lasts minTime; the last run is the result.
-func run(a allocator, w workload, seq mixedSeq, minTime time.Duration) (result, error) {
+// run times one allocator on one workload: warm up, find by runs of
+// growing length how many pairs last minTime, then time reps runs of that
+// many pairs. The median run is the result: a machine shared with other
+// work (the GPU hosts are) stalls some runs, and the median is what the
+// allocator costs when it is not stalled; min and max show the spread.
+func run(a allocator, w workload, seq mixedSeq, minTime time.Duration, reps int) (result, error) {
 	res := result{Allocator: a.name(), Workload: w.name}
 	var step func(n int) error
 	var cleanup func() error
@@ -118,29 +127,50 @@ func run(a allocator, w workload, seq mixedSeq, minTime time.Duration) (result, 
 		return res, err
 	}
 	runtime.GC()
-	for n := 1; ; {
-		calls, backend := cuda.DriverCalls(), a.backendAllocs()
+	n := 1
+	for {
 		start := time.Now()
 		if err := step(n); err != nil {
 			return res, err
 		}
 		el := time.Since(start)
 		if el >= minTime || n >= 1<<30 {
-			res.Pairs = n
-			res.NsPerPair = float64(el.Nanoseconds()) / float64(n)
-			res.DriverCallsPerPair = float64(cuda.DriverCalls()-calls) / float64(n)
-			res.BackendAllocsPerPair = -1
-			if backend >= 0 {
-				res.BackendAllocsPerPair = float64(a.backendAllocs()-backend) / float64(n)
-			}
 			break
 		}
 		// Aim past minTime, growing at least 2x and at most 100x.
 		next := int(float64(n) * 1.2 * float64(minTime) / float64(max(el, time.Microsecond)))
 		n = min(max(next, 2*n), 100*n, 1<<30)
 	}
+	calls, backend := cuda.DriverCalls(), a.backendAllocs()
+	ns := make([]float64, reps)
+	for i := range ns {
+		start := time.Now()
+		if err := step(n); err != nil {
+			return res, err
+		}
+		ns[i] = float64(time.Since(start).Nanoseconds()) / float64(n)
+	}
+	slices.Sort(ns)
+	total := float64(n) * float64(reps)
+	res.Pairs, res.Reps = n, reps
+	res.NsPerPair, res.NsMin, res.NsMax = median(ns), ns[0], ns[reps-1]
+	res.DriverCallsPerPair = float64(cuda.DriverCalls()-calls) / total
+	res.BackendAllocsPerPair = -1
+	if backend >= 0 {
+		res.BackendAllocsPerPair = float64(a.backendAllocs()-backend) / total
+	}
 	if err := cleanup(); err != nil {
 		return res, fmt.Errorf("freeing the live blocks: %w", err)
 	}
 	return res, nil
+}
+
+// median returns the middle of sorted values (the mean of the two middle
+// ones for an even count).
+func median(sorted []float64) float64 {
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
 }

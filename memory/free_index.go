@@ -1,0 +1,204 @@
+package memory
+
+import (
+	"math/bits"
+	"slices"
+)
+
+// freeIndex is the set of a pool's free blocks of one kind (small or
+// large), ordered by (stream, size, address) like one B-tree over them,
+// but cut into size classes for speed: segregated fit (in the manner of
+// TLSF) in front of exact best fit.
+//
+// Each stream has a classSet. Its classes partition the sizes in
+// increasing order; a bitmap marks the classes that hold a block, and each
+// class keeps its blocks in a small freeTree by (size, address). The best
+// fit for n bytes is then the first key at or after (n, 0) in n's own
+// class, else the smallest key of the next class the bitmap shows: exactly
+// the block one tree over all of them would return, found in a tree of a
+// few keys (usually a single node) instead of one of hundreds, after a
+// couple of bit scans. Removing and inserting a block likewise touch only
+// its class's tree and at most one bit.
+//
+// Classes: a size of u units of MinBlockSize falls into class u while u <
+// 2*classSub (one class per size up to 64 KiB); beyond, each power of two
+// of units is cut into classSub equal classes, so a class spans at most
+// 1/64th of its sizes. The index follows the pool's rounding: sizes are
+// multiples of MinBlockSize. On BenchmarkPoolPair's mixed workload this
+// made a pair 1.6x faster than one B-tree per pool (167 to 106 ns on a
+// 2-core EPYC; 320 to 165 ns on the H200 host), where a tree of ~75 keys
+// cost a few dependent node loads per operation.
+type freeIndex struct {
+	sets  []*classSet // by stream, in order of first use; usually one
+	len   int
+	nodes nodeSpare // shared by every class tree
+}
+
+const (
+	classBits  = 6
+	classSub   = 1 << classBits
+	unitShift  = 9 // log2(MinBlockSize)
+	maxUnitLog = 62 - unitShift
+	// numClasses covers every size up to maxRequest rounded.
+	numClasses = (maxUnitLog - classBits + 2) << classBits
+	classWords = (numClasses + 63) / 64
+)
+
+// classSet is one stream's free blocks of an index.
+type classSet struct {
+	stream  Stream
+	summary uint64             // bit w set when words[w] is not zero
+	words   [classWords]uint64 // bit c set when classes[c] holds a block
+	classes []freeTree         // grown to the largest class used
+}
+
+// sizeClass returns the class of a block of size bytes (a positive
+// multiple of MinBlockSize).
+func sizeClass(size int64) int {
+	u := uint64(size) >> unitShift
+	if u < classSub {
+		return int(u)
+	}
+	f := bits.Len64(u) - 1 // f >= classBits
+	return (f-classBits+1)<<classBits | int(u>>(f-classBits))&(classSub-1)
+}
+
+// Len returns the number of blocks in the index.
+func (x *freeIndex) Len() int { return x.len }
+
+// set returns stream s's class set, or nil.
+func (x *freeIndex) set(s Stream) *classSet {
+	for _, cs := range x.sets {
+		if cs.stream == s {
+			return cs
+		}
+	}
+	return nil
+}
+
+// insert adds b under its current key, which must not be in the index.
+func (x *freeIndex) insert(b *Block) {
+	cs := x.set(b.stream)
+	if cs == nil {
+		cs = &classSet{stream: b.stream}
+		x.sets = append(x.sets, cs)
+	}
+	c := sizeClass(b.size)
+	if c >= len(cs.classes) {
+		n := len(cs.classes)
+		cs.classes = slices.Grow(cs.classes, c+1-n)[:c+1]
+		for i := n; i <= c; i++ {
+			cs.classes[i] = freeTree{nodes: &x.nodes}
+		}
+	}
+	t := &cs.classes[c]
+	if t.len == 0 {
+		cs.words[c>>6] |= 1 << (c & 63)
+		cs.summary |= 1 << (c >> 6)
+	}
+	t.insert(b)
+	x.len++
+}
+
+// delete removes b, found under its current key, and reports whether it
+// was there.
+func (x *freeIndex) delete(b *Block) bool {
+	cs := x.set(b.stream)
+	if cs == nil {
+		return false
+	}
+	c := sizeClass(b.size)
+	if c >= len(cs.classes) || !cs.classes[c].delete(b) {
+		return false
+	}
+	cs.emptied(c)
+	x.len--
+	return true
+}
+
+// take removes and returns the block with the smallest key in [lo, hi)
+// (both on one stream), or returns nil when there is none.
+func (x *freeIndex) take(lo, hi freeKey) *Block {
+	cs := x.set(lo.stream)
+	if cs == nil {
+		return nil
+	}
+	c := sizeClass(lo.size)
+	if c < len(cs.classes) && cs.classes[c].len > 0 {
+		if b := cs.classes[c].take(lo, hi); b != nil {
+			cs.emptied(c)
+			x.len--
+			return b
+		}
+	}
+	// Every key of a later class is above lo, so the smallest of the next
+	// class that holds any is the best fit, if it is below hi.
+	c = cs.next(c + 1)
+	if c < 0 {
+		return nil
+	}
+	b := cs.classes[c].take(lo, hi)
+	if b != nil {
+		cs.emptied(c)
+		x.len--
+	}
+	return b
+}
+
+// emptied clears class c's bit when a removal left the class empty. The
+// class keeps its (empty) root node for the next block: handing it back
+// and taking it again cost 10% of a pair, and the nodes are bounded by the
+// classes in use, a few hundred bytes each.
+func (cs *classSet) emptied(c int) {
+	if cs.classes[c].len > 0 {
+		return
+	}
+	w := c >> 6
+	cs.words[w] &^= 1 << (c & 63)
+	if cs.words[w] == 0 {
+		cs.summary &^= 1 << w
+	}
+}
+
+// next returns the first class at or after c that holds a block, or -1.
+func (cs *classSet) next(c int) int {
+	w := c >> 6
+	if w >= classWords {
+		return -1
+	}
+	if m := cs.words[w] >> (c & 63); m != 0 {
+		return c + bits.TrailingZeros64(m)
+	}
+	rest := cs.summary >> (w + 1) // 0 when w is the last word
+	if rest == 0 {
+		return -1
+	}
+	w += 1 + bits.TrailingZeros64(rest)
+	return w<<6 + bits.TrailingZeros64(cs.words[w])
+}
+
+// ascend calls f on every block in key order until f returns false.
+func (x *freeIndex) ascend(f func(*Block) bool) {
+	sets := slices.Clone(x.sets)
+	slices.SortFunc(sets, func(a, b *classSet) int {
+		if a.stream < b.stream {
+			return -1
+		}
+		if a.stream > b.stream {
+			return 1
+		}
+		return 0
+	})
+	for _, cs := range sets {
+		for c := cs.next(0); c >= 0; c = cs.next(c + 1) {
+			ok := true
+			cs.classes[c].ascend(func(b *Block) bool { ok = f(b); return ok })
+			if !ok {
+				return
+			}
+		}
+	}
+}
+
+// clear empties the index and drops its nodes.
+func (x *freeIndex) clear() { *x = freeIndex{} }
