@@ -15,10 +15,10 @@ import (
 // class keeps its blocks in a small freeTree by (size, address). The best
 // fit for n bytes is then the first key at or after (n, 0) in n's own
 // class, else the smallest key of the next class the bitmap shows: exactly
-// the block one tree over all of them would return, found in a tree of a
-// few keys (usually a single node) instead of one of hundreds, after a
-// couple of bit scans. Removing and inserting a block likewise touch only
-// its class's tree and at most one bit.
+// the block one tree over all of them would return, found among a few
+// keys (usually one, kept without a tree) instead of in a tree of
+// hundreds, after a couple of bit scans. Removing and inserting a block
+// likewise touch only its class and at most one bit.
 //
 // Classes: a size of u units of MinBlockSize falls into class u while u <
 // 2*classSub (one class per size up to 64 KiB); beyond, each power of two
@@ -49,7 +49,68 @@ type classSet struct {
 	stream  Stream
 	summary uint64             // bit w set when words[w] is not zero
 	words   [classWords]uint64 // bit c set when classes[c] holds a block
-	classes []freeTree         // grown to the largest class used
+	classes []freeClass        // grown to the largest class used
+}
+
+// freeClass is one class's blocks. Most classes hold one block at a time,
+// so a lone block sits in the class itself and the tree is used from the
+// second: the common operations then touch no tree node at all (a node
+// load was a tenth of a pair's time).
+type freeClass struct {
+	one  *Block // the class's only block, when the tree is empty
+	tree freeTree
+}
+
+// empty reports whether the class holds no block.
+func (fc *freeClass) empty() bool { return fc.one == nil && fc.tree.len == 0 }
+
+// insert adds b; the first block of an empty class stays outside the tree.
+func (fc *freeClass) insert(b *Block) {
+	if fc.empty() {
+		fc.one = b
+		return
+	}
+	if fc.one != nil {
+		fc.tree.insert(fc.one)
+		fc.one = nil
+	}
+	fc.tree.insert(b)
+}
+
+// delete removes b and reports whether it was there.
+func (fc *freeClass) delete(b *Block) bool {
+	if fc.one != nil {
+		if fc.one != b {
+			return false
+		}
+		fc.one = nil
+		return true
+	}
+	return fc.tree.delete(b)
+}
+
+// take removes and returns the block with the smallest key in [lo, hi),
+// or nil.
+func (fc *freeClass) take(lo, hi freeKey) *Block {
+	if b := fc.one; b != nil {
+		if k := keyOf(b); k.less(lo) || !k.less(hi) {
+			return nil
+		}
+		fc.one = nil
+		return b
+	}
+	return fc.tree.take(lo, hi)
+}
+
+// ascend calls f on the class's blocks in key order until f returns
+// false, and reports whether it went through all of them.
+func (fc *freeClass) ascend(f func(*Block) bool) bool {
+	if fc.one != nil {
+		return f(fc.one)
+	}
+	ok := true
+	fc.tree.ascend(func(b *Block) bool { ok = f(b); return ok })
+	return ok
 }
 
 // sizeClass returns the class of a block of size bytes (a positive
@@ -88,11 +149,11 @@ func (x *freeIndex) insert(b *Block) {
 		n := len(cs.classes)
 		cs.classes = slices.Grow(cs.classes, c+1-n)[:c+1]
 		for i := n; i <= c; i++ {
-			cs.classes[i] = freeTree{nodes: &x.nodes}
+			cs.classes[i] = freeClass{tree: freeTree{nodes: &x.nodes}}
 		}
 	}
 	t := &cs.classes[c]
-	if t.len == 0 {
+	if t.empty() {
 		cs.words[c>>6] |= 1 << (c & 63)
 		cs.summary |= 1 << (c >> 6)
 	}
@@ -124,7 +185,7 @@ func (x *freeIndex) take(lo, hi freeKey) *Block {
 		return nil
 	}
 	c := sizeClass(lo.size)
-	if c < len(cs.classes) && cs.classes[c].len > 0 {
+	if c < len(cs.classes) && !cs.classes[c].empty() {
 		if b := cs.classes[c].take(lo, hi); b != nil {
 			cs.emptied(c)
 			x.len--
@@ -145,12 +206,13 @@ func (x *freeIndex) take(lo, hi freeKey) *Block {
 	return b
 }
 
-// emptied clears class c's bit when a removal left the class empty. The
-// class keeps its (empty) root node for the next block: handing it back
-// and taking it again cost 10% of a pair, and the nodes are bounded by the
-// classes in use, a few hundred bytes each.
+// emptied clears class c's bit when a removal left the class empty. A
+// class keeps its tree's (empty) root node for the next time it holds two
+// blocks: handing it back and taking it again cost 10% of a pair, and the
+// nodes are bounded by the classes that ever held two blocks at once, a
+// few hundred bytes each.
 func (cs *classSet) emptied(c int) {
-	if cs.classes[c].len > 0 {
+	if !cs.classes[c].empty() {
 		return
 	}
 	w := c >> 6
@@ -191,9 +253,7 @@ func (x *freeIndex) ascend(f func(*Block) bool) {
 	})
 	for _, cs := range sets {
 		for c := cs.next(0); c >= 0; c = cs.next(c + 1) {
-			ok := true
-			cs.classes[c].ascend(func(b *Block) bool { ok = f(b); return ok })
-			if !ok {
+			if !cs.classes[c].ascend(f) {
 				return
 			}
 		}

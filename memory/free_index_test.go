@@ -129,16 +129,21 @@ func checkFreeIndex(t *testing.T, x *freeIndex, want []*Block) {
 	require.Equal(t, len(want), x.Len())
 	for _, cs := range x.sets {
 		for c := range cs.classes {
-			tr := &cs.classes[c]
+			fc := &cs.classes[c]
 			var blocks []*Block
-			tr.ascend(func(b *Block) bool { blocks = append(blocks, b); return true })
+			fc.ascend(func(b *Block) bool { blocks = append(blocks, b); return true })
 			for _, b := range blocks {
 				require.Equal(t, c, sizeClass(b.size))
 				require.Equal(t, cs.stream, b.stream)
 			}
-			checkFreeTree(t, tr, blocks)
+			if fc.one != nil {
+				require.Zero(t, fc.tree.len, "class %d: a lone block and a tree", c)
+				require.Equal(t, []*Block{fc.one}, blocks)
+			} else {
+				checkFreeTree(t, &fc.tree, blocks)
+			}
 			marked := cs.words[c>>6]&(1<<(c&63)) != 0
-			require.Equal(t, tr.len > 0, marked, "class %d bit", c)
+			require.Equal(t, len(blocks) > 0, marked, "class %d bit", c)
 		}
 		for w := range classWords {
 			require.Equal(t, cs.words[w] != 0, cs.summary&(1<<w) != 0, "summary bit %d", w)
