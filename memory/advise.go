@@ -40,7 +40,7 @@ func (p *Pool) advise(b *Block, advice Advice, s Stream) error {
 	// Recorded before the call: a call that fails half way may have set
 	// some of the flags, and later allocations must clear them.
 	seg.advice |= set &^ AdvisePrefetchToDevice
-	if err := p.adviser.Advise(seg.region, b.offset, b.size, set, clear, s); err != nil {
+	if err := p.adviser.Advise(seg.region, b.offset(), b.size, set, clear, s); err != nil {
 		return fmt.Errorf("memory: pool %s: advising %s at %#x (%s; clearing %s): %w",
 			p.name, FormatBytes(b.size), b.addr, set, clear, err)
 	}
@@ -53,7 +53,7 @@ func (p *Pool) prefetch(b *Block, s Stream) error {
 	if p.adviser == nil {
 		return nil
 	}
-	if err := p.adviser.Advise(b.seg.region, b.offset, b.size, AdvisePrefetchToDevice, 0, s); err != nil {
+	if err := p.adviser.Advise(b.seg.region, b.offset(), b.size, AdvisePrefetchToDevice, 0, s); err != nil {
 		return fmt.Errorf("memory: pool %s: prefetching %s at %#x to the device: %w", p.name, FormatBytes(b.size), b.addr, err)
 	}
 	return nil

@@ -111,7 +111,7 @@ func (m *Manager) free(a *Allocation) error {
 		return fmt.Errorf("memory: manager: allocation of %s for %s on %s freed twice: %w",
 			FormatBytes(a.size), a.role, a.tier, ErrDoubleFree)
 	}
-	if b.state != blockLive || b.pool != m.pools[a.tier] {
+	if b.state != blockLive || !b.ownedBy(m.pools[a.tier]) {
 		return fmt.Errorf("memory: manager: the block of an allocation of %s for %s was freed behind the manager's back: %w",
 			FormatBytes(a.size), a.role, ErrDoubleFree)
 	}

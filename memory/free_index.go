@@ -29,7 +29,11 @@ import (
 // 2-core EPYC; 320 to 165 ns on the H200 host), where a tree of ~75 keys
 // cost a few dependent node loads per operation.
 type freeIndex struct {
-	sets  []*classSet // by stream, in order of first use; usually one
+	// first is the first stream's classes, kept inline: most pools see
+	// one stream, and finding its set then loads nothing. more holds the
+	// other streams', in order of first use.
+	first classSet
+	more  []*classSet
 	len   int
 	nodes nodeSpare // shared by every class tree
 }
@@ -46,6 +50,7 @@ const (
 
 // classSet is one stream's free blocks of an index.
 type classSet struct {
+	used    bool // the set belongs to stream (first's is unused until then)
 	stream  Stream
 	summary uint64             // bit w set when words[w] is not zero
 	words   [classWords]uint64 // bit c set when classes[c] holds a block
@@ -64,21 +69,22 @@ type freeClass struct {
 // empty reports whether the class holds no block.
 func (fc *freeClass) empty() bool { return fc.one == nil && fc.tree.len == 0 }
 
-// insert adds b; the first block of an empty class stays outside the tree.
-func (fc *freeClass) insert(b *Block) {
+// insert adds b, a block of stream s; the first block of an empty class
+// stays outside the tree.
+func (fc *freeClass) insert(s Stream, b *Block) {
 	if fc.empty() {
 		fc.one = b
 		return
 	}
 	if fc.one != nil {
-		fc.tree.insert(fc.one)
+		fc.tree.insert(keyOf(s, fc.one), fc.one)
 		fc.one = nil
 	}
-	fc.tree.insert(b)
+	fc.tree.insert(keyOf(s, b), b)
 }
 
-// delete removes b and reports whether it was there.
-func (fc *freeClass) delete(b *Block) bool {
+// delete removes b, a block of stream s, and reports whether it was there.
+func (fc *freeClass) delete(s Stream, b *Block) bool {
 	if fc.one != nil {
 		if fc.one != b {
 			return false
@@ -86,14 +92,14 @@ func (fc *freeClass) delete(b *Block) bool {
 		fc.one = nil
 		return true
 	}
-	return fc.tree.delete(b)
+	return fc.tree.delete(keyOf(s, b))
 }
 
 // take removes and returns the block with the smallest key in [lo, hi),
 // or nil.
 func (fc *freeClass) take(lo, hi freeKey) *Block {
 	if b := fc.one; b != nil {
-		if k := keyOf(b); k.less(lo) || !k.less(hi) {
+		if k := keyOf(lo.stream, b); k.less(lo) || !k.less(hi) {
 			return nil
 		}
 		fc.one = nil
@@ -129,7 +135,10 @@ func (x *freeIndex) Len() int { return x.len }
 
 // set returns stream s's class set, or nil.
 func (x *freeIndex) set(s Stream) *classSet {
-	for _, cs := range x.sets {
+	if x.first.stream == s && x.first.used {
+		return &x.first
+	}
+	for _, cs := range x.more {
 		if cs.stream == s {
 			return cs
 		}
@@ -137,12 +146,22 @@ func (x *freeIndex) set(s Stream) *classSet {
 	return nil
 }
 
-// insert adds b under its current key, which must not be in the index.
-func (x *freeIndex) insert(b *Block) {
-	cs := x.set(b.stream)
+// newSet adds and returns a class set for stream s.
+func (x *freeIndex) newSet(s Stream) *classSet {
+	if !x.first.used {
+		x.first = classSet{used: true, stream: s}
+		return &x.first
+	}
+	cs := &classSet{used: true, stream: s}
+	x.more = append(x.more, cs)
+	return cs
+}
+
+// insert adds b, a block of stream s whose key must not be in the index.
+func (x *freeIndex) insert(s Stream, b *Block) {
+	cs := x.set(s)
 	if cs == nil {
-		cs = &classSet{stream: b.stream}
-		x.sets = append(x.sets, cs)
+		cs = x.newSet(s)
 	}
 	c := sizeClass(b.size)
 	if c >= len(cs.classes) {
@@ -157,19 +176,19 @@ func (x *freeIndex) insert(b *Block) {
 		cs.words[c>>6] |= 1 << (c & 63)
 		cs.summary |= 1 << (c >> 6)
 	}
-	t.insert(b)
+	t.insert(s, b)
 	x.len++
 }
 
-// delete removes b, found under its current key, and reports whether it
-// was there.
-func (x *freeIndex) delete(b *Block) bool {
-	cs := x.set(b.stream)
+// delete removes b, a block of stream s found under its current key, and
+// reports whether it was there.
+func (x *freeIndex) delete(s Stream, b *Block) bool {
+	cs := x.set(s)
 	if cs == nil {
 		return false
 	}
 	c := sizeClass(b.size)
-	if c >= len(cs.classes) || !cs.classes[c].delete(b) {
+	if c >= len(cs.classes) || !cs.classes[c].delete(s, b) {
 		return false
 	}
 	cs.emptied(c)
@@ -241,7 +260,11 @@ func (cs *classSet) next(c int) int {
 
 // ascend calls f on every block in key order until f returns false.
 func (x *freeIndex) ascend(f func(*Block) bool) {
-	sets := slices.Clone(x.sets)
+	var sets []*classSet
+	if x.first.used {
+		sets = append(sets, &x.first)
+	}
+	sets = append(sets, x.more...)
 	slices.SortFunc(sets, func(a, b *classSet) int {
 		if a.stream < b.stream {
 			return -1

@@ -47,10 +47,10 @@ func TestSizeClass(t *testing.T) {
 func TestFreeIndexRandom(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 13))
 	cmp := func(a, b *Block) int {
-		if keyOf(a).less(keyOf(b)) {
+		if tkey(a).less(tkey(b)) {
 			return -1
 		}
-		if keyOf(b).less(keyOf(a)) {
+		if tkey(b).less(tkey(a)) {
 			return 1
 		}
 		return 0
@@ -75,15 +75,15 @@ func TestFreeIndexRandom(t *testing.T) {
 			grow := len(model) < n/2 || rng.IntN(2) == 0
 			switch {
 			case grow && len(model) < n:
-				b := &Block{stream: Stream(rng.IntN(3)), size: randSize(), addr: nextAddr}
+				b := &Block{seg: testSegs[rng.IntN(3)], size: randSize(), addr: nextAddr}
 				nextAddr += 0x200
-				x.insert(b)
+				x.insert(b.seg.stream, b)
 				i, _ := slices.BinarySearchFunc(model, b, cmp)
 				model = slices.Insert(model, i, b)
 			case len(model) > 0:
 				i := rng.IntN(len(model))
-				require.True(t, x.delete(model[i]))
-				require.False(t, x.delete(model[i]), "deleted twice")
+				require.True(t, x.delete(model[i].seg.stream, model[i]))
+				require.False(t, x.delete(model[i].seg.stream, model[i]), "deleted twice")
 				model = slices.Delete(model, i, i+1)
 			}
 			s := Stream(rng.IntN(4)) // stream 3 never has blocks
@@ -92,9 +92,9 @@ func TestFreeIndexRandom(t *testing.T) {
 			if rng.IntN(3) == 0 {
 				hi.size = 1 << 62
 			}
-			i, _ := slices.BinarySearchFunc(model, &Block{stream: lo.stream, size: lo.size}, cmp)
+			i, _ := slices.BinarySearchFunc(model, &Block{seg: testSegs[lo.stream], size: lo.size}, cmp)
 			var want *Block
-			if i < len(model) && keyOf(model[i]).less(hi) {
+			if i < len(model) && tkey(model[i]).less(hi) {
 				want = model[i]
 			}
 			require.Same(t, want, x.take(lo, hi), "best fit for %+v below %+v", lo, hi)
@@ -107,7 +107,7 @@ func TestFreeIndexRandom(t *testing.T) {
 		}
 		for len(model) > 0 {
 			i := rng.IntN(len(model))
-			require.True(t, x.delete(model[i]))
+			require.True(t, x.delete(model[i].seg.stream, model[i]))
 			model = slices.Delete(model, i, i+1)
 		}
 		checkFreeIndex(t, &x, nil)
@@ -127,14 +127,18 @@ func checkFreeIndex(t *testing.T, x *freeIndex, want []*Block) {
 		require.Same(t, want[i], got[i], "block %d", i)
 	}
 	require.Equal(t, len(want), x.Len())
-	for _, cs := range x.sets {
+	sets := x.more
+	if x.first.used {
+		sets = append([]*classSet{&x.first}, sets...)
+	}
+	for _, cs := range sets {
 		for c := range cs.classes {
 			fc := &cs.classes[c]
 			var blocks []*Block
 			fc.ascend(func(b *Block) bool { blocks = append(blocks, b); return true })
 			for _, b := range blocks {
 				require.Equal(t, c, sizeClass(b.size))
-				require.Equal(t, cs.stream, b.stream)
+				require.Equal(t, cs.stream, b.seg.stream)
 			}
 			if fc.one != nil {
 				require.Zero(t, fc.tree.len, "class %d: a lone block and a tree", c)
@@ -158,17 +162,17 @@ func TestFreeIndexKeepsNodesBounded(t *testing.T) {
 	var x freeIndex
 	a := &Block{size: 2 << 20, addr: 0x10000}
 	b := &Block{size: 2<<20 - 4096, addr: 0x20000}
-	x.insert(a)
+	x.insert(0, a)
 	allocs := testing.AllocsPerRun(100, func() {
 		got := x.take(freeKey{size: 4096}, freeKey{size: 1 << 62})
 		if got != a {
 			panic("wrong block")
 		}
-		x.insert(b)
-		if !x.delete(b) {
+		x.insert(0, b)
+		if !x.delete(0, b) {
 			panic("b missing")
 		}
-		x.insert(a)
+		x.insert(0, a)
 	})
 	assert.Zero(t, allocs)
 }

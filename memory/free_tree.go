@@ -71,8 +71,9 @@ func (a freeKey) below(b freeKey) uint64 {
 	return c
 }
 
-// keyOf is b's key in the free tree.
-func keyOf(b *Block) freeKey { return freeKey{b.stream, b.size, b.addr} }
+// keyOf is b's key on stream s (a block's stream is its segment's; the
+// index knows it without loading the segment).
+func keyOf(s Stream, b *Block) freeKey { return freeKey{s, b.size, b.addr} }
 
 // freeNode is a node of a freeTree; kids is nil in leaves.
 type freeNode struct {
@@ -158,9 +159,8 @@ func (t *freeTree) take(lo, hi freeKey) *Block {
 	}
 }
 
-// insert adds b under its current key, which must not be in the tree.
-func (t *freeTree) insert(b *Block) {
-	k := keyOf(b)
+// insert adds b under key k, which must not be in the tree.
+func (t *freeTree) insert(k freeKey, b *Block) {
 	if t.root == nil {
 		t.root = t.newNode(false)
 	}
@@ -218,13 +218,12 @@ func (t *freeTree) splitChild(n *freeNode, i int) {
 	c.n = mid
 }
 
-// delete removes b, found under its current key, and reports whether it
-// was there.
-func (t *freeTree) delete(b *Block) bool {
+// delete removes the block under key k and reports whether it was there.
+func (t *freeTree) delete(k freeKey) bool {
 	if t.root == nil {
 		return false
 	}
-	ok := t.remove(t.root, keyOf(b))
+	ok := t.remove(t.root, k)
 	if ok {
 		t.len--
 	}

@@ -8,6 +8,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// testSegs are segments of streams 0 to 3, for test blocks.
+var testSegs = [4]*segment{{stream: 0}, {stream: 1}, {stream: 2}, {stream: 3}}
+
+// tkey is a test block's key.
+func tkey(b *Block) freeKey { return keyOf(b.seg.stream, b) }
+
 // checkFreeTree verifies the B-tree invariants of t (key order, node
 // fill, equal leaf depth, keys matching their blocks) and that it holds
 // exactly want, in order.
@@ -28,7 +34,7 @@ func checkFreeTree(t *testing.T, tr *freeTree, want []*Block) {
 		}
 		require.LessOrEqual(t, n.n, freeTreeMax)
 		for i := range n.n {
-			require.Equal(t, keyOf(n.blocks[i]), n.keys[i], "key does not match its block")
+			require.Equal(t, tkey(n.blocks[i]), n.keys[i], "key does not match its block")
 			if i > 0 {
 				require.True(t, n.keys[i-1].less(n.keys[i]), "keys out of order")
 			}
@@ -73,10 +79,10 @@ func checkFreeTree(t *testing.T, tr *freeTree, want []*Block) {
 func TestFreeTreeRandom(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 5))
 	less := func(a, b *Block) int {
-		if keyOf(a).less(keyOf(b)) {
+		if tkey(a).less(tkey(b)) {
 			return -1
 		}
-		if keyOf(b).less(keyOf(a)) {
+		if tkey(b).less(tkey(a)) {
 			return 1
 		}
 		return 0
@@ -89,25 +95,25 @@ func TestFreeTreeRandom(t *testing.T) {
 			grow := len(model) < n/2 || rng.IntN(2) == 0
 			switch {
 			case grow && len(model) < n:
-				b := &Block{stream: Stream(rng.IntN(3)), size: int64(1+rng.IntN(20)) * MinBlockSize, addr: nextAddr}
+				b := &Block{seg: testSegs[rng.IntN(3)], size: int64(1+rng.IntN(20)) * MinBlockSize, addr: nextAddr}
 				nextAddr += 0x200
-				tr.insert(b)
+				tr.insert(tkey(b), b)
 				i, _ := slices.BinarySearchFunc(model, b, less)
 				model = slices.Insert(model, i, b)
 			case len(model) > 0:
 				i := rng.IntN(len(model))
-				require.True(t, tr.delete(model[i]))
-				require.False(t, tr.delete(model[i]), "deleted twice")
+				require.True(t, tr.delete(tkey(model[i])))
+				require.False(t, tr.delete(tkey(model[i])), "deleted twice")
 				model = slices.Delete(model, i, i+1)
 			}
 			k := freeKey{stream: Stream(rng.IntN(3)), size: int64(1+rng.IntN(21)) * MinBlockSize}
-			i, _ := slices.BinarySearchFunc(model, &Block{stream: k.stream, size: k.size}, less)
+			i, _ := slices.BinarySearchFunc(model, &Block{seg: testSegs[k.stream], size: k.size}, less)
 			var want *Block
 			if i < len(model) {
 				want = model[i]
 			}
 			hi := freeKey{stream: k.stream, size: int64(1+rng.IntN(22)) * MinBlockSize}
-			if want != nil && !keyOf(want).less(hi) {
+			if want != nil && !tkey(want).less(hi) {
 				want = nil
 			}
 			require.Same(t, want, tr.take(k, hi), "best fit for %+v below %+v", k, hi)
@@ -120,7 +126,7 @@ func TestFreeTreeRandom(t *testing.T) {
 		}
 		for len(model) > 0 {
 			i := rng.IntN(len(model))
-			require.True(t, tr.delete(model[i]))
+			require.True(t, tr.delete(tkey(model[i])))
 			model = slices.Delete(model, i, i+1)
 		}
 		checkFreeTree(t, &tr, nil)

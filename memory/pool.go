@@ -140,7 +140,7 @@ func (p *Pool) Free(b *Block) error {
 // reusable until their work is done (pool_events.go); the error of a
 // failed event recording leaves it freed all the same, and quarantined.
 func (p *Pool) free(b *Block) error {
-	if b.pool != p {
+	if !b.ownedBy(p) {
 		return fmt.Errorf("memory: pool %s: free of a block it does not own (already freed and merged, or from another pool): %w", p.name, ErrDoubleFree)
 	}
 	if p.closed {
@@ -150,7 +150,7 @@ func (p *Pool) free(b *Block) error {
 		return fmt.Errorf("memory: pool %s: block at %#x (%s) freed twice: %w", p.name, b.addr, FormatBytes(b.size), ErrDoubleFree)
 	}
 	p.live--
-	if len(b.uses) > 0 {
+	if b.cross != nil && len(b.cross.uses) > 0 {
 		p.sinks.blockFreed(b.size, b.requested, true)
 		b.requested = 0
 		return p.deferFree(b)
@@ -176,9 +176,9 @@ func (p *Pool) reclaim(b *Block) {
 // result in its free tree. b must not be in a tree.
 func (p *Pool) insertFree(b *Block) {
 	b.state = blockFree
-	tree := p.treeOf(b.seg)
+	tree, s := p.treeOf(b.seg), b.seg.stream
 	if prev := b.prev; prev != nil && prev.state == blockFree {
-		tree.delete(prev)
+		tree.delete(s, prev)
 		prev.size += b.size
 		prev.next = b.next
 		if b.next != nil {
@@ -188,7 +188,7 @@ func (p *Pool) insertFree(b *Block) {
 		b = prev
 	}
 	if next := b.next; next != nil && next.state == blockFree {
-		tree.delete(next)
+		tree.delete(s, next)
 		b.size += next.size
 		b.next = next.next
 		if next.next != nil {
@@ -196,7 +196,7 @@ func (p *Pool) insertFree(b *Block) {
 		}
 		p.recycle(next)
 	}
-	tree.insert(b)
+	tree.insert(s, b)
 }
 
 // treeOf returns the free index of a segment's blocks.
@@ -248,12 +248,9 @@ func (p *Pool) shouldSplit(b *Block, rounded int64) bool {
 // split cuts b to rounded bytes and caches the rest as a free block.
 func (p *Pool) split(b *Block, rounded int64) {
 	r := p.newBlock()
-	r.pool = p
 	r.seg = b.seg
 	r.addr = b.addr + uintptr(rounded)
-	r.offset = b.offset + rounded
 	r.size = b.size - rounded
-	r.stream = b.stream
 	r.state = blockFree
 	r.prev = b
 	r.next = b.next
@@ -262,7 +259,7 @@ func (p *Pool) split(b *Block, rounded int64) {
 	}
 	b.next = r
 	b.size = rounded
-	p.treeOf(b.seg).insert(r)
+	p.treeOf(b.seg).insert(b.seg.stream, r)
 }
 
 // newBlock returns a zeroed Block, recycled when one is spare.

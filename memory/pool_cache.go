@@ -41,7 +41,7 @@ func (p *Pool) releaseCached() (int64, error) {
 			if b.next != nil || b.size != seg.region.Size || b.state != blockFree {
 				panic(fmt.Sprintf("memory: pool %s: free segment at %#x not coalesced", p.name, seg.region.Addr))
 			}
-			p.treeOf(seg).delete(b)
+			p.treeOf(seg).delete(seg.stream, b)
 			p.recycle(b)
 			released += seg.region.Size
 			if err := p.release(seg); err != nil {

@@ -35,7 +35,7 @@ func (p *Pool) RecordStream(b *Block, s Stream) error {
 
 // recordStream is RecordStream with p.mu held.
 func (p *Pool) recordStream(b *Block, s Stream) error {
-	if b.pool != p {
+	if !b.ownedBy(p) {
 		return fmt.Errorf("memory: pool %s: RecordStream of a block it does not own: %w", p.name, ErrDoubleFree)
 	}
 	if p.closed {
@@ -44,14 +44,17 @@ func (p *Pool) recordStream(b *Block, s Stream) error {
 	if b.state != blockLive {
 		return fmt.Errorf("memory: pool %s: RecordStream of a freed block: %w", p.name, ErrDoubleFree)
 	}
-	if s == b.stream || slices.Contains(b.uses, s) {
+	if s == b.seg.stream || b.cross != nil && slices.Contains(b.cross.uses, s) {
 		return nil
 	}
 	if p.sync == nil {
 		return fmt.Errorf("memory: pool %s: block at %#x of stream %#x used on stream %#x, but the pool has no StreamSync to track cross-stream use: %w",
-			p.name, b.addr, uintptr(b.stream), uintptr(s), ErrInvalidArgument)
+			p.name, b.addr, uintptr(b.seg.stream), uintptr(s), ErrInvalidArgument)
 	}
-	b.uses = append(b.uses, s)
+	if b.cross == nil {
+		b.cross = new(crossUse)
+	}
+	b.cross.uses = append(b.cross.uses, s)
 	return nil
 }
 
@@ -60,18 +63,19 @@ func (p *Pool) recordStream(b *Block, s Stream) error {
 // quarantines the block: it is never reused, only released by Close.
 func (p *Pool) deferFree(b *Block) error {
 	b.state = blockPending
+	x := b.cross
 	var errs []error
-	for _, s := range b.uses {
+	for _, s := range x.uses {
 		ev, err := p.sync.RecordEvent(s)
 		if err != nil {
 			errs = append(errs, err)
-			b.quarantined = true
+			x.quarantined = true
 			continue
 		}
-		b.events++
+		x.events++
 		p.pending = append(p.pending, pendingEvent{b: b, ev: ev, s: s})
 	}
-	b.uses = b.uses[:0]
+	x.uses = x.uses[:0]
 	if len(errs) > 0 {
 		return fmt.Errorf("memory: pool %s: the block at %#x (%s) was freed, but recording events on the streams it was used on failed; it stays out of use until Close: %w",
 			p.name, b.addr, FormatBytes(b.size), errors.Join(errs...))
@@ -111,8 +115,8 @@ func (p *Pool) processEvents(wait bool) error {
 		}
 		p.sync.Release(e.ev)
 		b := e.b
-		b.events--
-		if b.events == 0 && !b.quarantined {
+		b.cross.events--
+		if b.cross.events == 0 && !b.cross.quarantined {
 			p.sinks.blockReclaimed(b.size)
 			p.reclaim(b)
 		}

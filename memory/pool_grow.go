@@ -43,13 +43,11 @@ func (p *Pool) grow(size, rounded int64, s Stream) (*Block, error) {
 		p.sinks.oom()
 		return nil, p.oomError(size, err)
 	}
-	seg := &segment{region: r, stream: s, small: isSmall(rounded)}
+	seg := &segment{pool: p, region: r, stream: s, small: isSmall(rounded)}
 	b := p.newBlock()
-	b.pool = p
 	b.seg = seg
 	b.addr = r.Addr
 	b.size = segSize
-	b.stream = s
 	b.state = blockFree
 	seg.first = b
 	seg.next = p.segs
