@@ -28,16 +28,17 @@
 //
 // Each allocator (allocators.go) is a small adapter with its own table of
 // handles indexed by slot, so every allocator pays the same overhead (one
-// interface call per operation) and none boxes a handle per call. A row
-// (workload.go) warms the allocator up, finds by runs of growing length
-// how many pairs last -mintime, then times -reps runs of that many pairs
-// (5 by default) and reports their median, fastest and slowest, with the
-// driver calls and the backend allocations per pair. The median keeps a
-// run stalled by other work on a shared host (the GPU machines are) from
-// deciding the result, for every allocator alike. The trace replay
-// (trace.go) frees at free_completed, as PyTorch's pool does, and checks
-// that the pool's peak requested bytes equal the trace's before comparing
-// peak reserved bytes. report.go prints the tables.
+// interface call per operation) and none boxes a handle per call. For each
+// workload (workload.go) every allocator is set up and warmed, and finds
+// by runs of growing length how many pairs last -mintime; then -reps
+// rounds (5 by default) give each allocator one timed run, the first one
+// rotating, so a stall of a shared machine (the GPU hosts are noisy: the
+// same binary runs 1.5x slower on some of their cores than on others)
+// hits the allocators alike. A row reports the median run, the fastest and
+// the slowest, with the driver calls and backend allocations per pair.
+// The trace replay (trace.go) frees at free_completed, as PyTorch's pool
+// does, and checks that the pool's peak requested bytes equal the trace's
+// before comparing peak reserved bytes. report.go prints the tables.
 //
 // Usage:
 //

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -163,10 +164,9 @@ func cpuName() string {
 // benchPairs runs every allocator on every workload.
 func benchPairs(ctx *cuda.Context, o options, rep *report) error {
 	seq := newMixedSeq(o.seed)
-	type maker func() (allocator, error)
-	var makers []maker
+	var makers []func() (allocator, error)
 	if ctx == nil {
-		makers = []maker{
+		makers = []func() (allocator, error){
 			func() (allocator, error) {
 				return newPoolAlloc("pool", memory.NewHostBackend(memory.TierHost), liveSlots), nil
 			},
@@ -175,7 +175,7 @@ func benchPairs(ctx *cuda.Context, o options, rep *report) error {
 			},
 		}
 	} else {
-		makers = []maker{
+		makers = []func() (allocator, error){
 			func() (allocator, error) { return newPoolAlloc("pool", memory.NewDeviceBackend(ctx), liveSlots), nil },
 			func() (allocator, error) {
 				m, err := memory.NewCUDAManager(ctx, memory.Config{})
@@ -189,22 +189,15 @@ func benchPairs(ctx *cuda.Context, o options, rep *report) error {
 		}
 	}
 	for _, w := range workloads {
-		for _, mk := range makers {
-			a, err := mk()
-			if err != nil {
-				return err
-			}
-			r, err := run(a, w, seq, o.minTime, o.reps)
-			if cerr := a.close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return fmt.Errorf("%s, %s workload: %w", a.name(), w.name, err)
-			}
+		rows, err := timeWorkload(makers, w, seq, o)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
 			fmt.Fprintf(os.Stderr, "%-16s %-6s %12.1f ns/pair (median of %d runs of %d pairs; %.1f to %.1f)\n",
 				r.Allocator, r.Workload, r.NsPerPair, r.Reps, r.Pairs, r.NsMin, r.NsMax)
-			rep.Rows = append(rep.Rows, r)
 		}
+		rep.Rows = append(rep.Rows, rows...)
 	}
 	if ctx == nil {
 		return nil
@@ -218,6 +211,48 @@ func benchPairs(ctx *cuda.Context, o options, rep *report) error {
 		rep.Goal.Met[w.name] = pool.NsPerPair < goalPairNs && rep.SpeedupPool[w.name] >= goalSpeedup
 	}
 	return nil
+}
+
+// timeWorkload sets every allocator up on w, then times -reps rounds in
+// which each allocator makes one run, the first one rotating: a stall of
+// the machine hits the allocators alike, not the one that happened to run
+// at the time, and the speedups compare like with like.
+func timeWorkload(makers []func() (allocator, error), w workload, seq mixedSeq, o options) (rows []result, err error) {
+	var timers []*timer
+	defer func() {
+		for _, t := range timers {
+			if cerr := t.a.close(); err == nil && cerr != nil {
+				err = fmt.Errorf("%s, %s workload: %w", t.a.name(), w.name, cerr)
+			}
+		}
+	}()
+	for _, mk := range makers {
+		a, err := mk()
+		if err != nil {
+			return nil, err
+		}
+		t, err := newTimer(a, w, seq, o.minTime)
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("%s, %s workload: %w", a.name(), w.name, err), a.close())
+		}
+		timers = append(timers, t)
+	}
+	for r := range o.reps {
+		for i := range timers {
+			t := timers[(i+r)%len(timers)]
+			if err := t.timeRun(); err != nil {
+				return nil, fmt.Errorf("%s, %s workload: %w", t.a.name(), w.name, err)
+			}
+		}
+	}
+	for _, t := range timers {
+		res, err := t.finish()
+		if err != nil {
+			return nil, fmt.Errorf("%s, %s workload: %w", t.a.name(), w.name, err)
+		}
+		rows = append(rows, res)
+	}
+	return rows, nil
 }
 
 // row finds the result of an allocator on a workload.

@@ -67,17 +67,23 @@ type result struct {
 	BackendAllocsPerPair float64 `json:"backend_allocs_per_pair"`
 }
 
-// run times one allocator on one workload: warm up, find by runs of
-// growing length how many pairs last minTime, then time reps runs of that
-// many pairs. The median run is the result: a machine shared with other
-// work (the GPU hosts are) stalls some runs, and the median is what the
-// allocator costs when it is not stalled; min and max show the spread.
-func run(a allocator, w workload, seq mixedSeq, minTime time.Duration, reps int) (result, error) {
-	res := result{Allocator: a.name(), Workload: w.name}
-	var step func(n int) error
-	var cleanup func() error
+// timer is one allocator set up on one workload, ready for timed runs.
+type timer struct {
+	a       allocator
+	res     result
+	step    func(n int) error // n pairs, then the allocator's sync
+	cleanup func() error      // frees the mixed workload's live blocks
+	ns      []float64         // ns per pair of each timed run
+	calls   uint64            // driver calls in the timed runs
+	backend int64             // backend allocations in the timed runs, -1 if unknown
+}
+
+// newTimer prepares a on w: fills the mixed workload's slots, warms up,
+// and finds by runs of growing length how many pairs last minTime.
+func newTimer(a allocator, w workload, seq mixedSeq, minTime time.Duration) (*timer, error) {
+	t := &timer{a: a, res: result{Allocator: a.name(), Workload: w.name}, cleanup: func() error { return nil }}
 	if w.size > 0 {
-		step = func(n int) error {
+		t.step = func(n int) error {
 			for range n {
 				if err := a.alloc(0, w.size); err != nil {
 					return err
@@ -88,15 +94,14 @@ func run(a allocator, w workload, seq mixedSeq, minTime time.Duration, reps int)
 			}
 			return a.sync()
 		}
-		cleanup = func() error { return nil }
 	} else {
 		for s := range liveSlots {
 			if err := a.alloc(s, seq.sizes[s]); err != nil {
-				return res, err
+				return nil, err
 			}
 		}
 		pos := liveSlots
-		step = func(n int) error {
+		t.step = func(n int) error {
 			for range n {
 				j := pos % mixedLen
 				pos++
@@ -110,7 +115,7 @@ func run(a allocator, w workload, seq mixedSeq, minTime time.Duration, reps int)
 			}
 			return a.sync()
 		}
-		cleanup = func() error {
+		t.cleanup = func() error {
 			for s := range liveSlots {
 				if err := a.free(s); err != nil {
 					return err
@@ -123,15 +128,14 @@ func run(a allocator, w workload, seq mixedSeq, minTime time.Duration, reps int)
 	if w.size == 0 {
 		warm = mixedWarm
 	}
-	if err := step(warm); err != nil {
-		return res, err
+	if err := t.step(warm); err != nil {
+		return nil, err
 	}
-	runtime.GC()
 	n := 1
 	for {
 		start := time.Now()
-		if err := step(n); err != nil {
-			return res, err
+		if err := t.step(n); err != nil {
+			return nil, err
 		}
 		el := time.Since(start)
 		if el >= minTime || n >= 1<<30 {
@@ -141,25 +145,45 @@ func run(a allocator, w workload, seq mixedSeq, minTime time.Duration, reps int)
 		next := int(float64(n) * 1.2 * float64(minTime) / float64(max(el, time.Microsecond)))
 		n = min(max(next, 2*n), 100*n, 1<<30)
 	}
-	calls, backend := cuda.DriverCalls(), a.backendAllocs()
-	ns := make([]float64, reps)
-	for i := range ns {
-		start := time.Now()
-		if err := step(n); err != nil {
-			return res, err
-		}
-		ns[i] = float64(time.Since(start).Nanoseconds()) / float64(n)
+	t.res.Pairs = n
+	if a.backendAllocs() < 0 {
+		t.backend = -1
 	}
-	slices.Sort(ns)
-	total := float64(n) * float64(reps)
-	res.Pairs, res.Reps = n, reps
-	res.NsPerPair, res.NsMin, res.NsMax = median(ns), ns[0], ns[reps-1]
-	res.DriverCallsPerPair = float64(cuda.DriverCalls()-calls) / total
+	return t, nil
+}
+
+// timeRun times one run of the calibrated number of pairs.
+func (t *timer) timeRun() error {
+	runtime.GC()
+	n := t.res.Pairs
+	calls, backend := cuda.DriverCalls(), t.a.backendAllocs()
+	start := time.Now()
+	if err := t.step(n); err != nil {
+		return err
+	}
+	t.ns = append(t.ns, float64(time.Since(start).Nanoseconds())/float64(n))
+	t.calls += cuda.DriverCalls() - calls
+	if t.backend >= 0 {
+		t.backend += t.a.backendAllocs() - backend
+	}
+	return nil
+}
+
+// finish frees the live blocks and returns the result of the timed runs:
+// their median, fastest and slowest, and the driver calls and backend
+// allocations per pair.
+func (t *timer) finish() (result, error) {
+	res := t.res
+	ns := slices.Sorted(slices.Values(t.ns))
+	res.Reps = len(ns)
+	res.NsPerPair, res.NsMin, res.NsMax = median(ns), ns[0], ns[len(ns)-1]
+	total := float64(res.Pairs) * float64(res.Reps)
+	res.DriverCallsPerPair = float64(t.calls) / total
 	res.BackendAllocsPerPair = -1
-	if backend >= 0 {
-		res.BackendAllocsPerPair = float64(a.backendAllocs()-backend) / total
+	if t.backend >= 0 {
+		res.BackendAllocsPerPair = float64(t.backend) / total
 	}
-	if err := cleanup(); err != nil {
+	if err := t.cleanup(); err != nil {
 		return res, fmt.Errorf("freeing the live blocks: %w", err)
 	}
 	return res, nil
