@@ -57,6 +57,7 @@ func TestGradCheckOnCUDA(t *testing.T) {
 			return autograd.Log(autograd.Add(autograd.Exp(autograd.Tanh(x[0])), x[0]))
 		}},
 		{"LogSoftmax", []*tensor.Tensor{randn(3, 5)}, func(x []*autograd.Var) *autograd.Var { return autograd.LogSoftmax(x[0]) }},
+		{"CausalSoftmax", []*tensor.Tensor{randn(2, 3, 5)}, func(x []*autograd.Var) *autograd.Var { return autograd.CausalSoftmax(x[0]) }},
 		{"LayerNorm", []*tensor.Tensor{randn(3, 6), randn(6), randn(6)}, func(x []*autograd.Var) *autograd.Var {
 			return autograd.LayerNorm(x[0], x[1], x[2], 1e-5)
 		}},

@@ -21,7 +21,8 @@
 // Memory-minded ops: CrossEntropy recomputes the softmax in backward
 // instead of keeping the (N, V) probabilities; CausalAttention keeps only
 // q, k and v and recomputes the (B, H, T, T) probabilities in backward, as
-// fused attention kernels do; GeluLinear (the MLP's second half) keeps the
+// fused attention kernels do, with the causal mask fused into the softmax
+// (CausalSoftmax); GeluLinear (the MLP's second half) keeps the
 // GELU input and recomputes its output; Dropout regenerates its mask from
 // (seed, offset) instead of storing it. Var.Drop lets model code free an
 // intermediate that no backward reads (the qkv projection once it has

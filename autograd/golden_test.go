@@ -89,8 +89,8 @@ func forward(t *testing.T, c goldenCase, in map[string]*autograd.Var, raw map[st
 		return autograd.CrossEntropy(x, raw["targets"])
 	case "masked_fill":
 		return autograd.CausalMask(x, math.Inf(-1))
-	case "causal_softmax":
-		return autograd.Softmax(autograd.CausalMask(x, math.Inf(-1)))
+	case "causal_softmax": // PyTorch's softmax(masked_fill(x, mask, -inf)), our fused op
+		return autograd.CausalSoftmax(x)
 	case "transpose":
 		return autograd.Contiguous(autograd.Transpose(x, c.Dims[0], c.Dims[1]))
 	case "reshape":

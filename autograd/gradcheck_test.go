@@ -75,6 +75,7 @@ func TestGradCheckEveryOp(t *testing.T) {
 		{"Sqrt", []*tensor.Tensor{positive(rng, 7)}, func(x []*autograd.Var) *autograd.Var { return autograd.Sqrt(x[0]) }},
 		{"Softmax", []*tensor.Tensor{randn(rng, 3, 5)}, func(x []*autograd.Var) *autograd.Var { return autograd.Softmax(x[0]) }},
 		{"LogSoftmax", []*tensor.Tensor{randn(rng, 3, 5)}, func(x []*autograd.Var) *autograd.Var { return autograd.LogSoftmax(x[0]) }},
+		{"CausalSoftmax", []*tensor.Tensor{randn(rng, 2, 3, 5)}, func(x []*autograd.Var) *autograd.Var { return autograd.CausalSoftmax(x[0]) }},
 		{"CausalMask+Softmax", []*tensor.Tensor{randn(rng, 2, 4, 4)}, func(x []*autograd.Var) *autograd.Var {
 			return autograd.Softmax(autograd.CausalMask(x[0], tensor.NegInf))
 		}},

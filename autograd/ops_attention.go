@@ -11,7 +11,9 @@ import (
 //
 //	att = softmax(mask(q kᵀ / √hd)),  y = dropout(att) v
 //
-// written as one op that keeps nothing but its inputs: the (B, H, T, T)
+// with the mask and the softmax fused (tensor.CausalSoftmax: the masked
+// scores are never read or written), written as one op that keeps
+// nothing but its inputs: the (B, H, T, T)
 // probabilities are freed as soon as y is computed and recomputed from q
 // and k in backward (one extra GEMM and softmax), the way fused attention
 // kernels do. The unfused chain of ops would keep the raw scores, the
@@ -25,8 +27,7 @@ func CausalAttention(q, k, v *Var, p float64, seed, offset uint64) *Var {
 		kt := k.Value.T()
 		scores := tensor.MatMulScaled(q.Value, kt, scale)
 		kt.Release()
-		scores.CausalMaskInPlace(tensor.NegInf)
-		att := tensor.Softmax(scores)
+		att := tensor.CausalSoftmax(scores)
 		scores.Release()
 		return att
 	}
@@ -64,7 +65,7 @@ func CausalAttention(q, k, v *Var, p float64, seed, offset uint64) *Var {
 			datt.Release()
 			datt = d
 		}
-		ds := tensor.SoftmaxBackward(att, datt, false) // masked entries: att = 0, so ds = 0
+		ds := tensor.CausalSoftmaxBackward(att, datt) // zero at the masked entries
 		datt.Release()
 		if needs(q) {
 			gq = tensor.MatMulScaled(ds, k.Value, scale)

@@ -20,6 +20,16 @@ func LogSoftmax(x *Var) *Var {
 	})
 }
 
+// CausalSoftmax is Softmax(CausalMask(x, -Inf)) as one op: the softmax
+// over the last axis of x (..., T1, T2) of the positions j <= i + T2 - T1,
+// zero at the others (tensor.CausalSoftmax).
+func CausalSoftmax(x *Var) *Var {
+	out := tensor.CausalSoftmax(x.Value)
+	return Record("CausalSoftmax", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
+		return []*tensor.Tensor{tensor.CausalSoftmaxBackward(out, g)}
+	})
+}
+
 // CausalMask sets future positions (j > i) of the last two axes to fill
 // (use tensor.NegInf before a softmax).
 func CausalMask(x *Var, fill float64) *Var {

@@ -38,6 +38,11 @@ type backend interface {
 	matmul(c, a, b *Tensor, transA, transB bool, m, n, k, batch, strideA, strideB int, alpha, beta float64)
 	softmax(dst, src *Tensor, rows, cols int, log bool)
 	softmaxBackward(dx, y, dy *Tensor, rows, cols int, log bool)
+	// causalSoftmax and its backward: softmax over the rows of batch
+	// (rows x cols) matrices kept by the causal mask (rows <= cols), zero
+	// at the masked positions.
+	causalSoftmax(dst, src *Tensor, batch, rows, cols int)
+	causalSoftmaxBackward(dx, y, dy *Tensor, batch, rows, cols int)
 	causalMask(dst, src *Tensor, batch, rows, cols int, fill float64)
 	layerNorm(y, mean, rstd, x, w, b *Tensor, rows, cols int, eps float64)
 	layerNormBackward(dx, dw, db, dy, x, mean, rstd, w *Tensor, rows, cols int)

@@ -250,6 +250,18 @@ func (cpuBackend) softmaxBackward(dx, y, dy *Tensor, rows, cols int, log bool) {
 		})
 }
 
+func (cpuBackend) causalSoftmax(dst, src *Tensor, batch, rows, cols int) {
+	onFloat("CausalSoftmax", dst.dtype,
+		func() { cpukern.CausalSoftmax(f32(dst), f32(src), batch, rows, cols) },
+		func() { cpukern.CausalSoftmax(f64(dst), f64(src), batch, rows, cols) })
+}
+
+func (cpuBackend) causalSoftmaxBackward(dx, y, dy *Tensor, batch, rows, cols int) {
+	onFloat("CausalSoftmaxBackward", dx.dtype,
+		func() { cpukern.CausalSoftmaxBackward(f32(dx), f32(y), f32(dy), batch, rows, cols) },
+		func() { cpukern.CausalSoftmaxBackward(f64(dx), f64(y), f64(dy), batch, rows, cols) })
+}
+
 func (cpuBackend) causalMask(dst, src *Tensor, batch, rows, cols int, fill float64) {
 	onFloat("CausalMask", dst.dtype,
 		func() { cpukern.CausalMask(f32(dst), f32(src), batch, rows, cols, float32(fill)) },

@@ -304,6 +304,10 @@ func driveBackend(t *testing.T, d *cudaDevice, b cudaBackend, dt DType) {
 	b.softmax(v, v, 2, 2000, true)
 	b.softmaxBackward(v, v, v, 2, 2000, false)
 	b.causalMask(y, x, 1, 4, 6, -1)
+	b.causalSoftmax(y, x, 1, 4, 6)
+	b.causalSoftmaxBackward(y, x, x, 2, 2, 6)
+	b.causalSoftmax(v, v, 1, 2, 2000)
+	b.causalSoftmaxBackward(v, v, v, 1, 2, 2000)
 
 	mean, rstd, w := n(4), n(4), n(6)
 	b.layerNorm(y, mean, rstd, x, w, w, 4, 6, 1e-5)

@@ -14,26 +14,46 @@ func boolArg(v bool) int32 {
 }
 
 func (b cudaBackend) softmax(dst, src *Tensor, rows, cols int, log bool) {
-	d := b.d
-	f := floatIndex("Softmax", dst.dtype)
-	if rows*cols == 0 {
-		return
-	}
-	v, grid, block := rowShape(rows, cols)
-	d.launch("Softmax", d.k.softmax[v][f], grid, block, func(a *cuda.Args) {
-		a.Ptr(devPtr(dst)).Ptr(devPtr(src)).Int64(int64(rows)).Int64(int64(cols)).Int32(boolArg(log))
-	})
+	b.softmaxRows("Softmax", dst, src, rows, cols, log, 0)
 }
 
 func (b cudaBackend) softmaxBackward(dx, y, dy *Tensor, rows, cols int, log bool) {
+	b.softmaxBackwardRows("SoftmaxBackward", dx, y, dy, rows, cols, log, 0)
+}
+
+// causalSoftmax is the softmax kernel told the matrices' row count: each
+// row then reads and normalises only the elements the causal mask keeps.
+func (b cudaBackend) causalSoftmax(dst, src *Tensor, batch, rows, cols int) {
+	b.softmaxRows("CausalSoftmax", dst, src, batch*rows, cols, false, rows)
+}
+
+func (b cudaBackend) causalSoftmaxBackward(dx, y, dy *Tensor, batch, rows, cols int) {
+	b.softmaxBackwardRows("CausalSoftmaxBackward", dx, y, dy, batch*rows, cols, false, rows)
+}
+
+// softmaxRows launches the row softmax kernels (kernels/softmax.cuh) over
+// rows rows, under the causal mask of mrows-row matrices when mrows > 0.
+func (b cudaBackend) softmaxRows(op string, dst, src *Tensor, rows, cols int, log bool, mrows int) {
 	d := b.d
-	f := floatIndex("SoftmaxBackward", dx.dtype)
+	f := floatIndex(op, dst.dtype)
 	if rows*cols == 0 {
 		return
 	}
 	v, grid, block := rowShape(rows, cols)
-	d.launch("SoftmaxBackward", d.k.softmaxBackward[v][f], grid, block, func(a *cuda.Args) {
-		a.Ptr(devPtr(dx)).Ptr(devPtr(y)).Ptr(devPtr(dy)).Int64(int64(rows)).Int64(int64(cols)).Int32(boolArg(log))
+	d.launch(op, d.k.softmax[v][f], grid, block, func(a *cuda.Args) {
+		a.Ptr(devPtr(dst)).Ptr(devPtr(src)).Int64(int64(rows)).Int64(int64(cols)).Int32(boolArg(log)).Int64(int64(mrows))
+	})
+}
+
+func (b cudaBackend) softmaxBackwardRows(op string, dx, y, dy *Tensor, rows, cols int, log bool, mrows int) {
+	d := b.d
+	f := floatIndex(op, dx.dtype)
+	if rows*cols == 0 {
+		return
+	}
+	v, grid, block := rowShape(rows, cols)
+	d.launch(op, d.k.softmaxBackward[v][f], grid, block, func(a *cuda.Args) {
+		a.Ptr(devPtr(dx)).Ptr(devPtr(y)).Ptr(devPtr(dy)).Int64(int64(rows)).Int64(int64(cols)).Int32(boolArg(log)).Int64(int64(mrows))
 	})
 }
 

@@ -7,7 +7,7 @@ import (
 )
 
 // testOpsNN: softmax (warp rows, block rows, vocabulary-sized rows of
-// 50257), layer norm, embedding with repeated ids, cross-entropy with an
+// 50257), the causal softmax (square and rectangular), layer norm, embedding with repeated ids, cross-entropy with an
 // ignore index, and the optimizers.
 func testOpsNN(t *testing.T) {
 	softmaxCase := func(name string, rows, cols int, scale float64) opCase {
@@ -18,7 +18,18 @@ func testOpsNN(t *testing.T) {
 			return []*tensor.Tensor{y, ly, tensor.SoftmaxBackward(y, dy, false), tensor.SoftmaxBackward(ly, dy, true)}
 		}}
 	}
+	causalCase := func(name string, batch, rows, cols int) opCase {
+		return opCase{name: name, tol: 1e-5, run: func(e *env) []*tensor.Tensor {
+			x := tensor.Scale(e.randn(batch, rows, cols), 3)
+			dy := e.randn(batch, rows, cols)
+			y := tensor.CausalSoftmax(x)
+			return []*tensor.Tensor{y, tensor.CausalSoftmaxBackward(y, dy), tensor.CausalSoftmax(x.T().T())}
+		}}
+	}
 	runSuite(t, []opCase{
+		causalCase("CausalSoftmax/square", 6, 37, 37),
+		causalCase("CausalSoftmax/rect", 2, 5, 300),
+		causalCase("CausalSoftmax/block", 2, 3, 1500),
 		softmaxCase("Softmax/short", 6, 37, 2),
 		softmaxCase("Softmax/warp-limit", 5, 1024, 3),
 		softmaxCase("Softmax/block", 3, 1025, 3),

@@ -51,6 +51,63 @@ func SoftmaxBackward(y, dy *Tensor, log bool) *Tensor {
 	return out
 }
 
+// CausalSoftmax is Softmax(CausalMask(t, NegInf)) in one pass: the
+// softmax over the last axis of t (..., T1, T2), T1 <= T2, of the positions
+// j <= i + T2 - T1 only, zero at the others. It never reads the masked
+// scores and writes its output once, where the unfused chain writes a
+// masked copy (or masks in place) and then reads it all again. Its
+// backward is CausalSoftmaxBackward.
+func CausalSoftmax(t *Tensor) *Tensor {
+	op := "CausalSoftmax"
+	t.live(op)
+	sameFloat(op, t)
+	batch, rows, cols := causalShape(op, t)
+	src, done := contig(t)
+	defer done()
+	out := mustNew(op, t.dev, t.dtype, t.shape)
+	if out.Numel() > 0 {
+		t.dev.backend().causalSoftmax(out, src, batch, rows, cols)
+	}
+	return out
+}
+
+// CausalSoftmaxBackward returns the input gradient of CausalSoftmax from
+// its output y and output gradient dy: SoftmaxBackward over the kept
+// positions, zero at the masked ones.
+func CausalSoftmaxBackward(y, dy *Tensor) *Tensor {
+	op := "CausalSoftmaxBackward"
+	sameDevice(op, y, dy)
+	sameFloat(op, y, dy)
+	if !shapeEq(y.shape, dy.shape) {
+		fail(op, ErrShape, "y %v, dy %v", y.shape, dy.shape)
+	}
+	batch, rows, cols := causalShape(op, y)
+	cs, release := contigAll(y, dy)
+	defer release()
+	out := mustNew(op, y.dev, y.dtype, y.shape)
+	if out.Numel() > 0 {
+		y.dev.backend().causalSoftmaxBackward(out, cs[0], cs[1], batch, rows, cols)
+	}
+	return out
+}
+
+// causalShape splits t (..., T1, T2) into (batch, T1, T2) for the causal
+// kernels, which need T1 <= T2: with more queries than keys the first
+// query rows would keep no key at all.
+func causalShape(op string, t *Tensor) (batch, rows, cols int) {
+	if t.Rank() < 2 {
+		fail(op, ErrShape, "want at least 2-D (..., queries, keys), got %v", t.shape)
+	}
+	rows, cols = t.shape[t.Rank()-2], t.shape[t.Rank()-1]
+	if rows > cols {
+		fail(op, ErrShape, "%v has %d query rows over %d keys: the causal mask would leave the first rows nothing", t.shape, rows, cols)
+	}
+	if rows == 0 {
+		return 0, 0, cols
+	}
+	return t.Numel() / (rows * cols), rows, cols
+}
+
 // CausalMask returns t (..., T1, T2) with element (i, j) set to fill where
 // j > i + T2 - T1 (future positions). Use -Inf before a softmax; its
 // backward is CausalMask(dy, 0).

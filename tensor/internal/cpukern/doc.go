@@ -143,6 +143,7 @@
 //	binary.go          BinaryOp and Binary; strides.go dim coalescing, views
 //	reduce.go          ReduceSum, ReduceMax, SumSquares
 //	softmax.go         Softmax, LogSoftmax and their backwards
+//	causal_softmax.go  CausalSoftmax (mask and softmax in one pass), its backward
 //	mask.go            CausalMask
 //	layernorm.go       LayerNorm, LayerNormBackward
 //	embedding.go       Gather, ScatterAdd

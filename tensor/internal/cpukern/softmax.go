@@ -43,24 +43,28 @@ func Softmax[T Float](dst, src []T, rows, cols int) {
 
 func softmaxRows[T Float](dst, src []T, cols, lo, hi int) {
 	for r := lo; r < hi; r++ {
-		d, s := dst[r*cols:(r+1)*cols], src[r*cols:(r+1)*cols]
-		m := rowMax(s)
-		var sum float64
-		if isF32[T]() {
-			sum = expShiftSum32(f32(d), f32(s), float32(m))
-		} else {
-			d, s := f64(d), f64(s)
-			s = s[:len(d)]
-			for i, v := range s {
-				e := math.Exp(v - float64(m))
-				d[i] = e
-				sum += e
-			}
+		softmaxRow(dst[r*cols:(r+1)*cols], src[r*cols:(r+1)*cols])
+	}
+}
+
+// softmaxRow sets d to the softmax of s (of d's length).
+func softmaxRow[T Float](d, s []T) {
+	m := rowMax(s)
+	var sum float64
+	if isF32[T]() {
+		sum = expShiftSum32(f32(d), f32(s), float32(m))
+	} else {
+		d, s := f64(d), f64(s)
+		s = s[:len(d)]
+		for i, v := range s {
+			e := math.Exp(v - float64(m))
+			d[i] = e
+			sum += e
 		}
-		inv := T(1 / sum)
-		for i := range d {
-			d[i] *= inv
-		}
+	}
+	inv := T(1 / sum)
+	for i := range d {
+		d[i] *= inv
 	}
 }
 
@@ -118,12 +122,16 @@ func SoftmaxBackward[T Float](dx, y, dy []T, rows, cols int) {
 
 func softmaxBackwardRows[T Float](dx, y, dy []T, cols, lo, hi int) {
 	for r := lo; r < hi; r++ {
-		d, yy, g := dx[r*cols:(r+1)*cols], y[r*cols:(r+1)*cols], dy[r*cols:(r+1)*cols]
-		s := T(dot(g, yy))
-		yy, g = yy[:len(d)], g[:len(d)]
-		for i := range d {
-			d[i] = yy[i] * (g[i] - s)
-		}
+		softmaxBackwardRow(dx[r*cols:(r+1)*cols], y[r*cols:(r+1)*cols], dy[r*cols:(r+1)*cols])
+	}
+}
+
+// softmaxBackwardRow sets d = y * (g - sum(g*y)) over d's length.
+func softmaxBackwardRow[T Float](d, y, g []T) {
+	s := T(dot(g, y))
+	y, g = y[:len(d)], g[:len(d)]
+	for i := range d {
+		d[i] = y[i] * (g[i] - s)
 	}
 }
 
