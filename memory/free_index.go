@@ -69,22 +69,22 @@ type freeClass struct {
 // empty reports whether the class holds no block.
 func (fc *freeClass) empty() bool { return fc.one == nil && fc.tree.len == 0 }
 
-// insert adds b, a block of stream s; the first block of an empty class
-// stays outside the tree.
-func (fc *freeClass) insert(s Stream, b *Block) {
+// insert adds b; the first block of an empty class stays outside the
+// tree.
+func (fc *freeClass) insert(b *Block) {
 	if fc.empty() {
 		fc.one = b
 		return
 	}
 	if fc.one != nil {
-		fc.tree.insert(keyOf(s, fc.one), fc.one)
+		fc.tree.insert(keyOf(fc.one), fc.one)
 		fc.one = nil
 	}
-	fc.tree.insert(keyOf(s, b), b)
+	fc.tree.insert(keyOf(b), b)
 }
 
-// delete removes b, a block of stream s, and reports whether it was there.
-func (fc *freeClass) delete(s Stream, b *Block) bool {
+// delete removes b and reports whether it was there.
+func (fc *freeClass) delete(b *Block) bool {
 	if fc.one != nil {
 		if fc.one != b {
 			return false
@@ -92,14 +92,14 @@ func (fc *freeClass) delete(s Stream, b *Block) bool {
 		fc.one = nil
 		return true
 	}
-	return fc.tree.delete(keyOf(s, b))
+	return fc.tree.delete(keyOf(b))
 }
 
 // take removes and returns the block with the smallest key in [lo, hi),
 // or nil.
 func (fc *freeClass) take(lo, hi freeKey) *Block {
 	if b := fc.one; b != nil {
-		if k := keyOf(lo.stream, b); k.less(lo) || !k.less(hi) {
+		if k := keyOf(b); k.less(lo) || !k.less(hi) {
 			return nil
 		}
 		fc.one = nil
@@ -176,7 +176,7 @@ func (x *freeIndex) insert(s Stream, b *Block) {
 		cs.words[c>>6] |= 1 << (c & 63)
 		cs.summary |= 1 << (c >> 6)
 	}
-	t.insert(s, b)
+	t.insert(b)
 	x.len++
 }
 
@@ -188,7 +188,7 @@ func (x *freeIndex) delete(s Stream, b *Block) bool {
 		return false
 	}
 	c := sizeClass(b.size)
-	if c >= len(cs.classes) || !cs.classes[c].delete(s, b) {
+	if c >= len(cs.classes) || !cs.classes[c].delete(b) {
 		return false
 	}
 	cs.emptied(c)
@@ -196,10 +196,10 @@ func (x *freeIndex) delete(s Stream, b *Block) bool {
 	return true
 }
 
-// take removes and returns the block with the smallest key in [lo, hi)
-// (both on one stream), or returns nil when there is none.
-func (x *freeIndex) take(lo, hi freeKey) *Block {
-	cs := x.set(lo.stream)
+// take removes and returns stream s's block with the smallest key in
+// [lo, hi), or returns nil when there is none.
+func (x *freeIndex) take(s Stream, lo, hi freeKey) *Block {
+	cs := x.set(s)
 	if cs == nil {
 		return nil
 	}

@@ -46,15 +46,7 @@ func TestSizeClass(t *testing.T) {
 // return exactly what one tree ordered by (stream, size, address) would.
 func TestFreeIndexRandom(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 13))
-	cmp := func(a, b *Block) int {
-		if tkey(a).less(tkey(b)) {
-			return -1
-		}
-		if tkey(b).less(tkey(a)) {
-			return 1
-		}
-		return 0
-	}
+	cmp := streamKey
 	// Sizes cluster so that classes hold many blocks (including more than
 	// a tree node holds) as well as few.
 	randSize := func() int64 {
@@ -87,17 +79,17 @@ func TestFreeIndexRandom(t *testing.T) {
 				model = slices.Delete(model, i, i+1)
 			}
 			s := Stream(rng.IntN(4)) // stream 3 never has blocks
-			lo := freeKey{stream: s, size: randSize()}
-			hi := freeKey{stream: s, size: lo.size + int64(rng.IntN(1<<16))*MinBlockSize}
+			lo := freeKey{size: randSize()}
+			hi := freeKey{size: lo.size + int64(rng.IntN(1<<16))*MinBlockSize}
 			if rng.IntN(3) == 0 {
 				hi.size = 1 << 62
 			}
-			i, _ := slices.BinarySearchFunc(model, &Block{seg: testSegs[lo.stream], size: lo.size}, cmp)
+			i, _ := slices.BinarySearchFunc(model, &Block{seg: testSegs[s], size: lo.size}, cmp)
 			var want *Block
-			if i < len(model) && tkey(model[i]).less(hi) {
+			if i < len(model) && model[i].seg.stream == s && tkey(model[i]).less(hi) {
 				want = model[i]
 			}
-			require.Same(t, want, x.take(lo, hi), "best fit for %+v below %+v", lo, hi)
+			require.Same(t, want, x.take(s, lo, hi), "best fit on stream %d for %+v below %+v", s, lo, hi)
 			if want != nil {
 				model = slices.Delete(model, i, i+1)
 			}
@@ -111,7 +103,7 @@ func TestFreeIndexRandom(t *testing.T) {
 			model = slices.Delete(model, i, i+1)
 		}
 		checkFreeIndex(t, &x, nil)
-		require.Nil(t, x.take(freeKey{size: 512}, freeKey{size: 1 << 62}))
+		require.Nil(t, x.take(0, freeKey{size: 512}, freeKey{size: 1 << 62}))
 	}
 }
 
@@ -164,7 +156,7 @@ func TestFreeIndexKeepsNodesBounded(t *testing.T) {
 	b := &Block{size: 2<<20 - 4096, addr: 0x20000}
 	x.insert(0, a)
 	allocs := testing.AllocsPerRun(100, func() {
-		got := x.take(freeKey{size: 4096}, freeKey{size: 1 << 62})
+		got := x.take(0, freeKey{size: 4096}, freeKey{size: 1 << 62})
 		if got != a {
 			panic("wrong block")
 		}

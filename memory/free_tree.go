@@ -2,9 +2,9 @@ package memory
 
 import "math/bits"
 
-// freeTree is an ordered set of free blocks: a B-tree keyed by (stream,
-// size, address), specialised for the pool's hot path; a freeIndex keeps
-// one per size class. It is what github.com/google/btree would give, with
+// freeTree is an ordered set of free blocks of one stream: a B-tree keyed
+// by (size, address), specialised for the pool's hot path; a freeIndex
+// keeps one per stream and size class. It is what github.com/google/btree would give, with
 // two differences that halve the cost of a lookup: the keys
 // sit in the nodes themselves, so a search reads a node's keys from a few
 // contiguous cache lines instead of following a pointer to each Block, and
@@ -51,29 +51,26 @@ const (
 	freeTreeMax    = 2*freeTreeDegree - 1
 )
 
-// freeKey orders free blocks: the first key at or after (s, n, 0) is the
-// best fit for n bytes on stream s, the lowest-addressed among equals.
+// freeKey orders the free blocks of a stream: the first key at or after
+// (n, 0) is the best fit for n bytes, the lowest-addressed among equals.
 type freeKey struct {
-	stream Stream
-	size   int64
-	addr   uintptr
+	size int64
+	addr uintptr
 }
 
 func (a freeKey) less(b freeKey) bool { return a.below(b) != 0 }
 
-// below is 1 when a orders before b, else 0: the borrow of the 192-bit
-// subtraction a - b, which compiles to three instructions and no branch
+// below is 1 when a orders before b, else 0: the borrow of the 128-bit
+// subtraction a - b, which compiles to two instructions and no branch
 // (sizes are positive, so their unsigned order is their order).
 func (a freeKey) below(b freeKey) uint64 {
 	_, c := bits.Sub64(uint64(a.addr), uint64(b.addr), 0)
 	_, c = bits.Sub64(uint64(a.size), uint64(b.size), c)
-	_, c = bits.Sub64(uint64(a.stream), uint64(b.stream), c)
 	return c
 }
 
-// keyOf is b's key on stream s (a block's stream is its segment's; the
-// index knows it without loading the segment).
-func keyOf(s Stream, b *Block) freeKey { return freeKey{s, b.size, b.addr} }
+// keyOf is b's key.
+func keyOf(b *Block) freeKey { return freeKey{b.size, b.addr} }
 
 // freeNode is a node of a freeTree; kids is nil in leaves.
 type freeNode struct {
@@ -94,6 +91,24 @@ func (n *freeNode) search(k freeKey) (int, bool) {
 		lo += n.keys[i].below(k)
 	}
 	return int(lo), int(lo) < n.n && n.keys[lo] == k
+}
+
+// openAt shifts the leaf entries from i on one place up (n.n < max). A
+// loop instead of copy: nodes of the pool's class trees hold a few keys,
+// where the runtime's typed copy of the block pointers cost more than the
+// moves themselves.
+func (n *freeNode) openAt(i int) {
+	for j := n.n; j > i; j-- {
+		n.keys[j], n.blocks[j] = n.keys[j-1], n.blocks[j-1]
+	}
+}
+
+// closeAt shifts the leaf entries after i one place down over i; the last
+// place keeps a stale copy for the caller to clear.
+func (n *freeNode) closeAt(i int) {
+	for j := i; j < n.n-1; j++ {
+		n.keys[j], n.blocks[j] = n.keys[j+1], n.blocks[j+1]
+	}
 }
 
 // Len returns the number of blocks in the tree.
@@ -123,8 +138,7 @@ func (t *freeTree) take(lo, hi freeKey) *Block {
 					return nil
 				}
 				b = n.blocks[i]
-				copy(n.keys[i:n.n-1], n.keys[i+1:n.n])
-				copy(n.blocks[i:n.n-1], n.blocks[i+1:n.n])
+				n.closeAt(i)
 			case sep != nil:
 				if !sep.keys[si].less(hi) {
 					return nil
@@ -177,8 +191,7 @@ func (t *freeTree) insert(k freeKey, b *Block) {
 			panic("memory: free tree: block inserted twice")
 		}
 		if n.kids == nil {
-			copy(n.keys[i+1:n.n+1], n.keys[i:n.n])
-			copy(n.blocks[i+1:n.n+1], n.blocks[i:n.n])
+			n.openAt(i)
 			n.keys[i], n.blocks[i] = k, b
 			n.n++
 			t.len++
@@ -239,8 +252,7 @@ func (t *freeTree) remove(n *freeNode, k freeKey) bool {
 			if !eq {
 				return false
 			}
-			copy(n.keys[i:n.n-1], n.keys[i+1:n.n])
-			copy(n.blocks[i:n.n-1], n.blocks[i+1:n.n])
+			n.closeAt(i)
 			n.n--
 			n.blocks[n.n] = nil
 			return true

@@ -220,14 +220,14 @@ func (p *Pool) takeFree(rounded int64, s Stream) *Block {
 	// serves a large one only if it wastes less than LargeBuffer. The block
 	// found is the smallest that fits, so no other one can do better: both
 	// rules bound the key from above.
-	hi := freeKey{stream: s, size: math.MaxInt64}
+	hi := freeKey{size: math.MaxInt64}
 	if max := p.cfg.MaxSplitSize; max > 0 {
 		hi.size = max
 		if rounded >= max {
 			hi.size = rounded + LargeBuffer
 		}
 	}
-	return tree.take(freeKey{stream: s, size: rounded}, hi)
+	return tree.take(s, freeKey{size: rounded}, hi)
 }
 
 // shouldSplit reports whether the rest of b after rounded bytes is worth
