@@ -89,19 +89,7 @@ func crossEntropyBackwardRows[T Float](dlogits, logits []T, targets []int32, dlo
 			continue
 		}
 		x := logits[r*cols : (r+1)*cols]
-		m := rowMax(x)
-		var sum float64
-		if isF32[T]() {
-			sum = expShiftSum32(f32(d), f32(x), float32(m))
-		} else {
-			d, x := f64(d), f64(x)
-			x = x[:len(d)]
-			for i, v := range x {
-				e := math.Exp(v - float64(m))
-				d[i] = e
-				sum += e
-			}
-		}
+		sum := expShift(d, x, rowMax(x))
 		g := float64(dloss[r])
 		scale := T(g / sum)
 		for i := range d {

@@ -49,20 +49,7 @@ func softmaxRows[T Float](dst, src []T, cols, lo, hi int) {
 
 // softmaxRow sets d to the softmax of s (of d's length).
 func softmaxRow[T Float](d, s []T) {
-	m := rowMax(s)
-	var sum float64
-	if isF32[T]() {
-		sum = expShiftSum32(f32(d), f32(s), float32(m))
-	} else {
-		d, s := f64(d), f64(s)
-		s = s[:len(d)]
-		for i, v := range s {
-			e := math.Exp(v - float64(m))
-			d[i] = e
-			sum += e
-		}
-	}
-	inv := T(1 / sum)
+	inv := T(1 / expShift(d, s, rowMax(s)))
 	for i := range d {
 		d[i] *= inv
 	}
@@ -92,6 +79,23 @@ func logSoftmaxRows[T Float](dst, src []T, cols, lo, hi int) {
 			d[i] = T(float64(v) - lse)
 		}
 	}
+}
+
+// expShift sets d[i] = e^(s[i]-m) over d's length and returns their sum
+// in float64.
+func expShift[T Float](d, s []T, m T) float64 {
+	if isF32[T]() {
+		return expShiftSum32(f32(d), f32(s), float32(m))
+	}
+	d64, s64 := f64(d), f64(s)
+	s64 = s64[:len(d64)]
+	var sum float64
+	for i, v := range s64 {
+		e := math.Exp(v - float64(m))
+		d64[i] = e
+		sum += e
+	}
+	return sum
 }
 
 // sumExpShift returns the float64 sum of e^(x[i]-shift) without writing.
