@@ -315,6 +315,7 @@ func driveBackend(t *testing.T, d *cudaDevice, b cudaBackend, dt DType) {
 	b.layerNormBackward(y, nil, nil, x, x, mean, rstd, nil, 4, 6)
 
 	require.NoError(t, b.scatterAdd(n(10, 6), x, ids(4), 6, 10))
+	require.NoError(t, b.scatterAdd(n(10, 6), n(5000, 6), ids(5000), 6, 10)) // sorts across tiles
 	_, err := b.crossEntropy(n(4), x, ids(4), 4, 6, -100)
 	require.NoError(t, err)
 	b.crossEntropyBackward(y, x, ids(4), n(4), 4, 6, -100)

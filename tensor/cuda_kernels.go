@@ -76,8 +76,9 @@ type cudaKernels struct {
 
 	layerNorm, lnBackwardDx, lnDwdbPartial, lnDwdbFinal [2]*cuda.Function
 
-	gather     [3]*cuda.Function
-	scatterAdd [2]*cuda.Function
+	gather                                  [3]*cuda.Function
+	scatterKeys, sortKeysTile, sortKeysStep *cuda.Function
+	scatterRuns                             [2]*cuda.Function
 
 	crossEntropy, crossEntropyBackward [2][2]*cuda.Function // [warp/block][dtype]
 
@@ -88,9 +89,12 @@ type cudaKernels struct {
 // bindings lists every kernel name with the slot it fills.
 func (k *cudaKernels) bindings() map[string]**cuda.Function {
 	m := map[string]**cuda.Function{
-		"sum_partials":  &k.sumPartials,
-		"count_targets": &k.countTargets,
-		"gemm_f64":      &k.gemmF64,
+		"sum_partials":   &k.sumPartials,
+		"count_targets":  &k.countTargets,
+		"gemm_f64":       &k.gemmF64,
+		"scatter_keys":   &k.scatterKeys,
+		"sort_keys_tile": &k.sortKeysTile,
+		"sort_keys_step": &k.sortKeysStep,
 	}
 	for s, sfx := range sizeSuffix {
 		m["fill_u"+[3]string{"16", "32", "64"}[s]] = &k.fill[s]
@@ -131,7 +135,7 @@ func (k *cudaKernels) bindings() map[string]**cuda.Function {
 		m["layernorm_backward_dx_"+sfx] = &k.lnBackwardDx[f]
 		m["layernorm_dwdb_partial_"+sfx] = &k.lnDwdbPartial[f]
 		m["layernorm_dwdb_final_"+sfx] = &k.lnDwdbFinal[f]
-		m["scatter_add_"+sfx] = &k.scatterAdd[f]
+		m["scatter_runs_"+sfx] = &k.scatterRuns[f]
 		m["dropout_"+sfx] = &k.dropout[f]
 		m["adamw_"+sfx] = &k.adamw[f]
 		m["sgd_"+sfx] = &k.sgd[f]

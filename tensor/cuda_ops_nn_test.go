@@ -64,6 +64,16 @@ func testOpsNN(t *testing.T) {
 				tensor.Embedding(tensor.Full(e.dev, tensor.Float16, 0.5, 4, 3), tensor.FromInt32s(e.dev, []int32{3, 0}, 2)),
 			}
 		}},
+		// The GPU's scatter-add sums in position order like the CPU: equal
+		// bit for bit, whether the key sort stays in one tile (1,000 ids)
+		// or crosses tiles (20,000 ids: 32,768 keys, global steps).
+		{name: "EmbeddingBackward/deterministic", exact: true, tol: 1e-4, run: func(e *env) []*tensor.Tensor {
+			few, many := e.ids(7, 1000), e.ids(50, 20000)
+			return []*tensor.Tensor{
+				tensor.EmbeddingBackward(few, e.randn(1000, 33), 7),
+				tensor.EmbeddingBackward(many, e.randn(20000, 5), 50),
+			}
+		}},
 		ceCase("CrossEntropy/small", 6, 11),
 		ceCase("CrossEntropy/vocab", 4, 50257),
 		{name: "AdamW", tol: 1e-5, run: func(e *env) []*tensor.Tensor {
