@@ -38,7 +38,7 @@ type benchResult struct {
 }
 
 func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
-	tr, err := newTrainer(o, cfg, dev)
+	tr, err := newTrainer(o, cfg, dev, cfg.Context)
 	if err != nil {
 		return err
 	}

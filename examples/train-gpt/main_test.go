@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -23,9 +24,18 @@ func TestFlagsRejectBadInput(t *testing.T) {
 	o, err := parseFlags(nil)
 	require.NoError(t, err)
 	require.Equal(t, 4000, o.steps)
+	require.Equal(t, 2e-3, o.lr, "the addition task's default")
+	require.InDelta(t, 2e-4, o.minLR, 1e-15)
 	o, err = parseFlags([]string{"-bench"})
 	require.NoError(t, err)
 	require.Equal(t, 10, o.steps)
+	require.Equal(t, 1e-3, o.lr)
+	o, err = parseFlags([]string{"-data", "x.txt"})
+	require.NoError(t, err)
+	require.Equal(t, 1e-3, o.lr)
+	o, err = parseFlags([]string{"-lr", "5e-4"})
+	require.NoError(t, err)
+	require.Equal(t, 5e-4, o.lr)
 	for _, o := range []*options{{config: "huge", policy: "hybrid"}, {config: "tiny", policy: "bogus", device: "cpu"}, {config: "tiny", policy: "hybrid", device: "tpu"}} {
 		o.lr, o.steps = 1e-3, 1
 		require.Error(t, run(o))
@@ -40,16 +50,34 @@ func TestAdditionTask(t *testing.T) {
 	require.Equal(t, "0761\n", ans, "1670 reversed and padded to 4 digits")
 	_, err = newAdditionTask(0)
 	require.Error(t, err)
-	xs, ys := make([]int32, 2*64), make([]int32, 2*64)
-	a.batch(rand.New(rand.NewPCG(1, 1)), xs, ys, 2, 64)
-	trained := 0
-	for i := range xs {
-		if ys[i] >= 0 {
-			trained++
-			require.True(t, strings.ContainsRune("0123456789\n", rune(ys[i])), "targets are answer digits or newline")
+	T, err := a.seqLen(64)
+	require.NoError(t, err)
+	require.Equal(t, 12, T, "8 prompt bytes, 4 answer digits; the newline is only a target")
+	_, err = a.seqLen(11)
+	require.ErrorContains(t, err, "longer than the model's context")
+	xs, ys := make([]int32, 3*T), make([]int32, 3*T)
+	a.batch(rand.New(rand.NewPCG(1, 1)), xs, ys, 3, T)
+	for b := range 3 {
+		x, y := xs[b*T:(b+1)*T], ys[b*T:(b+1)*T]
+		var in, out strings.Builder
+		for i := range T {
+			in.WriteByte(byte(x[i]))
+			if i < 7 {
+				require.Equal(t, int32(-100), y[i], "row %d: prompt targets are ignored", b)
+			} else {
+				out.WriteByte(byte(y[i]))
+			}
 		}
+		// Each row is one whole problem from position 0, its answer right.
+		var p, q int
+		_, err := fmt.Sscanf(in.String()[:8], "%d+%d=", &p, &q)
+		require.NoError(t, err, "row %d: %q", b, in.String())
+		wantP, wantA := a.problem(p, q)
+		require.Equal(t, wantP+wantA[:4], in.String())
+		require.Equal(t, wantA, out.String())
+		require.False(t, heldOut(p, q), "held-out problems are never trained on")
 	}
-	require.Positive(t, trained)
+	require.Panics(t, func() { a.batch(rand.New(rand.NewPCG(1, 1)), xs, ys, 1, 64) }, "rows must be one problem long")
 	n := 0
 	for x := range 100 {
 		for y := range 100 {

@@ -25,7 +25,9 @@ type trainer struct {
 	xs, ys []int32
 }
 
-func newTrainer(o *options, cfg nn.GPTConfig, dev tensor.Device) (*trainer, error) {
+// newTrainer makes the model and optimizer for batches of o.batch rows of
+// T tokens.
+func newTrainer(o *options, cfg nn.GPTConfig, dev tensor.Device, T int) (*trainer, error) {
 	rng := rand.New(rand.NewPCG(o.seed, 0x5EED))
 	model, err := nn.NewGPT(cfg, nn.Options{Device: dev, DType: tensor.Float32, Rng: rng})
 	if err != nil {
@@ -34,7 +36,7 @@ func newTrainer(o *options, cfg nn.GPTConfig, dev tensor.Device) (*trainer, erro
 	ps := model.Parameters()
 	opt := nn.NewAdamW(ps, o.lr, o.wd)
 	opt.Beta2 = 0.95
-	B, T := o.batch, cfg.Context
+	B := o.batch
 	return &trainer{
 		model: model, params: ps, opt: opt, clip: o.clip, dev: dev, B: B, T: T,
 		sched: nn.CosineSchedule{Warmup: o.warmup, Total: o.steps, MaxLR: o.lr, MinLR: o.minLR},
@@ -80,12 +82,16 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	if err != nil {
 		return err
 	}
-	tr, err := newTrainer(o, cfg, dev)
+	T, err := data.seqLen(cfg.Context)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "model: %d parameters (%d layers, %d heads, width %d, context %d); batch %d; data: %s\n",
-		nn.CountParams(tr.params), cfg.Layers, cfg.Heads, cfg.Width, cfg.Context, tr.B, data.describe())
+	tr, err := newTrainer(o, cfg, dev, T)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "model: %d parameters (%d layers, %d heads, width %d, context %d); batch %d x %d tokens; data: %s\n",
+		nn.CountParams(tr.params), cfg.Layers, cfg.Heads, cfg.Width, cfg.Context, tr.B, tr.T, data.describe())
 	rng := rand.New(rand.NewPCG(o.seed, 0xDA7A))
 	var bar *progressbar.ProgressBar
 	if !o.quiet {
