@@ -128,8 +128,9 @@ const sortTile = 2048
 // scatterAdd is deterministic (kernels/embedding.cuh): the positions are
 // sorted by id with a bitonic sort of (id, position) keys, then a block
 // per run of equal ids adds its rows in position order, as the CPU does,
-// so the result is the CPU's bit for bit. For n ids that is 2 + log2(n/
-// 2048)·(log2(n/2048)+3)/2 launches (5 for the 8,192 ids of a gpt2 batch).
+// so the result is the CPU's bit for bit. For n ids that is 3 + L(L+3)/2
+// launches, L = log2(n/2048): 3 up to 2,048 ids, 8 for the 8,192 of a
+// gpt2 batch.
 // Bad ids are reported at the next synchronization and skipped.
 func (b cudaBackend) scatterAdd(dtable, dout, ids *Tensor, dim, rows int) error {
 	const op = "EmbeddingBackward"
