@@ -384,11 +384,10 @@ func (t *freeTree) recycleNode(n *freeNode) {
 	t.nodes.free = append(t.nodes.free, n)
 }
 
-// ascend calls f on every block in key order until f returns false.
-func (t *freeTree) ascend(f func(*Block) bool) {
-	if t.root != nil {
-		t.root.ascend(f)
-	}
+// ascend calls f on every block in key order until f returns false, and
+// reports whether it went through all of them.
+func (t *freeTree) ascend(f func(*Block) bool) bool {
+	return t.root == nil || t.root.ascend(f)
 }
 
 func (n *freeNode) ascend(f func(*Block) bool) bool {
@@ -402,6 +401,3 @@ func (n *freeNode) ascend(f func(*Block) bool) bool {
 	}
 	return n.kids == nil || n.kids[n.n].ascend(f)
 }
-
-// clear empties the tree, keeping its spare list.
-func (t *freeTree) clear() { *t = freeTree{nodes: t.nodes} }

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -11,15 +12,8 @@ import (
 // testSegs are segments of streams 0 to 3, for test blocks.
 var testSegs = [4]*segment{{stream: 0}, {stream: 1}, {stream: 2}, {stream: 3}}
 
-// streamKey orders test blocks as one set over all streams: by (stream,
-// size, address), as the free index must.
-func streamKey(a, b *Block) int {
-	if a.seg.stream != b.seg.stream {
-		if a.seg.stream < b.seg.stream {
-			return -1
-		}
-		return 1
-	}
+// keyCmp orders test blocks by their tree keys, (size, address).
+func keyCmp(a, b *Block) int {
 	if keyOf(a).less(keyOf(b)) {
 		return -1
 	}
@@ -27,6 +21,15 @@ func streamKey(a, b *Block) int {
 		return 1
 	}
 	return 0
+}
+
+// streamKey orders test blocks as one set over all streams: by (stream,
+// size, address), as the free index must.
+func streamKey(a, b *Block) int {
+	if c := cmp.Compare(a.seg.stream, b.seg.stream); c != 0 {
+		return c
+	}
+	return keyCmp(a, b)
 }
 
 // tkey is a test block's key.
@@ -99,15 +102,7 @@ func checkFreeTree(t *testing.T, tr *freeTree, want []*Block) {
 // best-fit takes and checks it against a sorted slice.
 func TestFreeTreeRandom(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 5))
-	less := func(a, b *Block) int {
-		if tkey(a).less(tkey(b)) {
-			return -1
-		}
-		if tkey(b).less(tkey(a)) {
-			return 1
-		}
-		return 0
-	}
+	less := keyCmp
 	for _, n := range []int{10, 200, 3000} {
 		var tr freeTree
 		var model []*Block

@@ -162,7 +162,7 @@ func (p *Pool) free(b *Block) error {
 }
 
 // reclaim makes a live or pending block free: it leaves its segment's
-// occupied bytes and joins the free trees.
+// occupied bytes and joins the free index.
 func (p *Pool) reclaim(b *Block) {
 	seg := b.seg
 	before := seg.inactive()
@@ -173,30 +173,30 @@ func (p *Pool) reclaim(b *Block) {
 }
 
 // insertFree marks b free, merges it with free neighbours and puts the
-// result in its free tree. b must not be in a tree.
+// result in its free index. b must not be in the index.
 func (p *Pool) insertFree(b *Block) {
 	b.state = blockFree
 	tree, s := p.treeOf(b.seg), b.seg.stream
 	if prev := b.prev; prev != nil && prev.state == blockFree {
 		tree.delete(s, prev)
-		prev.size += b.size
-		prev.next = b.next
-		if b.next != nil {
-			b.next.prev = prev
-		}
-		p.recycle(b)
+		p.absorb(prev, b)
 		b = prev
 	}
 	if next := b.next; next != nil && next.state == blockFree {
 		tree.delete(s, next)
-		b.size += next.size
-		b.next = next.next
-		if next.next != nil {
-			next.next.prev = b
-		}
-		p.recycle(next)
+		p.absorb(b, next)
 	}
 	tree.insert(s, b)
+}
+
+// absorb merges block r into its left neighbour l and recycles r.
+func (p *Pool) absorb(l, r *Block) {
+	l.size += r.size
+	l.next = r.next
+	if r.next != nil {
+		r.next.prev = l
+	}
+	p.recycle(r)
 }
 
 // treeOf returns the free index of a segment's blocks.
