@@ -37,14 +37,8 @@ func softmax(op string, t *Tensor, log bool) *Tensor {
 // LogSoftmax (log true) from its output y and output gradient dy.
 func SoftmaxBackward(y, dy *Tensor, log bool) *Tensor {
 	op := "SoftmaxBackward"
-	sameDevice(op, y, dy)
-	sameFloat(op, y, dy)
-	if !shapeEq(y.shape, dy.shape) {
-		fail(op, ErrShape, "y %v, dy %v", y.shape, dy.shape)
-	}
-	cs, release := contigAll(y, dy)
+	cy, cdy, release := outputAndGrad(op, y, dy)
 	defer release()
-	cy, cdy := cs[0], cs[1]
 	out := mustNew(op, y.dev, y.dtype, y.shape)
 	r, c := rowsCols(y)
 	y.dev.backend().softmaxBackward(out, cy, cdy, r, c, log)
@@ -76,19 +70,27 @@ func CausalSoftmax(t *Tensor) *Tensor {
 // positions, zero at the masked ones.
 func CausalSoftmaxBackward(y, dy *Tensor) *Tensor {
 	op := "CausalSoftmaxBackward"
+	batch, rows, cols := causalShape(op, y)
+	cy, cdy, release := outputAndGrad(op, y, dy)
+	defer release()
+	out := mustNew(op, y.dev, y.dtype, y.shape)
+	if out.Numel() > 0 {
+		y.dev.backend().causalSoftmaxBackward(out, cy, cdy, batch, rows, cols)
+	}
+	return out
+}
+
+// outputAndGrad checks a backward op's forward output y and output
+// gradient dy (one device, a float dtype, one shape) and returns them
+// contiguous, with the function that releases the copies it made.
+func outputAndGrad(op string, y, dy *Tensor) (cy, cdy *Tensor, release func()) {
 	sameDevice(op, y, dy)
 	sameFloat(op, y, dy)
 	if !shapeEq(y.shape, dy.shape) {
 		fail(op, ErrShape, "y %v, dy %v", y.shape, dy.shape)
 	}
-	batch, rows, cols := causalShape(op, y)
 	cs, release := contigAll(y, dy)
-	defer release()
-	out := mustNew(op, y.dev, y.dtype, y.shape)
-	if out.Numel() > 0 {
-		y.dev.backend().causalSoftmaxBackward(out, cs[0], cs[1], batch, rows, cols)
-	}
-	return out
+	return cs[0], cs[1], release
 }
 
 // causalShape splits t (..., T1, T2) into (batch, T1, T2) for the causal

@@ -57,7 +57,8 @@ func causalSoftmaxBackwardRows[T Float](dx, y, dy []T, rows, cols, lo, hi int) {
 	}
 }
 
-// checkCausal validates a causal row kernel's sizes and returns the
+// checkCausal validates a causal row kernel's sizes (the lengths as the
+// row kernels' checkRows does, over batch*rows rows) and returns the
 // element count.
 func checkCausal(kernel string, batch, rows, cols int, lens ...int) int {
 	if batch < 0 || rows < 0 || cols < 0 {
@@ -66,11 +67,6 @@ func checkCausal(kernel string, batch, rows, cols int, lens ...int) int {
 	if rows > cols {
 		panic(fmt.Sprintf("cpukern.%s: %d query rows over %d key columns: the first rows would keep nothing", kernel, rows, cols))
 	}
-	n := batch * rows * cols
-	for i, l := range lens {
-		if l != n {
-			panic(fmt.Sprintf("cpukern.%s: argument %d has %d elements, want batch*rows*cols = %d*%d*%d", kernel, i+1, l, batch, rows, cols))
-		}
-	}
-	return n
+	checkRows(kernel, batch*rows, cols, lens...)
+	return batch * rows * cols
 }
