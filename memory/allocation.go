@@ -124,8 +124,8 @@ func (m *Manager) free(a *Allocation) error {
 	// whose events could not be recorded is quarantined).
 	a.b = nil
 	u := &m.roles[a.role]
-	u.Allocated.add(-rounded)
-	u.Requested.add(-requested)
+	u.Allocated.sub(rounded)
+	u.Requested.sub(requested)
 	u.Frees++
 	m.live--
 	return err

@@ -29,7 +29,8 @@ import (
 // made a pair 1.6x faster than one B-tree per pool (167 to 106 ns on a
 // 2-core EPYC; 320 to 165 ns on the H200 host), where a tree of ~75 keys
 // cost a few dependent node loads per operation; the lone-block classes,
-// 64-byte blocks and 16-byte keys took it to 84 ns.
+// 64-byte blocks and 16-byte keys took it to 84 ns, and writing the
+// lone-block operations out in the index's own methods to 82 ns.
 type freeIndex struct {
 	// first is the first stream's classes, kept inline: most pools see
 	// one stream, and finding its set then loads nothing. more holds the
@@ -71,43 +72,15 @@ type freeClass struct {
 // empty reports whether the class holds no block.
 func (fc *freeClass) empty() bool { return fc.one == nil && fc.tree.len == 0 }
 
-// insert adds b; the first block of an empty class stays outside the
-// tree.
-func (fc *freeClass) insert(b *Block) {
-	if fc.empty() {
-		fc.one = b
-		return
-	}
+// addToTree adds b to a class that already holds a block: a lone block
+// moves into the tree first. (freeIndex writes out the other operations
+// on the lone block itself; as calls they cost a tenth of a pair.)
+func (fc *freeClass) addToTree(b *Block) {
 	if fc.one != nil {
 		fc.tree.insert(keyOf(fc.one), fc.one)
 		fc.one = nil
 	}
 	fc.tree.insert(keyOf(b), b)
-}
-
-// delete removes b and reports whether it was there.
-func (fc *freeClass) delete(b *Block) bool {
-	if fc.one != nil {
-		if fc.one != b {
-			return false
-		}
-		fc.one = nil
-		return true
-	}
-	return fc.tree.delete(keyOf(b))
-}
-
-// take removes and returns the block with the smallest key in [lo, hi),
-// or nil.
-func (fc *freeClass) take(lo, hi freeKey) *Block {
-	if b := fc.one; b != nil {
-		if k := keyOf(b); k.less(lo) || !k.less(hi) {
-			return nil
-		}
-		fc.one = nil
-		return b
-	}
-	return fc.tree.take(lo, hi)
 }
 
 // ascend calls f on the class's blocks in key order until f returns
@@ -171,12 +144,14 @@ func (x *freeIndex) insert(s Stream, b *Block) {
 			cs.classes[i] = freeClass{tree: freeTree{nodes: &x.nodes}}
 		}
 	}
-	t := &cs.classes[c]
-	if t.empty() {
+	// Most inserts go to an empty class, where b is kept as its lone block.
+	if fc := &cs.classes[c]; fc.empty() {
+		fc.one = b
 		cs.words[c>>6] |= 1 << (c & 63)
 		cs.summary |= 1 << (c >> 6)
+	} else {
+		fc.addToTree(b)
 	}
-	t.insert(b)
 	x.len++
 }
 
@@ -188,10 +163,21 @@ func (x *freeIndex) delete(s Stream, b *Block) bool {
 		return false
 	}
 	c := sizeClass(b.size)
-	if c >= len(cs.classes) || !cs.classes[c].delete(b) {
+	if c >= len(cs.classes) {
 		return false
 	}
-	cs.emptied(c)
+	// The lone-block case written out, as in take.
+	if fc := &cs.classes[c]; fc.one != nil {
+		if fc.one != b {
+			return false
+		}
+		fc.one = nil
+		cs.clearBit(c)
+	} else if !fc.tree.delete(keyOf(b)) {
+		return false
+	} else if fc.tree.len == 0 {
+		cs.clearBit(c)
+	}
 	x.len--
 	return true
 }
@@ -203,39 +189,48 @@ func (x *freeIndex) take(s Stream, lo, hi freeKey) *Block {
 	if cs == nil {
 		return nil
 	}
-	c := sizeClass(lo.size)
-	if c < len(cs.classes) && !cs.classes[c].empty() {
-		if b := cs.classes[c].take(lo, hi); b != nil {
-			cs.emptied(c)
+	c0 := sizeClass(lo.size)
+	if c0 >= len(cs.classes) {
+		return nil // no block of this size or larger
+	}
+	// The best fit is in lo's own class, or else it is the smallest key of
+	// the next class that holds any (every key there is above lo) if that
+	// is below hi. The lone-block case, most takes, is written out: as a
+	// call to freeClass.take it cost a tenth of a pair.
+	for c := c0; ; {
+		fc := &cs.classes[c]
+		var b *Block
+		if b = fc.one; b != nil {
+			if k := keyOf(b); k.less(lo) || !k.less(hi) {
+				b = nil
+			} else {
+				fc.one = nil
+				cs.clearBit(c)
+			}
+		} else if fc.tree.len > 0 {
+			if b = fc.tree.take(lo, hi); b != nil && fc.tree.len == 0 {
+				cs.clearBit(c)
+			}
+		}
+		if b != nil {
 			x.len--
 			return b
 		}
+		if c != c0 {
+			return nil
+		}
+		if c = cs.next(c + 1); c < 0 {
+			return nil
+		}
 	}
-	// Every key of a later class is above lo, so the smallest of the next
-	// class that holds any is the best fit, if it is below hi. (The two
-	// removals are written out: a shared helper is not inlined and cost
-	// 1% of a pair.)
-	c = cs.next(c + 1)
-	if c < 0 {
-		return nil
-	}
-	b := cs.classes[c].take(lo, hi)
-	if b != nil {
-		cs.emptied(c)
-		x.len--
-	}
-	return b
 }
 
-// emptied clears class c's bit when a removal left the class empty. A
-// class keeps its tree's (empty) root node for the next time it holds two
-// blocks: handing it back and taking it again cost 10% of a pair, and the
-// nodes are bounded by the classes that ever held two blocks at once, a
-// few hundred bytes each.
-func (cs *classSet) emptied(c int) {
-	if !cs.classes[c].empty() {
-		return
-	}
+// clearBit marks class c empty, when a removal left it so. A class keeps
+// its tree's (empty) root node for the next time it holds two blocks:
+// handing it back and taking it again cost 10% of a pair, and the nodes
+// are bounded by the classes that ever held two blocks at once, a few
+// hundred bytes each.
+func (cs *classSet) clearBit(c int) {
 	w := c >> 6
 	cs.words[w] &^= 1 << (c & 63)
 	if cs.words[w] == 0 {

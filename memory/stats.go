@@ -12,6 +12,9 @@ func (s *Stat) add(d int64) {
 	}
 }
 
+// sub moves the current value down by d (>= 0); a peak cannot be passed.
+func (s *Stat) sub(d int64) { s.Current -= d }
+
 // resetPeak lowers the peak to the current value.
 func (s *Stat) resetPeak() { s.Peak = s.Current }
 
@@ -90,18 +93,18 @@ func (s *usageSinks) blockAllocated(rounded, requested int64) {
 // (pending on other streams' work) keeps its Active bytes until
 // blockReclaimed.
 func (s *usageSinks) blockFreed(rounded, requested int64, stillActive bool) {
-	active := -rounded
+	active := rounded
 	if stillActive {
 		active = 0
 	}
-	s.own.Allocated.add(-rounded)
-	s.own.Requested.add(-requested)
-	s.own.Active.add(active)
+	s.own.Allocated.sub(rounded)
+	s.own.Requested.sub(requested)
+	s.own.Active.sub(active)
 	s.own.Frees++
 	if p := s.parent; p != nil {
-		p.Allocated.add(-rounded)
-		p.Requested.add(-requested)
-		p.Active.add(active)
+		p.Allocated.sub(rounded)
+		p.Requested.sub(requested)
+		p.Active.sub(active)
 		p.Frees++
 	}
 }
@@ -109,7 +112,7 @@ func (s *usageSinks) blockFreed(rounded, requested int64, stillActive bool) {
 // blockReclaimed records a pending block of rounded size bytes becoming
 // reusable (or being released by Close).
 func (s *usageSinks) blockReclaimed(rounded int64) {
-	s.each(func(u *Usage) { u.Active.add(-rounded) })
+	s.each(func(u *Usage) { u.Active.sub(rounded) })
 }
 
 // inactiveSplit moves the inactive-split bytes by d.
@@ -130,7 +133,7 @@ func (s *usageSinks) segmentReserved(size int64) {
 
 // segmentReleased records a segment of size bytes given back.
 func (s *usageSinks) segmentReleased(size int64) {
-	s.each(func(u *Usage) { u.Reserved.add(-size); u.BackendFrees++ })
+	s.each(func(u *Usage) { u.Reserved.sub(size); u.BackendFrees++ })
 }
 
 func (s *usageSinks) oom()        { s.each(func(u *Usage) { u.OOMs++ }) }
