@@ -68,8 +68,8 @@ fi
 if has sweep; then
   # Robustness of the default task across seeds (GPU runs are deterministic:
   # a seed always gives the same run).
-  for seed in 1 2 3 4 5 6; do
-    acc=$(timeout 60 .gpu/train-gpt -quiet -eval-every 0 -out "" -seed $seed 2>&1 | grep -E '^step' | tail -1)
+  for seed in 1 2 3 4 5 6 7 8 9 10 11 12; do
+    acc=$(timeout 90 .gpu/train-gpt -quiet -eval-every 0 -out "" -seed $seed 2>&1 | grep -E '^step' | tail -1)
     say "sweep default seed=$seed: $acc"
   done
 fi

@@ -23,7 +23,7 @@ func TestFlagsRejectBadInput(t *testing.T) {
 	}
 	o, err := parseFlags(nil)
 	require.NoError(t, err)
-	require.Equal(t, 4000, o.steps)
+	require.Equal(t, 6000, o.steps, "the addition task's default")
 	require.Equal(t, 2e-3, o.lr, "the addition task's default")
 	require.InDelta(t, 2e-4, o.minLR, 1e-15)
 	o, err = parseFlags([]string{"-bench"})
@@ -33,6 +33,7 @@ func TestFlagsRejectBadInput(t *testing.T) {
 	o, err = parseFlags([]string{"-data", "x.txt"})
 	require.NoError(t, err)
 	require.Equal(t, 1e-3, o.lr)
+	require.Equal(t, 4000, o.steps)
 	o, err = parseFlags([]string{"-lr", "5e-4"})
 	require.NoError(t, err)
 	require.Equal(t, 5e-4, o.lr)
