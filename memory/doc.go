@@ -189,8 +189,8 @@
 //
 // The hot path allocates no Go memory: Block structs and tree nodes are
 // recycled through free lists. One warm Alloc+Free pair of 4 KiB costs
-// about 44 ns on a 2-core EPYC (of which the two mutex round trips are
-// some 19), 64 MiB about 36 ns, and about 84 ns on a mixed workload of
+// about 42 ns on a 2-core EPYC (of which the two mutex round trips are
+// some 19), 64 MiB about 36 ns, and about 83 ns on a mixed workload of
 // 256 live blocks of log-uniform sizes from 512 B to 32 MiB
 // (BenchmarkPoolPair; 167 ns with one B-tree per pool and 112-byte
 // blocks); through the Manager, with role accounting and a new Allocation
