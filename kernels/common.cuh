@@ -165,3 +165,18 @@ __device__ __forceinline__ T* shared_scratch() {
 // exp at T's precision (expf is accurate to 2 ulp; no fast-math).
 __device__ __forceinline__ float exp_t(float x) { return expf(x); }
 __device__ __forceinline__ double exp_t(double x) { return exp(x); }
+
+// row_max_sumexp reduces the first n elements of a row x over the group g:
+// it sets *m to their maximum (skipping NaN; -Inf for none) and returns
+// the sum of exp(x - m) in double, the shared first half of softmax,
+// log-softmax and cross-entropy. Every thread of g gets both.
+template <typename T, bool WARP>
+__device__ __forceinline__ double row_max_sumexp(const RowGroup<WARP>& g, const T* x, i64 n, T* m) {
+  T mx = (T)-INFINITY;
+  for (i64 c = g.rank; c < n; c += g.size) mx = MaxSkipNaN()(mx, x[c]);
+  mx = g.max(mx, shared_scratch<T>());
+  double s = 0;
+  for (i64 c = g.rank; c < n; c += g.size) s += (double)exp_t(x[c] - mx);
+  *m = mx;
+  return g.sum(s, shared_scratch<double>());
+}

@@ -21,12 +21,8 @@ __device__ void cross_entropy(T* loss, const T* logits, const int* targets, i64 
       continue;
     }
     const T* x = logits + r * cols;
-    T m = (T)-INFINITY;
-    for (i64 c = g.rank; c < cols; c += g.size) m = MaxSkipNaN()(m, x[c]);
-    m = g.max(m, shared_scratch<T>());
-    double s = 0;
-    for (i64 c = g.rank; c < cols; c += g.size) s += (double)exp_t(x[c] - m);
-    s = g.sum(s, shared_scratch<double>());
+    T m;
+    const double s = row_max_sumexp(g, x, cols, &m);
     if (g.rank == 0) loss[r] = (T)((double)m + log(s) - (double)x[t]);
   }
 }
@@ -44,12 +40,8 @@ __device__ void cross_entropy_backward(T* dlogits, const T* logits, const int* t
       continue;
     }
     const T* x = logits + r * cols;
-    T m = (T)-INFINITY;
-    for (i64 c = g.rank; c < cols; c += g.size) m = MaxSkipNaN()(m, x[c]);
-    m = g.max(m, shared_scratch<T>());
-    double s = 0;
-    for (i64 c = g.rank; c < cols; c += g.size) s += (double)exp_t(x[c] - m);
-    s = g.sum(s, shared_scratch<double>());
+    T m;
+    const double s = row_max_sumexp(g, x, cols, &m);
     const double gl = (double)dloss[r];
     const T scale = (T)(gl / s), gt = (T)gl;
     for (i64 c = g.rank; c < cols; c += g.size) {

@@ -25,12 +25,8 @@ __device__ void softmax_rows(T* dst, const T* src, i64 rows, i64 cols, int logMo
     const T* x = src + r * cols;
     T* y = dst + r * cols;
     const i64 n = kept_cols(r, cols, mrows);
-    T m = (T)-INFINITY;
-    for (i64 c = g.rank; c < n; c += g.size) m = MaxSkipNaN()(m, x[c]);
-    m = g.max(m, shared_scratch<T>());
-    double s = 0;
-    for (i64 c = g.rank; c < n; c += g.size) s += (double)exp_t(x[c] - m);
-    s = g.sum(s, shared_scratch<double>());
+    T m;
+    const double s = row_max_sumexp(g, x, n, &m);
     if (logMode) {
       double lse = (double)m + log(s);
       for (i64 c = g.rank; c < n; c += g.size) y[c] = (T)((double)x[c] - lse);
