@@ -81,11 +81,8 @@ func (l *cudaLayout) bytes1(buf *[8 + 16*8]byte) []byte {
 }
 
 func (l *cudaLayout) bytes2(buf *[8 + 24*8]byte) []byte {
-	binary.LittleEndian.PutUint32(buf[0:], uint32(l.ndim))
-	binary.LittleEndian.PutUint32(buf[4:], 0)
+	l.bytes1((*[8 + 16*8]byte)(buf[:8+16*8])) // Layout2 starts as Layout1
 	for i := range cudaMaxDims {
-		binary.LittleEndian.PutUint64(buf[8+8*i:], uint64(l.shape[i]))
-		binary.LittleEndian.PutUint64(buf[8+64+8*i:], uint64(l.str[0][i]))
 		binary.LittleEndian.PutUint64(buf[8+128+8*i:], uint64(l.str[1][i]))
 	}
 	return buf[:]
