@@ -30,8 +30,8 @@ func (h *hostBackend) Name() string { return h.name }
 func (h *hostBackend) Tier() Tier   { return h.tier }
 
 func (h *hostBackend) Alloc(size int64) (Region, error) {
-	if size <= 0 || int64(int(size)) != size {
-		return Region{}, fmt.Errorf("memory: %s: cannot allocate %d bytes: %w", h.name, size, ErrInvalidArgument)
+	if err := checkRegionSize(h.name, size); err != nil {
+		return Region{}, err
 	}
 	b, err := mapHost(int(size))
 	if err != nil {

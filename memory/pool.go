@@ -19,7 +19,6 @@ type Pool struct {
 	small, large freeIndex // free blocks by (stream, size, address)
 	segs         *segment  // all segments, a doubly linked list
 	nsegs        int
-	live         int // live blocks
 
 	sinks  usageSinks
 	spare  *Block // recycled Block structs, linked through next
@@ -115,7 +114,6 @@ func (p *Pool) alloc(size int64, s Stream, advice Advice) (*Block, error) {
 	p.sinks.inactiveSplit(seg.inactive() - before)
 	b.state = blockLive
 	b.requested = size
-	p.live++
 	p.sinks.blockAllocated(b.size, size)
 	return b, nil
 }
@@ -149,14 +147,12 @@ func (p *Pool) free(b *Block) error {
 	if b.state != blockLive {
 		return fmt.Errorf("memory: pool %s: block at %#x (%s) freed twice: %w", p.name, b.addr, FormatBytes(b.size), ErrDoubleFree)
 	}
-	p.live--
-	if b.cross != nil && len(b.cross.uses) > 0 {
-		p.sinks.blockFreed(b.size, b.requested, true)
-		b.requested = 0
+	pending := b.cross != nil && len(b.cross.uses) > 0
+	p.sinks.blockFreed(b.size, b.requested, pending)
+	b.requested = 0
+	if pending {
 		return p.deferFree(b)
 	}
-	p.sinks.blockFreed(b.size, b.requested, false)
-	b.requested = 0
 	p.reclaim(b)
 	return nil
 }

@@ -81,7 +81,8 @@ func (p *Pool) Close() error {
 	if p.closed {
 		return fmt.Errorf("memory: pool %s: closed twice: %w", p.name, ErrClosed)
 	}
-	leaked, u := p.live, p.sinks.own
+	u := p.sinks.own
+	leaked := u.Allocs - u.Frees // live blocks (pending ones count as freed)
 	err := p.close()
 	if leaked > 0 {
 		err = errors.Join(fmt.Errorf("memory: pool %s closed with %d live blocks (%s requested, %s allocated); their memory was released: %w",
@@ -104,8 +105,7 @@ func (p *Pool) close() error {
 		for b := seg.first; b != nil; b = b.next {
 			switch b.state {
 			case blockLive:
-				p.sinks.blockFreed(b.size, b.requested, false)
-				p.sinks.each(func(u *Usage) { u.Frees-- })
+				p.sinks.each(func(u *Usage) { u.dropBytes(b.size, b.requested, b.size) })
 			case blockPending:
 				p.sinks.blockReclaimed(b.size)
 			}
@@ -119,7 +119,6 @@ func (p *Pool) close() error {
 	p.small.clear()
 	p.large.clear()
 	p.spare = nil
-	p.live = 0
 	return errors.Join(errs...)
 }
 

@@ -108,10 +108,16 @@ func (u *Usage) blockAllocated(rounded, requested int64) {
 // blockFreed lowers Active by active bytes: rounded, or 0 for a block
 // that stays active.
 func (u *Usage) blockFreed(rounded, requested, active int64) {
+	u.dropBytes(rounded, requested, active)
+	u.Frees++
+}
+
+// dropBytes takes a live block's bytes out of the byte counts, without
+// counting a free (Pool.close releasing a leaked block).
+func (u *Usage) dropBytes(rounded, requested, active int64) {
 	u.Allocated.sub(rounded)
 	u.Requested.sub(requested)
 	u.Active.sub(active)
-	u.Frees++
 }
 
 // blockReclaimed records a pending block of rounded size bytes becoming
@@ -143,4 +149,3 @@ func (s *usageSinks) segmentReleased(size int64) {
 
 func (s *usageSinks) oom()        { s.each(func(u *Usage) { u.OOMs++ }) }
 func (s *usageSinks) cacheFlush() { s.each(func(u *Usage) { u.CacheFlushes++ }) }
-func (s *usageSinks) resetPeaks() { s.each(func(u *Usage) { u.ResetPeaks() }) }
