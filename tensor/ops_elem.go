@@ -55,6 +55,14 @@ func sameFloat(op string, ts ...*Tensor) {
 	}
 }
 
+// indices panics unless t holds int32 indices (ids, targets); what names
+// them in the message.
+func indices(op, what string, t *Tensor) {
+	if t.dtype != Int32 {
+		fail(op, ErrDType, "%s are %v, want int32", what, t.dtype)
+	}
+}
+
 // contigAll is contig for several operands (nil stays nil); the returned
 // func releases the copies it made.
 func contigAll(ts ...*Tensor) ([]*Tensor, func()) {

@@ -192,9 +192,7 @@ func LayerNormBackward(dy, x, mean, rstd, w *Tensor, withBias bool) (dx, dw, db 
 func Embedding(table, ids *Tensor) *Tensor {
 	op := "Embedding"
 	sameDevice(op, table, ids)
-	if ids.dtype != Int32 {
-		fail(op, ErrDType, "ids are %v, want int32", ids.dtype)
-	}
+	indices(op, "ids", ids)
 	if table.Rank() != 2 {
 		fail(op, ErrShape, "table %v: want 2-D", table.shape)
 	}
@@ -214,9 +212,7 @@ func Embedding(table, ids *Tensor) *Tensor {
 func EmbeddingBackward(ids, dout *Tensor, rows int) *Tensor {
 	op := "EmbeddingBackward"
 	sameDevice(op, ids, dout)
-	if ids.dtype != Int32 {
-		fail(op, ErrDType, "ids are %v, want int32", ids.dtype)
-	}
+	indices(op, "ids", ids)
 	d := dout.shape[dout.Rank()-1]
 	if dout.Numel() != ids.Numel()*d {
 		fail(op, ErrShape, "dout %v for ids %v", dout.shape, ids.shape)
@@ -240,9 +236,7 @@ func CrossEntropy(logits, targets *Tensor, ignore int32) (*Tensor, int) {
 	op := "CrossEntropy"
 	sameDevice(op, logits, targets)
 	sameFloat(op, logits)
-	if targets.dtype != Int32 {
-		fail(op, ErrDType, "targets are %v, want int32", targets.dtype)
-	}
+	indices(op, "targets", targets)
 	if logits.Rank() != 2 || targets.Numel() != logits.shape[0] {
 		fail(op, ErrShape, "logits %v, targets %v: want (N, C) and N targets", logits.shape, targets.shape)
 	}
@@ -264,6 +258,7 @@ func CrossEntropyBackward(logits, targets, dloss *Tensor, ignore int32) *Tensor 
 	op := "CrossEntropyBackward"
 	sameDevice(op, logits, targets, dloss)
 	sameFloat(op, logits, dloss)
+	indices(op, "targets", targets)
 	if logits.Rank() != 2 || targets.Numel() != logits.shape[0] || dloss.Numel() != logits.shape[0] {
 		fail(op, ErrShape, "logits %v, targets %v, dloss %v", logits.shape, targets.shape, dloss.shape)
 	}

@@ -106,6 +106,19 @@ func TestErrorsNameTheProblem(t *testing.T) {
 			tensor.CrossEntropy(tensor.Zeros(cpu, tensor.Float32, 2, 3), tensor.FromInt32s(cpu, []int32{0, 3}), -100)
 		})
 		require.ErrorIs(t, err, tensor.ErrArgument)
+		// Indices must be int32 in every op that takes them.
+		logits, fids := tensor.Zeros(cpu, tensor.Float32, 2, 3), tensor.Zeros(cpu, tensor.Float32, 2)
+		for name, f := range map[string]func(){
+			"Embedding":            func() { tensor.Embedding(table, fids) },
+			"EmbeddingBackward":    func() { tensor.EmbeddingBackward(fids, tensor.Zeros(cpu, tensor.Float32, 2, 2), 4) },
+			"CrossEntropy":         func() { tensor.CrossEntropy(logits, fids, -100) },
+			"CrossEntropyBackward": func() { tensor.CrossEntropyBackward(logits, fids, tensor.Ones(cpu, tensor.Float32, 2), -100) },
+		} {
+			err = tensor.Try(f)
+			require.ErrorIs(t, err, tensor.ErrDType, name)
+			require.ErrorContains(t, err, name+": ")
+			require.ErrorContains(t, err, "want int32", name)
+		}
 		_, err = tensor.New(cpu, tensor.Float32, memory.RoleOther, 2, -1)
 		require.ErrorIs(t, err, tensor.ErrShape)
 		_, err = tensor.ParseDevice("tpu")
