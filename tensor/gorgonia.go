@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"fmt"
+	"slices"
 
 	_ "go4.org/unsafe/assume-no-moving-gc" // gorgonia panics at start on Go 1.26 without a recent copy
 	gt "gorgonia.org/tensor"
@@ -25,14 +26,23 @@ func (t *Tensor) ToDense() *gt.Dense {
 	}
 }
 
-// FromDense copies a gorgonia Dense (float32, float64 or int32) onto dev.
+// FromDense copies a gorgonia Dense (float32, float64 or int32) onto dev,
+// in its logical order: views and transposes are materialised first, and
+// column-major data comes out row-major like every strata tensor.
 func FromDense(dev Device, d *gt.Dense) (*Tensor, error) {
-	shape := []int(d.Shape())
 	var t *Tensor
 	err := Try(func() {
 		c := d
-		if !d.IsMaterializable() && d.DataOrder().IsColMajor() {
+		if d.IsMaterializable() {
 			c = d.Materialize().(*gt.Dense)
+		}
+		shape := []int(c.Shape())
+		colMajor := c.DataOrder().IsColMajor() && len(shape) > 1
+		if colMajor {
+			// Column-major data is the row-major data of the reversed
+			// shape; reversing the axes back gives the tensor.
+			shape = slices.Clone(shape)
+			slices.Reverse(shape)
 		}
 		switch data := c.Data().(type) {
 		case []float32:
@@ -47,6 +57,17 @@ func FromDense(dev Device, d *gt.Dense) (*Tensor, error) {
 			t = FromFloat64s(dev, []float64{data}, shape...)
 		default:
 			panic(&OpError{Op: "FromDense", Msg: fmt.Sprintf("element type %v", d.Dtype()), Err: ErrDType})
+		}
+		if colMajor {
+			perm := make([]int, len(shape))
+			for i := range perm {
+				perm[i] = len(shape) - 1 - i
+			}
+			rev := t.Permute(perm...)
+			u := rev.Contiguous()
+			rev.Release()
+			t.Release()
+			t = u
 		}
 	})
 	return t, err
