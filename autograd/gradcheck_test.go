@@ -115,3 +115,12 @@ func TestGradCheckEveryOp(t *testing.T) {
 	tgt.Release()
 	require.Equal(t, before, tensor.CPU().Memory().InUse(), "every tensor was returned")
 }
+
+func TestSplitRejectsBadSize(t *testing.T) {
+	x := autograd.Const(tensor.Zeros(tensor.CPU(), tensor.Float32, 4, 3))
+	for _, size := range []int{0, -1} {
+		err := tensor.Try(func() { autograd.Split(x, size, 0) })
+		require.ErrorIs(t, err, tensor.ErrArgument, "size %d", size)
+		require.ErrorContains(t, err, "Split")
+	}
+}

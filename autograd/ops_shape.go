@@ -1,6 +1,8 @@
 package autograd
 
 import (
+	"fmt"
+
 	"github.com/strata-ml/strata/tensor"
 )
 
@@ -56,8 +58,13 @@ func Narrow(x *Var, axis, start, length int) *Var {
 	})
 }
 
-// Split cuts axis into pieces of size (the last may be shorter).
+// Split cuts axis into pieces of size (the last may be shorter). A size
+// below 1 panics with a *tensor.OpError wrapping tensor.ErrArgument, as
+// Tensor.Split does.
 func Split(x *Var, size, axis int) []*Var {
+	if size <= 0 {
+		panic(&tensor.OpError{Op: "Split", Msg: fmt.Sprintf("split size %d", size), Err: tensor.ErrArgument})
+	}
 	n := x.Value.Dim(axis)
 	var out []*Var
 	for s := 0; s < n; s += size {
