@@ -124,8 +124,10 @@ func loadText(path string, T int) (*textData, error) {
 	if err != nil {
 		return nil, fmt.Errorf("-data: %w", err)
 	}
-	if len(b) < 10*(T+1) {
-		return nil, fmt.Errorf("-data %s: %d bytes is too short for context %d (need at least %d)", path, len(b), T, 10*(T+1))
+	// Both parts must hold a window of T+1 bytes with more than one
+	// start (fill draws one among len-T-1).
+	if len(b) < 10*(T+2) {
+		return nil, fmt.Errorf("-data %s: %d bytes is too short for context %d (need at least %d)", path, len(b), T, 10*(T+2))
 	}
 	cut := len(b) * 9 / 10
 	return &textData{name: path, train: b[:cut], test: b[cut:]}, nil

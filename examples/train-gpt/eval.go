@@ -116,7 +116,6 @@ func generate(tr *trainer, prompts []string, max int, stop byte, temperature flo
 func showSamples(tr *trainer, data dataset, task *additionTask, o *options) error {
 	tr.model.SetTraining(false)
 	if task != nil {
-		shown := 0
 		fmt.Fprintln(os.Stderr, "held-out problems (answers are written reversed):")
 		_, err := additionAccuracy(tr, task, 8, func(p, got, want string) {
 			mark := "ok"
@@ -124,7 +123,6 @@ func showSamples(tr *trainer, data dataset, task *additionTask, o *options) erro
 				mark = "WRONG, want " + printable(want)
 			}
 			fmt.Fprintf(os.Stderr, "  %s%s  %s\n", p, printable(got), mark)
-			shown++
 		})
 		return err
 	}

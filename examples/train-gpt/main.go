@@ -81,6 +81,8 @@ func parseFlags(args []string) (*options, error) {
 		return nil, fmt.Errorf("-batch %d: must not be negative", o.batch)
 	case o.lr <= 0:
 		return nil, fmt.Errorf("-lr %v: must be positive", o.lr)
+	case o.minLR < 0 || o.minLR > o.lr:
+		return nil, fmt.Errorf("-min-lr %v: must be in [0, -lr %v]", o.minLR, o.lr)
 	case o.warmup < 0 || o.benchWarm < 0 || o.evalEvery < 0:
 		return nil, fmt.Errorf("-warmup, -bench-warmup and -eval-every must not be negative")
 	}
@@ -95,13 +97,13 @@ func parseFlags(args []string) (*options, error) {
 // steps on the H200 and one (seed 4) stalled with an answer digit at
 // chance as the learning rate decayed; with 6000 steps all 12 did
 // (bench/results/gpu-session3-call2-2026-11-29.txt), while a peak of 3e-3
-// did worse (10 of 12). -lr is checked for being set, not for 0, so that
-// an explicit -lr 0 is refused.
+// did worse (10 of 12). -lr and -min-lr are checked for being set, not
+// for 0: an explicit -lr 0 is refused, an explicit -min-lr 0 decays to 0.
 func (o *options) setDefaults(fs *flag.FlagSet) {
 	addition := !o.bench && o.data == ""
-	lrSet := false
-	fs.Visit(func(f *flag.Flag) { lrSet = lrSet || f.Name == "lr" })
-	if !lrSet {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["lr"] {
 		o.lr = 1e-3
 		if addition {
 			o.lr = 2e-3
@@ -117,7 +119,7 @@ func (o *options) setDefaults(fs *flag.FlagSet) {
 			o.steps = 4000
 		}
 	}
-	if o.minLR == 0 {
+	if !set["min-lr"] {
 		o.minLR = o.lr / 10
 	}
 }

@@ -17,6 +17,7 @@ import (
 func TestFlagsRejectBadInput(t *testing.T) {
 	for _, args := range [][]string{
 		{"-steps", "-1"}, {"-lr", "0"}, {"-batch", "-2"}, {"extra"}, {"-nosuchflag"},
+		{"-min-lr", "-1e-4"}, {"-lr", "1e-3", "-min-lr", "2e-3"},
 	} {
 		_, err := parseFlags(args)
 		require.Error(t, err, "%v", args)
@@ -37,6 +38,9 @@ func TestFlagsRejectBadInput(t *testing.T) {
 	o, err = parseFlags([]string{"-lr", "5e-4"})
 	require.NoError(t, err)
 	require.Equal(t, 5e-4, o.lr)
+	o, err = parseFlags([]string{"-min-lr", "0"})
+	require.NoError(t, err)
+	require.Equal(t, 0.0, o.minLR, "an explicit -min-lr 0 is kept")
 	for _, o := range []*options{{config: "huge", policy: "hybrid"}, {config: "tiny", policy: "bogus", device: "cpu"}, {config: "tiny", policy: "hybrid", device: "tpu"}} {
 		o.lr, o.steps = 1e-3, 1
 		require.Error(t, run(o))
@@ -105,4 +109,21 @@ func TestTrainSmoke(t *testing.T) {
 	require.NoError(t, err)
 	_, err = os.Stat(out)
 	require.NoError(t, err)
+}
+
+// A text file of the least accepted length trains and evaluates (its
+// held-out part holds more than one window); one byte less is refused.
+func TestShortestTextFile(t *testing.T) {
+	const T = 64 // the tiny config's context
+	path := filepath.Join(t.TempDir(), "short.txt")
+	text := make([]byte, 10*(T+2))
+	for i := range text {
+		text[i] = 'a' + byte(i%26)
+	}
+	require.NoError(t, os.WriteFile(path, text, 0o644))
+	o, err := parseFlags([]string{"-data", path, "-steps", "2", "-batch", "2", "-device", "cpu", "-quiet", "-eval-every", "0", "-out", "", "-sample", "4"})
+	require.NoError(t, err)
+	require.NoError(t, run(o))
+	require.NoError(t, os.WriteFile(path, text[:len(text)-1], 0o644))
+	require.ErrorContains(t, run(o), "too short")
 }
