@@ -106,6 +106,14 @@ func TestErrorsNameTheProblem(t *testing.T) {
 			tensor.CrossEntropy(tensor.Zeros(cpu, tensor.Float32, 2, 3), tensor.FromInt32s(cpu, []int32{0, 3}), -100)
 		})
 		require.ErrorIs(t, err, tensor.ErrArgument)
+		// Concat checks every operand before it allocates.
+		err = tensor.Try(func() { tensor.Concat(0, a, tensor.Zeros(cpu, tensor.Float32, 3)) })
+		require.ErrorIs(t, err, tensor.ErrShape)
+		require.ErrorContains(t, err, "Concat")
+		err = tensor.Try(func() { tensor.Concat(0, a, tensor.Zeros(cpu, tensor.Float32, 2, 4)) })
+		require.ErrorIs(t, err, tensor.ErrShape)
+		err = tensor.Try(func() { tensor.Concat(1, a, tensor.Zeros(cpu, tensor.Float64, 2, 3)) })
+		require.ErrorIs(t, err, tensor.ErrDType)
 		// Indices must be int32 in every op that takes them.
 		logits, fids := tensor.Zeros(cpu, tensor.Float32, 2, 3), tensor.Zeros(cpu, tensor.Float32, 2)
 		for name, f := range map[string]func(){

@@ -272,7 +272,19 @@ func Concat(axis int, ts ...*Tensor) *Tensor {
 	axis = ts[0].axis("Concat", axis)
 	shape := slices.Clone(ts[0].shape)
 	shape[axis] = 0
+	// Every operand is checked before the output exists, so a bad one
+	// neither leaks it nor fails halfway through the copies.
 	for _, t := range ts {
+		if t.dtype != ts[0].dtype {
+			fail("Concat", ErrDType, "operands %v and %v", ts[0].dtype, t.dtype)
+		}
+		ok := t.Rank() == len(shape)
+		for i := 0; ok && i < len(shape); i++ {
+			ok = i == axis || t.shape[i] == ts[0].shape[i]
+		}
+		if !ok {
+			fail("Concat", ErrShape, "operands %v and %v differ off axis %d", ts[0].shape, t.shape, axis)
+		}
 		shape[axis] += t.shape[axis]
 	}
 	out := mustNew("Concat", ts[0].dev, ts[0].dtype, shape)
