@@ -13,9 +13,6 @@ import (
 func (b cudaBackend) adamw(p, g, m, v *Tensor, lr, beta1, beta2, eps, wd float64, step int) {
 	d, n := b.d, p.Numel()
 	f := floatIndex("AdamW", p.dtype)
-	if step < 1 {
-		fail("AdamW", ErrArgument, "step %d: steps count from 1", step)
-	}
 	if n == 0 {
 		return
 	}
@@ -40,12 +37,6 @@ func (b cudaBackend) adamw(p, g, m, v *Tensor, lr, beta1, beta2, eps, wd float64
 func (b cudaBackend) sgd(p, g, buf *Tensor, lr, momentum, wd float64, nesterov bool) {
 	d, n := b.d, p.Numel()
 	f := floatIndex("SGD", p.dtype)
-	if momentum != 0 && buf == nil {
-		fail("SGD", ErrArgument, "momentum %v needs a buffer", momentum)
-	}
-	if nesterov && momentum == 0 {
-		fail("SGD", ErrArgument, "nesterov momentum requires a momentum")
-	}
 	if n == 0 {
 		return
 	}

@@ -142,6 +142,9 @@ func Unary(op UnaryOp, t *Tensor) *Tensor {
 // which it uses).
 func UnaryBackward(op UnaryOp, x, y, dy *Tensor) *Tensor {
 	name := op.String() + "Backward"
+	if usesX, usesY := op.BackwardUses(); (usesX && x == nil) || (usesY && y == nil) {
+		fail(name, ErrArgument, "the backward of %v needs the saved input (%v) and output (%v)", op, usesX, usesY)
+	}
 	ts := []*Tensor{dy}
 	if x != nil {
 		ts = append(ts, x)

@@ -140,6 +140,9 @@ func LayerNorm(x, w, b *Tensor, eps float64) (y, mean, rstd *Tensor) {
 	op := "LayerNorm"
 	ts := []*Tensor{x}
 	rows, cols := rowsCols(x)
+	if cols == 0 {
+		fail(op, ErrShape, "cannot normalise rows of 0 elements (input %v)", x.shape)
+	}
 	for _, p := range []*Tensor{w, b} {
 		if p != nil {
 			if p.Rank() != 1 || p.shape[0] != cols {
@@ -172,9 +175,12 @@ func LayerNormBackward(dy, x, mean, rstd, w *Tensor, withBias bool) (dx, dw, db 
 	if !shapeEq(dy.shape, x.shape) || mean.Numel() != rows || rstd.Numel() != rows {
 		fail(op, ErrShape, "dy %v, x %v, mean %v, rstd %v", dy.shape, x.shape, mean.shape, rstd.shape)
 	}
-	cs, release := contigAll(dy, x)
+	if w != nil && (w.Rank() != 1 || w.shape[0] != cols) {
+		fail(op, ErrShape, "weight %v for input %v: want [%d]", w.shape, x.shape, cols)
+	}
+	cs, release := contigAll(dy, x, mean, rstd, w)
 	defer release()
-	cdy, cx := cs[0], cs[1]
+	cdy, cx, cmean, crstd, cw := cs[0], cs[1], cs[2], cs[3], cs[4]
 	dx = mustNew(op, x.dev, x.dtype, x.shape)
 	if w != nil {
 		dw = Zeros(x.dev, x.dtype, cols)
@@ -182,7 +188,7 @@ func LayerNormBackward(dy, x, mean, rstd, w *Tensor, withBias bool) (dx, dw, db 
 			db = Zeros(x.dev, x.dtype, cols)
 		}
 	}
-	x.dev.backend().layerNormBackward(dx, dw, db, cdy, cx, mean, rstd, w, rows, cols)
+	x.dev.backend().layerNormBackward(dx, dw, db, cdy, cx, cmean, crstd, cw, rows, cols)
 	return dx, dw, db
 }
 
@@ -323,6 +329,9 @@ func SGDStep(p, g, buf *Tensor, lr, momentum, weightDecay float64, nesterov bool
 	}
 	if momentum != 0 && buf == nil {
 		fail(op, ErrArgument, "momentum %v needs a buffer", momentum)
+	}
+	if nesterov && momentum == 0 {
+		fail(op, ErrArgument, "nesterov momentum requires a momentum")
 	}
 	p.dev.backend().sgd(p, g, buf, lr, momentum, weightDecay, nesterov)
 }

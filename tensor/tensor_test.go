@@ -114,6 +114,21 @@ func TestErrorsNameTheProblem(t *testing.T) {
 		require.ErrorIs(t, err, tensor.ErrShape)
 		err = tensor.Try(func() { tensor.Concat(1, a, tensor.Zeros(cpu, tensor.Float64, 2, 3)) })
 		require.ErrorIs(t, err, tensor.ErrDType)
+		// Checks the ops make for every backend.
+		v := tensor.Ones(cpu, tensor.Float32, 3)
+		err = tensor.Try(func() { tensor.UnaryBackward(tensor.OpLog, nil, v, v) })
+		require.ErrorIs(t, err, tensor.ErrArgument) // Log's backward reads x
+		require.ErrorContains(t, err, "LogBackward")
+		err = tensor.Try(func() { tensor.SGDStep(v, v, nil, 0.1, 0, 0, true) })
+		require.ErrorIs(t, err, tensor.ErrArgument)
+		require.ErrorContains(t, err, "nesterov")
+		err = tensor.Try(func() { tensor.LayerNorm(tensor.Zeros(cpu, tensor.Float32, 2, 0), nil, nil, 1e-5) })
+		require.ErrorIs(t, err, tensor.ErrShape)
+		x, _, _ := tensor.LayerNorm(a, nil, nil, 1e-5)
+		_, mean, rstd := tensor.LayerNorm(a, nil, nil, 1e-5)
+		err = tensor.Try(func() { tensor.LayerNormBackward(x, a, mean, rstd, v.Reshape(3, 1), true) })
+		require.ErrorIs(t, err, tensor.ErrShape)
+		require.ErrorContains(t, err, "weight")
 		// Indices must be int32 in every op that takes them.
 		logits, fids := tensor.Zeros(cpu, tensor.Float32, 2, 3), tensor.Zeros(cpu, tensor.Float32, 2)
 		for name, f := range map[string]func(){
@@ -260,5 +275,22 @@ func TestSafetensorsAndDenseRoundTrip(t *testing.T) {
 		require.Equal(t, a.Float32s(), back.Float32s())
 		_, _, err = tensor.ReadSafetensors(filepath.Join(t.TempDir(), "none"), cpu)
 		require.Error(t, err)
+	})
+}
+
+// LayerNormBackward reads a strided weight as its values, not its storage.
+func TestLayerNormBackwardStridedWeight(t *testing.T) {
+	tensor.WithScope(func() {
+		x := tensor.FromFloat64s(cpu, []float64{0.5, -1, 2, 3, 0.25, -0.75}, 2, 3)
+		dy := tensor.FromFloat64s(cpu, []float64{1, -2, 0.5, 0.3, 0.7, -1.1}, 2, 3)
+		base := tensor.FromFloat64s(cpu, []float64{1.5, 9, -0.5, 9, 2, 9}, 3, 2)
+		strided := base.Narrow(1, 0, 1).Squeeze(1) // 1.5, -0.5, 2 with stride 2
+		require.False(t, strided.IsContiguous())
+		_, mean, rstd := tensor.LayerNorm(x, nil, nil, 1e-5)
+		dx1, dw1, db1 := tensor.LayerNormBackward(dy, x, mean, rstd, strided, true)
+		dx2, dw2, db2 := tensor.LayerNormBackward(dy, x, mean, rstd, strided.Clone(), true)
+		require.Equal(t, dx2.Float64s(), dx1.Float64s())
+		require.Equal(t, dw2.Float64s(), dw1.Float64s())
+		require.Equal(t, db2.Float64s(), db1.Float64s())
 	})
 }
