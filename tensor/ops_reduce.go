@@ -29,6 +29,13 @@ func reduce(op string, t *Tensor, axes []int, keepDim, isMax bool) *Tensor {
 	t.live(op)
 	sameFloat(op, t)
 	axes = reduceAxes(op, t, axes)
+	if isMax { // before anything is allocated
+		for _, a := range axes {
+			if t.shape[a] == 0 {
+				fail(op, ErrShape, "max over empty axis %d of %v", a, t.shape)
+			}
+		}
+	}
 	cur, done := contig(t)
 	owned := false
 	shape := slices.Clone(t.shape)
@@ -38,9 +45,6 @@ func reduce(op string, t *Tensor, axes []int, keepDim, isMax bool) *Tensor {
 		shape[a] = 1
 		next := mustNew(op, t.dev, t.dtype, shape)
 		if isMax {
-			if mid == 0 {
-				fail(op, ErrShape, "max over empty axis %d of %v", a, t.shape)
-			}
 			t.dev.backend().reduceMax(next, cur, outer, mid, inner)
 		} else {
 			t.dev.backend().reduceSum(next, cur, outer, mid, inner, false)
@@ -84,9 +88,8 @@ func Mean(t *Tensor, keepDim bool, axes ...int) *Tensor {
 	for _, a := range reduceAxes("Mean", t, axes) {
 		n *= t.shape[a]
 	}
-	m := Scale(s, 1/float64(n))
-	s.Release()
-	return m
+	s.ScaleInPlace(1 / float64(n)) // s is a fresh contiguous tensor
+	return s
 }
 
 // SumTo sums t down to shape, the inverse of broadcasting t from shape

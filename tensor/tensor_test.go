@@ -294,3 +294,20 @@ func TestLayerNormBackwardStridedWeight(t *testing.T) {
 		require.Equal(t, db2.Float64s(), db1.Float64s())
 	})
 }
+
+// A max over an empty axis fails before it allocates: outside any scope,
+// nothing is left behind.
+func TestMaxOverEmptyAxisLeavesNothing(t *testing.T) {
+	x := tensor.Zeros(cpu, tensor.Float32, 3, 0, 2)
+	defer x.Release()
+	xt := x.Transpose(0, 2) // strided: reduce would copy it first
+	defer xt.Release()
+	mem := cpu.Memory()
+	before := mem.InUse()
+	for _, in := range []*tensor.Tensor{x, xt} {
+		err := tensor.Try(func() { tensor.Max(in, false, 1) })
+		require.ErrorIs(t, err, tensor.ErrShape)
+		require.ErrorContains(t, err, "empty axis")
+	}
+	require.Equal(t, before, mem.InUse())
+}
