@@ -87,6 +87,8 @@ func testCopiesBetweenDevices(t *testing.T) {
 			y := tensor.Zeros(dev, tensor.Float32, 2, 2)
 			y.CopyFrom(x.T())
 			require.Equal(t, []float32{1.5, 3, -2.25, 1e10}, y.Float32s())
+			y.CopyFrom(x)
+			require.Equal(t, []float32{1.5, -2.25, 3, 1e10}, y.Float32s())
 			// Strided copies move raw 2-, 4- and 8-byte words: every dtype.
 			for _, dt := range allDTypes {
 				host := probe.Narrow(0, 0, 120).To(dt).Reshape(2, 3, 4, 5)

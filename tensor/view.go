@@ -179,13 +179,13 @@ func (t *Tensor) CopyFrom(src *Tensor) {
 		if s.dev != t.dev {
 			s = s.ToDevice(t.dev)
 		}
-		if s.dtype != t.dtype {
-			s = s.To(t.dtype)
-		}
-		if s.IsContiguous() {
+		switch {
+		case s.IsContiguous(): // cast converts as it copies
 			t.dev.backend().cast(t, s)
-		} else {
+		case s.dtype == t.dtype:
 			t.dev.backend().copyStrided(t, s)
+		default:
+			t.dev.backend().cast(t, s.Contiguous())
 		}
 	})
 }
