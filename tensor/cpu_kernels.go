@@ -50,15 +50,20 @@ func (cpuBackend) fill(dst *Tensor, v float64) {
 	case Int32:
 		cpukern.Fill(i32(dst), int32(v))
 	case Float16, BFloat16:
-		one := []float32{float32(v)}
-		h := []uint16{0}
-		if dst.dtype == Float16 {
-			cpukern.F32ToF16(h, one)
-		} else {
-			cpukern.F32ToBF16(h, one)
-		}
-		cpukern.Fill(hostData[uint16](dst), h[0])
+		cpukern.Fill(hostData[uint16](dst), halfBits(dst.dtype, v))
 	}
+}
+
+// halfBits is v rounded to the half dtype dt, as its bits (the fill value
+// of both backends).
+func halfBits(dt DType, v float64) uint16 {
+	h, one := []uint16{0}, []float32{float32(v)}
+	if dt == Float16 {
+		cpukern.F32ToF16(h, one)
+	} else {
+		cpukern.F32ToBF16(h, one)
+	}
+	return h[0]
 }
 
 func (cpuBackend) cast(dst, src *Tensor) {

@@ -117,16 +117,16 @@ func RandUniform(dev Device, dt DType, rng *rand.Rand, lo, hi float64, shape ...
 
 // Arange returns the int32 or float values start, start+1, ..., start+n-1.
 func Arange(dev Device, dt DType, start, n int) *Tensor {
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = float64(start + i)
-	}
 	if dt == Int32 {
 		ids := make([]int32, n)
 		for i := range ids {
 			ids[i] = int32(start + i)
 		}
 		return FromInt32s(dev, ids, n)
+	}
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = float64(start + i)
 	}
 	return FromFloats(dev, dt, v, n)
 }

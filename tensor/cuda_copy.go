@@ -4,7 +4,6 @@ import (
 	"math"
 
 	"github.com/strata-ml/strata/cuda"
-	"github.com/strata-ml/strata/tensor/internal/cpukern"
 )
 
 // Host transfers are queued on the device's stream, so they are ordered
@@ -102,13 +101,7 @@ func (b cudaBackend) fill(dst *Tensor, v float64) {
 	case Int32:
 		bits = uint64(uint32(int32(v)))
 	case Float16, BFloat16:
-		h, one := []uint16{0}, []float32{float32(v)}
-		if dst.dtype == Float16 {
-			cpukern.F32ToF16(h, one)
-		} else {
-			cpukern.F32ToBF16(h, one)
-		}
-		bits = uint64(h[0])
+		bits = uint64(halfBits(dst.dtype, v))
 	}
 	s := sizeIndex(dst.dtype)
 	d.launch1("Fill", d.k.fill[s], n, func(a *cuda.Args) {

@@ -16,17 +16,16 @@ import (
 // stream. Devices are opened once and live for the rest of the process,
 // like the CPU device.
 type cudaDevice struct {
-	ordinal int
-	name    string
-	ctx     *cuda.Context
-	props   cuda.Properties
-	stream  *cuda.Stream
-	q       cudaQueue // queues on stream
-	module  *cuda.Module
-	k       *cudaKernels
-	mem     *memory.Manager
-	memS    memory.Stream // d.stream as the pools know it
-	status  *cudaStatus
+	name   string
+	ctx    *cuda.Context
+	props  cuda.Properties
+	stream *cuda.Stream
+	q      cudaQueue // queues on stream
+	module *cuda.Module
+	k      *cudaKernels
+	mem    *memory.Manager
+	memS   memory.Stream // d.stream as the pools know it
+	status *cudaStatus
 
 	// mu serialises launches (args is one reusable argument block) and
 	// the synchronize-then-read sequences of the status block.
@@ -126,7 +125,7 @@ func newCUDADevice(ordinal int) (_ *cudaDevice, err error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &cudaDevice{ordinal: ordinal, name: fmt.Sprintf("cuda:%d", ordinal), ctx: ctx, props: ctx.Properties()}
+	d := &cudaDevice{name: fmt.Sprintf("cuda:%d", ordinal), ctx: ctx, props: ctx.Properties()}
 	if !d.props.UnifiedAddressing || !d.props.CanMapHostMemory {
 		return nil, fmt.Errorf("%s (%s) lacks unified addressing or mapped host memory, which strata needs", d.name, d.props.Name)
 	}

@@ -1,9 +1,5 @@
 package tensor
 
-import (
-	"unsafe"
-)
-
 // hostCopy returns t's elements, converted to dtype dt, in a new Go slice
 // of bytes (synchronizing the device first).
 func hostCopy(op string, t *Tensor, dt DType) []byte {
@@ -21,11 +17,10 @@ func hostCopy(op string, t *Tensor, dt DType) []byte {
 }
 
 func bytesAs[T any](b []byte) []T {
-	if len(b) == 0 {
-		return []T{}
+	if s := castSlice[T](b); s != nil {
+		return s
 	}
-	var z T
-	return unsafe.Slice((*T)(unsafe.Pointer(&b[0])), len(b)/int(unsafe.Sizeof(z)))
+	return []T{}
 }
 
 // Float32s copies the elements to a new slice, converted to float32.

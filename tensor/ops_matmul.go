@@ -39,9 +39,7 @@ func batchStride(t *Tensor, bshape []int) (int, bool) {
 		if s < 0 {
 			s = st[i]
 		} else if st[i] != s*n {
-			if !(s == 0 && st[i] == 0) {
-				return 0, false
-			}
+			return 0, false
 		}
 		n *= bshape[i]
 	}

@@ -15,7 +15,6 @@ import (
 // last tensor referring to it is released.
 type storage struct {
 	alloc  *memory.Allocation
-	dev    Device
 	nbytes int64
 	refs   atomic.Int32
 }
@@ -80,7 +79,7 @@ func newStorage(dev Device, nbytes int64, role memory.Role) (*storage, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &storage{alloc: a, dev: dev, nbytes: nbytes}
+	s := &storage{alloc: a, nbytes: nbytes}
 	s.refs.Store(1)
 	return s, nil
 }
