@@ -134,8 +134,10 @@ func (g *GPT) Trunk(idx *tensor.Tensor) *autograd.Var {
 	if T > g.Config.Context {
 		panic(&tensor.OpError{Op: "GPT.Forward", Msg: fmt.Sprintf("sequence length %d exceeds the context %d", T, g.Config.Context), Err: tensor.ErrShape})
 	}
-	pos := tensor.Arange(idx.Device(), tensor.Int32, 0, T)
-	x := autograd.Add(g.Wte.Forward(idx), g.Wpe.Forward(pos)) // (B, T, C) + (T, C)
+	// Positions 0..T-1 are the first T rows of Wpe: a view, not a gather
+	// of ids uploaded every step (Narrow's backward writes the same rows).
+	pos := autograd.Narrow(g.Wpe.Weight.Var, 0, 0, T)
+	x := autograd.Add(g.Wte.Forward(idx), pos) // (B, T, C) + (T, C)
 	x = g.Drop.Forward(x)
 	for _, b := range g.Blocks {
 		x = b.Forward(x)
