@@ -176,13 +176,9 @@ func (a *CausalSelfAttention) Forward(x *autograd.Var) *autograd.Var {
 	q := autograd.Reshape(autograd.Narrow(heads, 0, 0, 1), B, H, T, C/H)
 	k := autograd.Reshape(autograd.Narrow(heads, 0, 1, 1), B, H, T, C/H)
 	v := autograd.Reshape(autograd.Narrow(heads, 0, 2, 1), B, H, T, C/H)
-	var off uint64
-	if a.AttnDrop.Training && a.AttnDrop.P > 0 {
-		off = a.AttnDrop.offset
-		a.AttnDrop.offset += uint64(B * H * T * T)
-	}
-	y := autograd.CausalAttention(q, k, v, dropP(a.AttnDrop), a.AttnDrop.Seed, off) // (B, H, T, hd)
-	yp := autograd.Permute(y, 0, 2, 1, 3)                                           // (B, T, H, hd), a view
+	p, off := a.AttnDrop.next(B * H * T * T)                        // the attention probabilities
+	y := autograd.CausalAttention(q, k, v, p, a.AttnDrop.Seed, off) // (B, H, T, hd)
+	yp := autograd.Permute(y, 0, 2, 1, 3)                           // (B, T, H, hd), a view
 	yc := autograd.Contiguous(yp)
 	dropAll(y, yp)
 	y = autograd.Reshape(yc, B, T, C)
@@ -194,11 +190,4 @@ func dropAll(vs ...*autograd.Var) {
 	for _, v := range vs {
 		v.Drop()
 	}
-}
-
-func dropP(d *Dropout) float64 {
-	if d.Training {
-		return d.P
-	}
-	return 0
 }

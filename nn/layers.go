@@ -94,12 +94,22 @@ type Dropout struct {
 
 // Forward applies dropout when training and P > 0.
 func (d *Dropout) Forward(x *autograd.Var) *autograd.Var {
-	if !d.Training || d.P == 0 {
+	p, off := d.next(x.Value.Numel())
+	if p == 0 {
 		return x
 	}
-	off := d.offset
-	d.offset += uint64(x.Value.Numel())
-	return autograd.Dropout(x, d.P, d.Seed, off)
+	return autograd.Dropout(x, p, d.Seed, off)
+}
+
+// next returns the probability to apply to n elements (0 when not
+// training) and the mask offset for them, and moves the offset past them.
+func (d *Dropout) next(n int) (p float64, off uint64) {
+	if !d.Training || d.P == 0 {
+		return 0, 0
+	}
+	off = d.offset
+	d.offset += uint64(n)
+	return d.P, off
 }
 
 // GELU is the tanh-approximated GELU activation.

@@ -11,12 +11,13 @@ import (
 // names (nanoGPT's keys for a GPT, so PyTorch's
 // safetensors.torch.load_file and Hugging Face tools can read them).
 func SaveWeights(path string, ps []*Parameter, meta map[string]string) error {
-	m := make(map[string]*tensor.Tensor, len(ps))
-	for _, p := range ps {
-		if _, dup := m[p.Name]; dup {
-			return fmt.Errorf("nn: saving %s: duplicate parameter %q", path, p.Name)
-		}
-		m[p.Name] = p.Value
+	byName, err := ByName(ps)
+	if err != nil {
+		return fmt.Errorf("nn: saving %s: %w", path, err)
+	}
+	m := make(map[string]*tensor.Tensor, len(byName))
+	for name, p := range byName {
+		m[name] = p.Value
 	}
 	return tensor.WriteSafetensors(path, m, meta)
 }
@@ -29,16 +30,15 @@ func LoadWeights(path string, ps []*Parameter) (meta map[string]string, err erro
 	if len(ps) == 0 {
 		return nil, fmt.Errorf("nn: loading %s: no parameters to load into", path)
 	}
+	byName, err := ByName(ps) // before the file is read onto the device
+	if err != nil {
+		return nil, fmt.Errorf("nn: loading %s: %w", path, err)
+	}
 	if e := tensor.Try(func() {
 		tensor.WithScope(func() {
 			var ts map[string]*tensor.Tensor
 			ts, meta, err = tensor.ReadSafetensors(path, ps[0].Value.Device())
 			if err != nil {
-				return
-			}
-			byName, e := ByName(ps)
-			if e != nil {
-				err = e
 				return
 			}
 			var missing, unexpected []string
