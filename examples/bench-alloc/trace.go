@@ -125,57 +125,113 @@ type traceResult struct {
 
 // replay runs the trace's allocations and completed frees through a fresh
 // pool over backend, and computes PyTorch's numbers from the trace's own
-// segment events.
+// segment events. The pool's time per call is measured over the pool
+// calls alone: scanTrace does the trace's bookkeeping first.
 func replay(path string, evs []traceEvent, backend memory.Backend) (traceResult, error) {
-	res := traceResult{File: filepath.Base(path), Events: len(evs)}
+	res, ops, slots, err := scanTrace(path, evs)
+	if err != nil {
+		return res, err
+	}
 	p := memory.NewPool(backend, memory.PoolConfig{})
-	live := make(map[uint64]*memory.Block)
-	sizes := make(map[uint64]int64) // trace address -> requested size, for PyTorch's requested bytes
-	var requested, reserved int64
-	segs := map[uint64]int64{} // PyTorch's segments reserved in the trace, by address
-	outside := map[uint64]bool{}
-	var outsideLive int64
-	preexistingFreed := false
-	ops := 0
+	blocks := make([]*memory.Block, slots)
 	start := time.Now()
+	for _, op := range ops {
+		if op.free {
+			err = p.Free(blocks[op.slot])
+			blocks[op.slot] = nil
+		} else {
+			blocks[op.slot], err = p.Alloc(op.size, op.stream)
+		}
+		if err != nil {
+			return res, errors.Join(fmt.Errorf("%s: event %d: %w", path, op.event+1, err), p.Close())
+		}
+	}
+	elapsed := time.Since(start)
+	st := p.Stats()
+	if st.Requested.Peak != res.PeakRequested {
+		return res, errors.Join(fmt.Errorf("%s: the pool's peak requested bytes %d differ from the trace's %d", path, st.Requested.Peak, res.PeakRequested), p.Close())
+	}
+	res.OursPeakAllocated = st.Allocated.Peak
+	res.OursPeakReserved = st.Reserved.Peak
+	res.OursSegments = st.BackendAllocs
+	res.OursNsPerOp = float64(elapsed.Nanoseconds()) / float64(max(len(ops), 1))
+	if res.PeakRequested > 0 {
+		res.OursRatio = float64(res.OursPeakReserved) / float64(res.PeakRequested)
+	}
+	if st.Reserved.Peak > 0 {
+		res.OursFragmentation = 1 - float64(st.Active.Peak)/float64(st.Reserved.Peak)
+	}
+	for _, b := range blocks {
+		if b == nil {
+			continue
+		}
+		if err := p.Free(b); err != nil {
+			return res, errors.Join(err, p.Close())
+		}
+	}
+	return res, p.Close()
+}
+
+// poolOp is one pool call of a replay: an allocation of size bytes on
+// stream into a slot of the block table, or the free of a slot's block.
+type poolOp struct {
+	event  int // index of the trace event, for errors
+	slot   int
+	free   bool
+	size   int64
+	stream memory.Stream
+}
+
+// scanTrace computes PyTorch's side of a trace from its events, and lists
+// the pool calls replay makes for them, with the number of block slots
+// they use (a freed block's slot is reused). An allocation at an address
+// already live is an error.
+func scanTrace(path string, evs []traceEvent) (res traceResult, ops []poolOp, slots int, err error) {
+	res = traceResult{File: filepath.Base(path), Events: len(evs)}
+	type liveBlock struct {
+		slot    int
+		size    int64
+		outside bool // in no segment the trace reserved
+	}
+	live := map[uint64]liveBlock{}
+	var freeSlots []int
+	var requested, reserved, outsideLive int64
+	segs := map[uint64]int64{} // PyTorch's segments reserved in the trace, by address
+	preexistingFreed := false
 	for i, ev := range evs {
 		switch ev.action {
 		case actAlloc:
 			if _, dup := live[ev.addr]; dup {
-				return res, errors.Join(fmt.Errorf("%s: event %d allocates address %#x, which is live", path, i+1, ev.addr), p.Close())
+				return res, nil, 0, fmt.Errorf("%s: event %d allocates address %#x, which is live", path, i+1, ev.addr)
 			}
-			b, err := p.Alloc(ev.size, memory.Stream(ev.stream))
-			if err != nil {
-				return res, errors.Join(fmt.Errorf("%s: event %d: %w", path, i+1, err), p.Close())
+			lb := liveBlock{slot: slots, size: ev.size, outside: !inSegment(segs, ev.addr)}
+			if k := len(freeSlots); k > 0 {
+				lb.slot, freeSlots = freeSlots[k-1], freeSlots[:k-1]
+			} else {
+				slots++
 			}
-			live[ev.addr] = b
-			sizes[ev.addr] = ev.size
+			live[ev.addr] = lb
+			ops = append(ops, poolOp{event: i, slot: lb.slot, size: ev.size, stream: memory.Stream(ev.stream)})
 			requested += ev.size
-			if !inSegment(segs, ev.addr) {
-				outside[ev.addr] = true
+			if lb.outside {
 				outsideLive += ev.size
 				res.TorchPreexistingPeak = max(res.TorchPreexistingPeak, outsideLive)
 			}
 			res.PeakRequested = max(res.PeakRequested, requested)
 			res.Allocs++
-			ops++
 		case actFreeCompleted:
-			b, ok := live[ev.addr]
+			lb, ok := live[ev.addr]
 			if !ok {
 				res.UnmatchedFrees++
 				continue
 			}
-			if err := p.Free(b); err != nil {
-				return res, errors.Join(fmt.Errorf("%s: event %d: %w", path, i+1, err), p.Close())
-			}
+			ops = append(ops, poolOp{event: i, slot: lb.slot, free: true})
 			delete(live, ev.addr)
-			requested -= sizes[ev.addr]
-			if outside[ev.addr] {
-				outsideLive -= sizes[ev.addr]
-				delete(outside, ev.addr)
+			freeSlots = append(freeSlots, lb.slot)
+			requested -= lb.size
+			if lb.outside {
+				outsideLive -= lb.size
 			}
-			delete(sizes, ev.addr)
-			ops++
 		case actSegmentAlloc:
 			segs[ev.addr] = ev.size
 			reserved += ev.size
@@ -188,16 +244,7 @@ func replay(path string, evs []traceEvent, backend memory.Backend) (traceResult,
 			reserved -= ev.size
 		}
 	}
-	elapsed := time.Since(start)
 	res.LiveAtEnd = len(live)
-	st := p.Stats()
-	if st.Requested.Peak != res.PeakRequested {
-		return res, errors.Join(fmt.Errorf("%s: the pool's peak requested bytes %d differ from the trace's %d", path, st.Requested.Peak, res.PeakRequested), p.Close())
-	}
-	res.OursPeakAllocated = st.Allocated.Peak
-	res.OursPeakReserved = st.Reserved.Peak
-	res.OursSegments = st.BackendAllocs
-	res.OursNsPerOp = float64(elapsed.Nanoseconds()) / float64(max(ops, 1))
 	res.TorchPeakReservedLowerBound = -1
 	if !preexistingFreed {
 		res.TorchPeakReservedLowerBound = res.TorchPeakReserved + res.TorchPreexistingPeak
@@ -205,17 +252,8 @@ func replay(path string, evs []traceEvent, backend memory.Backend) (traceResult,
 	if res.PeakRequested > 0 {
 		res.TorchRatio = float64(res.TorchPeakReserved) / float64(res.PeakRequested)
 		res.TorchRatioLowerBound = float64(res.TorchPeakReservedLowerBound) / float64(res.PeakRequested)
-		res.OursRatio = float64(res.OursPeakReserved) / float64(res.PeakRequested)
 	}
-	if st.Reserved.Peak > 0 {
-		res.OursFragmentation = 1 - float64(st.Active.Peak)/float64(st.Reserved.Peak)
-	}
-	for _, b := range live {
-		if err := p.Free(b); err != nil {
-			return res, errors.Join(err, p.Close())
-		}
-	}
-	return res, p.Close()
+	return res, ops, slots, nil
 }
 
 // inSegment reports whether addr lies in one of the segments.
