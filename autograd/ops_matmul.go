@@ -14,31 +14,28 @@ func MatMul(a, b *Var) *Var {
 	return Record("MatMul", out, []*Var{a, b}, func(g *tensor.Tensor) []*tensor.Tensor {
 		var ga, gb *tensor.Tensor
 		if needs(a) {
-			ga = matGrad(g, b.Value.T(), a.Value.Shape(), false)
+			bt := b.Value.T()
+			ga = sumTo(tensor.MatMul(g, bt), a.Value.Shape())
+			bt.Release()
 		}
 		if needs(b) {
-			gb = matGrad(a.Value.T(), g, b.Value.Shape(), true)
+			if b.Value.Rank() == 2 && a.Value.Rank() > 2 {
+				// b was a shared matrix: its gradient sums aᵀ g over the
+				// batch, folded into one GEMM.
+				gb = foldedTN(a.Value, g)
+			} else {
+				at := a.Value.T()
+				gb = sumTo(tensor.MatMul(at, g), b.Value.Shape())
+				at.Release()
+			}
 		}
 		return []*tensor.Tensor{ga, gb}
 	})
 }
 
-// matGrad computes x @ y summed down to shape, releasing the transposed
-// view it was given (first operand when firstIsView, else the second).
-func matGrad(x, y *tensor.Tensor, shape []int, firstIsView bool) *tensor.Tensor {
-	var p *tensor.Tensor
-	if len(shape) == 2 && x.Rank() > 2 && firstIsView {
-		// b was a shared matrix: fold the batch into the inner dimension,
-		// aᵀ g over all rows at once: (k, B·m) @ (B·m, n).
-		p = foldedATB(x, y)
-	} else {
-		p = tensor.MatMul(x, y)
-	}
-	if firstIsView {
-		x.Release()
-	} else {
-		y.Release()
-	}
+// sumTo returns p summed down to shape, releasing p, or p itself when it
+// already has that shape.
+func sumTo(p *tensor.Tensor, shape []int) *tensor.Tensor {
 	if slices.Equal(p.Shape(), shape) {
 		return p
 	}
@@ -47,18 +44,16 @@ func matGrad(x, y *tensor.Tensor, shape []int, firstIsView bool) *tensor.Tensor 
 	return r
 }
 
-// foldedATB computes (aᵀ g) summed over the batch as one GEMM, where at is
-// the transposed view of a (..., m, k) and g is (..., m, n).
-func foldedATB(at, g *tensor.Tensor) *tensor.Tensor {
-	s := at.Shape()
-	k := s[len(s)-2]
-	a := at.T()
-	a2 := a.Reshape(-1, k)
-	gs := g.Shape()
-	g2 := g.Reshape(-1, gs[len(gs)-1])
-	a2t := a2.T()
-	p := tensor.MatMul(a2t, g2)
-	for _, t := range []*tensor.Tensor{a, a2, g2, a2t} {
+// foldedTN returns x2ᵀ y2, where x (..., p) and y (..., q) with the same
+// leading elements are flattened to (N, p) and (N, q): a product summed
+// over every leading index in one GEMM (a weight's gradient, aᵀ g over
+// all rows at once).
+func foldedTN(x, y *tensor.Tensor) *tensor.Tensor {
+	x2 := x.Reshape(-1, x.Dim(-1))
+	y2 := y.Reshape(-1, y.Dim(-1))
+	x2t := x2.T()
+	p := tensor.MatMul(x2t, y2)
+	for _, t := range []*tensor.Tensor{x2, y2, x2t} {
 		t.Release()
 	}
 	return p
@@ -140,11 +135,7 @@ func linearForward(x *tensor.Tensor, w, b *Var) *tensor.Tensor {
 // layer's input a (..., in): gw = g2ᵀ a, gb = Σ rows of g2.
 func linearParamGrads(g2, a *tensor.Tensor, w, b *Var) (gw, gb *tensor.Tensor) {
 	if needs(w) {
-		af := a.Reshape(-1, a.Dim(-1))
-		g2t := g2.T()
-		gw = tensor.MatMul(g2t, af) // (out, N) @ (N, in)
-		af.Release()
-		g2t.Release()
+		gw = foldedTN(g2, a) // (out, N) @ (N, in)
 	}
 	if b != nil && needs(b) {
 		gb = tensor.Sum(g2, false, 0)
