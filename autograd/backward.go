@@ -20,7 +20,8 @@ var ErrNoGraph = errors.New("autograd: no graph to differentiate")
 // output and its output value (unless retained, and except v itself) are
 // released: the graph is consumed, as with PyTorch's retain_graph=False,
 // and memory falls during the backward pass instead of at its end.
-// Everything Backward allocates has memory role gradient.
+// Everything Backward allocates has memory role gradient and belongs to
+// v's context (tensor.Ctx); gradients of leaves are kept out of it.
 //
 // Errors: ErrNoGraph, a non-scalar v, or an *tensor.OpError raised by a
 // backward function (out of memory, say).
@@ -32,10 +33,14 @@ func (v *Var) Backward() error {
 		return fmt.Errorf("autograd: Backward of %s: want a scalar, have shape %v (reduce it first)", v.Name(), v.Value.Shape())
 	}
 	order := topo(v)
+	c := v.Value.Ctx()
+	if c == nil {
+		c = tensor.Background()
+	}
 	return tensor.Try(func() {
-		tensor.WithScope(func() {
-			tensor.WithRole(gradRole, func() {
-				v.pending = tensor.Full(v.Value.Device(), v.Value.DType(), 1, v.Value.Shape()...)
+		c.WithScope(func() {
+			c.WithRole(gradRole, func() {
+				v.pending = c.Full(v.Value.Device(), v.Value.DType(), 1, v.Value.Shape()...)
 				for i := len(order) - 1; i >= 0; i-- {
 					step(order[i], order[i] == v)
 				}

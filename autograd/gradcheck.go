@@ -23,14 +23,15 @@ func GradCheck(f func(xs []*Var) *Var, xs []*tensor.Tensor, wrt []bool, eps, ato
 		}
 	}
 	var r *tensor.Tensor
+	c := tensor.NewCtx() // its own context: GradCheck may run on any goroutine
 	objective := func(vals []*tensor.Tensor, grad bool) (float64, []*tensor.Tensor, error) {
 		var out float64
 		var grads []*tensor.Tensor
 		err := tensor.Try(func() {
-			tensor.WithScope(func() {
+			c.WithScope(func() {
 				vars := make([]*Var, len(vals))
 				for i, v := range vals {
-					c := v.Clone()
+					c := c.Adopt(v.Clone())
 					if grad && (wrt == nil || wrt[i]) {
 						vars[i] = Param(c, fmt.Sprintf("x%d", i))
 					} else {
@@ -40,10 +41,11 @@ func GradCheck(f func(xs []*Var) *Var, xs []*tensor.Tensor, wrt []bool, eps, ato
 				y := f(vars)
 				if r == nil {
 					rng := rand.New(rand.NewPCG(1, 2))
-					r = tensor.RandN(y.Value.Device(), y.Value.DType(), rng, 1, y.Value.Shape()...)
+					r = c.RandN(y.Value.Device(), y.Value.DType(), rng, 1, y.Value.Shape()...)
 					tensor.Keep(r)
 				}
 				s := Sum(Mul(y, Const(r)), false)
+				c.Adopt(s.Value) // made from kept tensors alone when every input is a Param
 				out = s.Item()
 				if grad {
 					if err := s.Backward(); err != nil {
@@ -85,7 +87,7 @@ func GradCheck(f func(xs []*Var) *Var, xs []*tensor.Tensor, wrt []bool, eps, ato
 		}
 		base := x.Float64s()
 		for j := range base {
-			num, err := numeric(objective, xs, i, base, j, eps)
+			num, err := numeric(c, objective, xs, i, base, j, eps)
 			if err != nil {
 				return err
 			}
@@ -97,14 +99,14 @@ func GradCheck(f func(xs []*Var) *Var, xs []*tensor.Tensor, wrt []bool, eps, ato
 	return nil
 }
 
-func numeric(obj func([]*tensor.Tensor, bool) (float64, []*tensor.Tensor, error), xs []*tensor.Tensor, i int, base []float64, j int, eps float64) (float64, error) {
+func numeric(c *tensor.Ctx, obj func([]*tensor.Tensor, bool) (float64, []*tensor.Tensor, error), xs []*tensor.Tensor, i int, base []float64, j int, eps float64) (float64, error) {
 	var f [2]float64
 	for k, d := range []float64{eps, -eps} {
 		pert := append([]float64(nil), base...)
 		pert[j] += d
 		var err error
-		tensor.WithScope(func() {
-			p := tensor.FromFloat64s(xs[i].Device(), pert, xs[i].Shape()...)
+		c.WithScope(func() {
+			p := c.FromFloat64s(xs[i].Device(), pert, xs[i].Shape()...)
 			vals := append([]*tensor.Tensor(nil), xs...)
 			vals[i] = p
 			f[k], _, err = obj(vals, false)

@@ -52,7 +52,7 @@ func Narrow(x *Var, axis, start, length int) *Var {
 	shape := x.Value.Shape()
 	dt, dev := x.Value.DType(), x.Value.Device()
 	return Record("Narrow", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
-		full := tensor.Zeros(dev, dt, shape...)
+		full := tensor.CtxOf(g).Zeros(dev, dt, shape...)
 		full.WriteNarrow(axis, start, g)
 		return []*tensor.Tensor{full}
 	})

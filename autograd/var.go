@@ -98,28 +98,48 @@ func (v *Var) ZeroGrad() {
 // Detach returns a leaf sharing v's value, cut from the graph.
 func (v *Var) Detach() *Var { return &Var{Value: v.Value.Alias()} }
 
-var noGrad atomic.Int32
+// gradKey is autograd's slot in a tensor.Ctx: a *gradState.
+var gradKey = tensor.NewCtxKey("autograd")
 
-// NoGrad runs fn without recording the graph (evaluation, optimizer
-// steps); ops then return leaves.
-func NoGrad(fn func()) {
-	noGrad.Add(1)
-	defer noGrad.Add(-1)
+// gradState is one context's grad mode: recording is off while off > 0.
+type gradState struct{ off atomic.Int32 }
+
+func stateOf(c *tensor.Ctx) *gradState {
+	return c.ValueOrInit(gradKey, func() any { return new(gradState) }).(*gradState)
+}
+
+// NoGradIn runs fn without recording the graph in context c (evaluation,
+// optimizer steps): ops over c's tensors then return leaves. Other
+// contexts, and other goroutines, are not affected.
+func NoGradIn(c *tensor.Ctx, fn func()) {
+	st := stateOf(c)
+	st.off.Add(1)
+	defer st.off.Add(-1)
 	fn()
 }
 
-// GradEnabled reports whether ops record the graph now.
-func GradEnabled() bool { return noGrad.Load() == 0 }
+// NoGrad is NoGradIn(tensor.Background(), fn), for one-goroutine programs.
+func NoGrad(fn func()) { NoGradIn(tensor.Background(), fn) }
 
-// Record makes the var for an op's output. When recording is on and some
-// input requires gradients, the var gets a node with backward; saved are
-// extra tensors backward needs (released after it runs, or by the scope).
-// This is how every op of this package is written, and how users write
-// custom ops: compute the forward with tensor ops, then Record it with
-// its backward beside it.
+// GradEnabledIn reports whether ops over c's tensors record the graph now.
+func GradEnabledIn(c *tensor.Ctx) bool { return stateOf(c).off.Load() == 0 }
+
+// GradEnabled is GradEnabledIn(tensor.Background()).
+func GradEnabled() bool { return GradEnabledIn(tensor.Background()) }
+
+// Record makes the var for an op's output. When recording is on in the
+// output's context and some input requires gradients, the var gets a node
+// with backward; saved are extra tensors backward needs (released after
+// it runs, or by the scope). This is how every op of this package is
+// written, and how users write custom ops: compute the forward with
+// tensor ops, then Record it with its backward beside it.
+//
+// An output that belongs to no context (an op on parameters alone, see
+// tensor.Ctx) is recorded whenever an input requires gradients: whether
+// it is differentiated is decided by the context it meets next.
 func Record(op string, out *tensor.Tensor, inputs []*Var, backward BackwardFunc, saved ...*tensor.Tensor) *Var {
 	v := &Var{Value: out}
-	if !GradEnabled() {
+	if c := out.Ctx(); c != nil && !GradEnabledIn(c) {
 		return v
 	}
 	for _, in := range inputs {

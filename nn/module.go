@@ -39,34 +39,29 @@ func (o Options) check() {
 	}
 }
 
-// newParam allocates a parameter with role and fills it with init.
-func newParam(o Options, name string, role memory.Role, init func(*tensor.Tensor), shape ...int) *Parameter {
+// newParam allocates a parameter with role and fills it with init. It
+// uses a context of its own, so models may be built on any goroutine.
+func newParam(o Options, name string, role memory.Role, init func(*tensor.Ctx, *tensor.Tensor), shape ...int) *Parameter {
 	o.check()
-	var t *tensor.Tensor
-	tensor.WithRole(role, func() {
-		var err error
-		t, err = tensor.New(o.Device, o.DType, role, shape...)
-		if err != nil {
-			panic(err)
-		}
-		init(t)
-	})
+	t, err := tensor.NewKept(o.Device, o.DType, role, shape...)
+	if err != nil {
+		panic(err)
+	}
+	c := tensor.NewCtx()
+	c.WithScope(func() { init(c, t) })
 	return &Parameter{Var: autograd.Param(t, name), Name: name, Decay: len(shape) >= 2}
 }
 
 // normalInit fills with normal(0, std) from rng (drawn on the host, so the
 // same seed gives the same weights on every device).
-func normalInit(rng *rand.Rand, std float64) func(*tensor.Tensor) {
-	return func(t *tensor.Tensor) {
-		tensor.WithScope(func() {
-			r := tensor.RandN(t.Device(), t.DType(), rng, std, t.Shape()...)
-			t.CopyFrom(r)
-		})
+func normalInit(rng *rand.Rand, std float64) func(*tensor.Ctx, *tensor.Tensor) {
+	return func(c *tensor.Ctx, t *tensor.Tensor) {
+		t.CopyFrom(c.RandN(t.Device(), t.DType(), rng, std, t.Shape()...))
 	}
 }
 
-func constInit(v float64) func(*tensor.Tensor) {
-	return func(t *tensor.Tensor) { t.Fill(v) }
+func constInit(v float64) func(*tensor.Ctx, *tensor.Tensor) {
+	return func(_ *tensor.Ctx, t *tensor.Tensor) { t.Fill(v) }
 }
 
 // prefix joins name parts with dots.

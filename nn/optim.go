@@ -70,11 +70,10 @@ func (o *AdamW) state(p *Parameter) (m, v *tensor.Tensor) {
 
 // zerosKept allocates optimizer state like t, outside every scope.
 func zerosKept(t *tensor.Tensor) *tensor.Tensor {
-	z, err := tensor.New(t.Device(), t.DType(), memory.RoleOptimizerState, t.Shape()...)
+	z, err := tensor.NewKept(t.Device(), t.DType(), memory.RoleOptimizerState, t.Shape()...)
 	if err != nil {
 		panic(err)
 	}
-	tensor.Keep(z)
 	z.Fill(0)
 	return z
 }

@@ -34,10 +34,11 @@ func LoadWeights(path string, ps []*Parameter) (meta map[string]string, err erro
 	if err != nil {
 		return nil, fmt.Errorf("nn: loading %s: %w", path, err)
 	}
+	c := tensor.NewCtx()
 	if e := tensor.Try(func() {
-		tensor.WithScope(func() {
+		c.WithScope(func() {
 			var ts map[string]*tensor.Tensor
-			ts, meta, err = tensor.ReadSafetensors(path, ps[0].Value.Device())
+			ts, meta, err = c.ReadSafetensors(path, ps[0].Value.Device())
 			if err != nil {
 				return
 			}

@@ -8,71 +8,74 @@ import (
 	"github.com/strata-ml/strata/memory"
 )
 
+// The creation functions are methods of Ctx: the new tensor belongs to c
+// and is owned by c's innermost scope, if any. The package-level
+// functions of the same names (create_background.go) create in
+// Background.
+
 // New allocates an uninitialised contiguous tensor for the given memory
 // role. It returns an error (wrapping memory.ErrOutOfMemory, ErrShape,
-// ErrDType or ErrDevice) instead of panicking. The tensor is owned by the
-// current scope, if any.
-func New(dev Device, dt DType, role memory.Role, shape ...int) (*Tensor, error) {
-	return newTensor("New", dev, dt, role, shape)
+// ErrDType or ErrDevice) instead of panicking.
+func (c *Ctx) New(dev Device, dt DType, role memory.Role, shape ...int) (*Tensor, error) {
+	return newTensor("New", c, dev, dt, role, shape)
 }
 
-// Empty allocates an uninitialised tensor with the current scope's role.
-// It panics with an *OpError on a bad shape or when memory runs out.
-func Empty(dev Device, dt DType, shape ...int) *Tensor {
-	return mustNew("Empty", dev, dt, shape)
+// Empty allocates an uninitialised tensor with c's role. It panics with
+// an *OpError on a bad shape or when memory runs out.
+func (c *Ctx) Empty(dev Device, dt DType, shape ...int) *Tensor {
+	return mustNew("Empty", c, dev, dt, shape)
 }
 
 // Full returns a tensor filled with v. Panics like Empty.
-func Full(dev Device, dt DType, v float64, shape ...int) *Tensor {
-	t := mustNew("Full", dev, dt, shape)
+func (c *Ctx) Full(dev Device, dt DType, v float64, shape ...int) *Tensor {
+	t := mustNew("Full", c, dev, dt, shape)
 	dev.backend().fill(t, v)
 	return t
 }
 
 // Zeros returns a tensor of zeros. Panics like Empty.
-func Zeros(dev Device, dt DType, shape ...int) *Tensor { return Full(dev, dt, 0, shape...) }
+func (c *Ctx) Zeros(dev Device, dt DType, shape ...int) *Tensor { return c.Full(dev, dt, 0, shape...) }
 
 // Ones returns a tensor of ones. Panics like Empty.
-func Ones(dev Device, dt DType, shape ...int) *Tensor { return Full(dev, dt, 1, shape...) }
-
-// ZerosLike returns zeros of t's shape, dtype and device.
-func ZerosLike(t *Tensor) *Tensor { return Zeros(t.dev, t.dtype, t.shape...) }
+func (c *Ctx) Ones(dev Device, dt DType, shape ...int) *Tensor { return c.Full(dev, dt, 1, shape...) }
 
 // Scalar returns a 0-dimensional tensor holding v.
-func Scalar(dev Device, dt DType, v float64) *Tensor { return Full(dev, dt, v) }
+func (c *Ctx) Scalar(dev Device, dt DType, v float64) *Tensor { return c.Full(dev, dt, v) }
 
 // FromFloat32s copies data into a new float32 tensor of the given shape
 // (a 1-D tensor when shape is empty). Panics with ErrShape when the sizes
 // disagree.
-func FromFloat32s(dev Device, data []float32, shape ...int) *Tensor {
-	return fromSlice("FromFloat32s", dev, Float32, data, shape)
+func (c *Ctx) FromFloat32s(dev Device, data []float32, shape ...int) *Tensor {
+	return fromSlice("FromFloat32s", c, dev, Float32, data, shape)
 }
 
 // FromFloat64s copies data into a new float64 tensor (see FromFloat32s).
-func FromFloat64s(dev Device, data []float64, shape ...int) *Tensor {
-	return fromSlice("FromFloat64s", dev, Float64, data, shape)
+func (c *Ctx) FromFloat64s(dev Device, data []float64, shape ...int) *Tensor {
+	return fromSlice("FromFloat64s", c, dev, Float64, data, shape)
 }
 
 // FromInt32s copies data into a new int32 tensor (see FromFloat32s).
-func FromInt32s(dev Device, data []int32, shape ...int) *Tensor {
-	return fromSlice("FromInt32s", dev, Int32, data, shape)
+func (c *Ctx) FromInt32s(dev Device, data []int32, shape ...int) *Tensor {
+	return fromSlice("FromInt32s", c, dev, Int32, data, shape)
 }
 
 // FromFloats copies float64 values into a new tensor of any dtype,
 // converting them (rounding to nearest for halves).
-func FromFloats(dev Device, dt DType, data []float64, shape ...int) *Tensor {
+func (c *Ctx) FromFloats(dev Device, dt DType, data []float64, shape ...int) *Tensor {
+	t := c.FromFloat64s(dev, data, shape...)
 	if dt == Float64 {
-		return FromFloat64s(dev, data, shape...)
+		return t
 	}
-	return Tidy(func() *Tensor { return FromFloat64s(dev, data, shape...).To(dt) })
+	defer t.Release()
+	return t.To(dt)
 }
 
 // FromBytes makes a tensor from raw little-endian element bytes.
-func FromBytes(dev Device, dt DType, data []byte, shape ...int) (*Tensor, error) {
+func (c *Ctx) FromBytes(dev Device, dt DType, data []byte, shape ...int) (*Tensor, error) {
 	if n := numel(shape) * dt.Size(); n != len(data) {
 		return nil, &OpError{Op: "FromBytes", Msg: fmt.Sprintf("%d bytes for %v %v, want %d", len(data), dt, shape, n), Err: ErrShape}
 	}
-	t, err := newTensor("FromBytes", dev, dt, CurrentRole(), shape)
+	t, err := newTensor("FromBytes", c, dev, dt, c.Role(), shape)
 	if err != nil {
 		return nil, err
 	}
@@ -80,14 +83,14 @@ func FromBytes(dev Device, dt DType, data []byte, shape ...int) (*Tensor, error)
 	return t, nil
 }
 
-func fromSlice[T any](op string, dev Device, dt DType, data []T, shape []int) *Tensor {
+func fromSlice[T any](op string, c *Ctx, dev Device, dt DType, data []T, shape []int) *Tensor {
 	if len(shape) == 0 {
 		shape = []int{len(data)}
 	}
 	if numel(shape) != len(data) {
 		fail(op, ErrShape, "%d values for shape %v (%d elements)", len(data), shape, numel(shape))
 	}
-	t := mustNew(op, dev, dt, shape)
+	t := mustNew(op, c, dev, dt, shape)
 	if len(data) > 0 {
 		var z T
 		b := unsafe.Slice((*byte)(unsafe.Pointer(&data[0])), len(data)*int(unsafe.Sizeof(z)))
@@ -98,35 +101,47 @@ func fromSlice[T any](op string, dev Device, dt DType, data []T, shape []int) *T
 
 // RandN returns normal(0, std) samples drawn from rng (deterministic for a
 // seeded rng, the same on every device: they are drawn on the host).
-func RandN(dev Device, dt DType, rng *rand.Rand, std float64, shape ...int) *Tensor {
+func (c *Ctx) RandN(dev Device, dt DType, rng *rand.Rand, std float64, shape ...int) *Tensor {
 	v := make([]float64, numel(shape))
 	for i := range v {
 		v[i] = rng.NormFloat64() * std
 	}
-	return FromFloats(dev, dt, v, shape...)
+	return c.FromFloats(dev, dt, v, shape...)
 }
 
 // RandUniform returns uniform [lo, hi) samples drawn from rng.
-func RandUniform(dev Device, dt DType, rng *rand.Rand, lo, hi float64, shape ...int) *Tensor {
+func (c *Ctx) RandUniform(dev Device, dt DType, rng *rand.Rand, lo, hi float64, shape ...int) *Tensor {
 	v := make([]float64, numel(shape))
 	for i := range v {
 		v[i] = lo + (hi-lo)*rng.Float64()
 	}
-	return FromFloats(dev, dt, v, shape...)
+	return c.FromFloats(dev, dt, v, shape...)
 }
 
 // Arange returns the int32 or float values start, start+1, ..., start+n-1.
-func Arange(dev Device, dt DType, start, n int) *Tensor {
+func (c *Ctx) Arange(dev Device, dt DType, start, n int) *Tensor {
 	if dt == Int32 {
 		ids := make([]int32, n)
 		for i := range ids {
 			ids[i] = int32(start + i)
 		}
-		return FromInt32s(dev, ids, n)
+		return c.FromInt32s(dev, ids, n)
 	}
 	v := make([]float64, n)
 	for i := range v {
 		v[i] = float64(start + i)
 	}
-	return FromFloats(dev, dt, v, n)
+	return c.FromFloats(dev, dt, v, n)
+}
+
+// ZerosLike returns zeros of t's shape, dtype and device, in t's context.
+func ZerosLike(t *Tensor) *Tensor {
+	return zerosIn("ZerosLike", ctxOf("ZerosLike", t), t.dev, t.dtype, t.shape...)
+}
+
+// zerosIn is Zeros for ops: c may be nil (see place).
+func zerosIn(op string, c *Ctx, dev Device, dt DType, shape ...int) *Tensor {
+	t := mustNew(op, c, dev, dt, shape)
+	dev.backend().fill(t, 0)
+	return t
 }

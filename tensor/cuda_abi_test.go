@@ -221,18 +221,18 @@ func TestCUDALaunchersMatchKernels(t *testing.T) {
 			driveBackend(t, d, b, dt)
 		}
 		for _, from := range []DType{Float32, Float64, Float16, BFloat16, Int32} {
-			src := mustNew("t", d, from, []int{7})
+			src := mustNew("t", nil, d, from, []int{7})
 			b.fill(src, 1.5)
 			for _, to := range []DType{Float32, Float64, Float16, BFloat16, Int32} {
-				b.cast(mustNew("t", d, to, []int{7}), src)
+				b.cast(mustNew("t", nil, d, to, []int{7}), src)
 			}
-			x := mustNew("t", d, from, []int{5, 6})
-			b.copyStrided(mustNew("t", d, from, []int{6, 5}), x.T())
-			p := mustNew("t", d, from, []int{2, 3, 4, 5})
-			b.copyStrided(mustNew("t", d, from, []int{2, 4, 3, 5}), p.Permute(0, 2, 1, 3))
-			b.copy2D(mustNew("t", d, from, []int{4, 9}), mustNew("t", d, from, []int{4, 3}), 4, 3, 9, 2, 3, 0)
-			table := mustNew("t", d, from, []int{10, 4})
-			require.NoError(t, b.gather(mustNew("t", d, from, []int{3, 4}), table, mustNew("t", d, Int32, []int{3}), 4, 10))
+			x := mustNew("t", nil, d, from, []int{5, 6})
+			b.copyStrided(mustNew("t", nil, d, from, []int{6, 5}), x.T())
+			p := mustNew("t", nil, d, from, []int{2, 3, 4, 5})
+			b.copyStrided(mustNew("t", nil, d, from, []int{2, 4, 3, 5}), p.Permute(0, 2, 1, 3))
+			b.copy2D(mustNew("t", nil, d, from, []int{4, 9}), mustNew("t", nil, d, from, []int{4, 3}), 4, 3, 9, 2, 3, 0)
+			table := mustNew("t", nil, d, from, []int{10, 4})
+			require.NoError(t, b.gather(mustNew("t", nil, d, from, []int{3, 4}), table, mustNew("t", nil, d, Int32, []int{3}), 4, 10))
 		}
 	})
 	require.NotEmpty(t, q.launches)
@@ -269,8 +269,8 @@ func TestCUDALaunchersMatchKernels(t *testing.T) {
 // launch variant (warp and block rows, one and several chunks, contiguous
 // and strided operands).
 func driveBackend(t *testing.T, d *cudaDevice, b cudaBackend, dt DType) {
-	n := func(shape ...int) *Tensor { return mustNew("t", d, dt, shape) }
-	ids := func(k int) *Tensor { return mustNew("t", d, Int32, []int{k}) }
+	n := func(shape ...int) *Tensor { return mustNew("t", nil, d, dt, shape) }
+	ids := func(k int) *Tensor { return mustNew("t", nil, d, Int32, []int{k}) }
 	x, y := n(4, 6), n(4, 6)
 	for op := range cpukernUnaryOps {
 		b.unary(op, y, x)

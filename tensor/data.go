@@ -4,15 +4,13 @@ package tensor
 // of bytes (synchronizing the device first).
 func hostCopy(op string, t *Tensor, dt DType) []byte {
 	t.live(op)
-	var buf []byte
-	WithScope(func() {
-		c := t.To(dt)
-		if err := t.dev.Synchronize(); err != nil {
-			fail(op, err, "synchronizing %v", t.dev)
-		}
-		buf = make([]byte, c.Bytes())
-		t.dev.backend().download(buf, c)
-	})
+	c := t.To(dt)
+	defer c.Release()
+	if err := t.dev.Synchronize(); err != nil {
+		fail(op, err, "synchronizing %v", t.dev)
+	}
+	buf := make([]byte, c.Bytes())
+	t.dev.backend().download(buf, c)
 	return buf
 }
 

@@ -103,7 +103,7 @@ func Binary(op BinaryOp, a, b *Tensor) *Tensor {
 	if err != nil {
 		fail(name, ErrShape, "%v", err)
 	}
-	out := mustNew(name, a.dev, a.dtype, shape)
+	out := mustNew(name, ctxOf(name, a, b), a.dev, a.dtype, shape)
 	av := &Tensor{ref: a.ref, shape: shape, strides: broadcastStrides(a, shape), offset: a.offset, dtype: a.dtype, dev: a.dev}
 	bv := &Tensor{ref: b.ref, shape: shape, strides: broadcastStrides(b, shape), offset: b.offset, dtype: b.dtype, dev: b.dev}
 	a.dev.backend().binary(op, out, av, bv)
@@ -132,7 +132,7 @@ func Unary(op UnaryOp, t *Tensor) *Tensor {
 	sameFloat(name, t)
 	src, done := contig(t)
 	defer done()
-	out := mustNew(name, t.dev, t.dtype, t.shape)
+	out := mustNew(name, ctxOf(name, t), t.dev, t.dtype, t.shape)
 	t.dev.backend().unary(op, out, src)
 	return out
 }
@@ -162,7 +162,7 @@ func UnaryBackward(op UnaryOp, x, y, dy *Tensor) *Tensor {
 	cs, release := contigAll(x, y, dy)
 	defer release()
 	cx, cy, cdy := cs[0], cs[1], cs[2]
-	out := mustNew(name, dy.dev, dy.dtype, dy.shape)
+	out := mustNew(name, ctxOf(name, x, y, dy), dy.dev, dy.dtype, dy.shape)
 	dy.dev.backend().unaryBackward(op, out, cx, cy, cdy)
 	return out
 }
@@ -194,7 +194,7 @@ func Affine(t *Tensor, alpha, beta float64) *Tensor {
 	sameFloat("Affine", t)
 	src, done := contig(t)
 	defer done()
-	out := mustNew("Affine", t.dev, t.dtype, t.shape)
+	out := mustNew("Affine", ctxOf("Affine", t), t.dev, t.dtype, t.shape)
 	t.dev.backend().affine(out, src, alpha, beta)
 	return out
 }

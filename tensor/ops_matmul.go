@@ -94,7 +94,7 @@ func MatMulScaled(a, b *Tensor, alpha float64) *Tensor {
 	if err != nil {
 		fail("MatMul", ErrShape, "batch axes of %v and %v: %v", a.shape, b.shape, err)
 	}
-	out := mustNew("MatMul", a.dev, a.dtype, append(slices.Clone(bshape), m, n))
+	out := mustNew("MatMul", ctxOf("MatMul", a, b), a.dev, a.dtype, append(slices.Clone(bshape), m, n))
 	if out.Numel() == 0 {
 		return out
 	}

@@ -27,7 +27,7 @@ func softmax(op string, t *Tensor, log bool) *Tensor {
 	sameFloat(op, t)
 	src, done := contig(t)
 	defer done()
-	out := mustNew(op, t.dev, t.dtype, t.shape)
+	out := mustNew(op, ctxOf(op, t), t.dev, t.dtype, t.shape)
 	r, c := rowsCols(t)
 	t.dev.backend().softmax(out, src, r, c, log)
 	return out
@@ -39,7 +39,7 @@ func SoftmaxBackward(y, dy *Tensor, log bool) *Tensor {
 	op := "SoftmaxBackward"
 	cy, cdy, release := outputAndGrad(op, y, dy)
 	defer release()
-	out := mustNew(op, y.dev, y.dtype, y.shape)
+	out := mustNew(op, ctxOf(op, y, dy), y.dev, y.dtype, y.shape)
 	r, c := rowsCols(y)
 	y.dev.backend().softmaxBackward(out, cy, cdy, r, c, log)
 	return out
@@ -58,7 +58,7 @@ func CausalSoftmax(t *Tensor) *Tensor {
 	batch, rows, cols := causalShape(op, t)
 	src, done := contig(t)
 	defer done()
-	out := mustNew(op, t.dev, t.dtype, t.shape)
+	out := mustNew(op, ctxOf(op, t), t.dev, t.dtype, t.shape)
 	if out.Numel() > 0 {
 		t.dev.backend().causalSoftmax(out, src, batch, rows, cols)
 	}
@@ -73,7 +73,7 @@ func CausalSoftmaxBackward(y, dy *Tensor) *Tensor {
 	batch, rows, cols := causalShape(op, y)
 	cy, cdy, release := outputAndGrad(op, y, dy)
 	defer release()
-	out := mustNew(op, y.dev, y.dtype, y.shape)
+	out := mustNew(op, ctxOf(op, y, dy), y.dev, y.dtype, y.shape)
 	if out.Numel() > 0 {
 		y.dev.backend().causalSoftmaxBackward(out, cy, cdy, batch, rows, cols)
 	}
@@ -122,7 +122,7 @@ func CausalMask(t *Tensor, fill float64) *Tensor {
 	}
 	src, done := contig(t)
 	defer done()
-	out := mustNew(op, t.dev, t.dtype, t.shape)
+	out := mustNew(op, ctxOf(op, t), t.dev, t.dtype, t.shape)
 	r, c := t.shape[t.Rank()-2], t.shape[t.Rank()-1]
 	if r*c > 0 {
 		t.dev.backend().causalMask(out, src, t.Numel()/(r*c), r, c, fill)
@@ -155,9 +155,10 @@ func LayerNorm(x, w, b *Tensor, eps float64) (y, mean, rstd *Tensor) {
 	sameFloat(op, ts...)
 	cs, release := contigAll(x, w, b)
 	defer release()
-	y = mustNew(op, x.dev, x.dtype, x.shape)
-	mean = mustNew(op, x.dev, x.dtype, []int{rows})
-	rstd = mustNew(op, x.dev, x.dtype, []int{rows})
+	c := ctxOf(op, x, w, b)
+	y = mustNew(op, c, x.dev, x.dtype, x.shape)
+	mean = mustNew(op, c, x.dev, x.dtype, []int{rows})
+	rstd = mustNew(op, c, x.dev, x.dtype, []int{rows})
 	x.dev.backend().layerNorm(y, mean, rstd, cs[0], cs[1], cs[2], rows, cols, eps)
 	return y, mean, rstd
 }
@@ -181,11 +182,12 @@ func LayerNormBackward(dy, x, mean, rstd, w *Tensor, withBias bool) (dx, dw, db 
 	cs, release := contigAll(dy, x, mean, rstd, w)
 	defer release()
 	cdy, cx, cmean, crstd, cw := cs[0], cs[1], cs[2], cs[3], cs[4]
-	dx = mustNew(op, x.dev, x.dtype, x.shape)
+	c := ctxOf(op, dy, x, mean, rstd, w)
+	dx = mustNew(op, c, x.dev, x.dtype, x.shape)
 	if w != nil {
-		dw = Zeros(x.dev, x.dtype, cols)
+		dw = zerosIn(op, c, x.dev, x.dtype, cols)
 		if withBias {
-			db = Zeros(x.dev, x.dtype, cols)
+			db = zerosIn(op, c, x.dev, x.dtype, cols)
 		}
 	}
 	x.dev.backend().layerNormBackward(dx, dw, db, cdy, cx, cmean, crstd, cw, rows, cols)
@@ -205,7 +207,7 @@ func Embedding(table, ids *Tensor) *Tensor {
 	cs, release := contigAll(table, ids)
 	defer release()
 	ct, ci := cs[0], cs[1]
-	out := mustNew(op, table.dev, table.dtype, append(ids.Shape(), table.shape[1]))
+	out := mustNew(op, ctxOf(op, table, ids), table.dev, table.dtype, append(ids.Shape(), table.shape[1]))
 	if err := table.dev.backend().gather(out, ct, ci, table.shape[1], table.shape[0]); err != nil {
 		out.Release()
 		fail(op, ErrArgument, "%v", err)
@@ -226,7 +228,7 @@ func EmbeddingBackward(ids, dout *Tensor, rows int) *Tensor {
 	cs, release := contigAll(dout, ids)
 	defer release()
 	cd, ci := cs[0], cs[1]
-	out := Zeros(dout.dev, dout.dtype, rows, d)
+	out := zerosIn(op, ctxOf(op, dout, ids), dout.dev, dout.dtype, rows, d)
 	if err := dout.dev.backend().scatterAdd(out, cd, ci, d, rows); err != nil {
 		out.Release()
 		fail(op, ErrArgument, "%v", err)
@@ -249,7 +251,7 @@ func CrossEntropy(logits, targets *Tensor, ignore int32) (*Tensor, int) {
 	cs, release := contigAll(logits, targets)
 	defer release()
 	cl, ct := cs[0], cs[1]
-	loss := mustNew(op, logits.dev, logits.dtype, []int{logits.shape[0]})
+	loss := mustNew(op, ctxOf(op, logits, targets), logits.dev, logits.dtype, []int{logits.shape[0]})
 	n, err := logits.dev.backend().crossEntropy(loss, cl, ct, logits.shape[0], logits.shape[1], ignore)
 	if err != nil {
 		loss.Release()
@@ -271,7 +273,7 @@ func CrossEntropyBackward(logits, targets, dloss *Tensor, ignore int32) *Tensor 
 	cs, release := contigAll(logits, targets, dloss)
 	defer release()
 	cl, ct, cd := cs[0], cs[1], cs[2]
-	out := mustNew(op, logits.dev, logits.dtype, logits.shape)
+	out := mustNew(op, ctxOf(op, logits, targets, dloss), logits.dev, logits.dtype, logits.shape)
 	logits.dev.backend().crossEntropyBackward(out, cl, ct, cd, logits.shape[0], logits.shape[1], ignore)
 	return out
 }
@@ -289,7 +291,7 @@ func Dropout(t *Tensor, p float64, seed, offset uint64) *Tensor {
 	}
 	src, done := contig(t)
 	defer done()
-	out := mustNew(op, t.dev, t.dtype, t.shape)
+	out := mustNew(op, ctxOf(op, t), t.dev, t.dtype, t.shape)
 	t.dev.backend().dropout(out, src, p, seed, offset)
 	return out
 }

@@ -36,6 +36,7 @@ func reduce(op string, t *Tensor, axes []int, keepDim, isMax bool) *Tensor {
 			}
 		}
 	}
+	c := ctxOf(op, t)
 	cur, done := contig(t)
 	owned := false
 	shape := slices.Clone(t.shape)
@@ -43,7 +44,7 @@ func reduce(op string, t *Tensor, axes []int, keepDim, isMax bool) *Tensor {
 		a := axes[i]
 		outer, mid, inner := numel(shape[:a]), shape[a], numel(shape[a+1:])
 		shape[a] = 1
-		next := mustNew(op, t.dev, t.dtype, shape)
+		next := mustNew(op, c, t.dev, t.dtype, shape)
 		if isMax {
 			t.dev.backend().reduceMax(next, cur, outer, mid, inner)
 		} else {

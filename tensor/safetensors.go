@@ -62,11 +62,16 @@ func WriteSafetensors(path string, tensors map[string]*Tensor, meta map[string]s
 	return os.Rename(tmp, path)
 }
 
-// ReadSafetensors loads every tensor of a safetensors file onto dev. The
-// returned tensors are owned by the current scope, if any. Unsupported
-// dtypes (anything but F64, F32, F16, BF16, I32) and malformed files are
-// errors naming the file and tensor.
+// ReadSafetensors is Background().ReadSafetensors.
 func ReadSafetensors(path string, dev Device) (map[string]*Tensor, map[string]string, error) {
+	return background.ReadSafetensors(path, dev)
+}
+
+// ReadSafetensors loads every tensor of a safetensors file onto dev. The
+// returned tensors belong to c and are owned by its innermost scope, if
+// any. Unsupported dtypes (anything but F64, F32, F16, BF16, I32) and
+// malformed files are errors naming the file and tensor.
+func (c *Ctx) ReadSafetensors(path string, dev Device) (map[string]*Tensor, map[string]string, error) {
 	buf, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("tensor: reading safetensors: %w", err)
@@ -90,7 +95,7 @@ func ReadSafetensors(path string, dev Device) (map[string]*Tensor, map[string]st
 		for i, d := range nv.TensorView.Shape() {
 			shape[i] = int(d)
 		}
-		t, err := FromBytes(dev, dt, nv.TensorView.Data(), shape...)
+		t, err := c.FromBytes(dev, dt, nv.TensorView.Data(), shape...)
 		if err != nil {
 			releaseMap(out)
 			return nil, nil, fmt.Errorf("tensor: safetensors %s: tensor %q: %w", path, nv.Name, err)

@@ -17,6 +17,7 @@ type storage struct {
 	alloc  *memory.Allocation
 	nbytes int64
 	refs   atomic.Int32
+	owner  *Ctx // the context it was allocated in, for Ctx.BytesInUse
 }
 
 func (s *storage) retain() { s.refs.Add(1) }
@@ -24,6 +25,7 @@ func (s *storage) retain() { s.refs.Add(1) }
 func (s *storage) release() {
 	switch n := s.refs.Add(-1); {
 	case n == 0:
+		s.owner.live.Add(-s.nbytes)
 		if err := s.alloc.Free(); err != nil {
 			panic(fmt.Sprintf("tensor: freeing storage: %v", err)) // a bug: storage frees exactly once
 		}

@@ -18,7 +18,9 @@ type Tensor struct {
 	offset   int   // in elements
 	dtype    DType
 	dev      Device
-	scope    *Scope
+	ctx      *Ctx   // the context it belongs to (ctx.go); nil once kept
+	orphan   bool   // made in Background by an op on kept tensors, owned by no scope
+	scope    *Scope // the scope that owns it, if any
 	scopeIdx int
 }
 
@@ -95,8 +97,8 @@ func (t *Tensor) String() string {
 	return format(t)
 }
 
-// newTensor allocates a contiguous tensor; it is owned by the current scope.
-func newTensor(op string, dev Device, dt DType, role memory.Role, shape []int) (*Tensor, error) {
+// newTensor allocates a contiguous tensor placed in c (see place).
+func newTensor(op string, c *Ctx, dev Device, dt DType, role memory.Role, shape []int) (*Tensor, error) {
 	if dev == nil {
 		return nil, &OpError{Op: op, Msg: "nil device", Err: ErrDevice}
 	}
@@ -117,28 +119,39 @@ func newTensor(op string, dev Device, dt DType, role memory.Role, shape []int) (
 	if err != nil {
 		return nil, &OpError{Op: op, Msg: fmt.Sprintf("allocating %v %v on %v", dt, shape, dev), Err: err}
 	}
+	owner := c
+	if owner == nil {
+		owner = background
+	}
+	st.owner = owner
+	owner.live.Add(st.nbytes)
 	sh := slices.Clone(shape)
 	t := &Tensor{ref: &ref{st: st, op: op}, shape: sh, strides: contiguousStrides(sh), dtype: dt, dev: dev}
 	attach(t)
-	track(t)
+	place(t, c)
 	return t, nil
 }
 
-// mustNew is newTensor for ops: it panics with the *OpError.
-func mustNew(op string, dev Device, dt DType, shape []int) *Tensor {
-	t, err := newTensor(op, dev, dt, CurrentRole(), shape)
+// mustNew is newTensor for ops, with c's role (Background's for c ==
+// nil): it panics with the *OpError.
+func mustNew(op string, c *Ctx, dev Device, dt DType, shape []int) *Tensor {
+	rc := c
+	if rc == nil {
+		rc = background
+	}
+	t, err := newTensor(op, c, dev, dt, rc.Role(), shape)
 	if err != nil {
 		panic(err)
 	}
 	return t
 }
 
-// view makes a new tensor sharing t's storage.
+// view makes a new tensor sharing t's storage, in t's context.
 func (t *Tensor) view(op string, shape, strides []int, offset int) *Tensor {
 	t.ref.st.retain()
 	v := &Tensor{ref: &ref{st: t.ref.st, op: op}, shape: shape, strides: strides, offset: offset, dtype: t.dtype, dev: t.dev}
 	attach(v)
-	track(v)
+	place(v, ctxOf(op, t))
 	return v
 }
 

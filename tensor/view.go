@@ -158,7 +158,7 @@ func (t *Tensor) Contiguous() *Tensor {
 // Clone returns a contiguous copy that shares nothing with t.
 func (t *Tensor) Clone() *Tensor {
 	t.live("Clone")
-	out := mustNew("Clone", t.dev, t.dtype, t.shape)
+	out := mustNew("Clone", ctxOf("Clone", t), t.dev, t.dtype, t.shape)
 	t.dev.backend().copyStrided(out, t)
 	return out
 }
@@ -174,20 +174,21 @@ func (t *Tensor) CopyFrom(src *Tensor) {
 	if !t.IsContiguous() {
 		fail("CopyFrom", ErrArgument, "destination must be contiguous (strides %v)", t.strides)
 	}
-	WithScope(func() {
-		s := src
-		if s.dev != t.dev {
-			s = s.ToDevice(t.dev)
-		}
-		switch {
-		case s.IsContiguous(): // cast converts as it copies
-			t.dev.backend().cast(t, s)
-		case s.dtype == t.dtype:
-			t.dev.backend().copyStrided(t, s)
-		default:
-			t.dev.backend().cast(t, s.Contiguous())
-		}
-	})
+	s := src
+	if s.dev != t.dev {
+		s = s.ToDevice(t.dev)
+		defer s.Release()
+	}
+	switch {
+	case s.IsContiguous(): // cast converts as it copies
+		t.dev.backend().cast(t, s)
+	case s.dtype == t.dtype:
+		t.dev.backend().copyStrided(t, s)
+	default:
+		c := s.Contiguous()
+		t.dev.backend().cast(t, c)
+		c.Release()
+	}
 }
 
 // To returns t converted to dtype dt (a new contiguous tensor; a view of t
@@ -202,7 +203,7 @@ func (t *Tensor) To(dt DType) *Tensor {
 		src = t.Contiguous()
 		defer src.Release()
 	}
-	out := mustNew("To", t.dev, dt, t.shape)
+	out := mustNew("To", ctxOf("To", t), t.dev, dt, t.shape)
 	t.dev.backend().cast(out, src)
 	return out
 }
@@ -220,7 +221,7 @@ func (t *Tensor) ToDevice(dev Device) *Tensor {
 		fail("ToDevice", err, "synchronizing %v", t.dev)
 	}
 	t.dev.backend().download(buf, src)
-	out := mustNew("ToDevice", dev, t.dtype, t.shape)
+	out := mustNew("ToDevice", ctxOf("ToDevice", t), dev, t.dtype, t.shape)
 	dev.backend().upload(out, buf)
 	return out
 }
@@ -287,7 +288,7 @@ func Concat(axis int, ts ...*Tensor) *Tensor {
 		}
 		shape[axis] += t.shape[axis]
 	}
-	out := mustNew("Concat", ts[0].dev, ts[0].dtype, shape)
+	out := mustNew("Concat", ctxOf("Concat", ts...), ts[0].dev, ts[0].dtype, shape)
 	at := 0
 	for _, t := range ts {
 		out.WriteNarrow(axis, at, t)

@@ -1,0 +1,261 @@
+package tensor
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/strata-ml/strata/memory"
+)
+
+// Ctx is the state one goroutine's tensor work runs in: its stack of
+// scopes (which own the tensors created while they are open), the memory
+// role new tensors get, and the state of the packages above (autograd's
+// grad mode, amp's autocast, checkpoint's recorder) in slots keyed by
+// CtxKey. The doc of package autograd explains the design.
+//
+// A Ctx is the caller's value: a goroutine that trains or infers makes
+// its own with NewCtx and creates its inputs with Ctx's methods (Zeros,
+// FromInt32s, ...). Every tensor records the Ctx it was made in, and an
+// op takes its Ctx from its operands, so the whole computation stays in
+// the caller's Ctx without passing it to every op. Tensors taken out of
+// scope tracking with Keep (parameters, optimizer state) belong to no Ctx
+// and may be read by ops of any Ctx, from any goroutine, at the same
+// time; writing them (an optimizer step) while another goroutine reads
+// them is a data race, as for any Go value.
+//
+// The package-level functions (WithScope, Tidy, Zeros, ...) use the
+// process's default context, Background: a convenience for programs that
+// do all their tensor work on one goroutine. An op whose operands belong
+// to no Ctx (an op on parameters alone) also uses Background; the result
+// is adopted by the Ctx of the first op that combines it with a tensor of
+// another Ctx, as long as no scope of Background owns it. Mixing tensors
+// of two different Ctx values in one op panics with ErrArgument.
+//
+// A Ctx's methods are safe for concurrent use (one mutex guards its
+// stack), but its scopes nest in program order: give each goroutine its
+// own Ctx.
+type Ctx struct {
+	mu   sync.Mutex
+	top  *Scope          // innermost open scope, nil when none
+	ext  [maxCtxKeys]any // guarded by mu
+	name string
+	live atomic.Int64 // bytes of storage allocated in c and not yet freed
+}
+
+// NewCtx returns an empty context: no open scope, role memory.RoleOther
+// until a scope sets one.
+func NewCtx() *Ctx { return &Ctx{name: "ctx"} }
+
+var background = &Ctx{name: "background"}
+
+// Background is the process's default context, used by the package-level
+// functions and by ops on tensors that belong to no context.
+func Background() *Ctx { return background }
+
+func (c *Ctx) String() string { return fmt.Sprintf("tensor.Ctx(%s %p)", c.name, c) }
+
+// CtxKey names one package's slot in every Ctx (see NewCtxKey).
+type CtxKey struct{ i int }
+
+const maxCtxKeys = 8
+
+var (
+	ctxKeyMu    sync.Mutex
+	ctxKeyNames []string
+)
+
+// NewCtxKey reserves a slot for a package's per-context state; packages
+// call it once, from a package-level variable. It panics after 8 keys.
+func NewCtxKey(name string) CtxKey {
+	ctxKeyMu.Lock()
+	defer ctxKeyMu.Unlock()
+	if len(ctxKeyNames) == maxCtxKeys {
+		panic(fmt.Sprintf("tensor: NewCtxKey(%q): all %d slots taken by %v", name, maxCtxKeys, ctxKeyNames))
+	}
+	ctxKeyNames = append(ctxKeyNames, name)
+	return CtxKey{len(ctxKeyNames) - 1}
+}
+
+// Value returns the state stored under k, or nil.
+func (c *Ctx) Value(k CtxKey) any {
+	c.mu.Lock()
+	v := c.ext[k.i]
+	c.mu.Unlock()
+	return v
+}
+
+// ValueOrInit returns the state stored under k, first storing init() there
+// when the slot is empty (atomically: concurrent callers get one value).
+func (c *Ctx) ValueOrInit(k CtxKey, init func() any) any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ext[k.i] == nil {
+		c.ext[k.i] = init()
+	}
+	return c.ext[k.i]
+}
+
+// SetValue stores v under k and returns what was there.
+func (c *Ctx) SetValue(k CtxKey, v any) (old any) {
+	c.mu.Lock()
+	old, c.ext[k.i] = c.ext[k.i], v
+	c.mu.Unlock()
+	return old
+}
+
+// BytesInUse is the number of bytes of storage allocated in c (by its
+// creation methods and by ops over its tensors) and not yet freed, kept
+// tensors included: a goroutine's own view of its memory, for finding
+// leaks. A storage counts against the context it was allocated in until
+// it is freed, whichever context its views move to.
+func (c *Ctx) BytesInUse() int64 { return c.live.Load() }
+
+// Role is the memory role new tensors of c get: that of the innermost
+// open scope, or memory.RoleOther without one.
+func (c *Ctx) Role() memory.Role {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.top == nil {
+		return memory.RoleOther
+	}
+	return c.top.role
+}
+
+// ctxOf is the context of an op over ts: the one context among them other
+// than Background; Background when some operand is Background's and not an
+// orphan; else nil, which place turns into an orphan of Background. Kept
+// tensors (no context) do not count. Orphans among ts (results of ops on
+// kept tensors alone, owned by no scope) are adopted by the op's context,
+// so an op on parameters alone (a view of a weight, say) becomes the
+// caller's as soon as it meets the caller's data.
+func ctxOf(op string, ts ...*Tensor) *Ctx {
+	var c *Ctx
+	bg := false
+	for _, t := range ts {
+		switch {
+		case t == nil || t.ctx == nil || t.orphan || t.ctx == c:
+		case t.ctx == background:
+			bg = true
+		case c != nil:
+			fail(op, ErrArgument, "operands belong to two contexts (%v and %v): a tensor of one goroutine's Ctx used in another's", c, t.ctx)
+		default:
+			c = t.ctx
+		}
+	}
+	if c == nil {
+		if bg {
+			return background
+		}
+		return nil
+	}
+	for _, t := range ts {
+		if t != nil && t.orphan {
+			c.adopt(t)
+		}
+	}
+	return c
+}
+
+// CtxOf is the context an op over ts runs in (Background when none of
+// them belongs to a context): custom ops create their outputs with its
+// methods (CtxOf(g).Zeros(...)) so that they stay in the caller's context.
+// It panics with ErrArgument when ts belong to two contexts.
+func CtxOf(ts ...*Tensor) *Ctx {
+	if c := ctxOf("CtxOf", ts...); c != nil {
+		return c
+	}
+	return background
+}
+
+// place gives t, just made, to c (see ctxOf): to c's innermost scope, or
+// for c == nil to Background's, as an orphan when Background has none.
+func place(t *Tensor, c *Ctx) {
+	if c == nil {
+		background.track(t)
+		t.orphan = t.scope == nil
+		return
+	}
+	c.track(t)
+}
+
+// Ctx is the context the tensor belongs to: nil for a kept tensor and for
+// an orphan (the result of an op on kept tensors alone that no scope
+// owns; it joins the context of the first op that combines it with
+// another context's tensor).
+func (t *Tensor) Ctx() *Ctx {
+	if t.orphan {
+		return nil
+	}
+	return t.ctx
+}
+
+// track hands t, just made in c, to c's innermost scope.
+func (c *Ctx) track(t *Tensor) {
+	t.ctx = c
+	t.orphan = false
+	c.mu.Lock()
+	if s := c.top; s != nil {
+		t.scope = s
+		t.scopeIdx = len(s.tensors)
+		s.tensors = append(s.tensors, t)
+	}
+	c.mu.Unlock()
+}
+
+// untrack takes t out of its scope; it keeps its context.
+func untrack(t *Tensor) {
+	s := t.scope
+	if s == nil {
+		return
+	}
+	c := s.ctx
+	c.mu.Lock()
+	if t.scope == s {
+		if t.scopeIdx < len(s.tensors) && s.tensors[t.scopeIdx] == t {
+			s.tensors[t.scopeIdx] = nil
+		}
+		t.scope = nil
+	}
+	c.mu.Unlock()
+}
+
+// adopt moves t into c's innermost scope.
+func (c *Ctx) adopt(t *Tensor) {
+	untrack(t)
+	c.track(t)
+}
+
+// Adopt hands t to c's innermost scope (after Keep, or for a tensor made
+// in another context), and makes c its context.
+func (c *Ctx) Adopt(t *Tensor) *Tensor { c.adopt(t); return t }
+
+// Keep takes the tensors out of scope tracking and out of their context:
+// the caller now owns them and releases them (or keeps them for the
+// program's lifetime), and ops of any context may read them.
+func Keep(ts ...*Tensor) {
+	for _, t := range ts {
+		if t != nil {
+			untrack(t)
+			t.ctx, t.orphan = nil, false
+		}
+	}
+}
+
+// detached is the context NewKept allocates in: no scope is ever opened
+// in it, so what it makes is owned by no scope.
+var detached = &Ctx{name: "detached"}
+
+// NewKept allocates an uninitialised tensor that belongs to no context and
+// no scope, as if made and passed to Keep at once: the way to make
+// parameters and optimizer state from any goroutine. Errors as Ctx.New.
+func NewKept(dev Device, dt DType, role memory.Role, shape ...int) (*Tensor, error) {
+	t, err := newTensor("NewKept", detached, dev, dt, role, shape)
+	if err == nil {
+		t.ctx = nil
+	}
+	return t, err
+}
+
+// Adopt hands t to Background's innermost scope.
+func Adopt(t *Tensor) { background.adopt(t) }
