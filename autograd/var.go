@@ -101,12 +101,34 @@ func (v *Var) Detach() *Var { return &Var{Value: v.Value.Alias()} }
 // gradKey is autograd's slot in a tensor.Ctx: a *gradState.
 var gradKey = tensor.NewCtxKey("autograd")
 
-// gradState is one context's grad mode: recording is off while off > 0.
-type gradState struct{ off atomic.Int32 }
+// gradState is autograd's state in one context: the grad mode (recording
+// is off while off > 0) and the position of the context's random stream.
+type gradState struct {
+	off atomic.Int32
+	rng atomic.Uint64
+}
 
 func stateOf(c *tensor.Ctx) *gradState {
+	if c == nil {
+		c = tensor.Background()
+	}
 	return c.ValueOrInit(gradKey, func() any { return new(gradState) }).(*gradState)
 }
+
+// RandomOffset reserves n numbers of context c's random stream and
+// returns the first. Random ops (Dropout, the attention's dropout) draw
+// their masks from (seed, offset), so the stream's position is all the
+// random state a context has: each goroutine's stream is its own, a run
+// repeats exactly, and checkpointing replays a region's masks by saving
+// and restoring the position (RandomState, SetRandomState), as PyTorch's
+// checkpoint forks its generator. A nil c means Background.
+func RandomOffset(c *tensor.Ctx, n int) uint64 { return stateOf(c).rng.Add(uint64(n)) - uint64(n) }
+
+// RandomState is the position of c's random stream.
+func RandomState(c *tensor.Ctx) uint64 { return stateOf(c).rng.Load() }
+
+// SetRandomState moves c's random stream to position s.
+func SetRandomState(c *tensor.Ctx, s uint64) { stateOf(c).rng.Store(s) }
 
 // NoGradIn runs fn without recording the graph in context c (evaluation,
 // optimizer steps): ops over c's tensors then return leaves. Other

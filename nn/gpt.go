@@ -176,7 +176,7 @@ func (a *CausalSelfAttention) Forward(x *autograd.Var) *autograd.Var {
 	q := autograd.Reshape(autograd.Narrow(heads, 0, 0, 1), B, H, T, C/H)
 	k := autograd.Reshape(autograd.Narrow(heads, 0, 1, 1), B, H, T, C/H)
 	v := autograd.Reshape(autograd.Narrow(heads, 0, 2, 1), B, H, T, C/H)
-	p, off := a.AttnDrop.next(B * H * T * T)                        // the attention probabilities
+	p, off := a.AttnDrop.next(x.Value.Ctx(), B*H*T*T)               // the attention probabilities
 	y := autograd.CausalAttention(q, k, v, p, a.AttnDrop.Seed, off) // (B, H, T, hd)
 	yp := autograd.Permute(y, 0, 2, 1, 3)                           // (B, T, H, hd), a view
 	yc := autograd.Contiguous(yp)

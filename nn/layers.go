@@ -81,20 +81,21 @@ func (l *LayerNorm) Forward(x *autograd.Var) *autograd.Var {
 // Parameters returns weight and bias.
 func (l *LayerNorm) Parameters() []*Parameter { return []*Parameter{l.Weight, l.Bias} }
 
-// Dropout zeroes activations with probability P while training. Each call
-// draws a fresh mask from (Seed, a running offset), so runs are
-// reproducible and a recomputation with the same offset gives the same
-// mask.
+// Dropout zeroes activations with probability P while training. The mask
+// of a call is a function of Seed and an offset drawn from the random
+// stream of the input's context (autograd.RandomOffset): runs are
+// reproducible, and the module holds no mutable state: a model may be shared between goroutines,
+// each with its own stream, and activation checkpointing replays the same
+// masks by restoring the stream.
 type Dropout struct {
 	P        float64
 	Seed     uint64
 	Training bool
-	offset   uint64
 }
 
 // Forward applies dropout when training and P > 0.
 func (d *Dropout) Forward(x *autograd.Var) *autograd.Var {
-	p, off := d.next(x.Value.Numel())
+	p, off := d.next(x.Value.Ctx(), x.Value.Numel())
 	if p == 0 {
 		return x
 	}
@@ -102,14 +103,12 @@ func (d *Dropout) Forward(x *autograd.Var) *autograd.Var {
 }
 
 // next returns the probability to apply to n elements (0 when not
-// training) and the mask offset for them, and moves the offset past them.
-func (d *Dropout) next(n int) (p float64, off uint64) {
+// training) and the mask offset for them, drawn from c's random stream.
+func (d *Dropout) next(c *tensor.Ctx, n int) (p float64, off uint64) {
 	if !d.Training || d.P == 0 {
 		return 0, 0
 	}
-	off = d.offset
-	d.offset += uint64(n)
-	return d.P, off
+	return d.P, autograd.RandomOffset(c, n)
 }
 
 // GELU is the tanh-approximated GELU activation.
