@@ -13,7 +13,7 @@ type blasLib struct {
 	path string
 
 	create, destroy, setStream, setWorkspace, setMathMode, getVersion symbol
-	sgemm, sgemmStridedBatched, gemmEx, gemmStridedBatchedEx          symbol
+	sgemmStridedBatched, gemmStridedBatchedEx                         symbol
 
 	getStatusName, getStatusString uintptr // optional (cuBLAS 11.4.2+)
 }
@@ -27,9 +27,7 @@ func (l *blasLib) symbols() []symbolSpec {
 		req(&l.setWorkspace, "cublasSetWorkspace_v2"),
 		req(&l.setMathMode, "cublasSetMathMode"),
 		req(&l.getVersion, "cublasGetVersion_v2"),
-		req(&l.sgemm, "cublasSgemm_v2"),
 		req(&l.sgemmStridedBatched, "cublasSgemmStridedBatched"),
-		req(&l.gemmEx, "cublasGemmEx"),
 		req(&l.gemmStridedBatchedEx, "cublasGemmStridedBatchedEx"),
 	}
 }

@@ -5,13 +5,13 @@ import (
 	"math"
 )
 
-// gemm describes one GEMM call in either layout; the public methods fill
-// it, validate it in the caller's own terms, and run it column-major.
+// gemm describes one strided batched GEMM call in either layout: the
+// public methods fill it in row-major terms and validate it in those
+// terms, and run converts it to the column-major call cuBLAS makes.
 type gemm struct {
 	op             string // public method, for messages
 	rowMajor       bool
-	ex             bool // GemmEx family: types and compute given
-	batched        bool
+	ex             bool // GemmStridedBatchedEx: types and compute given
 	transA, transB Op
 	m, n, k        int
 	alpha, beta    float32
@@ -73,7 +73,7 @@ func (g *gemm) validate() error {
 	if err := check("c", OpN, g.m, g.n, g.ldc); err != nil {
 		return err
 	}
-	if g.m > 0 && g.n > 0 && (!g.batched || g.batch > 0) {
+	if g.m > 0 && g.n > 0 && g.batch > 0 {
 		if g.c == 0 {
 			return invalidArg(g.op, "nil C for a %dx%d result", g.m, g.n)
 		}
@@ -81,7 +81,7 @@ func (g *gemm) validate() error {
 			return invalidArg(g.op, "nil A or B with k = %d", g.k)
 		}
 	}
-	if g.batched && (g.sA < 0 || g.sB < 0 || g.sC < 0) {
+	if g.sA < 0 || g.sB < 0 || g.sC < 0 {
 		return invalidArg(g.op, "negative stride (A %d, B %d, C %d)", g.sA, g.sB, g.sC)
 	}
 	if g.ex {
@@ -122,10 +122,8 @@ func (g gemm) columnMajor() gemm {
 }
 
 func (g *gemm) String() string {
-	s := fmt.Sprintf("%s%s m=%d n=%d k=%d lda=%d ldb=%d ldc=%d", g.transA, g.transB, g.m, g.n, g.k, g.lda, g.ldb, g.ldc)
-	if g.batched {
-		s += fmt.Sprintf(" strides=%d,%d,%d batch=%d", g.sA, g.sB, g.sC, g.batch)
-	}
+	s := fmt.Sprintf("%s%s m=%d n=%d k=%d lda=%d ldb=%d ldc=%d strides=%d,%d,%d batch=%d",
+		g.transA, g.transB, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, g.sA, g.sB, g.sC, g.batch)
 	if g.ex {
 		s += fmt.Sprintf(" types=%s,%s,%s compute=%s", g.ta, g.tb, g.tc, g.compute)
 	}
@@ -137,7 +135,7 @@ func (bl *BLAS) run(g gemm) error {
 	if err := g.validate(); err != nil {
 		return err
 	}
-	if g.m == 0 || g.n == 0 || (g.batched && g.batch == 0) {
+	if g.m == 0 || g.n == 0 || g.batch == 0 {
 		return nil // nothing to compute
 	}
 	cm := g.columnMajor()
@@ -157,22 +155,14 @@ func (bl *BLAS) run(g gemm) error {
 	sA, sB, sC, batch := uintptr(cm.sA), uintptr(cm.sB), uintptr(cm.sC), uintptr(cm.batch)
 	at, bt, ct, comp := uintptr(cm.ta), uintptr(cm.tb), uintptr(cm.tc), uintptr(cm.compute)
 	algo := gemmAlgoDefault
-	var sym symbol
+	sym := bl.lib.sgemmStridedBatched
 	var st uint32
 	var err error
-	switch {
-	case !g.ex && !g.batched:
-		sym = bl.lib.sgemm
-		st, err = bl.invoke(f, sym, h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
-	case !g.ex && g.batched:
-		sym = bl.lib.sgemmStridedBatched
-		st, err = bl.invoke(f, sym, h, ta, tb, m, n, k, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc, sC, batch)
-	case g.ex && !g.batched:
-		sym = bl.lib.gemmEx
-		st, err = bl.invoke(f, sym, h, ta, tb, m, n, k, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc, comp, algo)
-	default:
+	if g.ex {
 		sym = bl.lib.gemmStridedBatchedEx
 		st, err = bl.invoke(f, sym, h, ta, tb, m, n, k, alpha, A, at, lda, sA, B, bt, ldb, sB, beta, C, ct, ldc, sC, batch, comp, algo)
+	} else {
+		st, err = bl.invoke(f, sym, h, ta, tb, m, n, k, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc, sC, batch)
 	}
 	if err != nil {
 		return err
@@ -183,81 +173,31 @@ func (bl *BLAS) run(g gemm) error {
 	return nil
 }
 
-// Sgemm computes C = alpha op(A) op(B) + beta C in float32 with
-// column-major matrices, as cublasSgemm: op(A) is m x k, op(B) k x n, C
-// m x n; lda, ldb and ldc are the strides between columns.
-func (bl *BLAS) Sgemm(transA, transB Op, m, n, k int, alpha float32, a DevicePtr, lda int,
-	b DevicePtr, ldb int, beta float32, c DevicePtr, ldc int) error {
-	return bl.run(gemm{op: "Sgemm", transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, beta: beta,
-		a: a, b: b, c: c, lda: lda, ldb: ldb, ldc: ldc})
-}
-
-// SgemmRowMajor is Sgemm for row-major matrices: lda, ldb and ldc are the
-// strides between rows (the row length for dense matrices). It runs the
-// column-major product C^T = op(B)^T op(A)^T on the same bytes.
-func (bl *BLAS) SgemmRowMajor(transA, transB Op, m, n, k int, alpha float32, a DevicePtr, lda int,
-	b DevicePtr, ldb int, beta float32, c DevicePtr, ldc int) error {
-	return bl.run(gemm{op: "SgemmRowMajor", rowMajor: true, transA: transA, transB: transB, m: m, n: n, k: k,
-		alpha: alpha, beta: beta, a: a, b: b, c: c, lda: lda, ldb: ldb, ldc: ldc})
-}
-
-// SgemmStridedBatched runs batch Sgemms; matrix i of each operand starts
-// stride*i elements after the first.
-func (bl *BLAS) SgemmStridedBatched(transA, transB Op, m, n, k int, alpha float32,
-	a DevicePtr, lda int, strideA int64, b DevicePtr, ldb int, strideB int64,
-	beta float32, c DevicePtr, ldc int, strideC int64, batch int) error {
-	return bl.run(gemm{op: "SgemmStridedBatched", batched: true, transA: transA, transB: transB, m: m, n: n, k: k,
-		alpha: alpha, beta: beta, a: a, b: b, c: c, lda: lda, ldb: ldb, ldc: ldc,
-		sA: strideA, sB: strideB, sC: strideC, batch: batch})
-}
-
-// SgemmStridedBatchedRowMajor is SgemmStridedBatched for row-major
-// matrices.
+// SgemmStridedBatchedRowMajor computes batch float32 products C_i =
+// alpha op(A_i) op(B_i) + beta C_i with row-major matrices, as
+// cublasSgemmStridedBatched does for column-major ones: op(A_i) is m x k,
+// op(B_i) k x n, C_i m x n; lda, ldb and ldc are the strides between rows
+// (the row length for dense matrices), and matrix i of each operand starts
+// stride*i elements after the first (a stride of 0 shares one matrix across
+// the batch). It runs the column-major product C^T = op(B)^T op(A)^T on the
+// same bytes.
 func (bl *BLAS) SgemmStridedBatchedRowMajor(transA, transB Op, m, n, k int, alpha float32,
 	a DevicePtr, lda int, strideA int64, b DevicePtr, ldb int, strideB int64,
 	beta float32, c DevicePtr, ldc int, strideC int64, batch int) error {
-	return bl.run(gemm{op: "SgemmStridedBatchedRowMajor", rowMajor: true, batched: true, transA: transA, transB: transB,
+	return bl.run(gemm{op: "SgemmStridedBatchedRowMajor", rowMajor: true, transA: transA, transB: transB,
 		m: m, n: n, k: k, alpha: alpha, beta: beta, a: a, b: b, c: c, lda: lda, ldb: ldb, ldc: ldc,
 		sA: strideA, sB: strideB, sC: strideC, batch: batch})
 }
 
-// GemmEx is Sgemm with typed operands (cublasGemmEx): A and B are f16,
-// bf16 or f32, C is the input type or f32, and the products accumulate
-// with a float32 compute type (Compute32F, or a faster variant). alpha and
-// beta are float32. cuBLAS chooses the algorithm (CUBLAS_GEMM_DEFAULT).
-func (bl *BLAS) GemmEx(transA, transB Op, m, n, k int, alpha float32,
-	a DevicePtr, aType DataType, lda int, b DevicePtr, bType DataType, ldb int,
-	beta float32, c DevicePtr, cType DataType, ldc int, compute ComputeType) error {
-	return bl.run(gemm{op: "GemmEx", ex: true, transA: transA, transB: transB, m: m, n: n, k: k,
-		alpha: alpha, beta: beta, a: a, b: b, c: c, lda: lda, ldb: ldb, ldc: ldc,
-		ta: aType, tb: bType, tc: cType, compute: compute})
-}
-
-// GemmExRowMajor is GemmEx for row-major matrices.
-func (bl *BLAS) GemmExRowMajor(transA, transB Op, m, n, k int, alpha float32,
-	a DevicePtr, aType DataType, lda int, b DevicePtr, bType DataType, ldb int,
-	beta float32, c DevicePtr, cType DataType, ldc int, compute ComputeType) error {
-	return bl.run(gemm{op: "GemmExRowMajor", rowMajor: true, ex: true, transA: transA, transB: transB,
-		m: m, n: n, k: k, alpha: alpha, beta: beta, a: a, b: b, c: c, lda: lda, ldb: ldb, ldc: ldc,
-		ta: aType, tb: bType, tc: cType, compute: compute})
-}
-
-// GemmStridedBatchedEx runs batch GemmEx products with strided operands
-// (cublasGemmStridedBatchedEx).
-func (bl *BLAS) GemmStridedBatchedEx(transA, transB Op, m, n, k int, alpha float32,
-	a DevicePtr, aType DataType, lda int, strideA int64, b DevicePtr, bType DataType, ldb int, strideB int64,
-	beta float32, c DevicePtr, cType DataType, ldc int, strideC int64, batch int, compute ComputeType) error {
-	return bl.run(gemm{op: "GemmStridedBatchedEx", ex: true, batched: true, transA: transA, transB: transB,
-		m: m, n: n, k: k, alpha: alpha, beta: beta, a: a, b: b, c: c, lda: lda, ldb: ldb, ldc: ldc,
-		sA: strideA, sB: strideB, sC: strideC, batch: batch, ta: aType, tb: bType, tc: cType, compute: compute})
-}
-
-// GemmStridedBatchedExRowMajor is GemmStridedBatchedEx for row-major
-// matrices.
+// GemmStridedBatchedExRowMajor is SgemmStridedBatchedRowMajor with typed
+// operands (cublasGemmStridedBatchedEx): A and B are f16, bf16 or f32 (the
+// same type), C is the input type or f32, and the products accumulate with
+// a float32 compute type (Compute32F, or a faster variant). alpha and beta
+// are float32. cuBLAS chooses the algorithm (CUBLAS_GEMM_DEFAULT).
 func (bl *BLAS) GemmStridedBatchedExRowMajor(transA, transB Op, m, n, k int, alpha float32,
 	a DevicePtr, aType DataType, lda int, strideA int64, b DevicePtr, bType DataType, ldb int, strideB int64,
 	beta float32, c DevicePtr, cType DataType, ldc int, strideC int64, batch int, compute ComputeType) error {
-	return bl.run(gemm{op: "GemmStridedBatchedExRowMajor", rowMajor: true, ex: true, batched: true,
+	return bl.run(gemm{op: "GemmStridedBatchedExRowMajor", rowMajor: true, ex: true,
 		transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, beta: beta, a: a, b: b, c: c,
 		lda: lda, ldb: ldb, ldc: ldc, sA: strideA, sB: strideB, sC: strideC, batch: batch,
 		ta: aType, tb: bType, tc: cType, compute: compute})

@@ -92,8 +92,8 @@ func TestGemmRowMajorConversion(t *testing.T) {
 			want := append([]float32(nil), c0...)
 			refGemmRowMajor(ta, tb, m, n, k, 0.5, a, lda, b, ldb, 2, want, ldc)
 
-			g := gemm{op: "SgemmRowMajor", rowMajor: true, transA: ta, transB: tb, m: m, n: n, k: k,
-				alpha: 0.5, beta: 2, a: 1, b: 2, c: 3, lda: lda, ldb: ldb, ldc: ldc}
+			g := gemm{op: "SgemmStridedBatchedRowMajor", rowMajor: true, transA: ta, transB: tb, m: m, n: n, k: k,
+				alpha: 0.5, beta: 2, a: 1, b: 2, c: 3, lda: lda, ldb: ldb, ldc: ldc, batch: 1}
 			require.NoError(t, g.validate())
 			cm := g.columnMajor()
 			require.NoError(t, cm.validate(), "the converted call is a valid column-major call")
@@ -118,25 +118,31 @@ func TestGemmColumnMajorUnchanged(t *testing.T) {
 		[]any{cm.transA, cm.transB, cm.m, cm.n, cm.a, cm.b, cm.sA, cm.sB, cm.ta, cm.tb})
 }
 
+// Validation in the caller's row-major terms (and in column-major terms,
+// which the converted call is checked in).
 func TestGemmValidation(t *testing.T) {
-	base := gemm{op: "Sgemm", m: 4, n: 5, k: 6, a: 1, b: 2, c: 3, lda: 4, ldb: 6, ldc: 4}
+	base := gemm{op: "SgemmStridedBatchedRowMajor", rowMajor: true, m: 4, n: 5, k: 6, a: 1, b: 2, c: 3,
+		lda: 6, ldb: 5, ldc: 5, sA: 24, sB: 30, sC: 20, batch: 2}
 	require.NoError(t, base.validate())
 	cases := []struct {
 		edit func(*gemm)
 		want string
 	}{
-		{func(g *gemm) { g.lda = 3 }, "lda = 3 is less than 4: a is stored 4x6 column-major (op N)"},
-		{func(g *gemm) { g.transA = OpT; g.lda = 4 }, "lda = 4 is less than 6: a is stored 6x4 column-major (op T)"},
-		{func(g *gemm) { g.ldb = 5 }, "ldb = 5 is less than 6"},
-		{func(g *gemm) { g.ldc = 3 }, "ldc = 3 is less than 4"},
-		{func(g *gemm) { g.rowMajor = true; g.lda = 5 }, "lda = 5 is less than 6: a is stored 4x6 row-major"},
-		{func(g *gemm) { g.rowMajor = true; g.lda, g.ldb, g.ldc = 6, 5, 4 }, "ldc = 4 is less than 5"},
+		{func(g *gemm) { g.lda = 5 }, "SgemmStridedBatchedRowMajor: lda = 5 is less than 6: a is stored 4x6 row-major (op N)"},
+		{func(g *gemm) { g.transA = OpT; g.lda = 3 }, "lda = 3 is less than 4: a is stored 6x4 row-major (op T)"},
+		{func(g *gemm) { g.ldb = 4 }, "ldb = 4 is less than 5: b is stored 6x5 row-major"},
+		{func(g *gemm) { g.transB = OpT; g.ldb = 5 }, "ldb = 5 is less than 6: b is stored 5x6 row-major (op T)"},
+		{func(g *gemm) { g.ldc = 4 }, "ldc = 4 is less than 5"},
+		{func(g *gemm) { g.rowMajor = false; g.lda = 3 }, "lda = 3 is less than 4: a is stored 4x6 column-major (op N)"},
+		{func(g *gemm) { g.rowMajor = false; g.lda, g.ldb, g.ldc = 4, 6, 3 }, "ldc = 3 is less than 4"},
 		{func(g *gemm) { g.m = -1 }, "m = -1 is outside"},
 		{func(g *gemm) { g.k = math.MaxInt32 + 1 }, "k = 2147483648 is outside"},
+		{func(g *gemm) { g.batch = -1 }, "batch = -1 is outside"},
 		{func(g *gemm) { g.transB = Op(7) }, "unknown operation 7"},
 		{func(g *gemm) { g.c = 0 }, "nil C for a 4x5 result"},
 		{func(g *gemm) { g.a = 0 }, "nil A or B with k = 6"},
-		{func(g *gemm) { g.batched, g.batch, g.sA = true, 2, -1 }, "negative stride"},
+		{func(g *gemm) { g.sA = -1 }, "negative stride (A -1, B 30, C 20)"},
+		{func(g *gemm) { g.sC = -20 }, "negative stride"},
 		{func(g *gemm) { g.ex, g.compute, g.ta, g.tb, g.tc = true, ComputeType(64), TypeF16, TypeF16, TypeF16 }, "only the float32 compute types"},
 		{func(g *gemm) { g.ex, g.compute, g.ta, g.tb, g.tc = true, Compute32F, TypeF16, TypeBF16, TypeF32 }, "A is f16 but B is bf16"},
 		{func(g *gemm) { g.ex, g.compute, g.ta, g.tb, g.tc = true, Compute32F, TypeF64, TypeF64, TypeF64 }, "input type f64"},
@@ -149,14 +155,25 @@ func TestGemmValidation(t *testing.T) {
 		assert.ErrorIs(t, err, ErrInvalidValue, tc.want)
 		assert.ErrorContains(t, err, tc.want)
 	}
-	// Empty products need no pointers.
+	// Empty products, and empty batches, need no pointers.
+	for _, edit := range []func(*gemm){
+		func(g *gemm) { g.m = 0 },
+		func(g *gemm) { g.n = 0 },
+		func(g *gemm) { g.batch = 0 },
+	} {
+		g := base
+		edit(&g)
+		g.a, g.b, g.c = 0, 0, 0
+		assert.NoError(t, g.validate(), "%s", g.String())
+	}
+	// k = 0 scales C by beta: C is needed, A and B are not.
 	g := base
-	g.m, g.a, g.b, g.c = 0, 0, 0, 0
+	g.k, g.lda, g.a, g.b = 0, 1, 0, 0
 	assert.NoError(t, g.validate())
 	g = base
 	g.ex, g.compute, g.ta, g.tb, g.tc = true, Compute32FFastTF32, TypeBF16, TypeBF16, TypeF32
 	assert.NoError(t, g.validate())
-	assert.Contains(t, g.String(), "types=bf16,bf16,f32 compute=32F_FAST_TF32")
+	assert.Equal(t, "NN m=4 n=5 k=6 lda=6 ldb=5 ldc=5 strides=24,30,20 batch=2 types=bf16,bf16,f32 compute=32F_FAST_TF32", g.String())
 }
 
 func TestBLASTypeNames(t *testing.T) {

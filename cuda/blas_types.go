@@ -23,7 +23,8 @@ func (o Op) String() string {
 	return fmt.Sprintf("Op(%d)", int32(o))
 }
 
-// DataType is a cudaDataType_t: the element type of a GemmEx operand.
+// DataType is a cudaDataType_t: the element type of an operand of
+// GemmStridedBatchedExRowMajor.
 type DataType int32
 
 const (

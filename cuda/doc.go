@@ -145,10 +145,12 @@
 // # cuBLAS
 //
 // A BLAS handle belongs to one context; its methods serialise on a mutex.
-// Sgemm, SgemmStridedBatched, GemmEx and GemmStridedBatchedEx mirror
-// cuBLAS's column-major calls (GemmEx with f16, bf16 or f32 inputs and a
-// float32 compute type); each has a RowMajor twin that validates in
-// row-major terms and runs C^T = op(B)^T op(A)^T on the same bytes.
+// SgemmStridedBatchedRowMajor (float32, what tensor's MatMul calls) and
+// GemmStridedBatchedExRowMajor (f16, bf16 or f32 inputs and a float32
+// compute type, for mixed precision) take row-major matrices, validate
+// in row-major terms and run cuBLAS's column-major strided batched call
+// as C^T = op(B)^T op(A)^T on the same bytes (a single product is a
+// batch of 1).
 // SetWorkspace hands cuBLAS scratch memory from the caller's pool, and
 // SetStream re-applies it, since cuBLAS drops it when the stream changes.
 //
@@ -169,8 +171,9 @@
 // alias by a copy and by a kernel, stream-ordered pools, event timing and
 // cross-stream waits, PTX kernels (vector add, a probe of every argument
 // size, a broken module's JIT log), calls on threads without a current
-// context, Sgemm in all transpose and layout combinations and batched
-// against a float64 reference, GemmEx in f16 and bf16, and 32 goroutines
+// context, the float32 GEMM in all transpose combinations with padded
+// rows, batched and with a shared operand against a float64 reference,
+// the typed GEMM in f16 and bf16 with f32 and 16-bit output, and 32 goroutines
 // at once. gpu_bench_test.go times allocation pairs, launches and the
 // entry policies there.
 package cuda

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -39,6 +40,8 @@ func assertClose(t *testing.T, want, got []float32, rel float64, msg string) {
 	assert.LessOrEqual(t, worst/scale, rel, "%s: worst error %g at %d (want %g, got %g)", msg, worst, at, want[at], got[at])
 }
 
+// The float32 GEMM in every transpose combination, with padded rows and
+// gaps between the matrices of a batch, against a float64 reference.
 func TestGPUSgemm(t *testing.T) {
 	c := gpuContext(t)
 	bl := newBLAS(t, c)
@@ -46,7 +49,7 @@ func TestGPUSgemm(t *testing.T) {
 	require.NoError(t, bl.SetMathMode(MathPedantic))
 	r := rand.New(rand.NewPCG(5, 6))
 	const m, n, k = 67, 45, 129
-	for _, rowMajor := range []bool{false, true} {
+	for _, batch := range []int{1, 3} {
 		for _, ta := range []Op{OpN, OpT} {
 			for _, tb := range []Op{OpN, OpT} {
 				ar, ac := m, k
@@ -57,36 +60,27 @@ func TestGPUSgemm(t *testing.T) {
 				if tb != OpN {
 					br, bc = n, k
 				}
-				var lda, ldb, ldc int
-				var asz, bsz, csz int
-				if rowMajor {
-					lda, ldb, ldc = ac+3, bc+1, n+2
-					asz, bsz, csz = ar*lda, br*ldb, m*ldc
-				} else {
-					lda, ldb, ldc = ar+3, br+1, m+2
-					asz, bsz, csz = ac*lda, bc*ldb, n*ldc
-				}
-				av, bv, cv := randFloats(r, asz), randFloats(r, bsz), randFloats(r, csz)
+				lda, ldb, ldc := ac+3, bc+1, n+2
+				sA, sB, sC := ar*lda+5, br*ldb+7, m*ldc+1 // gaps between matrices
+				av, bv := randFloats(r, batch*sA), randFloats(r, batch*sB)
+				cv := randFloats(r, batch*sC)
 				want := append([]float32(nil), cv...)
-				if rowMajor {
-					refGemmRowMajor(ta, tb, m, n, k, 1.5, av, lda, bv, ldb, -0.5, want, ldc)
-				} else {
-					refGemmColMajor(ta, tb, m, n, k, 1.5, av, lda, bv, ldb, -0.5, want, ldc)
+				for i := range batch {
+					refGemmRowMajor(ta, tb, m, n, k, 1.5, av[i*sA:], lda, bv[i*sB:], ldb, -0.5, want[i*sC:], ldc)
 				}
 				a, b, cm := deviceFloats(t, c, av), deviceFloats(t, c, bv), deviceFloats(t, c, cv)
-				if rowMajor {
-					require.NoError(t, bl.SgemmRowMajor(ta, tb, m, n, k, 1.5, a, lda, b, ldb, -0.5, cm, ldc))
-				} else {
-					require.NoError(t, bl.Sgemm(ta, tb, m, n, k, 1.5, a, lda, b, ldb, -0.5, cm, ldc))
-				}
-				assertClose(t, want, readFloats(t, c, cm, csz), 1e-5, "sgemm")
+				require.NoError(t, bl.SgemmStridedBatchedRowMajor(ta, tb, m, n, k, 1.5, a, lda, int64(sA), b, ldb, int64(sB),
+					-0.5, cm, ldc, int64(sC), batch))
+				assertClose(t, want, readFloats(t, c, cm, len(cv)), 1e-5, fmt.Sprintf("sgemm %s%s batch %d", ta, tb, batch))
 			}
 		}
 	}
-	err := bl.Sgemm(OpN, OpN, 4, 4, 4, 1, 1, 2, 1, 4, 0, 1, 4)
+	err := bl.SgemmStridedBatchedRowMajor(OpN, OpN, 4, 4, 4, 1, 1, 2, 0, 1, 4, 0, 0, 1, 4, 0, 1)
 	assert.ErrorContains(t, err, "lda = 2 is less than 4")
 }
 
+// Dense batches, as MatMul makes them, and a B shared by every product
+// (stride 0), as a batched input times one weight.
 func TestGPUSgemmStridedBatched(t *testing.T) {
 	c := gpuContext(t)
 	bl := newBLAS(t, c)
@@ -102,10 +96,13 @@ func TestGPUSgemmStridedBatched(t *testing.T) {
 	require.NoError(t, bl.SgemmStridedBatchedRowMajor(OpN, OpN, m, n, k, 1, a, k, m*k, b, n, k*n, 0, cm, n, m*n, batch))
 	assertClose(t, want, readFloats(t, c, cm, len(cv)), 1e-5, "batched row-major")
 
-	// The same in column-major terms: C^T = B^T A^T.
+	// B^T shared: B is stored n x k once.
+	for i := range batch {
+		refGemmRowMajor(OpN, OpT, m, n, k, 1, av[i*m*k:], k, bv, k, 0, want[i*m*n:], n)
+	}
 	require.NoError(t, c.MemsetD8(cm, 0, len(cv)*4))
-	require.NoError(t, bl.SgemmStridedBatched(OpN, OpN, n, m, k, 1, b, n, k*n, a, k, m*k, 0, cm, n, m*n, batch))
-	assertClose(t, want, readFloats(t, c, cm, len(cv)), 1e-5, "batched column-major")
+	require.NoError(t, bl.SgemmStridedBatchedRowMajor(OpN, OpT, m, n, k, 1, a, k, m*k, b, k, 0, 0, cm, n, m*n, batch))
+	assertClose(t, want, readFloats(t, c, cm, len(cv)), 1e-5, "batched with a shared B")
 }
 
 func toBF16(f float32) uint16 {
@@ -166,7 +163,8 @@ func TestGPUGemmExHalfPrecision(t *testing.T) {
 
 		// float32 output: only accumulation-order differences remain.
 		out32 := deviceFloats(t, c, make([]float32, m*n))
-		require.NoError(t, bl.GemmExRowMajor(OpN, OpT, m, n, k, 1, a, typ, k, b, typ, k, 0, out32, TypeF32, n, Compute32F))
+		require.NoError(t, bl.GemmStridedBatchedExRowMajor(OpN, OpT, m, n, k, 1, a, typ, k, 0, b, typ, k, 0,
+			0, out32, TypeF32, n, 0, 1, Compute32F))
 		require.NoError(t, s.Synchronize())
 		assertClose(t, want, readFloats(t, c, out32, m*n), 1e-4, typ.String()+" in, f32 out")
 
@@ -195,21 +193,16 @@ func TestGPUGemmExHalfPrecision(t *testing.T) {
 		assertClose(t, append(append([]float32{}, want...), want...), got, tol, typ.String()+" in and out, batched")
 	}
 
-	// Column-major GemmEx and the type checks.
-	abits, aval := halfInputs(randFloats(r, 8*8), TypeF16)
-	a := deviceU16(t, c, abits)
+	// The type checks happen before cuBLAS is called.
+	a := deviceU16(t, c, make([]uint16, 64))
 	out := deviceFloats(t, c, make([]float32, 64))
-	require.NoError(t, bl.GemmEx(OpN, OpN, 8, 8, 8, 1, a, TypeF16, 8, a, TypeF16, 8, 0, out, TypeF32, 8, Compute32F))
-	require.NoError(t, s.Synchronize())
-	want := make([]float32, 64)
-	refGemmColMajor(OpN, OpN, 8, 8, 8, 1, aval, 8, aval, 8, 0, want, 8)
-	assertClose(t, want, readFloats(t, c, out, 64), 1e-4, "column-major GemmEx")
-	err = bl.GemmEx(OpN, OpN, 8, 8, 8, 1, a, TypeF16, 8, a, TypeBF16, 8, 0, out, TypeF32, 8, Compute32F)
+	err = bl.GemmStridedBatchedExRowMajor(OpN, OpN, 8, 8, 8, 1, a, TypeF16, 8, 0, a, TypeBF16, 8, 0, 0, out, TypeF32, 8, 0, 1, Compute32F)
 	assert.ErrorIs(t, err, ErrInvalidValue)
+	assert.ErrorContains(t, err, "GemmStridedBatchedExRowMajor: A is f16 but B is bf16")
 
 	require.NoError(t, bl.SetStream(nil))
 	require.NoError(t, bl.SetWorkspace(0, 0))
 	assert.ErrorIs(t, bl.SetWorkspace(ws.Add(16), 1024), ErrInvalidValue, "unaligned workspace")
 	require.NoError(t, bl.Destroy())
-	assert.ErrorContains(t, bl.Sgemm(OpN, OpN, 1, 1, 1, 1, ws, 1, ws, 1, 0, ws, 1), "destroyed")
+	assert.ErrorContains(t, bl.SgemmStridedBatchedRowMajor(OpN, OpN, 1, 1, 1, 1, ws, 1, 0, ws, 1, 0, 0, ws, 1, 0, 1), "destroyed")
 }

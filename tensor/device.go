@@ -46,7 +46,7 @@ func CPU() Device {
 	return cpuDev
 }
 
-// cudaOpener is set by the CUDA device implementation when it is linked in.
+// cudaOpener opens a CUDA device; cuda_device.go's init sets it in every build.
 var cudaOpener func(ordinal int) (Device, error)
 
 // CUDA returns CUDA device number ordinal, or an error wrapping ErrDevice
