@@ -104,7 +104,8 @@
 // ErrArgument) or the memory error (memory.ErrOutOfMemory). Try turns
 // such a panic back into an error; training loops wrap each step in it.
 //
-// Interop: ToDense and FromDense convert to and from gorgonia.org/tensor;
+// Interop: package interop/gorgonia converts to and from
+// gorgonia.org/tensor (this package does not import gorgonia);
 // WriteSafetensors and ReadSafetensors speak the safetensors format of
 // PyTorch and Hugging Face.
 package tensor

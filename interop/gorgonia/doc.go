@@ -1,0 +1,88 @@
+// Package gorgonia connects strata to gorgonia.org/tensor, the tensor
+// library of the Gorgonia project: it converts tensors both ways, and
+// lets gorgonia tensors live in strata's memory tiers through an Engine.
+//
+// # Why a package of its own
+//
+// strata's core (cuda, memory, tensor, autograd, nn) never imports
+// gorgonia. gorgonia.org/tensor brings its own dependency tree (Apache
+// Arrow, flatbuffers, two protobuf modules, gonum and more), which a
+// program that trains a model with strata does not need. Only programs
+// that import this package build it. Measured on a program that imports
+// nn and autograd: with the conversion inside package tensor, `go mod
+// tidy` wrote 19 requirements into its go.mod and 152 lines into go.sum,
+// and it built 177 packages from 19 modules besides its own and strata;
+// with the conversion here, 5 requirements, 42 lines, 98 packages from 5
+// modules. (`go list -m all` still lists gorgonia, 47 modules instead of
+// 70, because strata's go.mod requires it for this package.)
+//
+// # Conversion
+//
+// ToDense and FromDense copy; nothing is shared. Both keep the logical
+// order: a strata view (transpose, permute, narrow, expand) goes into the
+// Dense as the elements it shows, and a gorgonia view (T, Slice) or
+// column-major Dense comes out row-major, as every strata tensor is,
+// read by walking the Dense's strides over its storage without
+// materializing it (which, on a Dense of an Engine, would allocate). The
+// element types both libraries have convert: float32, float64 and int32.
+// gorgonia has no float16 or bfloat16 (widen with Tensor.To first), and
+// strata no other integers, bools or complex numbers: those are errors
+// wrapping tensor.ErrDType. A rank-0 tensor and a scalar Dense map to
+// each other. A Dense cannot hold zero elements, and a strata tensor has
+// no mask: errors too. Tensors on a CUDA device convert through host
+// copies.
+//
+// # The Engine
+//
+// gorgonia asks an Engine for the memory of every Dense made with
+// tensor.WithEngine (and of the Denses its operations make from it, such
+// as the result of a non-in-place Add, which clones its operand). Engine
+// serves those requests from a memory.Manager, for one memory.Role fixed
+// when it is made: the manager's policy places the role in a tier
+// (pooled device memory for gradients and activations, managed memory for
+// embeddings, mapped pinned staging memory, plain host memory) and its
+// statistics count every byte, per tier and per role, like the tensors of
+// strata itself. Allocations come from the tier's caching pool, so a
+// gorgonia program that allocates and frees the same shapes in a loop
+// reuses blocks instead of calling the driver.
+//
+//	gt.New(gt.WithShape(...), gt.Of(dt), gt.WithEngine(e))
+//	   └─ Engine.Alloc(bytes) ─ Manager.Alloc(bytes, role) ─ Policy ─ Pool of the tier
+//
+// The memory is outside Go's heap, so the Engine says NonStdAlloc and
+// gorgonia marks its tensors manually managed: every Dense made with an
+// Engine, results of operations included, must be given back with
+// Engine.Free(d, int64(d.MemSize())), or it stays allocated until the
+// manager is closed, whose error then reports it as a leak. Go's garbage
+// collector never scans that memory, so only element types without
+// pointers belong there (numbers and bools, not strings or interfaces).
+//
+// Whether the CPU can address the memory decides what gorgonia can do
+// with it. NewEngine allocates one byte for its role to learn that, and
+// AllocAccessible reports it. Host, managed and staging memory are
+// host-accessible: Accessible returns them, and the Engine embeds
+// gorgonia's standard engine (tensor.StdEng), so arithmetic, reductions
+// and linear algebra work on such tensors directly. Plain device memory
+// is not: gorgonia flags such a Dense as inaccessible and its operations
+// refuse it, Accessible and FromDense return errors wrapping
+// ErrInaccessible, and Memset, Memclr and Memcpy move its bytes through
+// the driver (cuMemsetD8/D32, cuMemcpyHtoD/DtoH/DtoD), which needs the
+// *cuda.Context passed to NewEngine. If the manager's policy later moves
+// the role from host-accessible memory to device memory, Alloc refuses
+// rather than hand gorgonia memory it would read from the CPU.
+//
+// Memcpy copies bytes in storage order, as gorgonia's standard engine
+// does; either side may be memory of the Engine, in any tier, or a
+// gorgonia tensor's Go memory. Memset and Memclr on host-accessible
+// memory let a Dense set its own elements (views included); on device
+// memory they fill the whole allocation, and refuse a view.
+//
+// # Go 1.26
+//
+// gorgonia.org/tensor imports go4.org/unsafe/assume-no-moving-gc, and the
+// 2022 copy its go.mod asks for panics at start on Go 1.26;
+// v0.0.0-20231121144256-b99613f794b6 does not. This package imports it as
+// well, so that strata's go.mod keeps requiring that version directly and
+// minimal version selection gives it to every program that imports this
+// package.
+package gorgonia
