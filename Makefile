@@ -35,7 +35,7 @@ fmt:
 # .gpu/strata-gpu.tar.xz (the device tool carries at most 64 MiB);
 # bench/gpu-session.sh unpacks it there and runs each test binary from its
 # package folder, e.g. (cd memory && ../.gpu/memory.test -test.v).
-GPU_PKGS := ./cuda ./memory ./tensor ./autograd ./nn
+GPU_PKGS := ./cuda ./memory ./tensor ./autograd ./nn ./amp ./checkpoint ./interop/gorgonia
 gpu:
 	rm -rf $(GPU_OUT) && mkdir -p $(GPU_OUT)/bin
 	CGO_ENABLED=0 $(GO) test -c -ldflags='-s -w' -o $(GPU_OUT)/bin/ $(GPU_PKGS)

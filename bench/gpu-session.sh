@@ -37,13 +37,14 @@ if command -v nvcc >/dev/null && [ -f kernels/all.cu ]; then
 fi
 
 if has tests; then
-  for pkg in cuda memory tensor autograd nn; do
-    [ -x .gpu/$pkg.test ] || continue
+  for pkg in cuda memory tensor autograd nn amp checkpoint interop/gorgonia; do
+    bin=$PWD/.gpu/$(basename $pkg).test log=$L/test-$(basename $pkg).log
+    [ -x "$bin" ] || continue
     start=$(date +%s)
-    (cd $pkg && timeout 300 ../.gpu/$pkg.test -test.v -test.timeout 290s > "$L/test-$pkg.log" 2>&1)
+    (cd $pkg && timeout 300 "$bin" -test.v -test.timeout 290s > "$log" 2>&1)
     rc=$?
-    say "test $pkg: exit $rc in $(( $(date +%s) - start ))s; $(grep -c '^=== RUN' "$L/test-$pkg.log") run, $(grep -c -- '--- SKIP' "$L/test-$pkg.log") skipped, $(grep -c -- '--- FAIL' "$L/test-$pkg.log") failed"
-    grep -E -- '--- FAIL|panic:' "$L/test-$pkg.log" | head -15
+    say "test $pkg: exit $rc in $(( $(date +%s) - start ))s; $(grep -c '^=== RUN' "$log") run, $(grep -c -- '--- SKIP' "$log") skipped, $(grep -c -- '--- FAIL' "$log") failed"
+    grep -E -- '--- FAIL|panic:' "$log" | head -15
   done
   # The char shape's first 50 steps on the GPU against the CPU reference,
   # on full 256-byte rows of a text any machine can make the same.
