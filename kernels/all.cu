@@ -34,3 +34,4 @@
 #include "dropout.cuh"
 #include "optim.cuh"
 #include "gemm.cuh"
+#include "amp.cuh"

@@ -34,8 +34,11 @@ type backend interface {
 	reduceMax(dst, src *Tensor, outer, mid, inner int)
 	sumSquares(src *Tensor) float64
 	// matmul: for each of batch matrices, C = alpha*op(A)*op(B) + beta*C
-	// with element strides between matrices (0 broadcasts one matrix).
-	matmul(c, a, b *Tensor, transA, transB bool, m, n, k, batch, strideA, strideB int, alpha, beta float64)
+	// with element strides between matrices (0 broadcasts one matrix). A
+	// and B share a dtype; C has it too, or is float32 for half A and B
+	// (float32 accumulation in every case). tf32 lets float32 products use
+	// TF32 tensor cores where the device has them.
+	matmul(c, a, b *Tensor, transA, transB bool, m, n, k, batch, strideA, strideB int, alpha, beta float64, tf32 bool)
 	softmax(dst, src *Tensor, rows, cols int, log bool)
 	softmaxBackward(dx, y, dy *Tensor, rows, cols int, log bool)
 	// causalSoftmax and its backward: softmax over the rows of batch

@@ -202,7 +202,11 @@ func (cpuBackend) sumSquares(src *Tensor) float64 {
 	return r
 }
 
-func (cpuBackend) matmul(c, a, b *Tensor, tA, tB bool, m, n, k, batch, sA, sB int, alpha, beta float64) {
+func (cpuBackend) matmul(c, a, b *Tensor, tA, tB bool, m, n, k, batch, sA, sB int, alpha, beta float64, _ bool) {
+	if a.dtype.IsHalf() {
+		matmulHalfCPU(c, a, b, tA, tB, m, n, k, batch, sA, sB, alpha, beta)
+		return
+	}
 	lda, ldb := k, n
 	if tA {
 		lda = m

@@ -8,12 +8,13 @@ import (
 )
 
 // matmul runs float32 products on cuBLAS (strided batched, row-major, on
-// the device's stream; default math, so no TF32) and float64 products on
+// the device's stream; no TF32 unless tf32), float16 and bfloat16
+// products on cuBLAS's GemmEx with float32 accumulation (tensor cores;
+// the product in float32 or the operands' dtype), and float64 products on
 // the gemm_f64 kernel (kernels/gemm.cuh), which serves gradient checks
 // and references.
-func (b cudaBackend) matmul(c, a, bm *Tensor, tA, tB bool, m, n, k, batch, sA, sB int, alpha, beta float64) {
+func (b cudaBackend) matmul(c, a, bm *Tensor, tA, tB bool, m, n, k, batch, sA, sB int, alpha, beta float64, tf32 bool) {
 	d := b.d
-	f := floatIndex("MatMul", c.dtype)
 	if m*n*batch == 0 {
 		return
 	}
@@ -24,7 +25,7 @@ func (b cudaBackend) matmul(c, a, bm *Tensor, tA, tB bool, m, n, k, batch, sA, s
 	if tB {
 		ldb = k
 	}
-	if f == kF64 {
+	if a.dtype == Float64 {
 		grid := [3]uint32{uint32(ceilDiv(n, 16)), uint32(ceilDiv(m, 16)), uint32(min(batch, maxGridYZ))}
 		if grid[1] > maxGridYZ {
 			fail("MatMul", ErrShape, "%d rows exceed the float64 kernel's grid (%d) on %v", m, maxGridYZ*16, d)
@@ -39,7 +40,7 @@ func (b cudaBackend) matmul(c, a, bm *Tensor, tA, tB bool, m, n, k, batch, sA, s
 	}
 	blas, err := d.cuBLAS()
 	if err != nil {
-		panic(&OpError{Op: "MatMul", Msg: fmt.Sprintf("float32 products on %v need cuBLAS", d), Err: err})
+		panic(&OpError{Op: "MatMul", Msg: fmt.Sprintf("%v products on %v need cuBLAS", a.dtype, d), Err: err})
 	}
 	op := func(t bool) cuda.Op {
 		if t {
@@ -47,12 +48,37 @@ func (b cudaBackend) matmul(c, a, bm *Tensor, tA, tB bool, m, n, k, batch, sA, s
 		}
 		return cuda.OpN
 	}
+	kind := "sgemm"
+	if a.dtype != Float32 || tf32 {
+		kind = fmt.Sprintf("gemmEx %v->%v tf32=%v", a.dtype, c.dtype, tf32)
+	}
 	if cudaProfiling {
-		defer d.profileDone(fmt.Sprintf("MatMul sgemm %dx%dx%d batch %d", m, n, k, batch), time.Now())
+		defer d.profileDone(fmt.Sprintf("MatMul %s %dx%dx%d batch %d", kind, m, n, k, batch), time.Now())
 	}
-	err = blas.SgemmStridedBatchedRowMajor(op(tA), op(tB), m, n, k, float32(alpha),
-		devPtr(a), lda, int64(sA), devPtr(bm), ldb, int64(sB), float32(beta), devPtr(c), n, int64(m*n), batch)
+	if a.dtype == Float32 && !tf32 {
+		err = blas.SgemmStridedBatchedRowMajor(op(tA), op(tB), m, n, k, float32(alpha),
+			devPtr(a), lda, int64(sA), devPtr(bm), ldb, int64(sB), float32(beta), devPtr(c), n, int64(m*n), batch)
+	} else {
+		compute := cuda.Compute32F
+		if tf32 && a.dtype == Float32 {
+			compute = cuda.Compute32FFastTF32
+		}
+		err = blas.GemmStridedBatchedExRowMajor(op(tA), op(tB), m, n, k, float32(alpha),
+			devPtr(a), blasType(a.dtype), lda, int64(sA), devPtr(bm), blasType(bm.dtype), ldb, int64(sB),
+			float32(beta), devPtr(c), blasType(c.dtype), n, int64(m*n), batch, compute)
+	}
 	if err != nil {
-		panic(&OpError{Op: "MatMul", Msg: fmt.Sprintf("(%d x %d) @ (%d x %d), batch %d, on %v", m, k, k, n, batch, d), Err: err})
+		panic(&OpError{Op: "MatMul", Msg: fmt.Sprintf("%s (%d x %d) @ (%d x %d), batch %d, on %v", kind, m, k, k, n, batch, d), Err: err})
 	}
+}
+
+// blasType is cuBLAS's name for a float dtype other than float64.
+func blasType(dt DType) cuda.DataType {
+	switch dt {
+	case Float16:
+		return cuda.TypeF16
+	case BFloat16:
+		return cuda.TypeBF16
+	}
+	return cuda.TypeF32
 }

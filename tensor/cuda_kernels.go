@@ -84,17 +84,19 @@ type cudaKernels struct {
 
 	dropout, adamw, sgd [2]*cuda.Function
 	gemmF64             *cuda.Function
+	unscaleCheck        *cuda.Function // kernels/amp.cuh
 }
 
 // bindings lists every kernel name with the slot it fills.
 func (k *cudaKernels) bindings() map[string]**cuda.Function {
 	m := map[string]**cuda.Function{
-		"sum_partials":   &k.sumPartials,
-		"count_targets":  &k.countTargets,
-		"gemm_f64":       &k.gemmF64,
-		"scatter_keys":   &k.scatterKeys,
-		"sort_keys_tile": &k.sortKeysTile,
-		"sort_keys_step": &k.sortKeysStep,
+		"sum_partials":      &k.sumPartials,
+		"count_targets":     &k.countTargets,
+		"gemm_f64":          &k.gemmF64,
+		"scatter_keys":      &k.scatterKeys,
+		"sort_keys_tile":    &k.sortKeysTile,
+		"sort_keys_step":    &k.sortKeysStep,
+		"unscale_check_f32": &k.unscaleCheck,
 	}
 	for s, sfx := range sizeSuffix {
 		m["fill_u"+[3]string{"16", "32", "64"}[s]] = &k.fill[s]

@@ -76,12 +76,35 @@ func operand(t *Tensor, bshape []int, batch, elems int) matOperand {
 // the batch axes; 1-D operands are not accepted (reshape them). Transposed
 // views (t.T()) are used in place without a copy. Panics on mismatched
 // shapes, dtypes or devices.
-func MatMul(a, b *Tensor) *Tensor { return MatMulScaled(a, b, 1) }
+func MatMul(a, b *Tensor) *Tensor { return MatMulWith(a, b, 1, MatMulMode{}) }
 
 // MatMulScaled returns alpha * (a @ b), the scale fused into the GEMM.
-func MatMulScaled(a, b *Tensor, alpha float64) *Tensor {
+func MatMulScaled(a, b *Tensor, alpha float64) *Tensor { return MatMulWith(a, b, alpha, MatMulMode{}) }
+
+// MatMulMode says how a product is computed and stored. The zero value
+// is the plain product in the operands' dtype.
+type MatMulMode struct {
+	// Float32Out keeps the float32 accumulator's result of a product of
+	// float16 or bfloat16 operands instead of rounding it to their dtype
+	// (mixed precision: package amp's matrix products). Other operands
+	// ignore it.
+	Float32Out bool
+	// TF32 lets float32 products use TF32 tensor cores (products of
+	// 10-bit mantissas, float32 accumulation) on GPUs that have them, as
+	// PyTorch's allow_tf32; it changes nothing on the CPU.
+	TF32 bool
+}
+
+// MatMulWith returns alpha * (a @ b) computed as mode says (see MatMul for
+// the shapes). Float16 and bfloat16 operands accumulate in float32 on
+// every device.
+func MatMulWith(a, b *Tensor, alpha float64, mode MatMulMode) *Tensor {
 	sameDevice("MatMul", a, b)
 	sameFloat("MatMul", a, b)
+	outDT := a.dtype
+	if mode.Float32Out && a.dtype.IsHalf() {
+		outDT = Float32
+	}
 	if a.Rank() < 2 || b.Rank() < 2 {
 		fail("MatMul", ErrShape, "operands %v and %v: want at least 2-D", a.shape, b.shape)
 	}
@@ -94,7 +117,7 @@ func MatMulScaled(a, b *Tensor, alpha float64) *Tensor {
 	if err != nil {
 		fail("MatMul", ErrShape, "batch axes of %v and %v: %v", a.shape, b.shape, err)
 	}
-	out := mustNew("MatMul", ctxOf("MatMul", a, b), a.dev, a.dtype, append(slices.Clone(bshape), m, n))
+	out := mustNew("MatMul", ctxOf("MatMul", a, b), a.dev, outDT, append(slices.Clone(bshape), m, n))
 	if out.Numel() == 0 {
 		return out
 	}
@@ -111,6 +134,6 @@ func MatMulScaled(a, b *Tensor, alpha float64) *Tensor {
 	oa, ob := operand(a, bshape, batch, m*k), operand(b, bshape, batch, k*n)
 	defer oa.temp.Release()
 	defer ob.temp.Release()
-	a.dev.backend().matmul(out, oa.base, ob.base, oa.trans, ob.trans, m, n, k, batch, oa.stride, ob.stride, alpha, 0)
+	a.dev.backend().matmul(out, oa.base, ob.base, oa.trans, ob.trans, m, n, k, batch, oa.stride, ob.stride, alpha, 0, mode.TF32)
 	return out
 }

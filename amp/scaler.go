@@ -1,0 +1,146 @@
+package amp
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/strata-ml/strata/tensor"
+)
+
+// GradScaler is dynamic loss scaling for float16 training, PyTorch's
+// torch.amp.GradScaler: the loss is multiplied by Scale before backward
+// so small gradients survive float16; Unscale divides the gradients by it
+// again in one fused pass that also finds inf and NaN; a step with a
+// non-finite gradient is skipped and the scale halved (BackoffFactor),
+// and after GrowthInterval good steps in a row the scale doubles
+// (GrowthFactor).
+//
+// A disabled scaler (bfloat16 and float32 need none: their exponent
+// range is float32's) is a no-op: LossScale is 1, Unscale reports every
+// step good without touching the gradients, so the training loop is the
+// same code for every precision:
+//
+//	loss.BackwardScaled(s.LossScale())
+//	if s.Unscale(grads) { clip; opt.Step() }
+//	s.Update()
+type GradScaler struct {
+	Scale          float64 // current loss scale (65536 at start)
+	GrowthFactor   float64 // 2
+	BackoffFactor  float64 // 0.5
+	GrowthInterval int     // good steps in a row before the scale grows: 2000
+
+	enabled  bool
+	good     int  // good steps since the last growth or backoff
+	found    bool // the last Unscale found inf or NaN
+	unscaled bool // Unscale ran since the last Update
+	skipped  int  // steps skipped so far
+}
+
+// NewGradScaler returns a scaler with PyTorch's defaults, enabled or not.
+func NewGradScaler(enabled bool) *GradScaler {
+	return &GradScaler{Scale: 65536, GrowthFactor: 2, BackoffFactor: 0.5, GrowthInterval: 2000, enabled: enabled}
+}
+
+// ScalerFor returns the scaler training in state s needs: enabled for
+// float16 autocast, disabled otherwise.
+func ScalerFor(s State) *GradScaler {
+	return NewGradScaler(s.Enabled && s.DType == tensor.Float16)
+}
+
+// Enabled reports whether the scaler scales.
+func (s *GradScaler) Enabled() bool { return s.enabled }
+
+// LossScale is the factor to seed backward with: Scale, or 1 when
+// disabled.
+func (s *GradScaler) LossScale() float64 {
+	if !s.enabled {
+		return 1
+	}
+	return s.Scale
+}
+
+// Unscale divides every gradient by the loss scale in place, in one fused
+// pass (one kernel launch on a GPU for all of them) that also checks them,
+// and reports whether all were finite: false means skip this optimizer
+// step. Call it once per step, after backward and before gradient
+// clipping; nil gradients are skipped. A disabled scaler returns true at
+// once.
+func (s *GradScaler) Unscale(grads []*tensor.Tensor) bool {
+	if !s.enabled {
+		return true
+	}
+	if s.unscaled {
+		panic(&tensor.OpError{Op: "GradScaler.Unscale", Msg: "called twice before Update", Err: tensor.ErrArgument})
+	}
+	s.unscaled = true
+	s.found = !tensor.UnscaleGrads(grads, 1/s.Scale)
+	return !s.found
+}
+
+// Update ends the step: after a skipped step the scale backs off, after
+// GrowthInterval good steps in a row it grows. A disabled scaler does
+// nothing.
+func (s *GradScaler) Update() {
+	if !s.enabled {
+		return
+	}
+	s.unscaled = false
+	if s.found {
+		s.Scale *= s.BackoffFactor
+		s.good = 0
+		s.skipped++
+		s.found = false
+		return
+	}
+	s.good++
+	if s.good >= s.GrowthInterval {
+		if grown := s.Scale * s.GrowthFactor; !math.IsInf(grown, 0) {
+			s.Scale = grown
+		}
+		s.good = 0
+	}
+}
+
+// Skipped is the number of steps skipped for non-finite gradients.
+func (s *GradScaler) Skipped() int { return s.skipped }
+
+// Metadata returns the scaler's state as safetensors metadata entries
+// (saved with the weights), or nil when disabled.
+func (s *GradScaler) Metadata() map[string]string {
+	if !s.enabled {
+		return nil
+	}
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	return map[string]string{
+		"amp.scale": f(s.Scale), "amp.growth_factor": f(s.GrowthFactor), "amp.backoff_factor": f(s.BackoffFactor),
+		"amp.growth_interval": strconv.Itoa(s.GrowthInterval), "amp.good_steps": strconv.Itoa(s.good),
+		"amp.skipped": strconv.Itoa(s.skipped),
+	}
+}
+
+// LoadMetadata restores the state Metadata saved; entries that are absent
+// keep their values. A malformed entry is an error naming it.
+func (s *GradScaler) LoadMetadata(md map[string]string) error {
+	floats := map[string]*float64{"amp.scale": &s.Scale, "amp.growth_factor": &s.GrowthFactor, "amp.backoff_factor": &s.BackoffFactor}
+	for k, p := range floats {
+		if v, ok := md[k]; ok {
+			x, err := strconv.ParseFloat(v, 64)
+			if err != nil || !(x > 0) || math.IsInf(x, 0) {
+				return fmt.Errorf("amp: GradScaler metadata %s = %q: want a finite positive number", k, v)
+			}
+			*p = x
+		}
+	}
+	ints := map[string]*int{"amp.growth_interval": &s.GrowthInterval, "amp.good_steps": &s.good, "amp.skipped": &s.skipped}
+	for k, p := range ints {
+		if v, ok := md[k]; ok {
+			x, err := strconv.Atoi(v)
+			if err != nil || x < 0 {
+				return fmt.Errorf("amp: GradScaler metadata %s = %q: want a non-negative integer", k, v)
+			}
+			*p = x
+		}
+	}
+	return nil
+}

@@ -1,0 +1,113 @@
+package amp_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/amp"
+	"github.com/strata-ml/strata/tensor"
+)
+
+func grads(c *tensor.Ctx, vals ...[]float32) []*tensor.Tensor {
+	var ts []*tensor.Tensor
+	for _, v := range vals {
+		ts = append(ts, c.FromFloat32s(tensor.CPU(), v))
+	}
+	return ts
+}
+
+func TestScalerUnscalesAndGrows(t *testing.T) {
+	c := tensor.NewCtx()
+	c.WithScope(func() {
+		s := amp.NewGradScaler(true)
+		s.GrowthInterval = 3
+		require.Equal(t, 65536.0, s.LossScale())
+		for step := range 3 {
+			g := grads(c, []float32{65536, -131072}, []float32{32768})
+			require.True(t, s.Unscale(append(g, nil)), "step %d", step)
+			assert.Equal(t, []float32{1, -2}, g[0].Float32s())
+			assert.Equal(t, []float32{0.5}, g[1].Float32s())
+			s.Update()
+		}
+		assert.Equal(t, 131072.0, s.Scale, "grown after GrowthInterval good steps")
+		assert.Zero(t, s.Skipped())
+	})
+	assert.Zero(t, c.BytesInUse())
+}
+
+func TestScalerSkipsAndBacksOffOnOverflow(t *testing.T) {
+	for _, bad := range []float32{float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())} {
+		c := tensor.NewCtx()
+		c.WithScope(func() {
+			s := amp.NewGradScaler(true)
+			s.GrowthInterval = 2
+			require.True(t, s.Unscale(grads(c, []float32{1})))
+			s.Update() // one good step
+			g := grads(c, []float32{1, 2}, []float32{3, bad, 4})
+			require.False(t, s.Unscale(g), "an injected %v is found", bad)
+			s.Update()
+			assert.Equal(t, 32768.0, s.Scale, "halved")
+			assert.Equal(t, 1, s.Skipped())
+			require.True(t, s.Unscale(grads(c, []float32{1})))
+			s.Update()
+			assert.Equal(t, 32768.0, s.Scale, "the good-step count restarted after the skip")
+			require.True(t, s.Unscale(grads(c, []float32{1})))
+			s.Update()
+			assert.Equal(t, 65536.0, s.Scale)
+		})
+	}
+}
+
+func TestDisabledScalerIsANoOp(t *testing.T) {
+	for _, st := range []amp.State{{}, {Enabled: true, DType: tensor.BFloat16}, {TF32: true}} {
+		s := amp.ScalerFor(st)
+		require.False(t, s.Enabled(), "%v", st)
+		assert.Equal(t, 1.0, s.LossScale())
+		c := tensor.NewCtx()
+		c.WithScope(func() {
+			g := grads(c, []float32{float32(math.Inf(1)), 3})
+			assert.True(t, s.Unscale(g))
+			s.Update()
+			assert.Equal(t, float32(3), g[0].Float32s()[1], "gradients untouched")
+		})
+		assert.Nil(t, s.Metadata())
+	}
+	assert.True(t, amp.ScalerFor(amp.State{Enabled: true, DType: tensor.Float16}).Enabled())
+}
+
+func TestScalerMisuse(t *testing.T) {
+	s := amp.NewGradScaler(true)
+	c := tensor.NewCtx()
+	c.WithScope(func() {
+		require.True(t, s.Unscale(grads(c, []float32{1})))
+		err := tensor.Try(func() { s.Unscale(grads(c, []float32{1})) })
+		require.ErrorIs(t, err, tensor.ErrArgument)
+		s.Update()
+		err = tensor.Try(func() { s.Unscale([]*tensor.Tensor{c.Zeros(tensor.CPU(), tensor.Float64, 2)}) })
+		require.ErrorIs(t, err, tensor.ErrDType)
+	})
+}
+
+func TestScalerMetadataRoundTrip(t *testing.T) {
+	s := amp.NewGradScaler(true)
+	s.GrowthInterval = 5
+	c := tensor.NewCtx()
+	c.WithScope(func() {
+		for _, v := range []float32{1, float32(math.NaN()), 1} {
+			s.Unscale(grads(c, []float32{v}))
+			s.Update()
+		}
+	})
+	md := s.Metadata()
+	r := amp.NewGradScaler(true)
+	require.NoError(t, r.LoadMetadata(md))
+	assert.Equal(t, s.Scale, r.Scale)
+	assert.Equal(t, 5, r.GrowthInterval)
+	assert.Equal(t, 1, r.Skipped())
+	assert.Equal(t, md, r.Metadata())
+	require.ErrorContains(t, r.LoadMetadata(map[string]string{"amp.scale": "-1"}), "amp.scale")
+	require.ErrorContains(t, r.LoadMetadata(map[string]string{"amp.good_steps": "x"}), "amp.good_steps")
+}
