@@ -4,8 +4,8 @@
 // A Var wraps a tensor. Leaves are made with Param (requires a gradient)
 // or Const. Every op here computes its forward with tensor ops and calls
 // Record with its backward function written right beside it (micrograd's
-// style); users write custom ops the same way. Under NoGrad nothing is
-// recorded.
+// style); users write custom ops the same way. Under NoGrad (NoGradIn for
+// an explicit context) nothing is recorded.
 //
 // Backward walks the graph once in reverse topological order. Gradients
 // of leaves accumulate into Var.Grad, which lives outside every scope
@@ -28,6 +28,38 @@
 // intermediate that no backward reads (the qkv projection once it has
 // been split into heads) while gradients still flow through it. With
 // these, the GPT's plain attention peaks below PyTorch's fused SDPA.
+//
+// # State: tensor.Ctx, carried by the values
+//
+// Go has no goroutine-local storage, so the state an op needs (which
+// scope owns its output, the memory role, whether to record the graph,
+// the autocast state, the position of the random stream) lives in a
+// value the caller holds: a tensor.Ctx, one per goroutine. It is not
+// passed to every op. Every tensor records the Ctx it was made in, and an
+// op takes the Ctx of its operands (tensor.CtxOf), as GoMLX's ops take
+// their Graph from their operands and database/sql's statements their
+// transaction from the *Tx they are called on. So only the entries name
+// it: inputs are made with its methods (c.FromInt32s), a step runs in
+// c.WithScope, evaluation in NoGradIn(c, fn), mixed precision in
+// amp.Autocast(c, ...); the model's Forward is unchanged. Each package
+// above tensor keeps its state in its own slot of the Ctx (tensor.CtxKey):
+// autograd the grad mode and the random stream (RandomOffset), amp the
+// autocast region, checkpoint its recomputation.
+//
+// What may be shared: parameters and other kept tensors belong to no Ctx,
+// so goroutines may read one model at the same time (inference, or
+// evaluation beside training once the optimizer is not writing); modules
+// hold no mutable state (Dropout draws from the Ctx's stream). What may
+// not: training one model's parameters from two goroutines (their
+// gradients and the optimizer's writes race, as any Go value would), and
+// one Ctx used by two goroutines at once (its scopes nest in program
+// order). Combining tensors of two Ctx values in one op panics with
+// tensor.ErrArgument. The package-level conveniences (NoGrad,
+// tensor.WithScope, tensor.Zeros, ...) use tensor.Background(), the
+// process's default Ctx, for programs that do their tensor work on one
+// goroutine; an op on parameters alone falls back to it too, and its
+// result joins the caller's Ctx at the next op that meets the caller's
+// tensors.
 //
 // GradCheck compares analytic gradients with central finite differences
 // in float64; the tests run it on every op, and compare ops and gradients
