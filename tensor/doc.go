@@ -18,10 +18,17 @@
 // Go's garbage collector does not see device memory and finalizers run far
 // too late, so lifetimes are explicit but automatic in practice
 // (TensorFlow.js's tidy): every tensor is owned by the innermost open
-// Scope when it is created, and closing the scope releases it. A training
-// step runs inside one scope; parameters and optimizer state are created
-// outside or taken out with Keep. Release frees one tensor early (autograd
-// does so during backward). A cleanup attached to each tensor returns the
+// Scope of its context (Ctx) when it is created, and closing the scope
+// releases it. A training step runs inside one scope; parameters and
+// optimizer state are created outside, with NewKept, or taken out with
+// Keep. A Ctx is one goroutine's state (its scope stack and role, and
+// slots for autograd's grad mode and amp's autocast): tensors record
+// their Ctx and ops take it from their operands, creation functions are
+// Ctx methods, and the package-level ones use Background (ctx.go;
+// autograd's doc explains the design). Ctx.BytesInUse counts a context's
+// live storage, a goroutine's own view of its memory. Release frees one
+// tensor early (autograd does so during backward). A cleanup attached to
+// each tensor returns the
 // storage of a tensor the GC finds unreleased and counts it
 // (LeakedTensors; STRATA_DEBUG=1 prints each leak): a safety net, not the
 // mechanism. Memory roles follow the scope too (Scope.SetRole, WithRole).
@@ -42,8 +49,9 @@
 // large GEMM.
 //
 // Arithmetic runs in float32 and float64 (gradient checks); float16 and
-// bfloat16 are storage dtypes converted by To/Cast (mixed precision casts
-// at op boundaries); int32 holds token ids.
+// bfloat16 are storage dtypes converted by To/Cast, and the operands of
+// matrix products (MatMulWith: float32 accumulation, a float32 or half
+// result; package amp's mixed precision); int32 holds token ids.
 //
 // # CUDA
 //
@@ -93,7 +101,8 @@
 // the host, so it synchronizes and reports a bad target itself, as on the
 // CPU. Ops whose result goes to the host (SumSquares, CrossEntropy,
 // reading a tensor) synchronize; nothing else does. Float16 and bfloat16
-// arithmetic is refused with ErrDType on both devices (cast first).
+// arithmetic other than matrix products is refused with ErrDType on both
+// devices (cast first).
 //
 // # Errors
 //
