@@ -72,6 +72,7 @@ func TestGradCheckEveryOp(t *testing.T) {
 		{"Log", []*tensor.Tensor{positive(rng, 7)}, func(x []*autograd.Var) *autograd.Var { return autograd.Log(x[0]) }},
 		{"Tanh", []*tensor.Tensor{randn(rng, 7)}, func(x []*autograd.Var) *autograd.Var { return autograd.Tanh(x[0]) }},
 		{"Gelu", []*tensor.Tensor{randn(rng, 9)}, func(x []*autograd.Var) *autograd.Var { return autograd.Gelu(x[0]) }},
+		{"Relu", []*tensor.Tensor{randn(rng, 9)}, func(x []*autograd.Var) *autograd.Var { return autograd.Relu(x[0]) }},
 		{"Sqrt", []*tensor.Tensor{positive(rng, 7)}, func(x []*autograd.Var) *autograd.Var { return autograd.Sqrt(x[0]) }},
 		{"Softmax", []*tensor.Tensor{randn(rng, 3, 5)}, func(x []*autograd.Var) *autograd.Var { return autograd.Softmax(x[0]) }},
 		{"LogSoftmax", []*tensor.Tensor{randn(rng, 3, 5)}, func(x []*autograd.Var) *autograd.Var { return autograd.LogSoftmax(x[0]) }},
@@ -96,6 +97,21 @@ func TestGradCheckEveryOp(t *testing.T) {
 			return autograd.Cast(autograd.Cast(x[0], tensor.Float32), tensor.Float64)
 		}},
 		{"SharedInput", []*tensor.Tensor{randn(rng, 3)}, func(x []*autograd.Var) *autograd.Var { return autograd.Mul(x[0], autograd.Exp(x[0])) }},
+	}
+	// Every op of the op table through autograd.Unary, on inputs inside
+	// its domain.
+	for op := range tensor.NumUnaryOps {
+		in := randn(rng, 2, 5)
+		switch op {
+		case tensor.OpLog, tensor.OpSqrt, tensor.OpRsqrt, tensor.OpRecip:
+			in.Release()
+			in = positive(rng, 2, 5)
+		}
+		cases = append(cases, struct {
+			name string
+			in   []*tensor.Tensor
+			f    func(x []*autograd.Var) *autograd.Var
+		}{"Unary/" + op.String(), []*tensor.Tensor{in}, func(x []*autograd.Var) *autograd.Var { return autograd.Unary(op, x[0]) }})
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -4,10 +4,12 @@ import (
 	"github.com/strata-ml/strata/tensor"
 )
 
-// unary records an elementwise op whose derivative the kernels know.
-// useX/useY say which of the input and output the derivative reads.
-func unary(op tensor.UnaryOp, x *Var, useX, useY bool) *Var {
+// Unary records any element-wise op of the op table (tensor.OpXxx): its
+// derivative is the kernels' UnaryBackward, which reads the saved input,
+// the output or neither, as op.BackwardUses says.
+func Unary(op tensor.UnaryOp, x *Var) *Var {
 	out := tensor.Unary(op, x.Value)
+	useX, useY := op.BackwardUses()
 	return Record(op.String(), out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
 		var xv, yv *tensor.Tensor
 		if useX {
@@ -21,19 +23,19 @@ func unary(op tensor.UnaryOp, x *Var, useX, useY bool) *Var {
 }
 
 // Exp returns e^x.
-func Exp(x *Var) *Var { return unary(tensor.OpExp, x, false, true) }
+func Exp(x *Var) *Var { return Unary(tensor.OpExp, x) }
 
 // Log returns ln x.
-func Log(x *Var) *Var { return unary(tensor.OpLog, x, true, false) }
+func Log(x *Var) *Var { return Unary(tensor.OpLog, x) }
 
 // Tanh returns tanh x.
-func Tanh(x *Var) *Var { return unary(tensor.OpTanh, x, false, true) }
+func Tanh(x *Var) *Var { return Unary(tensor.OpTanh, x) }
 
 // Gelu returns GELU(x) with the tanh approximation.
-func Gelu(x *Var) *Var { return unary(tensor.OpGelu, x, true, false) }
+func Gelu(x *Var) *Var { return Unary(tensor.OpGelu, x) }
 
 // Relu returns max(x, 0).
-func Relu(x *Var) *Var { return unary(tensor.OpRelu, x, true, false) }
+func Relu(x *Var) *Var { return Unary(tensor.OpRelu, x) }
 
 // Sqrt returns √x.
-func Sqrt(x *Var) *Var { return unary(tensor.OpSqrt, x, false, true) }
+func Sqrt(x *Var) *Var { return Unary(tensor.OpSqrt, x) }

@@ -11,13 +11,14 @@ typedef long long i64;
 typedef unsigned long long u64;
 
 // MAX_DIMS is the highest rank the strided kernels take after the Go side
-// has merged mergeable dims (tensor/cuda_layout.go).
+// has merged mergeable dims (tensor/internal/layout; tensor/cuda_layout.go
+// refuses layouts with more).
 #define MAX_DIMS 8
 
 // Layout1 and Layout2 describe strided views, passed by value. The
 // destination is contiguous with shape[0..ndim); src (Layout1) or a and b
 // (Layout2) have the given element strides, 0 on broadcast dims. The Go
-// side writes them byte for byte (cudaLayout.bytes1/bytes2): keep the two
+// side writes them byte for byte (layoutBytes1/layoutBytes2): keep the two
 // in step.
 struct Layout1 {
   int ndim;

@@ -1,14 +1,11 @@
 // elementwise.cuh: unary functions and their gradients, affine maps and
-// broadcasting binary ops. Op codes are those of cpukern.UnaryOp and
-// cpukern.BinaryOp (tensor/internal/cpukern/unary.go, binary.go); the
-// formulas are the CPU's, written in the same order of operations.
+// broadcasting binary ops. The op codes are the enums of ops_gen.cuh,
+// written from the op table (tensor/internal/ops) by go generate; the
+// formulas are the CPU's (tensor/internal/cpukern/unary.go,
+// unary_backward.go, binary.go), in the same order of operations.
 #pragma once
 #include "common.cuh"
-
-enum UnaryCode {
-  U_NEG, U_EXP, U_LOG, U_SQRT, U_RSQRT, U_TANH, U_GELU, U_RELU, U_ABS, U_SQUARE, U_RECIP, U_SIGMOID
-};
-enum BinaryCode { B_ADD, B_SUB, B_MUL, B_DIV, B_MAX, B_MIN, B_POW };
+#include "ops_gen.cuh"
 
 // GELU, tanh approximation: 0.5 x (1 + tanh u) = x sigmoid(2u),
 // u = sqrt(2/pi) (x + 0.044715 x^3).
@@ -50,8 +47,8 @@ __device__ __forceinline__ T unary_fn(int op, T x) {
   return x;
 }
 
-// unary_grad returns dy * op'(x) from the saved input x or output y (see
-// cpukern.UnaryBackward for which one each op reads).
+// unary_grad returns dy * op'(x) from the saved input x or output y (the
+// op table's Reads says which one each op reads).
 template <typename T>
 __device__ __forceinline__ T unary_grad(int op, T g, const T* x, const T* y, i64 i) {
   switch (op) {

@@ -1,6 +1,6 @@
 package tensor
 
-import "github.com/strata-ml/strata/tensor/internal/cpukern"
+import "github.com/strata-ml/strata/tensor/internal/layout"
 
 // backend is the op surface every device implements. The exported ops
 // validate shapes, dtypes and devices, allocate outputs and reduce every
@@ -11,8 +11,8 @@ type backend interface {
 	upload(dst *Tensor, src []byte)
 	download(dst []byte, src *Tensor)
 	// copyStrided gathers src (any strides) into contiguous dst of the
-	// same shape and dtype.
-	copyStrided(dst, src *Tensor)
+	// same shape and dtype; l is their merged layout (mergeDims).
+	copyStrided(dst, src *Tensor, l layout.Layout)
 	// copy2D copies rows blocks of width elements from src (row stride
 	// srcStride, starting at element srcOff) to dst (dstStride, dstOff);
 	// both contiguous tensors of one dtype, offsets relative to their views.
@@ -20,14 +20,15 @@ type backend interface {
 	fill(dst *Tensor, v float64)
 	// cast converts between any two dtypes.
 	cast(dst, src *Tensor)
-	unary(op cpukern.UnaryOp, dst, src *Tensor)
+	unary(op UnaryOp, dst, src *Tensor)
 	// unaryBackward: dx = dy * op'(x); x or y is nil when op does not need it.
-	unaryBackward(op cpukern.UnaryOp, dx, x, y, dy *Tensor)
+	unaryBackward(op UnaryOp, dx, x, y, dy *Tensor)
 	// affine: dst = alpha*src + beta.
 	affine(dst, src *Tensor, alpha, beta float64)
-	// binary: dst (contiguous) = a op b, where a and b are strided views
-	// already broadcast to dst's shape (stride 0 on broadcast dims).
-	binary(op cpukern.BinaryOp, dst, a, b *Tensor)
+	// binary: dst (contiguous) = a op b over the merged layout l of dst's
+	// shape with a's and b's strides broadcast to it (stride 0 on
+	// broadcast dims); a and b give the storage, offset and dtype.
+	binary(op BinaryOp, dst, a, b *Tensor, l layout.Layout)
 	// reduce sums (or maxes) the middle of the (outer, mid, inner) view of
 	// src into dst (outer, inner).
 	reduceSum(dst, src *Tensor, outer, mid, inner int, accumulate bool)

@@ -3,6 +3,7 @@ package tensor
 import (
 	"github.com/strata-ml/strata/tensor/internal/blas"
 	"github.com/strata-ml/strata/tensor/internal/cpukern"
+	"github.com/strata-ml/strata/tensor/internal/layout"
 )
 
 func (cpuBackend) upload(dst *Tensor, src []byte) {
@@ -20,14 +21,14 @@ func byteView(t *Tensor) *Tensor {
 	return &Tensor{ref: t.ref, shape: []int{t.Numel() * sz}, offset: t.offset * sz}
 }
 
-func (cpuBackend) copyStrided(dst, src *Tensor) {
+func (cpuBackend) copyStrided(dst, src *Tensor, l layout.Layout) {
 	switch src.dtype.Size() {
 	case 2:
-		cpukern.CopyStrided(hostData[uint16](dst), dst.shape, hostAll[uint16](src), src.offset, src.strides)
+		cpukern.CopyStrided(hostData[uint16](dst), &l, hostAll[uint16](src), src.offset)
 	case 4:
-		cpukern.CopyStrided(hostData[uint32](dst), dst.shape, hostAll[uint32](src), src.offset, src.strides)
+		cpukern.CopyStrided(hostData[uint32](dst), &l, hostAll[uint32](src), src.offset)
 	case 8:
-		cpukern.CopyStrided(hostData[uint64](dst), dst.shape, hostAll[uint64](src), src.offset, src.strides)
+		cpukern.CopyStrided(hostData[uint64](dst), &l, hostAll[uint64](src), src.offset)
 	}
 }
 
@@ -142,13 +143,13 @@ func convertFrom(dst *Tensor, src []float32) {
 	}
 }
 
-func (cpuBackend) unary(op cpukern.UnaryOp, dst, src *Tensor) {
+func (cpuBackend) unary(op UnaryOp, dst, src *Tensor) {
 	onFloat(op.String(), dst.dtype,
 		func() { cpukern.Unary(op, f32(dst), f32(src)) },
 		func() { cpukern.Unary(op, f64(dst), f64(src)) })
 }
 
-func (cpuBackend) unaryBackward(op cpukern.UnaryOp, dx, x, y, dy *Tensor) {
+func (cpuBackend) unaryBackward(op UnaryOp, dx, x, y, dy *Tensor) {
 	onFloat(op.String()+"Backward", dx.dtype,
 		func() { cpukern.UnaryBackward(op, f32(dx), opt32(x), opt32(y), f32(dy)) },
 		func() { cpukern.UnaryBackward(op, f64(dx), opt64(x), opt64(y), f64(dy)) })
@@ -172,14 +173,10 @@ func (cpuBackend) affine(dst, src *Tensor, alpha, beta float64) {
 		})
 }
 
-func (cpuBackend) binary(op cpukern.BinaryOp, dst, a, b *Tensor) {
+func (cpuBackend) binary(op BinaryOp, dst, a, b *Tensor, l layout.Layout) {
 	onFloat(op.String(), dst.dtype,
-		func() {
-			cpukern.Binary(op, f32(dst), dst.shape, hostAll[float32](a), a.offset, a.strides, hostAll[float32](b), b.offset, b.strides)
-		},
-		func() {
-			cpukern.Binary(op, f64(dst), dst.shape, hostAll[float64](a), a.offset, a.strides, hostAll[float64](b), b.offset, b.strides)
-		})
+		func() { cpukern.Binary(op, f32(dst), &l, hostAll[float32](a), a.offset, hostAll[float32](b), b.offset) },
+		func() { cpukern.Binary(op, f64(dst), &l, hostAll[float64](a), a.offset, hostAll[float64](b), b.offset) })
 }
 
 func (cpuBackend) reduceSum(dst, src *Tensor, outer, mid, inner int, acc bool) {

@@ -13,13 +13,6 @@ import (
 	"github.com/strata-ml/strata/cuda"
 	"github.com/strata-ml/strata/memory"
 	"github.com/strata-ml/strata/memory/memtest"
-	"github.com/strata-ml/strata/tensor/internal/cpukern"
-)
-
-// The op codes, as ranges.
-const (
-	cpukernUnaryOps  = cpukern.Sigmoid + 1
-	cpukernBinaryOps = cpukern.Pow + 1
 )
 
 // These tests check the Go launchers against the compiled kernels without
@@ -227,9 +220,10 @@ func TestCUDALaunchersMatchKernels(t *testing.T) {
 				b.cast(mustNew("t", nil, d, to, []int{7}), src)
 			}
 			x := mustNew("t", nil, d, from, []int{5, 6})
-			b.copyStrided(mustNew("t", nil, d, from, []int{6, 5}), x.T())
-			p := mustNew("t", nil, d, from, []int{2, 3, 4, 5})
-			b.copyStrided(mustNew("t", nil, d, from, []int{2, 4, 3, 5}), p.Permute(0, 2, 1, 3))
+			xt := x.T()
+			b.copyStrided(mustNew("t", nil, d, from, []int{6, 5}), xt, mergeDims("t", xt.shape, xt.strides))
+			p := mustNew("t", nil, d, from, []int{2, 3, 4, 5}).Permute(0, 2, 1, 3)
+			b.copyStrided(mustNew("t", nil, d, from, []int{2, 4, 3, 5}), p, mergeDims("t", p.shape, p.strides))
 			b.copy2D(mustNew("t", nil, d, from, []int{4, 9}), mustNew("t", nil, d, from, []int{4, 3}), 4, 3, 9, 2, 3, 0)
 			table := mustNew("t", nil, d, from, []int{10, 4})
 			require.NoError(t, b.gather(mustNew("t", nil, d, from, []int{3, 4}), table, mustNew("t", nil, d, Int32, []int{3}), 4, 10))
@@ -272,17 +266,17 @@ func driveBackend(t *testing.T, d *cudaDevice, b cudaBackend, dt DType) {
 	n := func(shape ...int) *Tensor { return mustNew("t", nil, d, dt, shape) }
 	ids := func(k int) *Tensor { return mustNew("t", nil, d, Int32, []int{k}) }
 	x, y := n(4, 6), n(4, 6)
-	for op := range cpukernUnaryOps {
+	for op := range NumUnaryOps { // every op of the table
 		b.unary(op, y, x)
 		b.unaryBackward(op, y, x, x, x)
 	}
 	b.affine(y, x, 2, 0)
 	b.affine(y, x, 2, 1)
-	for op := range cpukernBinaryOps {
-		b.binary(op, y, x, x)
+	for op := range NumBinaryOps {
+		b.binary(op, y, x, x, mergeDims("t", x.shape, x.strides, x.strides))
 	}
-	bias := n(6)
-	b.binary(cpukern.Add, y, x, &Tensor{ref: bias.ref, shape: []int{4, 6}, strides: []int{0, 1}, dtype: dt, dev: d})
+	// A bias add: the strided kernel.
+	b.binary(OpAdd, y, x, n(6), mergeDims("t", y.shape, x.strides, []int{0, 1}))
 
 	big, cols := n(3, 70001), n(5000, 97)
 	b.reduceSum(n(4), x, 4, 6, 1, false)

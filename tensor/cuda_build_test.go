@@ -84,47 +84,31 @@ func TestKernelBindingsAreComplete(t *testing.T) {
 	require.Equal(t, slotCount-int(numDTypes), len(b), "a kernel slot has no name")
 }
 
-// TestLayoutCoalesce checks dim merging and the byte layout of the
-// structs passed by value (kernels/common.cuh Layout1, Layout2).
-func TestLayoutCoalesce(t *testing.T) {
-	l := coalesce([]int{2, 3, 4}, []int{12, 4, 1})
-	require.True(t, l.ok)
-	require.Equal(t, 1, l.ndim)
-	require.Equal(t, 24, l.shape[0])
-
-	// A bias add: a (rows, cols) contiguous, b broadcast along rows.
-	l = coalesce([]int{5, 7}, []int{7, 1}, []int{0, 1})
-	require.Equal(t, 2, l.ndim)
-	require.Equal(t, [2]int{5, 7}, [2]int{l.shape[0], l.shape[1]})
-	require.Equal(t, [2]int{0, 1}, [2]int{l.str[1][0], l.str[1][1]})
-
-	// A transpose of (4, 6): stays two dims with strides (1, 4).
-	l = coalesce([]int{6, 4}, []int{1, 6})
-	require.Equal(t, 2, l.ndim)
-	require.Equal(t, 1, l.str[0][0])
-
-	// Unit dims drop out; all-unit shapes become 0-d.
-	l = coalesce([]int{1, 1}, []int{5, 9})
-	require.True(t, l.ok)
-	require.Equal(t, 0, l.ndim)
-
-	// Nine dims that cannot merge are refused.
-	shape, str := make([]int, 9), make([]int, 9)
-	for i := range shape {
-		shape[i], str[i] = 2, 1<<(2*(8-i)) // every stride leaves a gap
-	}
-	require.False(t, coalesce(shape, str).ok)
-
+// TestLayoutBytes checks the byte layout of the structs passed by value
+// (kernels/common.cuh Layout1, Layout2) and the CUDA backend's limit of
+// cudaMaxDims merged dims (layout.Merge itself is tested in its package).
+func TestLayoutBytes(t *testing.T) {
 	var b1 [8 + 16*8]byte
 	var b2 [8 + 24*8]byte
-	l = coalesce([]int{3, 5}, []int{1, 3}, []int{0, 1})
-	require.Len(t, l.bytes1(&b1), 136) // sizeof(Layout1)
-	require.Len(t, l.bytes2(&b2), 200) // sizeof(Layout2)
+	l := mergeDims("t", []int{3, 5}, []int{1, 3}, []int{0, 1})
+	require.True(t, cudaLayoutFits(&l))
+	require.Len(t, layoutBytes1(&l, &b1), 136) // sizeof(Layout1)
+	require.Len(t, layoutBytes2(&l, &b2), 200) // sizeof(Layout2)
 	require.Equal(t, uint32(2), binary.LittleEndian.Uint32(b2[0:]))
 	require.Equal(t, uint64(5), binary.LittleEndian.Uint64(b2[8+8:]))
 	require.Equal(t, uint64(1), binary.LittleEndian.Uint64(b2[8+64:]))
 	require.Equal(t, uint64(3), binary.LittleEndian.Uint64(b2[8+64+8:]))
 	require.Equal(t, uint64(1), binary.LittleEndian.Uint64(b2[8+128+8:]))
+	require.Equal(t, b1[:], b2[:136], "Layout2 starts as Layout1")
+
+	// Nine dims that cannot merge: a layout for the CPU, too many for CUDA.
+	shape, str := make([]int, 9), make([]int, 9)
+	for i := range shape {
+		shape[i], str[i] = 2, 1<<(2*(8-i)) // every stride leaves a gap
+	}
+	l = mergeDims("t", shape, str)
+	require.Equal(t, 9, l.NDim)
+	require.False(t, cudaLayoutFits(&l))
 }
 
 func TestChunking(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/strata-ml/strata/cuda"
+	"github.com/strata-ml/strata/tensor/internal/layout"
 )
 
 // Host transfers are queued on the device's stream, so they are ordered
@@ -39,34 +40,33 @@ func (d *cudaDevice) copyDevice(op string, dst, src cuda.DevicePtr, n int) {
 	d.check(op, "copying device memory", d.q.copyDtoD(dst, src, n))
 }
 
-func (b cudaBackend) copyStrided(dst, src *Tensor) {
+func (b cudaBackend) copyStrided(dst, src *Tensor, l layout.Layout) {
 	d, n, sz := b.d, dst.Numel(), dst.dtype.Size()
 	if n == 0 {
 		return
 	}
-	l := coalesce(src.shape, src.strides)
-	if !l.ok {
-		fail("Clone", ErrShape, "the view (shape %v, strides %v) has more than %d dims that cannot be merged; the cuda kernels take at most %d", src.shape, src.strides, cudaMaxDims, cudaMaxDims)
+	if !cudaLayoutFits(&l) {
+		fail("Clone", ErrShape, "the view (shape %v, strides %v) has %d dims that cannot be merged; the cuda kernels take at most %d", src.shape, src.strides, l.NDim, cudaMaxDims)
 	}
-	if l.ndim == 0 || (l.ndim == 1 && l.str[0][0] == 1) {
+	if l.Contiguous(1) {
 		d.copyDevice("Clone", devPtr(dst), devPtr(src), n*sz)
 		return
 	}
 	s := sizeIndex(dst.dtype)
 	var buf [8 + 16*8]byte
-	if l.ndim >= 2 && l.str[0][l.ndim-1] != 1 && l.str[0][l.ndim-2] == 1 {
+	if l.Transposed() {
 		// The innermost two dims are a transpose: tile through shared memory.
-		R, C := l.shape[l.ndim-2], l.shape[l.ndim-1]
+		R, C := l.Shape[l.NDim-2], l.Shape[l.NDim-1]
 		grid := [3]uint32{uint32(ceilDiv(C, 32)), uint32(ceilDiv(R, 32)), uint32(min(n/(R*C), maxGridYZ))}
 		if ceilDiv(R, 32) <= maxGridYZ {
 			d.launch("Clone", d.k.copyTranspose[s], grid, [3]uint32{32, 8, 1}, func(a *cuda.Args) {
-				a.Ptr(devPtr(dst)).Ptr(devPtr(src)).Bytes(l.bytes1(&buf), 8)
+				a.Ptr(devPtr(dst)).Ptr(devPtr(src)).Bytes(layoutBytes1(&l, &buf), 8)
 			})
 			return
 		}
 	}
 	d.launch1("Clone", d.k.copyStrided[s][indexVariant(n)], n, func(a *cuda.Args) {
-		a.Ptr(devPtr(dst)).Ptr(devPtr(src)).Int64(int64(n)).Bytes(l.bytes1(&buf), 8)
+		a.Ptr(devPtr(dst)).Ptr(devPtr(src)).Int64(int64(n)).Bytes(layoutBytes1(&l, &buf), 8)
 	})
 }
 

@@ -4,10 +4,10 @@ import (
 	"math"
 
 	"github.com/strata-ml/strata/cuda"
-	"github.com/strata-ml/strata/tensor/internal/cpukern"
+	"github.com/strata-ml/strata/tensor/internal/layout"
 )
 
-func (b cudaBackend) unary(op cpukern.UnaryOp, dst, src *Tensor) {
+func (b cudaBackend) unary(op UnaryOp, dst, src *Tensor) {
 	d, n, name := b.d, dst.Numel(), op.String()
 	f := floatIndex(name, dst.dtype)
 	if n == 0 {
@@ -18,7 +18,7 @@ func (b cudaBackend) unary(op cpukern.UnaryOp, dst, src *Tensor) {
 	})
 }
 
-func (b cudaBackend) unaryBackward(op cpukern.UnaryOp, dx, x, y, dy *Tensor) {
+func (b cudaBackend) unaryBackward(op UnaryOp, dx, x, y, dy *Tensor) {
 	d, n, name := b.d, dx.Numel(), op.String()+"Backward"
 	f := floatIndex(name, dx.dtype)
 	if n == 0 {
@@ -44,18 +44,17 @@ func (b cudaBackend) affine(dst, src *Tensor, alpha, beta float64) {
 
 // binary runs the contiguous kernel when both operands are plain
 // contiguous runs after merging dims, else the strided one.
-func (b cudaBackend) binary(op cpukern.BinaryOp, dst, x, y *Tensor) {
+func (b cudaBackend) binary(op BinaryOp, dst, x, y *Tensor, l layout.Layout) {
 	d, n, name := b.d, dst.Numel(), op.String()
 	f := floatIndex(name, dst.dtype)
 	if n == 0 {
 		return
 	}
-	l := coalesce(dst.shape, x.strides, y.strides)
-	if !l.ok {
-		fail(name, ErrShape, "operands of shape %v (strides %v and %v) have more than %d dims that cannot be merged; the cuda kernels take at most %d",
-			dst.shape, x.strides, y.strides, cudaMaxDims, cudaMaxDims)
+	if !cudaLayoutFits(&l) {
+		fail(name, ErrShape, "operands of shape %v have %d dims that cannot be merged; the cuda kernels take at most %d",
+			dst.shape, l.NDim, cudaMaxDims)
 	}
-	if l.ndim == 0 || (l.ndim == 1 && l.str[0][0] == 1 && l.str[1][0] == 1) {
+	if l.Contiguous(2) {
 		d.launch1(name, d.k.binary[f], n, func(a *cuda.Args) {
 			a.Int32(int32(op)).Ptr(devPtr(dst)).Ptr(devPtr(x)).Ptr(devPtr(y)).Int64(int64(n))
 		})
@@ -63,7 +62,7 @@ func (b cudaBackend) binary(op cpukern.BinaryOp, dst, x, y *Tensor) {
 	}
 	var buf [8 + 24*8]byte
 	d.launch1(name, d.k.binaryStrided[f][indexVariant(n)], n, func(a *cuda.Args) {
-		a.Int32(int32(op)).Ptr(devPtr(dst)).Ptr(devPtr(x)).Ptr(devPtr(y)).Int64(int64(n)).Bytes(l.bytes2(&buf), 8)
+		a.Int32(int32(op)).Ptr(devPtr(dst)).Ptr(devPtr(x)).Ptr(devPtr(y)).Int64(int64(n)).Bytes(layoutBytes2(&l, &buf), 8)
 	})
 }
 

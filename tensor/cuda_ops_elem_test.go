@@ -64,17 +64,12 @@ func unaryInput(e *env, op tensor.UnaryOp, shape ...int) *tensor.Tensor {
 	return tensor.Scale(e.randn(shape...), 2)
 }
 
-var unaryOps = []tensor.UnaryOp{
-	tensor.OpNeg, tensor.OpExp, tensor.OpLog, tensor.OpSqrt, tensor.OpRsqrt, tensor.OpTanh,
-	tensor.OpGelu, tensor.OpRelu, tensor.OpAbs, tensor.OpSquare, tensor.OpRecip, tensor.OpSigmoid,
-}
-
-// testOpsUnary: every unary function and its gradient, from the saved
-// tensors each one needs. GELU's float32 error grows in the negative tail
-// (see cpukern's doc), hence 2e-5.
+// testOpsUnary: every unary function of the op table and its gradient,
+// from the saved tensors each one needs. GELU's float32 error grows in the
+// negative tail (see cpukern's doc), hence 2e-5.
 func testOpsUnary(t *testing.T) {
 	var cases []opCase
-	for _, op := range unaryOps {
+	for op := range tensor.NumUnaryOps {
 		cases = append(cases, opCase{name: "Unary/" + op.String(), tol: 2e-5, run: func(e *env) []*tensor.Tensor {
 			x := unaryInput(e, op, 3, 333)
 			dy := e.randn(3, 333)

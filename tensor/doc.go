@@ -117,4 +117,66 @@
 // gorgonia.org/tensor (this package does not import gorgonia);
 // WriteSafetensors and ReadSafetensors speak the safetensors format of
 // PyTorch and Hugging Face.
+//
+// # Adding an op
+//
+// An element-wise op is one row of the op table, internal/ops/ops.go: its
+// name, its formulas and what its backward reads (Reads: x, y or
+// neither), under a code added at the end of its list. Everything below
+// follows that row; each step names the one test file to extend. For a
+// unary op:
+//
+//  1. Table: the constant and its Unaries row in internal/ops/ops.go, then
+//     `go generate ./tensor/internal/ops`, which rewrites ops_gen.go
+//     (tensor.OpXxx) and kernels/ops_gen.cuh (the CUDA enum). Test:
+//     internal/ops/gen/main_test.go, nothing to add: it fails while a
+//     generated file is stale, checks every code of the CUDA enum and
+//     that kernels/elementwise.cuh has a forward and a backward case per
+//     op.
+//  2. CPU: a case in unary32 and unary64 (internal/cpukern/unary.go) and
+//     in unaryBackwardRange (unary_backward.go); ops built on exp run
+//     exp32Slice over stack blocks in float32, as Sigmoid does,
+//     and take grainMath in unaryGrain. Test:
+//     internal/cpukern/unary_test.go, a unaryCases row (float64
+//     reference, derivative, input range, float32 tolerance);
+//     TestUnaryCoversTheOpTable fails until it exists.
+//  3. CUDA: a case in unary_fn and unary_grad (kernels/elementwise.cuh),
+//     the CPU's formula in the CPU's order. Then `make kernels` on a
+//     machine with nvcc, committing kernels.fatbin and kernels.sha256
+//     (TestKernelSourcesMatchFatbin fails until then). Test:
+//     cuda_ops_elem_test.go runs every op of the table on every device,
+//     comparing with the CPU and a float64 reference; extend unaryInput
+//     only if the op needs a restricted domain. cuda_abi_test.go launches
+//     every op as well.
+//  4. tensor: Unary(OpXxx, t) and UnaryBackward work at once; add a named
+//     function to ops_elem.go when users will call it directly.
+//  5. autograd: Unary(op, x) differentiates every op of the table; add a
+//     named function to autograd/ops_unary.go. Test:
+//     autograd/gradcheck_test.go checks every op through Unary already;
+//     add a case for the named function.
+//  6. nn: an activation function in nn/layers.go, if the op is one.
+//  7. PyTorch: a case in tools/golden/ops_cases.py, computed alone with
+//     `/usr/bin/python3 tools/golden/ops.py --only <case>`, and its
+//     forward in autograd/golden_test.go (with the count of cases).
+//
+// A binary op takes the same path through its Binaries row, binScalar
+// (internal/cpukern/binary.go; test binary_test.go), binary_fn
+// (kernels/elementwise.cuh) and the list in testOpsAffineAndBinary
+// (cuda_ops_elem_test.go); its gradient is written by hand in
+// autograd/ops_arith.go.
+//
+// An op that is not element-wise is a new primitive, as LayerNorm is: its
+// kernel in internal/cpukern/<op>.go (test: <op>_test.go, against a
+// float64 reference); a method of the backend interface (backend.go),
+// implemented in cpu_kernels.go and by a launcher in cuda_<group>.go; the
+// CUDA C in kernels/<op>.cuh, included from all.cu, its kernel names
+// bound in cuda_kernels.go (test: driveBackend in cuda_abi_test.go, which
+// must reach every launch variant); the exported op in ops_<group>.go,
+// which checks shapes, dtypes and devices, allocates the output and calls
+// the primitive (test: a case in the conformance suite,
+// cuda_ops_<group>_test.go); then autograd, nn and PyTorch as in steps 5
+// to 7. An op that reads strided views hands the backend a layout merged
+// once here (mergeDims, internal/layout), which both backends run as it
+// is: the CPU kernels walk its rows; the CUDA kernels take it as Layout1
+// or Layout2 when at most 8 dims remain, and the op is refused otherwise.
 package tensor

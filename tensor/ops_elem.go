@@ -1,38 +1,7 @@
 package tensor
 
-import (
-	"github.com/strata-ml/strata/tensor/internal/cpukern"
-)
-
-// UnaryOp and BinaryOp name the elementwise operations.
-type (
-	UnaryOp  = cpukern.UnaryOp
-	BinaryOp = cpukern.BinaryOp
-)
-
-// The elementwise operations, for Unary, UnaryBackward and Binary.
-const (
-	OpNeg     = cpukern.Neg
-	OpExp     = cpukern.Exp
-	OpLog     = cpukern.Log
-	OpSqrt    = cpukern.Sqrt
-	OpRsqrt   = cpukern.Rsqrt
-	OpTanh    = cpukern.Tanh
-	OpGelu    = cpukern.Gelu
-	OpRelu    = cpukern.Relu
-	OpAbs     = cpukern.Abs
-	OpSquare  = cpukern.Square
-	OpRecip   = cpukern.Recip
-	OpSigmoid = cpukern.Sigmoid
-
-	OpAdd = cpukern.Add
-	OpSub = cpukern.Sub
-	OpMul = cpukern.Mul
-	OpDiv = cpukern.Div
-	OpMax = cpukern.Max
-	OpMin = cpukern.Min
-	OpPow = cpukern.Pow
-)
+// The op types and codes, UnaryOp, BinaryOp and the OpXxx constants, are
+// in ops_gen.go, written from the op table (internal/ops).
 
 // sameDevice panics unless all tensors are live and on one device.
 func sameDevice(op string, ts ...*Tensor) {
@@ -103,27 +72,26 @@ func Binary(op BinaryOp, a, b *Tensor) *Tensor {
 	if err != nil {
 		fail(name, ErrShape, "%v", err)
 	}
+	l := mergeDims(name, shape, broadcastStrides(a, shape), broadcastStrides(b, shape))
 	out := mustNew(name, ctxOf(name, a, b), a.dev, a.dtype, shape)
-	av := &Tensor{ref: a.ref, shape: shape, strides: broadcastStrides(a, shape), offset: a.offset, dtype: a.dtype, dev: a.dev}
-	bv := &Tensor{ref: b.ref, shape: shape, strides: broadcastStrides(b, shape), offset: b.offset, dtype: b.dtype, dev: b.dev}
-	a.dev.backend().binary(op, out, av, bv)
+	a.dev.backend().binary(op, out, a, b, l)
 	return out
 }
 
 // Add returns a + b (broadcasting).
-func Add(a, b *Tensor) *Tensor { return Binary(cpukern.Add, a, b) }
+func Add(a, b *Tensor) *Tensor { return Binary(OpAdd, a, b) }
 
 // Sub returns a - b (broadcasting).
-func Sub(a, b *Tensor) *Tensor { return Binary(cpukern.Sub, a, b) }
+func Sub(a, b *Tensor) *Tensor { return Binary(OpSub, a, b) }
 
 // Mul returns a * b elementwise (broadcasting).
-func Mul(a, b *Tensor) *Tensor { return Binary(cpukern.Mul, a, b) }
+func Mul(a, b *Tensor) *Tensor { return Binary(OpMul, a, b) }
 
 // Div returns a / b elementwise (broadcasting).
-func Div(a, b *Tensor) *Tensor { return Binary(cpukern.Div, a, b) }
+func Div(a, b *Tensor) *Tensor { return Binary(OpDiv, a, b) }
 
 // Maximum returns max(a, b) elementwise (broadcasting).
-func Maximum(a, b *Tensor) *Tensor { return Binary(cpukern.Max, a, b) }
+func Maximum(a, b *Tensor) *Tensor { return Binary(OpMax, a, b) }
 
 // Unary applies op elementwise and returns a new tensor.
 func Unary(op UnaryOp, t *Tensor) *Tensor {
@@ -168,25 +136,25 @@ func UnaryBackward(op UnaryOp, x, y, dy *Tensor) *Tensor {
 }
 
 // Neg returns -t.
-func Neg(t *Tensor) *Tensor { return Unary(cpukern.Neg, t) }
+func Neg(t *Tensor) *Tensor { return Unary(OpNeg, t) }
 
 // Exp returns e^t.
-func Exp(t *Tensor) *Tensor { return Unary(cpukern.Exp, t) }
+func Exp(t *Tensor) *Tensor { return Unary(OpExp, t) }
 
 // Log returns ln t.
-func Log(t *Tensor) *Tensor { return Unary(cpukern.Log, t) }
+func Log(t *Tensor) *Tensor { return Unary(OpLog, t) }
 
 // Sqrt returns √t.
-func Sqrt(t *Tensor) *Tensor { return Unary(cpukern.Sqrt, t) }
+func Sqrt(t *Tensor) *Tensor { return Unary(OpSqrt, t) }
 
 // Tanh returns tanh t.
-func Tanh(t *Tensor) *Tensor { return Unary(cpukern.Tanh, t) }
+func Tanh(t *Tensor) *Tensor { return Unary(OpTanh, t) }
 
 // Gelu returns the tanh approximation of GELU (PyTorch's approximate="tanh").
-func Gelu(t *Tensor) *Tensor { return Unary(cpukern.Gelu, t) }
+func Gelu(t *Tensor) *Tensor { return Unary(OpGelu, t) }
 
 // Relu returns max(t, 0).
-func Relu(t *Tensor) *Tensor { return Unary(cpukern.Relu, t) }
+func Relu(t *Tensor) *Tensor { return Unary(OpRelu, t) }
 
 // Affine returns alpha*t + beta.
 func Affine(t *Tensor, alpha, beta float64) *Tensor {
@@ -221,7 +189,7 @@ func (t *Tensor) AddInPlace(u *Tensor) {
 	if !shapeEq(t.shape, u.shape) || !t.IsContiguous() {
 		fail("AddInPlace", ErrShape, "destination %v (contiguous %v), source %v", t.shape, t.IsContiguous(), u.shape)
 	}
-	t.dev.backend().binary(cpukern.Add, t, t, u)
+	t.dev.backend().binary(OpAdd, t, t, u, mergeDims("AddInPlace", t.shape, t.strides, u.strides))
 }
 
 // ScaleInPlace multiplies contiguous t by alpha, in place.

@@ -3,6 +3,8 @@ package tensor
 import (
 	"fmt"
 	"slices"
+
+	"github.com/strata-ml/strata/tensor/internal/layout"
 )
 
 func numel(shape []int) int {
@@ -35,6 +37,18 @@ func isContiguous(shape, strides []int) bool {
 }
 
 func shapeEq(a, b []int) bool { return slices.Equal(a, b) }
+
+// mergeDims is the layout the backends' strided primitives take (copies,
+// binary ops): shape with one or two operands' strides, dims merged
+// (internal/layout). It panics when more than layout.MaxDims dims remain.
+func mergeDims(op string, shape []int, strides ...[]int) layout.Layout {
+	l, ok := layout.Merge(shape, strides...)
+	if !ok {
+		fail(op, ErrShape, "shape %v with strides %v has more than %d dims that cannot be merged",
+			slices.Clone(shape), slices.Clone(strides), layout.MaxDims)
+	}
+	return l
+}
 
 // BroadcastShapes returns the NumPy broadcast of shapes a and b.
 func BroadcastShapes(a, b []int) ([]int, error) {

@@ -129,6 +129,18 @@ func TestErrorsNameTheProblem(t *testing.T) {
 		err = tensor.Try(func() { tensor.LayerNormBackward(x, a, mean, rstd, v.Reshape(3, 1), true) })
 		require.ErrorIs(t, err, tensor.ErrShape)
 		require.ErrorContains(t, err, "weight")
+		// A view whose 17 dims cannot merge is more than the strided
+		// kernels take (internal/layout.MaxDims).
+		deep := make([]int, 17)
+		rev := make([]int, 17)
+		for i := range deep {
+			deep[i], rev[i] = 2, 16-i
+		}
+		p := tensor.Zeros(cpu, tensor.Float32, 1<<17).Reshape(deep...).Permute(rev...)
+		err = tensor.Try(func() { p.Clone() })
+		require.ErrorIs(t, err, tensor.ErrShape)
+		require.ErrorContains(t, err, "Clone")
+		require.NotPanics(t, func() { p.Narrow(0, 0, 1).Clone() }, "16 dims fit")
 		// Indices must be int32 in every op that takes them.
 		logits, fids := tensor.Zeros(cpu, tensor.Float32, 2, 3), tensor.Zeros(cpu, tensor.Float32, 2)
 		for name, f := range map[string]func(){

@@ -158,8 +158,9 @@ func (t *Tensor) Contiguous() *Tensor {
 // Clone returns a contiguous copy that shares nothing with t.
 func (t *Tensor) Clone() *Tensor {
 	t.live("Clone")
+	l := mergeDims("Clone", t.shape, t.strides)
 	out := mustNew("Clone", ctxOf("Clone", t), t.dev, t.dtype, t.shape)
-	t.dev.backend().copyStrided(out, t)
+	t.dev.backend().copyStrided(out, t, l)
 	return out
 }
 
@@ -183,7 +184,7 @@ func (t *Tensor) CopyFrom(src *Tensor) {
 	case s.IsContiguous(): // cast converts as it copies
 		t.dev.backend().cast(t, s)
 	case s.dtype == t.dtype:
-		t.dev.backend().copyStrided(t, s)
+		t.dev.backend().copyStrided(t, s, mergeDims("CopyFrom", s.shape, s.strides))
 	default:
 		c := s.Contiguous()
 		t.dev.backend().cast(t, c)

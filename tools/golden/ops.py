@@ -9,7 +9,12 @@ its own generator seeded by crc32(case name), so adding a case never changes
 the others.  Metadata: "<case>" -> JSON description, "cases" -> JSON list of
 case names, "torch_version", "generator".
 
-Run: /usr/bin/python3 tools/golden/ops.py [-o output.safetensors]
+With --only CASE[,CASE...], only the named cases are computed; every other
+case is copied bit for bit from the existing output file.  Use it to add or
+change a case without rewriting the others: another BLAS or torch build
+changes the last bits of some (matmul's), which would churn the file.
+
+Run: /usr/bin/python3 tools/golden/ops.py [-o output.safetensors] [--only CASE,...]
 """
 
 import argparse
@@ -72,21 +77,39 @@ def run_autograd_case(case):
     return meta, out
 
 
-def build():
+def kept_case(old, name):
+    """The stored (metadata JSON, tensors) of case name in old, a readback.load
+    result, for --only."""
+    tensors, meta, _ = old
+    if name not in meta:
+        raise ValueError(f"case {name!r} is not in the existing file: name it in --only")
+    prefix = name + "."
+    return meta[name], {k[len(prefix):]: torch.from_numpy(v.copy()) for k, v in tensors.items() if k.startswith(prefix)}
+
+
+def build(only=None, old=None):
+    """Compute every case, or with only (a set of names) just those, taking
+    the others from old (readback.load of the existing file)."""
     tensors, metadata, names = {}, {}, []
 
-    def add(name, meta, out):
+    def add(name, compute):
         if name in names or name in ("cases", "torch_version", "generator"):
             raise ValueError(f"duplicate or reserved case name {name!r}")
         names.append(name)
-        metadata[name] = json.dumps(meta, sort_keys=True)
+        if only is None or name in only:
+            meta, out = compute()
+            metadata[name] = json.dumps(meta, sort_keys=True)
+        else:
+            metadata[name], out = kept_case(old, name)
         for k, v in out.items():
             tensors[f"{name}.{k}"] = v.detach().contiguous()
 
     for case in ops_cases.CASES:
-        add(case.name, *run_autograd_case(case))
+        add(case.name, lambda: run_autograd_case(case))
     for name, fn in optim_cases.CASES:
-        add(name, *fn(generator(name)))
+        add(name, lambda: fn(generator(name)))
+    if only is not None and only - set(names):
+        raise ValueError(f"--only names unknown cases: {sorted(only - set(names))}")
     metadata["cases"] = json.dumps(names)
     metadata["torch_version"] = torch.__version__
     metadata["generator"] = "tools/golden/ops.py"
@@ -98,8 +121,13 @@ def main():
     torch.use_deterministic_algorithms(True)
     ap = argparse.ArgumentParser(description="Write the PyTorch golden values for tensor ops.")
     ap.add_argument("-o", "--out", default=os.path.normpath(DEFAULT_OUT), help="output .safetensors file")
-    path = ap.parse_args().out
-    tensors, metadata = build()
+    ap.add_argument("--only", help="comma-separated cases to compute; the others are copied from the output file")
+    args = ap.parse_args()
+    path = args.out
+    if args.only is None:
+        tensors, metadata = build()
+    else:
+        tensors, metadata = build({n for n in args.only.split(",") if n}, readback.load(path))
     size = safetensors_io.save(path, tensors, metadata)
     readback.check_roundtrip(path, tensors, metadata)
     print(f"wrote {path}: {len(json.loads(metadata['cases']))} cases, {len(tensors)} tensors, {size} bytes")

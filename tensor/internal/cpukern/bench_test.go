@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"testing"
+
+	"github.com/strata-ml/strata/tensor/internal/ops"
 )
 
 // GPT shapes: the CPU reference config (tiny: batch 16, context 64, width
@@ -39,9 +41,9 @@ func BenchmarkBinaryBiasAdd(b *testing.B) {
 	for _, cols := range []int{128, 512} {
 		b.Run(fmt.Sprintf("%dx%d", benchRows, cols), func(b *testing.B) {
 			x, bias, y := benchF32(benchRows*cols), benchF32(cols), make([]float32, benchRows*cols)
-			shape, xs, bs := []int{benchRows, cols}, []int{cols, 1}, []int{0, 1}
+			l := merged([]int{benchRows, cols}, []int{cols, 1}, []int{0, 1})
 			runBench(b, int64(4*(2*benchRows*cols+cols)), func() {
-				Binary(Add, y, shape, x, 0, xs, bias, 0, bs)
+				Binary(ops.Add, y, l, x, 0, bias, 0)
 			})
 			sinkF32 += y[0]
 		})
@@ -51,9 +53,9 @@ func BenchmarkBinaryBiasAdd(b *testing.B) {
 func BenchmarkBinaryAdd(b *testing.B) {
 	n := benchRows * 128
 	x, z, y := benchF32(n), benchF32(n), make([]float32, n)
-	shape, s := []int{n}, []int{1}
+	l := merged([]int{n}, []int{1}, []int{1})
 	runBench(b, int64(12*n), func() {
-		Binary(Add, y, shape, x, 0, s, z, 0, s)
+		Binary(ops.Add, y, l, x, 0, z, 0)
 	})
 	sinkF32 += y[0]
 }
@@ -121,7 +123,7 @@ func BenchmarkGelu(b *testing.B) {
 	x, y, dy := benchF32(n), make([]float32, n), benchF32(n)
 	b.Run("forward/1024x512", func(b *testing.B) {
 		runBench(b, int64(8*n), func() {
-			Unary(Gelu, y, x)
+			Unary(ops.Gelu, y, x)
 		})
 	})
 	b.Run("backward/1024x512", func(b *testing.B) {
@@ -136,7 +138,7 @@ func BenchmarkExp(b *testing.B) {
 	n := benchRows * 128
 	x, y := benchF32(n), make([]float32, n)
 	runBench(b, int64(8*n), func() {
-		Unary(Exp, y, x)
+		Unary(ops.Exp, y, x)
 	})
 	sinkF32 += y[0]
 }
@@ -193,9 +195,9 @@ func BenchmarkAdamW(b *testing.B) {
 
 func BenchmarkTranspose(b *testing.B) {
 	x, y := benchF32(512*512), make([]float32, 512*512)
-	shape, s := []int{512, 512}, []int{1, 512}
+	l := merged([]int{512, 512}, []int{1, 512})
 	runBench(b, int64(8*len(x)), func() {
-		CopyStrided(y, shape, x, 0, s)
+		CopyStrided(y, l, x, 0)
 	})
 	sinkF32 += y[0]
 }

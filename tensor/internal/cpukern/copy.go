@@ -1,52 +1,53 @@
 package cpukern
 
+import "github.com/strata-ml/strata/tensor/internal/layout"
+
 // transposeTile is the side of the square tiles in which CopyStrided
 // transposes: 32x32 elements of up to 8 bytes read and write 8 KiB each,
 // well inside L1.
 const transposeTile = 32
 
-// CopyStrided gathers the strided view (srcOff, srcStrides) of src over
-// shape into the contiguous dst (len(dst) == product(shape)). Dims are
-// coalesced first; then rows whose innermost stride is 1 are copied with
-// copy(); a view whose two innermost dims are a transpose (inner stride
-// != 1, next stride 1: x.T, or the (B,H,T,D) <-> (B,T,H,D) permutes of
-// attention) goes through cache-sized tiles; anything else runs a strided
-// loop per row. dst must not overlap src. It panics on mismatched ranks or
-// lengths, or a view reaching outside src.
-func CopyStrided[T any](dst []T, shape []int, src []T, srcOff int, srcStrides []int) {
-	checkView("CopyStrided", "src", shape, len(src), srcOff, srcStrides)
-	n := numel(shape)
+// CopyStrided gathers the strided view of src at offset srcOff with the
+// merged layout l (internal/layout; operand 0's strides) into the
+// contiguous dst (len(dst) == l.Numel()). Rows whose innermost stride is
+// 1 are copied with copy(); a view whose two innermost dims are a
+// transpose (l.Transposed: x.T, or the (B,H,T,D) <-> (B,T,H,D) permutes
+// of attention) goes through cache-sized tiles; anything else runs a
+// strided loop per row. dst must not overlap src. It panics on a wrong
+// dst length or a view reaching outside src.
+func CopyStrided[T any](dst []T, l *layout.Layout, src []T, srcOff int) {
+	n := l.Numel()
 	mustEq("CopyStrided", "dst", len(dst), n)
-	var l layout
-	if n == 0 || !l.init("CopyStrided", shape, srcStrides) {
+	checkView("CopyStrided", "src", l, 0, len(src), srcOff)
+	if n == 0 {
 		return
 	}
-	if l.ndim == 0 {
+	if l.NDim == 0 {
 		dst[0] = src[srcOff]
 		return
 	}
-	inner := l.shape[l.ndim-1]
-	if l.ndim >= 2 && l.str[0][l.ndim-1] != 1 && l.str[0][l.ndim-2] == 1 {
-		copyTransposed(dst, src, srcOff, &l)
+	inner := l.Shape[l.NDim-1]
+	if l.Transposed() {
+		copyTransposed(dst, src, srcOff, l)
 		return
 	}
 	rows := n / inner
 	if serial(n, grainMem) {
-		copyRows(dst, src, srcOff, &l, 0, rows)
+		copyRows(dst, src, srcOff, l, 0, rows)
 		return
 	}
 	if rows == 1 {
-		s := l.str[0][0]
+		s := l.Strides[0][0]
 		ParallelFor(inner, grainMem, func(lo, hi int) { copyRow(dst[lo:hi], src, srcOff+lo*s, s) })
 		return
 	}
-	lc := l
+	lc := *l
 	ParallelFor(rows, max(1, grainMem/inner), func(lo, hi int) { copyRows(dst, src, srcOff, &lc, lo, hi) })
 }
 
-func copyRows[T any](dst, src []T, off int, l *layout, lo, hi int) {
-	inner := l.shape[l.ndim-1]
-	s := l.str[0][l.ndim-1]
+func copyRows[T any](dst, src []T, off int, l *layout.Layout, lo, hi int) {
+	inner := l.Shape[l.NDim-1]
+	s := l.Strides[0][l.NDim-1]
 	var c rowCursor
 	c.seek(l, lo, off, 0)
 	for r := lo; r < hi; r++ {
@@ -71,8 +72,8 @@ func copyRow[T any](d, src []T, off, s int) {
 // strides (1, s): each (R, C) matrix of dst is the transpose of a block of
 // src whose columns are contiguous. Work items are (matrix, band of
 // transposeTile rows).
-func copyTransposed[T any](dst, src []T, off int, l *layout) {
-	R, C := l.shape[l.ndim-2], l.shape[l.ndim-1]
+func copyTransposed[T any](dst, src []T, off int, l *layout.Layout) {
+	R, C := l.Shape[l.NDim-2], l.Shape[l.NDim-1]
 	bands := (R + transposeTile - 1) / transposeTile
 	items := (len(dst) / (R * C)) * bands
 	if serial(len(dst), grainMem) {
@@ -84,14 +85,14 @@ func copyTransposed[T any](dst, src []T, off int, l *layout) {
 }
 
 // transposeItems does work items [lo, hi) of copyTransposed.
-func transposeItems[T any](dst, src []T, off int, l *layout, lo, hi int) {
-	R, C := l.shape[l.ndim-2], l.shape[l.ndim-1]
-	s := l.str[0][l.ndim-1]
+func transposeItems[T any](dst, src []T, off int, l *layout.Layout, lo, hi int) {
+	R, C := l.Shape[l.NDim-2], l.Shape[l.NDim-1]
+	s := l.Strides[0][l.NDim-1]
 	bands := (R + transposeTile - 1) / transposeTile
 	// The matrices are indexed by the dims before the last two, which are
 	// the rows of the layout with its last dim dropped.
 	ml := *l
-	ml.ndim--
+	ml.NDim--
 	var c rowCursor
 	m := lo / bands
 	c.seek(&ml, m, off, 0)

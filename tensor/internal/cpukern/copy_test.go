@@ -41,18 +41,21 @@ func TestCopyStrided(t *testing.T) {
 				want[i] = src[o]
 			}
 			dst := make([]int32, len(offs))
-			CopyStrided(dst, l.shape, src, l.v.off, l.v.strides)
+			CopyStrided(dst, merged(l.shape, l.v.strides), src, l.v.off)
 			require.Equal(t, want, dst)
 			f := randSlice[float64](newRNG(uint64(li)), len(src), -1, 1)
 			fd := make([]float64, len(offs))
-			CopyStrided(fd, l.shape, f, l.v.off, l.v.strides)
+			CopyStrided(fd, merged(l.shape, l.v.strides), f, l.v.off)
 			for i, o := range offs {
 				require.Equal(t, f[o], fd[i])
 			}
 		})
 	}
-	assert.PanicsWithValue(t, "cpukern.CopyStrided: src view (offset 1, strides [3 1], shape [2 3]) spans [1, 6], outside its 6 elements", func() {
-		CopyStrided(make([]int32, 6), []int{2, 3}, make([]int32, 6), 1, []int{3, 1})
+	assert.PanicsWithValue(t, "cpukern.CopyStrided: src view (offset 1, strides [1], shape [6]) spans [1, 6], outside its 6 elements", func() {
+		CopyStrided(make([]int32, 6), merged([]int{2, 3}, []int{3, 1}), make([]int32, 6), 1)
+	})
+	assert.PanicsWithValue(t, "cpukern.CopyStrided: src view (offset 0, strides [3 1], shape [2 2]) spans [0, 4], outside its 4 elements", func() {
+		CopyStrided(make([]int32, 4), merged([]int{2, 2}, []int{3, 1}), make([]int32, 4), 0)
 	})
 }
 

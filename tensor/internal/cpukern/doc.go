@@ -8,8 +8,9 @@
 //
 // Every kernel works on contiguous row-major data, described by sizes
 // ((rows, cols), or (outer, mid, inner) for reductions), except Binary and
-// CopyStrided, which read strided views: an offset and one stride per dim,
-// 0 on broadcast dims, negative strides allowed. The tensor package checks
+// CopyStrided, which read strided views: an offset and a layout that the
+// tensor package has merged (internal/layout: one stride per merged dim,
+// 0 on broadcast dims, negative strides allowed). The tensor package checks
 // shapes, dtypes and devices before it calls in, and allocates outputs;
 // this package re-checks only what protects memory (lengths, view bounds)
 // and panics with a message naming the kernel and the argument. Errors
@@ -138,9 +139,9 @@
 //	exp_amd64.s        vector exp loop; gelu_amd64.s vector GELU and backward
 //	arith_amd64.s      vector add/sub/mul/div (Binary, Scale, AddScalar, Axpy)
 //	simd_amd64.go      CPU detection and the wrappers; simd_other.go stubs
-//	unary.go           UnaryOp and Unary; unary_backward.go its gradients
+//	unary.go           Unary; unary_backward.go its gradients (op codes: internal/ops)
 //	scale.go           Scale, AddScalar, Axpy
-//	binary.go          BinaryOp and Binary; strides.go dim coalescing, views
+//	binary.go          Binary; strides.go view checks, the row cursor
 //	reduce.go          ReduceSum, ReduceMax, SumSquares
 //	softmax.go         Softmax, LogSoftmax and their backwards
 //	causal_softmax.go  CausalSoftmax (mask and softmax in one pass), its backward

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"testing"
+
+	"github.com/strata-ml/strata/tensor/internal/layout"
 )
 
 // newRNG returns a deterministic generator; every test draws fresh inputs
@@ -90,6 +92,26 @@ func withProcs(n int, f func()) {
 	old := runtime.GOMAXPROCS(n)
 	defer runtime.GOMAXPROCS(old)
 	f()
+}
+
+// numel is the product of shape.
+func numel(shape []int) int {
+	n := 1
+	for _, s := range shape {
+		n *= s
+	}
+	return n
+}
+
+// merged is the layout package computes for a view of shape with the
+// given strides (one or two operands), as the tensor package hands it to
+// the strided kernels.
+func merged(shape []int, strides ...[]int) *layout.Layout {
+	l, ok := layout.Merge(shape, strides...)
+	if !ok {
+		panic(fmt.Sprintf("shape %v has too many dims to merge", shape))
+	}
+	return &l
 }
 
 // viewOffsets lists, in row-major order of shape, the offsets of a strided

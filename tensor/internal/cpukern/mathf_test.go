@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/tensor/internal/ops"
 )
 
 // ulps returns |got - want| in units of the float32 ulp at want.
@@ -157,7 +159,7 @@ func TestSigmoidGelu32Accuracy(t *testing.T) {
 	}
 	geluSlice, gradSlice, ones := make([]float32, len(xs)), make([]float32, len(xs)), make([]float32, len(xs))
 	Fill(ones, 1)
-	Unary(Gelu, geluSlice, xs)
+	Unary(ops.Gelu, geluSlice, xs)
 	GeluBackward(gradSlice, xs, ones)
 	fns = append(fns,
 		fn{"Unary(Gelu)", func(x float32) float32 { return geluSlice[index[x]] }, geluRef, 4, u2, 0},
@@ -188,7 +190,7 @@ func TestSigmoidGelu32Accuracy(t *testing.T) {
 				x[pos] = sp
 				y, dx := make([]float32, n), make([]float32, n)
 				dy := randSlice[float32](newRNG(7), n, -1, 1)
-				Unary(Gelu, y, x)
+				Unary(ops.Gelu, y, x)
 				GeluBackward(dx, x, dy)
 				for i, v := range x {
 					wy, wd := gelu32(v), dy[i]*geluGrad32(v)

@@ -1,5 +1,7 @@
 package cpukern
 
+import "github.com/strata-ml/strata/tensor/internal/ops"
+
 // Scale sets dst = alpha*src; dst may be src itself.
 func Scale[T Float](dst, src []T, alpha T) {
 	mustEq("Scale", "src", len(src), len(dst))
@@ -12,7 +14,7 @@ func Scale[T Float](dst, src []T, alpha T) {
 
 func scaleRange[T Float](dst, src []T, alpha T) {
 	if isF32[T]() {
-		k := vsSIMD(Mul, f32(dst), f32(src), float32(alpha))
+		k := vsSIMD(ops.Mul, f32(dst), f32(src), float32(alpha))
 		dst, src = dst[k:], src[k:]
 	}
 	src = src[:len(dst)]
@@ -33,7 +35,7 @@ func AddScalar[T Float](dst, src []T, c T) {
 
 func addScalarRange[T Float](dst, src []T, c T) {
 	if isF32[T]() {
-		k := vsSIMD(Add, f32(dst), f32(src), float32(c))
+		k := vsSIMD(ops.Add, f32(dst), f32(src), float32(c))
 		dst, src = dst[k:], src[k:]
 	}
 	src = src[:len(dst)]
@@ -56,7 +58,7 @@ func Axpy[T Float](dst []T, alpha T, x []T) {
 func axpyRange[T Float](dst []T, alpha T, x []T) {
 	if isF32[T]() {
 		if alpha == 1 {
-			k := vvSIMD(Add, f32(dst), f32(dst), f32(x))
+			k := vvSIMD(ops.Add, f32(dst), f32(dst), f32(x))
 			dst, x = dst[k:], x[k:]
 		} else {
 			k := axpySIMD(f32(dst), float32(alpha), f32(x))

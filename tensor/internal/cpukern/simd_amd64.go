@@ -2,7 +2,11 @@
 
 package cpukern
 
-import "golang.org/x/sys/cpu"
+import (
+	"golang.org/x/sys/cpu"
+
+	"github.com/strata-ml/strata/tensor/internal/ops"
+)
 
 // hasSIMD is true where the AVX2+FMA kernels (exp_amd64.s, gelu_amd64.s)
 // can run: x86-64-v3, i.e. Intel Haswell, AMD Excavator and later.
@@ -82,11 +86,11 @@ func svAVX2(op int, d *float32, s float32, b *float32, n int)
 func axpyAVX2(d *float32, alpha float32, x *float32, n int)
 
 // arithSIMD reports whether op has a vector loop.
-func arithSIMD(op BinaryOp) bool { return hasSIMD && op <= Div }
+func arithSIMD(op ops.BinaryOp) bool { return hasSIMD && op <= ops.Div }
 
 // vvSIMD sets d[i] = a[i] op b[i] over the whole blocks of 8 of d and
 // returns how many elements it did (0 without AVX2 or for other ops).
-func vvSIMD(op BinaryOp, d, a, b []float32) int {
+func vvSIMD(op ops.BinaryOp, d, a, b []float32) int {
 	n := len(d) &^ 7
 	if !arithSIMD(op) || n == 0 {
 		return 0
@@ -97,7 +101,7 @@ func vvSIMD(op BinaryOp, d, a, b []float32) int {
 }
 
 // vsSIMD sets d[i] = a[i] op s, like vvSIMD.
-func vsSIMD(op BinaryOp, d, a []float32, s float32) int {
+func vsSIMD(op ops.BinaryOp, d, a []float32, s float32) int {
 	n := len(d) &^ 7
 	if !arithSIMD(op) || n == 0 {
 		return 0
@@ -108,7 +112,7 @@ func vsSIMD(op BinaryOp, d, a []float32, s float32) int {
 }
 
 // svSIMD sets d[i] = s op b[i], like vvSIMD.
-func svSIMD(op BinaryOp, d []float32, s float32, b []float32) int {
+func svSIMD(op ops.BinaryOp, d []float32, s float32, b []float32) int {
 	n := len(d) &^ 7
 	if !arithSIMD(op) || n == 0 {
 		return 0

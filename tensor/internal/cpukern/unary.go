@@ -3,83 +3,40 @@ package cpukern
 import (
 	"fmt"
 	"math"
+
+	"github.com/strata-ml/strata/tensor/internal/ops"
 )
 
-// UnaryOp names an element-wise function for Unary and UnaryBackward.
-type UnaryOp uint8
-
-// The element-wise functions. Gelu is the tanh approximation
-// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as in GPT-2.
-const (
-	Neg UnaryOp = iota
-	Exp
-	Log
-	Sqrt
-	Rsqrt
-	Tanh
-	Gelu
-	Relu
-	Abs
-	Square
-	Recip
-	Sigmoid
-	numUnaryOps
-)
-
-var unaryNames = [numUnaryOps]string{
-	Neg: "Neg", Exp: "Exp", Log: "Log", Sqrt: "Sqrt", Rsqrt: "Rsqrt", Tanh: "Tanh",
-	Gelu: "Gelu", Relu: "Relu", Abs: "Abs", Square: "Square", Recip: "Recip", Sigmoid: "Sigmoid",
-}
-
-// String returns the op's name, such as "Gelu".
-func (op UnaryOp) String() string {
-	if op < numUnaryOps {
-		return unaryNames[op]
-	}
-	return fmt.Sprintf("UnaryOp(%d)", uint8(op))
-}
-
-// BackwardUses reports which saved tensors UnaryBackward reads for op: the
-// input x, the output y, both or neither. Autograd saves only those; the
-// other argument may be nil.
-func (op UnaryOp) BackwardUses() (x, y bool) {
-	switch op {
-	case Log, Gelu, Abs, Square:
-		return true, false
-	case Exp, Sqrt, Rsqrt, Tanh, Relu, Recip, Sigmoid:
-		return false, true
-	}
-	return false, false
-}
-
-func (op UnaryOp) check(kernel string) {
-	if op >= numUnaryOps {
+// checkUnary panics on a code outside the op table.
+func checkUnary(kernel string, op ops.UnaryOp) {
+	if op >= ops.NumUnary {
 		panic(fmt.Sprintf("cpukern.%s: unknown %v", kernel, op))
 	}
 }
 
-// grain is op's parallel grain: ops costing a few ns an element split
-// sooner than memory-bound ones. Exp and GELU run at memory speed where
-// the vector loops exist.
-func (op UnaryOp) grain() int {
+// unaryGrain is op's parallel grain: ops costing a few ns an element
+// split sooner than memory-bound ones. Exp and GELU run at memory speed
+// where the vector loops exist.
+func unaryGrain(op ops.UnaryOp) int {
 	switch op {
-	case Exp, Gelu:
+	case ops.Exp, ops.Gelu:
 		if hasSIMD {
 			return grainMem
 		}
 		return grainMath
-	case Log, Tanh, Sigmoid:
+	case ops.Log, ops.Tanh, ops.Sigmoid:
 		return grainMath
 	}
 	return grainMem
 }
 
-// Unary sets dst[i] = op(src[i]). dst may be src itself (not a partial
-// overlap). It panics on an unknown op or when len(src) != len(dst).
-func Unary[T Float](op UnaryOp, dst, src []T) {
-	op.check("Unary")
+// Unary sets dst[i] = op(src[i]), the function of op's row in the op
+// table (internal/ops). dst may be src itself (not a partial overlap). It
+// panics on an unknown op or when len(src) != len(dst).
+func Unary[T Float](op ops.UnaryOp, dst, src []T) {
+	checkUnary("Unary", op)
 	mustEq("Unary", "src", len(src), len(dst))
-	grain := op.grain()
+	grain := unaryGrain(op)
 	if serial(len(dst), grain) {
 		unaryRange(op, dst, src)
 		return
@@ -87,7 +44,7 @@ func Unary[T Float](op UnaryOp, dst, src []T) {
 	ParallelFor(len(dst), grain, func(lo, hi int) { unaryRange(op, dst[lo:hi], src[lo:hi]) })
 }
 
-func unaryRange[T Float](op UnaryOp, dst, src []T) {
+func unaryRange[T Float](op ops.UnaryOp, dst, src []T) {
 	if isF32[T]() {
 		unary32(op, f32(dst), f32(src))
 		return
@@ -97,32 +54,32 @@ func unaryRange[T Float](op UnaryOp, dst, src []T) {
 
 // unary32 holds the float32 loops. Ops that need exp run it over blocks of
 // expBlock elements in three passes (argument, exp32Slice, combine).
-func unary32(op UnaryOp, dst, src []float32) {
+func unary32(op ops.UnaryOp, dst, src []float32) {
 	src = src[:len(dst)]
 	switch op {
-	case Neg:
+	case ops.Neg:
 		for i, x := range src {
 			dst[i] = -x
 		}
-	case Exp:
+	case ops.Exp:
 		exp32Slice(dst, src)
-	case Log:
+	case ops.Log:
 		for i, x := range src {
 			dst[i] = float32(math.Log(float64(x)))
 		}
-	case Sqrt:
+	case ops.Sqrt:
 		for i, x := range src {
 			dst[i] = float32(math.Sqrt(float64(x)))
 		}
-	case Rsqrt:
+	case ops.Rsqrt:
 		for i, x := range src {
 			dst[i] = 1 / float32(math.Sqrt(float64(x)))
 		}
-	case Tanh:
+	case ops.Tanh:
 		for i, x := range src {
 			dst[i] = tanh32(x)
 		}
-	case Gelu:
+	case ops.Gelu:
 		for len(dst) > 0 {
 			k := geluSIMD(dst, src)
 			// The vector loop stops at the last whole block of 8, or before
@@ -131,26 +88,26 @@ func unary32(op UnaryOp, dst, src []float32) {
 			gelu32Scalar(dst[k:end], src[k:end])
 			dst, src = dst[end:], src[end:]
 		}
-	case Relu:
+	case ops.Relu:
 		for i, x := range src {
 			if x <= 0 { // NaN propagates, as in PyTorch
 				x = 0
 			}
 			dst[i] = x
 		}
-	case Abs:
+	case ops.Abs:
 		for i, x := range src {
 			dst[i] = math.Float32frombits(math.Float32bits(x) &^ (1 << 31))
 		}
-	case Square:
+	case ops.Square:
 		for i, x := range src {
 			dst[i] = x * x
 		}
-	case Recip:
+	case ops.Recip:
 		for i, x := range src {
 			dst[i] = 1 / x
 		}
-	case Sigmoid:
+	case ops.Sigmoid:
 		var buf [expBlock]float32
 		for lo := 0; lo < len(dst); lo += expBlock {
 			d, s := dst[lo:min(lo+expBlock, len(dst))], src[lo:]
@@ -188,57 +145,57 @@ func gelu32Scalar(dst, src []float32) {
 }
 
 // unary64 holds the float64 loops, on the math package.
-func unary64(op UnaryOp, dst, src []float64) {
+func unary64(op ops.UnaryOp, dst, src []float64) {
 	src = src[:len(dst)]
 	switch op {
-	case Neg:
+	case ops.Neg:
 		for i, x := range src {
 			dst[i] = -x
 		}
-	case Exp:
+	case ops.Exp:
 		for i, x := range src {
 			dst[i] = math.Exp(x)
 		}
-	case Log:
+	case ops.Log:
 		for i, x := range src {
 			dst[i] = math.Log(x)
 		}
-	case Sqrt:
+	case ops.Sqrt:
 		for i, x := range src {
 			dst[i] = math.Sqrt(x)
 		}
-	case Rsqrt:
+	case ops.Rsqrt:
 		for i, x := range src {
 			dst[i] = 1 / math.Sqrt(x)
 		}
-	case Tanh:
+	case ops.Tanh:
 		for i, x := range src {
 			dst[i] = math.Tanh(x)
 		}
-	case Gelu:
+	case ops.Gelu:
 		for i, x := range src {
 			dst[i] = gelu64(x)
 		}
-	case Relu:
+	case ops.Relu:
 		for i, x := range src {
 			if x <= 0 {
 				x = 0
 			}
 			dst[i] = x
 		}
-	case Abs:
+	case ops.Abs:
 		for i, x := range src {
 			dst[i] = math.Abs(x)
 		}
-	case Square:
+	case ops.Square:
 		for i, x := range src {
 			dst[i] = x * x
 		}
-	case Recip:
+	case ops.Recip:
 		for i, x := range src {
 			dst[i] = 1 / x
 		}
-	case Sigmoid:
+	case ops.Sigmoid:
 		for i, x := range src {
 			dst[i] = sigmoid64(x)
 		}

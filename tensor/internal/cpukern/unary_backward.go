@@ -1,17 +1,14 @@
 package cpukern
 
-// UnaryBackward sets dx = dy * op'(x), reading the saved input x or output
-// y as BackwardUses says (the unused one may be nil):
-//
-//	Neg     -dy               Exp      dy*y            Log    dy/x
-//	Sqrt    dy*0.5/y          Rsqrt    dy*(-0.5)*y^3   Tanh   dy*(1-y^2)
-//	Gelu    GeluBackward      Relu     dy*(y>0)        Abs    dy*sign(x)
-//	Square  dy*2x             Recip    -dy*y^2         Sigmoid dy*y*(1-y)
-//
-// dx may be dy itself. It panics on an unknown op or mismatched lengths.
-func UnaryBackward[T Float](op UnaryOp, dx, x, y, dy []T) {
-	op.check("UnaryBackward")
-	if op == Gelu {
+import "github.com/strata-ml/strata/tensor/internal/ops"
+
+// UnaryBackward sets dx = dy * op'(x), the gradient of op's row in the op
+// table (internal/ops), reading the saved input x or output y as
+// op.BackwardUses says (the unused one may be nil). dx may be dy itself.
+// It panics on an unknown op or mismatched lengths.
+func UnaryBackward[T Float](op ops.UnaryOp, dx, x, y, dy []T) {
+	checkUnary("UnaryBackward", op)
+	if op == ops.Gelu {
 		GeluBackward(dx, x, dy)
 		return
 	}
@@ -40,41 +37,41 @@ func UnaryBackward[T Float](op UnaryOp, dx, x, y, dy []T) {
 	})
 }
 
-func unaryBackwardRange[T Float](op UnaryOp, dx, x, y, dy []T) {
+func unaryBackwardRange[T Float](op ops.UnaryOp, dx, x, y, dy []T) {
 	dy = dy[:len(dx)]
 	switch op {
-	case Neg:
+	case ops.Neg:
 		for i, g := range dy {
 			dx[i] = -g
 		}
-	case Exp:
+	case ops.Exp:
 		y = y[:len(dx)]
 		for i, g := range dy {
 			dx[i] = g * y[i]
 		}
-	case Log:
+	case ops.Log:
 		x = x[:len(dx)]
 		for i, g := range dy {
 			dx[i] = g / x[i]
 		}
-	case Sqrt:
+	case ops.Sqrt:
 		y = y[:len(dx)]
 		for i, g := range dy {
 			dx[i] = g * 0.5 / y[i]
 		}
-	case Rsqrt:
+	case ops.Rsqrt:
 		y = y[:len(dx)]
 		for i, g := range dy {
 			v := y[i]
 			dx[i] = g * -0.5 * v * v * v
 		}
-	case Tanh:
+	case ops.Tanh:
 		y = y[:len(dx)]
 		for i, g := range dy {
 			v := y[i]
 			dx[i] = g * (1 - v*v)
 		}
-	case Relu:
+	case ops.Relu:
 		y = y[:len(dx)]
 		for i, g := range dy {
 			if !(y[i] > 0) {
@@ -82,7 +79,7 @@ func unaryBackwardRange[T Float](op UnaryOp, dx, x, y, dy []T) {
 			}
 			dx[i] = g
 		}
-	case Abs:
+	case ops.Abs:
 		x = x[:len(dx)]
 		for i, g := range dy {
 			v := x[i]
@@ -97,18 +94,18 @@ func unaryBackwardRange[T Float](op UnaryOp, dx, x, y, dy []T) {
 			}
 			dx[i] = g
 		}
-	case Square:
+	case ops.Square:
 		x = x[:len(dx)]
 		for i, g := range dy {
 			dx[i] = g * 2 * x[i]
 		}
-	case Recip:
+	case ops.Recip:
 		y = y[:len(dx)]
 		for i, g := range dy {
 			v := y[i]
 			dx[i] = -g * v * v
 		}
-	case Sigmoid:
+	case ops.Sigmoid:
 		y = y[:len(dx)]
 		for i, g := range dy {
 			v := y[i]
@@ -125,7 +122,7 @@ func GeluBackward[T Float](dx, x, dy []T) {
 	n := len(dx)
 	mustEq("GeluBackward", "x", len(x), n)
 	mustEq("GeluBackward", "dy", len(dy), n)
-	grain := Gelu.grain()
+	grain := unaryGrain(ops.Gelu)
 	if serial(n, grain) {
 		geluBackwardRange(dx, x, dy)
 		return

@@ -6,12 +6,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/tensor/internal/ops"
 )
 
 // unaryCase is one op with its float64 reference, its derivative, the
 // input range to test it on, and its float32 tolerance.
 type unaryCase struct {
-	op     UnaryOp
+	op     ops.UnaryOp
 	ref    func(float64) float64
 	deriv  func(float64) float64
 	lo, hi float64
@@ -19,26 +21,26 @@ type unaryCase struct {
 }
 
 var unaryCases = []unaryCase{
-	{Neg, func(x float64) float64 { return -x }, func(float64) float64 { return -1 }, -5, 5, 0},
-	{Exp, math.Exp, math.Exp, -20, 20, 2.5e-7},
-	{Log, math.Log, func(x float64) float64 { return 1 / x }, 1e-3, 100, 1e-7},
-	{Sqrt, math.Sqrt, func(x float64) float64 { return 0.5 / math.Sqrt(x) }, 1e-3, 100, 1e-7},
-	{Rsqrt, func(x float64) float64 { return 1 / math.Sqrt(x) }, func(x float64) float64 { return -0.5 * math.Pow(x, -1.5) }, 1e-3, 100, 2e-7},
-	{Tanh, math.Tanh, func(x float64) float64 { t := math.Tanh(x); return 1 - t*t }, -6, 6, 3e-7},
+	{ops.Neg, func(x float64) float64 { return -x }, func(float64) float64 { return -1 }, -5, 5, 0},
+	{ops.Exp, math.Exp, math.Exp, -20, 20, 2.5e-7},
+	{ops.Log, math.Log, func(x float64) float64 { return 1 / x }, 1e-3, 100, 1e-7},
+	{ops.Sqrt, math.Sqrt, func(x float64) float64 { return 0.5 / math.Sqrt(x) }, 1e-3, 100, 1e-7},
+	{ops.Rsqrt, func(x float64) float64 { return 1 / math.Sqrt(x) }, func(x float64) float64 { return -0.5 * math.Pow(x, -1.5) }, 1e-3, 100, 2e-7},
+	{ops.Tanh, math.Tanh, func(x float64) float64 { t := math.Tanh(x); return 1 - t*t }, -6, 6, 3e-7},
 	// float32 GELU: the exp argument's float32 rounding is amplified by
 	// |2u| <= 11 on [-4, 4] (see TestSigmoidGelu32Accuracy). The reference
 	// is the sigmoid form, which TestGeluFormsAgree ties to the tanh form.
-	{Gelu, func(x float64) float64 { return x * geluSig(x) }, geluGradRef, -4, 4, 3e-6},
-	{Relu, func(x float64) float64 { return math.Max(x, 0) }, func(x float64) float64 {
+	{ops.Gelu, func(x float64) float64 { return x * geluSig(x) }, geluGradRef, -4, 4, 3e-6},
+	{ops.Relu, func(x float64) float64 { return math.Max(x, 0) }, func(x float64) float64 {
 		if x > 0 {
 			return 1
 		}
 		return 0
 	}, -5, 5, 0},
-	{Abs, math.Abs, func(x float64) float64 { return math.Copysign(1, x) }, -5, 5, 0},
-	{Square, func(x float64) float64 { return x * x }, func(x float64) float64 { return 2 * x }, -5, 5, 1e-7},
-	{Recip, func(x float64) float64 { return 1 / x }, func(x float64) float64 { return -1 / (x * x) }, 0.05, 20, 1e-7},
-	{Sigmoid, func(x float64) float64 { return 1 / (1 + math.Exp(-x)) }, func(x float64) float64 {
+	{ops.Abs, math.Abs, func(x float64) float64 { return math.Copysign(1, x) }, -5, 5, 0},
+	{ops.Square, func(x float64) float64 { return x * x }, func(x float64) float64 { return 2 * x }, -5, 5, 1e-7},
+	{ops.Recip, func(x float64) float64 { return 1 / x }, func(x float64) float64 { return -1 / (x * x) }, 0.05, 20, 1e-7},
+	{ops.Sigmoid, func(x float64) float64 { return 1 / (1 + math.Exp(-x)) }, func(x float64) float64 {
 		s := 1 / (1 + math.Exp(-x))
 		return s * (1 - s)
 	}, -20, 20, 2.5e-7},
@@ -90,7 +92,7 @@ func testUnarySpecial[T Float](t *testing.T) {
 		for i, x := range src {
 			want := T(c.ref(float64(x)))
 			got := dst[i]
-			if c.op == Gelu && math.IsInf(float64(x), -1) {
+			if c.op == ops.Gelu && math.IsInf(float64(x), -1) {
 				want = T(math.NaN()) // -Inf * (1 + tanh(-Inf)) = -Inf * 0
 			}
 			if want != want {
@@ -121,7 +123,7 @@ func testUnaryBackward[T Float](t *testing.T) {
 			t.Run(c.op.String()+"/"+dtypeName[T]()+"/"+shapeName(n), func(t *testing.T) {
 				r := newRNG(uint64(7000 + 100*ci + n))
 				x := randSlice[T](r, n, c.lo, c.hi)
-				if c.op == Relu || c.op == Abs {
+				if c.op == ops.Relu || c.op == ops.Abs {
 					for i := range x { // keep away from the kink
 						if math.Abs(float64(x[i])) < 0.1 {
 							x[i] = 0.5
@@ -190,37 +192,47 @@ func TestUnaryBackwardSpecial(t *testing.T) {
 	// Relu passes no gradient at 0 or below; Abs has gradient 0 at 0 and
 	// NaN at NaN, as torch.sgn.
 	dx := make([]float32, 4)
-	UnaryBackward(Relu, dx, nil, []float32{0, 2, -1, 3}, []float32{5, 5, 5, 5})
+	UnaryBackward(ops.Relu, dx, nil, []float32{0, 2, -1, 3}, []float32{5, 5, 5, 5})
 	assert.Equal(t, []float32{0, 5, 0, 5}, dx)
-	UnaryBackward(Abs, dx, []float32{0, 2, -1, float32(math.NaN())}, nil, []float32{5, 5, 5, 5})
+	UnaryBackward(ops.Abs, dx, []float32{0, 2, -1, float32(math.NaN())}, nil, []float32{5, 5, 5, 5})
 	assert.Equal(t, []float32{0, 5, -5}, dx[:3])
 	assert.True(t, dx[3] != dx[3])
 }
 
-func TestUnaryOpNames(t *testing.T) {
-	for op := UnaryOp(0); op < numUnaryOps; op++ {
-		assert.NotEmpty(t, unaryNames[op], "op %d has no name", op)
-		assert.Equal(t, unaryNames[op], op.String())
+func TestUnaryPanics(t *testing.T) {
+	assert.PanicsWithValue(t, "cpukern.Unary: unknown UnaryOp(200)", func() { Unary(ops.UnaryOp(200), []float32{1}, []float32{1}) })
+	assert.PanicsWithValue(t, "cpukern.UnaryBackward: unknown UnaryOp(200)", func() {
+		UnaryBackward(ops.UnaryOp(200), []float32{1}, nil, nil, []float32{1})
+	})
+	assert.PanicsWithValue(t, "cpukern.Unary: src has 2 elements, want 1", func() { Unary(ops.Exp, []float32{1}, []float32{1, 2}) })
+}
+
+// TestUnaryCoversTheOpTable fails when an op of the table has no case
+// here (and so no kernel test).
+func TestUnaryCoversTheOpTable(t *testing.T) {
+	seen := map[ops.UnaryOp]bool{}
+	for _, c := range unaryCases {
+		seen[c.op] = true
 	}
-	assert.Equal(t, "UnaryOp(200)", UnaryOp(200).String())
-	assert.PanicsWithValue(t, "cpukern.Unary: unknown UnaryOp(200)", func() { Unary(UnaryOp(200), []float32{1}, []float32{1}) })
-	assert.PanicsWithValue(t, "cpukern.Unary: src has 2 elements, want 1", func() { Unary(Exp, []float32{1}, []float32{1, 2}) })
+	for op := range ops.NumUnary {
+		assert.True(t, seen[op], "unaryCases has no case for %v", op)
+	}
 }
 
 func TestSmallKernelsDoNotAllocate(t *testing.T) {
 	x := randSlice[float32](newRNG(1), 4096, -1, 1)
 	y := make([]float32, len(x))
-	shape, str, bstr := []int{64, 64}, []int{64, 1}, []int{0, 1}
+	bias, trans := merged([]int{64, 64}, []int{64, 1}, []int{0, 1}), merged([]int{64, 64}, []int{1, 64})
 	mean, rstd, w := make([]float32, 64), make([]float32, 64), make([]float32, 64)
 	dw, dw2 := make([]float32, 4096), make([]float32, 4096)
 	ids := make([]int32, 64)
 	cases := map[string]func(){
-		"Unary":                func() { Unary(Gelu, y, x) },
+		"Unary":                func() { Unary(ops.Gelu, y, x) },
 		"GeluBackward":         func() { GeluBackward(y, x, x) },
-		"Binary":               func() { Binary(Add, y, shape, x, 0, str, x, 0, bstr) },
+		"Binary":               func() { Binary(ops.Add, y, bias, x, 0, x, 0) },
 		"Softmax":              func() { Softmax(y, x, 64, 64) },
 		"ReduceSum":            func() { ReduceSum(y[:64], x, 1, 64, 64, false) },
-		"CopyStrided":          func() { CopyStrided(y, shape, x, 0, []int{1, 64}) },
+		"CopyStrided":          func() { CopyStrided(y, trans, x, 0) },
 		"Dropout":              func() { Dropout(y, x, 0.1, 1, 2) },
 		"LayerNorm":            func() { LayerNorm(y, mean, rstd, x, w, w, 64, 64, 1e-5) },
 		"LayerNormBackward":    func() { LayerNormBackward(y, dw[:64], dw2[:64], x, x, mean, rstd, w, 64, 64) },
