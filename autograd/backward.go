@@ -32,6 +32,38 @@ func (v *Var) Backward() error {
 	if v.Value.Numel() != 1 {
 		return fmt.Errorf("autograd: Backward of %s: want a scalar, have shape %v (reduce it first)", v.Name(), v.Value.Shape())
 	}
+	return v.propagate(nil)
+}
+
+// BackwardWith back-propagates grad, the gradient of some objective with
+// respect to v, through v's graph: torch.autograd.backward(v, grad). v may
+// have any shape; grad must have v's shape and dtype. It is Backward for a
+// var that is not a scalar (Backward is BackwardWith of a ones tensor),
+// and does what Backward does: the gradients of leaves accumulate into
+// their Grad, the graph is consumed, and everything it allocates has role
+// gradient and belongs to v's context. grad is read, not released.
+// Activation checkpointing back-propagates through a recomputed region
+// with it.
+//
+// Errors: ErrNoGraph, a nil grad or one of another shape or dtype, or an
+// *tensor.OpError raised by a backward function.
+func (v *Var) BackwardWith(grad *tensor.Tensor) error {
+	if v.node == nil {
+		return fmt.Errorf("%w: %s", ErrNoGraph, v)
+	}
+	switch {
+	case grad == nil:
+		return fmt.Errorf("autograd: BackwardWith of %s: nil gradient", v.Name())
+	case !slices.Equal(grad.Shape(), v.Value.Shape()) || grad.DType() != v.Value.DType():
+		return fmt.Errorf("autograd: BackwardWith of %s: gradient %v %v for a value of %v %v",
+			v.Name(), grad.DType(), grad.Shape(), v.Value.DType(), v.Value.Shape())
+	}
+	return v.propagate(grad)
+}
+
+// propagate runs the backward pass from v, seeded with grad (ones when
+// grad is nil).
+func (v *Var) propagate(grad *tensor.Tensor) error {
 	order := topo(v)
 	c := v.Value.Ctx()
 	if c == nil {
@@ -40,7 +72,11 @@ func (v *Var) Backward() error {
 	return tensor.Try(func() {
 		c.WithScope(func() {
 			c.WithRole(gradRole, func() {
-				v.pending = c.Full(v.Value.Device(), v.Value.DType(), 1, v.Value.Shape()...)
+				if grad == nil {
+					v.pending = c.Full(v.Value.Device(), v.Value.DType(), 1, v.Value.Shape()...)
+				} else {
+					v.pending = c.Adopt(grad.Alias())
+				}
 				for i := len(order) - 1; i >= 0; i-- {
 					step(order[i], order[i] == v)
 				}

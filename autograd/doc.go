@@ -61,6 +61,17 @@
 // result joins the caller's Ctx at the next op that meets the caller's
 // tensors.
 //
+// Recomputation (package checkpoint builds on these): Var.BackwardWith
+// back-propagates a given gradient from a var of any shape, as
+// torch.autograd.backward(y, grad); RecordRegion makes the output of a
+// region that differentiates itself in backward (its node requires a
+// gradient even when its inputs do not, and its backward runs with
+// recording on); and an OpHook, set per context with WithOpHook, is
+// consulted by name by the forward of the matrix products, the attention,
+// LayerNorm, the softmaxes and GeluLinear's GELU, which lets selective
+// checkpointing keep some outputs and hand them back in the
+// recomputation.
+//
 // GradCheck compares analytic gradients with central finite differences
 // in float64; the tests run it on every op, and compare ops and gradients
 // with PyTorch's golden values (tools/golden).

@@ -31,16 +31,19 @@ func CausalAttention(q, k, v *Var, p float64, seed, offset uint64) *Var {
 		scores.Release()
 		return att
 	}
-	att := probs()
-	attD := att
-	if p > 0 {
-		attD = tensor.Dropout(att, p, seed, offset)
-	}
-	y := tensor.MatMul(attD, v.Value)
-	if attD != att {
-		attD.Release()
-	}
-	att.Release()
+	y := hooked("CausalAttention", opCtx(q.Value, nil), func() *tensor.Tensor {
+		att := probs()
+		attD := att
+		if p > 0 {
+			attD = tensor.Dropout(att, p, seed, offset)
+		}
+		y := tensor.MatMul(attD, v.Value)
+		if attD != att {
+			attD.Release()
+		}
+		att.Release()
+		return y
+	})
 	return Record("CausalAttention", y, []*Var{q, k, v}, func(g *tensor.Tensor) []*tensor.Tensor {
 		att := probs()
 		defer att.Release()

@@ -10,7 +10,7 @@ import (
 // axes. Backward: da = g @ bᵀ, db = aᵀ @ g, each summed over the batch
 // axes its operand was broadcast along.
 func MatMul(a, b *Var) *Var {
-	out := tensor.MatMul(a.Value, b.Value)
+	out := hooked("MatMul", opCtx(a.Value, b.Value), func() *tensor.Tensor { return tensor.MatMul(a.Value, b.Value) })
 	return Record("MatMul", out, []*Var{a, b}, func(g *tensor.Tensor) []*tensor.Tensor {
 		var ga, gb *tensor.Tensor
 		if needs(a) {
@@ -64,7 +64,7 @@ func foldedTN(x, y *tensor.Tensor) *tensor.Tensor {
 // into one GEMM for the forward and each backward product.
 func Linear(x, w, b *Var) *Var {
 	xs := x.Value.Shape()
-	y := linearForward(x.Value, w, b)
+	y := hooked("Linear", opCtx(x.Value, nil), func() *tensor.Tensor { return linearForward(x.Value, w, b) })
 	return Record("Linear", y, []*Var{x, w, b}, func(g *tensor.Tensor) []*tensor.Tensor {
 		g2 := g.Reshape(-1, g.Dim(-1))
 		defer g2.Release()
@@ -86,9 +86,12 @@ func Linear(x, w, b *Var) *Var {
 // less per block.
 func GeluLinear(u, w, b *Var) *Var {
 	us := u.Value.Shape()
-	a := tensor.Gelu(u.Value)
-	y := linearForward(a, w, b)
-	a.Release()
+	c := opCtx(u.Value, nil)
+	y := hooked("GeluLinear", c, func() *tensor.Tensor {
+		a := hooked("Gelu", c, func() *tensor.Tensor { return tensor.Gelu(u.Value) })
+		defer a.Release()
+		return linearForward(a, w, b)
+	})
 	return Record("GeluLinear", y, []*Var{u, w, b}, func(g *tensor.Tensor) []*tensor.Tensor {
 		g2 := g.Reshape(-1, g.Dim(-1))
 		defer g2.Release()

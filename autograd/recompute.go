@@ -1,0 +1,133 @@
+package autograd
+
+import (
+	"github.com/strata-ml/strata/tensor"
+)
+
+// This file holds the engine's entries for recomputation (package
+// checkpoint builds activation checkpointing on them): RecordRegion, the
+// node of a region that differentiates itself in backward, and OpHook,
+// through which a context can keep or hand back the outputs of named ops
+// (selective checkpointing). Var.BackwardWith is in backward.go.
+
+// RecordRegion makes the var for the output of a region: a computation
+// whose backward reaches more than its inputs (a checkpointed function
+// whose parameters are leaves inside it). Unlike Record the output
+// requires gradients even when no input does, and backward runs with
+// recording on in the output's context whatever the grad mode around
+// Backward, so it may build and differentiate a graph of its own (with
+// Var.BackwardWith). backward returns one gradient per input, nil where
+// none is needed; saved are released after it runs, or by the scope.
+// With recording off in out's context it returns a plain leaf, as Record.
+func RecordRegion(op string, out *tensor.Tensor, inputs []*Var, backward BackwardFunc, saved ...*tensor.Tensor) *Var {
+	v := &Var{Value: out}
+	c := out.Ctx()
+	if c != nil && !GradEnabledIn(c) {
+		return v
+	}
+	if c == nil {
+		c = tensor.Background()
+	}
+	bw := func(g *tensor.Tensor) (grads []*tensor.Tensor) {
+		st := stateOf(c)
+		old := st.off.Swap(0) // recording on: the region rebuilds its graph
+		defer st.off.Store(old)
+		return backward(g)
+	}
+	v.requiresGrad = true
+	v.node = &node{op: op, inputs: inputs, backward: bw, saved: saved}
+	return v
+}
+
+// OpHook intercepts the forward of the ops that consult it, by name, in
+// one context: "MatMul", "Linear", "GeluLinear" (its product) and "Gelu"
+// (its activation), "CausalAttention", "LayerNorm", "Softmax" and
+// "CausalSoftmax". Selective checkpointing implements it: in a region's
+// first forward it keeps the outputs its policy says to save, and in the
+// recomputation it hands them back instead of computing them again
+// (PyTorch's MUST_SAVE and PREFER_RECOMPUTE).
+//
+// Enter is called as such an op's forward begins. A non-nil result is
+// the op's outputs (in the order the op returns them: LayerNorm's are y,
+// mean and rstd; the others have one), which the op then owns and
+// returns without computing anything, and Leave is not called; ops whose
+// forward consults the hook again inside (GeluLinear's product around
+// its GELU) skip those calls. Otherwise the op computes its outputs and
+// calls Leave with them; they belong to the op, so a hook that keeps one
+// takes its own reference (Tensor.Alias). Calls nest in program order:
+// GeluLinear enters, Gelu enters and leaves, GeluLinear leaves.
+type OpHook interface {
+	Enter(op string) []*tensor.Tensor
+	Leave(op string, outs ...*tensor.Tensor)
+}
+
+// hookKey is the slot of a context's op hook: an OpHook, or nil.
+var hookKey = tensor.NewCtxKey("autograd.ophook")
+
+// WithOpHook runs fn with h as the op hook of context c (nil: none, which
+// shields fn from a hook set around it) and restores the previous hook
+// afterwards, also when fn panics. A nil c means tensor.Background().
+func WithOpHook(c *tensor.Ctx, h OpHook, fn func()) {
+	if c == nil {
+		c = tensor.Background()
+	}
+	var v any
+	if h != nil {
+		v = h
+	}
+	old := c.SetValue(hookKey, v)
+	defer c.SetValue(hookKey, old)
+	fn()
+}
+
+// OpHookIn is the op hook of context c, nil when none is set.
+func OpHookIn(c *tensor.Ctx) OpHook {
+	if c == nil {
+		c = tensor.Background()
+	}
+	h, _ := c.Value(hookKey).(OpHook)
+	return h
+}
+
+// opCtx is the context of an op's forward for its hook: that of the first
+// of a, b that belongs to one (nil b allowed), else Background.
+func opCtx(a, b *tensor.Tensor) *tensor.Ctx {
+	if c := a.Ctx(); c != nil {
+		return c
+	}
+	if b != nil {
+		if c := b.Ctx(); c != nil {
+			return c
+		}
+	}
+	return tensor.Background()
+}
+
+// hooked returns the output of op: the one c's op hook hands back, or
+// compute's (reported to the hook). Without a hook it is compute().
+func hooked(op string, c *tensor.Ctx, compute func() *tensor.Tensor) *tensor.Tensor {
+	h := OpHookIn(c)
+	if h == nil {
+		return compute()
+	}
+	if outs := h.Enter(op); outs != nil {
+		return outs[0]
+	}
+	y := compute()
+	h.Leave(op, y)
+	return y
+}
+
+// hooked3 is hooked for an op with three outputs.
+func hooked3(op string, c *tensor.Ctx, compute func() (a, b, d *tensor.Tensor)) (*tensor.Tensor, *tensor.Tensor, *tensor.Tensor) {
+	h := OpHookIn(c)
+	if h == nil {
+		return compute()
+	}
+	if outs := h.Enter(op); outs != nil {
+		return outs[0], outs[1], outs[2]
+	}
+	a, b, d := compute()
+	h.Leave(op, a, b, d)
+	return a, b, d
+}

@@ -1,0 +1,127 @@
+package autograd_test
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/autograd"
+	"github.com/strata-ml/strata/tensor"
+)
+
+// BackwardWith(y, r) gives the gradients of Backward(Σ y·r), bit for bit;
+// it refuses a leaf, a nil gradient and one of another shape.
+func TestBackwardWith(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	c := tensor.NewCtx()
+	w := autograd.Param(c.RandN(tensor.CPU(), tensor.Float32, rng, 1, 5, 4), "w")
+	defer w.Value.Release()
+	x := c.RandN(tensor.CPU(), tensor.Float32, rng, 1, 2, 3, 4)
+	r := c.RandN(tensor.CPU(), tensor.Float32, rng, 1, 2, 3, 5)
+	tensor.Keep(x, r)
+	defer x.Release()
+	defer r.Release()
+	grads := func(f func(y *autograd.Var) error) (gw, gx []float32) {
+		c.WithScope(func() {
+			xv := autograd.Const(x.Alias())
+			xv.SetRequiresGrad(true)
+			require.NoError(t, f(autograd.Linear(xv, w, nil)))
+			gw, gx = w.Grad.Float32s(), xv.Grad.Float32s()
+			w.ZeroGrad()
+			xv.ZeroGrad()
+		})
+		return gw, gx
+	}
+	gw1, gx1 := grads(func(y *autograd.Var) error { return autograd.Sum(autograd.Mul(y, autograd.Const(r)), false).Backward() })
+	gw2, gx2 := grads(func(y *autograd.Var) error { return y.BackwardWith(r) })
+	require.Equal(t, gw1, gw2)
+	require.Equal(t, gx1, gx2)
+
+	c.WithScope(func() {
+		y := autograd.Linear(autograd.Const(x), w, nil)
+		require.ErrorContains(t, y.BackwardWith(nil), "nil gradient")
+		require.ErrorContains(t, y.BackwardWith(x), "gradient float32 [2 3 4] for a value of float32 [2 3 5]")
+		require.ErrorIs(t, w.BackwardWith(r), autograd.ErrNoGraph)
+		require.NoError(t, y.BackwardWith(r))
+		require.ErrorIs(t, y.BackwardWith(r), autograd.ErrNoGraph, "the graph was consumed")
+		w.ZeroGrad()
+	})
+	require.Zero(t, c.BytesInUse()-x.Bytes()-r.Bytes()-w.Value.Bytes())
+}
+
+// RecordRegion's output requires a gradient whatever its inputs, and its
+// backward runs with recording on even when Backward is called under
+// NoGradIn.
+func TestRecordRegion(t *testing.T) {
+	c := tensor.NewCtx()
+	w := autograd.Param(c.Full(tensor.CPU(), tensor.Float32, 2, 3), "w")
+	defer w.Value.Release()
+	c.WithScope(func() {
+		x := autograd.Const(c.Ones(tensor.CPU(), tensor.Float32, 3))
+		var recorded bool
+		y := autograd.RecordRegion("R", autograd.Mul(x, w).Value, []*autograd.Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
+			recorded = autograd.GradEnabledIn(c)
+			z := autograd.Mul(autograd.Const(g), w)
+			if err := z.BackwardWith(x.Value); err != nil {
+				panic(err)
+			}
+			return []*tensor.Tensor{nil}
+		})
+		require.True(t, y.RequiresGrad())
+		require.False(t, y.IsLeaf())
+		loss := autograd.Sum(y, false)
+		autograd.NoGradIn(c, func() { require.NoError(t, loss.Backward()) })
+		require.True(t, recorded)
+		require.Equal(t, []float32{1, 1, 1}, w.Grad.Float32s())
+		w.ZeroGrad()
+		autograd.NoGradIn(c, func() {
+			require.False(t, autograd.RecordRegion("R", c.Ones(tensor.CPU(), tensor.Float32, 1), nil, nil).RequiresGrad())
+		})
+	})
+}
+
+// hookLog is an OpHook that logs the calls and can hand back outputs.
+type hookLog struct {
+	calls []string
+	give  map[string][]*tensor.Tensor
+}
+
+func (h *hookLog) Enter(op string) []*tensor.Tensor {
+	h.calls = append(h.calls, "enter "+op)
+	return h.give[op]
+}
+
+func (h *hookLog) Leave(op string, outs ...*tensor.Tensor) {
+	h.calls = append(h.calls, "leave "+op)
+}
+
+// The hooked ops consult the context's hook in program order, nested
+// calls inside; an op takes the outputs the hook hands back; other
+// contexts and the region outside WithOpHook are not affected.
+func TestOpHook(t *testing.T) {
+	c := tensor.NewCtx()
+	c.WithScope(func() {
+		x := autograd.Const(c.Ones(tensor.CPU(), tensor.Float32, 2, 4))
+		w := autograd.Const(c.Ones(tensor.CPU(), tensor.Float32, 4, 4))
+		h := &hookLog{}
+		autograd.WithOpHook(c, h, func() {
+			require.Equal(t, h, autograd.OpHookIn(c))
+			require.Nil(t, autograd.OpHookIn(tensor.NewCtx()))
+			y := autograd.LayerNorm(x, nil, nil, 1e-5)
+			autograd.WithOpHook(c, nil, func() { autograd.Linear(y, w, nil) }) // shielded
+			autograd.GeluLinear(autograd.MatMul(y, w), w, nil)
+		})
+		require.Nil(t, autograd.OpHookIn(c))
+		require.Equal(t, []string{"enter LayerNorm", "leave LayerNorm", "enter MatMul", "leave MatMul",
+			"enter GeluLinear", "enter Gelu", "leave Gelu", "leave GeluLinear"}, h.calls)
+
+		canned := c.Full(tensor.CPU(), tensor.Float32, 7, 2, 4)
+		h = &hookLog{give: map[string][]*tensor.Tensor{"GeluLinear": {canned}}}
+		var y *autograd.Var
+		autograd.WithOpHook(c, h, func() { y = autograd.GeluLinear(x, w, nil) })
+		require.Same(t, canned, y.Value)
+		require.Equal(t, []string{"enter GeluLinear"}, h.calls, "nothing computed, nothing nested entered")
+	})
+	require.Zero(t, c.BytesInUse())
+}
