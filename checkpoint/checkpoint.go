@@ -1,0 +1,181 @@
+package checkpoint
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/strata-ml/strata/amp"
+	"github.com/strata-ml/strata/autograd"
+	"github.com/strata-ml/strata/memory"
+	"github.com/strata-ml/strata/tensor"
+)
+
+// Func is a checkpointed computation: a deterministic function of its
+// inputs (and of parameters it closes over) returning one value it
+// computes. It is run twice, in the forward pass and again when backward
+// reaches it, so it must draw random numbers only from its context's
+// stream (autograd.RandomOffset, as nn.Dropout does), read no state that
+// changes in between, and not release its inputs.
+type Func func(inputs ...*autograd.Var) *autograd.Var
+
+// Options say how a region is checkpointed. The zero value recomputes
+// everything.
+type Options struct {
+	// Policy picks the op outputs to keep from the forward pass instead of
+	// recomputing them (selective checkpointing); nil keeps none.
+	Policy Policy
+}
+
+// Apply is Options{}.Apply: fn(inputs...) checkpointed, every intermediate
+// recomputed in backward.
+func Apply(fn Func, inputs ...*autograd.Var) *autograd.Var { return Options{}.Apply(fn, inputs...) }
+
+// Apply returns fn(inputs...) without keeping its intermediates for
+// backward: they are freed as fn returns, and when backward reaches the
+// result, fn runs again on the inputs (with the random stream and the
+// autocast state of the first run) and the gradient is back-propagated
+// through that recomputed graph. Gradients reach every input that requires
+// them and every parameter fn uses (into its Grad, as without
+// checkpointing), bit for bit the same as without checkpointing; only the
+// inputs, the result and the outputs o.Policy saves are held between the
+// forward and the backward pass. Regions nest.
+//
+// The context is that of the inputs' values (tensor.CtxOf; Background when
+// none has one). With recording off there (NoGradIn), Apply is fn(inputs...).
+// When fn returns one of its inputs, or a value nothing in it needs a
+// gradient for, there is nothing to recompute and the result is fn's.
+//
+// Panics as fn does; backward panics (Backward returns the error) with an
+// *tensor.OpError wrapping tensor.ErrArgument when the recomputation does
+// not repeat the forward pass (another shape, other random draws, other
+// saved ops): fn was not deterministic.
+func (o Options) Apply(fn Func, inputs ...*autograd.Var) *autograd.Var {
+	vals := make([]*tensor.Tensor, len(inputs))
+	for i, x := range inputs {
+		vals[i] = x.Value
+	}
+	c := tensor.CtxOf(vals...)
+	if !autograd.GradEnabledIn(c) {
+		return fn(inputs...)
+	}
+	r := &region{fn: fn, inputs: inputs, c: c, rng: autograd.RandomState(c), amp: amp.Current(c)}
+	if o.Policy != nil {
+		r.rec = &recorder{c: c, policy: o.Policy}
+	}
+	out := r.forward()
+	if out == nil {
+		return nil
+	}
+	if slices.Contains(inputs, out) || !out.RequiresGrad() {
+		r.rec.release()
+		return out
+	}
+	r.rngAfter = autograd.RandomState(c)
+	r.shape, r.dtype = out.Value.Shape(), out.Value.DType()
+	return autograd.RecordRegion("Checkpoint", out.Value, inputs, r.backward, r.rec.adopt()...)
+}
+
+// region is one checkpointed call: what its recomputation needs.
+type region struct {
+	fn       Func
+	inputs   []*autograd.Var
+	c        *tensor.Ctx
+	rng      uint64    // c's random stream before the forward pass
+	rngAfter uint64    // and after it
+	amp      amp.State // c's autocast state in the forward pass
+	rec      *recorder // the selective policy's saved outputs; nil without a policy
+	shape    []int
+	dtype    tensor.DType
+}
+
+// forward runs fn in a scope of its own, so that every intermediate is
+// freed as it returns; the result's value (and the outputs the policy
+// saves) move to the caller's scope. fn runs with recording on, so the
+// result knows whether anything in the region needs a gradient (a
+// parameter, when no input does) and Var.Drop frees what model code drops;
+// the graph it records is dropped with the scope.
+func (r *region) forward() (out *autograd.Var) {
+	c := r.c
+	done := false
+	defer func() {
+		if !done {
+			r.rec.release()
+		}
+	}()
+	s := c.NewScope()
+	func() {
+		defer s.Close()
+		autograd.WithOpHook(c, r.rec.hook(), func() { out = r.fn(r.inputs...) })
+		if out != nil && !slices.Contains(r.inputs, out) {
+			tensor.Keep(out.Value) // out of the region's scope while it closes
+		}
+	}()
+	if out != nil && !slices.Contains(r.inputs, out) {
+		c.Adopt(out.Value)
+	}
+	done = true
+	return out
+}
+
+// backward recomputes the region on detached copies of its inputs, with
+// the random stream and autocast state of the forward pass, and
+// back-propagates g through the recomputed graph: parameters inside get
+// their gradients there; the inputs' gradients are returned to the engine.
+// RecordRegion runs it with recording on.
+func (r *region) backward(g *tensor.Tensor) []*tensor.Tensor {
+	c := r.c
+	grads := make([]*tensor.Tensor, len(r.inputs))
+	now := autograd.RandomState(c)
+	autograd.SetRandomState(c, r.rng)
+	defer autograd.SetRandomState(c, now)
+	amp.With(c, r.amp, func() {
+		c.WithScope(func() {
+			det := make([]*autograd.Var, len(r.inputs))
+			for i, x := range r.inputs {
+				det[i] = x.Detach()
+				c.Adopt(det[i].Value) // an input may belong to no context (a kept tensor)
+				det[i].SetRequiresGrad(x.RequiresGrad())
+			}
+			var out *autograd.Var
+			c.WithRole(memory.RoleActivation, func() {
+				autograd.WithOpHook(c, r.rec.replay(), func() { out = r.fn(det...) })
+			})
+			r.check(out)
+			if err := out.BackwardWith(g); err != nil {
+				if oe, ok := err.(*tensor.OpError); ok {
+					panic(oe)
+				}
+				panic(&tensor.OpError{Op: "checkpoint", Msg: "backward through the recomputed region", Err: err})
+			}
+			for i, d := range det {
+				grads[i], d.Grad = d.Grad, nil
+			}
+		})
+	})
+	for _, gi := range grads {
+		if gi != nil {
+			c.Adopt(gi) // kept by the inner backward; the engine releases it
+		}
+	}
+	return grads
+}
+
+// check panics when the recomputation did not repeat the forward pass.
+func (r *region) check(out *autograd.Var) {
+	var msg string
+	switch {
+	case out == nil:
+		msg = "returned nil"
+	case !slices.Equal(out.Value.Shape(), r.shape) || out.Value.DType() != r.dtype:
+		msg = fmt.Sprintf("returned %v %v, the forward pass %v %v", out.Value.DType(), out.Value.Shape(), r.dtype, r.shape)
+	case autograd.RandomState(r.c) != r.rngAfter:
+		msg = fmt.Sprintf("drew %d random numbers, the forward pass %d", autograd.RandomState(r.c)-r.rng, r.rngAfter-r.rng)
+	case !out.RequiresGrad() || out.IsLeaf():
+		msg = "returned a value without a graph"
+	default:
+		msg = r.rec.unfinished()
+	}
+	if msg != "" {
+		panic(&tensor.OpError{Op: "checkpoint", Msg: "the recomputation " + msg + ": the checkpointed function is not deterministic", Err: tensor.ErrArgument})
+	}
+}

@@ -1,0 +1,103 @@
+// Package checkpoint is activation checkpointing: a function over
+// autograd values whose intermediates are not kept for backward but
+// recomputed when backward reaches it, trading arithmetic for memory.
+//
+// # Use
+//
+//	y := checkpoint.Apply(func(in ...*autograd.Var) *autograd.Var {
+//		return block.Forward(in[0])
+//	}, x)
+//
+// y is what block.Forward(x) would return, gradients reach x and every
+// parameter the block uses, and the results are bit for bit those of the
+// plain call. Sequential checkpoints every k-th of a list of layers;
+// Options{Policy: SaveMatMuls} keeps the outputs of the matrix products
+// and recomputes the rest (selective checkpointing). nn.GPT's Checkpoint
+// field picks one of these for its blocks.
+//
+// # The forward pass
+//
+// Apply runs fn in a scope of its own in the inputs' context (tensor.Ctx)
+// and closes it as fn returns: every intermediate is freed then, not
+// after backward. What survives is the result's value, which moves to the
+// caller's scope, and the inputs, which the caller holds anyway. fn runs
+// with recording on, as it would without checkpointing: the result then
+// knows whether anything in the region needs a gradient. Under NoGrad
+// (PyTorch's reentrant checkpoint) a region whose inputs need no gradient
+// could not tell that its parameters do, and would give them none; and
+// Var.Drop, with which model code frees intermediates early (the GPT's
+// qkv projection), does nothing there, so the region's own peak would be
+// higher. The graph fn records is dropped with the scope; the region's
+// result gets one node of its own (autograd.RecordRegion) whose inputs are
+// the region's inputs. Before fn runs, Apply notes the context's random
+// stream (autograd.RandomState) and autocast state (amp.Current).
+//
+// Under NoGradIn there is nothing to save, and Apply is fn itself. A
+// region whose result needs no gradient, or whose fn returns an input,
+// returns fn's result with nothing recorded.
+//
+// # The backward pass
+//
+// The engine calls the region's node when the gradient of its result is
+// complete, as for any op: recomputation happens only then, and only for
+// regions that backward reaches. The node's backward
+//
+//  1. moves the random stream back to where the forward pass found it
+//     (dropout masks are functions of the stream's position, so they come
+//     out the same) and runs under amp.With of the forward's autocast
+//     state; both are put back afterwards;
+//  2. runs fn again, in a scope of its own, on detached copies of the
+//     inputs (leaves that require a gradient where the inputs did), with
+//     recording on whatever the grad mode around Backward;
+//  3. checks that the recomputation repeated the forward pass (the
+//     result's shape and dtype, the random numbers drawn, the ops a
+//     policy saved) and panics with an error naming the difference when
+//     not: a function that is not deterministic would silently give
+//     wrong gradients;
+//  4. back-propagates the result's gradient through the recomputed graph
+//     (Var.BackwardWith, torch.autograd.backward(y, grad)): parameters
+//     inside accumulate their gradients into Grad there, as they would
+//     in the plain graph, and the detached inputs' gradients are returned
+//     to the engine, which carries on upstream of the region.
+//
+// The recomputed activations have memory role activation; they are freed
+// as the inner backward consumes them and by the scope at the end. This
+// is PyTorch's non-reentrant checkpoint (use_reentrant=False) in effect:
+// every input and parameter gets its gradient, regions nest (an inner
+// region recomputes inside the outer's recomputation), and nothing else
+// changes for the caller: the random stream ends where the plain run
+// leaves it and the result is the same value.
+//
+// # Selective checkpointing
+//
+// A Policy says per op, by name, whether to keep its output (MustSave) or
+// recompute it (PreferRecompute), as the policy function of PyTorch's
+// selective activation checkpointing does. It works through a hook that
+// autograd's ops consult by name (autograd.OpHook): the matrix products
+// (MatMul, Linear, GeluLinear's product), its GELU, CausalAttention,
+// LayerNorm and the softmaxes. In the forward pass the region's recorder
+// is the context's hook: it lists the ops in the order they run and keeps
+// an alias of each output the policy saves (moved to the caller's scope
+// with the result, so a step that never runs backward still frees it). In
+// the recomputation the same recorder hands the saved outputs back, and
+// the ops return them instead of computing (an op nested inside a saved
+// one, like GeluLinear's GELU, then does not run at all); everything else
+// is recomputed. The saved outputs are released after the region's
+// backward. SaveMatMuls is the usual policy: the products are most of a
+// block's arithmetic, the norms and element-wise ops little.
+//
+// # Memory
+//
+// Per transformer block of the GPT (one unit U is a (B, T, C) activation)
+// the plain model keeps about 14 U for backward; checkpointing every
+// block keeps 1 U (its output, the next block's input) and rebuilds one
+// block's 14 U at a time in backward; SaveMatMuls keeps 11 U (the c_attn
+// output, the attention output, both projections and c_fc's output). The
+// nn tests check these amounts against the memory statistics by role.
+//
+// # Contexts
+//
+// All state a region touches is its context's: the scope stack, the
+// random stream, the autocast state and the op hook. Goroutines with
+// their own contexts checkpoint independently.
+package checkpoint
