@@ -19,6 +19,10 @@ type GPT struct {
 	Blocks []*Block   // transformer.h.N
 	LnF    *LayerNorm // transformer.ln_f
 	Drop   *Dropout
+	// Checkpoint says which blocks are checkpointed (recomputed in
+	// backward instead of keeping their activations); none by default.
+	// Results and gradients are bit-identical in every mode.
+	Checkpoint Checkpointing
 }
 
 // Block is one transformer block: x + attn(ln_1(x)), then + mlp(ln_2(x)).
@@ -130,6 +134,9 @@ func (g *GPT) Trunk(idx *tensor.Tensor) *autograd.Var {
 	if idx.Rank() != 2 || idx.DType() != tensor.Int32 {
 		panic(&tensor.OpError{Op: "GPT.Forward", Msg: fmt.Sprintf("ids %v %v: want int32 (B, T)", idx.DType(), idx.Shape()), Err: tensor.ErrShape})
 	}
+	if err := g.Checkpoint.Validate(); err != nil {
+		panic(&tensor.OpError{Op: "GPT.Forward", Msg: err.Error(), Err: tensor.ErrArgument})
+	}
 	T := idx.Dim(1)
 	if T > g.Config.Context {
 		panic(&tensor.OpError{Op: "GPT.Forward", Msg: fmt.Sprintf("sequence length %d exceeds the context %d", T, g.Config.Context), Err: tensor.ErrShape})
@@ -139,9 +146,7 @@ func (g *GPT) Trunk(idx *tensor.Tensor) *autograd.Var {
 	pos := autograd.Narrow(g.Wpe.Weight.Var, 0, 0, T)
 	x := autograd.Add(g.Wte.Forward(idx), pos) // (B, T, C) + (T, C)
 	x = g.Drop.Forward(x)
-	for _, b := range g.Blocks {
-		x = b.Forward(x)
-	}
+	x = g.blocks(x) // checkpointed as g.Checkpoint says
 	return g.LnF.Forward(x)
 }
 

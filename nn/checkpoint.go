@@ -1,0 +1,87 @@
+package nn
+
+import (
+	"fmt"
+
+	"github.com/strata-ml/strata/autograd"
+	"github.com/strata-ml/strata/checkpoint"
+)
+
+// CheckpointMode is how a GPT checkpoints its blocks (package checkpoint).
+type CheckpointMode int
+
+const (
+	// CheckpointNone keeps every block's activations for backward.
+	CheckpointNone CheckpointMode = iota
+	// CheckpointBlocks keeps only the inputs of the checkpointed blocks
+	// and recomputes the rest of them in backward.
+	CheckpointBlocks
+	// CheckpointSelective checkpoints blocks under a policy that keeps
+	// some op outputs (checkpoint.SaveMatMuls unless set) and recomputes
+	// the others.
+	CheckpointSelective
+)
+
+var checkpointModes = [...]string{"none", "blocks", "selective"}
+
+func (m CheckpointMode) String() string {
+	if m < 0 || int(m) >= len(checkpointModes) {
+		return fmt.Sprintf("CheckpointMode(%d)", int(m))
+	}
+	return checkpointModes[m]
+}
+
+// ParseCheckpointMode reads "none", "blocks" or "selective".
+func ParseCheckpointMode(s string) (CheckpointMode, error) {
+	for i, name := range checkpointModes {
+		if s == name {
+			return CheckpointMode(i), nil
+		}
+	}
+	return 0, fmt.Errorf("nn: checkpoint mode %q: want none, blocks or selective", s)
+}
+
+// Checkpointing says which blocks of a GPT are checkpointed, and how. The
+// zero value checkpoints nothing.
+type Checkpointing struct {
+	Mode CheckpointMode
+	// Every checkpoints the Every-th, 2·Every-th, ... block (1-based):
+	// 1 (or 0) every block, 2 every second one.
+	Every int
+	// Policy is the selective mode's; nil means checkpoint.SaveMatMuls.
+	Policy checkpoint.Policy
+}
+
+// Validate reports a mode or Every out of range.
+func (c Checkpointing) Validate() error {
+	switch {
+	case c.Mode < CheckpointNone || c.Mode > CheckpointSelective:
+		return fmt.Errorf("nn: checkpoint mode %v unknown", c.Mode)
+	case c.Every < 0:
+		return fmt.Errorf("nn: checkpointing every %d blocks: must not be negative", c.Every)
+	}
+	return nil
+}
+
+// blocks applies the blocks to x, checkpointed as g.Checkpoint says.
+func (g *GPT) blocks(x *autograd.Var) *autograd.Var {
+	ck := g.Checkpoint
+	if ck.Mode == CheckpointNone {
+		for _, b := range g.Blocks {
+			x = b.Forward(x)
+		}
+		return x
+	}
+	var o checkpoint.Options
+	if ck.Mode == CheckpointSelective {
+		o.Policy = ck.Policy
+		if o.Policy == nil {
+			o.Policy = checkpoint.SaveMatMuls
+		}
+	}
+	layers := make([]checkpoint.Layer, len(g.Blocks))
+	for i, b := range g.Blocks {
+		layers[i] = b.Forward
+	}
+	return o.Sequential(max(ck.Every, 1), x, layers...)
+}

@@ -1,0 +1,227 @@
+package nn_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/checkpoint"
+	"github.com/strata-ml/strata/memory"
+	"github.com/strata-ml/strata/nn"
+	"github.com/strata-ml/strata/tensor"
+)
+
+// checkpointings are the modes the tests compare with no checkpointing.
+var checkpointings = map[string]nn.Checkpointing{
+	"every block":           {Mode: nn.CheckpointBlocks},
+	"every 2nd block":       {Mode: nn.CheckpointBlocks, Every: 2},
+	"selective":             {Mode: nn.CheckpointSelective},
+	"selective, 2nd blocks": {Mode: nn.CheckpointSelective, Every: 2},
+	"selective, norms kept": {Mode: nn.CheckpointSelective, Policy: checkpoint.SaveOps("LayerNorm", "Gelu")},
+}
+
+// stepBits trains g for n AdamW steps on fixed random batches in context
+// c (dropout on, training mode) and returns every step's loss and, after
+// each step's backward, every parameter's gradient, as bits.
+func stepBits(t *testing.T, g *nn.GPT, n int) (losses []uint32, grads [][]uint32) {
+	t.Helper()
+	c := tensor.NewCtx()
+	ps := g.Parameters()
+	opt := nn.NewAdamW(ps, 1e-2, 0.1)
+	defer opt.Release()
+	rng := rand.New(rand.NewPCG(3, 3))
+	B, T, V := 3, g.Config.Context, g.Config.Vocab
+	xs, ys := make([]int32, B*T), make([]int32, B*T)
+	for range n {
+		for i := range xs {
+			xs[i], ys[i] = int32(rng.IntN(V)), int32(rng.IntN(V))
+		}
+		err := tensor.Try(func() {
+			c.WithScope(func() {
+				loss := g.Loss(c.FromInt32s(tensor.CPU(), xs, B, T), c.FromInt32s(tensor.CPU(), ys, B, T))
+				require.NoError(t, loss.Backward())
+				losses = append(losses, math.Float32bits(loss.Value.Float32s()[0]))
+				for _, p := range ps {
+					require.NotNil(t, p.Grad, p.Name)
+					var bits []uint32
+					for _, v := range p.Grad.Float32s() {
+						bits = append(bits, math.Float32bits(v))
+					}
+					grads = append(grads, bits)
+				}
+				require.NoError(t, opt.Step())
+				nn.ZeroGrad(ps)
+			})
+		})
+		require.NoError(t, err)
+	}
+	require.Zero(t, c.BytesInUse(), "bytes left in the step's context")
+	return losses, grads
+}
+
+// TestCheckpointBitIdentical: with dropout on and in training mode, every
+// checkpointing mode gives the losses and every parameter's gradient of
+// the plain model, bit for bit, over three optimizer steps.
+func TestCheckpointBitIdentical(t *testing.T) {
+	cfg := nn.GPTConfig{Vocab: 19, Context: 8, Layers: 3, Heads: 2, Width: 16, Dropout: 0.2}
+	newGPT := func() *nn.GPT {
+		g, err := nn.NewGPT(cfg, nn.Options{Device: tensor.CPU(), DType: tensor.Float32, Rng: rand.New(rand.NewPCG(4, 4))})
+		require.NoError(t, err)
+		return g
+	}
+	base := newGPT()
+	wantLoss, wantGrads := stepBits(t, base, 3)
+	nn.Release(base.Parameters())
+	for name, ck := range checkpointings {
+		g := newGPT()
+		g.Checkpoint = ck
+		losses, grads := stepBits(t, g, 3)
+		nn.Release(g.Parameters())
+		require.Equal(t, wantLoss, losses, "%s: losses", name)
+		require.Len(t, grads, len(wantGrads), name)
+		for i := range wantGrads {
+			require.Equal(t, wantGrads[i], grads[i], "%s: gradient %d (step %d)", name, i%len(g.Parameters()), i/len(g.Parameters()))
+		}
+	}
+	require.Zero(t, tensor.LeakedTensors())
+}
+
+// TestCheckpointSteadyState: DESIGN.md's lifetime rule holds with
+// checkpointing (recomputation, saved outputs and all).
+func TestCheckpointSteadyState(t *testing.T) {
+	for name, ck := range checkpointings {
+		cfg := nn.GPTConfig{Vocab: 17, Context: 8, Layers: 2, Heads: 2, Width: 16, Dropout: 0.1}
+		before := tensor.CPU().Memory().InUse()
+		g, err := nn.NewGPT(cfg, nn.Options{Device: tensor.CPU(), DType: tensor.Float32, Rng: rand.New(rand.NewPCG(1, 2))})
+		require.NoError(t, err)
+		g.Checkpoint = ck
+		inUse := trainSteps(t, g, 20)
+		for i, b := range inUse {
+			require.Equal(t, inUse[0], b, "%s: bytes in use after step %d differ from step 1", name, i+1)
+		}
+		st := tensor.CPU().Memory().Stats()
+		require.Zero(t, st.Roles[memory.RoleActivation].Requested.Current, "%s: no activation outlives its step", name)
+		require.Zero(t, st.Roles[memory.RoleGradient].Requested.Current, "%s: gradients were released by ZeroGrad", name)
+		nn.Release(g.Parameters())
+		require.Equal(t, before, tensor.CPU().Memory().InUse(), "%s: everything returned", name)
+	}
+	require.Zero(t, tensor.LeakedTensors())
+}
+
+// activationBytes runs one forward and backward pass of g on a (B, T)
+// batch and returns the activation bytes held at the end of the forward
+// pass and the activation peak of the step, from the memory statistics
+// by role (requested bytes, so exact).
+func activationBytes(t *testing.T, g *nn.GPT, B, T int) (held, peak int64) {
+	mem := tensor.CPU().Memory()
+	act := func() memory.Stat { return mem.Stats().Roles[memory.RoleActivation].Requested }
+	xs, ys := make([]int32, B*T), make([]int32, B*T)
+	for i := range xs {
+		xs[i], ys[i] = int32(i%g.Config.Vocab), int32((i+1)%g.Config.Vocab)
+	}
+	c := tensor.NewCtx()
+	err := tensor.Try(func() {
+		c.WithScope(func() {
+			x, y := c.FromInt32s(tensor.CPU(), xs, B, T), c.FromInt32s(tensor.CPU(), ys, B, T)
+			mem.ResetPeaks()
+			base := act().Current
+			loss := g.Loss(x, y)
+			held = act().Current - base
+			require.NoError(t, loss.Backward())
+			peak = act().Peak - base
+			nn.ZeroGrad(g.Parameters())
+		})
+	})
+	require.NoError(t, err)
+	return held, peak
+}
+
+// TestCheckpointActivationPeak checks the activation memory of a 4-block
+// GPT (B 2, T 16, C 32, 2 heads, vocab 64, no dropout) against what the
+// shapes say. One unit is a (B, T, C) float32 tensor, U = 4096 bytes.
+//
+// Without checkpointing a block keeps A = 14 U + 512 bytes for backward:
+// ln_1's output (1), the heads q, k, v (3), the attention output made
+// contiguous (1), c_proj's output (1), the residual sum (1), ln_2's output
+// (1), c_fc's output (4), the MLP output (1), the block's output (1), and
+// the two norms' mean and rstd (4 · B·T floats). Checkpointing every
+// block keeps only each block's output (1 U), so at the end of the
+// forward pass L·(A - U) fewer bytes are held. The peak of the step is the
+// forward pass of one block on top of everything before it: without
+// checkpointing, the last block's on top of L-1 blocks' A; with it, the
+// recomputation of the last block on top of the L block outputs (the
+// region's own output is freed only after its backward) and of the
+// 4-byte loss, which does not exist yet at the plain peak. So the peak
+// falls by (L-1)·A - L·U - 4 bytes, 157,180 here (62.5 U to 24.1 U).
+// The selective policy (checkpoint.SaveMatMuls) keeps per block the c_attn
+// output (3), the attention output (1), both c_proj outputs (2) and
+// c_fc's (4) plus the block output (1): L·(A - 11 U) fewer bytes held.
+func TestCheckpointActivationPeak(t *testing.T) {
+	cfg := nn.GPTConfig{Vocab: 64, Context: 16, Layers: 4, Heads: 2, Width: 32}
+	const B, T = 2, 16
+	U := int64(B * T * cfg.Width * 4)
+	A := 14*U + 2*2*B*T*4
+	L := int64(cfg.Layers)
+	g, err := nn.NewGPT(cfg, nn.Options{Device: tensor.CPU(), DType: tensor.Float32, Rng: rand.New(rand.NewPCG(1, 2))})
+	require.NoError(t, err)
+	defer nn.Release(g.Parameters())
+	heldNone, peakNone := activationBytes(t, g, B, T)
+	g.Checkpoint = nn.Checkpointing{Mode: nn.CheckpointBlocks}
+	heldBlocks, peakBlocks := activationBytes(t, g, B, T)
+	g.Checkpoint = nn.Checkpointing{Mode: nn.CheckpointSelective}
+	heldSel, peakSel := activationBytes(t, g, B, T)
+	t.Logf("activation bytes held after forward / peak: none %d / %d, blocks %d / %d, selective %d / %d",
+		heldNone, peakNone, heldBlocks, peakBlocks, heldSel, peakSel)
+	require.Equal(t, L*(A-U), heldNone-heldBlocks, "held after the forward pass, every block")
+	require.Equal(t, L*(A-11*U), heldNone-heldSel, "held after the forward pass, selective")
+	require.Equal(t, (L-1)*A-L*U-4, peakNone-peakBlocks, "peak, every block")
+	require.Equal(t, int64(157180), peakNone-peakBlocks)
+	require.Less(t, peakSel, peakNone, "peak, selective")
+}
+
+// TestCheckpointConcurrent: two goroutines train checkpointed models in
+// their own contexts (every block, selective) while a third trains the
+// plain model; all three follow the same losses bit for bit, and each
+// context's bytes stay level (trainIn checks).
+func TestCheckpointConcurrent(t *testing.T) {
+	n := 10
+	base := tensor.CPU().Memory().InUse()
+	plain, blocks, sel := newMicroGPT(t, 1), newMicroGPT(t, 1), newMicroGPT(t, 1)
+	blocks.Checkpoint = nn.Checkpointing{Mode: nn.CheckpointBlocks}
+	sel.Checkpoint = nn.Checkpointing{Mode: nn.CheckpointSelective}
+	var wg sync.WaitGroup
+	var lp, lb, ls []float64
+	wg.Go(func() { lp = trainIn(t, plain, n) })
+	wg.Go(func() { lb = trainIn(t, blocks, n) })
+	wg.Go(func() { ls = trainIn(t, sel, n) })
+	wg.Wait()
+	require.Len(t, lp, n)
+	require.Equal(t, lp, lb, "every block")
+	require.Equal(t, lp, ls, "selective")
+	for _, g := range []*nn.GPT{plain, blocks, sel} {
+		nn.Release(g.Parameters())
+	}
+	assert.Equal(t, base, tensor.CPU().Memory().InUse())
+}
+
+func TestCheckpointingValidate(t *testing.T) {
+	m, err := nn.ParseCheckpointMode("selective")
+	require.NoError(t, err)
+	require.Equal(t, nn.CheckpointSelective, m)
+	require.Equal(t, "blocks", nn.CheckpointBlocks.String())
+	_, err = nn.ParseCheckpointMode("all")
+	require.ErrorContains(t, err, `"all"`)
+	require.Error(t, nn.Checkpointing{Mode: nn.CheckpointBlocks, Every: -1}.Validate())
+	require.Error(t, nn.Checkpointing{Mode: 7}.Validate())
+	g := newMicroGPT(t, 1)
+	defer nn.Release(g.Parameters())
+	g.Checkpoint.Every = -2
+	err = tensor.Try(func() {
+		tensor.WithScope(func() { g.Forward(tensor.FromInt32s(tensor.CPU(), []int32{1, 2}, 1, 2)) })
+	})
+	require.ErrorIs(t, err, tensor.ErrArgument)
+}
