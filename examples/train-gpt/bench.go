@@ -17,6 +17,8 @@ import (
 type benchResult struct {
 	Config    string             `json:"config"`
 	Policy    string             `json:"policy"`
+	Ckpt      string             `json:"checkpoint"`
+	CkptEvery int                `json:"checkpoint_every"`
 	Device    string             `json:"device"`
 	Backend   string             `json:"backend"`
 	Threads   int                `json:"threads"`
@@ -31,6 +33,7 @@ type benchResult struct {
 	Reserved  int64              `json:"peak_reserved_bytes"`
 	TierPeaks map[string]float64 `json:"peak_mib_by_tier"`
 	RolePeaks map[string]float64 `json:"peak_mib_by_role"`
+	ActPeak   int64              `json:"peak_activation_bytes"`
 	Fragment  float64            `json:"fragmentation"` // 1 - peak allocated / peak reserved (GMLake's measure)
 	Loss      float64            `json:"loss"`
 	Launches  float64            `json:"kernel_launches_per_step"`
@@ -70,11 +73,11 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	el := time.Since(start).Seconds()
 	st := dev.Memory().Stats()
 	r := benchResult{
-		Config: o.config, Policy: o.policy, Device: dev.String(), Backend: tensor.CPUBackendInfo(), Threads: runtime.GOMAXPROCS(0),
+		Config: o.config, Policy: o.policy, Ckpt: o.ckptMode.String(), CkptEvery: o.ckptEvery, Device: dev.String(), Backend: tensor.CPUBackendInfo(), Threads: runtime.GOMAXPROCS(0),
 		Params: nn.CountParams(tr.params), Batch: tr.B, Context: tr.T, Steps: o.steps,
 		TokS: float64(tr.B*tr.T*o.steps) / el, StepMS: 1000 * el / float64(o.steps),
 		PeakBytes: st.Total.Allocated.Peak, PeakMiB: float64(st.Total.Allocated.Peak) / (1 << 20),
-		Reserved: st.Total.Reserved.Peak, Loss: loss,
+		Reserved: st.Total.Reserved.Peak, Loss: loss, ActPeak: st.Roles[memory.RoleActivation].Allocated.Peak,
 		Launches:  float64(tensor.CUDALaunches()-launches) / float64(o.steps),
 		Driver:    float64(tensor.CUDADriverCalls()-calls) / float64(o.steps),
 		TierPeaks: map[string]float64{}, RolePeaks: map[string]float64{},
@@ -92,8 +95,8 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 			r.RolePeaks[ro.String()] = float64(p) / (1 << 20)
 		}
 	}
-	fmt.Fprintf(os.Stderr, "\n| config | device | params | batch x context | tokens/s | step ms | peak MiB | loss |\n|---|---|---|---|---|---|---|---|\n")
-	fmt.Fprintf(os.Stderr, "| %s | %s | %d | %d x %d | %.0f | %.1f | %.1f | %.4f |\n\n", r.Config, r.Device, r.Params, r.Batch, r.Context, r.TokS, r.StepMS, r.PeakMiB, r.Loss)
+	fmt.Fprintf(os.Stderr, "\n| config | device | checkpoint | params | batch x context | tokens/s | step ms | peak MiB | activation peak MiB | loss |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(os.Stderr, "| %s | %s | %s/%d | %d | %d x %d | %.0f | %.1f | %.1f | %.1f | %.4f |\n\n", r.Config, r.Device, r.Ckpt, r.CkptEvery, r.Params, r.Batch, r.Context, r.TokS, r.StepMS, r.PeakMiB, float64(r.ActPeak)/(1<<20), r.Loss)
 	if prof := tensor.CUDAProfile(); prof != "" {
 		fmt.Fprintf(os.Stderr, "kernel profile of the %d timed steps (%s):\n%s\n", o.steps, tensor.EnvCUDAProfile, prof)
 	}

@@ -41,6 +41,9 @@ type options struct {
 	maxTime   time.Duration
 	lossLog   string
 	policy    string
+	ckpt      string // -checkpoint
+	ckptEvery int    // -checkpoint-every
+	ckptMode  nn.CheckpointMode
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -67,6 +70,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.policy, "policy", "hybrid", "memory placement: hybrid, device, managed or staging (every tensor in that tier)")
 	fs.StringVar(&o.lossLog, "loss-log", "", "write each step's loss to this file, one JSON line per step")
 	fs.DurationVar(&o.maxTime, "max-time", 0, "stop training after this long (0: no limit)")
+	fs.StringVar(&o.ckpt, "checkpoint", "none", "activation checkpointing of the transformer blocks: none, blocks (recompute whole blocks in backward) or selective (keep the matrix products' outputs, recompute the rest)")
+	fs.IntVar(&o.ckptEvery, "checkpoint-every", 1, "with -checkpoint blocks or selective: checkpoint every k-th block (1: all)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -86,7 +91,28 @@ func parseFlags(args []string) (*options, error) {
 	case o.warmup < 0 || o.benchWarm < 0 || o.evalEvery < 0:
 		return nil, fmt.Errorf("-warmup, -bench-warmup and -eval-every must not be negative")
 	}
+	if err := o.checkCheckpoint(fs); err != nil {
+		return nil, err
+	}
 	return o, nil
+}
+
+// checkCheckpoint reads -checkpoint and -checkpoint-every.
+func (o *options) checkCheckpoint(fs *flag.FlagSet) error {
+	m, err := nn.ParseCheckpointMode(o.ckpt)
+	if err != nil {
+		return fmt.Errorf("-checkpoint %q: want none, blocks or selective", o.ckpt)
+	}
+	o.ckptMode = m
+	everySet := false
+	fs.Visit(func(f *flag.Flag) { everySet = everySet || f.Name == "checkpoint-every" })
+	switch {
+	case o.ckptEvery < 1:
+		return fmt.Errorf("-checkpoint-every %d: must be at least 1", o.ckptEvery)
+	case everySet && m == nn.CheckpointNone:
+		return fmt.Errorf("-checkpoint-every %d: needs -checkpoint blocks or selective", o.ckptEvery)
+	}
+	return nil
 }
 
 // setDefaults fills the flags left unset whose defaults depend on the job.

@@ -127,3 +127,26 @@ func TestShortestTextFile(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, text[:len(text)-1], 0o644))
 	require.ErrorContains(t, run(o), "too short")
 }
+
+// -checkpoint and -checkpoint-every: bad values are refused with the
+// flag's name; every mode trains (a one-step benchmark, its JSON line
+// naming the mode).
+func TestCheckpointFlags(t *testing.T) {
+	for args, msg := range map[string]string{
+		"-checkpoint all":                            `-checkpoint "all": want none, blocks or selective`,
+		"-checkpoint blocks -checkpoint-every 0":     "-checkpoint-every 0: must be at least 1",
+		"-checkpoint-every 2":                        "-checkpoint-every 2: needs -checkpoint blocks or selective",
+		"-checkpoint selective -checkpoint-every -1": "-checkpoint-every -1",
+	} {
+		_, err := parseFlags(strings.Fields(args))
+		require.ErrorContains(t, err, msg, args)
+	}
+	o, err := parseFlags(nil)
+	require.NoError(t, err)
+	require.Equal(t, nn.CheckpointNone, o.ckptMode)
+	for _, args := range []string{"-checkpoint blocks", "-checkpoint selective -checkpoint-every 2"} {
+		o, err := parseFlags(append(strings.Fields(args), "-bench", "-steps", "1", "-bench-warmup", "0", "-batch", "2", "-device", "cpu"))
+		require.NoError(t, err, args)
+		require.NoError(t, run(o), args)
+	}
+}

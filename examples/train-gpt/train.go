@@ -33,6 +33,7 @@ func newTrainer(o *options, cfg nn.GPTConfig, dev tensor.Device, T int) (*traine
 	if err != nil {
 		return nil, err
 	}
+	model.Checkpoint = nn.Checkpointing{Mode: o.ckptMode, Every: o.ckptEvery}
 	ps := model.Parameters()
 	opt := nn.NewAdamW(ps, o.lr, o.wd)
 	opt.Beta2 = 0.95
@@ -90,8 +91,8 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "model: %d parameters (%d layers, %d heads, width %d, context %d); batch %d x %d tokens; data: %s\n",
-		nn.CountParams(tr.params), cfg.Layers, cfg.Heads, cfg.Width, cfg.Context, tr.B, tr.T, data.describe())
+	fmt.Fprintf(os.Stderr, "model: %d parameters (%d layers, %d heads, width %d, context %d); batch %d x %d tokens; checkpointing %s; data: %s\n",
+		nn.CountParams(tr.params), cfg.Layers, cfg.Heads, cfg.Width, cfg.Context, tr.B, tr.T, describeCheckpoint(o), data.describe())
 	rng := rand.New(rand.NewPCG(o.seed, 0xDA7A))
 	var bar *progressbar.ProgressBar
 	if !o.quiet {
@@ -169,4 +170,16 @@ func (t *trainer) inputs() (x, y *tensor.Tensor) {
 		y = tensor.FromInt32s(t.dev, t.ys, t.B, t.T)
 	})
 	return x, y
+}
+
+// describeCheckpoint says which blocks -checkpoint and -checkpoint-every
+// checkpoint.
+func describeCheckpoint(o *options) string {
+	switch {
+	case o.ckptMode == nn.CheckpointNone:
+		return "off"
+	case o.ckptEvery == 1:
+		return fmt.Sprintf("%v, every block", o.ckptMode)
+	}
+	return fmt.Sprintf("%v, every %d blocks", o.ckptMode, o.ckptEvery)
 }
