@@ -75,6 +75,8 @@ func forward(t *testing.T, c goldenCase, in map[string]*autograd.Var, raw map[st
 		return autograd.Tanh(x)
 	case "gelu":
 		return autograd.Gelu(x)
+	case "silu":
+		return autograd.Silu(x)
 	case "softmax":
 		return autograd.Softmax(x)
 	case "log_softmax":
@@ -160,5 +162,5 @@ func TestGoldenOpsAgainstPyTorch(t *testing.T) {
 			})
 		})
 	}
-	require.Equal(t, 35, ran, "every autograd case of the golden file ran")
+	require.Equal(t, 36, ran, "every autograd case of the golden file ran")
 }

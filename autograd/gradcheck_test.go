@@ -73,6 +73,7 @@ func TestGradCheckEveryOp(t *testing.T) {
 		{"Tanh", []*tensor.Tensor{randn(rng, 7)}, func(x []*autograd.Var) *autograd.Var { return autograd.Tanh(x[0]) }},
 		{"Gelu", []*tensor.Tensor{randn(rng, 9)}, func(x []*autograd.Var) *autograd.Var { return autograd.Gelu(x[0]) }},
 		{"Relu", []*tensor.Tensor{randn(rng, 9)}, func(x []*autograd.Var) *autograd.Var { return autograd.Relu(x[0]) }},
+		{"Silu", []*tensor.Tensor{randn(rng, 9)}, func(x []*autograd.Var) *autograd.Var { return autograd.Silu(x[0]) }},
 		{"Sqrt", []*tensor.Tensor{positive(rng, 7)}, func(x []*autograd.Var) *autograd.Var { return autograd.Sqrt(x[0]) }},
 		{"Softmax", []*tensor.Tensor{randn(rng, 3, 5)}, func(x []*autograd.Var) *autograd.Var { return autograd.Softmax(x[0]) }},
 		{"LogSoftmax", []*tensor.Tensor{randn(rng, 3, 5)}, func(x []*autograd.Var) *autograd.Var { return autograd.LogSoftmax(x[0]) }},

@@ -37,5 +37,8 @@ func Gelu(x *Var) *Var { return Unary(tensor.OpGelu, x) }
 // Relu returns max(x, 0).
 func Relu(x *Var) *Var { return Unary(tensor.OpRelu, x) }
 
+// Silu returns x·sigmoid(x) (SiLU, also called swish; PyTorch's F.silu).
+func Silu(x *Var) *Var { return Unary(tensor.OpSilu, x) }
+
 // Sqrt returns √x.
 func Sqrt(x *Var) *Var { return Unary(tensor.OpSqrt, x) }

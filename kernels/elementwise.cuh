@@ -43,6 +43,7 @@ __device__ __forceinline__ T unary_fn(int op, T x) {
     case U_SQUARE: return x * x;
     case U_RECIP: return (T)1 / x;
     case U_SIGMOID: return (T)1 / ((T)1 + exp_t(-x));
+    case U_SILU: return x / ((T)1 + exp_t(-x));
   }
   return x;
 }
@@ -86,6 +87,11 @@ __device__ __forceinline__ T unary_grad(int op, T g, const T* x, const T* y, i64
     case U_SIGMOID: {
       T v = y[i];
       return g * v * ((T)1 - v);
+    }
+    case U_SILU: {
+      T v = x[i];
+      T s = (T)1 / ((T)1 + exp_t(-v));
+      return g * s * ((T)1 + v * ((T)1 - s));
     }
   }
   return g;

@@ -17,7 +17,8 @@ enum UnaryCode {
   U_SQUARE = 9,  // x^2
   U_RECIP = 10,  // 1/x
   U_SIGMOID = 11,  // 1/(1+e^-x)
-  NUM_UNARY = 12
+  U_SILU = 12,  // x/(1+e^-x) = x*sigmoid(x) (SiLU, swish)
+  NUM_UNARY = 13
 };
 
 enum BinaryCode {

@@ -114,6 +114,9 @@ func (d *Dropout) next(c *tensor.Ctx, n int) (p float64, off uint64) {
 // GELU is the tanh-approximated GELU activation.
 func GELU(x *autograd.Var) *autograd.Var { return autograd.Gelu(x) }
 
+// SiLU is the SiLU (swish) activation x·sigmoid(x), PyTorch's nn.SiLU.
+func SiLU(x *autograd.Var) *autograd.Var { return autograd.Silu(x) }
+
 // CrossEntropy is the mean cross-entropy of logits (..., C) against int32
 // targets of the leading shape; targets equal to autograd.IgnoreIndex are
 // skipped.

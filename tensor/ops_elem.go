@@ -156,6 +156,9 @@ func Gelu(t *Tensor) *Tensor { return Unary(OpGelu, t) }
 // Relu returns max(t, 0).
 func Relu(t *Tensor) *Tensor { return Unary(OpRelu, t) }
 
+// Silu returns t·sigmoid(t) (SiLU, PyTorch's F.silu).
+func Silu(t *Tensor) *Tensor { return Unary(OpSilu, t) }
+
 // Affine returns alpha*t + beta.
 func Affine(t *Tensor, alpha, beta float64) *Tensor {
 	t.live("Affine")

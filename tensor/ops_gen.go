@@ -38,6 +38,8 @@ const (
 	OpRecip = ops.Recip
 	// OpSigmoid: y = 1/(1+e^-x); dx = dy*y*(1-y).
 	OpSigmoid = ops.Sigmoid
+	// OpSilu: y = x/(1+e^-x) = x*sigmoid(x) (SiLU, swish); dx = dy*s*(1 + x*(1-s)), s = sigmoid(x).
+	OpSilu = ops.Silu
 
 	// NumUnaryOps is the number of unary ops: UnaryOp(0) .. NumUnaryOps-1.
 	NumUnaryOps = ops.NumUnary

@@ -99,6 +99,8 @@ def _cases():
     yield unary({"op": "log", "domain": "[0.1, 2.1)"}, torch.log, make=positive)("log")
     yield unary({"op": "tanh"}, torch.tanh)("tanh")
     yield unary({"op": "gelu", "approximate": "tanh"}, lambda x: F.gelu(x, approximate="tanh"))("gelu")
+    yield unary({"op": "silu", "domain": "4 * randn: both tails"}, F.silu,
+                make=lambda g, *shape: 4 * randn(g, *shape))("silu")
     yield unary({"op": "softmax", "dim": -1}, lambda x: F.softmax(x, dim=-1))("softmax")
     yield unary({"op": "log_softmax", "dim": -1}, lambda x: F.log_softmax(x, dim=-1))("log_softmax")
     yield unary({"op": "scale", "factor": 0.125}, lambda x: x * 0.125)("scale")

@@ -24,7 +24,7 @@ func unaryGrain(op ops.UnaryOp) int {
 			return grainMem
 		}
 		return grainMath
-	case ops.Log, ops.Tanh, ops.Sigmoid:
+	case ops.Log, ops.Tanh, ops.Sigmoid, ops.Silu:
 		return grainMath
 	}
 	return grainMem
@@ -122,6 +122,8 @@ func unary32(op ops.UnaryOp, dst, src []float32) {
 				d[i] = 1 / (1 + t[i])
 			}
 		}
+	case ops.Silu:
+		silu32(dst, src)
 	}
 }
 
@@ -135,6 +137,25 @@ func gelu32Scalar(dst, src []float32) {
 		s = s[:len(t)]
 		for i, x := range s {
 			t[i] = -(2 * geluK) * x * (1 + geluC*x*x)
+		}
+		exp32Slice(t, t)
+		d = d[:len(t)]
+		for i, x := range s {
+			d[i] = x / (1 + t[i])
+		}
+	}
+}
+
+// silu32 is x / (1 + e^-x), as PyTorch computes SiLU, in three passes
+// over stack blocks: the exp argument, exp32Slice, and the division.
+func silu32(dst, src []float32) {
+	var buf [expBlock]float32
+	for lo := 0; lo < len(dst); lo += expBlock {
+		d, s := dst[lo:min(lo+expBlock, len(dst))], src[lo:]
+		t := buf[:len(d)]
+		s = s[:len(t)]
+		for i, x := range s {
+			t[i] = -x
 		}
 		exp32Slice(t, t)
 		d = d[:len(t)]
@@ -198,6 +219,10 @@ func unary64(op ops.UnaryOp, dst, src []float64) {
 	case ops.Sigmoid:
 		for i, x := range src {
 			dst[i] = sigmoid64(x)
+		}
+	case ops.Silu:
+		for i, x := range src {
+			dst[i] = x / (1 + math.Exp(-x))
 		}
 	}
 }

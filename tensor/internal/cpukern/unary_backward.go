@@ -21,11 +21,15 @@ func UnaryBackward[T Float](op ops.UnaryOp, dx, x, y, dy []T) {
 	if usesY {
 		mustEq("UnaryBackward", "y", len(y), n)
 	}
-	if serial(n, grainMem) {
+	grain := grainMem
+	if op == ops.Silu { // recomputes sigmoid(x)
+		grain = grainMath
+	}
+	if serial(n, grain) {
 		unaryBackwardRange(op, dx, x, y, dy)
 		return
 	}
-	ParallelFor(n, grainMem, func(lo, hi int) {
+	ParallelFor(n, grain, func(lo, hi int) {
 		var xs, ys []T
 		if usesX {
 			xs = x[lo:hi]
@@ -110,6 +114,44 @@ func unaryBackwardRange[T Float](op ops.UnaryOp, dx, x, y, dy []T) {
 		for i, g := range dy {
 			v := y[i]
 			dx[i] = g * v * (1 - v)
+		}
+	case ops.Silu:
+		siluBackward(dx, x, dy)
+	}
+}
+
+// siluBackward sets dx = dy * s * (1 + x*(1-s)), s = sigmoid(x), the form
+// of PyTorch's silu_backward. dx may be dy itself.
+func siluBackward[T Float](dx, x, dy []T) {
+	if !isF32[T]() {
+		dx, x, dy := f64(dx), f64(x), f64(dy)
+		x, dy = x[:len(dx)], dy[:len(dx)]
+		for i, v := range x {
+			s := sigmoid64(v)
+			dx[i] = dy[i] * s * (1 + v*(1-s))
+		}
+		return
+	}
+	siluBackward32(f32(dx), f32(x), f32(dy))
+}
+
+// siluBackward32 is the float32 siluBackward in three passes over stack
+// blocks: the exp argument, exp32Slice, and the combination.
+func siluBackward32(d, xs, gs []float32) {
+	var buf [expBlock]float32
+	for lo := 0; lo < len(d); lo += expBlock {
+		hi := min(lo+expBlock, len(d))
+		dd, xx, gg := d[lo:hi], xs[lo:hi], gs[lo:hi]
+		t := buf[:len(dd)]
+		xx, gg = xx[:len(t)], gg[:len(t)]
+		for i, v := range xx {
+			t[i] = -v
+		}
+		exp32Slice(t, t)
+		dd = dd[:len(t)]
+		for i, v := range xx {
+			s := 1 / (1 + t[i])
+			dd[i] = gg[i] * s * (1 + v*(1-s))
 		}
 	}
 }

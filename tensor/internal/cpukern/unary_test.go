@@ -44,6 +44,10 @@ var unaryCases = []unaryCase{
 		s := 1 / (1 + math.Exp(-x))
 		return s * (1 - s)
 	}, -20, 20, 2.5e-7},
+	{ops.Silu, func(x float64) float64 { return x / (1 + math.Exp(-x)) }, func(x float64) float64 {
+		s := 1 / (1 + math.Exp(-x))
+		return s * (1 + x*(1-s))
+	}, -20, 20, 2.5e-7},
 }
 
 var unarySizes = []int{0, 1, 3, 17, 256, 257, 1000, 20001, 140001}
@@ -229,6 +233,7 @@ func TestSmallKernelsDoNotAllocate(t *testing.T) {
 	cases := map[string]func(){
 		"Unary":                func() { Unary(ops.Gelu, y, x) },
 		"GeluBackward":         func() { GeluBackward(y, x, x) },
+		"UnaryBackward/Silu":   func() { UnaryBackward(ops.Silu, y, x, nil, x) },
 		"Binary":               func() { Binary(ops.Add, y, bias, x, 0, x, 0) },
 		"Softmax":              func() { Softmax(y, x, 64, 64) },
 		"ReduceSum":            func() { ReduceSum(y[:64], x, 1, 64, 64, false) },

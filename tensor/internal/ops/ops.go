@@ -45,6 +45,7 @@ const (
 	Square
 	Recip
 	Sigmoid
+	Silu
 	NumUnary // the number of unary ops: codes are 0 .. NumUnary-1
 )
 
@@ -101,6 +102,7 @@ var Unaries = [NumUnary]Unary{
 	Square:  {"Square", "x^2", "dy*2x", ReadsX},
 	Recip:   {"Recip", "1/x", "-dy*y^2", ReadsY},
 	Sigmoid: {"Sigmoid", "1/(1+e^-x)", "dy*y*(1-y)", ReadsY},
+	Silu:    {"Silu", "x/(1+e^-x) = x*sigmoid(x) (SiLU, swish)", "dy*s*(1 + x*(1-s)), s = sigmoid(x)", ReadsX},
 }
 
 // Binaries is the binary table, indexed by code.
