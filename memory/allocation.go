@@ -10,6 +10,7 @@ type Allocation struct {
 	m      *Manager
 	b      *Block // nil once freed
 	size   int64
+	op     string
 	role   Role
 	tier   Tier
 	advice Advice
@@ -25,6 +26,14 @@ func (m *Manager) Alloc(size int64, role Role) (*Allocation, error) {
 // an unknown role, or a role no backend can hold wrap ErrInvalidArgument;
 // lack of memory is an *OOMError; a closed manager returns ErrClosed.
 func (m *Manager) AllocStream(size int64, role Role, s Stream) (*Allocation, error) {
+	return m.AllocOp(size, role, s, "")
+}
+
+// AllocOp is AllocStream for an allocation asked for by op (a tensor op's
+// name, "matmul"): the name goes into the allocation history
+// (RecordHistory), snapshots and leak reports, and Allocation.Op returns
+// it. It costs nothing more than AllocStream; pass a constant string.
+func (m *Manager) AllocOp(size int64, role Role, s Stream, op string) (*Allocation, error) {
 	if role >= NumRoles {
 		return nil, fmt.Errorf("memory: allocating %d bytes for unknown %s: %w", size, role, ErrInvalidArgument)
 	}
@@ -32,13 +41,13 @@ func (m *Manager) AllocStream(size int64, role Role, s Stream) (*Allocation, err
 		return nil, fmt.Errorf("memory: allocating %d bytes for role %s: size must be positive: %w", size, role, ErrInvalidArgument)
 	}
 	m.mu.Lock()
-	a, err := m.alloc(size, role, s)
+	a, err := m.alloc(size, role, s, op)
 	m.mu.Unlock()
 	return a, err
 }
 
 // alloc is AllocStream with m.mu held.
-func (m *Manager) alloc(size int64, role Role, s Stream) (*Allocation, error) {
+func (m *Manager) alloc(size int64, role Role, s Stream, op string) (*Allocation, error) {
 	if m.closed {
 		return nil, fmt.Errorf("memory: manager: alloc after close: %w", ErrClosed)
 	}
@@ -52,7 +61,7 @@ func (m *Manager) alloc(size int64, role Role, s Stream) (*Allocation, error) {
 	if t != TierManaged {
 		advice = 0 // fell back out of managed memory: nothing to advise
 	}
-	b, err := m.pools[t].alloc(size, s, advice)
+	b, err := m.pools[t].alloc(size, s, advice, role, op)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +71,7 @@ func (m *Manager) alloc(size int64, role Role, s Stream) (*Allocation, error) {
 	u.Allocs++
 	m.live++
 	a := m.newAllocation()
-	*a = Allocation{m: m, b: b, size: size, role: role, tier: t, advice: advice}
+	*a = Allocation{m: m, b: b, size: size, op: op, role: role, tier: t, advice: advice}
 	return a, nil
 }
 
@@ -209,6 +218,9 @@ func (a *Allocation) Host() []byte {
 
 // Size is the requested size in bytes.
 func (a *Allocation) Size() int64 { return a.size }
+
+// Op is the name of the op that asked for the allocation (AllocOp), or "".
+func (a *Allocation) Op() string { return a.op }
 
 // Role is the role the allocation was made for.
 func (a *Allocation) Role() Role { return a.role }

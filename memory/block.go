@@ -35,6 +35,8 @@ type Block struct {
 	requested  int64     // the caller's size while live, 0 while free
 	cross      *crossUse // nil until the block is used on another stream
 	state      blockState
+	role       Role   // the role of the allocation it serves while live (Manager)
+	hist       uint32 // while live: its allocation event's Seq+1, mod 2^32, or 0 (history.go)
 }
 
 // crossUse is a block's use on streams other than its own (pool_events.go).

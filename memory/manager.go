@@ -57,6 +57,10 @@ type Manager struct {
 	sync   StreamSync
 	owned  []func() error // resources made for the manager, released by Close
 	slab   []Allocation   // not yet handed out (allocation.go)
+
+	// hist is the history being recorded, shared by the pools; lastHist
+	// the one StopHistory ended (history.go).
+	hist, lastHist *recorder
 }
 
 // RoleUsage is the statistics of one role.

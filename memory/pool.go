@@ -14,6 +14,7 @@ type Pool struct {
 	mu      *sync.Mutex
 	backend Backend
 	name    string
+	tier    Tier
 	cfg     PoolConfig
 
 	small, large freeIndex // free blocks by (stream, size, address)
@@ -34,6 +35,10 @@ type Pool struct {
 	// adviser is the backend when it takes managed-memory advice
 	// (advise.go), else nil.
 	adviser Adviser
+
+	// hist records the allocation history while it is on (history.go);
+	// nil when off, which is all the hot path tests.
+	hist *recorder
 }
 
 // NewPool returns an empty pool over b. It panics if b is nil or cfg is
@@ -55,6 +60,7 @@ func newPool(b Backend, cfg PoolConfig, mu *sync.Mutex, parent *Usage) *Pool {
 		mu:      mu,
 		backend: b,
 		name:    b.Name(),
+		tier:    b.Tier(),
 		cfg:     cfg,
 		sinks:   usageSinks{parent: parent},
 		sync:    cfg.StreamSync,
@@ -73,14 +79,15 @@ func (p *Pool) Backend() Backend { return p.backend }
 // *OOMError; a closed pool returns ErrClosed.
 func (p *Pool) Alloc(size int64, s Stream) (*Block, error) {
 	p.mu.Lock()
-	b, err := p.alloc(size, s, 0)
+	b, err := p.alloc(size, s, 0, RoleOther, "")
 	p.mu.Unlock()
 	return b, err
 }
 
-// alloc is Alloc with p.mu held. When the backend is an Adviser, advice is
-// applied to the block's pages (advise.go).
-func (p *Pool) alloc(size int64, s Stream, advice Advice) (*Block, error) {
+// alloc is Alloc with p.mu held, for an allocation of role asked for by
+// op (for the history). When the backend is an Adviser, advice is applied
+// to the block's pages (advise.go).
+func (p *Pool) alloc(size int64, s Stream, advice Advice, role Role, op string) (*Block, error) {
 	if size <= 0 || size > maxRequest {
 		return nil, fmt.Errorf("memory: pool %s: cannot allocate %d bytes: %w", p.name, size, ErrInvalidArgument)
 	}
@@ -114,7 +121,11 @@ func (p *Pool) alloc(size int64, s Stream, advice Advice) (*Block, error) {
 	p.sinks.inactiveSplit(seg.inactive() - before)
 	b.state = blockLive
 	b.requested = size
+	b.role, b.hist = role, 0
 	p.sinks.blockAllocated(b.size, size)
+	if p.hist != nil {
+		p.hist.alloc(p.tier, b, size, op)
+	}
 	return b, nil
 }
 
@@ -148,6 +159,9 @@ func (p *Pool) free(b *Block) error {
 		return fmt.Errorf("memory: pool %s: block at %#x (%s) freed twice: %w", p.name, b.addr, FormatBytes(b.size), ErrDoubleFree)
 	}
 	pending := b.cross != nil && len(b.cross.uses) > 0
+	if p.hist != nil {
+		p.hist.free(p.tier, b)
+	}
 	p.sinks.blockFreed(b.size, b.requested, pending)
 	b.requested = 0
 	if pending {

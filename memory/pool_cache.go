@@ -66,6 +66,9 @@ func (p *Pool) release(seg *segment) error {
 	seg.prev, seg.next, seg.first = nil, nil, nil
 	p.nsegs--
 	p.sinks.segmentReleased(seg.region.Size)
+	if p.hist != nil {
+		p.hist.segment(EventRelease, p.tier, seg, seg.region.Addr, seg.region.Size)
+	}
 	if err := p.backend.Free(seg.region); err != nil {
 		return fmt.Errorf("memory: pool %s: releasing a %s segment at %#x: %w", p.name, FormatBytes(seg.region.Size), seg.region.Addr, err)
 	}

@@ -57,6 +57,9 @@ func (p *Pool) grow(size, rounded int64, s Stream) (*Block, error) {
 	p.segs = seg
 	p.nsegs++
 	p.sinks.segmentReserved(segSize)
+	if p.hist != nil {
+		p.hist.segment(EventReserve, p.tier, seg, r.Addr, segSize)
+	}
 	return b, nil
 }
 

@@ -73,3 +73,29 @@ func ParseRole(s string) (Role, error) {
 	}
 	return 0, fmt.Errorf("memory: unknown role %q: %w", s, ErrInvalidArgument)
 }
+
+// MarshalText writes the tier's name, for JSON.
+func (t Tier) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
+
+// UnmarshalText reads a tier's name.
+func (t *Tier) UnmarshalText(b []byte) error {
+	for i, n := range tierNames {
+		if n == string(b) {
+			*t = Tier(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("memory: unknown tier %q: %w", b, ErrInvalidArgument)
+}
+
+// MarshalText writes the role's name, for JSON.
+func (r Role) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// UnmarshalText reads a role's name.
+func (r *Role) UnmarshalText(b []byte) error {
+	v, err := ParseRole(string(b))
+	if err == nil {
+		*r = v
+	}
+	return err
+}

@@ -41,6 +41,9 @@ type options struct {
 	maxTime   time.Duration
 	lossLog   string
 	policy    string
+	memTrace  string // -memory-trace, -memory-plot, -memory-step: memcapture.go
+	memPlot   string
+	memStep   int
 	ckpt      string // -checkpoint
 	ckptEvery int    // -checkpoint-every
 	ckptMode  nn.CheckpointMode
@@ -68,6 +71,9 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.sample, "sample", 200, "bytes to sample at the end (text data)")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar")
 	fs.StringVar(&o.policy, "policy", "hybrid", "memory placement: hybrid, device, managed or staging (every tensor in that tier)")
+	fs.StringVar(&o.memTrace, "memory-trace", "", "run -memory-step steps on random tokens and write the last one's memory history as a Chrome trace (FILE.json) and its peak's segments (FILE.snapshot.json)")
+	fs.StringVar(&o.memPlot, "memory-plot", "", "like -memory-trace, but write the step's memory timeline (FILE.png) and its peak's segment map (FILE-segments.png)")
+	fs.IntVar(&o.memStep, "memory-step", 3, "the step -memory-trace and -memory-plot record")
 	fs.StringVar(&o.lossLog, "loss-log", "", "write each step's loss to this file, one JSON line per step")
 	fs.DurationVar(&o.maxTime, "max-time", 0, "stop training after this long (0: no limit)")
 	fs.StringVar(&o.ckpt, "checkpoint", "none", "activation checkpointing of the transformer blocks: none, blocks (recompute whole blocks in backward) or selective (keep the matrix products' outputs, recompute the rest)")
@@ -205,6 +211,9 @@ func run(o *options) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "strata train-gpt: config %s on %v (%s, GOMAXPROCS %d)\n", o.config, dev, tensor.CPUBackendInfo(), runtime.GOMAXPROCS(0))
+	if o.memTrace != "" || o.memPlot != "" {
+		return memoryCapture(o, cfg, dev)
+	}
 	if o.bench {
 		return bench(o, cfg, dev)
 	}

@@ -1,0 +1,348 @@
+package memory
+
+import (
+	"fmt"
+	"time"
+)
+
+// EventKind is what an Event of the allocation history records.
+type EventKind uint8
+
+const (
+	// EventAlloc is a block handed out: Size requested bytes in a block
+	// of Block bytes at Addr.
+	EventAlloc EventKind = iota
+	// EventFree is a block freed (it may stay pending on other streams'
+	// work; see Pool.RecordStream). AllocSeq is its EventAlloc's Seq.
+	EventFree
+	// EventReserve is memory taken from the backend: a new segment, or
+	// physical pages mapped into an expandable segment (Size bytes at
+	// Addr).
+	EventReserve
+	// EventRelease is memory given back to the backend: a segment, or
+	// pages unmapped from an expandable segment.
+	EventRelease
+	// EventMark is a label set by Manager.MarkHistory, such as a training
+	// step's start. Op holds the label.
+	EventMark
+	numEventKinds
+)
+
+var eventKindNames = [numEventKinds]string{"alloc", "free", "reserve", "release", "mark"}
+
+func (k EventKind) String() string {
+	if k < numEventKinds {
+		return eventKindNames[k]
+	}
+	return fmt.Sprintf("EventKind(%d)", uint8(k))
+}
+
+// MarshalText writes the kind's name, for JSON.
+func (k EventKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// Event is one entry of the allocation history.
+type Event struct {
+	// Seq numbers the events of a manager (or standalone pool) from 0, in
+	// order, across every recording.
+	Seq uint64 `json:"seq"`
+	// Time is nanoseconds since History.Start.
+	Time   int64     `json:"t_ns"`
+	Kind   EventKind `json:"kind"`
+	Tier   Tier      `json:"tier"`
+	Role   Role      `json:"role"`
+	Stream Stream    `json:"stream"`
+	Addr   uintptr   `json:"addr"`
+	// Size is the requested bytes of an allocation, or the bytes of a
+	// reservation or release.
+	Size int64 `json:"size"`
+	// Block is the rounded size an allocation occupies.
+	Block int64 `json:"block,omitempty"`
+	// AllocSeq is, for a free, the Seq of the allocation's event, or
+	// NoSeq when that allocation was not recorded.
+	AllocSeq uint64 `json:"alloc_seq,omitempty"`
+	// Op is the op that asked for the allocation (AllocOp), or a mark's
+	// label.
+	Op string `json:"op,omitempty"`
+	// Segment and SegmentSize are, for a reservation or release, the
+	// address range of the segment concerned: the same as Addr and Size
+	// for a whole segment, the reserved address range of an expandable
+	// segment whose pages were mapped or unmapped. Small is true for the
+	// small pool's segments.
+	Segment     uintptr `json:"segment,omitempty"`
+	SegmentSize int64   `json:"segment_size,omitempty"`
+	Small       bool    `json:"small,omitempty"`
+}
+
+// NoSeq is Event.AllocSeq for a free whose allocation was not recorded.
+const NoSeq = ^uint64(0)
+
+// TierState is what a History knows of one tier before its first event:
+// the bytes of live blocks per role and the reserved bytes.
+type TierState struct {
+	Allocated [NumRoles]int64 `json:"allocated_by_role"`
+	Requested [NumRoles]int64 `json:"requested_by_role"`
+	Reserved  int64           `json:"reserved"`
+}
+
+// History is a copy of the allocation history recorded so far: every
+// alloc, free, reservation, release and mark still in the recorder's ring,
+// oldest first, and the state of every tier just before the first of them,
+// so that byte counts can be followed from there.
+type History struct {
+	// Start is the wall-clock time of Event.Time 0.
+	Start time.Time `json:"start"`
+	// Backends names each tier's backend ("" for tiers without one).
+	Backends [NumTiers]string `json:"backends"`
+	// Before is the state of each tier before Events[0].
+	Before [NumTiers]TierState `json:"before"`
+	// Dropped counts the events of this recording overwritten in the
+	// ring before the copy was made.
+	Dropped uint64  `json:"dropped"`
+	Events  []Event `json:"events"`
+}
+
+// DefaultHistoryCapacity is the ring size RecordHistory uses for 0 or
+// less: at about 100 bytes an event, some 13 MiB, which holds many
+// training steps of a GPT-2 (a few thousand allocations each).
+const DefaultHistoryCapacity = 1 << 17
+
+// recorder is the ring of an allocation history. Its pools call it with
+// their mutex held, and only when it is on: a pool's hist field is nil
+// otherwise, and recording costs one branch per Alloc and Free.
+type recorder struct {
+	start  time.Time
+	ring   []Event
+	n      uint64 // Seq of the next event
+	first  uint64 // Seq of the recording's first event
+	before [NumTiers]TierState
+}
+
+func newRecorder(capacity int, nextSeq uint64) *recorder {
+	if capacity <= 0 {
+		capacity = DefaultHistoryCapacity
+	}
+	return &recorder{start: time.Now(), ring: make([]Event, capacity), n: nextSeq, first: nextSeq}
+}
+
+// add returns the ring slot of a new event, stamped with its Seq and time.
+// An event it overwrites moves into the before state.
+func (r *recorder) add(k EventKind, t Tier) *Event {
+	e := &r.ring[r.n%uint64(len(r.ring))]
+	if r.n-r.first >= uint64(len(r.ring)) {
+		r.forget(e)
+	}
+	*e = Event{Seq: r.n, Time: int64(time.Since(r.start)), Kind: k, Tier: t}
+	r.n++
+	return e
+}
+
+// forget applies an event leaving the ring to the before state.
+func (r *recorder) forget(e *Event) {
+	s := &r.before[e.Tier]
+	switch e.Kind {
+	case EventAlloc:
+		s.Allocated[e.Role] += e.Block
+		s.Requested[e.Role] += e.Size
+	case EventFree:
+		s.Allocated[e.Role] -= e.Block
+		s.Requested[e.Role] -= e.Size
+	case EventReserve:
+		s.Reserved += e.Size
+	case EventRelease:
+		s.Reserved -= e.Size
+	}
+}
+
+// alloc records b being handed out for size bytes, and stamps b with the
+// event's Seq so that its free can name it.
+func (r *recorder) alloc(t Tier, b *Block, size int64, op string) {
+	e := r.add(EventAlloc, t)
+	e.Role, e.Stream, e.Addr, e.Size, e.Block, e.Op = b.role, b.seg.stream, b.addr, size, b.size, op
+	b.hist = uint32(e.Seq) + 1 // 0 marks a block allocated while no one recorded
+}
+
+// free records b, still live with its requested bytes, being freed.
+func (r *recorder) free(t Tier, b *Block) {
+	allocSeq := r.allocSeq(t, b)
+	e := r.add(EventFree, t)
+	e.Role, e.Stream, e.Addr, e.Size, e.Block, e.AllocSeq = b.role, b.seg.stream, b.addr, b.requested, b.size, allocSeq
+	if allocSeq != NoSeq {
+		e.Op = r.ring[allocSeq%uint64(len(r.ring))].Op
+	}
+}
+
+// allocSeq finds the Seq of the event that allocated the live block b:
+// b.hist holds its low 32 bits plus one. The event must still be in the
+// ring and describe b, else it is NoSeq.
+func (r *recorder) allocSeq(t Tier, b *Block) uint64 {
+	if b.hist == 0 {
+		return NoSeq
+	}
+	back := uint64(uint32(r.n) - (b.hist - 1)) // events since, mod 2^32
+	if back == 0 || back > r.n-r.first || back > uint64(len(r.ring)) {
+		return NoSeq
+	}
+	seq := r.n - back
+	e := &r.ring[seq%uint64(len(r.ring))]
+	if e.Seq != seq || e.Kind != EventAlloc || e.Tier != t || e.Addr != b.addr || e.Block != b.size {
+		return NoSeq
+	}
+	return seq
+}
+
+// segment records size bytes at addr of seg reserved (or released) from a
+// backend.
+func (r *recorder) segment(k EventKind, t Tier, seg *segment, addr uintptr, size int64) {
+	e := r.add(k, t)
+	e.Stream, e.Addr, e.Size = seg.stream, addr, size
+	e.Segment, e.SegmentSize, e.Small = seg.region.Addr, seg.region.Size, seg.small
+}
+
+// history copies the ring out, oldest event first.
+func (r *recorder) history(backends [NumTiers]string) *History {
+	h := &History{Start: r.start, Backends: backends, Before: r.before}
+	count := r.n - r.first
+	if c := uint64(len(r.ring)); count > c {
+		h.Dropped = count - c
+		count = c
+	}
+	h.Events = make([]Event, 0, count)
+	for seq := r.n - count; seq < r.n; seq++ {
+		h.Events = append(h.Events, r.ring[seq%uint64(len(r.ring))])
+	}
+	return h
+}
+
+// startState is the state of every tier of pools when recording starts:
+// their live blocks per role (read from the blocks) and reserved bytes.
+func startState(pools []*Pool) [NumTiers]TierState {
+	var st [NumTiers]TierState
+	for _, p := range pools {
+		if p == nil {
+			continue
+		}
+		s := &st[p.tier]
+		s.Reserved += p.sinks.own.Reserved.Current
+		for seg := p.segs; seg != nil; seg = seg.next {
+			for b := seg.first; b != nil; b = b.next {
+				if b.state == blockLive {
+					s.Allocated[b.role] += b.size
+					s.Requested[b.role] += b.requested
+				}
+			}
+		}
+	}
+	return st
+}
+
+// RecordHistory starts recording every allocation, free, reservation and
+// release of the manager's pools, and MarkHistory's marks, in a ring of
+// capacity events (DefaultHistoryCapacity when capacity <= 0); once full,
+// the oldest events make room. A recording already on is replaced (its
+// events dropped). Recording costs about a clock read and a 100-byte
+// write per call (BenchmarkManagerPairHistory); off, one branch.
+func (m *Manager) RecordHistory(capacity int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := newRecorder(capacity, m.nextSeq())
+	r.before = startState(m.pools[:])
+	m.setRecorder(r)
+}
+
+// StopHistory stops recording; History still returns what was recorded.
+func (m *Manager) StopHistory() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.hist != nil {
+		m.lastHist = m.hist
+	}
+	m.setRecorder(nil)
+}
+
+// nextSeq is the Seq the next recording starts from: Seqs never repeat, so
+// a block stamped by an earlier recording is never mistaken for one of the
+// current one (its Seq lies before the recording's first).
+func (m *Manager) nextSeq() uint64 {
+	for _, r := range []*recorder{m.hist, m.lastHist} {
+		if r != nil {
+			return r.n
+		}
+	}
+	return 0
+}
+
+func (m *Manager) setRecorder(r *recorder) {
+	m.hist = r
+	for _, p := range m.pools {
+		if p != nil {
+			p.hist = r
+		}
+	}
+}
+
+// MarkHistory adds a mark with label to the history being recorded (a
+// training step's start, say); without a recording it does nothing.
+func (m *Manager) MarkHistory(label string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.hist != nil {
+		m.hist.add(EventMark, 0).Op = label
+	}
+}
+
+// History returns a copy of the history recorded by the current
+// recording, or the last one after StopHistory; nil when there was none.
+func (m *Manager) History() *History {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.hist
+	if r == nil {
+		r = m.lastHist
+	}
+	if r == nil {
+		return nil
+	}
+	return r.history(m.backendNames())
+}
+
+// backendNames names each tier's backend.
+func (m *Manager) backendNames() [NumTiers]string {
+	var names [NumTiers]string
+	for t, p := range m.pools {
+		if p != nil {
+			names[t] = p.name
+		}
+	}
+	return names
+}
+
+// RecordHistory starts recording the pool's allocation history, as
+// Manager.RecordHistory does. A pool of a Manager is recorded through
+// the manager: there it does nothing. Its events have RoleOther.
+func (p *Pool) RecordHistory(capacity int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.sinks.parent != nil {
+		return
+	}
+	var seq uint64
+	if p.hist != nil {
+		seq = p.hist.n
+	}
+	r := newRecorder(capacity, seq)
+	r.before = startState([]*Pool{p})
+	p.hist = r
+}
+
+// History returns a copy of the pool's recorded history, nil when it
+// records none.
+func (p *Pool) History() *History {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.hist == nil {
+		return nil
+	}
+	var names [NumTiers]string
+	names[p.tier] = p.name
+	return p.hist.history(names)
+}

@@ -1,0 +1,149 @@
+package memviz
+
+import (
+	"fmt"
+
+	"github.com/strata-ml/strata/memory"
+)
+
+// tierState is one tier's bytes while a history is replayed.
+type tierState struct {
+	allocated [memory.NumRoles]int64 // rounded bytes of live blocks, per role
+	reserved  int64
+}
+
+func (s *tierState) total() int64 {
+	var t int64
+	for _, b := range s.allocated {
+		t += b
+	}
+	return t
+}
+
+// replayer follows a history's byte counts from its Before state.
+type replayer struct {
+	tiers [memory.NumTiers]tierState
+}
+
+func newReplayer(h *memory.History) *replayer {
+	r := &replayer{}
+	for t := range memory.NumTiers {
+		r.tiers[t].allocated = h.Before[t].Allocated
+		r.tiers[t].reserved = h.Before[t].Reserved
+	}
+	return r
+}
+
+// apply moves the counts by one event.
+func (r *replayer) apply(e *memory.Event) {
+	s := &r.tiers[e.Tier]
+	switch e.Kind {
+	case memory.EventAlloc:
+		s.allocated[e.Role] += e.Block
+	case memory.EventFree:
+		s.allocated[e.Role] -= e.Block
+	case memory.EventReserve:
+		s.reserved += e.Size
+	case memory.EventRelease:
+		s.reserved -= e.Size
+	}
+}
+
+// Window returns the part of h from the first mark labelled from up to
+// the first later mark labelled to (both included); "" for from means
+// the start of the history, "" for to its end. The result's Before state
+// is the state at the window's start, so it replays on its own. It is an
+// error when a named mark is missing.
+func Window(h *memory.History, from, to string) (*memory.History, error) {
+	lo, hi := 0, len(h.Events)
+	if from != "" {
+		lo = findMark(h.Events, 0, from)
+		if lo < 0 {
+			return nil, fmt.Errorf("memviz: no mark %q in the history", from)
+		}
+	}
+	if to != "" {
+		i := findMark(h.Events, lo+1, to)
+		if i < 0 {
+			return nil, fmt.Errorf("memviz: no mark %q after %q in the history", to, from)
+		}
+		hi = i + 1
+	}
+	return slice(h, lo, hi), nil
+}
+
+// WindowTime returns the part of h with from <= Event.Time < to (ns since
+// History.Start); to <= 0 means the end.
+func WindowTime(h *memory.History, from, to int64) *memory.History {
+	lo, hi := 0, len(h.Events)
+	for lo < hi && h.Events[lo].Time < from {
+		lo++
+	}
+	if to > 0 {
+		for i := lo; i < len(h.Events); i++ {
+			if h.Events[i].Time >= to {
+				hi = i
+				break
+			}
+		}
+	}
+	return slice(h, lo, hi)
+}
+
+func findMark(evs []memory.Event, start int, label string) int {
+	for i := start; i < len(evs); i++ {
+		if evs[i].Kind == memory.EventMark && evs[i].Op == label {
+			return i
+		}
+	}
+	return -1
+}
+
+// slice is h's events [lo, hi) with the Before state of event lo.
+func slice(h *memory.History, lo, hi int) *memory.History {
+	out := *h
+	r := newReplayer(h)
+	before := h.Before
+	for i := range h.Events[:lo] {
+		e := &h.Events[i]
+		r.apply(e)
+		s := &before[e.Tier]
+		switch e.Kind {
+		case memory.EventAlloc:
+			s.Requested[e.Role] += e.Size
+		case memory.EventFree:
+			s.Requested[e.Role] -= e.Size
+		}
+	}
+	for t := range memory.NumTiers {
+		before[t].Allocated = r.tiers[t].allocated
+		before[t].Reserved = r.tiers[t].reserved
+	}
+	out.Before = before
+	out.Events = h.Events[lo:hi]
+	return &out
+}
+
+// usedTiers lists the tiers a history touches or that hold bytes before it.
+func usedTiers(h *memory.History) []memory.Tier {
+	var used [memory.NumTiers]bool
+	for t := range memory.NumTiers {
+		s := &h.Before[t]
+		used[t] = s.Reserved != 0
+		for _, b := range s.Allocated {
+			used[t] = used[t] || b != 0
+		}
+	}
+	for i := range h.Events {
+		if e := &h.Events[i]; e.Kind != memory.EventMark {
+			used[e.Tier] = true
+		}
+	}
+	var out []memory.Tier
+	for t, u := range used {
+		if u {
+			out = append(out, memory.Tier(t))
+		}
+	}
+	return out
+}
