@@ -19,14 +19,16 @@ import (
 // kernels do. The unfused chain of ops would keep the raw scores, the
 // masked scores and the probabilities until backward. Dropout on att
 // (p > 0) draws its mask from (seed, offset) and regenerates it in
-// backward instead of storing it.
+// backward instead of storing it. Under autocast (package amp) its four
+// products run in the region's dtype with float32 results, while the
+// softmax and its backward stay in float32, as PyTorch's autocast lists
+// say.
 func CausalAttention(q, k, v *Var, p float64, seed, offset uint64) *Var {
 	hd := q.Value.Dim(-1)
 	scale := 1 / math.Sqrt(float64(hd))
+	pr := precisionOf(q.Value, k.Value, v.Value)
 	probs := func() *tensor.Tensor {
-		kt := k.Value.T()
-		scores := tensor.MatMulScaled(q.Value, kt, scale)
-		kt.Release()
+		scores := pr.mm(q.Value, k.Value, false, true, scale)
 		att := tensor.CausalSoftmax(scores)
 		scores.Release()
 		return att
@@ -37,7 +39,7 @@ func CausalAttention(q, k, v *Var, p float64, seed, offset uint64) *Var {
 		if p > 0 {
 			attD = tensor.Dropout(att, p, seed, offset)
 		}
-		y := tensor.MatMul(attD, v.Value)
+		y := pr.mm(attD, v.Value, false, false, 1)
 		if attD != att {
 			attD.Release()
 		}
@@ -53,16 +55,12 @@ func CausalAttention(q, k, v *Var, p float64, seed, offset uint64) *Var {
 			if p > 0 {
 				a = tensor.Dropout(att, p, seed, offset)
 			}
-			at := a.T()
-			gv = tensor.MatMul(at, g)
-			at.Release()
+			gv = pr.mm(a, g, true, false, 1)
 			if a != att {
 				a.Release()
 			}
 		}
-		vt := v.Value.T()
-		datt := tensor.MatMul(g, vt) // (B,H,T,T)
-		vt.Release()
+		datt := pr.mm(g, v.Value, false, true, 1) // (B,H,T,T)
 		if p > 0 {
 			d := tensor.Dropout(datt, p, seed, offset)
 			datt.Release()
@@ -71,12 +69,10 @@ func CausalAttention(q, k, v *Var, p float64, seed, offset uint64) *Var {
 		ds := tensor.CausalSoftmaxBackward(att, datt) // zero at the masked entries
 		datt.Release()
 		if needs(q) {
-			gq = tensor.MatMulScaled(ds, k.Value, scale)
+			gq = pr.mm(ds, k.Value, false, false, scale)
 		}
 		if needs(k) {
-			dst := ds.T()
-			gk = tensor.MatMulScaled(dst, q.Value, scale)
-			dst.Release()
+			gk = pr.mm(ds, q.Value, true, false, scale)
 		}
 		ds.Release()
 		return []*tensor.Tensor{gq, gk, gv}

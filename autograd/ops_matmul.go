@@ -9,24 +9,26 @@ import (
 // MatMul returns a @ b for (..., m, k) @ (..., k, n) with broadcast batch
 // axes. Backward: da = g @ bᵀ, db = aᵀ @ g, each summed over the batch
 // axes its operand was broadcast along.
+//
+// Like every product of this package, it follows the autocast state of its
+// context (package amp): inside a region the operands are cast to the
+// region's dtype and the product accumulates and is returned in float32;
+// backward runs its products the same way (precision.go).
 func MatMul(a, b *Var) *Var {
-	out := hooked("MatMul", opCtx(a.Value, b.Value), func() *tensor.Tensor { return tensor.MatMul(a.Value, b.Value) })
+	pr := precisionOf(a.Value, b.Value)
+	out := hooked("MatMul", opCtx(a.Value, b.Value), func() *tensor.Tensor { return pr.mm(a.Value, b.Value, false, false, 1) })
 	return Record("MatMul", out, []*Var{a, b}, func(g *tensor.Tensor) []*tensor.Tensor {
 		var ga, gb *tensor.Tensor
 		if needs(a) {
-			bt := b.Value.T()
-			ga = sumTo(tensor.MatMul(g, bt), a.Value.Shape())
-			bt.Release()
+			ga = sumTo(pr.mm(g, b.Value, false, true, 1), a.Value.Shape())
 		}
 		if needs(b) {
 			if b.Value.Rank() == 2 && a.Value.Rank() > 2 {
 				// b was a shared matrix: its gradient sums aᵀ g over the
 				// batch, folded into one GEMM.
-				gb = foldedTN(a.Value, g)
+				gb = foldedTN(pr, a.Value, g)
 			} else {
-				at := a.Value.T()
-				gb = sumTo(tensor.MatMul(at, g), b.Value.Shape())
-				at.Release()
+				gb = sumTo(pr.mm(a.Value, g, true, false, 1), b.Value.Shape())
 			}
 		}
 		return []*tensor.Tensor{ga, gb}
@@ -48,14 +50,12 @@ func sumTo(p *tensor.Tensor, shape []int) *tensor.Tensor {
 // leading elements are flattened to (N, p) and (N, q): a product summed
 // over every leading index in one GEMM (a weight's gradient, aᵀ g over
 // all rows at once).
-func foldedTN(x, y *tensor.Tensor) *tensor.Tensor {
+func foldedTN(pr precision, x, y *tensor.Tensor) *tensor.Tensor {
 	x2 := x.Reshape(-1, x.Dim(-1))
 	y2 := y.Reshape(-1, y.Dim(-1))
-	x2t := x2.T()
-	p := tensor.MatMul(x2t, y2)
-	for _, t := range []*tensor.Tensor{x2, y2, x2t} {
-		t.Release()
-	}
+	p := pr.mm(x2, y2, true, false, 1)
+	x2.Release()
+	y2.Release()
 	return p
 }
 
@@ -64,17 +64,18 @@ func foldedTN(x, y *tensor.Tensor) *tensor.Tensor {
 // into one GEMM for the forward and each backward product.
 func Linear(x, w, b *Var) *Var {
 	xs := x.Value.Shape()
-	y := hooked("Linear", opCtx(x.Value, nil), func() *tensor.Tensor { return linearForward(x.Value, w, b) })
+	pr := precisionOf(x.Value)
+	y := hooked("Linear", opCtx(x.Value, nil), func() *tensor.Tensor { return linearForward(pr, x.Value, w, b) })
 	return Record("Linear", y, []*Var{x, w, b}, func(g *tensor.Tensor) []*tensor.Tensor {
 		g2 := g.Reshape(-1, g.Dim(-1))
 		defer g2.Release()
 		var gx *tensor.Tensor
 		if needs(x) {
-			p := tensor.MatMul(g2, w.Value) // (N, out) @ (out, in)
+			p := pr.mm(g2, w.Value, false, false, 1) // (N, out) @ (out, in)
 			gx = p.Reshape(xs...)
 			p.Release()
 		}
-		gw, gb := linearParamGrads(g2, x.Value, w, b)
+		gw, gb := linearParamGrads(pr, g2, x.Value, w, b)
 		return []*tensor.Tensor{gx, gw, gb}
 	})
 }
@@ -87,17 +88,18 @@ func Linear(x, w, b *Var) *Var {
 func GeluLinear(u, w, b *Var) *Var {
 	us := u.Value.Shape()
 	c := opCtx(u.Value, nil)
+	pr := precisionOf(u.Value)
 	y := hooked("GeluLinear", c, func() *tensor.Tensor {
 		a := hooked("Gelu", c, func() *tensor.Tensor { return tensor.Gelu(u.Value) })
 		defer a.Release()
-		return linearForward(a, w, b)
+		return linearForward(pr, a, w, b)
 	})
 	return Record("GeluLinear", y, []*Var{u, w, b}, func(g *tensor.Tensor) []*tensor.Tensor {
 		g2 := g.Reshape(-1, g.Dim(-1))
 		defer g2.Release()
 		var gu, gw, gb *tensor.Tensor
 		if needs(u) {
-			da := tensor.MatMul(g2, w.Value) // (N, out) @ (out, in)
+			da := pr.mm(g2, w.Value, false, false, 1) // (N, out) @ (out, in)
 			uf := u.Value.Reshape(-1, us[len(us)-1])
 			du := tensor.UnaryBackward(tensor.OpGelu, uf, nil, da)
 			gu = du.Reshape(us...)
@@ -107,7 +109,7 @@ func GeluLinear(u, w, b *Var) *Var {
 		}
 		if needs(w) || b != nil && needs(b) {
 			a := tensor.Gelu(u.Value) // recomputed, only when a weight gradient needs it
-			gw, gb = linearParamGrads(g2, a, w, b)
+			gw, gb = linearParamGrads(pr, g2, a, w, b)
 			a.Release()
 		}
 		return []*tensor.Tensor{gu, gw, gb}
@@ -116,13 +118,11 @@ func GeluLinear(u, w, b *Var) *Var {
 
 // linearForward computes x @ wᵀ (+ b) over the last axis of x (..., in),
 // folding the batch axes of x into one GEMM.
-func linearForward(x *tensor.Tensor, w, b *Var) *tensor.Tensor {
+func linearForward(pr precision, x *tensor.Tensor, w, b *Var) *tensor.Tensor {
 	xs := x.Shape()
 	x2 := x.Reshape(-1, xs[len(xs)-1])
-	wt := w.Value.T()
-	y2 := tensor.MatMul(x2, wt)
+	y2 := pr.mm(x2, w.Value, false, true, 1)
 	x2.Release()
-	wt.Release()
 	if b != nil {
 		yb := tensor.Add(y2, b.Value)
 		y2.Release()
@@ -136,9 +136,9 @@ func linearForward(x *tensor.Tensor, w, b *Var) *tensor.Tensor {
 // linearParamGrads returns the gradients of a Linear's weight and bias
 // (nil where not needed) from the 2-D output gradient g2 (N, out) and the
 // layer's input a (..., in): gw = g2ᵀ a, gb = Σ rows of g2.
-func linearParamGrads(g2, a *tensor.Tensor, w, b *Var) (gw, gb *tensor.Tensor) {
+func linearParamGrads(pr precision, g2, a *tensor.Tensor, w, b *Var) (gw, gb *tensor.Tensor) {
 	if needs(w) {
-		gw = foldedTN(g2, a) // (out, N) @ (N, in)
+		gw = foldedTN(pr, g2, a) // (out, N) @ (N, in)
 	}
 	if b != nil && needs(b) {
 		gb = tensor.Sum(g2, false, 0)

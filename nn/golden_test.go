@@ -29,6 +29,12 @@ func relErr(a, b []float64) float64 {
 
 // goldenGPT builds the golden file's model on the CPU with its weights.
 func goldenGPT(t *testing.T, path string, dt tensor.DType) (*nn.GPT, map[string]*tensor.Tensor) {
+	return goldenGPTOn(t, path, dt, tensor.CPU())
+}
+
+// goldenGPTOn builds the golden file's model on dev with its weights (the
+// file's tensors stay on the CPU).
+func goldenGPTOn(t *testing.T, path string, dt tensor.DType, dev tensor.Device) (*nn.GPT, map[string]*tensor.Tensor) {
 	ts, meta, err := tensor.ReadSafetensors(path, tensor.CPU())
 	require.NoError(t, err)
 	var cfg struct {
@@ -40,7 +46,7 @@ func goldenGPT(t *testing.T, path string, dt tensor.DType) (*nn.GPT, map[string]
 	}
 	require.NoError(t, json.Unmarshal([]byte(meta["config"]), &cfg))
 	c := nn.GPTConfig{Vocab: cfg.V, Context: cfg.T, Layers: cfg.L, Heads: cfg.H, Width: cfg.C}
-	g, err := nn.NewGPT(c, nn.Options{Device: tensor.CPU(), DType: dt, Rng: rand.New(rand.NewPCG(1, 1))})
+	g, err := nn.NewGPT(c, nn.Options{Device: dev, DType: dt, Rng: rand.New(rand.NewPCG(1, 1))})
 	require.NoError(t, err)
 	for _, p := range g.Parameters() {
 		w, ok := ts[p.Name]
