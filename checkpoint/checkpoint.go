@@ -70,22 +70,22 @@ func (o Options) Apply(fn Func, inputs ...*autograd.Var) *autograd.Var {
 		r.rec.release()
 		return out
 	}
-	r.rngAfter = autograd.RandomState(c)
+	r.drew = autograd.RandomState(c) - r.rng
 	r.shape, r.dtype = out.Value.Shape(), out.Value.DType()
 	return autograd.RecordRegion("Checkpoint", out.Value, inputs, r.backward, r.rec.adopt()...)
 }
 
 // region is one checkpointed call: what its recomputation needs.
 type region struct {
-	fn       Func
-	inputs   []*autograd.Var
-	c        *tensor.Ctx
-	rng      uint64    // c's random stream before the forward pass
-	rngAfter uint64    // and after it
-	amp      amp.State // c's autocast state in the forward pass
-	rec      *recorder // the selective policy's saved outputs; nil without a policy
-	shape    []int
-	dtype    tensor.DType
+	fn     Func
+	inputs []*autograd.Var
+	c      *tensor.Ctx
+	rng    uint64    // c's random stream before the forward pass
+	drew   uint64    // the random numbers the forward pass drew
+	amp    amp.State // c's autocast state in the forward pass
+	rec    *recorder // the selective policy's saved outputs; nil without a policy
+	shape  []int
+	dtype  tensor.DType
 }
 
 // forward runs fn in a scope of its own, so that every intermediate is
@@ -121,36 +121,30 @@ func (r *region) forward() (out *autograd.Var) {
 // the random stream and autocast state of the forward pass, and
 // back-propagates g through the recomputed graph: parameters inside get
 // their gradients there; the inputs' gradients are returned to the engine.
-// RecordRegion runs it with recording on.
+// RecordRegion runs it with recording on. The stream and the autocast
+// state are put back before the inner backward pass, which runs as the
+// plain graph's backward would: outside the region's autocast state.
 func (r *region) backward(g *tensor.Tensor) []*tensor.Tensor {
 	c := r.c
 	grads := make([]*tensor.Tensor, len(r.inputs))
-	now := autograd.RandomState(c)
-	autograd.SetRandomState(c, r.rng)
-	defer autograd.SetRandomState(c, now)
-	amp.With(c, r.amp, func() {
-		c.WithScope(func() {
-			det := make([]*autograd.Var, len(r.inputs))
-			for i, x := range r.inputs {
-				det[i] = x.Detach()
-				c.Adopt(det[i].Value) // an input may belong to no context (a kept tensor)
-				det[i].SetRequiresGrad(x.RequiresGrad())
+	c.WithScope(func() {
+		det := make([]*autograd.Var, len(r.inputs))
+		for i, x := range r.inputs {
+			det[i] = x.Detach()
+			c.Adopt(det[i].Value) // an input may belong to no context (a kept tensor)
+			det[i].SetRequiresGrad(x.RequiresGrad())
+		}
+		out, drew := r.recompute(det)
+		r.check(out, drew)
+		if err := out.BackwardWith(g); err != nil {
+			if oe, ok := err.(*tensor.OpError); ok {
+				panic(oe)
 			}
-			var out *autograd.Var
-			c.WithRole(memory.RoleActivation, func() {
-				autograd.WithOpHook(c, r.rec.replay(), func() { out = r.fn(det...) })
-			})
-			r.check(out)
-			if err := out.BackwardWith(g); err != nil {
-				if oe, ok := err.(*tensor.OpError); ok {
-					panic(oe)
-				}
-				panic(&tensor.OpError{Op: "checkpoint", Msg: "backward through the recomputed region", Err: err})
-			}
-			for i, d := range det {
-				grads[i], d.Grad = d.Grad, nil
-			}
-		})
+			panic(&tensor.OpError{Op: "checkpoint", Msg: "backward through the recomputed region", Err: err})
+		}
+		for i, d := range det {
+			grads[i], d.Grad = d.Grad, nil
+		}
 	})
 	for _, gi := range grads {
 		if gi != nil {
@@ -160,16 +154,33 @@ func (r *region) backward(g *tensor.Tensor) []*tensor.Tensor {
 	return grads
 }
 
+// recompute runs fn on the detached inputs with the random stream where
+// the forward pass found it and the forward's autocast state, and the
+// saved outputs handed back; it returns fn's result and how many random
+// numbers it drew. The stream and the autocast state are put back.
+func (r *region) recompute(det []*autograd.Var) (out *autograd.Var, drew uint64) {
+	c := r.c
+	now := autograd.RandomState(c)
+	autograd.SetRandomState(c, r.rng)
+	defer autograd.SetRandomState(c, now)
+	amp.With(c, r.amp, func() {
+		c.WithRole(memory.RoleActivation, func() {
+			autograd.WithOpHook(c, r.rec.replay(), func() { out = r.fn(det...) })
+		})
+	})
+	return out, autograd.RandomState(c) - r.rng
+}
+
 // check panics when the recomputation did not repeat the forward pass.
-func (r *region) check(out *autograd.Var) {
+func (r *region) check(out *autograd.Var, drew uint64) {
 	var msg string
 	switch {
 	case out == nil:
 		msg = "returned nil"
 	case !slices.Equal(out.Value.Shape(), r.shape) || out.Value.DType() != r.dtype:
 		msg = fmt.Sprintf("returned %v %v, the forward pass %v %v", out.Value.DType(), out.Value.Shape(), r.dtype, r.shape)
-	case autograd.RandomState(r.c) != r.rngAfter:
-		msg = fmt.Sprintf("drew %d random numbers, the forward pass %d", autograd.RandomState(r.c)-r.rng, r.rngAfter-r.rng)
+	case drew != r.drew:
+		msg = fmt.Sprintf("drew %d random numbers, the forward pass %d", drew, r.drew)
 	case !out.RequiresGrad() || out.IsLeaf():
 		msg = "returned a value without a graph"
 	default:

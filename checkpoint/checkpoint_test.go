@@ -242,12 +242,16 @@ func TestStateReplayed(t *testing.T) {
 	c := tensor.NewCtx()
 	w := autograd.Param(c.Ones(tensor.CPU(), tensor.Float32, 4), "w")
 	defer w.Value.Release()
-	var seen []amp.State
+	var seen, inBackward []amp.State
 	var offs []uint64
 	f := func(in ...*autograd.Var) *autograd.Var {
 		seen = append(seen, amp.Current(c))
 		offs = append(offs, autograd.RandomOffset(c, 10))
-		return autograd.Mul(in[0], w)
+		y := autograd.Mul(in[0], w)
+		return autograd.Record("Spy", y.Value.Alias(), []*autograd.Var{y}, func(g *tensor.Tensor) []*tensor.Tensor {
+			inBackward = append(inBackward, amp.Current(c))
+			return []*tensor.Tensor{g.Alias()}
+		})
 	}
 	c.WithScope(func() {
 		x := autograd.Const(c.Ones(tensor.CPU(), tensor.Float32, 4))
@@ -261,6 +265,7 @@ func TestStateReplayed(t *testing.T) {
 	})
 	require.Equal(t, []amp.State{{Enabled: true, DType: tensor.BFloat16}, {Enabled: true, DType: tensor.BFloat16}}, seen)
 	require.Equal(t, []uint64{0, 0}, offs)
+	require.Equal(t, []amp.State{{}}, inBackward, "the recomputed graph's backward runs outside the region's autocast, as the plain graph's")
 }
 
 // TestSelectiveHandsBackSaved: under a policy the recomputation gets the

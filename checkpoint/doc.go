@@ -44,18 +44,19 @@
 //
 //  1. moves the random stream back to where the forward pass found it
 //     (dropout masks are functions of the stream's position, so they come
-//     out the same) and runs under amp.With of the forward's autocast
-//     state; both are put back afterwards;
+//     out the same) and enters the forward's autocast state (amp.With);
 //  2. runs fn again, in a scope of its own, on detached copies of the
 //     inputs (leaves that require a gradient where the inputs did), with
-//     recording on whatever the grad mode around Backward;
+//     recording on whatever the grad mode around Backward, and puts the
+//     stream and the autocast state back;
 //  3. checks that the recomputation repeated the forward pass (the
 //     result's shape and dtype, the random numbers drawn, the ops a
 //     policy saved) and panics with an error naming the difference when
 //     not: a function that is not deterministic would silently give
 //     wrong gradients;
 //  4. back-propagates the result's gradient through the recomputed graph
-//     (Var.BackwardWith, torch.autograd.backward(y, grad)): parameters
+//     (Var.BackwardWith, torch.autograd.backward(y, grad)), outside the
+//     autocast state as the plain graph's backward would run: parameters
 //     inside accumulate their gradients into Grad there, as they would
 //     in the plain graph, and the detached inputs' gradients are returned
 //     to the engine, which carries on upstream of the region.
