@@ -17,6 +17,8 @@ import (
 type benchResult struct {
 	Config    string             `json:"config"`
 	Policy    string             `json:"policy"`
+	Precision string             `json:"precision"`
+	Skipped   int                `json:"skipped_steps"` // fp16 steps skipped by the gradient scaler
 	Ckpt      string             `json:"checkpoint"`
 	CkptEvery int                `json:"checkpoint_every"`
 	Device    string             `json:"device"`
@@ -73,7 +75,7 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	el := time.Since(start).Seconds()
 	st := dev.Memory().Stats()
 	r := benchResult{
-		Config: o.config, Policy: o.policy, Ckpt: o.ckptMode.String(), CkptEvery: o.ckptEvery, Device: dev.String(), Backend: tensor.CPUBackendInfo(), Threads: runtime.GOMAXPROCS(0),
+		Config: o.config, Policy: o.policy, Precision: o.precision, Skipped: tr.scaler.Skipped(), Ckpt: o.ckptMode.String(), CkptEvery: o.ckptEvery, Device: dev.String(), Backend: tensor.CPUBackendInfo(), Threads: runtime.GOMAXPROCS(0),
 		Params: nn.CountParams(tr.params), Batch: tr.B, Context: tr.T, Steps: o.steps,
 		TokS: float64(tr.B*tr.T*o.steps) / el, StepMS: 1000 * el / float64(o.steps),
 		PeakBytes: st.Total.Allocated.Peak, PeakMiB: float64(st.Total.Allocated.Peak) / (1 << 20),
@@ -95,8 +97,8 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 			r.RolePeaks[ro.String()] = float64(p) / (1 << 20)
 		}
 	}
-	fmt.Fprintf(os.Stderr, "\n| config | device | checkpoint | params | batch x context | tokens/s | step ms | peak MiB | activation peak MiB | loss |\n|---|---|---|---|---|---|---|---|---|---|\n")
-	fmt.Fprintf(os.Stderr, "| %s | %s | %s/%d | %d | %d x %d | %.0f | %.1f | %.1f | %.1f | %.4f |\n\n", r.Config, r.Device, r.Ckpt, r.CkptEvery, r.Params, r.Batch, r.Context, r.TokS, r.StepMS, r.PeakMiB, float64(r.ActPeak)/(1<<20), r.Loss)
+	fmt.Fprintf(os.Stderr, "\n| config | device | precision | checkpoint | params | batch x context | tokens/s | step ms | peak MiB | activation peak MiB | loss |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(os.Stderr, "| %s | %s | %s | %s/%d | %d | %d x %d | %.0f | %.1f | %.1f | %.1f | %.4f |\n\n", r.Config, r.Device, r.Precision, r.Ckpt, r.CkptEvery, r.Params, r.Batch, r.Context, r.TokS, r.StepMS, r.PeakMiB, float64(r.ActPeak)/(1<<20), r.Loss)
 	if prof := tensor.CUDAProfile(); prof != "" {
 		fmt.Fprintf(os.Stderr, "kernel profile of the %d timed steps (%s):\n%s\n", o.steps, tensor.EnvCUDAProfile, prof)
 	}

@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/strata-ml/strata/amp"
 	"github.com/strata-ml/strata/memory"
 	"github.com/strata-ml/strata/nn"
 	"github.com/strata-ml/strata/tensor"
@@ -47,6 +48,8 @@ type options struct {
 	ckpt      string // -checkpoint
 	ckptEvery int    // -checkpoint-every
 	ckptMode  nn.CheckpointMode
+	precision string    // -precision
+	prec      amp.State // what -precision says
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -78,6 +81,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.maxTime, "max-time", 0, "stop training after this long (0: no limit)")
 	fs.StringVar(&o.ckpt, "checkpoint", "none", "activation checkpointing of the transformer blocks: none, blocks (recompute whole blocks in backward) or selective (keep the matrix products' outputs, recompute the rest)")
 	fs.IntVar(&o.ckptEvery, "checkpoint-every", 1, "with -checkpoint blocks or selective: checkpoint every k-th block (1: all)")
+	fs.StringVar(&o.precision, "precision", "fp32", "matrix products: fp32, tf32 (float32 with TF32 tensor cores on the GPU), fp16 (autocast, with loss scaling) or bf16 (autocast)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -100,7 +104,27 @@ func parseFlags(args []string) (*options, error) {
 	if err := o.checkCheckpoint(fs); err != nil {
 		return nil, err
 	}
+	p, err := parsePrecision(o.precision)
+	if err != nil {
+		return nil, err
+	}
+	o.prec = p
 	return o, nil
+}
+
+// parsePrecision maps -precision to the autocast state of every step.
+func parsePrecision(s string) (amp.State, error) {
+	switch s {
+	case "fp32":
+		return amp.State{}, nil
+	case "tf32":
+		return amp.State{TF32: true}, nil
+	case "fp16":
+		return amp.State{Enabled: true, DType: tensor.Float16}, nil
+	case "bf16":
+		return amp.State{Enabled: true, DType: tensor.BFloat16}, nil
+	}
+	return amp.State{}, fmt.Errorf("-precision %q: want fp32, tf32, fp16 or bf16", s)
 }
 
 // checkCheckpoint reads -checkpoint and -checkpoint-every.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-ml/strata/amp"
 	"github.com/strata-ml/strata/nn"
 	"github.com/strata-ml/strata/tensor"
 )
@@ -148,5 +150,51 @@ func TestCheckpointFlags(t *testing.T) {
 		o, err := parseFlags(append(strings.Fields(args), "-bench", "-steps", "1", "-bench-warmup", "0", "-batch", "2", "-device", "cpu"))
 		require.NoError(t, err, args)
 		require.NoError(t, run(o), args)
+	}
+}
+
+func TestPrecisionFlag(t *testing.T) {
+	for flag, want := range map[string]amp.State{
+		"fp32": {}, "tf32": {TF32: true},
+		"fp16": {Enabled: true, DType: tensor.Float16}, "bf16": {Enabled: true, DType: tensor.BFloat16},
+	} {
+		o, err := parseFlags([]string{"-precision", flag})
+		require.NoError(t, err)
+		require.Equal(t, want, o.prec, flag)
+	}
+	o, err := parseFlags(nil)
+	require.NoError(t, err)
+	require.Equal(t, amp.State{}, o.prec, "fp32 by default")
+	_, err = parseFlags([]string{"-precision", "fp8"})
+	require.ErrorContains(t, err, `-precision "fp8"`)
+}
+
+// TestTrainStepInEveryPrecision: one step of the tiny shape on the CPU in
+// each precision gives a finite loss, the fp16 scaler scales (and skips
+// nothing at these values), and the step's memory is returned.
+func TestTrainStepInEveryPrecision(t *testing.T) {
+	cfg := nn.GPTConfig{Vocab: 32, Context: 8, Layers: 1, Heads: 2, Width: 16}
+	for _, p := range []string{"fp32", "tf32", "bf16", "fp16"} {
+		o, err := parseFlags([]string{"-precision", p, "-batch", "2", "-steps", "2"})
+		require.NoError(t, err)
+		tr, err := newTrainer(o, cfg, tensor.CPU(), cfg.Context)
+		require.NoError(t, err)
+		var first int64
+		for it := range 2 {
+			for i := range tr.xs {
+				tr.xs[i], tr.ys[i] = int32(i%32), int32((i+1)%32)
+			}
+			loss, err := tr.step(it)
+			require.NoError(t, err, p)
+			require.False(t, math.IsNaN(loss) || math.IsInf(loss, 0), p)
+			if it == 0 {
+				first = tr.c.BytesInUse()
+			}
+		}
+		require.Equal(t, first, tr.c.BytesInUse(), p)
+		require.Zero(t, tr.scaler.Skipped(), p)
+		require.Equal(t, p == "fp16", tr.scaler.Enabled(), p)
+		tr.opt.Release()
+		nn.Release(tr.params)
 	}
 }

@@ -8,12 +8,17 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/strata-ml/strata/amp"
+	"github.com/strata-ml/strata/autograd"
 	"github.com/strata-ml/strata/memory"
 	"github.com/strata-ml/strata/nn"
 	"github.com/strata-ml/strata/tensor"
 )
 
-// trainer holds a model, its optimizer and its step function.
+// trainer holds a model, its optimizer and its step function. Its steps
+// run in a context of their own (tensor.Ctx), in the precision -precision
+// asks for (the autocast state of every forward pass, and a gradient
+// scaler that is a no-op except for fp16).
 type trainer struct {
 	model  *nn.GPT
 	params []*nn.Parameter
@@ -23,6 +28,9 @@ type trainer struct {
 	dev    tensor.Device
 	B, T   int
 	xs, ys []int32
+	c      *tensor.Ctx
+	prec   amp.State
+	scaler *amp.GradScaler
 }
 
 // newTrainer makes the model and optimizer for batches of o.batch rows of
@@ -40,6 +48,7 @@ func newTrainer(o *options, cfg nn.GPTConfig, dev tensor.Device, T int) (*traine
 	B := o.batch
 	return &trainer{
 		model: model, params: ps, opt: opt, clip: o.clip, dev: dev, B: B, T: T,
+		c: tensor.NewCtx(), prec: o.prec, scaler: amp.ScalerFor(o.prec),
 		sched: nn.CosineSchedule{Warmup: o.warmup, Total: o.steps, MaxLR: o.lr, MinLR: o.minLR},
 		xs:    make([]int32, B*T), ys: make([]int32, B*T),
 	}, nil
@@ -50,13 +59,25 @@ func newTrainer(o *options, cfg nn.GPTConfig, dev tensor.Device, T int) (*traine
 // after each step is the same.
 func (t *trainer) step(it int) (loss float64, err error) {
 	err = tensor.Try(func() {
-		tensor.WithScope(func() {
+		t.c.WithScope(func() {
 			x, y := t.inputs()
-			l := t.model.Loss(x, y)
-			if err = l.Backward(); err != nil {
+			var l *autograd.Var
+			amp.With(t.c, t.prec, func() { l = t.model.Loss(x, y) })
+			if s := t.scaler.LossScale(); s != 1 {
+				err = l.BackwardWith(t.c.Full(t.dev, tensor.Float32, s))
+			} else {
+				err = l.Backward()
+			}
+			if err != nil {
 				return
 			}
 			loss = l.Item()
+			if !t.scaler.Unscale(grads(t.params)) { // fp16 overflow: skip the step
+				t.scaler.Update()
+				nn.ZeroGrad(t.params)
+				return
+			}
+			t.scaler.Update()
 			if t.clip > 0 {
 				if _, err = nn.ClipGradNorm(t.params, t.clip); err != nil {
 					return
@@ -91,8 +112,8 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "model: %d parameters (%d layers, %d heads, width %d, context %d); batch %d x %d tokens; checkpointing %s; data: %s\n",
-		nn.CountParams(tr.params), cfg.Layers, cfg.Heads, cfg.Width, cfg.Context, tr.B, tr.T, describeCheckpoint(o), data.describe())
+	fmt.Fprintf(os.Stderr, "model: %d parameters (%d layers, %d heads, width %d, context %d); batch %d x %d tokens; %v; checkpointing %s; data: %s\n",
+		nn.CountParams(tr.params), cfg.Layers, cfg.Heads, cfg.Width, cfg.Context, tr.B, tr.T, o.prec, describeCheckpoint(o), data.describe())
 	rng := rand.New(rand.NewPCG(o.seed, 0xDA7A))
 	var bar *progressbar.ProgressBar
 	if !o.quiet {
@@ -165,11 +186,20 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 // staging: on the GPU the hybrid policy puts them in mapped pinned host
 // memory, which the kernels read over the bus without a separate copy.
 func (t *trainer) inputs() (x, y *tensor.Tensor) {
-	tensor.WithRole(memory.RoleStaging, func() {
-		x = tensor.FromInt32s(t.dev, t.xs, t.B, t.T)
-		y = tensor.FromInt32s(t.dev, t.ys, t.B, t.T)
+	t.c.WithRole(memory.RoleStaging, func() {
+		x = t.c.FromInt32s(t.dev, t.xs, t.B, t.T)
+		y = t.c.FromInt32s(t.dev, t.ys, t.B, t.T)
 	})
 	return x, y
+}
+
+// grads lists the parameters' gradients (nil where a parameter has none).
+func grads(ps []*nn.Parameter) []*tensor.Tensor {
+	gs := make([]*tensor.Tensor, len(ps))
+	for i, p := range ps {
+		gs[i] = p.Grad
+	}
+	return gs
 }
 
 // describeCheckpoint says which blocks -checkpoint and -checkpoint-every
