@@ -6,6 +6,9 @@
 #
 #   bash bench/gpu-session.sh tests   # kernels, every package's tests, loss check
 #   bash bench/gpu-session.sh bench   # allocation + training benchmarks, PyTorch beside
+#   bash bench/gpu-session.sh golden  # PyTorch's fp16 autocast golden GPT, and nn's test of it
+#   bash bench/gpu-session.sh amp profile   # every precision and checkpoint mode, PyTorch beside
+#   bash bench/gpu-session.sh converge      # fp32/fp16/bf16 losses on a text; default task in bf16
 #   bash bench/gpu-session.sh tests sweep   # several phases in one go (all = every phase)
 #
 # Results go to $OUT (default /tmp/strata-gpu): summary.txt, results.jsonl,
@@ -113,5 +116,58 @@ PY
   fi
   cat "$res"
 fi
+if has golden; then
+  # PyTorch's CUDA float16 autocast on the golden GPT (tools/golden), for
+  # nn's TestGPTAutocastFP16MatchesPyTorchGPU; the file comes back in $OUT.
+  (cd tools/golden && python3 gpt_amp.py --dtype fp16 --device cuda -o ../../nn/testdata) > "$L/golden-fp16.txt" 2>&1
+  say "golden fp16: exit $?"; tail -1 "$L/golden-fp16.txt"
+  cp nn/testdata/golden_gpt_amp_fp16.safetensors "$OUT/" 2>/dev/null
+  (cd nn && STRATA_REQUIRE_GPU=1 timeout 120 "$PWD/../.gpu/nn.test" -test.run 'Autocast' -test.v > "$L/test-nn-amp.log" 2>&1)
+  say "nn autocast golden tests: exit $?"; grep -E -- '^(--- |ok|FAIL)|logits:' "$L/test-nn-amp.log" | head -8
+fi
+
+if has amp; then
+  # Mixed precision and checkpointing (issue 9): strata, then PyTorch eager
+  # in the same call. tf32 and fp32 for the ratio; fp16 with each checkpoint mode.
+  for run in gpt2:fp32:none gpt2:tf32:none gpt2:bf16:none gpt2:fp16:none gpt2:fp16:blocks gpt2:fp16:selective gpt2:bf16:blocks char:fp32:none char:fp16:none char:bf16:none; do
+    IFS=: read -r cfg prec ck <<< "$run"
+    timeout 240 .gpu/train-gpt -config $cfg -device cuda -bench -steps 10 -precision $prec -checkpoint $ck >> "$res" 2> "$L/bench-$cfg-$prec-$ck.txt"
+    say "train bench $cfg $prec checkpoint=$ck: exit $?"; grep -A2 '^| config' "$L/bench-$cfg-$prec-$ck.txt" | tail -1
+  done
+  if has profile; then
+    STRATA_CUDA_PROFILE=1 timeout 200 .gpu/train-gpt -config gpt2 -device cuda -bench -steps 2 -bench-warmup 2 -precision fp16 > /dev/null 2> "$L/profile-gpt2-fp16.txt"
+    say "profile gpt2 fp16: exit $?; GEMM share $(awk -F'|' '/^\| MatMul/ {gsub(/[ %]/, "", $5); s += $5} END {print s "%"}' "$L/profile-gpt2-fp16.txt")"
+    grep -A30 'kernel profile' "$L/profile-gpt2-fp16.txt" | head -32
+  fi
+  if [ -f .gpu/torch_gpt.py ] && ! has notorch; then
+    (cd .gpu && timeout 420 python3 - <<'PY') >> "$res" 2> "$L/torch-amp.txt"
+import torch, torch_gpt as t
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+for name, mode, sdpa, ckpt in (("gpt2", "fp32", False, False), ("gpt2", "fp16", False, False), ("gpt2", "fp16", True, False),
+                               ("gpt2", "bf16", False, False), ("gpt2", "bf16", True, False), ("gpt2", "fp16", False, True),
+                               ("char", "fp16", False, False), ("char", "bf16", False, False)):
+    t.run(name, mode, sdpa, ckpt)
+PY
+    say "pytorch amp: exit $?"; tail -3 "$L/torch-amp.txt"
+  fi
+fi
+
+if has converge; then
+  # Convergence in each precision: the char shape on a real text (this
+  # repository's Go and CUDA sources), 300 steps; then the default task
+  # in bf16 and with checkpointing.
+  cat $(find . -name '*.go' -o -name '*.cuh' | sort) > /tmp/strata-text.txt
+  for prec in fp32 fp16 bf16; do
+    timeout 200 .gpu/train-gpt -config char -device cuda -steps 300 -precision $prec -eval-every 0 -quiet -out "" -sample 0 \
+      -data /tmp/strata-text.txt -loss-log "$L/char-$prec-300.jsonl" > "$L/char-$prec-300.log" 2>&1
+    say "char 300 steps $prec: exit $?; $(python3 -c "import json,sys; l=[json.loads(x)['loss'] for x in open(sys.argv[1])]; print('last-20 mean %.4f' % (sum(l[-20:])/20))" "$L/char-$prec-300.jsonl")"
+  done
+  for extra in "-precision bf16" "-checkpoint blocks" "-precision fp16 -checkpoint selective"; do
+    timeout 200 .gpu/train-gpt -quiet -eval-every 1000 -out "" $extra > "$L/default-$(echo $extra | tr ' ' '_').log" 2>&1
+    say "default run $extra: exit $?; $(grep -E '^step' "$L/default-$(echo $extra | tr ' ' '_').log" | tail -1)"
+  done
+fi
+
 cp "$L/summary.txt" "$OUT/summary.txt"
 tar czf "$OUT/logs.tgz" -C /tmp strata-logs
