@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-ml/strata/amp"
+	"github.com/strata-ml/strata/autograd"
 	"github.com/strata-ml/strata/checkpoint"
 	"github.com/strata-ml/strata/memory"
 	"github.com/strata-ml/strata/nn"
@@ -224,4 +226,50 @@ func TestCheckpointingValidate(t *testing.T) {
 		tensor.WithScope(func() { g.Forward(tensor.FromInt32s(tensor.CPU(), []int32{1, 2}, 1, 2)) })
 	})
 	require.ErrorIs(t, err, tensor.ErrArgument)
+}
+
+// TestCheckpointAutocast: under bfloat16 autocast (the forward pass in an
+// autocast region, backward outside it, as train-gpt runs) every mode
+// gives the plain model's loss and gradients bit for bit: the
+// recomputation runs in the forward's autocast state.
+func TestCheckpointAutocast(t *testing.T) {
+	cfg := nn.GPTConfig{Vocab: 19, Context: 8, Layers: 2, Heads: 2, Width: 16, Dropout: 0.2}
+	run := func(ck nn.Checkpointing) (loss uint32, grads [][]uint32) {
+		g, err := nn.NewGPT(cfg, nn.Options{Device: tensor.CPU(), DType: tensor.Float32, Rng: rand.New(rand.NewPCG(4, 4))})
+		require.NoError(t, err)
+		defer nn.Release(g.Parameters())
+		g.Checkpoint = ck
+		c := tensor.NewCtx()
+		xs, ys := make([]int32, 2*cfg.Context), make([]int32, 2*cfg.Context)
+		for i := range xs {
+			xs[i], ys[i] = int32(i*7%cfg.Vocab), int32(i*5%cfg.Vocab)
+		}
+		err = tensor.Try(func() {
+			c.WithScope(func() {
+				var l *autograd.Var
+				amp.Autocast(c, tensor.BFloat16, func() {
+					l = g.Loss(c.FromInt32s(tensor.CPU(), xs, 2, cfg.Context), c.FromInt32s(tensor.CPU(), ys, 2, cfg.Context))
+				})
+				require.NoError(t, l.Backward())
+				loss = math.Float32bits(l.Value.Float32s()[0])
+				for _, p := range g.Parameters() {
+					var bits []uint32
+					for _, v := range p.Grad.Float32s() {
+						bits = append(bits, math.Float32bits(v))
+					}
+					grads = append(grads, bits)
+				}
+				nn.ZeroGrad(g.Parameters())
+			})
+		})
+		require.NoError(t, err)
+		require.Zero(t, c.BytesInUse())
+		return loss, grads
+	}
+	wantLoss, wantGrads := run(nn.Checkpointing{})
+	for name, ck := range checkpointings {
+		loss, grads := run(ck)
+		require.Equal(t, wantLoss, loss, name)
+		require.Equal(t, wantGrads, grads, name)
+	}
 }
