@@ -20,7 +20,7 @@ rm -rf "$L"; mkdir -p "$L" "$OUT"
 phases="${*:-tests}"
 has() { case " $phases " in *" $1 "*|*" all "*) return 0;; esac; return 1; }
 res=$OUT/results.jsonl
-say() { echo "== $*" | tee -a "$L/summary.txt"; }
+say() { echo "== $*" | tee -a "$L/summary.txt" "$OUT/summary.txt"; }  # $OUT's copy survives a timeout
 
 if [ -f .gpu/strata-gpu.tar.xz ]; then tar -C .gpu -xJf .gpu/strata-gpu.tar.xz; fi
 nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv | tee "$L/nvidia-smi.txt"
@@ -169,5 +169,4 @@ if has converge; then
   done
 fi
 
-cp "$L/summary.txt" "$OUT/summary.txt"
 tar czf "$OUT/logs.tgz" -C /tmp strata-logs
