@@ -27,19 +27,22 @@ func CausalAttention(q, k, v *Var, p float64, seed, offset uint64) *Var {
 	hd := q.Value.Dim(-1)
 	scale := 1 / math.Sqrt(float64(hd))
 	pr := precisionOf(q.Value, k.Value, v.Value)
-	probs := func() *tensor.Tensor {
-		scores := pr.mm(q.Value, k.Value, false, true, scale)
+	probs := func(ps *products) *tensor.Tensor {
+		scores := ps.mm(q.Value, k.Value, false, true, scale)
 		att := tensor.CausalSoftmax(scores)
 		scores.Release()
 		return att
 	}
 	y := hooked("CausalAttention", opCtx(q.Value, nil), func() *tensor.Tensor {
-		att := probs()
+		ps := pr.products()
+		defer ps.release()
+		att := probs(ps)
 		attD := att
 		if p > 0 {
 			attD = tensor.Dropout(att, p, seed, offset)
 		}
-		y := pr.mm(attD, v.Value, false, false, 1)
+		y := ps.mm(attD, v.Value, false, false, 1)
+		ps.drop(attD) // the (B, H, T, T) copy
 		if attD != att {
 			attD.Release()
 		}
@@ -47,7 +50,9 @@ func CausalAttention(q, k, v *Var, p float64, seed, offset uint64) *Var {
 		return y
 	})
 	return Record("CausalAttention", y, []*Var{q, k, v}, func(g *tensor.Tensor) []*tensor.Tensor {
-		att := probs()
+		ps := pr.products() // q, k, g and ds are cast once each
+		defer ps.release()
+		att := probs(ps)
 		defer att.Release()
 		var gq, gk, gv *tensor.Tensor
 		if needs(v) { // dv = attDᵀ g
@@ -55,12 +60,13 @@ func CausalAttention(q, k, v *Var, p float64, seed, offset uint64) *Var {
 			if p > 0 {
 				a = tensor.Dropout(att, p, seed, offset)
 			}
-			gv = pr.mm(a, g, true, false, 1)
+			gv = ps.mm(a, g, true, false, 1)
+			ps.drop(a)
 			if a != att {
 				a.Release()
 			}
 		}
-		datt := pr.mm(g, v.Value, false, true, 1) // (B,H,T,T)
+		datt := ps.mm(g, v.Value, false, true, 1) // (B,H,T,T)
 		if p > 0 {
 			d := tensor.Dropout(datt, p, seed, offset)
 			datt.Release()
@@ -69,10 +75,10 @@ func CausalAttention(q, k, v *Var, p float64, seed, offset uint64) *Var {
 		ds := tensor.CausalSoftmaxBackward(att, datt) // zero at the masked entries
 		datt.Release()
 		if needs(q) {
-			gq = pr.mm(ds, k.Value, false, false, scale)
+			gq = ps.mm(ds, k.Value, false, false, scale)
 		}
 		if needs(k) {
-			gk = pr.mm(ds, q.Value, true, false, scale)
+			gk = ps.mm(ds, q.Value, true, false, scale)
 		}
 		ds.Release()
 		return []*tensor.Tensor{gq, gk, gv}

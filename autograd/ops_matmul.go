@@ -18,17 +18,19 @@ func MatMul(a, b *Var) *Var {
 	pr := precisionOf(a.Value, b.Value)
 	out := hooked("MatMul", opCtx(a.Value, b.Value), func() *tensor.Tensor { return pr.mm(a.Value, b.Value, false, false, 1) })
 	return Record("MatMul", out, []*Var{a, b}, func(g *tensor.Tensor) []*tensor.Tensor {
+		ps := pr.products() // g is cast once for both products
+		defer ps.release()
 		var ga, gb *tensor.Tensor
 		if needs(a) {
-			ga = sumTo(pr.mm(g, b.Value, false, true, 1), a.Value.Shape())
+			ga = sumTo(ps.mm(g, b.Value, false, true, 1), a.Value.Shape())
 		}
 		if needs(b) {
 			if b.Value.Rank() == 2 && a.Value.Rank() > 2 {
 				// b was a shared matrix: its gradient sums aᵀ g over the
 				// batch, folded into one GEMM.
-				gb = foldedTN(pr, a.Value, g)
+				gb = foldedTN(ps, a.Value, g)
 			} else {
-				gb = sumTo(pr.mm(a.Value, g, true, false, 1), b.Value.Shape())
+				gb = sumTo(ps.mm(a.Value, g, true, false, 1), b.Value.Shape())
 			}
 		}
 		return []*tensor.Tensor{ga, gb}
@@ -50,13 +52,25 @@ func sumTo(p *tensor.Tensor, shape []int) *tensor.Tensor {
 // leading elements are flattened to (N, p) and (N, q): a product summed
 // over every leading index in one GEMM (a weight's gradient, aᵀ g over
 // all rows at once).
-func foldedTN(pr precision, x, y *tensor.Tensor) *tensor.Tensor {
-	x2 := x.Reshape(-1, x.Dim(-1))
-	y2 := y.Reshape(-1, y.Dim(-1))
-	p := pr.mm(x2, y2, true, false, 1)
-	x2.Release()
-	y2.Release()
+func foldedTN(ps *products, x, y *tensor.Tensor) *tensor.Tensor {
+	x2, y2 := as2D(x), as2D(y)
+	p := ps.mm(x2, y2, true, false, 1)
+	if x2 != x {
+		x2.Release()
+	}
+	if y2 != y {
+		y2.Release()
+	}
 	return p
+}
+
+// as2D is x flattened to (N, last axis): x itself when it is 2-D already
+// (so products that memoize their operands' casts see the same tensor).
+func as2D(x *tensor.Tensor) *tensor.Tensor {
+	if x.Rank() == 2 {
+		return x
+	}
+	return x.Reshape(-1, x.Dim(-1))
 }
 
 // Linear returns x @ wᵀ + b for x (..., in), w (out, in) and optional b
@@ -69,13 +83,15 @@ func Linear(x, w, b *Var) *Var {
 	return Record("Linear", y, []*Var{x, w, b}, func(g *tensor.Tensor) []*tensor.Tensor {
 		g2 := g.Reshape(-1, g.Dim(-1))
 		defer g2.Release()
+		ps := pr.products() // g2 is cast once for both products
+		defer ps.release()
 		var gx *tensor.Tensor
 		if needs(x) {
-			p := pr.mm(g2, w.Value, false, false, 1) // (N, out) @ (out, in)
+			p := ps.mm(g2, w.Value, false, false, 1) // (N, out) @ (out, in)
 			gx = p.Reshape(xs...)
 			p.Release()
 		}
-		gw, gb := linearParamGrads(pr, g2, x.Value, w, b)
+		gw, gb := linearParamGrads(ps, g2, x.Value, w, b)
 		return []*tensor.Tensor{gx, gw, gb}
 	})
 }
@@ -97,9 +113,11 @@ func GeluLinear(u, w, b *Var) *Var {
 	return Record("GeluLinear", y, []*Var{u, w, b}, func(g *tensor.Tensor) []*tensor.Tensor {
 		g2 := g.Reshape(-1, g.Dim(-1))
 		defer g2.Release()
+		ps := pr.products()
+		defer ps.release()
 		var gu, gw, gb *tensor.Tensor
 		if needs(u) {
-			da := pr.mm(g2, w.Value, false, false, 1) // (N, out) @ (out, in)
+			da := ps.mm(g2, w.Value, false, false, 1) // (N, out) @ (out, in)
 			uf := u.Value.Reshape(-1, us[len(us)-1])
 			du := tensor.UnaryBackward(tensor.OpGelu, uf, nil, da)
 			gu = du.Reshape(us...)
@@ -109,7 +127,7 @@ func GeluLinear(u, w, b *Var) *Var {
 		}
 		if needs(w) || b != nil && needs(b) {
 			a := tensor.Gelu(u.Value) // recomputed, only when a weight gradient needs it
-			gw, gb = linearParamGrads(pr, g2, a, w, b)
+			gw, gb = linearParamGrads(ps, g2, a, w, b)
 			a.Release()
 		}
 		return []*tensor.Tensor{gu, gw, gb}
@@ -136,9 +154,9 @@ func linearForward(pr precision, x *tensor.Tensor, w, b *Var) *tensor.Tensor {
 // linearParamGrads returns the gradients of a Linear's weight and bias
 // (nil where not needed) from the 2-D output gradient g2 (N, out) and the
 // layer's input a (..., in): gw = g2ᵀ a, gb = Σ rows of g2.
-func linearParamGrads(pr precision, g2, a *tensor.Tensor, w, b *Var) (gw, gb *tensor.Tensor) {
+func linearParamGrads(ps *products, g2, a *tensor.Tensor, w, b *Var) (gw, gb *tensor.Tensor) {
 	if needs(w) {
-		gw = foldedTN(pr, g2, a) // (out, N) @ (N, in)
+		gw = foldedTN(ps, g2, a) // (out, N) @ (N, in)
 	}
 	if b != nil && needs(b) {
 		gb = tensor.Sum(g2, false, 0)

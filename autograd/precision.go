@@ -20,31 +20,77 @@ func precisionOf(ts ...*tensor.Tensor) precision {
 	return precision{c: c, st: amp.Current(c)}
 }
 
+// mm returns alpha * op(a) @ op(b); see products.mm.
+func (p precision) mm(a, b *tensor.Tensor, ta, tb bool, alpha float64) *tensor.Tensor {
+	ps := p.products()
+	defer ps.release()
+	return ps.mm(a, b, ta, tb, alpha)
+}
+
+// products runs several products of one op in precision p, casting each
+// operand once: a backward that multiplies the output gradient by two
+// different matrices casts it to the half type once, not twice.
+func (p precision) products() *products { return &products{p: p} }
+
+type products struct {
+	p        precision
+	src, low []*tensor.Tensor // operands cast so far and their copies
+}
+
+// operand returns x as the products multiply it: under autocast a float32
+// x cast to the region's dtype (weights once per region, see amp.Cast),
+// memoized; otherwise x itself. The result belongs to ps.
+func (ps *products) operand(x *tensor.Tensor) *tensor.Tensor {
+	if !ps.p.st.Enabled || x.DType() != tensor.Float32 {
+		return x
+	}
+	for i, s := range ps.src {
+		if s == x {
+			return ps.low[i]
+		}
+	}
+	l := amp.Cast(ps.p.c, x, ps.p.st.DType)
+	ps.src, ps.low = append(ps.src, x), append(ps.low, l)
+	return l
+}
+
 // mm returns alpha * op(a) @ op(b), where ta and tb say whether to use
 // the operand transposed (a view; the half copy is transposed, not the
 // float32 original, so the GEMM reads it in place). Under autocast both
-// operands are cast to the region's dtype (weights once per region, see
-// amp.Operand) and the product accumulates and is returned in float32;
-// otherwise it is the plain product (TF32 when the state allows).
-func (p precision) mm(a, b *tensor.Tensor, ta, tb bool, alpha float64) *tensor.Tensor {
-	mode := tensor.MatMulMode{TF32: p.st.TF32}
-	var ops [2]*tensor.Tensor
-	for i, x := range [2]*tensor.Tensor{a, b} {
-		if p.st.Enabled && x.DType() == tensor.Float32 {
-			x = amp.Cast(p.c, x, p.st.DType)
-			mode.Float32Out = true
-		} else {
-			x = x.Alias()
-		}
-		if (i == 0 && ta) || (i == 1 && tb) {
-			xt := x.T()
-			x.Release()
-			x = xt
-		}
-		ops[i] = x
+// operands are cast to the region's dtype and the product accumulates and
+// is returned in float32; otherwise it is the plain product (TF32 when
+// the state allows).
+func (ps *products) mm(a, b *tensor.Tensor, ta, tb bool, alpha float64) *tensor.Tensor {
+	mode := tensor.MatMulMode{TF32: ps.p.st.TF32, Float32Out: ps.p.st.Enabled}
+	x, y := ps.operand(a), ps.operand(b)
+	if ta {
+		x = x.T()
+		defer x.Release()
 	}
-	out := tensor.MatMulWith(ops[0], ops[1], alpha, mode)
-	ops[0].Release()
-	ops[1].Release()
-	return out
+	if tb {
+		y = y.T()
+		defer y.Release()
+	}
+	return tensor.MatMulWith(x, y, alpha, mode)
+}
+
+// drop frees x's low-precision copy now (a large operand no later
+// product of the op reads).
+func (ps *products) drop(x *tensor.Tensor) {
+	for i, s := range ps.src {
+		if s == x {
+			ps.low[i].Release()
+			ps.src = append(ps.src[:i], ps.src[i+1:]...)
+			ps.low = append(ps.low[:i], ps.low[i+1:]...)
+			return
+		}
+	}
+}
+
+// release frees the low-precision copies.
+func (ps *products) release() {
+	for _, l := range ps.low {
+		l.Release()
+	}
+	ps.src, ps.low = nil, nil
 }
