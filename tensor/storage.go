@@ -66,18 +66,17 @@ func cleanupRef(r *ref) {
 	r.st.release()
 }
 
-// newStorage allocates nbytes on dev for role.
-func newStorage(dev Device, nbytes int64, role memory.Role) (*storage, error) {
+// newStorage allocates nbytes on dev for role, asked for by op (the name
+// the memory manager's history and snapshots show).
+func newStorage(op string, dev Device, nbytes int64, role memory.Role) (*storage, error) {
 	if nbytes == 0 {
 		nbytes = 1 // zero-element tensors still get a distinct block
 	}
-	var a *memory.Allocation
-	var err error
+	var stream memory.Stream
 	if sd, ok := dev.(interface{ memStream() memory.Stream }); ok {
-		a, err = dev.Memory().AllocStream(nbytes, role, sd.memStream())
-	} else {
-		a, err = dev.Memory().Alloc(nbytes, role)
+		stream = sd.memStream()
 	}
+	a, err := dev.Memory().AllocOp(nbytes, role, stream, op)
 	if err != nil {
 		return nil, err
 	}

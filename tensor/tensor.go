@@ -115,7 +115,7 @@ func newTensor(op string, c *Ctx, dev Device, dt DType, role memory.Role, shape 
 		}
 		n *= d
 	}
-	st, err := newStorage(dev, int64(n)*int64(dt.Size()), role)
+	st, err := newStorage(op, dev, int64(n)*int64(dt.Size()), role)
 	if err != nil {
 		return nil, &OpError{Op: op, Msg: fmt.Sprintf("allocating %v %v on %v", dt, shape, dev), Err: err}
 	}
