@@ -35,3 +35,4 @@
 #include "optim.cuh"
 #include "gemm.cuh"
 #include "amp.cuh"
+#include "attention.cuh"

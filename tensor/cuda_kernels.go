@@ -85,6 +85,8 @@ type cudaKernels struct {
 	dropout, adamw, sgd [2]*cuda.Function
 	gemmF64             *cuda.Function
 	unscaleCheck        *cuda.Function // kernels/amp.cuh
+
+	attention attentionKernels // kernels/attention.cuh (cuda_attention.go)
 }
 
 // bindings lists every kernel name with the slot it fills.
@@ -98,6 +100,7 @@ func (k *cudaKernels) bindings() map[string]**cuda.Function {
 		"sort_keys_step":    &k.sortKeysStep,
 		"unscale_check_f32": &k.unscaleCheck,
 	}
+	k.attention.bind(m)
 	for s, sfx := range sizeSuffix {
 		m["fill_u"+[3]string{"16", "32", "64"}[s]] = &k.fill[s]
 		m["copy_strided_"+sfx+"_i32"] = &k.copyStrided[s][kIdx32]
