@@ -29,6 +29,13 @@
 // been split into heads) while gradients still flow through it. With
 // these, the GPT's plain attention peaks below PyTorch's fused SDPA.
 //
+// FusedCausalAttention is the same function as CausalAttention, with the
+// same dropout mask, computed by fused kernels (FlashAttention-2, see
+// tensor.FusedCausalAttention): no (B, H, T, T) matrix exists even inside
+// the op; it keeps its output and the per-row log-sum-exp, and backward
+// recomputes the probabilities tile by tile. nn's attention uses it when
+// asked (nn.AttentionFused); plain stays the default until measured.
+//
 // # State: tensor.Ctx, carried by the values
 //
 // Go has no goroutine-local storage, so the state an op needs (which

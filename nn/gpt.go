@@ -64,6 +64,9 @@ type CausalSelfAttention struct {
 	Heads        int
 	AttnDrop     *Dropout
 	ResidDrop    *Dropout
+	// Attention is plain (the default) or fused; GPT.SetAttention sets
+	// every block's.
+	Attention Attention
 }
 
 // NewGPT builds a GPT with GPT-2 initialisation: normal(0, 0.02) weights,
@@ -181,9 +184,9 @@ func (a *CausalSelfAttention) Forward(x *autograd.Var) *autograd.Var {
 	q := autograd.Reshape(autograd.Narrow(heads, 0, 0, 1), B, H, T, C/H)
 	k := autograd.Reshape(autograd.Narrow(heads, 0, 1, 1), B, H, T, C/H)
 	v := autograd.Reshape(autograd.Narrow(heads, 0, 2, 1), B, H, T, C/H)
-	p, off := a.AttnDrop.next(x.Value.Ctx(), B*H*T*T)               // the attention probabilities
-	y := autograd.CausalAttention(q, k, v, p, a.AttnDrop.Seed, off) // (B, H, T, hd)
-	yp := autograd.Permute(y, 0, 2, 1, 3)                           // (B, T, H, hd), a view
+	p, off := a.AttnDrop.next(x.Value.Ctx(), B*H*T*T)       // the attention probabilities
+	y := a.Attention.op()(q, k, v, p, a.AttnDrop.Seed, off) // (B, H, T, hd)
+	yp := autograd.Permute(y, 0, 2, 1, 3)                   // (B, T, H, hd), a view
 	yc := autograd.Contiguous(yp)
 	dropAll(y, yp)
 	y = autograd.Reshape(yc, B, T, C)

@@ -48,8 +48,10 @@ type options struct {
 	ckpt      string // -checkpoint
 	ckptEvery int    // -checkpoint-every
 	ckptMode  nn.CheckpointMode
-	precision string    // -precision
-	prec      amp.State // what -precision says
+	precision string       // -precision
+	prec      amp.State    // what -precision says
+	attention string       // -attention
+	attn      nn.Attention // what -attention says
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -82,6 +84,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.ckpt, "checkpoint", "none", "activation checkpointing of the transformer blocks: none, blocks (recompute whole blocks in backward) or selective (keep the matrix products' outputs, recompute the rest)")
 	fs.IntVar(&o.ckptEvery, "checkpoint-every", 1, "with -checkpoint blocks or selective: checkpoint every k-th block (1: all)")
 	fs.StringVar(&o.precision, "precision", "fp32", "matrix products: fp32, tf32 (float32 with TF32 tensor cores on the GPU), fp16 (autocast, with loss scaling) or bf16 (autocast)")
+	fs.StringVar(&o.attention, "attention", "plain", "attention: plain (the (B, H, T, T) probabilities materialised per op) or fused (FlashAttention-2 kernels, no T x T matrix)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -109,6 +112,9 @@ func parseFlags(args []string) (*options, error) {
 		return nil, err
 	}
 	o.prec = p
+	if o.attn, err = nn.ParseAttention(o.attention); err != nil {
+		return nil, fmt.Errorf("-attention %q: want plain or fused", o.attention)
+	}
 	return o, nil
 }
 

@@ -42,6 +42,7 @@ func newTrainer(o *options, cfg nn.GPTConfig, dev tensor.Device, T int) (*traine
 		return nil, err
 	}
 	model.Checkpoint = nn.Checkpointing{Mode: o.ckptMode, Every: o.ckptEvery}
+	model.SetAttention(o.attn)
 	ps := model.Parameters()
 	opt := nn.NewAdamW(ps, o.lr, o.wd)
 	opt.Beta2 = 0.95

@@ -1,0 +1,26 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/nn"
+)
+
+// TestAttentionFlag: -attention picks plain (the default) or fused, a bad
+// value is refused naming the flag, and a -bench run works with each.
+func TestAttentionFlag(t *testing.T) {
+	_, err := parseFlags([]string{"-attention", "flash"})
+	require.ErrorContains(t, err, `-attention "flash": want plain or fused`)
+	o, err := parseFlags(nil)
+	require.NoError(t, err)
+	require.Equal(t, nn.AttentionPlain, o.attn)
+	for _, a := range []string{"plain", "fused"} {
+		o, err := parseFlags(append(strings.Fields("-bench -steps 1 -bench-warmup 0 -batch 2 -device cpu -attention"), a))
+		require.NoError(t, err, a)
+		require.Equal(t, a, o.attn.String())
+		require.NoError(t, run(o), a)
+	}
+}

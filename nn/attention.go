@@ -1,0 +1,57 @@
+package nn
+
+import (
+	"fmt"
+
+	"github.com/strata-ml/strata/autograd"
+)
+
+// Attention says how CausalSelfAttention computes its attention.
+type Attention int
+
+const (
+	// AttentionPlain is autograd.CausalAttention: the (B, H, T, T)
+	// probabilities are materialised for the op and recomputed in
+	// backward. The default until fused is measured faster.
+	AttentionPlain Attention = iota
+	// AttentionFused is autograd.FusedCausalAttention (FlashAttention-2):
+	// no (B, H, T, T) matrix at all; the same function and dropout mask.
+	AttentionFused
+)
+
+func (a Attention) String() string {
+	switch a {
+	case AttentionPlain:
+		return "plain"
+	case AttentionFused:
+		return "fused"
+	}
+	return fmt.Sprintf("Attention(%d)", int(a))
+}
+
+// ParseAttention maps "plain" and "fused" to an Attention.
+func ParseAttention(s string) (Attention, error) {
+	switch s {
+	case "plain":
+		return AttentionPlain, nil
+	case "fused":
+		return AttentionFused, nil
+	}
+	return 0, fmt.Errorf("nn: attention %q: want plain or fused", s)
+}
+
+// op is the autograd op of a.
+func (a Attention) op() func(q, k, v *autograd.Var, p float64, seed, offset uint64) *autograd.Var {
+	if a == AttentionFused {
+		return autograd.FusedCausalAttention
+	}
+	return autograd.CausalAttention
+}
+
+// SetAttention sets how every block attends (plain by default). Losses
+// and gradients agree between the two up to float32 rounding.
+func (g *GPT) SetAttention(a Attention) {
+	for _, b := range g.Blocks {
+		b.Attn.Attention = a
+	}
+}
