@@ -1,16 +1,67 @@
-// Package amp is automatic mixed precision: autocast regions and their
-// per-context state.
+// Package amp is automatic mixed precision: autocast regions, the cast
+// cache of their weights, and the gradient scaler.
+//
+// # Regions are functions, and live in the caller's context
 //
 // The autocast state lives in the caller's tensor.Ctx (one slot, like
 // autograd's grad mode), not in a process global: each goroutine's
 // context has its own, and an autocast region is a function run inside
 // it (Autocast(c, tensor.BFloat16, fn)), which nests and restores the
 // previous state also on a panic. A function-scoped region reads as Go's
-// other scoped state (a held lock, a transaction) and cannot be left
-// open by a forgotten exit call; the state a region sets is readable with
-// Current, and With re-enters a saved state, which activation
-// checkpointing uses to recompute a region in the precision its forward
-// ran in.
+// other scoped state (a held lock, a transaction) and cannot be left open
+// by a forgotten exit call, where an explicit Enter/Exit pair (PyTorch's
+// context manager) could. Current reads the state; With re-enters a saved
+// one, which activation checkpointing uses to recompute a region in the
+// precision its forward pass ran in.
+//
+// # The precision policy
+//
+// PyTorch's CUDA autocast (torch.amp, "CUDA Ops that can autocast to
+// float16") lists, in part:
+//
+//	float16: __matmul__, addbmm, addmm, addmv, addr, baddbmm, bmm,
+//	  chain_matmul, multi_dot, conv*, GRUCell, linear, LSTMCell, matmul,
+//	  mm, mv, prelu, RNNCell
+//	float32: __pow__, __rdiv__, __rpow__, __rtruediv__, acos, asin,
+//	  binary_cross_entropy_with_logits, cosh, cosine_embedding_loss, cdist,
+//	  cosine_similarity, cross_entropy, cumprod, cumsum, dist, erfinv, exp,
+//	  expm1, group_norm, hinge_embedding_loss, kl_div, l1_loss, layer_norm,
+//	  log, log_softmax, log10, log1p, log2, margin_ranking_loss, mse_loss,
+//	  multilabel_margin_loss, multi_margin_loss, nll_loss, norm,
+//	  normalize, pdist, poisson_nll_loss, pow, prod, reciprocal, rsqrt,
+//	  sinh, smooth_l1_loss, soft_margin_loss, softmax, softmin, softplus,
+//	  sum, renorm, tan, triplet_margin_loss
+//	promote to the widest input type: addcdiv, addcmul, atan2, bilinear,
+//	  cross, dot, grid_sample, index_put, scatter_add, tensordot
+//
+// strata follows the same split. Every matrix product of package autograd
+// (MatMul, Linear, GeluLinear, both products of the attention, and every
+// product of their backward passes) runs in the region's dtype: its
+// float32 operands are cast (Operand, Cast), weights once per region
+// (PyTorch's autocast weight cache: a kept tensor's copy is made at its
+// first use in the region and released when the region closes, while
+// tensors that saved it for backward keep their own reference), and
+// cuBLAS accumulates in float32 (tensor.MatMulWith; on the CPU a widened
+// sgemm computes the same). Everything else stays float32: softmax and
+// log-softmax, layer norm, reductions, exp and log, GELU, dropout and the
+// loss. One difference from PyTorch, on purpose: a product's result is
+// kept in float32 (tensor.MatMulMode.Float32Out) instead of being rounded
+// to the half type, so the element-wise ops that follow see float32
+// values and the activations need no promotion; the half copies are
+// transient. Backward runs its products in the dtype the forward used
+// (autograd captures the state at the forward), outside any region.
+//
+// TF32 (State.TF32) lets float32 products use TF32 tensor cores on the
+// GPU; it is off unless asked for, as in PyTorch.
+//
+// # Loss scaling
+//
+// GradScaler is PyTorch's dynamic loss scaling for float16 (65536 at
+// start, x2 after 2000 good steps, x0.5 and a skipped step on inf/NaN);
+// Unscale runs one fused pass over all gradients (tensor.UnscaleGrads:
+// one kernel launch on a GPU). bfloat16 and float32 need no scaling, and
+// a disabled scaler is a no-op, so a training loop is one code path for
+// every precision.
 //
 // Layering: amp imports only tensor, so autograd's ops can consult the
 // autocast state; checkpoint and nn sit above both.
