@@ -1,0 +1,143 @@
+// attention_test.cpp: runs kernels/attention.cuh on the CPU (emu.h) and
+// checks the forward and both backward kernels against a float64
+// reference: naive causal softmax attention whose dropout mask comes from
+// dropout.cuh's own kernel applied to the whole (bh, t, t) matrix, so the
+// fused kernels' index arithmetic is checked against the plain path's.
+// Every dtype, every head size (and padded ones), t not a multiple of any
+// tile, with and without dropout. See run.sh.
+#include "emu.h"
+#include <cstdio>
+#include <random>
+#include <string>
+#include "../attention.cuh"
+
+template <typename T> T from_f(float x);
+template <> float from_f<float>(float x) { return x; }
+template <> __half from_f<__half>(float x) { return __float2half(x); }
+template <> __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16(x); }
+
+struct Launch {
+  void (*fwd)(float*, float*, const void*, const void*, const void*, i64, i64, int, float, u64, u64, u64, float);
+};
+
+static int failures = 0;
+
+static double check(const char* what, const std::vector<float>& got, const std::vector<double>& want, double tol) {
+  double num = 0, den = 0;
+  size_t worst = 0;
+  for (size_t i = 0; i < want.size(); i++) {
+    double e = std::fabs((double)got[i] - want[i]);
+    if (!(e <= num)) num = e, worst = i;  // NaN counts as worst
+    den = std::max(den, std::fabs(want[i]));
+  }
+  double rel = num / std::max(den, 1.0);
+  if (!(rel <= tol)) {
+    std::printf("    FAIL %s: max err %.3g (rel %.3g) at %zu: got %.9g want %.9g\n", what, num, rel, worst, got[worst], want[worst]);
+    failures++;
+  }
+  return rel;
+}
+
+template <typename T, int HD, typename F, typename DQ, typename DKV>
+void run_case(const char* dt, F fwd, DQ bdq, DKV bdkv, int bh, int t, int hd, double p) {
+  const u64 seed = 0x5eed, offset = 12345;
+  const float scale = 1.f / std::sqrt((float)hd);
+  const u64 thr = p > 0 ? (u64)std::ceil(p * 0x1p32) : 0;
+  const float dscale = p > 0 ? (float)(1 / (1 - p)) : 1.f;
+  std::mt19937 rng(t * 131 + hd);
+  std::normal_distribution<float> nd;
+  const size_t n = (size_t)bh * t * hd;
+  std::vector<T> q(n), k(n), v(n);
+  std::vector<double> qd(n), kd(n), vd(n), dod(n);
+  std::vector<float> dout(n);
+  for (size_t i = 0; i < n; i++) {
+    q[i] = from_f<T>(nd(rng)), k[i] = from_f<T>(nd(rng)), v[i] = from_f<T>(nd(rng));
+    qd[i] = attn_ld(q[i]), kd[i] = attn_ld(k[i]), vd[i] = attn_ld(v[i]);
+    dout[i] = nd(rng), dod[i] = dout[i];
+  }
+  // The mask of the plain path: dropout.cuh's kernel over (bh, t, t) ones.
+  const size_t nn = (size_t)bh * t * t;
+  std::vector<float> ones(nn, 1.f), mask(nn, 1.f);
+  if (p > 0) {
+    const i64 groups = (i64)(((offset & 3) + nn + 3) >> 2);
+    emu_launch((unsigned)((groups + 255) / 256), 256, [&] { dropout_f32(mask.data(), ones.data(), (i64)nn, seed, offset, thr, dscale); });
+  }
+  // Reference in float64.
+  std::vector<double> out(n, 0), lse(bh * t), dq(n, 0), dk(n, 0), dv(n, 0);
+  std::vector<double> P(t), dP(t);
+  for (int h = 0; h < bh; h++)
+    for (int i = 0; i < t; i++) {
+      auto row = [&](std::vector<double>& x, int r) { return &x[((size_t)h * t + r) * hd]; };
+      double mx = -INFINITY;
+      for (int j = 0; j <= i; j++) {
+        double s = 0;
+        for (int d = 0; d < hd; d++) s += row(qd, i)[d] * row(kd, j)[d];
+        P[j] = s * scale;
+        mx = std::max(mx, P[j]);
+      }
+      double sum = 0;
+      for (int j = 0; j <= i; j++) sum += (P[j] = std::exp(P[j] - mx));
+      for (int j = 0; j <= i; j++) P[j] /= sum;
+      lse[h * t + i] = mx + std::log(sum);
+      const float* m = &mask[((size_t)h * t + i) * t];
+      for (int j = 0; j <= i; j++)
+        for (int d = 0; d < hd; d++) row(out, i)[d] += P[j] * m[j] * row(vd, j)[d];
+      double delta = 0;
+      for (int j = 0; j <= i; j++) {
+        double g = 0;
+        for (int d = 0; d < hd; d++) g += row(dod, i)[d] * row(vd, j)[d];
+        dP[j] = g * m[j];
+        delta += dP[j] * P[j];
+      }
+      for (int j = 0; j <= i; j++) {
+        const double ds = P[j] * (dP[j] - delta);
+        for (int d = 0; d < hd; d++) {
+          row(dq, i)[d] += scale * ds * row(kd, j)[d];
+          row(dk, j)[d] += scale * ds * row(qd, i)[d];
+          row(dv, j)[d] += P[j] * m[j] * row(dod, i)[d];
+        }
+      }
+    }
+  std::vector<float> gout(n, NAN), glse(bh * t, NAN), gdq(n, NAN), gdk(n, NAN), gdv(n, NAN), delta(bh * t, NAN);
+  const int BR = AttnFwdCfg<HD>::BR, DR = AttnDqCfg<HD>::BR, KB = AttnDkvCfg<HD>::KB;
+  emu_launch(bh * ((t + BR - 1) / BR), ATTN_THREADS, [&] {
+    fwd(gout.data(), glse.data(), q.data(), k.data(), v.data(), bh, t, hd, scale, seed, offset, thr, dscale);
+  });
+  emu_launch(bh * ((t + DR - 1) / DR), ATTN_THREADS, [&] {
+    bdq(gdq.data(), delta.data(), q.data(), k.data(), v.data(), gout.data(), dout.data(), glse.data(), bh, t, hd, scale, seed, offset, thr, dscale);
+  });
+  emu_launch(bh * ((t + KB - 1) / KB), ATTN_THREADS, [&] {
+    bdkv(gdk.data(), gdv.data(), q.data(), k.data(), v.data(), dout.data(), glse.data(), delta.data(), bh, t, hd, scale, seed, offset, thr, dscale);
+  });
+  std::printf("%s hd %3d (HD %3d) t %3d p %.1f:", dt, hd, HD, t, p);
+  std::printf(" out %.2g", check("out", gout, out, 1e-5));
+  std::printf(" lse %.2g", check("lse", glse, lse, 1e-5));
+  std::printf(" dq %.2g", check("dq", gdq, dq, 2e-5));
+  std::printf(" dk %.2g", check("dk", gdk, dk, 2e-5));
+  std::printf(" dv %.2g\n", check("dv", gdv, dv, 2e-5));
+}
+
+#define CASE(sfx, T, HD, bh, t, hd, p)                                                                   \
+  run_case<T, HD>(#sfx, attention_forward_##sfx##_h##HD, attention_backward_dq_##sfx##_h##HD,          \
+                  attention_backward_dkdv_##sfx##_h##HD, bh, t, hd, p)
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::string(argv[1]) == "quick";
+  for (int t : {1, 37, 70}) {
+    for (double p : {0.0, 0.2}) {
+      CASE(f32, float, 16, 3, t, 16, p);
+      if (quick) continue;
+      CASE(f32, float, 32, 3, t, 24, p);
+      CASE(f32, float, 32, 3, t, 32, p);
+      CASE(f32, float, 64, 3, t, 64, p);
+      CASE(f32, float, 128, 3, t, 100, p);
+      CASE(f32, float, 128, 3, t, 128, p);
+      CASE(f16, __half, 64, 3, t, 64, p);
+      CASE(f16, __half, 128, 2, t, 128, p);
+      CASE(bf16, __nv_bfloat16, 64, 3, t, 64, p);
+      CASE(bf16, __nv_bfloat16, 32, 2, t, 32, p);
+    }
+  }
+  std::printf(failures ? "%d FAILED\n" : "all passed\n", failures);
+  return failures ? 1 : 0;
+}

@@ -1,0 +1,85 @@
+// emu.h: just enough of CUDA to run strata's kernels on the CPU, for
+// checking them where there is no GPU (see run.sh). Each thread of a
+// block is an OS thread; __syncthreads is a barrier of the block and
+// __shfl_xor_sync an exchange through memory between two barriers of the
+// warp; __shared__ arrays are static (blocks run one after another).
+// Slow, and only as right as these stand-ins: it catches indexing,
+// masking, synchronisation-order and arithmetic mistakes, not timing or
+// hardware-specific ones.
+#pragma once
+#include <barrier>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <thread>
+#include <vector>
+#include <vector_types.h>
+#include <vector_functions.h>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
+
+struct EmuDim { unsigned int x, y, z; };
+inline thread_local EmuDim threadIdx, blockIdx;
+inline EmuDim blockDim, gridDim;
+
+struct EmuBlock {
+  std::barrier<>* block;
+  std::vector<std::barrier<>*> warps;
+  std::vector<float> fslot;  // 32 per warp
+  std::vector<double> dslot;
+};
+inline EmuBlock* emu_block;
+
+inline void __syncthreads() { emu_block->block->arrive_and_wait(); }
+inline void __threadfence_system() {}
+
+template <typename T>
+inline T emu_shfl_xor(T v, int o, std::vector<T>& slot) {
+  const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31;
+  slot[w * 32 + lane] = v;
+  emu_block->warps[w]->arrive_and_wait();
+  T r = slot[w * 32 + (lane ^ o)];
+  emu_block->warps[w]->arrive_and_wait();
+  return r;
+}
+inline float __shfl_xor_sync(unsigned, float v, int o) { return emu_shfl_xor(v, o, emu_block->fslot); }
+inline double __shfl_xor_sync(unsigned, double v, int o) { return emu_shfl_xor(v, o, emu_block->dslot); }
+inline unsigned int __umulhi(unsigned int a, unsigned int b) { return (unsigned int)(((uint64_t)a * b) >> 32); }
+inline unsigned int atomicCAS(unsigned int* p, unsigned int cmp, unsigned int v) {
+  unsigned int old = *p;
+  if (old == cmp) *p = v;
+  return old;
+}
+using std::max;
+using std::min;
+inline long long min(long long a, long long b) { return a < b ? a : b; }
+
+// emu_launch runs fn on grid x block threads (1-D), one block at a time.
+inline void emu_launch(unsigned grid, unsigned threads, const std::function<void()>& fn) {
+  blockDim = {threads, 1, 1};
+  gridDim = {grid, 1, 1};
+  for (unsigned b = 0; b < grid; b++) {
+    std::barrier<> bar(threads);
+    EmuBlock blk{&bar, {}, std::vector<float>(threads), std::vector<double>(threads)};
+    std::vector<std::barrier<>*> ws;
+    for (unsigned w = 0; w < (threads + 31) / 32; w++) ws.push_back(new std::barrier<>(std::min(32u, threads - 32 * w)));
+    blk.warps = ws;
+    emu_block = &blk;
+    std::vector<std::thread> th;
+    for (unsigned t = 0; t < threads; t++)
+      th.emplace_back([&, t] {
+        threadIdx = {t, 0, 0};
+        blockIdx = {b, 0, 0};
+        fn();
+      });
+    for (auto& x : th) x.join();
+    for (auto* w : ws) delete w;
+  }
+}

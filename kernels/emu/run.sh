@@ -1,0 +1,8 @@
+#!/bin/sh
+# Checks kernels/attention.cuh on the CPU, without a GPU: compiles it as
+# host C++ over emu.h (g++ 12+, the CUDA headers for the half types) and
+# runs attention_test.cpp. `run.sh quick` runs one head size.
+set -e
+cd "$(dirname "$0")"
+g++ -std=c++20 -O2 -pthread -Wno-unknown-pragmas -o /tmp/strata-attention-emu attention_test.cpp
+exec /tmp/strata-attention-emu "$@"
