@@ -37,8 +37,13 @@ func attnGPU(t *testing.T) tensor.Device {
 //     gradient, exact here) to the half type before its products, they
 //     differ by a few unit roundoffs u (2^-11, 2^-8): at most 8u on the
 //     output and 16u on the gradients, relative to the largest element.
-func TestFusedCausalAttentionGPU(t *testing.T) {
-	dev := attnGPU(t)
+func TestFusedCausalAttentionGPU(t *testing.T) { testFusedAttentionOn(t, attnGPU(t)) }
+
+// TestFusedCausalAttentionOnCPU runs TestFusedCausalAttentionGPU's checks
+// on the CPU (its half-precision inputs are widened to float32).
+func TestFusedCausalAttentionOnCPU(t *testing.T) { testFusedAttentionOn(t, tensor.CPU()) }
+
+func testFusedAttentionOn(t *testing.T, dev tensor.Device) {
 	for _, tc := range attentionCases() {
 		t.Run(tc.String(), func(t *testing.T) {
 			c := tensor.NewCtx()

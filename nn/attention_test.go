@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-ml/strata/amp"
+	"github.com/strata-ml/strata/checkpoint"
 	"github.com/strata-ml/strata/nn"
 	"github.com/strata-ml/strata/tensor"
 )
@@ -28,12 +29,15 @@ func TestParseAttention(t *testing.T) {
 // given attention on dev, optionally under autocast, and returns the loss
 // and every parameter gradient. Both attentions see the same weights and
 // the same random stream, so the same dropout masks.
-func gptLossAndGrads(t *testing.T, dev tensor.Device, a nn.Attention, autocast tensor.DType) (float64, [][]float64) {
+func gptLossAndGrads(t *testing.T, dev tensor.Device, a nn.Attention, autocast tensor.DType, ck ...nn.Checkpointing) (float64, [][]float64) {
 	cfg := nn.GPTConfig{Vocab: 64, Context: 40, Layers: 2, Heads: 2, Width: 64, Dropout: 0.1}
 	g, err := nn.NewGPT(cfg, nn.Options{Device: dev, DType: tensor.Float32, Rng: rand.New(rand.NewPCG(1, 2))})
 	require.NoError(t, err)
 	defer nn.Release(g.Parameters())
 	g.SetAttention(a)
+	if len(ck) > 0 {
+		g.Checkpoint = ck[0]
+	}
 	const B, T = 3, 37
 	rng := rand.New(rand.NewPCG(3, 4))
 	xs, ys := make([]int32, B*T), make([]int32, B*T)
@@ -106,4 +110,22 @@ func TestGPTFusedAttentionMatchesPlainGPU(t *testing.T) {
 	t.Run("float32", func(t *testing.T) { requireGPTMatch(t, dev, tensor.Float32, 1e-4) })
 	t.Run("float16", func(t *testing.T) { requireGPTMatch(t, dev, tensor.Float16, 32*0x1p-11) })
 	t.Run("bfloat16", func(t *testing.T) { requireGPTMatch(t, dev, tensor.BFloat16, 32*0x1p-8) })
+}
+
+// TestGPTFusedAttentionCheckpointed: with fused attention, checkpointing
+// whole blocks, or selectively keeping the fused op's outputs (its output
+// and log-sum-exp through the op hook), gives the loss and gradients of
+// the uncheckpointed model bit for bit (dropout on: the recomputation
+// replays the masks).
+func TestGPTFusedAttentionCheckpointed(t *testing.T) {
+	l0, g0 := gptLossAndGrads(t, tensor.CPU(), nn.AttentionFused, tensor.Float32)
+	for _, ck := range []nn.Checkpointing{
+		{Mode: nn.CheckpointBlocks},
+		{Mode: nn.CheckpointSelective},
+		{Mode: nn.CheckpointSelective, Policy: checkpoint.SaveOps("Linear", "FusedCausalAttention")},
+	} {
+		l, g := gptLossAndGrads(t, tensor.CPU(), nn.AttentionFused, tensor.Float32, ck)
+		require.Equal(t, l0, l, "%v loss", ck.Mode)
+		require.Equal(t, g0, g, "%v gradients", ck.Mode)
+	}
 }
