@@ -68,6 +68,8 @@ type driver struct {
 
 	moduleLoadDataEx, moduleGetFunction, moduleUnload, funcGetAttribute, funcSetAttribute, launchKernel symbol
 	funcGetParamInfo, funcGetParamCount                                                                 symbol
+
+	vmm vmmSymbols // the virtual memory management API (vmm.go)
 }
 
 func (d *driver) bootstrapSymbols() []symbolSpec {
@@ -142,6 +144,15 @@ func (d *driver) symbols() []symbolSpec {
 		req(&d.launchKernel, "cuLaunchKernel"),
 		opt(&d.funcGetParamInfo, "cuFuncGetParamInfo"),
 		opt(&d.funcGetParamCount, "cuFuncGetParamCount"),
+
+		opt(&d.vmm.addressReserve, "cuMemAddressReserve"),
+		opt(&d.vmm.addressFree, "cuMemAddressFree"),
+		opt(&d.vmm.create, "cuMemCreate"),
+		opt(&d.vmm.release, "cuMemRelease"),
+		opt(&d.vmm.mapMem, "cuMemMap"),
+		opt(&d.vmm.unmap, "cuMemUnmap"),
+		opt(&d.vmm.setAccess, "cuMemSetAccess"),
+		opt(&d.vmm.granularity, "cuMemGetAllocationGranularity"),
 	}
 }
 

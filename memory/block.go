@@ -15,6 +15,8 @@ const (
 	blockLive                      // handed out, not yet freed
 	blockPending                   // freed, waiting for work on other streams to finish (RecordStream)
 	blockDead                      // merged into a neighbour or released; waiting in the spare list
+	blockHole                      // address space of an expandable segment with no memory mapped (pool_expand.go)
+	blockStale                     // address space whose pages were lent to another place and are still mapped here too (pool_expand.go)
 )
 
 // Block is a span of a segment: handed out by Pool.Alloc while live, kept in
@@ -103,8 +105,10 @@ type segment struct {
 	first      *Block // the block at offset 0
 	live       int    // blocks in it that are not free: live or pending
 	liveBytes  int64  // their rounded sizes
+	mapped     int64  // bytes with memory behind them: region.Size, less an expandable segment's holes
 	advice     Advice // every advice flag ever set on some of its pages (advise.go)
 	prev, next *segment
+	x          *expansion // an expandable segment's pages; nil for a classic one
 }
 
 // inactive is the segment's contribution to InactiveSplit: its free bytes
@@ -114,5 +118,5 @@ func (s *segment) inactive() int64 {
 	if s.live == 0 {
 		return 0
 	}
-	return s.region.Size - s.liveBytes
+	return s.mapped - s.liveBytes
 }

@@ -20,13 +20,20 @@ type deviceBackend struct {
 // NewDeviceBackend returns the TierDevice backend of ctx's device. A
 // request the device cannot hold, by the driver's answer or because it is
 // larger than the device's whole memory, fails with an error wrapping
-// ErrOutOfMemory and, when the driver was asked, its *cuda.Error. It
-// panics if ctx is nil (a programming error).
+// ErrOutOfMemory and, when the driver was asked, its *cuda.Error. When
+// the device has the virtual memory management API (and one page goes
+// through every call of it), the backend is also a VirtualMemory, for
+// expandable segments (cuda_vmm.go). It panics if ctx is nil (a
+// programming error).
 func NewDeviceBackend(ctx *cuda.Context) Backend {
 	if ctx == nil {
 		panic("memory: NewDeviceBackend: nil *cuda.Context")
 	}
-	return &deviceBackend{ctx: ctx, name: ctx.Device().String() + " device"}
+	d := &deviceBackend{ctx: ctx, name: ctx.Device().String() + " device"}
+	if v := newDeviceVM(d); v != nil {
+		return v
+	}
+	return d
 }
 
 func (d *deviceBackend) Name() string { return d.name }

@@ -32,7 +32,7 @@ func ExampleNewHostManager() {
 	// Output:
 	// device managed prefer-device|accessed-by-device|prefetch-to-device
 	// in use: 3.00 MiB
-	// device reserved: 20.00 MiB
+	// device reserved: 4.00 MiB
 	// embedding allocated: 1.00 KiB
 	// in use after free: 0 B
 }

@@ -11,7 +11,7 @@ import (
 )
 
 func TestHistoryRecordsAllocsFreesAndSegments(t *testing.T) {
-	m := memory.NewHostManager(memory.Config{})
+	m := memory.NewHostManager(memory.Config{Segments: memory.SegmentsClassic})
 	defer m.Close()
 	assert.Nil(t, m.History(), "nothing recorded yet")
 	before, err := m.Alloc(1000, memory.RoleParameter) // before the recording
@@ -85,7 +85,7 @@ func TestHistoryRecordsAllocsFreesAndSegments(t *testing.T) {
 }
 
 func TestHistoryRingKeepsTheStateOfDroppedEvents(t *testing.T) {
-	m := memory.NewHostManager(memory.Config{})
+	m := memory.NewHostManager(memory.Config{Segments: memory.SegmentsClassic})
 	defer m.Close()
 	m.RecordHistory(4)
 	var live []*memory.Allocation

@@ -17,13 +17,15 @@ type hostBackend struct {
 // NewHostBackend returns a backend of host memory that reports the given
 // tier. Host memory can stand in for any tier: the CPU device uses a host
 // backend for every tier, so the placement policy and the per-tier
-// statistics mean the same on the CPU as on a GPU.
+// statistics mean the same on the CPU as on a GPU. On Unix it is also a
+// VirtualMemory (pages of HostPageSize), so pools over it can use
+// expandable segments.
 func NewHostBackend(tier Tier) Backend {
 	name := "host"
 	if tier != TierHost {
 		name = "host(" + tier.String() + ")"
 	}
-	return &hostBackend{tier: tier, name: name}
+	return newHostBackend(tier, name)
 }
 
 func (h *hostBackend) Name() string { return h.name }

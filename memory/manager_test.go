@@ -256,7 +256,7 @@ func TestManagerSetPolicyAffectsLaterAllocations(t *testing.T) {
 func TestManagerLimits(t *testing.T) {
 	m := memory.NewHostManager(memory.Config{Limits: [memory.NumTiers]int64{memory.TierDevice: 4 * MiB}})
 	a := mustManagerAlloc(t, m, MiB, memory.RoleActivation)
-	_, err := m.Alloc(2*MiB, memory.RoleActivation)
+	_, err := m.Alloc(4*MiB, memory.RoleActivation) // classic: a 20 MiB segment; expandable: 2 more pages
 	var oom *memory.OOMError
 	require.ErrorAs(t, err, &oom)
 	assert.Equal(t, memory.TierDevice, oom.Tier)
@@ -334,7 +334,7 @@ func TestManagerFreeAfterClose(t *testing.T) {
 }
 
 func TestManagerSummary(t *testing.T) {
-	m := memory.NewHostManager(memory.Config{})
+	m := memory.NewHostManager(memory.Config{Segments: memory.SegmentsClassic})
 	a := mustManagerAlloc(t, m, 3*MiB, memory.RoleGradient)
 	b := mustManagerAlloc(t, m, 5*KiB, memory.RoleEmbedding)
 	c := mustManagerAlloc(t, m, 512, memory.RoleStaging)

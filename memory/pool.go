@@ -39,6 +39,20 @@ type Pool struct {
 	// hist records the allocation history while it is on (history.go);
 	// nil when off, which is all the hot path tests.
 	hist *recorder
+
+	// vm is the backend of an expandable pool (pool_expand.go), else nil;
+	// page is its granularity.
+	vm   VirtualMemory
+	page int64
+	// staleBytes is address space of expandable segments still mapped to
+	// pages lent elsewhere (pool_expand.go).
+	staleBytes int64
+	// largeRest is the smallest rest of a large block worth splitting off:
+	// above SmallSize in a classic pool, any in an expandable one.
+	largeRest int64
+	// unified: small requests share the large pool's segments and index
+	// (expandable pools, where a small block pins a page, not a segment).
+	unified bool
 }
 
 // NewPool returns an empty pool over b. It panics if b is nil or cfg is
@@ -66,8 +80,24 @@ func newPool(b Backend, cfg PoolConfig, mu *sync.Mutex, parent *Usage) *Pool {
 		sync:    cfg.StreamSync,
 	}
 	p.adviser, _ = b.(Adviser)
+	p.largeRest = SmallSize + 1
+	if cfg.Expandable {
+		vm, ok := b.(VirtualMemory)
+		if !ok {
+			panic(fmt.Sprintf("memory: NewPool: expandable segments need a VirtualMemory backend; %s is not one", p.name))
+		}
+		g := vm.Granularity()
+		if g <= 0 || g&(g-1) != 0 || g%MinBlockSize != 0 {
+			panic(fmt.Sprintf("memory: NewPool: backend %s has a page of %d bytes: want a power of two, a multiple of %d", p.name, g, MinBlockSize))
+		}
+		p.vm, p.page, p.largeRest = vm, g, MinBlockSize
+		p.unified = true
+	}
 	return p
 }
+
+// Expandable reports whether the pool grows expandable segments.
+func (p *Pool) Expandable() bool { return p.vm != nil }
 
 // Backend returns the backend the pool reserves its segments from.
 func (p *Pool) Backend() Backend { return p.backend }
@@ -221,7 +251,7 @@ func (p *Pool) treeOf(seg *segment) *freeIndex {
 // stream s, or nil.
 func (p *Pool) takeFree(rounded int64, s Stream) *Block {
 	tree := &p.large
-	if isSmall(rounded) {
+	if isSmall(rounded) && !p.unified {
 		tree = &p.small
 	}
 	// The best fit is the first block at or after (s, rounded, 0); it must
@@ -243,7 +273,8 @@ func (p *Pool) takeFree(rounded int64, s Stream) *Block {
 // shouldSplit reports whether the rest of b after rounded bytes is worth
 // keeping as a block of its own: any 512 bytes in the small pool; more than
 // SmallSize in the large pool (smaller rests would only serve requests the
-// small pool takes), and never in blocks above MaxSplitSize.
+// small pool takes), any in an expandable pool's (where they coalesce back
+// and give their pages), and never in blocks above MaxSplitSize.
 func (p *Pool) shouldSplit(b *Block, rounded int64) bool {
 	rest := b.size - rounded
 	if b.seg.small {
@@ -252,7 +283,7 @@ func (p *Pool) shouldSplit(b *Block, rounded int64) bool {
 	if max := p.cfg.MaxSplitSize; max > 0 && b.size > max {
 		return false
 	}
-	return rest > SmallSize
+	return rest >= p.largeRest
 }
 
 // split cuts b to rounded bytes and caches the rest as a free block.

@@ -36,7 +36,7 @@ func (p *Pool) releaseCached() (int64, error) {
 	var errs []error
 	for seg := p.segs; seg != nil; {
 		next := seg.next
-		if seg.live == 0 {
+		if seg.live == 0 && seg.x == nil {
 			b := seg.first
 			if b.next != nil || b.size != seg.region.Size || b.state != blockFree {
 				panic(fmt.Sprintf("memory: pool %s: free segment at %#x not coalesced", p.name, seg.region.Addr))
@@ -49,6 +49,11 @@ func (p *Pool) releaseCached() (int64, error) {
 			}
 		}
 		seg = next
+	}
+	if p.vm != nil {
+		n, err := p.releaseExpandable()
+		released += n
+		errs = append(errs, err)
 	}
 	return released, errors.Join(errs...)
 }
@@ -103,6 +108,9 @@ func (p *Pool) close() error {
 	if len(p.pending) > 0 {
 		errs = append(errs, p.dropEvents())
 	}
+	if p.vm != nil { // lent pages are unmapped where they are stale first
+		errs = append(errs, p.sweepStale())
+	}
 	for p.segs != nil {
 		seg := p.segs
 		for b := seg.first; b != nil; b = b.next {
@@ -115,7 +123,11 @@ func (p *Pool) close() error {
 			b.state = blockDead // Addr and Host of a leaked block now return nothing
 		}
 		p.sinks.inactiveSplit(-seg.inactive())
-		if err := p.release(seg); err != nil {
+		release := p.release
+		if seg.x != nil {
+			release = p.closeExpandable
+		}
+		if err := release(seg); err != nil {
 			errs = append(errs, err)
 		}
 	}

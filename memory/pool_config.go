@@ -19,6 +19,10 @@ type PoolConfig struct {
 	// on streams other than their own (Pool.RecordStream); nil where there
 	// are no such streams, as on the host.
 	StreamSync StreamSync
+	// Expandable makes the pool grow one expandable segment per stream and
+	// pool kind by mapping pages instead of reserving new segments
+	// (pool_expand.go). The backend must be a VirtualMemory.
+	Expandable bool
 }
 
 // Validate reports a configuration NewPool would refuse.

@@ -15,6 +15,9 @@ var errLimit = errors.New("limit")
 // releases every cached segment and tries once more; if that fails too the
 // error is an *OOMError.
 func (p *Pool) grow(size, rounded int64, s Stream) (*Block, error) {
+	if p.vm != nil {
+		return p.growExpandable(size, rounded, s)
+	}
 	segSize := SegmentSize(rounded)
 	r, err := p.reserve(segSize)
 	if err != nil && isOOM(err) && len(p.pending) > 0 {
@@ -43,7 +46,7 @@ func (p *Pool) grow(size, rounded int64, s Stream) (*Block, error) {
 		p.sinks.oom()
 		return nil, p.oomError(size, err)
 	}
-	seg := &segment{pool: p, region: r, stream: s, small: isSmall(rounded)}
+	seg := &segment{pool: p, region: r, stream: s, small: isSmall(rounded), mapped: r.Size}
 	b := p.newBlock()
 	b.seg = seg
 	b.addr = r.Addr
@@ -63,7 +66,7 @@ func (p *Pool) grow(size, rounded int64, s Stream) (*Block, error) {
 	return b, nil
 }
 
-func isOOM(err error) bool { return err == errLimit || errors.Is(err, ErrOutOfMemory) }
+func isOOM(err error) bool { return errors.Is(err, errLimit) || errors.Is(err, ErrOutOfMemory) }
 
 // reserve gets a region of size bytes from the backend, unless that would
 // pass the limit (errLimit, the backend is not called).
@@ -85,7 +88,7 @@ func (p *Pool) reserve(size int64) (Region, error) {
 
 // oomError describes a failed allocation of size bytes.
 func (p *Pool) oomError(size int64, cause error) *OOMError {
-	if cause == errLimit {
+	if errors.Is(cause, errLimit) {
 		cause = nil
 	}
 	u := &p.sinks.own

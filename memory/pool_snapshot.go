@@ -5,12 +5,16 @@ import "time"
 // SegmentInfo describes one segment of a pool, as torch.cuda.memory_snapshot
 // does: where it is, and the blocks that tile it in address order.
 type SegmentInfo struct {
-	Tier   Tier        `json:"tier"`
-	Addr   uintptr     `json:"addr"`
-	Size   int64       `json:"size"`
-	Stream Stream      `json:"stream"`
-	Small  bool        `json:"small"` // belongs to the small pool
-	Blocks []BlockInfo `json:"blocks"`
+	Tier   Tier    `json:"tier"`
+	Addr   uintptr `json:"addr"`
+	Size   int64   `json:"size"`
+	Stream Stream  `json:"stream"`
+	Small  bool    `json:"small"` // belongs to the small pool
+	// Expandable: an expandable segment, Size bytes of address space of
+	// which Mapped have memory behind them (pool_expand.go).
+	Expandable bool        `json:"expandable,omitempty"`
+	Mapped     int64       `json:"mapped"`
+	Blocks     []BlockInfo `json:"blocks"`
 }
 
 // BlockInfo describes one block of a segment.
@@ -48,10 +52,11 @@ func (p *Pool) Segments() []SegmentInfo {
 func (p *Pool) segments() []SegmentInfo {
 	out := make([]SegmentInfo, 0, p.nsegs)
 	for seg := p.segs; seg != nil; seg = seg.next {
-		si := SegmentInfo{Tier: p.tier, Addr: seg.region.Addr, Size: seg.region.Size, Stream: seg.stream, Small: seg.small}
+		si := SegmentInfo{Tier: p.tier, Addr: seg.region.Addr, Size: seg.region.Size, Stream: seg.stream, Small: seg.small,
+			Expandable: seg.x != nil, Mapped: seg.mapped}
 		for b := seg.first; b != nil; b = b.next {
 			bi := BlockInfo{Addr: b.addr, Size: b.size, Requested: b.requested,
-				Live: b.state == blockLive, Pending: b.state == blockPending}
+				Live: b.state == blockLive, Pending: b.state == blockPending, Unmapped: b.state == blockHole || b.state == blockStale}
 			if bi.Live {
 				bi.Role = b.role
 				if p.hist != nil {

@@ -147,5 +147,18 @@ func (s *usageSinks) segmentReleased(size int64) {
 	s.each(func(u *Usage) { u.Reserved.sub(size); u.BackendFrees++ })
 }
 
+// pagesMapped records bytes of pages mapped into an expandable segment:
+// reserved memory, whether the pages are new or moved from elsewhere.
+func (s *usageSinks) pagesMapped(bytes int64) { s.each(func(u *Usage) { u.Reserved.add(bytes) }) }
+
+// pagesUnmapped records bytes of pages unmapped from an expandable
+// segment (to be released, or mapped again elsewhere).
+func (s *usageSinks) pagesUnmapped(bytes int64) { s.each(func(u *Usage) { u.Reserved.sub(bytes) }) }
+
+// pagesCreated and pagesReleased count pages taken from and given back to
+// a VirtualMemory backend: its backend calls.
+func (s *usageSinks) pagesCreated(n int64)  { s.each(func(u *Usage) { u.BackendAllocs += n }) }
+func (s *usageSinks) pagesReleased(n int64) { s.each(func(u *Usage) { u.BackendFrees += n }) }
+
 func (s *usageSinks) oom()        { s.each(func(u *Usage) { u.OOMs++ }) }
 func (s *usageSinks) cacheFlush() { s.each(func(u *Usage) { u.CacheFlushes++ }) }

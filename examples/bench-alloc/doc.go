@@ -17,11 +17,17 @@
 // -trace FILE (repeatable) replays a PyTorch allocation trace, the CSV
 // format of bench/traces (action,addr,size,stream): allocations and
 // completed frees go through a fresh pool over the device backend (host
-// memory on the CPU), and the peak reserved bytes are compared with
-// PyTorch's own, from the trace's segment events.
+// memory on the CPU), once with classic segments and once with expandable
+// ones (-segments picks one), and the peak reserved bytes are compared
+// with the peak requested and with PyTorch's own, from the trace's segment
+// events. The time per pool call is reported for each, with the backend
+// calls (segments or pages taken and given back; pages mapped and
+// unmapped and device synchronisations for expandable segments). -plots
+// DIR replays each once more with the history recorded and writes a
+// Chrome trace, a timeline and the segment map at the peak.
 //
-// It prints a markdown table to stderr and one JSON line with every
-// number to stdout. The goal: a pool pair under 0.2 µs and at
+// It prints markdown tables to stderr, and to stdout one JSON line per
+// trace and one for the pairs. The goal: a pool pair under 0.2 µs and at
 // least 10x faster than cuMemAllocAsync.
 //
 // # Design
@@ -45,4 +51,5 @@
 //	go build -o bench-alloc ./examples/bench-alloc
 //	./bench-alloc -trace bench/traces/trace-char-fp32.csv -trace bench/traces/trace-char-fp16-ckpt.csv
 //	./bench-alloc -device cpu
+//	./bench-alloc -device cpu -no-bench -plots out -trace bench/traces/trace-char-fp32.csv
 package main

@@ -26,12 +26,14 @@ func (t *traceFlags) String() string     { return strings.Join(*t, ",") }
 func (t *traceFlags) Set(s string) error { *t = append(*t, s); return nil }
 
 type options struct {
-	device  string
-	minTime time.Duration
-	reps    int
-	seed    uint64
-	traces  traceFlags
-	noBench bool
+	device   string
+	minTime  time.Duration
+	reps     int
+	seed     uint64
+	traces   traceFlags
+	noBench  bool
+	segments string
+	plots    string
 }
 
 // report is the JSON line.
@@ -74,6 +76,8 @@ func mainErr(args []string) error {
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the mixed workload")
 	fs.Var(&o.traces, "trace", "a PyTorch allocation trace (CSV: action,addr,size,stream) to replay; repeatable")
 	fs.BoolVar(&o.noBench, "no-bench", false, "skip the allocation pairs (replay traces only)")
+	fs.StringVar(&o.segments, "segments", "both", "trace replays with classic segments, expandable ones, or both")
+	fs.StringVar(&o.plots, "plots", "", "write each trace replay's Chrome trace, timeline and peak segment map into this folder")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -82,6 +86,9 @@ func mainErr(args []string) error {
 	}
 	if o.minTime <= 0 {
 		return fmt.Errorf("-mintime %v must be positive", o.minTime)
+	}
+	if o.segments != "both" && o.segments != "classic" && o.segments != "expandable" {
+		return fmt.Errorf("-segments %q: want both, classic or expandable", o.segments)
 	}
 	if o.reps < 1 || o.reps > 1000 {
 		return fmt.Errorf("-reps %d: want 1 to 1000", o.reps)
@@ -108,28 +115,90 @@ func mainErr(args []string) error {
 			return err
 		}
 	}
+	newBackend := func() memory.Backend { return memory.NewHostBackend(memory.TierDevice) }
+	if ctx != nil {
+		newBackend = func() memory.Backend { return memory.NewDeviceBackend(ctx) }
+	}
 	for _, path := range o.traces {
-		evs, err := readTrace(path)
-		if err != nil {
-			return err
-		}
-		var b memory.Backend = memory.NewHostBackend(memory.TierDevice)
-		if ctx != nil {
-			b = memory.NewDeviceBackend(ctx)
-		}
-		tr, err := replay(path, evs, b)
+		tr, err := replayTrace(path, newBackend, o)
 		if err != nil {
 			return err
 		}
 		rep.Traces = append(rep.Traces, tr)
 	}
 	printTables(os.Stderr, &rep)
+	// One JSON line per trace, then one for the pairs.
+	for _, tr := range rep.Traces {
+		line, err := json.Marshal(traceLine{Bench: "bench-alloc-trace", Date: rep.Date, Device: rep.Device, Backend: rep.Backend,
+			Go: rep.Go, CPUs: rep.CPUs, traceResult: tr})
+		if err != nil {
+			return err
+		}
+		fmt.Println(string(line))
+	}
+	if len(rep.Rows) == 0 {
+		return nil
+	}
+	rep.Traces = nil
 	line, err := json.Marshal(rep)
 	if err != nil {
 		return err
 	}
 	fmt.Println(string(line))
 	return nil
+}
+
+// traceLine is the JSON line of one trace.
+type traceLine struct {
+	Bench   string `json:"bench"`
+	Date    string `json:"date"`
+	Device  string `json:"device"`
+	Backend string `json:"backend"`
+	Go      string `json:"go"`
+	CPUs    int    `json:"cpus"`
+	traceResult
+}
+
+// replayTrace reads a trace and replays it with classic segments and,
+// when the backend has the virtual memory API, with expandable ones, each
+// over a fresh backend; with -plots it also writes the pictures of each.
+func replayTrace(path string, newBackend func() memory.Backend, o options) (traceResult, error) {
+	evs, err := readTrace(path)
+	if err != nil {
+		return traceResult{}, err
+	}
+	res, ops, slots, err := scanTrace(path, evs)
+	if err != nil {
+		return res, err
+	}
+	modes := []bool{false, true}
+	switch o.segments {
+	case "classic":
+		modes = modes[:1]
+	case "expandable":
+		modes = modes[1:]
+	}
+	for _, exp := range modes {
+		b := newBackend()
+		if _, ok := b.(memory.VirtualMemory); exp && !ok {
+			continue
+		}
+		pr, err := replay(path, &res, ops, slots, b, exp)
+		if err != nil {
+			return res, err
+		}
+		if exp {
+			res.Expandable = &pr
+		} else {
+			res.Classic = pr
+		}
+		if o.plots != "" {
+			if err := plotReplay(path, ops, slots, newBackend(), exp, o.plots); err != nil {
+				return res, err
+			}
+		}
+	}
+	return res, nil
 }
 
 // gpu returns device 0's primary context.

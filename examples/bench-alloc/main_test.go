@@ -26,26 +26,31 @@ func TestReplayPyTorchTrace(t *testing.T) {
 		{"trace-char-fp16-ckpt.csv", 3436, 752404344, 766 << 20},
 	} {
 		path := filepath.Join(traceDir, c.file)
-		evs, err := readTrace(path)
-		require.NoError(t, err)
 		// Host memory stands in for the device: mmap reserves address
 		// space, and the replay never touches the pages.
-		res, err := replay(path, evs, memory.NewHostBackend(memory.TierDevice))
+		res, err := replayTrace(path, func() memory.Backend { return memory.NewHostBackend(memory.TierDevice) }, options{segments: "both"})
 		require.NoError(t, err, c.file)
 		assert.Equal(t, c.allocs, res.Allocs, c.file)
 		assert.Zero(t, res.UnmatchedFrees, c.file)
 		assert.Zero(t, res.LiveAtEnd, c.file)
 		assert.Equal(t, c.peakRequested, res.PeakRequested, c.file)
 		assert.Equal(t, c.torchPeakReserve, res.TorchPeakReserved, c.file)
-		assert.GreaterOrEqual(t, res.OursPeakAllocated, res.PeakRequested, "%s: rounding only adds", c.file)
-		assert.GreaterOrEqual(t, res.OursPeakReserved, res.OursPeakAllocated, c.file)
 		assert.GreaterOrEqual(t, res.TorchPeakReservedLowerBound, res.TorchPeakReserved, c.file)
-		assert.InDelta(t, float64(res.OursPeakReserved)/float64(res.PeakRequested), res.OursRatio, 1e-12, c.file)
-		// The pool keeps PyTorch's size classes and rules: on these traces
-		// it must stay within 10% of PyTorch's lower bound.
-		assert.Less(t, res.OursRatio, 1.1*res.TorchRatioLowerBound, "%s: ours %.3f, PyTorch at least %.3f", c.file, res.OursRatio, res.TorchRatioLowerBound)
-		t.Logf("%s: PyTorch %.3f (at least %.3f counting segments held before the trace), ours %.3f",
-			c.file, res.TorchRatio, res.TorchRatioLowerBound, res.OursRatio)
+		require.NotNil(t, res.Expandable, "the host backend has virtual memory")
+		for _, r := range []poolResult{res.Classic, *res.Expandable} {
+			assert.GreaterOrEqual(t, r.PeakAllocated, res.PeakRequested, "%s %s: rounding only adds", c.file, r.Mode)
+			assert.GreaterOrEqual(t, r.PeakReserved, r.PeakAllocated, "%s %s", c.file, r.Mode)
+			assert.InDelta(t, float64(r.PeakReserved)/float64(res.PeakRequested), r.Ratio, 1e-12, c.file)
+			assert.Positive(t, r.NsPerCall)
+			assert.Equal(t, 2*c.allocs, r.Calls)
+		}
+		// The classic pool keeps PyTorch's size classes and rules: on
+		// these traces it must stay within 10% of PyTorch's lower bound.
+		assert.Less(t, res.Classic.Ratio, 1.1*res.TorchRatioLowerBound, "%s: ours %.3f, PyTorch at least %.3f", c.file, res.Classic.Ratio, res.TorchRatioLowerBound)
+		// Expandable segments: the goal.
+		assert.LessOrEqual(t, res.Expandable.Ratio, 1.02, "%s: expandable segments reserve %.4f of the requested peak", c.file, res.Expandable.Ratio)
+		t.Logf("%s: PyTorch %.3f (at least %.3f counting segments held before the trace), ours classic %.4f, expandable %.4f",
+			c.file, res.TorchRatio, res.TorchRatioLowerBound, res.Classic.Ratio, res.Expandable.Ratio)
 	}
 }
 
@@ -72,7 +77,7 @@ func TestReadTraceErrors(t *testing.T) {
 
 func TestReplayRejectsInconsistentTrace(t *testing.T) {
 	evs := []traceEvent{{action: actAlloc, addr: 4096, size: 100}, {action: actAlloc, addr: 4096, size: 100}}
-	_, err := replay("dup.csv", evs, memory.NewHostBackend(memory.TierDevice))
+	_, _, _, err := scanTrace("dup.csv", evs)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "which is live")
 }
@@ -120,4 +125,20 @@ func TestMixedSeqIsReproducible(t *testing.T) {
 		require.True(t, n >= mixedMin && n <= mixedMax, "size %d = %d", i, n)
 		require.True(t, a.slots[i] >= 0 && a.slots[i] < liveSlots)
 	}
+}
+
+func TestReplayPlots(t *testing.T) {
+	dir := t.TempDir()
+	res, err := replayTrace(filepath.Join(traceDir, "trace-char-fp32.csv"),
+		func() memory.Backend { return memory.NewHostBackend(memory.TierDevice) }, options{segments: "expandable", plots: dir})
+	require.NoError(t, err)
+	assert.Zero(t, res.Classic.Calls, "classic not replayed")
+	require.NotNil(t, res.Expandable)
+	for _, f := range []string{"trace-char-fp32-expandable.trace.json", "trace-char-fp32-expandable-timeline.png", "trace-char-fp32-expandable-segments.png"} {
+		st, err := os.Stat(filepath.Join(dir, f))
+		require.NoError(t, err)
+		assert.Positive(t, st.Size(), f)
+	}
+	err = mainErr([]string{"-device", "cpu", "-segments", "some"})
+	require.ErrorContains(t, err, "-segments")
 }

@@ -34,20 +34,26 @@ func printTables(w io.Writer, rep *report) {
 		}
 	}
 	if len(rep.Traces) > 0 {
-		fmt.Fprintln(w, "\n| trace | allocs | peak requested | PyTorch peak reserved (in trace) | ratio | + held before the trace, at least | ratio | ours peak reserved | ratio | ours fragmentation | ns/op |")
-		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+		fmt.Fprintln(w, "\n| trace | allocs | peak requested | PyTorch reserved (in trace) | ratio | PyTorch, at least | ratio | ours classic | ratio | ns/call | ours expandable | ratio | ns/call | pages mapped / unmapped / syncs |")
+		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for _, t := range rep.Traces {
 			bound, boundRatio := "unknown", "-"
 			if t.TorchPeakReservedLowerBound >= 0 {
 				bound, boundRatio = memory.FormatBytes(t.TorchPeakReservedLowerBound), fmt.Sprintf("%.3f", t.TorchRatioLowerBound)
 			}
-			fmt.Fprintf(w, "| %s | %d | %s | %s | %.3f | %s | %s | %s | %.3f | %.1f%% | %.0f |\n", t.File, t.Allocs,
+			exp := "- | - | - | -"
+			if x := t.Expandable; x != nil {
+				exp = fmt.Sprintf("%s | %.4f | %.0f | %d / %d / %d", memory.FormatBytes(x.PeakReserved), x.Ratio, x.NsPerCall, x.Maps, x.Unmaps, x.Syncs)
+			}
+			c := t.Classic
+			fmt.Fprintf(w, "| %s | %d | %s | %s | %.3f | %s | %s | %s | %.4f | %.0f | %s |\n", t.File, t.Allocs,
 				memory.FormatBytes(t.PeakRequested), memory.FormatBytes(t.TorchPeakReserved), t.TorchRatio, bound, boundRatio,
-				memory.FormatBytes(t.OursPeakReserved), t.OursRatio, 100*t.OursFragmentation, t.OursNsPerOp)
+				memory.FormatBytes(c.PeakReserved), c.Ratio, c.NsPerCall, exp)
 		}
 		fmt.Fprintln(w, "\nRatios are peak reserved over peak requested bytes. PyTorch served some blocks from segments it reserved")
 		fmt.Fprintln(w, "before the trace began; the trace's segment events miss those, so its in-trace figure is too low and the")
-		fmt.Fprintln(w, "lower bound adds the most bytes such blocks held at once.")
+		fmt.Fprintln(w, "lower bound adds the most bytes such blocks held at once. ns/call is the time of one pool call (an")
+		fmt.Fprintln(w, "allocation or a free), backend calls included.")
 	}
 	fmt.Fprintln(w)
 }

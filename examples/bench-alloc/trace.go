@@ -114,26 +114,54 @@ type traceResult struct {
 	TorchPeakReservedLowerBound int64   `json:"torch_peak_reserved_lower_bound_bytes"`
 	TorchRatioLowerBound        float64 `json:"torch_reserved_lower_bound_over_requested"`
 
-	OursPeakAllocated int64   `json:"ours_peak_allocated_bytes"`
-	OursPeakReserved  int64   `json:"ours_peak_reserved_bytes"`
-	OursRatio         float64 `json:"ours_reserved_over_requested"`
-	// OursFragmentation is GMLake's measure, 1 - peak active / peak reserved.
-	OursFragmentation float64 `json:"ours_fragmentation"`
-	OursSegments      int64   `json:"ours_backend_allocs"`
-	OursNsPerOp       float64 `json:"ours_ns_per_op"`
+	// Classic and Expandable are our pool's replays, with classic
+	// segments and with expandable ones (memory.PoolConfig.Expandable).
+	Classic    poolResult  `json:"classic"`
+	Expandable *poolResult `json:"expandable,omitempty"`
+}
+
+// poolResult is one replay of a trace through our pool.
+type poolResult struct {
+	Mode          string  `json:"mode"`
+	PeakAllocated int64   `json:"peak_allocated_bytes"`
+	PeakReserved  int64   `json:"peak_reserved_bytes"`
+	Ratio         float64 `json:"reserved_over_requested"`
+	// Fragmentation is GMLake's measure, 1 - peak active / peak reserved.
+	Fragmentation float64 `json:"fragmentation"`
+	// NsPerCall is the time of the replay's pool calls (allocations and
+	// frees) over their number, backend calls included.
+	NsPerCall float64 `json:"ns_per_call"`
+	Calls     int     `json:"calls"`
+	// Backend calls during the replay: regions or pages taken and given
+	// back, and for expandable segments pages mapped and unmapped and
+	// device synchronisations (before unmapping).
+	BackendAllocs int64 `json:"backend_allocs"`
+	BackendFrees  int64 `json:"backend_frees"`
+	Maps          int64 `json:"maps,omitempty"`
+	Unmaps        int64 `json:"unmaps,omitempty"`
+	Syncs         int64 `json:"syncs,omitempty"`
 }
 
 // replay runs the trace's allocations and completed frees through a fresh
-// pool over backend, and computes PyTorch's numbers from the trace's own
-// segment events. The pool's time per call is measured over the pool
-// calls alone: scanTrace does the trace's bookkeeping first.
-func replay(path string, evs []traceEvent, backend memory.Backend) (traceResult, error) {
-	res, ops, slots, err := scanTrace(path, evs)
-	if err != nil {
-		return res, err
+// pool over backend, with expandable segments or classic ones, and checks
+// that its peak requested bytes are the trace's. The time per call is
+// measured over the pool calls alone: scanTrace did the trace's
+// bookkeeping before.
+func replay(path string, res *traceResult, ops []poolOp, slots int, backend memory.Backend, expandable bool) (poolResult, error) {
+	out := poolResult{Mode: "classic", Calls: len(ops)}
+	cfg := memory.PoolConfig{}
+	var counts *countingVM
+	if expandable {
+		vm, ok := backend.(memory.VirtualMemory)
+		if !ok {
+			return out, fmt.Errorf("%s: backend %s has no virtual memory API: no expandable segments", path, backend.Name())
+		}
+		counts = &countingVM{VirtualMemory: vm}
+		backend, cfg.Expandable, out.Mode = counts, true, "expandable"
 	}
-	p := memory.NewPool(backend, memory.PoolConfig{})
+	p := memory.NewPool(backend, cfg)
 	blocks := make([]*memory.Block, slots)
+	var err error
 	start := time.Now()
 	for _, op := range ops {
 		if op.free {
@@ -143,33 +171,57 @@ func replay(path string, evs []traceEvent, backend memory.Backend) (traceResult,
 			blocks[op.slot], err = p.Alloc(op.size, op.stream)
 		}
 		if err != nil {
-			return res, errors.Join(fmt.Errorf("%s: event %d: %w", path, op.event+1, err), p.Close())
+			return out, errors.Join(fmt.Errorf("%s (%s): event %d: %w", path, out.Mode, op.event+1, err), p.Close())
 		}
 	}
 	elapsed := time.Since(start)
 	st := p.Stats()
 	if st.Requested.Peak != res.PeakRequested {
-		return res, errors.Join(fmt.Errorf("%s: the pool's peak requested bytes %d differ from the trace's %d", path, st.Requested.Peak, res.PeakRequested), p.Close())
+		return out, errors.Join(fmt.Errorf("%s (%s): the pool's peak requested bytes %d differ from the trace's %d", path, out.Mode, st.Requested.Peak, res.PeakRequested), p.Close())
 	}
-	res.OursPeakAllocated = st.Allocated.Peak
-	res.OursPeakReserved = st.Reserved.Peak
-	res.OursSegments = st.BackendAllocs
-	res.OursNsPerOp = float64(elapsed.Nanoseconds()) / float64(max(len(ops), 1))
+	out.PeakAllocated = st.Allocated.Peak
+	out.PeakReserved = st.Reserved.Peak
+	out.BackendAllocs, out.BackendFrees = st.BackendAllocs, st.BackendFrees
+	if counts != nil {
+		out.Maps, out.Unmaps, out.Syncs = counts.maps, counts.unmaps, counts.syncs
+	}
+	out.NsPerCall = float64(elapsed.Nanoseconds()) / float64(max(len(ops), 1))
 	if res.PeakRequested > 0 {
-		res.OursRatio = float64(res.OursPeakReserved) / float64(res.PeakRequested)
+		out.Ratio = float64(out.PeakReserved) / float64(res.PeakRequested)
 	}
 	if st.Reserved.Peak > 0 {
-		res.OursFragmentation = 1 - float64(st.Active.Peak)/float64(st.Reserved.Peak)
+		out.Fragmentation = 1 - float64(st.Active.Peak)/float64(st.Reserved.Peak)
 	}
 	for _, b := range blocks {
 		if b == nil {
 			continue
 		}
 		if err := p.Free(b); err != nil {
-			return res, errors.Join(err, p.Close())
+			return out, errors.Join(err, p.Close())
 		}
 	}
-	return res, p.Close()
+	return out, p.Close()
+}
+
+// countingVM counts a VirtualMemory backend's calls.
+type countingVM struct {
+	memory.VirtualMemory
+	maps, unmaps, syncs int64
+}
+
+func (c *countingVM) Map(addr uintptr, pages []memory.Page) error {
+	c.maps += int64(len(pages))
+	return c.VirtualMemory.Map(addr, pages)
+}
+
+func (c *countingVM) Unmap(addr uintptr, pages []memory.Page) error {
+	c.unmaps += int64(len(pages))
+	return c.VirtualMemory.Unmap(addr, pages)
+}
+
+func (c *countingVM) Sync() error {
+	c.syncs++
+	return c.VirtualMemory.Sync()
 }
 
 // poolOp is one pool call of a replay: an allocation of size bytes on

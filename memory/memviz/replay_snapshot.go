@@ -14,9 +14,10 @@ import (
 // h's first event, and the events that followed: segments reserved,
 // mapped, unmapped and released, blocks allocated and freed. It is how a
 // segment map of a step's peak is drawn without stopping the step there.
-// Pending blocks of start count as free (the history does not record when
-// they become reusable), and the usage of each tier holds current values
-// only (its peaks are the current values).
+// Next to each other, a hole and a stale range (pool_expand.go) show as
+// one unmapped block. Pending blocks of start count as free (the history
+// does not record when they become reusable), and the usage of each tier
+// holds current values only (its peaks are the current values).
 func SnapshotAt(start memory.Snapshot, h *memory.History, n int) (memory.Snapshot, error) {
 	if n < 0 || n > len(h.Events) {
 		return memory.Snapshot{}, fmt.Errorf("memviz: SnapshotAt %d of %d events", n, len(h.Events))
@@ -64,12 +65,17 @@ func SnapshotAt(start memory.Snapshot, h *memory.History, n int) (memory.Snapsho
 		case memory.EventReserve:
 			s := segs[e.Segment]
 			if s == nil {
-				s = &seg{info: memory.SegmentInfo{Tier: e.Tier, Addr: e.Segment, Size: e.SegmentSize, Stream: e.Stream, Small: e.Small},
-					live: map[uintptr]memory.BlockInfo{}}
+				// A classic segment is reserved whole; an expandable one's
+				// address space first (Size 0), its pages later.
+				whole := e.Addr == e.Segment && e.Size == e.SegmentSize
+				s = &seg{info: memory.SegmentInfo{Tier: e.Tier, Addr: e.Segment, Size: e.SegmentSize, Stream: e.Stream, Small: e.Small,
+					Expandable: !whole}, live: map[uintptr]memory.BlockInfo{}}
 				segs[e.Segment] = s
 			}
-			off := int64(e.Addr - e.Segment)
-			s.mapped = addInterval(s.mapped, off, off+e.Size)
+			if e.Size > 0 {
+				off := int64(e.Addr - e.Segment)
+				s.mapped = addInterval(s.mapped, off, off+e.Size)
+			}
 		case memory.EventRelease:
 			s := segs[e.Segment]
 			if s == nil {
@@ -77,7 +83,9 @@ func SnapshotAt(start memory.Snapshot, h *memory.History, n int) (memory.Snapsho
 			}
 			off := int64(e.Addr - e.Segment)
 			s.mapped = removeInterval(s.mapped, off, off+e.Size)
-			if len(s.mapped) == 0 && e.Addr == e.Segment && e.Size == e.SegmentSize {
+			// A classic segment goes whole; an expandable one's address
+			// space goes last (Size 0).
+			if len(s.mapped) == 0 && (e.Size == 0 || e.Addr == e.Segment && e.Size == e.SegmentSize) {
 				delete(segs, e.Segment)
 			}
 		case memory.EventAlloc:
@@ -132,9 +140,11 @@ func SnapshotAt(start memory.Snapshot, h *memory.History, n int) (memory.Snapsho
 			ts.Usage.Active.Current += b.Size
 		}
 		gap(si.Size)
+		si.Mapped = 0
 		for _, iv := range s.mapped {
-			ts.Usage.Reserved.Current += iv[1] - iv[0]
+			si.Mapped += iv[1] - iv[0]
 		}
+		ts.Usage.Reserved.Current += si.Mapped
 		ts.Segments = append(ts.Segments, si)
 	}
 	for t := range memory.NumTiers {

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/strata-ml/strata/memory"
+	"github.com/strata-ml/strata/memory/memviz"
+)
+
+// plotReplay replays a trace once more with the history recorded (not
+// timed) and writes into dir, named after the trace and the mode: the
+// Chrome trace (.trace.json), the timeline (-timeline.png) and the
+// segment map at the peak of allocated bytes (-segments.png).
+func plotReplay(path string, ops []poolOp, slots int, backend memory.Backend, expandable bool, dir string) (err error) {
+	mode := "classic"
+	if expandable {
+		mode = "expandable"
+	}
+	p := memory.NewPool(backend, memory.PoolConfig{Expandable: expandable})
+	defer func() { err = errors.Join(err, p.Close()) }()
+	p.RecordHistory(2*len(ops) + 1024)
+	start := memory.Snapshot{HistoryTime: -1, Tiers: []memory.TierSnapshot{{Tier: backend.Tier(), Backend: backend.Name()}}}
+	blocks := make([]*memory.Block, slots)
+	for _, op := range ops {
+		if op.free {
+			err = p.Free(blocks[op.slot])
+			blocks[op.slot] = nil
+		} else {
+			blocks[op.slot], err = p.Alloc(op.size, op.stream)
+		}
+		if err != nil {
+			return fmt.Errorf("%s (%s, recorded): event %d: %w", path, mode, op.event+1, err)
+		}
+	}
+	h := p.History()
+	peak, err := memviz.SnapshotAt(start, h, memviz.PeakEvent(h, backend.Tier()))
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	name := strings.TrimSuffix(filepath.Base(path), ".csv")
+	title := fmt.Sprintf("%s replayed on %s, %s segments", filepath.Base(path), backend.Name(), mode)
+	stem := filepath.Join(dir, name+"-"+mode)
+	for _, f := range []struct {
+		suffix string
+		write  func(*os.File) error
+	}{
+		{".trace.json", func(f *os.File) error { return memviz.WriteChromeTrace(f, h, memviz.TraceOptions{}) }},
+		{"-timeline.png", func(f *os.File) error {
+			return memviz.WriteTimelinePNG(f, h, memviz.PlotOptions{Title: title + ": timeline", ByEvent: true})
+		}},
+		{"-segments.png", func(f *os.File) error {
+			return memviz.WriteSegmentMapPNG(f, peak, memviz.PlotOptions{Title: title + ": at the peak"})
+		}},
+	} {
+		file, err := os.Create(stem + f.suffix)
+		if err != nil {
+			return err
+		}
+		if err := errors.Join(f.write(file), file.Close()); err != nil {
+			return fmt.Errorf("%s: %w", stem+f.suffix, err)
+		}
+	}
+	for _, b := range blocks {
+		if b != nil {
+			if err := p.Free(b); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,157 @@
+package memory
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/strata-ml/strata/cuda"
+)
+
+// deviceVM is the device backend of a GPU with the virtual memory
+// management API: besides cuMemAlloc regions (classic segments) it
+// reserves address ranges and maps pages of cuMemCreate memory into them,
+// for expandable segments (pool_expand.go). NewDeviceBackend returns one
+// when the device supports the API and a probe of every call works.
+type deviceVM struct {
+	*deviceBackend
+	gran  int64
+	space int64
+	mu    sync.Mutex
+	pages map[Page]struct{} // created and not released
+	spans map[uintptr]int64 // address ranges reserved
+}
+
+// newDeviceVM probes the virtual memory API on ctx's device (reserve,
+// create, map, set access, unmap, release, free one page) and returns the
+// backend with it, or nil when the device, the driver or the probe says
+// no.
+func newDeviceVM(d *deviceBackend) *deviceVM {
+	ctx := d.ctx
+	if !ctx.VMMSupported() {
+		return nil
+	}
+	g, err := ctx.MemAllocationGranularity()
+	if err != nil || g <= 0 || g&(g-1) != 0 || g%MinBlockSize != 0 {
+		return nil
+	}
+	v := &deviceVM{deviceBackend: d, gran: int64(g), pages: map[Page]struct{}{}, spans: map[uintptr]int64{}}
+	total := int64(ctx.Properties().TotalMem)
+	v.space = (2*total + v.gran - 1) / v.gran * v.gran
+	if v.probe() != nil {
+		return nil
+	}
+	return v
+}
+
+// probe runs one page through every call of the API.
+func (v *deviceVM) probe() error {
+	r, err := v.ReserveAddress(v.gran)
+	if err != nil {
+		return err
+	}
+	pg, err := v.CreatePage()
+	if err != nil {
+		return errors.Join(err, v.FreeAddress(r))
+	}
+	err = v.Map(r.Addr, []Page{pg})
+	if err == nil {
+		err = v.ctx.MemsetD8(cuda.DevicePtr(r.Addr), 0, int(v.gran))
+		err = errors.Join(err, v.Sync(), v.Unmap(r.Addr, []Page{pg}))
+	}
+	return errors.Join(err, v.ReleasePage(pg), v.FreeAddress(r))
+}
+
+func (v *deviceVM) Granularity() int64  { return v.gran }
+func (v *deviceVM) AddressSpace() int64 { return v.space }
+
+func (v *deviceVM) ReserveAddress(size int64) (Region, error) {
+	if err := checkRegionSize(v.name, size); err != nil || size%v.gran != 0 {
+		return Region{}, fmt.Errorf("memory: %s: cannot reserve %d bytes of address space: %w", v.name, size, ErrInvalidArgument)
+	}
+	p, err := v.ctx.MemAddressReserve(int(size), int(v.gran))
+	if err != nil {
+		return Region{}, driverAllocError(v.name, size, err)
+	}
+	v.mu.Lock()
+	v.spans[uintptr(p)] = size
+	v.mu.Unlock()
+	return Region{Addr: uintptr(p), Size: size}, nil
+}
+
+func (v *deviceVM) FreeAddress(r Region) error {
+	v.mu.Lock()
+	size, ok := v.spans[r.Addr]
+	if ok && size == r.Size {
+		delete(v.spans, r.Addr)
+	}
+	v.mu.Unlock()
+	if !ok || size != r.Size {
+		return fmt.Errorf("memory: %s: free of address space it did not reserve (%#x, %d bytes): %w", v.name, r.Addr, r.Size, ErrDoubleFree)
+	}
+	if err := v.ctx.MemAddressFree(cuda.DevicePtr(r.Addr), int(r.Size)); err != nil {
+		return fmt.Errorf("memory: %s: freeing address space at %#x: %w", v.name, r.Addr, err)
+	}
+	return nil
+}
+
+func (v *deviceVM) CreatePage() (Page, error) {
+	h, err := v.ctx.MemCreate(int(v.gran))
+	if err != nil {
+		return 0, driverAllocError(v.name, v.gran, err)
+	}
+	pg := Page(h)
+	v.mu.Lock()
+	v.pages[pg] = struct{}{}
+	v.mu.Unlock()
+	return pg, nil
+}
+
+func (v *deviceVM) ReleasePage(pg Page) error {
+	v.mu.Lock()
+	_, ok := v.pages[pg]
+	delete(v.pages, pg)
+	v.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("memory: %s: release of page %#x, not one of its own: %w", v.name, uintptr(pg), ErrDoubleFree)
+	}
+	if err := v.ctx.MemRelease(cuda.MemHandle(pg)); err != nil {
+		return fmt.Errorf("memory: %s: releasing page %#x: %w", v.name, uintptr(pg), err)
+	}
+	return nil
+}
+
+// Map maps each page (cuMemMap), then gives the device access to the
+// whole range in one cuMemSetAccess. On error it unmaps what it mapped.
+func (v *deviceVM) Map(addr uintptr, pages []Page) error {
+	for i, pg := range pages {
+		at := cuda.DevicePtr(addr + uintptr(int64(i)*v.gran))
+		if err := v.ctx.MemMap(at, int(v.gran), cuda.MemHandle(pg)); err != nil {
+			return errors.Join(driverAllocError(v.name, v.gran, err), v.unmapN(addr, i))
+		}
+	}
+	if err := v.ctx.MemSetAccess(cuda.DevicePtr(addr), int(int64(len(pages))*v.gran)); err != nil {
+		return errors.Join(driverAllocError(v.name, int64(len(pages))*v.gran, err), v.unmapN(addr, len(pages)))
+	}
+	return nil
+}
+
+// Unmap unmaps each page's mapping (cuMemUnmap, one mapping at a time).
+func (v *deviceVM) Unmap(addr uintptr, pages []Page) error {
+	return v.unmapN(addr, len(pages))
+}
+
+func (v *deviceVM) unmapN(addr uintptr, n int) error {
+	var errs []error
+	for i := range n {
+		at := cuda.DevicePtr(addr + uintptr(int64(i)*v.gran))
+		if err := v.ctx.MemUnmap(at, int(v.gran)); err != nil {
+			errs = append(errs, fmt.Errorf("memory: %s: unmapping a page at %s: %w", v.name, at, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Sync waits for all work on the device (cuCtxSynchronize): pages about
+// to be unmapped may be used by work queued on any stream.
+func (v *deviceVM) Sync() error { return v.ctx.Synchronize() }

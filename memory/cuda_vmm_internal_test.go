@@ -1,0 +1,50 @@
+package memory
+
+import (
+	"testing"
+
+	"github.com/strata-ml/strata/cuda"
+)
+
+// TestGPUExpandableInvariantsRandom is TestExpandableInvariantsRandom over
+// device memory through the virtual memory API: pages created, mapped,
+// lent, unmapped and released by the driver, with the data of each live
+// block written and read back on the GPU.
+func TestGPUExpandableInvariantsRandom(t *testing.T) {
+	if err := cuda.Init(); err != nil {
+		t.Skipf("CUDA unavailable, GPU test skipped: %v", err)
+	}
+	if n, err := cuda.DeviceCount(); err != nil || n == 0 {
+		t.Skip("the CUDA driver sees no device, GPU test skipped")
+	}
+	c, err := cuda.Device(0).PrimaryContext()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := NewDeviceBackend(c).(VirtualMemory); !ok {
+		t.Skip("the device or driver lacks the virtual memory management API")
+	}
+	at := func(b *Block) [3]cuda.DevicePtr {
+		p := cuda.DevicePtr(b.Addr())
+		n := int(b.Size())
+		return [3]cuda.DevicePtr{p, p.Add(n - 1), p.Add(n / 2)}
+	}
+	mark := func(b *Block, v byte) {
+		for _, p := range at(b) {
+			if err := c.MemsetD8(p, v, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	marks := func(b *Block) (out [3]byte) {
+		for i, p := range at(b) {
+			var one [1]byte
+			if err := c.MemcpyDtoH(one[:], p); err != nil {
+				t.Fatal(err)
+			}
+			out[i] = one[0]
+		}
+		return out
+	}
+	runExpandableRandom(t, func() Backend { return NewDeviceBackend(c) }, 4, 800, mark, marks)
+}

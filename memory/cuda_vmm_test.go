@@ -1,0 +1,96 @@
+package memory_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/cuda"
+	"github.com/strata-ml/strata/memory"
+	"github.com/strata-ml/strata/memory/memtest"
+)
+
+// gpuVM returns the device backend of device 0 as a VirtualMemory, or
+// skips the test.
+func gpuVM(t *testing.T) (*cuda.Context, memory.VirtualMemory) {
+	c := gpuContext(t)
+	vm, ok := memory.NewDeviceBackend(c).(memory.VirtualMemory)
+	if !ok {
+		t.Skip("the device or driver lacks the virtual memory management API")
+	}
+	return c, vm
+}
+
+func TestGPUVirtualMemoryConformance(t *testing.T) {
+	c, vm := gpuVM(t)
+	assert.Equal(t, int64(2<<20), vm.Granularity(), "NVIDIA GPUs map 2 MiB pages")
+	memtest.RunVirtualMemory(t, vm, &memtest.VMData{
+		Write: func(addr uintptr, n int, v byte) { require.NoError(t, c.MemsetD8(cuda.DevicePtr(addr), v, n)) },
+		Read:  func(addr uintptr, n int) []byte { return readDevice(t, c, addr, n) },
+		// cuMemMap of one handle at two addresses shows one memory.
+		Aliases: true,
+	})
+}
+
+// TestGPUExpandableEmptyCache checks with cuMemGetInfo that expandable
+// segments take device memory page by page and give it back on
+// EmptyCache.
+func TestGPUExpandableEmptyCache(t *testing.T) {
+	c, vm := gpuVM(t)
+	p := memory.NewPool(vm, memory.PoolConfig{Expandable: true})
+	free0, _, err := c.MemGetInfo()
+	require.NoError(t, err)
+	var blocks []*memory.Block
+	for range 8 {
+		b, err := p.Alloc(64<<20+1, 0)
+		require.NoError(t, err)
+		blocks = append(blocks, b)
+	}
+	st := p.Stats()
+	assert.Equal(t, int64(8*(64<<20)+2<<20), st.Reserved.Current, "8 blocks of 64 MiB + 512 B packed into 257 pages")
+	free1, _, err := c.MemGetInfo()
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, int64(free0-free1), st.Reserved.Current, "the driver sees the pages taken")
+	for _, b := range blocks {
+		require.NoError(t, p.Free(b))
+	}
+	require.NoError(t, p.EmptyCache())
+	free2, _, err := c.MemGetInfo()
+	require.NoError(t, err)
+	assert.InDelta(t, float64(free0), float64(free2), float64(64<<20), "EmptyCache gave the pages back to the driver")
+	require.NoError(t, p.Close())
+}
+
+// TestGPUExpandableTraces replays the shared PyTorch traces through an
+// expandable pool over device memory: reserved over requested within the
+// issue's 1.02.
+func TestGPUExpandableTraces(t *testing.T) {
+	_, vm := gpuVM(t)
+	for _, name := range []string{"trace-char-fp32.csv", "trace-char-fp16-ckpt.csv"} {
+		ratio := replayTraceRatio(t, filepath.Join("..", "bench", "traces", name), vm)
+		assert.LessOrEqual(t, ratio, 1.02, "%s: reserved / requested", name)
+		t.Logf("%s on the GPU, expandable segments: reserved / requested %.4f", name, ratio)
+	}
+}
+
+func TestGPUCUDAManagerExpandableDefault(t *testing.T) {
+	c, _ := gpuVM(t)
+	t.Setenv(memory.EnvExpandableSegments, "")
+	m, err := memory.NewCUDAManager(c, memory.Config{})
+	require.NoError(t, err)
+	assert.True(t, m.Pool(memory.TierDevice).Expandable(), "device memory grows expandable segments by default")
+	a, err := m.Alloc(3<<20, memory.RoleActivation)
+	require.NoError(t, err)
+	require.NoError(t, c.MemsetD8(cuda.DevicePtr(a.Addr()), 7, 3<<20))
+	assert.Equal(t, byte(7), readDevice(t, c, a.Addr()+3<<20-1, 1)[0])
+	assert.Equal(t, int64(4<<20), m.Stats().Tiers[memory.TierDevice].Reserved.Current, "two pages")
+	require.NoError(t, a.Free())
+	require.NoError(t, m.Close())
+
+	m, err = memory.NewCUDAManager(c, memory.Config{Segments: memory.SegmentsClassic})
+	require.NoError(t, err)
+	assert.False(t, m.Pool(memory.TierDevice).Expandable())
+	require.NoError(t, m.Close())
+}

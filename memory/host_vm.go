@@ -1,0 +1,139 @@
+//go:build unix
+
+package memory
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+	"unsafe"
+)
+
+// HostPageSize is the page of the host backend's virtual memory: the GPU's
+// granularity, so that expandable segments over host memory (CI, the
+// trace replay on the CPU) behave as on a GPU.
+const HostPageSize = 2 << 20
+
+// hostAddressSpace is the address space of one expandable host segment:
+// far more than this machine's memory, and free (PROT_NONE pages with
+// MAP_NORESERVE are neither backed nor charged).
+const hostAddressSpace = 64 << 30
+
+// hostVM is the host backend with virtual memory: a reservation is an
+// anonymous PROT_NONE mapping; mapping pages makes them readable and
+// writable (the kernel backs them on first touch); unmapping gives their
+// memory back (MADV_DONTNEED) and makes them inaccessible again. A page
+// handle is a token: host pages have no identity to move around, only a
+// count, which is what the pool's accounting needs. A page mapped at two
+// places (lent by an expandable segment, pool_expand.go) is backed twice
+// on the host until one is unmapped; on a GPU both are the same memory.
+type hostVM struct {
+	hostBackend
+	reservations map[uintptr][]byte
+	nextPage     Page
+	pages        map[Page]int // created pages, with the number of places each is mapped at
+}
+
+func newHostBackend(tier Tier, name string) Backend {
+	return &hostVM{hostBackend: hostBackend{tier: tier, name: name}, reservations: map[uintptr][]byte{}, pages: map[Page]int{}}
+}
+
+func (h *hostVM) Granularity() int64  { return HostPageSize }
+func (h *hostVM) AddressSpace() int64 { return hostAddressSpace }
+
+func (h *hostVM) ReserveAddress(size int64) (Region, error) {
+	if err := checkRegionSize(h.name, size); err != nil || size%HostPageSize != 0 {
+		return Region{}, fmt.Errorf("memory: %s: cannot reserve %d bytes of address space: %w", h.name, size, ErrInvalidArgument)
+	}
+	b, err := syscall.Mmap(-1, 0, int(size), syscall.PROT_NONE, syscall.MAP_ANON|syscall.MAP_PRIVATE|syscall.MAP_NORESERVE)
+	if err != nil {
+		return Region{}, fmt.Errorf("memory: %s: reserving %s of address space: %w (%w)", h.name, FormatBytes(size), ErrOutOfMemory, err)
+	}
+	addr := uintptr(unsafe.Pointer(&b[0]))
+	h.reservations[addr] = b
+	return Region{Addr: addr, Host: b, Size: size}, nil
+}
+
+func (h *hostVM) FreeAddress(r Region) error {
+	b, ok := h.reservations[r.Addr]
+	if !ok || int64(len(b)) != r.Size {
+		return fmt.Errorf("memory: %s: free of address space it did not reserve (%#x, %d bytes): %w", h.name, r.Addr, r.Size, ErrDoubleFree)
+	}
+	delete(h.reservations, r.Addr)
+	return unmapHost(b)
+}
+
+func (h *hostVM) CreatePage() (Page, error) {
+	h.nextPage++
+	h.pages[h.nextPage] = 0
+	return h.nextPage, nil
+}
+
+func (h *hostVM) ReleasePage(p Page) error {
+	mapped, ok := h.pages[p]
+	if !ok || mapped > 0 {
+		return fmt.Errorf("memory: %s: release of page %d, which is mapped or not ours: %w", h.name, p, ErrDoubleFree)
+	}
+	delete(h.pages, p)
+	return nil
+}
+
+// span returns the bytes [addr, addr+n) of the reservation holding them.
+func (h *hostVM) span(addr uintptr, n int64) ([]byte, error) {
+	for base, b := range h.reservations {
+		if addr >= base && addr%HostPageSize == 0 && int64(addr-base)+n <= int64(len(b)) {
+			off := addr - base
+			return b[off : off+uintptr(n)], nil
+		}
+	}
+	return nil, fmt.Errorf("memory: %s: %d bytes at %#x are not page-aligned address space it reserved: %w", h.name, n, addr, ErrInvalidArgument)
+}
+
+func (h *hostVM) Map(addr uintptr, pages []Page) error {
+	for _, p := range pages {
+		if _, ok := h.pages[p]; !ok {
+			return fmt.Errorf("memory: %s: map of page %d, which is not ours: %w", h.name, p, ErrInvalidArgument)
+		}
+	}
+	b, err := h.span(addr, int64(len(pages))*HostPageSize)
+	if err != nil {
+		return err
+	}
+	if err := syscall.Mprotect(b, syscall.PROT_READ|syscall.PROT_WRITE); err != nil {
+		if errors.Is(err, syscall.ENOMEM) {
+			return fmt.Errorf("memory: %s: mapping %s: %w (%w)", h.name, FormatBytes(int64(len(b))), ErrOutOfMemory, err)
+		}
+		return fmt.Errorf("memory: %s: mapping %s: %w", h.name, FormatBytes(int64(len(b))), err)
+	}
+	for _, p := range pages {
+		h.pages[p]++
+	}
+	return nil
+}
+
+// Unmap gives the pages' memory back and makes them inaccessible.
+func (h *hostVM) Unmap(addr uintptr, pages []Page) error {
+	for _, p := range pages {
+		if h.pages[p] == 0 {
+			return fmt.Errorf("memory: %s: unmap of page %d, which is not mapped: %w", h.name, p, ErrInvalidArgument)
+		}
+	}
+	b, err := h.span(addr, int64(len(pages))*HostPageSize)
+	if err != nil {
+		return err
+	}
+	if err := madviseDontNeed(b); err != nil {
+		return fmt.Errorf("memory: %s: unmapping %s: %w", h.name, FormatBytes(int64(len(b))), err)
+	}
+	if err := syscall.Mprotect(b, syscall.PROT_NONE); err != nil {
+		return fmt.Errorf("memory: %s: unmapping %s: %w", h.name, FormatBytes(int64(len(b))), err)
+	}
+	for _, p := range pages {
+		h.pages[p]--
+	}
+	return nil
+}
+
+func (h *hostVM) Sync() error { return nil }
+
+func madviseDontNeed(b []byte) error { return syscall.Madvise(b, syscall.MADV_DONTNEED) }
