@@ -72,7 +72,7 @@ func mainErr(args []string) error {
 	fs := flag.NewFlagSet("bench-alloc", flag.ContinueOnError)
 	fs.StringVar(&o.device, "device", "cuda", "cuda (device 0) or cpu (the pool over host memory only)")
 	fs.DurationVar(&o.minTime, "mintime", 200*time.Millisecond, "shortest timed run")
-	fs.IntVar(&o.reps, "reps", 5, "timed runs per row; the median is reported")
+	fs.IntVar(&o.reps, "reps", 5, "timed runs per row, and replays per trace and mode; the median is reported")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the mixed workload")
 	fs.Var(&o.traces, "trace", "a PyTorch allocation trace (CSV: action,addr,size,stream) to replay; repeatable")
 	fs.BoolVar(&o.noBench, "no-bench", false, "skip the allocation pairs (replay traces only)")
@@ -183,10 +183,20 @@ func replayTrace(path string, newBackend func() memory.Backend, o options) (trac
 		if _, ok := b.(memory.VirtualMemory); exp && !ok {
 			continue
 		}
-		pr, err := replay(path, &res, ops, slots, b, exp)
-		if err != nil {
-			return res, err
+		// The replay is deterministic but its time is not: each mode
+		// runs o.reps times over fresh backends, and the median counts.
+		var pr poolResult
+		var ns []float64
+		for r := range o.reps {
+			if r > 0 {
+				b = newBackend()
+			}
+			if pr, err = replay(path, &res, ops, slots, b, exp); err != nil {
+				return res, err
+			}
+			ns = append(ns, pr.NsPerCall)
 		}
+		pr.NsPerCall, pr.Reps = median(ns), o.reps
 		if exp {
 			res.Expandable = &pr
 		} else {

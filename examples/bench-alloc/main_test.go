@@ -28,7 +28,7 @@ func TestReplayPyTorchTrace(t *testing.T) {
 		path := filepath.Join(traceDir, c.file)
 		// Host memory stands in for the device: mmap reserves address
 		// space, and the replay never touches the pages.
-		res, err := replayTrace(path, func() memory.Backend { return memory.NewHostBackend(memory.TierDevice) }, options{segments: "both"})
+		res, err := replayTrace(path, func() memory.Backend { return memory.NewHostBackend(memory.TierDevice) }, options{segments: "both", reps: 1})
 		require.NoError(t, err, c.file)
 		assert.Equal(t, c.allocs, res.Allocs, c.file)
 		assert.Zero(t, res.UnmatchedFrees, c.file)
@@ -130,7 +130,7 @@ func TestMixedSeqIsReproducible(t *testing.T) {
 func TestReplayPlots(t *testing.T) {
 	dir := t.TempDir()
 	res, err := replayTrace(filepath.Join(traceDir, "trace-char-fp32.csv"),
-		func() memory.Backend { return memory.NewHostBackend(memory.TierDevice) }, options{segments: "expandable", plots: dir})
+		func() memory.Backend { return memory.NewHostBackend(memory.TierDevice) }, options{segments: "expandable", plots: dir, reps: 1})
 	require.NoError(t, err)
 	assert.Zero(t, res.Classic.Calls, "classic not replayed")
 	require.NotNil(t, res.Expandable)

@@ -131,6 +131,7 @@ type poolResult struct {
 	// NsPerCall is the time of the replay's pool calls (allocations and
 	// frees) over their number, backend calls included.
 	NsPerCall float64 `json:"ns_per_call"`
+	Reps      int     `json:"reps"` // replays timed; NsPerCall is their median
 	Calls     int     `json:"calls"`
 	// Backend calls during the replay: regions or pages taken and given
 	// back, and for expandable segments pages mapped and unmapped and

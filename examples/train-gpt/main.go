@@ -91,6 +91,7 @@ func parseFlags(args []string) (*options, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %v", fs.Args())
 	}
+	o.bench = o.bench || o.memTrace != "" || o.memPlot != "" // memory capture runs -bench's steps (memcapture.go)
 	o.setDefaults(fs)
 	switch {
 	case o.steps < 0:

@@ -13,7 +13,8 @@ import (
 )
 
 // memoryCapture is what -memory-trace and -memory-plot do: it runs
-// o.memStep training steps on random tokens (as -bench does), records the
+// o.memStep training steps on random tokens (as -bench does, with the
+// config's batch unless -batch says otherwise), records the
 // memory history of the last one, and writes
 //
 //   - -memory-trace FILE.json: the step as a Chrome trace (open it in

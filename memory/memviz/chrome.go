@@ -143,7 +143,9 @@ func appendCounters(out []traceEvent, h *memory.History, tiers []memory.Tier) []
 		case memory.EventAlloc, memory.EventFree:
 			emit(e.Tier, e.Time, true, false, true)
 		case memory.EventReserve, memory.EventRelease:
-			emit(e.Tier, e.Time, false, true, false)
+			if !moved(h.Events, i) {
+				emit(e.Tier, e.Time, false, true, false)
+			}
 		}
 	}
 	return out

@@ -123,9 +123,9 @@ func WriteSegmentMapPNG(w io.Writer, s memory.Snapshot, o PlotOptions) error {
 	for _, sec := range secs {
 		u := sec.ts.Usage
 		y -= headH
-		c.FillText(body, vg.Point{X: 4, Y: y + 6}, fmt.Sprintf("%s (%s): %d segments, %s in them, %s allocated, %s requested; row = %s",
-			sec.ts.Tier, sec.ts.Backend, len(sec.segs), memory.FormatBytes(sec.bytes), memory.FormatBytes(u.Allocated.Current),
-			memory.FormatBytes(u.Requested.Current), memory.FormatBytes(rowBytes)))
+		c.FillText(body, vg.Point{X: 4, Y: y + 6}, fmt.Sprintf("%s (%s): %d segments spanning %s, %s reserved, %s allocated, %s requested; row = %s",
+			sec.ts.Tier, sec.ts.Backend, len(sec.segs), memory.FormatBytes(sec.bytes), memory.FormatBytes(u.Reserved.Current),
+			memory.FormatBytes(u.Allocated.Current), memory.FormatBytes(u.Requested.Current), memory.FormatBytes(rowBytes)))
 		var pos int64 // bytes laid out in this section so far
 		rowTop := func(p int64) vg.Length { return y - vg.Length(p/rowBytes)*(rowH+rowGap) }
 		nrows := (sec.bytes + rowBytes - 1) / rowBytes

@@ -49,6 +49,28 @@ func (r *replayer) apply(e *memory.Event) {
 	}
 }
 
+// moved reports whether event i releases memory that the events right
+// after it map again in the same tier: pages an expandable segment moves
+// from a free block to where a request needs them (pool_expand.go). The
+// pictures skip the moment between, when the pages are counted nowhere.
+func moved(evs []memory.Event, i int) bool {
+	e := &evs[i]
+	if e.Kind != memory.EventRelease || e.Size == 0 {
+		return false
+	}
+	for j := i + 1; j < len(evs); j++ {
+		switch n := &evs[j]; {
+		case n.Tier != e.Tier || n.Kind == memory.EventMark:
+			continue
+		case n.Kind == memory.EventRelease:
+			continue // several ranges are moved before the mapping
+		default:
+			return n.Kind == memory.EventReserve && n.Size > 0
+		}
+	}
+	return false
+}
+
 // Window returns the part of h from the first mark labelled from up to
 // the first later mark labelled to (both included); "" for from means
 // the start of the history, "" for to its end. The result's Before state

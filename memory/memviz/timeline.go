@@ -82,6 +82,9 @@ func tierSamples(h *memory.History, maxPoints int, byEvent bool) (out [memory.Nu
 			continue
 		}
 		r.apply(e)
+		if moved(h.Events, i) {
+			continue
+		}
 		s := sample{t: at, allocated: r.tiers[e.Tier].allocated, reserved: r.tiers[e.Tier].reserved}
 		ss := out[e.Tier]
 		// Bucket: a sample in the same bucket as the last replaces it when
