@@ -30,14 +30,31 @@ func attnGPU(t *testing.T) tensor.Device {
 //   - float32: output and gradients against the plain op on the GPU and
 //     against the fused op on the CPU, up to float32 rounding; two runs
 //     give the same bits (no atomics).
-//   - float16 and bfloat16 autocast: the kernels multiply the rounded
-//     inputs in float32, so they equal the plain float32 op on rounded
-//     inputs up to float32 rounding; against the plain op under autocast,
-//     which also rounds the probabilities (and in backward the output
-//     gradient, exact here) to the half type before its products, they
-//     differ by a few unit roundoffs u (2^-11, 2^-8): at most 8u on the
-//     output and 16u on the gradients, relative to the largest element.
+//   - float16 and bfloat16 autocast, on tensor cores: the kernels round
+//     the probabilities, the output gradient and ds to the half type
+//     before their products, as the plain op under autocast does; the two
+//     differ by a few unit roundoffs u (2^-11, 2^-8), and so do they and
+//     the plain float32 op on rounded inputs: at most 8u on the output
+//     and 16u on the gradients, relative to the largest element.
+//   - the same with the float32-math kernels (TestFusedCausalAttentionSIMTGPU,
+//     tensor.EnvAttention=simt): they multiply the rounded inputs in
+//     float32, so they equal the plain float32 op on rounded inputs up to
+//     float32 rounding.
 func TestFusedCausalAttentionGPU(t *testing.T) { testFusedAttentionOn(t, attnGPU(t)) }
+
+// TestFusedCausalAttentionSIMTGPU: TestFusedCausalAttentionGPU with the
+// float32-math kernels for the half types too.
+func TestFusedCausalAttentionSIMTGPU(t *testing.T) {
+	dev := attnGPU(t)
+	t.Setenv(tensor.EnvAttention, "simt")
+	testFusedAttentionOn(t, dev)
+}
+
+// tensorCores reports whether half-precision fused attention on dev runs
+// the tensor-core kernels (which round their operands to the half type).
+func tensorCores(dev tensor.Device) bool {
+	return dev != tensor.CPU() && os.Getenv(tensor.EnvAttention) != "simt"
+}
 
 // TestFusedCausalAttentionOnCPU runs TestFusedCausalAttentionGPU's checks
 // on the CPU (its half-precision inputs are widened to float32).
@@ -79,9 +96,13 @@ func testFusedAttentionOn(t *testing.T, dev tensor.Device) {
 					rr := r.To(dt).To(tensor.Float32)
 					ay, ag := runOp(t, c, fusedAttention(tc.p), xs, rr, &dt)
 					ry, rg := runOp(t, c, plainAttention(tc.p), rounded, rr, nil)
-					require.Less(t, relErr(ay, ry), 1e-5, "%v: output against float32 on rounded inputs", dt)
+					tolY, tolG := 1e-5, 2e-5
+					if tensorCores(dev) {
+						tolY, tolG = 8*u, 16*u
+					}
+					require.Less(t, relErr(ay, ry), tolY, "%v: output against float32 on rounded inputs", dt)
 					for i := range rg {
-						require.Less(t, relErr(ag[i], rg[i]), 2e-5, "%v: gradient of %s against float32 on rounded inputs", dt, "qkv"[i:i+1])
+						require.Less(t, relErr(ag[i], rg[i]), tolG, "%v: gradient of %s against float32 on rounded inputs", dt, "qkv"[i:i+1])
 					}
 					hy, hg := runOp(t, c, plainAttention(tc.p), xs, rr, &dt)
 					require.Less(t, relErr(ay, hy), 8*u, "%v: output against plain autocast", dt)
@@ -116,7 +137,11 @@ func TestFusedCausalAttentionHalfInputsGPU(t *testing.T) {
 			y := autograd.FusedCausalAttention(vars[0], vars[1], vars[2], tc.p, attnSeed, attnOffset)
 			require.Equal(t, tensor.Float32, y.Value.DType())
 			want := autograd.FusedCausalAttention(ref[0], ref[1], ref[2], tc.p, attnSeed, attnOffset)
-			require.Less(t, relErr(y.Value.Float64s(), want.Value.Float64s()), 1e-6, "%v output", dt)
+			tol := 1e-6
+			if tensorCores(dev) {
+				tol = 8 * 0x1p-8 // the probabilities rounded to the half type
+			}
+			require.Less(t, relErr(y.Value.Float64s(), want.Value.Float64s()), tol, "%v output", dt)
 			require.NoError(t, autograd.Sum(y, false).Backward())
 			for _, v := range vars {
 				require.Equal(t, dt, v.Grad.DType())

@@ -28,7 +28,10 @@
 // several rows at once (one vector load), with rows padded against bank
 // conflicts; sizes per head dim hd (rounded up to HD = 16, 32, 64 or 128,
 // padded with zeros) keep each kernel under the 48 KiB of static shared
-// memory. A tensor-core (mma.sync) version is the next step.
+// memory. These kernels run float32 inputs (and half ones on request);
+// float16 and bfloat16 run the tensor-core kernels of attention_mma.cuh,
+// included at the end. kernels/emu runs both on the CPU against a float64
+// reference.
 #pragma once
 #include "common.cuh"
 #include "dropout.cuh"
@@ -477,3 +480,6 @@ __device__ void attn_backward_dkdv(float* dk, float* dv, const T* q, const T* k,
 ATTENTION_KERNELS_ALL_HD(f32, float)
 ATTENTION_KERNELS_ALL_HD(f16, __half)
 ATTENTION_KERNELS_ALL_HD(bf16, __nv_bfloat16)
+
+// The tensor-core kernels for float16 and bfloat16.
+#include "attention_mma.cuh"

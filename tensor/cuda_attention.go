@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"math"
+	"os"
 	"strconv"
 
 	"github.com/strata-ml/strata/cuda"
@@ -12,6 +13,14 @@ import (
 // rounded up and padded with zeros) and pass: forward, backward_dq (which
 // also writes delta = rowsum(dout * out)) and backward_dkdv. Three
 // launches in all for a forward and backward pass, none of them atomic.
+// Float16 and bfloat16 inputs run the tensor-core kernels of
+// kernels/attention_mma.cuh (mma.sync, sm_80+), unless EnvAttention says
+// simt: then the float32-math kernels, which float32 inputs always run.
+
+// EnvAttention set to "simt" makes float16 and bfloat16 fused attention
+// run the float32-math kernels instead of the tensor-core ones (for
+// comparisons and as a fallback); it is read at every call.
+const EnvAttention = "STRATA_ATTENTION"
 
 var (
 	attnDTypes = [3]DType{Float32, Float16, BFloat16}
@@ -27,18 +36,43 @@ var (
 )
 
 // attentionKernels is the slot of kernels/attention.cuh in cudaKernels:
-// [pass][dtype][head size].
-type attentionKernels [3][3][4]*cuda.Function
+// simt[pass][dtype][head size] and mma[pass][dtype-1][head size] (the
+// tensor-core kernels, float16 and bfloat16).
+type attentionKernels struct {
+	simt [3][3][4]*cuda.Function
+	mma  [3][2][4]*cuda.Function
+}
+
+// Launch shapes: 256 threads for the float32-math kernels, 128 (4 warps
+// of 16 rows each) and 64 rows a block for the tensor-core ones.
+var (
+	attnMMAThreads = [3]uint32{128, 1, 1}
+	attnMMARows    = 64
+)
 
 // bind adds the kernels' names to a bindings table.
 func (k *attentionKernels) bind(m map[string]**cuda.Function) {
 	for p, pass := range attnPassName {
 		for i, dt := range attnDTypes {
 			for j, hd := range attnHeads {
-				m["attention_"+pass+"_"+castSuffix[dt]+"_h"+strconv.Itoa(hd)] = &k[p][i][j]
+				sfx := castSuffix[dt] + "_h" + strconv.Itoa(hd)
+				m["attention_"+pass+"_"+sfx] = &k.simt[p][i][j]
+				if i > 0 {
+					m["attention_"+pass+"_mma_"+sfx] = &k.mma[p][i-1][j]
+				}
 			}
 		}
 	}
+}
+
+// kernel returns pass p's kernel for dtype index di and head index hi,
+// its grid and block: the tensor-core one for half types unless
+// EnvAttention says simt. rows is the float32-math kernel's rows a block.
+func (k *attentionKernels) kernel(op string, p, di, hi, bh, t int, rows [4]int) (*cuda.Function, [3]uint32, [3]uint32) {
+	if di > 0 && os.Getenv(EnvAttention) != "simt" {
+		return k.mma[p][di-1][hi], attnGrid(op, bh, t, attnMMARows), attnMMAThreads
+	}
+	return k.simt[p][di][hi], attnGrid(op, bh, t, rows[hi]), attnThreads
 }
 
 // attentionVariant returns the kernels' dtype and head-size indexes for
@@ -85,7 +119,8 @@ func (b cudaBackend) attentionForward(out, lse, q, k, v *Tensor, bh, t, hd int, 
 	const op = "FusedCausalAttention"
 	d := b.d
 	di, hi := attentionVariant(op, q.dtype, hd)
-	d.launch(op, d.k.attention[0][di][hi], attnGrid(op, bh, t, attnFwdRows[hi]), attnThreads, func(a *cuda.Args) {
+	fn, grid, block := d.k.attention.kernel(op, 0, di, hi, bh, t, attnFwdRows)
+	d.launch(op, fn, grid, block, func(a *cuda.Args) {
 		a.Ptr(devPtr(out)).Ptr(devPtr(lse)).Ptr(devPtr(q)).Ptr(devPtr(k)).Ptr(devPtr(v))
 		a.Int64(int64(bh)).Int64(int64(t)).Int32(int32(hd)).Float32(float32(scale))
 		attnDropArgs(a, p, seed, offset)
@@ -100,13 +135,15 @@ func (b cudaBackend) attentionBackward(dq, dk, dv, q, k, v, out, dout, lse *Tens
 	di, hi := attentionVariant(op, q.dtype, hd)
 	delta := d.scratch(op, ceilDiv(bh*t, 2)) // bh*t float32
 	defer freeScratch(delta)
-	d.launch(op, d.k.attention[1][di][hi], attnGrid(op, bh, t, attnDqRows[hi]), attnThreads, func(a *cuda.Args) {
+	fn, grid, block := d.k.attention.kernel(op, 1, di, hi, bh, t, attnDqRows)
+	d.launch(op, fn, grid, block, func(a *cuda.Args) {
 		a.Ptr(devPtr(dq)).Ptr(scratchPtr(delta)).Ptr(devPtr(q)).Ptr(devPtr(k)).Ptr(devPtr(v))
 		a.Ptr(devPtr(out)).Ptr(devPtr(dout)).Ptr(devPtr(lse))
 		a.Int64(int64(bh)).Int64(int64(t)).Int32(int32(hd)).Float32(float32(scale))
 		attnDropArgs(a, p, seed, offset)
 	})
-	d.launch(op, d.k.attention[2][di][hi], attnGrid(op, bh, t, attnDkvRows[hi]), attnThreads, func(a *cuda.Args) {
+	fn, grid, block = d.k.attention.kernel(op, 2, di, hi, bh, t, attnDkvRows)
+	d.launch(op, fn, grid, block, func(a *cuda.Args) {
 		a.Ptr(devPtr(dk)).Ptr(devPtr(dv)).Ptr(devPtr(q)).Ptr(devPtr(k)).Ptr(devPtr(v))
 		a.Ptr(devPtr(dout)).Ptr(devPtr(lse)).Ptr(scratchPtr(delta))
 		a.Int64(int64(bh)).Int64(int64(t)).Int32(int32(hd)).Float32(float32(scale))

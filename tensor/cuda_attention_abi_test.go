@@ -5,9 +5,16 @@ import "testing"
 // driveAttention launches every fused-attention kernel of a fake device
 // (TestCUDALaunchersMatchKernels checks each launch): each input dtype and
 // head size, forward and backward, with and without dropout, at a head
-// size that needs padding and one that does not.
+// size that needs padding and one that does not; the half types through
+// the tensor-core kernels and, with EnvAttention=simt, the others.
 func driveAttention(t *testing.T, d *cudaDevice, b cudaBackend) {
 	t.Helper()
+	driveAttentionKernels(t, d, b)
+	t.Setenv(EnvAttention, "simt")
+	driveAttentionKernels(t, d, b)
+}
+
+func driveAttentionKernels(t *testing.T, d *cudaDevice, b cudaBackend) {
 	const bh, T = 3, 37
 	for _, dt := range attnDTypes {
 		for _, hd := range []int{16, 24, 32, 64, 100, 128} {

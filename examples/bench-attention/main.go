@@ -30,6 +30,7 @@ type result struct {
 	Device    string  `json:"device"`
 	Attention string  `json:"attention"`
 	Precision string  `json:"precision"`
+	Kernels   string  `json:"kernels"` // cpu, simt (float32 math) or mma (tensor cores)
 	B         int     `json:"B"`
 	H         int     `json:"H"`
 	T         int     `json:"T"`
@@ -76,9 +77,16 @@ func run(args []string) error {
 		}
 		var plain [][]float64
 		for _, fused := range []bool{false, true} {
-			r := result{Device: dev.String(), Attention: "plain", Precision: prec, B: *B, H: *H, T: *T, HD: *hd, Dropout: *p, Iters: *iters}
+			r := result{Device: dev.String(), Attention: "plain", Kernels: "gemm+softmax", Precision: prec, B: *B, H: *H, T: *T, HD: *hd, Dropout: *p, Iters: *iters}
 			if fused {
 				r.Attention = "fused"
+				r.Kernels = "simt"
+				switch {
+				case dev == tensor.CPU():
+					r.Kernels = "cpu"
+				case st.Enabled && os.Getenv(tensor.EnvAttention) != "simt":
+					r.Kernels = "mma"
+				}
 			}
 			var vals [][]float64
 			if err := tensor.Try(func() { vals = measure(dev, st, fused, &r) }); err != nil {
@@ -94,10 +102,10 @@ func run(args []string) error {
 			rows = append(rows, r)
 		}
 	}
-	fmt.Fprintf(os.Stderr, "\n| device | precision | attention | B x H x T x hd | forward ms | fwd+bwd ms | TFLOP/s | peak MiB | activation peak MiB | max rel err vs plain |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(os.Stderr, "\n| device | precision | attention | kernels | B x H x T x hd | forward ms | fwd+bwd ms | TFLOP/s | peak MiB | activation peak MiB | max rel err vs plain |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		fmt.Fprintf(os.Stderr, "| %s | %s | %s | %dx%dx%dx%d | %.3f | %.3f | %.1f | %.1f | %.1f | %.2g |\n",
-			r.Device, r.Precision, r.Attention, r.B, r.H, r.T, r.HD, r.FwdMS, r.FwdBwdMS, r.TFLOPS, r.PeakMiB, r.ActMiB, r.MaxErr)
+		fmt.Fprintf(os.Stderr, "| %s | %s | %s | %s | %dx%dx%dx%d | %.3f | %.3f | %.1f | %.1f | %.1f | %.2g |\n",
+			r.Device, r.Precision, r.Attention, r.Kernels, r.B, r.H, r.T, r.HD, r.FwdMS, r.FwdBwdMS, r.TFLOPS, r.PeakMiB, r.ActMiB, r.MaxErr)
 	}
 	return nil
 }

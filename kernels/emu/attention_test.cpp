@@ -4,7 +4,9 @@
 // dropout.cuh's own kernel applied to the whole (bh, t, t) matrix, so the
 // fused kernels' index arithmetic is checked against the plain path's.
 // Every dtype, every head size (and padded ones), t not a multiple of any
-// tile, with and without dropout. See run.sh.
+// tile, with and without dropout; the tensor-core kernels of
+// attention_mma.cuh (mma.sync emulated from the PTX fragment layouts)
+// within a few roundoffs of the half type. See run.sh.
 #include "emu.h"
 #include <cstdio>
 #include <random>
@@ -38,8 +40,16 @@ static double check(const char* what, const std::vector<float>& got, const std::
   return rel;
 }
 
+// Launch shapes: rows of a block for each kernel, threads, and the
+// tolerances relative to the largest element (float32 math: 1e-5; the
+// tensor-core kernels round p, dout and ds to the input type: a few u).
+struct Shape {
+  int fwdRows, dqRows, dkvRows, threads;
+  double tolOut, tolGrad;
+};
+
 template <typename T, int HD, typename F, typename DQ, typename DKV>
-void run_case(const char* dt, F fwd, DQ bdq, DKV bdkv, int bh, int t, int hd, double p) {
+void run_case(const char* dt, Shape sh, F fwd, DQ bdq, DKV bdkv, int bh, int t, int hd, double p) {
   const u64 seed = 0x5eed, offset = 12345;
   const float scale = 1.f / std::sqrt((float)hd);
   const u64 thr = p > 0 ? (u64)std::ceil(p * 0x1p32) : 0;
@@ -99,31 +109,52 @@ void run_case(const char* dt, F fwd, DQ bdq, DKV bdkv, int bh, int t, int hd, do
       }
     }
   std::vector<float> gout(n, NAN), glse(bh * t, NAN), gdq(n, NAN), gdk(n, NAN), gdv(n, NAN), delta(bh * t, NAN);
-  const int BR = AttnFwdCfg<HD>::BR, DR = AttnDqCfg<HD>::BR, KB = AttnDkvCfg<HD>::KB;
-  emu_launch(bh * ((t + BR - 1) / BR), ATTN_THREADS, [&] {
+  const int BR = sh.fwdRows, DR = sh.dqRows, KB = sh.dkvRows;
+  emu_launch(bh * ((t + BR - 1) / BR), sh.threads, [&] {
     fwd(gout.data(), glse.data(), q.data(), k.data(), v.data(), bh, t, hd, scale, seed, offset, thr, dscale);
   });
-  emu_launch(bh * ((t + DR - 1) / DR), ATTN_THREADS, [&] {
+  emu_launch(bh * ((t + DR - 1) / DR), sh.threads, [&] {
     bdq(gdq.data(), delta.data(), q.data(), k.data(), v.data(), gout.data(), dout.data(), glse.data(), bh, t, hd, scale, seed, offset, thr, dscale);
   });
-  emu_launch(bh * ((t + KB - 1) / KB), ATTN_THREADS, [&] {
+  emu_launch(bh * ((t + KB - 1) / KB), sh.threads, [&] {
     bdkv(gdk.data(), gdv.data(), q.data(), k.data(), v.data(), dout.data(), glse.data(), delta.data(), bh, t, hd, scale, seed, offset, thr, dscale);
   });
   std::printf("%s hd %3d (HD %3d) t %3d p %.1f:", dt, hd, HD, t, p);
-  std::printf(" out %.2g", check("out", gout, out, 1e-5));
+  std::printf(" out %.2g", check("out", gout, out, sh.tolOut));
   std::printf(" lse %.2g", check("lse", glse, lse, 1e-5));
-  std::printf(" dq %.2g", check("dq", gdq, dq, 2e-5));
-  std::printf(" dk %.2g", check("dk", gdk, dk, 2e-5));
-  std::printf(" dv %.2g\n", check("dv", gdv, dv, 2e-5));
+  std::printf(" dq %.2g", check("dq", gdq, dq, sh.tolGrad));
+  std::printf(" dk %.2g", check("dk", gdk, dk, sh.tolGrad));
+  std::printf(" dv %.2g\n", check("dv", gdv, dv, sh.tolGrad));
 }
 
-#define CASE(sfx, T, HD, bh, t, hd, p)                                                                   \
-  run_case<T, HD>(#sfx, attention_forward_##sfx##_h##HD, attention_backward_dq_##sfx##_h##HD,          \
+#define CASE(sfx, T, HD, bh, t, hd, p)                                                                     \
+  run_case<T, HD>(#sfx, Shape{AttnFwdCfg<HD>::BR, AttnDqCfg<HD>::BR, AttnDkvCfg<HD>::KB, ATTN_THREADS, 1e-5, 2e-5}, \
+                  attention_forward_##sfx##_h##HD, attention_backward_dq_##sfx##_h##HD,                         \
                   attention_backward_dkdv_##sfx##_h##HD, bh, t, hd, p)
+
+// The tensor-core kernels, u the unit roundoff of the input type.
+#define MMA_CASE(sfx, T, u, HD, bh, t, hd, p)                                                                     \
+  run_case<T, HD>(#sfx "-mma", Shape{64, 64, 64, ATTN_MMA_THREADS, 8 * (u), 16 * (u)},                           \
+                  attention_forward_mma_##sfx##_h##HD, attention_backward_dq_mma_##sfx##_h##HD,                  \
+                  attention_backward_dkdv_mma_##sfx##_h##HD, bh, t, hd, p)
 
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::string(argv[1]) == "quick";
+  const bool mma = argc > 1 && std::string(argv[1]) == "mma";
+  const double uh = 0x1p-11, ub = 0x1p-8;
+  for (int t : {1, 37, 70, 130}) {
+    for (double p : {0.0, 0.2}) {
+      if (quick) break;
+      MMA_CASE(f16, __half, uh, 64, 2, t, 64, p);
+      MMA_CASE(bf16, __nv_bfloat16, ub, 64, 2, t, 64, p);
+      MMA_CASE(f16, __half, uh, 128, 2, t, 100, p);
+      MMA_CASE(bf16, __nv_bfloat16, ub, 128, 1, t, 128, p);
+      MMA_CASE(f16, __half, uh, 16, 2, t, 16, p);
+      MMA_CASE(bf16, __nv_bfloat16, ub, 32, 2, t, 24, p);
+    }
+  }
   for (int t : {1, 37, 70}) {
+    if (mma) break;
     for (double p : {0.0, 0.2}) {
       CASE(f32, float, 16, 3, t, 16, p);
       if (quick) continue;

@@ -34,6 +34,7 @@ struct EmuBlock {
   std::vector<std::barrier<>*> warps;
   std::vector<float> fslot;  // 32 per warp
   std::vector<double> dslot;
+  std::vector<unsigned char> gslot;  // emu_warp_gather: 64 bytes per thread
 };
 inline EmuBlock* emu_block;
 
@@ -49,6 +50,19 @@ inline T emu_shfl_xor(T v, int o, std::vector<T>& slot) {
   emu_block->warps[w]->arrive_and_wait();
   return r;
 }
+// emu_warp_gather gives every lane of the warp all 32 lanes' values.
+template <typename T, int N = 32>
+inline void emu_warp_gather(const T& mine, T (&all)[N]) {
+  static_assert(sizeof(T) <= 64, "64 bytes per lane");
+  const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31;
+  unsigned char* slot = emu_block->gslot.data() + (size_t)w * 32 * 64;
+  std::memcpy(slot + lane * 64, &mine, sizeof(T));
+  emu_block->warps[w]->arrive_and_wait();
+  for (int l = 0; l < 32; l++) std::memcpy(&all[l], slot + l * 64, sizeof(T));
+  emu_block->warps[w]->arrive_and_wait();
+}
+#define STRATA_EMU 1
+
 inline float __shfl_xor_sync(unsigned, float v, int o) { return emu_shfl_xor(v, o, emu_block->fslot); }
 inline double __shfl_xor_sync(unsigned, double v, int o) { return emu_shfl_xor(v, o, emu_block->dslot); }
 inline unsigned int __umulhi(unsigned int a, unsigned int b) { return (unsigned int)(((uint64_t)a * b) >> 32); }
@@ -67,7 +81,8 @@ inline void emu_launch(unsigned grid, unsigned threads, const std::function<void
   gridDim = {grid, 1, 1};
   for (unsigned b = 0; b < grid; b++) {
     std::barrier<> bar(threads);
-    EmuBlock blk{&bar, {}, std::vector<float>(threads), std::vector<double>(threads)};
+    EmuBlock blk{&bar, {}, std::vector<float>(threads), std::vector<double>(threads),
+                 std::vector<unsigned char>((size_t)threads * 64)};
     std::vector<std::barrier<>*> ws;
     for (unsigned w = 0; w < (threads + 31) / 32; w++) ws.push_back(new std::barrier<>(std::min(32u, threads - 32 * w)));
     blk.warps = ws;
