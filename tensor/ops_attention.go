@@ -36,7 +36,11 @@ func AccumDType(dt DType) DType {
 // Dropout (p > 0) zeroes probability (h, i, j) with the mask
 // Dropout(att, p, seed, offset) would draw over the (..., T, T)
 // probabilities, so the fused and plain paths drop the same elements.
-// On CUDA hd is at most 128.
+// On CUDA hd is at most 128, and float16 and bfloat16 run on tensor
+// cores, rounding the probabilities (and in backward the output gradient
+// and ds) to their type before the products, as the plain path under
+// autocast does; EnvAttention=simt runs them in float32 math instead.
+// Results are deterministic on both devices (no atomics).
 func FusedCausalAttention(q, k, v *Tensor, p float64, seed, offset uint64) (out, lse *Tensor) {
 	const op = "FusedCausalAttention"
 	bh, t, hd := attentionShape(op, q, k, v, p)
