@@ -41,7 +41,7 @@ type Policy func(op string) Decision
 // softmaxes, which cost little arithmetic per byte they would hold.
 func SaveMatMuls(op string) Decision {
 	switch op {
-	case "MatMul", "Linear", "GeluLinear", "CausalAttention":
+	case "MatMul", "Linear", "GeluLinear", "CausalAttention", "FusedCausalAttention":
 		return MustSave
 	}
 	return PreferRecompute
