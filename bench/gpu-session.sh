@@ -9,6 +9,7 @@
 #   bash bench/gpu-session.sh golden  # PyTorch's fp16 autocast golden GPT, and nn's test of it
 #   bash bench/gpu-session.sh amp profile   # every precision and checkpoint mode, PyTorch beside
 #   bash bench/gpu-session.sh converge      # fp32/fp16/bf16 losses on a text; default task in bf16
+#   bash bench/gpu-session.sh fused         # fused attention checks and benchmarks, gpt2 fp16 fused
 #   bash bench/gpu-session.sh tests sweep   # several phases in one go (all = every phase)
 #
 # Results go to $OUT (default /tmp/strata-gpu): summary.txt, results.jsonl,
@@ -150,6 +151,31 @@ for name, mode, sdpa, ckpt in (("gpt2", "fp32", False, False), ("gpt2", "fp16", 
     t.run(name, mode, sdpa, ckpt)
 PY
     say "pytorch amp: exit $?"; tail -3 "$L/torch-amp.txt"
+  fi
+fi
+
+if has fused; then
+  # The fused attention (issue 11): its own GPU checks and benchmark
+  # (bench/attention-gpu.sh, over the same binaries), then gpt2 with fused
+  # attention in fp16 under each checkpoint mode, and PyTorch's SDPA and
+  # checkpointing anchors in the same call.
+  ln -sf strata-gpu.tar.xz .gpu/attn.tar.xz
+  OUT=$L/attn timeout 420 bash bench/attention-gpu.sh > "$L/attention-gpu.txt" 2>&1
+  say "attention-gpu.sh: exit $?"; cat "$L/attn/summary.txt" | tee -a "$OUT/summary.txt"
+  cp "$L/attn/bench-attention.jsonl" "$L/attn/bench-attention.md" "$OUT/" 2>/dev/null; cat "$L/attn/train-gpt.jsonl" >> "$res" 2>/dev/null
+  for ck in none blocks selective; do
+    timeout 150 .gpu/train-gpt -config gpt2 -device cuda -bench -steps 10 -precision fp16 -attention fused -checkpoint $ck >> "$res" 2> "$L/bench-gpt2-fp16-fused-$ck.txt"
+    say "train bench gpt2 fp16 fused checkpoint=$ck: exit $?"; grep -A2 '^| config' "$L/bench-gpt2-fp16-fused-$ck.txt" | tail -1
+  done
+  if [ -f .gpu/torch_gpt.py ] && ! has notorch; then
+    (cd .gpu && timeout 200 python3 - <<'PY') >> "$res" 2> "$L/torch-fused.txt"
+import torch, torch_gpt as t
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+for name, mode, sdpa, ckpt in (("gpt2", "fp16", True, False), ("gpt2", "fp16", True, True), ("gpt2", "bf16", True, False)):
+    t.run(name, mode, sdpa, ckpt)
+PY
+    say "pytorch sdpa: exit $?"; grep -h '"sdpa": true' "$res" | tail -3 | tee -a "$OUT/summary.txt"
   fi
 fi
 
