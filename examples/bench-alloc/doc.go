@@ -24,7 +24,9 @@
 // calls (segments or pages taken and given back; pages mapped and
 // unmapped and device synchronisations for expandable segments). -plots
 // DIR replays each once more with the history recorded and writes a
-// Chrome trace, a timeline and the segment map at the peak.
+// Chrome trace, a timeline and the segment map at the peak. -scale K
+// multiplies every allocation by K: the same pattern at another model
+// size, a check of generality until more traces are recorded.
 //
 // It prints markdown tables to stderr, and to stdout one JSON line per
 // trace and one for the pairs. The goal: a pool pair under 0.2 µs and at

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"strings"
@@ -34,6 +35,7 @@ type options struct {
 	noBench  bool
 	segments string
 	plots    string
+	scale    float64
 }
 
 // report is the JSON line.
@@ -78,6 +80,7 @@ func mainErr(args []string) error {
 	fs.BoolVar(&o.noBench, "no-bench", false, "skip the allocation pairs (replay traces only)")
 	fs.StringVar(&o.segments, "segments", "both", "trace replays with classic segments, expandable ones, or both")
 	fs.StringVar(&o.plots, "plots", "", "write each trace replay's Chrome trace, timeline and peak segment map into this folder")
+	fs.Float64Var(&o.scale, "scale", 1, "multiply every allocation size of the traces by this: a model of another size with the same pattern (PyTorch's figures stay those of the trace as recorded)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -86,6 +89,9 @@ func mainErr(args []string) error {
 	}
 	if o.minTime <= 0 {
 		return fmt.Errorf("-mintime %v must be positive", o.minTime)
+	}
+	if !(o.scale > 0 && o.scale <= 64) {
+		return fmt.Errorf("-scale %v: want more than 0 and at most 64", o.scale)
 	}
 	if o.segments != "both" && o.segments != "classic" && o.segments != "expandable" {
 		return fmt.Errorf("-segments %q: want both, classic or expandable", o.segments)
@@ -170,6 +176,26 @@ func replayTrace(path string, newBackend func() memory.Backend, o options) (trac
 	res, ops, slots, err := scanTrace(path, evs)
 	if err != nil {
 		return res, err
+	}
+	if o.scale != 0 && o.scale != 1 {
+		// The same pattern with every allocation o.scale times as large.
+		res.Scale, res.PeakRequested = o.scale, 0
+		var live int64
+		for i := range ops {
+			if !ops[i].free {
+				ops[i].size = max(1, int64(math.Round(float64(ops[i].size)*o.scale)))
+			}
+		}
+		sizes := make([]int64, slots)
+		for _, op := range ops {
+			if op.free {
+				live -= sizes[op.slot]
+			} else {
+				sizes[op.slot] = op.size
+				live += op.size
+				res.PeakRequested = max(res.PeakRequested, live)
+			}
+		}
 	}
 	modes := []bool{false, true}
 	switch o.segments {

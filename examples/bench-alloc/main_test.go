@@ -142,3 +142,16 @@ func TestReplayPlots(t *testing.T) {
 	err = mainErr([]string{"-device", "cpu", "-segments", "some"})
 	require.ErrorContains(t, err, "-segments")
 }
+
+func TestReplayScaled(t *testing.T) {
+	path := filepath.Join(traceDir, "trace-char-fp16-ckpt.csv")
+	host := func() memory.Backend { return memory.NewHostBackend(memory.TierDevice) }
+	one, err := replayTrace(path, host, options{segments: "classic", reps: 1, scale: 1})
+	require.NoError(t, err)
+	half, err := replayTrace(path, host, options{segments: "classic", reps: 1, scale: 0.5})
+	require.NoError(t, err)
+	assert.Equal(t, 0.5, half.Scale)
+	assert.InDelta(t, float64(one.PeakRequested)/2, float64(half.PeakRequested), float64(one.PeakRequested)/1000, "sizes halved")
+	assert.Equal(t, one.TorchPeakReserved, half.TorchPeakReserved, "PyTorch's figures are the trace's")
+	require.ErrorContains(t, mainErr([]string{"-device", "cpu", "-scale", "0"}), "-scale")
+}

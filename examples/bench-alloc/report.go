@@ -46,7 +46,12 @@ func printTables(w io.Writer, rep *report) {
 				exp = fmt.Sprintf("%s | %.4f | %.0f | %d / %d / %d", memory.FormatBytes(x.PeakReserved), x.Ratio, x.NsPerCall, x.Maps, x.Unmaps, x.Syncs)
 			}
 			c := t.Classic
-			fmt.Fprintf(w, "| %s | %d | %s | %s | %.3f | %s | %s | %s | %.4f | %.0f | %s |\n", t.File, t.Allocs,
+			file := t.File
+			if t.Scale != 0 {
+				file += fmt.Sprintf(" x%g", t.Scale)
+				bound, boundRatio = "-", "-" // PyTorch's figures are of the trace as recorded
+			}
+			fmt.Fprintf(w, "| %s | %d | %s | %s | %.3f | %s | %s | %s | %.4f | %.0f | %s |\n", file, t.Allocs,
 				memory.FormatBytes(t.PeakRequested), memory.FormatBytes(t.TorchPeakReserved), t.TorchRatio, bound, boundRatio,
 				memory.FormatBytes(c.PeakReserved), c.Ratio, c.NsPerCall, exp)
 		}

@@ -114,6 +114,10 @@ type traceResult struct {
 	TorchPeakReservedLowerBound int64   `json:"torch_peak_reserved_lower_bound_bytes"`
 	TorchRatioLowerBound        float64 `json:"torch_reserved_lower_bound_over_requested"`
 
+	// Scale is -scale when not 1: every allocation was that many times as
+	// large as in the trace (PeakRequested too; PyTorch's figures are the
+	// trace's as recorded).
+	Scale float64 `json:"scale,omitempty"`
 	// Classic and Expandable are our pool's replays, with classic
 	// segments and with expandable ones (memory.PoolConfig.Expandable).
 	Classic    poolResult  `json:"classic"`
