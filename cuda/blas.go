@@ -106,6 +106,11 @@ func (c *Context) NewBLAS() (*BLAS, error) {
 // returns the cuBLAS status, or an error if the context could not be made
 // current. It allocates nothing.
 func (b *BLAS) invoke(f *frame, sym symbol, args ...uintptr) (uint32, error) {
+	if armedCall.Load() != nil { // fault.go
+		if code, ok := injectedStatus(sym.name); ok {
+			return injectedBLASStatus(code), nil
+		}
+	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	set := b.ctx.drv.ctxSetCurrent

@@ -100,6 +100,11 @@ func (c *Context) invoke(f *frame, sym symbol, args ...uintptr) status {
 }
 
 func (c *Context) invokeLocked(f *frame, sym symbol, args []uintptr) status {
+	if armedCall.Load() != nil { // fault.go
+		if code, ok := injectedStatus(sym.name); ok {
+			return status{code, sym.name}
+		}
+	}
 	setCur := c.drv.ctxSetCurrent
 	if setEveryCall() {
 		if r := uint32(f.call(setCur.addr, c.h)); r != cudaSuccess {
@@ -124,6 +129,11 @@ func (c *Context) invokeLocked(f *frame, sym symbol, args []uintptr) status {
 //
 //go:uintptrescapes
 func (c *Context) invokeGo(sym symbol, args ...uintptr) status {
+	if armedCall.Load() != nil { // fault.go
+		if code, ok := injectedStatus(sym.name); ok {
+			return status{code, sym.name}
+		}
+	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	setCur := c.drv.ctxSetCurrent

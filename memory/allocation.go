@@ -57,6 +57,11 @@ func (m *Manager) alloc(size int64, role Role, s Stream, op string) (*Allocation
 		return nil, fmt.Errorf("memory: no backend for role %s: the policy places it on %s, and neither that tier nor its fallbacks have a backend: %w",
 			role, pl.Tier, ErrInvalidArgument)
 	}
+	if armedFault.Load() != nil { // fault.go
+		if err := m.injectedFault(size, t); err != nil {
+			return nil, err
+		}
+	}
 	advice := pl.Advice
 	if t != TierManaged {
 		advice = 0 // fell back out of managed memory: nothing to advise

@@ -38,13 +38,27 @@ var (
 )
 
 // CPU returns the CPU device. Its memory manager puts every tier in host
-// memory, so the placement policy and per-tier accounting stay real.
+// memory, so the placement policy and per-tier accounting stay real, and
+// charges all of it to one memory.HostBudget (memory.DefaultHostBudget: a
+// share of the memory this process may use, or $STRATA_HOST_MEMORY), so
+// that a job too large for the machine fails with an out-of-memory error
+// instead of being killed by the kernel.
 func CPU() Device {
 	cpuOnce.Do(func() {
-		cpuDev = &cpuDevice{mem: memory.NewHostManager(memory.Config{})}
+		b, err := memory.DefaultHostBudget()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "strata:", err)
+		}
+		cpuDev = &cpuDevice{mem: memory.NewBudgetHostManager(memory.Config{}, b)}
 	})
 	return cpuDev
 }
+
+// NewCPUDevice returns a CPU device whose tensors come from m instead of
+// CPU()'s manager: a manager of one's own, with other limits, or with
+// fault-injecting backends in tests. Tensors of two CPU devices do not mix
+// in one op (copy with ToDevice).
+func NewCPUDevice(m *memory.Manager) Device { return &cpuDevice{mem: m} }
 
 // cudaOpener opens a CUDA device; cuda_device.go's init sets it in every build.
 var cudaOpener func(ordinal int) (Device, error)

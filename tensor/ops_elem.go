@@ -66,6 +66,9 @@ func contig(t *Tensor) (*Tensor, func()) {
 // contiguous tensor. Panics on mismatched devices, dtypes or shapes.
 func Binary(op BinaryOp, a, b *Tensor) *Tensor {
 	name := op.String()
+	if op >= NumBinaryOps {
+		fail(name, ErrArgument, "no such binary op")
+	}
 	sameDevice(name, a, b)
 	sameFloat(name, a, b)
 	shape, err := BroadcastShapes(a.shape, b.shape)
@@ -96,6 +99,9 @@ func Maximum(a, b *Tensor) *Tensor { return Binary(OpMax, a, b) }
 // Unary applies op elementwise and returns a new tensor.
 func Unary(op UnaryOp, t *Tensor) *Tensor {
 	name := op.String()
+	if op >= NumUnaryOps {
+		fail(name, ErrArgument, "no such unary op")
+	}
 	t.live(name)
 	sameFloat(name, t)
 	src, done := contig(t)
@@ -110,6 +116,9 @@ func Unary(op UnaryOp, t *Tensor) *Tensor {
 // which it uses).
 func UnaryBackward(op UnaryOp, x, y, dy *Tensor) *Tensor {
 	name := op.String() + "Backward"
+	if op >= NumUnaryOps {
+		fail(name, ErrArgument, "no such unary op")
+	}
 	if usesX, usesY := op.BackwardUses(); (usesX && x == nil) || (usesY && y == nil) {
 		fail(name, ErrArgument, "the backward of %v needs the saved input (%v) and output (%v)", op, usesX, usesY)
 	}

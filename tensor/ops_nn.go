@@ -221,6 +221,10 @@ func EmbeddingBackward(ids, dout *Tensor, rows int) *Tensor {
 	op := "EmbeddingBackward"
 	sameDevice(op, ids, dout)
 	indices(op, "ids", ids)
+	sameFloat(op, dout)
+	if dout.Rank() == 0 || rows < 0 {
+		fail(op, ErrShape, "dout %v, %d rows: want dout (..., D) and rows >= 0", dout.shape, rows)
+	}
 	d := dout.shape[dout.Rank()-1]
 	if dout.Numel() != ids.Numel()*d {
 		fail(op, ErrShape, "dout %v for ids %v", dout.shape, ids.shape)

@@ -1,12 +1,18 @@
 package tensor
 
 import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"slices"
 
 	st "github.com/nlpodyssey/safetensors"
+
+	"github.com/strata-ml/strata/internal/atomicfile"
 )
 
 // stView adapts a host copy of a tensor to the safetensors writer.
@@ -23,8 +29,18 @@ func (v stView) DataLen() uint64 { return uint64(len(v.data)) }
 
 // WriteSafetensors saves tensors under their names, with string metadata,
 // in the safetensors format (readable by PyTorch and Hugging Face tools).
-// The file is written to a temporary name and renamed into place.
+// It is WriteSafetensorsContext with a context that is never cancelled.
 func WriteSafetensors(path string, tensors map[string]*Tensor, meta map[string]string) error {
+	return WriteSafetensorsContext(context.Background(), path, tensors, meta)
+}
+
+// WriteSafetensorsContext saves tensors as WriteSafetensors does, atomically
+// and durably: the bytes go to a temporary file in path's directory, which
+// is synced and renamed over path, and the directory is synced; a reader
+// sees the old file or the whole new one. On any failure, or when ctx is
+// cancelled during the write (an interrupt), the temporary file is removed
+// and path is left as it was.
+func WriteSafetensorsContext(ctx context.Context, path string, tensors map[string]*Tensor, meta map[string]string) error {
 	views := make(map[string]stView, len(tensors))
 	for _, name := range slices.Sorted(maps.Keys(tensors)) {
 		t := tensors[name]
@@ -45,21 +61,11 @@ func WriteSafetensors(path string, tensors map[string]*Tensor, meta map[string]s
 		}
 		views[name] = stView{dt: dt, shape: shape, data: data}
 	}
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
+	err := atomicfile.Write(ctx, path, func(w io.Writer) error { return st.SerializeToWriter(views, meta, w) })
 	if err != nil {
 		return fmt.Errorf("tensor: safetensors: %w", err)
 	}
-	if err := st.SerializeToWriter(views, meta, f); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("tensor: writing safetensors %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("tensor: writing safetensors %s: %w", path, err)
-	}
-	return os.Rename(tmp, path)
+	return nil
 }
 
 // ReadSafetensors is Background().ReadSafetensors.
@@ -109,4 +115,34 @@ func releaseMap(m map[string]*Tensor) {
 	for _, t := range m {
 		t.Release()
 	}
+}
+
+// ReadSafetensorsMetadata reads only the string metadata of a safetensors
+// file (its "__metadata__" header entry), without the tensors: a quick look
+// at what a file is before loading it.
+func ReadSafetensorsMetadata(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("tensor: reading safetensors: %w", err)
+	}
+	defer f.Close()
+	var n [8]byte
+	if _, err := io.ReadFull(f, n[:]); err != nil {
+		return nil, fmt.Errorf("tensor: safetensors %s: bad header: %w", path, err)
+	}
+	size := binary.LittleEndian.Uint64(n[:])
+	if size > 100<<20 {
+		return nil, fmt.Errorf("tensor: safetensors %s: bad header: %d bytes long: %w", path, size, ErrArgument)
+	}
+	hdr := make([]byte, size)
+	if _, err := io.ReadFull(f, hdr); err != nil {
+		return nil, fmt.Errorf("tensor: safetensors %s: bad header: %w", path, err)
+	}
+	var h struct {
+		Meta map[string]string `json:"__metadata__"`
+	}
+	if err := json.Unmarshal(hdr, &h); err != nil {
+		return nil, fmt.Errorf("tensor: safetensors %s: bad header: %w", path, err)
+	}
+	return h.Meta, nil
 }

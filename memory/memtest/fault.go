@@ -17,6 +17,8 @@ type FaultBackend struct {
 	mu        sync.Mutex
 	budget    int64
 	failNext  int
+	failIn    int // the failIn-th Alloc from now starts failCount failures (FailAt)
+	failCount int
 	live      map[uintptr]int64
 	liveBytes int64
 	peakBytes int64
@@ -41,9 +43,16 @@ func (f *FaultBackend) Alloc(size int64) (memory.Region, error) {
 	if size <= 0 {
 		return memory.Region{}, fmt.Errorf("memtest: %s: cannot allocate %d bytes: %w", f.Name(), size, memory.ErrInvalidArgument)
 	}
-	if f.failNext > 0 {
-		f.failNext--
-		return memory.Region{}, fmt.Errorf("memtest: %s: injected failure allocating %d bytes: %w", f.Name(), size, memory.ErrOutOfMemory)
+	if f.failIn > 0 {
+		if f.failIn--; f.failIn == 0 {
+			f.failNext = f.failCount
+		}
+	}
+	if f.failNext != 0 {
+		if f.failNext > 0 {
+			f.failNext--
+		}
+		return memory.Region{}, fmt.Errorf("memtest: %s: allocating %d bytes: %w: %w", f.Name(), size, memory.ErrInjected, memory.ErrOutOfMemory)
 	}
 	if f.budget > 0 && size > f.budget-f.liveBytes {
 		return memory.Region{}, fmt.Errorf("memtest: %s: %d bytes live, budget %d, cannot allocate %d more: %w",
@@ -87,10 +96,25 @@ func (f *FaultBackend) Info() (free, total int64, ok bool) {
 	return f.up.Info()
 }
 
-// FailNext makes the next n allocations fail with memory.ErrOutOfMemory.
+// FailNext makes the next n allocations fail with memory.ErrOutOfMemory
+// (n < 0: every one until FailNext(0)).
 func (f *FaultBackend) FailNext(n int) {
 	f.mu.Lock()
-	f.failNext = n
+	f.failNext, f.failIn = n, 0
+	f.mu.Unlock()
+}
+
+// FailAt makes the n-th allocation from now (1: the next) and the
+// count-1 after it fail with memory.ErrOutOfMemory (count < 0: every one
+// from the n-th on, until FailNext(0)): a backend that runs out in the
+// middle of a workload. count 1 is a transient failure, which a pool
+// survives by releasing its cache and retrying.
+func (f *FaultBackend) FailAt(n, count int) {
+	f.mu.Lock()
+	f.failNext, f.failIn, f.failCount = 0, n, count
+	if n <= 0 {
+		f.failIn = 0
+	}
 	f.mu.Unlock()
 }
 

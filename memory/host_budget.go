@@ -1,0 +1,245 @@
+package memory
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// HostBudget caps the bytes that several backends hold from the
+// operating system together: the CPU device's manager has a host backend
+// per tier, and all of them draw on the same RAM. Without it an oversized
+// job on the CPU maps more than the machine has and the kernel kills the
+// process (exit 137, no message); with it the allocation that would pass
+// the budget fails with ErrOutOfMemory, which the pool turns into an
+// *OOMError after releasing its cache, and the program can report it. A
+// budget is safe for concurrent use.
+type HostBudget struct {
+	mu         sync.Mutex
+	limit      int64
+	used, peak int64
+	source     string // how the limit was chosen, for messages
+}
+
+// NewHostBudget returns a budget of limit bytes (> 0); source says where
+// the number came from ("STRATA_HOST_MEMORY=8GiB", ...) for messages.
+func NewHostBudget(limit int64, source string) *HostBudget {
+	return &HostBudget{limit: limit, source: source}
+}
+
+// Limit is the budget in bytes.
+func (b *HostBudget) Limit() int64 { return b.limit }
+
+// Used returns the bytes charged now and at most so far.
+func (b *HostBudget) Used() (current, peak int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used, b.peak
+}
+
+func (b *HostBudget) String() string {
+	return fmt.Sprintf("host memory budget of %s (%s)", FormatBytes(b.limit), b.source)
+}
+
+// charge takes n bytes for backend name, or fails with ErrOutOfMemory.
+func (b *HostBudget) charge(name string, n int64) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n > b.limit-b.used {
+		return fmt.Errorf("memory: %s: allocating %s would pass the %s: %s held by the CPU device's pools: %w",
+			name, FormatBytes(n), b, FormatBytes(b.used), ErrOutOfMemory)
+	}
+	b.used += n
+	b.peak = max(b.peak, b.used)
+	return nil
+}
+
+func (b *HostBudget) release(n int64) {
+	b.mu.Lock()
+	b.used -= n
+	b.mu.Unlock()
+}
+
+// NewBudgetBackend wraps up so that every region it hands out is charged
+// to b, and an allocation that would pass b's limit fails with
+// ErrOutOfMemory without reaching up. When up is a VirtualMemory, so is
+// the wrapper: address space is free, and each physical page is charged
+// when it is created.
+func NewBudgetBackend(up Backend, b *HostBudget) Backend {
+	bb := budgetBackend{up: up, budget: b}
+	if vm, ok := up.(VirtualMemory); ok {
+		return &budgetVM{budgetBackend: bb, vm: vm}
+	}
+	return &bb
+}
+
+// budgetBackend is NewBudgetBackend's wrapper.
+type budgetBackend struct {
+	up     Backend
+	budget *HostBudget
+}
+
+func (w *budgetBackend) Name() string { return w.up.Name() }
+func (w *budgetBackend) Tier() Tier   { return w.up.Tier() }
+
+func (w *budgetBackend) Alloc(size int64) (Region, error) {
+	if size <= 0 {
+		return w.up.Alloc(size) // the backend's own error for a bad size
+	}
+	if err := w.budget.charge(w.up.Name(), size); err != nil {
+		return Region{}, err
+	}
+	r, err := w.up.Alloc(size)
+	if err != nil {
+		w.budget.release(size)
+	}
+	return r, err
+}
+
+func (w *budgetBackend) Free(r Region) error {
+	if err := w.up.Free(r); err != nil {
+		return err
+	}
+	w.budget.release(r.Size)
+	return nil
+}
+
+// Info reports the budget: what is left of it, and the limit.
+func (w *budgetBackend) Info() (free, total int64, ok bool) {
+	used, _ := w.budget.Used()
+	return max(0, w.budget.limit-used), w.budget.limit, true
+}
+
+// budgetVM is the wrapper of a VirtualMemory backend.
+type budgetVM struct {
+	budgetBackend
+	vm VirtualMemory
+}
+
+func (w *budgetVM) Granularity() int64                        { return w.vm.Granularity() }
+func (w *budgetVM) AddressSpace() int64                       { return w.vm.AddressSpace() }
+func (w *budgetVM) ReserveAddress(size int64) (Region, error) { return w.vm.ReserveAddress(size) }
+func (w *budgetVM) FreeAddress(r Region) error                { return w.vm.FreeAddress(r) }
+func (w *budgetVM) Map(addr uintptr, pages []Page) error      { return w.vm.Map(addr, pages) }
+func (w *budgetVM) Unmap(addr uintptr, pages []Page) error    { return w.vm.Unmap(addr, pages) }
+func (w *budgetVM) Sync() error                               { return w.vm.Sync() }
+
+func (w *budgetVM) CreatePage() (Page, error) {
+	g := w.vm.Granularity()
+	if err := w.budget.charge(w.vm.Name(), g); err != nil {
+		return 0, err
+	}
+	p, err := w.vm.CreatePage()
+	if err != nil {
+		w.budget.release(g)
+	}
+	return p, err
+}
+
+func (w *budgetVM) ReleasePage(p Page) error {
+	if err := w.vm.ReleasePage(p); err != nil {
+		return err
+	}
+	w.budget.release(w.vm.Granularity())
+	return nil
+}
+
+// NewBudgetHostManager is NewHostManager with every tier's host backend
+// charged to one budget b (nil: no budget). It panics if cfg is invalid.
+func NewBudgetHostManager(cfg Config, b *HostBudget) *Manager {
+	if b == nil {
+		return NewHostManager(cfg)
+	}
+	backends := make([]Backend, NumTiers)
+	for t := range NumTiers {
+		backends[t] = NewBudgetBackend(NewHostBackend(t), b)
+	}
+	m, err := NewManager(backends, cfg)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
+
+// EnvHostMemory is the environment variable that sets the CPU device's
+// host memory budget: a size ("12GiB", "500MB", "1073741824"), a share of
+// the memory this process may use ("50%"), or "off".
+const EnvHostMemory = "STRATA_HOST_MEMORY"
+
+// DefaultHostShare is the share of the memory this process may use that
+// the default budget allows: the rest is for the Go heap, BLAS buffers,
+// the program's own data and the page cache.
+const DefaultHostShare = 0.75
+
+// DefaultHostBudget is the CPU device's budget: as EnvHostMemory says, or
+// DefaultHostShare of the memory this process may use, the smaller of the
+// machine's RAM and its cgroup's memory limit (cgroup v2 memory.max or v1
+// memory.limit_in_bytes, of its cgroup and every ancestor), and at most
+// 9/10 of the memory available when it is asked. It returns nil (no
+// budget) for "off" or when neither the RAM nor a limit can be read, and
+// an error for a malformed EnvHostMemory, with the default budget.
+func DefaultHostBudget() (*HostBudget, error) {
+	limit, what := hostMemoryLimit()
+	avail, _, okAvail := hostMemInfo()
+	if v := strings.TrimSpace(os.Getenv(EnvHostMemory)); v != "" {
+		n, err := ParseHostMemory(v, limit)
+		if err == nil {
+			if n == 0 {
+				return nil, nil
+			}
+			return NewHostBudget(n, EnvHostMemory+"="+v), nil
+		}
+		b, _ := defaultBudget(limit, what, avail, okAvail)
+		return b, fmt.Errorf("memory: %s=%q: %w; using the default %v", EnvHostMemory, v, err, b)
+	}
+	return defaultBudget(limit, what, avail, okAvail)
+}
+
+func defaultBudget(limit int64, what string, avail int64, okAvail bool) (*HostBudget, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	n := int64(float64(limit) * DefaultHostShare)
+	src := fmt.Sprintf("%.0f%% of the %s %s; %s changes it", 100*DefaultHostShare, FormatBytes(limit), what, EnvHostMemory)
+	if okAvail && avail > 0 && avail/10*9 < n {
+		n = avail / 10 * 9
+		src = fmt.Sprintf("90%% of the %s available at start (of %s %s); %s changes it", FormatBytes(avail), FormatBytes(limit), what, EnvHostMemory)
+	}
+	return NewHostBudget(n, src), nil
+}
+
+// ParseHostMemory reads an EnvHostMemory value: "off", "none" or "0" (no
+// budget: 0), a percentage of limit ("50%"), or a byte count with an
+// optional unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB; K, M, G, T are
+// binary).
+func ParseHostMemory(s string, limit int64) (int64, error) {
+	s = strings.TrimSpace(s)
+	switch strings.ToLower(s) {
+	case "off", "none", "0":
+		return 0, nil
+	}
+	if p, ok := strings.CutSuffix(s, "%"); ok {
+		f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		switch {
+		case err != nil || !(f > 0 && f <= 100):
+			return 0, fmt.Errorf("want a percentage in (0, 100]")
+		case limit <= 0:
+			return 0, fmt.Errorf("a percentage needs the machine's memory, which cannot be read here")
+		}
+		return int64(float64(limit) * f / 100), nil
+	}
+	i := len(s)
+	for i > 0 && (s[i-1] < '0' || s[i-1] > '9') && s[i-1] != '.' {
+		i--
+	}
+	num, unit := strings.TrimSpace(s[:i]), strings.ToLower(strings.TrimSpace(s[i:]))
+	mult := map[string]float64{"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
+		"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}[unit]
+	f, err := strconv.ParseFloat(num, 64)
+	if mult == 0 || err != nil || !(f*mult >= 1) || f*mult > 1<<62 {
+		return 0, fmt.Errorf("want a size such as 8GiB, 500MB or 1073741824, a share such as 50%%, or off")
+	}
+	return int64(f * mult), nil
+}
