@@ -102,6 +102,14 @@ func (s *GradScaler) Update() {
 	}
 }
 
+// AbortStep forgets a step that failed with an error (out of memory, a
+// device error) after Unscale and before Update: the scale and the counts
+// stay as they were, and the next Unscale starts a new step. A step that
+// merely overflowed is not an error: Update handles it.
+func (s *GradScaler) AbortStep() {
+	s.unscaled, s.found = false, false
+}
+
 // Skipped is the number of steps skipped for non-finite gradients.
 func (s *GradScaler) Skipped() int { return s.skipped }
 

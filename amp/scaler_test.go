@@ -111,3 +111,18 @@ func TestScalerMetadataRoundTrip(t *testing.T) {
 	require.ErrorContains(t, r.LoadMetadata(map[string]string{"amp.scale": "-1"}), "amp.scale")
 	require.ErrorContains(t, r.LoadMetadata(map[string]string{"amp.good_steps": "x"}), "amp.good_steps")
 }
+
+// A step that fails with an error between Unscale and Update is dropped:
+// the next step runs as if it had not started.
+func TestScalerAbortStep(t *testing.T) {
+	s := amp.NewGradScaler(true)
+	c := tensor.NewCtx()
+	c.WithScope(func() {
+		require.False(t, s.Unscale(grads(c, []float32{float32(math.Inf(1))})))
+		s.AbortStep() // say the optimizer step then ran out of memory
+		require.True(t, s.Unscale(grads(c, []float32{1})), "no 'called twice' panic")
+		s.Update()
+	})
+	assert.Equal(t, 65536.0, s.Scale, "the aborted step neither skipped nor backed off")
+	assert.Zero(t, s.Skipped())
+}

@@ -134,6 +134,17 @@ func (r *region) backward(g *tensor.Tensor) []*tensor.Tensor {
 			c.Adopt(det[i].Value) // an input may belong to no context (a kept tensor)
 			det[i].SetRequiresGrad(x.RequiresGrad())
 		}
+		// The inner backward keeps the detached inputs' gradients out of
+		// every scope; when it fails (out of memory, say) they are freed
+		// here, or they would outlive the step.
+		defer func() {
+			for _, d := range det {
+				if d.Grad != nil {
+					d.Grad.Release()
+					d.Grad = nil
+				}
+			}
+		}()
 		out, drew := r.recompute(det)
 		r.check(out, drew)
 		if err := out.BackwardWith(g); err != nil {

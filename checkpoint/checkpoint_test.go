@@ -371,3 +371,53 @@ func TestGoroutines(t *testing.T) {
 		sameBits(t, want, r, "goroutine "+string(rune('0'+i)))
 	}
 }
+
+// TestFailureFreesEverything fails each allocation of a checkpointed
+// forward and backward pass in turn (the manager's fault injection): the
+// error reaches the caller, and once the parameters' gradients are zeroed
+// nothing the pass allocated is left, the gradients of the detached
+// inputs the recomputation's backward keeps included.
+func TestFailureFreesEverything(t *testing.T) {
+	n := newNet(4)
+	defer n.release()
+	m := tensor.CPU().Memory()
+	pass := func(c *tensor.Ctx) error {
+		return tensor.Try(func() {
+			c.WithScope(func() {
+				x := c.RandN(tensor.CPU(), tensor.Float32, rand.New(rand.NewPCG(1, 1)), 1, 2, 5, width)
+				in := autograd.Const(x).Detach()
+				in.SetRequiresGrad(true)
+				y := checkpoint.Apply(func(v ...*autograd.Var) *autograd.Var { return n.block(n.block(v[0])) }, in)
+				if err := autograd.Sum(y, false).Backward(); err != nil {
+					panic(err)
+				}
+				in.ZeroGrad()
+			})
+		})
+	}
+	allocs := func() (k int64) {
+		for _, r := range m.Stats().Roles {
+			k += r.Allocs
+		}
+		return k
+	}
+	a0 := allocs()
+	require.NoError(t, pass(tensor.NewCtx()))
+	points := allocs() - a0
+	for _, p := range n.params() {
+		p.ZeroGrad()
+	}
+	for k := int64(1); k <= points; k++ {
+		c := tensor.NewCtx()
+		m.FailAllocation(k)
+		err := pass(c)
+		require.Equal(t, int64(1), m.FailAllocation(0), "allocation %d of %d was reached", k, points)
+		require.ErrorIs(t, err, memory.ErrInjected, "allocation %d", k)
+		for _, p := range n.params() {
+			p.ZeroGrad()
+		}
+		// The context's own count: the manager's total also moves when the
+		// garbage collector frees what earlier tests leaked.
+		require.Zero(t, c.BytesInUse(), "allocation %d of %d", k, points)
+	}
+}

@@ -41,10 +41,17 @@ func (o *AdamW) SetLR(lr float64) { o.LR = lr }
 // Steps is the number of steps taken.
 func (o *AdamW) Steps() int { return o.step }
 
-// Step updates every parameter with a gradient.
+// Step updates every parameter with a gradient. The moments a first step
+// needs are allocated before any parameter changes, so a step that runs
+// out of memory leaves the parameters and the step count as they were.
 func (o *AdamW) Step() error {
-	o.step++
 	return tensor.Try(func() {
+		for _, p := range o.Params {
+			if p.Grad != nil && p.RequiresGrad() {
+				o.state(p)
+			}
+		}
+		o.step++
 		for _, p := range o.Params {
 			if p.Grad == nil || !p.RequiresGrad() {
 				continue
@@ -63,7 +70,13 @@ func (o *AdamW) state(p *Parameter) (m, v *tensor.Tensor) {
 	if m, ok := o.m[p]; ok {
 		return m, o.v[p]
 	}
-	m, v = zerosKept(p.Value), zerosKept(p.Value)
+	m = zerosKept(p.Value)
+	defer func() {
+		if v == nil { // the second allocation failed (a panic): free the first
+			m.Release()
+		}
+	}()
+	v = zerosKept(p.Value)
 	o.m[p], o.v[p] = m, v
 	return m, v
 }

@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
@@ -11,6 +12,13 @@ import (
 // names (nanoGPT's keys for a GPT, so PyTorch's
 // safetensors.torch.load_file and Hugging Face tools can read them).
 func SaveWeights(path string, ps []*Parameter, meta map[string]string) error {
+	return SaveWeightsContext(context.Background(), path, ps, meta)
+}
+
+// SaveWeightsContext is SaveWeights, atomic and durable as
+// tensor.WriteSafetensorsContext: a failure, or ctx cancelled during the
+// write (an interrupt), leaves the previous file and no temporary one.
+func SaveWeightsContext(ctx context.Context, path string, ps []*Parameter, meta map[string]string) error {
 	byName, err := ByName(ps)
 	if err != nil {
 		return fmt.Errorf("nn: saving %s: %w", path, err)
@@ -19,7 +27,7 @@ func SaveWeights(path string, ps []*Parameter, meta map[string]string) error {
 	for name, p := range byName {
 		m[name] = p.Value
 	}
-	return tensor.WriteSafetensors(path, m, meta)
+	return tensor.WriteSafetensorsContext(ctx, path, m, meta)
 }
 
 // LoadWeights reads a safetensors file into the parameters, converting

@@ -1,0 +1,162 @@
+package nn
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/strata-ml/strata/tensor"
+)
+
+// A training state file is what a run needs to continue exactly where it
+// stopped: the parameters under their names (as SaveWeights writes them),
+// AdamW's moments under PyTorch's state names, and string metadata (the
+// optimizer's step and settings, and whatever the caller adds: the step of
+// the run, the random generators, the gradient scaler). It is a plain
+// safetensors file: safetensors.torch.load_file reads it.
+const (
+	// ExpAvgPrefix and ExpAvgSqPrefix name a parameter's first and second
+	// AdamW moments in a training state file ("optimizer.exp_avg.<name>").
+	ExpAvgPrefix   = "optimizer.exp_avg."
+	ExpAvgSqPrefix = "optimizer.exp_avg_sq."
+	// OptimizerStepKey is the metadata entry with AdamW's step count.
+	OptimizerStepKey = "optimizer.step"
+)
+
+// SaveTrainState writes ps and opt's state to path, atomically (see
+// tensor.WriteSafetensorsContext: a cancelled ctx leaves the old file),
+// with meta added to the metadata. Keys starting with "optimizer." are
+// reserved.
+func SaveTrainState(ctx context.Context, path string, ps []*Parameter, opt *AdamW, meta map[string]string) error {
+	byName, err := ByName(ps)
+	if err != nil {
+		return fmt.Errorf("nn: saving %s: %w", path, err)
+	}
+	ts := make(map[string]*tensor.Tensor, 3*len(byName))
+	for name, p := range byName {
+		ts[name] = p.Value
+		if m, ok := opt.m[p]; ok {
+			ts[ExpAvgPrefix+name], ts[ExpAvgSqPrefix+name] = m, opt.v[p]
+		}
+	}
+	md := map[string]string{"format": "pt"}
+	for k, v := range meta {
+		if strings.HasPrefix(k, "optimizer.") {
+			return fmt.Errorf("nn: saving %s: metadata key %q is reserved", path, k)
+		}
+		md[k] = v
+	}
+	f := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+	md["optimizer"] = "AdamW"
+	md[OptimizerStepKey] = strconv.Itoa(opt.step)
+	md["optimizer.lr"], md["optimizer.betas"] = f(opt.LR), f(opt.Beta1)+","+f(opt.Beta2)
+	md["optimizer.eps"], md["optimizer.weight_decay"] = f(opt.Eps), f(opt.WeightDecay)
+	return tensor.WriteSafetensorsContext(ctx, path, ts, md)
+}
+
+// LoadTrainState reads a file SaveTrainState wrote into ps and opt: every
+// parameter must be there with its shape, each parameter's moments both or
+// neither, and nothing else (strict, like LoadWeights). It restores opt's
+// step and moments; opt's learning rate, betas, eps and weight decay are
+// left as the caller set them (the metadata has the saved ones). On error
+// ps and opt are unchanged.
+func LoadTrainState(path string, ps []*Parameter, opt *AdamW) (meta map[string]string, err error) {
+	if len(ps) == 0 {
+		return nil, fmt.Errorf("nn: loading %s: no parameters to load into", path)
+	}
+	byName, err := ByName(ps)
+	if err != nil {
+		return nil, fmt.Errorf("nn: loading %s: %w", path, err)
+	}
+	c := tensor.NewCtx()
+	if e := tensor.Try(func() {
+		c.WithScope(func() {
+			var ts map[string]*tensor.Tensor
+			ts, meta, err = c.ReadSafetensors(path, ps[0].Value.Device())
+			if err != nil {
+				return
+			}
+			meta, err = loadTrainState(path, byName, opt, ts, meta)
+		})
+	}); e != nil {
+		return nil, fmt.Errorf("nn: loading %s: %w", path, e)
+	}
+	return meta, err
+}
+
+func loadTrainState(path string, byName map[string]*Parameter, opt *AdamW, ts map[string]*tensor.Tensor, meta map[string]string) (map[string]string, error) {
+	if meta["optimizer"] != "AdamW" {
+		return nil, fmt.Errorf("nn: loading %s: not a training state file (metadata optimizer = %q, want AdamW)", path, meta["optimizer"])
+	}
+	step, err := strconv.Atoi(meta[OptimizerStepKey])
+	if err != nil || step < 0 {
+		return nil, fmt.Errorf("nn: loading %s: metadata %s = %q: want a non-negative integer", path, OptimizerStepKey, meta[OptimizerStepKey])
+	}
+	var missing, unexpected []string
+	moments := map[*Parameter][2]*tensor.Tensor{}
+	for name, t := range ts {
+		base, kind := name, 0
+		if s, ok := strings.CutPrefix(name, ExpAvgPrefix); ok {
+			base, kind = s, 1
+		} else if s, ok := strings.CutPrefix(name, ExpAvgSqPrefix); ok {
+			base, kind = s, 2
+		}
+		p, ok := byName[base]
+		if !ok {
+			unexpected = append(unexpected, name)
+			continue
+		}
+		if !slices.Equal(t.Shape(), p.Value.Shape()) {
+			return nil, fmt.Errorf("nn: loading %s: %q has shape %v in the file, the model wants %v", path, name, t.Shape(), p.Value.Shape())
+		}
+		if kind > 0 {
+			mv := moments[p]
+			mv[kind-1] = t
+			moments[p] = mv
+		}
+	}
+	for name, p := range byName {
+		if _, ok := ts[name]; !ok {
+			missing = append(missing, name)
+		}
+		if mv, ok := moments[p]; ok && (mv[0] == nil) != (mv[1] == nil) {
+			return nil, fmt.Errorf("nn: loading %s: %q has one AdamW moment but not the other", path, name)
+		}
+	}
+	if len(missing) > 0 || len(unexpected) > 0 {
+		slices.Sort(missing)
+		slices.Sort(unexpected)
+		return nil, fmt.Errorf("nn: loading %s: missing %v, unexpected %v", path, missing, unexpected)
+	}
+	// Everything checked: now change the model and the optimizer.
+	for name, p := range byName {
+		p.Value.CopyFrom(ts[name])
+	}
+	opt.Release()
+	for p, mv := range moments {
+		m, v := opt.state(p)
+		m.CopyFrom(mv[0])
+		v.CopyFrom(mv[1])
+	}
+	opt.step = step
+	return meta, nil
+}
+
+// NonFinite returns the name of the first parameter holding a NaN or an
+// infinity, or "" when all are finite: a check before weights are saved
+// over good ones.
+func NonFinite(ps []*Parameter) (string, error) {
+	var bad string
+	err := tensor.Try(func() {
+		for _, p := range ps {
+			if s := tensor.SumSquares(p.Value); math.IsNaN(s) || math.IsInf(s, 0) {
+				bad = p.Name
+				return
+			}
+		}
+	})
+	return bad, err
+}
