@@ -3,6 +3,8 @@ package memory
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -21,19 +23,34 @@ type deviceBackend struct {
 // request the device cannot hold, by the driver's answer or because it is
 // larger than the device's whole memory, fails with an error wrapping
 // ErrOutOfMemory and, when the driver was asked, its *cuda.Error. When
-// the device has the virtual memory management API (and one page goes
-// through every call of it), the backend is also a VirtualMemory, for
-// expandable segments (cuda_vmm.go). It panics if ctx is nil (a
+// STRATA_EXPANDABLE_SEGMENTS=1 asks for them and the device has the
+// virtual memory management API (and one page goes through every call of
+// it), the backend is also a VirtualMemory, for expandable segments
+// (cuda_vmm.go). It panics if ctx is nil (a
 // programming error).
 func NewDeviceBackend(ctx *cuda.Context) Backend {
 	if ctx == nil {
 		panic("memory: NewDeviceBackend: nil *cuda.Context")
 	}
 	d := &deviceBackend{ctx: ctx, name: ctx.Device().String() + " device"}
-	if v := newDeviceVM(d); v != nil {
-		return v
+	if deviceVMMRequested() {
+		if v := newDeviceVM(d); v != nil {
+			return v
+		}
 	}
 	return d
+}
+
+// deviceVMMRequested reports whether STRATA_EXPANDABLE_SEGMENTS asks for
+// expandable segments on the device explicitly (1 or true). They are
+// opt-in there: on the H200 (2026-12-01) copies into mapped ranges failed
+// with CUDA_ERROR_INVALID_VALUE while kernels on them ran (doc.go).
+func deviceVMMRequested() bool {
+	switch strings.ToLower(os.Getenv(EnvExpandableSegments)) {
+	case "1", "true":
+		return true
+	}
+	return false
 }
 
 func (d *deviceBackend) Name() string { return d.name }

@@ -16,6 +16,7 @@ import (
 // skips the test.
 func gpuVM(t *testing.T) (*cuda.Context, memory.VirtualMemory) {
 	c := gpuContext(t)
+	t.Setenv(memory.EnvExpandableSegments, "1") // opt-in on the device (doc.go)
 	vm, ok := memory.NewDeviceBackend(c).(memory.VirtualMemory)
 	if !ok {
 		t.Skip("the device or driver lacks the virtual memory management API")
@@ -75,12 +76,17 @@ func TestGPUExpandableTraces(t *testing.T) {
 	}
 }
 
-func TestGPUCUDAManagerExpandableDefault(t *testing.T) {
+func TestGPUCUDAManagerSegmentsDefault(t *testing.T) {
 	c, _ := gpuVM(t)
 	t.Setenv(memory.EnvExpandableSegments, "")
 	m, err := memory.NewCUDAManager(c, memory.Config{})
 	require.NoError(t, err)
-	assert.True(t, m.Pool(memory.TierDevice).Expandable(), "device memory grows expandable segments by default")
+	assert.False(t, m.Pool(memory.TierDevice).Expandable(), "classic segments on the device unless asked for")
+	require.NoError(t, m.Close())
+	t.Setenv(memory.EnvExpandableSegments, "1")
+	m, err = memory.NewCUDAManager(c, memory.Config{})
+	require.NoError(t, err)
+	assert.True(t, m.Pool(memory.TierDevice).Expandable(), "device memory grows expandable segments when asked")
 	a, err := m.Alloc(3<<20, memory.RoleActivation)
 	require.NoError(t, err)
 	require.NoError(t, c.MemsetD8(cuda.DevicePtr(a.Addr()), 7, 3<<20))
