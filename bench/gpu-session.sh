@@ -130,7 +130,8 @@ fi
 if has amp; then
   # Mixed precision and checkpointing (issue 9): strata, then PyTorch eager
   # in the same call. tf32 and fp32 for the ratio; fp16 with each checkpoint mode.
-  for run in gpt2:fp32:none gpt2:tf32:none gpt2:bf16:none gpt2:fp16:none gpt2:fp16:blocks gpt2:fp16:selective gpt2:bf16:blocks char:fp32:none char:fp16:none char:bf16:none; do
+  runs=${AMP_RUNS:-gpt2:fp32:none gpt2:tf32:none gpt2:bf16:none gpt2:fp16:none gpt2:fp16:blocks gpt2:fp16:selective gpt2:bf16:blocks char:fp32:none char:fp16:none char:bf16:none}
+  for run in $runs; do
     IFS=: read -r cfg prec ck <<< "$run"
     timeout 240 .gpu/train-gpt -config $cfg -device cuda -bench -steps 10 -precision $prec -checkpoint $ck >> "$res" 2> "$L/bench-$cfg-$prec-$ck.txt"
     say "train bench $cfg $prec checkpoint=$ck: exit $?"; grep -A2 '^| config' "$L/bench-$cfg-$prec-$ck.txt" | tail -1
@@ -145,9 +146,13 @@ if has amp; then
 import torch, torch_gpt as t
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
-for name, mode, sdpa, ckpt in (("gpt2", "fp32", False, False), ("gpt2", "fp16", False, False), ("gpt2", "fp16", True, False),
-                               ("gpt2", "bf16", False, False), ("gpt2", "bf16", True, False), ("gpt2", "fp16", False, True),
-                               ("char", "fp16", False, False), ("char", "bf16", False, False)):
+import os
+plan = [("gpt2", "fp32", False, False), ("gpt2", "fp16", False, False), ("gpt2", "fp16", True, False),
+        ("gpt2", "bf16", False, False), ("gpt2", "bf16", True, False), ("gpt2", "fp16", False, True),
+        ("char", "fp16", False, False), ("char", "bf16", False, False)]
+if os.environ.get("AMP_TORCH"):  # e.g. "gpt2:fp16:0:0 gpt2:fp16:1:1": config:mode:sdpa:ckpt
+    plan = [(n, m, sd == "1", ck == "1") for n, m, sd, ck in (r.split(":") for r in os.environ["AMP_TORCH"].split())]
+for name, mode, sdpa, ckpt in plan:
     t.run(name, mode, sdpa, ckpt)
 PY
     say "pytorch amp: exit $?"; tail -3 "$L/torch-amp.txt"
@@ -167,7 +172,7 @@ if has fused; then
     timeout 150 .gpu/train-gpt -config gpt2 -device cuda -bench -steps 10 -precision fp16 -attention fused -checkpoint $ck >> "$res" 2> "$L/bench-gpt2-fp16-fused-$ck.txt"
     say "train bench gpt2 fp16 fused checkpoint=$ck: exit $?"; grep -A2 '^| config' "$L/bench-gpt2-fp16-fused-$ck.txt" | tail -1
   done
-  if [ -f .gpu/torch_gpt.py ] && ! has notorch; then
+  if [ -f .gpu/torch_gpt.py ] && ! has notorch && ! has notorchfused; then
     (cd .gpu && timeout 200 python3 - <<'PY') >> "$res" 2> "$L/torch-fused.txt"
 import torch, torch_gpt as t
 torch.backends.cuda.matmul.allow_tf32 = False
