@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 GPU_OUT := .gpu
 
-.PHONY: test test-short bench run lint fmt gpu test-gpu kernels clean
+.PHONY: test test-short bench run lint fmt gpu test-gpu kernels clean fuzz
 
 # The test suite CI runs (.ci/run): vet, then every package's tests on the
 # CPU; GPU tests skip cleanly without a driver.
@@ -13,6 +13,13 @@ test:
 
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
+
+# Every fuzz target for FUZZTIME each (go test runs their seed corpora as
+# plain tests in make test).
+FUZZTIME ?= 5m
+FUZZ := ./tensor:FuzzOpArguments ./tensor:FuzzReadSafetensors ./memory:FuzzManager ./memory:FuzzPool
+fuzz:
+	@for t in $(FUZZ); do echo "== $$t"; $(GO) test $${t%%:*} -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME) || exit 1; done
 
 # Micro-benchmarks of every package, then the tiny-GPT training benchmark.
 bench:
@@ -35,7 +42,7 @@ fmt:
 # .gpu/strata-gpu.tar.xz (the device tool carries at most 64 MiB);
 # bench/gpu-session.sh unpacks it there and runs each test binary from its
 # package folder, e.g. (cd memory && ../.gpu/memory.test -test.v).
-GPU_PKGS := ./cuda ./memory ./tensor ./autograd ./nn ./amp ./checkpoint ./interop/gorgonia
+GPU_PKGS := ./cuda ./memory ./tensor ./autograd ./nn ./amp ./checkpoint ./interop/gorgonia ./examples/train-gpt
 gpu:
 	rm -rf $(GPU_OUT) && mkdir -p $(GPU_OUT)/bin
 	CGO_ENABLED=0 $(GO) test -c -ldflags='-s -w' -o $(GPU_OUT)/bin/ $(GPU_PKGS)

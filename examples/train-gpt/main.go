@@ -8,6 +8,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -52,6 +53,13 @@ type options struct {
 	prec      amp.State    // what -precision says
 	attention string       // -attention
 	attn      nn.Attention // what -attention says
+	dropout   float64      // -dropout
+	dropSet   bool         // -dropout was given (else the config's)
+	resume    string       // -resume, -state, -save-every, -max-skips: resume.go, train.go
+	state     string
+	saveEvery int
+	maxSkips  int
+	stopAt    int // tests: act as if SIGINT arrived during this step (1-based); 0: never
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -85,25 +93,25 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.ckptEvery, "checkpoint-every", 1, "with -checkpoint blocks or selective: checkpoint every k-th block (1: all)")
 	fs.StringVar(&o.precision, "precision", "fp32", "matrix products: fp32, tf32 (float32 with TF32 tensor cores on the GPU), fp16 (autocast, with loss scaling) or bf16 (autocast)")
 	fs.StringVar(&o.attention, "attention", "plain", "attention: plain (the (B, H, T, T) probabilities materialised per op) or fused (FlashAttention-2 kernels, no T x T matrix)")
+	fs.Float64Var(&o.dropout, "dropout", 0, "dropout on embeddings, attention and residuals (default: the config's, 0 for every preset)")
+	fs.StringVar(&o.resume, "resume", "", "continue the run saved in this training state file (-state), exactly where it stopped")
+	fs.StringVar(&o.state, "state", "", "where an interrupt (SIGINT, SIGTERM) and -save-every save the resumable training state (default: -out with .state.safetensors for .safetensors; empty: never)")
+	fs.IntVar(&o.saveEvery, "save-every", 0, "also save the training state every N steps (0: only on an interrupt)")
+	fs.IntVar(&o.maxSkips, "max-skips", 20, "stop after this many steps in a row skipped by the fp16 gradient scaler for overflowing gradients")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %v", fs.Args())
 	}
+	if err := o.checkExplicit(fs); err != nil {
+		return nil, err
+	}
 	o.bench = o.bench || o.memTrace != "" || o.memPlot != "" // memory capture runs -bench's steps (memcapture.go)
 	o.setDefaults(fs)
-	switch {
-	case o.steps < 0:
-		return nil, fmt.Errorf("-steps %d: must not be negative", o.steps)
-	case o.batch < 0:
-		return nil, fmt.Errorf("-batch %d: must not be negative", o.batch)
-	case o.lr <= 0:
-		return nil, fmt.Errorf("-lr %v: must be positive", o.lr)
-	case o.minLR < 0 || o.minLR > o.lr:
-		return nil, fmt.Errorf("-min-lr %v: must be in [0, -lr %v]", o.minLR, o.lr)
-	case o.warmup < 0 || o.benchWarm < 0 || o.evalEvery < 0:
-		return nil, fmt.Errorf("-warmup, -bench-warmup and -eval-every must not be negative")
+	o.setStateDefault(fs)
+	if err := o.check(); err != nil {
+		return nil, err
 	}
 	if err := o.checkCheckpoint(fs); err != nil {
 		return nil, err
@@ -187,16 +195,26 @@ func (o *options) setDefaults(fs *flag.FlagSet) {
 	}
 }
 
+// main exits with 0 on success and for -h, 2 for a bad flag, 130 or 143
+// after an interrupt (SIGINT, SIGTERM) that saved the training state, and
+// 1 for any other failure.
 func main() {
 	o, err := parseFlags(os.Args[1:])
-	if err == nil {
-		err = run(o)
-	}
-	if err != nil {
-		if err != flag.ErrHelp {
-			fmt.Fprintln(os.Stderr, "train-gpt:", err)
-		}
+	switch {
+	case err == flag.ErrHelp:
+		os.Exit(0)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "train-gpt:", err)
 		os.Exit(2)
+	}
+	if err := run(o); err != nil {
+		var ex *exitError
+		if errors.As(err, &ex) {
+			fmt.Fprintln(os.Stderr, "train-gpt:", ex.msg)
+			os.Exit(ex.code)
+		}
+		fmt.Fprintln(os.Stderr, "train-gpt:", err)
+		os.Exit(1)
 	}
 }
 
@@ -227,6 +245,12 @@ func run(o *options) error {
 	if err != nil {
 		return err
 	}
+	if err := o.checkFiles(); err != nil {
+		return &exitError{code: 2, msg: err.Error()} // a bad flag, found before any work
+	}
+	if o.dropSet {
+		cfg.Dropout = o.dropout
+	}
 	if o.batch == 0 {
 		o.batch = cfg.Batch
 		if !o.bench && o.data == "" {
@@ -246,7 +270,12 @@ func run(o *options) error {
 		return memoryCapture(o, cfg, dev)
 	}
 	if o.bench {
-		return bench(o, cfg, dev)
+		err = bench(o, cfg, dev)
+	} else {
+		err = train(o, cfg, dev)
 	}
-	return train(o, cfg, dev)
+	if errors.Is(err, memory.ErrOutOfMemory) && !errors.Is(err, memory.ErrInjected) {
+		fmt.Fprint(os.Stderr, "\n", dev.Memory().Summary())
+	}
+	return err
 }

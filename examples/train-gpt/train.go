@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -31,6 +33,13 @@ type trainer struct {
 	c      *tensor.Ctx
 	prec   amp.State
 	scaler *amp.GradScaler
+
+	// The data generator (a PCG, whose state the training state saves).
+	dataSrc *rand.PCG
+	rng     *rand.Rand
+	// skips counts the steps in a row the gradient scaler skipped;
+	// maxSkips of them stop the run.
+	skips, maxSkips int
 }
 
 // newTrainer makes the model and optimizer for batches of o.batch rows of
@@ -47,19 +56,45 @@ func newTrainer(o *options, cfg nn.GPTConfig, dev tensor.Device, T int) (*traine
 	opt := nn.NewAdamW(ps, o.lr, o.wd)
 	opt.Beta2 = 0.95
 	B := o.batch
+	src := rand.NewPCG(o.seed, 0xDA7A)
 	return &trainer{
 		model: model, params: ps, opt: opt, clip: o.clip, dev: dev, B: B, T: T,
 		c: tensor.NewCtx(), prec: o.prec, scaler: amp.ScalerFor(o.prec),
 		sched: nn.CosineSchedule{Warmup: o.warmup, Total: o.steps, MaxLR: o.lr, MinLR: o.minLR},
 		xs:    make([]int32, B*T), ys: make([]int32, B*T),
+		dataSrc: src, rng: rand.New(src), maxSkips: max(1, o.maxSkips),
 	}, nil
+}
+
+// release frees the model and the optimizer state.
+func (t *trainer) release() {
+	t.opt.Release()
+	nn.Release(t.params)
 }
 
 // step runs one training step on the batch in t.xs, t.ys and returns the
 // loss. Everything the step allocates lives in one scope, so memory in use
 // after each step is the same.
+//
+// A step that fails (out of memory, a device error) changes nothing
+// before its optimizer update: its gradients are released and the
+// gradient scaler forgets it, so the next step can run. A non-finite loss
+// or gradient norm stops the run before the update, with the weights of
+// the step before; under the fp16 gradient scaler, overflowing gradients
+// skip the update instead, as the scaler does, and maxSkips skips in a
+// row stop the run. With clipping off (-clip 0) the norm is still
+// computed, for the check.
 func (t *trainer) step(it int) (loss float64, err error) {
-	err = tensor.Try(func() {
+	defer func() {
+		if err != nil {
+			nn.ZeroGrad(t.params)
+			t.scaler.AbortStep()
+		}
+	}()
+	// The closure sets err; a panic with an *OpError (out of memory, a
+	// device error) becomes Try's error. (Assigning Try's result to err
+	// would overwrite the closure's error with nil.)
+	if e := tensor.Try(func() {
 		t.c.WithScope(func() {
 			x, y := t.inputs()
 			var l *autograd.Var
@@ -76,21 +111,36 @@ func (t *trainer) step(it int) (loss float64, err error) {
 			if !t.scaler.Unscale(grads(t.params)) { // fp16 overflow: skip the step
 				t.scaler.Update()
 				nn.ZeroGrad(t.params)
+				if t.skips++; t.skips >= t.maxSkips {
+					err = fmt.Errorf("the fp16 gradient scaler skipped %d steps in a row for overflowing gradients (loss scale now %g, loss %.4g): stopping (-max-skips)", t.skips, t.scaler.LossScale(), loss)
+				}
 				return
 			}
 			t.scaler.Update()
-			if t.clip > 0 {
-				if _, err = nn.ClipGradNorm(t.params, t.clip); err != nil {
-					return
-				}
+			t.skips = 0
+			clip := t.clip
+			if clip == 0 {
+				clip = math.Inf(1) // no clipping: the norm only
+			}
+			var norm float64
+			if norm, err = nn.ClipGradNorm(t.params, clip); err != nil {
+				return
+			}
+			if !finite(loss) || !finite(norm) {
+				err = fmt.Errorf("loss %v, gradient norm %v: not finite; stopped before the optimizer update, so the weights are those of the step before (lower -lr, or check the data)", loss, norm)
+				return
 			}
 			t.opt.SetLR(t.sched.LR(it))
 			err = t.opt.Step()
 			nn.ZeroGrad(t.params)
 		})
-	})
+	}); e != nil {
+		err = e
+	}
 	return loss, err
 }
+
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
 func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	var data dataset
@@ -113,30 +163,51 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	if err != nil {
 		return err
 	}
+	defer tr.release()
+	done, smooth := 0, 0.0 // steps done, smoothed loss
+	if o.resume != "" {
+		if done, smooth, err = tr.restoreState(o.resume, o); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "resumed from %s after step %d of %d\n", o.resume, done, o.steps)
+	}
 	fmt.Fprintf(os.Stderr, "model: %d parameters (%d layers, %d heads, width %d, context %d); batch %d x %d tokens; %v; checkpointing %s; data: %s\n",
 		nn.CountParams(tr.params), cfg.Layers, cfg.Heads, cfg.Width, cfg.Context, tr.B, tr.T, o.prec, describeCheckpoint(o), data.describe())
-	rng := rand.New(rand.NewPCG(o.seed, 0xDA7A))
 	var bar *progressbar.ProgressBar
 	if !o.quiet {
 		bar = progressbar.NewOptions(o.steps, progressbar.OptionSetWriter(os.Stderr),
 			progressbar.OptionSetWidth(30), progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true),
 			progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
+		bar.Set(done)
 	}
 	var lossLog *os.File
 	if o.lossLog != "" {
-		if lossLog, err = os.Create(o.lossLog); err != nil {
-			return fmt.Errorf("-loss-log: %w", err)
+		if lossLog, err = openLossLog(o.lossLog, done); err != nil {
+			return err
 		}
 		defer lossLog.Close()
 	}
+	note := "saving the training state to " + o.state
+	if o.state == "" {
+		note = "quitting without saving (no -state)"
+	}
+	in := watchInterrupts(note)
+	defer in.stop()
+	save := func(step int) error {
+		in.saving.Store(true)
+		defer in.saving.Store(false)
+		if err := tr.saveState(in.ctx, o.state, o, step, smooth); err != nil {
+			return fmt.Errorf("saving the training state after step %d: %w", step, err)
+		}
+		return nil
+	}
 	start := time.Now()
-	var smooth float64
 	tokens := 0
-	for it := range o.steps {
-		data.batch(rng, tr.xs, tr.ys, tr.B, tr.T)
+	for it := done; it < o.steps; it++ {
+		data.batch(tr.rng, tr.xs, tr.ys, tr.B, tr.T)
 		loss, err := tr.step(it)
 		if err != nil {
-			return fmt.Errorf("step %d: %w", it, err)
+			return fmt.Errorf("step %d: %w", it+1, err)
 		}
 		tokens += tr.B * tr.T
 		if lossLog != nil {
@@ -150,6 +221,30 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 		if bar != nil {
 			bar.Describe(fmt.Sprintf("loss %.4f | %.0f tok/s", smooth, float64(tokens)/el))
 			bar.Add(1)
+		}
+		saved := false
+		if o.saveEvery > 0 && (it+1)%o.saveEvery == 0 {
+			if err := save(it + 1); err != nil {
+				return err
+			}
+			saved = true
+		}
+		if o.stopAt == it+1 {
+			in.trigger(syscall.SIGINT)
+		}
+		if s, ok := in.received(); ok {
+			if bar != nil {
+				bar.Clear()
+			}
+			if o.state == "" {
+				return in.exit(s, fmt.Sprintf("%v after step %d of %d: stopped without saving the training state (no -state)", s, it+1, o.steps))
+			}
+			if !saved {
+				if err := save(it + 1); err != nil {
+					return err
+				}
+			}
+			return in.exit(s, fmt.Sprintf("%v after step %d of %d: saved the training state to %s; continue the run with -resume %s", s, it+1, o.steps, o.state, o.state))
 		}
 		last := it == o.steps-1 || o.maxTime > 0 && time.Since(start) > o.maxTime
 		if o.evalEvery > 0 && (it+1)%o.evalEvery == 0 || last {
@@ -174,12 +269,33 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	}
 	fmt.Fprint(os.Stderr, "\n", dev.Memory().Summary())
 	if o.out != "" {
-		meta := map[string]string{"format": "pt", "config": fmt.Sprintf("%+v", cfg), "producer": "strata train-gpt"}
-		if err := nn.SaveWeights(o.out, tr.params, meta); err != nil {
+		if err := saveWeights(in, o, cfg, tr); err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "saved weights to %s\n", o.out)
 	}
+	if s, ok := in.received(); ok {
+		return in.exit(s, fmt.Sprintf("%v after the last step: the run is complete", s))
+	}
+	return nil
+}
+
+// saveWeights writes -out, unless a weight is not finite (a run that went
+// wrong must not replace good weights).
+func saveWeights(in *interrupts, o *options, cfg nn.GPTConfig, tr *trainer) error {
+	bad, err := nn.NonFinite(tr.params)
+	if err != nil {
+		return err
+	}
+	if bad != "" {
+		return fmt.Errorf("not saving -out %s: parameter %s is not finite", o.out, bad)
+	}
+	meta := map[string]string{"format": "pt", "config": fmt.Sprintf("%+v", cfg), "producer": "strata train-gpt"}
+	in.saving.Store(true)
+	defer in.saving.Store(false)
+	if err := nn.SaveWeightsContext(in.ctx, o.out, tr.params, meta); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "saved weights to %s\n", o.out)
 	return nil
 }
 

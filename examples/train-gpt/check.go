@@ -1,0 +1,147 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+
+	"github.com/strata-ml/strata/internal/atomicfile"
+	"github.com/strata-ml/strata/nn"
+)
+
+// Every flag is checked before any work: a bad value is refused in the
+// first second with one line naming the flag and what it accepts, never
+// after hours of training (or, worse, accepted and trained on: -lr NaN
+// used to train for its whole length and save weights that were all NaN).
+
+// checkExplicit refuses values set on the command line that mean nothing:
+// 0 where 0 would silently become the job's default (-steps, -batch).
+// It runs before setDefaults fills the unset ones.
+func (o *options) checkExplicit(fs *flag.FlagSet) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		switch {
+		case err != nil:
+		case f.Name == "steps" && o.steps == 0:
+			err = fmt.Errorf("-steps 0: want at least 1 (leave -steps out for the job's default)")
+		case f.Name == "batch" && o.batch == 0:
+			err = fmt.Errorf("-batch 0: want at least 1 (leave -batch out for the config's default)")
+		case f.Name == "dropout" && !(o.dropout >= 0 && o.dropout < 1):
+			err = fmt.Errorf("-dropout %v: want a number in [0, 1)", o.dropout)
+		case f.Name == "dropout":
+			o.dropSet = true
+		}
+	})
+	return err
+}
+
+// check validates every numeric flag (after setDefaults) and the names of
+// the -config and -policy values.
+func (o *options) check() error {
+	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+	switch {
+	case o.steps < 0:
+		return fmt.Errorf("-steps %d: want at least 1", o.steps)
+	case o.batch < 0:
+		return fmt.Errorf("-batch %d: want at least 1", o.batch)
+	case !finite(o.lr) || o.lr <= 0:
+		return fmt.Errorf("-lr %v: want a finite number > 0", o.lr)
+	case !finite(o.minLR) || o.minLR < 0 || o.minLR > o.lr:
+		return fmt.Errorf("-min-lr %v: want a number in [0, -lr %v]", o.minLR, o.lr)
+	case !finite(o.wd) || o.wd < 0:
+		return fmt.Errorf("-weight-decay %v: want a finite number >= 0", o.wd)
+	case !finite(o.clip) || o.clip < 0:
+		return fmt.Errorf("-clip %v: want a finite number > 0, or 0 for no clipping", o.clip)
+	case o.warmup < 0:
+		return fmt.Errorf("-warmup %d: want 0 or more", o.warmup)
+	case o.benchWarm < 0:
+		return fmt.Errorf("-bench-warmup %d: want 0 or more", o.benchWarm)
+	case o.evalEvery < 0:
+		return fmt.Errorf("-eval-every %d: want 0 (only at the end) or more", o.evalEvery)
+	case o.sample < 0:
+		return fmt.Errorf("-sample %d: want 0 (no sample) or more", o.sample)
+	case o.maxTime < 0:
+		return fmt.Errorf("-max-time %v: want 0 (no limit) or more", o.maxTime)
+	case o.memStep < 1:
+		return fmt.Errorf("-memory-step %d: want at least 1", o.memStep)
+	case o.saveEvery < 0:
+		return fmt.Errorf("-save-every %d: want 0 (only on interrupt) or more", o.saveEvery)
+	case o.maxSkips < 1:
+		return fmt.Errorf("-max-skips %d: want at least 1", o.maxSkips)
+	case o.data == "" && (o.digits < 1 || o.digits > 6):
+		return fmt.Errorf("-digits %d: want 1 to 6", o.digits)
+	}
+	if _, err := nn.LookupGPTConfig(o.config); err != nil {
+		return fmt.Errorf("-config %q: want tiny, char or gpt2", o.config)
+	}
+	switch o.policy {
+	case "hybrid", "device", "managed", "staging":
+	default:
+		return fmt.Errorf("-policy %q: want hybrid, device, managed or staging", o.policy)
+	}
+	if o.resume != "" && (o.bench || o.memTrace != "" || o.memPlot != "") {
+		return fmt.Errorf("-resume continues training: not with -bench, -memory-trace or -memory-plot")
+	}
+	if o.saveEvery > 0 && o.state == "" {
+		return fmt.Errorf("-save-every %d: needs -state (where to save)", o.saveEvery)
+	}
+	return nil
+}
+
+// checkFiles checks, before any work, that the files the job reads exist
+// and that the files it writes can be written, without creating or
+// truncating any of them: an existing output keeps its contents until
+// the job replaces it (atomically) at the end.
+func (o *options) checkFiles() error {
+	if o.data != "" && !o.bench && o.memTrace == "" && o.memPlot == "" {
+		if err := readable(o.data); err != nil {
+			return fmt.Errorf("-data: %w", err)
+		}
+	}
+	if o.resume != "" {
+		if err := readable(o.resume); err != nil {
+			return fmt.Errorf("-resume: %w", err)
+		}
+	}
+	var outs [][2]string // flag, path
+	switch {
+	case o.memTrace != "" || o.memPlot != "":
+		if o.memTrace != "" {
+			outs = append(outs, [2]string{"-memory-trace", o.memTrace}, [2]string{"-memory-trace", strings.TrimSuffix(o.memTrace, ".json") + ".snapshot.json"})
+		}
+		if o.memPlot != "" {
+			outs = append(outs, [2]string{"-memory-plot", o.memPlot}, [2]string{"-memory-plot", strings.TrimSuffix(o.memPlot, ".png") + "-segments.png"})
+		}
+	case o.bench:
+	default:
+		outs = append(outs, [2]string{"-out", o.out}, [2]string{"-loss-log", o.lossLog}, [2]string{"-state", o.state})
+	}
+	for _, fp := range outs {
+		if fp[1] == "" {
+			continue
+		}
+		if err := atomicfile.CheckWritable(fp[1]); err != nil {
+			return fmt.Errorf("%s: %w", fp[0], err)
+		}
+	}
+	return nil
+}
+
+// readable opens path for reading and refuses a directory.
+func readable(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		return fmt.Errorf("%s is a directory", path)
+	}
+	return nil
+}

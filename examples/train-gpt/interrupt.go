@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+)
+
+// exitError ends the program with a status of its own: 128 + the signal
+// after an interrupt, as a shell reports a process the signal killed.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// interrupts turns SIGINT and SIGTERM into a request to stop: training
+// finishes the step it is in, saves the resumable training state and
+// exits with 130 or 143. A second signal cancels ctx, which aborts a save
+// in progress (its temporary file is removed; the previous state file
+// stays), and quits at once when nothing is being saved.
+type interrupts struct {
+	ch     chan os.Signal
+	sig    atomic.Int32 // the first signal, 0 before any
+	saving atomic.Bool
+	ctx    context.Context
+	cancel context.CancelFunc
+	note   string // what the first signal's message says will happen
+}
+
+// watchInterrupts starts watching; stop ends it. note completes "finishing
+// the step, then ...".
+func watchInterrupts(note string) *interrupts {
+	in := &interrupts{ch: make(chan os.Signal, 2), note: note}
+	in.ctx, in.cancel = context.WithCancel(context.Background())
+	signal.Notify(in.ch, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		for s := range in.ch {
+			in.trigger(s.(syscall.Signal))
+		}
+	}()
+	return in
+}
+
+func (in *interrupts) stop() {
+	signal.Stop(in.ch)
+	close(in.ch)
+	in.cancel()
+}
+
+// trigger handles one signal (the tests call it directly).
+func (in *interrupts) trigger(s syscall.Signal) {
+	if in.sig.CompareAndSwap(0, int32(s)) {
+		fmt.Fprintf(os.Stderr, "\ntrain-gpt: %v: finishing the step, then %s (%v again to quit at once)\n", s, in.note, s)
+		return
+	}
+	in.cancel()
+	if !in.saving.Load() {
+		fmt.Fprintf(os.Stderr, "\ntrain-gpt: %v again: quitting without saving\n", s)
+		os.Exit(128 + int(in.sig.Load()))
+	}
+}
+
+// received reports the first signal, if any.
+func (in *interrupts) received() (syscall.Signal, bool) {
+	s := syscall.Signal(in.sig.Load())
+	return s, s != 0
+}
+
+// exit is the error that ends a run stopped by signal s, with msg.
+func (in *interrupts) exit(s syscall.Signal, msg string) error {
+	return &exitError{code: 128 + int(s), msg: msg}
+}

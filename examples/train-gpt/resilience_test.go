@@ -1,0 +1,194 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/tensor"
+)
+
+// envMainArgs makes the test binary run main with these arguments (a JSON
+// list) instead of the tests: the subprocess tests exercise exit codes and
+// real signals.
+const envMainArgs = "TRAIN_GPT_TEST_MAIN_ARGS"
+
+func TestMain(m *testing.M) {
+	if a := os.Getenv(envMainArgs); a != "" {
+		var args []string
+		if err := json.Unmarshal([]byte(a), &args); err != nil {
+			panic(err)
+		}
+		os.Args = append([]string{"train-gpt"}, args...)
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// mainCmd is this test binary running main with args, in dir.
+func mainCmd(t *testing.T, dir string, env []string, args ...string) *exec.Cmd {
+	a, err := json.Marshal(args)
+	require.NoError(t, err)
+	cmd := exec.Command(os.Args[0])
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), envMainArgs+"="+string(a)), env...)
+	return cmd
+}
+
+// TestBadFlagsRefusedUpFront: every bad value is refused with one line
+// naming the flag, before any work (no memory allocated, well under a
+// second).
+func TestBadFlagsRefusedUpFront(t *testing.T) {
+	dir := t.TempDir()
+	cases := map[string]string{
+		"-lr NaN":                      "-lr NaN: want a finite number > 0",
+		"-lr Inf":                      "-lr +Inf: want a finite number > 0",
+		"-lr -1":                       "-lr -1: want a finite number > 0",
+		"-min-lr NaN":                  "-min-lr NaN: want a number in [0, -lr 0.002]",
+		"-weight-decay NaN":            "-weight-decay NaN: want a finite number >= 0",
+		"-weight-decay -0.1":           "-weight-decay -0.1: want a finite number >= 0",
+		"-clip -1":                     "-clip -1: want a finite number > 0, or 0 for no clipping",
+		"-clip Inf":                    "-clip +Inf",
+		"-batch 0":                     "-batch 0: want at least 1",
+		"-steps 0":                     "-steps 0: want at least 1",
+		"-max-time -1s":                "-max-time -1s: want 0 (no limit) or more",
+		"-sample -5":                   "-sample -5: want 0 (no sample) or more",
+		"-save-every -1":               "-save-every -1",
+		"-max-skips 0":                 "-max-skips 0: want at least 1",
+		"-dropout 1":                   "-dropout 1: want a number in [0, 1)",
+		"-dropout NaN":                 "-dropout NaN",
+		"-digits 0":                    "-digits 0: want 1 to 6",
+		"-memory-step 0":               "-memory-step 0: want at least 1",
+		"-config huge":                 `-config "huge": want tiny, char or gpt2`,
+		"-policy bogus":                `-policy "bogus": want hybrid, device, managed or staging`,
+		"-bench -resume x":             "-resume continues training: not with -bench",
+		"-state  -save-every 10":       "-save-every 10: needs -state",
+		"-warmup -1":                   "-warmup -1: want 0 or more",
+		"-eval-every -1":               "-eval-every -1",
+		"-precision fp8":               `-precision "fp8"`,
+		"-checkpoint-every 0":          "-checkpoint-every 0",
+		"-config tiny extra-arguments": "unexpected arguments",
+	}
+	for args, want := range cases {
+		_, err := parseFlags(strings.Split(args, " "))
+		require.ErrorContains(t, err, want, args)
+	}
+	// Files: checked by run before the device or the model exist.
+	sub := filepath.Join(dir, "sub")
+	require.NoError(t, os.Mkdir(sub, 0o755))
+	allocs := func() (n int64) { // only grows: unlike the bytes in use, the GC's cleanups do not move it
+		for _, r := range tensor.CPU().Memory().Stats().Roles {
+			n += r.Allocs
+		}
+		return n
+	}
+	before := allocs()
+	files := map[string]string{
+		"-out /nonexistent/dir/w.safetensors":          "-out: cannot write /nonexistent/dir/w.safetensors: directory /nonexistent/dir/ does not exist",
+		"-out " + sub:                                  "-out: " + sub + " is a directory",
+		"-out /proc/x":                                 "-out: cannot write /proc/x: cannot create files in /proc/",
+		"-loss-log /nonexistent/l.jsonl":               "-loss-log: cannot write",
+		"-state /nonexistent/s.safetensors":            "-state: cannot write",
+		"-data /nonexistent.txt":                       "-data: open /nonexistent.txt: no such file or directory",
+		"-data " + sub:                                 "-data: " + sub + " is a directory",
+		"-resume /nonexistent.safetensors":             "-resume: open /nonexistent.safetensors",
+		"-memory-trace /nonexistent/t.json":            "-memory-trace: cannot write",
+		"-memory-plot " + sub + "/no/p.png":            "-memory-plot: cannot write",
+		"-out " + sub + "/w.safetensors -state " + sub: "-state: " + sub + " is a directory",
+	}
+	for args, want := range files {
+		o, err := parseFlags(append(strings.Fields(args), "-steps", "3", "-device", "cpu", "-quiet"))
+		require.NoError(t, err, args)
+		start := time.Now()
+		err = run(o)
+		require.ErrorContains(t, err, want, args)
+		var ex *exitError
+		require.True(t, errors.As(err, &ex), args)
+		require.Equal(t, 2, ex.code, "%s: a bad path is a bad flag", args)
+		require.Less(t, time.Since(start), time.Second, args)
+	}
+	require.Equal(t, before, allocs(), "nothing was allocated")
+	require.Empty(t, dirEntries(t, sub), "the checks leave no file behind")
+}
+
+func dirEntries(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// The program's exit codes: 0 for -h, 2 for a bad flag (one line on
+// stderr), 1 for a failure during the run.
+func TestExitCodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs subprocesses")
+	}
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"-h"}, 0, "Usage of train-gpt"},
+		{[]string{"-lr", "NaN"}, 2, "train-gpt: -lr NaN: want a finite number > 0\n"},
+		{[]string{"-out", dir}, 2, "is a directory"},
+		{[]string{"-lr", "1e30", "-steps", "5", "-batch", "8", "-quiet", "-device", "cpu", "-out", "w.safetensors"}, 1, "step 2: loss NaN"},
+	} {
+		var stderr bytes.Buffer
+		cmd := mainCmd(t, dir, nil, c.args...)
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		}
+		require.Equal(t, c.code, code, "%v: %s", c.args, stderr.String())
+		require.Contains(t, stderr.String(), c.msg, c.args)
+	}
+	_, err := os.Stat(filepath.Join(dir, "w.safetensors"))
+	require.ErrorIs(t, err, os.ErrNotExist, "a run that went wrong saves no weights")
+}
+
+// A run whose loss goes non-finite stops at that step, before the update,
+// and leaves an existing -out untouched; under fp16 the scaler skips the
+// steps and -max-skips of them stop the run.
+func TestNonFiniteLossStops(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "w.safetensors")
+	require.NoError(t, os.WriteFile(out, []byte("good weights"), 0o644))
+	for _, c := range []struct{ prec, msg string }{
+		{"fp32", "step 2: loss NaN, gradient norm NaN: not finite; stopped before the optimizer update"},
+		{"bf16", "not finite; stopped before the optimizer update"},
+		{"fp16", "step 4: the fp16 gradient scaler skipped 3 steps in a row"},
+	} {
+		o, err := parseFlags([]string{"-lr", "1e30", "-steps", "20", "-batch", "4", "-device", "cpu", "-quiet", "-eval-every", "0",
+			"-out", out, "-precision", c.prec, "-max-skips", "3", "-config", "tiny"})
+		require.NoError(t, err)
+		err = run(o)
+		require.ErrorContains(t, err, c.msg, c.prec)
+		b, rerr := os.ReadFile(out)
+		require.NoError(t, rerr)
+		require.Equal(t, "good weights", string(b), c.prec)
+	}
+}
+
+// -h exits 0 through main as well: parseFlags returns flag.ErrHelp.
+func TestHelpIsNotAnError(t *testing.T) {
+	_, err := parseFlags([]string{"-h"})
+	require.Error(t, err)
+}

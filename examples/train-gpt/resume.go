@@ -1,0 +1,233 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/strata-ml/strata/autograd"
+	"github.com/strata-ml/strata/internal/atomicfile"
+	"github.com/strata-ml/strata/nn"
+	"github.com/strata-ml/strata/tensor"
+)
+
+// The training state (-state, -save-every, -resume) is everything a run
+// needs to continue bit for bit where it stopped: the weights and AdamW's
+// moments and step (nn.SaveTrainState), and in the metadata the number of
+// steps done, the position of the data generator (its PCG state: the
+// data position of both tasks is a function of it), the position of the
+// dropout stream of the trainer's context, the gradient scaler's state,
+// the steps skipped in a row, and the flags that define the run. The
+// learning rate schedule is a function of the step. It is one safetensors
+// file, written atomically: PyTorch's safetensors.torch.load_file reads
+// it (the weights under nanoGPT's names, the moments under
+// optimizer.exp_avg.* and optimizer.exp_avg_sq.*).
+const (
+	keyStep       = "train.step"
+	keyDataRNG    = "train.data_rng"
+	keyDropoutRNG = "train.dropout_rng"
+	keySkips      = "train.skips_in_a_row"
+	keySmooth     = "train.smooth_loss"
+	keyRun        = "train.run"
+)
+
+// runIdentity is what defines a run. A state is resumed only with the
+// same config, data, digits and batch (anything else would make its data
+// stream or weights meaningless); the other fields may change, with a
+// note, and the resumed run is then no longer the saved one.
+type runIdentity struct {
+	Config    string  `json:"config"`
+	Data      string  `json:"data"` // absolute path; "" for the addition task
+	Digits    int     `json:"digits"`
+	Batch     int     `json:"batch"`
+	SeqLen    int     `json:"seq_len"`
+	Precision string  `json:"precision"`
+	Attention string  `json:"attention"`
+	Dropout   float64 `json:"dropout"`
+	Steps     int     `json:"steps"`
+	LR        float64 `json:"lr"`
+	MinLR     float64 `json:"min_lr"`
+	Warmup    int     `json:"warmup"`
+	WD        float64 `json:"weight_decay"`
+	Clip      float64 `json:"clip"`
+	Seed      uint64  `json:"seed"`
+}
+
+func identity(o *options, tr *trainer) runIdentity {
+	data := ""
+	if o.data != "" {
+		data, _ = filepath.Abs(o.data)
+	}
+	digits := o.digits
+	if o.data != "" {
+		digits = 0
+	}
+	return runIdentity{Config: o.config, Data: data, Digits: digits, Batch: tr.B, SeqLen: tr.T,
+		Precision: o.precision, Attention: o.attn.String(), Dropout: tr.model.Config.Dropout,
+		Steps: o.steps, LR: o.lr, MinLR: o.minLR, Warmup: o.warmup, WD: o.wd, Clip: o.clip, Seed: o.seed}
+}
+
+// setStateDefault derives -state from -out when -state is not given:
+// gpt.safetensors saves its state to gpt.state.safetensors.
+func (o *options) setStateDefault(fs *flag.FlagSet) {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "state" })
+	if set {
+		return
+	}
+	base := o.out
+	if base == "" {
+		base = "gpt.safetensors"
+	}
+	o.state = strings.TrimSuffix(base, ".safetensors") + ".state.safetensors"
+}
+
+// saveState writes the training state after step steps (atomically; a
+// cancelled ctx leaves the previous file).
+func (t *trainer) saveState(ctx context.Context, path string, o *options, step int, smooth float64) error {
+	rng, err := t.dataSrc.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	run, err := json.Marshal(identity(o, t))
+	if err != nil {
+		return err
+	}
+	meta := map[string]string{
+		"producer": "strata train-gpt", "config": fmt.Sprintf("%+v", t.model.Config),
+		keyStep: strconv.Itoa(step), keyDataRNG: base64.StdEncoding.EncodeToString(rng),
+		keyDropoutRNG: strconv.FormatUint(autograd.RandomState(t.c), 10),
+		keySkips:      strconv.Itoa(t.skips), keySmooth: strconv.FormatFloat(smooth, 'g', -1, 64),
+		keyRun: string(run),
+	}
+	for k, v := range t.scaler.Metadata() {
+		meta[k] = v
+	}
+	return nn.SaveTrainState(ctx, path, t.params, t.opt, meta)
+}
+
+// restoreState loads a training state into t and returns the steps it had
+// done and its smoothed loss. Differences in the flags that define the
+// run are errors or notes (printed), as runIdentity says.
+func (t *trainer) restoreState(path string, o *options) (step int, smooth float64, err error) {
+	// The metadata first: a state of another run is refused by what
+	// differs, not by the first tensor of the wrong shape.
+	meta, err := tensor.ReadSafetensorsMetadata(path)
+	if err != nil {
+		return 0, 0, fmt.Errorf("-resume: %w", err)
+	}
+	bad := func(key string) error {
+		return fmt.Errorf("-resume %s: not a train-gpt training state file (metadata %s = %q)", path, key, meta[key])
+	}
+	var saved runIdentity
+	if err := json.Unmarshal([]byte(meta[keyRun]), &saved); err != nil {
+		return 0, 0, bad(keyRun)
+	}
+	if err := compareRuns(saved, identity(o, t)); err != nil {
+		return 0, 0, fmt.Errorf("-resume %s: %w", path, err)
+	}
+	if meta, err = nn.LoadTrainState(path, t.params, t.opt); err != nil {
+		return 0, 0, fmt.Errorf("-resume: %w", err)
+	}
+	if step, err = strconv.Atoi(meta[keyStep]); err != nil || step < 0 {
+		return 0, 0, bad(keyStep)
+	}
+	rng, err := base64.StdEncoding.DecodeString(meta[keyDataRNG])
+	if err != nil || t.dataSrc.UnmarshalBinary(rng) != nil {
+		return 0, 0, bad(keyDataRNG)
+	}
+	drop, err := strconv.ParseUint(meta[keyDropoutRNG], 10, 64)
+	if err != nil {
+		return 0, 0, bad(keyDropoutRNG)
+	}
+	autograd.SetRandomState(t.c, drop)
+	if t.skips, err = strconv.Atoi(meta[keySkips]); err != nil || t.skips < 0 {
+		return 0, 0, bad(keySkips)
+	}
+	if smooth, err = strconv.ParseFloat(meta[keySmooth], 64); err != nil {
+		return 0, 0, bad(keySmooth)
+	}
+	if t.scaler.Enabled() {
+		if err := t.scaler.LoadMetadata(meta); err != nil {
+			return 0, 0, fmt.Errorf("-resume %s: %w", path, err)
+		}
+	}
+	if step >= o.steps {
+		return 0, 0, fmt.Errorf("-resume %s: the run is at step %d, -steps %d leaves nothing to train (raise -steps)", path, step, o.steps)
+	}
+	return step, smooth, nil
+}
+
+// compareRuns refuses a state of another run and prints a note for each
+// setting that changed.
+func compareRuns(saved, now runIdentity) error {
+	switch {
+	case saved.Config != now.Config:
+		return fmt.Errorf("saved by a -config %s run, this one is -config %s", saved.Config, now.Config)
+	case saved.Data != now.Data:
+		return fmt.Errorf("saved by a run on -data %q, this one trains on %q", saved.Data, now.Data)
+	case saved.Digits != now.Digits:
+		return fmt.Errorf("saved by a -digits %d run, this one is -digits %d", saved.Digits, now.Digits)
+	case saved.Batch != now.Batch || saved.SeqLen != now.SeqLen:
+		return fmt.Errorf("saved by a run with batches of %d x %d tokens, this one has %d x %d", saved.Batch, saved.SeqLen, now.Batch, now.SeqLen)
+	}
+	var a, b map[string]any
+	ja, _ := json.Marshal(saved)
+	jb, _ := json.Marshal(now)
+	json.Unmarshal(ja, &a)
+	json.Unmarshal(jb, &b)
+	for k, v := range a {
+		if fmt.Sprint(v) != fmt.Sprint(b[k]) {
+			fmt.Fprintf(os.Stderr, "train-gpt: note: %s is %v now, %v in the saved run; the resumed run follows the new value\n", k, b[k], v)
+		}
+	}
+	return nil
+}
+
+// openLossLog opens -loss-log: truncated for a new run; for a run resumed
+// after step done, with the lines of later steps (written after the state
+// was saved, by a run that then died) dropped, for appending.
+func openLossLog(path string, done int) (*os.File, error) {
+	if done == 0 {
+		f, err := os.Create(path)
+		if err != nil {
+			return nil, fmt.Errorf("-loss-log: %w", err)
+		}
+		return f, nil
+	}
+	old, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, fmt.Errorf("-loss-log: %w", err)
+	}
+	var kept bytes.Buffer
+	sc := bufio.NewScanner(bytes.NewReader(old))
+	for sc.Scan() {
+		var l struct {
+			Step int `json:"step"`
+		}
+		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Step >= 1 && l.Step <= done {
+			kept.Write(sc.Bytes())
+			kept.WriteByte('\n')
+		}
+	}
+	if err := atomicfile.Write(context.Background(), path, func(w io.Writer) error {
+		_, err := w.Write(kept.Bytes())
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("-loss-log: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return nil, fmt.Errorf("-loss-log: %w", err)
+	}
+	return f, nil
+}
