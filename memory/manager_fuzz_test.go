@@ -49,7 +49,7 @@ type liveAlloc struct {
 }
 
 func runManagerOps(t *testing.T, data []byte) {
-	const budget = 96 << 20
+	const budget = 48 << 20
 	b := memory.NewHostBudget(budget, "fuzz")
 	cfg := memory.Config{Segments: memory.SegmentsClassic}
 	if data[0]&1 != 0 {
@@ -93,7 +93,7 @@ func runManagerOps(t *testing.T, data []byte) {
 			case 1:
 				size = int64(arg+1) << 12 // up to 1 MiB
 			case 2:
-				size = int64(arg+1) << 18 // up to 64 MiB
+				size = int64(arg+1) << 16 // up to 16 MiB
 			case 3:
 				size = int64(arg) - 8 // invalid sizes too
 			}
