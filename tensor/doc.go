@@ -40,7 +40,11 @@
 // binary, reductions, batched GEMM, softmax, layer norm, gather and
 // scatter-add, cross-entropy, dropout, AdamW, SGD). The exported ops check
 // shapes, dtypes and devices, allocate outputs and call one primitive, so
-// a new device implements the primitives and gets every op. The CPU
+// a new device implements the primitives and gets every op. A few
+// primitives sit behind small optional interfaces a backend may implement
+// (ops_amp.go: the multi-tensor gradient unscale; ops_attention.go: fused
+// causal attention, FlashAttention-2 forward and backward with the
+// per-row log-sum-exp, no (B, H, T, T) matrix). The CPU
 // backend runs internal/cpukern (parallel Go kernels over slices) and
 // internal/blas (a system BLAS loaded at run time through purego, with
 // gonum's pure-Go GEMM as the fallback). MatMul recognises transposed
@@ -80,7 +84,9 @@
 // Every op is queued on the device's stream, in program order, and
 // returns at once: one cuLaunchKernel for most primitives (a few for the
 // two-pass reductions and layer-norm gradients), cuBLAS
-// SgemmStridedBatched for float32 products and a tiled kernel for
+// SgemmStridedBatched for float32 products (GemmStridedBatchedEx with a
+// TF32 compute type when asked), GemmStridedBatchedEx for float16 and
+// bfloat16 products with float32 accumulation, and a tiled kernel for
 // float64 ones. Uploads and downloads are copies on the same stream, so
 // they are ordered with the kernels around them, and memory freed by one
 // op may be reused by the next without waiting. Reductions accumulate in
