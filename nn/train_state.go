@@ -64,27 +64,9 @@ func SaveTrainState(ctx context.Context, path string, ps []*Parameter, opt *Adam
 // left as the caller set them (the metadata has the saved ones). On error
 // ps and opt are unchanged.
 func LoadTrainState(path string, ps []*Parameter, opt *AdamW) (meta map[string]string, err error) {
-	if len(ps) == 0 {
-		return nil, fmt.Errorf("nn: loading %s: no parameters to load into", path)
-	}
-	byName, err := ByName(ps)
-	if err != nil {
-		return nil, fmt.Errorf("nn: loading %s: %w", path, err)
-	}
-	c := tensor.NewCtx()
-	if e := tensor.Try(func() {
-		c.WithScope(func() {
-			var ts map[string]*tensor.Tensor
-			ts, meta, err = c.ReadSafetensors(path, ps[0].Value.Device())
-			if err != nil {
-				return
-			}
-			meta, err = loadTrainState(path, byName, opt, ts, meta)
-		})
-	}); e != nil {
-		return nil, fmt.Errorf("nn: loading %s: %w", path, e)
-	}
-	return meta, err
+	return readInto(path, ps, func(byName map[string]*Parameter, ts map[string]*tensor.Tensor, meta map[string]string) (map[string]string, error) {
+		return loadTrainState(path, byName, opt, ts, meta)
+	})
 }
 
 func loadTrainState(path string, byName map[string]*Parameter, opt *AdamW, ts map[string]*tensor.Tensor, meta map[string]string) (map[string]string, error) {
