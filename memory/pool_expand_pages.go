@@ -1,0 +1,321 @@
+package memory
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// The pages of expandable segments (pool_expand.go): taking them from
+// other free blocks (stealing, lending), sweeping stale ranges, cutting
+// and merging blocks, mapping runs of pages.
+
+// releasePages gives unmapped pages back to the backend.
+func (p *Pool) releasePages(pages []Page) error {
+	var errs []error
+	for _, pg := range pages {
+		if err := p.vm.ReleasePage(pg); err != nil {
+			errs = append(errs, err)
+		}
+		p.sinks.pagesReleased(1)
+	}
+	return errors.Join(errs...)
+}
+
+// steal takes up to n whole pages inside free blocks of the pool's
+// expandable segments, outside [lo, hi) of target, and returns them. It
+// takes from segments of target's stream first and lends their pages
+// without unmapping them (lendFree): work queued on that stream before
+// the block was freed runs before any work on the new block, as when a
+// cached block is reused, so no synchronisation is needed. Pages of other
+// streams' segments are unmapped, after one Sync. Within a segment it
+// takes from the end first, which keeps live data packed towards the
+// start.
+func (p *Pool) steal(n int, target *segment, lo, hi int64) ([]Page, error) {
+	var pages []Page
+	synced := false
+	var order []*segment
+	for _, same := range [2]bool{true, false} {
+		for seg := p.segs; seg != nil; seg = seg.next {
+			if seg.x != nil && (seg.stream == target.stream) == same {
+				order = append(order, seg)
+			}
+		}
+	}
+	for _, seg := range order {
+		if len(pages) >= n {
+			break
+		}
+		lend := seg.stream == target.stream
+		var last *Block
+		for b := seg.first; b != nil; b = b.next {
+			last = b
+		}
+		for b := last; b != nil && len(pages) < n; {
+			prev := b.prev
+			if b.state != blockFree {
+				b = prev
+				continue
+			}
+			off := int64(b.addr - seg.region.Addr)
+			wlo, whi := (off+p.page-1)/p.page*p.page, (off+b.size)/p.page*p.page
+			if seg == target && wlo < hi && whi > lo {
+				b = prev // part of the run being filled
+				continue
+			}
+			if k := int64(n - len(pages)); (whi-wlo)/p.page > k {
+				wlo = whi - k*p.page
+			}
+			if whi > wlo {
+				if lend {
+					pages = append(pages, p.lendFree(seg, b, wlo, whi)...)
+					b = prev
+					continue
+				}
+				if !synced {
+					if err := p.vm.Sync(); err != nil {
+						return pages, err
+					}
+					synced = true
+					if err := p.sweepStaleSynced(); err != nil {
+						return pages, err
+					}
+				}
+				got, err := p.unmapFree(seg, b, wlo, whi)
+				pages = append(pages, got...)
+				if err != nil {
+					return pages, err
+				}
+			}
+			b = prev
+		}
+	}
+	return pages, nil
+}
+
+// unmapFree unmaps the pages [lo, hi) (offsets, page-aligned) inside the
+// free block b of seg, which becomes a hole there, and returns them.
+func (p *Pool) unmapFree(seg *segment, b *Block, lo, hi int64) ([]Page, error) {
+	base := seg.region.Addr
+	first, last := lo/p.page, hi/p.page
+	pages := slices.Clone(seg.x.pages[first:last])
+	if err := p.vm.Unmap(base+uintptr(lo), pages); err != nil {
+		return nil, err
+	}
+	clear(seg.x.pages[first:last])
+	tree := p.treeOf(seg)
+	tree.delete(seg.stream, b)
+	before := seg.inactive()
+	seg.mapped -= hi - lo
+	p.sinks.inactiveSplit(seg.inactive() - before)
+	p.sinks.pagesUnmapped(hi - lo)
+	if p.hist != nil {
+		p.hist.segment(EventRelease, p.tier, seg, base+uintptr(lo), hi-lo)
+	}
+	left, hole, right := p.cut(b, base+uintptr(lo), base+uintptr(hi), blockHole)
+	for _, r := range [2]*Block{left, right} {
+		if r != nil { // b's remnants: free, next to the hole and to non-free blocks
+			tree.insert(seg.stream, r)
+		}
+	}
+	p.mergeState(hole, blockHole)
+	return pages, nil
+}
+
+// lendFree takes the pages [lo, hi) (offsets, page-aligned) inside the
+// free block b of seg out of use there, without unmapping them, and
+// returns them to be mapped elsewhere: a physical page may be mapped at
+// several addresses. The range becomes a stale block, which nothing
+// allocates from; sweepStale unmaps it later, when a synchronisation is
+// due anyway or the stale bytes outgrow the mapped ones.
+func (p *Pool) lendFree(seg *segment, b *Block, lo, hi int64) []Page {
+	base := seg.region.Addr
+	first, last := int(lo/p.page), int(hi/p.page)
+	pages := slices.Clone(seg.x.pages[first:last])
+	if len(seg.x.stale) < len(seg.x.pages) {
+		seg.x.stale = slices.Grow(seg.x.stale, len(seg.x.pages)-len(seg.x.stale))[:len(seg.x.pages)]
+	}
+	for i := first; i < last; i++ {
+		seg.x.stale[i] = true
+	}
+	tree := p.treeOf(seg)
+	tree.delete(seg.stream, b)
+	before := seg.inactive()
+	seg.mapped -= hi - lo
+	p.staleBytes += hi - lo
+	p.sinks.inactiveSplit(seg.inactive() - before)
+	p.sinks.pagesUnmapped(hi - lo) // counted again where they are mapped
+	if p.hist != nil {
+		p.hist.segment(EventRelease, p.tier, seg, base+uintptr(lo), hi-lo)
+	}
+	left, stale, right := p.cut(b, base+uintptr(lo), base+uintptr(hi), blockStale)
+	for _, r := range [2]*Block{left, right} {
+		if r != nil {
+			tree.insert(seg.stream, r)
+		}
+	}
+	p.mergeState(stale, blockStale)
+	return pages
+}
+
+// sweepStale unmaps every stale range, after a Sync.
+func (p *Pool) sweepStale() error {
+	if p.staleBytes == 0 {
+		return nil
+	}
+	if err := p.vm.Sync(); err != nil {
+		return err
+	}
+	return p.sweepStaleSynced()
+}
+
+// sweepStaleSynced is sweepStale once Sync has been called. The pages stay
+// mapped where they were lent.
+func (p *Pool) sweepStaleSynced() error {
+	if p.staleBytes == 0 {
+		return nil
+	}
+	var errs []error
+	for seg := p.segs; seg != nil; seg = seg.next {
+		if seg.x == nil {
+			continue
+		}
+		base := seg.region.Addr
+		for b := seg.first; b != nil; {
+			next := b.next
+			if b.state == blockStale {
+				off := int64(b.addr - base)
+				first, last := int(off/p.page), int((off+b.size)/p.page)
+				if err := p.vm.Unmap(b.addr, seg.x.pages[first:last]); err != nil {
+					errs = append(errs, err)
+					b = next
+					continue
+				}
+				clear(seg.x.pages[first:last])
+				clear(seg.x.stale[first:last])
+				p.staleBytes -= b.size
+				b.state = blockHole
+				next = p.mergeState(b, blockHole).next
+			}
+			b = next
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// cut carves [from, to) out of block b, which is in no free index, as a
+// block of the given state, and returns the parts before it (nil when
+// none), it, and after it (nil when none); they keep b's state.
+func (p *Pool) cut(b *Block, from, to uintptr, state blockState) (left, mid, right *Block) {
+	split := func(b *Block, at uintptr) *Block {
+		r := p.newBlock()
+		r.seg, r.addr, r.size, r.state = b.seg, at, int64(b.addr)+b.size-int64(at), b.state
+		r.prev, r.next = b, b.next
+		if b.next != nil {
+			b.next.prev = r
+		}
+		b.next = r
+		b.size = int64(at - b.addr)
+		return r
+	}
+	mid = b
+	if from > b.addr {
+		left, mid = b, split(b, from)
+	}
+	if to < mid.addr+uintptr(mid.size) {
+		right = split(mid, to)
+	}
+	mid.state = state
+	return left, mid, right
+}
+
+// mergeState merges the hole or stale block h with neighbours of the
+// same state and returns the merged block.
+func (p *Pool) mergeState(h *Block, state blockState) *Block {
+	if prev := h.prev; prev != nil && prev.state == state {
+		p.absorb(prev, h)
+		h = prev
+	}
+	if next := h.next; next != nil && next.state == state {
+		p.absorb(h, next)
+	}
+	return h
+}
+
+// blockAt returns the block of seg holding address a.
+func blockAt(seg *segment, a uintptr) *Block {
+	for b := seg.first; b != nil; b = b.next {
+		if a < b.addr+uintptr(b.size) {
+			return b
+		}
+	}
+	return nil
+}
+
+// errShort: mapRun had fewer pages than holes to fill.
+var errShort = errors.New("not enough pages")
+
+// mapRun maps pages into the holes of seg inside [lo, hi) (offsets,
+// page-aligned; the rest of the range is free), in address order, which
+// become free blocks merged with their free neighbours. With too few
+// pages it maps what it has and returns errShort; pages it could not map
+// (the driver refused) are released.
+func (p *Pool) mapRun(seg *segment, lo, hi int64, pages []Page) error {
+	base := seg.region.Addr
+	for at := lo; at < hi; {
+		b := blockAt(seg, base+uintptr(at))
+		bEnd := int64(b.addr-base) + b.size
+		if b.state != blockHole {
+			at = bEnd
+			continue
+		}
+		l, h := at, min(hi, bEnd)
+		k := int((h - l) / p.page)
+		if k > len(pages) {
+			if len(pages) == 0 {
+				return errShort
+			}
+			k, h = len(pages), l+int64(len(pages))*p.page
+		}
+		if err := p.vm.Map(base+uintptr(l), pages[:k]); err != nil {
+			return errors.Join(err, p.releasePages(pages))
+		}
+		first := int(l / p.page)
+		if need := first + k; need > len(seg.x.pages) {
+			seg.x.pages = slices.Grow(seg.x.pages, need-len(seg.x.pages))[:need]
+		}
+		copy(seg.x.pages[first:], pages[:k])
+		pages = pages[k:]
+		before := seg.inactive()
+		seg.mapped += h - l
+		p.sinks.inactiveSplit(seg.inactive() - before)
+		p.sinks.pagesMapped(h - l)
+		if p.hist != nil {
+			p.hist.segment(EventReserve, p.tier, seg, base+uintptr(l), h-l)
+		}
+		_, mid, _ := p.cut(b, base+uintptr(l), base+uintptr(h), blockFree)
+		p.insertFree(mid) // merges with free neighbours, into the index
+		at = h
+		if len(pages) == 0 && h < min(hi, bEnd) {
+			return errShort
+		}
+	}
+	if len(pages) > 0 {
+		return errors.Join(fmt.Errorf("memory: pool %s: %d pages gathered but not mapped", p.name, len(pages)), p.releasePages(pages))
+	}
+	return nil
+}
+
+// carve takes the free block that holds offset pos of seg out of the free
+// index and returns it cut to start at pos (its part before pos stays
+// free, in the index).
+func (p *Pool) carve(seg *segment, pos int64) *Block {
+	b := blockAt(seg, seg.region.Addr+uintptr(pos))
+	tree := p.treeOf(seg)
+	tree.delete(seg.stream, b)
+	left, mid, _ := p.cut(b, seg.region.Addr+uintptr(pos), b.addr+uintptr(b.size), blockFree)
+	if left != nil {
+		tree.insert(seg.stream, left)
+	}
+	return mid
+}

@@ -1,0 +1,132 @@
+package memory
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Giving expandable segments' memory back (pool_expand.go): EmptyCache
+// unmaps whole free pages, Close releases everything.
+
+// releaseExpandable unmaps and releases every whole page inside the free
+// blocks of the expandable segments, and gives back the address space of
+// those left with no memory at all. It returns the bytes released.
+func (p *Pool) releaseExpandable() (int64, error) {
+	var released int64
+	var errs []error
+	synced := false
+	if p.staleBytes > 0 {
+		if err := p.vm.Sync(); err != nil {
+			return 0, err
+		}
+		synced = true
+		if err := p.sweepStaleSynced(); err != nil {
+			return 0, err
+		}
+	}
+	for seg := p.segs; seg != nil; {
+		next := seg.next
+		if seg.x == nil {
+			seg = next
+			continue
+		}
+		for b := seg.first; b != nil; {
+			nb := b.next
+			if b.state == blockFree {
+				off := int64(b.addr - seg.region.Addr)
+				lo, hi := (off+p.page-1)/p.page*p.page, (off+b.size)/p.page*p.page
+				if hi > lo {
+					if !synced {
+						if err := p.vm.Sync(); err != nil {
+							return released, err
+						}
+						synced = true
+					}
+					pages, err := p.unmapFree(seg, b, lo, hi)
+					if err != nil {
+						errs = append(errs, err)
+					} else {
+						released += hi - lo
+						errs = append(errs, p.releasePages(pages))
+					}
+					nb = blockAt(seg, seg.region.Addr+uintptr(hi)) // b's blocks were recut
+				}
+			}
+			b = nb
+		}
+		if seg.live == 0 && seg.mapped == 0 {
+			errs = append(errs, p.freeExpandable(seg))
+		}
+		seg = next
+	}
+	return released, errors.Join(errs...)
+}
+
+// freeExpandable unlinks an expandable segment with nothing mapped and
+// gives its address space back.
+func (p *Pool) freeExpandable(seg *segment) error {
+	for b := seg.first; b != nil; {
+		next := b.next
+		if b.state == blockFree {
+			p.treeOf(seg).delete(seg.stream, b)
+		}
+		p.recycle(b)
+		b = next
+	}
+	if seg.prev != nil {
+		seg.prev.next = seg.next
+	} else {
+		p.segs = seg.next
+	}
+	if seg.next != nil {
+		seg.next.prev = seg.prev
+	}
+	seg.prev, seg.next, seg.first = nil, nil, nil
+	p.nsegs--
+	if p.hist != nil {
+		p.hist.segment(EventRelease, p.tier, seg, seg.region.Addr, 0)
+	}
+	if err := p.vm.FreeAddress(seg.region); err != nil {
+		return fmt.Errorf("memory: pool %s: freeing the address space of an expandable segment at %#x: %w", p.name, seg.region.Addr, err)
+	}
+	return nil
+}
+
+// closeExpandable unmaps every page of an expandable segment, live blocks'
+// included, releases them and frees its address space (Close).
+func (p *Pool) closeExpandable(seg *segment) error {
+	var errs []error
+	if len(seg.x.pages) > 0 {
+		errs = append(errs, p.vm.Sync())
+	}
+	base := seg.region.Addr
+	for i := 0; i < len(seg.x.pages); {
+		if seg.x.pages[i] == 0 {
+			i++
+			continue
+		}
+		j := i
+		for j < len(seg.x.pages) && seg.x.pages[j] != 0 {
+			j++
+		}
+		pages := seg.x.pages[i:j]
+		if err := p.vm.Unmap(base+uintptr(int64(i)*p.page), pages); err != nil {
+			errs = append(errs, err)
+		}
+		for k, pg := range pages { // a stale page is mapped elsewhere: released there
+			if i+k < len(seg.x.stale) && seg.x.stale[i+k] {
+				p.staleBytes -= p.page
+				continue
+			}
+			errs = append(errs, p.releasePages([]Page{pg}))
+			p.sinks.pagesUnmapped(p.page)
+		}
+		i = j
+	}
+	seg.x.pages, seg.x.stale, seg.mapped = nil, nil, 0
+	for b := seg.first; b != nil; b = b.next {
+		b.state = blockHole // nothing to take out of an index: Close clears them
+	}
+	errs = append(errs, p.freeExpandable(seg))
+	return errors.Join(errs...)
+}
