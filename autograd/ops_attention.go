@@ -33,7 +33,7 @@ func CausalAttention(q, k, v *Var, p float64, seed, offset uint64) *Var {
 		scores.Release()
 		return att
 	}
-	y := hooked("CausalAttention", opCtx(q.Value, nil), func() *tensor.Tensor {
+	y := hooked("CausalAttention", pr.c, func() *tensor.Tensor {
 		ps := pr.products()
 		defer ps.release()
 		att := probs(ps)

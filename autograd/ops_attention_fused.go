@@ -1,7 +1,6 @@
 package autograd
 
 import (
-	"github.com/strata-ml/strata/amp"
 	"github.com/strata-ml/strata/tensor"
 )
 
@@ -22,16 +21,16 @@ import (
 func FusedCausalAttention(q, k, v *Var, p float64, seed, offset uint64) *Var {
 	const op = "FusedCausalAttention"
 	pr := precisionOf(q.Value, k.Value, v.Value)
-	var lse *tensor.Tensor
-	y := hooked2(op, opCtx(q.Value, nil), &lse, func() (*tensor.Tensor, *tensor.Tensor) {
-		qc, kc, vc := pr.attentionOperands(q.Value, k.Value, v.Value)
-		defer release(qc, kc, vc)
-		return tensor.FusedCausalAttention(qc, kc, vc, p, seed, offset)
+	y, lse := hooked2(op, pr.c, func() (*tensor.Tensor, *tensor.Tensor) {
+		ps := pr.products()
+		defer ps.release()
+		return tensor.FusedCausalAttention(ps.operand(q.Value), ps.operand(k.Value), ps.operand(v.Value), p, seed, offset)
 	})
 	out := y.Alias() // model code may Drop the output; backward reads it
 	r := Record(op, y, []*Var{q, k, v}, func(g *tensor.Tensor) []*tensor.Tensor {
-		qc, kc, vc := pr.attentionOperands(q.Value, k.Value, v.Value)
-		defer release(qc, kc, vc)
+		ps := pr.products()
+		defer ps.release()
+		qc, kc, vc := ps.operand(q.Value), ps.operand(k.Value), ps.operand(v.Value)
 		gc := g
 		if acc := tensor.AccumDType(qc.DType()); g.DType() != acc {
 			gc = g.To(acc)
@@ -58,43 +57,8 @@ func FusedCausalAttention(q, k, v *Var, p float64, seed, offset uint64) *Var {
 	return r
 }
 
-// attentionOperands returns q, k, v as the fused attention should read
-// them: cast to the autocast dtype when the precision is an enabled
-// region and they are float32, else new views of them. The caller
-// releases all three.
-func (p precision) attentionOperands(q, k, v *tensor.Tensor) (qc, kc, vc *tensor.Tensor) {
-	var ts [3]*tensor.Tensor
-	for i, x := range [3]*tensor.Tensor{q, k, v} {
-		if p.st.Enabled && x.DType() == tensor.Float32 {
-			ts[i] = amp.Cast(p.c, x, p.st.DType)
-		} else {
-			ts[i] = x.Alias()
-		}
-	}
-	return ts[0], ts[1], ts[2]
-}
-
 func release(ts ...*tensor.Tensor) {
 	for _, t := range ts {
 		t.Release()
 	}
-}
-
-// hooked2 is hooked for an op with two outputs, the second returned
-// through second.
-func hooked2(op string, c *tensor.Ctx, second **tensor.Tensor, compute func() (a, b *tensor.Tensor)) *tensor.Tensor {
-	h := OpHookIn(c)
-	if h == nil {
-		a, b := compute()
-		*second = b
-		return a
-	}
-	if outs := h.Enter(op); outs != nil {
-		*second = outs[1]
-		return outs[0]
-	}
-	a, b := compute()
-	h.Leave(op, a, b)
-	*second = b
-	return a
 }

@@ -16,7 +16,7 @@ import (
 // backward runs its products the same way (precision.go).
 func MatMul(a, b *Var) *Var {
 	pr := precisionOf(a.Value, b.Value)
-	out := hooked("MatMul", opCtx(a.Value, b.Value), func() *tensor.Tensor { return pr.mm(a.Value, b.Value, false, false, 1) })
+	out := hooked("MatMul", pr.c, func() *tensor.Tensor { return pr.mm(a.Value, b.Value, false, false, 1) })
 	return Record("MatMul", out, []*Var{a, b}, func(g *tensor.Tensor) []*tensor.Tensor {
 		ps := pr.products() // g is cast once for both products
 		defer ps.release()
@@ -79,7 +79,7 @@ func as2D(x *tensor.Tensor) *tensor.Tensor {
 func Linear(x, w, b *Var) *Var {
 	xs := x.Value.Shape()
 	pr := precisionOf(x.Value)
-	y := hooked("Linear", opCtx(x.Value, nil), func() *tensor.Tensor { return linearForward(pr, x.Value, w, b) })
+	y := hooked("Linear", pr.c, func() *tensor.Tensor { return linearForward(pr, x.Value, w, b) })
 	return Record("Linear", y, []*Var{x, w, b}, func(g *tensor.Tensor) []*tensor.Tensor {
 		g2 := g.Reshape(-1, g.Dim(-1))
 		defer g2.Release()
@@ -103,10 +103,9 @@ func Linear(x, w, b *Var) *Var {
 // less per block.
 func GeluLinear(u, w, b *Var) *Var {
 	us := u.Value.Shape()
-	c := opCtx(u.Value, nil)
 	pr := precisionOf(u.Value)
-	y := hooked("GeluLinear", c, func() *tensor.Tensor {
-		a := hooked("Gelu", c, func() *tensor.Tensor { return tensor.Gelu(u.Value) })
+	y := hooked("GeluLinear", pr.c, func() *tensor.Tensor {
+		a := hooked("Gelu", pr.c, func() *tensor.Tensor { return tensor.Gelu(u.Value) })
 		defer a.Release()
 		return linearForward(pr, a, w, b)
 	})

@@ -6,7 +6,7 @@ import (
 
 // Softmax over the last axis.
 func Softmax(x *Var) *Var {
-	out := hooked("Softmax", opCtx(x.Value, nil), func() *tensor.Tensor { return tensor.Softmax(x.Value) })
+	out := hooked("Softmax", tensor.CtxOf(x.Value), func() *tensor.Tensor { return tensor.Softmax(x.Value) })
 	return Record("Softmax", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
 		return []*tensor.Tensor{tensor.SoftmaxBackward(out, g, false)}
 	})
@@ -24,7 +24,7 @@ func LogSoftmax(x *Var) *Var {
 // over the last axis of x (..., T1, T2) of the positions j <= i + T2 - T1,
 // zero at the others (tensor.CausalSoftmax).
 func CausalSoftmax(x *Var) *Var {
-	out := hooked("CausalSoftmax", opCtx(x.Value, nil), func() *tensor.Tensor { return tensor.CausalSoftmax(x.Value) })
+	out := hooked("CausalSoftmax", tensor.CtxOf(x.Value), func() *tensor.Tensor { return tensor.CausalSoftmax(x.Value) })
 	return Record("CausalSoftmax", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
 		return []*tensor.Tensor{tensor.CausalSoftmaxBackward(out, g)}
 	})
@@ -49,7 +49,7 @@ func LayerNorm(x, w, b *Var, eps float64) *Var {
 	if b != nil {
 		bv = b.Value
 	}
-	y, mean, rstd := hooked3("LayerNorm", opCtx(x.Value, nil), func() (y, mean, rstd *tensor.Tensor) { return tensor.LayerNorm(x.Value, wv, bv, eps) })
+	y, mean, rstd := hooked3("LayerNorm", tensor.CtxOf(x.Value), func() (y, mean, rstd *tensor.Tensor) { return tensor.LayerNorm(x.Value, wv, bv, eps) })
 	return Record("LayerNorm", y, []*Var{x, w, b}, func(g *tensor.Tensor) []*tensor.Tensor {
 		dx, dw, db := tensor.LayerNormBackward(g, x.Value, mean, rstd, wv, bv != nil)
 		if !needs(x) {

@@ -89,45 +89,34 @@ func OpHookIn(c *tensor.Ctx) OpHook {
 	return h
 }
 
-// opCtx is the context of an op's forward for its hook: that of the first
-// of a, b that belongs to one (nil b allowed), else Background.
-func opCtx(a, b *tensor.Tensor) *tensor.Ctx {
-	if c := a.Ctx(); c != nil {
-		return c
-	}
-	if b != nil {
-		if c := b.Ctx(); c != nil {
-			return c
-		}
-	}
-	return tensor.Background()
-}
-
 // hooked returns the output of op: the one c's op hook hands back, or
 // compute's (reported to the hook). Without a hook it is compute().
 func hooked(op string, c *tensor.Ctx, compute func() *tensor.Tensor) *tensor.Tensor {
-	h := OpHookIn(c)
-	if h == nil {
-		return compute()
-	}
-	if outs := h.Enter(op); outs != nil {
-		return outs[0]
-	}
-	y := compute()
-	h.Leave(op, y)
-	return y
+	return hookedN(op, c, func() []*tensor.Tensor { return []*tensor.Tensor{compute()} })[0]
+}
+
+// hooked2 is hooked for an op with two outputs.
+func hooked2(op string, c *tensor.Ctx, compute func() (a, b *tensor.Tensor)) (*tensor.Tensor, *tensor.Tensor) {
+	outs := hookedN(op, c, func() []*tensor.Tensor { a, b := compute(); return []*tensor.Tensor{a, b} })
+	return outs[0], outs[1]
 }
 
 // hooked3 is hooked for an op with three outputs.
 func hooked3(op string, c *tensor.Ctx, compute func() (a, b, d *tensor.Tensor)) (*tensor.Tensor, *tensor.Tensor, *tensor.Tensor) {
+	outs := hookedN(op, c, func() []*tensor.Tensor { a, b, d := compute(); return []*tensor.Tensor{a, b, d} })
+	return outs[0], outs[1], outs[2]
+}
+
+// hookedN is the hook protocol for an op with any number of outputs.
+func hookedN(op string, c *tensor.Ctx, compute func() []*tensor.Tensor) []*tensor.Tensor {
 	h := OpHookIn(c)
 	if h == nil {
 		return compute()
 	}
 	if outs := h.Enter(op); outs != nil {
-		return outs[0], outs[1], outs[2]
+		return outs
 	}
-	a, b, d := compute()
-	h.Leave(op, a, b, d)
-	return a, b, d
+	outs := compute()
+	h.Leave(op, outs...)
+	return outs
 }
