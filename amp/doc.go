@@ -37,7 +37,7 @@
 // strata follows the same split. Every matrix product of package autograd
 // (MatMul, Linear, GeluLinear, both products of the attention, and every
 // product of their backward passes) runs in the region's dtype: its
-// float32 operands are cast (Operand, Cast), weights once per region
+// float32 operands are cast (Cast), weights once per region
 // (PyTorch's autocast weight cache: a kept tensor's copy is made at its
 // first use in the region and released when the region closes, while
 // tensors that saved it for backward keep their own reference), and
