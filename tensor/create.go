@@ -28,7 +28,12 @@ func (c *Ctx) Empty(dev Device, dt DType, shape ...int) *Tensor {
 
 // Full returns a tensor filled with v. Panics like Empty.
 func (c *Ctx) Full(dev Device, dt DType, v float64, shape ...int) *Tensor {
-	t := mustNew("Full", c, dev, dt, shape)
+	return full("Full", c, dev, dt, v, shape...)
+}
+
+// full is Full for ops: c may be nil (see place).
+func full(op string, c *Ctx, dev Device, dt DType, v float64, shape ...int) *Tensor {
+	t := mustNew(op, c, dev, dt, shape)
 	dev.backend().fill(t, v)
 	return t
 }
@@ -136,12 +141,5 @@ func (c *Ctx) Arange(dev Device, dt DType, start, n int) *Tensor {
 
 // ZerosLike returns zeros of t's shape, dtype and device, in t's context.
 func ZerosLike(t *Tensor) *Tensor {
-	return zerosIn("ZerosLike", ctxOf("ZerosLike", t), t.dev, t.dtype, t.shape...)
-}
-
-// zerosIn is Zeros for ops: c may be nil (see place).
-func zerosIn(op string, c *Ctx, dev Device, dt DType, shape ...int) *Tensor {
-	t := mustNew(op, c, dev, dt, shape)
-	dev.backend().fill(t, 0)
-	return t
+	return full("ZerosLike", ctxOf("ZerosLike", t), t.dev, t.dtype, 0, t.shape...)
 }

@@ -12,7 +12,7 @@ import (
 // back is the step's one synchronization.
 func (b cudaBackend) unscaleCheck(ts []*Tensor, inv float64) bool {
 	d := b.d
-	found := zerosIn("UnscaleGrads", nil, d, Int32, 1)
+	found := full("UnscaleGrads", nil, d, Int32, 0, 1)
 	defer found.Release()
 	for len(ts) > 0 {
 		chunk := ts[:min(len(ts), maxGridYZ)]

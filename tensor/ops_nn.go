@@ -185,9 +185,9 @@ func LayerNormBackward(dy, x, mean, rstd, w *Tensor, withBias bool) (dx, dw, db 
 	c := ctxOf(op, dy, x, mean, rstd, w)
 	dx = mustNew(op, c, x.dev, x.dtype, x.shape)
 	if w != nil {
-		dw = zerosIn(op, c, x.dev, x.dtype, cols)
+		dw = full(op, c, x.dev, x.dtype, 0, cols)
 		if withBias {
-			db = zerosIn(op, c, x.dev, x.dtype, cols)
+			db = full(op, c, x.dev, x.dtype, 0, cols)
 		}
 	}
 	x.dev.backend().layerNormBackward(dx, dw, db, cdy, cx, cmean, crstd, cw, rows, cols)
@@ -232,7 +232,7 @@ func EmbeddingBackward(ids, dout *Tensor, rows int) *Tensor {
 	cs, release := contigAll(dout, ids)
 	defer release()
 	cd, ci := cs[0], cs[1]
-	out := zerosIn(op, ctxOf(op, dout, ids), dout.dev, dout.dtype, rows, d)
+	out := full(op, ctxOf(op, dout, ids), dout.dev, dout.dtype, 0, rows, d)
 	if err := dout.dev.backend().scatterAdd(out, cd, ci, d, rows); err != nil {
 		out.Release()
 		fail(op, ErrArgument, "%v", err)
