@@ -43,16 +43,35 @@ type benchResult struct {
 	Driver    float64            `json:"driver_calls_per_step"`
 }
 
-func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
+// randomRun is a trainer fed random tokens at a constant learning rate:
+// what -bench times and -memory-trace records.
+type randomRun struct {
+	*trainer
+	data randomData
+	rng  *rand.Rand
+}
+
+func newRandomRun(o *options, cfg nn.GPTConfig, dev tensor.Device) (*randomRun, error) {
 	tr, err := newTrainer(o, cfg, dev, cfg.Context)
+	if err != nil {
+		return nil, err
+	}
+	tr.sched = nn.CosineSchedule{MaxLR: o.lr, MinLR: o.lr, Total: 1}
+	return &randomRun{trainer: tr, data: randomData{vocab: cfg.Vocab}, rng: rand.New(rand.NewPCG(o.seed, 0xBE9C))}, nil
+}
+
+// step draws a batch (host memory only) and trains on it.
+func (r *randomRun) step(it int) (float64, error) {
+	r.data.batch(r.rng, r.xs, r.ys, r.B, r.T)
+	return r.trainer.step(it)
+}
+
+func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
+	tr, err := newRandomRun(o, cfg, dev)
 	if err != nil {
 		return err
 	}
-	data := randomData{vocab: cfg.Vocab}
-	rng := rand.New(rand.NewPCG(o.seed, 0xBE9C))
-	tr.sched = nn.CosineSchedule{MaxLR: o.lr, MinLR: o.lr, Total: 1}
 	for it := range o.benchWarm {
-		data.batch(rng, tr.xs, tr.ys, tr.B, tr.T)
 		if _, err := tr.step(it); err != nil {
 			return err
 		}
@@ -65,7 +84,6 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	launches, calls := tensor.CUDALaunches(), tensor.CUDADriverCalls()
 	start := time.Now()
 	for it := range o.steps {
-		data.batch(rng, tr.xs, tr.ys, tr.B, tr.T)
 		if loss, err = tr.step(it); err != nil {
 			return err
 		}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"strings"
 
@@ -29,18 +28,14 @@ func memoryCapture(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	if o.memStep < 1 {
 		return fmt.Errorf("-memory-step %d: must be at least 1", o.memStep)
 	}
-	tr, err := newTrainer(o, cfg, dev, cfg.Context)
+	tr, err := newRandomRun(o, cfg, dev)
 	if err != nil {
 		return err
 	}
-	data := randomData{vocab: cfg.Vocab}
-	rng := rand.New(rand.NewPCG(o.seed, 0xBE9C))
-	tr.sched = nn.CosineSchedule{MaxLR: o.lr, MinLR: o.lr, Total: 1}
 	m := dev.Memory()
 	label := fmt.Sprintf("step %d", o.memStep)
 	var start memory.Snapshot
 	for it := range o.memStep {
-		data.batch(rng, tr.xs, tr.ys, tr.B, tr.T)
 		if it == o.memStep-1 {
 			if err := dev.Synchronize(); err != nil {
 				return err
