@@ -3,7 +3,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"math"
 	"os"
 	"strings"
 
@@ -40,7 +39,6 @@ func (o *options) checkExplicit(fs *flag.FlagSet) error {
 // check validates every numeric flag (after setDefaults) and the names of
 // the -config and -policy values.
 func (o *options) check() error {
-	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 	switch {
 	case o.steps < 0:
 		return fmt.Errorf("-steps %d: want at least 1", o.steps)
