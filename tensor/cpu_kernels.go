@@ -200,16 +200,18 @@ func (cpuBackend) sumSquares(src *Tensor) float64 {
 }
 
 func (cpuBackend) matmul(c, a, b *Tensor, tA, tB bool, m, n, k, batch, sA, sB int, alpha, beta float64, _ bool) {
-	if a.dtype.IsHalf() {
-		matmulHalfCPU(c, a, b, tA, tB, m, n, k, batch, sA, sB, alpha, beta)
-		return
-	}
 	lda, ldb := k, n
 	if tA {
 		lda = m
 	}
 	if tB {
 		ldb = k
+	}
+	if a.dtype.IsHalf() {
+		fa, fb, fc, store := widenForGemm(c, a, b, beta)
+		blas.SgemmStridedBatched(tA, tB, m, n, k, float32(alpha), fa, lda, sA, fb, ldb, sB, float32(beta), fc, n, m*n, batch)
+		store()
+		return
 	}
 	onFloat("MatMul", c.dtype,
 		func() {

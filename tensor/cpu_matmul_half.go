@@ -1,36 +1,22 @@
 package tensor
 
-import "github.com/strata-ml/strata/tensor/internal/blas"
-
-// matmulHalfCPU is the CPU's mixed-precision GEMM: float16 or bfloat16
-// operands are widened to float32 (exactly), multiplied with float32
-// accumulation, and the product is stored in c's dtype, float32 or the
-// operands' half type (rounded to nearest even). It computes what
-// cublasGemmEx computes on the GPU with a float32 compute type, up to
-// the order of the additions. With beta != 0 a half c is widened first.
-func matmulHalfCPU(c, a, b *Tensor, tA, tB bool, m, n, k, batch, sA, sB int, alpha, beta float64) {
-	lda, ldb := k, n
-	if tA {
-		lda = m
-	}
-	if tB {
-		ldb = k
-	}
-	fa := make([]float32, a.Numel())
+// widenForGemm is the CPU's mixed-precision GEMM's operands: float16 or
+// bfloat16 a and b widened to float32 (exactly), and the float32 product
+// slice, c's own storage when c is float32, else a buffer (holding c
+// widened when beta != 0) that store rounds into c (to nearest even).
+// The product accumulates in float32: what cublasGemmEx computes on the
+// GPU with a float32 compute type, up to the order of the additions.
+func widenForGemm(c, a, b *Tensor, beta float64) (fa, fb, fc []float32, store func()) {
+	fa = make([]float32, a.Numel())
 	halfToF32(fa, a)
-	fb := make([]float32, b.Numel())
+	fb = make([]float32, b.Numel())
 	halfToF32(fb, b)
-	var fc []float32
 	if c.dtype == Float32 {
-		fc = f32(c)
-	} else {
-		fc = make([]float32, c.Numel())
-		if beta != 0 {
-			halfToF32(fc, c)
-		}
+		return fa, fb, f32(c), func() {}
 	}
-	blas.SgemmStridedBatched(tA, tB, m, n, k, float32(alpha), fa, lda, sA, fb, ldb, sB, float32(beta), fc, n, m*n, batch)
-	if c.dtype != Float32 {
-		f32ToHalf(c, fc)
+	fc = make([]float32, c.Numel())
+	if beta != 0 {
+		halfToF32(fc, c)
 	}
+	return fa, fb, fc, func() { f32ToHalf(c, fc) }
 }
