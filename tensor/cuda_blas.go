@@ -48,12 +48,16 @@ func (b cudaBackend) matmul(c, a, bm *Tensor, tA, tB bool, m, n, k, batch, sA, s
 		}
 		return cuda.OpN
 	}
-	kind := "sgemm"
-	if a.dtype != Float32 || tf32 {
-		kind = fmt.Sprintf("gemmEx %v->%v tf32=%v", a.dtype, c.dtype, tf32)
+	// kind names the call in profiles and errors (formatted only then: a
+	// launch must not pay for it).
+	kind := func() string {
+		if a.dtype == Float32 && !tf32 {
+			return "sgemm"
+		}
+		return fmt.Sprintf("gemmEx %v->%v tf32=%v", a.dtype, c.dtype, tf32)
 	}
 	if cudaProfiling {
-		defer d.profileDone(fmt.Sprintf("MatMul %s %dx%dx%d batch %d", kind, m, n, k, batch), time.Now())
+		defer d.profileDone(fmt.Sprintf("MatMul %s %dx%dx%d batch %d", kind(), m, n, k, batch), time.Now())
 	}
 	if a.dtype == Float32 && !tf32 {
 		err = blas.SgemmStridedBatchedRowMajor(op(tA), op(tB), m, n, k, float32(alpha),
@@ -68,7 +72,7 @@ func (b cudaBackend) matmul(c, a, bm *Tensor, tA, tB bool, m, n, k, batch, sA, s
 			float32(beta), devPtr(c), blasType(c.dtype), n, int64(m*n), batch, compute)
 	}
 	if err != nil {
-		panic(&OpError{Op: "MatMul", Msg: fmt.Sprintf("%s (%d x %d) @ (%d x %d), batch %d, on %v", kind, m, k, k, n, batch, d), Err: err})
+		panic(&OpError{Op: "MatMul", Msg: fmt.Sprintf("%s (%d x %d) @ (%d x %d), batch %d, on %v", kind(), m, k, k, n, batch, d), Err: err})
 	}
 }
 
