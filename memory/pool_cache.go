@@ -58,8 +58,8 @@ func (p *Pool) releaseCached() (int64, error) {
 	return released, errors.Join(errs...)
 }
 
-// release unlinks a segment and gives its region back to the backend.
-func (p *Pool) release(seg *segment) error {
+// unlink takes seg out of the pool's list of segments.
+func (p *Pool) unlink(seg *segment) {
 	if seg.prev != nil {
 		seg.prev.next = seg.next
 	} else {
@@ -70,6 +70,11 @@ func (p *Pool) release(seg *segment) error {
 	}
 	seg.prev, seg.next, seg.first = nil, nil, nil
 	p.nsegs--
+}
+
+// release unlinks a segment and gives its region back to the backend.
+func (p *Pool) release(seg *segment) error {
+	p.unlink(seg)
 	p.sinks.segmentReleased(seg.region.Size)
 	if p.hist != nil {
 		p.hist.segment(EventRelease, p.tier, seg, seg.region.Addr, seg.region.Size)

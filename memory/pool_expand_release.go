@@ -73,16 +73,7 @@ func (p *Pool) freeExpandable(seg *segment) error {
 		p.recycle(b)
 		b = next
 	}
-	if seg.prev != nil {
-		seg.prev.next = seg.next
-	} else {
-		p.segs = seg.next
-	}
-	if seg.next != nil {
-		seg.next.prev = seg.prev
-	}
-	seg.prev, seg.next, seg.first = nil, nil, nil
-	p.nsegs--
+	p.unlink(seg)
 	if p.hist != nil {
 		p.hist.segment(EventRelease, p.tier, seg, seg.region.Addr, 0)
 	}
