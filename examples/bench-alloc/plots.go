@@ -24,17 +24,9 @@ func plotReplay(path string, ops []poolOp, slots int, backend memory.Backend, ex
 	defer func() { err = errors.Join(err, p.Close()) }()
 	p.RecordHistory(2*len(ops) + 1024)
 	start := memory.Snapshot{HistoryTime: -1, Tiers: []memory.TierSnapshot{{Tier: backend.Tier(), Backend: backend.Name()}}}
-	blocks := make([]*memory.Block, slots)
-	for _, op := range ops {
-		if op.free {
-			err = p.Free(blocks[op.slot])
-			blocks[op.slot] = nil
-		} else {
-			blocks[op.slot], err = p.Alloc(op.size, op.stream)
-		}
-		if err != nil {
-			return fmt.Errorf("%s (%s, recorded): event %d: %w", path, mode, op.event+1, err)
-		}
+	blocks, ev, err := runOps(p, ops, slots)
+	if err != nil {
+		return fmt.Errorf("%s (%s, recorded): event %d: %w", path, mode, ev+1, err)
 	}
 	h := p.History()
 	peak, err := memviz.SnapshotAt(start, h, memviz.PeakEvent(h, backend.Tier()))

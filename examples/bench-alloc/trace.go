@@ -165,19 +165,10 @@ func replay(path string, res *traceResult, ops []poolOp, slots int, backend memo
 		backend, cfg.Expandable, out.Mode = counts, true, "expandable"
 	}
 	p := memory.NewPool(backend, cfg)
-	blocks := make([]*memory.Block, slots)
-	var err error
 	start := time.Now()
-	for _, op := range ops {
-		if op.free {
-			err = p.Free(blocks[op.slot])
-			blocks[op.slot] = nil
-		} else {
-			blocks[op.slot], err = p.Alloc(op.size, op.stream)
-		}
-		if err != nil {
-			return out, errors.Join(fmt.Errorf("%s (%s): event %d: %w", path, out.Mode, op.event+1, err), p.Close())
-		}
+	blocks, ev, err := runOps(p, ops, slots)
+	if err != nil {
+		return out, errors.Join(fmt.Errorf("%s (%s): event %d: %w", path, out.Mode, ev+1, err), p.Close())
 	}
 	elapsed := time.Since(start)
 	st := p.Stats()
@@ -231,6 +222,24 @@ func (c *countingVM) Sync() error {
 
 // poolOp is one pool call of a replay: an allocation of size bytes on
 // stream into a slot of the block table, or the free of a slot's block.
+// runOps replays ops on p, blocks kept in slots slots, and returns the
+// blocks still live at the end; on an error, the trace event that failed.
+func runOps(p *memory.Pool, ops []poolOp, slots int) (blocks []*memory.Block, event int, err error) {
+	blocks = make([]*memory.Block, slots)
+	for _, op := range ops {
+		if op.free {
+			err = p.Free(blocks[op.slot])
+			blocks[op.slot] = nil
+		} else {
+			blocks[op.slot], err = p.Alloc(op.size, op.stream)
+		}
+		if err != nil {
+			return blocks, op.event, err
+		}
+	}
+	return blocks, 0, nil
+}
+
 type poolOp struct {
 	event  int // index of the trace event, for errors
 	slot   int
