@@ -58,6 +58,16 @@ func (p *Pool) releaseCached() (int64, error) {
 	return released, errors.Join(errs...)
 }
 
+// link puts seg at the head of the pool's list of segments.
+func (p *Pool) link(seg *segment) {
+	seg.next = p.segs
+	if p.segs != nil {
+		p.segs.prev = seg
+	}
+	p.segs = seg
+	p.nsegs++
+}
+
 // unlink takes seg out of the pool's list of segments.
 func (p *Pool) unlink(seg *segment) {
 	if seg.prev != nil {

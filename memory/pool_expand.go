@@ -198,12 +198,7 @@ func (p *Pool) newExpandable(s Stream, small bool, n int64) (*segment, error) {
 	h := p.newBlock()
 	h.seg, h.addr, h.size, h.state = seg, r.Addr, size, blockHole
 	seg.first = h
-	seg.next = p.segs
-	if p.segs != nil {
-		p.segs.prev = seg
-	}
-	p.segs = seg
-	p.nsegs++
+	p.link(seg)
 	if p.hist != nil {
 		p.hist.segment(EventReserve, p.tier, seg, r.Addr, 0)
 	}

@@ -53,12 +53,7 @@ func (p *Pool) grow(size, rounded int64, s Stream) (*Block, error) {
 	b.size = segSize
 	b.state = blockFree
 	seg.first = b
-	seg.next = p.segs
-	if p.segs != nil {
-		p.segs.prev = seg
-	}
-	p.segs = seg
-	p.nsegs++
+	p.link(seg)
 	p.sinks.segmentReserved(segSize)
 	if p.hist != nil {
 		p.hist.segment(EventReserve, p.tier, seg, r.Addr, segSize)
