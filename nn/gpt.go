@@ -40,12 +40,18 @@ type MLP struct {
 }
 
 // NewMLP makes an MLP of width dim with GPT-2 initialisation (projStd for
-// the output projection).
-func NewMLP(o Options, name string, dim int, projStd float64) *MLP {
-	return &MLP{
-		FC:   NewLinear(o, prefix(name, "c_fc"), dim, 4*dim, true, 0.02),
-		Proj: NewLinear(o, prefix(name, "c_proj"), 4*dim, dim, true, projStd),
+// the output projection). Errors as NewLinear.
+func NewMLP(o Options, name string, dim int, projStd float64) (*MLP, error) {
+	fc, err := NewLinear(o, prefix(name, "c_fc"), dim, 4*dim, true, 0.02)
+	if err != nil {
+		return nil, err
 	}
+	proj, err := NewLinear(o, prefix(name, "c_proj"), 4*dim, dim, true, projStd)
+	if err != nil {
+		Release(fc.Parameters())
+		return nil, err
+	}
+	return &MLP{FC: fc, Proj: proj}, nil
 }
 
 // Forward maps x (..., dim) to (..., dim). The GELU output is not kept for
@@ -71,41 +77,69 @@ type CausalSelfAttention struct {
 
 // NewGPT builds a GPT with GPT-2 initialisation: normal(0, 0.02) weights,
 // residual projections (c_proj) scaled by 1/√(2·layers), zero biases,
-// LayerNorms at 1 and 0.
+// LayerNorms at 1 and 0. It returns the config's error (GPTConfig.Validate),
+// a bad option's, or the memory error; nothing stays allocated then.
 func NewGPT(c GPTConfig, o Options) (*GPT, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
+	o, err := o.resolve("NewGPT", "")
+	if err != nil {
+		return nil, err
+	}
+	var made []Module // to release on failure
+	keep := func(m Module) { made = append(made, m) }
 	var g *GPT
-	err := tensor.Try(func() {
+	err = build(func() {
 		projStd := 0.02 / math.Sqrt(2*float64(c.Layers))
 		seed := o.Rng.Uint64()
 		drop := func(i uint64) *Dropout { return &Dropout{P: c.Dropout, Seed: seed + i, Training: true} }
+		lin := func(name string, in, out int, std float64) *Linear {
+			l := must(NewLinear(o, name, in, out, true, std))
+			keep(l)
+			return l
+		}
+		emb := func(name string, num int) *Embedding {
+			e := must(NewEmbedding(o, name, num, c.Width, 0.02))
+			keep(e)
+			return e
+		}
+		ln := func(name string) *LayerNorm {
+			l := must(NewLayerNorm(o, name, c.Width))
+			keep(l)
+			return l
+		}
 		g = &GPT{
 			Config: c,
-			Wte:    NewEmbedding(o, "transformer.wte", c.Vocab, c.Width, 0.02),
-			Wpe:    NewEmbedding(o, "transformer.wpe", c.Context, c.Width, 0.02),
+			Wte:    emb("transformer.wte", c.Vocab),
+			Wpe:    emb("transformer.wpe", c.Context),
 			Drop:   drop(0),
 		}
 		for i := range c.Layers {
 			p := fmt.Sprintf("transformer.h.%d", i)
-			g.Blocks = append(g.Blocks, &Block{
-				Ln1: NewLayerNorm(o, p+".ln_1", c.Width),
-				Attn: &CausalSelfAttention{
-					CAttn:     NewLinear(o, p+".attn.c_attn", c.Width, 3*c.Width, true, 0.02),
-					CProj:     NewLinear(o, p+".attn.c_proj", c.Width, c.Width, true, projStd),
-					Heads:     c.Heads,
-					AttnDrop:  drop(uint64(3*i + 1)),
-					ResidDrop: drop(uint64(3*i + 2)),
-				},
-				Ln2:  NewLayerNorm(o, p+".ln_2", c.Width),
-				MLP:  NewMLP(o, p+".mlp", c.Width, projStd),
-				Drop: drop(uint64(3*i + 3)),
-			})
+			b := &Block{Ln1: ln(p + ".ln_1")}
+			b.Attn = &CausalSelfAttention{
+				CAttn:     lin(p+".attn.c_attn", c.Width, 3*c.Width, 0.02),
+				CProj:     lin(p+".attn.c_proj", c.Width, c.Width, projStd),
+				Heads:     c.Heads,
+				AttnDrop:  drop(uint64(3*i + 1)),
+				ResidDrop: drop(uint64(3*i + 2)),
+			}
+			b.Ln2 = ln(p + ".ln_2")
+			b.MLP = must(NewMLP(o, p+".mlp", c.Width, projStd))
+			keep(b.MLP)
+			b.Drop = drop(uint64(3*i + 3))
+			g.Blocks = append(g.Blocks, b)
 		}
-		g.LnF = NewLayerNorm(o, "transformer.ln_f", c.Width)
+		g.LnF = ln("transformer.ln_f")
 	})
-	return g, err
+	if err != nil {
+		for _, m := range made {
+			Release(m.Parameters())
+		}
+		return nil, err
+	}
+	return g, nil
 }
 
 // Parameters returns every parameter once (the head is the token table).

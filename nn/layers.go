@@ -1,6 +1,8 @@
 package nn
 
 import (
+	"math"
+
 	"github.com/strata-ml/strata/autograd"
 	"github.com/strata-ml/strata/memory"
 	"github.com/strata-ml/strata/tensor"
@@ -11,14 +13,41 @@ type Linear struct {
 	Weight, Bias *Parameter
 }
 
-// NewLinear makes a Linear with weights normal(0, std) and zero bias
-// (no bias when bias is false).
-func NewLinear(o Options, name string, in, out int, bias bool, std float64) *Linear {
-	l := &Linear{Weight: newParam(o, prefix(name, "weight"), memory.RoleParameter, normalInit(o.Rng, std), out, in)}
-	if bias {
-		l.Bias = newParam(o, prefix(name, "bias"), memory.RoleParameter, constInit(0), out)
+// NewLinear makes a Linear from in to out features (no bias when bias is
+// false). With std > 0 the weights are normal(0, std) and the bias zero
+// (GPT-2's initialisation); with std == 0 both are PyTorch's default for
+// torch.nn.Linear, uniform(−1/√in, 1/√in). It returns an error wrapping
+// tensor.ErrArgument when in or out is not positive or std is negative or
+// NaN, and the memory error when the parameters do not fit.
+func NewLinear(o Options, name string, in, out int, bias bool, std float64) (*Linear, error) {
+	const op = "NewLinear"
+	o, err := o.resolve(op, name)
+	if err == nil {
+		err = positive(op, name, "in", in, "out", out)
 	}
-	return l
+	if err == nil && !(std >= 0) {
+		err = argError(op, name, "std = %v, want >= 0", std)
+	}
+	if err != nil {
+		return nil, err
+	}
+	wInit, bInit := normalInit(o.Rng, std), constInit(0)
+	if std == 0 {
+		k := 1 / math.Sqrt(float64(in))
+		wInit, bInit = uniformInit(o.Rng, -k, k), uniformInit(o.Rng, -k, k)
+	}
+	w, err := newParam(o, prefix(name, "weight"), memory.RoleParameter, wInit, out, in)
+	if err != nil {
+		return nil, err
+	}
+	l := &Linear{Weight: w}
+	if bias {
+		if l.Bias, err = newParam(o, prefix(name, "bias"), memory.RoleParameter, bInit, out); err != nil {
+			Release(l.Parameters())
+			return nil, err
+		}
+	}
+	return l, nil
 }
 
 // Forward maps x (..., in) to (..., out).
@@ -43,11 +72,30 @@ type Embedding struct {
 	Weight *Parameter
 }
 
-// NewEmbedding makes an embedding table with normal(0, std) entries. Its
-// storage has role embedding (the hybrid policy puts it in managed memory
-// advised read-mostly on the GPU).
-func NewEmbedding(o Options, name string, num, dim int, std float64) *Embedding {
-	return &Embedding{Weight: newParam(o, prefix(name, "weight"), memory.RoleEmbedding, normalInit(o.Rng, std), num, dim)}
+// NewEmbedding makes a (num, dim) embedding table with normal(0, std)
+// entries; std == 0 means PyTorch's default for torch.nn.Embedding,
+// normal(0, 1). Its storage has role embedding (the hybrid policy puts it
+// in managed memory advised read-mostly on the GPU). Errors as NewLinear.
+func NewEmbedding(o Options, name string, num, dim int, std float64) (*Embedding, error) {
+	const op = "NewEmbedding"
+	o, err := o.resolve(op, name)
+	if err == nil {
+		err = positive(op, name, "num", num, "dim", dim)
+	}
+	if err == nil && !(std >= 0) {
+		err = argError(op, name, "std = %v, want >= 0", std)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if std == 0 {
+		std = 1
+	}
+	w, err := newParam(o, prefix(name, "weight"), memory.RoleEmbedding, normalInit(o.Rng, std), num, dim)
+	if err != nil {
+		return nil, err
+	}
+	return &Embedding{Weight: w}, nil
 }
 
 // Forward gathers the rows for ids (any shape) into ids.shape + [dim].
@@ -64,13 +112,27 @@ type LayerNorm struct {
 	Eps          float64
 }
 
-// NewLayerNorm makes a LayerNorm of width dim (weight 1, bias 0, eps 1e-5).
-func NewLayerNorm(o Options, name string, dim int) *LayerNorm {
-	return &LayerNorm{
-		Weight: newParam(o, prefix(name, "weight"), memory.RoleParameter, constInit(1), dim),
-		Bias:   newParam(o, prefix(name, "bias"), memory.RoleParameter, constInit(0), dim),
-		Eps:    1e-5,
+// NewLayerNorm makes a LayerNorm of width dim (weight 1, bias 0, eps
+// 1e-5, as torch.nn.LayerNorm). Errors as NewLinear (dim must be > 0).
+func NewLayerNorm(o Options, name string, dim int) (*LayerNorm, error) {
+	const op = "NewLayerNorm"
+	o, err := o.resolve(op, name)
+	if err == nil {
+		err = positive(op, name, "dim", dim)
 	}
+	if err != nil {
+		return nil, err
+	}
+	w, err := newParam(o, prefix(name, "weight"), memory.RoleParameter, constInit(1), dim)
+	if err != nil {
+		return nil, err
+	}
+	b, err := newParam(o, prefix(name, "bias"), memory.RoleParameter, constInit(0), dim)
+	if err != nil {
+		Release([]*Parameter{w})
+		return nil, err
+	}
+	return &LayerNorm{Weight: w, Bias: b, Eps: 1e-5}, nil
 }
 
 // Forward normalises x (..., dim).

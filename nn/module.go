@@ -3,6 +3,7 @@ package nn
 import (
 	"fmt"
 	"math/rand/v2"
+	"sync"
 
 	"github.com/strata-ml/strata/autograd"
 	"github.com/strata-ml/strata/memory"
@@ -27,29 +28,118 @@ type Module interface {
 
 // Options are what every layer constructor needs: where to put the
 // parameters, their dtype, and the random source for initialisation.
+//
+// The zero Options is ready to use: a nil Device means the CPU, the zero
+// DType is float32, and a nil Rng means the package's default stream, a
+// fixed-seed source shared by every constructor called without one (safe
+// for concurrent use). As with PyTorch's default generator, which also
+// starts from a fixed seed, a program that builds its model on one
+// goroutine gets the same weights on every run; set Rng to choose the
+// seed or to make construction order irrelevant.
 type Options struct {
 	Device tensor.Device
 	DType  tensor.DType
 	Rng    *rand.Rand
 }
 
-func (o Options) check() {
-	if o.Device == nil || o.Rng == nil {
-		panic("nn: Options needs a Device and a Rng")
+// defaultRng is the stream of Options without a Rng.
+var defaultRng = rand.New(&lockedSource{src: rand.NewPCG(0x5eed, 0x57a7a)})
+
+// lockedSource serialises a source, so defaultRng may be drawn from by
+// any goroutine.
+type lockedSource struct {
+	mu  sync.Mutex
+	src rand.Source
+}
+
+func (s *lockedSource) Uint64() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.src.Uint64()
+}
+
+// resolve fills in the defaults (CPU, the default stream) and checks the
+// dtype: parameters are float32, float64, float16 or bfloat16.
+func (o Options) resolve(op, name string) (Options, error) {
+	if o.Device == nil {
+		o.Device = tensor.CPU()
 	}
+	if o.Rng == nil {
+		o.Rng = defaultRng
+	}
+	if !o.DType.IsFloat() {
+		return o, argError(op, name, "dtype %v: want a floating-point dtype", o.DType)
+	}
+	return o, nil
+}
+
+// argError is a constructor's error for a bad argument; it wraps
+// tensor.ErrArgument.
+func argError(op, name, format string, args ...any) error {
+	return fmt.Errorf("nn: %s %q: %s: %w", op, name, fmt.Sprintf(format, args...), tensor.ErrArgument)
+}
+
+// positive checks sizes: each named value must be > 0.
+func positive(op, name string, kv ...any) error {
+	for i := 0; i+1 < len(kv); i += 2 {
+		if v := kv[i+1].(int); v <= 0 {
+			return argError(op, name, "%s = %d, want > 0", kv[i], v)
+		}
+	}
+	return nil
 }
 
 // newParam allocates a parameter with role and fills it with init. It
 // uses a context of its own, so models may be built on any goroutine.
-func newParam(o Options, name string, role memory.Role, init func(*tensor.Ctx, *tensor.Tensor), shape ...int) *Parameter {
-	o.check()
+// Running out of memory (or a failing init) is returned as an error.
+func newParam(o Options, name string, role memory.Role, init func(*tensor.Ctx, *tensor.Tensor), shape ...int) (*Parameter, error) {
 	t, err := tensor.NewKept(o.Device, o.DType, role, shape...)
+	if err != nil {
+		return nil, err
+	}
+	c := tensor.NewCtx()
+	if err := tensor.Try(func() { c.WithScope(func() { init(c, t) }) }); err != nil {
+		t.Release()
+		return nil, err
+	}
+	return &Parameter{Var: autograd.Param(t, name), Name: name, Decay: len(shape) >= 2}, nil
+}
+
+// Must returns v, or panics when err is not nil: for programs and tests
+// that treat a bad constructor argument as a bug, as template.Must does.
+//
+//	fc := nn.Must(nn.NewLinear(nn.Options{}, "fc", 2, 8, true, 0))
+func Must[T any](v T, err error) T {
 	if err != nil {
 		panic(err)
 	}
-	c := tensor.NewCtx()
-	c.WithScope(func() { init(c, t) })
-	return &Parameter{Var: autograd.Param(t, name), Name: name, Decay: len(shape) >= 2}
+	return v
+}
+
+// buildError carries a constructor's error through build.
+type buildError struct{ err error }
+
+// build runs fn, which composes constructors with must, and returns the
+// first error they returned (or an *tensor.OpError fn panicked with).
+func build(fn func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if b, ok := r.(buildError); ok {
+				err = b.err
+				return
+			}
+			panic(r)
+		}
+	}()
+	return tensor.Try(fn)
+}
+
+// must is Must inside build.
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(buildError{err})
+	}
+	return v
 }
 
 // normalInit fills with normal(0, std) from rng (drawn on the host, so the
@@ -57,6 +147,13 @@ func newParam(o Options, name string, role memory.Role, init func(*tensor.Ctx, *
 func normalInit(rng *rand.Rand, std float64) func(*tensor.Ctx, *tensor.Tensor) {
 	return func(c *tensor.Ctx, t *tensor.Tensor) {
 		t.CopyFrom(c.RandN(t.Device(), t.DType(), rng, std, t.Shape()...))
+	}
+}
+
+// uniformInit fills with uniform [lo, hi) samples from rng (on the host).
+func uniformInit(rng *rand.Rand, lo, hi float64) func(*tensor.Ctx, *tensor.Tensor) {
+	return func(c *tensor.Ctx, t *tensor.Tensor) {
+		t.CopyFrom(c.RandUniform(t.Device(), t.DType(), rng, lo, hi, t.Shape()...))
 	}
 }
 
