@@ -1,0 +1,304 @@
+package tokenizer
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	_ "embed"
+	"encoding/base64"
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+)
+
+// r50kBase is tiktoken's r50k_base.tiktoken (GPT-2's vocabulary: one line
+// "base64(token bytes) rank" per token, rank == id), gzipped. The file is
+// the one OpenAI publishes (sha256 306cd27f...dd930, checked by the
+// tests), taken from a package registry; RANKS.md says where and how.
+//
+//go:embed r50k_base.tiktoken.gz
+var r50kBase []byte
+
+const (
+	gpt2Vocab = 50257
+	gpt2EOT   = 50256
+	eotText   = "<|endoftext|>"
+)
+
+func init() {
+	constructors["gpt2"] = func() (Tokenizer, error) { return loadGPT2() }
+}
+
+var gpt2Once = sync.OnceValues(func() (*GPT2, error) { return parseRanks(r50kBase) })
+
+// loadGPT2 returns the one GPT2 tokenizer, built on first use (about 20
+// ms) from the embedded ranks.
+func loadGPT2() (*GPT2, error) { return gpt2Once() }
+
+// GPT2 is GPT-2's byte-level BPE: tiktoken's "gpt2" (r50k_base)
+// encoding, 50257 ids, 50256 being <|endoftext|>.
+//
+// Encode splits the text with GPT-2's pre-tokenization pattern
+//
+//	's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+//
+// (a hand-written scanner with the regular expression's leftmost-first
+// semantics; \s is Unicode's White_Space, as in tiktoken) and encodes
+// each piece by tiktoken's byte-pair merge: the adjacent pair whose
+// bytes have the lowest rank is joined first, leftmost on ties, until no
+// pair is a token. Text that is not valid UTF-8 is encoded too: each
+// invalid byte is a character of the pattern's last class (neither
+// letter, number nor space), so Decode(Encode(s)) == s for every s.
+type GPT2 struct {
+	ranks  map[string]int32 // token bytes -> id (no special token)
+	tokens []string         // id -> bytes; tokens[50256] is "<|endoftext|>"
+	bytes  [256]int32       // the id of each single byte
+}
+
+// parseRanks reads a gzipped .tiktoken file of GPT-2's 50256 ranks.
+func parseRanks(gz []byte) (*GPT2, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer gpt2: the embedded ranks: %w", err)
+	}
+	g := &GPT2{ranks: make(map[string]int32, gpt2Vocab), tokens: make([]string, gpt2Vocab)}
+	sc := bufio.NewScanner(zr)
+	n := 0
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) == 0 {
+			continue
+		}
+		sp := bytes.IndexByte(line, ' ')
+		if sp < 0 {
+			return nil, fmt.Errorf("tokenizer gpt2: the embedded ranks: line %d: %q", n+1, line)
+		}
+		tok := make([]byte, base64.StdEncoding.DecodedLen(sp))
+		k, err := base64.StdEncoding.Decode(tok, line[:sp])
+		if err != nil || k == 0 {
+			return nil, fmt.Errorf("tokenizer gpt2: the embedded ranks: line %d: %q", n+1, line)
+		}
+		rank, err := strconv.Atoi(string(line[sp+1:]))
+		if err != nil || rank != n {
+			return nil, fmt.Errorf("tokenizer gpt2: the embedded ranks: line %d has rank %q, want %d", n+1, line[sp+1:], n)
+		}
+		s := string(tok[:k])
+		if _, dup := g.ranks[s]; dup {
+			return nil, fmt.Errorf("tokenizer gpt2: the embedded ranks: token %q twice", s)
+		}
+		g.ranks[s] = int32(rank)
+		g.tokens[rank] = s
+		n++
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("tokenizer gpt2: the embedded ranks: %w", err)
+	}
+	if n != gpt2EOT {
+		return nil, fmt.Errorf("tokenizer gpt2: the embedded ranks hold %d tokens, want %d", n, gpt2EOT)
+	}
+	g.tokens[gpt2EOT] = eotText
+	for b := range 256 {
+		id, ok := g.ranks[string([]byte{byte(b)})]
+		if !ok {
+			return nil, fmt.Errorf("tokenizer gpt2: the embedded ranks lack byte %#x", b)
+		}
+		g.bytes[b] = id
+	}
+	return g, nil
+}
+
+func (g *GPT2) Name() string     { return "gpt2" }
+func (g *GPT2) VocabSize() int   { return gpt2Vocab }
+func (g *GPT2) EOT() (int, bool) { return gpt2EOT, true }
+
+// Encode returns the ids of text; "<|endoftext|>" in text is plain text
+// (tiktoken's encode_ordinary).
+func (g *GPT2) Encode(text string) []int {
+	ids := make([]int, 0, len(text)/4+1)
+	var parts []int // scratch of merge
+	for i := 0; i < len(text); {
+		j := nextPiece(text, i)
+		piece := text[i:j]
+		if id, ok := g.ranks[piece]; ok {
+			ids = append(ids, int(id))
+		} else {
+			ids, parts = g.merge(ids, piece, parts)
+		}
+		i = j
+	}
+	return ids
+}
+
+// merge appends the ids of piece (not itself a token, so at least two
+// bytes long) by tiktoken's byte-pair merge. parts is scratch space,
+// returned for reuse.
+//
+// parts holds the start of each part and, after it, the rank of the
+// part joined with the next one (math.MaxInt32: not a token); a piece of
+// n bytes starts as n parts. Each round joins the pair of lowest rank,
+// the leftmost on ties, and recomputes the ranks of the pairs around it.
+// Pieces are short (a word), so the linear scans cost less than a heap.
+func (g *GPT2) merge(ids []int, piece string, parts []int) ([]int, []int) {
+	n := len(piece)
+	parts = parts[:0]
+	for i := range n {
+		parts = append(parts, i, math.MaxInt32)
+	}
+	parts = append(parts, n, math.MaxInt32) // the end
+	// rank of the pair starting at part k (k+2 < number of entries).
+	rank := func(k int) int {
+		end := 2*k + 4
+		if end >= len(parts) {
+			return math.MaxInt32
+		}
+		if id, ok := g.ranks[piece[parts[2*k]:parts[end]]]; ok {
+			return int(id)
+		}
+		return math.MaxInt32
+	}
+	np := n // number of parts
+	for k := range np - 1 {
+		parts[2*k+1] = rank(k)
+	}
+	for np > 1 {
+		best, at := math.MaxInt32, -1
+		for k := range np - 1 {
+			if r := parts[2*k+1]; r < best {
+				best, at = r, k
+			}
+		}
+		if at < 0 {
+			break
+		}
+		// Join part at and at+1: drop at+1's entry.
+		copy(parts[2*at+2:], parts[2*at+4:])
+		parts = parts[:len(parts)-2]
+		np--
+		parts[2*at+1] = rank(at)
+		if at > 0 {
+			parts[2*at-1] = rank(at - 1)
+		}
+	}
+	for k := range np {
+		p := piece[parts[2*k]:parts[2*k+2]]
+		if len(p) == 1 {
+			ids = append(ids, int(g.bytes[p[0]]))
+		} else {
+			ids = append(ids, int(g.ranks[p]))
+		}
+	}
+	return ids, parts
+}
+
+// Decode returns the text of ids; 50256 decodes to "<|endoftext|>".
+func (g *GPT2) Decode(ids []int) (string, error) {
+	n := 0
+	for i, id := range ids {
+		if id < 0 || id >= gpt2Vocab {
+			return "", fmt.Errorf("tokenizer gpt2: id %d at position %d is out of range [0, %d)", id, i, gpt2Vocab)
+		}
+		n += len(g.tokens[id])
+	}
+	b := make([]byte, 0, n)
+	for _, id := range ids {
+		b = append(b, g.tokens[id]...)
+	}
+	return string(b), nil
+}
+
+// Character classes of the pre-tokenization pattern.
+const (
+	classOther  = iota // [^\s\p{L}\p{N}], and every byte that is not valid UTF-8
+	classLetter        // \p{L}
+	classNumber        // \p{N}
+	classSpace         // \s: Unicode's White_Space
+)
+
+var asciiClass = func() (c [utf8.RuneSelf]uint8) {
+	for b := range utf8.RuneSelf {
+		c[b] = classOf(rune(b))
+	}
+	return c
+}()
+
+func classOf(r rune) uint8 {
+	switch {
+	case unicode.IsLetter(r):
+		return classLetter
+	case unicode.IsNumber(r):
+		return classNumber
+	case unicode.IsSpace(r): // White_Space: \t-\r, space, U+0085, U+00A0 and categories Zs, Zl, Zp
+		return classSpace
+	}
+	return classOther
+}
+
+// charAt returns the class and the width of the character at s[i]; a
+// byte that does not start a valid UTF-8 sequence is one character.
+func charAt(s string, i int) (uint8, int) {
+	if c := s[i]; c < utf8.RuneSelf {
+		return asciiClass[c], 1
+	}
+	r, n := utf8.DecodeRuneInString(s[i:])
+	if r == utf8.RuneError && n == 1 {
+		return classOther, 1
+	}
+	return classOf(r), n
+}
+
+// nextPiece returns the end of the piece of s that starts at i < len(s):
+// the match of GPT-2's pattern there, its alternatives tried in order.
+func nextPiece(s string, i int) int {
+	if s[i] == '\'' && i+1 < len(s) { // 's|'t|'re|'ve|'m|'ll|'d
+		switch s[i+1] {
+		case 's', 't', 'm', 'd':
+			return i + 2
+		case 'r', 'v':
+			if i+2 < len(s) && s[i+2] == 'e' {
+				return i + 3
+			}
+		case 'l':
+			if i+2 < len(s) && s[i+2] == 'l' {
+				return i + 3
+			}
+		}
+	}
+	class, n := charAt(s, i)
+	j := i + n
+	if s[i] == ' ' && j < len(s) {
+		// " ?\p{L}+", " ?\p{N}+", " ?[^\s\p{L}\p{N}]+": a space joins the
+		// run of letters, numbers or others after it.
+		if c, m := charAt(s, j); c != classSpace {
+			class, j = c, j+m
+		}
+	}
+	if class != classSpace {
+		for j < len(s) {
+			c, m := charAt(s, j)
+			if c != class {
+				break
+			}
+			j += m
+		}
+		return j
+	}
+	// "\s+(?!\S)|\s+": a run of spaces at the end of s is one piece; a run
+	// before something else leaves its last space to that something (the
+	// run's longest part followed by a space), unless the run is one space.
+	last := i
+	for j < len(s) {
+		c, m := charAt(s, j)
+		if c != classSpace {
+			break
+		}
+		last = j
+		j += m
+	}
+	if j < len(s) && last > i {
+		return last
+	}
+	return j
+}

@@ -1,0 +1,203 @@
+package tokenizer
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/require"
+)
+
+func gpt2(t testing.TB) Tokenizer {
+	tok, err := New("gpt2")
+	require.NoError(t, err)
+	return tok
+}
+
+// The embedded ranks are OpenAI's r50k_base.tiktoken byte for byte (the
+// sha256 tiktoken checks it against).
+func TestEmbeddedRanksAreOpenAIs(t *testing.T) {
+	zr, err := gzip.NewReader(bytes.NewReader(r50kBase))
+	require.NoError(t, err)
+	b, err := io.ReadAll(zr)
+	require.NoError(t, err)
+	sum := sha256.Sum256(b)
+	require.Equal(t, "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930", hex.EncodeToString(sum[:]))
+}
+
+func TestGPT2Basics(t *testing.T) {
+	tok := gpt2(t)
+	require.Equal(t, "gpt2", tok.Name())
+	require.Equal(t, 50257, tok.VocabSize())
+	eot, ok := tok.EOT()
+	require.True(t, ok)
+	require.Equal(t, 50256, eot)
+	s, err := tok.Decode([]int{15496, 11, 995, 0, 50256})
+	require.NoError(t, err)
+	require.Equal(t, "Hello, world!<|endoftext|>", s)
+	_, err = tok.Decode([]int{0, 50257})
+	require.ErrorContains(t, err, "id 50257 at position 1 is out of range [0, 50257)")
+	_, err = tok.Decode([]int{-3})
+	require.ErrorContains(t, err, "id -3 at position 0")
+	tok2 := gpt2(t)
+	require.Same(t, tok, tok2, "built once")
+	require.Equal(t, []string{"byte", "gpt2"}, Names())
+}
+
+// TestGPT2Reference compares Encode with the encodings of
+// testdata/gpt2_reference.jsonl, made by gen_reference.py (OpenAI's GPT-2
+// algorithm in Python on GPT-2's encoder.json and vocab.bpe).
+func TestGPT2Reference(t *testing.T) {
+	tok := gpt2(t)
+	f, err := os.Open("testdata/gpt2_reference.jsonl")
+	require.NoError(t, err)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	n := 0
+	for sc.Scan() {
+		var c struct {
+			Text string `json:"text"`
+			IDs  []int  `json:"ids"`
+		}
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &c))
+		if c.IDs == nil {
+			c.IDs = []int{}
+		}
+		require.Equal(t, c.IDs, tok.Encode(c.Text), "%q", c.Text)
+		back, err := tok.Decode(c.IDs)
+		require.NoError(t, err)
+		require.Equal(t, c.Text, back)
+		n++
+	}
+	require.NoError(t, sc.Err())
+	require.GreaterOrEqual(t, n, 50)
+}
+
+// Round trips of text that no reference covers: invalid UTF-8 and every
+// class boundary.
+func TestGPT2RoundTrip(t *testing.T) {
+	tok := gpt2(t)
+	for _, s := range []string{
+		"", "\xff", "a\xffb\xc3 \xe2\x82", "\xc3\xa9\xe9", " \x80\x81 x", "'\xff", "it'\xffs",
+		strings.Repeat("ab", 3000), strings.Repeat(" ", 1000) + "x", strings.Repeat("🙂", 500),
+		"<|endoftext|><|endoftext|>",
+	} {
+		ids := tok.Encode(s)
+		for _, id := range ids {
+			require.True(t, id >= 0 && id < 50256, "%q: id %d", s, id)
+		}
+		back, err := tok.Decode(ids)
+		require.NoError(t, err)
+		require.Equal(t, s, back)
+	}
+	require.Equal(t, []int{27, 91, 437, 1659, 5239, 91, 29}, tok.Encode("<|endoftext|>"), "plain text, not the special token")
+}
+
+// piecesByRegexp splits s with Go's regexp package (leftmost-first, like
+// the pattern's engine; an invalid UTF-8 byte is U+FFFD, a character of
+// the last class, as nextPiece treats it), emulating "\s+(?!\S)", which
+// RE2 lacks: a run of spaces before a non-space gives its last space to
+// what follows, unless it is a single space.
+var gpt2Pattern = regexp.MustCompile(`'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\t\n\v\f\r \x{85}\p{Z}\p{L}\p{N}]+|[\t\n\v\f\r \x{85}\p{Z}]+`)
+
+func piecesByRegexp(s string) []string {
+	var out []string
+	for i := 0; i < len(s); {
+		loc := gpt2Pattern.FindStringIndex(s[i:])
+		if loc == nil || loc[0] != 0 {
+			panic("the pattern matches every character")
+		}
+		end := i + loc[1]
+		piece := s[i:end]
+		if spaceRun.MatchString(piece) {
+			if end < len(s) && utf8.RuneCountInString(piece) > 1 {
+				_, w := utf8.DecodeLastRuneInString(piece)
+				end -= w
+			}
+		}
+		out = append(out, s[i:end])
+		i = end
+	}
+	return out
+}
+
+var spaceRun = regexp.MustCompile(`^[\t\n\v\f\r \x{85}\p{Z}]+$`)
+
+func pieces(s string) []string {
+	var out []string
+	for i := 0; i < len(s); {
+		j := nextPiece(s, i)
+		out = append(out, s[i:j])
+		i = j
+	}
+	return out
+}
+
+func TestPieces(t *testing.T) {
+	for s, want := range map[string][]string{
+		"Hello world":    {"Hello", " world"},
+		"it's I'll":      {"it", "'s", " I", "'ll"},
+		"   x":           {"  ", " x"},
+		"a  \n\n b":      {"a", "  \n\n", " b"},
+		"x   ":           {"x", "   "},
+		"\t\tx":          {"\t", "\t", "x"},
+		"!'s":            {"!'", "s"},
+		" 's":            {" '", "s"},
+		"abc123 45 !?":   {"abc", "123", " 45", " !?"},
+		"a\u3000\u3000b": {"a", "\u3000", "\u3000", "b"},
+		"a\xff\xfe b":    {"a", "\xff\xfe", " b"},
+		"<|endoftext|>":  {"<|", "endoftext", "|>"},
+		"'S 'RE 're 'x":  {"'", "S", " '", "RE", " '", "re", " '", "x"}, // a space before an apostrophe takes it
+		"x're'll":        {"x", "'re", "'ll"},
+	} {
+		require.Equal(t, want, pieces(s), "%q", s)
+		require.Equal(t, want, piecesByRegexp(s), "%q (regexp)", s)
+	}
+}
+
+// FuzzGPT2 checks, for any input: the split matches the regexp's, the
+// ids are ordinary tokens, and Decode(Encode(s)) == s.
+func FuzzGPT2(f *testing.F) {
+	for _, s := range []string{"Hello, world!", "it's  \n\n x", "\xff\u3000 🙂 12 ab'll", "   ", "a\tb\r\n"} {
+		f.Add(s)
+	}
+	tok := gpt2(f)
+	f.Fuzz(func(t *testing.T, s string) {
+		require.Equal(t, piecesByRegexp(s), pieces(s), "%q", s)
+		ids := tok.Encode(s)
+		for _, id := range ids {
+			require.True(t, id >= 0 && id < 50256, "%q: id %d", s, id)
+		}
+		back, err := tok.Decode(ids)
+		require.NoError(t, err)
+		require.Equal(t, s, back)
+	})
+}
+
+// BenchmarkGPT2Encode reports MB/s on a mixed text (prose, code, numbers,
+// Unicode).
+func BenchmarkGPT2Encode(b *testing.B) {
+	tok := gpt2(b)
+	var sb strings.Builder
+	for i := 0; sb.Len() < 1<<20; i++ {
+		sb.WriteString("The quick brown fox jumps over the lazy dog; it's 1234 times faster!\n")
+		sb.WriteString("\tfunc f(x int) (int, error) { return x*2 + 1, nil } // café 日本語 🙂\n")
+		sb.WriteString("supercalifragilisticexpialidocious    antidisestablishmentarianism\n\n")
+	}
+	s := sb.String()
+	b.SetBytes(int64(len(s)))
+	b.ResetTimer()
+	for range b.N {
+		tok.Encode(s)
+	}
+}
