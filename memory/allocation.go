@@ -42,6 +42,13 @@ func (m *Manager) AllocOp(size int64, role Role, s Stream, op string) (*Allocati
 	}
 	m.mu.Lock()
 	a, err := m.alloc(size, role, s, op)
+	if ev := m.spillReport; ev != nil {
+		m.spillReport = nil
+		fn := m.onSpill
+		m.mu.Unlock()
+		m.report(ev, fn)
+		return a, err
+	}
 	m.mu.Unlock()
 	return a, err
 }
@@ -68,7 +75,10 @@ func (m *Manager) alloc(size int64, role Role, s Stream, op string) (*Allocation
 	}
 	b, err := m.pools[t].alloc(size, s, advice, role, op)
 	if err != nil {
-		return nil, err
+		if b, t, err = m.spill(err, t, size, s, role, op); err != nil {
+			return nil, err
+		}
+		advice = 0
 	}
 	u := &m.roles[role]
 	u.Allocated.add(b.size)

@@ -9,9 +9,10 @@ import (
 // NewCUDAManager makes the hybrid memory manager of ctx's device: pooled
 // device memory (NewDeviceBackend), managed memory (NewManagedBackend),
 // mapped page-locked staging memory (NewStagingBackend, not
-// write-combined) and plain host memory (NewHostBackend) for TierHost, with
+// write-combined), host-resident managed memory for the offload tier
+// (NewOffloadBackend with its default limit) and plain host memory (NewHostBackend) for TierHost, with
 // cfg.Policy (the hybrid policy when zero). A device without managed
-// memory gets no managed backend, and one that cannot map host memory no
+// memory gets no managed or offload backend, and one that cannot map host memory no
 // staging backend: those tiers fall back as the fallback chain says.
 //
 // cfg.StreamSync tells the pools when work on a stream has finished
@@ -40,7 +41,7 @@ func NewCUDAManager(ctx *cuda.Context, cfg Config) (*Manager, error) {
 	if props.ManagedMemory {
 		mb := NewManagedBackend(ctx).(*managedBackend)
 		mb.streams = streams
-		backends = append(backends, mb)
+		backends = append(backends, mb, NewOffloadBackend(ctx, 0))
 	}
 	if props.CanMapHostMemory {
 		backends = append(backends, NewStagingBackend(ctx, false))

@@ -71,6 +71,12 @@ func TestGPUBackendConformance(t *testing.T) {
 	t.Run("staging", func(t *testing.T) {
 		memtest.RunBackend(t, func() memory.Backend { return memory.NewStagingBackend(c, false) })
 	})
+	t.Run("offload", func(t *testing.T) {
+		if !c.Properties().ManagedMemory {
+			t.Skip("the device has no managed memory")
+		}
+		memtest.RunBackend(t, func() memory.Backend { return memory.NewOffloadBackend(c, 0) })
+	})
 	t.Run("staging-write-combined", func(t *testing.T) {
 		memtest.RunBackend(t, func() memory.Backend { return memory.NewStagingBackend(c, true) })
 	})
@@ -138,6 +144,9 @@ func TestGPUCUDAManager(t *testing.T) {
 	assert.Equal(t, "host", m.Pool(memory.TierHost).Backend().Name())
 	assert.Equal(t, dev+" managed", m.Pool(memory.TierManaged).Backend().Name())
 	assert.Equal(t, dev+" staging", m.Pool(memory.TierStaging).Backend().Name())
+	if c.Properties().ManagedMemory {
+		assert.Equal(t, dev+" offload", m.Pool(memory.TierOffload).Backend().Name())
+	}
 	_, isCUDA := m.StreamSync().(*memory.CUDAStreams)
 	assert.True(t, isCUDA, "the CUDA manager makes its own CUDAStreams")
 
@@ -153,7 +162,7 @@ func TestGPUCUDAManager(t *testing.T) {
 		switch a.Tier() {
 		case memory.TierDevice:
 			assert.Nil(t, a.Host(), "role %s: device memory has no host view", r)
-		case memory.TierManaged, memory.TierStaging:
+		case memory.TierManaged, memory.TierStaging, memory.TierOffload:
 			require.NoError(t, c.Synchronize())
 			assert.True(t, bytes.Equal(want, a.Host()), "role %s: the host view shows what the GPU wrote", r)
 		}

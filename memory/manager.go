@@ -89,8 +89,10 @@ func (c Config) Validate() error {
 const noTier = NumTiers
 
 // fallback is the tier tried when a tier has no backend: managed memory
-// degrades to device memory, device and staging memory to host memory.
-var fallback = [NumTiers]Tier{TierHost: noTier, TierDevice: TierHost, TierManaged: TierDevice, TierStaging: TierHost}
+// degrades to device memory, device and staging memory to host memory,
+// offload memory to staging memory (also host-resident and read by the
+// device over the bus).
+var fallback = [NumTiers]Tier{TierHost: noTier, TierDevice: TierHost, TierManaged: TierDevice, TierStaging: TierHost, TierOffload: TierStaging}
 
 // Manager is the hybrid memory manager: one Pool per tier that has a
 // backend, a Policy that places each allocation's Role in a tier, and
@@ -112,6 +114,13 @@ type Manager struct {
 	// hist is the history being recorded, shared by the pools; lastHist
 	// the one StopHistory ended (history.go).
 	hist, lastHist *recorder
+
+	// spills counts allocations that spilled to the offload tier;
+	// spillReport is the first one's report, until AllocOp hands it to
+	// onSpill (spill.go).
+	spills      SpillStats
+	spillReport *SpillEvent
+	onSpill     func(SpillEvent)
 }
 
 // RoleUsage is the statistics of one role.
@@ -129,6 +138,11 @@ type Stats struct {
 	Tiers [NumTiers]Usage
 	Roles [NumRoles]RoleUsage
 	Total Usage
+	// Limits is each tier's cap on reserved bytes (0: none).
+	Limits [NumTiers]int64
+	// Spills counts the allocations the device tier could not serve that
+	// went to the offload tier instead (Policy.Spill).
+	Spills SpillStats
 }
 
 // NewManager makes a manager over backends, at most one per tier. Tiers
@@ -283,8 +297,14 @@ func (m *Manager) stats() Stats {
 			s.Tiers[t] = p.sinks.own
 		}
 	}
+	for t, p := range m.pools {
+		if p != nil {
+			s.Limits[t] = p.cfg.Limit
+		}
+	}
 	s.Roles = m.roles
 	s.Total = m.total
+	s.Spills = m.spills
 	return s
 }
 

@@ -74,13 +74,15 @@ func TestManagerFallback(t *testing.T) {
 		want  [memory.NumTiers]memory.Tier // where a placement on each tier lands
 	}{
 		{"host only", []memory.Tier{memory.TierHost},
-			[memory.NumTiers]memory.Tier{memory.TierHost, memory.TierHost, memory.TierHost, memory.TierHost}},
+			[memory.NumTiers]memory.Tier{memory.TierHost, memory.TierHost, memory.TierHost, memory.TierHost, memory.TierHost}},
 		{"host+device", []memory.Tier{memory.TierHost, memory.TierDevice},
-			[memory.NumTiers]memory.Tier{memory.TierHost, memory.TierDevice, memory.TierDevice, memory.TierHost}},
+			[memory.NumTiers]memory.Tier{memory.TierHost, memory.TierDevice, memory.TierDevice, memory.TierHost, memory.TierHost}},
 		{"host+managed", []memory.Tier{memory.TierHost, memory.TierManaged},
-			[memory.NumTiers]memory.Tier{memory.TierHost, memory.TierHost, memory.TierManaged, memory.TierHost}},
-		{"all", []memory.Tier{memory.TierHost, memory.TierDevice, memory.TierManaged, memory.TierStaging},
-			[memory.NumTiers]memory.Tier{memory.TierHost, memory.TierDevice, memory.TierManaged, memory.TierStaging}},
+			[memory.NumTiers]memory.Tier{memory.TierHost, memory.TierHost, memory.TierManaged, memory.TierHost, memory.TierHost}},
+		{"no offload", []memory.Tier{memory.TierHost, memory.TierDevice, memory.TierManaged, memory.TierStaging},
+			[memory.NumTiers]memory.Tier{memory.TierHost, memory.TierDevice, memory.TierManaged, memory.TierStaging, memory.TierStaging}},
+		{"all", []memory.Tier{memory.TierHost, memory.TierDevice, memory.TierManaged, memory.TierStaging, memory.TierOffload},
+			[memory.NumTiers]memory.Tier{memory.TierHost, memory.TierDevice, memory.TierManaged, memory.TierStaging, memory.TierOffload}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var backends []memory.Backend
@@ -254,7 +256,9 @@ func TestManagerSetPolicyAffectsLaterAllocations(t *testing.T) {
 }
 
 func TestManagerLimits(t *testing.T) {
-	m := memory.NewHostManager(memory.Config{Limits: [memory.NumTiers]int64{memory.TierDevice: 4 * MiB}})
+	noSpill := memory.HybridPolicy()
+	noSpill.Spill = false
+	m := memory.NewHostManager(memory.Config{Policy: noSpill, Limits: [memory.NumTiers]int64{memory.TierDevice: 4 * MiB}})
 	a := mustManagerAlloc(t, m, MiB, memory.RoleActivation)
 	_, err := m.Alloc(4*MiB, memory.RoleActivation) // classic: a 20 MiB segment; expandable: 2 more pages
 	var oom *memory.OOMError
@@ -350,22 +354,23 @@ func TestManagerSummary(t *testing.T) {
 		t.Fatalf("no row %q in\n%s", prefix, out)
 		return nil
 	}
-	assert.Equal(t, []string{"host", "device", "managed", "staging", "total"}, row("tier "))
-	assert.Equal(t, []string{"host", "host(device)", "host(managed)", "host(staging)"}, row("backend "))
-	assert.Equal(t, []string{"0", "B", "3.00", "MiB", "5.00", "KiB", "0", "B", "3.00", "MiB"}, row("allocated      current"))
-	assert.Equal(t, []string{"0", "B", "3.00", "MiB", "5.00", "KiB", "512", "B", "3.01", "MiB"}, row("allocated      peak"))
-	assert.Equal(t, []string{"0", "B", "20.00", "MiB", "2.00", "MiB", "2.00", "MiB", "24.00", "MiB"}, row("reserved       current"))
-	assert.Equal(t, []string{"0", "1", "1", "1", "3"}, row("allocs "))
-	assert.Equal(t, []string{"0", "0", "0", "1", "1"}, row("frees "))
+	assert.Equal(t, []string{"host", "device", "managed", "staging", "offload", "total"}, row("tier "))
+	assert.Equal(t, []string{"host", "host(device)", "host(managed)", "host(staging)", "host(offload)"}, row("backend "))
+	assert.Equal(t, []string{"-", "-", "-", "-", "-", "-"}, row("limit "))
+	assert.Equal(t, []string{"0", "B", "3.00", "MiB", "5.00", "KiB", "0", "B", "0", "B", "3.00", "MiB"}, row("allocated      current"))
+	assert.Equal(t, []string{"0", "B", "3.00", "MiB", "5.00", "KiB", "512", "B", "0", "B", "3.01", "MiB"}, row("allocated      peak"))
+	assert.Equal(t, []string{"0", "B", "20.00", "MiB", "2.00", "MiB", "2.00", "MiB", "0", "B", "24.00", "MiB"}, row("reserved       current"))
+	assert.Equal(t, []string{"0", "1", "1", "1", "0", "3"}, row("allocs "))
+	assert.Equal(t, []string{"0", "0", "0", "1", "0", "1"}, row("frees "))
 	for _, prefix := range []string{"requested      current", "requested      peak", "active         current",
 		"active         peak", "inactive split current", "inactive split peak", "reserved       peak"} {
-		assert.Len(t, row(prefix+" "), 10, prefix)
+		assert.Len(t, row(prefix+" "), 12, prefix)
 	}
-	assert.Equal(t, []string{"0", "1", "1", "1", "3"}, row("backend allocs "))
+	assert.Equal(t, []string{"0", "1", "1", "1", "0", "3"}, row("backend allocs "))
 	for _, prefix := range []string{"backend frees ", "OOMs ", "cache flushes "} {
-		assert.Equal(t, []string{"0", "0", "0", "0", "0"}, row(prefix), prefix)
+		assert.Equal(t, []string{"0", "0", "0", "0", "0", "0"}, row(prefix), prefix)
 	}
-	assert.Equal(t, []string{"-", "85.0%", "99.8%", "100.0%", "87.5%"}, row("fragmentation "))
+	assert.Equal(t, []string{"-", "85.0%", "99.8%", "100.0%", "-", "87.5%"}, row("fragmentation "))
 	assert.Equal(t, []string{"3.00", "MiB", "3.00", "MiB", "3.00", "MiB", "3.00", "MiB", "1", "1", "device"}, row("gradient "))
 	assert.Equal(t, []string{"5.00", "KiB", "5.00", "KiB", "5.00", "KiB", "5.00", "KiB", "1", "1",
 		"managed(prefer-device|accessed-by-device|prefetch-to-device)"}, row("embedding "))

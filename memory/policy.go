@@ -82,6 +82,13 @@ func (p Placement) String() string {
 // or SingleTierPolicy and change single roles from there.
 type Policy struct {
 	Placements [NumRoles]Placement
+	// Spill lets an allocation that the device tier cannot serve (its
+	// budget, Config.Limits[TierDevice], or the device itself is full,
+	// even after the cache is released) land in TierOffload instead of
+	// failing: host-resident memory the GPU reads over the bus, slower but
+	// not fatal (spill.go). HybridPolicy spills; SingleTierPolicy does
+	// not, so the baselines fail as a plain allocator does.
+	Spill bool
 	// explicit marks policies built by the constructors, so that
 	// SingleTierPolicy(TierHost), whose placements are all zero, is not
 	// taken for the zero Policy.
@@ -105,6 +112,7 @@ func HybridPolicy() Policy {
 	p.Placements[RoleEmbedding] = Placement{Tier: TierManaged, Advice: embedding}
 	p.Placements[RoleFrozenWeight] = Placement{Tier: TierManaged, Advice: embedding | AdviseReadMostly}
 	p.Placements[RoleStaging] = Placement{Tier: TierStaging}
+	p.Spill = true
 	return p
 }
 
@@ -144,7 +152,8 @@ func (p Policy) Validate() error {
 	return nil
 }
 
-// String lists "role=placement" for every role, space separated.
+// String lists "role=placement" for every role, space separated, and
+// "spill" when the policy spills.
 func (p Policy) String() string {
 	var b strings.Builder
 	for r, pl := range p.Placements {
@@ -154,6 +163,9 @@ func (p Policy) String() string {
 		b.WriteString(Role(r).String())
 		b.WriteByte('=')
 		b.WriteString(pl.String())
+	}
+	if p.Spill {
+		b.WriteString(" spill")
 	}
 	return b.String()
 }

@@ -32,7 +32,7 @@ func TestHybridPolicy(t *testing.T) {
 	assert.Equal(t, "other=device parameter=device "+
 		"frozen=managed(read-mostly|prefer-device|accessed-by-device|prefetch-to-device) "+
 		"embedding=managed(prefer-device|accessed-by-device|prefetch-to-device) gradient=device optimizer=device "+
-		"activation=device staging=staging workspace=device", p.String())
+		"activation=device staging=staging workspace=device spill", p.String())
 }
 
 func TestSingleTierPolicy(t *testing.T) {
@@ -51,7 +51,7 @@ func TestPolicyValidate(t *testing.T) {
 	p.Placements[memory.RoleGradient].Tier = memory.NumTiers
 	err := p.Validate()
 	require.ErrorIs(t, err, memory.ErrInvalidArgument)
-	assert.Contains(t, err.Error(), "role gradient on unknown Tier(4)")
+	assert.Contains(t, err.Error(), "role gradient on unknown Tier(5)")
 
 	p = memory.HybridPolicy()
 	p.Placements[memory.RoleEmbedding].Advice |= memory.AdvisePreferHost

@@ -81,6 +81,15 @@ func (m *Manager) Summary() string {
 		}
 	}
 	row("backend", be)
+	var lim [NumTiers + 1]string
+	for t := range NumTiers {
+		lim[t] = "-"
+		if backends[t] != "" && s.Limits[t] > 0 {
+			lim[t] = FormatBytes(s.Limits[t])
+		}
+	}
+	lim[NumTiers] = "-"
+	row("limit", lim)
 	rule("-")
 	bytesRow("allocated     ", func(u *Usage) *Stat { return &u.Allocated })
 	bytesRow("requested     ", func(u *Usage) *Stat { return &u.Requested })
@@ -121,6 +130,11 @@ func (m *Manager) Summary() string {
 	roleRow("total", FormatBytes(t.Allocated.Current), FormatBytes(t.Allocated.Peak),
 		FormatBytes(t.Requested.Current), FormatBytes(t.Requested.Peak),
 		strconv.FormatInt(sum.Allocs-sum.Frees, 10), strconv.FormatInt(sum.Allocs, 10), "")
+	if s.Spills.Count > 0 {
+		rule("-")
+		fmt.Fprintf(&b, "spilled to %s: %d allocations, %s (the device tier was full; Policy.Spill)\n",
+			TierOffload, s.Spills.Count, FormatBytes(s.Spills.Bytes))
+	}
 	rule("=")
 	return b.String()
 }

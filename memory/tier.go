@@ -20,11 +20,19 @@ const (
 	// DEVICEMAP): short-lived, small, frequently transferred buffers that
 	// kernels read over the bus without a copy.
 	TierStaging
+	// TierOffload is host-resident memory the GPU reads and writes over the
+	// bus: CUDA managed memory preferring the host and mapped by the device
+	// (what llm.c falls back to). It is the cold tier of the hybrid
+	// placement: where the placement scheduler demotes tensors touched a
+	// few times a step (optimizer state), and where allocations that do not
+	// fit the device tier's budget spill. Its size is bounded by host
+	// memory, not by the device's.
+	TierOffload
 	// NumTiers is the number of tiers.
 	NumTiers
 )
 
-var tierNames = [NumTiers]string{"host", "device", "managed", "staging"}
+var tierNames = [NumTiers]string{"host", "device", "managed", "staging", "offload"}
 
 func (t Tier) String() string {
 	if t < NumTiers {

@@ -1,0 +1,75 @@
+package memory
+
+import "fmt"
+
+// SetLimit caps the bytes tier t's pool may reserve from its backend (0:
+// no cap): the device budget of the hybrid placement, enforced by the
+// pool before the backend is asked. Lowering it below what the pool holds
+// releases the pool's cached segments; live memory stays, and later
+// allocations fail (or spill, under a spilling policy) until enough is
+// freed.
+func (m *Manager) SetLimit(t Tier, limit int64) error {
+	if t >= NumTiers {
+		return fmt.Errorf("memory: SetLimit on unknown %s: %w", t, ErrInvalidArgument)
+	}
+	if limit < 0 {
+		return fmt.Errorf("memory: limit %d for tier %s is negative: %w", limit, t, ErrInvalidArgument)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return fmt.Errorf("memory: manager: SetLimit after close: %w", ErrClosed)
+	}
+	p := m.pools[t]
+	if p == nil {
+		return fmt.Errorf("memory: SetLimit: tier %s has no backend: %w", t, ErrInvalidArgument)
+	}
+	p.cfg.Limit = limit
+	if limit > 0 && p.sinks.own.Reserved.Current > limit {
+		return p.emptyCache()
+	}
+	return nil
+}
+
+// Limit returns tier t's cap on reserved bytes (0: none, or no backend).
+func (m *Manager) Limit(t Tier) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t >= NumTiers || m.pools[t] == nil {
+		return 0
+	}
+	return m.pools[t].cfg.Limit
+}
+
+// ParseBudget reads a memory budget: a byte count with an optional unit
+// ("4GiB", "500MB", "1073741824"; K, M, G, T are binary), or a share of
+// whole ("50%", or a fraction such as "0.5"); "off", "none" or "0" is no
+// budget (0). Errors name the accepted forms.
+func ParseBudget(s string, whole int64) (int64, error) {
+	if f, ok := parseFraction(s); ok {
+		if whole <= 0 {
+			return 0, fmt.Errorf("memory: budget %q is a share, but the memory it is a share of is unknown: %w", s, ErrInvalidArgument)
+		}
+		return int64(float64(whole) * f), nil
+	}
+	n, err := ParseHostMemory(s, whole)
+	if err != nil {
+		return 0, fmt.Errorf("memory: budget %q: %v (want a size such as 4GiB or 500MB, a share such as 50%% or 0.5, or off): %w", s, err, ErrInvalidArgument)
+	}
+	return n, nil
+}
+
+// parseFraction reads a number in (0, 1) written with a decimal point.
+func parseFraction(s string) (float64, bool) {
+	var f float64
+	var rest string
+	if n, _ := fmt.Sscanf(s, "%g%s", &f, &rest); n != 1 {
+		return 0, false
+	}
+	for _, c := range s {
+		if c == '.' {
+			return f, f > 0 && f < 1
+		}
+	}
+	return 0, false
+}

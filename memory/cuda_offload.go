@@ -1,0 +1,98 @@
+package memory
+
+import (
+	"fmt"
+
+	"github.com/strata-ml/strata/cuda"
+)
+
+// offloadBackend is TierOffload on a GPU: CUDA managed memory whose pages
+// prefer the host and are mapped by the device (cuMemAdvise
+// SetPreferredLocation=CPU and SetAccessedBy=device on every region), so
+// kernels read and write them over the bus without faulting them over,
+// as llm.c's fallback does. Unlike the managed backend it may hold more
+// than the device's memory: it is bounded by host memory instead.
+type offloadBackend struct {
+	ctx   *cuda.Context
+	name  string
+	limit int64 // most live bytes; see NewOffloadBackend
+	what  string
+	live  liveRegions
+}
+
+// DefaultOffloadShare is the share of the memory this process may use
+// (the smaller of RAM and the cgroup limit) that the offload tier may
+// hold by default.
+const DefaultOffloadShare = 0.5
+
+// NewOffloadBackend returns the TierOffload backend of ctx's device,
+// holding at most limit live bytes; limit 0 means DefaultOffloadShare of
+// the memory this process may use, and with neither RAM nor a cgroup
+// limit readable, 16 GiB. A request past the limit fails with an error
+// wrapping ErrOutOfMemory without asking the driver. It panics if ctx is
+// nil (a programming error).
+func NewOffloadBackend(ctx *cuda.Context, limit int64) Backend {
+	if ctx == nil {
+		panic("memory: NewOffloadBackend: nil *cuda.Context")
+	}
+	what := "the limit asked for"
+	if limit <= 0 {
+		limit, what = defaultOffloadLimit()
+	}
+	return &offloadBackend{ctx: ctx, name: ctx.Device().String() + " offload", limit: limit, what: what}
+}
+
+// defaultOffloadLimit is DefaultOffloadShare of the memory this process
+// may use, with what it is, for messages.
+func defaultOffloadLimit() (int64, string) {
+	l, what := hostMemoryLimit()
+	if l <= 0 {
+		return 16 << 30, "16 GiB (host memory unknown)"
+	}
+	return int64(float64(l) * DefaultOffloadShare), fmt.Sprintf("%.0f%% of the %s %s", 100*DefaultOffloadShare, FormatBytes(l), what)
+}
+
+func (o *offloadBackend) Name() string { return o.name }
+func (o *offloadBackend) Tier() Tier   { return TierOffload }
+
+func (o *offloadBackend) Alloc(size int64) (Region, error) {
+	if err := checkRegionSize(o.name, size); err != nil {
+		return Region{}, err
+	}
+	if live := o.live.total(); live+size > o.limit {
+		return Region{}, fmt.Errorf("memory: %s: refusing %s: %s is out and the offload tier holds at most %s (%s): %w",
+			o.name, FormatBytes(size), FormatBytes(live), FormatBytes(o.limit), o.what, ErrOutOfMemory)
+	}
+	p, err := o.ctx.MemAllocManaged(int(size))
+	if err != nil {
+		return Region{}, driverAllocError(o.name, size, err)
+	}
+	dev := cuda.DeviceLocation(o.ctx.Device())
+	for _, a := range [...]struct {
+		adv cuda.Advice
+		loc cuda.Location
+	}{{cuda.AdviseSetPreferredLocation, cuda.HostLocation()}, {cuda.AdviseSetAccessedBy, dev}} {
+		if err := o.ctx.MemAdvise(p, int(size), a.adv, a.loc); err != nil {
+			_ = o.ctx.MemFree(p)
+			return Region{}, fmt.Errorf("memory: %s: %s on %s: %w", o.name, a.adv, FormatBytes(size), err)
+		}
+	}
+	r := Region{Addr: uintptr(p), Host: cuda.UnsafeHostView(p, int(size)), Size: size}
+	o.live.add(r.Addr, size, nil)
+	return r, nil
+}
+
+func (o *offloadBackend) Free(r Region) error {
+	if _, err := o.live.remove(o.name, r); err != nil {
+		return err
+	}
+	if err := o.ctx.MemFree(cuda.DevicePtr(r.Addr)); err != nil {
+		return fmt.Errorf("memory: %s: freeing %s at %#x: %w", o.name, FormatBytes(r.Size), r.Addr, err)
+	}
+	return nil
+}
+
+// Info reports the tier's limit and what is left of it.
+func (o *offloadBackend) Info() (free, total int64, ok bool) {
+	return max(0, o.limit-o.live.total()), o.limit, true
+}
