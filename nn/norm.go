@@ -1,0 +1,83 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/strata-ml/strata/autograd"
+	"github.com/strata-ml/strata/memory"
+	"github.com/strata-ml/strata/tensor"
+)
+
+// RMSNorm normalises over the last axis by the root mean square, with a
+// learnt scale, as torch.nn.RMSNorm:
+//
+//	y = x / √(mean(x², last axis) + Eps) · Weight
+//
+// Eps == 0 means the machine epsilon of x's dtype (PyTorch's eps=None);
+// a nil Weight means no scale (elementwise_affine=False). It is composed
+// of autograd's element-wise ops and a mean, so it is differentiated like
+// them; it keeps a few (…, dim) intermediates for backward, more than a
+// fused kernel would.
+type RMSNorm struct {
+	Weight *Parameter
+	Eps    float64
+}
+
+// NewRMSNorm makes an RMSNorm of width dim with weight 1 and Eps 0 (the
+// dtype's machine epsilon). Errors as NewLinear (dim must be > 0).
+func NewRMSNorm(o Options, name string, dim int) (*RMSNorm, error) {
+	const op = "NewRMSNorm"
+	o, err := o.resolve(op, name)
+	if err == nil {
+		err = positive(op, name, "dim", dim)
+	}
+	if err != nil {
+		return nil, err
+	}
+	w, err := newParam(o, prefix(name, "weight"), memory.RoleParameter, constInit(1), dim)
+	if err != nil {
+		return nil, err
+	}
+	return &RMSNorm{Weight: w}, nil
+}
+
+// Forward normalises x (..., dim). Panics with a *tensor.OpError when Eps
+// is negative or NaN or the shapes disagree.
+func (n *RMSNorm) Forward(x *autograd.Var) *autograd.Var {
+	eps := n.Eps
+	if !(eps >= 0) {
+		panic(&tensor.OpError{Op: "RMSNorm", Msg: fmt.Sprintf("eps = %v, want >= 0", eps), Err: tensor.ErrArgument})
+	}
+	if eps == 0 {
+		eps = machineEps(x.Value.DType())
+	}
+	ms := autograd.Mean(autograd.Mul(x, x), true, -1) // (..., 1)
+	y := autograd.Div(x, autograd.Sqrt(autograd.Affine(ms, 1, eps)))
+	if n.Weight != nil {
+		y = autograd.Mul(y, n.Weight.Var)
+	}
+	return y
+}
+
+// Parameters returns the weight (none when it is nil).
+func (n *RMSNorm) Parameters() []*Parameter {
+	if n.Weight == nil {
+		return nil
+	}
+	return []*Parameter{n.Weight}
+}
+
+// machineEps is torch.finfo(dt).eps: the distance from 1 to the next
+// representable value.
+func machineEps(dt tensor.DType) float64 {
+	switch dt {
+	case tensor.Float64:
+		return math.Ldexp(1, -52)
+	case tensor.Float16:
+		return math.Ldexp(1, -10)
+	case tensor.BFloat16:
+		return math.Ldexp(1, -7)
+	}
+	return math.Ldexp(1, -23)
+}
