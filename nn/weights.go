@@ -3,14 +3,15 @@ package nn
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/strata-ml/strata/tensor"
 )
 
 // SaveWeights writes the parameters to a safetensors file under their
 // names (nanoGPT's keys for a GPT, so PyTorch's
-// safetensors.torch.load_file and Hugging Face tools can read them).
+// safetensors.torch.load_file and Hugging Face tools can read them):
+// LayoutNanoGPT. SaveWeightsLayout writes Hugging Face's GPT-2 layout too;
+// LoadWeights reads both.
 func SaveWeights(path string, ps []*Parameter, meta map[string]string) error {
 	return SaveWeightsContext(context.Background(), path, ps, meta)
 }
@@ -28,40 +29,6 @@ func SaveWeightsContext(ctx context.Context, path string, ps []*Parameter, meta 
 		m[name] = p.Value
 	}
 	return tensor.WriteSafetensorsContext(ctx, path, m, meta)
-}
-
-// LoadWeights reads a safetensors file into the parameters, converting
-// dtypes. Every parameter must be present with its exact shape; names in
-// the file that match no parameter are an error too (strict, like
-// PyTorch's load_state_dict), except "lm_head.weight" (a tied head).
-func LoadWeights(path string, ps []*Parameter) (meta map[string]string, err error) {
-	return readInto(path, ps, func(byName map[string]*Parameter, ts map[string]*tensor.Tensor, meta map[string]string) (map[string]string, error) {
-		var missing, unexpected []string
-		for _, p := range ps {
-			t, ok := ts[p.Name]
-			if !ok {
-				missing = append(missing, p.Name)
-				continue
-			}
-			if !slices.Equal(t.Shape(), p.Value.Shape()) {
-				return nil, fmt.Errorf("nn: loading %s: %q has shape %v in the file, the model wants %v", path, p.Name, t.Shape(), p.Value.Shape())
-			}
-		}
-		for name := range ts {
-			if _, ok := byName[name]; !ok && name != "lm_head.weight" {
-				unexpected = append(unexpected, name)
-			}
-		}
-		if len(missing) > 0 || len(unexpected) > 0 {
-			slices.Sort(missing)
-			slices.Sort(unexpected)
-			return nil, fmt.Errorf("nn: loading %s: missing %v, unexpected %v", path, missing, unexpected)
-		}
-		for _, p := range ps {
-			p.Value.CopyFrom(ts[p.Name])
-		}
-		return meta, nil
-	})
 }
 
 // readInto reads the safetensors file at path onto the parameters'
