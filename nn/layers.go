@@ -173,10 +173,18 @@ func (d *Dropout) next(c *tensor.Ctx, n int) (p float64, off uint64) {
 	return d.P, autograd.RandomOffset(c, n)
 }
 
+// Parameters returns none: dropout has no parameters.
+func (d *Dropout) Parameters() []*Parameter { return nil }
+
+// ReLU is the activation max(x, 0), PyTorch's nn.ReLU (Func(ReLU) is the
+// layer).
+func ReLU(x *autograd.Var) *autograd.Var { return autograd.Relu(x) }
+
 // GELU is the tanh-approximated GELU activation.
 func GELU(x *autograd.Var) *autograd.Var { return autograd.Gelu(x) }
 
-// SiLU is the SiLU (swish) activation x·sigmoid(x), PyTorch's nn.SiLU.
+// SiLU is the SiLU (swish) activation x·sigmoid(x), PyTorch's nn.SiLU
+// (Func(SiLU) is the layer).
 func SiLU(x *autograd.Var) *autograd.Var { return autograd.Silu(x) }
 
 // CrossEntropy is the mean cross-entropy of logits (..., C) against int32
