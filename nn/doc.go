@@ -5,8 +5,60 @@
 // embedding tables get memory.RoleEmbedding (the hybrid policy puts them
 // in managed memory on the GPU), other weights memory.RoleParameter,
 // optimizer moments memory.RoleOptimizerState. Layers (Linear, Embedding,
-// LayerNorm, Dropout, CausalSelfAttention, Block) are plain structs with a
-// Forward method; Module is anything with Parameters.
+// LayerNorm, RMSNorm, Dropout, CausalSelfAttention, Block) are plain
+// structs with a Forward method; Module is anything with Parameters, and
+// Layer a Module whose Forward maps a var to a var. Activations are
+// functions (ReLU, GELU, SiLU) and Func makes a layer of one. Sequential
+// chains layers and names their parameters as torch.nn.Sequential does
+// ("0.weight", "2.bias", ...); NewFeedForward builds a multi-layer
+// perceptron from a list of sizes. Losses: CrossEntropy and MSELoss (with
+// a Reduction).
+//
+// # Constructors and errors
+//
+// Every constructor (NewLinear, NewEmbedding, NewLayerNorm, NewRMSNorm,
+// NewMLP, NewSequential, NewFeedForward, NewGPT) returns an error instead
+// of panicking: a size that is not positive, a negative or NaN std, a
+// non-float dtype or a layer given twice is an error wrapping
+// tensor.ErrArgument (errors.Is), and running out of memory returns the
+// memory error (memory.ErrOutOfMemory) with nothing left allocated. Must
+// wraps a constructor for programs and tests that treat such a mistake as
+// a bug:
+//
+//	fc := nn.Must(nn.NewLinear(nn.Options{}, "fc", 2, 8, true, 0))
+//
+// Options says where parameters go. Its zero value is ready to use: the
+// CPU, float32, and a nil Rng means the package's default stream, a
+// fixed-seed source shared by all constructors (as PyTorch's default
+// generator also starts from a fixed seed, a program that builds its
+// model on one goroutine gets the same weights on every run); set Rng to
+// choose the seed. A std of 0 in NewLinear and NewEmbedding means
+// PyTorch's default initialisation (uniform(−1/√in, 1/√in) for Linear,
+// normal(0, 1) for Embedding); a positive std gives normal(0, std)
+// weights and a zero bias, GPT-2's initialisation.
+//
+// Running a model is different: ops and Forward methods panic with a
+// *tensor.OpError on misuse (a shape or dtype mistake) and when memory
+// runs out, as every tensor op does; tensor.Try turns the panic back into
+// an error.
+//
+// # A training loop
+//
+// TrainStep is one optimisation step: in a new tensor.Scope it clears the
+// gradients, runs the forward pass the caller gives, back-propagates and
+// updates, and returns the loss's value or the error (an op's panic, a
+// non-finite loss, the optimizer's). Step is the same scope and error
+// handling around any function, for steps that need more (gradient
+// clipping, a GradScaler, evaluation):
+//
+//	for step := range steps {
+//		loss, err := nn.TrainStep(c, params, opt, func() *autograd.Var {
+//			return nn.MSELoss(model.Forward(x), y, nn.ReduceMean)
+//		})
+//		if err != nil {
+//			return err
+//		}
+//	}
 //
 // GPT follows nanoGPT: token and position embeddings, pre-norm blocks,
 // final LayerNorm, output head tied to the token table, GPT-2

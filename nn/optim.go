@@ -1,9 +1,11 @@
 package nn
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
+	"github.com/strata-ml/strata/autograd"
 	"github.com/strata-ml/strata/memory"
 	"github.com/strata-ml/strata/tensor"
 )
@@ -187,4 +189,53 @@ func (s CosineSchedule) LR(it int) float64 {
 	}
 	r := float64(it-s.Warmup) / float64(max(1, s.Total-s.Warmup))
 	return s.MinLR + 0.5*(1+math.Cos(math.Pi*r))*(s.MaxLR-s.MinLR)
+}
+
+// Step runs fn as one step of work in a new scope of c (tensor.Background
+// when c is nil), so everything the step creates is released when it
+// returns, and returns fn's error, or the *tensor.OpError an op panicked
+// with (a shape mistake, running out of memory): the tensor.Try and
+// Ctx.WithScope pair a training or evaluation loop wraps around each step.
+// Any other panic (a bug) is passed on. Tensors the step must hand out
+// are copied to Go values (Item, Float32s) or kept (tensor.Keep).
+func Step(c *tensor.Ctx, fn func() error) error {
+	if c == nil {
+		c = tensor.Background()
+	}
+	var err error
+	if perr := tensor.Try(func() { c.WithScope(func() { err = fn() }) }); perr != nil {
+		return perr
+	}
+	return err
+}
+
+// ErrNonFinite is returned (wrapped) by TrainStep for a loss that is NaN
+// or infinite.
+var ErrNonFinite = errors.New("non-finite loss")
+
+// TrainStep is one optimisation step, run with Step in a new scope of c:
+// it clears the gradients of ps, calls loss (the forward pass, which must
+// return a scalar), back-propagates it and lets opt update the
+// parameters, and returns the loss's value. It returns Step's errors,
+// Backward's and opt.Step's; a NaN or infinite loss is an error wrapping
+// ErrNonFinite, returned before backward, so the parameters stay as they
+// were. The gradients stay in ps after the step (for inspection) until
+// the next TrainStep or ZeroGrad. For gradient clipping, a gradient
+// scaler or accumulation over several batches, write the step with Step:
+// it is the same five lines with the extra call between Backward and
+// opt.Step.
+func TrainStep(c *tensor.Ctx, ps []*Parameter, opt Optimizer, loss func() *autograd.Var) (float64, error) {
+	var v float64
+	err := Step(c, func() error {
+		ZeroGrad(ps)
+		l := loss()
+		if v = l.Item(); math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("nn: TrainStep: loss = %v: %w", v, ErrNonFinite)
+		}
+		if err := l.Backward(); err != nil {
+			return err
+		}
+		return opt.Step()
+	})
+	return v, err
 }
