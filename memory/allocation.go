@@ -1,6 +1,9 @@
 package memory
 
-import "fmt"
+import (
+	"fmt"
+	"sync/atomic"
+)
 
 // Allocation is memory handed out by a Manager: a pool block plus the role
 // it serves and the tier it landed in. Each Alloc hands out a new
@@ -14,6 +17,9 @@ type Allocation struct {
 	role   Role
 	tier   Tier
 	advice Advice
+	label  string // SetLabel's name, under the manager's lock
+	// touches counts accesses (Touch), for the placement Scheduler.
+	touches atomic.Int64
 }
 
 // Alloc allocates size bytes for role on the default stream.
@@ -87,6 +93,9 @@ func (m *Manager) alloc(size int64, role Role, s Stream, op string) (*Allocation
 	m.live++
 	a := m.newAllocation()
 	*a = Allocation{m: m, b: b, size: size, op: op, role: role, tier: t, advice: advice}
+	if m.sched != nil {
+		m.sched.onAlloc(a)
+	}
 	return a, nil
 }
 
@@ -147,6 +156,9 @@ func (m *Manager) free(a *Allocation) error {
 	// Freed, though possibly with an error (a block used on other streams
 	// whose events could not be recorded is quarantined).
 	a.b = nil
+	if m.sched != nil {
+		m.sched.onFree(a)
+	}
 	u := &m.roles[a.role]
 	u.Allocated.sub(rounded)
 	u.Requested.sub(requested)

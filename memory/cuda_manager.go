@@ -53,5 +53,18 @@ func NewCUDAManager(ctx *cuda.Context, cfg Config) (*Manager, error) {
 	if owned != nil {
 		m.owned = append(m.owned, owned.Close)
 	}
+	m.copyFn = func(dst, src uintptr, n int64, s Stream) error {
+		var st *cuda.Stream
+		if s != 0 {
+			if streams == nil {
+				return fmt.Errorf("memory: copy on stream %#x without the CUDA manager's CUDAStreams: %w", uintptr(s), ErrInvalidArgument)
+			}
+			var err error
+			if st, err = streams.CUDA(s); err != nil {
+				return err
+			}
+		}
+		return ctx.MemcpyDtoDAsync(cuda.DevicePtr(dst), cuda.DevicePtr(src), int(n), st)
+	}
 	return m, nil
 }

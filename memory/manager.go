@@ -118,9 +118,15 @@ type Manager struct {
 	// spills counts allocations that spilled to the offload tier;
 	// spillReport is the first one's report, until AllocOp hands it to
 	// onSpill (spill.go).
-	spills      SpillStats
+	spills      Moved
 	spillReport *SpillEvent
 	onSpill     func(SpillEvent)
+
+	// copyFn moves bytes for Migrate (migrate.go); migrations counts them.
+	copyFn     CopyFunc
+	migrations Moved
+	// sched is the placement scheduler, nil without one (scheduler.go).
+	sched *Scheduler
 }
 
 // RoleUsage is the statistics of one role.
@@ -142,7 +148,10 @@ type Stats struct {
 	Limits [NumTiers]int64
 	// Spills counts the allocations the device tier could not serve that
 	// went to the offload tier instead (Policy.Spill).
-	Spills SpillStats
+	Spills Moved
+	// Migrations counts the allocations Migrate moved (the Scheduler's
+	// promotions and demotions among them).
+	Migrations Moved
 }
 
 // NewManager makes a manager over backends, at most one per tier. Tiers
@@ -305,6 +314,7 @@ func (m *Manager) stats() Stats {
 	s.Roles = m.roles
 	s.Total = m.total
 	s.Spills = m.spills
+	s.Migrations = m.migrations
 	return s
 }
 

@@ -17,9 +17,10 @@ import (
 // (pinned, also read by the device over the bus); never to plain host
 // memory on a GPU, which kernels cannot reach.
 
-// SpillStats counts the allocations that spilled.
-type SpillStats struct {
-	// Count and Bytes (requested) of the allocations that spilled so far.
+// Moved counts allocations that went to another tier than their
+// placement's: spills, and migrations by Migrate and the Scheduler.
+type Moved struct {
+	// Count and Bytes (requested) of the allocations moved so far.
 	Count, Bytes int64
 }
 

@@ -39,7 +39,7 @@ func TestSpillUnderHybridPolicy(t *testing.T) {
 	assert.Contains(t, e.String(), "limit of 4.00 MiB")
 
 	s := m.Stats()
-	assert.Equal(t, memory.SpillStats{Count: 2, Bytes: 10 * MiB}, s.Spills)
+	assert.Equal(t, memory.Moved{Count: 2, Bytes: 10 * MiB}, s.Spills)
 	assert.Equal(t, int64(4*MiB), s.Limits[memory.TierDevice])
 	assert.Equal(t, int64(10*MiB), s.Tiers[memory.TierOffload].Requested.Current)
 	assert.Equal(t, int64(2), s.Tiers[memory.TierDevice].OOMs, "each refusal still counts as the device tier's OOM")

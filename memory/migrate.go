@@ -1,0 +1,118 @@
+package memory
+
+import (
+	"fmt"
+)
+
+// CopyFunc copies n bytes from src to dst, both addresses of the tiers'
+// devices, ordered on stream s: what Manager.Migrate moves an allocation's
+// bytes with. NewCUDAManager installs cuMemcpyDtoDAsync (every CUDA tier's
+// Addr is a device address under unified addressing); other managers copy
+// through the host views.
+type CopyFunc func(dst, src uintptr, n int64, s Stream) error
+
+// SetCopy replaces the function Migrate copies with (nil: host views).
+func (m *Manager) SetCopy(fn CopyFunc) {
+	m.mu.Lock()
+	m.copyFn = fn
+	m.mu.Unlock()
+}
+
+// Touch records one access to a's bytes: the tensor layer calls it for
+// every operand of every op, so that a Scheduler knows how often each
+// tracked allocation is used a step. It is an atomic add.
+func (a *Allocation) Touch() { a.touches.Add(1) }
+
+// Touches is how many times a was touched since it was made.
+func (a *Allocation) Touches() int64 { return a.touches.Load() }
+
+// SetLabel names a for plans, snapshots and leak reports (a parameter's
+// name, "adamw.m:" and the name); the op that made it stays in Op.
+func (a *Allocation) SetLabel(s string) {
+	if a.m == nil {
+		return
+	}
+	a.m.mu.Lock()
+	a.label = s
+	a.m.mu.Unlock()
+}
+
+// Label is the name SetLabel gave a, or "".
+func (a *Allocation) Label() string {
+	if a.m == nil {
+		return ""
+	}
+	a.m.mu.Lock()
+	defer a.m.mu.Unlock()
+	return a.label
+}
+
+// Migrate moves a's bytes to tier t (after fallback, as the policy's
+// placements fall back): a new block there, a copy ordered on a's stream,
+// and the old block freed to its pool, which reuses it only for work
+// queued after the copy. The Allocation keeps its identity, so holders see
+// the new address at their next Addr or Host; work already queued on a's
+// stream reads the old bytes before the copy, as stream order says, but
+// the caller must not hold Addr or Host values across the call, nor
+// migrate an allocation another stream is using. Moving to the tier a is
+// in does nothing. Out of memory in t is an *OOMError; a stays put.
+func (m *Manager) Migrate(a *Allocation, t Tier) error {
+	if t >= NumTiers {
+		return fmt.Errorf("memory: Migrate to unknown %s: %w", t, ErrInvalidArgument)
+	}
+	old, err := m.liveBlock(a, "Migrate")
+	if err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	return m.migrate(a, old, t)
+}
+
+// migrate is Migrate with m.mu held and a's block old.
+func (m *Manager) migrate(a *Allocation, old *Block, t Tier) error {
+	for t < NumTiers && m.pools[t] == nil {
+		t = fallback[t]
+	}
+	if t >= NumTiers {
+		return fmt.Errorf("memory: Migrate of %s for %s: no backend down the fallback chain: %w", FormatBytes(a.size), a.role, ErrInvalidArgument)
+	}
+	if t == a.tier {
+		return nil
+	}
+	if old.cross != nil && len(old.cross.uses) > 0 {
+		return fmt.Errorf("memory: Migrate of %s for %s: it is used on other streams (RecordStream): %w", FormatBytes(a.size), a.role, ErrInvalidArgument)
+	}
+	nb, err := m.pools[t].alloc(a.size, old.Stream(), 0, a.role, a.op)
+	if err != nil {
+		return err
+	}
+	if err := m.copyBytes(nb, old, a.size); err != nil {
+		_ = m.pools[t].free(nb)
+		return fmt.Errorf("memory: Migrate of %s for %s from %s to %s: %w", FormatBytes(a.size), a.role, a.tier, t, err)
+	}
+	u := &m.roles[a.role]
+	u.Allocated.sub(old.size)
+	if err := m.pools[a.tier].free(old); err != nil && old.state == blockLive {
+		_ = m.pools[t].free(nb)
+		u.Allocated.add(old.size)
+		return err
+	}
+	u.Allocated.add(nb.size)
+	a.b, a.tier, a.advice = nb, t, 0
+	m.migrations.Count++
+	m.migrations.Bytes += a.size
+	return nil
+}
+
+// copyBytes copies n bytes from block src to block dst.
+func (m *Manager) copyBytes(dst, src *Block, n int64) error {
+	if m.copyFn != nil {
+		return m.copyFn(dst.Addr(), src.Addr(), n, src.Stream())
+	}
+	d, s := dst.Host(), src.Host()
+	if int64(len(d)) < n || int64(len(s)) < n {
+		return fmt.Errorf("no copy function and no host view of both tiers: %w", ErrInvalidArgument)
+	}
+	copy(d[:n], s[:n])
+	return nil
+}

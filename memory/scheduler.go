@@ -1,0 +1,357 @@
+package memory
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// The placement scheduler: the seed's two-level feedback queue, driven by
+// what each step really touches. The tensor layer calls Allocation.Touch
+// for every operand of every op; the Scheduler tracks the long-lived
+// allocations (parameters, gradients, optimizer state, embeddings, frozen
+// weights), and at each step boundary (Scheduler.Step) it turns their
+// touch counts into accesses a step (an exponential average), keeps the
+// hot ones in the device tier (the hot queue) and the cold ones in the
+// offload tier (the cold queue: host-resident memory the device reads
+// over the bus), and moves tensors between the two with Manager.Migrate so
+// that the device's peak stays within the budget:
+//
+//   - demand is the device tier's peak allocated bytes in the step just
+//     ended plus the bytes that spilled in it (what the device would have
+//     held without a budget; cached bytes are not demand, the pool gives
+//     them back when its limit is reached);
+//   - when demand passes Budget less Margin, tensors in the device tier
+//     are demoted, coldest first (fewest accesses a step; the larger first
+//     among equals, as each move frees more for the same traffic), until
+//     the excess is covered; tensors with more than HotTouches accesses a
+//     step are never demoted;
+//   - a tensor with at most ColdTouches accesses a step is demoted even
+//     without pressure (the seed's rule for rarely used data);
+//   - a cold tensor is promoted back, hottest first, once it has fitted
+//     under the budget less Margin for Patience steps in a row: the margin
+//     and the patience are the hysteresis that keeps a tensor from moving
+//     every step.
+//
+// Each Step returns the Plan: every tracked tensor with its bytes,
+// accesses a step, tier, and why it is there.
+
+// SchedulerConfig tunes a Scheduler. Zero fields take the defaults.
+type SchedulerConfig struct {
+	// Budget is the device bytes the scheduler keeps the step's peak
+	// under; 0 means the device tier's limit (Manager.SetLimit), and with
+	// neither only ColdTouches moves anything.
+	Budget int64
+	// Margin is the share of Budget kept free (default 0.05).
+	Margin float64
+	// HotTouches: tensors touched more often a step are never demoted
+	// (0: no such bound).
+	HotTouches float64
+	// ColdTouches: tensors touched at most this often a step are demoted
+	// even without pressure (0: only under pressure).
+	ColdTouches float64
+	// MinBytes: smaller allocations are not tracked (default 1 MiB).
+	MinBytes int64
+	// Patience is the number of steps in a row a cold tensor must fit
+	// before it is promoted (default 3).
+	Patience int
+	// Decay weighs the past in the accesses-a-step average (default 0.5;
+	// 0 would mean only the last step counts: use a tiny value for that).
+	Decay float64
+	// Roles are the roles tracked (default parameter, frozen, embedding,
+	// gradient, optimizer). Activations come and go within a step and are
+	// the checkpointing's business, not the scheduler's.
+	Roles []Role
+}
+
+func (c *SchedulerConfig) defaults() error {
+	if c.Budget < 0 || c.Margin < 0 || c.Margin >= 1 || c.HotTouches < 0 || c.ColdTouches < 0 || c.MinBytes < 0 || c.Patience < 0 || c.Decay < 0 || c.Decay >= 1 {
+		return fmt.Errorf("memory: scheduler config %+v: budget, touches, sizes and patience must be >= 0, margin and decay in [0, 1): %w", *c, ErrInvalidArgument)
+	}
+	if c.Margin == 0 {
+		c.Margin = 0.05
+	}
+	if c.MinBytes == 0 {
+		c.MinBytes = 1 << 20
+	}
+	if c.Patience == 0 {
+		c.Patience = 3
+	}
+	if c.Decay == 0 {
+		c.Decay = 0.5
+	}
+	if len(c.Roles) == 0 {
+		c.Roles = []Role{RoleParameter, RoleFrozenWeight, RoleEmbedding, RoleGradient, RoleOptimizerState}
+	}
+	for _, r := range c.Roles {
+		if r >= NumRoles {
+			return fmt.Errorf("memory: scheduler tracks unknown %s: %w", r, ErrInvalidArgument)
+		}
+	}
+	return nil
+}
+
+// Scheduler moves long-lived allocations between the device and offload
+// tiers by how often each step touches them; see the package notes above.
+// Make one with Manager.NewScheduler; call Step between training steps,
+// when no kernel is reading the tracked allocations from another stream.
+type Scheduler struct {
+	m       *Manager
+	cfg     SchedulerConfig
+	roles   [NumRoles]bool
+	tracked map[*Allocation]*trackState
+	steps   int
+	// peak is the device tier's peak allocated bytes since the last Step
+	// (cached bytes are not demand: the pool releases them under its
+	// limit), spilledAt the spills counter at the last Step.
+	peak      int64
+	spilledAt int64
+}
+
+// trackState is what the scheduler knows of one allocation.
+type trackState struct {
+	seen    int64   // touches at the last Step
+	rate    float64 // accesses a step, averaged
+	steps   int     // steps observed
+	fits    int     // steps in a row it would have fitted on the device
+	why     string
+	changed bool // moved at the last Step
+}
+
+// NewScheduler attaches a placement scheduler to m (one per manager; a
+// second replaces the first). Allocations of the tracked roles made from
+// now on are tracked; Track adds earlier ones.
+func (m *Manager) NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	s := &Scheduler{m: m, cfg: cfg, tracked: map[*Allocation]*trackState{}}
+	for _, r := range cfg.Roles {
+		s.roles[r] = true
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, fmt.Errorf("memory: NewScheduler after close: %w", ErrClosed)
+	}
+	if p := m.pools[TierDevice]; p != nil {
+		s.peak = p.sinks.own.Allocated.Current
+	}
+	s.spilledAt = m.spills.Bytes
+	m.sched = s
+	return s, nil
+}
+
+// Track adds a live allocation made before the scheduler (of any role).
+func (s *Scheduler) Track(a *Allocation) error {
+	if _, err := s.m.liveBlock(a, "Track"); err != nil {
+		return err
+	}
+	defer s.m.mu.Unlock()
+	if _, ok := s.tracked[a]; !ok {
+		s.tracked[a] = &trackState{seen: a.touches.Load()}
+	}
+	return nil
+}
+
+// Close detaches the scheduler; tracked allocations stay where they are.
+func (s *Scheduler) Close() {
+	s.m.mu.Lock()
+	if s.m.sched == s {
+		s.m.sched = nil
+	}
+	s.tracked = map[*Allocation]*trackState{}
+	s.m.mu.Unlock()
+}
+
+// onAlloc and onFree keep the tracked set; with m.mu held.
+func (s *Scheduler) onAlloc(a *Allocation) {
+	if s.roles[a.role] && a.size >= s.cfg.MinBytes {
+		s.tracked[a] = &trackState{seen: a.touches.Load()}
+	}
+	if a.tier == TierDevice {
+		if r := s.m.pools[TierDevice].sinks.own.Allocated.Current; r > s.peak {
+			s.peak = r
+		}
+	}
+}
+
+func (s *Scheduler) onFree(a *Allocation) { delete(s.tracked, a) }
+
+// PlanEntry is one tracked allocation in a Plan.
+type PlanEntry struct {
+	Label   string  `json:"label"` // Allocation.Label, else the op that made it
+	Role    Role    `json:"role"`
+	Bytes   int64   `json:"bytes"`
+	Touches float64 `json:"touches_per_step"`
+	Tier    Tier    `json:"tier"`
+	Moved   bool    `json:"moved"` // moved by this Step
+	Why     string  `json:"why"`
+}
+
+// Plan is what a Step decided.
+type Plan struct {
+	Step int `json:"step"`
+	// Budget is the device bytes aimed at (0: none); Demand the step's
+	// device peak plus its spills.
+	Budget, Demand int64
+	// Demoted and Promoted are the bytes moved by this Step.
+	Demoted, Promoted int64
+	Entries           []PlanEntry `json:"entries"`
+}
+
+// Step observes the step that just ended and moves tracked allocations
+// between the device and offload tiers; it returns the plan. A failed move
+// ends the Step with its error (allocations moved before it stay moved).
+func (s *Scheduler) Step() (Plan, error) {
+	m := s.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return Plan{}, fmt.Errorf("memory: scheduler step after close: %w", ErrClosed)
+	}
+	s.steps++
+	budget := s.cfg.Budget
+	dev := m.pools[TierDevice]
+	if budget == 0 && dev != nil {
+		budget = dev.cfg.Limit
+	}
+	plan := Plan{Step: s.steps, Budget: budget, Demand: s.peak + m.spills.Bytes - s.spilledAt}
+	cold := TierOffload
+	for cold < NumTiers && m.pools[cold] == nil {
+		cold = fallback[cold]
+	}
+	entries := make([]*Allocation, 0, len(s.tracked))
+	for a, st := range s.tracked {
+		now := a.touches.Load()
+		d := float64(now - st.seen)
+		st.seen = now
+		if st.steps == 0 {
+			st.rate = d
+		} else {
+			st.rate = s.cfg.Decay*st.rate + (1-s.cfg.Decay)*d
+		}
+		st.steps++
+		st.changed = false
+		entries = append(entries, a)
+	}
+	// Coldest first, larger first among equals, then by address for a
+	// stable order.
+	slices.SortFunc(entries, func(x, y *Allocation) int {
+		return cmp.Or(cmp.Compare(s.tracked[x].rate, s.tracked[y].rate), cmp.Compare(y.size, x.size), cmp.Compare(x.b.addr, y.b.addr))
+	})
+	var err error
+	if dev != nil && cold != TierDevice && cold < NumTiers && (cold != TierHost || isHostBackend(dev.backend)) {
+		err = s.move(&plan, entries, budget, cold)
+	}
+	for _, a := range entries {
+		st := s.tracked[a]
+		label := a.label
+		if label == "" {
+			label = a.op
+		}
+		plan.Entries = append(plan.Entries, PlanEntry{Label: label, Role: a.role, Bytes: a.size, Touches: st.rate, Tier: a.tier, Moved: st.changed, Why: st.why})
+	}
+	// The next window starts now.
+	s.peak = 0
+	if dev != nil {
+		s.peak = dev.sinks.own.Allocated.Current
+	}
+	s.spilledAt = m.spills.Bytes
+	return plan, err
+}
+
+// move applies the rules to entries (coldest first); with m.mu held.
+func (s *Scheduler) move(plan *Plan, entries []*Allocation, budget int64, cold Tier) error {
+	target := int64(float64(budget) * (1 - s.cfg.Margin))
+	excess := int64(0)
+	if budget > 0 {
+		excess = plan.Demand - target
+	}
+	hot := func(st *trackState) bool { return s.cfg.HotTouches > 0 && st.rate > s.cfg.HotTouches }
+	for _, a := range entries {
+		st := s.tracked[a]
+		if a.tier != TierDevice {
+			continue
+		}
+		switch {
+		case s.cfg.ColdTouches > 0 && st.rate <= s.cfg.ColdTouches:
+			st.why = fmt.Sprintf("cold: %.1f accesses a step <= %.1f", st.rate, s.cfg.ColdTouches)
+		case excess > 0 && !hot(st):
+			st.why = fmt.Sprintf("demoted: the device peak passed the budget by %s", FormatBytes(excess))
+		case hot(st):
+			st.why = fmt.Sprintf("hot: %.1f accesses a step > %.1f", st.rate, s.cfg.HotTouches)
+			continue
+		case budget == 0:
+			st.why = "device: no budget"
+			continue
+		default:
+			st.why = "device: the step fits the budget"
+			continue
+		}
+		if err := s.m.migrate(a, a.b, cold); err != nil {
+			return err
+		}
+		st.changed, st.fits = true, 0
+		excess -= a.size
+		plan.Demoted += a.size
+	}
+	// Promote, hottest first, what fits with room to spare.
+	room := int64(-1) // no budget: everything fits
+	if budget > 0 {
+		room = target - plan.Demand + plan.Demoted
+	}
+	for i := len(entries) - 1; i >= 0; i-- {
+		a := entries[i]
+		st := s.tracked[a]
+		if a.tier == TierDevice || st.changed {
+			continue
+		}
+		if s.cfg.ColdTouches > 0 && st.rate <= s.cfg.ColdTouches {
+			st.why = fmt.Sprintf("cold: %.1f accesses a step <= %.1f", st.rate, s.cfg.ColdTouches)
+			st.fits = 0
+			continue
+		}
+		if room >= 0 && a.size > room {
+			st.why = fmt.Sprintf("cold: the device has %s to spare under the budget, it needs %s", FormatBytes(max(room, 0)), FormatBytes(a.size))
+			st.fits = 0
+			continue
+		}
+		st.fits++
+		if st.fits < s.cfg.Patience {
+			st.why = fmt.Sprintf("cold: fits the device, waiting %d of %d steps", st.fits, s.cfg.Patience)
+			continue
+		}
+		if err := s.m.migrate(a, a.b, TierDevice); err != nil {
+			return err
+		}
+		st.changed, st.fits = true, 0
+		st.why = fmt.Sprintf("promoted: fitted the device for %d steps", s.cfg.Patience)
+		plan.Promoted += a.size
+		if room >= 0 {
+			room -= a.size
+		}
+	}
+	return nil
+}
+
+// String prints the plan as a table, largest tiers' contents first.
+func (p Plan) String() string {
+	var b strings.Builder
+	budget := "none"
+	if p.Budget > 0 {
+		budget = FormatBytes(p.Budget)
+	}
+	fmt.Fprintf(&b, "placement plan after step %d: budget %s, device demand %s, demoted %s, promoted %s\n",
+		p.Step, budget, FormatBytes(p.Demand), FormatBytes(p.Demoted), FormatBytes(p.Promoted))
+	fmt.Fprintf(&b, "%-36s %-10s %12s %10s %-8s  %s\n", "tensor", "role", "bytes", "touches", "tier", "why")
+	for _, e := range p.Entries {
+		mark := ""
+		if e.Moved {
+			mark = " *"
+		}
+		fmt.Fprintf(&b, "%-36s %-10s %12s %10.1f %-8s  %s%s\n", e.Label, e.Role, FormatBytes(e.Bytes), e.Touches, e.Tier, e.Why, mark)
+	}
+	return b.String()
+}

@@ -1,0 +1,185 @@
+package memory_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/memory"
+)
+
+func TestMigrate(t *testing.T) {
+	m := memory.NewHostManager(memory.Config{})
+	defer func() { require.NoError(t, m.Close()) }()
+	a := mustManagerAlloc(t, m, 3*MiB+5, memory.RoleOptimizerState)
+	want := bytes.Repeat([]byte("strata"), int(a.Size())/6+1)[:a.Size()]
+	copy(a.Host(), want)
+	a.SetLabel("adamw.m:w")
+	a.Touch()
+	require.NoError(t, m.Migrate(a, memory.TierOffload))
+	assert.Equal(t, memory.TierOffload, a.Tier())
+	assert.Equal(t, want, a.Host(), "the bytes moved with it")
+	assert.Equal(t, "adamw.m:w", a.Label())
+	assert.Equal(t, int64(1), a.Touches())
+	s := m.Stats()
+	assert.Zero(t, s.Tiers[memory.TierDevice].Allocated.Current)
+	assert.Equal(t, int64(3*MiB+5), s.Tiers[memory.TierOffload].Requested.Current)
+	assert.Equal(t, int64(3*MiB+512), s.Roles[memory.RoleOptimizerState].Allocated.Current)
+	assert.Equal(t, memory.Moved{Count: 1, Bytes: 3*MiB + 5}, s.Migrations)
+	require.NoError(t, m.Migrate(a, memory.TierOffload), "to its own tier: nothing")
+	require.NoError(t, m.Migrate(a, memory.TierDevice))
+	assert.Equal(t, want, a.Host())
+	require.ErrorIs(t, m.Migrate(a, memory.NumTiers), memory.ErrInvalidArgument)
+	require.NoError(t, a.Free())
+	assert.Zero(t, m.Stats().Total.Requested.Current)
+	require.ErrorIs(t, m.Migrate(a, memory.TierOffload), memory.ErrDoubleFree)
+}
+
+// schedStep runs one fake training step: every tracked tensor touched as
+// often as uses says, and an activation of act bytes held for the step.
+func schedStep(t *testing.T, m *memory.Manager, uses map[*memory.Allocation]int, act int64) {
+	t.Helper()
+	for a, n := range uses {
+		for range n {
+			a.Touch()
+		}
+	}
+	x := mustManagerAlloc(t, m, act, memory.RoleActivation)
+	require.NoError(t, x.Free())
+}
+
+func TestSchedulerUnderBudget(t *testing.T) {
+	m := memory.NewHostManager(memory.Config{})
+	defer func() { require.NoError(t, m.Close()) }()
+	s, err := m.NewScheduler(memory.SchedulerConfig{Budget: 30 * MiB, Patience: 2})
+	require.NoError(t, err)
+	w := mustManagerAlloc(t, m, 8*MiB, memory.RoleParameter)
+	w.SetLabel("w")
+	mom := mustManagerAlloc(t, m, 8*MiB, memory.RoleOptimizerState)
+	mom.SetLabel("adamw.m:w")
+	vel := mustManagerAlloc(t, m, 6*MiB, memory.RoleOptimizerState)
+	vel.SetLabel("adamw.v:w")
+	small := mustManagerAlloc(t, m, 4096, memory.RoleParameter) // below MinBytes: not tracked
+	uses := map[*memory.Allocation]int{w: 5, mom: 1, vel: 1}
+
+	// 22 MiB of state and a 10 MiB activation pass 95% of 30 MiB: the
+	// larger of the two coldest tensors goes.
+	schedStep(t, m, uses, 10*MiB)
+	p, err := s.Step()
+	require.NoError(t, err)
+	t.Log("\n" + p.String())
+	require.Len(t, p.Entries, 3)
+	assert.Equal(t, memory.TierOffload, mom.Tier())
+	assert.Equal(t, memory.TierDevice, vel.Tier())
+	assert.Equal(t, memory.TierDevice, w.Tier())
+	assert.Equal(t, int64(8*MiB), p.Demoted)
+	assert.GreaterOrEqual(t, p.Demand, int64(32*MiB))
+	e := p.Entries[0]
+	assert.Equal(t, "adamw.m:w", e.Label, "coldest and largest first")
+	assert.True(t, e.Moved)
+	assert.Contains(t, e.Why, "demoted")
+	assert.InDelta(t, 1, e.Touches, 1e-9)
+	assert.Contains(t, p.String(), "adamw.m:w")
+
+	// The same steps now fit: nothing moves back (hysteresis), nothing else goes.
+	for range 4 {
+		schedStep(t, m, uses, 10*MiB)
+		p, err = s.Step()
+		require.NoError(t, err)
+		assert.Zero(t, p.Demoted+p.Promoted, "\n%s", p)
+	}
+	assert.Equal(t, memory.TierOffload, mom.Tier())
+
+	// Smaller activations leave room: after Patience steps it comes back.
+	schedStep(t, m, uses, MiB)
+	p, err = s.Step()
+	require.NoError(t, err)
+	assert.Equal(t, memory.TierOffload, mom.Tier(), "waits: patience")
+	schedStep(t, m, uses, MiB)
+	p, err = s.Step()
+	require.NoError(t, err)
+	assert.Equal(t, memory.TierDevice, mom.Tier())
+	assert.Equal(t, int64(8*MiB), p.Promoted)
+	assert.Equal(t, int64(2), m.Stats().Migrations.Count)
+	for _, a := range []*memory.Allocation{w, mom, vel, small} {
+		require.NoError(t, a.Free())
+	}
+	p, err = s.Step()
+	require.NoError(t, err)
+	assert.Empty(t, p.Entries, "freed allocations leave the plan")
+	s.Close()
+}
+
+func TestSchedulerRules(t *testing.T) {
+	t.Run("hot tensors stay, cold ones go without pressure", func(t *testing.T) {
+		m := memory.NewHostManager(memory.Config{})
+		s, err := m.NewScheduler(memory.SchedulerConfig{Budget: 10 * MiB, HotTouches: 3, ColdTouches: 1})
+		require.NoError(t, err)
+		w := mustManagerAlloc(t, m, 8*MiB, memory.RoleParameter)
+		g := mustManagerAlloc(t, m, 8*MiB, memory.RoleGradient)
+		v := mustManagerAlloc(t, m, 2*MiB, memory.RoleOptimizerState)
+		schedStep(t, m, map[*memory.Allocation]int{w: 5, g: 2, v: 1}, 8*MiB)
+		p, err := s.Step()
+		require.NoError(t, err)
+		t.Log("\n" + p.String())
+		assert.Equal(t, memory.TierDevice, w.Tier(), "hot: never demoted")
+		assert.Equal(t, memory.TierOffload, g.Tier(), "under pressure")
+		assert.Equal(t, memory.TierOffload, v.Tier(), "cold")
+		for _, a := range []*memory.Allocation{w, g, v} {
+			require.NoError(t, a.Free())
+		}
+		require.NoError(t, m.Close())
+	})
+	t.Run("no budget, no limit: nothing moves", func(t *testing.T) {
+		m := memory.NewHostManager(memory.Config{})
+		s, err := m.NewScheduler(memory.SchedulerConfig{})
+		require.NoError(t, err)
+		w := mustManagerAlloc(t, m, 64*MiB, memory.RoleParameter)
+		schedStep(t, m, map[*memory.Allocation]int{w: 0}, 64*MiB)
+		p, err := s.Step()
+		require.NoError(t, err)
+		assert.Equal(t, memory.TierDevice, w.Tier())
+		assert.Equal(t, "device: no budget", p.Entries[0].Why)
+		require.NoError(t, w.Free())
+		require.NoError(t, m.Close())
+	})
+	t.Run("the device limit is the budget; spills count as demand", func(t *testing.T) {
+		m := memory.NewHostManager(memory.Config{Limits: [memory.NumTiers]int64{memory.TierDevice: 16 * MiB}})
+		m.OnSpill(func(memory.SpillEvent) {})
+		s, err := m.NewScheduler(memory.SchedulerConfig{})
+		require.NoError(t, err)
+		v := mustManagerAlloc(t, m, 8*MiB, memory.RoleOptimizerState)
+		schedStep(t, m, map[*memory.Allocation]int{v: 1}, 12*MiB) // spills
+		p, err := s.Step()
+		require.NoError(t, err)
+		assert.Equal(t, int64(16*MiB), p.Budget)
+		assert.GreaterOrEqual(t, p.Demand, int64(20*MiB))
+		assert.Equal(t, memory.TierOffload, v.Tier())
+		schedStep(t, m, map[*memory.Allocation]int{v: 1}, 12*MiB)
+		assert.Equal(t, int64(1), m.Stats().Spills.Count, "the activation fits now")
+		require.NoError(t, v.Free())
+		require.NoError(t, m.Close())
+	})
+	t.Run("Track and bad configs", func(t *testing.T) {
+		m := memory.NewHostManager(memory.Config{})
+		a := mustManagerAlloc(t, m, 2*MiB, memory.RoleActivation)
+		s, err := m.NewScheduler(memory.SchedulerConfig{ColdTouches: 1})
+		require.NoError(t, err)
+		require.NoError(t, s.Track(a))
+		p, err := s.Step()
+		require.NoError(t, err)
+		require.Len(t, p.Entries, 1)
+		assert.Equal(t, memory.TierOffload, a.Tier())
+		require.NoError(t, a.Free())
+		require.ErrorIs(t, s.Track(a), memory.ErrDoubleFree)
+		for _, c := range []memory.SchedulerConfig{{Margin: 1}, {Budget: -1}, {Decay: 1}, {Roles: []memory.Role{memory.NumRoles}}} {
+			_, err := m.NewScheduler(c)
+			require.ErrorIs(t, err, memory.ErrInvalidArgument, "%+v", c)
+		}
+		require.NoError(t, m.Close())
+		_, err = s.Step()
+		require.ErrorIs(t, err, memory.ErrClosed)
+	})
+}
