@@ -1,0 +1,161 @@
+package nn
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// ParseGPTConfig reads a GPT shape written as train-gpt writes it in its
+// weights' metadata ("config": fmt.Sprintf("%+v", cfg), e.g. "{Vocab:256
+// Context:64 Layers:2 Heads:4 Width:128 Dropout:0 Batch:128}") or as a
+// JSON object with GPTConfig's field names. Unknown fields are errors; the
+// result is validated.
+func ParseGPTConfig(s string) (GPTConfig, error) {
+	var c GPTConfig
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, `{"`) {
+		d := json.NewDecoder(strings.NewReader(s))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&c); err != nil {
+			return c, fmt.Errorf("nn: GPT config %q: %w", s, err)
+		}
+		return c, c.Validate()
+	}
+	if !strings.HasPrefix(s, "{") || !strings.HasSuffix(s, "}") {
+		return c, fmt.Errorf("nn: GPT config %q: want {Vocab:V Context:T Layers:L Heads:H Width:C ...} or JSON", s)
+	}
+	for _, f := range strings.Fields(s[1 : len(s)-1]) {
+		k, v, ok := strings.Cut(f, ":")
+		var err error
+		switch k {
+		case "Vocab":
+			c.Vocab, err = strconv.Atoi(v)
+		case "Context":
+			c.Context, err = strconv.Atoi(v)
+		case "Layers":
+			c.Layers, err = strconv.Atoi(v)
+		case "Heads":
+			c.Heads, err = strconv.Atoi(v)
+		case "Width":
+			c.Width, err = strconv.Atoi(v)
+		case "Dropout":
+			c.Dropout, err = strconv.ParseFloat(v, 64)
+		case "Batch":
+			c.Batch, err = strconv.Atoi(v)
+		default:
+			ok = false
+		}
+		if !ok || err != nil {
+			return c, fmt.Errorf("nn: GPT config %q: bad field %q", s, f)
+		}
+	}
+	return c, c.Validate()
+}
+
+// blockName matches a block's parameter and captures its number.
+var blockName = regexp.MustCompile(`^(?:transformer\.)?h\.([0-9]+)\.`)
+
+// GPTConfigOfWeights returns the shape of the GPT in a weights file
+// without reading its tensors: from its metadata's "config" entry when it
+// has one (train-gpt writes it; fromMeta is then true), else from the
+// tensor shapes in either layout: vocabulary and width from the token
+// table, context from the position table, layers from the block numbers.
+// Shapes do not tell the number of heads: it is 0 then, for the caller
+// to set (Hugging Face keeps n_head in config.json).
+func GPTConfigOfWeights(path string) (cfg GPTConfig, fromMeta bool, err error) {
+	shapes, meta, err := readHeader(path)
+	if err != nil {
+		return cfg, false, err
+	}
+	if s, ok := meta["config"]; ok {
+		cfg, err = ParseGPTConfig(s)
+		if err != nil {
+			return cfg, false, fmt.Errorf("nn: %s: metadata config: %w", path, err)
+		}
+		return cfg, true, nil
+	}
+	table := func(name string) ([]int, error) {
+		for _, n := range []string{hfPrefix + name, name} {
+			if s, ok := shapes[n]; ok {
+				if len(s) != 2 {
+					return nil, fmt.Errorf("nn: %s: %q has shape %v, want 2-D", path, n, s)
+				}
+				return s, nil
+			}
+		}
+		return nil, fmt.Errorf("nn: %s: no %q or %q: not a GPT's weights", path, hfPrefix+name, name)
+	}
+	wte, err := table("wte.weight")
+	if err != nil {
+		return cfg, false, err
+	}
+	wpe, err := table("wpe.weight")
+	if err != nil {
+		return cfg, false, err
+	}
+	if wpe[1] != wte[1] {
+		return cfg, false, fmt.Errorf("nn: %s: token table %v and position table %v differ in width", path, wte, wpe)
+	}
+	for name := range shapes {
+		if m := blockName.FindStringSubmatch(name); m != nil {
+			n, err := strconv.Atoi(m[1])
+			if err == nil && n < 1<<20 {
+				cfg.Layers = max(cfg.Layers, n+1)
+			}
+		}
+	}
+	if cfg.Layers == 0 {
+		return cfg, false, fmt.Errorf("nn: %s: no transformer blocks (h.N.*)", path)
+	}
+	cfg.Vocab, cfg.Width, cfg.Context = wte[0], wte[1], wpe[0]
+	return cfg, false, nil
+}
+
+// readHeader reads the tensor shapes and the metadata of a safetensors
+// file from its header alone.
+func readHeader(path string) (shapes map[string][]int, meta map[string]string, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("nn: reading weights: %w", err)
+	}
+	defer f.Close()
+	var n [8]byte
+	if _, err := io.ReadFull(f, n[:]); err != nil {
+		return nil, nil, fmt.Errorf("nn: %s: not a safetensors file: %w", path, err)
+	}
+	size := binary.LittleEndian.Uint64(n[:])
+	if size > 100<<20 {
+		return nil, nil, fmt.Errorf("nn: %s: not a safetensors file: a header of %d bytes", path, size)
+	}
+	hdr := make([]byte, size)
+	if _, err := io.ReadFull(f, hdr); err != nil {
+		return nil, nil, fmt.Errorf("nn: %s: not a safetensors file: %w", path, err)
+	}
+	var h map[string]json.RawMessage
+	if err := json.Unmarshal(hdr, &h); err != nil {
+		return nil, nil, fmt.Errorf("nn: %s: not a safetensors file: %w", path, err)
+	}
+	shapes = make(map[string][]int, len(h))
+	for name, raw := range h {
+		if name == "__metadata__" {
+			if err := json.Unmarshal(raw, &meta); err != nil {
+				return nil, nil, fmt.Errorf("nn: %s: bad metadata: %w", path, err)
+			}
+			continue
+		}
+		var info struct {
+			Shape []int `json:"shape"`
+		}
+		if err := json.Unmarshal(raw, &info); err != nil {
+			return nil, nil, fmt.Errorf("nn: %s: tensor %q: %w", path, name, err)
+		}
+		shapes[name] = info.Shape
+	}
+	return shapes, meta, nil
+}
