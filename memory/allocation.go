@@ -48,15 +48,31 @@ func (m *Manager) AllocOp(size int64, role Role, s Stream, op string) (*Allocati
 	}
 	m.mu.Lock()
 	a, err := m.alloc(size, role, s, op)
-	if ev := m.spillReport; ev != nil {
+	if ev, hook := m.spillReport, m.allocHook; ev != nil || hook != nil {
 		m.spillReport = nil
 		fn := m.onSpill
 		m.mu.Unlock()
-		m.report(ev, fn)
+		if ev != nil {
+			m.report(ev, fn)
+		}
+		if hook != nil && err == nil {
+			hook(a)
+		}
 		return a, err
 	}
 	m.mu.Unlock()
 	return a, err
+}
+
+// OnAlloc sets a function called after every successful allocation,
+// without the manager's lock held, on the allocating goroutine (nil: none):
+// for measurements that must follow every op, such as sampling the
+// device's memory in use (examples/memstrategies). It costs a nil test per
+// allocation when unset.
+func (m *Manager) OnAlloc(fn func(*Allocation)) {
+	m.mu.Lock()
+	m.allocHook = fn
+	m.mu.Unlock()
 }
 
 // alloc is AllocStream with m.mu held.

@@ -127,6 +127,8 @@ type Manager struct {
 	migrations Moved
 	// sched is the placement scheduler, nil without one (scheduler.go).
 	sched *Scheduler
+	// allocHook is OnAlloc's function.
+	allocHook func(*Allocation)
 }
 
 // RoleUsage is the statistics of one role.

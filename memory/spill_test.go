@@ -141,3 +141,21 @@ func TestParseBudget(t *testing.T) {
 	_, err := memory.ParseBudget("0.5", 0)
 	require.ErrorIs(t, err, memory.ErrInvalidArgument)
 }
+
+func TestOnAlloc(t *testing.T) {
+	m := memory.NewHostManager(memory.Config{})
+	var seen []int64
+	m.OnAlloc(func(a *memory.Allocation) { seen = append(seen, a.Size()); _ = m.Stats() }) // the lock is not held
+	a := mustManagerAlloc(t, m, 100, memory.RoleActivation)
+	b := mustManagerAlloc(t, m, 200, memory.RoleActivation)
+	_, err := m.Alloc(-1, memory.RoleActivation)
+	require.Error(t, err)
+	assert.Equal(t, []int64{100, 200}, seen)
+	m.OnAlloc(nil)
+	c := mustManagerAlloc(t, m, 300, memory.RoleActivation)
+	assert.Len(t, seen, 2)
+	for _, x := range []*memory.Allocation{a, b, c} {
+		require.NoError(t, x.Free())
+	}
+	require.NoError(t, m.Close())
+}

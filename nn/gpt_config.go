@@ -18,11 +18,15 @@ type GPTConfig struct {
 }
 
 // GPTConfigs are the named shapes of DESIGN.md: tiny (the CPU benchmark),
-// char (nanoGPT's Shakespeare-char) and gpt2 (GPT-2 small, 124M).
+// char (nanoGPT's Shakespeare-char), gpt2 (GPT-2 small, 124M) and
+// gpt2-medium (355M).
 var GPTConfigs = map[string]GPTConfig{
 	"tiny": {Vocab: 256, Context: 64, Layers: 2, Heads: 4, Width: 128, Batch: 16},
 	"char": {Vocab: 256, Context: 256, Layers: 6, Heads: 6, Width: 384, Batch: 64},
 	"gpt2": {Vocab: 50257, Context: 1024, Layers: 12, Heads: 12, Width: 768, Batch: 8},
+	// GPT-2 medium, 355M: what the hybrid placement trains under a 4 GiB
+	// device budget (examples/memstrategies).
+	"gpt2-medium": {Vocab: 50257, Context: 1024, Layers: 24, Heads: 16, Width: 1024, Batch: 8},
 }
 
 // LookupGPTConfig returns the named preset.

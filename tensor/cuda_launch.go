@@ -22,12 +22,18 @@ const (
 	maxGridYZ       = 65535
 )
 
-// devPtr is the device address of t's first element (0 for nil).
+// devPtr is the device address of t's first element (0 for nil), for an
+// op that reads or writes it: the access is counted
+// (memory.Allocation.Touch), for the placement scheduler. The address is
+// read at every call because the scheduler may migrate the storage
+// between steps.
 func devPtr(t *Tensor) cuda.DevicePtr {
 	if t == nil {
 		return 0
 	}
-	return cuda.DevicePtr(t.ref.st.alloc.Addr() + uintptr(t.offset*t.dtype.Size()))
+	a := t.ref.st.alloc
+	a.Touch()
+	return cuda.DevicePtr(a.Addr() + uintptr(t.offset*t.dtype.Size()))
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }

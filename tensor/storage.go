@@ -34,8 +34,13 @@ func (s *storage) release() {
 	}
 }
 
-// host returns the storage bytes as seen from the CPU.
-func (s *storage) host() []byte { return s.alloc.Host() }
+// host returns the storage bytes as seen from the CPU, for an op that
+// reads or writes them: the access is counted (memory.Allocation.Touch),
+// for the placement scheduler.
+func (s *storage) host() []byte {
+	s.alloc.Touch()
+	return s.alloc.Host()
+}
 
 // ref is the part of a Tensor that its cleanup (the leak safety net) sees.
 type ref struct {

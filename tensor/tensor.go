@@ -54,6 +54,15 @@ func (t *Tensor) Role() memory.Role { return t.ref.st.alloc.Role() }
 // Tier is the memory tier of the tensor's storage.
 func (t *Tensor) Tier() memory.Tier { return t.ref.st.alloc.Tier() }
 
+// SetLabel names t's storage in the memory manager's placement plans and
+// snapshots (a parameter's name); views share the label of their storage.
+func (t *Tensor) SetLabel(name string) { t.ref.st.alloc.SetLabel(name) }
+
+// Allocation is t's storage in the memory manager, shared with its views:
+// for placement (memory.Scheduler.Track, memory.Manager.Migrate) and
+// statistics. Do not free it; Release the tensor.
+func (t *Tensor) Allocation() *memory.Allocation { return t.ref.st.alloc }
+
 // Bytes is the size of the tensor's elements in bytes (not of its storage).
 func (t *Tensor) Bytes() int64 { return int64(t.Numel()) * int64(t.dtype.Size()) }
 

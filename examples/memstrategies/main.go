@@ -1,0 +1,191 @@
+// Command memstrategies trains one GPT shape under each memory strategy
+// of the hybrid manager and prints the seed's comparison table: peak
+// device memory, tokens/s and the loss after N steps, as text, JSON lines
+// and a PNG bar chart.
+//
+// Strategies (-strategies, comma separated):
+//
+//	device       every tensor in pooled device memory: a default allocator
+//	zerocopy     every tensor in mapped pinned host memory (staging)
+//	managed      every tensor in unified memory, no advice
+//	hybrid       the hybrid policy (placement by role, spilling past the
+//	             budget) with the placement scheduler moving cold tensors
+//	             to the offload tier under -budget
+//	hybrid-ckpt  hybrid plus activation checkpointing (-hybrid-checkpoint)
+//	role         the hybrid policy's placement by role only: no budget,
+//	             no scheduler, no checkpointing
+//
+// Every strategy trains the same model from the same seed on the same
+// random tokens at one precision, so identical numerics give the same
+// loss. The device memory in use is sampled with cuMemGetInfo after every
+// allocation of one extra step (so managed pages resident on the GPU
+// count), less what was in use before the strategy started; the
+// allocator's own device-tier peak is reported beside it.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/strata-ml/strata/nn"
+	"github.com/strata-ml/strata/tensor"
+)
+
+type options struct {
+	config, device, precision, strategies string
+	batch, steps, warmup                  int
+	budget, hybridCkpt                    string
+	ckptEvery                             int
+	lr                                    float64
+	seed                                  uint64
+	jsonOut, pngOut                       string
+	plan                                  bool
+	attention                             string
+}
+
+func parse(args []string, stderr io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("memstrategies", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.config, "config", "gpt2", "model shape: "+strings.Join(configNames(), ", "))
+	fs.StringVar(&o.device, "device", "auto", "cpu, cuda, cuda:N or auto")
+	fs.StringVar(&o.precision, "precision", "fp32", "fp32, tf32, fp16 or bf16 (the same for every strategy)")
+	fs.StringVar(&o.strategies, "strategies", "device,zerocopy,managed,hybrid,hybrid-ckpt", "comma-separated strategies: device, zerocopy, managed, hybrid, hybrid-ckpt, role")
+	fs.IntVar(&o.batch, "batch", 0, "batch size (0: the config's)")
+	fs.IntVar(&o.steps, "steps", 10, "timed training steps per strategy")
+	fs.IntVar(&o.warmup, "warmup", 3, "untimed steps first (the scheduler settles in them)")
+	fs.StringVar(&o.budget, "budget", "auto", "device budget of the hybrid strategies: a size (4GiB), a share of the device (50%, 0.5), or auto: half the device strategy's measured peak")
+	fs.StringVar(&o.hybridCkpt, "hybrid-checkpoint", "selective", "checkpointing of hybrid-ckpt: selective or blocks")
+	fs.IntVar(&o.ckptEvery, "checkpoint-every", 1, "with blocks, checkpoint every k-th block")
+	fs.StringVar(&o.attention, "attention", "plain", "attention: plain or fused (the same for every strategy)")
+	fs.Float64Var(&o.lr, "lr", 3e-4, "AdamW learning rate")
+	fs.Uint64Var(&o.seed, "seed", 1, "random seed (model and data)")
+	fs.StringVar(&o.jsonOut, "json", "", "also write the JSON lines to this file")
+	fs.StringVar(&o.pngOut, "png", "memstrategies.png", "bar chart of peak device memory and tokens/s (empty: none)")
+	fs.BoolVar(&o.plan, "plan", false, "print the placement scheduler's plan after the warm-up")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	switch {
+	case o.batch < 0:
+		return nil, fmt.Errorf("-batch %d: want >= 0", o.batch)
+	case o.steps <= 0:
+		return nil, fmt.Errorf("-steps %d: want > 0", o.steps)
+	case o.warmup < 0:
+		return nil, fmt.Errorf("-warmup %d: want >= 0", o.warmup)
+	case !(o.lr > 0) || o.lr > 1:
+		return nil, fmt.Errorf("-lr %v: want a number in (0, 1]", o.lr)
+	case o.ckptEvery < 1:
+		return nil, fmt.Errorf("-checkpoint-every %d: want >= 1", o.ckptEvery)
+	}
+	if _, err := nn.LookupGPTConfig(o.config); err != nil {
+		return nil, fmt.Errorf("-config: %w", err)
+	}
+	if _, err := parsePrecision(o.precision); err != nil {
+		return nil, err
+	}
+	if _, err := nn.ParseAttention(o.attention); err != nil {
+		return nil, fmt.Errorf("-attention: %w", err)
+	}
+	if m, err := nn.ParseCheckpointMode(o.hybridCkpt); err != nil || m == nn.CheckpointNone {
+		return nil, fmt.Errorf("-hybrid-checkpoint %q: want selective or blocks", o.hybridCkpt)
+	}
+	if _, err := strategyList(o.strategies); err != nil {
+		return nil, err
+	}
+	if o.budget != "auto" {
+		if _, err := parseBudget(o.budget, 1<<40); err != nil {
+			return nil, fmt.Errorf("-budget: %w", err)
+		}
+	}
+	if o.pngOut != "" {
+		if err := checkWritable(o.pngOut); err != nil {
+			return nil, fmt.Errorf("-png: %w", err)
+		}
+	}
+	if o.jsonOut != "" {
+		if err := checkWritable(o.jsonOut); err != nil {
+			return nil, fmt.Errorf("-json: %w", err)
+		}
+	}
+	return o, nil
+}
+
+// checkWritable creates path's file up front, so that a bad path fails
+// before any training; it is rewritten at the end.
+func checkWritable(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+func main() {
+	o, err := parse(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "memstrategies:", err)
+		os.Exit(2)
+	}
+	dev, err := tensor.ParseDevice(o.device)
+	if err == nil {
+		err = run(o, dev, os.Stdout, os.Stderr)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "memstrategies:", err)
+		os.Exit(1)
+	}
+}
+
+func run(o *options, dev tensor.Device, stdout, stderr io.Writer) error {
+	cfg, _ := nn.LookupGPTConfig(o.config)
+	if o.batch == 0 {
+		o.batch = cfg.Batch
+	}
+	names, _ := strategyList(o.strategies)
+	fmt.Fprintf(stderr, "memstrategies: %s (%d parameters), batch %d x %d, %s, on %v; %d warm-up + %d timed steps per strategy\n",
+		o.config, cfg.NumParams(), o.batch, cfg.Context, o.precision, dev, o.warmup, o.steps)
+	var rows []result
+	var devicePeak int64
+	var jsonW io.Writer = io.Discard
+	if o.jsonOut != "" {
+		f, err := os.Create(o.jsonOut)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		jsonW = f
+	}
+	for _, name := range names {
+		r, err := runStrategy(o, cfg, dev, name, devicePeak, stderr)
+		if err != nil {
+			return fmt.Errorf("strategy %s: %w", name, err)
+		}
+		if name == "device" {
+			devicePeak = r.PeakDevice
+		}
+		rows = append(rows, r)
+		line, _ := json.Marshal(r)
+		fmt.Fprintln(stdout, string(line))
+		fmt.Fprintln(jsonW, string(line))
+	}
+	fmt.Fprint(stderr, "\n"+table(rows))
+	if o.pngOut != "" {
+		if err := plotRows(rows, o.pngOut, fmt.Sprintf("%s B%d T%d %s on %v", o.config, o.batch, cfg.Context, o.precision, dev)); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "bar chart: %s\n", o.pngOut)
+	}
+	return nil
+}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/tensor"
+)
+
+func TestFlags(t *testing.T) {
+	for args, want := range map[string]string{
+		"-steps 0":                    "-steps 0",
+		"-strategies device,foo":      `unknown strategy "foo"`,
+		"-strategies device,device":   `"device" twice`,
+		"-precision fp8":              `-precision "fp8"`,
+		"-budget 4XB":                 "-budget",
+		"-hybrid-checkpoint none":     "-hybrid-checkpoint",
+		"-config huge":                "-config",
+		"-png /nonexistent/dir/x.png": "-png",
+		"-lr NaN":                     "-lr",
+		"extra":                       "unexpected arguments",
+	} {
+		var stderr bytes.Buffer
+		_, err := parse(strings.Fields(args), &stderr)
+		require.Error(t, err, args)
+		assert.Contains(t, err.Error(), want, args)
+	}
+}
+
+// TestTinyOnCPU runs three strategies on the tiny model: the same loss
+// (identical numerics), the hybrid strategy within half the device's
+// peak, a table, JSON lines and a PNG.
+func TestTinyOnCPU(t *testing.T) {
+	dir := t.TempDir()
+	png, js := filepath.Join(dir, "m.png"), filepath.Join(dir, "m.jsonl")
+	o, err := parse([]string{"-config", "tiny", "-steps", "2", "-warmup", "1", "-strategies", "device,hybrid,hybrid-ckpt", "-png", png, "-json", js}, &bytes.Buffer{})
+	require.NoError(t, err)
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, run(o, tensor.CPU(), &stdout, &stderr))
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	require.Len(t, lines, 3)
+	var rows []result
+	for _, l := range lines {
+		var r result
+		require.NoError(t, json.Unmarshal([]byte(l), &r))
+		rows = append(rows, r)
+	}
+	assert.Equal(t, rows[0].Loss, rows[1].Loss, "identical numerics, identical loss")
+	assert.Equal(t, rows[0].Loss, rows[2].Loss)
+	assert.Equal(t, rows[0].PeakDevice/2, rows[1].Budget)
+	assert.LessOrEqual(t, rows[1].PeakDevice, rows[1].Budget)
+	assert.Positive(t, rows[1].Spills, "past the budget the hybrid policy spills")
+	assert.Contains(t, stderr.String(), "| hybrid-ckpt |")
+	assert.FileExists(t, png)
+	assert.FileExists(t, js)
+}

@@ -1,0 +1,314 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/strata-ml/strata/amp"
+	"github.com/strata-ml/strata/autograd"
+	"github.com/strata-ml/strata/memory"
+	"github.com/strata-ml/strata/nn"
+	"github.com/strata-ml/strata/tensor"
+)
+
+var strategyNames = []string{"device", "zerocopy", "managed", "hybrid", "hybrid-ckpt", "role"}
+
+func strategyList(s string) ([]string, error) {
+	var out []string
+	for _, n := range strings.Split(s, ",") {
+		n = strings.TrimSpace(n)
+		if !slices.Contains(strategyNames, n) {
+			return nil, fmt.Errorf("-strategies: unknown strategy %q (want some of %s)", n, strings.Join(strategyNames, ", "))
+		}
+		if slices.Contains(out, n) {
+			return nil, fmt.Errorf("-strategies: %q twice", n)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func configNames() []string { return slices.Sorted(maps.Keys(nn.GPTConfigs)) }
+
+func parsePrecision(s string) (amp.State, error) {
+	switch s {
+	case "fp32":
+		return amp.State{}, nil
+	case "tf32":
+		return amp.State{TF32: true}, nil
+	case "fp16":
+		return amp.State{Enabled: true, DType: tensor.Float16}, nil
+	case "bf16":
+		return amp.State{Enabled: true, DType: tensor.BFloat16}, nil
+	}
+	return amp.State{}, fmt.Errorf("-precision %q: want fp32, tf32, fp16 or bf16", s)
+}
+
+func parseBudget(s string, whole int64) (int64, error) { return memory.ParseBudget(s, whole) }
+
+// result is one strategy's row: a JSON line.
+type result struct {
+	Strategy   string             `json:"strategy"`
+	Tools      string             `json:"tools"`
+	Config     string             `json:"config"`
+	Precision  string             `json:"precision"`
+	Device     string             `json:"device"`
+	Batch      int                `json:"batch"`
+	Context    int                `json:"context"`
+	Steps      int                `json:"steps"`
+	TokS       float64            `json:"tok_s"`
+	StepMS     float64            `json:"step_ms"`
+	PeakDevice int64              `json:"peak_device_bytes"` // sampled (cuMemGetInfo) on a GPU, else the device tier's peak reserved
+	PeakMiB    float64            `json:"peak_device_mib"`
+	Sampled    bool               `json:"sampled"` // PeakDevice is cuMemGetInfo's
+	Samples    int                `json:"samples"` // cuMemGetInfo calls in the sampled step
+	TierPeaks  map[string]float64 `json:"peak_reserved_mib_by_tier"`
+	Budget     int64              `json:"budget_bytes"`
+	Spills     int64              `json:"spilled_allocations"`
+	SpillBytes int64              `json:"spilled_bytes"`
+	Migrated   int64              `json:"migrated_bytes"`
+	Loss       float64            `json:"loss"`
+}
+
+// runStrategy trains a fresh model under strategy name; devicePeak is the
+// device strategy's sampled peak (for -budget auto), 0 before it ran.
+func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, devicePeak int64, stderr io.Writer) (result, error) {
+	m := dev.Memory()
+	prec, _ := parsePrecision(o.precision)
+	attn, _ := nn.ParseAttention(o.attention)
+	r := result{Strategy: name, Config: o.config, Precision: o.precision, Device: dev.String(), Batch: o.batch, Context: cfg.Context, Steps: o.steps, TierPeaks: map[string]float64{}}
+
+	var policy memory.Policy
+	ckpt := nn.Checkpointing{}
+	var tools []string
+	switch name {
+	case "device":
+		policy = memory.SingleTierPolicy(memory.TierDevice)
+		tools = []string{"device memory only"}
+	case "zerocopy":
+		policy = memory.SingleTierPolicy(memory.TierStaging)
+		tools = []string{"mapped pinned host memory only"}
+	case "managed":
+		policy = memory.SingleTierPolicy(memory.TierManaged)
+		tools = []string{"unified memory only"}
+	case "role":
+		policy = memory.HybridPolicy()
+		policy.Spill = false
+		tools = []string{"placement by role"}
+	case "hybrid", "hybrid-ckpt":
+		policy = memory.HybridPolicy()
+		tools = []string{"placement by role", "access-driven scheduler", "spill to offload"}
+		if name == "hybrid-ckpt" {
+			mode, _ := nn.ParseCheckpointMode(o.hybridCkpt)
+			ckpt = nn.Checkpointing{Mode: mode, Every: o.ckptEvery}
+			tools = append(tools, "checkpointing "+o.hybridCkpt)
+		}
+		switch {
+		case o.budget != "auto":
+			_, total, _ := m.Pool(memory.TierDevice).Backend().Info()
+			b, err := parseBudget(o.budget, total)
+			if err != nil {
+				return r, err
+			}
+			r.Budget = b
+		case devicePeak > 0:
+			r.Budget = devicePeak / 2
+		default:
+			return r, fmt.Errorf("-budget auto needs the device strategy to run first")
+		}
+	}
+	r.Tools = strings.Join(tools, ", ")
+	if err := m.EmptyCache(); err != nil {
+		return r, err
+	}
+	m.ResetPeaks()
+	m.SetPolicy(policy)
+	if err := m.SetLimit(memory.TierDevice, r.Budget); err != nil {
+		return r, err
+	}
+	defer func() { _ = m.SetLimit(memory.TierDevice, 0); _ = m.EmptyCache() }()
+	m.OnSpill(func(e memory.SpillEvent) { fmt.Fprintln(stderr, "  "+e.String()) })
+	before := m.Stats()
+
+	var sched *memory.Scheduler
+	if strings.HasPrefix(name, "hybrid") {
+		var err error
+		if sched, err = m.NewScheduler(memory.SchedulerConfig{Budget: r.Budget}); err != nil {
+			return r, err
+		}
+		defer sched.Close()
+	}
+	rng := rand.New(rand.NewPCG(o.seed, 0x5EED))
+	model, err := nn.NewGPT(cfg, nn.Options{Device: dev, DType: tensor.Float32, Rng: rng})
+	if err != nil {
+		return r, err
+	}
+	model.Checkpoint = ckpt
+	model.SetAttention(attn)
+	ps := model.Parameters()
+	defer nn.Release(ps)
+	for _, p := range ps {
+		p.Value.SetLabel(p.Name)
+	}
+	opt := nn.NewAdamW(ps, o.lr, 0.1)
+	opt.Beta2 = 0.95
+	defer opt.Release()
+	scaler := amp.ScalerFor(prec)
+	c := tensor.NewCtx()
+	data := rand.New(rand.NewPCG(o.seed, 0xDA7A))
+	xs, ys := make([]int32, o.batch*cfg.Context), make([]int32, o.batch*cfg.Context)
+
+	step := func() (loss float64, err error) {
+		for i := range xs {
+			xs[i] = int32(data.IntN(cfg.Vocab))
+			ys[i] = int32(data.IntN(cfg.Vocab))
+		}
+		if e := tensor.Try(func() {
+			c.WithScope(func() {
+				var x, y *tensor.Tensor
+				c.WithRole(memory.RoleStaging, func() {
+					x = c.FromInt32s(dev, xs, o.batch, cfg.Context)
+					y = c.FromInt32s(dev, ys, o.batch, cfg.Context)
+				})
+				var l *autograd.Var
+				amp.With(c, prec, func() { l = model.Loss(x, y) })
+				if s := scaler.LossScale(); s != 1 {
+					err = l.BackwardWith(c.Full(dev, tensor.Float32, s))
+				} else {
+					err = l.Backward()
+				}
+				if err != nil {
+					return
+				}
+				loss = l.Item()
+				gs := make([]*tensor.Tensor, len(ps))
+				for i, p := range ps {
+					gs[i] = p.Grad
+				}
+				ok := scaler.Unscale(gs)
+				scaler.Update()
+				if ok {
+					if _, err = nn.ClipGradNorm(ps, 1); err == nil {
+						err = opt.Step()
+					}
+				}
+				nn.ZeroGrad(ps)
+			})
+		}); e != nil {
+			err = e
+		}
+		if err == nil && sched != nil {
+			var p memory.Plan
+			if p, err = sched.Step(); err == nil && o.plan && sched != nil && p.Step == o.warmup {
+				fmt.Fprintln(stderr, p.String())
+			}
+		}
+		return loss, err
+	}
+
+	for range o.warmup {
+		if _, err := step(); err != nil {
+			return r, err
+		}
+	}
+	if err := dev.Synchronize(); err != nil {
+		return r, err
+	}
+	start := time.Now()
+	for range o.steps {
+		if r.Loss, err = step(); err != nil {
+			return r, err
+		}
+	}
+	if err := dev.Synchronize(); err != nil {
+		return r, err
+	}
+	el := time.Since(start).Seconds()
+	r.TokS = float64(o.batch*cfg.Context*o.steps) / el
+	r.StepMS = 1000 * el / float64(o.steps)
+
+	// One more step, sampling the device's memory in use after every
+	// allocation (the first allocation of an op's output follows the
+	// previous op's launch).
+	info := m.Pool(memory.TierDevice).Backend().Info
+	if strings.HasPrefix(dev.String(), "cuda") {
+		if err := dev.Synchronize(); err != nil {
+			return r, err
+		}
+		free0, total0, ok := info()
+		if ok {
+			base := total0 - free0 - currentDeviceBytes(m)
+			peak, n := int64(0), 0
+			m.OnAlloc(func(*memory.Allocation) {
+				if free, total, ok := info(); ok {
+					peak = max(peak, total-free-base)
+					n++
+				}
+			})
+			_, err := step()
+			m.OnAlloc(nil)
+			if err == nil {
+				err = dev.Synchronize()
+			}
+			if free, total, ok := info(); ok {
+				peak = max(peak, total-free-base)
+			}
+			if err != nil {
+				return r, err
+			}
+			r.PeakDevice, r.Sampled, r.Samples = peak, true, n
+		}
+	}
+	st := m.Stats()
+	if !r.Sampled {
+		r.PeakDevice = st.Tiers[memory.TierDevice].Reserved.Peak
+	}
+	r.PeakMiB = float64(r.PeakDevice) / (1 << 20)
+	for t := range memory.NumTiers {
+		if p := st.Tiers[t].Reserved.Peak; p > 0 && st.Tiers[t].Allocs > before.Tiers[t].Allocs {
+			r.TierPeaks[t.String()] = float64(p) / (1 << 20)
+		}
+	}
+	r.Spills = st.Spills.Count - before.Spills.Count
+	r.SpillBytes = st.Spills.Bytes - before.Spills.Bytes
+	r.Migrated = st.Migrations.Bytes - before.Migrations.Bytes
+	return r, nil
+}
+
+// currentDeviceBytes is what the manager holds in device memory now: the
+// device tier's reserved bytes (managed pages may add to it; before a
+// strategy starts, after EmptyCache, there are few).
+func currentDeviceBytes(m *memory.Manager) int64 {
+	return m.Stats().Tiers[memory.TierDevice].Reserved.Current
+}
+
+// table prints the rows as the seed's table, with ratios to the device row.
+func table(rows []result) string {
+	var b strings.Builder
+	var ref *result
+	for i := range rows {
+		if rows[i].Strategy == "device" {
+			ref = &rows[i]
+		}
+	}
+	b.WriteString("| strategy | peak device MiB | vs device | tokens/s | vs device | loss | budget | spilled | migrated | tools |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		mem, speed := "-", "-"
+		if ref != nil && ref.PeakDevice > 0 && ref.TokS > 0 {
+			mem = fmt.Sprintf("%.2fx", float64(r.PeakDevice)/float64(ref.PeakDevice))
+			speed = fmt.Sprintf("%.2fx", r.TokS/ref.TokS)
+		}
+		budget := "-"
+		if r.Budget > 0 {
+			budget = memory.FormatBytes(r.Budget)
+		}
+		fmt.Fprintf(&b, "| %s | %.0f | %s | %.0f | %s | %.4f | %s | %d (%s) | %s | %s |\n", r.Strategy, r.PeakMiB, mem, r.TokS, speed, r.Loss,
+			budget, r.Spills, memory.FormatBytes(r.SpillBytes), memory.FormatBytes(r.Migrated), r.Tools)
+	}
+	return b.String()
+}
