@@ -1,0 +1,106 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/strata-ml/strata/nn"
+	"github.com/strata-ml/strata/tokenizer"
+)
+
+// The addition task of train-gpt (examples/train-gpt/data.go), which this
+// command cannot import: a problem is "a+b=" with a and b of -digits
+// digits, zero-padded, and its answer the sum zero-padded to digits+1
+// digits, written least-significant digit first, then a newline. One
+// problem in ten, chosen by a hash of (a, b), is held out of training.
+// heldOut, problem and the problems' random stream (PCG(11, 11), a and b
+// drawn in [0, 10^digits)) are train-gpt's, so -addition 256 asks the
+// problems train-gpt's evaluation asks.
+
+func heldOut(x, y int) bool {
+	h := uint64(x)*0x9E3779B97F4A7C15 ^ uint64(y)*0xC2B2AE3D27D4EB4F
+	h ^= h >> 29
+	h *= 0xBF58476D1CE4E5B9
+	h ^= h >> 32
+	return h%10 == 0
+}
+
+func problem(digits, x, y int) (prompt, answer string) {
+	sum := fmt.Sprintf("%0*d", digits+1, x+y)
+	r := []byte(sum)
+	for i, j := 0, len(r)-1; i < j; i, j = i+1, j-1 {
+		r[i], r[j] = r[j], r[i]
+	}
+	return fmt.Sprintf("%0*d+%0*d=", digits, x, digits, y), string(r) + "\n"
+}
+
+// heldOutProblems draws n held-out problems as train-gpt's evaluation
+// does.
+func heldOutProblems(digits, n int) (prompts, answers []string) {
+	max := 1
+	for range digits {
+		max *= 10
+	}
+	rng := rand.New(rand.NewPCG(11, 11))
+	for len(prompts) < n {
+		x, y := rng.IntN(max), rng.IntN(max)
+		if heldOut(x, y) {
+			p, a := problem(digits, x, y)
+			prompts, answers = append(prompts, p), append(answers, a)
+		}
+	}
+	return prompts, answers
+}
+
+// additionAccuracy answers -addition held-out problems greedily with the
+// KV cache, one at a time, and prints the exact-match accuracy and the
+// speed.
+func additionAccuracy(o *options, g *nn.GPT, tok tokenizer.Tokenizer, stdout, stderr io.Writer) error {
+	if tok.Name() != "byte" {
+		return &usageError{fmt.Sprintf("-addition: train-gpt's task is byte-level; -tokenizer is %s", tok.Name())}
+	}
+	if n := 3*o.digits + 3; n > g.Config.Context {
+		return &usageError{fmt.Sprintf("-addition: a %d-digit problem is %d tokens, more than the model's context of %d", o.digits, n, g.Config.Context)}
+	}
+	prompts, answers := heldOutProblems(o.digits, o.addition)
+	right, tokens := 0, 0
+	var wrong []string
+	start := time.Now()
+	for i, p := range prompts {
+		out, err := g.Generate(nil, tok.Encode(p), nn.GenerateOptions{MaxNewTokens: len(answers[i]), StopTokens: []int{'\n'}})
+		if err != nil {
+			return fmt.Errorf("-addition: problem %q: %w", p, err)
+		}
+		tokens += len(out)
+		got, err := tok.Decode(out)
+		if err != nil {
+			return err
+		}
+		if got == answers[i] {
+			right++
+		} else if len(wrong) < 5 {
+			wrong = append(wrong, fmt.Sprintf("%s%s (want %s)", p, printable(got), printable(answers[i])))
+		}
+		if i < 3 {
+			fmt.Fprintf(stdout, "%s%s\n", p, printable(got))
+		}
+	}
+	elapsed := time.Since(start)
+	fmt.Fprintf(stdout, "held-out accuracy: %d/%d = %.2f%% (%d-digit addition, answers reversed)\n", right, len(prompts), 100*float64(right)/float64(len(prompts)), o.digits)
+	for _, w := range wrong {
+		fmt.Fprintf(stdout, "  wrong: %s\n", w)
+	}
+	fmt.Fprintf(stderr, "generated %d tokens for %d problems in %v: %.1f tokens/s (prompt of %d tokens fed once per problem)\n",
+		tokens, len(prompts), elapsed.Round(time.Millisecond), float64(tokens)/elapsed.Seconds(), 2*o.digits+2)
+	return nil
+}
+
+// printable shows a newline and other control bytes escaped.
+func printable(s string) string {
+	q := strconv.Quote(s)
+	return strings.ReplaceAll(q[1:len(q)-1], `\"`, `"`)
+}

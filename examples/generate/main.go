@@ -1,0 +1,495 @@
+// Command generate runs a trained GPT: it continues a prompt (greedy or
+// sampled, with a KV cache, streaming the text), measures the addition
+// accuracy of a model train-gpt trained, writes logits for checking
+// against PyTorch, or converts weights between layouts.
+//
+//	go run ./examples/generate -weights gpt.safetensors -prompt "123+456="
+//	go run ./examples/generate -weights gpt.safetensors -addition 1000
+//	go run ./examples/generate -weights model.safetensors -tokenizer gpt2 -prompt "Hello" -max-new 50
+//	go run ./examples/generate -weights gpt.safetensors -save gpt-hf.safetensors -save-layout hf
+//	go run ./examples/generate -weights gpt.safetensors -prompt "12+34=" -dump-logits logits.json
+//
+// The weights are strata's, nanoGPT's or Hugging Face's GPT-2
+// (safetensors; nn.LoadWeights tells the layout). The model's shape comes
+// from the file's metadata when train-gpt saved it there, else from
+// -config, else from the tensor shapes (the heads from -heads, a
+// config.json beside the file, or width/64).
+//
+// Every flag is checked before any work; a bad one exits with status 2
+// and one line naming it, a failure during the run with status 1.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/strata-ml/strata/autograd"
+	"github.com/strata-ml/strata/nn"
+	"github.com/strata-ml/strata/tensor"
+	"github.com/strata-ml/strata/tokenizer"
+)
+
+type options struct {
+	weights     string
+	config      string
+	heads       int
+	layout      string
+	prompt      string
+	tokenizer   string
+	maxNew      int
+	temperature float64
+	topK        int
+	topP        float64
+	seed        uint64
+	device      string
+	stopEOT     bool
+	runs        int
+	quiet       bool
+	addition    int
+	digits      int
+	dumpLogits  string
+	save        string
+	saveLayout  string
+
+	lay, saveLay nn.Layout
+}
+
+// usageError is a bad flag: exit status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.weights, "weights", "", "the model's weights: a safetensors file of strata (train-gpt -out), nanoGPT or Hugging Face's GPT-2 (required)")
+	fs.StringVar(&o.config, "config", "", "model shape when the file's metadata has none: tiny, char or gpt2 (default: from the tensor shapes)")
+	fs.IntVar(&o.heads, "heads", 0, "attention heads when the shape comes from the tensor shapes (default: config.json beside the file, else width/64)")
+	fs.StringVar(&o.layout, "layout", "auto", "weights layout: auto, nanogpt or hf")
+	fs.StringVar(&o.prompt, "prompt", "\n", "text to continue (and whose logits -dump-logits writes)")
+	fs.StringVar(&o.tokenizer, "tokenizer", "", "byte or gpt2 (default: byte for a vocabulary of 256, gpt2 for 50257 to 50304)")
+	fs.IntVar(&o.maxNew, "max-new", 200, "tokens to generate at most")
+	fs.Float64Var(&o.temperature, "temperature", 0.8, "sampling temperature (0: greedy)")
+	fs.IntVar(&o.topK, "top-k", 200, "sample among the k most likely tokens (0: all)")
+	fs.Float64Var(&o.topP, "top-p", 1, "nucleus sampling: the most likely tokens up to this probability, in (0, 1]")
+	fs.Uint64Var(&o.seed, "seed", 1, "sampling seed")
+	fs.StringVar(&o.device, "device", "", "cpu, cuda, cuda:N or auto (default: $STRATA_DEVICE, else auto)")
+	fs.BoolVar(&o.stopEOT, "stop-eot", true, "stop at the tokenizer's end-of-text token (gpt2's <|endoftext|>)")
+	fs.IntVar(&o.runs, "runs", 1, "generate this many times (the same tokens) and report each run's tokens/s: the first run warms up")
+	fs.BoolVar(&o.quiet, "quiet", false, "do not print the generated text")
+	fs.IntVar(&o.addition, "addition", 0, "answer N held-out problems of train-gpt's addition task greedily and print the accuracy")
+	fs.IntVar(&o.digits, "digits", 3, "with -addition: digits per operand (train-gpt's -digits)")
+	fs.StringVar(&o.dumpLogits, "dump-logits", "", "write the prompt's tokens and logits (full forward and KV cache) to this JSON file, for tools/check_gpt2_logits.py")
+	fs.StringVar(&o.save, "save", "", "save the loaded weights to this safetensors file in -save-layout")
+	fs.StringVar(&o.saveLayout, "save-layout", "hf", "layout of -save: nanogpt or hf")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, &usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return nil, &usageError{fmt.Sprintf("unexpected arguments %v", fs.Args())}
+	}
+	if err := o.check(); err != nil {
+		return nil, &usageError{err.Error()}
+	}
+	return o, nil
+}
+
+// check refuses bad flags before any work.
+func (o *options) check() error {
+	var err error
+	switch {
+	case o.weights == "":
+		return errors.New("-weights: a safetensors file is required")
+	case o.heads < 0:
+		return fmt.Errorf("-heads %d: want 0 (infer) or more", o.heads)
+	case o.maxNew < 0:
+		return fmt.Errorf("-max-new %d: want 0 or more", o.maxNew)
+	case math.IsNaN(o.temperature) || math.IsInf(o.temperature, 0) || o.temperature < 0:
+		return fmt.Errorf("-temperature %v: want 0 (greedy) or a finite positive number", o.temperature)
+	case o.topK < 0:
+		return fmt.Errorf("-top-k %d: want 0 (all) or more", o.topK)
+	case math.IsNaN(o.topP) || o.topP <= 0 || o.topP > 1:
+		return fmt.Errorf("-top-p %v: want a probability in (0, 1]", o.topP)
+	case o.runs < 1:
+		return fmt.Errorf("-runs %d: want 1 or more", o.runs)
+	case o.addition < 0:
+		return fmt.Errorf("-addition %d: want 0 (off) or a number of problems", o.addition)
+	case o.digits < 1 || o.digits > 6:
+		return fmt.Errorf("-digits %d: want 1 to 6", o.digits)
+	}
+	f, err := os.Open(o.weights)
+	if err != nil {
+		return fmt.Errorf("-weights: %w", err)
+	}
+	f.Close()
+	if o.config != "" {
+		if _, err := nn.LookupGPTConfig(o.config); err != nil {
+			return fmt.Errorf("-config %q: want tiny, char or gpt2", o.config)
+		}
+	}
+	if o.lay, err = nn.ParseLayout(o.layout); err != nil {
+		return fmt.Errorf("-layout %q: want auto, nanogpt or hf", o.layout)
+	}
+	if o.saveLay, err = nn.ParseLayout(o.saveLayout); err != nil || o.saveLay == nn.LayoutAuto {
+		return fmt.Errorf("-save-layout %q: want nanogpt or hf", o.saveLayout)
+	}
+	if o.tokenizer != "" {
+		if _, err := tokenizer.New(o.tokenizer); err != nil {
+			return fmt.Errorf("-tokenizer %q: want %s", o.tokenizer, strings.Join(tokenizer.Names(), " or "))
+		}
+	}
+	for _, p := range []struct{ flag, path string }{{"-dump-logits", o.dumpLogits}, {"-save", o.save}} {
+		if p.path == "" {
+			continue
+		}
+		if abs, _ := filepath.Abs(p.path); abs == mustAbs(o.weights) {
+			return fmt.Errorf("%s %s: would overwrite -weights", p.flag, p.path)
+		}
+		if st, err := os.Stat(filepath.Dir(p.path)); err != nil || !st.IsDir() {
+			return fmt.Errorf("%s %s: its directory does not exist", p.flag, p.path)
+		}
+	}
+	return nil
+}
+
+func mustAbs(p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	return a
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err == nil {
+		err = run(o, os.Stdout, os.Stderr)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "generate:", err)
+		var u *usageError
+		if errors.As(err, &u) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+// run loads the model and does what the flags ask: -save, -dump-logits
+// (of -prompt) and -addition, in that order, or else generation.
+func run(o *options, stdout, stderr io.Writer) error {
+	cfg, from, err := modelConfig(o)
+	if err != nil {
+		return err
+	}
+	tok, err := pickTokenizer(o.tokenizer, cfg.Vocab)
+	if err != nil {
+		return err
+	}
+	dev, err := tensor.ParseDevice(o.device)
+	if err != nil {
+		return &usageError{fmt.Sprintf("-device: %v", err)}
+	}
+	start := time.Now()
+	g, err := nn.NewGPT(cfg, nn.Options{Device: dev, DType: tensor.Float32, Rng: rand.New(rand.NewPCG(0, 0))})
+	if err != nil {
+		return err
+	}
+	defer nn.Release(g.Parameters())
+	g.SetTraining(false)
+	_, layout, err := nn.LoadWeightsLayout(o.weights, g.Parameters(), o.lay)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "generate: %s (%s layout) on %v: %d layers, %d heads, width %d, context %d, vocabulary %d (shape from %s), tokenizer %s; loaded in %v\n",
+		o.weights, layout, dev, cfg.Layers, cfg.Heads, cfg.Width, cfg.Context, cfg.Vocab, from, tok.Name(), time.Since(start).Round(time.Millisecond))
+	did := false
+	if o.save != "" {
+		meta := map[string]string{"config": fmt.Sprintf("%+v", cfg), "producer": "strata generate"}
+		if err := nn.SaveWeightsLayout(context.Background(), o.save, g.Parameters(), meta, o.saveLay); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "saved the weights to %s (%s layout)\n", o.save, o.saveLay)
+		did = true
+	}
+	if o.dumpLogits != "" {
+		if err := dumpLogits(o, g, tok, layout, stderr); err != nil {
+			return err
+		}
+		did = true
+	}
+	if o.addition > 0 {
+		if err := additionAccuracy(o, g, tok, stdout, stderr); err != nil {
+			return err
+		}
+		did = true
+	}
+	if !did {
+		return generate(o, g, tok, stdout, stderr)
+	}
+	return nil
+}
+
+// modelConfig is the model's shape: the file's metadata, else -config,
+// else the tensor shapes with the heads from -heads, config.json or
+// width/64.
+func modelConfig(o *options) (nn.GPTConfig, string, error) {
+	cfg, fromMeta, err := nn.GPTConfigOfWeights(o.weights)
+	if err != nil {
+		return cfg, "", err
+	}
+	if fromMeta {
+		cfg.Dropout = 0
+		if o.config != "" {
+			p, _ := nn.LookupGPTConfig(o.config)
+			if !sameShape(p, cfg) {
+				return cfg, "", &usageError{fmt.Sprintf("-config %s (%s) disagrees with the file's metadata (%s)", o.config, shape(p), shape(cfg))}
+			}
+		}
+		if o.heads > 0 && o.heads != cfg.Heads {
+			return cfg, "", &usageError{fmt.Sprintf("-heads %d disagrees with the file's metadata (%d heads)", o.heads, cfg.Heads)}
+		}
+		return cfg, "the file's metadata", nil
+	}
+	if o.config != "" {
+		p, _ := nn.LookupGPTConfig(o.config)
+		p.Dropout = 0
+		if o.heads > 0 {
+			p.Heads = o.heads
+		}
+		return p, "-config " + o.config, p.Validate()
+	}
+	from := "the tensor shapes"
+	switch {
+	case o.heads > 0:
+		cfg.Heads = o.heads
+		from += ", -heads"
+	case readHFHeads(filepath.Join(filepath.Dir(o.weights), "config.json")) > 0:
+		cfg.Heads = readHFHeads(filepath.Join(filepath.Dir(o.weights), "config.json"))
+		from += ", config.json's n_head"
+	case cfg.Width%64 == 0:
+		cfg.Heads = cfg.Width / 64
+		from += ", heads of width 64 (GPT-2's; -heads to change)"
+	default:
+		return cfg, "", &usageError{fmt.Sprintf("-heads: the file has no config in its metadata and its width %d is not a multiple of 64: give -heads or -config", cfg.Width)}
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, "", &usageError{fmt.Sprintf("-heads %d: %v", cfg.Heads, err)}
+	}
+	return cfg, from, nil
+}
+
+func sameShape(a, b nn.GPTConfig) bool {
+	return a.Vocab == b.Vocab && a.Context == b.Context && a.Layers == b.Layers && a.Heads == b.Heads && a.Width == b.Width
+}
+
+func shape(c nn.GPTConfig) string {
+	return fmt.Sprintf("vocabulary %d, context %d, %d layers, %d heads, width %d", c.Vocab, c.Context, c.Layers, c.Heads, c.Width)
+}
+
+// readHFHeads is n_head from a Hugging Face config.json, or 0.
+func readHFHeads(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	var c struct {
+		NHead int `json:"n_head"`
+	}
+	if json.Unmarshal(b, &c) != nil {
+		return 0
+	}
+	return c.NHead
+}
+
+// pickTokenizer returns -tokenizer's tokenizer, or by default the one the
+// vocabulary size suggests; its ids must fit the model's vocabulary.
+func pickTokenizer(name string, vocab int) (tokenizer.Tokenizer, error) {
+	if name == "" {
+		switch {
+		case vocab == 256:
+			name = "byte"
+		case vocab >= 50257 && vocab <= 50304: // GPT-2's, or nanoGPT's padded to 64
+			name = "gpt2"
+		default:
+			return nil, &usageError{fmt.Sprintf("-tokenizer: the model's vocabulary of %d suggests neither byte (256) nor gpt2 (50257): choose one", vocab)}
+		}
+	}
+	t, err := tokenizer.New(name)
+	if err != nil {
+		return nil, &usageError{err.Error()}
+	}
+	if t.VocabSize() > vocab {
+		return nil, &usageError{fmt.Sprintf("-tokenizer %s: %d ids, more than the model's vocabulary of %d", name, t.VocabSize(), vocab)}
+	}
+	return t, nil
+}
+
+// encode is the prompt's tokens, which must fit the context.
+func encode(tok tokenizer.Tokenizer, prompt string, context int) ([]int, error) {
+	ids := tok.Encode(prompt)
+	if len(ids) == 0 {
+		return nil, &usageError{"-prompt: empty (it must hold at least one token)"}
+	}
+	if len(ids) > context {
+		return nil, &usageError{fmt.Sprintf("-prompt: %d tokens, more than the model's context of %d", len(ids), context)}
+	}
+	return ids, nil
+}
+
+// generate continues -prompt, streaming the text to stdout, and reports
+// the speed on stderr.
+func generate(o *options, g *nn.GPT, tok tokenizer.Tokenizer, stdout, stderr io.Writer) error {
+	ids, err := encode(tok, o.prompt, g.Config.Context)
+	if err != nil {
+		return err
+	}
+	var stop []int
+	if e, ok := tok.EOT(); ok && o.stopEOT {
+		stop = []int{e}
+	}
+	var rates []float64
+	for run := range o.runs {
+		show := run == 0 && !o.quiet
+		if show {
+			fmt.Fprint(stdout, o.prompt)
+		}
+		var first time.Duration
+		n := 0
+		start := time.Now()
+		var streamErr error
+		out, err := g.Generate(nil, ids, nn.GenerateOptions{
+			MaxNewTokens: o.maxNew, Temperature: o.temperature, TopK: o.topK, TopP: o.topP, Seed: o.seed, StopTokens: stop,
+			OnToken: func(t int) bool {
+				if n++; n == 1 {
+					first = time.Since(start)
+				}
+				if show {
+					s, err := tok.Decode([]int{t})
+					if err == nil {
+						_, err = io.WriteString(stdout, s)
+					}
+					if err != nil {
+						streamErr = err
+						return false
+					}
+				}
+				return true
+			},
+		})
+		total := time.Since(start)
+		if show {
+			fmt.Fprintln(stdout)
+		}
+		if err != nil {
+			return err
+		}
+		if streamErr != nil {
+			return streamErr
+		}
+		rate := float64(len(out)) / total.Seconds()
+		rates = append(rates, rate)
+		decode := "-"
+		if len(out) > 1 {
+			decode = fmt.Sprintf("%.1f", float64(len(out)-1)/(total-first).Seconds())
+		}
+		fmt.Fprintf(stderr, "run %d: prompt %d tokens, generated %d tokens in %v: %.1f tokens/s (first token after %v, then %s tokens/s)\n",
+			run+1, len(ids), len(out), total.Round(time.Microsecond), rate, first.Round(time.Microsecond), decode)
+	}
+	if len(rates) > 1 {
+		rest := slices.Clone(rates[1:])
+		sort.Float64s(rest)
+		fmt.Fprintf(stderr, "median of runs 2-%d: %.1f tokens/s\n", len(rates), rest[len(rest)/2])
+	}
+	return nil
+}
+
+// dumpFile is what -dump-logits writes: the prompt's tokens and the
+// logits of every position from the full forward (GPT.Forward) and from
+// the KV cache (Decoder, one token at a time).
+type dumpFile struct {
+	Weights      string      `json:"weights"`
+	Layout       string      `json:"layout"`
+	Device       string      `json:"device"`
+	Config       dumpConfig  `json:"config"`
+	Tokens       []int       `json:"tokens"`
+	Logits       [][]float32 `json:"logits"`
+	CachedLogits [][]float32 `json:"cached_logits"`
+}
+
+type dumpConfig struct {
+	Vocab   int `json:"vocab"`
+	Context int `json:"context"`
+	Layers  int `json:"layers"`
+	Heads   int `json:"heads"`
+	Width   int `json:"width"`
+}
+
+func dumpLogits(o *options, g *nn.GPT, tok tokenizer.Tokenizer, layout nn.Layout, stderr io.Writer) error {
+	ids, err := encode(tok, o.prompt, g.Config.Context)
+	if err != nil {
+		return err
+	}
+	cfg := g.Config
+	d := dumpFile{
+		Weights: o.weights, Layout: layout.String(), Device: fmt.Sprint(g.Wte.Weight.Value.Device()), Tokens: ids,
+		Config: dumpConfig{Vocab: cfg.Vocab, Context: cfg.Context, Layers: cfg.Layers, Heads: cfg.Heads, Width: cfg.Width},
+	}
+	x := make([]int32, len(ids))
+	for i, t := range ids {
+		x[i] = int32(t)
+	}
+	c := tensor.NewCtx()
+	var all []float32
+	if err := tensor.Try(func() {
+		autograd.NoGradIn(c, func() {
+			c.WithScope(func() {
+				all = g.Forward(c.FromInt32s(g.Wte.Weight.Value.Device(), x, 1, len(x))).Value.Float32s()
+			})
+		})
+	}); err != nil {
+		return err
+	}
+	dec, err := g.NewDecoder(c)
+	if err != nil {
+		return err
+	}
+	defer dec.Release()
+	V := cfg.Vocab
+	for i := range ids {
+		d.Logits = append(d.Logits, all[i*V:(i+1)*V])
+		l, err := dec.Feed(ids[i : i+1])
+		if err != nil {
+			return err
+		}
+		d.CachedLogits = append(d.CachedLogits, l)
+	}
+	b, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(o.dumpLogits, b, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "wrote the logits of %d tokens to %s\n", len(ids), o.dumpLogits)
+	return nil
+}

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/nn"
+	"github.com/strata-ml/strata/tensor"
+)
+
+var testCfg = nn.GPTConfig{Vocab: 256, Context: 16, Layers: 2, Heads: 2, Width: 16}
+
+// testWeights saves a random GPT of cfg (weights scaled up so that
+// greedy decoding varies) with train-gpt's metadata when meta, and
+// returns it and the path.
+func testWeights(t *testing.T, cfg nn.GPTConfig, meta bool, layout nn.Layout) (*nn.GPT, string) {
+	t.Helper()
+	g, err := nn.NewGPT(cfg, nn.Options{Device: tensor.CPU(), DType: tensor.Float32, Rng: rand.New(rand.NewPCG(9, 9))})
+	require.NoError(t, err)
+	t.Cleanup(func() { nn.Release(g.Parameters()) })
+	for _, p := range g.Parameters() {
+		if p.Value.Rank() == 2 {
+			p.Value.ScaleInPlace(15)
+		}
+	}
+	var m map[string]string
+	if meta {
+		m = map[string]string{"config": fmt.Sprintf("%+v", cfg), "producer": "strata train-gpt"}
+	}
+	path := filepath.Join(t.TempDir(), "w.safetensors")
+	require.NoError(t, nn.SaveWeightsLayout(context.Background(), path, g.Parameters(), m, layout))
+	return g, path
+}
+
+func TestFlagsCheckedUpFront(t *testing.T) {
+	_, w := testWeights(t, testCfg, true, nn.LayoutNanoGPT)
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "-weights: a safetensors file is required"},
+		{[]string{"-weights", filepath.Join(dir, "none.safetensors")}, "-weights: open"},
+		{[]string{"-weights", w, "-max-new", "-1"}, "-max-new -1"},
+		{[]string{"-weights", w, "-temperature", "-1"}, "-temperature -1"},
+		{[]string{"-weights", w, "-temperature", "NaN"}, "-temperature NaN"},
+		{[]string{"-weights", w, "-top-k", "-2"}, "-top-k -2"},
+		{[]string{"-weights", w, "-top-p", "0"}, "-top-p 0: want a probability in (0, 1]"},
+		{[]string{"-weights", w, "-top-p", "1.5"}, "-top-p 1.5"},
+		{[]string{"-weights", w, "-runs", "0"}, "-runs 0"},
+		{[]string{"-weights", w, "-heads", "-1"}, "-heads -1"},
+		{[]string{"-weights", w, "-addition", "-5"}, "-addition -5"},
+		{[]string{"-weights", w, "-digits", "9"}, "-digits 9"},
+		{[]string{"-weights", w, "-layout", "keras"}, `-layout "keras"`},
+		{[]string{"-weights", w, "-save-layout", "auto"}, `-save-layout "auto"`},
+		{[]string{"-weights", w, "-tokenizer", "sentencepiece"}, `-tokenizer "sentencepiece": want byte or gpt2`},
+		{[]string{"-weights", w, "-config", "huge"}, `-config "huge"`},
+		{[]string{"-weights", w, "-dump-logits", filepath.Join(dir, "no", "l.json")}, "its directory does not exist"},
+		{[]string{"-weights", w, "-save", w}, "would overwrite -weights"},
+		{[]string{"-weights", w, "extra"}, "unexpected arguments [extra]"},
+		{[]string{"-weights", w, "-nosuchflag"}, "flag provided but not defined"},
+	} {
+		_, err := parseFlags(tc.args, io.Discard)
+		var u *usageError
+		require.True(t, errors.As(err, &u), "%v: %v", tc.args, err)
+		require.ErrorContains(t, err, tc.want, "%v", tc.args)
+	}
+	o, err := parseFlags([]string{"-weights", w}, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, 200, o.maxNew)
+	_, err = parseFlags([]string{"-h"}, io.Discard)
+	require.ErrorIs(t, err, flag.ErrHelp)
+}
+
+// runArgs parses args and runs, returning stdout, stderr and the error.
+func runArgs(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	o, err := parseFlags(append(args, "-device", "cpu"), io.Discard)
+	if err != nil {
+		return "", "", err
+	}
+	var out, errb bytes.Buffer
+	err = run(o, &out, &errb)
+	return out.String(), errb.String(), err
+}
+
+func TestGenerateGreedy(t *testing.T) {
+	g, w := testWeights(t, testCfg, true, nn.LayoutNanoGPT)
+	prompt := "12+34="
+	want, err := g.Generate(nil, []int{'1', '2', '+', '3', '4', '='}, nn.GenerateOptions{MaxNewTokens: 20})
+	require.NoError(t, err)
+	text := make([]byte, len(want))
+	for i, b := range want {
+		text[i] = byte(b)
+	}
+	out, errs, err := runArgs(t, "-weights", w, "-prompt", prompt, "-temperature", "0", "-max-new", "20", "-runs", "2")
+	require.NoError(t, err)
+	require.Equal(t, prompt+string(text)+"\n", out, "the prompt and its greedy continuation, past the context")
+	require.Contains(t, errs, "(nanogpt layout)")
+	require.Contains(t, errs, "shape from the file's metadata")
+	require.Contains(t, errs, "generated 20 tokens")
+	require.Contains(t, errs, "tokens/s")
+	require.Contains(t, errs, "median of runs 2-2")
+
+	// Sampling: the same seed gives the same text.
+	a, _, err := runArgs(t, "-weights", w, "-prompt", prompt, "-max-new", "10", "-seed", "5")
+	require.NoError(t, err)
+	b, _, err := runArgs(t, "-weights", w, "-prompt", prompt, "-max-new", "10", "-seed", "5")
+	require.NoError(t, err)
+	require.Equal(t, a, b)
+
+	// A prompt longer than the context; an empty one.
+	_, _, err = runArgs(t, "-weights", w, "-prompt", strings.Repeat("x", 17))
+	require.ErrorContains(t, err, "-prompt: 17 tokens, more than the model's context of 16")
+	_, _, err = runArgs(t, "-weights", w, "-prompt", "")
+	require.ErrorContains(t, err, "-prompt: empty")
+}
+
+func TestSaveDumpAndLayouts(t *testing.T) {
+	_, w := testWeights(t, testCfg, true, nn.LayoutNanoGPT)
+	dir := t.TempDir()
+	hf := filepath.Join(dir, "hf.safetensors")
+	dump := filepath.Join(dir, "l.json")
+	_, errs, err := runArgs(t, "-weights", w, "-save", hf, "-save-layout", "hf", "-prompt", "9+9=", "-dump-logits", dump)
+	require.NoError(t, err)
+	require.Contains(t, errs, "saved the weights to "+hf+" (hf layout)")
+	var d dumpFile
+	b, err := os.ReadFile(dump)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &d))
+	require.Equal(t, []int{'9', '+', '9', '='}, d.Tokens)
+	require.Equal(t, dumpConfig{Vocab: 256, Context: 16, Layers: 2, Heads: 2, Width: 16}, d.Config)
+	require.Len(t, d.Logits, 4)
+	require.Len(t, d.CachedLogits, 4)
+	for i := range d.Logits {
+		require.Len(t, d.Logits[i], 256)
+		for j := range d.Logits[i] {
+			require.InDelta(t, d.Logits[i][j], d.CachedLogits[i][j], 1e-5)
+		}
+	}
+	// The hf copy generates the same text.
+	a, _, err := runArgs(t, "-weights", w, "-prompt", "9+9=", "-temperature", "0", "-max-new", "8")
+	require.NoError(t, err)
+	c, errs, err := runArgs(t, "-weights", hf, "-prompt", "9+9=", "-temperature", "0", "-max-new", "8")
+	require.NoError(t, err)
+	require.Equal(t, a, c)
+	require.Contains(t, errs, "(hf layout)")
+	_, _, err = runArgs(t, "-weights", hf, "-layout", "nanogpt", "-prompt", "9+9=")
+	require.ErrorContains(t, err, "(nanogpt layout) missing [transformer.")
+
+	// Without metadata: the shape from the tensors, heads from -heads,
+	// config.json or width/64.
+	_, bare := testWeights(t, testCfg, false, nn.LayoutHF)
+	_, _, err = runArgs(t, "-weights", bare, "-prompt", "1")
+	require.ErrorContains(t, err, "-heads: the file has no config in its metadata and its width 16 is not a multiple of 64")
+	_, errs, err = runArgs(t, "-weights", bare, "-heads", "2", "-prompt", "1", "-max-new", "3")
+	require.NoError(t, err)
+	require.Contains(t, errs, "shape from the tensor shapes, -heads")
+	require.NoError(t, os.WriteFile(filepath.Join(filepath.Dir(bare), "config.json"), []byte(`{"n_head": 2, "n_embd": 16}`), 0o644))
+	_, errs, err = runArgs(t, "-weights", bare, "-prompt", "1", "-max-new", "3")
+	require.NoError(t, err)
+	require.Contains(t, errs, "config.json's n_head")
+	_, _, err = runArgs(t, "-weights", bare, "-heads", "3", "-prompt", "1")
+	require.ErrorContains(t, err, "-heads 3: nn: GPT config: width 16 is not divisible by 3 heads")
+	// -config against the metadata.
+	_, _, err = runArgs(t, "-weights", w, "-config", "tiny")
+	require.ErrorContains(t, err, "-config tiny (vocabulary 256, context 64, 2 layers, 4 heads, width 128) disagrees with the file's metadata")
+}
+
+func TestTokenizerChoice(t *testing.T) {
+	cfg := testCfg
+	cfg.Vocab = 100
+	_, w := testWeights(t, cfg, true, nn.LayoutNanoGPT)
+	_, _, err := runArgs(t, "-weights", w, "-prompt", "a")
+	require.ErrorContains(t, err, "vocabulary of 100 suggests neither byte (256) nor gpt2 (50257)")
+	_, _, err = runArgs(t, "-weights", w, "-tokenizer", "byte", "-prompt", "a")
+	require.ErrorContains(t, err, "-tokenizer byte: 256 ids, more than the model's vocabulary of 100")
+}
+
+func TestAddition(t *testing.T) {
+	p, a := problem(3, 739, 931)
+	require.Equal(t, "739+931=", p)
+	require.Equal(t, "0761\n", a, "1670 reversed and padded to 4 digits, as train-gpt")
+	prompts, answers := heldOutProblems(3, 20)
+	require.Len(t, prompts, 20)
+	for i, p := range prompts {
+		var x, y int
+		_, err := fmt.Sscanf(p, "%d+%d=", &x, &y)
+		require.NoError(t, err)
+		require.True(t, heldOut(x, y), p)
+		_, want := problem(3, x, y)
+		require.Equal(t, want, answers[i])
+	}
+
+	cfg := testCfg
+	cfg.Context = 12
+	_, w := testWeights(t, cfg, true, nn.LayoutNanoGPT)
+	out, errs, err := runArgs(t, "-weights", w, "-addition", "10")
+	require.NoError(t, err)
+	require.Contains(t, out, "held-out accuracy: ")
+	require.Contains(t, out, "/10 = ")
+	require.Contains(t, errs, "tokens/s")
+	_, _, err = runArgs(t, "-weights", w, "-addition", "10", "-digits", "4")
+	require.ErrorContains(t, err, "-addition: a 4-digit problem is 15 tokens, more than the model's context of 12")
+}
