@@ -174,8 +174,11 @@ func TestEngineFreeErrors(t *testing.T) {
 	require.NoError(t, err)
 	_, err = gorgonia.NewEngine(only, memory.RoleParameter, nil)
 	assert.ErrorIs(t, err, memory.ErrInvalidArgument)
-	// Out of memory is the manager's error.
-	limited := memory.NewHostManager(memory.Config{Limits: [memory.NumTiers]int64{memory.TierDevice: 4 << 20}})
+	// Out of memory is the manager's error (with spilling to the offload
+	// tier off: the hybrid policy would serve the request there).
+	noSpill := memory.HybridPolicy()
+	noSpill.Spill = false
+	limited := memory.NewHostManager(memory.Config{Policy: noSpill, Limits: [memory.NumTiers]int64{memory.TierDevice: 4 << 20}})
 	le, err := gorgonia.NewEngine(limited, memory.RoleActivation, nil)
 	require.NoError(t, err)
 	_, err = le.Alloc(64 << 20)
