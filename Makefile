@@ -2,17 +2,22 @@
 GO      ?= go
 PKGS    := ./...
 GPU_OUT := .gpu
+# Nested modules, each with its own go.mod (the root's ./... skips them):
+# interop/gorgonia keeps gorgonia's dependency tree out of strata's go.mod.
+SUBMODS := interop/gorgonia
 
-.PHONY: test test-short bench run lint fmt gpu test-gpu kernels clean fuzz
+.PHONY: test test-short bench run lint fmt tidy gpu test-gpu kernels clean fuzz
 
 # The test suite CI runs (.ci/run): vet, then every package's tests on the
-# CPU; GPU tests skip cleanly without a driver.
+# CPU; GPU tests skip cleanly without a driver. The nested modules too.
 test:
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 -timeout 30m $(PKGS)
+	@for m in $(SUBMODS); do echo "== $$m (module)"; (cd $$m && $(GO) vet ./... && $(GO) test -count=1 -timeout 30m ./...) || exit 1; done
 
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
+	@for m in $(SUBMODS); do (cd $$m && $(GO) test -short -count=1 ./...) || exit 1; done
 
 # Every fuzz target for FUZZTIME each (go test runs their seed corpora as
 # plain tests in make test).
@@ -24,6 +29,7 @@ fuzz:
 # Micro-benchmarks of every package, then the tiny-GPT training benchmark.
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x $(PKGS)
+	@for m in $(SUBMODS); do (cd $$m && $(GO) test -run '^$$' -bench . -benchtime 1x ./...) || exit 1; done
 	$(GO) run ./examples/train-gpt -config tiny -device cpu -bench
 
 # The main job: train a small GPT on the built-in task (GPU when present).
@@ -33,19 +39,27 @@ run:
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 	$(GO) vet $(PKGS)
+	@for m in $(SUBMODS); do (cd $$m && $(GO) vet ./...) || exit 1; done
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
+
+# go mod tidy in the root module and every nested one.
+tidy:
+	$(GO) mod tidy
+	@for m in $(SUBMODS); do (cd $$m && $(GO) mod tidy) || exit 1; done
 
 # Build the GPU-relevant test binaries and the example programs for a GPU
 # machine without Go (see ../shared/GPU.md), stripped and packed into
 # .gpu/strata-gpu.tar.xz (the device tool carries at most 64 MiB);
 # bench/gpu-session.sh unpacks it there and runs each test binary from its
 # package folder, e.g. (cd memory && ../.gpu/memory.test -test.v).
-GPU_PKGS := ./cuda ./memory ./tensor ./autograd ./nn ./amp ./checkpoint ./interop/gorgonia ./examples/train-gpt
+# The interop test binary is built from its own module (SUBMODS).
+GPU_PKGS := ./cuda ./memory ./tensor ./autograd ./nn ./amp ./checkpoint ./examples/train-gpt
 gpu:
 	rm -rf $(GPU_OUT) && mkdir -p $(GPU_OUT)/bin
 	CGO_ENABLED=0 $(GO) test -c -ldflags='-s -w' -o $(GPU_OUT)/bin/ $(GPU_PKGS)
+	cd interop/gorgonia && CGO_ENABLED=0 $(GO) test -c -ldflags='-s -w' -o $(CURDIR)/$(GPU_OUT)/bin/ .
 	CGO_ENABLED=0 $(GO) build -ldflags='-s -w' -o $(GPU_OUT)/bin/ ./examples/...
 	tar -C $(GPU_OUT)/bin -cJf $(GPU_OUT)/strata-gpu.tar.xz . && rm -rf $(GPU_OUT)/bin
 	@ls -l $(GPU_OUT)

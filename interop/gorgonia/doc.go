@@ -2,19 +2,29 @@
 // library of the Gorgonia project: it converts tensors both ways, and
 // lets gorgonia tensors live in strata's memory tiers through an Engine.
 //
-// # Why a package of its own
+// # Why a module of its own
 //
 // strata's core (cuda, memory, tensor, autograd, nn) never imports
 // gorgonia. gorgonia.org/tensor brings its own dependency tree (Apache
-// Arrow, flatbuffers, two protobuf modules, gonum and more), which a
-// program that trains a model with strata does not need. Only programs
-// that import this package build it. Measured on a program that imports
-// nn and autograd: with the conversion inside package tensor, `go mod
-// tidy` wrote 19 requirements into its go.mod and 152 lines into go.sum,
-// and it built 177 packages from 19 modules besides its own and strata;
-// with the conversion here, 5 requirements, 42 lines, 98 packages from 5
-// modules. (`go list -m all` still lists gorgonia, 47 modules instead of
-// 70, because strata's go.mod requires it for this package.)
+// Arrow, flatbuffers, two protobuf modules and more), which a program
+// that trains a model with strata does not need, so this package is a
+// module of its own, github.com/strata-ml/strata/interop/gorgonia, and
+// strata's go.mod does not require gorgonia:
+//
+//	go get github.com/strata-ml/strata/interop/gorgonia
+//
+// Measured on a program that imports nn, autograd and tensor, after `go
+// mod tidy`: with the conversion inside package tensor, 19 requirements
+// in its go.mod and 152 lines in go.sum. With it in a package of strata's
+// module, 5 requirements and 14 go.sum lines, but `go list -m all` listed
+// 47 modules, gorgonia's tree among them, because strata's go.mod
+// required gorgonia. With it in a module of its own, the
+// same 5 requirements and 14 lines, and 33 modules in
+// `go list -m all`, none of them gorgonia's. Its go.mod requires
+// go4.org/unsafe/assume-no-moving-gc at a version that runs on Go 1.26
+// (older ones panic at start). In this repository its go.mod replaces
+// strata with the enclosing checkout (../..); make test vets and tests it
+// too.
 //
 // # Conversion
 //
