@@ -1,0 +1,166 @@
+package autograd
+
+import (
+	"fmt"
+
+	"github.com/strata-ml/strata/tensor"
+)
+
+// DefaultHeadChunkBytes is the size of the float32 logits of one chunk
+// of LinearCrossEntropy when the caller gives no row count: 256 MiB, 1335
+// rows of GPT-2's 50,257-token vocabulary, so each chunk's products are
+// still large GEMMs.
+const DefaultHeadChunkBytes = 256 << 20
+
+// LinearCrossEntropy returns the mean cross-entropy of the logits h wᵀ
+// against targets, without ever holding all the logits: a language
+// model's output head and loss fused and chunked (as Liger's fused linear
+// cross-entropy). h is (..., C), w (V, C), targets int32 with h's leading
+// shape; targets equal to IgnoreIndex are not counted.
+//
+// The rows are taken chunkRows at a time (0: DefaultHeadChunkBytes of
+// float32 logits a chunk). For each chunk the forward computes the logits,
+// their loss and, when a gradient is wanted, at once their gradient
+// (softmax - onehot), which it multiplies into the gradients of h (N, C)
+// and w (V, C) and drops: backward only scales those two by the incoming
+// gradient. The whole (N, V) logits and their gradient (3.2 GB in float32
+// for GPT-2 at batch 8 by 1024) become one chunk's (256 MiB) plus the
+// gradient of w held from the forward to the backward. The products follow
+// autocast like Linear's: under a half-precision region h and w are cast
+// (w once per region), the logits come out in float32.
+//
+// The result equals CrossEntropy(Linear(h, w, nil), targets) up to the
+// order of floating-point sums.
+func LinearCrossEntropy(h, w *Var, targets *tensor.Tensor, chunkRows int) *Var {
+	op := "LinearCrossEntropy"
+	hs, ws := h.Value.Shape(), w.Value.Shape()
+	if len(hs) < 1 || len(ws) != 2 || hs[len(hs)-1] != ws[1] {
+		panic(&tensor.OpError{Op: op, Msg: fmt.Sprintf("h %v, w %v: want (..., C) and (V, C)", hs, ws), Err: tensor.ErrShape})
+	}
+	C, V := ws[1], ws[0]
+	N := h.Value.Numel() / C
+	if targets.Numel() != N {
+		panic(&tensor.OpError{Op: op, Msg: fmt.Sprintf("targets %v for %d rows of h %v", targets.Shape(), N, hs), Err: tensor.ErrShape})
+	}
+	if chunkRows < 0 {
+		panic(&tensor.OpError{Op: op, Msg: fmt.Sprintf("chunk of %d rows", chunkRows), Err: tensor.ErrArgument})
+	}
+	if chunkRows == 0 {
+		chunkRows = max(1, DefaultHeadChunkBytes/(4*V))
+	}
+	chunkRows = min(chunkRows, N)
+
+	pr := precisionOf(h.Value, w.Value)
+	c := pr.c
+	grad := GradEnabledIn(c) && (needs(h) || needs(w))
+	h2 := h.Value.Reshape(N, C)
+	defer h2.Release()
+	t1 := targets.Reshape(N)
+	defer t1.Release()
+
+	// The gradients of h and w are made by the first chunk, in the dtype
+	// of its products (float32 under autocast), in the gradient role.
+	var dh, dw, ones *tensor.Tensor
+	defer func() {
+		if ones != nil {
+			ones.Release()
+		}
+	}()
+	ps := pr.products()
+	defer ps.release()
+	var total *tensor.Tensor
+	count := 0
+	for start := 0; start < N; start += chunkRows {
+		r := min(chunkRows, N-start)
+		hc, tc := h2.Narrow(0, start, r), t1.Narrow(0, start, r)
+		logits := ps.mm(hc, w.Value, false, true, 1) // (r, V), float32
+		losses, n := tensor.CrossEntropy(logits, tc, IgnoreIndex)
+		count += n
+		s := tensor.Sum(losses, false)
+		losses.Release()
+		if total == nil {
+			total = s
+		} else {
+			total.AddInPlace(s)
+			s.Release()
+		}
+		if grad {
+			if ones == nil {
+				c.WithRole(gradRole, func() { ones = c.Full(logits.Device(), logits.DType(), 1, chunkRows) })
+			}
+			one := ones.Narrow(0, 0, r)
+			dl := tensor.CrossEntropyBackward(logits, tc, one, IgnoreIndex) // softmax - onehot
+			one.Release()
+			logits.Release()
+			logits = nil
+			if needs(h) {
+				p := ps.mm(dl, w.Value, false, false, 1) // (r, V) @ (V, C)
+				if dh == nil {
+					c.WithRole(gradRole, func() { dh = c.Zeros(p.Device(), p.DType(), N, C) })
+				}
+				dst := dh.Narrow(0, start, r)
+				dst.CopyFrom(p)
+				dst.Release()
+				p.Release()
+			}
+			if needs(w) {
+				var p *tensor.Tensor
+				c.WithRole(gradRole, func() { p = ps.mm(dl, hc, true, false, 1) }) // (V, r) @ (r, C)
+				if dw == nil {
+					dw = p // the first chunk's product starts the sum
+				} else {
+					dw.AddInPlace(p)
+					p.Release()
+				}
+			}
+			ps.drop(dl)
+			dl.Release()
+		}
+		if logits != nil {
+			logits.Release()
+		}
+		ps.drop(hc)
+		hc.Release()
+		tc.Release()
+	}
+	scale := 0.0
+	if count > 0 {
+		scale = 1 / float64(count)
+	}
+	out := tensor.Scale(total, scale)
+	total.Release()
+	if !grad {
+		return Record(op, out, nil, nil)
+	}
+	for _, g := range []*tensor.Tensor{dh, dw} {
+		if g != nil {
+			g.ScaleInPlace(scale)
+		}
+	}
+	var saved []*tensor.Tensor
+	for _, g := range []*tensor.Tensor{dh, dw} {
+		if g != nil {
+			saved = append(saved, g)
+		}
+	}
+	hdt := h.Value.DType()
+	return Record(op, out, []*Var{h, w}, func(g *tensor.Tensor) []*tensor.Tensor {
+		gs := g.Reshape(1, 1)
+		defer gs.Release()
+		var gh, gw *tensor.Tensor
+		if dh != nil {
+			p := tensor.Mul(dh, gs)
+			gh = p.Reshape(hs...)
+			p.Release()
+			if hdt != tensor.Float32 {
+				q := gh.To(hdt)
+				gh.Release()
+				gh = q
+			}
+		}
+		if dw != nil {
+			gw = tensor.Mul(dw, gs)
+		}
+		return []*tensor.Tensor{gh, gw}
+	}, saved...)
+}
