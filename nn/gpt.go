@@ -23,6 +23,10 @@ type GPT struct {
 	// backward instead of keeping their activations); none by default.
 	// Results and gradients are bit-identical in every mode.
 	Checkpoint Checkpointing
+	// HeadLoss says how Loss computes the output head and its loss: the
+	// full logits (default), or fused and chunked so that they are never
+	// all held (head.go).
+	HeadLoss HeadLoss
 }
 
 // Block is one transformer block: x + attn(ln_1(x)), then + mlp(ln_2(x)).
@@ -195,6 +199,9 @@ func (g *GPT) Head(h *autograd.Var) *autograd.Var {
 // Loss is the mean next-token cross-entropy of the logits for idx against
 // targets (both int32 (B, T)).
 func (g *GPT) Loss(idx, targets *tensor.Tensor) *autograd.Var {
+	if g.HeadLoss.Fused {
+		return g.HeadLoss.loss(g.Trunk(idx), g.Wte.Weight.Var, targets)
+	}
 	return CrossEntropy(g.Forward(idx), targets)
 }
 
