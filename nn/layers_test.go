@@ -42,13 +42,21 @@ func TestConstructorErrors(t *testing.T) {
 // what was allocated before is freed.
 func TestConstructorOutOfMemory(t *testing.T) {
 	limit := int64(4 << 20)
-	m := memory.NewHostManager(memory.Config{Limits: [memory.NumTiers]int64{memory.TierDevice: limit, memory.TierManaged: limit}})
+	noSpill := memory.HybridPolicy() // the limit is the limit: no offload tier
+	noSpill.Spill = false
+	m := memory.NewHostManager(memory.Config{Policy: noSpill, Limits: [memory.NumTiers]int64{memory.TierDevice: limit, memory.TierManaged: limit}})
 	defer m.Close()
 	o := nn.Options{Device: tensor.NewCPUDevice(m)}
-	_, err := nn.NewLinear(o, "big", 2048, 1024, true, 0) // 8 MiB
+	l, err := nn.NewLinear(o, "big", 2048, 1024, true, 0) // 8 MiB
+	if err == nil {
+		nn.Release(l.Parameters())
+	}
 	require.ErrorIs(t, err, memory.ErrOutOfMemory)
 	cfg := nn.GPTConfig{Vocab: 64, Context: 8, Layers: 2, Heads: 2, Width: 256} // the second block does not fit
-	_, err = nn.NewGPT(cfg, o)
+	g, err := nn.NewGPT(cfg, o)
+	if err == nil {
+		nn.Release(g.Parameters())
+	}
 	require.ErrorIs(t, err, memory.ErrOutOfMemory)
 	require.Zero(t, m.InUse(), "nothing stays allocated")
 }

@@ -49,7 +49,7 @@ func TestRMSNormFloat64Reference(t *testing.T) {
 	defer nn.Release(n.Parameters())
 	require.Equal(t, "norm.weight", n.Weight.Name)
 	require.Equal(t, []float32{1, 1, 1, 1, 1}, n.Weight.Value.Float32s())
-	n.Weight.Value.CopyFrom(tensor.FromFloat32s(tensor.CPU(), []float32{1, 2, 0.5, -1, 3}, 5))
+	tensor.WithScope(func() { n.Weight.Value.CopyFrom(tensor.FromFloat32s(tensor.CPU(), []float32{1, 2, 0.5, -1, 3}, 5)) })
 	rng := rand.New(rand.NewPCG(2, 2))
 	data := make([]float32, 15)
 	for i := range data {

@@ -85,7 +85,9 @@ func TestSequentialGradCheck(t *testing.T) {
 	xs := []*tensor.Tensor{tensor.Zeros(tensor.CPU(), tensor.Float64, 4, 3)}
 	tensor.Keep(xs[0])
 	defer xs[0].Release()
-	xs[0].CopyFrom(tensor.FromFloat64s(tensor.CPU(), []float64{0.3, -1.2, 0.8, 1.5, 0.1, -0.4, -0.9, 2.0, 0.6, -0.2, 0.7, -1.1}, 4, 3))
+	tensor.WithScope(func() {
+		xs[0].CopyFrom(tensor.FromFloat64s(tensor.CPU(), []float64{0.3, -1.2, 0.8, 1.5, 0.1, -0.4, -0.9, 2.0, 0.6, -0.2, 0.7, -1.1}, 4, 3))
+	})
 	for _, p := range ps {
 		xs = append(xs, p.Value)
 	}
