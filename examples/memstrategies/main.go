@@ -6,11 +6,14 @@
 // Strategies (-strategies, comma separated):
 //
 //	device       every tensor in pooled device memory: a default allocator
+//	device-fused the same with the fused, chunked output head and loss
+//	             (nn.HeadLoss), to tell its saving from the placement's
 //	zerocopy     every tensor in mapped pinned host memory (staging)
 //	managed      every tensor in unified memory, no advice
 //	hybrid       the hybrid policy (placement by role, spilling past the
 //	             budget) with the placement scheduler moving cold tensors
-//	             to the offload tier under -budget
+//	             to the offload tier under -budget, and the fused head
+//	             (-hybrid-head)
 //	hybrid-ckpt  hybrid plus activation checkpointing (-hybrid-checkpoint)
 //	role         the hybrid policy's placement by role only: no budget,
 //	             no scheduler, no checkpointing
@@ -39,7 +42,7 @@ import (
 type options struct {
 	config, device, precision, strategies string
 	batch, steps, warmup                  int
-	budget, hybridCkpt                    string
+	budget, hybridCkpt, hybridHead        string
 	ckptEvery                             int
 	lr                                    float64
 	seed                                  uint64
@@ -62,6 +65,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.budget, "budget", "auto", "device budget of the hybrid strategies: a size (4GiB), a share of the device (50%, 0.5), or auto: half the device strategy's measured peak")
 	fs.StringVar(&o.hybridCkpt, "hybrid-checkpoint", "selective", "checkpointing of hybrid-ckpt: selective or blocks")
 	fs.IntVar(&o.ckptEvery, "checkpoint-every", 1, "with blocks, checkpoint every k-th block")
+	fs.StringVar(&o.hybridHead, "hybrid-head", "fused", "output head and loss of the hybrid strategies: fused (chunked, never all the logits) or full")
 	fs.StringVar(&o.attention, "attention", "plain", "attention: plain or fused (the same for every strategy)")
 	fs.Float64Var(&o.lr, "lr", 3e-4, "AdamW learning rate")
 	fs.Uint64Var(&o.seed, "seed", 1, "random seed (model and data)")
@@ -97,6 +101,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	}
 	if m, err := nn.ParseCheckpointMode(o.hybridCkpt); err != nil || m == nn.CheckpointNone {
 		return nil, fmt.Errorf("-hybrid-checkpoint %q: want selective or blocks", o.hybridCkpt)
+	}
+	if _, err := nn.ParseHeadLoss(o.hybridHead); err != nil {
+		return nil, fmt.Errorf("-hybrid-head: %w", err)
 	}
 	if _, err := strategyList(o.strategies); err != nil {
 		return nil, err

@@ -16,7 +16,7 @@ import (
 	"github.com/strata-ml/strata/tensor"
 )
 
-var strategyNames = []string{"device", "zerocopy", "managed", "hybrid", "hybrid-ckpt", "role"}
+var strategyNames = []string{"device", "device-fused", "zerocopy", "managed", "hybrid", "hybrid-ckpt", "role"}
 
 func strategyList(s string) ([]string, error) {
 	var out []string
@@ -72,7 +72,15 @@ type result struct {
 	Spills     int64              `json:"spilled_allocations"`
 	SpillBytes int64              `json:"spilled_bytes"`
 	Migrated   int64              `json:"migrated_bytes"`
-	Loss       float64            `json:"loss"`
+	// OptMS is the optimizer update's time a step (clipped gradients to
+	// updated weights, synchronised); OffloadBytes the optimizer state in
+	// the offload tier after the timed steps, and LinkGBs what the update
+	// moved over the bus a second (reading and writing it) against the
+	// 55 GB/s of pinned host-to-device copies.
+	OptMS        float64 `json:"optimizer_ms"`
+	OffloadBytes int64   `json:"offloaded_optimizer_bytes"`
+	LinkGBs      float64 `json:"link_gb_s"`
+	Loss         float64 `json:"loss"`
 }
 
 // runStrategy trains a fresh model under strategy name; devicePeak is the
@@ -85,11 +93,16 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 
 	var policy memory.Policy
 	ckpt := nn.Checkpointing{}
+	head := nn.HeadLoss{}
 	var tools []string
 	switch name {
 	case "device":
 		policy = memory.SingleTierPolicy(memory.TierDevice)
 		tools = []string{"device memory only"}
+	case "device-fused":
+		policy = memory.SingleTierPolicy(memory.TierDevice)
+		head = nn.HeadLoss{Fused: true}
+		tools = []string{"device memory only", "fused head"}
 	case "zerocopy":
 		policy = memory.SingleTierPolicy(memory.TierStaging)
 		tools = []string{"mapped pinned host memory only"}
@@ -103,6 +116,10 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 	case "hybrid", "hybrid-ckpt":
 		policy = memory.HybridPolicy()
 		tools = []string{"placement by role", "access-driven scheduler", "spill to offload"}
+		if o.hybridHead == "fused" {
+			head = nn.HeadLoss{Fused: true}
+			tools = append(tools, "fused head")
+		}
 		if name == "hybrid-ckpt" {
 			mode, _ := nn.ParseCheckpointMode(o.hybridCkpt)
 			ckpt = nn.Checkpointing{Mode: mode, Every: o.ckptEvery}
@@ -149,6 +166,7 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 		return r, err
 	}
 	model.Checkpoint = ckpt
+	model.HeadLoss = head
 	model.SetAttention(attn)
 	ps := model.Parameters()
 	defer nn.Release(ps)
@@ -163,6 +181,9 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 	data := rand.New(rand.NewPCG(o.seed, 0xDA7A))
 	xs, ys := make([]int32, o.batch*cfg.Context), make([]int32, o.batch*cfg.Context)
 
+	var optTime time.Duration
+	timing := false
+	var lastPlan memory.Plan
 	step := func() (loss float64, err error) {
 		for i := range xs {
 			xs[i] = int32(data.IntN(cfg.Vocab))
@@ -193,8 +214,12 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 				ok := scaler.Unscale(gs)
 				scaler.Update()
 				if ok {
-					if _, err = nn.ClipGradNorm(ps, 1); err == nil {
-						err = opt.Step()
+					if _, err = nn.ClipGradNorm(ps, 1); err == nil { // reads the norm: the device is idle after it
+						t0 := time.Now()
+						if err = opt.Step(); err == nil && timing {
+							err = dev.Synchronize()
+							optTime += time.Since(t0)
+						}
 					}
 				}
 				nn.ZeroGrad(ps)
@@ -203,9 +228,9 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 			err = e
 		}
 		if err == nil && sched != nil {
-			var p memory.Plan
-			if p, err = sched.Step(); err == nil && o.plan && sched != nil && p.Step == o.warmup {
-				fmt.Fprintln(stderr, p.String())
+			lastPlan, err = sched.Step()
+			if err == nil && o.plan && lastPlan.Step == o.warmup {
+				fmt.Fprintln(stderr, lastPlan.String())
 			}
 		}
 		return loss, err
@@ -220,17 +245,28 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 		return r, err
 	}
 	start := time.Now()
+	timing = true
 	for range o.steps {
 		if r.Loss, err = step(); err != nil {
 			return r, err
 		}
 	}
+	timing = false
 	if err := dev.Synchronize(); err != nil {
 		return r, err
 	}
 	el := time.Since(start).Seconds()
 	r.TokS = float64(o.batch*cfg.Context*o.steps) / el
 	r.StepMS = 1000 * el / float64(o.steps)
+	r.OptMS = 1000 * optTime.Seconds() / float64(o.steps)
+	for _, e := range lastPlan.Entries {
+		if e.Role == memory.RoleOptimizerState && e.Tier == memory.TierOffload {
+			r.OffloadBytes += e.Bytes
+		}
+	}
+	if r.OffloadBytes > 0 && r.OptMS > 0 {
+		r.LinkGBs = 2 * float64(r.OffloadBytes) / (r.OptMS / 1000) / 1e9
+	}
 
 	// One more step, sampling the device's memory in use after every
 	// allocation (the first allocation of an op's output follows the
@@ -296,7 +332,7 @@ func table(rows []result) string {
 			ref = &rows[i]
 		}
 	}
-	b.WriteString("| strategy | peak device MiB | vs device | tokens/s | vs device | loss | budget | spilled | migrated | tools |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| strategy | peak device MiB | vs device | tokens/s | vs device | loss | budget | spilled | migrated | optimizer ms | offloaded state | link GB/s | tools |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		mem, speed := "-", "-"
 		if ref != nil && ref.PeakDevice > 0 && ref.TokS > 0 {
@@ -307,8 +343,8 @@ func table(rows []result) string {
 		if r.Budget > 0 {
 			budget = memory.FormatBytes(r.Budget)
 		}
-		fmt.Fprintf(&b, "| %s | %.0f | %s | %.0f | %s | %.4f | %s | %d (%s) | %s | %s |\n", r.Strategy, r.PeakMiB, mem, r.TokS, speed, r.Loss,
-			budget, r.Spills, memory.FormatBytes(r.SpillBytes), memory.FormatBytes(r.Migrated), r.Tools)
+		fmt.Fprintf(&b, "| %s | %.0f | %s | %.0f | %s | %.4f | %s | %d (%s) | %s | %.1f | %s | %.1f | %s |\n", r.Strategy, r.PeakMiB, mem, r.TokS, speed, r.Loss,
+			budget, r.Spills, memory.FormatBytes(r.SpillBytes), memory.FormatBytes(r.Migrated), r.OptMS, memory.FormatBytes(r.OffloadBytes), r.LinkGBs, r.Tools)
 	}
 	return b.String()
 }
