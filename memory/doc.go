@@ -3,7 +3,7 @@
 //
 // # Overview
 //
-// Memory comes in four tiers (Tier), each provided by a Backend:
+// Memory comes in five tiers (Tier), each provided by a Backend:
 //
 //	TierHost     plain host memory                the CPU device's only real tier
 //	TierDevice   device memory (cuMemAlloc)       data touched every step
@@ -11,6 +11,9 @@
 //	             cuMemPrefetchAsync)              large, read-mostly data
 //	TierStaging  mapped pinned host memory (cuMemHostAlloc DEVICEMAP)
 //	                                              small, short-lived transfers
+//	TierOffload  unified memory preferring the host, mapped by the device
+//	                                              the cold tier: data touched a few
+//	                                              times a step, and overflow
 //
 // Every allocation states its Role (parameter, gradient, embedding, ...).
 // A Policy maps each role to a Placement: a tier plus, for managed memory,
@@ -129,9 +132,53 @@
 // scheduler moves roles between tiers.
 //
 // A tier without a backend falls back: managed to device to host, staging
-// to host, device to host. A role whose chain ends without a backend fails
+// to host, device to host, offload to staging to host. A role whose chain ends without a backend fails
 // to allocate with ErrInvalidArgument naming the role and the tier. Advice
 // is dropped when an allocation falls out of managed memory.
+//
+// # Budgets, spilling and the placement scheduler
+//
+// Placement by role alone saves little on a GPU: the roles it moves out of
+// device memory (embeddings, staging buffers) are a few percent of a
+// training step's peak. The hybrid placement goes further with three
+// tools, all on the CPU's host backends in CI as on a GPU:
+//
+//   - A device budget: Config.Limits[TierDevice], or SetLimit at run time
+//     (ParseBudget reads "4GiB", "50%", "0.5"), enforced by the pool before
+//     the backend is asked; Stats.Limits and the summary show it.
+//   - Spilling (spill.go): under a Policy with Spill (HybridPolicy), an
+//     allocation the device tier cannot serve even after releasing its
+//     cache goes to TierOffload instead of failing, as llm.c falls back to
+//     managed memory; the first spill is reported once (OnSpill, else a
+//     line on standard error) with the bytes and the cause, Stats.Spills
+//     counts them all. The CUDA offload backend (NewOffloadBackend) is
+//     managed memory advised to prefer the host and to be accessed by the
+//     device, so kernels read it over the bus without faulting pages over;
+//     it is bounded by host memory (DefaultOffloadShare of what the
+//     process may use), not by the device's, where the managed backend
+//     refuses to oversubscribe the device. Without managed memory the
+//     chain ends in staging memory; never in plain host memory on a GPU.
+//   - The placement scheduler (scheduler.go): the tensor layer counts
+//     every access to an allocation (Allocation.Touch, one atomic add per
+//     operand of every op); a Scheduler tracks the long-lived roles
+//     (parameters, gradients, optimizer state, embeddings, frozen
+//     weights), turns the counts into accesses a step at each
+//     Scheduler.Step, and keeps the step's device demand (its peak
+//     allocated bytes plus what spilled) under the budget by demoting the
+//     coldest tensors to the offload tier and promoting them back, hottest
+//     first, once they have fitted for Patience steps (the margin and the
+//     patience are the hysteresis). Manager.Migrate moves an allocation
+//     between tiers without changing its identity: a new block, a copy
+//     ordered on its stream (cuMemcpyDtoDAsync on a GPU), the old block
+//     freed to its pool; the tensor layer reads an allocation's address at
+//     every op, so a migrated tensor is simply found at its new place.
+//     Each Step returns a Plan (tensor, role, bytes, accesses a step,
+//     tier, why) that prints as a table.
+//
+// examples/memstrategies compares the strategies (all device, all
+// zero-copy, all managed, placement by role, the hybrid placement with and
+// without checkpointing) on one model: peak device memory sampled with
+// cuMemGetInfo after every allocation, tokens/s and the loss.
 //
 // # The pool
 //
