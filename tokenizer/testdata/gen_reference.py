@@ -11,6 +11,9 @@ them unchanged (encoder.json 1042301 bytes, vocab.bpe 456318 bytes):
     python3 gen_reference.py package/ > gpt2_reference.jsonl
 
 Needs the `regex` module (Debian: python3-regex), for \\p{L} and \\p{N}.
+The cases are hand-picked strings (ASCII, contractions, whitespace runs,
+numbers, Unicode, "<|endoftext|>" as plain text) and 16 seeded pseudo-random
+strings of 1000 characters mixing many scripts and symbol blocks.
 CI does not run this script: its output is committed.
 
 With a second argument, the path of an r50k_base.tiktoken file, it also
@@ -167,7 +170,48 @@ def cases():
         "    The diversity of the dataset causes this simple goal to contain naturally occurring "
         "demonstrations of many tasks across diverse domains.  \n"
     )
-    return c
+    return c + random_cases()
+
+
+def random_cases(n=16, size=1000):
+    """n pseudo-random strings of about size characters mixing words,
+    contractions, whitespace runs, digits, punctuation and characters of
+    many scripts and symbol blocks (only characters assigned in Python's
+    Unicode database, 14.0, older than Go's 15.0)."""
+    import random
+    import unicodedata
+
+    rng = random.Random(20261201)
+    words = ["the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "tokenizer", "transformer",
+             "attention", "gradient", "memory", "strata", "Hello", "World", "don", "won", "it", "they",
+             "supercalifragilistic", "naïve", "café", "Übermaß", "東京", "данные"]
+    bits = [" ", "  ", "   ", "\n", "\n\n", "\t", "\r\n", " \n", "'", "'s", "'ll", "'re", "'ve", "'t", "'d", "'m",
+            "\u00a0", "\u3000", "\u2003", "0", "42", "1999", "3.14", ".", ",", ";", "!", "?", "...", "--", "()",
+            "\"", "<|endoftext|>", "#", "$", "%", "&", "*", "+", "=", "@", "/", "\\", "|", "~", "`", "^"]
+    blocks = [(0x21, 0x7E), (0xA0, 0x24F), (0x370, 0x3FF), (0x400, 0x4FF), (0x590, 0x6FF), (0x900, 0x97F),
+              (0xE00, 0xE7F), (0x1100, 0x11FF), (0x2000, 0x206F), (0x2070, 0x218F), (0x2190, 0x23FF),
+              (0x3000, 0x30FF), (0x4E00, 0x4FFF), (0xAC00, 0xAD00), (0x1F300, 0x1F64F), (0xFF00, 0xFFEF)]
+    out = []
+    for _ in range(n):
+        parts, length = [], 0
+        while length < size:
+            r = rng.random()
+            if r < 0.35:
+                w = rng.choice(words)
+                parts.append(w.upper() if rng.random() < 0.1 else w)
+            elif r < 0.6:
+                parts.append(rng.choice(bits))
+            else:
+                lo, hi = rng.choice(blocks)
+                for _ in range(rng.randint(1, 6)):
+                    ch = chr(rng.randint(lo, hi))
+                    if unicodedata.category(ch) not in ("Cn", "Cs", "Co"):
+                        parts.append(ch)
+            if rng.random() < 0.5:
+                parts.append(" ")
+            length = sum(map(len, parts))
+        out.append("".join(parts))
+    return out
 
 
 def main():
@@ -177,7 +221,7 @@ def main():
     if len(sys.argv) == 3:
         check_tiktoken(gpt2, sys.argv[2])
     for text in cases():
-        print(json.dumps({"text": text, "ids": gpt2.encode(text)}, ensure_ascii=True))
+        print(json.dumps({"text": text, "ids": gpt2.encode(text)}, ensure_ascii=False))
 
 
 if __name__ == "__main__":
