@@ -257,3 +257,29 @@ func BenchmarkGenerateTiny(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*o.MaxNewTokens)/b.Elapsed().Seconds(), "tokens/s")
 }
+
+// TestGenerateConcurrent: goroutines, each with its own Ctx, generate
+// from one shared model at once and get the serial tokens (clean under
+// go test -race).
+func TestGenerateConcurrent(t *testing.T) {
+	g := genGPT(t, genCfg, 7)
+	o := nn.GenerateOptions{MaxNewTokens: 20, Temperature: 0.9, TopK: 10, Seed: 3}
+	want, err := g.Generate(nil, []int{1, 2, 3}, o)
+	require.NoError(t, err)
+	got := make([][]int, 4)
+	errs := make([]error, 4)
+	done := make(chan int)
+	for i := range got {
+		go func() {
+			got[i], errs[i] = g.Generate(tensor.NewCtx(), []int{1, 2, 3}, o)
+			done <- i
+		}()
+	}
+	for range got {
+		<-done
+	}
+	for i := range got {
+		require.NoError(t, errs[i])
+		require.Equal(t, want, got[i])
+	}
+}
