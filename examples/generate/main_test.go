@@ -215,3 +215,15 @@ func TestAddition(t *testing.T) {
 	_, _, err = runArgs(t, "-weights", w, "-addition", "10", "-digits", "4")
 	require.ErrorContains(t, err, "-addition: a 4-digit problem is 15 tokens, more than the model's context of 12")
 }
+
+func TestGPT2Tokenizer(t *testing.T) {
+	cfg := nn.GPTConfig{Vocab: 50257, Context: 16, Layers: 1, Heads: 2, Width: 16}
+	_, w := testWeights(t, cfg, true, nn.LayoutHF)
+	out, errs, err := runArgs(t, "-weights", w, "-prompt", "Hello, world", "-max-new", "5", "-seed", "3")
+	require.NoError(t, err)
+	require.Contains(t, errs, "tokenizer gpt2")
+	require.Contains(t, errs, "(hf layout)")
+	require.True(t, strings.HasPrefix(out, "Hello, world"), out)
+	_, _, err = runArgs(t, "-weights", w, "-prompt", strings.Repeat("word ", 20))
+	require.ErrorContains(t, err, "-prompt: 21 tokens, more than the model's context of 16")
+}
