@@ -7,6 +7,7 @@ import (
 	_ "embed"
 	"encoding/base64"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"strconv"
 	"sync"
@@ -53,9 +54,59 @@ func loadGPT2() (*GPT2, error) { return gpt2Once() }
 // invalid byte is a character of the pattern's last class (neither
 // letter, number nor space), so Decode(Encode(s)) == s for every s.
 type GPT2 struct {
-	ranks  map[string]int32 // token bytes -> id (no special token)
-	tokens []string         // id -> bytes; tokens[50256] is "<|endoftext|>"
-	bytes  [256]int32       // the id of each single byte
+	ranks  rankTable  // token bytes -> id (no special token)
+	tokens []string   // id -> bytes; tokens[50256] is "<|endoftext|>"
+	bytes  [256]int32 // the id of each single byte
+}
+
+// rankTable maps token bytes to ids: open addressing with linear probing
+// over a power-of-two table of (hash tag << 32 | id+1), 0 for empty. It
+// made the encoder about twice as fast as a Go map did: lookups dominate the
+// encoder's time, and the slots are 8 bytes (a 1 MiB table) against the
+// map's groups of string headers.
+type rankTable struct {
+	seed   maphash.Seed
+	slots  []uint64
+	tokens []string
+}
+
+// newRankTable indexes tokens[:n], or returns the first token that is
+// there twice.
+func newRankTable(tokens []string, n int) (rankTable, error) {
+	size := 1
+	for size < 2*n { // load factor below 1/2
+		size *= 2
+	}
+	t := rankTable{seed: maphash.MakeSeed(), slots: make([]uint64, size), tokens: tokens}
+	for id := range n {
+		h := maphash.String(t.seed, tokens[id])
+		i := h & uint64(size-1)
+		for t.slots[i] != 0 {
+			if tokens[t.slots[i]&0xFFFFFFFF-1] == tokens[id] {
+				return t, fmt.Errorf("token %q twice", tokens[id])
+			}
+			i = (i + 1) & uint64(size-1)
+		}
+		t.slots[i] = h&^0xFFFFFFFF | uint64(id+1)
+	}
+	return t, nil
+}
+
+// get returns the id of the token s, if s is one.
+func (t *rankTable) get(s string) (int32, bool) {
+	h := maphash.String(t.seed, s)
+	mask := uint64(len(t.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		v := t.slots[i]
+		if v == 0 {
+			return 0, false
+		}
+		if v&^0xFFFFFFFF == h&^0xFFFFFFFF {
+			if id := int32(v&0xFFFFFFFF) - 1; t.tokens[id] == s {
+				return id, true
+			}
+		}
+	}
 }
 
 // parseRanks reads a gzipped .tiktoken file of GPT-2's 50256 ranks.
@@ -64,7 +115,7 @@ func parseRanks(gz []byte) (*GPT2, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer gpt2: the embedded ranks: %w", err)
 	}
-	g := &GPT2{ranks: make(map[string]int32, gpt2Vocab), tokens: make([]string, gpt2Vocab)}
+	g := &GPT2{tokens: make([]string, gpt2Vocab)}
 	sc := bufio.NewScanner(zr)
 	n := 0
 	for sc.Scan() {
@@ -86,10 +137,6 @@ func parseRanks(gz []byte) (*GPT2, error) {
 			return nil, fmt.Errorf("tokenizer gpt2: the embedded ranks: line %d has rank %q, want %d", n+1, line[sp+1:], n)
 		}
 		s := string(tok[:k])
-		if _, dup := g.ranks[s]; dup {
-			return nil, fmt.Errorf("tokenizer gpt2: the embedded ranks: token %q twice", s)
-		}
-		g.ranks[s] = int32(rank)
 		g.tokens[rank] = s
 		n++
 	}
@@ -100,8 +147,11 @@ func parseRanks(gz []byte) (*GPT2, error) {
 		return nil, fmt.Errorf("tokenizer gpt2: the embedded ranks hold %d tokens, want %d", n, gpt2EOT)
 	}
 	g.tokens[gpt2EOT] = eotText
+	if g.ranks, err = newRankTable(g.tokens, gpt2EOT); err != nil {
+		return nil, fmt.Errorf("tokenizer gpt2: the embedded ranks: %w", err)
+	}
 	for b := range 256 {
-		id, ok := g.ranks[string([]byte{byte(b)})]
+		id, ok := g.ranks.get(string([]byte{byte(b)}))
 		if !ok {
 			return nil, fmt.Errorf("tokenizer gpt2: the embedded ranks lack byte %#x", b)
 		}
@@ -116,21 +166,48 @@ func (g *GPT2) EOT() (int, bool) { return gpt2EOT, true }
 
 // Encode returns the ids of text; "<|endoftext|>" in text is plain text
 // (tiktoken's encode_ordinary).
+//
+// A long text's pieces that are not tokens themselves are merged once
+// each: their ids are cached for the rest of the call (words repeat).
 func (g *GPT2) Encode(text string) []int {
 	ids := make([]int, 0, len(text)/4+1)
 	var parts []int // scratch of merge
+	var cache map[string]uint64
+	if len(text) >= cacheFrom {
+		cache = make(map[string]uint64)
+	}
 	for i := 0; i < len(text); {
 		j := nextPiece(text, i)
 		piece := text[i:j]
-		if id, ok := g.ranks[piece]; ok {
-			ids = append(ids, int(id))
-		} else {
-			ids, parts = g.merge(ids, piece, parts)
-		}
 		i = j
+		if id, ok := g.ranks.get(piece); ok {
+			ids = append(ids, int(id))
+			continue
+		}
+		if cache == nil {
+			ids, parts = g.merge(ids, piece, parts)
+			continue
+		}
+		// The cache holds where the piece's ids first were in ids.
+		if at, ok := cache[piece]; ok {
+			ids = append(ids, ids[at>>32:at>>32+at&0xFFFFFFFF]...)
+			continue
+		}
+		start := len(ids)
+		ids, parts = g.merge(ids, piece, parts)
+		if len(cache) < maxCached && start < 1<<32 {
+			cache[piece] = uint64(start)<<32 | uint64(len(ids)-start)
+		}
 	}
 	return ids
 }
+
+// Texts of cacheFrom bytes or more cache the ids of up to maxCached
+// pieces.
+const (
+	cacheFrom = 4 << 10
+	maxCached = 1 << 16
+)
 
 // merge appends the ids of piece (not itself a token, so at least two
 // bytes long) by tiktoken's byte-pair merge. parts is scratch space,
@@ -154,7 +231,7 @@ func (g *GPT2) merge(ids []int, piece string, parts []int) ([]int, []int) {
 		if end >= len(parts) {
 			return math.MaxInt32
 		}
-		if id, ok := g.ranks[piece[parts[2*k]:parts[end]]]; ok {
+		if id, ok := g.ranks.get(piece[parts[2*k]:parts[end]]); ok {
 			return int(id)
 		}
 		return math.MaxInt32
@@ -187,7 +264,8 @@ func (g *GPT2) merge(ids []int, piece string, parts []int) ([]int, []int) {
 		if len(p) == 1 {
 			ids = append(ids, int(g.bytes[p[0]]))
 		} else {
-			ids = append(ids, int(g.ranks[p]))
+			id, _ := g.ranks.get(p)
+			ids = append(ids, int(id))
 		}
 	}
 	return ids, parts

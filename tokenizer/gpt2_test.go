@@ -201,3 +201,32 @@ func BenchmarkGPT2Encode(b *testing.B) {
 		tok.Encode(s)
 	}
 }
+
+// parseRanks refuses a damaged ranks file with an error, never a panic.
+func TestParseRanksRefusesBadFiles(t *testing.T) {
+	gz := func(s string) []byte {
+		var b bytes.Buffer
+		w := gzip.NewWriter(&b)
+		w.Write([]byte(s))
+		w.Close()
+		return b.Bytes()
+	}
+	for in, msg := range map[string]string{
+		"not gzip":         "the embedded ranks",
+		"\x00":             "",
+		"IQ== 0\nIg== 5\n": "line 2 has rank",
+		"IQ== 0\nIQ== 1\n": "hold 2 tokens, want 50256",
+		"IQ==\n":           "line 1",
+		"!!!! 0\n":         "line 1",
+	} {
+		data := gz(in)
+		if in == "not gzip" {
+			data = []byte(in)
+		}
+		_, err := parseRanks(data)
+		require.ErrorContains(t, err, msg, "%q", in)
+	}
+	// Every token once, but one of them twice: refused by the table.
+	_, err := newRankTable([]string{"a", "b", "a"}, 3)
+	require.ErrorContains(t, err, `token "a" twice`)
+}
