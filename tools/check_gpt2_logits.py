@@ -219,7 +219,11 @@ def check(weights, logits_path, atol, rtol, dtype, device):
 
     name = str(dtype).replace("torch.", "")
     refs = {f"PyTorch {name} on {device}": nanogpt(dtype, device)}
-    hf = hf_logits(sd, cfg, torch.tensor(tokens, dtype=torch.long, device=device), dtype, device)
+    try:
+        hf = hf_logits(sd, cfg, torch.tensor(tokens, dtype=torch.long, device=device), dtype, device)
+    except Exception as e:  # an API change of transformers must not hide the main check
+        print(f"  transformers GPT2LMHeadModel: NOT CHECKED ({type(e).__name__}: {e})")
+        hf = None
     if hf is not None:
         refs[f"transformers GPT2LMHeadModel {name} on {device}"] = hf[0]
     ref64 = nanogpt(torch.float64, "cpu")
@@ -264,7 +268,8 @@ def main():
     ap.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance")
     ap.add_argument("--rtol", type=float, default=1e-6,
                     help="tolerance relative to the largest |logit| (float32's own error grows with it)")
-    ap.add_argument("--max-new", type=int, default=200, help="tokens per timed generation")
+    ap.add_argument("--max-new", type=int, help="tokens per timed generation (default: up to the context's end; "
+                    "past it every token recomputes the whole context)")
     ap.add_argument("--runs", type=int, default=4, help="timed generations (the first warms up)")
     a = ap.parse_args()
     dtype = getattr(torch, a.dtype)
@@ -275,7 +280,7 @@ def main():
     if not a.generate:
         ap.error("give --logits (one dump) or --generate (both layouts)")
     dev = a.strata_device or a.device
-    ok = True
+    ok, max_new = True, a.max_new
     with tempfile.TemporaryDirectory() as tmp:
         for layout in ("hf", "nanogpt"):
             w = os.path.join(tmp, f"{layout}.safetensors")
@@ -283,8 +288,12 @@ def main():
             d = os.path.join(tmp, f"{layout}.json")
             run([a.generate, "-weights", w, "-device", dev, "-prompt", a.prompt, "-dump-logits", d])
             ok &= check(w, d, a.atol, a.rtol, dtype, a.device)
+            if max_new is None:
+                with open(d) as f:
+                    dump = json.load(f)
+                max_new = dump["config"]["context"] - len(dump["tokens"])
         run([a.generate, "-weights", a.weights, "-device", dev, "-prompt", a.prompt, "-temperature", "0",
-             "-max-new", str(a.max_new), "-runs", str(a.runs), "-quiet", "-stop-eot=false"])
+             "-max-new", str(max_new), "-runs", str(a.runs), "-quiet", "-stop-eot=false"])
     print("all logits agree" if ok else "SOME LOGITS DISAGREE")
     sys.exit(0 if ok else 1)
 
