@@ -219,6 +219,13 @@ const (
 // the leftmost on ties, and recomputes the ranks of the pairs around it.
 // Pieces are short (a word), so the linear scans cost less than a heap.
 func (g *GPT2) merge(ids []int, piece string, parts []int) ([]int, []int) {
+	if len(piece) > longPiece {
+		return g.mergeLong(ids, piece), parts
+	}
+	return g.mergeShort(ids, piece, parts)
+}
+
+func (g *GPT2) mergeShort(ids []int, piece string, parts []int) ([]int, []int) {
 	n := len(piece)
 	parts = parts[:0]
 	for i := range n {
@@ -269,6 +276,110 @@ func (g *GPT2) merge(ids []int, piece string, parts []int) ([]int, []int) {
 		}
 	}
 	return ids, parts
+}
+
+// Pieces longer than longPiece bytes (a word without spaces: a DNA
+// sequence, base64, minified code) are merged by mergeLong, in O(n log
+// n) instead of merge's O(n²).
+const longPiece = 256
+
+// mergeLong is merge for long pieces, with the same result: the parts
+// are a linked list and the pairs' ranks a heap ordered by (rank, start),
+// so the lowest rank, leftmost on ties, comes first; an entry whose pair
+// has changed since it was pushed is skipped when popped.
+func (g *GPT2) mergeLong(ids []int, piece string) []int {
+	n := len(piece)
+	next := make([]int32, n) // the start of the next part (n at the end); -1: joined into its left neighbour
+	prev := make([]int32, n)
+	for i := range n {
+		next[i], prev[i] = int32(i+1), int32(i-1)
+	}
+	h := make(pairHeap, 0, n)
+	// push queues the pair of parts starting at i (if it is a token).
+	push := func(i int32) {
+		j := next[i]
+		if j >= int32(n) {
+			return
+		}
+		if id, ok := g.ranks.get(piece[i:next[j]]); ok {
+			h.push(pairEntry{rank: id, start: i, end: next[j]})
+		}
+	}
+	for i := range int32(n - 1) {
+		push(i)
+	}
+	for len(h) > 0 {
+		e := h.pop()
+		i := e.start
+		// Stale: i was joined into its left neighbour, or its pair no
+		// longer ends where it did.
+		if next[i] < 0 || next[i] >= int32(n) || next[next[i]] != e.end {
+			continue
+		}
+		j := next[i]
+		next[i] = next[j]
+		if next[j] < int32(n) {
+			prev[next[j]] = i
+		}
+		next[j] = -1
+		push(i)
+		if p := prev[i]; p >= 0 {
+			push(p)
+		}
+	}
+	for i := int32(0); i < int32(n); i = next[i] {
+		id, _ := g.ranks.get(piece[i:next[i]])
+		ids = append(ids, int(id))
+	}
+	return ids
+}
+
+// pairEntry is a pair of adjacent parts: the first starts at start, the
+// second ends at end; rank is the id of their joined bytes.
+type pairEntry struct{ rank, start, end int32 }
+
+// pairHeap is a binary min-heap of pairs by (rank, start).
+type pairHeap []pairEntry
+
+func (e pairEntry) less(f pairEntry) bool {
+	return e.rank < f.rank || e.rank == f.rank && e.start < f.start
+}
+
+func (h *pairHeap) push(e pairEntry) {
+	*h = append(*h, e)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !a[i].less(a[p]) {
+			break
+		}
+		a[i], a[p] = a[p], a[i]
+		i = p
+	}
+}
+
+func (h *pairHeap) pop() pairEntry {
+	a := *h
+	top := a[0]
+	last := len(a) - 1
+	a[0] = a[last]
+	a = a[:last]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < len(a) && a[l].less(a[m]) {
+			m = l
+		}
+		if r := l + 1; r < len(a) && a[r].less(a[m]) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		a[i], a[m] = a[m], a[i]
+		i = m
+	}
+	*h = a
+	return top
 }
 
 // Decode returns the text of ids; 50256 decodes to "<|endoftext|>".

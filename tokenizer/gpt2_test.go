@@ -8,10 +8,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"math/rand/v2"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
@@ -181,6 +183,7 @@ func FuzzGPT2(f *testing.F) {
 		back, err := tok.Decode(ids)
 		require.NoError(t, err)
 		require.Equal(t, s, back)
+		require.Equal(t, ids, encodeParallel(tok, s, 2, 3), "%q in chunks", s)
 	})
 }
 
@@ -229,4 +232,64 @@ func TestParseRanksRefusesBadFiles(t *testing.T) {
 	// Every token once, but one of them twice: refused by the table.
 	_, err := newRankTable([]string{"a", "b", "a"}, 3)
 	require.ErrorContains(t, err, `token "a" twice`)
+}
+
+// EncodeParallel equals Encode, for chunks small enough to cut every
+// reference text many times.
+func TestEncodeParallel(t *testing.T) {
+	var all strings.Builder
+	f, err := os.Open("testdata/gpt2_reference.jsonl")
+	require.NoError(t, err)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var c struct{ Text string }
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &c))
+		all.WriteString(c.Text)
+		all.WriteString("\n")
+	}
+	text := all.String() + "a\nb\n\nc \nd\n e\n'sf\n"
+	for _, name := range Names() {
+		tok, err := New(name)
+		require.NoError(t, err)
+		want := tok.Encode(text)
+		for _, chunk := range []int{1, 7, 100, 4096} {
+			require.Equal(t, want, encodeParallel(tok, text, 3, chunk), "%s, chunks of %d", name, chunk)
+		}
+		require.Equal(t, want, EncodeParallel(tok, text, 0))
+	}
+	require.Equal(t, 2, gpt2Cut("a\nb", 0))
+	require.Equal(t, 4, gpt2Cut("a \nb", 0), "a space before the newline: no cut")
+	require.Equal(t, 11, gpt2Cut("a\n b\n\nc\t\nd\ne", 0))
+}
+
+// mergeLong (the heap) and mergeShort (linear scans) agree on pieces of
+// every kind, and a long word costs O(n log n): 1 MB of letters with no
+// space encodes in well under a second.
+func TestMergeLong(t *testing.T) {
+	g, err := loadGPT2()
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(1, 2))
+	alphabets := []string{"ab", "abcdefghijklmnopqrstuvwxyz", "ACGT", "aaaaaaab", "日本語中文", "0123456789", "!?.,;:-=+*"}
+	for i := range 300 {
+		alpha := []rune(alphabets[i%len(alphabets)])
+		var sb strings.Builder
+		for range 1 + rng.IntN(400) {
+			sb.WriteRune(alpha[rng.IntN(len(alpha))])
+		}
+		piece := sb.String()
+		if i%5 == 0 {
+			piece = " " + piece
+		}
+		short, _ := g.mergeShort(nil, piece, nil)
+		require.Equal(t, short, g.mergeLong(nil, piece), "%q", piece)
+	}
+	long := strings.Repeat("supercalifragilisticexpialidocious", 30000)
+	start := time.Now()
+	ids := g.Encode(long)
+	require.Less(t, time.Since(start), 5*time.Second)
+	back, err := g.Decode(ids)
+	require.NoError(t, err)
+	require.Equal(t, long, back)
 }
