@@ -68,6 +68,10 @@ func (o *options) check() error {
 		return fmt.Errorf("-save-every %d: want 0 (only on interrupt) or more", o.saveEvery)
 	case o.maxSkips < 1:
 		return fmt.Errorf("-max-skips %d: want at least 1", o.maxSkips)
+	case o.vocab < 0:
+		return fmt.Errorf("-vocab %d: want 0 (the config's) or more", o.vocab)
+	case o.progressEvery < 0:
+		return fmt.Errorf("-progress-every %v: want 0 (no progress lines) or more", o.progressEvery)
 	case o.data == "" && (o.digits < 1 || o.digits > 6):
 		return fmt.Errorf("-digits %d: want 1 to 6", o.digits)
 	}
@@ -81,6 +85,12 @@ func (o *options) check() error {
 	}
 	if o.resume != "" && (o.bench || o.memTrace != "" || o.memPlot != "") {
 		return fmt.Errorf("-resume continues training: not with -bench, -memory-trace or -memory-plot")
+	}
+	if o.init != "" && o.resume != "" {
+		return fmt.Errorf("-init %s: not with -resume (the training state holds the weights)", o.init)
+	}
+	if o.init != "" && (o.bench || o.memTrace != "" || o.memPlot != "") {
+		return fmt.Errorf("-init starts training from weights: not with -bench, -memory-trace or -memory-plot")
 	}
 	if o.saveEvery > 0 && o.state == "" {
 		return fmt.Errorf("-save-every %d: needs -state (where to save)", o.saveEvery)
@@ -103,6 +113,11 @@ func (o *options) checkFiles() error {
 			return fmt.Errorf("-resume: %w", err)
 		}
 	}
+	if o.init != "" {
+		if err := readable(o.init); err != nil {
+			return fmt.Errorf("-init: %w", err)
+		}
+	}
 	var outs [][2]string // flag, path
 	switch {
 	case o.memTrace != "" || o.memPlot != "":
@@ -114,7 +129,7 @@ func (o *options) checkFiles() error {
 		}
 	case o.bench:
 	default:
-		outs = append(outs, [2]string{"-out", o.out}, [2]string{"-loss-log", o.lossLog}, [2]string{"-state", o.state})
+		outs = append(outs, [2]string{"-out", o.out}, [2]string{"-loss-log", o.lossLog}, [2]string{"-state", o.state}, [2]string{"-loss-plot", o.lossPlot})
 	}
 	for _, fp := range outs {
 		if fp[1] == "" {

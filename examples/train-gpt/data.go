@@ -4,14 +4,18 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/strata-ml/strata/autograd"
+	"github.com/strata-ml/strata/tokenizer"
 )
 
-// Tokens are bytes: the vocabulary is 256 wide, so any text file works and
-// the built-in task needs no tokenizer.
+// The built-in task is bytes (its prompts and answers are ASCII); text
+// and token files use -tokenizer (byte by default: any text file works
+// with the 256-wide vocabulary of the presets tiny and char).
 
 // dataset yields training batches and knows how to evaluate a model.
 type dataset interface {
@@ -92,15 +96,38 @@ func (a *additionTask) sample(rng *rand.Rand) (int, int) {
 	}
 }
 
+func (a *additionTask) sampleHeldOut(rng *rand.Rand) (int, int) {
+	for {
+		x, y := rng.IntN(a.max), rng.IntN(a.max)
+		if heldOut(x, y) {
+			return x, y
+		}
+	}
+}
+
 // batch writes one problem per row: inputs are the problem but its last
 // byte, targets the problem shifted by one, with the prompt's targets
 // ignored. T must be rowLen.
 func (a *additionTask) batch(rng *rand.Rand, xs, ys []int32, B, T int) {
+	a.rows(rng, xs, ys, B, T, false)
+}
+
+// heldOutBatch is batch with held-out problems, for the held-out loss.
+func (a *additionTask) heldOutBatch(rng *rand.Rand, xs, ys []int32, B, T int) {
+	a.rows(rng, xs, ys, B, T, true)
+}
+
+func (a *additionTask) rows(rng *rand.Rand, xs, ys []int32, B, T int, held bool) {
 	if T != a.rowLen() {
 		panic(fmt.Sprintf("additionTask.batch: rows of %d tokens, want %d", T, a.rowLen()))
 	}
 	for b := range B {
-		p, ans := a.problem(a.sample(rng))
+		var p, ans string
+		if held {
+			p, ans = a.problem(a.sampleHeldOut(rng))
+		} else {
+			p, ans = a.problem(a.sample(rng))
+		}
 		seq := p + ans
 		x, y := xs[b*T:(b+1)*T], ys[b*T:(b+1)*T]
 		for t := range T {
@@ -112,38 +139,69 @@ func (a *additionTask) batch(rng *rand.Rand, xs, ys []int32, B, T int) {
 	}
 }
 
-// textData is a byte-level language-modelling corpus from a file; the
-// last tenth is held out for evaluation.
-type textData struct {
+// tokenData is a language-modelling corpus of token ids: a text file
+// tokenized with -tokenizer, or a token file (.bin: llm.c's or nanoGPT's
+// format, tokendata.go). The last tenth is held out for evaluation.
+type tokenData struct {
 	name        string
-	train, test []byte
+	what        string // "text, 1234 bytes" or "llm.c token file"
+	tok         tokenizer.Tokenizer
+	train, test []uint16
 }
 
-func loadText(path string, T int) (*textData, error) {
+// loadTokens reads -data: a .bin file is token ids already, anything else
+// text for tok. Both parts must hold a window of T+1 tokens with more
+// than one start (fill draws one among len-T-1).
+func loadTokens(path string, tok tokenizer.Tokenizer, T int) (*tokenData, error) {
+	var ids []uint16
+	var what string
+	var err error
+	if strings.EqualFold(filepath.Ext(path), ".bin") {
+		ids, what, err = readTokenFile(path, tok)
+	} else {
+		ids, what, err = tokenizeFile(path, tok)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(ids) < 10*(T+2) {
+		return nil, fmt.Errorf("-data %s: %d tokens is too short for context %d (need at least %d)", path, len(ids), T, 10*(T+2))
+	}
+	cut := len(ids) * 9 / 10
+	return &tokenData{name: path, what: what, tok: tok, train: ids[:cut], test: ids[cut:]}, nil
+}
+
+// tokenizeFile reads a text file and encodes it with tok.
+func tokenizeFile(path string, tok tokenizer.Tokenizer) ([]uint16, string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("-data: %w", err)
+		return nil, "", fmt.Errorf("-data: %w", err)
 	}
-	// Both parts must hold a window of T+1 bytes with more than one
-	// start (fill draws one among len-T-1).
-	if len(b) < 10*(T+2) {
-		return nil, fmt.Errorf("-data %s: %d bytes is too short for context %d (need at least %d)", path, len(b), T, 10*(T+2))
+	start := time.Now()
+	ids := encodeText(tok, string(b))
+	out := make([]uint16, len(ids))
+	for i, id := range ids {
+		out[i] = uint16(id) // VocabSize <= 65536: checked with the flags
 	}
-	cut := len(b) * 9 / 10
-	return &textData{name: path, train: b[:cut], test: b[cut:]}, nil
+	what := fmt.Sprintf("text, %d bytes", len(b))
+	if tok.Name() != "byte" {
+		what += fmt.Sprintf(" in %d %s tokens (%.2fs)", len(ids), tok.Name(), time.Since(start).Seconds())
+	}
+	return out, what, nil
 }
 
-func (d *textData) describe() string {
-	return fmt.Sprintf("text %s (%d train bytes, %d held-out bytes)", d.name, len(d.train), len(d.test))
+func (d *tokenData) describe() string {
+	return fmt.Sprintf("%s (%s; %d train tokens, %d held-out tokens)", d.name, d.what, len(d.train), len(d.test))
 }
 
-func (d *textData) seqLen(context int) (int, error) { return context, nil }
+func (d *tokenData) seqLen(context int) (int, error) { return context, nil }
 
-func (d *textData) batch(rng *rand.Rand, xs, ys []int32, B, T int) {
+func (d *tokenData) batch(rng *rand.Rand, xs, ys []int32, B, T int) {
 	fill(d.train, rng, xs, ys, B, T)
 }
 
-func fill(src []byte, rng *rand.Rand, xs, ys []int32, B, T int) {
+// fill writes B windows of T+1 tokens at random offsets of src.
+func fill(src []uint16, rng *rand.Rand, xs, ys []int32, B, T int) {
 	for b := range B {
 		o := rng.IntN(len(src) - T - 1)
 		for t := range T {

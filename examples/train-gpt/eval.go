@@ -11,21 +11,23 @@ import (
 	"github.com/strata-ml/strata/tensor"
 )
 
-// evaluate returns the held-out metric: exact-match accuracy on held-out
-// addition problems, or loss on the held-out tail of a text file.
-func evaluate(tr *trainer, data dataset, task *additionTask) (string, error) {
+// evaluate returns the held-out metric (exact-match accuracy on held-out
+// addition problems, or loss on the held-out tail of the data) as text,
+// and the held-out loss: the mean loss of 4 batches of held-out problems
+// or windows, drawn by a generator of its own (the same at every
+// evaluation).
+func evaluate(tr *trainer, data dataset, task *additionTask) (string, float64, error) {
 	tr.model.SetTraining(false)
 	defer tr.model.SetTraining(true)
-	if task != nil {
-		acc, err := additionAccuracy(tr, task, 256, nil)
-		return fmt.Sprintf("held-out accuracy %.1f%%", 100*acc), err
-	}
-	td := data.(*textData)
 	rng := rand.New(rand.NewPCG(7, 7))
 	var sum float64
 	const batches = 4
 	for range batches {
-		fill(td.test, rng, tr.xs, tr.ys, tr.B, tr.T)
+		if task != nil {
+			task.heldOutBatch(rng, tr.xs, tr.ys, tr.B, tr.T)
+		} else {
+			fill(data.(*tokenData).test, rng, tr.xs, tr.ys, tr.B, tr.T)
+		}
 		var l float64
 		err := tensor.Try(func() {
 			autograd.NoGrad(func() {
@@ -35,11 +37,16 @@ func evaluate(tr *trainer, data dataset, task *additionTask) (string, error) {
 			})
 		})
 		if err != nil {
-			return "", err
+			return "", 0, err
 		}
 		sum += l
 	}
-	return fmt.Sprintf("held-out loss %.4f", sum/batches), nil
+	loss := sum / batches
+	if task != nil {
+		acc, err := additionAccuracy(tr, task, 256, nil)
+		return fmt.Sprintf("held-out accuracy %.1f%%  held-out loss %.4f", 100*acc, loss), loss, err
+	}
+	return fmt.Sprintf("held-out loss %.4f", loss), loss, nil
 }
 
 // additionAccuracy answers n held-out problems greedily and returns the
@@ -54,7 +61,7 @@ func additionAccuracy(tr *trainer, task *additionTask, n int, show func(prompt, 
 			prompts, wants = append(prompts, p), append(wants, a)
 		}
 	}
-	gots, err := generate(tr, prompts, len(wants[0]), '\n', 0, nil)
+	gots, err := generateText(tr, prompts, len(wants[0]), '\n')
 	if err != nil {
 		return 0, err
 	}
@@ -70,14 +77,39 @@ func additionAccuracy(tr *trainer, task *additionTask, n int, show func(prompt, 
 	return float64(right) / float64(n), nil
 }
 
-// generate continues each prompt by up to max bytes, stopping a row at
-// stop: greedily when temperature is 0, else sampling from the softmax of
-// logits/temperature with rng. All prompts must have the same length.
-func generate(tr *trainer, prompts []string, max int, stop byte, temperature float64, rng *rand.Rand) ([]string, error) {
-	out := make([]string, len(prompts))
-	cur := make([][]byte, len(prompts))
+// generateText continues each prompt (bytes, of the same length) by up
+// to max bytes greedily, each row cut after its first stop byte.
+func generateText(tr *trainer, prompts []string, max int, stop byte) ([]string, error) {
+	ids := make([][]int32, len(prompts))
 	for i, p := range prompts {
-		cur[i] = []byte(p)
+		for _, b := range []byte(p) {
+			ids[i] = append(ids[i], int32(b))
+		}
+	}
+	got, err := generate(tr, ids, max, 0, nil, 256)
+	out := make([]string, len(prompts))
+	for i, g := range got {
+		b := make([]byte, len(g))
+		for j, id := range g {
+			b[j] = byte(id)
+		}
+		s := string(b)
+		if j := strings.IndexByte(s, stop); j >= 0 {
+			s = s[:j+1]
+		}
+		out[i] = s
+	}
+	return out, err
+}
+
+// generate continues each prompt (token ids; all of the same length) by
+// max tokens: greedily when temperature is 0, else sampling from the
+// softmax of logits/temperature with rng, among the first vocab ids (the
+// tokenizer's: a model's vocabulary may be larger).
+func generate(tr *trainer, prompts [][]int32, max int, temperature float64, rng *rand.Rand, vocab int) ([][]int32, error) {
+	cur := make([][]int32, len(prompts))
+	for i, p := range prompts {
+		cur[i] = append([]int32(nil), p...)
 	}
 	err := tensor.Try(func() {
 		autograd.NoGrad(func() {
@@ -85,9 +117,7 @@ func generate(tr *trainer, prompts []string, max int, stop byte, temperature flo
 				T := min(len(cur[0]), tr.model.Config.Context)
 				ids := make([]int32, 0, len(cur)*T)
 				for _, c := range cur {
-					for _, b := range c[len(c)-T:] {
-						ids = append(ids, int32(b))
-					}
+					ids = append(ids, c[len(c)-T:]...)
 				}
 				tensor.WithScope(func() {
 					x := tensor.FromInt32s(tr.dev, ids, len(cur), T)
@@ -96,18 +126,15 @@ func generate(tr *trainer, prompts []string, max int, stop byte, temperature flo
 					logits := tr.model.Head(last).Value.Float32s() // (B, 1, V)
 					V := tr.model.Config.Vocab
 					for i := range cur {
-						cur[i] = append(cur[i], byte(pick(logits[i*V:(i+1)*V], temperature, rng)))
+						cur[i] = append(cur[i], int32(pick(logits[i*V:i*V+min(V, vocab)], temperature, rng)))
 					}
 				})
 			}
 		})
 	})
+	out := make([][]int32, len(cur))
 	for i, c := range cur {
-		s := string(c[len(prompts[i]):])
-		if j := strings.IndexByte(s, stop); j >= 0 {
-			s = s[:j+1]
-		}
-		out[i] = s
+		out[i] = c[len(prompts[i]):]
 	}
 	return out, err
 }
@@ -126,13 +153,33 @@ func showSamples(tr *trainer, data dataset, task *additionTask, o *options) erro
 		})
 		return err
 	}
-	td := data.(*textData)
-	prompt := string(td.test[:min(len(td.test), tr.T/2)])
-	got, err := generate(tr, []string{prompt}, o.sample, 0, 0.8, rand.New(rand.NewPCG(o.seed, 0x5A)))
+	td := data.(*tokenData)
+	prompt := td.test[:min(len(td.test), tr.T/2)]
+	p32 := make([]int32, len(prompt))
+	for i, id := range prompt {
+		p32[i] = int32(id)
+	}
+	got, err := generate(tr, [][]int32{p32}, o.sample, 0.8, rand.New(rand.NewPCG(o.seed, 0x5A)), td.tok.VocabSize())
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "sample (prompt from held-out text):\n%s%s\n", prompt, got[0])
+	ids := make([]int, 0, len(p32)+len(got[0]))
+	for _, id := range p32 {
+		ids = append(ids, int(id))
+	}
+	promptLen := len(ids)
+	for _, id := range got[0] {
+		ids = append(ids, int(id))
+	}
+	ptext, err := td.tok.Decode(ids[:promptLen])
+	if err != nil {
+		return err
+	}
+	text, err := td.tok.Decode(ids)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "sample (prompt from held-out text, %d %s tokens generated):\n%s%s\n", len(got[0]), td.tok.Name(), ptext, text[len(ptext):])
 	return nil
 }
 

@@ -2,23 +2,28 @@
 //
 // With no flags it learns 3-digit addition (a built-in task, no download)
 // on the GPU when one is present, else on the CPU, reports held-out
-// accuracy, shows a few answers and saves the weights. -data trains a
-// character-level model on any text file instead. -bench times training
-// steps on random tokens and prints one JSON line.
+// accuracy, shows a few answers and saves the weights and a plot of the
+// loss curves. -data trains a language model on a text file (tokenized
+// with -tokenizer: bytes or GPT-2's BPE) or a token file (llm.c's or
+// nanoGPT's .bin) instead. -bench times training steps on random tokens
+// and prints one JSON line.
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/strata-ml/strata/amp"
 	"github.com/strata-ml/strata/memory"
 	"github.com/strata-ml/strata/nn"
 	"github.com/strata-ml/strata/tensor"
+	"github.com/strata-ml/strata/tokenizer"
 )
 
 type options struct {
@@ -60,6 +65,13 @@ type options struct {
 	saveEvery int
 	maxSkips  int
 	stopAt    int // tests: act as if SIGINT arrived during this step (1-based); 0: never
+
+	tokName       string              // -tokenizer
+	tok           tokenizer.Tokenizer // what -tokenizer names
+	vocab         int                 // -vocab (0: the config's)
+	init          string              // -init
+	lossPlot      string              // -loss-plot
+	progressEvery time.Duration       // -progress-every
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -75,13 +87,18 @@ func parseFlags(args []string) (*options, error) {
 	fs.Float64Var(&o.clip, "clip", 1.0, "gradient-norm clipping (0: off)")
 	fs.Uint64Var(&o.seed, "seed", 1, "random seed (weights, data, dropout)")
 	fs.StringVar(&o.device, "device", "", "cpu, cuda, cuda:N or auto (default: $STRATA_DEVICE, else auto)")
-	fs.StringVar(&o.data, "data", "", "a text file to train a byte-level model on (default: the addition task)")
+	fs.StringVar(&o.data, "data", "", "a text file to train on, tokenized with -tokenizer, or a token file FILE.bin (llm.c's with its header, or nanoGPT's raw uint16); the last tenth is held out (default: the addition task)")
+	fs.StringVar(&o.tokName, "tokenizer", "byte", "how -data is tokenized (and samples decoded): byte (256 ids, one per byte) or gpt2 (GPT-2's BPE, 50257 ids; needs a model vocabulary of at least 50257: -config gpt2 or -vocab)")
+	fs.IntVar(&o.vocab, "vocab", 0, "the model's vocabulary size (default: the config's; at least the tokenizer's)")
+	fs.StringVar(&o.init, "init", "", "start from the weights in this safetensors file (strata's, nanoGPT's or Hugging Face GPT-2's names; the shapes must match the model); not with -resume")
+	fs.StringVar(&o.lossPlot, "loss-plot", "", "write the training and held-out loss curves to this PNG at the end of training (default: -out with .loss.png for .safetensors; \"off\": none)")
+	fs.DurationVar(&o.progressEvery, "progress-every", 5*time.Second, "when stderr is not a terminal (a log file), print a progress line this often instead of the progress bar (0: none)")
 	fs.IntVar(&o.digits, "digits", 3, "digits per operand of the addition task")
 	fs.BoolVar(&o.bench, "bench", false, "benchmark: time -steps steps on random tokens, print one JSON line")
 	fs.IntVar(&o.benchWarm, "bench-warmup", 3, "untimed warm-up steps of -bench")
 	fs.IntVar(&o.evalEvery, "eval-every", 500, "evaluate every N steps (0: only at the end)")
 	fs.StringVar(&o.out, "out", "gpt.safetensors", "where to save the trained weights (empty: do not save)")
-	fs.IntVar(&o.sample, "sample", 200, "bytes to sample at the end (text data)")
+	fs.IntVar(&o.sample, "sample", 200, "tokens to sample at the end (text data)")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar")
 	fs.StringVar(&o.policy, "policy", "hybrid", "memory placement: hybrid, device, managed or staging (every tensor in that tier)")
 	fs.StringVar(&o.memTrace, "memory-trace", "", "run -memory-step steps on random tokens and write the last one's memory history as a Chrome trace (FILE.json) and its peak's segments (FILE.snapshot.json)")
@@ -110,6 +127,7 @@ func parseFlags(args []string) (*options, error) {
 	o.bench = o.bench || o.memTrace != "" || o.memPlot != "" // memory capture runs -bench's steps (memcapture.go)
 	o.setDefaults(fs)
 	o.setStateDefault(fs)
+	o.setLossPlotDefault(fs)
 	if err := o.check(); err != nil {
 		return nil, err
 	}
@@ -121,6 +139,15 @@ func parseFlags(args []string) (*options, error) {
 		return nil, err
 	}
 	o.prec = p
+	if o.tok, err = tokenizer.New(o.tokName); err != nil {
+		return nil, fmt.Errorf("-tokenizer %q: want %s", o.tokName, strings.Join(tokenizer.Names(), " or "))
+	}
+	if o.tok.VocabSize() > 1<<16 {
+		return nil, fmt.Errorf("-tokenizer %s: %d ids do not fit the uint16 tokens of the data", o.tokName, o.tok.VocabSize())
+	}
+	if o.tokName != "byte" && o.data == "" && !o.bench {
+		return nil, fmt.Errorf("-tokenizer %s: the built-in addition task is bytes; give -data (a text or token file)", o.tokName)
+	}
 	if o.attn, err = nn.ParseAttention(o.attention); err != nil {
 		return nil, fmt.Errorf("-attention %q: want plain or fused", o.attention)
 	}
@@ -250,6 +277,18 @@ func run(o *options) error {
 	}
 	if o.dropSet {
 		cfg.Dropout = o.dropout
+	}
+	if o.tok == nil { // options made without parseFlags (tests)
+		o.tokName = cmp.Or(o.tokName, "byte")
+		if o.tok, err = tokenizer.New(o.tokName); err != nil {
+			return err
+		}
+	}
+	if o.vocab > 0 {
+		cfg.Vocab = o.vocab
+	}
+	if !o.bench && cfg.Vocab < o.tok.VocabSize() {
+		return &exitError{code: 2, msg: fmt.Sprintf("-tokenizer %s has %d ids, more than the model's vocabulary of %d (-config %s): use -config gpt2, or -vocab %d or more", o.tokName, o.tok.VocabSize(), cfg.Vocab, o.config, o.tok.VocabSize())}
 	}
 	if o.batch == 0 {
 		o.batch = cfg.Batch

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -48,6 +49,8 @@ type runIdentity struct {
 	Config    string  `json:"config"`
 	Data      string  `json:"data"` // absolute path; "" for the addition task
 	Digits    int     `json:"digits"`
+	Tokenizer string  `json:"tokenizer,omitempty"` // "" in states saved before -tokenizer: byte
+	Vocab     int     `json:"vocab,omitempty"`     // the model's; 0 in states saved before -vocab: the config's
 	Batch     int     `json:"batch"`
 	SeqLen    int     `json:"seq_len"`
 	Precision string  `json:"precision"`
@@ -71,7 +74,7 @@ func identity(o *options, tr *trainer) runIdentity {
 	if o.data != "" {
 		digits = 0
 	}
-	return runIdentity{Config: o.config, Data: data, Digits: digits, Batch: tr.B, SeqLen: tr.T,
+	return runIdentity{Config: o.config, Data: data, Digits: digits, Tokenizer: o.tokName, Vocab: tr.model.Config.Vocab, Batch: tr.B, SeqLen: tr.T,
 		Precision: o.precision, Attention: o.attn.String(), Dropout: tr.model.Config.Dropout,
 		Steps: o.steps, LR: o.lr, MinLR: o.minLR, Warmup: o.warmup, WD: o.wd, Clip: o.clip, Seed: o.seed}
 }
@@ -94,9 +97,12 @@ func (o *options) setStateDefault(fs *flag.FlagSet) {
 // saveState writes the training state after step steps (atomically; a
 // cancelled ctx leaves the previous file).
 func (t *trainer) saveState(ctx context.Context, path string, o *options, step int, smooth float64) error {
-	rng, err := t.dataSrc.MarshalBinary()
-	if err != nil {
-		return err
+	rng := t.dataPos // the data loader's generator runs ahead: the position after the last batch trained on
+	if rng == nil {
+		var err error
+		if rng, err = t.dataSrc.MarshalBinary(); err != nil {
+			return err
+		}
 	}
 	run, err := json.Marshal(identity(o, t))
 	if err != nil {
@@ -177,6 +183,10 @@ func compareRuns(saved, now runIdentity) error {
 		return fmt.Errorf("saved by a run on -data %q, this one trains on %q", saved.Data, now.Data)
 	case saved.Digits != now.Digits:
 		return fmt.Errorf("saved by a -digits %d run, this one is -digits %d", saved.Digits, now.Digits)
+	case cmp.Or(saved.Tokenizer, "byte") != now.Tokenizer:
+		return fmt.Errorf("saved by a -tokenizer %s run, this one is -tokenizer %s", cmp.Or(saved.Tokenizer, "byte"), now.Tokenizer)
+	case saved.Vocab != 0 && saved.Vocab != now.Vocab:
+		return fmt.Errorf("saved by a run with a vocabulary of %d, this one has %d", saved.Vocab, now.Vocab)
 	case saved.Batch != now.Batch || saved.SeqLen != now.SeqLen:
 		return fmt.Errorf("saved by a run with batches of %d x %d tokens, this one has %d x %d", saved.Batch, saved.SeqLen, now.Batch, now.SeqLen)
 	}

@@ -5,10 +5,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"syscall"
 	"time"
-
-	"github.com/schollz/progressbar/v3"
 
 	"github.com/strata-ml/strata/amp"
 	"github.com/strata-ml/strata/autograd"
@@ -37,6 +36,9 @@ type trainer struct {
 	// The data generator (a PCG, whose state the training state saves).
 	dataSrc *rand.PCG
 	rng     *rand.Rand
+	// dataPos is the generator's state after the last batch trained on
+	// (what the training state saves); nil: dataSrc's own (no loader).
+	dataPos []byte
 	// skips counts the steps in a row the gradient scaler skipped;
 	// maxSkips of them stop the run.
 	skips, maxSkips int
@@ -84,7 +86,10 @@ func (t *trainer) release() {
 // skip the update instead, as the scaler does, and maxSkips skips in a
 // row stop the run. With clipping off (-clip 0) the norm is still
 // computed, for the check.
-func (t *trainer) step(it int) (loss float64, err error) {
+func (t *trainer) step(it int) (loss float64, err error) { return t.stepOn(it, nil) }
+
+// stepOn is step on the batch of a loader slot (nil: t.xs, t.ys).
+func (t *trainer) stepOn(it int, s *slot) (loss float64, err error) {
 	defer func() {
 		if err != nil {
 			nn.ZeroGrad(t.params)
@@ -96,7 +101,7 @@ func (t *trainer) step(it int) (loss float64, err error) {
 	// would overwrite the closure's error with nil.)
 	if e := tensor.Try(func() {
 		t.c.WithScope(func() {
-			x, y := t.inputs()
+			x, y := t.batchInputs(s)
 			var l *autograd.Var
 			amp.With(t.c, t.prec, func() { l = t.model.Loss(x, y) })
 			if s := t.scaler.LossScale(); s != 1 {
@@ -147,7 +152,7 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	var task *additionTask
 	var err error
 	if o.data != "" {
-		data, err = loadText(o.data, cfg.Context)
+		data, err = loadTokens(o.data, o.tok, cfg.Context)
 	} else {
 		task, err = newAdditionTask(o.digits)
 		data = task
@@ -164,6 +169,12 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 		return err
 	}
 	defer tr.release()
+	if o.init != "" {
+		if _, err := nn.LoadWeights(o.init, tr.params); err != nil {
+			return fmt.Errorf("-init %s: %w", o.init, err)
+		}
+		fmt.Fprintf(os.Stderr, "initial weights from %s\n", o.init)
+	}
 	done, smooth := 0, 0.0 // steps done, smoothed loss
 	if o.resume != "" {
 		if done, smooth, err = tr.restoreState(o.resume, o); err != nil {
@@ -171,22 +182,34 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 		}
 		fmt.Fprintf(os.Stderr, "resumed from %s after step %d of %d\n", o.resume, done, o.steps)
 	}
-	fmt.Fprintf(os.Stderr, "model: %d parameters (%d layers, %d heads, width %d, context %d); batch %d x %d tokens; %v; checkpointing %s; data: %s\n",
-		nn.CountParams(tr.params), cfg.Layers, cfg.Heads, cfg.Width, cfg.Context, tr.B, tr.T, o.prec, describeCheckpoint(o), data.describe())
-	var bar *progressbar.ProgressBar
-	if !o.quiet {
-		bar = progressbar.NewOptions(o.steps, progressbar.OptionSetWriter(os.Stderr),
-			progressbar.OptionSetWidth(30), progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true),
-			progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
-		bar.Set(done)
-	}
+	fmt.Fprintf(os.Stderr, "model: %d parameters (%d layers, %d heads, width %d, context %d, vocabulary %d); batch %d x %d tokens; %v; checkpointing %s; data: %s; tokenizer %s\n",
+		nn.CountParams(tr.params), cfg.Layers, cfg.Heads, cfg.Width, cfg.Context, cfg.Vocab, tr.B, tr.T, o.prec, describeCheckpoint(o), data.describe(), o.tokName)
+	var hist lossHistory
 	var lossLog *os.File
 	if o.lossLog != "" {
+		if done > 0 {
+			if err := hist.load(o.lossLog, done); err != nil {
+				return err
+			}
+		}
 		if lossLog, err = openLossLog(o.lossLog, done); err != nil {
 			return err
 		}
 		defer lossLog.Close()
 	}
+	if tr.dataPos, err = tr.dataSrc.MarshalBinary(); err != nil {
+		return err
+	}
+	ld, err := startLoader(tr, data)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if ld != nil {
+			ld.stop()
+		}
+	}()
+	prog := newProgress(o, done)
 	note := "saving the training state to " + o.state
 	if o.state == "" {
 		note = "quitting without saving (no -state)"
@@ -204,24 +227,42 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	start := time.Now()
 	tokens := 0
 	for it := done; it < o.steps; it++ {
-		data.batch(tr.rng, tr.xs, tr.ys, tr.B, tr.T)
-		loss, err := tr.step(it)
+		s, err := ld.next()
+		if err != nil {
+			return fmt.Errorf("step %d: %w", it+1, err)
+		}
+		loss, err := tr.stepOn(it, s)
+		tr.dataPos = s.rng
+		ld.put(s) // the step has returned: its batch may be overwritten
 		if err != nil {
 			return fmt.Errorf("step %d: %w", it+1, err)
 		}
 		tokens += tr.B * tr.T
-		if lossLog != nil {
-			fmt.Fprintf(lossLog, "{\"step\": %d, \"loss\": %.9g}\n", it+1, loss)
-		}
 		if it == 0 {
 			smooth = loss
 		}
 		smooth = 0.95*smooth + 0.05*loss
 		el := time.Since(start).Seconds()
-		if bar != nil {
-			bar.Describe(fmt.Sprintf("loss %.4f | %.0f tok/s", smooth, float64(tokens)/el))
-			bar.Add(1)
+		last := it == o.steps-1 || o.maxTime > 0 && time.Since(start) > o.maxTime
+		held, metric := math.NaN(), ""
+		if o.evalEvery > 0 && (it+1)%o.evalEvery == 0 || last {
+			prog.clear()
+			if metric, held, err = evaluate(tr, data, task); err != nil {
+				return err
+			}
 		}
+		hist.add(it+1, loss, held)
+		if lossLog != nil {
+			if math.IsNaN(held) {
+				fmt.Fprintf(lossLog, "{\"step\": %d, \"loss\": %.9g}\n", it+1, loss)
+			} else {
+				fmt.Fprintf(lossLog, "{\"step\": %d, \"loss\": %.9g, \"held_out_loss\": %.9g}\n", it+1, loss, held)
+			}
+		}
+		if metric != "" {
+			fmt.Fprintf(os.Stderr, "step %5d  loss %.4f  %s  lr %.2e  %.0f tok/s  %.0fs\n", it+1, smooth, metric, tr.sched.LR(it), float64(tokens)/el, el)
+		}
+		prog.update(it+1, smooth, float64(tokens)/el)
 		saved := false
 		if o.saveEvery > 0 && (it+1)%o.saveEvery == 0 {
 			if err := save(it + 1); err != nil {
@@ -233,9 +274,7 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 			in.trigger(syscall.SIGINT)
 		}
 		if s, ok := in.received(); ok {
-			if bar != nil {
-				bar.Clear()
-			}
+			prog.clear()
 			if o.state == "" {
 				return in.exit(s, fmt.Sprintf("%v after step %d of %d: stopped without saving the training state (no -state)", s, it+1, o.steps))
 			}
@@ -246,24 +285,13 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 			}
 			return in.exit(s, fmt.Sprintf("%v after step %d of %d: saved the training state to %s; continue the run with -resume %s", s, it+1, o.steps, o.state, o.state))
 		}
-		last := it == o.steps-1 || o.maxTime > 0 && time.Since(start) > o.maxTime
-		if o.evalEvery > 0 && (it+1)%o.evalEvery == 0 || last {
-			if bar != nil {
-				bar.Clear()
-			}
-			metric, err := evaluate(tr, data, task)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(os.Stderr, "step %5d  loss %.4f  %s  lr %.2e  %.0f tok/s  %.0fs\n", it+1, smooth, metric, tr.sched.LR(it), float64(tokens)/el, el)
-		}
 		if last {
 			break
 		}
 	}
-	if bar != nil {
-		bar.Finish()
-	}
+	prog.finish()
+	ld.stop()
+	ld = nil
 	if err := showSamples(tr, data, task, o); err != nil {
 		return err
 	}
@@ -272,6 +300,17 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 		if err := saveWeights(in, o, cfg, tr); err != nil {
 			return err
 		}
+	}
+	if o.lossPlot != "" {
+		on := fmt.Sprintf("%d-digit addition", o.digits)
+		if o.data != "" {
+			on = fmt.Sprintf("%s (-tokenizer %s)", filepath.Base(o.data), o.tokName)
+		}
+		title := fmt.Sprintf("train-gpt -config %s on %s, %d steps", o.config, on, int(hist.train[len(hist.train)-1].X))
+		if err := writeLossPlot(in.ctx, o.lossPlot, title, &hist); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "saved the loss curves to %s\n", o.lossPlot)
 	}
 	if s, ok := in.received(); ok {
 		return in.exit(s, fmt.Sprintf("%v after the last step: the run is complete", s))
@@ -299,15 +338,34 @@ func saveWeights(in *interrupts, o *options, cfg nn.GPTConfig, tr *trainer) erro
 	return nil
 }
 
-// inputs uploads the batch as int32 (B, T) tensors with memory role
-// staging: on the GPU the hybrid policy puts them in mapped pinned host
-// memory, which the kernels read over the bus without a separate copy.
-func (t *trainer) inputs() (x, y *tensor.Tensor) {
+// inputs uploads the batch in t.xs, t.ys as int32 (B, T) tensors with
+// memory role staging: on the GPU the hybrid policy puts them in mapped
+// pinned host memory, which the kernels read over the bus without a
+// separate copy.
+func (t *trainer) inputs() (x, y *tensor.Tensor) { return t.upload(t.xs, t.ys) }
+
+func (t *trainer) upload(xs, ys []int32) (x, y *tensor.Tensor) {
 	t.c.WithRole(memory.RoleStaging, func() {
-		x = t.c.FromInt32s(t.dev, t.xs, t.B, t.T)
-		y = t.c.FromInt32s(t.dev, t.ys, t.B, t.T)
+		x = t.c.FromInt32s(t.dev, xs, t.B, t.T)
+		y = t.c.FromInt32s(t.dev, ys, t.B, t.T)
 	})
 	return x, y
+}
+
+// batchInputs is the batch of slot s as tensors: the slot's own (staging
+// memory the loader wrote), or its host slices uploaded; t.xs, t.ys
+// uploaded when s is nil.
+func (t *trainer) batchInputs(s *slot) (x, y *tensor.Tensor) {
+	switch {
+	case s == nil:
+		return t.inputs()
+	case s.x != nil:
+		// Views of the slot's tensors in t's context: the ops over them
+		// run in it (its scope, its dropout stream), and the scope's end
+		// releases the views, not the slot.
+		return t.c.Adopt(s.x.Alias()), t.c.Adopt(s.y.Alias())
+	}
+	return t.upload(s.xs, s.ys)
 }
 
 // grads lists the parameters' gradients (nil where a parameter has none).

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"os"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/strata-ml/strata/internal/atomicfile"
+)
+
+// lossHistory is what -loss-plot draws: the training loss of every step
+// and the held-out loss of every evaluation.
+type lossHistory struct {
+	train, heldOut plotter.XYs
+}
+
+// add records a step's loss and, when it was evaluated (not NaN), its
+// held-out loss.
+func (h *lossHistory) add(step int, loss, heldOut float64) {
+	h.train = append(h.train, plotter.XY{X: float64(step), Y: loss})
+	if !math.IsNaN(heldOut) {
+		h.heldOut = append(h.heldOut, plotter.XY{X: float64(step), Y: heldOut})
+	}
+}
+
+// lossLine is one line of -loss-log.
+type lossLine struct {
+	Step    int      `json:"step"`
+	Loss    float64  `json:"loss"`
+	HeldOut *float64 `json:"held_out_loss,omitempty"`
+}
+
+// load reads the steps up to done of a loss log (a resumed run's earlier
+// steps); a missing file is no error.
+func (h *lossHistory) load(path string, done int) error {
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("-loss-log: %w", err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		var l lossLine
+		if json.Unmarshal(sc.Bytes(), &l) != nil || l.Step < 1 || l.Step > done {
+			continue
+		}
+		held := math.NaN()
+		if l.HeldOut != nil {
+			held = *l.HeldOut
+		}
+		h.add(l.Step, l.Loss, held)
+	}
+	return nil
+}
+
+// writeLossPlot draws h as a PNG at path (atomically): the training loss
+// of each step (thin), its moving average over about 1% of the run
+// (thick) and the held-out loss at each evaluation (points), against the
+// step, on a logarithmic loss axis when every loss is positive.
+func writeLossPlot(ctx context.Context, path, title string, h *lossHistory) error {
+	if len(h.train) == 0 {
+		return fmt.Errorf("-loss-plot %s: no step to plot", path)
+	}
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "step"
+	p.Y.Label.Text = "loss (nats per token)"
+	p.Legend.Top = true
+	p.Add(plotter.NewGrid())
+	positive := true
+	for _, xy := range append(append(plotter.XYs{}, h.train...), h.heldOut...) {
+		if !(xy.Y > 0) || math.IsInf(xy.Y, 0) {
+			positive = false
+		}
+	}
+	if positive {
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
+	raw, err := plotter.NewLine(h.train)
+	if err != nil {
+		return fmt.Errorf("-loss-plot: %w", err)
+	}
+	raw.Color = color.RGBA{R: 31, G: 119, B: 180, A: 90}
+	raw.Width = vg.Points(0.7)
+	p.Add(raw)
+	p.Legend.Add("training loss", raw)
+	if w := len(h.train) / 100; w >= 2 {
+		avg, err := plotter.NewLine(movingAverage(h.train, w))
+		if err != nil {
+			return fmt.Errorf("-loss-plot: %w", err)
+		}
+		avg.Color = color.RGBA{R: 31, G: 119, B: 180, A: 255}
+		avg.Width = vg.Points(1.8)
+		p.Add(avg)
+		p.Legend.Add(fmt.Sprintf("training loss, mean of %d steps", w), avg)
+	}
+	if len(h.heldOut) > 0 {
+		l, s, err := plotter.NewLinePoints(h.heldOut)
+		if err != nil {
+			return fmt.Errorf("-loss-plot: %w", err)
+		}
+		orange := color.RGBA{R: 255, G: 127, B: 14, A: 255}
+		l.Color, l.Width = orange, vg.Points(1.5)
+		s.Color, s.Shape, s.Radius = orange, draw.CircleGlyph{}, vg.Points(2.5)
+		p.Add(l, s)
+		p.Legend.Add("held-out loss", l, s)
+	}
+	wt, err := p.WriterTo(9*vg.Inch, 5*vg.Inch, "png")
+	if err != nil {
+		return fmt.Errorf("-loss-plot: %w", err)
+	}
+	return atomicfile.Write(ctx, path, func(w io.Writer) error {
+		_, err := wt.WriteTo(w)
+		return err
+	})
+}
+
+// movingAverage is the mean of the w points ending at each point (of
+// fewer at the start).
+func movingAverage(xy plotter.XYs, w int) plotter.XYs {
+	out := make(plotter.XYs, len(xy))
+	var sum float64
+	for i := range xy {
+		sum += xy[i].Y
+		if i >= w {
+			sum -= xy[i-w].Y
+		}
+		out[i] = plotter.XY{X: xy[i].X, Y: sum / float64(min(i+1, w))}
+	}
+	return out
+}
+
+// setLossPlotDefault derives -loss-plot from -out when it is not given:
+// gpt.safetensors plots to gpt.loss.png; with no -out, no plot. "off"
+// turns it off.
+func (o *options) setLossPlotDefault(fs *flag.FlagSet) {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "loss-plot" })
+	switch {
+	case set && o.lossPlot == "off":
+		o.lossPlot = ""
+	case !set && o.out != "":
+		o.lossPlot = strings.TrimSuffix(o.out, ".safetensors") + ".loss.png"
+	}
+}
