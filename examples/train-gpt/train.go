@@ -171,7 +171,7 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	defer tr.release()
 	if o.init != "" {
 		if _, err := nn.LoadWeights(o.init, tr.params); err != nil {
-			return fmt.Errorf("-init %s: %w", o.init, err)
+			return fmt.Errorf("-init %s: %w (the model here is -config %s, vocabulary %d: the file's shapes must be its own)", o.init, err, o.config, cfg.Vocab)
 		}
 		fmt.Fprintf(os.Stderr, "initial weights from %s\n", o.init)
 	}
