@@ -321,3 +321,19 @@ func TestLossPlot(t *testing.T) {
 	require.NoError(t, h.load(filepath.Join(dir, "missing.jsonl"), 2))
 	require.Error(t, writeLossPlot(t.Context(), plot, "empty", &lossHistory{}))
 }
+
+// The loss axis is labelled within a decade (gonum's log ticks label only
+// powers of ten) and sparsely over many decades.
+func TestLogTicks(t *testing.T) {
+	labels := func(lo, hi float64) []string {
+		var l []string
+		for _, tk := range (logTicks{}).Ticks(lo, hi) {
+			if tk.Label != "" {
+				l = append(l, tk.Label)
+			}
+		}
+		return l
+	}
+	require.Equal(t, []string{"1.2", "1.5", "2", "3", "4", "5"}, labels(1.1, 5.6))
+	require.Equal(t, []string{"0.001", "0.002", "0.005", "0.01", "0.02", "0.05", "0.1", "0.2", "0.5", "1", "2", "5"}, labels(0.001, 6))
+}

@@ -11,6 +11,8 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -90,13 +92,13 @@ func writeLossPlot(ctx context.Context, path, title string, h *lossHistory) erro
 	}
 	if positive {
 		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Y.Tick.Marker = logTicks{}
 	}
 	raw, err := plotter.NewLine(h.train)
 	if err != nil {
 		return fmt.Errorf("-loss-plot: %w", err)
 	}
-	raw.Color = color.RGBA{R: 31, G: 119, B: 180, A: 90}
+	raw.Color = color.NRGBA{R: 31, G: 119, B: 180, A: 90}
 	raw.Width = vg.Points(0.7)
 	p.Add(raw)
 	p.Legend.Add("training loss", raw)
@@ -129,6 +131,38 @@ func writeLossPlot(ctx context.Context, path, title string, h *lossHistory) erro
 		_, err := wt.WriteTo(w)
 		return err
 	})
+}
+
+// logTicks labels a logarithmic loss axis at 1, 1.2, 1.5, 2, 3, 4, 5, 6 and 8
+// times the powers of ten in range (gonum's LogTicks labels only the
+// powers of ten, and a loss curve often spans none), or at 1, 2 and 5
+// times them over a wide range; the others are unlabelled.
+type logTicks struct{}
+
+func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ticks []plot.Tick
+	for _, ms := range [][]float64{{1, 1.2, 1.5, 2, 3, 4, 5, 6, 8}, {1, 2, 5}} {
+		ticks = ticks[:0]
+		labelled := 0
+		for d := math.Floor(math.Log10(lo)); d <= math.Ceil(math.Log10(hi)); d++ {
+			for _, m := range []float64{1, 1.2, 1.5, 2, 3, 4, 5, 6, 7, 8, 9} {
+				v := m * math.Pow(10, d)
+				if v < lo || v > hi {
+					continue
+				}
+				t := plot.Tick{Value: v}
+				if slices.Contains(ms, m) {
+					t.Label = strconv.FormatFloat(v, 'g', 4, 64)
+					labelled++
+				}
+				ticks = append(ticks, t)
+			}
+		}
+		if labelled <= 10 {
+			break
+		}
+	}
+	return ticks
 }
 
 // movingAverage is the mean of the w points ending at each point (of
