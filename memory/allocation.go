@@ -18,6 +18,9 @@ type Allocation struct {
 	tier   Tier
 	advice Advice
 	label  string // SetLabel's name, under the manager's lock
+	// spilled marks an allocation its placement's tier refused, counted in
+	// the manager's spillLive until it is freed or migrated (spill.go).
+	spilled bool
 	// touches counts accesses (Touch), for the placement Scheduler.
 	touches atomic.Int64
 }
@@ -96,11 +99,12 @@ func (m *Manager) alloc(size int64, role Role, s Stream, op string) (*Allocation
 		advice = 0 // fell back out of managed memory: nothing to advise
 	}
 	b, err := m.pools[t].alloc(size, s, advice, role, op)
+	spilled := false
 	if err != nil {
 		if b, t, err = m.spill(err, t, size, s, role, op); err != nil {
 			return nil, err
 		}
-		advice = 0
+		advice, spilled = 0, true
 	}
 	u := &m.roles[role]
 	u.Allocated.add(b.size)
@@ -108,7 +112,7 @@ func (m *Manager) alloc(size int64, role Role, s Stream, op string) (*Allocation
 	u.Allocs++
 	m.live++
 	a := m.newAllocation()
-	*a = Allocation{m: m, b: b, size: size, op: op, role: role, tier: t, advice: advice}
+	*a = Allocation{m: m, b: b, size: size, op: op, role: role, tier: t, advice: advice, spilled: spilled}
 	if m.sched != nil {
 		m.sched.onAlloc(a)
 	}
@@ -172,6 +176,10 @@ func (m *Manager) free(a *Allocation) error {
 	// Freed, though possibly with an error (a block used on other streams
 	// whose events could not be recorded is quarantined).
 	a.b = nil
+	if a.spilled {
+		m.spillLive -= a.size
+		a.spilled = false
+	}
 	if m.sched != nil {
 		m.sched.onFree(a)
 	}

@@ -119,6 +119,7 @@ type Manager struct {
 	// spillReport is the first one's report, until AllocOp hands it to
 	// onSpill (spill.go).
 	spills      Moved
+	spillLive   int64 // requested bytes of live spilled allocations
 	spillReport *SpillEvent
 	onSpill     func(SpillEvent)
 

@@ -99,6 +99,10 @@ func (m *Manager) migrate(a *Allocation, old *Block, t Tier) error {
 	}
 	u.Allocated.add(nb.size)
 	a.b, a.tier, a.advice = nb, t, 0
+	if a.spilled { // placed on purpose now: no longer an overflow
+		m.spillLive -= a.size
+		a.spilled = false
+	}
 	m.migrations.Count++
 	m.migrations.Bytes += a.size
 	return nil

@@ -18,10 +18,10 @@ import (
 // over the bus), and moves tensors between the two with Manager.Migrate so
 // that the device's peak stays within the budget:
 //
-//   - demand is the device tier's peak allocated bytes in the step just
-//     ended plus the bytes that spilled in it (what the device would have
-//     held without a budget; cached bytes are not demand, the pool gives
-//     them back when its limit is reached);
+//   - demand is the peak, over the step just ended, of the device tier's
+//     allocated bytes plus the live allocations that spilled (what the
+//     device would have held without a budget; cached bytes are not
+//     demand, the pool gives them back when its limit is reached);
 //   - when demand passes Budget less Margin, tensors in the device tier
 //     are demoted, coldest first (fewest accesses a step; the larger first
 //     among equals, as each move frees more for the same traffic), until
@@ -102,11 +102,10 @@ type Scheduler struct {
 	roles   [NumRoles]bool
 	tracked map[*Allocation]*trackState
 	steps   int
-	// peak is the device tier's peak allocated bytes since the last Step
-	// (cached bytes are not demand: the pool releases them under its
-	// limit), spilledAt the spills counter at the last Step.
-	peak      int64
-	spilledAt int64
+	// peak is the peak demand since the last Step: the device tier's
+	// allocated bytes plus the live spilled ones (cached bytes are not
+	// demand: the pool releases them under its limit).
+	peak int64
 }
 
 // trackState is what the scheduler knows of one allocation.
@@ -135,10 +134,7 @@ func (m *Manager) NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 	if m.closed {
 		return nil, fmt.Errorf("memory: NewScheduler after close: %w", ErrClosed)
 	}
-	if p := m.pools[TierDevice]; p != nil {
-		s.peak = p.sinks.own.Allocated.Current
-	}
-	s.spilledAt = m.spills.Bytes
+	s.peak = s.demand()
 	m.sched = s
 	return s, nil
 }
@@ -170,14 +166,22 @@ func (s *Scheduler) onAlloc(a *Allocation) {
 	if s.roles[a.role] && a.size >= s.cfg.MinBytes {
 		s.tracked[a] = &trackState{seen: a.touches.Load()}
 	}
-	if a.tier == TierDevice {
-		if r := s.m.pools[TierDevice].sinks.own.Allocated.Current; r > s.peak {
-			s.peak = r
-		}
+	if d := s.demand(); d > s.peak {
+		s.peak = d
 	}
 }
 
 func (s *Scheduler) onFree(a *Allocation) { delete(s.tracked, a) }
+
+// demand is what the device would hold now without a budget: its
+// allocated bytes and the live allocations that spilled; with m.mu held.
+func (s *Scheduler) demand() int64 {
+	d := s.m.spillLive
+	if p := s.m.pools[TierDevice]; p != nil {
+		d += p.sinks.own.Allocated.Current
+	}
+	return d
+}
 
 // PlanEntry is one tracked allocation in a Plan.
 type PlanEntry struct {
@@ -196,8 +200,11 @@ type Plan struct {
 	// Budget is the device bytes aimed at (0: none); Demand the step's
 	// device peak plus its spills.
 	Budget, Demand int64
-	// Demoted and Promoted are the bytes moved by this Step.
-	Demoted, Promoted int64
+	// Demoted and Promoted are the bytes moved by this Step. Excess is
+	// what the demand still passes the budget less its margin by after
+	// the demotions: more than the scheduler could move (> 0 means the
+	// next step will spill again; more checkpointing is the remedy).
+	Demoted, Promoted, Excess int64
 	Entries           []PlanEntry `json:"entries"`
 }
 
@@ -217,7 +224,7 @@ func (s *Scheduler) Step() (Plan, error) {
 	if budget == 0 && dev != nil {
 		budget = dev.cfg.Limit
 	}
-	plan := Plan{Step: s.steps, Budget: budget, Demand: s.peak + m.spills.Bytes - s.spilledAt}
+	plan := Plan{Step: s.steps, Budget: budget, Demand: s.peak}
 	cold := TierOffload
 	for cold < NumTiers && m.pools[cold] == nil {
 		cold = fallback[cold]
@@ -254,20 +261,27 @@ func (s *Scheduler) Step() (Plan, error) {
 		plan.Entries = append(plan.Entries, PlanEntry{Label: label, Role: a.role, Bytes: a.size, Touches: st.rate, Tier: a.tier, Moved: st.changed, Why: st.why})
 	}
 	// The next window starts now.
-	s.peak = 0
-	if dev != nil {
-		s.peak = dev.sinks.own.Allocated.Current
-	}
-	s.spilledAt = m.spills.Bytes
+	s.peak = s.demand()
 	return plan, err
 }
 
 // move applies the rules to entries (coldest first); with m.mu held.
 func (s *Scheduler) move(plan *Plan, entries []*Allocation, budget int64, cold Tier) error {
 	target := int64(float64(budget) * (1 - s.cfg.Margin))
+	// Tracked allocations that spilled are the scheduler's now: kept in
+	// the cold tier on purpose, they are no longer overflow, and their
+	// bytes are demand already met off the device.
+	need := plan.Demand
+	for _, a := range entries {
+		if a.spilled {
+			s.m.spillLive -= a.size
+			a.spilled = false
+			need -= a.size
+		}
+	}
 	excess := int64(0)
 	if budget > 0 {
-		excess = plan.Demand - target
+		excess = need - target
 	}
 	hot := func(st *trackState) bool { return s.cfg.HotTouches > 0 && st.rate > s.cfg.HotTouches }
 	for _, a := range entries {
@@ -297,11 +311,11 @@ func (s *Scheduler) move(plan *Plan, entries []*Allocation, budget int64, cold T
 		excess -= a.size
 		plan.Demoted += a.size
 	}
-	// Promote, hottest first, what fits with room to spare.
-	room := int64(-1) // no budget: everything fits
-	if budget > 0 {
-		room = target - plan.Demand + plan.Demoted
-	}
+	// Promote, hottest first, what fits with room to spare (everything
+	// fits without a budget).
+	plan.Excess = max(0, excess)
+	room := target - need + plan.Demoted
+	fits := func(n int64) bool { return budget == 0 || n <= room }
 	for i := len(entries) - 1; i >= 0; i-- {
 		a := entries[i]
 		st := s.tracked[a]
@@ -313,7 +327,7 @@ func (s *Scheduler) move(plan *Plan, entries []*Allocation, budget int64, cold T
 			st.fits = 0
 			continue
 		}
-		if room >= 0 && a.size > room {
+		if !fits(a.size) {
 			st.why = fmt.Sprintf("cold: the device has %s to spare under the budget, it needs %s", FormatBytes(max(room, 0)), FormatBytes(a.size))
 			st.fits = 0
 			continue
@@ -329,9 +343,7 @@ func (s *Scheduler) move(plan *Plan, entries []*Allocation, budget int64, cold T
 		st.changed, st.fits = true, 0
 		st.why = fmt.Sprintf("promoted: fitted the device for %d steps", s.cfg.Patience)
 		plan.Promoted += a.size
-		if room >= 0 {
-			room -= a.size
-		}
+		room -= a.size
 	}
 	return nil
 }
@@ -343,8 +355,8 @@ func (p Plan) String() string {
 	if p.Budget > 0 {
 		budget = FormatBytes(p.Budget)
 	}
-	fmt.Fprintf(&b, "placement plan after step %d: budget %s, device demand %s, demoted %s, promoted %s\n",
-		p.Step, budget, FormatBytes(p.Demand), FormatBytes(p.Demoted), FormatBytes(p.Promoted))
+	fmt.Fprintf(&b, "placement plan after step %d: budget %s, device demand %s, demoted %s, promoted %s, still over by %s\n",
+		p.Step, budget, FormatBytes(p.Demand), FormatBytes(p.Demoted), FormatBytes(p.Promoted), FormatBytes(p.Excess))
 	fmt.Fprintf(&b, "%-36s %-10s %12s %10s %-8s  %s\n", "tensor", "role", "bytes", "touches", "tier", "why")
 	for _, e := range p.Entries {
 		mark := ""

@@ -145,6 +145,42 @@ func TestSchedulerRules(t *testing.T) {
 		require.NoError(t, w.Free())
 		require.NoError(t, m.Close())
 	})
+	t.Run("no churn while the step does not fit", func(t *testing.T) {
+		// A step needing 40 MiB of activations under a 16 MiB budget: every
+		// tracked tensor goes cold once, nothing comes back, and the plan
+		// says how much the scheduler could not cover.
+		m := memory.NewHostManager(memory.Config{Limits: [memory.NumTiers]int64{memory.TierDevice: 16 * MiB}})
+		m.OnSpill(func(memory.SpillEvent) {})
+		s, err := m.NewScheduler(memory.SchedulerConfig{Patience: 1})
+		require.NoError(t, err)
+		w := mustManagerAlloc(t, m, 4*MiB, memory.RoleParameter)
+		v := mustManagerAlloc(t, m, 4*MiB, memory.RoleOptimizerState)
+		for i := range 8 {
+			for range 4 {
+				w.Touch()
+			}
+			v.Touch()
+			var acts []*memory.Allocation
+			for range 10 {
+				acts = append(acts, mustManagerAlloc(t, m, 4*MiB, memory.RoleActivation))
+			}
+			for _, a := range acts {
+				require.NoError(t, a.Free())
+			}
+			p, err := s.Step()
+			require.NoError(t, err)
+			if i == 0 {
+				assert.Equal(t, int64(8*MiB), p.Demoted)
+			} else {
+				assert.Zero(t, p.Demoted+p.Promoted, "step %d\n%s", i+1, p)
+			}
+			assert.Positive(t, p.Excess)
+		}
+		assert.Equal(t, int64(8*MiB), m.Stats().Migrations.Bytes)
+		require.NoError(t, w.Free())
+		require.NoError(t, v.Free())
+		require.NoError(t, m.Close())
+	})
 	t.Run("the device limit is the budget; spills count as demand", func(t *testing.T) {
 		m := memory.NewHostManager(memory.Config{Limits: [memory.NumTiers]int64{memory.TierDevice: 16 * MiB}})
 		m.OnSpill(func(memory.SpillEvent) {})

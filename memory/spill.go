@@ -105,6 +105,7 @@ func (m *Manager) spill(err error, from Tier, size int64, s Stream, role Role, o
 	}
 	m.spills.Count++
 	m.spills.Bytes += size
+	m.spillLive += size
 	if m.spills.Count == 1 {
 		m.spillReport = &SpillEvent{Role: role, Op: op, Size: size, From: from, To: to, Cause: shortCause(err)}
 	}
