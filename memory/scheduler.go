@@ -205,7 +205,7 @@ type Plan struct {
 	// the demotions: more than the scheduler could move (> 0 means the
 	// next step will spill again; more checkpointing is the remedy).
 	Demoted, Promoted, Excess int64
-	Entries           []PlanEntry `json:"entries"`
+	Entries                   []PlanEntry `json:"entries"`
 }
 
 // Step observes the step that just ended and moves tracked allocations
