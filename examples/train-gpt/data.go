@@ -185,7 +185,7 @@ func tokenizeFile(path string, tok tokenizer.Tokenizer) ([]uint16, string, error
 	}
 	what := fmt.Sprintf("text, %d bytes", len(b))
 	if tok.Name() != "byte" {
-		what += fmt.Sprintf(" in %d %s tokens (%.2fs)", len(ids), tok.Name(), time.Since(start).Seconds())
+		what += fmt.Sprintf(" in %d %s tokens, tokenized in %v", len(ids), tok.Name(), time.Since(start).Round(time.Millisecond))
 	}
 	return out, what, nil
 }

@@ -71,7 +71,7 @@ func (h *lossHistory) load(path string, done int) error {
 }
 
 // writeLossPlot draws h as a PNG at path (atomically): the training loss
-// of each step (thin), its moving average over about 1% of the run
+// of each step (thin), its moving average over 2% of the run
 // (thick) and the held-out loss at each evaluation (points), against the
 // step, on a logarithmic loss axis when every loss is positive.
 func writeLossPlot(ctx context.Context, path, title string, h *lossHistory) error {
@@ -102,7 +102,7 @@ func writeLossPlot(ctx context.Context, path, title string, h *lossHistory) erro
 	raw.Width = vg.Points(0.7)
 	p.Add(raw)
 	p.Legend.Add("training loss", raw)
-	if w := len(h.train) / 100; w >= 2 {
+	if w := len(h.train) / 50; w >= 2 {
 		avg, err := plotter.NewLine(movingAverage(h.train, w))
 		if err != nil {
 			return fmt.Errorf("-loss-plot: %w", err)
