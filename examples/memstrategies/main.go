@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/strata-ml/strata/nn"
@@ -47,7 +48,7 @@ type options struct {
 	lr                                    float64
 	seed                                  uint64
 	jsonOut, pngOut                       string
-	plan                                  bool
+	plan, planEvery                       bool
 	attention                             string
 }
 
@@ -72,6 +73,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.jsonOut, "json", "", "also write the JSON lines to this file")
 	fs.StringVar(&o.pngOut, "png", "memstrategies.png", "bar chart of peak device memory and tokens/s (empty: none)")
 	fs.BoolVar(&o.plan, "plan", false, "print the placement scheduler's plan after the warm-up")
+	fs.BoolVar(&o.planEvery, "plan-every", false, "print the placement scheduler's plan after every step")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -161,6 +163,12 @@ func run(o *options, dev tensor.Device, stdout, stderr io.Writer) error {
 		o.batch = cfg.Batch
 	}
 	names, _ := strategyList(o.strategies)
+	if slices.Contains(names, "hybrid") && o.warmup < len(ckptLevels)+1 {
+		// A step to observe each checkpointing level; every strategy
+		// takes as many steps, so that their losses compare.
+		o.warmup = len(ckptLevels) + 1
+		fmt.Fprintf(stderr, "memstrategies: %d warm-up steps (the hybrid strategy may raise its checkpointing in each)\n", o.warmup)
+	}
 	fmt.Fprintf(stderr, "memstrategies: %s (%d parameters), batch %d x %d, %s, on %v; %d warm-up + %d timed steps per strategy\n",
 		o.config, cfg.NumParams(), o.batch, cfg.Context, o.precision, dev, o.warmup, o.steps)
 	var rows []result

@@ -80,7 +80,23 @@ type result struct {
 	OptMS        float64 `json:"optimizer_ms"`
 	OffloadBytes int64   `json:"offloaded_optimizer_bytes"`
 	LinkGBs      float64 `json:"link_gb_s"`
+	Checkpoint   string  `json:"checkpoint"`   // after the warm-up
+	TimedSpills  int64   `json:"timed_spills"` // spills in the timed steps (the rest are the warm-up's)
 	Loss         float64 `json:"loss"`
+}
+
+// ckptLevels are the checkpointing levels the hybrid strategy goes up
+// through, cheapest recomputation first.
+var ckptLevels = []nn.Checkpointing{{}, {Mode: nn.CheckpointSelective}, {Mode: nn.CheckpointBlocks, Every: 2}, {Mode: nn.CheckpointBlocks, Every: 1}}
+
+func describeCkpt(c nn.Checkpointing) string {
+	switch {
+	case c.Mode == nn.CheckpointNone:
+		return "none"
+	case c.Every > 1:
+		return fmt.Sprintf("%v every %d blocks", c.Mode, c.Every)
+	}
+	return c.Mode.String()
 }
 
 // runStrategy trains a fresh model under strategy name; devicePeak is the
@@ -93,6 +109,7 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 
 	var policy memory.Policy
 	ckpt := nn.Checkpointing{}
+	auto := false // raise checkpointing in the warm-up while the plan's Excess > 0
 	head := nn.HeadLoss{}
 	var tools []string
 	switch name {
@@ -116,6 +133,10 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 	case "hybrid", "hybrid-ckpt":
 		policy = memory.HybridPolicy()
 		tools = []string{"placement by role", "access-driven scheduler", "spill to offload"}
+		if name == "hybrid" {
+			auto = true
+			tools = append(tools, "checkpointing raised while the step does not fit")
+		}
 		if o.hybridHead == "fused" {
 			head = nn.HeadLoss{Fused: true}
 			tools = append(tools, "fused head")
@@ -181,6 +202,8 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 	data := rand.New(rand.NewPCG(o.seed, 0xDA7A))
 	xs, ys := make([]int32, o.batch*cfg.Context), make([]int32, o.batch*cfg.Context)
 
+	level := 0
+	warmup := o.warmup
 	var optTime time.Duration
 	timing := false
 	var lastPlan memory.Plan
@@ -229,21 +252,29 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 		}
 		if err == nil && sched != nil {
 			lastPlan, err = sched.Step()
-			if err == nil && o.plan && lastPlan.Step == o.warmup {
+			if err == nil && (o.planEvery && lastPlan.Step <= warmup+o.steps || o.plan && lastPlan.Step == warmup) {
 				fmt.Fprintln(stderr, lastPlan.String())
+			}
+			if err == nil && auto && !timing && lastPlan.Excess > 0 && level+1 < len(ckptLevels) {
+				level++
+				model.Checkpoint = ckptLevels[level]
+				fmt.Fprintf(stderr, "  step %d: the device demand passes the budget by %s after the scheduler's demotions: checkpointing raised to %s\n",
+					lastPlan.Step, memory.FormatBytes(lastPlan.Excess), describeCkpt(model.Checkpoint))
 			}
 		}
 		return loss, err
 	}
 
-	for range o.warmup {
+	for range warmup {
 		if _, err := step(); err != nil {
 			return r, err
 		}
 	}
+	r.Checkpoint = describeCkpt(model.Checkpoint)
 	if err := dev.Synchronize(); err != nil {
 		return r, err
 	}
+	timedFrom := m.Stats().Spills
 	start := time.Now()
 	timing = true
 	for range o.steps {
@@ -252,6 +283,7 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 		}
 	}
 	timing = false
+	r.TimedSpills = m.Stats().Spills.Count - timedFrom.Count
 	if err := dev.Synchronize(); err != nil {
 		return r, err
 	}
@@ -280,9 +312,15 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 		if ok {
 			base := total0 - free0 - currentDeviceBytes(m)
 			peak, n := int64(0), 0
+			// cuMemGetInfo does not count managed pages resident on the
+			// GPU (seen on the H200, driver 580): the managed tier, which
+			// prefers the device or migrates to it on use, is counted at
+			// its reserved bytes. The offload tier prefers the host and is
+			// not counted.
+			managed := func() int64 { return m.Stats().Tiers[memory.TierManaged].Reserved.Current }
 			m.OnAlloc(func(*memory.Allocation) {
 				if free, total, ok := info(); ok {
-					peak = max(peak, total-free-base)
+					peak = max(peak, total-free-base+managed())
 					n++
 				}
 			})
@@ -292,7 +330,7 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 				err = dev.Synchronize()
 			}
 			if free, total, ok := info(); ok {
-				peak = max(peak, total-free-base)
+				peak = max(peak, total-free-base+managed())
 			}
 			if err != nil {
 				return r, err
@@ -332,7 +370,7 @@ func table(rows []result) string {
 			ref = &rows[i]
 		}
 	}
-	b.WriteString("| strategy | peak device MiB | vs device | tokens/s | vs device | loss | budget | spilled | migrated | optimizer ms | offloaded state | link GB/s | tools |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| strategy | peak device MiB | vs device | tokens/s | vs device | loss | budget | checkpointing | spilled (timed) | migrated | optimizer ms | offloaded state | link GB/s | tools |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		mem, speed := "-", "-"
 		if ref != nil && ref.PeakDevice > 0 && ref.TokS > 0 {
@@ -343,8 +381,8 @@ func table(rows []result) string {
 		if r.Budget > 0 {
 			budget = memory.FormatBytes(r.Budget)
 		}
-		fmt.Fprintf(&b, "| %s | %.0f | %s | %.0f | %s | %.4f | %s | %d (%s) | %s | %.1f | %s | %.1f | %s |\n", r.Strategy, r.PeakMiB, mem, r.TokS, speed, r.Loss,
-			budget, r.Spills, memory.FormatBytes(r.SpillBytes), memory.FormatBytes(r.Migrated), r.OptMS, memory.FormatBytes(r.OffloadBytes), r.LinkGBs, r.Tools)
+		fmt.Fprintf(&b, "| %s | %.0f | %s | %.0f | %s | %.4f | %s | %s | %d, %s (%d) | %s | %.1f | %s | %.1f | %s |\n", r.Strategy, r.PeakMiB, mem, r.TokS, speed, r.Loss,
+			budget, r.Checkpoint, r.Spills, memory.FormatBytes(r.SpillBytes), r.TimedSpills, memory.FormatBytes(r.Migrated), r.OptMS, memory.FormatBytes(r.OffloadBytes), r.LinkGBs, r.Tools)
 	}
 	return b.String()
 }
