@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"image/png"
 	"math/rand/v2"
 	"os"
@@ -37,7 +38,7 @@ func writeTokenFile(t *testing.T, path string, ids []uint16, raw bool) {
 	require.NoError(t, os.WriteFile(path, b, 0o644))
 }
 
-func mustTokenizer(t *testing.T, name string) tokenizer.Tokenizer {
+func mustTokenizer(t testing.TB, name string) tokenizer.Tokenizer {
 	tok, err := tokenizer.New(name)
 	require.NoError(t, err)
 	return tok
@@ -336,4 +337,41 @@ func TestLogTicks(t *testing.T) {
 	}
 	require.Equal(t, []string{"1.2", "1.5", "2", "3", "4", "5"}, labels(1.1, 5.6))
 	require.Equal(t, []string{"0.001", "0.002", "0.005", "0.01", "0.02", "0.05", "0.1", "0.2", "0.5", "1", "2", "5"}, labels(0.001, 6))
+}
+
+// Any file is read or refused with an error naming it, never a panic,
+// and what is read is in the vocabulary: 2000 random files, most of them
+// an llm.c header with random damage.
+func TestReadTokenFileArbitrary(t *testing.T) {
+	tok := mustTokenizer(t, "gpt2")
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(3, 4))
+	read := 0
+	for i := range 2000 {
+		var b []byte
+		if i%4 != 0 {
+			b = make([]byte, llmcHeaderBytes)
+			binary.LittleEndian.PutUint32(b, llmcMagic)
+			binary.LittleEndian.PutUint32(b[4:], uint32(rng.IntN(3)))
+			binary.LittleEndian.PutUint32(b[8:], uint32(rng.IntN(40)-2))
+		}
+		for range rng.IntN(80) {
+			b = append(b, byte(rng.IntN(256)))
+		}
+		if len(b) > 0 && rng.IntN(3) == 0 {
+			b[rng.IntN(len(b))] ^= byte(1 + rng.IntN(255))
+		}
+		path := filepath.Join(dir, fmt.Sprintf("f%d.bin", i))
+		require.NoError(t, os.WriteFile(path, b, 0o644))
+		ids, _, err := readTokenFile(path, tok)
+		if err != nil {
+			require.Contains(t, err.Error(), path)
+			continue
+		}
+		read++
+		for _, id := range ids {
+			require.Less(t, int(id), 50257)
+		}
+	}
+	require.Greater(t, read, 10, "some of them are valid files")
 }
