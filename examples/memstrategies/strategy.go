@@ -36,17 +36,11 @@ func strategyList(s string) ([]string, error) {
 func configNames() []string { return slices.Sorted(maps.Keys(nn.GPTConfigs)) }
 
 func parsePrecision(s string) (amp.State, error) {
-	switch s {
-	case "fp32":
-		return amp.State{}, nil
-	case "tf32":
-		return amp.State{TF32: true}, nil
-	case "fp16":
-		return amp.State{Enabled: true, DType: tensor.Float16}, nil
-	case "bf16":
-		return amp.State{Enabled: true, DType: tensor.BFloat16}, nil
+	st, err := amp.ParsePrecision(s)
+	if err != nil {
+		return st, fmt.Errorf("-%w", err)
 	}
-	return amp.State{}, fmt.Errorf("-precision %q: want fp32, tf32, fp16 or bf16", s)
+	return st, nil
 }
 
 func parseBudget(s string, whole int64) (int64, error) { return memory.ParseBudget(s, whole) }
