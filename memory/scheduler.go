@@ -357,13 +357,13 @@ func (p Plan) String() string {
 	}
 	fmt.Fprintf(&b, "placement plan after step %d: budget %s, device demand %s, demoted %s, promoted %s, still over by %s\n",
 		p.Step, budget, FormatBytes(p.Demand), FormatBytes(p.Demoted), FormatBytes(p.Promoted), FormatBytes(p.Excess))
-	fmt.Fprintf(&b, "%-36s %-10s %12s %10s %-8s  %s\n", "tensor", "role", "bytes", "touches", "tier", "why")
+	fmt.Fprintf(&b, "%-48s %-10s %12s %10s %-8s  %s\n", "tensor", "role", "bytes", "touches", "tier", "why")
 	for _, e := range p.Entries {
 		mark := ""
 		if e.Moved {
 			mark = " *"
 		}
-		fmt.Fprintf(&b, "%-36s %-10s %12s %10.1f %-8s  %s%s\n", e.Label, e.Role, FormatBytes(e.Bytes), e.Touches, e.Tier, e.Why, mark)
+		fmt.Fprintf(&b, "%-48s %-10s %12s %10.1f %-8s  %s%s\n", e.Label, e.Role, FormatBytes(e.Bytes), e.Touches, e.Tier, e.Why, mark)
 	}
 	return b.String()
 }

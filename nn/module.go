@@ -102,6 +102,7 @@ func newParam(o Options, name string, role memory.Role, init func(*tensor.Ctx, *
 		t.Release()
 		return nil, err
 	}
+	t.SetLabel(name) // the memory manager's plans and snapshots name it
 	return &Parameter{Var: autograd.Param(t, name), Name: name, Decay: len(shape) >= 2}, nil
 }
 

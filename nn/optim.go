@@ -79,6 +79,8 @@ func (o *AdamW) state(p *Parameter) (m, v *tensor.Tensor) {
 		}
 	}()
 	v = zerosKept(p.Value)
+	m.SetLabel("exp_avg:" + p.Name) // PyTorch's state names, in placement plans and snapshots
+	v.SetLabel("exp_avg_sq:" + p.Name)
 	o.m[p], o.v[p] = m, v
 	return m, v
 }

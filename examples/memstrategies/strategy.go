@@ -185,9 +185,6 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 	model.SetAttention(attn)
 	ps := model.Parameters()
 	defer nn.Release(ps)
-	for _, p := range ps {
-		p.Value.SetLabel(p.Name)
-	}
 	opt := nn.NewAdamW(ps, o.lr, 0.1)
 	opt.Beta2 = 0.95
 	defer opt.Release()

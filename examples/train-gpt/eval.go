@@ -29,9 +29,11 @@ func evaluate(tr *trainer, data dataset, task *additionTask) (string, float64, e
 			fill(data.(*tokenData).test, rng, tr.xs, tr.ys, tr.B, tr.T)
 		}
 		var l float64
+		// In the trainer's context, as its inputs are: a scope of that
+		// context releases everything, and no graph is recorded.
 		err := tensor.Try(func() {
-			autograd.NoGrad(func() {
-				tensor.WithScope(func() {
+			autograd.NoGradIn(tr.c, func() {
+				tr.c.WithScope(func() {
 					l = tr.model.Loss(tr.inputs()).Item()
 				})
 			})

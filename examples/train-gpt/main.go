@@ -72,6 +72,12 @@ type options struct {
 	init          string              // -init
 	lossPlot      string              // -loss-plot
 	progressEvery time.Duration       // -progress-every
+
+	budget        string            // -device-budget (placement.go)
+	placementPlan bool              // -placement-plan
+	sched         *memory.Scheduler // made by setBudget
+	head          string            // -head
+	headLoss      nn.HeadLoss       // what -head says
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -114,6 +120,9 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.resume, "resume", "", "continue the run saved in this training state file (-state), exactly where it stopped")
 	fs.StringVar(&o.state, "state", "", "where an interrupt (SIGINT, SIGTERM) and -save-every save the resumable training state (default: -out with .state.safetensors for .safetensors; empty: never)")
 	fs.IntVar(&o.saveEvery, "save-every", 0, "also save the training state every N steps (0: only on an interrupt)")
+	fs.StringVar(&o.budget, "device-budget", "", "cap the device memory the pools may hold: a size (4GiB), a share of the device (50%, 0.5) or off; under -policy hybrid what does not fit spills to host-resident offload memory and the placement scheduler moves the least used tensors there")
+	fs.BoolVar(&o.placementPlan, "placement-plan", false, "print the placement scheduler's plan (tensor, bytes, accesses a step, tier, why) after step 2 and whenever it moves tensors")
+	fs.StringVar(&o.head, "head", "full", "output head and loss: full (the (B, T, V) logits) or fused (chunked: the logits never all held; same loss and gradients)")
 	fs.IntVar(&o.maxSkips, "max-skips", 20, "stop after this many steps in a row skipped by the fp16 gradient scaler for overflowing gradients")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -134,11 +143,17 @@ func parseFlags(args []string) (*options, error) {
 	if err := o.checkCheckpoint(fs); err != nil {
 		return nil, err
 	}
-	p, err := parsePrecision(o.precision)
+	p, err := amp.ParsePrecision(o.precision)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("-%w", err)
 	}
 	o.prec = p
+	if o.headLoss, err = nn.ParseHeadLoss(o.head); err != nil {
+		return nil, fmt.Errorf("-head %q: want full or fused", o.head)
+	}
+	if err := o.checkBudget(); err != nil {
+		return nil, err
+	}
 	if o.tok, err = tokenizer.New(o.tokName); err != nil {
 		return nil, fmt.Errorf("-tokenizer %q: want %s", o.tokName, strings.Join(tokenizer.Names(), " or "))
 	}
@@ -155,20 +170,6 @@ func parseFlags(args []string) (*options, error) {
 }
 
 // parsePrecision maps -precision to the autocast state of every step.
-func parsePrecision(s string) (amp.State, error) {
-	switch s {
-	case "fp32":
-		return amp.State{}, nil
-	case "tf32":
-		return amp.State{TF32: true}, nil
-	case "fp16":
-		return amp.State{Enabled: true, DType: tensor.Float16}, nil
-	case "bf16":
-		return amp.State{Enabled: true, DType: tensor.BFloat16}, nil
-	}
-	return amp.State{}, fmt.Errorf("-precision %q: want fp32, tf32, fp16 or bf16", s)
-}
-
 // checkCheckpoint reads -checkpoint and -checkpoint-every.
 func (o *options) checkCheckpoint(fs *flag.FlagSet) error {
 	m, err := nn.ParseCheckpointMode(o.ckpt)
@@ -304,6 +305,11 @@ func run(o *options) error {
 	if err := setPolicy(dev, o.policy); err != nil {
 		return err
 	}
+	undoBudget, err := setBudget(o, dev)
+	if err != nil {
+		return err
+	}
+	defer undoBudget()
 	fmt.Fprintf(os.Stderr, "strata train-gpt: config %s on %v (%s, GOMAXPROCS %d)\n", o.config, dev, tensor.CPUBackendInfo(), runtime.GOMAXPROCS(0))
 	if o.memTrace != "" || o.memPlot != "" {
 		return memoryCapture(o, cfg, dev)

@@ -42,6 +42,10 @@ type trainer struct {
 	// skips counts the steps in a row the gradient scaler skipped;
 	// maxSkips of them stop the run.
 	skips, maxSkips int
+	// placer is the placement scheduler under -device-budget (nil
+	// without); showPlan prints its plans (placement.go).
+	placer   *memory.Scheduler
+	showPlan bool
 }
 
 // newTrainer makes the model and optimizer for batches of o.batch rows of
@@ -53,6 +57,7 @@ func newTrainer(o *options, cfg nn.GPTConfig, dev tensor.Device, T int) (*traine
 		return nil, err
 	}
 	model.Checkpoint = nn.Checkpointing{Mode: o.ckptMode, Every: o.ckptEvery}
+	model.HeadLoss = o.headLoss
 	model.SetAttention(o.attn)
 	ps := model.Parameters()
 	opt := nn.NewAdamW(ps, o.lr, o.wd)
@@ -65,6 +70,7 @@ func newTrainer(o *options, cfg nn.GPTConfig, dev tensor.Device, T int) (*traine
 		sched: nn.CosineSchedule{Warmup: o.warmup, Total: o.steps, MaxLR: o.lr, MinLR: o.minLR},
 		xs:    make([]int32, B*T), ys: make([]int32, B*T),
 		dataSrc: src, rng: rand.New(src), maxSkips: max(1, o.maxSkips),
+		placer: o.sched, showPlan: o.placementPlan,
 	}, nil
 }
 
@@ -141,6 +147,9 @@ func (t *trainer) stepOn(it int, s *slot) (loss float64, err error) {
 		})
 	}); e != nil {
 		err = e
+	}
+	if err == nil {
+		err = t.place(it + 1) // between steps: nothing of the step is live
 	}
 	return loss, err
 }
