@@ -18,21 +18,24 @@
 #         with and without expandable segments) and unconstrained, and
 #         gpt2 fp32 eager, as ../shared/anchors/torch_frag.py does
 #
-# Results go to $OUT (default /tmp/strata-gpu): summary.txt, *.jsonl,
-# *.png and the logs.
+# Results go to $OUT (default /tmp/strata-gpu): summary.txt, results.jsonl
+# (every JSON line), the bar charts (*.png) and logs.tgz (the device tool
+# brings back 8 files at most).
 set -u
 OUT=${OUT:-/tmp/strata-gpu}
 mkdir -p "$OUT"
-L=$OUT/logs
-mkdir -p "$L"
+L=/tmp/strata-hybrid-logs
+rm -rf "$L"; mkdir -p "$L"
+res=$OUT/results.jsonl
+trap 'tar -C "$L" -czf "$OUT/logs.tgz" .' EXIT
 phases="${*:-tests table medium torch}"
 has() { case " $phases " in *" $1 "*) return 0;; esac; return 1; }
 say() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 if [ -f .gpu/strata-gpu.tar.xz ]; then tar -C .gpu -xJf .gpu/strata-gpu.tar.xz; fi
-nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv | tee "$OUT/nvidia-smi.txt"
+nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv | tee "$L/nvidia-smi.txt"
 
 if has tests; then
-  for pkg in memory autograd nn tensor examples/memstrategies; do
+  for pkg in cuda memory tensor autograd amp checkpoint nn examples/memstrategies; do
     bin=$PWD/.gpu/$(basename $pkg).test log=$L/test-$(basename $pkg).log
     [ -x "$bin" ] || { say "test $pkg: no binary"; continue; }
     start=$(date +%s)
@@ -41,44 +44,46 @@ if has tests; then
     say "test $pkg: exit $rc in $(( $(date +%s) - start ))s; $(grep -c '^=== RUN' "$log") run, $(grep -c -- '--- SKIP' "$log") skipped, $(grep -c -- '--- FAIL' "$log") failed"
     grep -E -- '--- FAIL|panic:' "$log" | head -15 | tee -a "$OUT/summary.txt"
   done
-  grep -E -- '--- (PASS|FAIL): TestGPU(SpillToOffload|LinearCrossEntropy|BackendConformance/offload)' -h "$L"/test-*.log | tee -a "$OUT/summary.txt"
+  grep -h -E -- '--- (PASS|FAIL): TestGPU(SpillToOffload|LinearCrossEntropy|BackendConformance/offload)' "$L"/test-*.log | tee -a "$OUT/summary.txt"
+  grep -h -A12 -- '--- FAIL: TestGPULinearCrossEntropy' "$L"/test-autograd.log | head -30 | tee -a "$OUT/summary.txt"
 fi
 
 if has table; then
   start=$(date +%s)
   timeout 300 .gpu/memstrategies -config gpt2 -precision fp32 -steps "${TABLE_STEPS:-5}" -warmup 3 -plan \
     -strategies "${TABLE_FP32_STRATEGIES:-device,device-fused,managed,role,hybrid,hybrid-ckpt,zerocopy}" \
-    -json "$OUT/memstrategies-gpt2-fp32.jsonl" -png "$OUT/memstrategies-gpt2-fp32.png" > /dev/null 2> "$L/memstrategies-fp32.log"
+    -png "$OUT/memstrategies-gpt2-fp32.png" >> "$res" 2> "$L/memstrategies-fp32.log"
   say "memstrategies gpt2 fp32: exit $? in $(( $(date +%s) - start ))s"
-  grep -E '^\|' "$L/memstrategies-fp32.log" | tee -a "$OUT/summary.txt"
+  grep -E '^\||raised|spilled' "$L/memstrategies-fp32.log" | tee -a "$OUT/summary.txt"
   start=$(date +%s)
   timeout 240 .gpu/memstrategies -config gpt2 -precision bf16 -steps "${TABLE_STEPS:-5}" -warmup 3 \
     -strategies "${TABLE_BF16_STRATEGIES:-device,device-fused,managed,role,hybrid,hybrid-ckpt}" \
-    -json "$OUT/memstrategies-gpt2-bf16.jsonl" -png "$OUT/memstrategies-gpt2-bf16.png" > /dev/null 2> "$L/memstrategies-bf16.log"
+    -png "$OUT/memstrategies-gpt2-bf16.png" >> "$res" 2> "$L/memstrategies-bf16.log"
   say "memstrategies gpt2 bf16: exit $? in $(( $(date +%s) - start ))s"
-  grep -E '^\|' "$L/memstrategies-bf16.log" | tee -a "$OUT/summary.txt"
+  grep -E '^\||raised|spilled' "$L/memstrategies-bf16.log" | tee -a "$OUT/summary.txt"
 fi
 
 if has medium; then
   start=$(date +%s)
   timeout 240 .gpu/memstrategies -config gpt2-medium -precision bf16 -steps 4 -warmup 3 -plan \
-    -strategies device,hybrid-ckpt -hybrid-checkpoint blocks -budget 4GiB \
-    -json "$OUT/memstrategies-medium-bf16.jsonl" -png "$OUT/memstrategies-medium-bf16.png" > /dev/null 2> "$L/memstrategies-medium.log"
+    -strategies device,hybrid -attention fused -budget 4GiB \
+    -png "$OUT/memstrategies-medium-bf16.png" >> "$res" 2> "$L/memstrategies-medium.log"
   say "memstrategies gpt2-medium bf16 under 4 GiB: exit $? in $(( $(date +%s) - start ))s"
-  grep -E '^\||spilled|placement plan' "$L/memstrategies-medium.log" | tee -a "$OUT/summary.txt"
+  grep -E '^\||spilled|placement plan|raised' "$L/memstrategies-medium.log" | tee -a "$OUT/summary.txt"
   # Loss falling under the budget: 40 steps of the hybrid strategy.
   start=$(date +%s)
   timeout 200 .gpu/memstrategies -config gpt2-medium -precision bf16 -steps 30 -warmup 10 -png "" \
-    -strategies hybrid-ckpt -hybrid-checkpoint blocks -budget 4GiB > "$OUT/medium-40-steps.jsonl" 2> "$L/medium-40.log"
-  say "gpt2-medium 40 steps under 4 GiB: exit $? in $(( $(date +%s) - start ))s; $(cat "$OUT/medium-40-steps.jsonl" | head -c 400)"
+    -strategies hybrid -attention fused -budget 4GiB -plan-every > "$L/medium-40.jsonl" 2> "$L/medium-40.log"
+  say "gpt2-medium 40 steps under 4 GiB: exit $? in $(( $(date +%s) - start ))s"
+  cat "$L/medium-40.jsonl" >> "$res"; cut -c1-600 "$L/medium-40.jsonl" | tee -a "$OUT/summary.txt"
 fi
 
 if has torch && [ -f .gpu/torch_gpt.py ]; then
   start=$(date +%s)
   for conf in "" "expandable_segments:True"; do
-    PYTORCH_CUDA_ALLOC_CONF=$conf timeout 200 python3 bench/torch_capped.py .gpu >> "$OUT/torch-capped.jsonl" 2>> "$L/torch-capped.txt"
+    PYTORCH_CUDA_ALLOC_CONF=$conf timeout 200 python3 bench/torch_capped.py .gpu >> "$L/torch-capped.jsonl" 2>> "$L/torch-capped.txt"
   done
   say "pytorch capped/unconstrained: exit $? in $(( $(date +%s) - start ))s"
-  cat "$OUT/torch-capped.jsonl" | cut -c1-300 | tee -a "$OUT/summary.txt"
+  cat "$L/torch-capped.jsonl" >> "$res"; cut -c1-300 "$L/torch-capped.jsonl" | tee -a "$OUT/summary.txt"
 fi
 say "done"
