@@ -13,6 +13,8 @@
 #         zero-copy row (TABLE_BF16_STRATEGIES)
 # medium  gpt2-medium B8 T1024 bf16: the device strategy unconstrained,
 #         then hybrid with block checkpointing under a 4 GiB device budget
+# trainbudget  train-gpt itself on gpt2-medium with and without
+#         -device-budget 4GiB: the same losses
 # torch   PyTorch 2.x in the same call: gpt2-medium capped at 4 GiB
 #         (set_per_process_memory_fraction; fp16 and fp32, checkpointed,
 #         with and without expandable segments) and unconstrained, and
@@ -76,6 +78,31 @@ if has medium; then
     -strategies hybrid -attention fused -budget 4GiB -plan-every > "$L/medium-40.jsonl" 2> "$L/medium-40.log"
   say "gpt2-medium 40 steps under 4 GiB: exit $? in $(( $(date +%s) - start ))s"
   cat "$L/medium-40.jsonl" >> "$res"; cut -c1-600 "$L/medium-40.jsonl" | tee -a "$OUT/summary.txt"
+fi
+
+if has trainbudget; then
+  # train-gpt itself under -device-budget: gpt2-medium bf16 with block
+  # checkpointing, the fused head and fused attention, 40 steps on the
+  # repository's sources (GPT-2 tokens), without and with a 4 GiB budget;
+  # the losses must agree step by step (placement changes where bytes
+  # live, not the arithmetic), and they fall.
+  find . -name '*.go' -o -name '*.md' | grep -v '^./.gpu' | sort | xargs cat > /tmp/strata-src.txt
+  for b in "" 4GiB; do
+    start=$(date +%s)
+    timeout 200 .gpu/train-gpt -device cuda -config gpt2-medium -precision bf16 -attention fused -checkpoint blocks -head fused \
+      -data /tmp/strata-src.txt -tokenizer gpt2 -steps 40 -warmup 10 -eval-every 0 -sample 0 -quiet -out "" -progress-every 0 \
+      -loss-log "$L/medium-budget-${b:-none}.jsonl" ${b:+-device-budget $b -placement-plan} > "$L/medium-budget-${b:-none}.log" 2>&1
+    say "train-gpt gpt2-medium bf16 budget ${b:-none}: exit $? in $(( $(date +%s) - start ))s; $(grep -E '^step|tok/s' "$L/medium-budget-${b:-none}.log" | tail -1)"
+    grep -E '^(device|offload|total|limit) |spilled to|device budget' "$L/medium-budget-${b:-none}.log" | head -8 | tee -a "$OUT/summary.txt"
+  done
+  python3 - "$L/medium-budget-none.jsonl" "$L/medium-budget-4GiB.jsonl" <<'PY' | tee -a "$OUT/summary.txt"
+import json, sys
+a = [json.loads(l)["loss"] for l in open(sys.argv[1])]
+b = [json.loads(l)["loss"] for l in open(sys.argv[2])]
+n = min(len(a), len(b))
+print(json.dumps({"check": "medium_losses_with_and_without_budget", "steps": n, "first": [a[0], b[0]] if n else None,
+                  "last": [a[n-1], b[n-1]] if n else None, "max_abs_diff": max((abs(x - y) for x, y in zip(a, b)), default=None)}))
+PY
 fi
 
 if has torch && [ -f .gpu/torch_gpt.py ]; then

@@ -32,7 +32,10 @@ import (
 //   - a cold tensor is promoted back, hottest first, once it has fitted
 //     under the budget less Margin for Patience steps in a row: the margin
 //     and the patience are the hysteresis that keeps a tensor from moving
-//     every step.
+//     every step;
+//   - when the device tier refuses an allocation below the budget
+//     (fragmentation: a classic pool's segments hold free bytes that no
+//     request fits), the target drops under the level it held then.
 //
 // Each Step returns the Plan: every tracked tensor with its bytes,
 // accesses a step, tier, and why it is there.
@@ -106,6 +109,11 @@ type Scheduler struct {
 	// allocated bytes plus the live spilled ones (cached bytes are not
 	// demand: the pool releases them under its limit).
 	peak int64
+	// capacity is the lowest device-allocated level at which the device
+	// tier refused an allocation (a spill) so far, 0 before any: with
+	// fragmentation (a classic pool's segments) the budget holds less
+	// than its bytes, and the target is lowered to what it really held.
+	capacity int64
 }
 
 // trackState is what the scheduler knows of one allocation.
@@ -173,6 +181,14 @@ func (s *Scheduler) onAlloc(a *Allocation) {
 
 func (s *Scheduler) onFree(a *Allocation) { delete(s.tracked, a) }
 
+// onSpill notes that the device tier refused an allocation with
+// allocated bytes live in it; with m.mu held.
+func (s *Scheduler) onSpill(allocated int64) {
+	if s.capacity == 0 || allocated < s.capacity {
+		s.capacity = allocated
+	}
+}
+
 // demand is what the device would hold now without a budget: its
 // allocated bytes and the live allocations that spilled; with m.mu held.
 func (s *Scheduler) demand() int64 {
@@ -200,6 +216,10 @@ type Plan struct {
 	// Budget is the device bytes aimed at (0: none); Demand the step's
 	// device peak plus its spills.
 	Budget, Demand int64
+	// Target is the demand aimed under: the budget less the margin, or
+	// less when the device refused allocations below the budget
+	// (fragmentation).
+	Target int64
 	// Demoted and Promoted are the bytes moved by this Step. Excess is
 	// what the demand still passes the budget less its margin by after
 	// the demotions: more than the scheduler could move (> 0 means the
@@ -268,6 +288,12 @@ func (s *Scheduler) Step() (Plan, error) {
 // move applies the rules to entries (coldest first); with m.mu held.
 func (s *Scheduler) move(plan *Plan, entries []*Allocation, budget int64, cold Tier) error {
 	target := int64(float64(budget) * (1 - s.cfg.Margin))
+	if s.capacity > 0 && budget > 0 {
+		// The device refused allocations below the budget: aim under what
+		// it held then, by the same margin.
+		target = min(target, s.capacity-int64(float64(budget)*s.cfg.Margin))
+	}
+	plan.Target = target
 	// Tracked allocations that spilled are the scheduler's now: kept in
 	// the cold tier on purpose, they are no longer overflow, and their
 	// bytes are demand already met off the device.
@@ -355,8 +381,8 @@ func (p Plan) String() string {
 	if p.Budget > 0 {
 		budget = FormatBytes(p.Budget)
 	}
-	fmt.Fprintf(&b, "placement plan after step %d: budget %s, device demand %s, demoted %s, promoted %s, still over by %s\n",
-		p.Step, budget, FormatBytes(p.Demand), FormatBytes(p.Demoted), FormatBytes(p.Promoted), FormatBytes(p.Excess))
+	fmt.Fprintf(&b, "placement plan after step %d: budget %s, target %s, device demand %s, demoted %s, promoted %s, still over by %s\n",
+		p.Step, budget, FormatBytes(p.Target), FormatBytes(p.Demand), FormatBytes(p.Demoted), FormatBytes(p.Promoted), FormatBytes(p.Excess))
 	fmt.Fprintf(&b, "%-48s %-10s %12s %10s %-8s  %s\n", "tensor", "role", "bytes", "touches", "tier", "why")
 	for _, e := range p.Entries {
 		mark := ""

@@ -198,6 +198,26 @@ func TestSchedulerRules(t *testing.T) {
 		require.NoError(t, v.Free())
 		require.NoError(t, m.Close())
 	})
+	t.Run("fragmentation lowers the target", func(t *testing.T) {
+		// Classic segments under a 24 MiB limit: with a 3 MiB tensor in a
+		// 20 MiB segment an 18 MiB request finds no room (20 + 18 > 24)
+		// although 3 MiB is far below the budget: the device held 3 MiB
+		// when it refused, so the target drops under that and the tensor
+		// goes cold.
+		m := memory.NewHostManager(memory.Config{Segments: memory.SegmentsClassic, Limits: [memory.NumTiers]int64{memory.TierDevice: 24 * MiB}})
+		m.OnSpill(func(memory.SpillEvent) {})
+		s, err := m.NewScheduler(memory.SchedulerConfig{})
+		require.NoError(t, err)
+		v := mustManagerAlloc(t, m, 3*MiB, memory.RoleOptimizerState)
+		schedStep(t, m, map[*memory.Allocation]int{v: 1}, 18*MiB)
+		p, err := s.Step()
+		require.NoError(t, err)
+		t.Log("\n" + p.String())
+		assert.Less(t, p.Target, int64(3*MiB))
+		assert.Equal(t, memory.TierOffload, v.Tier())
+		require.NoError(t, v.Free())
+		require.NoError(t, m.Close())
+	})
 	t.Run("Track and bad configs", func(t *testing.T) {
 		m := memory.NewHostManager(memory.Config{})
 		a := mustManagerAlloc(t, m, 2*MiB, memory.RoleActivation)

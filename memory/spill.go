@@ -99,6 +99,9 @@ func (m *Manager) spill(err error, from Tier, size int64, s Stream, role Role, o
 	if to == noTier {
 		return nil, from, err
 	}
+	if m.sched != nil {
+		m.sched.onSpill(m.pools[from].sinks.own.Allocated.Current)
+	}
 	b, err2 := m.pools[to].alloc(size, s, 0, role, op)
 	if err2 != nil {
 		return nil, from, fmt.Errorf("%w (spilling it to the %s tier failed too: %v)", err, to, err2)
