@@ -163,10 +163,12 @@ func run(o *options, dev tensor.Device, stdout, stderr io.Writer) error {
 		o.batch = cfg.Batch
 	}
 	names, _ := strategyList(o.strategies)
-	if slices.Contains(names, "hybrid") && o.warmup < len(ckptLevels)+1 {
-		// A step to observe each checkpointing level; every strategy
-		// takes as many steps, so that their losses compare.
-		o.warmup = len(ckptLevels) + 1
+	if w := len(ckptLevels) + 1 + schedPatience; slices.Contains(names, "hybrid") && o.warmup < w {
+		// A step to observe each checkpointing level, and the scheduler's
+		// patience to bring back what the raised checkpointing made room
+		// for; every strategy takes as many steps, so that their losses
+		// compare.
+		o.warmup = w
 		fmt.Fprintf(stderr, "memstrategies: %d warm-up steps (the hybrid strategy may raise its checkpointing in each)\n", o.warmup)
 	}
 	fmt.Fprintf(stderr, "memstrategies: %s (%d parameters), batch %d x %d, %s, on %v; %d warm-up + %d timed steps per strategy\n",

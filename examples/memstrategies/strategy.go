@@ -79,6 +79,10 @@ type result struct {
 	Loss         float64 `json:"loss"`
 }
 
+// schedPatience is the hybrid strategies' scheduler's Patience (the
+// default).
+const schedPatience = 3
+
 // ckptLevels are the checkpointing levels the hybrid strategy goes up
 // through, cheapest recomputation first.
 var ckptLevels = []nn.Checkpointing{{}, {Mode: nn.CheckpointSelective}, {Mode: nn.CheckpointBlocks, Every: 2}, {Mode: nn.CheckpointBlocks, Every: 1}}
@@ -170,7 +174,7 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 	var sched *memory.Scheduler
 	if strings.HasPrefix(name, "hybrid") {
 		var err error
-		if sched, err = m.NewScheduler(memory.SchedulerConfig{Budget: r.Budget}); err != nil {
+		if sched, err = m.NewScheduler(memory.SchedulerConfig{Budget: r.Budget, Patience: schedPatience}); err != nil {
 			return r, err
 		}
 		defer sched.Close()
