@@ -31,6 +31,7 @@ func plotRows(rows []result, path, title string) error {
 		}
 		p.Add(b)
 		p.NominalX(names...)
+		p.X.Min, p.X.Max = -0.5, float64(len(names))-0.5 // whole bars at both ends
 		p.Y.Min = 0
 		return p, nil
 	}
