@@ -224,6 +224,8 @@ func TestRunReturnsEveryByte(t *testing.T) {
 		require.NoError(t, run(o))
 		st := mem.Stats()
 		assert.Zero(t, st.Roles[memory.RoleOther].Requested.Current, "%v: no tensor outside a scope", args)
-		assert.Equal(t, before, mem.InUse(), "%v: every byte returned", args)
+		// Not equal: tensors other tests dropped may be collected (and
+		// their memory returned by the leak safety net) during the run.
+		assert.LessOrEqual(t, mem.InUse(), before, "%v: every byte returned", args)
 	}
 }
