@@ -8,35 +8,19 @@ import (
 	"strings"
 	"time"
 
+	"github.com/strata-ml/strata/internal/addition"
 	"github.com/strata-ml/strata/nn"
 	"github.com/strata-ml/strata/tokenizer"
 )
 
-// The addition task of train-gpt (examples/train-gpt/data.go), which this
-// command cannot import: a problem is "a+b=" with a and b of -digits
+// The addition task of train-gpt (examples/train-gpt/data.go): a problem is "a+b=" with a and b of -digits
 // digits, zero-padded, and its answer the sum zero-padded to digits+1
 // digits, written least-significant digit first, then a newline. One
 // problem in ten, chosen by a hash of (a, b), is held out of training.
-// heldOut, problem and the problems' random stream (PCG(11, 11), a and b
-// drawn in [0, 10^digits)) are train-gpt's, so -addition 256 asks the
+// The held-out rule and the problems' text are package addition's, shared
+// with train-gpt, and the problems' random stream (PCG(11, 11), a and b
+// drawn in [0, 10^digits)) is train-gpt's, so -addition 256 asks the
 // problems train-gpt's evaluation asks.
-
-func heldOut(x, y int) bool {
-	h := uint64(x)*0x9E3779B97F4A7C15 ^ uint64(y)*0xC2B2AE3D27D4EB4F
-	h ^= h >> 29
-	h *= 0xBF58476D1CE4E5B9
-	h ^= h >> 32
-	return h%10 == 0
-}
-
-func problem(digits, x, y int) (prompt, answer string) {
-	sum := fmt.Sprintf("%0*d", digits+1, x+y)
-	r := []byte(sum)
-	for i, j := 0, len(r)-1; i < j; i, j = i+1, j-1 {
-		r[i], r[j] = r[j], r[i]
-	}
-	return fmt.Sprintf("%0*d+%0*d=", digits, x, digits, y), string(r) + "\n"
-}
 
 // heldOutProblems draws n held-out problems as train-gpt's evaluation
 // does.
@@ -48,8 +32,8 @@ func heldOutProblems(digits, n int) (prompts, answers []string) {
 	rng := rand.New(rand.NewPCG(11, 11))
 	for len(prompts) < n {
 		x, y := rng.IntN(max), rng.IntN(max)
-		if heldOut(x, y) {
-			p, a := problem(digits, x, y)
+		if addition.HeldOut(x, y) {
+			p, a := addition.Problem(digits, x, y)
 			prompts, answers = append(prompts, p), append(answers, a)
 		}
 	}
@@ -63,7 +47,7 @@ func additionAccuracy(o *options, g *nn.GPT, tok tokenizer.Tokenizer, stdout, st
 	if tok.Name() != "byte" {
 		return &usageError{fmt.Sprintf("-addition: train-gpt's task is byte-level; -tokenizer is %s", tok.Name())}
 	}
-	if n := 3*o.digits + 3; n > g.Config.Context {
+	if n := addition.Tokens(o.digits); n > g.Config.Context {
 		return &usageError{fmt.Sprintf("-addition: a %d-digit problem is %d tokens, more than the model's context of %d", o.digits, n, g.Config.Context)}
 	}
 	prompts, answers := heldOutProblems(o.digits, o.addition)

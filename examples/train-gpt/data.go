@@ -5,11 +5,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/strata-ml/strata/autograd"
+	"github.com/strata-ml/strata/internal/addition"
 	"github.com/strata-ml/strata/tokenizer"
 )
 
@@ -60,7 +60,7 @@ func (a *additionTask) describe() string {
 
 // rowLen is a problem's length as model input: the prompt and the answer
 // but its final newline, which is only a target.
-func (a *additionTask) rowLen() int { return 2*a.digits + 2 + a.digits + 1 }
+func (a *additionTask) rowLen() int { return addition.Tokens(a.digits) }
 
 func (a *additionTask) seqLen(context int) (int, error) {
 	if n := a.rowLen(); n <= context {
@@ -69,22 +69,11 @@ func (a *additionTask) seqLen(context int) (int, error) {
 	return 0, fmt.Errorf("-digits %d: a problem is %d tokens, longer than the model's context of %d", a.digits, a.rowLen(), context)
 }
 
-func heldOut(x, y int) bool {
-	h := uint64(x)*0x9E3779B97F4A7C15 ^ uint64(y)*0xC2B2AE3D27D4EB4F
-	h ^= h >> 29
-	h *= 0xBF58476D1CE4E5B9
-	h ^= h >> 32
-	return h%10 == 0
-}
+// heldOut is the task's held-out rule (package addition).
+func heldOut(x, y int) bool { return addition.HeldOut(x, y) }
 
 func (a *additionTask) problem(x, y int) (prompt, answer string) {
-	sum := strconv.Itoa(x + y)
-	sum = fmt.Sprintf("%0*s", a.digits+1, sum)
-	r := []byte(sum)
-	for i, j := 0, len(r)-1; i < j; i, j = i+1, j-1 {
-		r[i], r[j] = r[j], r[i]
-	}
-	return fmt.Sprintf("%0*d+%0*d=", a.digits, x, a.digits, y), string(r) + "\n"
+	return addition.Problem(a.digits, x, y)
 }
 
 func (a *additionTask) sample(rng *rand.Rand) (int, int) {
