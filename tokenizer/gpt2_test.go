@@ -288,7 +288,9 @@ func TestMergeLong(t *testing.T) {
 	long := strings.Repeat("supercalifragilisticexpialidocious", 30000)
 	start := time.Now()
 	ids := g.Encode(long)
-	require.Less(t, time.Since(start), 5*time.Second)
+	// About 0.6 s here (and 10x that under the race detector); the
+	// quadratic merge this guards against does not finish in hours.
+	require.Less(t, time.Since(start), 60*time.Second)
 	back, err := g.Decode(ids)
 	require.NoError(t, err)
 	require.Equal(t, long, back)
