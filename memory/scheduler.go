@@ -98,7 +98,9 @@ func (c *SchedulerConfig) defaults() error {
 // Scheduler moves long-lived allocations between the device and offload
 // tiers by how often each step touches them; see the package notes above.
 // Make one with Manager.NewScheduler; call Step between training steps,
-// when no kernel is reading the tracked allocations from another stream.
+// when no kernel is reading the tracked allocations from another stream
+// and no other goroutine is using them (a migrated allocation's Addr and
+// Host change under the manager's lock, which their readers do not take).
 type Scheduler struct {
 	m       *Manager
 	cfg     SchedulerConfig
