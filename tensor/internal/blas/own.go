@@ -34,8 +34,13 @@ var panelPool = sync.Pool{New: func() any {
 // on the calling goroutine, on the fastest kernel the CPU runs.
 func ownGemm32(p problem[float32]) { ownGemm(p, bestKernel) }
 
-// ownGemm is ownGemm32 on kernel kr.
+// ownGemm is ownGemm32 on kernel kr; a product of one row takes the
+// direct path (own_gemv.go).
 func ownGemm(p problem[float32], kr *microKernel) {
+	if p.m == 1 {
+		ownGemv(p)
+		return
+	}
 	buf := panelPool.Get().(*panels)
 	// k is cut into equal blocks of at most kc, so that no block is short.
 	kBlocks := ceilDiv(p.k, kc)

@@ -87,3 +87,29 @@ func TestOwnGemmAllocates(t *testing.T) {
 		require.Zero(t, testing.AllocsPerRun(20, func() { ownGemm(p, kr) }), kr.name)
 	}
 }
+
+// TestOwnGemv: one-row products (the decoding step's) against the
+// reference, every storage order, with padded leading dimensions, beta 0
+// over a C of NaNs, and split over goroutines; and no allocation.
+func TestOwnGemv(t *testing.T) {
+	b := ownBackend("forced by test", bestKernel)
+	b.s.small = b.s.big
+	old := useBackend(b)
+	defer useBackend(old)
+	r := rand.New(rand.NewPCG(27, 28))
+	for _, tA := range bools() {
+		for _, tB := range bools() {
+			for _, nk := range [][2]int{{1, 1}, {7, 13}, {33, 64}, {50257 / 7, 96}, {300, 1029}} {
+				checkOne[float32](t, r, tight(tA, tB, 1, nk[0], nk[1], 1, 0), 1)
+				checkOne[float32](t, r, padded(tA, tB, 1, nk[0], nk[1], -0.5, 1), 1)
+				checkOne[float32](t, r, padded(tA, tB, 1, nk[0], nk[1], 2, 0.25), 2)
+			}
+		}
+	}
+	if !raceEnabled {
+		a, bm, c := randSlice[float32](r, 64*3), randSlice[float32](r, 300*64), make([]float32, 300)
+		p := problem[float32]{tA: true, tB: true, m: 1, n: 300, k: 64, alpha: 1, a: a, lda: 3, b: bm, ldb: 64, c: c, ldc: 300}
+		ownGemv(p)
+		require.Zero(t, testing.AllocsPerRun(20, func() { ownGemv(p) }))
+	}
+}
