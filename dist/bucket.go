@@ -1,0 +1,69 @@
+package dist
+
+import (
+	"github.com/strata-ml/strata/nn"
+	"github.com/strata-ml/strata/tensor"
+)
+
+// DefaultBucketBytes is the bucket size when Options.BucketBytes is 0:
+// 25 MiB, PyTorch DDP's bucket_cap_mb default.
+const DefaultBucketBytes = 25 << 20
+
+// Bucket is a group of parameters whose gradients are reduced together,
+// through one contiguous buffer of Numel elements of DType: parameter i
+// occupies elements [Offsets[i], Offsets[i]+Params[i].Numel()).
+type Bucket struct {
+	Params  []*nn.Parameter
+	Offsets []int
+	Numel   int
+	DType   tensor.DType
+}
+
+// Bytes is the size of the bucket's gradients.
+func (b Bucket) Bytes() int64 { return int64(b.Numel) * int64(b.DType.Size()) }
+
+// AssignBuckets groups ps into buckets as PyTorch DDP does: in reverse
+// order of ps (the order of registration, which a model's Parameters
+// method returns, reversed: roughly the order in which backward produces
+// the gradients, so the first bucket is complete first), filling each
+// bucket until the next parameter would take it past bucketBytes. A
+// bucket holds one dtype (a parameter of another dtype starts a new one).
+// Every bucket is at most bucketBytes, except a parameter larger than
+// bucketBytes, which gets a bucket of its own. bucketBytes <= 0 means
+// DefaultBucketBytes. Parameters that do not require gradients are left
+// out (frozen weights are not reduced).
+func AssignBuckets(ps []*nn.Parameter, bucketBytes int64) []Bucket {
+	return assignBuckets(ps, bucketBytes, false)
+}
+
+// assignBuckets is AssignBuckets, with frozen parameters too when all.
+func assignBuckets(ps []*nn.Parameter, bucketBytes int64, all bool) []Bucket {
+	if bucketBytes <= 0 {
+		bucketBytes = DefaultBucketBytes
+	}
+	var bs []Bucket
+	var cur Bucket
+	flush := func() {
+		if len(cur.Params) > 0 {
+			bs = append(bs, cur)
+		}
+		cur = Bucket{}
+	}
+	for i := len(ps) - 1; i >= 0; i-- {
+		p := ps[i]
+		if !all && !p.RequiresGrad() {
+			continue
+		}
+		dt, n := p.Value.DType(), p.Value.Numel()
+		size := int64(n) * int64(dt.Size())
+		if len(cur.Params) > 0 && (dt != cur.DType || cur.Bytes()+size > bucketBytes) {
+			flush()
+		}
+		cur.DType = dt
+		cur.Params = append(cur.Params, p)
+		cur.Offsets = append(cur.Offsets, cur.Numel)
+		cur.Numel += n
+	}
+	flush()
+	return bs
+}

@@ -1,0 +1,301 @@
+package dist
+
+import (
+	"fmt"
+
+	"github.com/strata-ml/strata/memory"
+	"github.com/strata-ml/strata/nn"
+	"github.com/strata-ml/strata/tensor"
+)
+
+// Options configures DataParallel. The zero value is ready to use.
+type Options struct {
+	// BucketBytes is the gradient bucket size (AssignBuckets); 0 means
+	// DefaultBucketBytes (25 MiB).
+	BucketBytes int64
+}
+
+// DataParallel is one rank's side of data-parallel training: every rank
+// holds a replica of the model, runs forward and backward on its own part
+// of the global batch, and SyncGradients replaces each gradient by its
+// mean over the ranks, so that the optimizer, run on every rank, makes
+// the same update everywhere. Gradients are reduced in buckets
+// (AssignBuckets), each through one flat buffer, one collective call per
+// bucket. It is used by one goroutine, the rank's; each rank builds its
+// own with its own Collective and parameters, all in the same order.
+type DataParallel struct {
+	coll    Collective
+	params  []*nn.Parameter
+	buckets []Bucket
+	bufs    []*tensor.Tensor // one flat buffer per bucket, kept
+	flags   *tensor.Tensor   // one presence count per bucketed parameter, kept
+	nflags  int
+	bytes   int64       // the bucket size asked for
+	ctx     *tensor.Ctx // the rank's temporaries (uploads)
+}
+
+// New returns rank coll.Rank()'s DataParallel over params (a model's
+// Parameters, in registration order: the same on every rank). It
+// allocates the buckets' buffers (role gradient) on the device of each
+// bucket's first parameter. Errors: a nil collective or parameter, a
+// parameter given twice, or the memory error.
+func New(coll Collective, params []*nn.Parameter, opts Options) (*DataParallel, error) {
+	if coll == nil {
+		return nil, fmt.Errorf("dist: New: nil Collective: %w", tensor.ErrArgument)
+	}
+	seen := map[*nn.Parameter]bool{}
+	for i, p := range params {
+		if p == nil || p.Var == nil || p.Value == nil {
+			return nil, fmt.Errorf("dist: New: parameter %d is nil: %w", i, tensor.ErrArgument)
+		}
+		if seen[p] {
+			return nil, fmt.Errorf("dist: New: parameter %q given twice: %w", p.Name, tensor.ErrArgument)
+		}
+		seen[p] = true
+	}
+	d := &DataParallel{coll: coll, params: params, buckets: AssignBuckets(params, opts.BucketBytes),
+		bytes: opts.BucketBytes, ctx: tensor.NewCtx()}
+	for _, b := range d.buckets {
+		buf, err := tensor.NewKept(b.Params[0].Value.Device(), b.DType, memory.RoleGradient, b.Numel)
+		if err != nil {
+			d.Release()
+			return nil, err
+		}
+		buf.SetLabel(fmt.Sprintf("dist.bucket:%s..%s", b.Params[0].Name, b.Params[len(b.Params)-1].Name))
+		d.bufs = append(d.bufs, buf)
+		d.nflags += len(b.Params)
+	}
+	if d.nflags > 0 {
+		f, err := tensor.NewKept(d.buckets[0].Params[0].Value.Device(), tensor.Float32, memory.RoleGradient, d.nflags)
+		if err != nil {
+			d.Release()
+			return nil, err
+		}
+		d.flags = f
+	}
+	return d, nil
+}
+
+// Collective is the group d reduces over.
+func (d *DataParallel) Collective() Collective { return d.coll }
+
+// Buckets is the bucket assignment, in the order SyncGradients reduces
+// the buckets.
+func (d *DataParallel) Buckets() []Bucket { return d.buckets }
+
+// Abort fails the group (Collective.Abort): a rank whose step fails
+// calls it so that the other ranks' collective calls return an error
+// instead of waiting for it.
+func (d *DataParallel) Abort(err error) { d.coll.Abort(err) }
+
+// Release frees the buffers.
+func (d *DataParallel) Release() {
+	for _, b := range d.bufs {
+		b.Release()
+	}
+	d.bufs = nil
+	if d.flags != nil {
+		d.flags.Release()
+		d.flags = nil
+	}
+}
+
+// SyncGradients averages the gradients over the ranks: call it on every
+// rank after backward and before gradient clipping and the optimizer.
+// For each bucket, in order, it copies the gradients into the bucket's
+// flat buffer, all-reduces it (one AllReduceSum), and after the last
+// bucket divides by the number of ranks and copies the means back into
+// the gradients. A parameter without a gradient on some rank contributes
+// zeros, so every rank makes the same calls; a count of the ranks that
+// had a gradient, all-reduced with one more call, decides afterwards:
+// a parameter that no rank gave a gradient keeps none (as in a
+// single-process run, the optimizer skips it), any other gets the mean
+// on every rank (allocated, role gradient, where it had none).
+//
+// On an error (the collective's, or an op's panic while copying) the
+// group is aborted, so the other ranks get an error too, and the
+// gradients are left unspecified.
+func (d *DataParallel) SyncGradients() error {
+	if d.nflags == 0 {
+		return nil
+	}
+	err := d.syncGradients()
+	if err != nil {
+		d.coll.Abort(err)
+	}
+	return err
+}
+
+func (d *DataParallel) syncGradients() error {
+	if d.bufs == nil {
+		return fmt.Errorf("dist: SyncGradients after Release: %w", tensor.ErrArgument)
+	}
+	present := make([]float32, 0, d.nflags)
+	for i, b := range d.buckets {
+		buf := d.bufs[i]
+		if err := tensor.Try(func() {
+			for j, p := range b.Params {
+				present = append(present, 0)
+				seg := segment(buf, b.Offsets[j], p.Value.Shape())
+				if p.Grad != nil {
+					seg.CopyFrom(p.Grad)
+					present[len(present)-1] = 1
+				} else {
+					seg.Fill(0)
+				}
+				seg.Release()
+			}
+		}); err != nil {
+			return err
+		}
+		if err := d.coll.AllReduceSum(buf); err != nil {
+			return err
+		}
+	}
+	if err := tensor.Try(func() {
+		d.ctx.WithScope(func() { d.flags.CopyFrom(d.ctx.FromFloat32s(d.flags.Device(), present, d.nflags)) })
+	}); err != nil {
+		return err
+	}
+	if err := d.coll.AllReduceSum(d.flags); err != nil {
+		return err
+	}
+	var counts []float32
+	if err := tensor.Try(func() { counts = d.flags.Float32s() }); err != nil {
+		return err
+	}
+	k := 0
+	inv := 1 / float64(d.coll.Size())
+	for i, b := range d.buckets {
+		buf := d.bufs[i]
+		for _, p := range b.Params {
+			used := counts[k] > 0
+			k++
+			if !used {
+				continue
+			}
+			if p.Grad == nil {
+				g, err := tensor.NewKept(p.Value.Device(), p.Value.DType(), memory.RoleGradient, p.Value.Shape()...)
+				if err != nil {
+					return err
+				}
+				p.Grad = g
+			}
+		}
+		if err := tensor.Try(func() {
+			buf.ScaleInPlace(inv)
+			for j, p := range b.Params {
+				if p.Grad == nil {
+					continue
+				}
+				seg := segment(buf, b.Offsets[j], p.Value.Shape())
+				p.Grad.CopyFrom(seg)
+				seg.Release()
+			}
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// segment is the view of buf's elements [off, off+numel(shape)) with
+// shape.
+func segment(buf *tensor.Tensor, off int, shape []int) *tensor.Tensor {
+	n := 1
+	for _, s := range shape {
+		n *= s
+	}
+	nar := buf.Narrow(0, off, n)
+	seg := nar.Reshape(shape...)
+	nar.Release()
+	return seg
+}
+
+// BroadcastParameters makes every rank's parameters (all of them, frozen
+// ones too) equal to rank 0's, bit for bit: call it on every rank once,
+// before training, so the replicas start identical whatever their
+// initialisation. It packs the values into buckets as SyncGradients does
+// (temporary buffers), rank 0 its values and the others zeros, and
+// all-reduces each bucket: the sum is rank 0's values exactly (x + 0 = x;
+// only a -0 becomes +0, on every rank alike). An AllGather would do as
+// well; the all-reduce needs no buffer Size times larger. Errors as
+// SyncGradients (the group is aborted).
+func (d *DataParallel) BroadcastParameters() error {
+	err := d.broadcast()
+	if err != nil {
+		d.coll.Abort(err)
+	}
+	return err
+}
+
+func (d *DataParallel) broadcast() error {
+	bs := assignBuckets(d.params, d.bytes, true) // frozen parameters too
+	root := d.coll.Rank() == 0
+	for _, b := range bs {
+		buf, err := tensor.NewKept(b.Params[0].Value.Device(), b.DType, memory.RoleOther, b.Numel)
+		if err != nil {
+			return err
+		}
+		err = tensor.Try(func() {
+			if !root {
+				buf.Fill(0)
+				return
+			}
+			for j, p := range b.Params {
+				seg := segment(buf, b.Offsets[j], p.Value.Shape())
+				seg.CopyFrom(p.Value)
+				seg.Release()
+			}
+		})
+		if err == nil {
+			err = d.coll.AllReduceSum(buf)
+		}
+		if err == nil {
+			err = tensor.Try(func() {
+				for j, p := range b.Params {
+					seg := segment(buf, b.Offsets[j], p.Value.Shape())
+					p.Value.CopyFrom(seg)
+					seg.Release()
+				}
+			})
+		}
+		buf.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AllReduceMean returns the mean of v over the ranks (summed in rank
+// order in float64 by the local group): for logging the global batch's
+// loss, the mean of the ranks' losses when their batches hold the same
+// number of tokens. An error aborts the group.
+func (d *DataParallel) AllReduceMean(v float64) (float64, error) {
+	var sum float64
+	var err error
+	if perr := tensor.Try(func() {
+		d.ctx.WithScope(func() {
+			t := d.ctx.FromFloat64s(d.device(), []float64{v}, 1)
+			if err = d.coll.AllReduceSum(t); err == nil {
+				sum = t.Item()
+			}
+		})
+	}); perr != nil {
+		err = perr
+	}
+	if err != nil {
+		d.coll.Abort(err)
+		return 0, err
+	}
+	return sum / float64(d.coll.Size()), nil
+}
+
+// device is where d's small temporaries go: the first parameter's device.
+func (d *DataParallel) device() tensor.Device {
+	if len(d.params) > 0 {
+		return d.params[0].Value.Device()
+	}
+	return tensor.CPU()
+}
