@@ -1,0 +1,276 @@
+package nccl
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"unsafe"
+)
+
+// EnvNCCLLib names the NCCL library file. When it is set, only that file
+// is tried.
+const EnvNCCLLib = "STRATA_NCCL_LIB"
+
+// ErrNotAvailable: libnccl could not be loaded, or lacks a function this
+// package calls. Every discovery error wraps it.
+var ErrNotAvailable = errors.New("nccl: NCCL library not available")
+
+// fix says how to repair a failed discovery.
+const fix = "install NCCL 2.x (the libnccl2 package, NVIDIA's nvidia-nccl-cu12/-cu13 wheel, " +
+	"or the tarball from developer.nvidia.com/nccl), add its lib folder to LD_LIBRARY_PATH, " +
+	"or set " + EnvNCCLLib + " to the full path of libnccl.so.2"
+
+// libNames are the sonames tried first, through the dynamic loader's own
+// search (LD_LIBRARY_PATH, the ld.so cache).
+var libNames = []string{"libnccl.so.2", "libnccl.so"}
+
+// libDirs lists the folders tried after the sonames, where the file
+// exists: $NCCL_HOME, $CUDA_HOME and $CUDA_PATH, the CUDA toolkits, and
+// the distribution's library folders.
+func libDirs() []string {
+	var dirs []string
+	for _, env := range []string{"NCCL_HOME", "CUDA_HOME", "CUDA_PATH"} {
+		if root := os.Getenv(env); root != "" {
+			dirs = append(dirs, filepath.Join(root, "lib64"), filepath.Join(root, "lib"))
+		}
+	}
+	dirs = append(dirs, "/usr/local/cuda/lib64", "/usr/local/cuda/targets/"+archTarget()+"/lib")
+	versioned, _ := filepath.Glob("/usr/local/cuda-*/lib64")
+	sort.Sort(sort.Reverse(sort.StringSlice(versioned))) // newest toolkit first
+	dirs = append(dirs, versioned...)
+	return append(dirs, "/usr/lib/"+archTriplet(), "/usr/lib64", "/usr/local/lib")
+}
+
+func archTriplet() string {
+	if runtime.GOARCH == "arm64" {
+		return "aarch64-linux-gnu"
+	}
+	return "x86_64-linux-gnu"
+}
+
+func archTarget() string {
+	if runtime.GOARCH == "arm64" {
+		return "sbsa-linux"
+	}
+	return "x86_64-linux"
+}
+
+// attempt is one file the loader tried and why it failed.
+type attempt struct{ path, err string }
+
+// loadError explains a failed discovery: every candidate tried, why each
+// failed, and what to do about it.
+type loadError struct {
+	env   string // value of EnvNCCLLib when set
+	tried []attempt
+}
+
+func (e *loadError) Error() string {
+	var b strings.Builder
+	b.WriteString("nccl: cannot load NCCL (libnccl)")
+	if e.env != "" {
+		b.WriteString(" from " + EnvNCCLLib + "=" + e.env)
+	}
+	b.WriteString(": tried ")
+	for i, a := range e.tried {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(a.path + " (" + a.err + ")")
+	}
+	if e.env != "" {
+		b.WriteString(": point " + EnvNCCLLib + " at the library file, or unset it to search the default locations")
+	} else {
+		b.WriteString(": " + fix)
+	}
+	return b.String()
+}
+
+func (e *loadError) Unwrap() error { return ErrNotAvailable }
+
+// openLibrary finds and loads libnccl, returning its handle and the path
+// that worked. getenv is os.Getenv outside tests; dirs the folders to
+// search after the sonames.
+func openLibrary(getenv func(string) string, names, dirs []string) (uintptr, string, error) {
+	if !platformSupported {
+		_, err := dlopen("")
+		return 0, "", &loadError{tried: []attempt{{names[0], err.Error()}}}
+	}
+	if p := getenv(EnvNCCLLib); p != "" {
+		h, err := dlopen(p)
+		if err != nil {
+			return 0, "", &loadError{env: p, tried: []attempt{{p, dlMessage(err)}}}
+		}
+		return h, p, nil
+	}
+	le := &loadError{}
+	for _, name := range names {
+		h, err := dlopen(name)
+		if err == nil {
+			return h, name, nil
+		}
+		le.tried = append(le.tried, attempt{name, dlMessage(err)})
+	}
+	for _, dir := range dirs {
+		for _, name := range names {
+			p := filepath.Join(dir, name)
+			if _, err := os.Stat(p); err != nil {
+				continue
+			}
+			h, err := dlopen(p)
+			if err == nil {
+				return h, p, nil
+			}
+			le.tried = append(le.tried, attempt{p, dlMessage(err)})
+		}
+	}
+	return 0, "", le
+}
+
+// dlMessage trims the loader's message to what matters.
+func dlMessage(err error) string {
+	return strings.TrimSpace(strings.TrimPrefix(err.Error(), "dlopen: "))
+}
+
+// symbol is one resolved C function: its address and its name (for
+// error messages). A zero addr marks an optional symbol the loaded
+// library lacks.
+type symbol struct {
+	name string
+	addr uintptr
+}
+
+// lib is the loaded libnccl.
+type lib struct {
+	path    string
+	version int // ncclGetVersion
+
+	getVersion, getUniqueID, commInitRank, commInitAll, commDestroy symbol
+	commCount, commCuDevice, commUserRank                           symbol
+	allReduce, reduceScatter, allGather, broadcast                  symbol
+	groupStart, groupEnd, getErrorString                            symbol
+
+	getLastError, commGetAsyncError symbol // optional (2.13+, 2.4+)
+}
+
+func (l *lib) symbols() (required, optional []*symbol) {
+	set := func(s *symbol, name string) *symbol { s.name = name; return s }
+	required = []*symbol{
+		set(&l.getVersion, "ncclGetVersion"),
+		set(&l.getUniqueID, "ncclGetUniqueId"),
+		set(&l.commInitRank, "ncclCommInitRank"),
+		set(&l.commInitAll, "ncclCommInitAll"),
+		set(&l.commDestroy, "ncclCommDestroy"),
+		set(&l.commCount, "ncclCommCount"),
+		set(&l.commCuDevice, "ncclCommCuDevice"),
+		set(&l.commUserRank, "ncclCommUserRank"),
+		set(&l.allReduce, "ncclAllReduce"),
+		set(&l.reduceScatter, "ncclReduceScatter"),
+		set(&l.allGather, "ncclAllGather"),
+		set(&l.broadcast, "ncclBroadcast"),
+		set(&l.groupStart, "ncclGroupStart"),
+		set(&l.groupEnd, "ncclGroupEnd"),
+		set(&l.getErrorString, "ncclGetErrorString"),
+	}
+	optional = []*symbol{
+		set(&l.getLastError, "ncclGetLastError"),
+		set(&l.commGetAsyncError, "ncclCommGetAsyncError"),
+	}
+	return required, optional
+}
+
+// load finds libnccl, resolves its symbols and reads its version.
+func load(getenv func(string) string, dirs []string) (*lib, error) {
+	h, path, err := openLibrary(getenv, libNames, dirs)
+	if err != nil {
+		return nil, err
+	}
+	l := &lib{path: path}
+	required, optional := l.symbols()
+	var missing []string
+	for _, s := range required {
+		if a, err := dlsym(h, s.name); err == nil && a != 0 {
+			s.addr = a
+		} else {
+			missing = append(missing, s.name)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("nccl: %s is not NCCL 2.x: it lacks %s: %s: %w",
+			path, strings.Join(missing, ", "), fix, ErrNotAvailable)
+	}
+	for _, s := range optional {
+		s.addr, _ = dlsym(h, s.name)
+	}
+	var v int32
+	if r := Result(ccall(l.getVersion.addr, uintptr(unsafe.Pointer(&v)))); r != Success {
+		return nil, l.newError(l.getVersion.name, "", r, 0)
+	}
+	l.version = int(v)
+	return l, nil
+}
+
+var state struct {
+	once sync.Once
+	lib  *lib
+	err  error
+}
+
+// getLib loads NCCL on first use, once per process, and returns the
+// first outcome on every later call (from any goroutine).
+func getLib() (*lib, error) {
+	state.once.Do(func() { state.lib, state.err = load(os.Getenv, libDirs()) })
+	return state.lib, state.err
+}
+
+// Init loads NCCL. Every other function calls it, so calling it only
+// moves the cost and lets a program report a missing library early. The
+// error wraps ErrNotAvailable and lists every file tried.
+func Init() error {
+	_, err := getLib()
+	return err
+}
+
+// Available reports whether NCCL loads.
+func Available() bool { return Init() == nil }
+
+// LibraryPath returns the file NCCL was loaded from.
+func LibraryPath() (string, error) {
+	l, err := getLib()
+	if err != nil {
+		return "", err
+	}
+	return l.path, nil
+}
+
+// Version returns NCCL's version code, as ncclGetVersion reports it:
+// major*10000 + minor*100 + patch since 2.9 (22304 for 2.23.4), and
+// major*1000 + minor*100 + patch before.
+func Version() (int, error) {
+	l, err := getLib()
+	if err != nil {
+		return 0, err
+	}
+	return l.version, nil
+}
+
+// VersionString renders a version code (22304) as "2.23.4".
+func VersionString(code int) string {
+	if code >= 10000 {
+		return fmt.Sprintf("%d.%d.%d", code/10000, code%10000/100, code%100)
+	}
+	return fmt.Sprintf("%d.%d.%d", code/1000, code%1000/100, code%100)
+}
+
+// addrPointer turns an address returned by C into an unsafe.Pointer. The
+// memory is not Go memory, so the garbage collector ignores the pointer;
+// the double indirection keeps vet's unsafeptr check quiet about a
+// conversion that is correct for C memory (as in package cuda).
+func addrPointer(addr uintptr) unsafe.Pointer {
+	return *(*unsafe.Pointer)(unsafe.Pointer(&addr))
+}

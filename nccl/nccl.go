@@ -1,0 +1,415 @@
+package nccl
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/strata-ml/strata/cuda"
+)
+
+// GetUniqueID makes the identifier of a new communicator. Call it on one
+// rank and hand the result to every rank's CommInitRank.
+func GetUniqueID() (UniqueID, error) {
+	var id UniqueID
+	l, err := getLib()
+	if err != nil {
+		return id, err
+	}
+	if r := Result(ccall(l.getUniqueID.addr, uintptr(unsafe.Pointer(&id)))); r != Success {
+		return UniqueID{}, l.newError(l.getUniqueID.name, "", r, 0)
+	}
+	return id, nil
+}
+
+// Comm is an NCCL communicator: one rank's membership of a group of
+// ranks, bound to one GPU. Its methods may be called from any goroutine
+// but serialise on a mutex (NCCL forbids concurrent use of one
+// communicator).
+type Comm struct {
+	lib                 *lib
+	h                   uintptr // ncclComm_t
+	rank, count, device int
+
+	mu        sync.Mutex
+	destroyed bool
+}
+
+// CommInitRank joins rank (0 <= rank < nranks) to the communicator id
+// names, on the GPU whose CUDA context is current on the calling OS
+// thread: NCCL takes the device from it. The caller must therefore lock
+// its goroutine to its thread and make the context current around the
+// call, which cuda.Context.Do does:
+//
+//	err := ctx.Do(func() (err error) { comm, err = nccl.CommInitRank(n, id, r); return err })
+//
+// CommInitRank blocks until all nranks ranks have joined, so in one
+// process the ranks must call it from different goroutines (each in its
+// own Do) or use CommInitAll.
+func CommInitRank(nranks int, id UniqueID, rank int) (*Comm, error) {
+	const op = "CommInitRank"
+	if nranks < 1 {
+		return nil, invalidArg(op, "%d ranks: a communicator has at least 1", nranks)
+	}
+	if rank < 0 || rank >= nranks {
+		return nil, invalidArg(op, "rank %d out of range [0, %d)", rank, nranks)
+	}
+	if id == (UniqueID{}) {
+		return nil, invalidArg(op, "zero unique id: make one with GetUniqueID on one rank and pass it to all")
+	}
+	l, err := getLib()
+	if err != nil {
+		return nil, err
+	}
+	var h uintptr
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	r, err := l.callInitRank(&h, nranks, &id, rank)
+	if err != nil {
+		return nil, err
+	}
+	if r != Success {
+		return nil, l.newError(l.commInitRank.name, fmt.Sprintf("rank %d of %d", rank, nranks), r, 0)
+	}
+	return l.newComm(h)
+}
+
+// callInitRank calls ncclCommInitRank(ncclComm_t*, int nranks,
+// ncclUniqueId id, int rank), whose third argument is a 128-byte struct
+// passed by value. The System V AMD64 ABI passes such a struct in memory:
+// a copy on the stack, while the ints after it still take the next free
+// registers, so the words go after the six register arguments. AAPCS64
+// passes a composite larger than 16 bytes by reference to a copy made by
+// the caller, in the next register.
+func (l *lib) callInitRank(h *uintptr, nranks int, id *UniqueID, rank int) (Result, error) {
+	switch runtime.GOARCH {
+	case "amd64":
+		// Six register words (h, set by ccallOut; nranks; rank; three
+		// unused), then the id's sixteen words on the stack.
+		args := make([]uintptr, 6+len(id)/8)
+		args[1], args[2] = uintptr(nranks), uintptr(rank)
+		for i := range len(id) / 8 {
+			args[6+i] = uintptr(*(*uint64)(unsafe.Pointer(&id[8*i])))
+		}
+		return Result(ccallOut(l.commInitRank.addr, uintptr(unsafe.Pointer(h)), args)), nil
+	case "arm64":
+		idCopy := *id // the callee may write to its copy
+		return Result(ccall(l.commInitRank.addr, uintptr(unsafe.Pointer(h)), uintptr(nranks),
+			uintptr(unsafe.Pointer(&idCopy)), uintptr(rank))), nil
+	}
+	return 0, fmt.Errorf("nccl: CommInitRank: passing ncclUniqueId by value is not implemented on %s: %w",
+		runtime.GOARCH, ErrNotAvailable)
+}
+
+// ccallOut calls fn with args, whose first word it sets to out, the
+// address of a Go variable: converted at the call site, out stays alive
+// and in place for the call (go:uintptrescapes).
+//
+//go:uintptrescapes
+func ccallOut(fn uintptr, out uintptr, args []uintptr) uintptr {
+	args[0] = out
+	return ccall(fn, args...)
+}
+
+// CommInitAll makes one communicator per device, all in one process, in
+// one call: the communicator of devices[i] has rank i. A nil or empty
+// devices is refused (NCCL's "first n devices" shortcut hides which
+// devices are used). Each device may appear once.
+func CommInitAll(devices []int) ([]*Comm, error) {
+	const op = "CommInitAll"
+	if len(devices) == 0 {
+		return nil, invalidArg(op, "no devices")
+	}
+	seen := make(map[int]bool, len(devices))
+	dev32 := make([]int32, len(devices))
+	for i, d := range devices {
+		if d < 0 {
+			return nil, invalidArg(op, "negative device ordinal %d", d)
+		}
+		if seen[d] {
+			return nil, invalidArg(op, "device %d listed twice", d)
+		}
+		seen[d] = true
+		dev32[i] = int32(d)
+	}
+	l, err := getLib()
+	if err != nil {
+		return nil, err
+	}
+	hs := make([]uintptr, len(devices))
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if r := Result(ccall(l.commInitAll.addr, uintptr(unsafe.Pointer(&hs[0])), uintptr(len(devices)),
+		uintptr(unsafe.Pointer(&dev32[0])))); r != Success {
+		return nil, l.newError(l.commInitAll.name, fmt.Sprintf("devices %v", devices), r, 0)
+	}
+	comms := make([]*Comm, len(hs))
+	for i, h := range hs {
+		c, err := l.newComm(h)
+		if err != nil {
+			for _, h := range hs {
+				ccall(l.commDestroy.addr, h)
+			}
+			return nil, err
+		}
+		comms[i] = c
+	}
+	return comms, nil
+}
+
+// newComm reads the communicator's rank, size and device once.
+func (l *lib) newComm(h uintptr) (*Comm, error) {
+	c := &Comm{lib: l, h: h}
+	var rank, count, dev int32
+	for _, q := range []struct {
+		sym *symbol
+		out *int32
+	}{{&l.commUserRank, &rank}, {&l.commCount, &count}, {&l.commCuDevice, &dev}} {
+		if r := Result(ccall(q.sym.addr, h, uintptr(unsafe.Pointer(q.out)))); r != Success {
+			return nil, l.newError(q.sym.name, "", r, h)
+		}
+	}
+	c.rank, c.count, c.device = int(rank), int(count), int(dev)
+	return c, nil
+}
+
+// Rank returns the communicator's rank (0 for a nil Comm).
+func (c *Comm) Rank() int {
+	if c == nil {
+		return 0
+	}
+	return c.rank
+}
+
+// Count returns the number of ranks (0 for a nil Comm).
+func (c *Comm) Count() int {
+	if c == nil {
+		return 0
+	}
+	return c.count
+}
+
+// Device returns the CUDA device ordinal the communicator works on (-1
+// for a nil Comm).
+func (c *Comm) Device() int {
+	if c == nil {
+		return -1
+	}
+	return c.device
+}
+
+func (c *Comm) String() string {
+	if c == nil {
+		return "nil communicator"
+	}
+	return fmt.Sprintf("rank %d of %d (cuda:%d)", c.rank, c.count, c.device)
+}
+
+// Destroy waits for the communicator's queued work and frees it.
+// Destroying twice is a no-op.
+func (c *Comm) Destroy() error {
+	if c == nil {
+		return invalidArg("Comm.Destroy", "nil communicator")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.destroyed {
+		return nil
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if r := Result(ccall(c.lib.commDestroy.addr, c.h)); r != Success {
+		return c.lib.newError(c.lib.commDestroy.name, c.String(), r, c.h)
+	}
+	c.destroyed = true
+	return nil
+}
+
+// AsyncError returns the error an asynchronous operation of the
+// communicator has met (a peer gone, a network failure), or nil.
+func (c *Comm) AsyncError() error {
+	if err := c.usable("Comm.AsyncError"); err != nil {
+		return err
+	}
+	l := c.lib
+	if l.commGetAsyncError.addr == 0 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var async int32
+	if r := Result(ccall(l.commGetAsyncError.addr, c.h, uintptr(unsafe.Pointer(&async)))); r != Success {
+		return l.newError(l.commGetAsyncError.name, c.String(), r, c.h)
+	}
+	if Result(async) != Success {
+		return l.newError("asynchronous error", c.String(), Result(async), c.h)
+	}
+	return nil
+}
+
+func (c *Comm) usable(op string) error {
+	if c == nil {
+		return invalidArg(op, "nil communicator")
+	}
+	if c.destroyed {
+		return invalidArg(op, "%s was destroyed", c)
+	}
+	return nil
+}
+
+// check validates what every collective takes: a usable communicator, a
+// count, an element type and a stream of the communicator's device.
+func (c *Comm) check(op string, count int, dt DataType, s *cuda.Stream) error {
+	if err := c.usable(op); err != nil {
+		return err
+	}
+	if count < 0 {
+		return invalidArg(op, "negative count %d", count)
+	}
+	if !dt.valid() {
+		return invalidArg(op, "unknown data type %s", dt)
+	}
+	if s != nil {
+		if ctx := s.Context(); ctx != nil && int(ctx.Device()) != c.device {
+			return invalidArg(op, "%s is on %s, the communicator on cuda:%d", s, ctx.Device(), c.device)
+		}
+	}
+	return nil
+}
+
+// collective runs one collective under the communicator's lock, on a
+// locked thread.
+func (c *Comm) collective(sym *symbol, detail func() string, args ...uintptr) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.destroyed {
+		return invalidArg(sym.name, "%s was destroyed", c)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if r := Result(ccall(sym.addr, args...)); r != Success {
+		return c.lib.newError(sym.name, detail(), r, c.h)
+	}
+	return nil
+}
+
+// AllReduce combines count elements of type dt from every rank's send
+// with op and writes the result to every rank's recv (send == recv works
+// in place). The work is queued on s (nil: the legacy default stream of
+// the current context); the call returns once it is queued. With several
+// communicators driven by one goroutine, call it inside Group.
+func (c *Comm) AllReduce(send, recv cuda.DevicePtr, count int, dt DataType, op RedOp, s *cuda.Stream) error {
+	const name = "AllReduce"
+	if err := c.check(name, count, dt, s); err != nil {
+		return err
+	}
+	if !op.valid() {
+		return invalidArg(name, "unknown reduction %s", op)
+	}
+	if send == 0 || recv == 0 {
+		return invalidArg(name, "null buffer (send %s, recv %s)", send, recv)
+	}
+	return c.collective(&c.lib.allReduce, func() string {
+		return fmt.Sprintf("%d %s %s, %s", count, dt, op, c)
+	}, uintptr(send), uintptr(recv), uintptr(count), uintptr(dt), uintptr(op), c.h, s.Handle())
+}
+
+// ReduceScatter combines the ranks' send buffers (recvCount*Count()
+// elements each) with op and leaves block i of the result, recvCount
+// elements, in rank i's recv.
+func (c *Comm) ReduceScatter(send, recv cuda.DevicePtr, recvCount int, dt DataType, op RedOp, s *cuda.Stream) error {
+	const name = "ReduceScatter"
+	if err := c.check(name, recvCount, dt, s); err != nil {
+		return err
+	}
+	if !op.valid() {
+		return invalidArg(name, "unknown reduction %s", op)
+	}
+	if send == 0 || recv == 0 {
+		return invalidArg(name, "null buffer (send %s, recv %s)", send, recv)
+	}
+	return c.collective(&c.lib.reduceScatter, func() string {
+		return fmt.Sprintf("%d %s %s per rank, %s", recvCount, dt, op, c)
+	}, uintptr(send), uintptr(recv), uintptr(recvCount), uintptr(dt), uintptr(op), c.h, s.Handle())
+}
+
+// AllGather gathers sendCount elements from every rank into every rank's
+// recv (sendCount*Count() elements), rank i's at offset i*sendCount.
+func (c *Comm) AllGather(send, recv cuda.DevicePtr, sendCount int, dt DataType, s *cuda.Stream) error {
+	const name = "AllGather"
+	if err := c.check(name, sendCount, dt, s); err != nil {
+		return err
+	}
+	if send == 0 || recv == 0 {
+		return invalidArg(name, "null buffer (send %s, recv %s)", send, recv)
+	}
+	return c.collective(&c.lib.allGather, func() string {
+		return fmt.Sprintf("%d %s per rank, %s", sendCount, dt, c)
+	}, uintptr(send), uintptr(recv), uintptr(sendCount), uintptr(dt), c.h, s.Handle())
+}
+
+// Broadcast copies count elements from the root rank's send to every
+// rank's recv. send is read on the root only and may be 0 elsewhere.
+func (c *Comm) Broadcast(send, recv cuda.DevicePtr, count int, dt DataType, root int, s *cuda.Stream) error {
+	const name = "Broadcast"
+	if err := c.check(name, count, dt, s); err != nil {
+		return err
+	}
+	if root < 0 || root >= c.count {
+		return invalidArg(name, "root %d out of range [0, %d)", root, c.count)
+	}
+	if recv == 0 || (send == 0 && c.rank == root) {
+		return invalidArg(name, "null buffer (send %s, recv %s) on rank %d, root %d", send, recv, c.rank, root)
+	}
+	return c.collective(&c.lib.broadcast, func() string {
+		return fmt.Sprintf("%d %s from root %d, %s", count, dt, root, c)
+	}, uintptr(send), uintptr(recv), uintptr(count), uintptr(dt), uintptr(root), c.h, s.Handle())
+}
+
+// GroupStart opens a group: the collectives called until GroupEnd are
+// launched together, which one goroutine driving several communicators
+// needs (each blocking call would wait for ranks not yet called). NCCL
+// keeps the group per OS thread, so GroupStart, the calls and GroupEnd
+// must run on one thread: lock the goroutine (runtime.LockOSThread)
+// around them, or use Group, which does.
+func GroupStart() error {
+	l, err := getLib()
+	if err != nil {
+		return err
+	}
+	if r := Result(ccall(l.groupStart.addr)); r != Success {
+		return l.newError(l.groupStart.name, "", r, 0)
+	}
+	return nil
+}
+
+// GroupEnd closes the group GroupStart opened on this thread and launches
+// its collectives.
+func GroupEnd() error {
+	l, err := getLib()
+	if err != nil {
+		return err
+	}
+	if r := Result(ccall(l.groupEnd.addr)); r != Success {
+		return l.newError(l.groupEnd.name, "", r, 0)
+	}
+	return nil
+}
+
+// Group runs fn between GroupStart and GroupEnd on one locked OS thread.
+// GroupEnd runs even when fn fails (NCCL requires the group to be
+// closed); fn's error is returned first.
+func Group(fn func() error) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := GroupStart(); err != nil {
+		return err
+	}
+	ferr := fn()
+	eerr := GroupEnd()
+	if ferr != nil {
+		return ferr
+	}
+	return eerr
+}
