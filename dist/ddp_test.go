@@ -123,7 +123,7 @@ const (
 
 // trainStep is one step on rows (b, T) of ids: forward, backward, sync
 // (when d is not nil), clipping and AdamW; it returns the rank's loss.
-func trainStep(c *tensor.Ctx, g *nn.GPT, opt *nn.AdamW, d *dist.DataParallel, x, y []int32, b int) (float64, error) {
+func trainStep(c *tensor.Ctx, g *nn.GPT, opt nn.Optimizer, d *dist.DataParallel, x, y []int32, b int) (float64, error) {
 	ps := g.Parameters()
 	var loss float64
 	err := nn.Step(c, func() error {
@@ -171,46 +171,7 @@ func TestDataParallelMatchesSingle(t *testing.T) {
 
 	for _, n := range []int{2, 4} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			b := ddpB / n
-			losses := make([][]float64, n)   // [rank][step], the mean over ranks
-			params := make([][][]float32, n) // [rank][step]
-			nbuckets := make([]int, n)
-			models := make([]*nn.GPT, n)
-			for r := range n { // built here: require may not run on the ranks' goroutines
-				models[r] = newGPT(t, tinyGPT, 3)
-			}
-			errs := runRanks(t, n, 60*time.Second, func(c *tensor.Ctx, coll dist.Collective) error {
-				r := coll.Rank()
-				g := models[r]
-				// Small buckets: several of them, and the (32, 128) weights
-				// (16 KiB) larger than one.
-				d, err := dist.New(coll, g.Parameters(), dist.Options{BucketBytes: 12 << 10})
-				if err != nil {
-					return err
-				}
-				defer d.Release()
-				nbuckets[r] = len(d.Buckets())
-				if err := d.BroadcastParameters(); err != nil {
-					return err
-				}
-				opt := nn.NewAdamW(g.Parameters(), ddpLR, 0.1)
-				defer opt.Release()
-				for s := range ddpSteps {
-					rows := b * T
-					l, err := trainStep(c, g, opt, d, xs[s][r*rows:(r+1)*rows], ys[s][r*rows:(r+1)*rows], b)
-					if err != nil {
-						d.Abort(err)
-						return err
-					}
-					mean, err := d.AllReduceMean(l)
-					if err != nil {
-						return err
-					}
-					losses[r] = append(losses[r], mean)
-					params[r] = append(params[r], flatParams(g.Parameters()))
-				}
-				return nil
-			})
+			losses, params, nbuckets, errs := trainRanks(t, n, ddpB/n, xs, ys, false)
 			for r, err := range errs {
 				require.NoError(t, err, "rank %d", r)
 			}
@@ -233,6 +194,73 @@ func TestDataParallelMatchesSingle(t *testing.T) {
 			}
 		})
 	}
+}
+
+// trainRanks trains the tiny GPT (seed 3) for ddpSteps steps on n local
+// ranks with b rows each of the batches xs, ys, with nn.AdamW or (zero)
+// ZeroAdamW, and returns every rank's mean losses and parameters after
+// every step, the number of buckets and the ranks' errors. Each rank
+// checks that its Ctx holds the same bytes after every step.
+func trainRanks(t *testing.T, n, b int, xs, ys [][]int32, zero bool) (losses [][]float64, params [][][]float32, nbuckets []int, errs []error) {
+	T := tinyGPT.Context
+	losses = make([][]float64, n)   // [rank][step], the mean over ranks
+	params = make([][][]float32, n) // [rank][step]
+	nbuckets = make([]int, n)
+	models := make([]*nn.GPT, n)
+	for r := range n { // built here: require may not run on the ranks' goroutines
+		models[r] = newGPT(t, tinyGPT, 3)
+	}
+	errs = runRanks(t, n, 60*time.Second, func(c *tensor.Ctx, coll dist.Collective) error {
+		r := coll.Rank()
+		g := models[r]
+		// Small buckets: several of them, and the (32, 128) weights
+		// (16 KiB) larger than one.
+		d, err := dist.New(coll, g.Parameters(), dist.Options{BucketBytes: 12 << 10})
+		if err != nil {
+			return err
+		}
+		defer d.Release()
+		nbuckets[r] = len(d.Buckets())
+		if err := d.BroadcastParameters(); err != nil {
+			return err
+		}
+		var opt nn.Optimizer
+		if zero {
+			z, err := dist.NewZeroAdamW(coll, g.Parameters(), ddpLR, 0.1)
+			if err != nil {
+				d.Abort(err)
+				return err
+			}
+			opt = z
+		} else {
+			opt = nn.NewAdamW(g.Parameters(), ddpLR, 0.1)
+		}
+		defer opt.Release()
+		var first int64
+		for s := range ddpSteps {
+			rows := b * T
+			l, err := trainStep(c, g, opt, d, xs[s][r*rows:(r+1)*rows], ys[s][r*rows:(r+1)*rows], b)
+			if err != nil {
+				d.Abort(err)
+				return err
+			}
+			mean, err := d.AllReduceMean(l)
+			if err != nil {
+				return err
+			}
+			losses[r] = append(losses[r], mean)
+			params[r] = append(params[r], flatParams(g.Parameters()))
+			if s == 0 {
+				first = c.BytesInUse()
+			} else if c.BytesInUse() != first {
+				err := fmt.Errorf("rank %d: %d bytes in its Ctx after step %d, %d after the first", r, c.BytesInUse(), s, first)
+				d.Abort(err)
+				return err
+			}
+		}
+		return nil
+	})
+	return losses, params, nbuckets, errs
 }
 
 // Tolerances of the comparison with one rank: see the package doc.

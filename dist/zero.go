@@ -1,0 +1,196 @@
+package dist
+
+import (
+	"fmt"
+
+	"github.com/strata-ml/strata/memory"
+	"github.com/strata-ml/strata/nn"
+	"github.com/strata-ml/strata/tensor"
+)
+
+// ZeroAdamW is nn.AdamW with its state sharded over the ranks (ZeRO stage
+// 1): the trainable parameters, in registration order, are laid end to
+// end in one flat space of n elements, padded to Size·k, and rank r owns
+// elements [r·k, (r+1)·k). Each rank keeps the moments of its shard only
+// (2k elements instead of 2n), updates its shard with AdamW's rule
+// (tensor.AdamWStep, on the part of each parameter that falls in the
+// shard, with that parameter's weight decay), and one AllGather of the
+// flat parameters gives every rank the whole update. AdamW is
+// element-wise, so the result is the unsharded AdamW's, bit for bit.
+//
+// It implements nn.Optimizer. Call Step on every rank after
+// DataParallel.SyncGradients (and clipping): it needs every rank's
+// gradients equal, and skips, as nn.AdamW does, the parameters without a
+// gradient (after SyncGradients the same ones on every rank). The
+// trainable parameters must share one float dtype and device. Besides
+// the moments it holds two flat buffers of Size·k elements (parameters
+// and gradients); the gradient one could shrink to k with a
+// ReduceScatterSum in place of SyncGradients' all-reduce (ZeRO stage 2),
+// which the clipping's global norm would then need one more all-reduce
+// for.
+type ZeroAdamW struct {
+	LR, Beta1, Beta2, Eps float64
+	WeightDecay           float64
+
+	coll         Collective
+	params       []*nn.Parameter // trainable, registration order
+	offs         []int           // each one's first element in the flat space
+	n, k         int             // elements, elements per rank
+	flatP, flatG *tensor.Tensor  // Size·k each, kept
+	m, v         *tensor.Tensor  // k each: this rank's shard of the moments
+	step         int
+}
+
+// NewZeroAdamW returns rank coll.Rank()'s sharded AdamW over params with
+// PyTorch's defaults for the betas and eps (as nn.NewAdamW). Errors: a
+// nil collective, parameters of different dtypes or devices, no
+// trainable parameter, or the memory error.
+func NewZeroAdamW(coll Collective, params []*nn.Parameter, lr, weightDecay float64) (*ZeroAdamW, error) {
+	if coll == nil {
+		return nil, fmt.Errorf("dist: NewZeroAdamW: nil Collective: %w", tensor.ErrArgument)
+	}
+	o := &ZeroAdamW{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: weightDecay, coll: coll}
+	for _, p := range params {
+		if p == nil || !p.RequiresGrad() {
+			continue
+		}
+		if q := o.params; len(q) > 0 && (p.Value.DType() != q[0].Value.DType() || p.Value.Device() != q[0].Value.Device()) {
+			return nil, fmt.Errorf("dist: NewZeroAdamW: %q is %v on %v, %q %v on %v: want one dtype and device: %w",
+				q[0].Name, q[0].Value.DType(), q[0].Value.Device(), p.Name, p.Value.DType(), p.Value.Device(), tensor.ErrArgument)
+		}
+		o.params = append(o.params, p)
+		o.offs = append(o.offs, o.n)
+		o.n += p.Value.Numel()
+	}
+	if o.n == 0 {
+		return nil, fmt.Errorf("dist: NewZeroAdamW: no trainable parameter: %w", tensor.ErrArgument)
+	}
+	size := coll.Size()
+	o.k = (o.n + size - 1) / size
+	dev, dt := o.params[0].Value.Device(), o.params[0].Value.DType()
+	alloc := func(role memory.Role, n int, label string) *tensor.Tensor {
+		t, err := tensor.NewKept(dev, dt, role, n)
+		if err != nil {
+			panic(allocError{err})
+		}
+		t.SetLabel(label)
+		return t
+	}
+	err := func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				a, ok := r.(allocError)
+				if !ok {
+					panic(r)
+				}
+				err = a.err
+			}
+		}()
+		o.flatP = alloc(memory.RoleParameter, size*o.k, "dist.zero.params")
+		o.flatG = alloc(memory.RoleGradient, size*o.k, "dist.zero.grads")
+		o.m = alloc(memory.RoleOptimizerState, o.k, "exp_avg:dist.zero.shard")
+		o.v = alloc(memory.RoleOptimizerState, o.k, "exp_avg_sq:dist.zero.shard")
+		return tensor.Try(func() {
+			for _, t := range []*tensor.Tensor{o.flatP, o.flatG, o.m, o.v} {
+				t.Fill(0) // the padding stays 0
+			}
+		})
+	}()
+	if err != nil {
+		o.Release()
+		return nil, err
+	}
+	return o, nil
+}
+
+type allocError struct{ err error }
+
+// SetLR sets the learning rate.
+func (o *ZeroAdamW) SetLR(lr float64) { o.LR = lr }
+
+// Steps is the number of steps taken.
+func (o *ZeroAdamW) Steps() int { return o.step }
+
+// ShardElements is the number of elements of the flat parameter space
+// this rank owns (and keeps moments for).
+func (o *ZeroAdamW) ShardElements() int { return o.k }
+
+// Release frees the buffers and the moments.
+func (o *ZeroAdamW) Release() {
+	for _, t := range []*tensor.Tensor{o.flatP, o.flatG, o.m, o.v} {
+		if t != nil {
+			t.Release()
+		}
+	}
+	o.flatP, o.flatG, o.m, o.v = nil, nil, nil, nil
+}
+
+// Step updates this rank's shard and all-gathers the parameters. On an
+// error the group is aborted (the other ranks' Step returns an error).
+func (o *ZeroAdamW) Step() error {
+	err := o.doStep()
+	if err != nil {
+		o.coll.Abort(err)
+	}
+	return err
+}
+
+func (o *ZeroAdamW) doStep() error {
+	if o.flatP == nil {
+		return fmt.Errorf("dist: ZeroAdamW.Step after Release: %w", tensor.ErrArgument)
+	}
+	lo, hi := o.coll.Rank()*o.k, (o.coll.Rank()+1)*o.k
+	o.step++
+	if err := tensor.Try(func() {
+		for i, p := range o.params {
+			a, b := max(o.offs[i], lo), min(o.offs[i]+p.Value.Numel(), hi)
+			if a >= b {
+				continue
+			}
+			// This parameter's elements [a, b) of the flat space, and
+			// the same of its value and gradient.
+			pv := flatView(p.Value, a-o.offs[i], b-a)
+			dst := flatView(o.flatP, a, b-a)
+			dst.CopyFrom(pv)
+			pv.Release()
+			if p.Grad == nil {
+				dst.Release()
+				continue
+			}
+			gv := flatView(p.Grad, a-o.offs[i], b-a)
+			g := flatView(o.flatG, a, b-a)
+			g.CopyFrom(gv)
+			m, v := flatView(o.m, a-lo, b-a), flatView(o.v, a-lo, b-a)
+			wd := 0.0
+			if p.Decay {
+				wd = o.WeightDecay
+			}
+			tensor.AdamWStep(dst, g, m, v, o.LR, o.Beta1, o.Beta2, o.Eps, wd, o.step)
+			for _, t := range []*tensor.Tensor{dst, gv, g, m, v} {
+				t.Release()
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	if err := o.coll.AllGather(o.flatP); err != nil {
+		return err
+	}
+	return tensor.Try(func() {
+		for i, p := range o.params {
+			src := flatView(o.flatP, o.offs[i], p.Value.Numel())
+			dst := p.Value.Reshape(p.Value.Numel())
+			dst.CopyFrom(src)
+			src.Release()
+			dst.Release()
+		}
+	})
+}
+
+// flatView is elements [off, off+n) of contiguous t, as a 1-D view.
+func flatView(t *tensor.Tensor, off, n int) *tensor.Tensor {
+	f := t.Reshape(t.Numel())
+	v := f.Narrow(0, off, n)
+	f.Release()
+	return v
+}
