@@ -36,6 +36,13 @@
 // recomputes the probabilities tile by tile. nn's attention uses it when
 // asked (nn.AttentionFused); plain stays the default until measured.
 //
+// LinearCrossEntropy is a language model's output head and loss fused and
+// chunked: a chunk of rows' logits, their loss and their gradient are made
+// in the forward and multiplied into the gradients of the hidden states
+// and the weight at once, so the (N, V) logits and their gradient (3.2 GB
+// in float32 for GPT-2 at batch 8 by 1024) are never held; backward only
+// scales the two gradients it kept (nn.HeadLoss).
+//
 // # State: tensor.Ctx, carried by the values
 //
 // Go has no goroutine-local storage, so the state an op needs (which

@@ -64,7 +64,19 @@
 // final LayerNorm, output head tied to the token table, GPT-2
 // initialisation, and nanoGPT's parameter names, so SaveWeights writes
 // safetensors files PyTorch loads into nanoGPT unchanged. GPTConfigs has
-// the tiny, char and gpt2 shapes.
+// the tiny, char, gpt2 and gpt2-medium shapes. GPT.Checkpoint chooses
+// activation checkpointing, GPT.HeadLoss the full or the fused, chunked
+// output head and loss (the logits never all held), SetAttention plain or
+// fused attention.
+//
+// Weights in and out: LoadWeights reads strata's and nanoGPT's files and
+// Hugging Face's GPT-2 checkpoints (Conv1D projections stored (in, out),
+// with or without "transformer."), telling the layout from the shapes;
+// LoadWeightsLayout says which it read, SaveWeightsLayout writes either,
+// GPTConfigOfWeights reads a file's shape. Generate continues a prompt
+// with a KV cache (a Decoder preallocated to the context): greedy or
+// sampled with temperature, top-k and top-p, a seed, stop tokens and a
+// callback per token; each new token costs one position of attention.
 //
 // AdamW and SGD follow torch.optim exactly (tested against PyTorch's
 // values); AdamW decays only parameters with Decay set (2-D weights),
