@@ -8,8 +8,13 @@
 // reference-counted storage. Storage comes from the device's
 // memory.Manager: every allocation carries a memory.Role (parameter,
 // gradient, activation, ...) and the manager's policy maps the role to a
-// tier (host, device, managed, staging), so the hybrid placement happens
-// below this package without its callers choosing memory by hand. Views
+// tier (host, device, managed, staging, offload), so the hybrid placement
+// happens below this package without its callers choosing memory by hand.
+// Every op counts an access to each operand's allocation
+// (memory.Allocation.Touch, one atomic add) and reads its address at
+// launch, so the memory manager's placement scheduler knows how often
+// each tensor is used and may migrate it between steps
+// (Tensor.Allocation, Tensor.SetLabel name it in its plans). Views
 // (Reshape of a contiguous tensor, Transpose, Permute, Narrow, Split,
 // Expand, Unsqueeze, Alias) share storage; Contiguous, Clone and To copy.
 //

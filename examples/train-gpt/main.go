@@ -6,7 +6,9 @@
 // loss curves. -data trains a language model on a text file (tokenized
 // with -tokenizer: bytes or GPT-2's BPE) or a token file (llm.c's or
 // nanoGPT's .bin) instead. -bench times training steps on random tokens
-// and prints one JSON line.
+// and prints one JSON line. -device-budget caps the device memory: under
+// the hybrid placement what does not fit spills to host-resident memory
+// and a scheduler moves the least used tensors there between steps.
 package main
 
 import (
