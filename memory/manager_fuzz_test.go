@@ -19,7 +19,11 @@ import (
 // API documents (out of memory, invalid argument, double free), that no
 // live allocation was overwritten, and that the budget was never passed;
 // at the end, that freeing everything and emptying the cache gives every
-// byte back and Close reports no leak.
+// byte back and Close reports no leak. It also migrates live allocations
+// between tiers, changes the device tier's limit (under the hybrid policy
+// what does not fit spills to the offload tier), and runs a placement
+// scheduler over random accesses: every byte of every live allocation
+// survives each move.
 //
 // Input: a configuration byte (classic or expandable segments, tier
 // limits, max split size), then pairs (op, arg).
@@ -64,6 +68,15 @@ func runManagerOps(t *testing.T, data []byte) {
 	m := memory.NewBudgetHostManager(cfg, b)
 	var live []liveAlloc
 	var freed []*memory.Allocation
+	var sched *memory.Scheduler
+	checkLive := func(step int, what string) {
+		t.Helper()
+		for _, l := range live {
+			if err := memtest.Check(l.a.Host(), l.seed); err != nil {
+				t.Fatalf("step %d: after %s, an allocation of %d bytes in %s was overwritten: %v", step, what, l.a.Size(), l.a.Tier(), err)
+			}
+		}
+	}
 	var want int64
 	seed := byte(0)
 	check := func(step int) {
@@ -86,7 +99,7 @@ func runManagerOps(t *testing.T, data []byte) {
 	ops := data[1:]
 	for step := 0; len(ops) >= 2 && step < 150; step, ops = step+1, ops[2:] {
 		op, arg := ops[0], int(ops[1])
-		switch op % 10 {
+		switch op % 12 {
 		case 0, 1, 2, 3: // allocate
 			size := int64(arg) + 1
 			switch op >> 4 & 3 {
@@ -179,6 +192,54 @@ func runManagerOps(t *testing.T, data []byte) {
 					t.Fatalf("step %d: the snapshot has %d live blocks, %d are live", step, n, len(live))
 				}
 				m.ResetPeaks()
+			}
+		case 10: // migrate a live allocation to any tier (or an unknown one)
+			if len(live) == 0 {
+				break
+			}
+			l := live[arg%len(live)]
+			to := memory.Tier(int(op>>4) % (int(memory.NumTiers) + 1))
+			err := m.Migrate(l.a, to)
+			var oom *memory.OOMError
+			switch {
+			case err == nil:
+			case errors.As(err, &oom), errors.Is(err, memory.ErrInjected):
+			case errors.Is(err, memory.ErrInvalidArgument) && to >= memory.NumTiers:
+			default:
+				t.Fatalf("step %d: migrating %d bytes from %s to %s: unexpected error %v", step, l.a.Size(), l.a.Tier(), to, err)
+			}
+			checkLive(step, "a migration")
+		case 11: // budgets and the placement scheduler
+			switch arg % 4 {
+			case 0:
+				if err := m.SetLimit(memory.TierDevice, int64(arg%5)<<22); err != nil {
+					t.Fatalf("step %d: SetLimit: %v", step, err)
+				}
+			case 1:
+				if sched == nil {
+					var err error
+					if sched, err = m.NewScheduler(memory.SchedulerConfig{Budget: int64(arg%3) << 23, MinBytes: 4096, Patience: 1 + arg%3, ColdTouches: float64(arg % 2)}); err != nil {
+						t.Fatalf("step %d: NewScheduler: %v", step, err)
+					}
+				}
+			case 2:
+				for i, l := range live {
+					for range (i + arg) % 4 {
+						l.a.Touch()
+					}
+				}
+			default:
+				if sched != nil {
+					p, err := sched.Step()
+					var oom *memory.OOMError
+					if err != nil && !errors.As(err, &oom) && !errors.Is(err, memory.ErrInjected) {
+						t.Fatalf("step %d: scheduler step: unexpected error %v", step, err)
+					}
+					if p.Excess < 0 || p.Demoted < 0 || p.Promoted < 0 {
+						t.Fatalf("step %d: plan %+v", step, p)
+					}
+					checkLive(step, "a scheduler step")
+				}
 			}
 		}
 		check(step)
