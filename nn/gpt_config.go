@@ -29,11 +29,14 @@ var GPTConfigs = map[string]GPTConfig{
 	"gpt2-medium": {Vocab: 50257, Context: 1024, Layers: 24, Heads: 16, Width: 1024, Batch: 8},
 }
 
+// GPTConfigNames lists the presets' names, sorted, for messages.
+func GPTConfigNames() []string { return slices.Sorted(maps.Keys(GPTConfigs)) }
+
 // LookupGPTConfig returns the named preset.
 func LookupGPTConfig(name string) (GPTConfig, error) {
 	c, ok := GPTConfigs[name]
 	if !ok {
-		return c, fmt.Errorf("nn: unknown GPT config %q (have %v)", name, slices.Sorted(maps.Keys(GPTConfigs)))
+		return c, fmt.Errorf("nn: unknown GPT config %q (have %v)", name, GPTConfigNames())
 	}
 	return c, nil
 }

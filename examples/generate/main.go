@@ -76,7 +76,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.weights, "weights", "", "the model's weights: a safetensors file of strata (train-gpt -out), nanoGPT or Hugging Face's GPT-2 (required)")
-	fs.StringVar(&o.config, "config", "", "model shape when the file's metadata has none: tiny, char or gpt2 (default: from the tensor shapes)")
+	fs.StringVar(&o.config, "config", "", "model shape when the file's metadata has none: "+strings.Join(nn.GPTConfigNames(), ", ")+" (default: from the tensor shapes)")
 	fs.IntVar(&o.heads, "heads", 0, "attention heads when the shape comes from the tensor shapes (default: config.json beside the file, else width/64)")
 	fs.StringVar(&o.layout, "layout", "auto", "weights layout: auto, nanogpt or hf")
 	fs.StringVar(&o.prompt, "prompt", "\n", "text to continue (and whose logits -dump-logits writes)")
@@ -140,7 +140,7 @@ func (o *options) check() error {
 	f.Close()
 	if o.config != "" {
 		if _, err := nn.LookupGPTConfig(o.config); err != nil {
-			return fmt.Errorf("-config %q: want tiny, char or gpt2", o.config)
+			return fmt.Errorf("-config %q: want one of %s", o.config, strings.Join(nn.GPTConfigNames(), ", "))
 		}
 	}
 	if o.lay, err = nn.ParseLayout(o.layout); err != nil {

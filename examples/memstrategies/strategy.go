@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -33,7 +32,7 @@ func strategyList(s string) ([]string, error) {
 	return out, nil
 }
 
-func configNames() []string { return slices.Sorted(maps.Keys(nn.GPTConfigs)) }
+func configNames() []string { return nn.GPTConfigNames() }
 
 func parsePrecision(s string) (amp.State, error) {
 	st, err := amp.ParsePrecision(s)

@@ -76,7 +76,7 @@ func (o *options) check() error {
 		return fmt.Errorf("-digits %d: want 1 to 6", o.digits)
 	}
 	if _, err := nn.LookupGPTConfig(o.config); err != nil {
-		return fmt.Errorf("-config %q: want tiny, char or gpt2", o.config)
+		return fmt.Errorf("-config %q: want one of %s", o.config, strings.Join(nn.GPTConfigNames(), ", "))
 	}
 	switch o.policy {
 	case "hybrid", "device", "managed", "staging":

@@ -85,7 +85,7 @@ type options struct {
 func parseFlags(args []string) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("train-gpt", flag.ContinueOnError)
-	fs.StringVar(&o.config, "config", "tiny", "model shape: tiny, char or gpt2")
+	fs.StringVar(&o.config, "config", "tiny", "model shape: "+strings.Join(nn.GPTConfigNames(), ", "))
 	fs.IntVar(&o.steps, "steps", 0, "training steps (default: 6000 for the built-in addition task, 4000 for text, 10 timed steps for -bench)")
 	fs.IntVar(&o.batch, "batch", 0, "sequences per step (default: 128 problems for the built-in addition task, else the config's)")
 	fs.Float64Var(&o.lr, "lr", 0, "peak learning rate (default: 2e-3 for the built-in addition task, else 1e-3)")

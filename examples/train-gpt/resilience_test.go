@@ -68,7 +68,7 @@ func TestBadFlagsRefusedUpFront(t *testing.T) {
 		"-dropout NaN":                 "-dropout NaN",
 		"-digits 0":                    "-digits 0: want 1 to 6",
 		"-memory-step 0":               "-memory-step 0: want at least 1",
-		"-config huge":                 `-config "huge": want tiny, char or gpt2`,
+		"-config huge":                 `-config "huge": want one of char, gpt2, gpt2-medium, tiny`,
 		"-policy bogus":                `-policy "bogus": want hybrid, device, managed or staging`,
 		"-bench -resume x":             "-resume continues training: not with -bench",
 		"-state  -save-every 10":       "-save-every 10: needs -state",
