@@ -52,6 +52,24 @@ type Checkpointing struct {
 	Policy checkpoint.Policy
 }
 
+// CheckpointLevels are checkpointing settings in the order of the
+// memory they save and the recomputation they cost: none, selective on
+// every block, every second block whole, every block whole. A placement
+// that finds a step too large for its device budget goes up them (the
+// results are the same at every level, bit for bit).
+var CheckpointLevels = []Checkpointing{{}, {Mode: CheckpointSelective}, {Mode: CheckpointBlocks, Every: 2}, {Mode: CheckpointBlocks, Every: 1}}
+
+// String is "none", or the mode and, past 1, how often: "blocks every 2".
+func (c Checkpointing) String() string {
+	if c.Mode == CheckpointNone {
+		return "none"
+	}
+	if c.Every > 1 {
+		return fmt.Sprintf("%v every %d", c.Mode, c.Every)
+	}
+	return c.Mode.String()
+}
+
 // Validate reports a mode or Every out of range.
 func (c Checkpointing) Validate() error {
 	switch {

@@ -82,19 +82,10 @@ type result struct {
 // default).
 const schedPatience = 3
 
-// ckptLevels are the checkpointing levels the hybrid strategy goes up
-// through, cheapest recomputation first.
-var ckptLevels = []nn.Checkpointing{{}, {Mode: nn.CheckpointSelective}, {Mode: nn.CheckpointBlocks, Every: 2}, {Mode: nn.CheckpointBlocks, Every: 1}}
+// ckptLevels are the levels the hybrid strategy goes up through.
+var ckptLevels = nn.CheckpointLevels
 
-func describeCkpt(c nn.Checkpointing) string {
-	switch {
-	case c.Mode == nn.CheckpointNone:
-		return "none"
-	case c.Every > 1:
-		return fmt.Sprintf("%v every %d blocks", c.Mode, c.Every)
-	}
-	return c.Mode.String()
-}
+func describeCkpt(c nn.Checkpointing) string { return c.String() }
 
 // runStrategy trains a fresh model under strategy name; devicePeak is the
 // device strategy's sampled peak (for -budget auto), 0 before it ran.

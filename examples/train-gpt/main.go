@@ -56,6 +56,7 @@ type options struct {
 	ckpt      string // -checkpoint
 	ckptEvery int    // -checkpoint-every
 	ckptMode  nn.CheckpointMode
+	ckptAuto  bool // -checkpoint auto: raised while a step does not fit -device-budget
 	precision string       // -precision
 	prec      amp.State    // what -precision says
 	attention string       // -attention
@@ -114,7 +115,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.memStep, "memory-step", 3, "the step -memory-trace and -memory-plot record")
 	fs.StringVar(&o.lossLog, "loss-log", "", "write each step's loss to this file, one JSON line per step")
 	fs.DurationVar(&o.maxTime, "max-time", 0, "stop training after this long (0: no limit)")
-	fs.StringVar(&o.ckpt, "checkpoint", "none", "activation checkpointing of the transformer blocks: none, blocks (recompute whole blocks in backward) or selective (keep the matrix products' outputs, recompute the rest)")
+	fs.StringVar(&o.ckpt, "checkpoint", "none", "activation checkpointing of the transformer blocks: none, blocks (recompute whole blocks in backward), selective (keep the matrix products' outputs, recompute the rest) or auto (with -device-budget: raised from none while a step does not fit)")
 	fs.IntVar(&o.ckptEvery, "checkpoint-every", 1, "with -checkpoint blocks or selective: checkpoint every k-th block (1: all)")
 	fs.StringVar(&o.precision, "precision", "fp32", "matrix products: fp32, tf32 (float32 with TF32 tensor cores on the GPU), fp16 (autocast, with loss scaling) or bf16 (autocast)")
 	fs.StringVar(&o.attention, "attention", "plain", "attention: plain (the (B, H, T, T) probabilities materialised per op) or fused (FlashAttention-2 kernels, no T x T matrix)")
@@ -174,13 +175,24 @@ func parseFlags(args []string) (*options, error) {
 // parsePrecision maps -precision to the autocast state of every step.
 // checkCheckpoint reads -checkpoint and -checkpoint-every.
 func (o *options) checkCheckpoint(fs *flag.FlagSet) error {
-	m, err := nn.ParseCheckpointMode(o.ckpt)
-	if err != nil {
-		return fmt.Errorf("-checkpoint %q: want none, blocks or selective", o.ckpt)
-	}
-	o.ckptMode = m
 	everySet := false
 	fs.Visit(func(f *flag.Flag) { everySet = everySet || f.Name == "checkpoint-every" })
+	if o.ckpt == "auto" {
+		// Start with none; the placement raises it (placement.go).
+		switch {
+		case o.budget == "" || o.policy != "hybrid":
+			return fmt.Errorf("-checkpoint auto: needs -device-budget under -policy hybrid (it raises the checkpointing while a step does not fit the budget)")
+		case everySet:
+			return fmt.Errorf("-checkpoint-every %d: not with -checkpoint auto, which chooses it", o.ckptEvery)
+		}
+		o.ckptAuto = true
+		return nil
+	}
+	m, err := nn.ParseCheckpointMode(o.ckpt)
+	if err != nil {
+		return fmt.Errorf("-checkpoint %q: want none, blocks, selective or auto", o.ckpt)
+	}
+	o.ckptMode = m
 	switch {
 	case o.ckptEvery < 1:
 		return fmt.Errorf("-checkpoint-every %d: must be at least 1", o.ckptEvery)

@@ -137,7 +137,7 @@ func TestShortestTextFile(t *testing.T) {
 // naming the mode).
 func TestCheckpointFlags(t *testing.T) {
 	for args, msg := range map[string]string{
-		"-checkpoint all":                            `-checkpoint "all": want none, blocks or selective`,
+		"-checkpoint all":                            `-checkpoint "all": want none, blocks, selective or auto`,
 		"-checkpoint blocks -checkpoint-every 0":     "-checkpoint-every 0: must be at least 1",
 		"-checkpoint-every 2":                        "-checkpoint-every 2: needs -checkpoint blocks or selective",
 		"-checkpoint selective -checkpoint-every -1": "-checkpoint-every -1",

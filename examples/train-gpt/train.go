@@ -43,9 +43,13 @@ type trainer struct {
 	// maxSkips of them stop the run.
 	skips, maxSkips int
 	// placer is the placement scheduler under -device-budget (nil
-	// without); showPlan prints its plans (placement.go).
-	placer   *memory.Scheduler
-	showPlan bool
+	// without); showPlan prints its plans; ckptAuto raises the model's
+	// checkpointing through nn.CheckpointLevels, ckptLevel is where it is
+	// (placement.go).
+	placer    *memory.Scheduler
+	showPlan  bool
+	ckptAuto  bool
+	ckptLevel int
 }
 
 // newTrainer makes the model and optimizer for batches of o.batch rows of
@@ -70,7 +74,7 @@ func newTrainer(o *options, cfg nn.GPTConfig, dev tensor.Device, T int) (*traine
 		sched: nn.CosineSchedule{Warmup: o.warmup, Total: o.steps, MaxLR: o.lr, MinLR: o.minLR},
 		xs:    make([]int32, B*T), ys: make([]int32, B*T),
 		dataSrc: src, rng: rand.New(src), maxSkips: max(1, o.maxSkips),
-		placer: o.sched, showPlan: o.placementPlan,
+		placer: o.sched, showPlan: o.placementPlan, ckptAuto: o.ckptAuto,
 	}, nil
 }
 
@@ -390,6 +394,8 @@ func grads(ps []*nn.Parameter) []*tensor.Tensor {
 // checkpoint.
 func describeCheckpoint(o *options) string {
 	switch {
+	case o.ckptAuto:
+		return "auto (none until a step does not fit the device budget)"
 	case o.ckptMode == nn.CheckpointNone:
 		return "off"
 	case o.ckptEvery == 1:
