@@ -56,7 +56,7 @@ type options struct {
 	ckpt      string // -checkpoint
 	ckptEvery int    // -checkpoint-every
 	ckptMode  nn.CheckpointMode
-	ckptAuto  bool // -checkpoint auto: raised while a step does not fit -device-budget
+	ckptAuto  bool         // -checkpoint auto: raised while a step does not fit -device-budget
 	precision string       // -precision
 	prec      amp.State    // what -precision says
 	attention string       // -attention
