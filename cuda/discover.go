@@ -4,9 +4,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
+
+	"github.com/strata-ml/strata/internal/dl"
 )
 
 // Environment variables that override library discovery. When one is set,
@@ -65,19 +66,8 @@ func cublasSpec() libSpec {
 	}
 }
 
-func archTriplet() string {
-	if runtime.GOARCH == "arm64" {
-		return "aarch64-linux-gnu"
-	}
-	return "x86_64-linux-gnu"
-}
-
-func archTarget() string {
-	if runtime.GOARCH == "arm64" {
-		return "sbsa-linux"
-	}
-	return "x86_64-linux"
-}
+func archTriplet() string { return dl.ArchTriplet() }
+func archTarget() string  { return dl.ArchTarget() }
 
 // attempt is one file the loader tried and why it failed.
 type attempt struct{ path, err string }

@@ -4,32 +4,28 @@ package cuda
 
 import (
 	"github.com/ebitengine/purego"
+
+	"github.com/strata-ml/strata/internal/dl"
 )
 
 // platformSupported reports whether this build can load NVIDIA libraries.
 const platformSupported = true
 
-// dlopen loads a shared library with RTLD_NOW so a missing dependency
-// shows up here, with the loader's message, rather than at the first call.
-func dlopen(path string) (uintptr, error) {
-	return purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
-}
+// dlopen and dlsym are internal/dl's (shared with package nccl).
+func dlopen(path string) (uintptr, error)                { return dl.Open(path) }
+func dlsym(handle uintptr, name string) (uintptr, error) { return dl.Sym(handle, name) }
 
-// dlsym returns the address of name in the library handle.
-func dlsym(handle uintptr, name string) (uintptr, error) {
-	return purego.Dlsym(handle, name)
-}
-
-// ccall calls the C function fn with integer and pointer arguments. Callers
-// may convert Go pointers with uintptr(unsafe.Pointer(p)) in the argument
-// list itself: go:uintptrescapes keeps the referenced Go objects alive and
-// in place until the call returns (rule 4 of package unsafe). It allocates
-// the variadic slice; calls whose arguments hold no Go pointers use
+// ccall calls the C function fn with integer and pointer arguments, and
+// counts the call (DriverCalls). Callers may convert Go pointers with
+// uintptr(unsafe.Pointer(p)) in the argument list itself:
+// go:uintptrescapes keeps the referenced Go objects alive and in place
+// until the call returns (rule 4 of package unsafe). It allocates the
+// variadic slice; calls whose arguments hold no Go pointers use
 // frame.call instead, which does not.
 //
 //go:uintptrescapes
 func ccall(fn uintptr, args ...uintptr) uintptr {
-	r, _, _ := purego.SyscallN(fn, args...)
+	r := dl.Call(fn, args...)
 	driverCalls.Add(1)
 	return r
 }

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/strata-ml/strata/internal/dl"
 )
 
 // maxCallArgs bounds the arguments of any C function bound here; the
@@ -54,26 +56,9 @@ var driverCalls atomic.Uint64
 // training step to count driver calls per step.
 func DriverCalls() uint64 { return driverCalls.Load() }
 
-// addrPointer turns an address returned by C into an unsafe.Pointer. The
-// memory is not Go memory, so the garbage collector ignores the pointer;
-// the double indirection keeps vet's unsafeptr check quiet about a
-// conversion that is correct for C memory.
-func addrPointer(addr uintptr) unsafe.Pointer {
-	return *(*unsafe.Pointer)(unsafe.Pointer(&addr))
-}
-
-// cString copies the NUL-terminated C string at addr (at most 4 KiB).
-func cString(addr uintptr) string {
-	if addr == 0 {
-		return ""
-	}
-	p := addrPointer(addr)
-	n := 0
-	for n < 4096 && *(*byte)(unsafe.Add(p, n)) != 0 {
-		n++
-	}
-	return string(unsafe.Slice((*byte)(p), n))
-}
+// addrPointer and cString are internal/dl's.
+func addrPointer(addr uintptr) unsafe.Pointer { return dl.Pointer(addr) }
+func cString(addr uintptr) string             { return dl.CString(addr) }
 
 // cStringBytes returns s as a NUL-terminated byte slice for a const char*
 // argument.

@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
 	"unsafe"
+
+	"github.com/strata-ml/strata/internal/dl"
 )
 
 // EnvNCCLLib names the NCCL library file. When it is set, only that file
@@ -46,19 +47,8 @@ func libDirs() []string {
 	return append(dirs, "/usr/lib/"+archTriplet(), "/usr/lib64", "/usr/local/lib")
 }
 
-func archTriplet() string {
-	if runtime.GOARCH == "arm64" {
-		return "aarch64-linux-gnu"
-	}
-	return "x86_64-linux-gnu"
-}
-
-func archTarget() string {
-	if runtime.GOARCH == "arm64" {
-		return "sbsa-linux"
-	}
-	return "x86_64-linux"
-}
+func archTriplet() string { return dl.ArchTriplet() }
+func archTarget() string  { return dl.ArchTarget() }
 
 // attempt is one file the loader tried and why it failed.
 type attempt struct{ path, err string }
@@ -267,10 +257,5 @@ func VersionString(code int) string {
 	return fmt.Sprintf("%d.%d.%d", code/1000, code%1000/100, code%100)
 }
 
-// addrPointer turns an address returned by C into an unsafe.Pointer. The
-// memory is not Go memory, so the garbage collector ignores the pointer;
-// the double indirection keeps vet's unsafeptr check quiet about a
-// conversion that is correct for C memory (as in package cuda).
-func addrPointer(addr uintptr) unsafe.Pointer {
-	return *(*unsafe.Pointer)(unsafe.Pointer(&addr))
-}
+// addrPointer is internal/dl's.
+func addrPointer(addr uintptr) unsafe.Pointer { return dl.Pointer(addr) }

@@ -2,26 +2,18 @@
 
 package nccl
 
-import (
-	"unsafe"
-
-	"github.com/ebitengine/purego"
-)
+import "github.com/strata-ml/strata/internal/dl"
 
 // platformSupported reports whether this build can load NCCL.
 const platformSupported = true
 
-// dlopen loads a shared library with RTLD_NOW so a missing dependency
-// (libcudart, a CUDA driver too old) shows up here, with the loader's
-// message, rather than at the first call.
-func dlopen(path string) (uintptr, error) {
-	return purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
-}
-
-// dlsym returns the address of name in the library handle.
-func dlsym(handle uintptr, name string) (uintptr, error) {
-	return purego.Dlsym(handle, name)
-}
+// dlopen, dlsym and cString are internal/dl's (shared with package cuda).
+// dlopen uses RTLD_NOW, so a missing dependency (libcudart, a CUDA driver
+// too old) shows up here, with the loader's message, rather than at the
+// first call.
+func dlopen(path string) (uintptr, error)                { return dl.Open(path) }
+func dlsym(handle uintptr, name string) (uintptr, error) { return dl.Sym(handle, name) }
+func cString(addr uintptr) string                        { return dl.CString(addr) }
 
 // ccall calls the C function fn with integer and pointer arguments.
 // Callers may convert Go pointers with uintptr(unsafe.Pointer(p)) in the
@@ -29,20 +21,4 @@ func dlsym(handle uintptr, name string) (uintptr, error) {
 // alive and in place until the call returns (rule 4 of package unsafe).
 //
 //go:uintptrescapes
-func ccall(fn uintptr, args ...uintptr) uintptr {
-	r, _, _ := purego.SyscallN(fn, args...)
-	return r
-}
-
-// cString copies the NUL-terminated C string at addr (at most 4 KiB).
-func cString(addr uintptr) string {
-	if addr == 0 {
-		return ""
-	}
-	p := addrPointer(addr)
-	n := 0
-	for n < 4096 && *(*byte)(unsafe.Add(p, n)) != 0 {
-		n++
-	}
-	return string(unsafe.Slice((*byte)(p), n))
-}
+func ccall(fn uintptr, args ...uintptr) uintptr { return dl.Call(fn, args...) }

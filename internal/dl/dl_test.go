@@ -1,0 +1,43 @@
+package dl
+
+import (
+	"runtime"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestCString(t *testing.T) {
+	assert.Equal(t, "", CString(0))
+	b := []byte("strata\x00rest")
+	assert.Equal(t, "strata", CString(uintptr(unsafe.Pointer(&b[0]))))
+	runtime.KeepAlive(b)
+}
+
+func TestArch(t *testing.T) {
+	assert.Contains(t, []string{"x86_64-linux-gnu", "aarch64-linux-gnu"}, ArchTriplet())
+	assert.Contains(t, []string{"x86_64-linux", "sbsa-linux"}, ArchTarget())
+}
+
+// TestOpenLibc loads the C library and calls strlen through it.
+func TestOpenLibc(t *testing.T) {
+	if !Supported {
+		_, err := Open("libc.so.6")
+		require.Error(t, err)
+		return
+	}
+	h, err := Open("libc.so.6")
+	if err != nil {
+		t.Skipf("no libc.so.6 here: %v", err)
+	}
+	fn, err := Sym(h, "strlen")
+	require.NoError(t, err)
+	s := []byte("hello\x00")
+	assert.Equal(t, uintptr(5), Call(fn, uintptr(unsafe.Pointer(&s[0]))))
+	_, err = Sym(h, "no_such_function_in_libc")
+	require.Error(t, err)
+	_, err = Open("/nonexistent/libnothing.so")
+	require.Error(t, err)
+}
