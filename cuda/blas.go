@@ -41,7 +41,7 @@ func loadBLAS(getenv func(string) string) (*blasLib, error) {
 	l := &blasLib{path: path}
 	if missing := resolve(h, l.symbols()); len(missing) > 0 {
 		return nil, fmt.Errorf("cuda: %s lacks %s: it is not cuBLAS 12 or 13; %s: %w",
-			path, strings.Join(missing, ", "), cublasSpec().fix, ErrNoCUBLAS)
+			path, strings.Join(missing, ", "), cublasSpec().Fix, ErrNoCUBLAS)
 	}
 	l.getStatusName, _ = dlsym(h, "cublasGetStatusName")
 	l.getStatusString, _ = dlsym(h, "cublasGetStatusString")

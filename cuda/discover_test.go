@@ -55,22 +55,23 @@ func TestDiscoverySearchOrderAndReport(t *testing.T) {
 	junk := filepath.Join(dir, "libstrata-missing.so.1")
 	require.NoError(t, os.WriteFile(junk, []byte("not an ELF file"), 0o644))
 	spec := libSpec{
-		what:  "the test library",
-		env:   "STRATA_TEST_LIB",
-		names: []string{"libstrata-missing.so.1", "libstrata-missing.so"},
-		dirs:  []string{filepath.Join(dir, "absent"), dir},
-		fix:   "install it",
-		kind:  ErrNoDriver,
+		Pkg:   "cuda",
+		What:  "the test library",
+		Env:   "STRATA_TEST_LIB",
+		Names: []string{"libstrata-missing.so.1", "libstrata-missing.so"},
+		Dirs:  []string{filepath.Join(dir, "absent"), dir},
+		Fix:   "install it",
+		Kind:  ErrNoDriver,
 	}
 	_, _, err := openLibrary(spec, env(nil))
 	require.ErrorIs(t, err, ErrNoDriver)
 	var le *loadError
 	require.True(t, errors.As(err, &le))
-	require.Len(t, le.tried, 3, "two sonames, then the one file found in the directories")
-	assert.Equal(t, "libstrata-missing.so.1", le.tried[0].path)
-	assert.Equal(t, "libstrata-missing.so", le.tried[1].path)
-	assert.Equal(t, junk, le.tried[2].path)
-	assert.NotEmpty(t, le.tried[2].err)
+	require.Len(t, le.Tried, 3, "two sonames, then the one file found in the directories")
+	assert.Equal(t, "libstrata-missing.so.1", le.Tried[0].Path)
+	assert.Equal(t, "libstrata-missing.so", le.Tried[1].Path)
+	assert.Equal(t, junk, le.Tried[2].Path)
+	assert.NotEmpty(t, le.Tried[2].Err)
 	assert.Contains(t, err.Error(), "cuda: cannot load the test library: tried libstrata-missing.so.1 (")
 	assert.Contains(t, err.Error(), ": install it")
 
@@ -79,8 +80,8 @@ func TestDiscoverySearchOrderAndReport(t *testing.T) {
 	if _, err := os.Stat(libc); err != nil {
 		t.Skipf("no %s", libc)
 	}
-	spec.names = []string{"libc.so.6.absent", "libc.so.6"}
-	spec.dirs = []string{filepath.Dir(libc)}
+	spec.Names = []string{"libc.so.6.absent", "libc.so.6"}
+	spec.Dirs = []string{filepath.Dir(libc)}
 	h, path, err := openLibrary(spec, env(nil))
 	require.NoError(t, err)
 	assert.NotZero(t, h)
@@ -89,15 +90,15 @@ func TestDiscoverySearchOrderAndReport(t *testing.T) {
 
 func TestSpecsNameTheOverrides(t *testing.T) {
 	d := driverSpec()
-	assert.Equal(t, []string{"libcuda.so.1", "libcuda.so"}, d.names)
-	assert.Contains(t, d.fix, "STRATA_CUDA_LIB")
+	assert.Equal(t, []string{"libcuda.so.1", "libcuda.so"}, d.Names)
+	assert.Contains(t, d.Fix, "STRATA_CUDA_LIB")
 	t.Setenv("CUDA_HOME", "/opt/cuda-test")
 	b := cublasSpec()
-	assert.Equal(t, []string{"libcublas.so.13", "libcublas.so.12", "libcublas.so"}, b.names)
-	assert.Equal(t, "/opt/cuda-test/lib64", b.dirs[0])
-	assert.Contains(t, b.dirs, "/usr/local/cuda/lib64")
-	assert.Contains(t, b.fix, "STRATA_CUBLAS_LIB")
-	for _, dir := range b.dirs {
+	assert.Equal(t, []string{"libcublas.so.13", "libcublas.so.12", "libcublas.so"}, b.Names)
+	assert.Equal(t, "/opt/cuda-test/lib64", b.Dirs[0])
+	assert.Contains(t, b.Dirs, "/usr/local/cuda/lib64")
+	assert.Contains(t, b.Fix, "STRATA_CUBLAS_LIB")
+	for _, dir := range b.Dirs {
 		assert.NotContains(t, dir, "stubs", "never load the toolkit's stub libraries")
 	}
 }

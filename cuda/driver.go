@@ -165,14 +165,14 @@ func loadDriver(getenv func(string) string) (*driver, error) {
 	d := &driver{path: path}
 	if missing := resolve(h, d.bootstrapSymbols()); len(missing) > 0 {
 		return nil, fmt.Errorf("cuda: %s is not a CUDA driver library: it lacks %s: %s: %w",
-			path, strings.Join(missing, ", "), driverSpec().fix, ErrNoDriver)
+			path, strings.Join(missing, ", "), driverSpec().Fix, ErrNoDriver)
 	}
 	f := getFrame()
 	defer f.release()
 	if r := uint32(f.call(d.init.addr, 0)); r != cudaSuccess {
 		if r == cudaErrorStubLibrary {
 			return nil, fmt.Errorf("cuda: %s is the CUDA toolkit's stub library, not the driver: %s: %w",
-				path, driverSpec().fix, ErrNoDriver)
+				path, driverSpec().Fix, ErrNoDriver)
 		}
 		return nil, d.newError("cuInit", r, path)
 	}

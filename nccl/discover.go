@@ -50,81 +50,15 @@ func libDirs() []string {
 func archTriplet() string { return dl.ArchTriplet() }
 func archTarget() string  { return dl.ArchTarget() }
 
-// attempt is one file the loader tried and why it failed.
-type attempt struct{ path, err string }
-
-// loadError explains a failed discovery: every candidate tried, why each
-// failed, and what to do about it.
-type loadError struct {
-	env   string // value of EnvNCCLLib when set
-	tried []attempt
-}
-
-func (e *loadError) Error() string {
-	var b strings.Builder
-	b.WriteString("nccl: cannot load NCCL (libnccl)")
-	if e.env != "" {
-		b.WriteString(" from " + EnvNCCLLib + "=" + e.env)
-	}
-	b.WriteString(": tried ")
-	for i, a := range e.tried {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		b.WriteString(a.path + " (" + a.err + ")")
-	}
-	if e.env != "" {
-		b.WriteString(": point " + EnvNCCLLib + " at the library file, or unset it to search the default locations")
-	} else {
-		b.WriteString(": " + fix)
-	}
-	return b.String()
-}
-
-func (e *loadError) Unwrap() error { return ErrNotAvailable }
+// loadError is a failed discovery (internal/dl's, shared with package
+// cuda).
+type loadError = dl.LoadError
 
 // openLibrary finds and loads libnccl, returning its handle and the path
 // that worked. getenv is os.Getenv outside tests; dirs the folders to
 // search after the sonames.
 func openLibrary(getenv func(string) string, names, dirs []string) (uintptr, string, error) {
-	if !platformSupported {
-		_, err := dlopen("")
-		return 0, "", &loadError{tried: []attempt{{names[0], err.Error()}}}
-	}
-	if p := getenv(EnvNCCLLib); p != "" {
-		h, err := dlopen(p)
-		if err != nil {
-			return 0, "", &loadError{env: p, tried: []attempt{{p, dlMessage(err)}}}
-		}
-		return h, p, nil
-	}
-	le := &loadError{}
-	for _, name := range names {
-		h, err := dlopen(name)
-		if err == nil {
-			return h, name, nil
-		}
-		le.tried = append(le.tried, attempt{name, dlMessage(err)})
-	}
-	for _, dir := range dirs {
-		for _, name := range names {
-			p := filepath.Join(dir, name)
-			if _, err := os.Stat(p); err != nil {
-				continue
-			}
-			h, err := dlopen(p)
-			if err == nil {
-				return h, p, nil
-			}
-			le.tried = append(le.tried, attempt{p, dlMessage(err)})
-		}
-	}
-	return 0, "", le
-}
-
-// dlMessage trims the loader's message to what matters.
-func dlMessage(err error) string {
-	return strings.TrimSpace(strings.TrimPrefix(err.Error(), "dlopen: "))
+	return dl.Find(dl.Spec{Pkg: "nccl", What: "NCCL (libnccl)", Env: EnvNCCLLib, Names: names, Dirs: dirs, Fix: fix, Kind: ErrNotAvailable}, getenv, dlopen)
 }
 
 // symbol is one resolved C function: its address and its name (for

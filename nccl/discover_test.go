@@ -56,11 +56,11 @@ func TestDiscoverySearchOrderAndReport(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotAvailable)
 	var le *loadError
 	require.True(t, errors.As(err, &le))
-	require.Len(t, le.tried, 3, "two sonames, then the one file found in the folders")
-	assert.Equal(t, names[0], le.tried[0].path)
-	assert.Equal(t, names[1], le.tried[1].path)
-	assert.Equal(t, junk, le.tried[2].path)
-	assert.NotEmpty(t, le.tried[2].err)
+	require.Len(t, le.Tried, 3, "two sonames, then the one file found in the folders")
+	assert.Equal(t, names[0], le.Tried[0].Path)
+	assert.Equal(t, names[1], le.Tried[1].Path)
+	assert.Equal(t, junk, le.Tried[2].Path)
+	assert.NotEmpty(t, le.Tried[2].Err)
 	assert.Contains(t, err.Error(), "nccl: cannot load NCCL (libnccl): tried libstrata-missing.so.2 (")
 	assert.Contains(t, err.Error(), ": install NCCL 2.x")
 }
