@@ -2,9 +2,6 @@ package cuda
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
-	"sort"
 
 	"github.com/strata-ml/strata/internal/dl"
 )
@@ -38,17 +35,7 @@ func driverSpec() libSpec {
 }
 
 func cublasSpec() libSpec {
-	var dirs []string
-	for _, env := range []string{"CUDA_HOME", "CUDA_PATH"} {
-		if root := os.Getenv(env); root != "" {
-			dirs = append(dirs, filepath.Join(root, "lib64"), filepath.Join(root, "lib"))
-		}
-	}
-	dirs = append(dirs, "/usr/local/cuda/lib64", "/usr/local/cuda/targets/"+archTarget()+"/lib")
-	versioned, _ := filepath.Glob("/usr/local/cuda-*/lib64")
-	sort.Sort(sort.Reverse(sort.StringSlice(versioned))) // newest toolkit first
-	dirs = append(dirs, versioned...)
-	dirs = append(dirs, "/usr/lib/"+archTriplet())
+	dirs := append(dl.ToolkitDirs("CUDA_HOME", "CUDA_PATH"), "/usr/lib/"+archTriplet())
 	return libSpec{
 		Pkg:   "cuda",
 		What:  "cuBLAS (libcublas)",
@@ -62,7 +49,6 @@ func cublasSpec() libSpec {
 }
 
 func archTriplet() string { return dl.ArchTriplet() }
-func archTarget() string  { return dl.ArchTarget() }
 
 // loadError is a failed discovery (internal/dl's).
 type loadError = dl.LoadError

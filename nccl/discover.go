@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"unsafe"
@@ -34,21 +32,10 @@ var libNames = []string{"libnccl.so.2", "libnccl.so"}
 // exists: $NCCL_HOME, $CUDA_HOME and $CUDA_PATH, the CUDA toolkits, and
 // the distribution's library folders.
 func libDirs() []string {
-	var dirs []string
-	for _, env := range []string{"NCCL_HOME", "CUDA_HOME", "CUDA_PATH"} {
-		if root := os.Getenv(env); root != "" {
-			dirs = append(dirs, filepath.Join(root, "lib64"), filepath.Join(root, "lib"))
-		}
-	}
-	dirs = append(dirs, "/usr/local/cuda/lib64", "/usr/local/cuda/targets/"+archTarget()+"/lib")
-	versioned, _ := filepath.Glob("/usr/local/cuda-*/lib64")
-	sort.Sort(sort.Reverse(sort.StringSlice(versioned))) // newest toolkit first
-	dirs = append(dirs, versioned...)
-	return append(dirs, "/usr/lib/"+archTriplet(), "/usr/lib64", "/usr/local/lib")
+	return append(dl.ToolkitDirs("NCCL_HOME", "CUDA_HOME", "CUDA_PATH"), "/usr/lib/"+archTriplet(), "/usr/lib64", "/usr/local/lib")
 }
 
 func archTriplet() string { return dl.ArchTriplet() }
-func archTarget() string  { return dl.ArchTarget() }
 
 // loadError is a failed discovery (internal/dl's, shared with package
 // cuda).

@@ -8,7 +8,10 @@
 package dl
 
 import (
+	"os"
+	"path/filepath"
 	"runtime"
+	"sort"
 	"unsafe"
 )
 
@@ -50,4 +53,21 @@ func ArchTarget() string {
 		return "sbsa-linux"
 	}
 	return "x86_64-linux"
+}
+
+// ToolkitDirs lists the folders where a CUDA toolkit's libraries live:
+// lib64 and lib under each of the given environment variables that is
+// set (CUDA_HOME, ...), /usr/local/cuda's, then the versioned toolkits'
+// (/usr/local/cuda-X.Y), newest first.
+func ToolkitDirs(homes ...string) []string {
+	var dirs []string
+	for _, env := range homes {
+		if root := os.Getenv(env); root != "" {
+			dirs = append(dirs, filepath.Join(root, "lib64"), filepath.Join(root, "lib"))
+		}
+	}
+	dirs = append(dirs, "/usr/local/cuda/lib64", "/usr/local/cuda/targets/"+ArchTarget()+"/lib")
+	versioned, _ := filepath.Glob("/usr/local/cuda-*/lib64")
+	sort.Sort(sort.Reverse(sort.StringSlice(versioned))) // newest toolkit first
+	return append(dirs, versioned...)
 }
