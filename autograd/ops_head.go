@@ -132,14 +132,10 @@ func LinearCrossEntropy(h, w *Var, targets *tensor.Tensor, chunkRows int) *Var {
 	if !grad {
 		return Record(op, out, nil, nil)
 	}
+	var saved []*tensor.Tensor // the gradients, released after backward
 	for _, g := range []*tensor.Tensor{dh, dw} {
 		if g != nil {
 			g.ScaleInPlace(scale)
-		}
-	}
-	var saved []*tensor.Tensor
-	for _, g := range []*tensor.Tensor{dh, dw} {
-		if g != nil {
 			saved = append(saved, g)
 		}
 	}

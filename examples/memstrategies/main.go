@@ -163,7 +163,7 @@ func run(o *options, dev tensor.Device, stdout, stderr io.Writer) error {
 		o.batch = cfg.Batch
 	}
 	names, _ := strategyList(o.strategies)
-	if w := len(ckptLevels) + 1 + schedPatience; slices.Contains(names, "hybrid") && o.warmup < w {
+	if w := len(nn.CheckpointLevels) + 1 + schedPatience; slices.Contains(names, "hybrid") && o.warmup < w {
 		// A step to observe each checkpointing level, and the scheduler's
 		// patience to bring back what the raised checkpointing made room
 		// for; every strategy takes as many steps, so that their losses

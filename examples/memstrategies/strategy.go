@@ -82,11 +82,6 @@ type result struct {
 // default).
 const schedPatience = 3
 
-// ckptLevels are the levels the hybrid strategy goes up through.
-var ckptLevels = nn.CheckpointLevels
-
-func describeCkpt(c nn.Checkpointing) string { return c.String() }
-
 // runStrategy trains a fresh model under strategy name; devicePeak is the
 // device strategy's sampled peak (for -budget auto), 0 before it ran.
 func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, devicePeak int64, stderr io.Writer) (result, error) {
@@ -240,11 +235,11 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 			if err == nil && (o.planEvery && lastPlan.Step <= warmup+o.steps || o.plan && lastPlan.Step == warmup) {
 				fmt.Fprintln(stderr, lastPlan.String())
 			}
-			if err == nil && auto && !timing && lastPlan.Excess > 0 && level+1 < len(ckptLevels) {
+			if err == nil && auto && !timing && lastPlan.Excess > 0 && level+1 < len(nn.CheckpointLevels) {
 				level++
-				model.Checkpoint = ckptLevels[level]
+				model.Checkpoint = nn.CheckpointLevels[level]
 				fmt.Fprintf(stderr, "  step %d: the device demand passes the budget by %s after the scheduler's demotions: checkpointing raised to %s\n",
-					lastPlan.Step, memory.FormatBytes(lastPlan.Excess), describeCkpt(model.Checkpoint))
+					lastPlan.Step, memory.FormatBytes(lastPlan.Excess), model.Checkpoint.String())
 			}
 		}
 		return loss, err
@@ -255,7 +250,7 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 			return r, err
 		}
 	}
-	r.Checkpoint = describeCkpt(model.Checkpoint)
+	r.Checkpoint = model.Checkpoint.String()
 	if err := dev.Synchronize(); err != nil {
 		return r, err
 	}
