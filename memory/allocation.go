@@ -176,10 +176,7 @@ func (m *Manager) free(a *Allocation) error {
 	// Freed, though possibly with an error (a block used on other streams
 	// whose events could not be recorded is quarantined).
 	a.b = nil
-	if a.spilled {
-		m.spillLive -= a.size
-		a.spilled = false
-	}
+	m.unspill(a)
 	if m.sched != nil {
 		m.sched.onFree(a)
 	}

@@ -99,10 +99,7 @@ func (m *Manager) migrate(a *Allocation, old *Block, t Tier) error {
 	}
 	u.Allocated.add(nb.size)
 	a.b, a.tier, a.advice = nb, t, 0
-	if a.spilled { // placed on purpose now: no longer an overflow
-		m.spillLive -= a.size
-		a.spilled = false
-	}
+	m.unspill(a) // placed on purpose now: no longer an overflow
 	m.migrations.Count++
 	m.migrations.Bytes += a.size
 	return nil

@@ -301,9 +301,7 @@ func (s *Scheduler) move(plan *Plan, entries []*Allocation, budget int64, cold T
 	// bytes are demand already met off the device.
 	need := plan.Demand
 	for _, a := range entries {
-		if a.spilled {
-			s.m.spillLive -= a.size
-			a.spilled = false
+		if s.m.unspill(a) {
 			need -= a.size
 		}
 	}

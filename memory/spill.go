@@ -115,6 +115,18 @@ func (m *Manager) spill(err error, from Tier, size int64, s Stream, role Role, o
 	return b, to, nil
 }
 
+// unspill ends a's count as overflow (freed, or placed on purpose by a
+// migration or the scheduler) and reports whether it was one; with m.mu
+// held.
+func (m *Manager) unspill(a *Allocation) bool {
+	if !a.spilled {
+		return false
+	}
+	m.spillLive -= a.size
+	a.spilled = false
+	return true
+}
+
 // shortCause is the first line of an out-of-memory error: the OOMError's
 // headline without its statistics.
 func shortCause(err error) error {
