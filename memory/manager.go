@@ -227,15 +227,20 @@ func (m *Manager) SetPolicy(p Policy) {
 func (m *Manager) setPolicy(p Policy) {
 	m.policy = p
 	for r, pl := range p.Placements {
-		t := pl.Tier
-		for t < NumTiers && m.pools[t] == nil {
-			t = fallback[t]
-		}
-		if t >= NumTiers {
-			t = noTier // unknown tier, or no backend down the chain
-		}
-		m.route[r] = t
+		m.route[r] = m.backed(pl.Tier)
 	}
+}
+
+// backed is the first tier with a backend down t's fallback chain, or
+// noTier (t unknown, or no backend down the chain).
+func (m *Manager) backed(t Tier) Tier {
+	for t < NumTiers && m.pools[t] == nil {
+		t = fallback[t]
+	}
+	if t >= NumTiers {
+		return noTier
+	}
+	return t
 }
 
 // StreamSync returns the StreamSync the manager's pools use (nil on the

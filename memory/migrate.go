@@ -70,10 +70,7 @@ func (m *Manager) Migrate(a *Allocation, t Tier) error {
 
 // migrate is Migrate with m.mu held and a's block old.
 func (m *Manager) migrate(a *Allocation, old *Block, t Tier) error {
-	for t < NumTiers && m.pools[t] == nil {
-		t = fallback[t]
-	}
-	if t >= NumTiers {
+	if t = m.backed(t); t == noTier {
 		return fmt.Errorf("memory: Migrate of %s for %s: no backend down the fallback chain: %w", FormatBytes(a.size), a.role, ErrInvalidArgument)
 	}
 	if t == a.tier {

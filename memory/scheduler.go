@@ -247,10 +247,7 @@ func (s *Scheduler) Step() (Plan, error) {
 		budget = dev.cfg.Limit
 	}
 	plan := Plan{Step: s.steps, Budget: budget, Demand: s.peak}
-	cold := TierOffload
-	for cold < NumTiers && m.pools[cold] == nil {
-		cold = fallback[cold]
-	}
+	cold := m.backed(TierOffload)
 	entries := make([]*Allocation, 0, len(s.tracked))
 	for a, st := range s.tracked {
 		now := a.touches.Load()
