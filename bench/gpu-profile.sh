@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Where a gpt2 training step's GPU time goes, measured without the
+# per-launch synchronization of STRATA_CUDA_PROFILE: Nsight Compute's
+# gpu__time_duration of every kernel of one step (ncu, --clock-control
+# none), strata against PyTorch eager in the same call. Build here with
+# `make gpu` (or the reduced bundle of the session notes), copy
+# ../shared/anchors/torch_gpt.py into .gpu/, then run from the repository
+# root there:
+#
+#   bash bench/gpu-profile.sh tests base ncu torch
+#
+# tests  the cuda and nccl test binaries (a 1-rank NCCL communicator)
+# base   train-gpt -bench on gpt2 (B8 T1024): bf16 and fp16, plain and
+#        fused attention (PROFILE_ROWS overrides "prec:attention ...")
+# ncu    ncu over train-gpt gpt2 -steps 1 -bench-warmup 1 (PROFILE_PREC,
+#        default bf16; PROFILE_ARGS adds flags): the kernels' CSV, summed by
+#        kernel name over the last step (tools: bench/ncu_table.py)
+# torch  PyTorch eager gpt2 fp16 and bf16, plain attention, and the same
+#        under ncu for its per-kernel table
+#
+# Results go to $OUT: summary.txt, results.jsonl, the ncu tables (*.md) and
+# logs.tgz.
+set -u
+OUT=${OUT:-/tmp/strata-gpu}
+mkdir -p "$OUT"
+L=/tmp/strata-profile-logs
+rm -rf "$L"; mkdir -p "$L"
+res=$OUT/results.jsonl
+trap 'tar -C "$L" -czf "$OUT/logs.tgz" .' EXIT
+phases="${*:-tests base ncu torch}"
+has() { case " $phases " in *" $1 "*) return 0;; esac; return 1; }
+say() { echo "== $*" | tee -a "$OUT/summary.txt"; }
+if [ -f .gpu/strata-gpu.tar.xz ]; then tar -C .gpu -xJf .gpu/strata-gpu.tar.xz; fi
+nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv | tee "$L/nvidia-smi.txt"
+NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+
+if has tests; then
+  for pkg in ${TEST_PKGS:-cuda nccl}; do
+    bin=$PWD/.gpu/$(basename $pkg).test log=$L/test-$(basename $pkg).log
+    [ -x "$bin" ] || { say "test $pkg: no binary"; continue; }
+    start=$(date +%s)
+    (cd $pkg && STRATA_REQUIRE_GPU=1 timeout 240 "$bin" -test.v -test.timeout 230s > "$log" 2>&1)
+    rc=$?
+    say "test $pkg: exit $rc in $(( $(date +%s) - start ))s; $(grep -c '^=== RUN' "$log") run, $(grep -c -- '--- SKIP' "$log") skipped, $(grep -c -- '--- FAIL' "$log") failed"
+    grep -E -- '--- FAIL|panic:' "$log" | head -15 | tee -a "$OUT/summary.txt"
+  done
+  grep -h -E -- '--- (PASS|FAIL|SKIP): TestGPU' "$L"/test-nccl.log 2>/dev/null | tee -a "$OUT/summary.txt"
+fi
+
+if has base; then
+  for row in ${PROFILE_ROWS:-bf16:plain bf16:fused fp16:plain fp32:plain}; do
+    prec=${row%%:*} attn=${row#*:}
+    timeout 200 .gpu/train-gpt -config gpt2 -device cuda -bench -steps 10 -precision $prec -attention $attn \
+      >> "$res" 2> "$L/bench-gpt2-$prec-$attn.txt"
+    say "train-gpt gpt2 $prec $attn: exit $?; $(tail -1 "$res" | grep -o '"tokens_per_s":[0-9.]*')"
+  done
+fi
+
+if has ncu; then
+  if [ -z "$NCU" ]; then say "ncu: not found"; else
+    prec=${PROFILE_PREC:-bf16}
+    start=$(date +%s)
+    timeout 400 "$NCU" --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
+      .gpu/train-gpt -config gpt2 -device cuda -bench -steps 1 -bench-warmup 1 -precision $prec ${PROFILE_ARGS:-} \
+      > "$L/ncu-strata-$prec.csv" 2> "$L/ncu-strata-$prec.err"
+    say "ncu strata gpt2 $prec: exit $? in $(( $(date +%s) - start ))s, $(grep -c gpu__time_duration "$L/ncu-strata-$prec.csv") kernels"
+    python3 bench/ncu_table.py --last-step gather "$L/ncu-strata-$prec.csv" > "$OUT/ncu-strata-gpt2-$prec.md" 2>> "$OUT/summary.txt"
+    head -45 "$OUT/ncu-strata-gpt2-$prec.md" | tee -a "$OUT/summary.txt"
+  fi
+fi
+
+if has torch && [ -f .gpu/torch_gpt.py ]; then
+  (cd .gpu && timeout 300 python3 - <<'PY') >> "$res" 2> "$L/torch.txt"
+import torch, torch_gpt as t
+torch.backends.cuda.matmul.allow_tf32 = False
+for mode in ("fp16", "bf16"):
+    t.run("gpt2", mode, False, False)
+PY
+  say "pytorch eager: exit $?"; tail -2 "$res"
+  if [ -n "$NCU" ]; then
+    cat > "$L/torch_one.py" <<'PY'
+import sys, torch
+sys.path.insert(0, ".gpu")
+import torch_gpt as t
+torch.backends.cuda.matmul.allow_tf32 = False
+t.run("gpt2", "bf16", False, False, steps=1, warm=1)
+PY
+    start=$(date +%s)
+    timeout 400 "$NCU" --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
+      python3 "$L/torch_one.py" > "$L/ncu-torch-bf16.csv" 2> "$L/ncu-torch-bf16.err"
+    say "ncu pytorch gpt2 bf16: exit $? in $(( $(date +%s) - start ))s"
+    python3 bench/ncu_table.py --last-step "indexSelect:2" "$L/ncu-torch-bf16.csv" > "$OUT/ncu-torch-gpt2-bf16.md" 2>> "$OUT/summary.txt"
+    head -45 "$OUT/ncu-torch-gpt2-bf16.md" | tee -a "$OUT/summary.txt"
+  fi
+fi
+say "done"
