@@ -32,6 +32,13 @@ import (
 // 64-byte blocks and 16-byte keys took it to 84 ns, and writing the
 // lone-block operations out in the index's own methods to 83 (4% less).
 type freeIndex struct {
+	// hot is the block inserted last, kept out of the classes until the
+	// next insert (which moves it into its class) or until it is taken or
+	// deleted; hotKey and hotStream are its key and stream, so that a take
+	// tests it without loading it. See the comment on insert.
+	hot       *Block
+	hotKey    freeKey
+	hotStream Stream
 	// first is the first stream's classes, kept inline: most pools see
 	// one stream, and finding its set then loads nothing. more holds the
 	// other streams', in order of first use.
@@ -51,45 +58,36 @@ const (
 	classWords = (numClasses + 63) / 64
 )
 
-// classSet is one stream's free blocks of an index.
+// classSet is one stream's free blocks of an index. Most classes hold one
+// block at a time, so a lone block sits in ones and a class's tree is used
+// from its second block: the common operations then touch no tree node at
+// all (a node load was a tenth of a pair's time). ones takes 8 bytes a
+// class and the rarely used trees sit apart, so the classes a workload
+// touches fit in fewer cache lines (with the lone block and the tree in
+// one 32-byte entry, loading it was a fifth of the mixed pair's index
+// time).
 type classSet struct {
 	used    bool // the set belongs to stream (first's is unused until then)
 	stream  Stream
 	summary uint64             // bit w set when words[w] is not zero
-	words   [classWords]uint64 // bit c set when classes[c] holds a block
-	classes []freeClass        // grown to the largest class used
+	words   [classWords]uint64 // bit c set when class c holds a block
+	ones    []*Block           // ones[c]: class c's only block, when its tree is empty
+	trees   []*freeTree        // trees[c]: class c's tree, made when it first holds two blocks
 }
 
-// freeClass is one class's blocks. Most classes hold one block at a time,
-// so a lone block sits in the class itself and the tree is used from the
-// second: the common operations then touch no tree node at all (a node
-// load was a tenth of a pair's time).
-type freeClass struct {
-	one  *Block // the class's only block, when the tree is empty
-	tree freeTree
-}
+// has reports whether class c holds a block.
+func (cs *classSet) has(c int) bool { return cs.words[c>>6]&(1<<(c&63)) != 0 }
 
-// empty reports whether the class holds no block.
-func (fc *freeClass) empty() bool { return fc.one == nil && fc.tree.len == 0 }
-
-// addToTree adds b to a class that already holds a block: a lone block
-// moves into the tree first. (freeIndex writes out the other operations
-// on the lone block itself; as calls they cost a tenth of a pair.)
-func (fc *freeClass) addToTree(b *Block) {
-	if fc.one != nil {
-		fc.tree.insert(keyOf(fc.one), fc.one)
-		fc.one = nil
-	}
-	fc.tree.insert(keyOf(b), b)
-}
-
-// ascend calls f on the class's blocks in key order until f returns
+// ascendClass calls f on class c's blocks in key order until f returns
 // false, and reports whether it went through all of them.
-func (fc *freeClass) ascend(f func(*Block) bool) bool {
-	if fc.one != nil {
-		return f(fc.one)
+func (cs *classSet) ascendClass(c int, f func(*Block) bool) bool {
+	if b := cs.ones[c]; b != nil {
+		return f(b)
 	}
-	return fc.tree.ascend(f)
+	if t := cs.trees[c]; t != nil {
+		return t.ascend(f)
+	}
+	return true
 }
 
 // sizeClass returns the class of a block of size bytes (a positive
@@ -131,98 +129,170 @@ func (x *freeIndex) newSet(s Stream) *classSet {
 }
 
 // insert adds b, a block of stream s whose key must not be in the index.
+//
+// The block goes into the hot slot, and the block there before into its
+// class. The slot is what makes a warm pair cheap: an allocation splits a
+// free block and its rest is inserted, and the free of the allocation
+// deletes that rest again to merge with it and inserts the merged block,
+// which the next allocation takes. With the slot, none of these touch a
+// class, a bitmap or a tree. The slot holds a block of the index like any
+// other: take returns it only when it is the best fit (the classes are
+// searched below its key), so the index's answers are unchanged.
 func (x *freeIndex) insert(s Stream, b *Block) {
-	cs := x.set(s)
-	if cs == nil {
-		cs = x.newSet(s)
+	if h := x.hot; h != nil {
+		x.insertClass(x.hotStream, h)
 	}
-	c := sizeClass(b.size)
-	if c >= len(cs.classes) {
-		n := len(cs.classes)
-		cs.classes = slices.Grow(cs.classes, c+1-n)[:c+1]
-		for i := n; i <= c; i++ {
-			cs.classes[i] = freeClass{tree: freeTree{nodes: &x.nodes}}
-		}
-	}
-	// Most inserts go to an empty class, where b is kept as its lone block.
-	if fc := &cs.classes[c]; fc.empty() {
-		fc.one = b
-		cs.words[c>>6] |= 1 << (c & 63)
-		cs.summary |= 1 << (c >> 6)
-	} else {
-		fc.addToTree(b)
-	}
+	x.hot, x.hotKey, x.hotStream = b, keyOf(b), s
 	x.len++
 }
 
 // delete removes b, a block of stream s found under its current key, and
 // reports whether it was there.
 func (x *freeIndex) delete(s Stream, b *Block) bool {
-	cs := x.set(s)
-	if cs == nil {
-		return false
-	}
-	c := sizeClass(b.size)
-	if c >= len(cs.classes) {
-		return false
-	}
-	// The lone-block case written out, as in take.
-	if fc := &cs.classes[c]; fc.one != nil {
-		if fc.one != b {
+	if x.hot == b {
+		if x.hotStream != s || x.hotKey != keyOf(b) {
 			return false
 		}
-		fc.one = nil
-		cs.clearBit(c)
-	} else if !fc.tree.delete(keyOf(b)) {
-		return false
-	} else if fc.tree.len == 0 {
-		cs.clearBit(c)
+		x.hot = nil
+		x.len--
+		return true
 	}
-	x.len--
-	return true
+	if x.deleteClass(s, b) {
+		x.len--
+		return true
+	}
+	return false
 }
 
 // take removes and returns stream s's block with the smallest key in
 // [lo, hi), or returns nil when there is none.
 func (x *freeIndex) take(s Stream, lo, hi freeKey) *Block {
+	if h := x.hot; h != nil && x.hotStream == s && !x.hotKey.less(lo) && x.hotKey.less(hi) {
+		// The hot block fits: it is the answer unless a class holds a
+		// smaller key.
+		if b := x.takeClass(s, lo, x.hotKey); b != nil {
+			x.len--
+			return b
+		}
+		x.hot = nil
+		x.len--
+		return h
+	}
+	if b := x.takeClass(s, lo, hi); b != nil {
+		x.len--
+		return b
+	}
+	return nil
+}
+
+// insertClass adds b, a block of stream s, to its class.
+func (x *freeIndex) insertClass(s Stream, b *Block) {
+	cs := x.set(s)
+	if cs == nil {
+		cs = x.newSet(s)
+	}
+	c := sizeClass(b.size)
+	if c >= len(cs.ones) {
+		n := c + 1 - len(cs.ones)
+		cs.ones = slices.Grow(cs.ones, n)[:c+1]
+		cs.trees = slices.Grow(cs.trees, n)[:c+1]
+	}
+	// Most inserts go to an empty class, where b is kept as its lone block.
+	if !cs.has(c) {
+		cs.ones[c] = b
+		cs.words[c>>6] |= 1 << (c & 63)
+		cs.summary |= 1 << (c >> 6)
+		return
+	}
+	t := cs.trees[c]
+	if t == nil {
+		t = &freeTree{nodes: &x.nodes}
+		cs.trees[c] = t
+	}
+	if o := cs.ones[c]; o != nil { // the lone block moves into the tree
+		t.insert(keyOf(o), o)
+		cs.ones[c] = nil
+	}
+	t.insert(keyOf(b), b)
+}
+
+// deleteClass removes b, a block of stream s, from its class and reports
+// whether it was there.
+func (x *freeIndex) deleteClass(s Stream, b *Block) bool {
+	cs := x.set(s)
+	if cs == nil {
+		return false
+	}
+	c := sizeClass(b.size)
+	if c >= len(cs.ones) || !cs.has(c) {
+		return false
+	}
+	if o := cs.ones[c]; o != nil {
+		if o != b {
+			return false
+		}
+		cs.ones[c] = nil
+		cs.clearBit(c)
+		return true
+	}
+	t := cs.trees[c]
+	if !t.delete(keyOf(b)) {
+		return false
+	}
+	if t.len == 0 {
+		cs.clearBit(c)
+	}
+	return true
+}
+
+// takeClass removes and returns stream s's block with the smallest key
+// in [lo, hi) from the classes, or returns nil when there is none.
+func (x *freeIndex) takeClass(s Stream, lo, hi freeKey) *Block {
 	cs := x.set(s)
 	if cs == nil {
 		return nil
 	}
-	c0 := sizeClass(lo.size)
-	if c0 >= len(cs.classes) {
+	c := sizeClass(lo.size)
+	if c >= len(cs.ones) {
 		return nil // no block of this size or larger
 	}
 	// The best fit is in lo's own class, or else it is the smallest key of
 	// the next class that holds any (every key there is above lo) if that
 	// is below hi. The lone-block case, most takes, is written out: as a
-	// call to freeClass.take it cost a tenth of a pair.
-	for c := c0; ; {
-		fc := &cs.classes[c]
-		var b *Block
-		if b = fc.one; b != nil {
-			if k := keyOf(b); k.less(lo) || !k.less(hi) {
-				b = nil
-			} else {
-				fc.one = nil
+	// call it cost a tenth of a pair.
+	if cs.has(c) {
+		if b := cs.ones[c]; b != nil {
+			if k := keyOf(b); !k.less(lo) && k.less(hi) {
+				cs.ones[c] = nil
 				cs.clearBit(c)
+				return b
 			}
-		} else if fc.tree.len > 0 {
-			if b = fc.tree.take(lo, hi); b != nil && fc.tree.len == 0 {
-				cs.clearBit(c)
+		} else if t := cs.trees[c]; true {
+			if b := t.take(lo, hi); b != nil {
+				if t.len == 0 {
+					cs.clearBit(c)
+				}
+				return b
 			}
-		}
-		if b != nil {
-			x.len--
-			return b
-		}
-		if c != c0 {
-			return nil
-		}
-		if c = cs.next(c + 1); c < 0 {
-			return nil
 		}
 	}
+	if c = cs.next(c + 1); c < 0 {
+		return nil
+	}
+	if b := cs.ones[c]; b != nil {
+		if !keyOf(b).less(hi) {
+			return nil
+		}
+		cs.ones[c] = nil
+		cs.clearBit(c)
+		return b
+	}
+	t := cs.trees[c]
+	b := t.takeMin(hi) // every key of a later class is above lo
+	if b != nil && t.len == 0 {
+		cs.clearBit(c)
+	}
+	return b
 }
 
 // clearBit marks class c empty, when a removal left it so. A class keeps
@@ -255,8 +325,13 @@ func (cs *classSet) next(c int) int {
 	return w<<6 + bits.TrailingZeros64(cs.words[w])
 }
 
-// ascend calls f on every block in key order until f returns false.
+// ascend calls f on every block in key order until f returns false. The
+// hot block moves into its class first.
 func (x *freeIndex) ascend(f func(*Block) bool) {
+	if h := x.hot; h != nil {
+		x.insertClass(x.hotStream, h)
+		x.hot = nil
+	}
 	var sets []*classSet
 	if x.first.used {
 		sets = append(sets, &x.first)
@@ -265,7 +340,7 @@ func (x *freeIndex) ascend(f func(*Block) bool) {
 	slices.SortFunc(sets, func(a, b *classSet) int { return cmp.Compare(a.stream, b.stream) })
 	for _, cs := range sets {
 		for c := cs.next(0); c >= 0; c = cs.next(c + 1) {
-			if !cs.classes[c].ascend(f) {
+			if !cs.ascendClass(c, f) {
 				return
 			}
 		}

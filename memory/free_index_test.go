@@ -124,22 +124,21 @@ func checkFreeIndex(t *testing.T, x *freeIndex, want []*Block) {
 		sets = append([]*classSet{&x.first}, sets...)
 	}
 	for _, cs := range sets {
-		for c := range cs.classes {
-			fc := &cs.classes[c]
+		require.Equal(t, len(cs.ones), len(cs.trees))
+		for c := range cs.ones {
 			var blocks []*Block
-			fc.ascend(func(b *Block) bool { blocks = append(blocks, b); return true })
+			cs.ascendClass(c, func(b *Block) bool { blocks = append(blocks, b); return true })
 			for _, b := range blocks {
 				require.Equal(t, c, sizeClass(b.size))
 				require.Equal(t, cs.stream, b.seg.stream)
 			}
-			if fc.one != nil {
-				require.Zero(t, fc.tree.len, "class %d: a lone block and a tree", c)
-				require.Equal(t, []*Block{fc.one}, blocks)
-			} else {
-				checkFreeTree(t, &fc.tree, blocks)
+			if o := cs.ones[c]; o != nil {
+				require.True(t, cs.trees[c] == nil || cs.trees[c].len == 0, "class %d: a lone block and a tree", c)
+				require.Equal(t, []*Block{o}, blocks)
+			} else if tr := cs.trees[c]; tr != nil {
+				checkFreeTree(t, tr, blocks)
 			}
-			marked := cs.words[c>>6]&(1<<(c&63)) != 0
-			require.Equal(t, len(blocks) > 0, marked, "class %d bit", c)
+			require.Equal(t, len(blocks) > 0, cs.has(c), "class %d bit", c)
 		}
 		for w := range classWords {
 			require.Equal(t, cs.words[w] != 0, cs.summary&(1<<w) != 0, "summary bit %d", w)

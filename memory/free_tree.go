@@ -173,6 +173,33 @@ func (t *freeTree) take(lo, hi freeKey) *Block {
 	}
 }
 
+// takeMin removes and returns the block with the smallest key if that key
+// is below hi, else returns nil: take for a lo below every key, without
+// comparing lo with each key on the way. The smallest key is the first of
+// the leftmost leaf; children are topped up on the way down as in take.
+func (t *freeTree) takeMin(hi freeKey) *Block {
+	n := t.root
+	if n == nil {
+		return nil
+	}
+	for n.kids != nil {
+		if n.kids[0].n <= freeTreeMin {
+			n = t.growChild(n, 0)
+			continue
+		}
+		n = n.kids[0]
+	}
+	if n.n == 0 || !n.keys[0].less(hi) {
+		return nil
+	}
+	b := n.blocks[0]
+	n.closeAt(0)
+	n.n--
+	n.blocks[n.n] = nil
+	t.len--
+	return b
+}
+
 // insert adds b under key k, which must not be in the tree.
 func (t *freeTree) insert(k freeKey, b *Block) {
 	if t.root == nil {

@@ -136,6 +136,17 @@ func TestFreeTreeRandom(t *testing.T) {
 			if want != nil {
 				model = slices.Delete(model, i, i+1)
 			}
+			// takeMin: the smallest key, when it is below hi.
+			if rng.IntN(4) == 0 {
+				var min *Block
+				if len(model) > 0 && tkey(model[0]).less(hi) {
+					min = model[0]
+				}
+				require.Same(t, min, tr.takeMin(hi), "smallest key below %+v", hi)
+				if min != nil {
+					model = model[1:]
+				}
+			}
 			if step%97 == 0 || n <= 10 {
 				checkFreeTree(t, &tr, model)
 			}
