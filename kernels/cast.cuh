@@ -147,9 +147,26 @@ struct Cast<BF16, F16> {
   static __device__ __forceinline__ BF16 run(F16 s) { return narrow_bf16(widen(s)); }
 };
 
+// cast_loop moves V = 16 / max(sizeof(S), sizeof(D)) elements a thread
+// through aligned packs (map_vec): one 16-byte access on the wider side.
+template <typename D, typename S>
+__device__ __forceinline__ void cast_loop(D* dst, const S* src, i64 n) {
+  constexpr int V = 16 / (sizeof(S) > sizeof(D) ? sizeof(S) : sizeof(D));
+  map_vec<V>(
+      n, aligned_for<D, V>(dst) && aligned_for<S, V>(src),
+      [&](i64 i0) {
+        Pack<S, V> x = load_pack<S, V>(src + i0);
+        Pack<D, V> y;
+#pragma unroll
+        for (int k = 0; k < V; k++) y.v[k] = Cast<D, S>::run(x.v[k]);
+        store_pack<D, V>(dst + i0, y);
+      },
+      [&](i64 i) { dst[i] = Cast<D, S>::run(src[i]); });
+}
+
 #define CAST_KERNEL(sn, S, dn, D)                                                            \
   extern "C" __global__ void __launch_bounds__(256) cast_##sn##_##dn(D* dst, const S* src, i64 n) { \
-    FOR_N(i, n) dst[i] = Cast<D, S>::run(src[i]);                                            \
+    cast_loop<D, S>(dst, src, n);                                                            \
   }
 
 // Casts between equal types are plain copies on the Go side; these
@@ -177,8 +194,17 @@ CAST_KERNEL(i32, int, bf16, BF16)
 
 // fill_uN sets n elements of N bits to one bit pattern (the Go side
 // converts the value to the dtype first, exactly as the CPU does).
+template <typename U>
+__device__ __forceinline__ void fill_loop(U* dst, i64 n, U v) {
+  constexpr int V = 16 / sizeof(U);
+  Pack<U, V> p;
+#pragma unroll
+  for (int k = 0; k < V; k++) p.v[k] = v;
+  map_vec<V>(n, aligned_for<U, V>(dst), [&](i64 i0) { store_pack<U, V>(dst + i0, p); }, [&](i64 i) { dst[i] = v; });
+}
+
 #define FILL_KERNEL(name, U) \
-  extern "C" __global__ void __launch_bounds__(256) name(U* dst, i64 n, U v) { FOR_N(i, n) dst[i] = v; }
+  extern "C" __global__ void __launch_bounds__(256) name(U* dst, i64 n, U v) { fill_loop<U>(dst, n, v); }
 
 FILL_KERNEL(fill_u16, uint16_t)
 FILL_KERNEL(fill_u32, uint32_t)

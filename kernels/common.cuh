@@ -77,6 +77,45 @@ __device__ __forceinline__ void report(unsigned int* claim, Status* st, unsigned
   for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
        i += (i64)gridDim.x * blockDim.x)
 
+// Vectorised element loops. Memory-bound element kernels move 16 bytes a
+// thread and access (LDG.128/STG.128) when every pointer they touch is
+// aligned for it; a thread then handles V = 16 / sizeof(element)
+// consecutive elements, which is what lifts them from about half of the
+// H200's bandwidth to most of it. Pack<T, V> is the aligned group;
+// map_vec runs fv(i0) over the whole groups (i0 = first element) and f1(i)
+// over the remaining elements, grid-stride both, so any grid covers any n
+// (the Go side launches ceil(n / (256 V)) blocks: launchVec). When ok is
+// false (a view's offset broke the alignment) every element takes f1.
+template <typename T, int V>
+struct alignas(sizeof(T) * V) Pack {
+  T v[V];
+};
+
+template <typename T, int V>
+__device__ __forceinline__ Pack<T, V> load_pack(const T* p) {
+  return *reinterpret_cast<const Pack<T, V>*>(p);
+}
+
+template <typename T, int V>
+__device__ __forceinline__ void store_pack(T* p, const Pack<T, V>& x) {
+  *reinterpret_cast<Pack<T, V>*>(p) = x;
+}
+
+// aligned_for reports whether p may be accessed as Pack<T, V>.
+template <typename T, int V>
+__device__ __forceinline__ bool aligned_for(const void* p) {
+  return ((uintptr_t)p & (sizeof(T) * V - 1)) == 0;
+}
+
+template <int V, typename FV, typename F1>
+__device__ __forceinline__ void map_vec(i64 n, bool ok, FV fv, F1 f1) {
+  const i64 stride = (i64)gridDim.x * blockDim.x;
+  const i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  const i64 nv = ok ? n / V : 0;
+  for (i64 j = tid; j < nv; j += stride) fv(j * V);
+  for (i64 i = nv * V + tid; i < n; i += stride) f1(i);
+}
+
 // Reduction operators. Sum adds; MaxSkipNaN is the CPU's rowMax (a NaN
 // never wins, later arithmetic turns the row into NaN anyway); MaxNaN
 // propagates NaN, as ReduceMax and torch.amax do.

@@ -128,9 +128,82 @@ __device__ __forceinline__ void offsets2(I i, const Layout2& l, i64& oa, i64& ob
   ob += (i64)i * l.sb[0];
 }
 
+// The contiguous kernels run one loop per op code (the op a template
+// constant, switched on once a thread rather than once an element) with
+// 16-byte accesses (map_vec). The formulas are unary_fn's and
+// binary_fn's, so results are unchanged.
+template <typename T, int OP>
+__device__ __forceinline__ void unary_loop(T* dst, const T* src, i64 n) {
+  constexpr int V = 16 / sizeof(T);
+  map_vec<V>(
+      n, aligned_for<T, V>(dst) && aligned_for<T, V>(src),
+      [&](i64 i0) {
+        Pack<T, V> x = load_pack<T, V>(src + i0);
+#pragma unroll
+        for (int k = 0; k < V; k++) x.v[k] = unary_fn<T>(OP, x.v[k]);
+        store_pack<T, V>(dst + i0, x);
+      },
+      [&](i64 i) { dst[i] = unary_fn<T>(OP, src[i]); });
+}
+
+template <typename T>
+__device__ __forceinline__ void unary_contig(int op, T* dst, const T* src, i64 n) {
+  switch (op) {
+#define UNARY_CASE(c) \
+  case c:             \
+    unary_loop<T, c>(dst, src, n); \
+    return;
+    UNARY_CODES(UNARY_CASE)
+#undef UNARY_CASE
+  }
+}
+
+template <typename T, int OP>
+__device__ __forceinline__ void binary_loop(T* dst, const T* a, const T* b, i64 n) {
+  constexpr int V = 16 / sizeof(T);
+  map_vec<V>(
+      n, aligned_for<T, V>(dst) && aligned_for<T, V>(a) && aligned_for<T, V>(b),
+      [&](i64 i0) {
+        Pack<T, V> x = load_pack<T, V>(a + i0), y = load_pack<T, V>(b + i0);
+#pragma unroll
+        for (int k = 0; k < V; k++) x.v[k] = binary_fn<T>(OP, x.v[k], y.v[k]);
+        store_pack<T, V>(dst + i0, x);
+      },
+      [&](i64 i) { dst[i] = binary_fn<T>(OP, a[i], b[i]); });
+}
+
+template <typename T>
+__device__ __forceinline__ void binary_contig(int op, T* dst, const T* a, const T* b, i64 n) {
+  switch (op) {
+#define BINARY_CASE(c) \
+  case c:              \
+    binary_loop<T, c>(dst, a, b, n); \
+    return;
+    BINARY_CODES(BINARY_CASE)
+#undef BINARY_CASE
+  }
+}
+
+// affine_loop is dst = alpha src + beta with two roundings (BETA: whether
+// beta is added at all, as the CPU does).
+template <typename T, bool BETA>
+__device__ __forceinline__ void affine_loop(T* dst, const T* src, i64 n, T alpha, T beta) {
+  constexpr int V = 16 / sizeof(T);
+  auto f = [&](T x) { return BETA ? add_rn(mul_rn(alpha, x), beta) : mul_rn(alpha, x); };
+  map_vec<V>(
+      n, aligned_for<T, V>(dst) && aligned_for<T, V>(src),
+      [&](i64 i0) {
+        Pack<T, V> x = load_pack<T, V>(src + i0);
+#pragma unroll
+        for (int k = 0; k < V; k++) x.v[k] = f(x.v[k]);
+        store_pack<T, V>(dst + i0, x);
+      },
+      [&](i64 i) { dst[i] = f(src[i]); });
+}
+
 #define ELEMENTWISE_KERNELS(sfx, T)                                                                       \
   extern "C" __global__ void __launch_bounds__(256) unary_##sfx(int op, T* dst, const T* src, i64 n) {   \
-    FOR_N(i, n) dst[i] = unary_fn<T>(op, src[i]);                                                        \
+    unary_contig<T>(op, dst, src, n);                                                                    \
   }                                                                                                       \
   extern "C" __global__ void __launch_bounds__(256)                                                       \
       unary_backward_##sfx(int op, T* dx, const T* x, const T* y, const T* dy, i64 n) {                   \
@@ -138,13 +211,13 @@ __device__ __forceinline__ void offsets2(I i, const Layout2& l, i64& oa, i64& ob
   }                                                                                                       \
   extern "C" __global__ void __launch_bounds__(256) affine_##sfx(T* dst, const T* src, i64 n, T alpha, T beta) { \
     if (beta != (T)0) {                                                                                   \
-      FOR_N(i, n) dst[i] = add_rn(mul_rn(alpha, src[i]), beta);                                          \
+      affine_loop<T, true>(dst, src, n, alpha, beta);                                                    \
     } else {                                                                                              \
-      FOR_N(i, n) dst[i] = mul_rn(alpha, src[i]);                                                        \
+      affine_loop<T, false>(dst, src, n, alpha, beta);                                                   \
     }                                                                                                     \
   }                                                                                                       \
   extern "C" __global__ void __launch_bounds__(256) binary_##sfx(int op, T* dst, const T* a, const T* b, i64 n) { \
-    FOR_N(i, n) dst[i] = binary_fn<T>(op, a[i], b[i]);                                                   \
+    binary_contig<T>(op, dst, a, b, n);                                                                  \
   }                                                                                                       \
   extern "C" __global__ void __launch_bounds__(256)                                                       \
       binary_strided_##sfx##_i32(int op, T* dst, const T* a, const T* b, i64 n, Layout2 l) {             \

@@ -31,3 +31,7 @@ enum BinaryCode {
   B_POW = 6,  // a^b, computed in float64 and rounded once
   NUM_BINARY = 7
 };
+
+// UNARY_CODES(X) and BINARY_CODES(X) expand X(code) for every code.
+#define UNARY_CODES(X) X(U_NEG) X(U_EXP) X(U_LOG) X(U_SQRT) X(U_RSQRT) X(U_TANH) X(U_GELU) X(U_RELU) X(U_ABS) X(U_SQUARE) X(U_RECIP) X(U_SIGMOID) X(U_SILU)
+#define BINARY_CODES(X) X(B_ADD) X(B_SUB) X(B_MUL) X(B_DIV) X(B_MAX) X(B_MIN) X(B_POW)

@@ -104,7 +104,7 @@ func (b cudaBackend) fill(dst *Tensor, v float64) {
 		bits = uint64(halfBits(dst.dtype, v))
 	}
 	s := sizeIndex(dst.dtype)
-	d.launch1("Fill", d.k.fill[s], n, func(a *cuda.Args) {
+	d.launchVec("Fill", d.k.fill[s], n, dst.dtype.Size(), func(a *cuda.Args) {
 		a.Ptr(devPtr(dst)).Int64(int64(n))
 		switch s {
 		case kB2:
@@ -128,7 +128,7 @@ func (b cudaBackend) cast(dst, src *Tensor) {
 		d.copyDevice("To", devPtr(dst), devPtr(src), n*dst.dtype.Size())
 		return
 	}
-	d.launch1("To", d.k.cast[src.dtype][dst.dtype], n, func(a *cuda.Args) {
+	d.launchVec("To", d.k.cast[src.dtype][dst.dtype], n, max(src.dtype.Size(), dst.dtype.Size()), func(a *cuda.Args) {
 		a.Ptr(devPtr(dst)).Ptr(devPtr(src)).Int64(int64(n))
 	})
 }

@@ -13,7 +13,7 @@ func (b cudaBackend) unary(op UnaryOp, dst, src *Tensor) {
 	if n == 0 {
 		return
 	}
-	d.launch1(name, d.k.unary[f], n, func(a *cuda.Args) {
+	d.launchVec(name, d.k.unary[f], n, dst.dtype.Size(), func(a *cuda.Args) {
 		a.Int32(int32(op)).Ptr(devPtr(dst)).Ptr(devPtr(src)).Int64(int64(n))
 	})
 }
@@ -37,7 +37,7 @@ func (b cudaBackend) affine(dst, src *Tensor, alpha, beta float64) {
 	if n == 0 {
 		return
 	}
-	d.launch1("Affine", d.k.affine[f], n, func(a *cuda.Args) {
+	d.launchVec("Affine", d.k.affine[f], n, dst.dtype.Size(), func(a *cuda.Args) {
 		argT(argT(a.Ptr(devPtr(dst)).Ptr(devPtr(src)).Int64(int64(n)), f, alpha), f, beta)
 	})
 }
@@ -55,7 +55,7 @@ func (b cudaBackend) binary(op BinaryOp, dst, x, y *Tensor, l layout.Layout) {
 			dst.shape, l.NDim, cudaMaxDims)
 	}
 	if l.Contiguous(2) {
-		d.launch1(name, d.k.binary[f], n, func(a *cuda.Args) {
+		d.launchVec(name, d.k.binary[f], n, dst.dtype.Size(), func(a *cuda.Args) {
 			a.Int32(int32(op)).Ptr(devPtr(dst)).Ptr(devPtr(x)).Ptr(devPtr(y)).Int64(int64(n))
 		})
 		return

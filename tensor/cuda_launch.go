@@ -120,6 +120,13 @@ func (d *cudaDevice) launch1(op string, fn *cuda.Function, n int, set func(a *cu
 	d.launch(op, fn, grid1(n), block1, set)
 }
 
+// launchVec runs an element kernel that moves 16 bytes a thread
+// (kernels/common.cuh, map_vec) over n elements of elemSize bytes (the
+// wider side's, for casts): ceil(n / (256 V)) blocks, V = 16 / elemSize.
+func (d *cudaDevice) launchVec(op string, fn *cuda.Function, n, elemSize int, set func(a *cuda.Args)) {
+	d.launch(op, fn, grid1(ceilDiv(n, 16/elemSize)), block1, set)
+}
+
 // scratch allocates n float64 partials for a two-pass reduction. It may
 // be released as soon as the kernels using it are queued: every user of
 // the device's memory queues on the same stream, so a later reuse of the

@@ -134,6 +134,30 @@ func testOpsAffineAndBinary(t *testing.T) {
 			x.AddInPlace(y.T())
 			return []*tensor.Tensor{x}
 		}},
+		// The contiguous element kernels move 16-byte packs when every
+		// pointer is aligned and fall back element by element otherwise:
+		// lengths with a tail, and views one element off (unaligned) or one
+		// pack off (aligned), in every dtype.
+		opCase{name: "Vectorised", exact: true, run: func(e *env) []*tensor.Tensor {
+			x, y := e.randn(4101), e.randn(4101)
+			var out []*tensor.Tensor
+			for _, off := range []int{0, 1, 8} {
+				a, b := x.Narrow(0, off, 4101-off), y.Narrow(0, off, 4101-off)
+				z := a.Clone()
+				z.AddInPlace(b)
+				f := tensor.Zeros(e.dev, e.dt, 4101-off)
+				f.Fill(0.375)
+				out = append(out, tensor.Binary(tensor.OpMul, a, b), tensor.Binary(tensor.OpSub, b, a), z,
+					tensor.Affine(a, -1.5, 0.25), tensor.Scale(b, 3), tensor.Neg(a), f,
+					a.To(tensor.BFloat16).To(e.dt), a.To(tensor.Float16).To(e.dt), a.To(tensor.Float64).To(e.dt))
+			}
+			return out
+		}},
+		opCase{name: "VectorisedUnary", tol: 2e-5, run: func(e *env) []*tensor.Tensor {
+			x := e.randn(4101)
+			return []*tensor.Tensor{tensor.Unary(tensor.OpGelu, x), tensor.Unary(tensor.OpGelu, x.Narrow(0, 1, 4100)),
+				tensor.Unary(tensor.OpExp, x.Narrow(0, 4, 4097))}
+		}},
 		opCase{name: "CausalMask", exact: true, run: func(e *env) []*tensor.Tensor {
 			x, y := e.randn(2, 3, 5, 5), e.randn(2, 3, 7)
 			return []*tensor.Tensor{tensor.CausalMask(x, tensor.NegInf), tensor.CausalMask(y, 0), tensor.CausalMask(x.T(), -1e4)}

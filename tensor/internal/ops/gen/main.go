@@ -70,7 +70,19 @@ func cudaHeader() []byte {
 	for op := range ops.NumBinary {
 		fmt.Fprintf(&b, "  %s = %d,  // %s\n", binaryEnum(op), op, ops.Binaries[op].Forward)
 	}
-	fmt.Fprintf(&b, "  NUM_BINARY = %d\n};\n", ops.NumBinary)
+	fmt.Fprintf(&b, "  NUM_BINARY = %d\n};\n\n", ops.NumBinary)
+	// X-macros over every code: the kernels instantiate one loop per op
+	// (the op a compile-time constant) and switch once a thread.
+	fmt.Fprintf(&b, "// UNARY_CODES(X) and BINARY_CODES(X) expand X(code) for every code.\n")
+	fmt.Fprintf(&b, "#define UNARY_CODES(X)")
+	for op := range ops.NumUnary {
+		fmt.Fprintf(&b, " X(%s)", unaryEnum(op))
+	}
+	fmt.Fprintf(&b, "\n#define BINARY_CODES(X)")
+	for op := range ops.NumBinary {
+		fmt.Fprintf(&b, " X(%s)", binaryEnum(op))
+	}
+	fmt.Fprintf(&b, "\n")
 	return b.Bytes()
 }
 
