@@ -144,11 +144,16 @@ func (p *Pool) alloc(size int64, s Stream, advice Advice, role Role, op string) 
 			return nil, err
 		}
 	}
+	// The segment's share of InactiveSplit (segment.inactive) drops by the
+	// block's bytes, or appears when the block is the first in use there.
 	seg := b.seg
-	before := seg.inactive()
+	d := -b.size
+	if seg.live == 0 {
+		d += seg.mapped - seg.liveBytes
+	}
 	seg.live++
 	seg.liveBytes += b.size
-	p.sinks.inactiveSplit(seg.inactive() - before)
+	p.sinks.inactiveSplit(d)
 	b.state = blockLive
 	b.requested = size
 	b.role, b.hist = role, 0
@@ -204,11 +209,16 @@ func (p *Pool) free(b *Block) error {
 // reclaim makes a live or pending block free: it leaves its segment's
 // occupied bytes and joins the free index.
 func (p *Pool) reclaim(b *Block) {
+	// The segment's share of InactiveSplit (segment.inactive) grows by the
+	// block's bytes, or goes when it was the last block in use there.
 	seg := b.seg
-	before := seg.inactive()
 	seg.live--
 	seg.liveBytes -= b.size
-	p.sinks.inactiveSplit(seg.inactive() - before)
+	d := b.size
+	if seg.live == 0 {
+		d -= seg.mapped - seg.liveBytes
+	}
+	p.sinks.inactiveSplit(d)
 	p.insertFree(b)
 }
 

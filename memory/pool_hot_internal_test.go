@@ -35,7 +35,13 @@ func TestFreeIndexHotSlot(t *testing.T) {
 	require.Same(t, b, x.take(0, freeKey{size: 4 << 10}, any), "lowest address among equal sizes, though not hot")
 	require.Same(t, e, x.hot, "the hot block stays")
 	// A smaller class block beats it too; one that does not fit does not.
+	// That insert is the second in a row to evict an unused hot block: the
+	// slot is emptied and bypassed for a while.
 	x.insert(0, &Block{seg: testSegs[0], size: 6 << 10, addr: 0x20000})
+	require.Nil(t, x.hot, "bypassed after two unused hot blocks")
+	require.Equal(t, hotBypass, x.bypass)
+	require.Equal(t, 3, x.Len())
+	checkFreeIndexKeepHot(t, &x)
 	require.Equal(t, int64(6<<10), x.take(0, freeKey{size: 5 << 10}, any).size)
 	require.Same(t, a, x.take(0, freeKey{size: 5 << 10}, any), "the hot block is too small")
 	// hi is exclusive, for the hot block as for the others.
@@ -44,6 +50,7 @@ func TestFreeIndexHotSlot(t *testing.T) {
 	require.Zero(t, x.Len())
 
 	// Streams: a hot block of stream 1 is not taken for stream 0.
+	x.bypass = 0
 	x.insert(0, b)
 	x.insert(1, f)
 	require.Same(t, f, x.hot)
@@ -55,6 +62,7 @@ func TestFreeIndexHotSlot(t *testing.T) {
 	require.Zero(t, x.Len())
 
 	// ascend lists the hot block in key order with the others.
+	x.evicted = 0
 	x.insert(0, e)
 	x.insert(0, a)
 	x.insert(0, b)
@@ -86,6 +94,31 @@ func (f *hotTestSync) RecordEvent(Stream) (StreamEvent, error) { return 1, nil }
 func (f *hotTestSync) Done(StreamEvent) bool                   { return f.done }
 func (f *hotTestSync) Wait(StreamEvent) error                  { f.done = true; return nil }
 func (f *hotTestSync) Release(StreamEvent)                     {}
+
+// checkFreeIndexKeepHot checks that every class block is in its class and
+// marked, without moving the hot block (ascend would).
+func checkFreeIndexKeepHot(t *testing.T, x *freeIndex) {
+	t.Helper()
+	n := 0
+	if x.hot != nil {
+		n++
+	}
+	cs := &x.first
+	for c := range cs.ones {
+		if cs.has(c) {
+			cs.ascendClass(c, func(b *Block) bool {
+				require.Equal(t, c, sizeClass(b.size))
+				n++
+				return true
+			})
+		}
+	}
+	require.Equal(t, x.Len(), n)
+}
+
+// fresh restarts the count of unused hot blocks, so that a test sees the
+// slot at work rather than bypassed.
+func fresh(p *Pool) { p.small.evicted, p.small.bypass = 0, 0 }
 
 // newHotTestPool is a classic pool over address ranges.
 func newHotTestPool() *Pool { return NewPool(&hotTestBackend{}, PoolConfig{}) }
@@ -144,6 +177,7 @@ func TestPoolHotMerges(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, p.Free(x)) // between nothing and live y: hot alone
 	require.Same(t, x, p.small.hot)
+	fresh(p)
 	require.NoError(t, p.Free(z)) // merges with the segment's rest; x leaves the slot
 	require.Equal(t, int64(2<<20-12<<10), p.small.hot.size)
 	require.Equal(t, 2, p.small.Len())
@@ -170,11 +204,13 @@ func TestPoolHotBestFit(t *testing.T) {
 	low, big, high := blocks[0], blocks[2], blocks[4]
 	lowAddr, bigAddr, highAddr := low.addr, big.addr, high.addr
 	require.NoError(t, p.Free(low))
+	fresh(p)
 	require.NoError(t, p.Free(high))
 	require.Same(t, high, p.small.hot)
 	b, err := p.Alloc(4<<10, 0)
 	require.NoError(t, err)
 	assert.Equal(t, lowAddr, b.addr, "equal sizes: the lower address, not the hot block")
+	fresh(p)
 	require.NoError(t, p.Free(big))
 	require.Equal(t, bigAddr, p.small.hot.addr)
 	b, err = p.Alloc(4<<10, 0)
@@ -197,6 +233,7 @@ func TestPoolHotStreams(t *testing.T) {
 	require.NoError(t, err)
 	aAddr := a.addr
 	require.NoError(t, p.Free(a))
+	fresh(p)
 	require.NoError(t, p.Free(b))
 	require.Equal(t, Stream(1), p.small.hotStream)
 	c, err := p.Alloc(4<<10, 0)
@@ -234,4 +271,35 @@ func TestPoolHotPending(t *testing.T) {
 	require.Equal(t, int64(SmallBuffer), p.small.hot.size, "all merged, hot")
 	assert.Equal(t, int64(1), p.Stats().BackendAllocs)
 	require.NoError(t, p.Close())
+}
+
+// TestPoolHotBypass checks the bypass on a workload whose hot blocks go
+// unused: the slot empties into the classes, later inserts skip it, and a
+// pair that uses it again refills it once the bypass has run out.
+func TestPoolHotBypass(t *testing.T) {
+	p := newHotTestPool()
+	var live []*Block
+	for range 8 { // 4 KiB blocks with live 512 B ones between them
+		a, err := p.Alloc(4<<10, 0)
+		require.NoError(t, err)
+		_, err = p.Alloc(512, 0)
+		require.NoError(t, err)
+		live = append(live, a)
+	}
+	fresh(p)
+	for _, a := range live { // each free evicts the block freed before
+		require.NoError(t, p.Free(a))
+	}
+	require.Nil(t, p.small.hot, "bypassed")
+	require.Equal(t, 9, p.small.Len(), "8 holes and the segment's rest")
+	checkFreeIndexKeepHot(t, &p.small)
+	require.Equal(t, hotBypass-(len(live)-hotMisses), p.small.bypass)
+	// Best fit is unchanged meanwhile: the lowest hole first.
+	b, err := p.Alloc(4<<10, 0)
+	require.NoError(t, err)
+	assert.Equal(t, live[0].addr, b.addr)
+	p.small.bypass = 0
+	require.NoError(t, p.Free(b))
+	require.Same(t, b, p.small.hot, "the slot is used again")
+	require.ErrorIs(t, p.Close(), ErrLeaked)
 }
