@@ -36,6 +36,17 @@ func done(vs ...*autograd.Var) {
 // chunks that divide the rows, that do not, of one row, and all at once,
 // with an ignored target; and by finite differences.
 func TestLinearCrossEntropy(t *testing.T) {
+	t.Run("plain", testLinearCrossEntropy)
+	t.Run("padded", func(t *testing.T) {
+		defer autograd.PadHeadAlways()()
+		require.Equal(t, 64, autograd.HeadPadding(tensor.CPU(), 11))
+		testLinearCrossEntropy(t)
+	})
+	assert.Equal(t, 11, autograd.HeadPadding(tensor.CPU(), 11), "the CPU does not pad")
+	assert.Equal(t, 50257, autograd.HeadPadding(tensor.CPU(), 50257))
+}
+
+func testLinearCrossEntropy(t *testing.T) {
 	before := tensor.CPU().Memory().InUse()
 	rng := rand.New(rand.NewPCG(7, 8))
 	const B, T, C, V = 2, 5, 6, 11
@@ -121,6 +132,14 @@ func TestLinearCrossEntropyErrors(t *testing.T) {
 // matches the unfused one run in the same region (same casts, float32
 // logits).
 func TestLinearCrossEntropyAutocast(t *testing.T) {
+	t.Run("plain", testLinearCrossEntropyAutocast)
+	t.Run("padded", func(t *testing.T) {
+		defer autograd.PadHeadAlways()()
+		testLinearCrossEntropyAutocast(t)
+	})
+}
+
+func testLinearCrossEntropyAutocast(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	const N, C, V = 12, 16, 40
 	hv := tensor.RandN(tensor.CPU(), tensor.Float32, rng, 1, N, C)
@@ -175,7 +194,16 @@ func TestGPULinearCrossEntropy(t *testing.T) {
 		t.Skipf("no CUDA device: %v", err)
 	}
 	rng := rand.New(rand.NewPCG(13, 14))
-	const N, C, V = 300, 64, 1000
+	const N, C = 300, 64
+	for _, V := range []int{1000, 1001} { // 1001: the padded head (1024-wide logits)
+		testGPULinearCrossEntropy(t, dev, rng, N, C, V)
+	}
+}
+
+func testGPULinearCrossEntropy(t *testing.T, dev tensor.Device, rng *rand.Rand, N, C, V int) {
+	if V%8 != 0 {
+		require.Equal(t, 1024, autograd.HeadPadding(dev, V))
+	}
 	for _, dt := range []tensor.DType{tensor.Float64, tensor.Float32} {
 		hv := tensor.RandN(dev, dt, rng, 1, N, C)
 		wv := tensor.RandN(dev, dt, rng, 0.1, V, C)
@@ -222,9 +250,9 @@ func TestGPULinearCrossEntropy(t *testing.T) {
 			}
 			l0, h0, w0 := run(false, region)
 			l1, h1, w1 := run(true, region)
-			assert.InDelta(t, l0, l1, tol, "%v region %v: loss", dt, region)
-			assert.InDeltaSlice(t, h0, h1, tol, "%v region %v: dh", dt, region)
-			assert.InDeltaSlice(t, w0, w1, tol, "%v region %v: dw", dt, region)
+			assert.InDelta(t, l0, l1, tol, "V %d %v region %v: loss", V, dt, region)
+			assert.InDeltaSlice(t, h0, h1, tol, "V %d %v region %v: dh", V, dt, region)
+			assert.InDeltaSlice(t, w0, w1, tol, "V %d %v region %v: dw", V, dt, region)
 		}
 		for _, x := range []*tensor.Tensor{hv, wv, tgt} {
 			x.Release()

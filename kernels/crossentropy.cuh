@@ -3,13 +3,15 @@
 // keeping the probabilities (cpukern/crossentropy.go). Rows whose target
 // is the ignore index get loss 0 and gradient 0. A target that is neither
 // ignore nor in [0, cols) is reported through the status block; its row
-// gets loss 0 and gradient 0.
+// gets loss 0 and gradient 0. Rows lie ld elements apart: the first cols
+// are the classes, the rest padding (a GEMM-friendly width) that the loss
+// never reads and whose gradient is set to zero.
 #pragma once
 #include "common.cuh"
 
 template <typename T, bool WARP>
-__device__ void cross_entropy(T* loss, const T* logits, const int* targets, i64 rows, i64 cols, int ignore,
-                              unsigned int* claim, Status* st) {
+__device__ void cross_entropy(T* loss, const T* logits, const int* targets, i64 rows, i64 cols, i64 ld,
+                              int ignore, unsigned int* claim, Status* st) {
   RowGroup<WARP> g;
   for (i64 r = g.row; r < rows; r += g.rowStride) {
     const int t = targets[r];  // uniform over the group: the branches below are too
@@ -20,7 +22,7 @@ __device__ void cross_entropy(T* loss, const T* logits, const int* targets, i64 
       }
       continue;
     }
-    const T* x = logits + r * cols;
+    const T* x = logits + r * ld;
     T m;
     const double s = row_max_sumexp(g, x, cols, &m);
     if (g.rank == 0) loss[r] = (T)((double)m + log(s) - (double)x[t]);
@@ -29,17 +31,18 @@ __device__ void cross_entropy(T* loss, const T* logits, const int* targets, i64 
 
 template <typename T, bool WARP>
 __device__ void cross_entropy_backward(T* dlogits, const T* logits, const int* targets, const T* dloss, i64 rows,
-                                       i64 cols, int ignore, unsigned int* claim, Status* st) {
+                                       i64 cols, i64 ld, int ignore, unsigned int* claim, Status* st) {
   RowGroup<WARP> g;
   for (i64 r = g.row; r < rows; r += g.rowStride) {
     const int t = targets[r];
-    T* d = dlogits + r * cols;
+    T* d = dlogits + r * ld;
+    for (i64 c = cols + g.rank; c < ld; c += g.size) d[c] = (T)0;
     if (t == ignore || t < 0 || t >= cols) {
       if (t != ignore && g.rank == 0) report(claim, st, STATUS_CE_BACKWARD_TARGET, r, t, cols);
       for (i64 c = g.rank; c < cols; c += g.size) d[c] = (T)0;
       continue;
     }
-    const T* x = logits + r * cols;
+    const T* x = logits + r * ld;
     T m;
     const double s = row_max_sumexp(g, x, cols, &m);
     const double gl = (double)dloss[r];
@@ -54,24 +57,24 @@ __device__ void cross_entropy_backward(T* dlogits, const T* logits, const int* t
 
 #define CE_KERNELS(sfx, T)                                                                                  \
   extern "C" __global__ void __launch_bounds__(256)                                                         \
-      cross_entropy_warp_##sfx(T* loss, const T* logits, const int* targets, i64 rows, i64 cols, int ignore, \
+      cross_entropy_warp_##sfx(T* loss, const T* logits, const int* targets, i64 rows, i64 cols, i64 ld, int ignore, \
                                unsigned int* claim, Status* st) {                                           \
-    cross_entropy<T, true>(loss, logits, targets, rows, cols, ignore, claim, st);                           \
+    cross_entropy<T, true>(loss, logits, targets, rows, cols, ld, ignore, claim, st);                           \
   }                                                                                                         \
   extern "C" __global__ void __launch_bounds__(512)                                                         \
-      cross_entropy_block_##sfx(T* loss, const T* logits, const int* targets, i64 rows, i64 cols,           \
+      cross_entropy_block_##sfx(T* loss, const T* logits, const int* targets, i64 rows, i64 cols, i64 ld,   \
                                 int ignore, unsigned int* claim, Status* st) {                              \
-    cross_entropy<T, false>(loss, logits, targets, rows, cols, ignore, claim, st);                          \
+    cross_entropy<T, false>(loss, logits, targets, rows, cols, ld, ignore, claim, st);                          \
   }                                                                                                         \
   extern "C" __global__ void __launch_bounds__(256) cross_entropy_backward_warp_##sfx(                      \
-      T* dlogits, const T* logits, const int* targets, const T* dloss, i64 rows, i64 cols, int ignore,      \
+      T* dlogits, const T* logits, const int* targets, const T* dloss, i64 rows, i64 cols, i64 ld, int ignore,      \
       unsigned int* claim, Status* st) {                                                                    \
-    cross_entropy_backward<T, true>(dlogits, logits, targets, dloss, rows, cols, ignore, claim, st);        \
+    cross_entropy_backward<T, true>(dlogits, logits, targets, dloss, rows, cols, ld, ignore, claim, st);        \
   }                                                                                                         \
   extern "C" __global__ void __launch_bounds__(512) cross_entropy_backward_block_##sfx(                     \
-      T* dlogits, const T* logits, const int* targets, const T* dloss, i64 rows, i64 cols, int ignore,      \
+      T* dlogits, const T* logits, const int* targets, const T* dloss, i64 rows, i64 cols, i64 ld, int ignore,      \
       unsigned int* claim, Status* st) {                                                                    \
-    cross_entropy_backward<T, false>(dlogits, logits, targets, dloss, rows, cols, ignore, claim, st);       \
+    cross_entropy_backward<T, false>(dlogits, logits, targets, dloss, rows, cols, ld, ignore, claim, st);       \
   }
 
 CE_KERNELS(f32, float)

@@ -52,8 +52,8 @@ type backend interface {
 	layerNormBackward(dx, dw, db, dy, x, mean, rstd, w *Tensor, rows, cols int)
 	gather(dst, table, ids *Tensor, dim, rows int) error
 	scatterAdd(dtable, dout, ids *Tensor, dim, rows int) error
-	crossEntropy(loss, logits, targets *Tensor, rows, cols int, ignore int32) (int, error)
-	crossEntropyBackward(dlogits, logits, targets, dloss *Tensor, rows, cols int, ignore int32)
+	crossEntropy(loss, logits, targets *Tensor, rows, cols, ld int, ignore int32) (int, error)
+	crossEntropyBackward(dlogits, logits, targets, dloss *Tensor, rows, cols, ld int, ignore int32)
 	dropout(dst, src *Tensor, p float64, seed, offset uint64)
 	adamw(p, g, m, v *Tensor, lr, beta1, beta2, eps, wd float64, step int)
 	sgd(p, g, buf *Tensor, lr, momentum, wd float64, nesterov bool)

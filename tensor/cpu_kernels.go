@@ -311,22 +311,22 @@ func (cpuBackend) scatterAdd(dtable, dout, ids *Tensor, dim, rows int) error {
 	return err
 }
 
-func (cpuBackend) crossEntropy(loss, logits, targets *Tensor, rows, cols int, ignore int32) (int, error) {
+func (cpuBackend) crossEntropy(loss, logits, targets *Tensor, rows, cols, ld int, ignore int32) (int, error) {
 	var n int
 	var err error
 	onFloat("CrossEntropy", logits.dtype,
-		func() { n, err = cpukern.CrossEntropy(f32(loss), f32(logits), i32(targets), rows, cols, ignore) },
-		func() { n, err = cpukern.CrossEntropy(f64(loss), f64(logits), i32(targets), rows, cols, ignore) })
+		func() { n, err = cpukern.CrossEntropyLD(f32(loss), f32(logits), i32(targets), rows, cols, ld, ignore) },
+		func() { n, err = cpukern.CrossEntropyLD(f64(loss), f64(logits), i32(targets), rows, cols, ld, ignore) })
 	return n, err
 }
 
-func (cpuBackend) crossEntropyBackward(dlogits, logits, targets, dloss *Tensor, rows, cols int, ignore int32) {
+func (cpuBackend) crossEntropyBackward(dlogits, logits, targets, dloss *Tensor, rows, cols, ld int, ignore int32) {
 	onFloat("CrossEntropyBackward", logits.dtype,
 		func() {
-			cpukern.CrossEntropyBackward(f32(dlogits), f32(logits), i32(targets), f32(dloss), rows, cols, ignore)
+			cpukern.CrossEntropyBackwardLD(f32(dlogits), f32(logits), i32(targets), f32(dloss), rows, cols, ld, ignore)
 		},
 		func() {
-			cpukern.CrossEntropyBackward(f64(dlogits), f64(logits), i32(targets), f64(dloss), rows, cols, ignore)
+			cpukern.CrossEntropyBackwardLD(f64(dlogits), f64(logits), i32(targets), f64(dloss), rows, cols, ld, ignore)
 		})
 }
 

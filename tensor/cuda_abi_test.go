@@ -312,12 +312,12 @@ func driveBackend(t *testing.T, d *cudaDevice, b cudaBackend, dt DType) {
 
 	require.NoError(t, b.scatterAdd(n(10, 6), x, ids(4), 6, 10))
 	require.NoError(t, b.scatterAdd(n(10, 6), n(5000, 6), ids(5000), 6, 10)) // sorts across tiles
-	_, err := b.crossEntropy(n(4), x, ids(4), 4, 6, -100)
+	_, err := b.crossEntropy(n(4), x, ids(4), 4, 6, 6, -100)
 	require.NoError(t, err)
-	b.crossEntropyBackward(y, x, ids(4), n(4), 4, 6, -100)
-	_, err = b.crossEntropy(n(2), v, ids(2), 2, 2000, -100)
+	b.crossEntropyBackward(y, x, ids(4), n(4), 4, 6, 6, -100)
+	_, err = b.crossEntropy(n(2), v, ids(2), 2, 2000, 2000, -100)
 	require.NoError(t, err)
-	b.crossEntropyBackward(v, v, ids(2), n(2), 2, 2000, -100)
+	b.crossEntropyBackward(v, v, ids(2), n(2), 2, 2000, 2000, -100)
 
 	b.dropout(y, x, 0.5, 1, 3)
 	b.dropout(y, x, 0, 1, 3)

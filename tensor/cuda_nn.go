@@ -172,7 +172,7 @@ func (b cudaBackend) scatterAdd(dtable, dout, ids *Tensor, dim, rows int) error 
 // device: the loss kernel, a counting kernel writing into the status
 // block, one synchronization. Since it waits anyway, a bad target is
 // returned here as on the CPU.
-func (b cudaBackend) crossEntropy(loss, logits, targets *Tensor, rows, cols int, ignore int32) (int, error) {
+func (b cudaBackend) crossEntropy(loss, logits, targets *Tensor, rows, cols, ld int, ignore int32) (int, error) {
 	d := b.d
 	f := floatIndex("CrossEntropy", logits.dtype)
 	if rows == 0 {
@@ -182,7 +182,7 @@ func (b cudaBackend) crossEntropy(loss, logits, targets *Tensor, rows, cols int,
 	defer d.resultMu.Unlock()
 	v, grid, block := rowShape(rows, cols)
 	d.launch("CrossEntropy", d.k.crossEntropy[v][f], grid, block, func(a *cuda.Args) {
-		a.Ptr(devPtr(loss)).Ptr(devPtr(logits)).Ptr(devPtr(targets)).Int64(int64(rows)).Int64(int64(cols)).Int32(ignore)
+		a.Ptr(devPtr(loss)).Ptr(devPtr(logits)).Ptr(devPtr(targets)).Int64(int64(rows)).Int64(int64(cols)).Int64(int64(ld)).Int32(ignore)
 		d.status.args(a)
 	})
 	d.launch("CrossEntropy", d.k.countTargets, [3]uint32{1, 1, 1}, [3]uint32{1024, 1, 1}, func(a *cuda.Args) {
@@ -205,7 +205,7 @@ func (b cudaBackend) crossEntropy(loss, logits, targets *Tensor, rows, cols int,
 
 // crossEntropyBackward zeroes the rows of bad targets and reports them at
 // the next synchronization (the CPU panics at once).
-func (b cudaBackend) crossEntropyBackward(dlogits, logits, targets, dloss *Tensor, rows, cols int, ignore int32) {
+func (b cudaBackend) crossEntropyBackward(dlogits, logits, targets, dloss *Tensor, rows, cols, ld int, ignore int32) {
 	d := b.d
 	f := floatIndex("CrossEntropyBackward", logits.dtype)
 	if rows*cols == 0 {
@@ -214,7 +214,7 @@ func (b cudaBackend) crossEntropyBackward(dlogits, logits, targets, dloss *Tenso
 	v, grid, block := rowShape(rows, cols)
 	d.launch("CrossEntropyBackward", d.k.crossEntropyBackward[v][f], grid, block, func(a *cuda.Args) {
 		a.Ptr(devPtr(dlogits)).Ptr(devPtr(logits)).Ptr(devPtr(targets)).Ptr(devPtr(dloss)).
-			Int64(int64(rows)).Int64(int64(cols)).Int32(ignore)
+			Int64(int64(rows)).Int64(int64(cols)).Int64(int64(ld)).Int32(ignore)
 		d.status.args(a)
 	})
 }

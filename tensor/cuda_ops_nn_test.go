@@ -76,6 +76,8 @@ func testOpsNN(t *testing.T) {
 		}},
 		ceCase("CrossEntropy/small", 6, 11),
 		ceCase("CrossEntropy/vocab", 4, 50257),
+		cePaddedCase("CrossEntropyPadded/small", 6, 11, 16),
+		cePaddedCase("CrossEntropyPadded/vocab", 4, 50257, 50304),
 		{name: "AdamW", tol: 1e-5, run: func(e *env) []*tensor.Tensor {
 			p := e.randn(1000)
 			m, v := tensor.Zeros(e.dev, e.dt, 1000), tensor.Zeros(e.dev, e.dt, 1000)
@@ -114,5 +116,32 @@ func ceCase(name string, rows, cols int) opCase {
 		loss, n := tensor.CrossEntropy(logits, targets, -100)
 		dlogits := tensor.CrossEntropyBackward(logits, targets, e.randn(rows), -100)
 		return []*tensor.Tensor{loss, tensor.Scalar(tensor.CPU(), tensor.Float64, float64(n)), dlogits}
+	}}
+}
+
+// cePaddedCase: the padded cross-entropy over rows of width ld with
+// classes real logits and padding of 1e30 (never read: the loss and the
+// gradient of the classes equal the plain op's on the narrowed logits; the
+// padding's gradient is zero).
+func cePaddedCase(name string, rows, classes, ld int) opCase {
+	return opCase{name: name, tol: 1e-5, run: func(e *env) []*tensor.Tensor {
+		real := tensor.Scale(e.randn(rows, classes), 2)
+		pad := tensor.Full(e.dev, e.dt, 1e30, rows, ld-classes)
+		logits := tensor.Concat(1, real, pad)
+		tg := make([]int32, rows)
+		for i := range tg {
+			tg[i] = int32(e.rng.IntN(classes))
+			if i%3 == 1 {
+				tg[i] = -100
+			}
+		}
+		targets := tensor.FromInt32s(e.dev, tg, rows)
+		dloss := e.randn(rows)
+		loss, n := tensor.CrossEntropyPadded(logits, classes, targets, -100)
+		want, _ := tensor.CrossEntropy(real, targets, -100)
+		dlogits := tensor.CrossEntropyPaddedBackward(logits, classes, targets, dloss, -100)
+		wantD := tensor.CrossEntropyBackward(real, targets, dloss, -100)
+		return []*tensor.Tensor{loss, want, tensor.Scalar(tensor.CPU(), tensor.Float64, float64(n)), dlogits,
+			dlogits.Narrow(1, 0, classes).Contiguous(), wantD, dlogits.Narrow(1, classes, ld-classes).Contiguous()}
 	}}
 }

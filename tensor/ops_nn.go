@@ -245,18 +245,34 @@ func EmbeddingBackward(ids, dout *Tensor, rows int) *Tensor {
 // have loss 0 and are not counted). Panics with ErrArgument naming the row
 // when a target is out of range.
 func CrossEntropy(logits, targets *Tensor, ignore int32) (*Tensor, int) {
-	op := "CrossEntropy"
+	return crossEntropy("CrossEntropy", logits, -1, targets, ignore)
+}
+
+// CrossEntropyPadded is CrossEntropy over the first classes columns of
+// logits (N, W), W >= classes: the other W - classes columns of each row
+// are padding that the loss never reads. A GEMM writes logits of a
+// vocabulary like GPT-2's 50,257 tokens fastest with rows padded to a
+// multiple of 8 or 64 elements (aligned tensor-core tiles); see
+// autograd.LinearCrossEntropy.
+func CrossEntropyPadded(logits *Tensor, classes int, targets *Tensor, ignore int32) (*Tensor, int) {
+	return crossEntropy("CrossEntropyPadded", logits, classes, targets, ignore)
+}
+
+// crossEntropy is CrossEntropy over the first classes columns (-1: all).
+func crossEntropy(op string, logits *Tensor, classes int, targets *Tensor, ignore int32) (*Tensor, int) {
 	sameDevice(op, logits, targets)
 	sameFloat(op, logits)
 	indices(op, "targets", targets)
 	if logits.Rank() != 2 || targets.Numel() != logits.shape[0] {
 		fail(op, ErrShape, "logits %v, targets %v: want (N, C) and N targets", logits.shape, targets.shape)
 	}
+	ld := logits.shape[1]
+	classes = paddedClasses(op, classes, ld)
 	cs, release := contigAll(logits, targets)
 	defer release()
 	cl, ct := cs[0], cs[1]
 	loss := mustNew(op, ctxOf(op, logits, targets), logits.dev, logits.dtype, []int{logits.shape[0]})
-	n, err := logits.dev.backend().crossEntropy(loss, cl, ct, logits.shape[0], logits.shape[1], ignore)
+	n, err := logits.dev.backend().crossEntropy(loss, cl, ct, logits.shape[0], classes, ld, ignore)
 	if err != nil {
 		loss.Release()
 		fail(op, ErrArgument, "%v", err)
@@ -264,21 +280,44 @@ func CrossEntropy(logits, targets *Tensor, ignore int32) (*Tensor, int) {
 	return loss, n
 }
 
+// paddedClasses checks a class count against the row width ld (-1: all).
+func paddedClasses(op string, classes, ld int) int {
+	if classes < 0 {
+		return ld
+	}
+	if classes == 0 || classes > ld {
+		fail(op, ErrShape, "%d classes in rows of %d logits: want 1 to %d", classes, ld, ld)
+	}
+	return classes
+}
+
 // CrossEntropyBackward returns dlogits = (softmax(logits) - onehot) *
 // dloss[row], recomputing the softmax instead of keeping it.
 func CrossEntropyBackward(logits, targets, dloss *Tensor, ignore int32) *Tensor {
-	op := "CrossEntropyBackward"
+	return crossEntropyBackward("CrossEntropyBackward", logits, -1, targets, dloss, ignore)
+}
+
+// CrossEntropyPaddedBackward is CrossEntropyBackward of
+// CrossEntropyPadded: the gradient has logits' padded shape (N, W), with
+// zeros in the padding, so it can enter the next GEMMs as it is.
+func CrossEntropyPaddedBackward(logits *Tensor, classes int, targets, dloss *Tensor, ignore int32) *Tensor {
+	return crossEntropyBackward("CrossEntropyPaddedBackward", logits, classes, targets, dloss, ignore)
+}
+
+func crossEntropyBackward(op string, logits *Tensor, classes int, targets, dloss *Tensor, ignore int32) *Tensor {
 	sameDevice(op, logits, targets, dloss)
 	sameFloat(op, logits, dloss)
 	indices(op, "targets", targets)
 	if logits.Rank() != 2 || targets.Numel() != logits.shape[0] || dloss.Numel() != logits.shape[0] {
 		fail(op, ErrShape, "logits %v, targets %v, dloss %v", logits.shape, targets.shape, dloss.shape)
 	}
+	ld := logits.shape[1]
+	classes = paddedClasses(op, classes, ld)
 	cs, release := contigAll(logits, targets, dloss)
 	defer release()
 	cl, ct, cd := cs[0], cs[1], cs[2]
 	out := mustNew(op, ctxOf(op, logits, targets, dloss), logits.dev, logits.dtype, logits.shape)
-	logits.dev.backend().crossEntropyBackward(out, cl, ct, cd, logits.shape[0], logits.shape[1], ignore)
+	logits.dev.backend().crossEntropyBackward(out, cl, ct, cd, logits.shape[0], classes, ld, ignore)
 	return out
 }
 

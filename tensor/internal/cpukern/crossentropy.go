@@ -26,7 +26,16 @@ func checkTargets(kernel string, targets []int32, cols int, ignore int32) error 
 // logsumexp subtracts the row max and sums exp in float64. Mismatched
 // lengths panic.
 func CrossEntropy[T Float](loss []T, logits []T, targets []int32, rows, cols int, ignore int32) (count int, err error) {
-	checkRows("CrossEntropy", rows, cols, len(logits))
+	return CrossEntropyLD(loss, logits, targets, rows, cols, cols, ignore)
+}
+
+// CrossEntropyLD is CrossEntropy over rows that lie ld elements apart in
+// logits (rows, ld): the first cols of each row are the classes, the
+// other ld - cols are padding the loss never reads (a GEMM-friendly row
+// width).
+func CrossEntropyLD[T Float](loss []T, logits []T, targets []int32, rows, cols, ld int, ignore int32) (count int, err error) {
+	checkLD("CrossEntropy", cols, ld)
+	checkRows("CrossEntropy", rows, ld, len(logits))
 	mustEq("CrossEntropy", "loss", len(loss), rows)
 	mustEq("CrossEntropy", "targets", len(targets), rows)
 	if err := checkTargets("CrossEntropy", targets, cols, ignore); err != nil {
@@ -38,21 +47,28 @@ func CrossEntropy[T Float](loss []T, logits []T, targets []int32, rows, cols int
 		}
 	}
 	if serial(rows*cols, grainRow) {
-		crossEntropyRows(loss, logits, targets, cols, ignore, 0, rows)
+		crossEntropyRows(loss, logits, targets, cols, ld, ignore, 0, rows)
 		return count, nil
 	}
-	ParallelFor(rows, rowGrain(cols), func(lo, hi int) { crossEntropyRows(loss, logits, targets, cols, ignore, lo, hi) })
+	ParallelFor(rows, rowGrain(cols), func(lo, hi int) { crossEntropyRows(loss, logits, targets, cols, ld, ignore, lo, hi) })
 	return count, nil
 }
 
-func crossEntropyRows[T Float](loss, logits []T, targets []int32, cols int, ignore int32, lo, hi int) {
+// checkLD panics unless 0 <= cols <= ld.
+func checkLD(kernel string, cols, ld int) {
+	if cols < 0 || ld < cols {
+		panic(fmt.Sprintf("cpukern.%s: %d classes in rows of %d elements", kernel, cols, ld))
+	}
+}
+
+func crossEntropyRows[T Float](loss, logits []T, targets []int32, cols, ld int, ignore int32, lo, hi int) {
 	for r := lo; r < hi; r++ {
 		t := targets[r]
 		if t == ignore {
 			loss[r] = 0
 			continue
 		}
-		x := logits[r*cols : (r+1)*cols]
+		x := logits[r*ld : r*ld+cols]
 		m := rowMax(x)
 		lse := float64(m) + math.Log(sumExpShift(x, m))
 		loss[r] = T(lse - float64(x[t]))
@@ -65,30 +81,40 @@ func crossEntropyRows[T Float](loss, logits []T, targets []int32, cols int, igno
 // probabilities alive between passes. dlogits may be logits itself. It
 // panics on mismatched lengths or a target CrossEntropy would reject.
 func CrossEntropyBackward[T Float](dlogits, logits []T, targets []int32, dloss []T, rows, cols int, ignore int32) {
-	checkRows("CrossEntropyBackward", rows, cols, len(dlogits), len(logits))
+	CrossEntropyBackwardLD(dlogits, logits, targets, dloss, rows, cols, cols, ignore)
+}
+
+// CrossEntropyBackwardLD is CrossEntropyBackward over rows ld elements
+// apart (see CrossEntropyLD); the padding of every row of dlogits is set
+// to zero.
+func CrossEntropyBackwardLD[T Float](dlogits, logits []T, targets []int32, dloss []T, rows, cols, ld int, ignore int32) {
+	checkLD("CrossEntropyBackward", cols, ld)
+	checkRows("CrossEntropyBackward", rows, ld, len(dlogits), len(logits))
 	mustEq("CrossEntropyBackward", "targets", len(targets), rows)
 	mustEq("CrossEntropyBackward", "dloss", len(dloss), rows)
 	if err := checkTargets("CrossEntropyBackward", targets, cols, ignore); err != nil {
 		panic(err.Error())
 	}
 	if serial(rows*cols, grainRow) {
-		crossEntropyBackwardRows(dlogits, logits, targets, dloss, cols, ignore, 0, rows)
+		crossEntropyBackwardRows(dlogits, logits, targets, dloss, cols, ld, ignore, 0, rows)
 		return
 	}
 	ParallelFor(rows, rowGrain(cols), func(lo, hi int) {
-		crossEntropyBackwardRows(dlogits, logits, targets, dloss, cols, ignore, lo, hi)
+		crossEntropyBackwardRows(dlogits, logits, targets, dloss, cols, ld, ignore, lo, hi)
 	})
 }
 
-func crossEntropyBackwardRows[T Float](dlogits, logits []T, targets []int32, dloss []T, cols int, ignore int32, lo, hi int) {
+func crossEntropyBackwardRows[T Float](dlogits, logits []T, targets []int32, dloss []T, cols, ld int, ignore int32, lo, hi int) {
 	for r := lo; r < hi; r++ {
-		d := dlogits[r*cols : (r+1)*cols]
+		row := dlogits[r*ld : (r+1)*ld]
+		d := row[:cols]
+		clear(row[cols:])
 		t := targets[r]
 		if t == ignore {
 			clear(d)
 			continue
 		}
-		x := logits[r*cols : (r+1)*cols]
+		x := logits[r*ld : r*ld+cols]
 		sum := expShift(d, x, rowMax(x))
 		g := float64(dloss[r])
 		scale := T(g / sum)

@@ -1,0 +1,75 @@
+package tensor_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/tensor"
+)
+
+// The padded cross-entropy reads only the first classes columns of each
+// row: with NaN, infinities and huge values in the padding, the loss and
+// the classes' gradient equal the plain op's on the real logits bit for
+// bit, and the padding's gradient is exactly zero.
+func TestCrossEntropyPaddedIgnoresPadding(t *testing.T) {
+	cpu := tensor.CPU()
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+		const rows, classes, ld = 37, 53, 64
+		realv := make([]float64, rows*classes)
+		for i := range realv {
+			realv[i] = 3 * rng.NormFloat64()
+		}
+		real := tensor.FromFloat64s(cpu, realv, rows, classes).To(dt)
+		padv := make([]float64, rows*(ld-classes))
+		for i := range padv {
+			padv[i] = []float64{math.NaN(), math.Inf(1), math.Inf(-1), 1e30}[i%4]
+		}
+		logits := tensor.Concat(1, real, tensor.FromFloat64s(cpu, padv, rows, ld-classes).To(dt))
+		tg := make([]int32, rows)
+		for i := range tg {
+			tg[i] = int32(rng.IntN(classes))
+			if i%5 == 2 {
+				tg[i] = -100
+			}
+		}
+		targets := tensor.FromInt32s(cpu, tg, rows)
+		dloss := tensor.FromFloat64s(cpu, make([]float64, rows), rows).To(dt)
+		dloss.Fill(0.25)
+
+		loss, n := tensor.CrossEntropyPadded(logits, classes, targets, -100)
+		want, wn := tensor.CrossEntropy(real, targets, -100)
+		require.Equal(t, wn, n)
+		require.Equal(t, want.Float64s(), loss.Float64s(), "%v loss", dt)
+
+		d := tensor.CrossEntropyPaddedBackward(logits, classes, targets, dloss, -100)
+		require.Equal(t, []int{rows, ld}, d.Shape())
+		wantD := tensor.CrossEntropyBackward(real, targets, dloss, -100)
+		require.Equal(t, wantD.Float64s(), d.Narrow(1, 0, classes).Contiguous().Float64s(), "%v gradient", dt)
+		for i, v := range d.Narrow(1, classes, ld-classes).Contiguous().Float64s() {
+			require.Zero(t, v, "%v padding gradient %d", dt, i)
+		}
+	}
+}
+
+func TestCrossEntropyPaddedRejectsBadClassCounts(t *testing.T) {
+	cpu := tensor.CPU()
+	logits := tensor.Zeros(cpu, tensor.Float32, 2, 8)
+	targets := tensor.FromInt32s(cpu, []int32{0, 5}, 2)
+	for _, classes := range []int{0, 9} {
+		err := tensor.Try(func() { tensor.CrossEntropyPadded(logits, classes, targets, -100) })
+		require.ErrorIs(t, err, tensor.ErrShape)
+		require.ErrorContains(t, err, "classes in rows of 8 logits")
+	}
+	// A target among the padding is out of range.
+	err := tensor.Try(func() { tensor.CrossEntropyPadded(logits, 4, targets, -100) })
+	require.ErrorIs(t, err, tensor.ErrArgument)
+	require.ErrorContains(t, err, "target of row 1 is 5")
+	err = tensor.Try(func() {
+		tensor.CrossEntropyPaddedBackward(logits, 9, targets, tensor.Ones(cpu, tensor.Float32, 2), -100)
+	})
+	require.ErrorIs(t, err, tensor.ErrShape)
+}
