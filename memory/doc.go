@@ -212,6 +212,23 @@
 //     the keys in their nodes and compare them without branches, and one
 //     descent both finds the best fit and removes it.
 //
+//   - The fast path: each index keeps the block inserted last in a hot
+//     slot, outside the classes, until the next insert moves it into its
+//     class. A warm pair of one size splits a free block (the rest is
+//     inserted: hot), and its free merges with that rest (deleted from the
+//     slot) and inserts the merged block (hot), which the next allocation
+//     takes: no class, bitmap or tree is touched. The hot block is one of
+//     the index's blocks like any other: a take returns it only when it
+//     fits and no class holds a smaller key in range (the classes are
+//     searched below its key, skipped when the slot holds the only
+//     block), a delete finds it, ascend (snapshots, EmptyCache, Close)
+//     sees it, and it is merged with its neighbours like any free block.
+//     So the pool hands out exactly the blocks it would without the slot:
+//     no statistic, snapshot or trace replay changes. Where the next
+//     insert keeps coming before the hot block is used (random sizes and
+//     frees), the slot is emptied after two such evictions in a row and
+//     skipped for the next 64 inserts.
+//
 //   - The block is split only when the rest is worth keeping: any rest of
 //     512 B or more in the small pool, a rest of more than 1 MiB in the
 //     large pool (a smaller one would only serve requests the small pool
@@ -314,6 +331,21 @@
 // 24-byte size classes holding the lone block's size (no block load to
 // reject a class) were no faster (mixed pair, minimum over 400 windows of
 // 5000: 90 ns before, 94 after).
+//
+// The hot slot (2026-12-02; bench/results/cpu-pool-pair-2026-12-02.md)
+// keeps best fit exact, where the exact-size cache did not, since the
+// slot holds merged blocks and is searched with the classes. On the same
+// machine, by then noisier (minimum over 400 windows of 5000 pairs;
+// medians of BenchmarkPoolPair in the file), fixed sizes went from 41 to
+// 31 ns (4 KiB), 42 to 31 (1 MiB) and 27 to 23 (64 MiB); the mixed pair
+// is where it was within the noise (90-92 ns before, 94-95 after, the
+// bypass included; without the bypass 98). On the mixed pair the time
+// goes to cache misses on blocks, segments and classes and to the
+// algorithm's own index work (per pair about 1.6 inserts, 0.6 merges and
+// one take that mostly falls to the next class), which the slot cannot
+// skip; lone blocks in an 8-byte-a-class slice (trees apart), takeMin for
+// later classes and the segment's hot fields in one cache line were
+// neutral there.
 //
 // # Statistics
 //
