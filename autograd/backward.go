@@ -116,8 +116,12 @@ func topo(root *Var) []*Var {
 // step runs one node's backward and hands the gradients to its inputs.
 func step(v *Var, isRoot bool) {
 	n := v.node
+	completeSlices(v)
 	g := v.pending
 	v.pending = nil
+	if g != nil && n.narrow != nil && depositNarrow(n, g) {
+		g = nil // written into the input's pending gradient
+	}
 	if g != nil {
 		grads := n.backward(g)
 		if len(grads) != len(n.inputs) {
@@ -158,6 +162,7 @@ func accumulate(op string, in *Var, g *tensor.Tensor) {
 		in.pending = g.Alias()
 		return
 	}
+	completeSlices(in)
 	sum := tensor.Add(in.pending, g)
 	in.pending.Release()
 	in.pending = sum

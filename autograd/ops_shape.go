@@ -51,11 +51,23 @@ func Narrow(x *Var, axis, start, length int) *Var {
 	out := x.Value.Narrow(axis, start, length)
 	shape := x.Value.Shape()
 	dt, dev := x.Value.DType(), x.Value.Device()
-	return Record("Narrow", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
+	v := Record("Narrow", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
 		full := tensor.CtxOf(g).Zeros(dev, dt, shape...)
 		full.WriteNarrow(axis, start, g)
 		return []*tensor.Tensor{full}
 	})
+	if v.node != nil {
+		v.node.narrow = &narrowOf{axis: normAxis(axis, len(shape)), start: start}
+	}
+	return v
+}
+
+// normAxis maps a negative axis to its index among rank dims.
+func normAxis(axis, rank int) int {
+	if axis < 0 {
+		return axis + rank
+	}
+	return axis
 }
 
 // Split cuts axis into pieces of size (the last may be shorter). A size

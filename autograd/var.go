@@ -24,6 +24,7 @@ type Var struct {
 	retain       bool
 	node         *node
 	pending      *tensor.Tensor // gradient being summed during Backward
+	slices       *sliceSpans    // pending assembled from Narrow slices (see narrow.go)
 	name         string
 }
 
@@ -34,6 +35,10 @@ type node struct {
 	inputs   []*Var
 	backward BackwardFunc
 	saved    []*tensor.Tensor // released after backward runs
+	// narrow is set for Narrow: the engine writes the output gradient
+	// straight into a slice of the input's pending gradient instead of
+	// calling backward (see narrow.go).
+	narrow *narrowOf
 }
 
 // BackwardFunc maps the gradient of an op's output to the gradients of

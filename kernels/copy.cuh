@@ -88,3 +88,15 @@ __device__ __forceinline__ void copy2d(U* dst, const U* src, i64 rows, i64 width
 COPY_KERNELS(b2, uint16_t)
 COPY_KERNELS(b4, uint32_t)
 COPY_KERNELS(b8, u64)
+
+// 16-byte words: the Go side folds groups of 2-, 4- or 8-byte elements
+// into one word when a view's rows are contiguous runs of a multiple of 16
+// bytes at 16-byte-aligned addresses (the attention's head split and
+// merge, narrowed columns), so each thread moves 16 bytes and does one
+// index computation for them (cudaBackend.copyStrided, widenLayout).
+extern "C" __global__ void __launch_bounds__(256) copy_strided_b16_i32(uint4* dst, const uint4* src, i64 n, Layout1 l) {
+  copy_strided<uint4, unsigned int>(dst, src, n, l);
+}
+extern "C" __global__ void __launch_bounds__(256) copy_strided_b16_i64(uint4* dst, const uint4* src, i64 n, Layout1 l) {
+  copy_strided<uint4, u64>(dst, src, n, l);
+}

@@ -201,6 +201,37 @@ __device__ __forceinline__ void affine_loop(T* dst, const T* src, i64 n, T alpha
       [&](i64 i) { dst[i] = f(src[i]); });
 }
 
+// binary_rowb: dst (rows, cols) = op(x, row) with x contiguous and row a
+// (cols) vector broadcast over the rows (a bias add), or op(row, x) when
+// swap. 16-byte packs when cols is a multiple of the pack and every pointer
+// is aligned; else one element a thread with a 64-bit remainder.
+template <typename T, int OP>
+__device__ __forceinline__ void binary_rowb_loop(T* dst, const T* x, const T* row, i64 n, i64 cols, bool swap) {
+  constexpr int V = 16 / sizeof(T);
+  auto f = [&](T a, T r) { return swap ? binary_fn<T>(OP, r, a) : binary_fn<T>(OP, a, r); };
+  map_vec<V>(
+      n, cols % V == 0 && aligned_for<T, V>(dst) && aligned_for<T, V>(x) && aligned_for<T, V>(row),
+      [&](i64 i0) {
+        Pack<T, V> a = load_pack<T, V>(x + i0), r = load_pack<T, V>(row + i0 % cols);
+#pragma unroll
+        for (int k = 0; k < V; k++) a.v[k] = f(a.v[k], r.v[k]);
+        store_pack<T, V>(dst + i0, a);
+      },
+      [&](i64 i) { dst[i] = f(x[i], row[i % cols]); });
+}
+
+template <typename T>
+__device__ __forceinline__ void binary_rowb(int op, T* dst, const T* x, const T* row, i64 n, i64 cols, bool swap) {
+  switch (op) {
+#define BINARY_CASE(c) \
+  case c:              \
+    binary_rowb_loop<T, c>(dst, x, row, n, cols, swap); \
+    return;
+    BINARY_CODES(BINARY_CASE)
+#undef BINARY_CASE
+  }
+}
+
 #define ELEMENTWISE_KERNELS(sfx, T)                                                                       \
   extern "C" __global__ void __launch_bounds__(256) unary_##sfx(int op, T* dst, const T* src, i64 n) {   \
     unary_contig<T>(op, dst, src, n);                                                                    \
@@ -218,6 +249,10 @@ __device__ __forceinline__ void affine_loop(T* dst, const T* src, i64 n, T alpha
   }                                                                                                       \
   extern "C" __global__ void __launch_bounds__(256) binary_##sfx(int op, T* dst, const T* a, const T* b, i64 n) { \
     binary_contig<T>(op, dst, a, b, n);                                                                  \
+  }                                                                                                       \
+  extern "C" __global__ void __launch_bounds__(256)                                                       \
+      binary_rowb_##sfx(int op, T* dst, const T* x, const T* row, i64 n, i64 cols, int swap) {           \
+    binary_rowb<T>(op, dst, x, row, n, cols, swap != 0);                                                 \
   }                                                                                                       \
   extern "C" __global__ void __launch_bounds__(256)                                                       \
       binary_strided_##sfx##_i32(int op, T* dst, const T* a, const T* b, i64 n, Layout2 l) {             \

@@ -226,6 +226,10 @@ func TestCUDALaunchersMatchKernels(t *testing.T) {
 			b.copyStrided(mustNew("t", nil, d, from, []int{6, 5}), xt, mergeDims("t", xt.shape, xt.strides))
 			p := mustNew("t", nil, d, from, []int{2, 3, 4, 5}).Permute(0, 2, 1, 3)
 			b.copyStrided(mustNew("t", nil, d, from, []int{2, 4, 3, 5}), p, mergeDims("t", p.shape, p.strides))
+			{ // rows of whole 16-byte words: the wide kernel
+				w := mustNew("t", nil, d, from, []int{2, 3, 4, 8}).Permute(0, 2, 1, 3)
+				b.copyStrided(mustNew("t", nil, d, from, []int{2, 4, 3, 8}), w, mergeDims("t", w.shape, w.strides))
+			}
 			b.copy2D(mustNew("t", nil, d, from, []int{4, 9}), mustNew("t", nil, d, from, []int{4, 3}), 4, 3, 9, 2, 3, 0)
 			table := mustNew("t", nil, d, from, []int{10, 4})
 			require.NoError(t, b.gather(mustNew("t", nil, d, from, []int{3, 4}), table, mustNew("t", nil, d, Int32, []int{3}), 4, 10))
@@ -277,8 +281,10 @@ func driveBackend(t *testing.T, d *cudaDevice, b cudaBackend, dt DType) {
 	for op := range NumBinaryOps {
 		b.binary(op, y, x, x, mergeDims("t", x.shape, x.strides, x.strides))
 	}
-	// A bias add: the strided kernel.
+	// A bias add: the row-broadcast kernel; a column broadcast: the
+	// strided one.
 	b.binary(OpAdd, y, x, n(6), mergeDims("t", y.shape, x.strides, []int{0, 1}))
+	b.binary(OpAdd, y, x, n(4), mergeDims("t", y.shape, x.strides, []int{1, 0}))
 
 	big, cols := n(3, 70001), n(5000, 97)
 	b.reduceSum(n(4), x, 4, 6, 1, false)

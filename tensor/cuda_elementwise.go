@@ -60,6 +60,12 @@ func (b cudaBackend) binary(op BinaryOp, dst, x, y *Tensor, l layout.Layout) {
 		})
 		return
 	}
+	if x, row, swap, cols, ok := rowBroadcast(&l, x, y); ok {
+		d.launchVec(name, d.k.binaryRowB[f], n, dst.dtype.Size(), func(a *cuda.Args) {
+			a.Int32(int32(op)).Ptr(devPtr(dst)).Ptr(devPtr(x)).Ptr(devPtr(row)).Int64(int64(n)).Int64(int64(cols)).Int32(boolArg(swap))
+		})
+		return
+	}
 	var buf [8 + 24*8]byte
 	d.launch1(name, d.k.binaryStrided[f][indexVariant(n)], n, func(a *cuda.Args) {
 		a.Int32(int32(op)).Ptr(devPtr(dst)).Ptr(devPtr(x)).Ptr(devPtr(y)).Int64(int64(n)).Bytes(layoutBytes2(&l, &buf), 8)
@@ -94,4 +100,24 @@ func (b cudaBackend) dropout(dst, src *Tensor, p float64, seed, offset uint64) {
 	d.launch1("Dropout", d.k.dropout[f], ceilDiv(n+int(offset&3), 4), func(a *cuda.Args) {
 		argT(a.Ptr(devPtr(dst)).Ptr(devPtr(src)).Int64(int64(n)).Uint64(seed).Uint64(offset).Uint64(thr), f, scale)
 	})
+}
+
+// rowBroadcast recognises a bias add: after merging, two dims (rows,
+// cols), one operand contiguous and the other a (cols) row repeated over
+// the rows (strides 0 and 1). It returns the contiguous operand, the row,
+// and whether the row is the first operand.
+func rowBroadcast(l *layout.Layout, x, y *Tensor) (full, row *Tensor, swap bool, cols int, ok bool) {
+	if l.NDim != 2 {
+		return nil, nil, false, 0, false
+	}
+	cols = l.Shape[1]
+	contig := func(o int) bool { return l.Strides[o][0] == cols && l.Strides[o][1] == 1 }
+	bcast := func(o int) bool { return l.Strides[o][0] == 0 && l.Strides[o][1] == 1 }
+	switch {
+	case contig(0) && bcast(1):
+		return x, y, false, cols, true
+	case bcast(0) && contig(1):
+		return y, x, true, cols, true
+	}
+	return nil, nil, false, 0, false
 }

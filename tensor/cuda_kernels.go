@@ -61,11 +61,13 @@ type cudaKernels struct {
 	fill          [3]*cuda.Function
 	cast          [numDTypes][numDTypes]*cuda.Function
 	copyStrided   [3][2]*cuda.Function
+	copyWide      [2]*cuda.Function // 16-byte words (widenLayout)
 	copyTranspose [3]*cuda.Function
 	copy2D        [3]*cuda.Function
 
 	unary, unaryBackward, affine, binary [2]*cuda.Function
 	binaryStrided                        [2][2]*cuda.Function
+	binaryRowB                           [2]*cuda.Function // a row broadcast over a contiguous operand
 
 	reduceRows, reduceCols, reduceFinal [2][2]*cuda.Function // [sum/max][dtype]
 	sumSquares                          [2]*cuda.Function
@@ -92,13 +94,15 @@ type cudaKernels struct {
 // bindings lists every kernel name with the slot it fills.
 func (k *cudaKernels) bindings() map[string]**cuda.Function {
 	m := map[string]**cuda.Function{
-		"sum_partials":      &k.sumPartials,
-		"count_targets":     &k.countTargets,
-		"gemm_f64":          &k.gemmF64,
-		"scatter_keys":      &k.scatterKeys,
-		"sort_keys_tile":    &k.sortKeysTile,
-		"sort_keys_step":    &k.sortKeysStep,
-		"unscale_check_f32": &k.unscaleCheck,
+		"sum_partials":         &k.sumPartials,
+		"count_targets":        &k.countTargets,
+		"gemm_f64":             &k.gemmF64,
+		"scatter_keys":         &k.scatterKeys,
+		"sort_keys_tile":       &k.sortKeysTile,
+		"sort_keys_step":       &k.sortKeysStep,
+		"unscale_check_f32":    &k.unscaleCheck,
+		"copy_strided_b16_i32": &k.copyWide[kIdx32],
+		"copy_strided_b16_i64": &k.copyWide[kIdx64],
 	}
 	k.attention.bind(m)
 	for s, sfx := range sizeSuffix {
@@ -121,6 +125,7 @@ func (k *cudaKernels) bindings() map[string]**cuda.Function {
 		m["unary_backward_"+sfx] = &k.unaryBackward[f]
 		m["affine_"+sfx] = &k.affine[f]
 		m["binary_"+sfx] = &k.binary[f]
+		m["binary_rowb_"+sfx] = &k.binaryRowB[f]
 		m["binary_strided_"+sfx+"_i32"] = &k.binaryStrided[f][kIdx32]
 		m["binary_strided_"+sfx+"_i64"] = &k.binaryStrided[f][kIdx64]
 		for r, op := range [2]string{"sum", "max"} {

@@ -28,6 +28,18 @@ func testOpsCopiesAndViews(t *testing.T) {
 				s.Unsqueeze(0).Expand(4, 5).Clone(), x.Narrow(1, 3, 1).Squeeze(1).Clone(),
 			}
 		}},
+		// Copies whose rows are contiguous runs of 16-byte multiples move
+		// 16-byte words (the attention's head split and merge); others not.
+		{name: "Clone/wide", exact: true, run: func(e *env) []*tensor.Tensor {
+			x := e.randn(2, 5, 3, 64) // (B, T, H, hd)
+			y := e.randn(2, 5, 3, 6)
+			z := e.randn(4, 40)
+			return []*tensor.Tensor{
+				x.Permute(0, 2, 1, 3).Contiguous(), x.Transpose(1, 2).Clone(), x.Narrow(3, 8, 16).Clone(),
+				x.Narrow(3, 1, 16).Clone(), y.Permute(0, 2, 1, 3).Contiguous(), z.Narrow(1, 8, 24).Clone(),
+				z.Narrow(1, 4, 32).Clone(), z.Narrow(0, 1, 2).Narrow(1, 0, 16).Clone(),
+			}
+		}},
 		{name: "Concat", exact: true, run: func(e *env) []*tensor.Tensor {
 			a, b := e.randn(2, 3, 4), e.randn(2, 5, 4)
 			c := e.randn(4, 3, 4)
@@ -150,6 +162,19 @@ func testOpsAffineAndBinary(t *testing.T) {
 				out = append(out, tensor.Binary(tensor.OpMul, a, b), tensor.Binary(tensor.OpSub, b, a), z,
 					tensor.Affine(a, -1.5, 0.25), tensor.Scale(b, 3), tensor.Neg(a), f,
 					a.To(tensor.BFloat16).To(e.dt), a.To(tensor.Float16).To(e.dt), a.To(tensor.Float64).To(e.dt))
+			}
+			return out
+		}},
+		// Bias adds take the row-broadcast kernel (packs when cols allows);
+		// the row may come first (Sub, Div: order matters).
+		opCase{name: "RowBroadcast", exact: true, run: func(e *env) []*tensor.Tensor {
+			var out []*tensor.Tensor
+			for _, cols := range []int{64, 13, 8} {
+				x, row := e.randn(37, cols), e.uniform(0.5, 2, cols)
+				for _, op := range []tensor.BinaryOp{tensor.OpAdd, tensor.OpSub, tensor.OpMul, tensor.OpDiv, tensor.OpMax} {
+					out = append(out, tensor.Binary(op, x, row), tensor.Binary(op, row, x),
+						tensor.Binary(op, x.Narrow(0, 1, 36), row), tensor.Binary(op, x, row.Unsqueeze(0)))
+				}
 			}
 			return out
 		}},
