@@ -11,10 +11,12 @@
 #
 # tests  the cuda and nccl test binaries (a 1-rank NCCL communicator)
 # base   train-gpt -bench on gpt2 (B8 T1024): bf16 and fp16, plain and
-#        fused attention (PROFILE_ROWS overrides "prec:attention ...")
+#        fused attention (PROFILE_ROWS overrides "prec:attention:head ...")
 # ncu    ncu over train-gpt gpt2 -steps 1 -bench-warmup 1 (PROFILE_PREC,
 #        default bf16; PROFILE_ARGS adds flags): the kernels' CSV, summed by
 #        kernel name over the last step (tools: bench/ncu_table.py)
+# attn   bench-attention at gpt2's shape (bf16), and ncu's speed-of-light,
+#        occupancy and launch sections for each fused attention kernel
 # torch  PyTorch eager gpt2 fp16 and bf16, plain attention, and the same
 #        under ncu for its per-kernel table
 #
@@ -48,11 +50,11 @@ if has tests; then
 fi
 
 if has base; then
-  for row in ${PROFILE_ROWS:-bf16:plain bf16:fused fp16:plain fp32:plain}; do
-    prec=${row%%:*} attn=${row#*:}
-    timeout 200 .gpu/train-gpt -config gpt2 -device cuda -bench -steps 10 -precision $prec -attention $attn \
-      >> "$res" 2> "$L/bench-gpt2-$prec-$attn.txt"
-    say "train-gpt gpt2 $prec $attn: exit $?; $(tail -1 "$res" | grep -o '"tokens_per_s":[0-9.]*')"
+  for row in ${PROFILE_ROWS:-bf16:plain:full bf16:fused:full fp16:plain:full fp32:plain:full}; do
+    IFS=: read -r prec attn head <<< "$row"
+    timeout 200 .gpu/train-gpt -config gpt2 -device cuda -bench -steps 10 -precision $prec -attention $attn -head ${head:-full} \
+      >> "$res" 2> "$L/bench-gpt2-$prec-$attn-$head.txt"
+    say "train-gpt gpt2 $prec attention $attn head $head: exit $?; $(tail -1 "$res" | grep -o '"tok_s":[0-9]*') tok/s, $(tail -1 "$res" | grep -o '"peak_mib":[0-9]*') MiB"
   done
 fi
 
@@ -69,6 +71,18 @@ if has ncu; then
   fi
 fi
 
+if has attn && [ -x .gpu/bench-attention ]; then
+  timeout 120 .gpu/bench-attention -device cuda -precision bf16,fp16 -iters 20 > "$OUT/bench-attention.jsonl" 2> "$L/bench-attention.md"
+  say "bench-attention: exit $?"; cat "$L/bench-attention.md" | tee -a "$OUT/summary.txt"
+  if [ -n "$NCU" ]; then
+    timeout 200 "$NCU" --clock-control none --kernel-name regex:attention_ --launch-skip 6 --launch-count 6 \
+      --section SpeedOfLight --section Occupancy --section LaunchStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+      .gpu/bench-attention -device cuda -precision bf16 -iters 1 > "$OUT/ncu-attention.txt" 2>&1
+    say "ncu attention: exit $?"
+    grep -E "attention_|Duration|Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Shared Memory Config|Block Limit|Executed Ipc|Issue Slots" "$OUT/ncu-attention.txt" | head -80 | tee -a "$OUT/summary.txt"
+  fi
+fi
+
 if has torch && [ -f .gpu/torch_gpt.py ]; then
   (cd .gpu && timeout 300 python3 - <<'PY') >> "$res" 2> "$L/torch.txt"
 import torch, torch_gpt as t
@@ -77,7 +91,7 @@ for mode in ("fp16", "bf16"):
     t.run("gpt2", mode, False, False)
 PY
   say "pytorch eager: exit $?"; tail -2 "$res"
-  if [ -n "$NCU" ]; then
+  if [ -n "$NCU" ] && [ -z "${NO_TORCH_NCU:-}" ]; then
     cat > "$L/torch_one.py" <<'PY'
 import sys, torch
 sys.path.insert(0, ".gpu")
