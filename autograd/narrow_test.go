@@ -64,7 +64,9 @@ func TestNarrowGradientsAssembleInPlace(t *testing.T) {
 			// A narrowed leaf takes the plain path.
 			require.NoError(t, autograd.GradCheck(func(xs []*autograd.Var) *autograd.Var { return f(xs[0]) },
 				[]*tensor.Tensor{x0}, nil, 1e-6, 1e-7, 1e-6))
-			assert.Equal(t, before, tensor.CPU().Memory().InUse(), "nothing leaked")
+			// At most what was in use before (an earlier test's leftovers
+			// may be freed meanwhile): nothing leaked.
+			assert.LessOrEqual(t, tensor.CPU().Memory().InUse(), before, "nothing leaked")
 		})
 	}
 }

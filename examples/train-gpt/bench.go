@@ -19,6 +19,7 @@ type benchResult struct {
 	Policy    string             `json:"policy"`
 	Precision string             `json:"precision"`
 	Attention string             `json:"attention"`
+	Head      string             `json:"head"`
 	Skipped   int                `json:"skipped_steps"` // fp16 steps skipped by the gradient scaler
 	Ckpt      string             `json:"checkpoint"`
 	CkptEvery int                `json:"checkpoint_every"`
@@ -94,7 +95,7 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	el := time.Since(start).Seconds()
 	st := dev.Memory().Stats()
 	r := benchResult{
-		Config: o.config, Policy: o.policy, Precision: o.precision, Attention: o.attn.String(), Skipped: tr.scaler.Skipped(), Ckpt: o.ckptMode.String(), CkptEvery: o.ckptEvery, Device: dev.String(), Backend: tensor.CPUBackendInfo(), Threads: runtime.GOMAXPROCS(0),
+		Config: o.config, Policy: o.policy, Precision: o.precision, Attention: o.attn.String(), Head: o.headLoss.String(), Skipped: tr.scaler.Skipped(), Ckpt: o.ckptMode.String(), CkptEvery: o.ckptEvery, Device: dev.String(), Backend: tensor.CPUBackendInfo(), Threads: runtime.GOMAXPROCS(0),
 		Params: nn.CountParams(tr.params), Batch: tr.B, Context: tr.T, Steps: o.steps,
 		TokS: float64(tr.B*tr.T*o.steps) / el, StepMS: 1000 * el / float64(o.steps),
 		PeakBytes: st.Total.Allocated.Peak, PeakMiB: float64(st.Total.Allocated.Peak) / (1 << 20),

@@ -80,7 +80,7 @@ type options struct {
 	placementPlan bool              // -placement-plan
 	sched         *memory.Scheduler // made by setBudget
 	head          string            // -head
-	headLoss      nn.HeadLoss       // what -head says
+	headLoss      nn.HeadLoss       // what -head says (auto: set by newTrainer for the device)
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -125,7 +125,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.saveEvery, "save-every", 0, "also save the training state every N steps (0: only on an interrupt)")
 	fs.StringVar(&o.budget, "device-budget", "", "cap the device memory the pools may hold: a size (4GiB), a share of the device (50%, 0.5) or off; under -policy hybrid what does not fit spills to host-resident offload memory and the placement scheduler moves the least used tensors there")
 	fs.BoolVar(&o.placementPlan, "placement-plan", false, "print the placement scheduler's plan (tensor, bytes, accesses a step, tier, why) after step 2 and whenever it moves tensors")
-	fs.StringVar(&o.head, "head", "full", "output head and loss: full (the (B, T, V) logits) or fused (chunked: the logits never all held; same loss and gradients)")
+	fs.StringVar(&o.head, "head", "auto", "output head and loss: full (the (B, T, V) logits), fused (chunked: the logits never all held, the vocabulary padded for the GPU's GEMMs; same loss and gradients) or auto (fused on CUDA, full on the CPU)")
 	fs.IntVar(&o.maxSkips, "max-skips", 20, "stop after this many steps in a row skipped by the fp16 gradient scaler for overflowing gradients")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -151,8 +151,10 @@ func parseFlags(args []string) (*options, error) {
 		return nil, fmt.Errorf("-%w", err)
 	}
 	o.prec = p
-	if o.headLoss, err = nn.ParseHeadLoss(o.head); err != nil {
-		return nil, fmt.Errorf("-head %q: want full or fused", o.head)
+	if o.head != "auto" {
+		if o.headLoss, err = nn.ParseHeadLoss(o.head); err != nil {
+			return nil, fmt.Errorf("-head %q: want full, fused or auto", o.head)
+		}
 	}
 	if err := o.checkBudget(); err != nil {
 		return nil, err

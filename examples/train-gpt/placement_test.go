@@ -59,7 +59,7 @@ func TestBudgetFlags(t *testing.T) {
 		"-device-budget 4XB":  "-device-budget",
 		"-device-budget 150%": "-device-budget",
 		"-placement-plan -device-budget 1GiB -policy device": "-placement-plan",
-		"-head half":       `-head "half"`,
+		"-head half":       `-head "half": want full, fused or auto`,
 		"-checkpoint auto": "-checkpoint auto: needs -device-budget",
 		"-checkpoint auto -device-budget 1GiB -checkpoint-every 2": "not with -checkpoint auto",
 		"-checkpoint sometimes": "want none, blocks, selective or auto",

@@ -61,6 +61,12 @@ func newTrainer(o *options, cfg nn.GPTConfig, dev tensor.Device, T int) (*traine
 		return nil, err
 	}
 	model.Checkpoint = nn.Checkpointing{Mode: o.ckptMode, Every: o.ckptEvery}
+	if o.head == "auto" {
+		// On the GPU the fused head is faster (its GEMMs get the padded
+		// vocabulary) and holds a chunk of logits instead of all of them;
+		// on the CPU the full one is as fast and simpler to inspect.
+		o.headLoss = nn.HeadLoss{Fused: dev.Kind() == tensor.KindCUDA}
+	}
 	model.HeadLoss = o.headLoss
 	model.SetAttention(o.attn)
 	ps := model.Parameters()
