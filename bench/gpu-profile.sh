@@ -11,7 +11,8 @@
 #
 # tests  the cuda and nccl test binaries (a 1-rank NCCL communicator)
 # base   train-gpt -bench on gpt2 (B8 T1024): bf16 and fp16, plain and
-#        fused attention (PROFILE_ROWS overrides "prec:attention:head ...")
+#        fused attention (PROFILE_ROWS overrides, rows
+#        "prec:attention:head[:checkpoint[:config]]")
 # ncu    ncu over train-gpt gpt2 -steps 1 -bench-warmup 1 (PROFILE_PREC,
 #        default bf16; PROFILE_ARGS adds flags): the kernels' CSV, summed by
 #        kernel name over the last step (tools: bench/ncu_table.py)
@@ -50,11 +51,14 @@ if has tests; then
 fi
 
 if has base; then
+  # A row is precision:attention:head[:checkpoint[:config]], gpt2 and
+  # no checkpointing unless named.
   for row in ${PROFILE_ROWS:-bf16:plain:full bf16:fused:full fp16:plain:full fp32:plain:full}; do
-    IFS=: read -r prec attn head <<< "$row"
-    timeout 200 .gpu/train-gpt -config gpt2 -device cuda -bench -steps 10 -precision $prec -attention $attn -head ${head:-full} \
-      >> "$res" 2> "$L/bench-gpt2-$prec-$attn-$head.txt"
-    say "train-gpt gpt2 $prec attention $attn head $head: exit $?; $(tail -1 "$res" | grep -o '"tok_s":[0-9]*') tok/s, $(tail -1 "$res" | grep -o '"peak_mib":[0-9]*') MiB"
+    IFS=: read -r prec attn head ckpt cfg <<< "$row"
+    cfg=${cfg:-gpt2} ckpt=${ckpt:-none}
+    timeout 200 .gpu/train-gpt -config $cfg -device cuda -bench -steps 10 -precision $prec -attention $attn -head ${head:-auto} -checkpoint $ckpt \
+      >> "$res" 2> "$L/bench-$cfg-$prec-$attn-$head-$ckpt.txt"
+    say "train-gpt $cfg $prec attention $attn head $head checkpoint $ckpt: exit $?; $(tail -1 "$res" | grep -o '"tok_s":[0-9]*') tok/s, $(tail -1 "$res" | grep -o '"peak_mib":[0-9]*') MiB, $(tail -1 "$res" | grep -o '"peak_activation_bytes":[0-9]*'), $(tail -1 "$res" | grep -o '"mfu":[0-9.]*')"
   done
 fi
 
@@ -87,8 +91,12 @@ if has torch && [ -f .gpu/torch_gpt.py ]; then
   (cd .gpu && timeout 300 python3 - <<'PY') >> "$res" 2> "$L/torch.txt"
 import torch, torch_gpt as t
 torch.backends.cuda.matmul.allow_tf32 = False
-for mode in ("fp16", "bf16"):
-    t.run("gpt2", mode, False, False)
+import os
+plan = [("gpt2", "fp16", False, False), ("gpt2", "bf16", False, False)]
+if os.environ.get("AMP_TORCH"):  # e.g. "gpt2:fp16:0:0 gpt2:fp16:0:1": config:mode:sdpa:ckpt
+    plan = [(n, m, sd == "1", ck == "1") for n, m, sd, ck in (r.split(":") for r in os.environ["AMP_TORCH"].split())]
+for name, mode, sdpa, ckpt in plan:
+    t.run(name, mode, sdpa, ckpt)
 PY
   say "pytorch eager: exit $?"; tail -2 "$res"
   if [ -n "$NCU" ] && [ -z "${NO_TORCH_NCU:-}" ]; then

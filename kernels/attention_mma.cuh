@@ -136,11 +136,50 @@ __device__ __forceinline__ void mma_acc_to_a(u32 (&a)[4], const float (&c0)[4], 
   a[3] = MmaType<H>::pack(c1[2], c1[3]);
 }
 
+// mma_load8 reads x[0..8) as H: one 16-byte load of halves, or two of
+// float32 values rounded to H.
+template <typename H>
+__device__ __forceinline__ void mma_load8(H (&v)[8], const H* x) {
+  const Pack<H, 8> p = load_pack<H, 8>(x);
+#pragma unroll
+  for (int j = 0; j < 8; j++) v[j] = p.v[j];
+}
+template <typename H>
+__device__ __forceinline__ void mma_load8(H (&v)[8], const float* x) {
+  const Pack<float, 4> a = load_pack<float, 4>(x), b = load_pack<float, 4>(x + 4);
+#pragma unroll
+  for (int j = 0; j < 4; j++) v[j] = MmaType<H>::from(a.v[j]), v[j + 4] = MmaType<H>::from(b.v[j]);
+}
+
 // mma_load stores rows [r0, r0+R) of the (t, hd) matrix x (of any float
 // type) into sh as H, zero-padded, row-major [r][d] with stride S when
-// TRANS is false, transposed [d][r] with stride S when it is true.
+// TRANS is false, transposed [d][r] with stride S when it is true. When hd
+// fills the tile's width and x is aligned, each thread moves groups of 8
+// elements (16- or 32-byte loads, a 16-byte store into a row-major tile);
+// otherwise one element at a time.
 template <int R, int HD, int S, bool TRANS, typename H, typename T>
 __device__ __forceinline__ void mma_load(H* sh, const T* x, i64 r0, i64 t, int hd) {
+  if (hd == HD && ((uintptr_t)x & (8 * sizeof(T) - 1)) == 0) {
+    constexpr int G = HD / 8;
+    for (int i = threadIdx.x; i < R * G; i += ATTN_MMA_THREADS) {
+      const int r = i / G, d = (i - r * G) * 8;
+      const i64 row = r0 + r;
+      Pack<H, 8> p;
+      if (row < t) {
+        mma_load8<H>(p.v, x + row * HD + d);
+      } else {
+#pragma unroll
+        for (int j = 0; j < 8; j++) p.v[j] = MmaType<H>::from(0.f);
+      }
+      if (TRANS) {
+#pragma unroll
+        for (int j = 0; j < 8; j++) sh[(d + j) * S + r] = p.v[j];
+      } else {
+        store_pack<H, 8>(sh + r * S + d, p);
+      }
+    }
+    return;
+  }
   for (int i = threadIdx.x; i < R * HD; i += ATTN_MMA_THREADS) {
     const int r = i / HD, d = i - r * HD;
     const i64 row = r0 + r;
@@ -204,12 +243,15 @@ __device__ void attn_forward_mma(float* out, float* lse, const H* q, const H* k,
         mma16816<H>(s[n], qa[kd], b0, b1);
       }
     float mx[2] = {m[0], m[1]};
+    // The warp's 16 rows see every key of the tile unless the tile
+    // reaches past its first row (the diagonal) or the rows past t.
+    const bool whole = k0 + BC - 1 <= q0 + warp * 16 && q0 + warp * 16 + 15 < t;
 #pragma unroll
     for (int n = 0; n < NS; n++)
 #pragma unroll
       for (int e = 0; e < 4; e++) {
         const i64 row = rows[e >> 1], col = k0 + n * 8 + 2 * qd + (e & 1);
-        s[n][e] = (col <= row && row < t) ? s[n][e] * scale : -INFINITY;
+        s[n][e] = (whole || (col <= row && row < t)) ? s[n][e] * scale : -INFINITY;
         mx[e >> 1] = fmaxf(mx[e >> 1], s[n][e]);
       }
     float ms[2], alpha[2], sum[2] = {0.f, 0.f};
@@ -328,13 +370,14 @@ __device__ void attn_backward_dq_mma(float* dq, float* delta, const H* q, const 
         mma_b_frag<H, KS>(b0, b1, sV, n * 8, kd * 16);
         mma16816<H>(dp[n], ga[kd], b0, b1);
       }
+    const bool whole = k0 + BC - 1 <= q0 + warp * 16 && q0 + warp * 16 + 15 < t;  // no masked key (see forward)
 #pragma unroll
     for (int n = 0; n < NS; n++)
 #pragma unroll
       for (int e = 0; e < 4; e++) {
         const int i = e >> 1;
         const i64 col = k0 + n * 8 + 2 * qd + (e & 1);
-        const float p = (col <= rows[i] && rows[i] < t) ? expf(s[n][e] * scale - rl[i]) : 0.f;
+        const float p = (whole || (col <= rows[i] && rows[i] < t)) ? expf(s[n][e] * scale - rl[i]) : 0.f;
         float dpd = dp[n][e];
         if (thr != 0 && p != 0.f) dpd = attn_keep(seed, offset, thr, h, t, rows[i], col) ? dpd * dscale : 0.f;
         s[n][e] = p * (dpd - rd[i]);  // ds
@@ -421,6 +464,9 @@ __device__ void attn_backward_dkdv_mma(float* dk, float* dv, const H* q, const H
         mma_b_frag<H, QS>(b0, b1, sDO, n * 8, kd * 16);
         mma16816<H>(dp[n], va[kd], b0, b1);
       }
+    // Every query row of the tile sees the warp's 16 keys unless the tile
+    // starts before its last key (the diagonal) or runs past t.
+    const bool whole = q0 >= k0 + warp * 16 + 15 && q0 + QB - 1 < t;
 #pragma unroll
     for (int n = 0; n < NQ; n++)
 #pragma unroll
@@ -428,7 +474,7 @@ __device__ void attn_backward_dkdv_mma(float* dk, float* dv, const H* q, const H
         const i64 key = keys[e >> 1];
         const int r = n * 8 + 2 * qd + (e & 1);
         const i64 row = q0 + r;
-        const float p = (key <= row && row < t) ? expf(s[n][e] * scale - sLse[r]) : 0.f;
+        const float p = (whole || (key <= row && row < t)) ? expf(s[n][e] * scale - sLse[r]) : 0.f;
         float pd = p, dpd = dp[n][e];
         if (thr != 0 && p != 0.f) {
           const bool kept = attn_keep(seed, offset, thr, h, t, row, key);

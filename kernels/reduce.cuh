@@ -86,8 +86,10 @@ __device__ void reduce_final(T* dst, const double* partial, i64 total, int chunk
   }
 }
 
-// sum_squares reduces chunk blockIdx.x of x; with one chunk it writes the
-// result straight into the status block's scalar slot.
+// sum_squares reduces chunk blockIdx.x of x into partial[blockIdx.x];
+// without partials (one chunk, one tensor) it writes the result straight
+// into the status block's scalar slot. SumSquaresAll gives every tensor
+// its run of one shared partials array and sums them all at once.
 template <typename T>
 __device__ void sum_squares(Status* st, double* partial, const T* x, i64 n, i64 chunkLen) {
   double* sh = shared_scratch<double>();
@@ -99,7 +101,7 @@ __device__ void sum_squares(Status* st, double* partial, const T* x, i64 n, i64 
   }
   v = block_reduce(v, sh, SumOp(), 0.0);
   if (threadIdx.x == 0) {
-    if (gridDim.x == 1) {
+    if (partial == nullptr) {
       st->scalar = v;
     } else {
       partial[blockIdx.x] = v;

@@ -157,10 +157,20 @@ func (o *SGD) Release() {
 func ClipGradNorm(ps []*Parameter, maxNorm float64) (float64, error) {
 	var total float64
 	err := tensor.Try(func() {
+		// One reduction and one wait for all gradients of a device (on a
+		// GPU, a synchronization a parameter cost milliseconds a step).
+		var devs []tensor.Device
+		byDev := map[tensor.Device][]*tensor.Tensor{}
 		for _, p := range ps {
-			if p.Grad != nil {
-				total += tensor.SumSquares(p.Grad)
+			if g := p.Grad; g != nil {
+				if _, ok := byDev[g.Device()]; !ok {
+					devs = append(devs, g.Device())
+				}
+				byDev[g.Device()] = append(byDev[g.Device()], g)
 			}
+		}
+		for _, d := range devs {
+			total += tensor.SumSquaresAll(byDev[d])
 		}
 		total = math.Sqrt(total)
 		if c := maxNorm / (total + 1e-6); c < 1 {

@@ -295,6 +295,7 @@ func driveBackend(t *testing.T, d *cudaDevice, b cudaBackend, dt DType) {
 	b.reduceSum(n(6), x, 1, 4, 6, true)
 	b.sumSquares(x)
 	b.sumSquares(big)
+	b.sumSquaresAll([]*Tensor{x, big, n(0), x})
 
 	if dt == Float64 { // float32 products go to cuBLAS
 		b.matmul(n(2, 3, 5), n(2, 3, 4), n(4, 5), false, true, 3, 5, 4, 2, 12, 0, 1, 0, false)

@@ -42,6 +42,9 @@ func testOpsReductions(t *testing.T) {
 				tensor.Scalar(tensor.CPU(), tensor.Float64, tensor.SumSquares(small)),
 				tensor.Scalar(tensor.CPU(), tensor.Float64, tensor.SumSquares(large)),
 				tensor.Scalar(tensor.CPU(), tensor.Float64, tensor.SumSquares(large.T())),
+				// Many tensors, one reduction: equal to the sum of the parts.
+				tensor.Scalar(tensor.CPU(), tensor.Float64, tensor.SumSquaresAll([]*tensor.Tensor{small, large, large.T(), e.randn(0), e.randn(7)})),
+				tensor.Scalar(tensor.CPU(), tensor.Float64, tensor.SumSquaresAll(nil)),
 			}
 		}},
 	})

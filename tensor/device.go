@@ -98,3 +98,12 @@ func ParseDevice(s string) (Device, error) {
 	}
 	return nil, fmt.Errorf("tensor: unknown device %q (want cpu, cuda, cuda:N or auto): %w", s, ErrDevice)
 }
+
+// DeviceModel is the hardware's name: the GPU's marketing name for a CUDA
+// device ("NVIDIA H200"), "cpu" for the CPU.
+func DeviceModel(dev Device) string {
+	if d, ok := dev.(*cudaDevice); ok {
+		return d.props.Name
+	}
+	return "cpu"
+}

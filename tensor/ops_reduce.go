@@ -117,6 +117,25 @@ func SumTo(t *Tensor, shape []int) *Tensor {
 	return r
 }
 
+// SumSquaresAll returns the sum of the squared elements of every tensor
+// (float, on one device), as a float64 on the host: the squared global
+// norm of a model's gradients. On a GPU it waits for the device once, not
+// once a tensor.
+func SumSquaresAll(ts []*Tensor) float64 {
+	op := "SumSquaresAll"
+	if len(ts) == 0 {
+		return 0
+	}
+	for _, t := range ts {
+		t.live(op)
+		sameFloat(op, t)
+	}
+	sameDevice(op, ts...)
+	cs, release := contigAll(ts...)
+	defer release()
+	return ts[0].dev.backend().sumSquaresAll(cs)
+}
+
 // SumSquares returns the sum of the squared elements, as a float64 on
 // the host (used for gradient-norm clipping).
 func SumSquares(t *Tensor) float64 {

@@ -40,6 +40,9 @@ type benchResult struct {
 	ActPeak   int64              `json:"peak_activation_bytes"`
 	Fragment  float64            `json:"fragmentation"` // 1 - peak allocated / peak reserved (GMLake's measure)
 	Loss      float64            `json:"loss"`
+	FlopsTok  float64            `json:"model_flops_per_token"` // flopsPerToken
+	MFU       float64            `json:"mfu,omitempty"`         // model FLOPs/s over the GPU's dense peak for the precision
+	GPU       string             `json:"gpu,omitempty"`
 	Launches  float64            `json:"kernel_launches_per_step"`
 	Driver    float64            `json:"driver_calls_per_step"`
 }
@@ -104,6 +107,13 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 		Driver:    float64(tensor.CUDADriverCalls()-calls) / float64(o.steps),
 		TierPeaks: map[string]float64{}, RolePeaks: map[string]float64{},
 	}
+	r.FlopsTok = flopsPerToken(cfg, r.Params)
+	if model := tensor.DeviceModel(dev); model != "cpu" {
+		r.GPU = model
+		if peak := peakFLOPS(model, o.precision); peak > 0 {
+			r.MFU = r.FlopsTok * r.TokS / peak
+		}
+	}
 	if st.Total.Reserved.Peak > 0 {
 		r.Fragment = 1 - float64(st.Total.Allocated.Peak)/float64(st.Total.Reserved.Peak)
 	}
@@ -117,8 +127,12 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 			r.RolePeaks[ro.String()] = float64(p) / (1 << 20)
 		}
 	}
-	fmt.Fprintf(os.Stderr, "\n| config | device | precision | checkpoint | params | batch x context | tokens/s | step ms | peak MiB | activation peak MiB | loss |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
-	fmt.Fprintf(os.Stderr, "| %s | %s | %s | %s/%d | %d | %d x %d | %.0f | %.1f | %.1f | %.1f | %.4f |\n\n", r.Config, r.Device, r.Precision, r.Ckpt, r.CkptEvery, r.Params, r.Batch, r.Context, r.TokS, r.StepMS, r.PeakMiB, float64(r.ActPeak)/(1<<20), r.Loss)
+	mfu := "-"
+	if r.MFU > 0 {
+		mfu = fmt.Sprintf("%.1f%%", 100*r.MFU)
+	}
+	fmt.Fprintf(os.Stderr, "\n| config | device | precision | attention | head | checkpoint | params | batch x context | tokens/s | MFU | step ms | peak MiB | activation peak MiB | loss |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(os.Stderr, "| %s | %s | %s | %s | %s | %s/%d | %d | %d x %d | %.0f | %s | %.1f | %.1f | %.1f | %.4f |\n\n", r.Config, r.Device, r.Precision, r.Attention, r.Head, r.Ckpt, r.CkptEvery, r.Params, r.Batch, r.Context, r.TokS, mfu, r.StepMS, r.PeakMiB, float64(r.ActPeak)/(1<<20), r.Loss)
 	if prof := tensor.CUDAProfile(); prof != "" {
 		fmt.Fprintf(os.Stderr, "kernel profile of the %d timed steps (%s):\n%s\n", o.steps, tensor.EnvCUDAProfile, prof)
 	}
