@@ -421,3 +421,18 @@ func TestFailureFreesEverything(t *testing.T) {
 		require.Zero(t, c.BytesInUse(), "allocation %d of %d", k, points)
 	}
 }
+
+// SaveMatMulsUpTo keeps a product's outputs only up to its byte limit,
+// and never a non-product's.
+func TestSaveMatMulsUpTo(t *testing.T) {
+	small := tensor.Zeros(tensor.CPU(), tensor.Float32, 10)
+	large := tensor.Zeros(tensor.CPU(), tensor.Float32, 11)
+	defer small.Release()
+	defer large.Release()
+	p := checkpoint.SaveMatMulsUpTo(40)
+	assert.Equal(t, checkpoint.MustSave, p("Linear", []*tensor.Tensor{small}))
+	assert.Equal(t, checkpoint.PreferRecompute, p("Linear", []*tensor.Tensor{large}))
+	assert.Equal(t, checkpoint.PreferRecompute, p("MatMul", []*tensor.Tensor{small, small}), "outputs count together")
+	assert.Equal(t, checkpoint.PreferRecompute, p("LayerNorm", []*tensor.Tensor{small}))
+	assert.Equal(t, checkpoint.MustSave, checkpoint.SaveMatMuls("GeluLinear", []*tensor.Tensor{large}))
+}

@@ -71,7 +71,7 @@
 //
 // # Selective checkpointing
 //
-// A Policy says per op, by name, whether to keep its output (MustSave) or
+// A Policy says per op, by name and outputs, whether to keep them (MustSave) or
 // recompute it (PreferRecompute), as the policy function of PyTorch's
 // selective activation checkpointing does. It works through a hook that
 // autograd's ops consult by name (autograd.OpHook): the matrix products
@@ -86,6 +86,9 @@
 // is recomputed. The saved outputs are released after the region's
 // backward. SaveMatMuls is the usual policy: the products are most of a
 // block's arithmetic, the norms and element-wise ops little.
+// SaveMatMulsUpTo(n) keeps only the products with outputs up to n bytes:
+// a GEMM whose output is wide for its cost (the MLP's 4x expansion) is
+// cheaper to redo than to hold.
 //
 // # Memory
 //
@@ -93,8 +96,10 @@
 // the plain model keeps about 14 U for backward; checkpointing every
 // block keeps 1 U (its output, the next block's input) and rebuilds one
 // block's 14 U at a time in backward; SaveMatMuls keeps 11 U (the c_attn
-// output, the attention output, both projections and c_fc's output). The
-// nn tests check these amounts against the memory statistics by role.
+// output, the attention output, both projections and c_fc's output),
+// SaveMatMulsUpTo(3 U), nn.GPT's selective default, 7 U (c_fc's output
+// recomputed). The nn tests check these amounts against the memory
+// statistics by role.
 //
 // # Contexts
 //

@@ -29,28 +29,59 @@ func (d Decision) String() string {
 	return "prefer recompute"
 }
 
-// Policy decides per op, by name, what a region keeps (selective
-// activation checkpointing). The ops that consult it are those listed at
-// autograd.OpHook; every other op of a region is recomputed.
-type Policy func(op string) Decision
+// Policy decides per op what a region keeps (selective activation
+// checkpointing), from the op's name and its outputs (shapes and sizes,
+// as PyTorch's policy functions see the op's arguments). The ops that
+// consult it are those listed at autograd.OpHook; every other op of a
+// region is recomputed.
+type Policy func(op string, outs []*tensor.Tensor) Decision
 
 // SaveMatMuls keeps the outputs of the matrix products, the expensive part
 // of a transformer block to recompute (MatMul, Linear, GeluLinear's
 // product and CausalAttention, whose softmax its own backward recomputes
 // in any case), and recomputes the element-wise ops, the norms and the
 // softmaxes, which cost little arithmetic per byte they would hold.
-func SaveMatMuls(op string) Decision {
-	switch op {
-	case "MatMul", "Linear", "GeluLinear", "CausalAttention", "FusedCausalAttention":
+func SaveMatMuls(op string, _ []*tensor.Tensor) Decision {
+	if isMatMul(op) {
 		return MustSave
 	}
 	return PreferRecompute
 }
 
+func isMatMul(op string) bool {
+	switch op {
+	case "MatMul", "Linear", "GeluLinear", "CausalAttention", "FusedCausalAttention":
+		return true
+	}
+	return false
+}
+
+// SaveMatMulsUpTo is SaveMatMuls for products whose outputs hold at most
+// maxBytes: the wider ones are recomputed. In a transformer block with
+// maxBytes three times the block's input it keeps the q/k/v product, the
+// attention and both projections, and recomputes the MLP's 4x expansion
+// (c_fc), the largest output for one GEMM of recomputation: nn.GPT's
+// selective mode.
+func SaveMatMulsUpTo(maxBytes int64) Policy {
+	return func(op string, outs []*tensor.Tensor) Decision {
+		if !isMatMul(op) {
+			return PreferRecompute
+		}
+		var n int64
+		for _, t := range outs {
+			n += int64(t.Numel() * t.DType().Size())
+		}
+		if n > maxBytes {
+			return PreferRecompute
+		}
+		return MustSave
+	}
+}
+
 // SaveOps returns a policy that keeps the outputs of the named ops.
 func SaveOps(ops ...string) Policy {
 	ops = slices.Clone(ops)
-	return func(op string) Decision {
+	return func(op string, _ []*tensor.Tensor) Decision {
 		if slices.Contains(ops, op) {
 			return MustSave
 		}
@@ -134,7 +165,7 @@ func (r *recorder) Leave(op string, outs ...*tensor.Tensor) {
 	}
 	i := r.open[len(r.open)-1]
 	r.open = r.open[:len(r.open)-1]
-	if r.policy(op) != MustSave {
+	if r.policy(op, outs) != MustSave {
 		return
 	}
 	kept := make([]*tensor.Tensor, len(outs))

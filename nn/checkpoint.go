@@ -17,8 +17,10 @@ const (
 	// and recomputes the rest of them in backward.
 	CheckpointBlocks
 	// CheckpointSelective checkpoints blocks under a policy that keeps
-	// some op outputs (checkpoint.SaveMatMuls unless set) and recomputes
-	// the others.
+	// some op outputs and recomputes the others: unless set, the matrix
+	// products with outputs up to three times the block's input
+	// (checkpoint.SaveMatMulsUpTo: c_attn, the attention, both
+	// projections; c_fc's 4x-wide output is recomputed).
 	CheckpointSelective
 )
 
@@ -48,7 +50,8 @@ type Checkpointing struct {
 	// Every checkpoints the Every-th, 2·Every-th, ... block (1-based):
 	// 1 (or 0) every block, 2 every second one.
 	Every int
-	// Policy is the selective mode's; nil means checkpoint.SaveMatMuls.
+	// Policy is the selective mode's; nil means
+	// checkpoint.SaveMatMulsUpTo(3 x the bytes of the blocks' input).
 	Policy checkpoint.Policy
 }
 
@@ -94,7 +97,7 @@ func (g *GPT) blocks(x *autograd.Var) *autograd.Var {
 	if ck.Mode == CheckpointSelective {
 		o.Policy = ck.Policy
 		if o.Policy == nil {
-			o.Policy = checkpoint.SaveMatMuls
+			o.Policy = checkpoint.SaveMatMulsUpTo(3 * int64(x.Value.Numel()*x.Value.DType().Size()))
 		}
 	}
 	layers := make([]checkpoint.Layer, len(g.Blocks))

@@ -159,9 +159,11 @@ func activationBytes(t *testing.T, g *nn.GPT, B, T int) (held, peak int64) {
 // region's own output is freed only after its backward) and of the
 // 4-byte loss, which does not exist yet at the plain peak. So the peak
 // falls by (L-1)·A - L·U - 4 bytes, 157,180 here (62.5 U to 24.1 U).
-// The selective policy (checkpoint.SaveMatMuls) keeps per block the c_attn
-// output (3), the attention output (1), both c_proj outputs (2) and
-// c_fc's (4) plus the block output (1): L·(A - 11 U) fewer bytes held.
+// The default selective policy (checkpoint.SaveMatMulsUpTo 3 U) keeps per
+// block the c_attn output (3), the attention output (1) and both c_proj
+// outputs (2), and recomputes c_fc's (4), plus the block output (1):
+// L·(A - 7 U) fewer bytes held; checkpoint.SaveMatMuls keeps c_fc's too:
+// L·(A - 11 U).
 func TestCheckpointActivationPeak(t *testing.T) {
 	cfg := nn.GPTConfig{Vocab: 64, Context: 16, Layers: 4, Heads: 2, Width: 32}
 	const B, T = 2, 16
@@ -176,10 +178,13 @@ func TestCheckpointActivationPeak(t *testing.T) {
 	heldBlocks, peakBlocks := activationBytes(t, g, B, T)
 	g.Checkpoint = nn.Checkpointing{Mode: nn.CheckpointSelective}
 	heldSel, peakSel := activationBytes(t, g, B, T)
+	g.Checkpoint = nn.Checkpointing{Mode: nn.CheckpointSelective, Policy: checkpoint.SaveMatMuls}
+	heldAll, _ := activationBytes(t, g, B, T)
 	t.Logf("activation bytes held after forward / peak: none %d / %d, blocks %d / %d, selective %d / %d",
 		heldNone, peakNone, heldBlocks, peakBlocks, heldSel, peakSel)
 	require.Equal(t, L*(A-U), heldNone-heldBlocks, "held after the forward pass, every block")
-	require.Equal(t, L*(A-11*U), heldNone-heldSel, "held after the forward pass, selective")
+	require.Equal(t, L*(A-7*U), heldNone-heldSel, "held after the forward pass, selective")
+	require.Equal(t, L*(A-11*U), heldNone-heldAll, "held after the forward pass, every product kept")
 	require.Equal(t, (L-1)*A-L*U-4, peakNone-peakBlocks, "peak, every block")
 	require.Equal(t, int64(157180), peakNone-peakBlocks)
 	require.Less(t, peakSel, peakNone, "peak, selective")
