@@ -47,7 +47,8 @@ var headPadAlways = false
 // autocast like Linear's: under a half-precision region h and w are cast
 // (w once per region), the logits come out in float32.
 //
-// When HeadPadding widens the rows, w is copied once a call into a
+// When HeadPadding widens the rows (products on tensor cores: under
+// autocast or with TF32), w is copied once a call into a
 // zero-padded (Vp, C) matrix in the products' dtype; the logits are
 // (rows, Vp), the padded cross-entropy reads their first V columns, and
 // its gradient, zero in the padding, enters both products as it is; the
@@ -76,7 +77,13 @@ func LinearCrossEntropy(h, w *Var, targets *tensor.Tensor, chunkRows int) *Var {
 
 	pr := precisionOf(h.Value, w.Value)
 	c := pr.c
-	wv, vp := w.Value, HeadPadding(w.Value.Device(), V)
+	// Only tensor-core products (autocast, TF32) pad: plain float32 GEMMs
+	// ran as fast unpadded on the H200, and the padded copy of w would
+	// cost its bytes for nothing.
+	wv, vp := w.Value, V
+	if pr.st.Enabled || pr.st.TF32 || headPadAlways {
+		vp = HeadPadding(w.Value.Device(), V)
+	}
 	if vp != V {
 		wv = paddedWeight(pr, w.Value, vp)
 		defer wv.Release()
