@@ -119,21 +119,20 @@ func step(v *Var, isRoot bool) {
 	completeSlices(v)
 	g := v.pending
 	v.pending = nil
-	if g != nil && n.narrow != nil && depositNarrow(n, g) {
-		g = nil // written into the input's pending gradient
-	}
 	if g != nil {
-		grads := n.backward(g)
-		if len(grads) != len(n.inputs) {
-			panic(fmt.Sprintf("autograd: backward of %s returned %d gradients for %d inputs", n.op, len(grads), len(n.inputs)))
-		}
-		for i, in := range n.inputs {
-			if in != nil && in.requiresGrad && grads[i] != nil {
-				accumulate(n.op, in, grads[i])
+		if n.narrow == nil || !depositNarrow(n, g) { // a Narrow writes g into its input's pending gradient
+			grads := n.backward(g)
+			if len(grads) != len(n.inputs) {
+				panic(fmt.Sprintf("autograd: backward of %s returned %d gradients for %d inputs", n.op, len(grads), len(n.inputs)))
 			}
-		}
-		for _, gi := range grads {
-			gi.Release()
+			for i, in := range n.inputs {
+				if in != nil && in.requiresGrad && grads[i] != nil {
+					accumulate(n.op, in, grads[i])
+				}
+			}
+			for _, gi := range grads {
+				gi.Release()
+			}
 		}
 		if v.retain {
 			keepGrad(v, g)

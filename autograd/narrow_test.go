@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-ml/strata/autograd"
+	"github.com/strata-ml/strata/memory"
 	"github.com/strata-ml/strata/tensor"
 )
 
@@ -69,4 +70,38 @@ func TestNarrowGradientsAssembleInPlace(t *testing.T) {
 			assert.LessOrEqual(t, tensor.CPU().Memory().InUse(), before, "nothing leaked")
 		})
 	}
+}
+
+// A Narrow's gradient is freed as soon as it is written into its input's
+// pending gradient: in a chain of stages each splitting a computed var
+// into pieces, the gradient-role peak of backward does not grow with the
+// number of stages (it did when the pieces' gradients lived until the end
+// of backward).
+func TestNarrowGradientsFreedAfterDeposit(t *testing.T) {
+	const B = 512
+	rng := rand.New(rand.NewPCG(23, 24))
+	w := randn(rng, 4, 12)
+	tensor.Keep(w)
+	defer w.Release()
+	peak := func(stages int) int64 {
+		x := autograd.Param(randn(rng, B, 12), "x")
+		defer done(x)
+		m := tensor.CPU().Memory()
+		var p int64
+		tensor.WithScope(func() {
+			h := x
+			for range stages {
+				ps := autograd.Split(autograd.Mul(h, h), 4, 1)
+				h = autograd.MatMul(autograd.Add(autograd.Add(ps[0], ps[1]), ps[2]), autograd.Const(w))
+			}
+			loss := autograd.Sum(h, false)
+			m.ResetPeaks()
+			require.NoError(t, loss.Backward())
+			p = m.Stats().Roles[memory.RoleGradient].Allocated.Peak
+		})
+		return p
+	}
+	short, long := peak(2), peak(16)
+	piece := int64(B * 4 * 8)
+	assert.Less(t, long-short, 3*piece, "gradient peak: %d bytes for 2 stages, %d for 16", short, long)
 }
