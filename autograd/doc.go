@@ -16,7 +16,11 @@
 // backward pass. Forward values stay alive only until the backward of the
 // op that produced them; what no backward reaches is released by the
 // enclosing tensor.Scope. With one scope per training step, the bytes in
-// use after every step equal those after the first.
+// use after every step equal those after the first. The gradient through
+// Narrow pieces of a computed var (the attention's q/k/v split) is
+// assembled in place: each piece's gradient is written into the var's
+// pending gradient and freed, instead of a zero-padded copy of the whole
+// var per piece summed (narrow.go).
 //
 // Memory-minded ops: CrossEntropy recomputes the softmax in backward
 // instead of keeping the (N, V) probabilities; CausalAttention keeps only
@@ -34,14 +38,19 @@
 // tensor.FusedCausalAttention): no (B, H, T, T) matrix exists even inside
 // the op; it keeps its output and the per-row log-sum-exp, and backward
 // recomputes the probabilities tile by tile. nn's attention uses it when
-// asked (nn.AttentionFused); plain stays the default until measured.
+// asked (nn.AttentionFused). On the H200 it makes a gpt2 step 13% faster
+// than plain attention; plain stays the default because the kernels are
+// still well short of FlashAttention-2's speed (see README).
 //
 // LinearCrossEntropy is a language model's output head and loss fused and
 // chunked: a chunk of rows' logits, their loss and their gradient are made
 // in the forward and multiplied into the gradients of the hidden states
 // and the weight at once, so the (N, V) logits and their gradient (3.2 GB
 // in float32 for GPT-2 at batch 8 by 1024) are never held; backward only
-// scales the two gradients it kept (nn.HeadLoss).
+// scales the two gradients it kept (nn.HeadLoss). On CUDA, when its
+// products run on tensor cores, it pads the vocabulary to a multiple of 64
+// (HeadPadding: GPT-2's 50,257 to 50,304, as nanoGPT and llm.c do) so
+// cuBLAS gets aligned rows; the padded columns never enter the loss.
 //
 // # State: tensor.Ctx, carried by the values
 //

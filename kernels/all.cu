@@ -9,7 +9,9 @@
 //   - Kernels are named <op>[_<variant>]_<type>: type f32/f64 for float
 //     math, b2/b4/b8 for kernels that move raw 2-, 4- or 8-byte words.
 //   - Sizes and indices are 64-bit (i64); element loops are grid-stride
-//     (FOR_N), so any grid covers any size. Strided kernels come in an
+//     (FOR_N), so any grid covers any size. Contiguous memory-bound
+//     kernels move 16 bytes a thread when their pointers allow (map_vec in
+//     common.cuh; launchVec on the Go side). Strided kernels come in an
 //     _i32 variant (32-bit index division, used when the element count
 //     fits) and an _i64 one.
 //   - Results match the CPU kernels of tensor/internal/cpukern: the same

@@ -65,9 +65,10 @@
 // initialisation, and nanoGPT's parameter names, so SaveWeights writes
 // safetensors files PyTorch loads into nanoGPT unchanged. GPTConfigs has
 // the tiny, char, gpt2 and gpt2-medium shapes. GPT.Checkpoint chooses
-// activation checkpointing, GPT.HeadLoss the full or the fused, chunked
-// output head and loss (the logits never all held), SetAttention plain or
-// fused attention.
+// activation checkpointing (selective keeps the products up to three
+// times a block's input and recomputes the rest), GPT.HeadLoss the full or
+// the fused, chunked output head and loss (the logits never all held; on
+// the GPU also the faster one), SetAttention plain or fused attention.
 //
 // Weights in and out: LoadWeights reads strata's and nanoGPT's files and
 // Hugging Face's GPT-2 checkpoints (Conv1D projections stored (in, out),

@@ -111,7 +111,11 @@
 // ToDevice, ...) panics with it. CrossEntropy must return its count on
 // the host, so it synchronizes and reports a bad target itself, as on the
 // CPU. Ops whose result goes to the host (SumSquares, CrossEntropy,
-// reading a tensor) synchronize; nothing else does. Float16 and bfloat16
+// reading a tensor) synchronize; nothing else does. SumSquaresAll reduces
+// many tensors (a model's gradients, for their norm) with one
+// synchronization, not one a tensor. CrossEntropyPadded reads rows wider
+// than the class count (padded for aligned GEMMs) and its backward writes
+// zeros in the padding. Float16 and bfloat16
 // arithmetic other than matrix products is refused with ErrDType on both
 // devices (cast first).
 //
