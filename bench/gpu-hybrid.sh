@@ -23,29 +23,13 @@
 # Results go to $OUT (default /tmp/strata-gpu): summary.txt, results.jsonl
 # (every JSON line), the bar charts (*.png) and logs.tgz (the device tool
 # brings back 8 files at most).
-set -u
-OUT=${OUT:-/tmp/strata-gpu}
-mkdir -p "$OUT"
 L=/tmp/strata-hybrid-logs
-rm -rf "$L"; mkdir -p "$L"
-res=$OUT/results.jsonl
-trap 'tar -C "$L" -czf "$OUT/logs.tgz" .' EXIT
-phases="${*:-tests table medium torch}"
-has() { case " $phases " in *" $1 "*) return 0;; esac; return 1; }
-say() { echo "== $*" | tee -a "$OUT/summary.txt"; }
-if [ -f .gpu/strata-gpu.tar.xz ]; then tar -C .gpu -xJf .gpu/strata-gpu.tar.xz; fi
-nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv | tee "$L/nvidia-smi.txt"
+default_phases="tests table medium torch"
+phases="$*"
+. "$(dirname "$0")/gpu-common.sh"
 
 if has tests; then
-  for pkg in cuda memory tensor autograd amp checkpoint nn examples/memstrategies; do
-    bin=$PWD/.gpu/$(basename $pkg).test log=$L/test-$(basename $pkg).log
-    [ -x "$bin" ] || { say "test $pkg: no binary"; continue; }
-    start=$(date +%s)
-    (cd $pkg && STRATA_REQUIRE_GPU=1 timeout 240 "$bin" -test.v -test.timeout 230s > "$log" 2>&1)
-    rc=$?
-    say "test $pkg: exit $rc in $(( $(date +%s) - start ))s; $(grep -c '^=== RUN' "$log") run, $(grep -c -- '--- SKIP' "$log") skipped, $(grep -c -- '--- FAIL' "$log") failed"
-    grep -E -- '--- FAIL|panic:' "$log" | head -15 | tee -a "$OUT/summary.txt"
-  done
+  run_gpu_tests cuda memory tensor autograd amp checkpoint nn examples/memstrategies
   grep -h -E -- '--- (PASS|FAIL): TestGPU(SpillToOffload|LinearCrossEntropy|BackendConformance/offload)' "$L"/test-*.log | tee -a "$OUT/summary.txt"
   grep -h -A12 -- '--- FAIL: TestGPULinearCrossEntropy' "$L"/test-autograd.log | head -30 | tee -a "$OUT/summary.txt"
 fi

@@ -23,30 +23,14 @@
 #
 # Results go to $OUT: summary.txt, results.jsonl, the ncu tables (*.md) and
 # logs.tgz.
-set -u
-OUT=${OUT:-/tmp/strata-gpu}
-mkdir -p "$OUT"
 L=/tmp/strata-profile-logs
-rm -rf "$L"; mkdir -p "$L"
-res=$OUT/results.jsonl
-trap 'tar -C "$L" -czf "$OUT/logs.tgz" .' EXIT
-phases="${*:-tests base ncu torch}"
-has() { case " $phases " in *" $1 "*) return 0;; esac; return 1; }
-say() { echo "== $*" | tee -a "$OUT/summary.txt"; }
-if [ -f .gpu/strata-gpu.tar.xz ]; then tar -C .gpu -xJf .gpu/strata-gpu.tar.xz; fi
-nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv | tee "$L/nvidia-smi.txt"
+default_phases="tests base ncu torch"
+phases="$*"
+. "$(dirname "$0")/gpu-common.sh"
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
 
 if has tests; then
-  for pkg in ${TEST_PKGS:-cuda nccl}; do
-    bin=$PWD/.gpu/$(basename $pkg).test log=$L/test-$(basename $pkg).log
-    [ -x "$bin" ] || { say "test $pkg: no binary"; continue; }
-    start=$(date +%s)
-    (cd $pkg && STRATA_REQUIRE_GPU=1 timeout 240 "$bin" -test.v -test.timeout 230s > "$log" 2>&1)
-    rc=$?
-    say "test $pkg: exit $rc in $(( $(date +%s) - start ))s; $(grep -c '^=== RUN' "$log") run, $(grep -c -- '--- SKIP' "$log") skipped, $(grep -c -- '--- FAIL' "$log") failed"
-    grep -E -- '--- FAIL|panic:' "$log" | head -15 | tee -a "$OUT/summary.txt"
-  done
+  run_gpu_tests ${TEST_PKGS:-cuda nccl}
   grep -h -E -- '--- (PASS|FAIL|SKIP): TestGPU' "$L"/test-nccl.log 2>/dev/null | tee -a "$OUT/summary.txt"
 fi
 

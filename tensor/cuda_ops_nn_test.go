@@ -105,14 +105,7 @@ func testOpsNN(t *testing.T) {
 func ceCase(name string, rows, cols int) opCase {
 	return opCase{name: name, tol: 1e-5, run: func(e *env) []*tensor.Tensor {
 		logits := tensor.Scale(e.randn(rows, cols), 2)
-		tg := make([]int32, rows)
-		for i := range tg {
-			tg[i] = int32(e.rng.IntN(cols))
-			if i%3 == 1 {
-				tg[i] = -100
-			}
-		}
-		targets := tensor.FromInt32s(e.dev, tg, rows)
+		targets := ceTargets(e, rows, cols)
 		loss, n := tensor.CrossEntropy(logits, targets, -100)
 		dlogits := tensor.CrossEntropyBackward(logits, targets, e.randn(rows), -100)
 		return []*tensor.Tensor{loss, tensor.Scalar(tensor.CPU(), tensor.Float64, float64(n)), dlogits}
@@ -128,14 +121,7 @@ func cePaddedCase(name string, rows, classes, ld int) opCase {
 		real := tensor.Scale(e.randn(rows, classes), 2)
 		pad := tensor.Full(e.dev, e.dt, 1e30, rows, ld-classes)
 		logits := tensor.Concat(1, real, pad)
-		tg := make([]int32, rows)
-		for i := range tg {
-			tg[i] = int32(e.rng.IntN(classes))
-			if i%3 == 1 {
-				tg[i] = -100
-			}
-		}
-		targets := tensor.FromInt32s(e.dev, tg, rows)
+		targets := ceTargets(e, rows, classes)
 		dloss := e.randn(rows)
 		loss, n := tensor.CrossEntropyPadded(logits, classes, targets, -100)
 		want, _ := tensor.CrossEntropy(real, targets, -100)
@@ -144,4 +130,17 @@ func cePaddedCase(name string, rows, classes, ld int) opCase {
 		return []*tensor.Tensor{loss, want, tensor.Scalar(tensor.CPU(), tensor.Float64, float64(n)), dlogits,
 			dlogits.Narrow(1, 0, classes).Contiguous(), wantD, dlogits.Narrow(1, classes, ld-classes).Contiguous()}
 	}}
+}
+
+// ceTargets draws rows targets among classes, every third the ignore
+// index -100.
+func ceTargets(e *env, rows, classes int) *tensor.Tensor {
+	tg := make([]int32, rows)
+	for i := range tg {
+		tg[i] = int32(e.rng.IntN(classes))
+		if i%3 == 1 {
+			tg[i] = -100
+		}
+	}
+	return tensor.FromInt32s(e.dev, tg, rows)
 }

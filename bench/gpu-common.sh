@@ -1,0 +1,32 @@
+# Shared start of the GPU scripts (sourced, not run): gpu-hybrid.sh and
+# gpu-profile.sh. Before sourcing, set L (the logs folder) and
+# default_phases; the caller's arguments name the phases. It sets OUT
+# (default /tmp/strata-gpu), res ($OUT/results.jsonl), has PHASE and
+# say TEXT (to stdout and $OUT/summary.txt), tars $L into $OUT/logs.tgz on
+# exit, unpacks .gpu/strata-gpu.tar.xz, and records nvidia-smi.
+# run_gpu_tests PKG... runs each package's test binary (.gpu/NAME.test)
+# in its folder with STRATA_REQUIRE_GPU=1 and says what passed.
+set -u
+OUT=${OUT:-/tmp/strata-gpu}
+mkdir -p "$OUT"
+rm -rf "$L"; mkdir -p "$L"
+res=$OUT/results.jsonl
+trap 'tar -C "$L" -czf "$OUT/logs.tgz" .' EXIT
+phases="${phases:-$default_phases}"
+has() { case " $phases " in *" $1 "*) return 0;; esac; return 1; }
+say() { echo "== $*" | tee -a "$OUT/summary.txt"; }
+if [ -f .gpu/strata-gpu.tar.xz ]; then tar -C .gpu -xJf .gpu/strata-gpu.tar.xz; fi
+nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv | tee "$L/nvidia-smi.txt"
+
+run_gpu_tests() {
+  local pkg bin log start rc
+  for pkg in "$@"; do
+    bin=$PWD/.gpu/$(basename "$pkg").test log=$L/test-$(basename "$pkg").log
+    [ -x "$bin" ] || { say "test $pkg: no binary"; continue; }
+    start=$(date +%s)
+    (cd "$pkg" && STRATA_REQUIRE_GPU=1 timeout 240 "$bin" -test.v -test.timeout 230s > "$log" 2>&1)
+    rc=$?
+    say "test $pkg: exit $rc in $(( $(date +%s) - start ))s; $(grep -c '^=== RUN' "$log") run, $(grep -c -- '--- SKIP' "$log") skipped, $(grep -c -- '--- FAIL' "$log") failed"
+    grep -E -- '--- FAIL|panic:' "$log" | head -15 | tee -a "$OUT/summary.txt"
+  done
+}
