@@ -13,7 +13,8 @@ import (
 // additions of the whole tensor, where one write of each piece does. So
 // the engine assembles such a gradient in place: the first piece's
 // backward allocates x's pending gradient uninitialised and writes its
-// slice, later pieces write theirs, and the spans written are recorded.
+// slice, later pieces write theirs, and the spans written are recorded;
+// each piece's own gradient is freed as soon as it is written (step).
 // Before anything reads the pending gradient (x's own backward, or a
 // whole gradient arriving from another consumer) the spans no piece wrote
 // are zero-filled. A piece overlapping an earlier one falls back to the
