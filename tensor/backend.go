@@ -33,8 +33,7 @@ type backend interface {
 	// src into dst (outer, inner).
 	reduceSum(dst, src *Tensor, outer, mid, inner int, accumulate bool)
 	reduceMax(dst, src *Tensor, outer, mid, inner int)
-	sumSquares(src *Tensor) float64
-	sumSquaresAll(srcs []*Tensor) float64 // contiguous, one device
+	sumSquares(srcs []*Tensor) float64 // contiguous, one device; the total
 	// matmul: for each of batch matrices, C = alpha*op(A)*op(B) + beta*C
 	// with element strides between matrices (0 broadcasts one matrix). A
 	// and B share a dtype; C has it too, or is float32 for half A and B

@@ -191,15 +191,15 @@ func (cpuBackend) reduceMax(dst, src *Tensor, outer, mid, inner int) {
 		func() { cpukern.ReduceMax(f64(dst), f64(src), outer, mid, inner) })
 }
 
-func (b cpuBackend) sumSquaresAll(srcs []*Tensor) float64 {
+func (cpuBackend) sumSquares(srcs []*Tensor) float64 {
 	var r float64
 	for _, t := range srcs {
-		r += b.sumSquares(t)
+		r += sumSquares(t)
 	}
 	return r
 }
 
-func (cpuBackend) sumSquares(src *Tensor) float64 {
+func sumSquares(src *Tensor) float64 {
 	var r float64
 	onFloat("SumSquares", src.dtype,
 		func() { r = cpukern.SumSquares(f32(src)) },

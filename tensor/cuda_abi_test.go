@@ -293,9 +293,9 @@ func driveBackend(t *testing.T, d *cudaDevice, b cudaBackend, dt DType) {
 	b.reduceSum(n(97), cols, 1, 5000, 97, false)
 	b.reduceMax(n(97), cols, 1, 5000, 97)
 	b.reduceSum(n(6), x, 1, 4, 6, true)
-	b.sumSquares(x)
-	b.sumSquares(big)
-	b.sumSquaresAll([]*Tensor{x, big, n(0), x})
+	b.sumSquares([]*Tensor{x})   // one chunk: the scalar slot directly
+	b.sumSquares([]*Tensor{big}) // chunks and their sum
+	b.sumSquares([]*Tensor{x, big, n(0), x})
 
 	if dt == Float64 { // float32 products go to cuBLAS
 		b.matmul(n(2, 3, 5), n(2, 3, 4), n(4, 5), false, true, 3, 5, 4, 2, 12, 0, 1, 0, false)

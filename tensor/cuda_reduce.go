@@ -89,12 +89,14 @@ func scratchPtr(a *memory.Allocation) cuda.DevicePtr {
 	return cuda.DevicePtr(a.Addr())
 }
 
-// sumSquaresAll reduces every tensor's chunks into one partials array
+// sumSquares reduces every tensor's chunks into one partials array
 // (their kernels queued back to back), sums the partials in one block and
-// synchronizes once: a gradient norm over GPT-2's 148 parameters was 148
-// synchronizations a step, each leaving the GPU idle while the host
-// queued the next tiny kernel.
-func (b cudaBackend) sumSquaresAll(srcs []*Tensor) float64 {
+// synchronizes once, then reads the status block's scalar slot: no copy.
+// A lone chunk writes the slot itself (one launch). A gradient norm over
+// GPT-2's 148 parameters was 148 synchronizations a step when each tensor
+// took its own, each leaving the GPU idle while the host queued the next
+// tiny kernel.
+func (b cudaBackend) sumSquares(srcs []*Tensor) float64 {
 	d := b.d
 	type job struct {
 		t             *Tensor
@@ -104,57 +106,33 @@ func (b cudaBackend) sumSquaresAll(srcs []*Tensor) float64 {
 	var jobs []job
 	total := 0
 	for _, t := range srcs {
-		n := t.Numel()
+		f, n := floatIndex("SumSquares", t.dtype), t.Numel()
 		if n == 0 {
 			continue
 		}
 		chunks, chunkLen := chunking(n, 1, reduceMinChunk)
-		jobs = append(jobs, job{t: t, f: floatIndex("SumSquares", t.dtype), at: total, chunks: chunks, chunkLen: chunkLen})
+		jobs = append(jobs, job{t: t, f: f, at: total, chunks: chunks, chunkLen: chunkLen})
 		total += chunks
 	}
 	if total == 0 {
 		return 0
 	}
-	d.resultMu.Lock()
+	d.resultMu.Lock() // one reader of the scalar slot at a time
 	defer d.resultMu.Unlock()
-	part := d.scratch("SumSquares", total)
-	defer freeScratch(part)
+	var part *memory.Allocation
+	if total > 1 {
+		part = d.scratch("SumSquares", total)
+		defer freeScratch(part)
+	}
 	base := scratchPtr(part)
 	for _, j := range jobs {
 		d.launch("SumSquares", d.k.sumSquares[j.f], [3]uint32{uint32(j.chunks), 1, 1}, block1, func(a *cuda.Args) {
 			a.Ptr(d.status.dev).Ptr(base.Add(8 * j.at)).Ptr(devPtr(j.t)).Int64(int64(j.t.Numel())).Int64(int64(j.chunkLen))
 		})
 	}
-	d.launch("SumSquares", d.k.sumPartials, [3]uint32{1, 1, 1}, block1, func(a *cuda.Args) {
-		a.Ptr(d.status.dev).Ptr(base).Int32(int32(total))
-	})
-	d.syncForResult("SumSquares")
-	return d.status.words.scalar
-}
-
-// sumSquares reduces on the device into the status block's scalar slot,
-// then waits for the stream and reads it: one or two launches and a
-// synchronization, no copy.
-func (b cudaBackend) sumSquares(src *Tensor) float64 {
-	d, n := b.d, src.Numel()
-	f := floatIndex("SumSquares", src.dtype)
-	if n == 0 {
-		return 0
-	}
-	d.resultMu.Lock() // one reader of the scalar slot at a time
-	defer d.resultMu.Unlock()
-	chunks, chunkLen := chunking(n, 1, reduceMinChunk)
-	var part *memory.Allocation
-	if chunks > 1 {
-		part = d.scratch("SumSquares", chunks)
-		defer freeScratch(part)
-	}
-	d.launch("SumSquares", d.k.sumSquares[f], [3]uint32{uint32(chunks), 1, 1}, block1, func(a *cuda.Args) {
-		a.Ptr(d.status.dev).Ptr(scratchPtr(part)).Ptr(devPtr(src)).Int64(int64(n)).Int64(int64(chunkLen))
-	})
-	if chunks > 1 {
+	if total > 1 {
 		d.launch("SumSquares", d.k.sumPartials, [3]uint32{1, 1, 1}, block1, func(a *cuda.Args) {
-			a.Ptr(d.status.dev).Ptr(scratchPtr(part)).Int32(int32(chunks))
+			a.Ptr(d.status.dev).Ptr(base).Int32(int32(total))
 		})
 	}
 	d.syncForResult("SumSquares")

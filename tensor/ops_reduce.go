@@ -133,7 +133,7 @@ func SumSquaresAll(ts []*Tensor) float64 {
 	sameDevice(op, ts...)
 	cs, release := contigAll(ts...)
 	defer release()
-	return ts[0].dev.backend().sumSquaresAll(cs)
+	return ts[0].dev.backend().sumSquares(cs)
 }
 
 // SumSquares returns the sum of the squared elements, as a float64 on
@@ -143,5 +143,5 @@ func SumSquares(t *Tensor) float64 {
 	sameFloat("SumSquares", t)
 	c, done := contig(t)
 	defer done()
-	return t.dev.backend().sumSquares(c)
+	return t.dev.backend().sumSquares([]*Tensor{c})
 }
