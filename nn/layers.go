@@ -21,10 +21,7 @@ type Linear struct {
 // NaN, and the memory error when the parameters do not fit.
 func NewLinear(o Options, name string, in, out int, bias bool, std float64) (*Linear, error) {
 	const op = "NewLinear"
-	o, err := o.resolve(op, name)
-	if err == nil {
-		err = positive(op, name, "in", in, "out", out)
-	}
+	o, err := o.resolve(op, name, "in", in, "out", out)
 	if err == nil && !(std >= 0) {
 		err = argError(op, name, "std = %v, want >= 0", std)
 	}
@@ -78,10 +75,7 @@ type Embedding struct {
 // in managed memory advised read-mostly on the GPU). Errors as NewLinear.
 func NewEmbedding(o Options, name string, num, dim int, std float64) (*Embedding, error) {
 	const op = "NewEmbedding"
-	o, err := o.resolve(op, name)
-	if err == nil {
-		err = positive(op, name, "num", num, "dim", dim)
-	}
+	o, err := o.resolve(op, name, "num", num, "dim", dim)
 	if err == nil && !(std >= 0) {
 		err = argError(op, name, "std = %v, want >= 0", std)
 	}
@@ -116,10 +110,7 @@ type LayerNorm struct {
 // 1e-5, as torch.nn.LayerNorm). Errors as NewLinear (dim must be > 0).
 func NewLayerNorm(o Options, name string, dim int) (*LayerNorm, error) {
 	const op = "NewLayerNorm"
-	o, err := o.resolve(op, name)
-	if err == nil {
-		err = positive(op, name, "dim", dim)
-	}
+	o, err := o.resolve(op, name, "dim", dim)
 	if err != nil {
 		return nil, err
 	}

@@ -59,8 +59,9 @@ func (s *lockedSource) Uint64() uint64 {
 }
 
 // resolve fills in the defaults (CPU, the default stream) and checks the
-// dtype: parameters are float32, float64, float16 or bfloat16.
-func (o Options) resolve(op, name string) (Options, error) {
+// dtype (parameters are float32, float64, float16 or bfloat16), then the
+// named sizes, pairs of a name and an int that must be > 0 (positive).
+func (o Options) resolve(op, name string, sizes ...any) (Options, error) {
 	if o.Device == nil {
 		o.Device = tensor.CPU()
 	}
@@ -70,7 +71,7 @@ func (o Options) resolve(op, name string) (Options, error) {
 	if !o.DType.IsFloat() {
 		return o, argError(op, name, "dtype %v: want a floating-point dtype", o.DType)
 	}
-	return o, nil
+	return o, positive(op, name, sizes...)
 }
 
 // argError is a constructor's error for a bad argument; it wraps

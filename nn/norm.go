@@ -28,10 +28,7 @@ type RMSNorm struct {
 // dtype's machine epsilon). Errors as NewLinear (dim must be > 0).
 func NewRMSNorm(o Options, name string, dim int) (*RMSNorm, error) {
 	const op = "NewRMSNorm"
-	o, err := o.resolve(op, name)
-	if err == nil {
-		err = positive(op, name, "dim", dim)
-	}
+	o, err := o.resolve(op, name, "dim", dim)
 	if err != nil {
 		return nil, err
 	}
