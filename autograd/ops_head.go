@@ -159,10 +159,7 @@ func LinearCrossEntropy(h, w *Var, targets *tensor.Tensor, chunkRows int) *Var {
 		hc.Release()
 		tc.Release()
 	}
-	scale := 0.0
-	if count > 0 {
-		scale = 1 / float64(count)
-	}
+	scale := meanScale(count)
 	out := tensor.Scale(total, scale)
 	total.Release()
 	if !grad {

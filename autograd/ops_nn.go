@@ -80,6 +80,16 @@ func Embedding(table *Var, ids *tensor.Tensor) *Var {
 // IgnoreIndex is the target value CrossEntropy skips (PyTorch's default).
 const IgnoreIndex = -100
 
+// meanScale is the factor that turns a sum over n counted rows into their
+// mean, 0 when no row counts (every target ignored): the loss is then 0,
+// where PyTorch's mean would be NaN.
+func meanScale(n int) float64 {
+	if n <= 0 {
+		return 0
+	}
+	return 1 / float64(n)
+}
+
 // CrossEntropy returns the mean cross-entropy of logits (N, C) against
 // int32 targets (N), skipping targets equal to IgnoreIndex, like
 // PyTorch's F.cross_entropy. The softmax is recomputed in backward rather
@@ -88,10 +98,7 @@ func CrossEntropy(logits *Var, targets *tensor.Tensor) *Var {
 	losses, n := tensor.CrossEntropy(logits.Value, targets, IgnoreIndex)
 	sum := tensor.Sum(losses, false)
 	losses.Release()
-	scale := 0.0
-	if n > 0 {
-		scale = 1 / float64(n)
-	}
+	scale := meanScale(n)
 	out := tensor.Scale(sum, scale)
 	sum.Release()
 	rows := logits.Value.Dim(0)
