@@ -43,9 +43,8 @@ func depositNarrow(n *node, g *tensor.Tensor) bool {
 	switch {
 	case in.pending == nil:
 		var buf *tensor.Tensor
-		tensor.CtxOf(g).WithRole(gradRole, func() {
-			buf = tensor.CtxOf(g).Empty(in.Value.Device(), in.Value.DType(), in.Value.Shape()...)
-		})
+		c := tensor.CtxOf(g)
+		c.WithRole(gradRole, func() { buf = c.Empty(in.Value.Device(), in.Value.DType(), in.Value.Shape()...) })
 		buf.WriteNarrow(axis, start, g)
 		in.pending, in.slices = buf, &sliceSpans{axis: axis, spans: [][2]int{{start, end}}}
 		return true

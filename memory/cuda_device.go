@@ -74,13 +74,7 @@ func (d *deviceBackend) Alloc(size int64) (Region, error) {
 }
 
 func (d *deviceBackend) Free(r Region) error {
-	if _, err := d.live.remove(d.name, r); err != nil {
-		return err
-	}
-	if err := d.ctx.MemFree(cuda.DevicePtr(r.Addr)); err != nil {
-		return fmt.Errorf("memory: %s: freeing %s at %#x: %w", d.name, FormatBytes(r.Size), r.Addr, err)
-	}
-	return nil
+	return d.live.memFree(d.ctx, d.name, r)
 }
 
 func (d *deviceBackend) Info() (free, total int64, ok bool) { return deviceInfo(d.ctx) }
@@ -150,6 +144,19 @@ func (l *liveRegions) remove(name string, r Region) (unsafe.Pointer, error) {
 	delete(l.m, r.Addr)
 	l.bytes -= r.Size
 	return lr.host, nil
+}
+
+// memFree takes r out of the set and gives it back with cuMemFree: the
+// Free of the backends whose regions come from cuMemAlloc or
+// cuMemAllocManaged.
+func (l *liveRegions) memFree(ctx *cuda.Context, name string, r Region) error {
+	if _, err := l.remove(name, r); err != nil {
+		return err
+	}
+	if err := ctx.MemFree(cuda.DevicePtr(r.Addr)); err != nil {
+		return fmt.Errorf("memory: %s: freeing %s at %#x: %w", name, FormatBytes(r.Size), r.Addr, err)
+	}
+	return nil
 }
 
 // has reports whether r is live.

@@ -66,13 +66,7 @@ func (m *managedBackend) Alloc(size int64) (Region, error) {
 }
 
 func (m *managedBackend) Free(r Region) error {
-	if _, err := m.live.remove(m.name, r); err != nil {
-		return err
-	}
-	if err := m.ctx.MemFree(cuda.DevicePtr(r.Addr)); err != nil {
-		return fmt.Errorf("memory: %s: freeing %s at %#x: %w", m.name, FormatBytes(r.Size), r.Addr, err)
-	}
-	return nil
+	return m.live.memFree(m.ctx, m.name, r)
 }
 
 // Info reports the device's free and total memory: where managed pages

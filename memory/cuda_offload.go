@@ -83,13 +83,7 @@ func (o *offloadBackend) Alloc(size int64) (Region, error) {
 }
 
 func (o *offloadBackend) Free(r Region) error {
-	if _, err := o.live.remove(o.name, r); err != nil {
-		return err
-	}
-	if err := o.ctx.MemFree(cuda.DevicePtr(r.Addr)); err != nil {
-		return fmt.Errorf("memory: %s: freeing %s at %#x: %w", o.name, FormatBytes(r.Size), r.Addr, err)
-	}
-	return nil
+	return o.live.memFree(o.ctx, o.name, r)
 }
 
 // Info reports the tier's limit and what is left of it.
