@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // HostPageSize is the page of the host backend's virtual memory: the GPU's
@@ -99,7 +101,7 @@ func (h *hostVM) Map(addr uintptr, pages []Page) error {
 	if err != nil {
 		return err
 	}
-	if err := syscall.Mprotect(b, syscall.PROT_READ|syscall.PROT_WRITE); err != nil {
+	if err := unix.Mprotect(b, unix.PROT_READ|unix.PROT_WRITE); err != nil {
 		if errors.Is(err, syscall.ENOMEM) {
 			return fmt.Errorf("memory: %s: mapping %s: %w (%w)", h.name, FormatBytes(int64(len(b))), ErrOutOfMemory, err)
 		}
@@ -125,7 +127,7 @@ func (h *hostVM) Unmap(addr uintptr, pages []Page) error {
 	if err := madviseDontNeed(b); err != nil {
 		return fmt.Errorf("memory: %s: unmapping %s: %w", h.name, FormatBytes(int64(len(b))), err)
 	}
-	if err := syscall.Mprotect(b, syscall.PROT_NONE); err != nil {
+	if err := unix.Mprotect(b, unix.PROT_NONE); err != nil {
 		return fmt.Errorf("memory: %s: unmapping %s: %w", h.name, FormatBytes(int64(len(b))), err)
 	}
 	for _, p := range pages {
@@ -136,4 +138,6 @@ func (h *hostVM) Unmap(addr uintptr, pages []Page) error {
 
 func (h *hostVM) Sync() error { return nil }
 
-func madviseDontNeed(b []byte) error { return syscall.Madvise(b, syscall.MADV_DONTNEED) }
+// madviseDontNeed drops the pages' contents (x/sys's Madvise: package
+// syscall has none on darwin).
+func madviseDontNeed(b []byte) error { return unix.Madvise(b, unix.MADV_DONTNEED) }
