@@ -62,6 +62,20 @@ type Checkpointing struct {
 // results are the same at every level, bit for bit).
 var CheckpointLevels = []Checkpointing{{}, {Mode: CheckpointSelective}, {Mode: CheckpointBlocks, Every: 2}, {Mode: CheckpointBlocks, Every: 1}}
 
+// Raised returns the level of CheckpointLevels after c's and true, or c
+// and false when c is the last level or none of them (Every 0 and 1 are
+// the same: every block). A placement that finds a step too large raises
+// the model's checkpointing with it.
+func (c Checkpointing) Raised() (Checkpointing, bool) {
+	last := len(CheckpointLevels) - 1
+	for i, l := range CheckpointLevels[:last] {
+		if l.Mode == c.Mode && max(l.Every, 1) == max(c.Every, 1) {
+			return CheckpointLevels[i+1], true
+		}
+	}
+	return c, false
+}
+
 // String is "none", or the mode and, past 1, how often: "blocks every 2".
 func (c Checkpointing) String() string {
 	if c.Mode == CheckpointNone {

@@ -278,3 +278,21 @@ func TestCheckpointAutocast(t *testing.T) {
 		require.Equal(t, wantGrads, grads, name)
 	}
 }
+
+// Raised walks CheckpointLevels from none to every block, treating Every
+// 0 and 1 alike, and stops at the last level and at settings off the list.
+func TestCheckpointingRaised(t *testing.T) {
+	c, steps := nn.Checkpointing{Every: 1}, 0 // what train-gpt's -checkpoint auto starts with
+	for {
+		next, ok := c.Raised()
+		if !ok {
+			break
+		}
+		steps++
+		require.Equal(t, nn.CheckpointLevels[steps].String(), next.String())
+		c = next
+	}
+	require.Equal(t, len(nn.CheckpointLevels)-1, steps)
+	_, ok := nn.Checkpointing{Mode: nn.CheckpointBlocks, Every: 3}.Raised()
+	require.False(t, ok, "blocks every 3 is not a level")
+}

@@ -182,7 +182,6 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 	data := rand.New(rand.NewPCG(o.seed, 0xDA7A))
 	xs, ys := make([]int32, o.batch*cfg.Context), make([]int32, o.batch*cfg.Context)
 
-	level := 0
 	warmup := o.warmup
 	var optTime time.Duration
 	timing := false
@@ -235,9 +234,8 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 			if err == nil && (o.planEvery && lastPlan.Step <= warmup+o.steps || o.plan && lastPlan.Step == warmup) {
 				fmt.Fprintln(stderr, lastPlan.String())
 			}
-			if err == nil && auto && !timing && lastPlan.Excess > 0 && level+1 < len(nn.CheckpointLevels) {
-				level++
-				model.Checkpoint = nn.CheckpointLevels[level]
+			if next, ok := model.Checkpoint.Raised(); err == nil && auto && !timing && lastPlan.Excess > 0 && ok {
+				model.Checkpoint = next
 				fmt.Fprintf(stderr, "  step %d: the device demand passes the budget by %s after the scheduler's demotions: checkpointing raised to %s\n",
 					lastPlan.Step, memory.FormatBytes(lastPlan.Excess), model.Checkpoint.String())
 			}

@@ -5,7 +5,6 @@ import (
 	"os"
 
 	"github.com/strata-ml/strata/memory"
-	"github.com/strata-ml/strata/nn"
 	"github.com/strata-ml/strata/tensor"
 )
 
@@ -85,9 +84,8 @@ func (t *trainer) place(step int) error {
 	if t.showPlan && (p.Step == 2 || p.Demoted+p.Promoted > 0 && p.Step > 2) {
 		fmt.Fprint(os.Stderr, "\n"+p.String())
 	}
-	if t.ckptAuto && p.Excess > 0 && t.ckptLevel+1 < len(nn.CheckpointLevels) {
-		t.ckptLevel++
-		t.model.Checkpoint = nn.CheckpointLevels[t.ckptLevel]
+	if next, ok := t.model.Checkpoint.Raised(); t.ckptAuto && p.Excess > 0 && ok {
+		t.model.Checkpoint = next
 		fmt.Fprintf(os.Stderr, "\nstep %d: the device demand passes the budget by %s after the placement's demotions: checkpointing raised to %v\n",
 			step, memory.FormatBytes(p.Excess), t.model.Checkpoint)
 	}

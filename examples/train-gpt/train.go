@@ -44,12 +44,10 @@ type trainer struct {
 	skips, maxSkips int
 	// placer is the placement scheduler under -device-budget (nil
 	// without); showPlan prints its plans; ckptAuto raises the model's
-	// checkpointing through nn.CheckpointLevels, ckptLevel is where it is
-	// (placement.go).
-	placer    *memory.Scheduler
-	showPlan  bool
-	ckptAuto  bool
-	ckptLevel int
+	// checkpointing through nn.CheckpointLevels (placement.go).
+	placer   *memory.Scheduler
+	showPlan bool
+	ckptAuto bool
 }
 
 // newTrainer makes the model and optimizer for batches of o.batch rows of
