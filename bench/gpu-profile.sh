@@ -72,16 +72,7 @@ if has attn && [ -x .gpu/bench-attention ]; then
 fi
 
 if has torch && [ -f .gpu/torch_gpt.py ]; then
-  (cd .gpu && timeout 300 python3 - <<'PY') >> "$res" 2> "$L/torch.txt"
-import torch, torch_gpt as t
-torch.backends.cuda.matmul.allow_tf32 = False
-import os
-plan = [("gpt2", "fp16", False, False), ("gpt2", "bf16", False, False)]
-if os.environ.get("AMP_TORCH"):  # e.g. "gpt2:fp16:0:0 gpt2:fp16:0:1": config:mode:sdpa:ckpt
-    plan = [(n, m, sd == "1", ck == "1") for n, m, sd, ck in (r.split(":") for r in os.environ["AMP_TORCH"].split())]
-for name, mode, sdpa, ckpt in plan:
-    t.run(name, mode, sdpa, ckpt)
-PY
+  (cd .gpu && timeout 300 python3 ../bench/torch_rows.py --env AMP_TORCH gpt2:fp16:0:0 gpt2:bf16:0:0) >> "$res" 2> "$L/torch.txt"
   say "pytorch eager: exit $?"; tail -2 "$res"
   if [ -n "$NCU" ] && [ -z "${NO_TORCH_NCU:-}" ]; then
     cat > "$L/torch_one.py" <<'PY'

@@ -106,13 +106,7 @@ if has bench; then
     done
   fi
   if [ -f .gpu/torch_gpt.py ] && ! has notorch; then
-    (cd .gpu && OUT=$L timeout 300 python3 - <<'PY') >> "$res" 2> "$L/torch.txt"
-import torch, torch_gpt as t
-torch.backends.cuda.matmul.allow_tf32 = False
-torch.backends.cudnn.allow_tf32 = False
-for name, sdpa in (("char", False), ("char", True), ("gpt2", False), ("gpt2", True)):
-    t.run(name, "fp32", sdpa)
-PY
+    (cd .gpu && OUT=$L timeout 300 python3 ../bench/torch_rows.py char:fp32:0:0 char:fp32:1:0 gpt2:fp32:0:0 gpt2:fp32:1:0) >> "$res" 2> "$L/torch.txt"
     say "pytorch: exit $?"; tail -3 "$L/torch.txt"
   fi
   cat "$res"
@@ -142,19 +136,8 @@ if has amp; then
     grep -A30 'kernel profile' "$L/profile-gpt2-fp16.txt" | head -32
   fi
   if [ -f .gpu/torch_gpt.py ] && ! has notorch; then
-    (cd .gpu && timeout 420 python3 - <<'PY') >> "$res" 2> "$L/torch-amp.txt"
-import torch, torch_gpt as t
-torch.backends.cuda.matmul.allow_tf32 = False
-torch.backends.cudnn.allow_tf32 = False
-import os
-plan = [("gpt2", "fp32", False, False), ("gpt2", "fp16", False, False), ("gpt2", "fp16", True, False),
-        ("gpt2", "bf16", False, False), ("gpt2", "bf16", True, False), ("gpt2", "fp16", False, True),
-        ("char", "fp16", False, False), ("char", "bf16", False, False)]
-if os.environ.get("AMP_TORCH"):  # e.g. "gpt2:fp16:0:0 gpt2:fp16:1:1": config:mode:sdpa:ckpt
-    plan = [(n, m, sd == "1", ck == "1") for n, m, sd, ck in (r.split(":") for r in os.environ["AMP_TORCH"].split())]
-for name, mode, sdpa, ckpt in plan:
-    t.run(name, mode, sdpa, ckpt)
-PY
+    (cd .gpu && timeout 420 python3 ../bench/torch_rows.py --env AMP_TORCH gpt2:fp32:0:0 gpt2:fp16:0:0 gpt2:fp16:1:0 \
+      gpt2:bf16:0:0 gpt2:bf16:1:0 gpt2:fp16:0:1 char:fp16:0:0 char:bf16:0:0) >> "$res" 2> "$L/torch-amp.txt"
     say "pytorch amp: exit $?"; tail -3 "$L/torch-amp.txt"
   fi
 fi
@@ -173,13 +156,7 @@ if has fused; then
     say "train bench gpt2 fp16 fused checkpoint=$ck: exit $?"; grep -A2 '^| config' "$L/bench-gpt2-fp16-fused-$ck.txt" | tail -1
   done
   if [ -f .gpu/torch_gpt.py ] && ! has notorch && ! has notorchfused; then
-    (cd .gpu && timeout 200 python3 - <<'PY') >> "$res" 2> "$L/torch-fused.txt"
-import torch, torch_gpt as t
-torch.backends.cuda.matmul.allow_tf32 = False
-torch.backends.cudnn.allow_tf32 = False
-for name, mode, sdpa, ckpt in (("gpt2", "fp16", True, False), ("gpt2", "fp16", True, True), ("gpt2", "bf16", True, False)):
-    t.run(name, mode, sdpa, ckpt)
-PY
+    (cd .gpu && timeout 200 python3 ../bench/torch_rows.py gpt2:fp16:1:0 gpt2:fp16:1:1 gpt2:bf16:1:0) >> "$res" 2> "$L/torch-fused.txt"
     say "pytorch sdpa: exit $?"; grep -h '"sdpa": true' "$res" | tail -3 | tee -a "$OUT/summary.txt"
   fi
 fi
