@@ -110,8 +110,21 @@ func LinearCrossEntropy(h, w *Var, targets *tensor.Tensor, chunkRows int) *Var {
 		r := min(chunkRows, N-start)
 		hc, tc := h2.Narrow(0, start, r), t1.Narrow(0, start, r)
 		logits := ps.mm(hc, wv, false, true, 1) // (r, Vp), float32
-		losses, n := tensor.CrossEntropyPadded(logits, V, tc, IgnoreIndex)
-		count += n
+		var losses, dl *tensor.Tensor
+		if grad {
+			if ones == nil {
+				c.WithRole(gradRole, func() { ones = c.Full(logits.Device(), logits.DType(), 1, chunkRows) })
+			}
+			one := ones.Narrow(0, 0, r)
+			// The loss and softmax - onehot (0 in the padding) in one
+			// pass, the latter in the products' dtype.
+			losses, dl = tensor.CrossEntropyFused(logits, V, tc, one, IgnoreIndex, ps.dtype(logits))
+			one.Release()
+		} else {
+			var n int
+			losses, n = tensor.CrossEntropyPadded(logits, V, tc, IgnoreIndex)
+			count += n
+		}
 		s := tensor.Sum(losses, false)
 		losses.Release()
 		if total == nil {
@@ -121,12 +134,6 @@ func LinearCrossEntropy(h, w *Var, targets *tensor.Tensor, chunkRows int) *Var {
 			s.Release()
 		}
 		if grad {
-			if ones == nil {
-				c.WithRole(gradRole, func() { ones = c.Full(logits.Device(), logits.DType(), 1, chunkRows) })
-			}
-			one := ones.Narrow(0, 0, r)
-			dl := tensor.CrossEntropyPaddedBackward(logits, V, tc, one, IgnoreIndex) // softmax - onehot, 0 in the padding
-			one.Release()
 			logits.Release()
 			logits = nil
 			if needs(h) {
@@ -158,6 +165,11 @@ func LinearCrossEntropy(h, w *Var, targets *tensor.Tensor, chunkRows int) *Var {
 		ps.drop(hc)
 		hc.Release()
 		tc.Release()
+	}
+	if grad {
+		// One count and one wait for all the chunks; a bad target the
+		// fused kernels met fails here.
+		count = tensor.CountTargets(t1, IgnoreIndex)
 	}
 	scale := meanScale(count)
 	out := tensor.Scale(total, scale)

@@ -87,6 +87,15 @@ func (ps *products) drop(x *tensor.Tensor) {
 	}
 }
 
+// dtype is the dtype in which the products take x: the region's under
+// autocast for float32 x, else x's own.
+func (ps *products) dtype(x *tensor.Tensor) tensor.DType {
+	if ps.p.st.Enabled && x.DType() == tensor.Float32 {
+		return ps.p.st.DType
+	}
+	return x.DType()
+}
+
 // release frees the low-precision copies.
 func (ps *products) release() {
 	for _, l := range ps.low {

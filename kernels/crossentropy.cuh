@@ -55,6 +55,126 @@ __device__ void cross_entropy_backward(T* dlogits, const T* logits, const int* t
   }
 }
 
+// ce_out converts a gradient value to the output type of the fused kernel
+// (the products' dtype): as the cast kernels round (cast.cuh).
+__device__ __forceinline__ void ce_store(float* p, float v) { *p = v; }
+__device__ __forceinline__ void ce_store(double* p, double v) { *p = v; }
+__device__ __forceinline__ void ce_store(F16* p, float v) { *p = narrow_f16(v); }
+__device__ __forceinline__ void ce_store(BF16* p, float v) { *p = narrow_bf16(v); }
+
+// CeMaxSum is one thread's share of a row's online max and sum of exp:
+// s is the sum of exp(x - m) over the elements seen, in double. An
+// element of -Inf adds nothing; NaN makes s NaN (as row_max_sumexp does).
+template <typename T>
+struct CeMaxSum {
+  T m = (T)-INFINITY;
+  double s = 0;
+  __device__ __forceinline__ void add(T v) {
+    if (v > m) {
+      s = (m == (T)-INFINITY ? 0.0 : s * exp((double)m - (double)v)) + 1.0;
+      m = v;
+    } else if (!(v == (T)-INFINITY)) {
+      s += (double)exp_t(v - m);
+    }
+  }
+};
+
+// ce_row_max_sumexp is row_max_sumexp in one read of the row: each thread
+// keeps an online max and sum (float4 loads where the row allows), then
+// the group combines them, rescaling each thread's sum to the row's max.
+template <typename T, bool WARP>
+__device__ __forceinline__ double ce_row_max_sumexp(const RowGroup<WARP>& g, const T* x, i64 n, bool vec, T* m) {
+  CeMaxSum<T> a;
+  i64 c0 = 0;
+  if (sizeof(T) == 4 && vec) {
+    const i64 n4 = n / 4;
+    for (i64 i = g.rank; i < n4; i += g.size) {
+      const Pack<T, 4> p = load_pack<T, 4>(x + 4 * i);
+      a.add(p.v[0]), a.add(p.v[1]), a.add(p.v[2]), a.add(p.v[3]);
+    }
+    c0 = 4 * n4;
+  }
+  for (i64 c = c0 + g.rank; c < n; c += g.size) a.add(x[c]);
+  const T mx = g.max(a.m, shared_scratch<T>());
+  double part = a.s;  // 0 or NaN when the thread saw no finite maximum
+  if (a.m != (T)-INFINITY && mx != (T)-INFINITY) part = a.s * exp((double)a.m - (double)mx);
+  *m = mx;
+  return g.sum(part, shared_scratch<double>());
+}
+
+// cross_entropy_fused is cross_entropy and cross_entropy_backward in one
+// pass over the logits: each row's loss, and its gradient (softmax -
+// onehot) * dloss[row] written as D, the dtype of the products that take
+// it (float16 or bfloat16 under autocast, rounded as Cast rounds), so
+// that a language model's head reads its float32 logits twice (once for
+// the row's max and sum, once for the gradient) and never writes float32
+// gradients. A bad target is reported as the forward reports it (the
+// caller's next synchronization raises it); its row gets loss 0 and
+// gradient 0, like the padding columns [cols, ld).
+template <typename T, typename D, bool WARP>
+__device__ void cross_entropy_fused(T* loss, D* dlogits, const T* logits, const int* targets, const T* dloss, i64 rows,
+                                    i64 cols, i64 ld, int ignore, unsigned int* claim, Status* st) {
+  RowGroup<WARP> g;
+  const bool vec = ld % 4 == 0 && aligned_for<T, 4>(logits) && aligned_for<D, 4>(dlogits);
+  for (i64 r = g.row; r < rows; r += g.rowStride) {
+    const int t = targets[r];
+    D* d = dlogits + r * ld;
+    for (i64 c = cols + g.rank; c < ld; c += g.size) ce_store(d + c, (T)0);
+    if (t == ignore || t < 0 || t >= cols) {
+      if (g.rank == 0) {
+        if (t != ignore) report(claim, st, STATUS_CE_TARGET, r, t, cols);
+        loss[r] = (T)0;
+      }
+      for (i64 c = g.rank; c < cols; c += g.size) ce_store(d + c, (T)0);
+      continue;
+    }
+    const T* x = logits + r * ld;
+    T m;
+    const double s = ce_row_max_sumexp(g, x, cols, vec, &m);
+    if (g.rank == 0) loss[r] = (T)((double)m + log(s) - (double)x[t]);
+    const double gl = (double)dloss[r];
+    const T scale = (T)(gl / s), gt = (T)gl;
+    i64 c0 = 0;
+    if (sizeof(T) == 4 && vec) {
+      const i64 n4 = cols / 4;
+      for (i64 i = g.rank; i < n4; i += g.size) {
+        const Pack<T, 4> p = load_pack<T, 4>(x + 4 * i);
+        Pack<D, 4> o;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+          T v = exp_t(p.v[j] - m) * scale;
+          if (4 * i + j == t) v -= gt;
+          ce_store(&o.v[j], v);
+        }
+        store_pack<D, 4>(d + 4 * i, o);
+      }
+      c0 = 4 * n4;
+    }
+    for (i64 c = c0 + g.rank; c < cols; c += g.size) {
+      T v = exp_t(x[c] - m) * scale;
+      if (c == t) v -= gt;
+      ce_store(d + c, v);
+    }
+  }
+}
+
+#define CE_FUSED_KERNELS(sfx, T, dsfx, D)                                                                   \
+  extern "C" __global__ void __launch_bounds__(256) cross_entropy_fused_warp_##sfx##_##dsfx(               \
+      T* loss, D* dlogits, const T* logits, const int* targets, const T* dloss, i64 rows, i64 cols, i64 ld, \
+      int ignore, unsigned int* claim, Status* st) {                                                        \
+    cross_entropy_fused<T, D, true>(loss, dlogits, logits, targets, dloss, rows, cols, ld, ignore, claim, st); \
+  }                                                                                                         \
+  extern "C" __global__ void __launch_bounds__(512) cross_entropy_fused_block_##sfx##_##dsfx(              \
+      T* loss, D* dlogits, const T* logits, const int* targets, const T* dloss, i64 rows, i64 cols, i64 ld, \
+      int ignore, unsigned int* claim, Status* st) {                                                        \
+    cross_entropy_fused<T, D, false>(loss, dlogits, logits, targets, dloss, rows, cols, ld, ignore, claim, st); \
+  }
+
+CE_FUSED_KERNELS(f32, float, f32, float)
+CE_FUSED_KERNELS(f32, float, f16, F16)
+CE_FUSED_KERNELS(f32, float, bf16, BF16)
+CE_FUSED_KERNELS(f64, double, f64, double)
+
 #define CE_KERNELS(sfx, T)                                                                                  \
   extern "C" __global__ void __launch_bounds__(256)                                                         \
       cross_entropy_warp_##sfx(T* loss, const T* logits, const int* targets, i64 rows, i64 cols, i64 ld, int ignore, \

@@ -54,6 +54,15 @@ type backend interface {
 	scatterAdd(dtable, dout, ids *Tensor, dim, rows int) error
 	crossEntropy(loss, logits, targets *Tensor, rows, cols, ld int, ignore int32) (int, error)
 	crossEntropyBackward(dlogits, logits, targets, dloss *Tensor, rows, cols, ld int, ignore int32)
+	// crossEntropyFused is crossEntropy's loss and crossEntropyBackward's
+	// gradient at once, the gradient in dlogits' dtype (that of the
+	// logits, or float16 or bfloat16 for float32 logits); it counts
+	// nothing and reports bad targets as crossEntropyBackward does.
+	crossEntropyFused(loss, dlogits, logits, targets, dloss *Tensor, rows, cols, ld int, ignore int32)
+	// countTargets counts the rows whose target is not ignore. A GPU
+	// waits for the device, and returns the bad target an earlier
+	// cross-entropy kernel reported as the error.
+	countTargets(targets *Tensor, rows int, ignore int32) (int, error)
 	dropout(dst, src *Tensor, p float64, seed, offset uint64)
 	adamw(p, g, m, v *Tensor, lr, beta1, beta2, eps, wd float64, step int)
 	sgd(p, g, buf *Tensor, lr, momentum, wd float64, nesterov bool)

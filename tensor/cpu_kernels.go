@@ -338,6 +338,34 @@ func (cpuBackend) crossEntropyBackward(dlogits, logits, targets, dloss *Tensor, 
 		})
 }
 
+// crossEntropyFused is crossEntropy then crossEntropyBackward, the
+// gradient cast to dlogits' dtype through a temporary in the logits'.
+func (c cpuBackend) crossEntropyFused(loss, dlogits, logits, targets, dloss *Tensor, rows, cols, ld int, ignore int32) {
+	op := "CrossEntropyFused"
+	if _, err := c.crossEntropy(loss, logits, targets, rows, cols, ld, ignore); err != nil {
+		fail(op, ErrArgument, "%v", err)
+	}
+	g := dlogits
+	if g.dtype != logits.dtype {
+		g = mustNew(op, ctxOf(op, logits), logits.dev, logits.dtype, logits.shape)
+		defer g.Release()
+	}
+	c.crossEntropyBackward(g, logits, targets, dloss, rows, cols, ld, ignore)
+	if g != dlogits {
+		c.cast(dlogits, g)
+	}
+}
+
+func (cpuBackend) countTargets(targets *Tensor, rows int, ignore int32) (int, error) {
+	n := 0
+	for _, t := range i32(targets)[:rows] {
+		if t != ignore {
+			n++
+		}
+	}
+	return n, nil
+}
+
 func (cpuBackend) dropout(dst, src *Tensor, p float64, seed, offset uint64) {
 	onFloat("Dropout", dst.dtype,
 		func() { cpukern.Dropout(f32(dst), f32(src), p, seed, offset) },

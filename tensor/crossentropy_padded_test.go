@@ -73,3 +73,63 @@ func TestCrossEntropyPaddedRejectsBadClassCounts(t *testing.T) {
 	})
 	require.ErrorIs(t, err, tensor.ErrShape)
 }
+
+// The fused cross-entropy's float16 and bfloat16 gradients are the
+// float32 gradient rounded: on the CPU exactly Cast's rounding of it, on
+// a GPU within one unit in the last place of the half type (its float32
+// sum may differ from the CPU's in the last bits).
+func TestCrossEntropyFusedHalfGradient(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	const rows, classes, ld = 7, 50257, 50304
+	v := make([]float64, rows*classes)
+	for i := range v {
+		v[i] = 4 * rng.NormFloat64()
+	}
+	tg := make([]int32, rows)
+	for i := range tg {
+		tg[i] = int32(rng.IntN(classes))
+	}
+	tg[3] = -100
+	cpu := tensor.CPU()
+	onDevices(t, func(t *testing.T, dev tensor.Device) {
+		logits := tensor.Concat(1, tensor.FromFloat64s(dev, v, rows, classes).To(tensor.Float32), tensor.Full(dev, tensor.Float32, 7, rows, ld-classes))
+		targets := tensor.FromInt32s(dev, tg, rows)
+		dloss := tensor.Full(dev, tensor.Float32, 0.5, rows)
+		ref := tensor.CrossEntropyPaddedBackward(logits.ToDevice(cpu), classes, targets.ToDevice(cpu), dloss.ToDevice(cpu), -100)
+		for _, half := range []tensor.DType{tensor.Float16, tensor.BFloat16} {
+			_, d := tensor.CrossEntropyFused(logits, classes, targets, dloss, -100, half)
+			require.Equal(t, half, d.DType())
+			got, want := d.ToDevice(cpu).Float64s(), ref.To(half).Float64s()
+			ulp := map[tensor.DType]float64{tensor.Float16: 0x1p-10, tensor.BFloat16: 0x1p-7}[half]
+			for i := range want {
+				if dev == cpu {
+					require.Equal(t, want[i], got[i], "%v %v element %d", dev, half, i)
+				} else if math.Abs(got[i]-want[i]) > ulp*math.Abs(want[i])+1e-7 {
+					t.Fatalf("%v %v element %d: %g, want %g within one ulp", dev, half, i, got[i], want[i])
+				}
+			}
+			for c := classes; c < ld; c++ {
+				require.Zero(t, got[c], "padding")
+			}
+		}
+	})
+}
+
+func TestCrossEntropyFusedRejects(t *testing.T) {
+	cpu := tensor.CPU()
+	logits := tensor.Zeros(cpu, tensor.Float32, 2, 8)
+	targets := tensor.FromInt32s(cpu, []int32{0, 5}, 2)
+	ones := tensor.Ones(cpu, tensor.Float32, 2)
+	err := tensor.Try(func() { tensor.CrossEntropyFused(logits, 4, targets, ones, -100, tensor.Float32) })
+	require.ErrorIs(t, err, tensor.ErrArgument)
+	require.ErrorContains(t, err, "target of row 1 is 5")
+	err = tensor.Try(func() { tensor.CrossEntropyFused(logits, 8, targets, ones, -100, tensor.Float64) })
+	require.ErrorIs(t, err, tensor.ErrDType)
+	err = tensor.Try(func() {
+		tensor.CrossEntropyFused(logits.To(tensor.Float64), 8, targets, ones.To(tensor.Float64), -100, tensor.BFloat16)
+	})
+	require.ErrorIs(t, err, tensor.ErrDType)
+	err = tensor.Try(func() { tensor.CrossEntropyFused(logits, 8, targets, tensor.Ones(cpu, tensor.Float32, 3), -100, tensor.Float32) })
+	require.ErrorIs(t, err, tensor.ErrShape)
+	require.Equal(t, 1, tensor.CountTargets(tensor.FromInt32s(cpu, []int32{-100, 3, -100}, 3), -100))
+}

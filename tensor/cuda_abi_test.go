@@ -325,6 +325,16 @@ func driveBackend(t *testing.T, d *cudaDevice, b cudaBackend, dt DType) {
 	_, err = b.crossEntropy(n(2), v, ids(2), 2, 2000, 2000, -100)
 	require.NoError(t, err)
 	b.crossEntropyBackward(v, v, ids(2), n(2), 2, 2000, 2000, -100)
+	grads := []DType{dt}
+	if dt == Float32 {
+		grads = append(grads, Float16, BFloat16)
+	}
+	for _, g := range grads {
+		b.crossEntropyFused(n(4), mustNew("t", nil, d, g, []int{4, 6}), x, ids(4), n(4), 4, 6, 6, -100)
+		b.crossEntropyFused(n(2), mustNew("t", nil, d, g, []int{2, 2000}), v, ids(2), n(2), 2, 2000, 2000, -100)
+	}
+	_, err = b.countTargets(ids(4), 4, -100)
+	require.NoError(t, err)
 
 	b.dropout(y, x, 0.5, 1, 3)
 	b.dropout(y, x, 0, 1, 3)

@@ -83,6 +83,8 @@ type cudaKernels struct {
 	scatterRuns                             [2]*cuda.Function
 
 	crossEntropy, crossEntropyBackward [2][2]*cuda.Function // [warp/block][dtype]
+	// [warp/block][logits→gradient: f32→f32, f32→f16, f32→bf16, f64→f64]
+	crossEntropyFused [2][4]*cuda.Function
 
 	dropout, adamw, sgd [2]*cuda.Function
 	gemmF64             *cuda.Function
@@ -105,6 +107,11 @@ func (k *cudaKernels) bindings() map[string]**cuda.Function {
 		"copy_strided_b16_i64": &k.copyWide[kIdx64],
 	}
 	k.attention.bind(m)
+	for g, shape := range [2]string{"warp", "block"} {
+		for i, sfx := range ceFusedSuffix {
+			m["cross_entropy_fused_"+shape+"_"+sfx] = &k.crossEntropyFused[g][i]
+		}
+	}
 	for s, sfx := range sizeSuffix {
 		m["fill_u"+[3]string{"16", "32", "64"}[s]] = &k.fill[s]
 		m["copy_strided_"+sfx+"_i32"] = &k.copyStrided[s][kIdx32]

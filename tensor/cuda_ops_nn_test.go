@@ -78,6 +78,10 @@ func testOpsNN(t *testing.T) {
 		ceCase("CrossEntropy/vocab", 4, 50257),
 		cePaddedCase("CrossEntropyPadded/small", 6, 11, 16),
 		cePaddedCase("CrossEntropyPadded/vocab", 4, 50257, 50304),
+		ceFusedCase("CrossEntropyFused/small", 6, 11, 16),
+		ceFusedCase("CrossEntropyFused/unpadded", 9, 13, 13),
+		ceFusedCase("CrossEntropyFused/vocab", 5, 50257, 50304),
+		ceFusedCase("CrossEntropyFused/vocab-unaligned", 3, 50257, 50257),
 		{name: "AdamW", tol: 1e-5, run: func(e *env) []*tensor.Tensor {
 			p := e.randn(1000)
 			m, v := tensor.Zeros(e.dev, e.dt, 1000), tensor.Zeros(e.dev, e.dt, 1000)
@@ -130,6 +134,32 @@ func cePaddedCase(name string, rows, classes, ld int) opCase {
 		return []*tensor.Tensor{loss, want, tensor.Scalar(tensor.CPU(), tensor.Float64, float64(n)), dlogits,
 			dlogits.Narrow(1, 0, classes).Contiguous(), wantD, dlogits.Narrow(1, classes, ld-classes).Contiguous()}
 	}}
+}
+
+// ceFusedCase: the fused cross-entropy against the padded forward and
+// backward it replaces, and the count of its targets (half-precision
+// gradients: TestCrossEntropyFusedHalfGradient).
+func ceFusedCase(name string, rows, classes, ld int) opCase {
+	return opCase{name: name, tol: 1e-5, run: func(e *env) []*tensor.Tensor {
+		logits := ceLogits(e.dev, e.dt, e.randn(rows, classes), ld)
+		targets := ceTargets(e, rows, classes)
+		dloss := e.randn(rows)
+		loss, dlogits := tensor.CrossEntropyFused(logits, classes, targets, dloss, -100, e.dt)
+		want, n := tensor.CrossEntropyPadded(logits, classes, targets, -100)
+		wantD := tensor.CrossEntropyPaddedBackward(logits, classes, targets, dloss, -100)
+		return []*tensor.Tensor{loss, want, dlogits, wantD,
+			tensor.Scalar(tensor.CPU(), tensor.Float64, float64(tensor.CountTargets(targets, -100)-n))}
+	}}
+}
+
+// ceLogits scales x by 3 and pads its rows to ld columns of 1e30.
+func ceLogits(dev tensor.Device, dt tensor.DType, x *tensor.Tensor, ld int) *tensor.Tensor {
+	x = tensor.Scale(x, 3)
+	rows, classes := x.Shape()[0], x.Shape()[1]
+	if ld == classes {
+		return x
+	}
+	return tensor.Concat(1, x, tensor.Full(dev, dt, 1e30, rows, ld-classes))
 }
 
 // ceTargets draws rows targets among classes, every third the ignore

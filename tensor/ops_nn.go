@@ -321,6 +321,56 @@ func crossEntropyBackward(op string, logits *Tensor, classes int, targets, dloss
 	return out
 }
 
+// CrossEntropyFused is CrossEntropyPadded and CrossEntropyPaddedBackward
+// of the same logits at once (classes -1: every column): the loss of each
+// row, and the gradient (softmax - onehot) * dloss[row] in dtype grad,
+// zero in the padding columns. grad is the logits' dtype, or float16 or
+// bfloat16 for float32 logits: the dtype of the products that take the
+// gradient next (under autocast), rounded as Cast rounds, so that no
+// float32 gradient is written and cast. On a GPU it is one kernel that
+// reads each row twice, and it does not wait for the device: it does not
+// count the rows (CountTargets does, once for many calls), and a target
+// out of range is raised at the next synchronization (on the CPU at
+// once), its row's loss and gradient zero.
+func CrossEntropyFused(logits *Tensor, classes int, targets, dloss *Tensor, ignore int32, grad DType) (loss, dlogits *Tensor) {
+	op := "CrossEntropyFused"
+	sameDevice(op, logits, targets, dloss)
+	sameFloat(op, logits, dloss)
+	indices(op, "targets", targets)
+	if logits.Rank() != 2 || targets.Numel() != logits.shape[0] || dloss.Numel() != logits.shape[0] {
+		fail(op, ErrShape, "logits %v, targets %v, dloss %v: want (N, C), N targets and N gradients", logits.shape, targets.shape, dloss.shape)
+	}
+	if !(grad == logits.dtype || (logits.dtype == Float32 && (grad == Float16 || grad == BFloat16))) {
+		fail(op, ErrDType, "a %v gradient of %v logits: want the logits' dtype, or float16 or bfloat16 for float32 logits", grad, logits.dtype)
+	}
+	ld := logits.shape[1]
+	classes = paddedClasses(op, classes, ld)
+	cs, release := contigAll(logits, targets, dloss)
+	defer release()
+	ctx := ctxOf(op, logits, targets, dloss)
+	loss = mustNew(op, ctx, logits.dev, logits.dtype, []int{logits.shape[0]})
+	dlogits = mustNew(op, ctx, logits.dev, grad, logits.shape)
+	logits.dev.backend().crossEntropyFused(loss, dlogits, cs[0], cs[1], cs[2], logits.shape[0], classes, ld, ignore)
+	return loss, dlogits
+}
+
+// CountTargets returns how many of targets (Int32, any shape) are not
+// ignore: the divisor of a mean cross-entropy. On a GPU it waits for the
+// device, and a target out of range that CrossEntropyFused or
+// CrossEntropyPaddedBackward met since the last synchronization fails it
+// (ErrArgument), as CrossEntropy fails.
+func CountTargets(targets *Tensor, ignore int32) int {
+	op := "CountTargets"
+	indices(op, "targets", targets)
+	c, release := contigAll(targets)
+	defer release()
+	n, err := targets.dev.backend().countTargets(c[0], targets.Numel(), ignore)
+	if err != nil {
+		fail(op, ErrArgument, "%v", err)
+	}
+	return n
+}
+
 // Dropout zeroes each element with probability p and scales the rest by
 // 1/(1-p). The mask is a pure function of (seed, offset, index), so the
 // same call on the output gradient is the backward, and a recomputation
