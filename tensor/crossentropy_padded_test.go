@@ -129,7 +129,9 @@ func TestCrossEntropyFusedRejects(t *testing.T) {
 		tensor.CrossEntropyFused(logits.To(tensor.Float64), 8, targets, ones.To(tensor.Float64), -100, tensor.BFloat16)
 	})
 	require.ErrorIs(t, err, tensor.ErrDType)
-	err = tensor.Try(func() { tensor.CrossEntropyFused(logits, 8, targets, tensor.Ones(cpu, tensor.Float32, 3), -100, tensor.Float32) })
+	err = tensor.Try(func() {
+		tensor.CrossEntropyFused(logits, 8, targets, tensor.Ones(cpu, tensor.Float32, 3), -100, tensor.Float32)
+	})
 	require.ErrorIs(t, err, tensor.ErrShape)
 	require.Equal(t, 1, tensor.CountTargets(tensor.FromInt32s(cpu, []int32{-100, 3, -100}, 3), -100))
 }
