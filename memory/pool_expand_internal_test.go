@@ -15,67 +15,74 @@ import (
 )
 
 // checkExpandable verifies the invariants of a pool's expandable segments:
-// blocks tile each segment in address order; free blocks are coalesced
-// and every page they touch is mapped and not stale; holes are
-// page-aligned with nothing mapped; stale blocks are page-aligned with
-// every page lent; live and pending blocks sit on mapped pages; each page
-// is in use (mapped and not stale) at exactly one place; the mapped and
-// stale byte counts and the reserved statistic agree with the pages.
+// blocks tile each segment in address order; free blocks are coalesced;
+// holes are page-aligned with nothing mapped; free, live, pending and
+// stale blocks sit on mapped pages; no two places own the same byte of a
+// physical page (a page may be mapped at several places, each owning the
+// bytes of its free, live and pending blocks on it: live blocks never
+// overlap physically); each mapped physical page is counted at exactly
+// one place, which owns some of its bytes; the stale (uncounted) and
+// mapped (counted) byte counts and the reserved statistic agree with the
+// pages.
 func checkExpandable(t testing.TB, p *Pool) {
 	t.Helper()
-	inUse := map[Page]string{}
+	counted := map[Page]string{}
+	mappedAnywhere := map[Page]bool{}
+	owned := map[Page][][2]int64{} // byte ranges of each physical page owned somewhere
+	where := map[Page][]string{}
 	var mapped, stale int64
+	g := p.page
 	for seg := p.segs; seg != nil; seg = seg.next {
 		if seg.x == nil {
 			continue
 		}
 		base := seg.region.Addr
-		isStale := func(i int) bool { return i < len(seg.x.stale) && seg.x.stale[i] }
-		page := func(i int) Page {
-			if i < len(seg.x.pages) {
+		page := func(i int64) Page {
+			if i < int64(len(seg.x.pages)) {
 				return seg.x.pages[i]
 			}
 			return 0
 		}
+		ownsSome := map[int64]bool{}
 		var pos int64
 		var segMapped int64
 		var prev *Block
 		for b := seg.first; b != nil; b = b.next {
-			where := fmt.Sprintf("segment %#x, block at +%d (%d bytes, state %d)", base, pos, b.size, b.state)
+			at := fmt.Sprintf("segment %#x, block at +%d (%d bytes, state %d)", base, pos, b.size, b.state)
 			if b.addr != base+uintptr(pos) || b.prev != prev || b.seg != seg {
-				require.Fail(t, "blocks do not tile the segment", where)
+				require.Fail(t, "blocks do not tile the segment", at)
 			}
-			lo, hi := int(pos/p.page), int((pos+b.size+p.page-1)/p.page)
-			switch b.state {
-			case blockHole, blockStale:
-				require.Zero(t, pos%p.page, where)
-				require.Zero(t, b.size%p.page, where)
-				if prev != nil && prev.state == b.state {
-					require.Fail(t, "not merged with its neighbour", where)
-				}
-				for i := lo; i < hi; i++ {
-					if b.state == blockHole {
-						if i >= len(seg.x.pages) {
-							break // nothing was ever mapped beyond
-						}
-						if page(i) != 0 {
-							require.Zero(t, page(i), "%s: page %d of a hole is mapped", where, i)
-						}
-					} else {
-						if page(i) == 0 || !isStale(i) {
-							require.Fail(t, "a stale block's page is unmapped or not stale", "%s: page %d", where, i)
-						}
-						stale += p.page
+			if prev != nil && prev.state == b.state && b.state != blockLive && b.state != blockPending {
+				require.Fail(t, "not merged with its neighbour", at)
+			}
+			lo, hi := pos/g, (pos+b.size+g-1)/g
+			if b.state == blockHole {
+				require.Zero(t, pos%g, at)
+				require.Zero(t, b.size%g, at)
+				for i := lo; i < hi && i < int64(len(seg.x.pages)); i++ {
+					if page(i) != 0 {
+						require.Zero(t, page(i), "%s: page %d of a hole is mapped", at, i)
 					}
 				}
-			default:
-				if b.state == blockFree && prev != nil && prev.state == blockFree {
-					require.Fail(t, "free next to free", where)
-				}
+			} else {
 				for i := lo; i < hi; i++ {
-					if page(i) == 0 || isStale(i) {
-						require.Fail(t, "a block's page is unmapped or stale", "%s: page %d", where, i)
+					pg := page(i)
+					if pg == 0 {
+						require.Fail(t, "a block's page is unmapped", "%s: page %d", at, i)
 					}
+					if b.state == blockStale {
+						continue
+					}
+					ownsSome[i] = true
+					l, h := max(pos, i*g)-i*g, min(pos+b.size, (i+1)*g)-i*g
+					for _, r := range owned[pg] {
+						if l < r[1] && r[0] < h {
+							require.Fail(t, "two places own the same bytes of a physical page",
+								"%s: bytes [%d, %d) of page %d, owned by %v", at, l, h, pg, where[pg])
+						}
+					}
+					owned[pg] = append(owned[pg], [2]int64{l, h})
+					where[pg] = append(where[pg], fmt.Sprintf("%#x+%d", base, pos))
 				}
 			}
 			pos += b.size
@@ -83,18 +90,31 @@ func checkExpandable(t testing.TB, p *Pool) {
 		}
 		require.Equal(t, seg.region.Size, pos, "blocks tile the segment")
 		for i, pg := range seg.x.pages {
-			if pg == 0 || isStale(i) {
+			if pg == 0 {
 				continue
 			}
-			where := fmt.Sprintf("segment %#x page %d", base, i)
-			if other, dup := inUse[pg]; dup {
-				require.Fail(t, "a page in use twice", "%s: page %d also in use at %s", where, pg, other)
+			mappedAnywhere[pg] = true
+			if i < len(seg.x.stale) && seg.x.stale[i] {
+				stale += g
+				continue
 			}
-			inUse[pg] = where
-			segMapped += p.page
+			at := fmt.Sprintf("segment %#x page %d", base, i)
+			if other, dup := counted[pg]; dup {
+				require.Fail(t, "a page counted twice", "%s: page %d also counted at %s", at, pg, other)
+			}
+			if !ownsSome[int64(i)] {
+				require.Fail(t, "a page counted where it owns no bytes", at)
+			}
+			counted[pg] = at
+			segMapped += g
 		}
 		require.Equal(t, segMapped, seg.mapped, "segment %#x: mapped bytes", base)
 		mapped += segMapped
+	}
+	for pg := range mappedAnywhere {
+		if _, ok := counted[pg]; !ok {
+			require.Fail(t, "a mapped page counted nowhere", "page %d", pg)
+		}
 	}
 	require.Equal(t, stale, p.staleBytes, "stale bytes")
 	var classic int64
@@ -103,7 +123,7 @@ func checkExpandable(t testing.TB, p *Pool) {
 			classic += seg.region.Size
 		}
 	}
-	require.Equal(t, mapped+classic, p.sinks.own.Reserved.Current, "reserved = pages in use + classic segments")
+	require.Equal(t, mapped+classic, p.sinks.own.Reserved.Current, "reserved = pages counted + classic segments")
 }
 
 // TestExpandableInvariantsRandom runs random allocations and frees (and
@@ -223,5 +243,58 @@ func TestExpandableTraceInvariants(t *testing.T) {
 			require.NoError(t, p.Free(b))
 		}
 		require.NoError(t, p.Close(), name)
+	}
+}
+
+// TestExpandableScaledTraces replays PyTorch's traces with every size
+// scaled (bench-alloc -scale: models of other sizes with the same
+// pattern) through expandable pools, checking the invariants now and
+// then, and bounds reserved/requested. The goal is 1.02 at every scale;
+// the fp16 trace with checkpointing is not there below scale 1 (partial
+// pages at the edges of free runs), so its small scales are held to what
+// the pool reaches today (2026-12-02), as a guard against regressions.
+func TestExpandableScaledTraces(t *testing.T) {
+	bound := map[string]map[float64]float64{
+		"trace-char-fp32.csv":      {0.25: 1.02, 0.37: 1.02, 0.5: 1.02, 1: 1.02, 2.3: 1.02, 4: 1.02},
+		"trace-char-fp16-ckpt.csv": {0.25: 1.11, 0.37: 1.10, 0.5: 1.03, 1: 1.02, 2.3: 1.02, 4: 1.02},
+	}
+	for name, scales := range bound {
+		data, err := os.ReadFile(filepath.Join("..", "bench", "traces", name))
+		if err != nil {
+			t.Skip(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(data)), "\n")[1:]
+		for scale, limit := range scales {
+			p := NewPool(NewHostBackend(TierDevice), PoolConfig{Expandable: true})
+			live := map[string]*Block{}
+			for i, line := range lines {
+				f := strings.Split(line, ",")
+				switch f[0] {
+				case "alloc":
+					n, _ := strconv.ParseInt(f[2], 10, 64)
+					b, err := p.Alloc(max(1, int64(math.Round(float64(n)*scale))), 0)
+					require.NoError(t, err, "%s x%v:%d", name, scale, i+2)
+					live[f[1]] = b
+				case "free_completed":
+					if b := live[f[1]]; b != nil {
+						require.NoError(t, p.Free(b))
+						delete(live, f[1])
+					}
+				}
+				if i%97 == 0 {
+					p.mu.Lock()
+					checkExpandable(t, p)
+					p.mu.Unlock()
+				}
+			}
+			st := p.Stats()
+			ratio := float64(st.Reserved.Peak) / float64(st.Requested.Peak)
+			t.Logf("%s x%v: reserved/requested %.4f (bound %.2f)", name, scale, ratio, limit)
+			require.LessOrEqual(t, ratio, limit, "%s x%v", name, scale)
+			for _, b := range live {
+				require.NoError(t, p.Free(b))
+			}
+			require.NoError(t, p.Close())
+		}
 	}
 }
