@@ -292,9 +292,13 @@
 // requested peak (classic: 1.112 and 1.343; PyTorch's expandable
 // segments in live runs 1.030 and 1.179), with 3 synchronisations in 3
 // training steps. The same patterns scaled to other model sizes
-// (bench-alloc -scale) stay within 1.007 for fp32 but reach 1.016 to
-// 1.079 for fp16 with checkpointing: what remains is free bytes pinned in
-// pages shared with live blocks, a few dozen fragments at the peak.
+// (bench-alloc -scale 0.25 to 4) stay within 1.009 for fp32 but reach
+// 1.006 to 1.104 for fp16 with checkpointing, above 1.02 below scale 1
+// (bench/results/cpu-bench-alloc-scaled-2026-12-02.md): what remains is
+// free bytes pinned in pages shared with live blocks, a few dozen
+// fragments at the peak. Sharing a physical page between two places by
+// disjoint offsets (a block's edge page taken from another page's free
+// edge) was tried and made it no better (same file).
 // EmptyCache unmaps and releases every whole free page
 // and the address space of empty segments.
 //
