@@ -19,10 +19,19 @@ type vmmRange struct {
 	handles []MemHandle
 }
 
+// Access patterns of mapVMM: one cuMemSetAccess over the run, one per
+// page, one per page and then one over the run, or one per growth (the
+// first page, then the other three, as an expandable segment grows).
+const (
+	accessRun = iota
+	accessPage
+	accessPageThenRun
+	accessGrowth
+)
+
 // mapVMM reserves reserve bytes and maps pages fresh pages at its start
-// (or the given handles, when not nil), giving access per page or over the
-// whole run in one call.
-func mapVMM(t *testing.T, c *Context, reserve, pages int, perPageAccess bool, handles []MemHandle) *vmmRange {
+// (or the given handles, when not nil), giving access as the pattern says.
+func mapVMM(t *testing.T, c *Context, reserve, pages int, access int, handles []MemHandle) *vmmRange {
 	t.Helper()
 	g, err := c.MemAllocationGranularity()
 	require.NoError(t, err)
@@ -51,12 +60,15 @@ func mapVMM(t *testing.T, c *Context, reserve, pages int, perPageAccess bool, ha
 		}
 		require.NoError(t, c.MemMap(base.Add(i*g), g, h))
 		r.handles = append(r.handles, h)
-		if perPageAccess {
+		if access == accessPage || access == accessPageThenRun || (access == accessGrowth && i == 0) {
 			require.NoError(t, c.MemSetAccess(base.Add(i*g), g))
 		}
 	}
-	if !perPageAccess {
+	switch access {
+	case accessRun, accessPageThenRun:
 		require.NoError(t, c.MemSetAccess(base, pages*g))
+	case accessGrowth:
+		require.NoError(t, c.MemSetAccess(base.Add(g), (pages-1)*g))
 	}
 	return r
 }
@@ -76,17 +88,21 @@ func TestGPUVMMCopies(t *testing.T) {
 	require.NoError(t, err)
 	const pages = 4
 	total := int(c.Properties().TotalMem)
+	big := (2*total + g - 1) / g * g
 	layouts := []struct {
 		name     string
 		reserve  int
-		perPage  bool
+		access   int
 		aliasing bool
 	}{
-		{"run access, small reservation", pages * g, false, false},
-		{"page access, small reservation", pages * g, true, false},
-		{"run access, 2x device reservation", (2*total + g - 1) / g * g, false, false},
-		{"page access, 2x device reservation", (2*total + g - 1) / g * g, true, false},
-		{"pages also mapped elsewhere", pages * g, false, true},
+		{"run access, small reservation", pages * g, accessRun, false},
+		{"page access, small reservation", pages * g, accessPage, false},
+		{"page then run access, small reservation", pages * g, accessPageThenRun, false},
+		{"growth access, small reservation", pages * g, accessGrowth, false},
+		{"run access, 2x device reservation", big, accessRun, false},
+		{"page access, 2x device reservation", big, accessPage, false},
+		{"growth access, 2x device reservation", big, accessGrowth, false},
+		{"pages also mapped elsewhere", pages * g, accessRun, true},
 	}
 	s, err := c.NewStream()
 	require.NoError(t, err)
@@ -104,13 +120,13 @@ func TestGPUVMMCopies(t *testing.T) {
 	for _, l := range layouts {
 		var handles []MemHandle
 		if l.aliasing {
-			first := mapVMM(t, c, pages*g, pages, false, nil)
+			first := mapVMM(t, c, pages*g, pages, accessRun, nil)
 			handles = first.handles
 		}
-		r := mapVMM(t, c, l.reserve, pages, l.perPage, handles)
+		r := mapVMM(t, c, l.reserve, pages, l.access, handles)
 		require.NoError(t, c.MemsetD8(r.base, 0, pages*g))
 		require.NoError(t, c.Synchronize())
-		for _, sp := range spans {
+		for _, sp := range append(append([][2]int{}, spans...), spans...) { // each span twice: flaky failures show
 			off, n := sp[0], sp[1]
 			dst := r.base.Add(off)
 			src := randomBytes(rng, n)

@@ -23,34 +23,44 @@
 #define FMUL __fmul_rn
 #define FDIV __fdiv_rn
 
+// adamw_elem updates element i (the single- and multi-tensor kernels
+// share it, so both match the CPU to the bit).
+__device__ __forceinline__ void adamw_elem(float* p, const float* g, float* m, float* v, i64 i, float decay, float w1,
+                                           float beta2, float w2, float stepSize, float bc2Sqrt, float eps,
+                                           int lerpLow) {
+  const float gi = g[i], mi = m[i];
+  const float mt = lerpLow ? FADD(mi, FMUL(w1, FSUB(gi, mi))) : FSUB(gi, FMUL(FSUB(gi, mi), FSUB(1.0f, w1)));
+  const float vt = FADD(FMUL(beta2, v[i]), FMUL(w2, FMUL(gi, gi)));
+  const float denom = FADD(FDIV(__fsqrt_rn(vt), bc2Sqrt), eps);
+  p[i] = FSUB(FMUL(p[i], decay), FMUL(stepSize, FDIV(mt, denom)));
+  m[i] = mt;
+  v[i] = vt;
+}
+
 __device__ __forceinline__ void adamw_step(float* p, const float* g, float* m, float* v, i64 n, float decay, float w1,
                                            float beta2, float w2, float stepSize, float bc2Sqrt, float eps,
                                            int lerpLow) {
-  FOR_N(i, n) {
-    const float gi = g[i], mi = m[i];
-    const float mt = lerpLow ? FADD(mi, FMUL(w1, FSUB(gi, mi))) : FSUB(gi, FMUL(FSUB(gi, mi), FSUB(1.0f, w1)));
-    const float vt = FADD(FMUL(beta2, v[i]), FMUL(w2, FMUL(gi, gi)));
-    const float denom = FADD(FDIV(__fsqrt_rn(vt), bc2Sqrt), eps);
-    p[i] = FSUB(FMUL(p[i], decay), FMUL(stepSize, FDIV(mt, denom)));
-    m[i] = mt;
-    v[i] = vt;
-  }
+  FOR_N(i, n) adamw_elem(p, g, m, v, i, decay, w1, beta2, w2, stepSize, bc2Sqrt, eps, lerpLow);
+}
+
+__device__ __forceinline__ void adamw_elem(double* p, const double* g, double* m, double* v, i64 i, double decay,
+                                           double w1, double beta2, double w2, double stepSize, double bc2Sqrt,
+                                           double eps, int lerpLow) {
+  (void)bc2Sqrt;  // folded into stepSize and eps by the host
+  (void)lerpLow;
+  const double gi = g[i], mi = m[i];
+  const double mt = DADD(mi, DMUL(w1, DSUB(gi, mi)));
+  const double vt = DADD(DMUL(beta2, v[i]), DMUL(DMUL(w2, gi), gi));
+  const double pi = DMUL(p[i], decay);
+  p[i] = DSUB(pi, DDIV(DMUL(stepSize, mt), DADD(__dsqrt_rn(vt), eps)));
+  m[i] = mt;
+  v[i] = vt;
 }
 
 __device__ __forceinline__ void adamw_step(double* p, const double* g, double* m, double* v, i64 n, double decay,
                                            double w1, double beta2, double w2, double stepSize, double bc2Sqrt,
                                            double eps, int lerpLow) {
-  (void)bc2Sqrt;  // folded into stepSize and eps by the host
-  (void)lerpLow;
-  FOR_N(i, n) {
-    const double gi = g[i], mi = m[i];
-    const double mt = DADD(mi, DMUL(w1, DSUB(gi, mi)));
-    const double vt = DADD(DMUL(beta2, v[i]), DMUL(DMUL(w2, gi), gi));
-    const double pi = DMUL(p[i], decay);
-    p[i] = DSUB(pi, DDIV(DMUL(stepSize, mt), DADD(__dsqrt_rn(vt), eps)));
-    m[i] = mt;
-    v[i] = vt;
-  }
+  FOR_N(i, n) adamw_elem(p, g, m, v, i, decay, w1, beta2, w2, stepSize, bc2Sqrt, eps, lerpLow);
 }
 
 template <typename T>
@@ -68,11 +78,42 @@ __device__ __forceinline__ void sgd(T* p, const T* g, T* buf, i64 n, double lr, 
   }
 }
 
+// AdamWChunk is one block's run of a multi-tensor AdamW step: n elements
+// of a parameter, its gradient and moments from the given addresses (the
+// run's start), and the parameter's decay factor 1 - lr * weight decay
+// (rounded to T by the kernel, as the single-tensor launch rounds it).
+// One launch updates every parameter of a model (tensor.AdamWSteps).
+struct AdamWChunk {
+  void* p;
+  const void* g;
+  void* m;
+  void* v;
+  i64 n;
+  double decay;
+};
+
+template <typename T>
+__device__ void adamw_multi(const AdamWChunk* chunks, T w1, T beta2, T w2, T stepSize, T bc2Sqrt, T eps,
+                            int lerpLow) {
+  const AdamWChunk c = chunks[blockIdx.x];
+  T* p = (T*)c.p;
+  const T* g = (const T*)c.g;
+  T *m = (T*)c.m, *v = (T*)c.v;
+  const T decay = (T)c.decay;
+  for (i64 i = threadIdx.x; i < c.n; i += blockDim.x)
+    adamw_elem(p, g, m, v, i, decay, w1, beta2, w2, stepSize, bc2Sqrt, eps, lerpLow);
+}
+
 #define OPTIM_KERNELS(sfx, T)                                                                            \
   extern "C" __global__ void __launch_bounds__(256) adamw_##sfx(T* p, const T* g, T* m, T* v, i64 n, T decay,  \
                                                                   T w1, T beta2, T w2, T stepSize, T bc2Sqrt, \
                                                                   T eps, int lerpLow) {                       \
     adamw_step(p, g, m, v, n, decay, w1, beta2, w2, stepSize, bc2Sqrt, eps, lerpLow);                        \
+  }                                                                                                          \
+  extern "C" __global__ void __launch_bounds__(256) adamw_multi_##sfx(const AdamWChunk* chunks, T w1, T beta2, \
+                                                                        T w2, T stepSize, T bc2Sqrt, T eps,      \
+                                                                        int lerpLow) {                          \
+    adamw_multi<T>(chunks, w1, beta2, w2, stepSize, bc2Sqrt, eps, lerpLow);                                    \
   }                                                                                                          \
   extern "C" __global__ void __launch_bounds__(256)                                                      \
       sgd_##sfx(T* p, const T* g, T* buf, i64 n, double lr, double momentum, double wd, int nesterov) {  \

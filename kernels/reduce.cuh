@@ -109,6 +109,29 @@ __device__ void sum_squares(Status* st, double* partial, const T* x, i64 n, i64 
   }
 }
 
+// SqChunk is one block's share of a multi-tensor sum of squares: the
+// elements [lo, hi) of x, summed into partial[slot]. The chunks and slots
+// are sum_squares' (tensor by tensor, chunk by chunk), so one launch for
+// many tensors gives the partials, hence the sum, of one launch a tensor.
+struct SqChunk {
+  const void* x;
+  i64 lo, hi, slot;
+};
+
+template <typename T>
+__device__ void sum_squares_multi(double* partial, const SqChunk* chunks) {
+  double* sh = shared_scratch<double>();
+  const SqChunk c = chunks[blockIdx.x];
+  const T* x = (const T*)c.x;
+  double v = 0;
+  for (i64 m = c.lo + threadIdx.x; m < c.hi; m += blockDim.x) {
+    double f = (double)x[m];
+    v += f * f;
+  }
+  v = block_reduce(v, sh, SumOp(), 0.0);
+  if (threadIdx.x == 0) partial[c.slot] = v;
+}
+
 #define REDUCE_KERNELS(sfx, T)                                                                            \
   extern "C" __global__ void __launch_bounds__(256) reduce_rows_sum_##sfx(                                \
       T* dst, double* partial, const T* src, i64 outer, i64 mid, i64 chunkLen, int acc) {                 \
@@ -137,6 +160,10 @@ __device__ void sum_squares(Status* st, double* partial, const T* x, i64 n, i64 
   extern "C" __global__ void __launch_bounds__(256) sum_squares_##sfx(                                    \
       Status* st, double* partial, const T* x, i64 n, i64 chunkLen) {                                     \
     sum_squares<T>(st, partial, x, n, chunkLen);                                                          \
+  }                                                                                                       \
+  extern "C" __global__ void __launch_bounds__(256) sum_squares_multi_##sfx(double* partial,              \
+                                                                            const SqChunk* chunks) {      \
+    sum_squares_multi<T>(partial, chunks);                                                                \
   }
 
 REDUCE_KERNELS(f32, float)

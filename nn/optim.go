@@ -53,7 +53,8 @@ func (o *AdamW) Step() error {
 				o.state(p)
 			}
 		}
-		o.step++
+		var ps, gs, ms, vs []*tensor.Tensor
+		var wds []float64
 		for _, p := range o.Params {
 			if p.Grad == nil || !p.RequiresGrad() {
 				continue
@@ -63,8 +64,13 @@ func (o *AdamW) Step() error {
 			if p.Decay {
 				wd = o.WeightDecay
 			}
-			tensor.AdamWStep(p.Value, p.Grad, m, v, o.LR, o.Beta1, o.Beta2, o.Eps, wd, o.step)
+			ps, gs, ms, vs = append(ps, p.Value), append(gs, p.Grad), append(ms, m), append(vs, v)
+			wds = append(wds, wd)
 		}
+		// One launch for every parameter of a device and dtype
+		// (tensor.AdamWSteps checks them all before changing any).
+		tensor.AdamWSteps(ps, gs, ms, vs, wds, o.LR, o.Beta1, o.Beta2, o.Eps, o.step+1)
+		o.step++
 	})
 }
 

@@ -65,5 +65,8 @@ type backend interface {
 	countTargets(targets *Tensor, rows int, ignore int32) (int, error)
 	dropout(dst, src *Tensor, p float64, seed, offset uint64)
 	adamw(p, g, m, v *Tensor, lr, beta1, beta2, eps, wd float64, step int)
+	// adamwMulti is adamw over many parameters of one dtype at once, wd[i]
+	// the weight decay of ps[i].
+	adamwMulti(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta2, eps float64, step int)
 	sgd(p, g, buf *Tensor, lr, momentum, wd float64, nesterov bool)
 }

@@ -378,6 +378,12 @@ func (cpuBackend) adamw(p, g, m, v *Tensor, lr, b1, b2, eps, wd float64, step in
 		func() { cpukern.AdamW(f64(p), f64(g), f64(m), f64(v), lr, b1, b2, eps, wd, step) })
 }
 
+func (c cpuBackend) adamwMulti(ps, gs, ms, vs []*Tensor, wd []float64, lr, b1, b2, eps float64, step int) {
+	for i := range ps {
+		c.adamw(ps[i], gs[i], ms[i], vs[i], lr, b1, b2, eps, wd[i], step)
+	}
+}
+
 func (cpuBackend) sgd(p, g, buf *Tensor, lr, mom, wd float64, nesterov bool) {
 	onFloat("SGD", p.dtype,
 		func() { cpukern.SGD(f32(p), f32(g), opt32(buf), lr, mom, wd, nesterov) },

@@ -70,7 +70,7 @@ type cudaKernels struct {
 	binaryRowB                           [2]*cuda.Function // a row broadcast over a contiguous operand
 
 	reduceRows, reduceCols, reduceFinal [2][2]*cuda.Function // [sum/max][dtype]
-	sumSquares                          [2]*cuda.Function
+	sumSquares, sumSquaresMulti         [2]*cuda.Function
 	sumPartials, countTargets           *cuda.Function
 
 	softmax, softmaxBackward [2][2]*cuda.Function // [warp/block][dtype]
@@ -86,9 +86,9 @@ type cudaKernels struct {
 	// [warp/block][logits→gradient: f32→f32, f32→f16, f32→bf16, f64→f64]
 	crossEntropyFused [2][4]*cuda.Function
 
-	dropout, adamw, sgd [2]*cuda.Function
-	gemmF64             *cuda.Function
-	unscaleCheck        *cuda.Function // kernels/amp.cuh
+	dropout, adamw, adamwMulti, sgd [2]*cuda.Function
+	gemmF64                         *cuda.Function
+	unscaleCheck                    *cuda.Function // kernels/amp.cuh
 
 	attention attentionKernels // kernels/attention.cuh (cuda_attention.go)
 }
@@ -141,6 +141,7 @@ func (k *cudaKernels) bindings() map[string]**cuda.Function {
 			m["reduce_final_"+op+"_"+sfx] = &k.reduceFinal[r][f]
 		}
 		m["sum_squares_"+sfx] = &k.sumSquares[f]
+		m["sum_squares_multi_"+sfx] = &k.sumSquaresMulti[f]
 		for g, shape := range [2]string{"warp", "block"} {
 			m["softmax_"+shape+"_"+sfx] = &k.softmax[g][f]
 			m["softmax_backward_"+shape+"_"+sfx] = &k.softmaxBackward[g][f]
@@ -155,6 +156,7 @@ func (k *cudaKernels) bindings() map[string]**cuda.Function {
 		m["scatter_runs_"+sfx] = &k.scatterRuns[f]
 		m["dropout_"+sfx] = &k.dropout[f]
 		m["adamw_"+sfx] = &k.adamw[f]
+		m["adamw_multi_"+sfx] = &k.adamwMulti[f]
 		m["sgd_"+sfx] = &k.sgd[f]
 	}
 	return m

@@ -139,6 +139,23 @@ func (d *cudaDevice) scratch(op string, n int) *memory.Allocation {
 	return a
 }
 
+// table uploads a kernel's argument table (rows laid out as the kernel's
+// struct declares them) into workspace memory, ordered on the stream
+// before the launches that read it; free it after queueing them (the
+// pool reuses the block only after the stream has passed them). The
+// host bytes may be reused at once: the driver has staged them.
+func (d *cudaDevice) table(op string, rows []byte) *memory.Allocation {
+	a := d.scratch(op, (len(rows)+7)/8)
+	d.mu.Lock()
+	err := d.q.copyHtoD(cuda.DevicePtr(a.Addr()), rows)
+	d.mu.Unlock()
+	if err != nil {
+		freeScratch(a)
+		d.check(op, "uploading a kernel's argument table", err)
+	}
+	return a
+}
+
 func freeScratch(a *memory.Allocation) {
 	if a != nil {
 		if err := a.Free(); err != nil {

@@ -90,6 +90,35 @@ func testOpsNN(t *testing.T) {
 			}
 			return []*tensor.Tensor{p, m, v}
 		}},
+		{name: "AdamWSteps", tol: 1e-5, run: func(e *env) []*tensor.Tensor {
+			// Many parameters at once (one over a block's chunk of
+			// 65,536, one empty) equal one AdamWStep each, to the bit.
+			sizes, wds := []int{70001, 3, 0, 1000}, []float64{0.1, 0, 0.1, 0.3}
+			var ps, gs, ms, vs, out []*tensor.Tensor
+			for _, n := range sizes {
+				p := e.randn(n)
+				ps, gs = append(ps, p), append(gs, tensor.Scale(e.randn(n), 0.1))
+				ms, vs = append(ms, tensor.Zeros(e.dev, e.dt, n)), append(vs, tensor.Zeros(e.dev, e.dt, n))
+			}
+			clone := func(ts []*tensor.Tensor) (c []*tensor.Tensor) {
+				for _, t := range ts {
+					c = append(c, t.Clone())
+				}
+				return c
+			}
+			p1, m1, v1 := clone(ps), clone(ms), clone(vs)
+			for step := 1; step <= 3; step++ {
+				tensor.AdamWSteps(ps, gs, ms, vs, wds, 1e-2, 0.9, 0.95, 1e-8, step)
+				for i := range p1 {
+					tensor.AdamWStep(p1[i], gs[i], m1[i], v1[i], 1e-2, 0.9, 0.95, 1e-8, wds[i], step)
+				}
+			}
+			for i := range ps {
+				d := tensor.Sub(ps[i], p1[i])
+				out = append(out, ps[i], ms[i], vs[i], tensor.Mul(d, d))
+			}
+			return out
+		}},
 		{name: "SGD", tol: 1e-5, run: func(e *env) []*tensor.Tensor {
 			p, q, r := e.randn(500), e.randn(500), e.randn(500)
 			buf, buf2 := tensor.Zeros(e.dev, e.dt, 500), tensor.Zeros(e.dev, e.dt, 500)

@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"encoding/binary"
 	"math"
 
 	"github.com/strata-ml/strata/cuda"
@@ -16,22 +17,77 @@ func (b cudaBackend) adamw(p, g, m, v *Tensor, lr, beta1, beta2, eps, wd float64
 	if n == 0 {
 		return
 	}
-	// The step's constants, computed as cpukern.AdamW does; float32 takes
-	// them rounded to float32 (argT), float64 with bc2Sqrt folded in.
-	decay, w1, w2 := 1-lr*wd, 1-beta1, 1-beta2
+	c := adamwConstants(f, lr, beta1, beta2, eps, step)
+	d.launch1("AdamW", d.k.adamw[f], n, func(a *cuda.Args) {
+		a.Ptr(devPtr(p)).Ptr(devPtr(g)).Ptr(devPtr(m)).Ptr(devPtr(v)).Int64(int64(n))
+		argT(a, f, 1-lr*wd)
+		c.args(a, f)
+	})
+}
+
+// adamwChunk is the elements a block of adamw_multi updates: 64 Ki, 256
+// a thread.
+const adamwChunk = 1 << 16
+
+// adamwMulti updates every parameter in one launch: a table of
+// AdamWChunk rows (kernels/optim.cuh: p, g, m, v, n, decay), one a block,
+// uploaded on the stream. GPT-2's 148 parameters were 148 launches.
+func (b cudaBackend) adamwMulti(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta2, eps float64, step int) {
+	d := b.d
+	var rows []byte
+	f := -1
+	for i, p := range ps {
+		n := p.Numel()
+		if n == 0 {
+			continue
+		}
+		f = floatIndex("AdamW", p.dtype)
+		sz := uint64(p.dtype.Size())
+		ptrs := [4]uint64{uint64(devPtr(p)), uint64(devPtr(gs[i])), uint64(devPtr(ms[i])), uint64(devPtr(vs[i]))}
+		for lo := 0; lo < n; lo += adamwChunk {
+			for _, q := range ptrs {
+				rows = binary.LittleEndian.AppendUint64(rows, q+uint64(lo)*sz)
+			}
+			rows = binary.LittleEndian.AppendUint64(rows, uint64(min(adamwChunk, n-lo)))
+			rows = binary.LittleEndian.AppendUint64(rows, math.Float64bits(1-lr*wd[i]))
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	c := adamwConstants(f, lr, beta1, beta2, eps, step)
+	tab := d.table("AdamW", rows)
+	defer freeScratch(tab)
+	d.launch("AdamW", d.k.adamwMulti[f], [3]uint32{uint32(len(rows) / 48), 1, 1}, block1, func(a *cuda.Args) {
+		a.Ptr(scratchPtr(tab))
+		c.args(a, f)
+	})
+}
+
+// adamwConsts are a step's constants, computed as cpukern.AdamW does;
+// float32 takes them rounded to float32 (argT), float64 with bc2Sqrt
+// folded into stepSize and eps.
+type adamwConsts struct {
+	w1, beta2, w2, stepSize, bc2Sqrt, eps float64
+	lerpLow                               int32 // torch.lerp's two forms (float32 only)
+}
+
+func adamwConstants(f int, lr, beta1, beta2, eps float64, step int) adamwConsts {
+	w1, w2 := 1-beta1, 1-beta2
 	stepSize := lr / (1 - math.Pow(beta1, float64(step)))
 	bc2Sqrt := math.Sqrt(1 - math.Pow(beta2, float64(step)))
 	if f == kF64 {
 		stepSize, eps = stepSize*bc2Sqrt, eps*bc2Sqrt
 	}
-	lerpLow := boolArg(float32(w1) < 0.5) // torch.lerp's two forms (float32 only)
-	d.launch1("AdamW", d.k.adamw[f], n, func(a *cuda.Args) {
-		a.Ptr(devPtr(p)).Ptr(devPtr(g)).Ptr(devPtr(m)).Ptr(devPtr(v)).Int64(int64(n))
-		for _, c := range [...]float64{decay, w1, beta2, w2, stepSize, bc2Sqrt, eps} {
-			argT(a, f, c)
-		}
-		a.Int32(lerpLow)
-	})
+	return adamwConsts{w1, beta2, w2, stepSize, bc2Sqrt, eps, boolArg(float32(w1) < 0.5)}
+}
+
+// args appends w1, beta2, w2, stepSize, bc2Sqrt, eps and lerpLow.
+func (c adamwConsts) args(a *cuda.Args, f int) {
+	for _, v := range [...]float64{c.w1, c.beta2, c.w2, c.stepSize, c.bc2Sqrt, c.eps} {
+		argT(a, f, v)
+	}
+	a.Int32(c.lerpLow)
 }
 
 func (b cudaBackend) sgd(p, g, buf *Tensor, lr, momentum, wd float64, nesterov bool) {

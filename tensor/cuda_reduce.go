@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"encoding/binary"
 	"github.com/strata-ml/strata/cuda"
 	"github.com/strata-ml/strata/memory"
 )
@@ -89,13 +90,14 @@ func scratchPtr(a *memory.Allocation) cuda.DevicePtr {
 	return cuda.DevicePtr(a.Addr())
 }
 
-// sumSquares reduces every tensor's chunks into one partials array
-// (their kernels queued back to back), sums the partials in one block and
-// synchronizes once, then reads the status block's scalar slot: no copy.
-// A lone chunk writes the slot itself (one launch). A gradient norm over
-// GPT-2's 148 parameters was 148 synchronizations a step when each tensor
-// took its own, each leaving the GPU idle while the host queued the next
-// tiny kernel.
+// sumSquares reduces every tensor's chunks into one partials array, sums
+// the partials in one block and synchronizes once, then reads the status
+// block's scalar slot: no copy. A lone tensor takes one launch of
+// sum_squares (a lone chunk writes the slot itself); several take one
+// launch of sum_squares_multi per dtype, over a table of their chunks
+// (the same chunks and partial slots, so the same sum). A gradient norm
+// over GPT-2's 148 parameters was 148 synchronizations a step when each
+// tensor took its own, then 148 launches of a few microseconds each.
 func (b cudaBackend) sumSquares(srcs []*Tensor) float64 {
 	d := b.d
 	type job struct {
@@ -125,10 +127,32 @@ func (b cudaBackend) sumSquares(srcs []*Tensor) float64 {
 		defer freeScratch(part)
 	}
 	base := scratchPtr(part)
-	for _, j := range jobs {
+	if len(jobs) == 1 {
+		j := jobs[0]
 		d.launch("SumSquares", d.k.sumSquares[j.f], [3]uint32{uint32(j.chunks), 1, 1}, block1, func(a *cuda.Args) {
-			a.Ptr(d.status.dev).Ptr(base.Add(8 * j.at)).Ptr(devPtr(j.t)).Int64(int64(j.t.Numel())).Int64(int64(j.chunkLen))
+			a.Ptr(d.status.dev).Ptr(base).Ptr(devPtr(j.t)).Int64(int64(j.t.Numel())).Int64(int64(j.chunkLen))
 		})
+	} else {
+		var rows [2][]byte // SqChunk rows by dtype: x, lo, hi, slot
+		for _, j := range jobs {
+			x, n := uint64(devPtr(j.t)), j.t.Numel()
+			for c := range j.chunks {
+				lo := c * j.chunkLen
+				for _, w := range [...]uint64{x, uint64(lo), uint64(min(n, lo+j.chunkLen)), uint64(j.at + c)} {
+					rows[j.f] = binary.LittleEndian.AppendUint64(rows[j.f], w)
+				}
+			}
+		}
+		for f, r := range rows {
+			if len(r) == 0 {
+				continue
+			}
+			tab := d.table("SumSquares", r)
+			d.launch("SumSquares", d.k.sumSquaresMulti[f], [3]uint32{uint32(len(r) / 32), 1, 1}, block1, func(a *cuda.Args) {
+				a.Ptr(base).Ptr(scratchPtr(tab))
+			})
+			freeScratch(tab)
+		}
 	}
 	if total > 1 {
 		d.launch("SumSquares", d.k.sumPartials, [3]uint32{1, 1, 1}, block1, func(a *cuda.Args) {

@@ -407,6 +407,61 @@ func AdamWStep(p, g, m, v *Tensor, lr, beta1, beta2, eps, weightDecay float64, s
 	p.dev.backend().adamw(p, g, m, v, lr, beta1, beta2, eps, weightDecay, step)
 }
 
+// AdamWSteps is AdamWStep over many parameters at once, ps[i] with
+// gradient gs[i], moments ms[i] and vs[i] and weight decay wd[i]: the same
+// results, in one launch per device and dtype on a GPU (a model's
+// hundreds of parameters took as many launches). Every argument is
+// checked before any parameter changes.
+func AdamWSteps(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta2, eps float64, step int) {
+	op := "AdamW"
+	if len(gs) != len(ps) || len(ms) != len(ps) || len(vs) != len(ps) || len(wd) != len(ps) {
+		fail(op, ErrArgument, "%d parameters with %d gradients, %d and %d moments and %d weight decays", len(ps), len(gs), len(ms), len(vs), len(wd))
+	}
+	if step < 1 {
+		fail(op, ErrArgument, "step %d: steps count from 1", step)
+	}
+	type group struct {
+		dev Device
+		dt  DType
+		idx []int
+	}
+	var groups []*group
+	for i, p := range ps {
+		sameDevice(op, p, gs[i], ms[i], vs[i])
+		sameFloat(op, p, gs[i], ms[i], vs[i])
+		for _, t := range []*Tensor{gs[i], ms[i], vs[i]} {
+			if !shapeEq(t.shape, p.shape) || !t.IsContiguous() {
+				fail(op, ErrShape, "parameter %d %v with buffer %v (contiguous %v)", i, p.shape, t.shape, t.IsContiguous())
+			}
+		}
+		var g *group
+		for _, h := range groups {
+			if h.dev == p.dev && h.dt == p.dtype {
+				g = h
+			}
+		}
+		if g == nil {
+			g = &group{dev: p.dev, dt: p.dtype}
+			groups = append(groups, g)
+		}
+		g.idx = append(g.idx, i)
+	}
+	for _, g := range groups {
+		pick := func(ts []*Tensor) []*Tensor {
+			out := make([]*Tensor, len(g.idx))
+			for j, i := range g.idx {
+				out[j] = ts[i]
+			}
+			return out
+		}
+		w := make([]float64, len(g.idx))
+		for j, i := range g.idx {
+			w[j] = wd[i]
+		}
+		g.dev.backend().adamwMulti(pick(ps), pick(gs), pick(ms), pick(vs), w, lr, beta1, beta2, eps, step)
+	}
+}
+
 // SGDStep updates p in place with PyTorch's SGD rule; buf is the momentum
 // buffer (nil when momentum is 0).
 func SGDStep(p, g, buf *Tensor, lr, momentum, weightDecay float64, nesterov bool) {
