@@ -481,5 +481,7 @@ ATTENTION_KERNELS_ALL_HD(f32, float)
 ATTENTION_KERNELS_ALL_HD(f16, __half)
 ATTENTION_KERNELS_ALL_HD(bf16, __nv_bfloat16)
 
-// The tensor-core kernels for float16 and bfloat16.
+// The tensor-core kernels for float16 and bfloat16: attention_mma.cuh
+// (mma1) and their faster successors, attention_mma2.cuh.
 #include "attention_mma.cuh"
+#include "attention_mma2.cuh"

@@ -14,12 +14,16 @@ import (
 // also writes delta = rowsum(dout * out)) and backward_dkdv. Three
 // launches in all for a forward and backward pass, none of them atomic.
 // Float16 and bfloat16 inputs run the tensor-core kernels of
-// kernels/attention_mma.cuh (mma.sync, sm_80+), unless EnvAttention says
-// simt: then the float32-math kernels, which float32 inputs always run.
+// kernels/attention_mma2.cuh (mma.sync with ldmatrix and cp.async,
+// sm_80+), unless EnvAttention says otherwise: mma1 selects the first
+// tensor-core kernels (kernels/attention_mma.cuh), simt the float32-math
+// ones, which float32 inputs always run. The mma2 backward_dq also rounds
+// dout to the input type into scratch (doh) for backward_dkdv.
 
-// EnvAttention set to "simt" makes float16 and bfloat16 fused attention
-// run the float32-math kernels instead of the tensor-core ones (for
-// comparisons and as a fallback); it is read at every call.
+// EnvAttention selects the kernels of float16 and bfloat16 fused
+// attention: "simt" the float32-math ones, "mma1" the first tensor-core
+// ones, anything else the mma2 tensor-core ones (for comparisons and as a
+// fallback); it is read at every call.
 const EnvAttention = "STRATA_ATTENTION"
 
 var (
@@ -36,19 +40,43 @@ var (
 )
 
 // attentionKernels is the slot of kernels/attention.cuh in cudaKernels:
-// simt[pass][dtype][head size] and mma[pass][dtype-1][head size] (the
-// tensor-core kernels, float16 and bfloat16).
+// simt[pass][dtype][head size], mma[pass][dtype-1][head size] (the
+// tensor-core kernels, float16 and bfloat16) and mma2 (their successors).
 type attentionKernels struct {
 	simt [3][3][4]*cuda.Function
 	mma  [3][2][4]*cuda.Function
+	mma2 [3][2][4]*cuda.Function
 }
 
 // Launch shapes: 256 threads for the float32-math kernels, 128 (4 warps
-// of 16 rows each) and 64 rows a block for the tensor-core ones.
+// of 16 rows each) and 64 rows a block for the mma1 ones; for mma2, warps
+// of 16 rows per pass and head size, as Attn2Fwd, Attn2Dq and Attn2Dkv
+// of kernels/attention_mma2.cuh say.
 var (
 	attnMMAThreads = [3]uint32{128, 1, 1}
 	attnMMARows    = 64
+	attnMMA2Warps  = [3][4]int{{4, 4, 4, 8}, {4, 4, 4, 8}, {4, 4, 4, 2}}
 )
+
+// attention kernel generations (EnvAttention).
+const (
+	attnSIMT = iota
+	attnMMA1
+	attnMMA2
+)
+
+// attnKind is the kernel generation of dtype index di.
+func attnKind(di int) int {
+	switch {
+	case di == 0:
+		return attnSIMT
+	case os.Getenv(EnvAttention) == "simt":
+		return attnSIMT
+	case os.Getenv(EnvAttention) == "mma1":
+		return attnMMA1
+	}
+	return attnMMA2
+}
 
 // bind adds the kernels' names to a bindings table.
 func (k *attentionKernels) bind(m map[string]**cuda.Function) {
@@ -59,17 +87,22 @@ func (k *attentionKernels) bind(m map[string]**cuda.Function) {
 				m["attention_"+pass+"_"+sfx] = &k.simt[p][i][j]
 				if i > 0 {
 					m["attention_"+pass+"_mma_"+sfx] = &k.mma[p][i-1][j]
+					m["attention_"+pass+"_mma2_"+sfx] = &k.mma2[p][i-1][j]
 				}
 			}
 		}
 	}
 }
 
-// kernel returns pass p's kernel for dtype index di and head index hi,
-// its grid and block: the tensor-core one for half types unless
-// EnvAttention says simt. rows is the float32-math kernel's rows a block.
-func (k *attentionKernels) kernel(op string, p, di, hi, bh, t int, rows [4]int) (*cuda.Function, [3]uint32, [3]uint32) {
-	if di > 0 && os.Getenv(EnvAttention) != "simt" {
+// kernel returns pass p's kernel of generation kind for dtype index di
+// and head index hi, its grid and block. rows is the float32-math
+// kernel's rows a block.
+func (k *attentionKernels) kernel(op string, kind, p, di, hi, bh, t int, rows [4]int) (*cuda.Function, [3]uint32, [3]uint32) {
+	switch kind {
+	case attnMMA2:
+		w := attnMMA2Warps[p][hi]
+		return k.mma2[p][di-1][hi], attnGrid(op, bh, t, 16*w), [3]uint32{uint32(32 * w), 1, 1}
+	case attnMMA1:
 		return k.mma[p][di-1][hi], attnGrid(op, bh, t, attnMMARows), attnMMAThreads
 	}
 	return k.simt[p][di][hi], attnGrid(op, bh, t, rows[hi]), attnThreads
@@ -119,7 +152,7 @@ func (b cudaBackend) attentionForward(out, lse, q, k, v *Tensor, bh, t, hd int, 
 	const op = "FusedCausalAttention"
 	d := b.d
 	di, hi := attentionVariant(op, q.dtype, hd)
-	fn, grid, block := d.k.attention.kernel(op, 0, di, hi, bh, t, attnFwdRows)
+	fn, grid, block := d.k.attention.kernel(op, attnKind(di), 0, di, hi, bh, t, attnFwdRows)
 	d.launch(op, fn, grid, block, func(a *cuda.Args) {
 		a.Ptr(devPtr(out)).Ptr(devPtr(lse)).Ptr(devPtr(q)).Ptr(devPtr(k)).Ptr(devPtr(v))
 		a.Int64(int64(bh)).Int64(int64(t)).Int32(int32(hd)).Float32(float32(scale))
@@ -128,24 +161,42 @@ func (b cudaBackend) attentionForward(out, lse, q, k, v *Tensor, bh, t, hd int, 
 }
 
 // attentionBackward runs backward_dq, which writes delta into scratch,
-// then backward_dkdv, which reads it (the stream orders them).
+// then backward_dkdv, which reads it (the stream orders them). The mma2
+// backward_dq also writes dout rounded to q's dtype (doh, before delta in
+// the scratch) for backward_dkdv.
 func (b cudaBackend) attentionBackward(dq, dk, dv, q, k, v, out, dout, lse *Tensor, bh, t, hd int, scale, p float64, seed, offset uint64) {
 	const op = "FusedCausalAttentionBackward"
 	d := b.d
 	di, hi := attentionVariant(op, q.dtype, hd)
-	delta := d.scratch(op, ceilDiv(bh*t, 2)) // bh*t float32
-	defer freeScratch(delta)
-	fn, grid, block := d.k.attention.kernel(op, 1, di, hi, bh, t, attnDqRows)
+	kind := attnKind(di)
+	dohBytes := 0
+	if kind == attnMMA2 {
+		dohBytes = (bh*t*hd*q.dtype.Size() + 15) &^ 15
+	}
+	scratch := d.scratch(op, ceilDiv(dohBytes+4*bh*t, 8)) // doh, then bh*t float32 delta
+	defer freeScratch(scratch)
+	doh := scratchPtr(scratch)
+	delta := doh + cuda.DevicePtr(dohBytes)
+	fn, grid, block := d.k.attention.kernel(op, kind, 1, di, hi, bh, t, attnDqRows)
 	d.launch(op, fn, grid, block, func(a *cuda.Args) {
-		a.Ptr(devPtr(dq)).Ptr(scratchPtr(delta)).Ptr(devPtr(q)).Ptr(devPtr(k)).Ptr(devPtr(v))
+		a.Ptr(devPtr(dq)).Ptr(delta)
+		if kind == attnMMA2 {
+			a.Ptr(doh)
+		}
+		a.Ptr(devPtr(q)).Ptr(devPtr(k)).Ptr(devPtr(v))
 		a.Ptr(devPtr(out)).Ptr(devPtr(dout)).Ptr(devPtr(lse))
 		a.Int64(int64(bh)).Int64(int64(t)).Int32(int32(hd)).Float32(float32(scale))
 		attnDropArgs(a, p, seed, offset)
 	})
-	fn, grid, block = d.k.attention.kernel(op, 2, di, hi, bh, t, attnDkvRows)
+	fn, grid, block = d.k.attention.kernel(op, kind, 2, di, hi, bh, t, attnDkvRows)
 	d.launch(op, fn, grid, block, func(a *cuda.Args) {
 		a.Ptr(devPtr(dk)).Ptr(devPtr(dv)).Ptr(devPtr(q)).Ptr(devPtr(k)).Ptr(devPtr(v))
-		a.Ptr(devPtr(dout)).Ptr(devPtr(lse)).Ptr(scratchPtr(delta))
+		if kind == attnMMA2 {
+			a.Ptr(doh)
+		} else {
+			a.Ptr(devPtr(dout))
+		}
+		a.Ptr(devPtr(lse)).Ptr(delta)
 		a.Int64(int64(bh)).Int64(int64(t)).Int32(int32(hd)).Float32(float32(scale))
 		attnDropArgs(a, p, seed, offset)
 	})

@@ -1,17 +1,44 @@
 package tensor
 
-import "testing"
+import (
+	"strconv"
+	"testing"
+)
 
 // driveAttention launches every fused-attention kernel of a fake device
 // (TestCUDALaunchersMatchKernels checks each launch): each input dtype and
 // head size, forward and backward, with and without dropout, at a head
 // size that needs padding and one that does not; the half types through
-// the tensor-core kernels and, with EnvAttention=simt, the others.
+// the tensor-core kernels (mma2, and with EnvAttention=mma1 the first
+// ones) and, with EnvAttention=simt, the others.
 func driveAttention(t *testing.T, d *cudaDevice, b cudaBackend) {
 	t.Helper()
 	driveAttentionKernels(t, d, b)
+	t.Setenv(EnvAttention, "mma1")
+	driveAttentionKernels(t, d, b)
 	t.Setenv(EnvAttention, "simt")
 	driveAttentionKernels(t, d, b)
+}
+
+// TestAttentionMMA2Blocks checks attnMMA2Warps against the kernels: each
+// mma2 kernel's __launch_bounds__ is its block, 32 threads a warp of 16
+// rows, so a launcher that disagreed would leave rows uncomputed.
+func TestAttentionMMA2Blocks(t *testing.T) {
+	abi := embeddedABI(t)
+	for p, pass := range attnPassName {
+		for _, dt := range attnDTypes[1:] {
+			for j, hd := range attnHeads {
+				name := "attention_" + pass + "_mma2_" + castSuffix[dt] + "_h" + strconv.Itoa(hd)
+				k, ok := abi[name]
+				if !ok {
+					t.Fatalf("%s is not in the fatbin", name)
+				}
+				if want := 32 * attnMMA2Warps[p][j]; k.maxThreads != want {
+					t.Errorf("%s: launch bound %d threads, the launcher's block %d", name, k.maxThreads, want)
+				}
+			}
+		}
+	}
 }
 
 func driveAttentionKernels(t *testing.T, d *cudaDevice, b cudaBackend) {

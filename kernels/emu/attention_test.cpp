@@ -5,8 +5,9 @@
 // fused kernels' index arithmetic is checked against the plain path's.
 // Every dtype, every head size (and padded ones), t not a multiple of any
 // tile, with and without dropout; the tensor-core kernels of
-// attention_mma.cuh (mma.sync emulated from the PTX fragment layouts)
-// within a few roundoffs of the half type. See run.sh.
+// attention_mma.cuh and attention_mma2.cuh (mma.sync, ldmatrix and
+// cp.async emulated from the PTX layouts and semantics) within a few
+// roundoffs of the half type. See run.sh.
 #include "emu.h"
 #include <cstdio>
 #include <random>
@@ -46,9 +47,12 @@ static double check(const char* what, const std::vector<float>& got, const std::
 struct Shape {
   int fwdRows, dqRows, dkvRows, threads;
   double tolOut, tolGrad;
+  int dqThreads = 0, dkvThreads = 0;  // 0: threads
 };
 
-template <typename T, int HD, typename F, typename DQ, typename DKV>
+// The mma2 kernels pass dout rounded to T from backward_dq to
+// backward_dkdv through doh.
+template <typename T, int HD, bool MMA2 = false, typename F, typename DQ, typename DKV>
 void run_case(const char* dt, Shape sh, F fwd, DQ bdq, DKV bdkv, int bh, int t, int hd, double p) {
   const u64 seed = 0x5eed, offset = 12345;
   const float scale = 1.f / std::sqrt((float)hd);
@@ -113,11 +117,18 @@ void run_case(const char* dt, Shape sh, F fwd, DQ bdq, DKV bdkv, int bh, int t, 
   emu_launch(bh * ((t + BR - 1) / BR), sh.threads, [&] {
     fwd(gout.data(), glse.data(), q.data(), k.data(), v.data(), bh, t, hd, scale, seed, offset, thr, dscale);
   });
-  emu_launch(bh * ((t + DR - 1) / DR), sh.threads, [&] {
-    bdq(gdq.data(), delta.data(), q.data(), k.data(), v.data(), gout.data(), dout.data(), glse.data(), bh, t, hd, scale, seed, offset, thr, dscale);
+  std::vector<T> doh(n, from_f<T>(NAN));
+  emu_launch(bh * ((t + DR - 1) / DR), sh.dqThreads ? sh.dqThreads : sh.threads, [&] {
+    if constexpr (MMA2)
+      bdq(gdq.data(), delta.data(), doh.data(), q.data(), k.data(), v.data(), gout.data(), dout.data(), glse.data(), bh, t, hd, scale, seed, offset, thr, dscale);
+    else
+      bdq(gdq.data(), delta.data(), q.data(), k.data(), v.data(), gout.data(), dout.data(), glse.data(), bh, t, hd, scale, seed, offset, thr, dscale);
   });
-  emu_launch(bh * ((t + KB - 1) / KB), sh.threads, [&] {
-    bdkv(gdk.data(), gdv.data(), q.data(), k.data(), v.data(), dout.data(), glse.data(), delta.data(), bh, t, hd, scale, seed, offset, thr, dscale);
+  emu_launch(bh * ((t + KB - 1) / KB), sh.dkvThreads ? sh.dkvThreads : sh.threads, [&] {
+    if constexpr (MMA2)
+      bdkv(gdk.data(), gdv.data(), q.data(), k.data(), v.data(), doh.data(), glse.data(), delta.data(), bh, t, hd, scale, seed, offset, thr, dscale);
+    else
+      bdkv(gdk.data(), gdv.data(), q.data(), k.data(), v.data(), dout.data(), glse.data(), delta.data(), bh, t, hd, scale, seed, offset, thr, dscale);
   });
   std::printf("%s hd %3d (HD %3d) t %3d p %.1f:", dt, hd, HD, t, p);
   std::printf(" out %.2g", check("out", gout, out, sh.tolOut));
@@ -138,13 +149,37 @@ void run_case(const char* dt, Shape sh, F fwd, DQ bdq, DKV bdkv, int bh, int t, 
                   attention_forward_mma_##sfx##_h##HD, attention_backward_dq_mma_##sfx##_h##HD,                  \
                   attention_backward_dkdv_mma_##sfx##_h##HD, bh, t, hd, p)
 
+// The mma2 kernels: W warps of 16 rows a block per pass (Attn2Fwd etc.).
+#define MMA2_CASE(sfx, T, u, HD, bh, t, hd, p)                                                                 \
+  run_case<T, HD, true>(#sfx "-mma2",                                                                         \
+                        Shape{16 * Attn2Fwd<HD>::W, 16 * Attn2Dq<HD>::W, 16 * Attn2Dkv<HD>::W,                 \
+                              32 * Attn2Fwd<HD>::W, 8 * (u), 16 * (u), 32 * Attn2Dq<HD>::W, 32 * Attn2Dkv<HD>::W}, \
+                        attention_forward_mma2_##sfx##_h##HD, attention_backward_dq_mma2_##sfx##_h##HD,       \
+                        attention_backward_dkdv_mma2_##sfx##_h##HD, bh, t, hd, p)
+
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::string(argv[1]) == "quick";
   const bool mma = argc > 1 && std::string(argv[1]) == "mma";
+  const bool mma1 = argc > 1 && std::string(argv[1]) == "mma1";
+  const bool mma2 = argc > 1 && std::string(argv[1]) == "mma2";
   const double uh = 0x1p-11, ub = 0x1p-8;
+  // t: one row, fewer than a tile, not a multiple of any tile, several
+  // blocks of every kernel; hd: each HD, and padded (24, 100).
+  for (int t : {1, 37, 70, 130, 200}) {
+    for (double p : {0.0, 0.2}) {
+      if (quick || mma1) break;
+      MMA2_CASE(f16, __half, uh, 64, 2, t, 64, p);
+      MMA2_CASE(bf16, __nv_bfloat16, ub, 64, 3, t, 64, p);
+      MMA2_CASE(f16, __half, uh, 128, 2, t, 100, p);
+      MMA2_CASE(bf16, __nv_bfloat16, ub, 128, 1, t, 128, p);
+      MMA2_CASE(f16, __half, uh, 16, 2, t, 16, p);
+      MMA2_CASE(bf16, __nv_bfloat16, ub, 32, 2, t, 24, p);
+      MMA2_CASE(f16, __half, uh, 32, 1, t, 32, p);
+    }
+  }
   for (int t : {1, 37, 70, 130}) {
     for (double p : {0.0, 0.2}) {
-      if (quick) break;
+      if (quick || mma2) break;
       MMA_CASE(f16, __half, uh, 64, 2, t, 64, p);
       MMA_CASE(bf16, __nv_bfloat16, ub, 64, 2, t, 64, p);
       MMA_CASE(f16, __half, uh, 128, 2, t, 100, p);
@@ -154,7 +189,7 @@ int main(int argc, char** argv) {
     }
   }
   for (int t : {1, 37, 70}) {
-    if (mma) break;
+    if (mma || mma1 || mma2) break;
     for (double p : {0.0, 0.2}) {
       CASE(f32, float, 16, 3, t, 16, p);
       if (quick) continue;
