@@ -100,12 +100,17 @@ func Linear(x, w, b *Var) *Var {
 // transformer MLP, keeping only u for backward: the GELU output (as large
 // as u) is freed after the forward and recomputed in backward, where the
 // weight gradient needs it. Same result as the two ops; one activation
-// less per block.
+// less per block. Under autocast the GELU is written straight in the
+// products' dtype (tensor.UnaryTo).
 func GeluLinear(u, w, b *Var) *Var {
 	us := u.Value.Shape()
 	pr := precisionOf(u.Value)
+	// GELU's output goes only to the product: under autocast it is made
+	// in the products' dtype in the same kernel (tensor.UnaryTo), the same
+	// bits as GELU then Cast, without the float32 copy.
+	gelu := func() *tensor.Tensor { return tensor.UnaryTo(tensor.OpGelu, u.Value, pr.operandDType(u.Value)) }
 	y := hooked("GeluLinear", pr.c, func() *tensor.Tensor {
-		a := hooked("Gelu", pr.c, func() *tensor.Tensor { return tensor.Gelu(u.Value) })
+		a := hooked("Gelu", pr.c, gelu)
 		defer a.Release()
 		return linearForward(pr, a, w, b)
 	})
@@ -125,7 +130,7 @@ func GeluLinear(u, w, b *Var) *Var {
 			}
 		}
 		if needs(w) || b != nil && needs(b) {
-			a := tensor.Gelu(u.Value) // recomputed, only when a weight gradient needs it
+			a := gelu() // recomputed, only when a weight gradient needs it
 			gw, gb = linearParamGrads(ps, g2, a, w, b)
 			a.Release()
 		}

@@ -89,9 +89,12 @@ func (ps *products) drop(x *tensor.Tensor) {
 
 // dtype is the dtype in which the products take x: the region's under
 // autocast for float32 x, else x's own.
-func (ps *products) dtype(x *tensor.Tensor) tensor.DType {
-	if ps.p.st.Enabled && x.DType() == tensor.Float32 {
-		return ps.p.st.DType
+func (ps *products) dtype(x *tensor.Tensor) tensor.DType { return ps.p.operandDType(x) }
+
+// operandDType is the dtype in which pr's products take x.
+func (pr precision) operandDType(x *tensor.Tensor) tensor.DType {
+	if pr.st.Enabled && x.DType() == tensor.Float32 {
+		return pr.st.DType
 	}
 	return x.DType()
 }

@@ -51,6 +51,14 @@ __device__ __forceinline__ BF16 narrow_bf16(float f) {
   return BF16{__bfloat16_as_ushort(__float2bfloat16_rn(f))};
 }
 
+// store_as writes a float value as T, rounded as the cast kernels round:
+// the output of kernels that compute in float32 and hand their result to
+// half-precision products (the fused cross-entropy's gradient, unary_to).
+__device__ __forceinline__ void store_as(float* p, float v) { *p = v; }
+__device__ __forceinline__ void store_as(double* p, double v) { *p = v; }
+__device__ __forceinline__ void store_as(F16* p, float v) { *p = narrow_f16(v); }
+__device__ __forceinline__ void store_as(BF16* p, float v) { *p = narrow_bf16(v); }
+
 // float <-> double with the NaN payloads the CPU produces (x86 cvtss2sd and
 // cvtsd2ss, and arm64 fcvt, alike): the NaN is quieted, its payload
 // shifted into (or truncated from) the wider mantissa. The hardware

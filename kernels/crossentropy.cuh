@@ -55,13 +55,6 @@ __device__ void cross_entropy_backward(T* dlogits, const T* logits, const int* t
   }
 }
 
-// ce_out converts a gradient value to the output type of the fused kernel
-// (the products' dtype): as the cast kernels round (cast.cuh).
-__device__ __forceinline__ void ce_store(float* p, float v) { *p = v; }
-__device__ __forceinline__ void ce_store(double* p, double v) { *p = v; }
-__device__ __forceinline__ void ce_store(F16* p, float v) { *p = narrow_f16(v); }
-__device__ __forceinline__ void ce_store(BF16* p, float v) { *p = narrow_bf16(v); }
-
 // CeMaxSum is one thread's share of a row's online max and sum of exp:
 // s is the sum of exp(x - m) over the elements seen, in double. An
 // element of -Inf adds nothing; NaN makes s NaN (as row_max_sumexp does).
@@ -131,13 +124,13 @@ __device__ void cross_entropy_fused(T* loss, D* dlogits, const T* logits, const 
   for (i64 r = g.row; r < rows; r += g.rowStride) {
     const int t = targets[r];
     D* d = dlogits + r * ld;
-    for (i64 c = cols + g.rank; c < ld; c += g.size) ce_store(d + c, (T)0);
+    for (i64 c = cols + g.rank; c < ld; c += g.size) store_as(d + c, (T)0);
     if (t == ignore || t < 0 || t >= cols) {
       if (g.rank == 0) {
         if (t != ignore) report(claim, st, STATUS_CE_TARGET, r, t, cols);
         loss[r] = (T)0;
       }
-      for (i64 c = g.rank; c < cols; c += g.size) ce_store(d + c, (T)0);
+      for (i64 c = g.rank; c < cols; c += g.size) store_as(d + c, (T)0);
       continue;
     }
     const T* x = logits + r * ld;
@@ -155,7 +148,7 @@ __device__ void cross_entropy_fused(T* loss, D* dlogits, const T* logits, const 
         for (int j = 0; j < 4; j++) {
           T v = exp_t(p.v[j] - m) * scale;
           if (4 * i + j == t) v -= gt;
-          ce_store(&o.v[j], v);
+          store_as(&o.v[j], v);
         }
         store_pack<D, 4>(d + 4 * i, o);
       };
@@ -173,7 +166,7 @@ __device__ void cross_entropy_fused(T* loss, D* dlogits, const T* logits, const 
     for (i64 c = c0 + g.rank; c < cols; c += g.size) {
       T v = exp_t(x[c] - m) * scale;
       if (c == t) v -= gt;
-      ce_store(d + c, v);
+      store_as(d + c, v);
     }
   }
 }

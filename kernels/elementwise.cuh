@@ -158,6 +158,72 @@ __device__ __forceinline__ void unary_contig(int op, T* dst, const T* src, i64 n
   }
 }
 
+// unary_backward_loop: dx = unary_grad over 16-byte packs of dy and dx
+// (x or y, whichever the op reads, element by element: nil for the other).
+template <typename T, int OP>
+__device__ __forceinline__ void unary_backward_loop(T* dx, const T* x, const T* y, const T* dy, i64 n) {
+  constexpr int V = 16 / sizeof(T);
+  map_vec<V>(
+      n, aligned_for<T, V>(dx) && aligned_for<T, V>(dy),
+      [&](i64 i0) {
+        const Pack<T, V> g = load_pack<T, V>(dy + i0);
+        Pack<T, V> o;
+#pragma unroll
+        for (int k = 0; k < V; k++) o.v[k] = unary_grad<T>(OP, g.v[k], x, y, i0 + k);
+        store_pack<T, V>(dx + i0, o);
+      },
+      [&](i64 i) { dx[i] = unary_grad<T>(OP, dy[i], x, y, i); });
+}
+
+template <typename T>
+__device__ __forceinline__ void unary_backward_contig(int op, T* dx, const T* x, const T* y, const T* dy, i64 n) {
+  switch (op) {
+#define UNARY_CASE(c) \
+  case c:             \
+    unary_backward_loop<T, c>(dx, x, y, dy, n); \
+    return;
+    UNARY_CODES(UNARY_CASE)
+#undef UNARY_CASE
+  }
+}
+
+// unary_to: dst = op(src) computed in float32 (unary_fn) and rounded to
+// the half type D as the cast kernels round, in one pass: the GELU of a
+// transformer's MLP feeds a half-precision product, whose float32 output
+// and cast would be one more write and read of the whole activation.
+template <typename D, int OP>
+__device__ __forceinline__ void unary_to_loop(D* dst, const float* src, i64 n) {
+  map_vec<4>(
+      n, aligned_for<D, 4>(dst) && aligned_for<float, 4>(src),
+      [&](i64 i0) {
+        const Pack<float, 4> x = load_pack<float, 4>(src + i0);
+        Pack<D, 4> o;
+#pragma unroll
+        for (int k = 0; k < 4; k++) store_as(&o.v[k], unary_fn<float>(OP, x.v[k]));
+        store_pack<D, 4>(dst + i0, o);
+      },
+      [&](i64 i) { store_as(dst + i, unary_fn<float>(OP, src[i])); });
+}
+
+template <typename D>
+__device__ __forceinline__ void unary_to(int op, D* dst, const float* src, i64 n) {
+  switch (op) {
+#define UNARY_CASE(c) \
+  case c:             \
+    unary_to_loop<D, c>(dst, src, n); \
+    return;
+    UNARY_CODES(UNARY_CASE)
+#undef UNARY_CASE
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(256) unary_to_f32_f16(int op, F16* dst, const float* src, i64 n) {
+  unary_to<F16>(op, dst, src, n);
+}
+extern "C" __global__ void __launch_bounds__(256) unary_to_f32_bf16(int op, BF16* dst, const float* src, i64 n) {
+  unary_to<BF16>(op, dst, src, n);
+}
+
 template <typename T, int OP>
 __device__ __forceinline__ void binary_loop(T* dst, const T* a, const T* b, i64 n) {
   constexpr int V = 16 / sizeof(T);
@@ -238,7 +304,7 @@ __device__ __forceinline__ void binary_rowb(int op, T* dst, const T* x, const T*
   }                                                                                                       \
   extern "C" __global__ void __launch_bounds__(256)                                                       \
       unary_backward_##sfx(int op, T* dx, const T* x, const T* y, const T* dy, i64 n) {                   \
-    FOR_N(i, n) dx[i] = unary_grad<T>(op, dy[i], x, y, i);                                               \
+    unary_backward_contig<T>(op, dx, x, y, dy, n);                                                       \
   }                                                                                                       \
   extern "C" __global__ void __launch_bounds__(256) affine_##sfx(T* dst, const T* src, i64 n, T alpha, T beta) { \
     if (beta != (T)0) {                                                                                   \

@@ -21,6 +21,9 @@ type backend interface {
 	// cast converts between any two dtypes.
 	cast(dst, src *Tensor)
 	unary(op UnaryOp, dst, src *Tensor)
+	// unaryTo: dst (float16 or bfloat16) = op(src (float32)), rounded
+	// as cast rounds.
+	unaryTo(op UnaryOp, dst, src *Tensor)
 	// unaryBackward: dx = dy * op'(x); x or y is nil when op does not need it.
 	unaryBackward(op UnaryOp, dx, x, y, dy *Tensor)
 	// affine: dst = alpha*src + beta.

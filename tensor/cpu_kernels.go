@@ -149,6 +149,14 @@ func (cpuBackend) unary(op UnaryOp, dst, src *Tensor) {
 		func() { cpukern.Unary(op, f64(dst), f64(src)) })
 }
 
+// unaryTo is unary into a float32 temporary, then cast: the same bits.
+func (c cpuBackend) unaryTo(op UnaryOp, dst, src *Tensor) {
+	tmp := mustNew(op.String(), ctxOf(op.String(), src), src.dev, src.dtype, src.shape)
+	defer tmp.Release()
+	c.unary(op, tmp, src)
+	c.cast(dst, tmp)
+}
+
 func (cpuBackend) unaryBackward(op UnaryOp, dx, x, y, dy *Tensor) {
 	onFloat(op.String()+"Backward", dx.dtype,
 		func() { cpukern.UnaryBackward(op, f32(dx), opt32(x), opt32(y), f32(dy)) },

@@ -18,13 +18,29 @@ func (b cudaBackend) unary(op UnaryOp, dst, src *Tensor) {
 	})
 }
 
+// unaryTo runs unary_to_f32_f16 or _bf16: four float32 values a thread
+// in, four halves out.
+func (b cudaBackend) unaryTo(op UnaryOp, dst, src *Tensor) {
+	d, n, name := b.d, dst.Numel(), op.String()
+	if n == 0 {
+		return
+	}
+	fn := d.k.unaryTo[0]
+	if dst.dtype == BFloat16 {
+		fn = d.k.unaryTo[1]
+	}
+	d.launchVec(name, fn, n, 4, func(a *cuda.Args) {
+		a.Int32(int32(op)).Ptr(devPtr(dst)).Ptr(devPtr(src)).Int64(int64(n))
+	})
+}
+
 func (b cudaBackend) unaryBackward(op UnaryOp, dx, x, y, dy *Tensor) {
 	d, n, name := b.d, dx.Numel(), op.String()+"Backward"
 	f := floatIndex(name, dx.dtype)
 	if n == 0 {
 		return
 	}
-	d.launch1(name, d.k.unaryBackward[f], n, func(a *cuda.Args) {
+	d.launchVec(name, d.k.unaryBackward[f], n, dx.dtype.Size(), func(a *cuda.Args) {
 		a.Int32(int32(op)).Ptr(devPtr(dx)).Ptr(devPtr(x)).Ptr(devPtr(y)).Ptr(devPtr(dy)).Int64(int64(n))
 	})
 }

@@ -66,6 +66,7 @@ type cudaKernels struct {
 	copy2D        [3]*cuda.Function
 
 	unary, unaryBackward, affine, binary [2]*cuda.Function
+	unaryTo                              [2]*cuda.Function // float32 to float16, bfloat16
 	binaryStrided                        [2][2]*cuda.Function
 	binaryRowB                           [2]*cuda.Function // a row broadcast over a contiguous operand
 
@@ -105,6 +106,8 @@ func (k *cudaKernels) bindings() map[string]**cuda.Function {
 		"unscale_check_f32":    &k.unscaleCheck,
 		"copy_strided_b16_i32": &k.copyWide[kIdx32],
 		"copy_strided_b16_i64": &k.copyWide[kIdx64],
+		"unary_to_f32_f16":     &k.unaryTo[0],
+		"unary_to_f32_bf16":    &k.unaryTo[1],
 	}
 	k.attention.bind(m)
 	for g, shape := range [2]string{"warp", "block"} {

@@ -111,6 +111,30 @@ func Unary(op UnaryOp, t *Tensor) *Tensor {
 	return out
 }
 
+// UnaryTo is Unary(op, t).To(dt) in one pass: op computed in float32,
+// the result rounded to dt as Cast rounds, for float32 t and a float16
+// or bfloat16 dt (dt equal to t's dtype is Unary). Bit for bit the two
+// ops' result, without the float32 intermediate: the GELU before a
+// half-precision product (autograd.GeluLinear under autocast).
+func UnaryTo(op UnaryOp, t *Tensor, dt DType) *Tensor {
+	if dt == t.dtype {
+		return Unary(op, t)
+	}
+	name := op.String()
+	if op >= NumUnaryOps {
+		fail(name, ErrArgument, "no such unary op")
+	}
+	t.live(name)
+	if t.dtype != Float32 || (dt != Float16 && dt != BFloat16) {
+		fail(name, ErrDType, "%v of %v to %v: want float32 to float16 or bfloat16", op, t.dtype, dt)
+	}
+	src, done := contig(t)
+	defer done()
+	out := mustNew(name, ctxOf(name, t), t.dev, dt, t.shape)
+	t.dev.backend().unaryTo(op, out, src)
+	return out
+}
+
 // UnaryBackward returns dy * op'(x), given the forward input x and output
 // y (either may be nil when op does not need it; the kernel documents
 // which it uses).
