@@ -76,9 +76,15 @@ func mapVMM(t *testing.T, c *Context, reserve, pages int, access int, handles []
 // TestGPUVMMCopies runs every kind of copy into and out of memory mapped
 // through the virtual memory API, at several offsets and lengths (inside
 // a page, across a page boundary, over every page) and layouts (access
-// given per page or over the run, a small or a device-sized reservation,
-// a page mapped at two addresses), and reports each failure with its
-// place: expandable segments (package memory) copy into such memory.
+// given per page, per growth or over the run, a small or a device-sized
+// reservation, a page mapped at two addresses): expandable segments
+// (package memory) copy into such memory. The kinds strata uses there
+// must all work: synchronous copies of pageable memory, asynchronous ones
+// of pinned memory, device-to-device copies. Asynchronous copies of
+// pageable memory are only counted and logged: on the H200 (driver 580)
+// those of a few MiB failed now and then with CUDA_ERROR_INVALID_VALUE
+// (never those up to 64 KiB), which is why package tensor copies pageable
+// memory synchronously when device memory is expandable.
 func TestGPUVMMCopies(t *testing.T) {
 	c := gpuContext(t)
 	if !c.VMMSupported() {
@@ -116,7 +122,8 @@ func TestGPUVMMCopies(t *testing.T) {
 
 	rng := rand.New(rand.NewPCG(3, 4))
 	spans := [][2]int{{0, 256}, {g - 4096, 8192}, {g / 2, 64<<10 + 1}, {17, 3*g + 5}, {0, pages * g}}
-	var failures []string
+	var failures, flaky []string
+	tries := 0
 	for _, l := range layouts {
 		var handles []MemHandle
 		if l.aliasing {
@@ -131,42 +138,55 @@ func TestGPUVMMCopies(t *testing.T) {
 			dst := r.base.Add(off)
 			src := randomBytes(rng, n)
 			copy(pinned, src)
-			check := func(kind string, err error) {
+			check := func(kind string, err error, must bool) {
+				bad := &failures
+				if !must {
+					bad = &flaky
+					tries++
+				}
 				if err != nil {
-					failures = append(failures, fmt.Sprintf("%s: %s of %d bytes at page offset %d: %v", l.name, kind, n, off, err))
+					*bad = append(*bad, fmt.Sprintf("%s: %s of %d bytes at page offset %d: %v", l.name, kind, n, off, err))
 					return
 				}
 				got := make([]byte, n)
 				if err := c.MemcpyDtoH(got, dst); err != nil {
 					failures = append(failures, fmt.Sprintf("%s: read-back after %s of %d bytes at %d: %v", l.name, kind, n, off, err))
 				} else if !bytes.Equal(got, src) {
-					failures = append(failures, fmt.Sprintf("%s: %s of %d bytes at %d: wrong data", l.name, kind, n, off))
+					*bad = append(*bad, fmt.Sprintf("%s: %s of %d bytes at %d: wrong data", l.name, kind, n, off))
 				}
 				require.NoError(t, c.MemsetD8(dst, 0, n))
 			}
-			check("MemcpyHtoD", c.MemcpyHtoD(dst, src))
-			check("MemcpyHtoDAsync pageable, null stream", errors2(c.MemcpyHtoDAsync(dst, src, nil), c.Synchronize()))
-			check("MemcpyHtoDAsync pageable, own stream", errors2(c.MemcpyHtoDAsync(dst, src, s), s.Synchronize()))
-			check("MemcpyHtoDAsync pinned, own stream", errors2(c.MemcpyHtoDAsyncPtr(dst, unsafe.Pointer(&pinned[0]), n, s), s.Synchronize()))
+			check("MemcpyHtoD", c.MemcpyHtoD(dst, src), true)
+			check("MemcpyHtoDAsync pinned, own stream", errors2(c.MemcpyHtoDAsyncPtr(dst, unsafe.Pointer(&pinned[0]), n, s), s.Synchronize()), true)
+			check("MemcpyHtoDAsync pageable, null stream", errors2(c.MemcpyHtoDAsync(dst, src, nil), c.Synchronize()), false)
+			check("MemcpyHtoDAsync pageable, own stream", errors2(c.MemcpyHtoDAsync(dst, src, s), s.Synchronize()), false)
 			require.NoError(t, c.MemcpyHtoD(classic, src))
-			check("MemcpyDtoD from cuMemAlloc", c.MemcpyDtoD(dst, classic, n))
-			check("MemcpyDtoDAsync from cuMemAlloc, own stream", errors2(c.MemcpyDtoDAsync(dst, classic, n, s), s.Synchronize()))
+			check("MemcpyDtoD from cuMemAlloc", c.MemcpyDtoD(dst, classic, n), true)
+			check("MemcpyDtoDAsync from cuMemAlloc, own stream", errors2(c.MemcpyDtoDAsync(dst, classic, n, s), s.Synchronize()), true)
 			// VMM to VMM: the data is put at the range's end first.
 			other := r.base.Add(pages*g - n)
 			if other >= dst.Add(n) || other.Add(n) <= dst {
 				require.NoError(t, c.MemcpyHtoD(other, src))
-				check("MemcpyDtoDAsync within the range", errors2(c.MemcpyDtoDAsync(dst, other, n, s), s.Synchronize()))
+				check("MemcpyDtoDAsync within the range", errors2(c.MemcpyDtoDAsync(dst, other, n, s), s.Synchronize()), true)
 			}
-			// Out of the range, asynchronously.
+			// Out of the range, into pinned memory and (only logged) into
+			// pageable memory, asynchronously.
 			require.NoError(t, c.MemcpyHtoD(dst, src))
+			clear(pinned[:n])
+			err := errors2(c.MemcpyDtoHAsyncPtr(unsafe.Pointer(&pinned[0]), dst, n, s), s.Synchronize())
+			if err != nil || !bytes.Equal(pinned[:n], src) {
+				failures = append(failures, fmt.Sprintf("%s: MemcpyDtoHAsync into pinned memory of %d bytes at %d: %v", l.name, n, off, err))
+			}
 			back := make([]byte, n)
-			err := errors2(c.MemcpyDtoHAsync(back, dst, s), s.Synchronize())
+			tries++
+			err = errors2(c.MemcpyDtoHAsync(back, dst, s), s.Synchronize())
 			if err != nil || !bytes.Equal(back, src) {
-				failures = append(failures, fmt.Sprintf("%s: MemcpyDtoHAsync of %d bytes at %d: %v (data equal %v)", l.name, n, off, err, bytes.Equal(back, src)))
+				flaky = append(flaky, fmt.Sprintf("%s: MemcpyDtoHAsync pageable of %d bytes at %d: %v (data equal %v)", l.name, n, off, err, bytes.Equal(back, src)))
 			}
 			require.NoError(t, c.MemsetD8(dst, 0, n))
 		}
 	}
+	t.Logf("asynchronous copies of pageable memory: %d of %d failed%s", len(flaky), tries, strings.Join(append([]string{""}, flaky...), "\n  "))
 	if len(failures) > 0 {
 		t.Errorf("%d copies failed on memory of the virtual memory API:\n%s", len(failures), strings.Join(failures, "\n"))
 	}

@@ -137,7 +137,7 @@ func newCUDADevice(ordinal int) (_ *cudaDevice, err error) {
 	if d.stream, err = ctx.NewStream(); err != nil {
 		return nil, err
 	}
-	d.q = streamQueue{ctx, d.stream}
+	d.q = streamQueue{ctx: ctx, stream: d.stream}
 	if d.module, d.k, err = loadKernels(ctx); err != nil {
 		return nil, err
 	}
@@ -149,6 +149,9 @@ func newCUDADevice(ordinal int) (_ *cudaDevice, err error) {
 	}
 	if d.mem, d.memS, err = newCUDAManager(ctx, d.stream); err != nil {
 		return nil, err
+	}
+	if d.mem.Pool(memory.TierDevice).Expandable() {
+		d.q = streamQueue{ctx: ctx, stream: d.stream, syncPageable: true}
 	}
 	// cuBLAS comes up with the device, so its workspace is part of the
 	// memory in use from the start; a missing cuBLAS fails float32

@@ -19,6 +19,15 @@ type cudaQueue interface {
 type streamQueue struct {
 	ctx    *cuda.Context
 	stream *cuda.Stream
+	// syncPageable makes host copies synchronous: the stream is drained,
+	// then cuMemcpyHtoD or cuMemcpyDtoH runs. Set when device memory is
+	// mapped through the virtual memory API (expandable segments): there,
+	// cuMemcpyHtoDAsync and cuMemcpyDtoHAsync of pageable memory over a few
+	// MiB failed now and then with CUDA_ERROR_INVALID_VALUE on the H200
+	// (driver 580; cuda's TestGPUVMMCopies), where synchronous and pinned
+	// copies never did. Host copies of pageable memory wait for the data
+	// anyway; the cost is the drained stream.
+	syncPageable bool
 }
 
 func (q streamQueue) launch(fn *cuda.Function, grid, block [3]uint32, a *cuda.Args) error {
@@ -30,10 +39,22 @@ func (q streamQueue) copyDtoD(dst, src cuda.DevicePtr, n int) error {
 }
 
 func (q streamQueue) copyHtoD(dst cuda.DevicePtr, src []byte) error {
+	if q.syncPageable {
+		if err := q.stream.Synchronize(); err != nil {
+			return err
+		}
+		return q.ctx.MemcpyHtoD(dst, src)
+	}
 	return q.ctx.MemcpyHtoDAsync(dst, src, q.stream)
 }
 
 func (q streamQueue) copyDtoH(dst []byte, src cuda.DevicePtr) error {
+	if q.syncPageable {
+		if err := q.stream.Synchronize(); err != nil {
+			return err
+		}
+		return q.ctx.MemcpyDtoH(dst, src)
+	}
 	return q.ctx.MemcpyDtoHAsync(dst, src, q.stream)
 }
 
