@@ -9,14 +9,17 @@ import (
 	"github.com/strata-ml/strata/nn"
 )
 
-// TestAttentionFlag: -attention picks plain (the default) or fused, a bad
-// value is refused naming the flag, and a -bench run works with each.
+// TestAttentionFlag: -attention picks plain, fused or auto (the default:
+// plain on the CPU), a bad value is refused naming the flag, and a -bench
+// run works with each.
 func TestAttentionFlag(t *testing.T) {
 	_, err := parseFlags([]string{"-attention", "flash"})
-	require.ErrorContains(t, err, `-attention "flash": want plain or fused`)
-	o, err := parseFlags(nil)
+	require.ErrorContains(t, err, `-attention "flash": want plain, fused or auto`)
+	o, err := parseFlags(strings.Fields("-bench -steps 1 -bench-warmup 0 -batch 2 -device cpu -precision bf16"))
 	require.NoError(t, err)
-	require.Equal(t, nn.AttentionPlain, o.attn)
+	require.Equal(t, "auto", o.attention)
+	require.NoError(t, run(o))
+	require.Equal(t, nn.AttentionPlain, o.attn, "auto is plain on the CPU")
 	for _, a := range []string{"plain", "fused"} {
 		o, err := parseFlags(append(strings.Fields("-bench -steps 1 -bench-warmup 0 -batch 2 -device cpu -attention"), a))
 		require.NoError(t, err, a)

@@ -60,7 +60,7 @@ type options struct {
 	precision string       // -precision
 	prec      amp.State    // what -precision says
 	attention string       // -attention
-	attn      nn.Attention // what -attention says
+	attn      nn.Attention // what -attention says (auto: set by newTrainer for the device)
 	dropout   float64      // -dropout
 	dropSet   bool         // -dropout was given (else the config's)
 	resume    string       // -resume, -state, -save-every, -max-skips: resume.go, train.go
@@ -118,7 +118,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.ckpt, "checkpoint", "none", "activation checkpointing of the transformer blocks: none, blocks (recompute whole blocks in backward), selective (keep the matrix products' outputs, recompute the rest) or auto (with -device-budget: raised from none while a step does not fit)")
 	fs.IntVar(&o.ckptEvery, "checkpoint-every", 1, "with -checkpoint blocks or selective: checkpoint every k-th block (1: all)")
 	fs.StringVar(&o.precision, "precision", "fp32", "matrix products: fp32, tf32 (float32 with TF32 tensor cores on the GPU), fp16 (autocast, with loss scaling) or bf16 (autocast)")
-	fs.StringVar(&o.attention, "attention", "plain", "attention: plain (the (B, H, T, T) probabilities materialised per op) or fused (FlashAttention-2 kernels, no T x T matrix)")
+	fs.StringVar(&o.attention, "attention", "auto", "attention: plain (the (B, H, T, T) probabilities materialised per op), fused (FlashAttention-2 kernels, no T x T matrix) or auto (fused on CUDA under fp16 or bf16, where its tensor-core kernels run, plain elsewhere)")
 	fs.Float64Var(&o.dropout, "dropout", 0, "dropout on embeddings, attention and residuals (default: the config's, 0 for every preset)")
 	fs.StringVar(&o.resume, "resume", "", "continue the run saved in this training state file (-state), exactly where it stopped")
 	fs.StringVar(&o.state, "state", "", "where an interrupt (SIGINT, SIGTERM) and -save-every save the resumable training state (default: -out with .state.safetensors for .safetensors; empty: never)")
@@ -168,8 +168,10 @@ func parseFlags(args []string) (*options, error) {
 	if o.tokName != "byte" && o.data == "" && !o.bench {
 		return nil, fmt.Errorf("-tokenizer %s: the built-in addition task is bytes; give -data (a text or token file)", o.tokName)
 	}
-	if o.attn, err = nn.ParseAttention(o.attention); err != nil {
-		return nil, fmt.Errorf("-attention %q: want plain or fused", o.attention)
+	if o.attention != "auto" {
+		if o.attn, err = nn.ParseAttention(o.attention); err != nil {
+			return nil, fmt.Errorf("-attention %q: want plain, fused or auto", o.attention)
+		}
 	}
 	return o, nil
 }
