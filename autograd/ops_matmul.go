@@ -143,13 +143,16 @@ func GeluLinear(u, w, b *Var) *Var {
 func linearForward(pr precision, x *tensor.Tensor, w, b *Var) *tensor.Tensor {
 	xs := x.Shape()
 	x2 := x.Reshape(-1, xs[len(xs)-1])
-	y2 := pr.mm(x2, w.Value, false, true, 1)
-	x2.Release()
+	var y2 *tensor.Tensor
 	if b != nil {
-		yb := tensor.Add(y2, b.Value)
-		y2.Release()
-		y2 = yb
+		// The bias in the product's epilogue on a GPU.
+		ps := pr.products()
+		y2 = ps.mmBias(x2, w.Value, b.Value, false, true)
+		ps.release()
+	} else {
+		y2 = pr.mm(x2, w.Value, false, true, 1)
 	}
+	x2.Release()
 	y := y2.Reshape(append(xs[:len(xs)-1:len(xs)-1], w.Value.Dim(0))...)
 	y2.Release()
 	return y
@@ -158,11 +161,28 @@ func linearForward(pr precision, x *tensor.Tensor, w, b *Var) *tensor.Tensor {
 // linearParamGrads returns the gradients of a Linear's weight and bias
 // (nil where not needed) from the 2-D output gradient g2 (N, out) and the
 // layer's input a (..., in): gw = g2ᵀ a, gb = Σ rows of g2.
+//
+// When both are wanted they come from one product: gb is the row sums of
+// g2ᵀ as the product takes it (cast to the half type under autocast, as
+// PyTorch's autocast sums a half-precision output gradient), from the
+// GEMM's epilogue on a GPU (tensor.MatMulRowSums).
 func linearParamGrads(ps *products, g2, a *tensor.Tensor, w, b *Var) (gw, gb *tensor.Tensor) {
-	if needs(w) {
+	wantB := b != nil && needs(b)
+	switch {
+	case needs(w) && wantB:
+		a2 := as2D(a)
+		gw, gb = ps.mmRowSums(g2, a2, true, false) // (out, N) @ (N, in), Σ over N of g2
+		if a2 != a {
+			a2.Release()
+		}
+		if gb.DType() != b.Value.DType() {
+			c := gb.To(b.Value.DType())
+			gb.Release()
+			gb = c
+		}
+	case needs(w):
 		gw = foldedTN(ps, g2, a) // (out, N) @ (N, in)
-	}
-	if b != nil && needs(b) {
+	case wantB:
 		gb = tensor.Sum(g2, false, 0)
 	}
 	return gw, gb

@@ -61,17 +61,51 @@ func (ps *products) operand(x *tensor.Tensor) *tensor.Tensor {
 // is returned in float32; otherwise it is the plain product (TF32 when
 // the state allows).
 func (ps *products) mm(a, b *tensor.Tensor, ta, tb bool, alpha float64) *tensor.Tensor {
-	mode := tensor.MatMulMode{TF32: ps.p.st.TF32, Float32Out: ps.p.st.Enabled}
-	x, y := ps.operand(a), ps.operand(b)
+	x, y, release := ps.operands(a, b, ta, tb)
+	defer release()
+	return tensor.MatMulWith(x, y, alpha, ps.mode())
+}
+
+// mmBias is mm (alpha 1) with bias (n) added to every row of the
+// product: tensor.MatMulBias, in the GEMM's epilogue on a GPU.
+func (ps *products) mmBias(a, b, bias *tensor.Tensor, ta, tb bool) *tensor.Tensor {
+	x, y, release := ps.operands(a, b, ta, tb)
+	defer release()
+	return tensor.MatMulBias(x, y, bias, ps.mode())
+}
+
+// mmRowSums is mm (alpha 1) and the row sums of op(a) as the product
+// takes it (a's cast under autocast): tensor.MatMulRowSums, a linear
+// layer's weight and bias gradients in one GEMM on a GPU.
+func (ps *products) mmRowSums(a, b *tensor.Tensor, ta, tb bool) (c, sums *tensor.Tensor) {
+	x, y, release := ps.operands(a, b, ta, tb)
+	defer release()
+	return tensor.MatMulRowSums(x, y, ps.mode())
+}
+
+// operands returns op(a) and op(b) as the products take them (transposed
+// views of the cast copies), and what releases the views.
+func (ps *products) operands(a, b *tensor.Tensor, ta, tb bool) (x, y *tensor.Tensor, release func()) {
+	x, y = ps.operand(a), ps.operand(b)
+	var views []*tensor.Tensor
 	if ta {
 		x = x.T()
-		defer x.Release()
+		views = append(views, x)
 	}
 	if tb {
 		y = y.T()
-		defer y.Release()
+		views = append(views, y)
 	}
-	return tensor.MatMulWith(x, y, alpha, mode)
+	return x, y, func() {
+		for _, v := range views {
+			v.Release()
+		}
+	}
+}
+
+// mode is the products' tensor.MatMulMode.
+func (ps *products) mode() tensor.MatMulMode {
+	return tensor.MatMulMode{TF32: ps.p.st.TF32, Float32Out: ps.p.st.Enabled}
 }
 
 // drop frees x's low-precision copy now (a large operand no later

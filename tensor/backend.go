@@ -43,6 +43,11 @@ type backend interface {
 	// (float32 accumulation in every case). tf32 lets float32 products use
 	// TF32 tensor cores where the device has them.
 	matmul(c, a, b *Tensor, transA, transB bool, m, n, k, batch, strideA, strideB int, alpha, beta float64, tf32 bool)
+	// matmulEpilogue is one 2-D product C = op(A) op(B) (alpha 1, beta 0)
+	// with epi fused into it (vec: the bias, or the row sums it writes);
+	// false when the backend has no such kernel for these operands, and
+	// then it has done nothing.
+	matmulEpilogue(c, a, b, vec *Tensor, transA, transB bool, m, n, k int, epi epilogue, tf32 bool) bool
 	softmax(dst, src *Tensor, rows, cols int, log bool)
 	softmaxBackward(dx, y, dy *Tensor, rows, cols int, log bool)
 	// causalSoftmax and its backward: softmax over the rows of batch

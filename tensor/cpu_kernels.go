@@ -374,6 +374,11 @@ func (cpuBackend) countTargets(targets *Tensor, rows int, ignore int32) (int, er
 	return n, nil
 }
 
+// matmulEpilogue: the CPU composes the product and the op instead.
+func (cpuBackend) matmulEpilogue(c, a, b, vec *Tensor, tA, tB bool, m, n, k int, epi epilogue, tf32 bool) bool {
+	return false
+}
+
 func (cpuBackend) dropout(dst, src *Tensor, p float64, seed, offset uint64) {
 	onFloat("Dropout", dst.dtype,
 		func() { cpukern.Dropout(f32(dst), f32(src), p, seed, offset) },

@@ -73,5 +73,15 @@ func testOpsMatMul(t *testing.T) {
 		{name: "MatMul/scaled", tol: 1e-5, floor: 1, run: func(e *env) []*tensor.Tensor {
 			return []*tensor.Tensor{tensor.MatMulScaled(e.randn(4, 64, 96), e.randn(4, 96, 80), 0.125)}
 		}},
+		{name: "MatMul/epilogues", tol: 1e-5, floor: 1, run: func(e *env) []*tensor.Tensor {
+			// A linear layer's forward (x wᵀ + b) and its weight and bias
+			// gradients (gᵀ x, Σ rows of gᵀ), against the composed ops.
+			x, w, b, g := e.randn(37, 64), e.randn(48, 64), e.randn(48), e.randn(37, 48)
+			y := tensor.MatMulBias(x, w.T(), b, tensor.MatMulMode{})
+			gw, gb := tensor.MatMulRowSums(g.T(), x, tensor.MatMulMode{})
+			y2 := tensor.MatMulBias(g, w, e.randn(64), tensor.MatMulMode{}) // untransposed operands
+			c, s := tensor.MatMulRowSums(x, w.T(), tensor.MatMulMode{})
+			return []*tensor.Tensor{y, tensor.Add(tensor.MatMul(x, w.T()), b), gw, gb, tensor.Sum(g, false, 0), y2, c, s, tensor.Sum(x, false, 1)}
+		}},
 	})
 }
