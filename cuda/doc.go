@@ -1,5 +1,5 @@
-// Package cuda binds the CUDA driver API and cuBLAS at run time, without
-// cgo. It is the bottom layer of strata: the memory manager builds its
+// Package cuda binds the CUDA driver API, cuBLAS and cuBLASLt at run
+// time, without cgo. It is the bottom layer of strata: the memory manager builds its
 // device, managed and mapped-host tiers on it, and the tensor package
 // launches its kernels and GEMMs through it. It imports nothing else of
 // the project.
@@ -16,9 +16,11 @@
 // instead, and then nothing else is tried. cuBLAS is found the same way
 // (libcublas.so.13, .12, the unversioned name; $CUDA_HOME, /usr/local/cuda
 // and the versioned toolkit folders; STRATA_CUBLAS_LIB overrides) when the
-// first BLAS handle is created. A failure lists every file tried, the
-// loader's message for each, and how to fix it, and wraps ErrNoDriver (or
-// ErrNoCUBLAS). The toolkit's stub libcuda is recognised by its
+// first BLAS handle is created, and cuBLASLt likewise (libcublasLt.so.13,
+// .12, the unversioned name, in the same folders; STRATA_CUBLASLT_LIB
+// overrides) when the first BLASLt handle is. A failure lists every file
+// tried, the loader's message for each, and how to fix it, and wraps
+// ErrNoDriver (or ErrNoCUBLAS, ErrNoCUBLASLt). The toolkit's stub libcuda is recognised by its
 // CUDA_ERROR_STUB_LIBRARY and reported as such.
 //
 // Entry points are resolved by their versioned names, the ones the CUDA
