@@ -1,6 +1,6 @@
 // Package cuda binds the CUDA driver API, cuBLAS and cuBLASLt at run
-// time, without cgo. It is the bottom layer of strata: the memory manager builds its
-// device, managed and mapped-host tiers on it, and the tensor package
+// time, without cgo. It is the bottom layer of strata: the memory manager
+// builds its device, managed and mapped-host tiers on it, and the tensor package
 // launches its kernels and GEMMs through it. It imports nothing else of
 // the project.
 //
@@ -20,8 +20,8 @@
 // .12, the unversioned name, in the same folders; STRATA_CUBLASLT_LIB
 // overrides) when the first BLASLt handle is. A failure lists every file
 // tried, the loader's message for each, and how to fix it, and wraps
-// ErrNoDriver (or ErrNoCUBLAS, ErrNoCUBLASLt). The toolkit's stub libcuda is recognised by its
-// CUDA_ERROR_STUB_LIBRARY and reported as such.
+// ErrNoDriver (or ErrNoCUBLAS, ErrNoCUBLASLt). The toolkit's stub libcuda
+// is recognised by its CUDA_ERROR_STUB_LIBRARY and reported as such.
 //
 // Entry points are resolved by their versioned names, the ones the CUDA
 // 12 and 13 headers map the plain names to (cuMemAlloc_v2,
