@@ -86,10 +86,3 @@ func blasType(dt DType) cuda.DataType {
 	}
 	return cuda.TypeF32
 }
-
-// matmulEpilogue runs the product on cuBLASLt with the epilogue (bias or
-// bias gradient) when the device has cuBLASLt and it has a kernel for the
-// problem.
-func (b cudaBackend) matmulEpilogue(c, a, bm, vec *Tensor, tA, tB bool, m, n, k int, epi epilogue, tf32 bool) bool {
-	return false
-}

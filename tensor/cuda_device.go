@@ -39,6 +39,10 @@ type cudaDevice struct {
 	blas     *cuda.BLAS
 	blasWS   *memory.Allocation
 	blasErr  error
+
+	ltOnce sync.Once // cuBLASLt: products with epilogues (cuda_blaslt.go)
+	lt     *cuda.BLASLt
+	ltErr  error
 }
 
 func (d *cudaDevice) String() string          { return d.name }
