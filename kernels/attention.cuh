@@ -485,3 +485,4 @@ ATTENTION_KERNELS_ALL_HD(bf16, __nv_bfloat16)
 // (mma1) and their faster successors, attention_mma2.cuh.
 #include "attention_mma.cuh"
 #include "attention_mma2.cuh"
+#include "attention_mma3.cuh"

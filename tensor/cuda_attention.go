@@ -14,16 +14,20 @@ import (
 // also writes delta = rowsum(dout * out)) and backward_dkdv. Three
 // launches in all for a forward and backward pass, none of them atomic.
 // Float16 and bfloat16 inputs run the tensor-core kernels of
-// kernels/attention_mma2.cuh (mma.sync with ldmatrix and cp.async,
-// sm_80+), unless EnvAttention says otherwise: mma1 selects the first
-// tensor-core kernels (kernels/attention_mma.cuh), simt the float32-math
-// ones, which float32 inputs always run. The mma2 backward_dq also rounds
-// dout to the input type into scratch (doh) for backward_dkdv.
+// kernels/attention_mma3.cuh (mma.sync with ldmatrix and cp.async,
+// sm_80+): without dropout (p == 0) the mma3 ones, compiled without the
+// Philox code and so with larger tiles and more blocks an SM, with it the
+// mma3drop ones. EnvAttention selects others: mma2 the previous
+// generation (kernels/attention_mma2.cuh, the same arguments), mma1 the
+// first tensor-core kernels (kernels/attention_mma.cuh), simt the
+// float32-math ones, which float32 inputs always run. The mma2 and mma3
+// backward_dq also round dout to the input type into scratch (doh) for
+// backward_dkdv.
 
 // EnvAttention selects the kernels of float16 and bfloat16 fused
 // attention: "simt" the float32-math ones, "mma1" the first tensor-core
-// ones, anything else the mma2 tensor-core ones (for comparisons and as a
-// fallback); it is read at every call.
+// ones, "mma2" the second, anything else the mma3 tensor-core ones (for
+// comparisons and as a fallback); it is read at every call.
 const EnvAttention = "STRATA_ATTENTION"
 
 var (
@@ -41,11 +45,13 @@ var (
 
 // attentionKernels is the slot of kernels/attention.cuh in cudaKernels:
 // simt[pass][dtype][head size], mma[pass][dtype-1][head size] (the
-// tensor-core kernels, float16 and bfloat16) and mma2 (their successors).
+// tensor-core kernels, float16 and bfloat16), mma2 (their successors) and
+// mma3[drop] (the mma3 kernels without and with dropout).
 type attentionKernels struct {
 	simt [3][3][4]*cuda.Function
 	mma  [3][2][4]*cuda.Function
 	mma2 [3][2][4]*cuda.Function
+	mma3 [2][3][2][4]*cuda.Function
 }
 
 // Launch shapes: 256 threads for the float32-math kernels, 128 (4 warps
@@ -56,6 +62,13 @@ var (
 	attnMMAThreads = [3]uint32{128, 1, 1}
 	attnMMARows    = 64
 	attnMMA2Warps  = [3][4]int{{4, 4, 4, 8}, {4, 4, 4, 8}, {4, 4, 4, 2}}
+	// attnMMA3Warps[drop][pass][head size]: Attn3Fwd, Attn3Dq and
+	// Attn3Dkv's W without dropout (mma3) and with it (mma3drop, mma2's).
+	attnMMA3Warps = [2][3][4]int{
+		{{8, 8, 8, 4}, {8, 8, 8, 4}, {8, 8, 8, 2}},
+		{{4, 4, 4, 8}, {4, 4, 4, 8}, {4, 4, 4, 2}},
+	}
+	attnMMA3Name = [2]string{"mma3", "mma3drop"}
 )
 
 // attention kernel generations (EnvAttention).
@@ -63,6 +76,7 @@ const (
 	attnSIMT = iota
 	attnMMA1
 	attnMMA2
+	attnMMA3
 )
 
 // attnKind is the kernel generation of dtype index di.
@@ -74,8 +88,10 @@ func attnKind(di int) int {
 		return attnSIMT
 	case os.Getenv(EnvAttention) == "mma1":
 		return attnMMA1
+	case os.Getenv(EnvAttention) == "mma2":
+		return attnMMA2
 	}
-	return attnMMA2
+	return attnMMA3
 }
 
 // bind adds the kernels' names to a bindings table.
@@ -88,6 +104,9 @@ func (k *attentionKernels) bind(m map[string]**cuda.Function) {
 				if i > 0 {
 					m["attention_"+pass+"_mma_"+sfx] = &k.mma[p][i-1][j]
 					m["attention_"+pass+"_mma2_"+sfx] = &k.mma2[p][i-1][j]
+					for dr, name := range attnMMA3Name {
+						m["attention_"+pass+"_"+name+"_"+sfx] = &k.mma3[dr][p][i-1][j]
+					}
 				}
 			}
 		}
@@ -95,10 +114,18 @@ func (k *attentionKernels) bind(m map[string]**cuda.Function) {
 }
 
 // kernel returns pass p's kernel of generation kind for dtype index di
-// and head index hi, its grid and block. rows is the float32-math
-// kernel's rows a block.
-func (k *attentionKernels) kernel(op string, kind, p, di, hi, bh, t int, rows [4]int) (*cuda.Function, [3]uint32, [3]uint32) {
+// and head index hi, its grid and block; drop (dropout probability above
+// 0) picks mma3's dropout variant. rows is the float32-math kernel's rows
+// a block.
+func (k *attentionKernels) kernel(op string, kind, p, di, hi, bh, t int, drop bool, rows [4]int) (*cuda.Function, [3]uint32, [3]uint32) {
 	switch kind {
+	case attnMMA3:
+		dr := 0
+		if drop {
+			dr = 1
+		}
+		w := attnMMA3Warps[dr][p][hi]
+		return k.mma3[dr][p][di-1][hi], attnGrid(op, bh, t, 16*w), [3]uint32{uint32(32 * w), 1, 1}
 	case attnMMA2:
 		w := attnMMA2Warps[p][hi]
 		return k.mma2[p][di-1][hi], attnGrid(op, bh, t, 16*w), [3]uint32{uint32(32 * w), 1, 1}
@@ -152,7 +179,7 @@ func (b cudaBackend) attentionForward(out, lse, q, k, v *Tensor, bh, t, hd int, 
 	const op = "FusedCausalAttention"
 	d := b.d
 	di, hi := attentionVariant(op, q.dtype, hd)
-	fn, grid, block := d.k.attention.kernel(op, attnKind(di), 0, di, hi, bh, t, attnFwdRows)
+	fn, grid, block := d.k.attention.kernel(op, attnKind(di), 0, di, hi, bh, t, p > 0, attnFwdRows)
 	d.launch(op, fn, grid, block, func(a *cuda.Args) {
 		a.Ptr(devPtr(out)).Ptr(devPtr(lse)).Ptr(devPtr(q)).Ptr(devPtr(k)).Ptr(devPtr(v))
 		a.Int64(int64(bh)).Int64(int64(t)).Int32(int32(hd)).Float32(float32(scale))
@@ -162,25 +189,25 @@ func (b cudaBackend) attentionForward(out, lse, q, k, v *Tensor, bh, t, hd int, 
 
 // attentionBackward runs backward_dq, which writes delta into scratch,
 // then backward_dkdv, which reads it (the stream orders them). The mma2
-// backward_dq also writes dout rounded to q's dtype (doh, before delta in
-// the scratch) for backward_dkdv.
+// and mma3 backward_dq also write dout rounded to q's dtype (doh, before
+// delta in the scratch) for backward_dkdv.
 func (b cudaBackend) attentionBackward(dq, dk, dv, q, k, v, out, dout, lse *Tensor, bh, t, hd int, scale, p float64, seed, offset uint64) {
 	const op = "FusedCausalAttentionBackward"
 	d := b.d
 	di, hi := attentionVariant(op, q.dtype, hd)
 	kind := attnKind(di)
-	dohBytes := 0
-	if kind == attnMMA2 {
+	dohBytes, withDoh := 0, kind == attnMMA2 || kind == attnMMA3
+	if withDoh {
 		dohBytes = (bh*t*hd*q.dtype.Size() + 15) &^ 15
 	}
 	scratch := d.scratch(op, ceilDiv(dohBytes+4*bh*t, 8)) // doh, then bh*t float32 delta
 	defer freeScratch(scratch)
 	doh := scratchPtr(scratch)
 	delta := doh + cuda.DevicePtr(dohBytes)
-	fn, grid, block := d.k.attention.kernel(op, kind, 1, di, hi, bh, t, attnDqRows)
+	fn, grid, block := d.k.attention.kernel(op, kind, 1, di, hi, bh, t, p > 0, attnDqRows)
 	d.launch(op, fn, grid, block, func(a *cuda.Args) {
 		a.Ptr(devPtr(dq)).Ptr(delta)
-		if kind == attnMMA2 {
+		if withDoh {
 			a.Ptr(doh)
 		}
 		a.Ptr(devPtr(q)).Ptr(devPtr(k)).Ptr(devPtr(v))
@@ -188,10 +215,10 @@ func (b cudaBackend) attentionBackward(dq, dk, dv, q, k, v, out, dout, lse *Tens
 		a.Int64(int64(bh)).Int64(int64(t)).Int32(int32(hd)).Float32(float32(scale))
 		attnDropArgs(a, p, seed, offset)
 	})
-	fn, grid, block = d.k.attention.kernel(op, kind, 2, di, hi, bh, t, attnDkvRows)
+	fn, grid, block = d.k.attention.kernel(op, kind, 2, di, hi, bh, t, p > 0, attnDkvRows)
 	d.launch(op, fn, grid, block, func(a *cuda.Args) {
 		a.Ptr(devPtr(dk)).Ptr(devPtr(dv)).Ptr(devPtr(q)).Ptr(devPtr(k)).Ptr(devPtr(v))
-		if kind == attnMMA2 {
+		if withDoh {
 			a.Ptr(doh)
 		} else {
 			a.Ptr(devPtr(dout))

@@ -157,17 +157,55 @@ void run_case(const char* dt, Shape sh, F fwd, DQ bdq, DKV bdkv, int bh, int t, 
                         attention_forward_mma2_##sfx##_h##HD, attention_backward_dq_mma2_##sfx##_h##HD,       \
                         attention_backward_dkdv_mma2_##sfx##_h##HD, bh, t, hd, p)
 
+// The mma3 kernels: without dropout (p == 0) the mma3 ones, with it the
+// mma3drop ones, as the launcher picks them; each at its own shapes.
+#define MMA3_SHAPE(HD, D, u)                                                                                 \
+  Shape{16 * Attn3Fwd<HD, D>::W, 16 * Attn3Dq<HD, D>::W, 16 * Attn3Dkv<HD, D>::W, 32 * Attn3Fwd<HD, D>::W, \
+        8 * (u), 16 * (u), 32 * Attn3Dq<HD, D>::W, 32 * Attn3Dkv<HD, D>::W}
+#define MMA3_RUN(name, D, sfx, T, u, HD, bh, t, hd, p)                                                     \
+  run_case<T, HD, true>(#sfx "-" #name, MMA3_SHAPE(HD, D, u), attention_forward_##name##_##sfx##_h##HD,   \
+                        attention_backward_dq_##name##_##sfx##_h##HD,                                     \
+                        attention_backward_dkdv_##name##_##sfx##_h##HD, bh, t, hd, p)
+#define MMA3_CASE(sfx, T, u, HD, bh, t, hd, p)           \
+  do {                                                   \
+    if ((p) > 0)                                         \
+      MMA3_RUN(mma3drop, true, sfx, T, u, HD, bh, t, hd, p); \
+    else                                                 \
+      MMA3_RUN(mma3, false, sfx, T, u, HD, bh, t, hd, p);    \
+  } while (0)
+
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::string(argv[1]) == "quick";
   const bool mma = argc > 1 && std::string(argv[1]) == "mma";
   const bool mma1 = argc > 1 && std::string(argv[1]) == "mma1";
   const bool mma2 = argc > 1 && std::string(argv[1]) == "mma2";
+  const bool mma3 = argc > 1 && std::string(argv[1]) == "mma3";
+  const double uh0 = 0x1p-11, ub0 = 0x1p-8;
+  // t: one row, fewer than a tile, not a multiple of any tile, several
+  // blocks of every kernel (128-row blocks included); hd: each HD, and
+  // padded (24, 100).
+  for (int t : {1, 37, 70, 130, 200, 300}) {
+    for (double p : {0.0, 0.2}) {
+      if (quick || mma1 || mma2) break;
+      MMA3_CASE(f16, __half, uh0, 64, 2, t, 64, p);
+      MMA3_CASE(bf16, __nv_bfloat16, ub0, 64, 3, t, 64, p);
+      MMA3_CASE(bf16, __nv_bfloat16, ub0, 64, 1, t, 40, p);
+      MMA3_CASE(f16, __half, uh0, 128, 2, t, 100, p);
+      MMA3_CASE(bf16, __nv_bfloat16, ub0, 128, 1, t, 128, p);
+      MMA3_CASE(f16, __half, uh0, 16, 2, t, 16, p);
+      MMA3_CASE(bf16, __nv_bfloat16, ub0, 32, 2, t, 24, p);
+      MMA3_CASE(f16, __half, uh0, 32, 1, t, 32, p);
+    }
+    if (quick || mma1 || mma2) break;
+    // The dropout variants without dropout (thr 0) stay right too.
+    MMA3_RUN(mma3drop, true, bf16, __nv_bfloat16, ub0, 64, 1, t, 64, 0.0);
+  }
   const double uh = 0x1p-11, ub = 0x1p-8;
   // t: one row, fewer than a tile, not a multiple of any tile, several
   // blocks of every kernel; hd: each HD, and padded (24, 100).
   for (int t : {1, 37, 70, 130, 200}) {
     for (double p : {0.0, 0.2}) {
-      if (quick || mma1) break;
+      if (quick || mma1 || mma3) break;
       MMA2_CASE(f16, __half, uh, 64, 2, t, 64, p);
       MMA2_CASE(bf16, __nv_bfloat16, ub, 64, 3, t, 64, p);
       MMA2_CASE(f16, __half, uh, 128, 2, t, 100, p);
@@ -179,7 +217,7 @@ int main(int argc, char** argv) {
   }
   for (int t : {1, 37, 70, 130}) {
     for (double p : {0.0, 0.2}) {
-      if (quick || mma2) break;
+      if (quick || mma2 || mma3) break;
       MMA_CASE(f16, __half, uh, 64, 2, t, 64, p);
       MMA_CASE(bf16, __nv_bfloat16, ub, 64, 2, t, 64, p);
       MMA_CASE(f16, __half, uh, 128, 2, t, 100, p);
@@ -189,7 +227,7 @@ int main(int argc, char** argv) {
     }
   }
   for (int t : {1, 37, 70}) {
-    if (mma || mma1 || mma2) break;
+    if (mma || mma1 || mma2 || mma3) break;
     for (double p : {0.0, 0.2}) {
       CASE(f32, float, 16, 3, t, 16, p);
       if (quick) continue;

@@ -3,7 +3,7 @@
 # host C++ over emu.h (g++ 12+, the CUDA headers for the half types) and
 # runs attention_test.cpp (about 5 minutes). `run.sh quick` runs one head
 # size of the float32-math kernels, `run.sh mma` the tensor-core kernels
-# (both generations; `mma1` or `mma2` one of them).
+# (every generation; `mma1`, `mma2` or `mma3` one of them).
 set -e
 cd "$(dirname "$0")"
 g++ -std=c++20 -O2 -pthread -Wno-unknown-pragmas -o /tmp/strata-attention-emu attention_test.cpp

@@ -1,0 +1,570 @@
+// attention_mma3.cuh: the tensor-core fused attention of
+// attention_mma2.cuh (same algorithm, passes, dropout mask, rounding and
+// arguments; its helpers), retuned for occupancy, under the names
+// attention_<pass>_mma3_<type>_h<HD> (no dropout) and
+// attention_<pass>_mma3drop_<type>_h<HD> (dropout).
+//
+//   - Each pass is compiled twice: DROP = false leaves the inlined Philox
+//     code out (the launcher runs it when p == 0, as training without
+//     attention dropout does), which frees the registers that let the
+//     tiles grow and more blocks share an SM (Attn3Fwd and co. below);
+//     DROP = true is the dropout variant, at mma2's tile shapes.
+//   - No dropout, HD <= 64: every pass takes 128 rows (8 warps) a block
+//     at 2 or 3 blocks an SM (16 or 24 warps; mma2: 8 to 12), which also
+//     halves the K/V (Q/dO) tiles streamed per row; backward_dkdv at
+//     HD 64 reloads its K and V fragments from shared memory (RES, as at
+//     HD 128) to fit 128 registers. HD 128: forward 4 warps at 3 blocks
+//     (mma2: 8 at 1), backward_dq 4 at 2 (8 at 1).
+//   - Row and key indices are 32-bit in the loops (a head's t * hd
+//     elements fit in 31 bits), streamed tiles are addressed from the
+//     head's base pointer: fewer registers live across the loop.
+//   - One __syncthreads a streamed tile instead of two: the block waits
+//     for tile j, syncs (so every warp is also done with tile j-1), then
+//     issues the copy of tile j+1 into tile j-1's stage and computes tile
+//     j while it lands.
+//
+// The launch shapes (warps a block) are mirrored by
+// tensor/cuda_attention.go's attnMMA3Warps; __launch_bounds__ caps the
+// registers so that MINB blocks fit an SM, at 0 spill bytes (ptxas -v).
+#pragma once
+#include "attention_mma2.cuh"
+
+// Tiles: W warps of 16 rows each (query rows in forward and backward_dq,
+// keys in backward_dkdv), BN rows of the streamed tiles, MINB blocks an
+// SM for __launch_bounds__; backward_dkdv reloads its K and V fragments
+// from shared memory when RES.
+// Without dropout (ptxas -v, sm_90, registers; all 0 spill bytes):
+//   forward        HD 16: 8 warps, BN 32, 3 blocks (71)   32: 8, 64, 2 (109)
+//                  HD 64: 8 warps, BN 32, 2 blocks (109)  128: 4, 32, 3 (157)
+//   backward_dq    HD 16: 8, 32, 3 (79)   32: 8, 32, 2 (109)   64: 8, 16, 2 (122)   128: 4, 32, 2 (205)
+//   backward_dkdv  HD 16: 8, 16, 3 (79)   32: 8, 32, 2 (128)   64: 8, 16, 2, RES (128)   128: 2, 16, 4, RES (211)
+// (forward HD 64 at BN 64 and backward_dq HD 64 at BN 32 spill 8 and 16
+// bytes at 2 blocks). With dropout: mma2's shapes (Attn2Fwd and co.).
+template <int HD> struct Attn3Tab {
+  static const int i = HD == 16 ? 0 : HD == 32 ? 1 : HD == 64 ? 2 : 3;
+};
+template <int HD, bool DROP> struct Attn3Fwd {
+  static constexpr int w[4] = {8, 8, 8, 4}, bn[4] = {32, 64, 32, 32}, minb[4] = {3, 2, 2, 3};
+  static const int W = DROP ? Attn2Fwd<HD>::W : w[Attn3Tab<HD>::i];
+  static const int BN = DROP ? Attn2Fwd<HD>::BN : bn[Attn3Tab<HD>::i];
+  static const int MINB = DROP ? Attn2Fwd<HD>::MINB : minb[Attn3Tab<HD>::i];
+};
+template <int HD, bool DROP> struct Attn3Dq {
+  static constexpr int w[4] = {8, 8, 8, 4}, bn[4] = {32, 32, 16, 32}, minb[4] = {3, 2, 2, 2};
+  static const int W = DROP ? Attn2Dq<HD>::W : w[Attn3Tab<HD>::i];
+  static const int BN = DROP ? Attn2Dq<HD>::BN : bn[Attn3Tab<HD>::i];
+  static const int MINB = DROP ? Attn2Dq<HD>::MINB : minb[Attn3Tab<HD>::i];
+};
+template <int HD, bool DROP> struct Attn3Dkv {
+  static constexpr int w[4] = {8, 8, 8, 2}, bn[4] = {16, 32, 16, 16}, minb[4] = {3, 2, 2, 4};
+  static const bool RES = DROP ? Attn2Dkv<HD>::RES : HD >= 64;
+  static const int W = DROP ? Attn2Dkv<HD>::W : w[Attn3Tab<HD>::i];
+  static const int BN = DROP ? Attn2Dkv<HD>::BN : bn[Attn3Tab<HD>::i];
+  static const int MINB = DROP ? Attn2Dkv<HD>::MINB : minb[Attn3Tab<HD>::i];
+};
+
+// attn3_tile is attn2_tile with 32-bit row indices (a head's t * hd
+// elements fit in 31 bits), x already offset to the head.
+template <int R, int HD, int S, int NT, typename H>
+__device__ __forceinline__ void attn3_tile(H* sh, const H* x, int r0, int t, int hd, bool fast) {
+  if (fast) {
+    constexpr int G = HD / 8;
+#pragma unroll
+    for (int i = threadIdx.x; i < R * G; i += NT) {
+      const int r = i / G, c = (i - r * G) * 8;
+      const int row = r0 + r;
+      cp_async16(sh + r * S + c, x + (row < t ? row : 0) * HD + c, row < t);
+    }
+    return;
+  }
+  for (int i = threadIdx.x; i < R * HD; i += NT) {
+    const int r = i / HD, d = i - r * HD;
+    const int row = r0 + r;
+    sh[r * S + d] = (row < t && d < hd) ? x[row * hd + d] : MmaType<H>::from(0.f);
+  }
+}
+
+template <typename H, int HD, bool DROP, class C = Attn3Fwd<HD, DROP>>
+__device__ void attn_forward_mma3(float* out, float* lse, const H* q, const H* k, const H* v, i64 nbh, i64 t, int hd,
+                                  float scale, u64 seed, u64 offset, u64 thr, float dscale) {
+  constexpr int W = C::W, NT = 32 * W, BR = 16 * W, BC = C::BN, S = HD + 8, KD = HD / 16, NS = BC / 8, ND = HD / 8;
+  constexpr int STAGE = 2 * BC * S, SMEM = BR * S > 2 * STAGE ? BR * S : 2 * STAGE;
+  static_assert(SMEM * 2 <= 48 * 1024, "static shared memory");
+  __shared__ __align__(128) H sm[SMEM];  // the Q tile, then two stages of (K tile, V tile)
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, qd = lane & 3;
+  const i64 h = blockIdx.x % nbh, nq = (t + BR - 1) / BR;
+  const int q0 = (int)(nq - 1 - blockIdx.x / nbh) * BR, T = (int)t;  // the longest rows first; row indices in 32 bits
+  const i64 base = h * t * hd;
+  const bool fast = hd == HD && attn2_aligned(q) && attn2_aligned(k) && attn2_aligned(v);
+  attn2_tile<BR, HD, S, NT>(sm, q + base, q0, t, hd, fast);
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncthreads();
+  u32 qa[KD][4];
+#pragma unroll
+  for (int kd = 0; kd < KD; kd++) ldsm_a<S>(qa[kd], sm, warp * 16, kd * 16);
+  __syncthreads();  // the Q tile is in registers: its space is the stages'
+  const int nk = (min(q0 + BR, T) - 1) / BC + 1;
+  const H *kh = k + base, *vh = v + base;
+  auto load_kv = [&](int kt) {
+    H* st = sm + (kt & 1) * STAGE;
+    attn3_tile<BC, HD, S, NT>(st, kh, kt * BC, T, hd, fast);
+    attn3_tile<BC, HD, S, NT>(st + BC * S, vh, kt * BC, T, hd, fast);
+    cp_async_commit();
+  };
+  load_kv(0);
+  const float sl2 = scale * ATTN_LOG2E;
+  const int w0 = q0 + warp * 16;  // the warp's first row
+  const int rows[2] = {w0 + g, w0 + g + 8};
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, o[ND][4];  // m in log2 units
+#pragma unroll
+  for (int nd = 0; nd < ND; nd++) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0.f;
+  for (int kt = 0; kt < nk; kt++) {
+    const int k0 = kt * BC;
+    cp_async_wait<0>();  // tile kt, the only group in flight
+    __syncthreads();     // tile kt is in its stage for every thread, and tile kt-1's stage is free
+    if (kt + 1 < nk) load_kv(kt + 1);
+    const H* sK = sm + (kt & 1) * STAGE;
+    const H* sV = sK + BC * S;
+    if (k0 <= w0 + 15 && w0 < T) {  // else every key of the tile is masked for the warp
+      float s[NS][4];
+#pragma unroll
+      for (int n = 0; n < NS; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+#pragma unroll
+      for (int kd = 0; kd < KD; kd++)
+#pragma unroll
+        for (int n = 0; n < NS; n += 2) {
+          u32 b[4];
+          ldsm_b<S>(b, sK, n * 8, kd * 16);
+          mma16816<H>(s[n], qa[kd], b[0], b[1]);
+          mma16816<H>(s[n + 1], qa[kd], b[2], b[3]);
+        }
+      float mx[2] = {m[0], m[1]};
+      const bool whole = k0 + BC - 1 <= w0 && w0 + 15 < T;
+      const int lim[2] = {rows[0] < T ? rows[0] - k0 : -1, rows[1] < T ? rows[1] - k0 : -1};
+#pragma unroll
+      for (int n = 0; n < NS; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+          s[n][e] = (whole || n * 8 + 2 * qd + (e & 1) <= lim[e >> 1]) ? s[n][e] * sl2 : -INFINITY;
+          mx[e >> 1] = fmaxf(mx[e >> 1], s[n][e]);
+        }
+      float ms[2], alpha[2], sum[2] = {0.f, 0.f};
+#pragma unroll
+      for (int i = 0; i < 2; i++) {
+        mx[i] = quad_max(mx[i]);
+        ms[i] = mx[i] == -INFINITY ? 0.f : mx[i];
+        alpha[i] = exp2f(m[i] - ms[i]);
+      }
+#pragma unroll
+      for (int n = 0; n < NS; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+          s[n][e] = exp2f(s[n][e] - ms[e >> 1]);
+          sum[e >> 1] += s[n][e];
+        }
+      if (DROP && thr != 0)
+#pragma unroll
+        for (int n = 0; n < NS; n++)
+#pragma unroll
+          for (int e = 0; e < 4; e++)
+            if (s[n][e] != 0.f)
+              s[n][e] = attn_keep(seed, offset, thr, h, t, rows[e >> 1], k0 + n * 8 + 2 * qd + (e & 1)) ? s[n][e] * dscale : 0.f;
+#pragma unroll
+      for (int i = 0; i < 2; i++) {
+        l[i] = l[i] * alpha[i] + quad_sum(sum[i]);
+        m[i] = mx[i];
+      }
+#pragma unroll
+      for (int nd = 0; nd < ND; nd++)
+        o[nd][0] *= alpha[0], o[nd][1] *= alpha[0], o[nd][2] *= alpha[1], o[nd][3] *= alpha[1];
+#pragma unroll
+      for (int j = 0; j < BC / 16; j++) {
+        u32 pa[4];
+        mma_acc_to_a<H>(pa, s[2 * j], s[2 * j + 1]);
+#pragma unroll
+        for (int nd = 0; nd < ND; nd += 2) {
+          u32 b[4];
+          ldsm_bt<S>(b, sV, nd * 8, j * 16);
+          mma16816<H>(o[nd], pa, b[0], b[1]);
+          mma16816<H>(o[nd + 1], pa, b[2], b[3]);
+        }
+      }
+    }
+  }
+  const bool wide = hd == HD && ((uintptr_t)out & 7) == 0;
+#pragma unroll
+  for (int i = 0; i < 2; i++) {
+    if (rows[i] >= T) continue;
+    const float inv = 1.f / l[i];
+#pragma unroll
+    for (int nd = 0; nd < ND; nd++)
+      attn2_store2(out + base, rows[i], nd * 8 + 2 * qd, hd, wide, o[nd][2 * i] * inv, o[nd][2 * i + 1] * inv);
+    if (qd == 0) lse[h * t + rows[i]] = m[i] * ATTN_LN2 + logf(l[i]);
+  }
+}
+
+// backward_dq also rounds dout to H into doh (read by backward_dkdv) and
+// writes delta = rowsum(dout * out).
+template <typename H, int HD, bool DROP, class C = Attn3Dq<HD, DROP>>
+__device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* q, const H* k, const H* v,
+                                      const float* out, const float* dout, const float* lse, i64 nbh, i64 t, int hd,
+                                      float scale, u64 seed, u64 offset, u64 thr, float dscale) {
+  constexpr int W = C::W, NT = 32 * W, BR = 16 * W, BC = C::BN, S = HD + 8, KD = HD / 16, NS = BC / 8, ND = HD / 8;
+  constexpr int STAGE = 2 * BC * S, SMEM = BR * S > 2 * STAGE ? BR * S : 2 * STAGE;
+  static_assert(SMEM * 2 + BR * 4 <= 48 * 1024, "static shared memory");
+  __shared__ __align__(128) H sm[SMEM];  // the Q tile, the dout tile, then two stages of (K tile, V tile)
+  __shared__ float sDelta[BR];
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, qd = lane & 3;
+  const i64 h = blockIdx.x % nbh, nq = (t + BR - 1) / BR;
+  const int q0 = (int)(nq - 1 - blockIdx.x / nbh) * BR, T = (int)t;  // row indices in 32 bits
+  const i64 base = h * t * hd;
+  const bool fast = hd == HD && attn2_aligned(q) && attn2_aligned(k) && attn2_aligned(v);
+  attn2_tile<BR, HD, S, NT>(sm, q + base, q0, t, hd, fast);
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncthreads();
+  u32 qa[KD][4], ga[KD][4];
+#pragma unroll
+  for (int kd = 0; kd < KD; kd++) ldsm_a<S>(qa[kd], sm, warp * 16, kd * 16);
+  __syncthreads();
+  // The dout tile, rounded to H into sm and doh; delta.
+  if (hd == HD && attn2_aligned(dout) && attn2_aligned(out) && attn2_aligned(doh)) {
+    constexpr int G = HD / 8;  // a row's 8-element groups: G consecutive lanes
+#pragma unroll
+    for (int i = tid; i < BR * G; i += NT) {
+      const int r = i / G, c = (i - r * G) * 8;
+      const i64 row = q0 + r;
+      Pack<H, 8> p;
+      float dot = 0.f;
+      if (row < t) {
+        const float* go = dout + base + row * HD + c;
+        const float* yo = out + base + row * HD + c;
+        const Pack<float, 4> g0 = load_pack<float, 4>(go), g1 = load_pack<float, 4>(go + 4);
+        const Pack<float, 4> y0 = load_pack<float, 4>(yo), y1 = load_pack<float, 4>(yo + 4);
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+          dot += g0.v[j] * y0.v[j] + g1.v[j] * y1.v[j];
+          p.v[j] = MmaType<H>::from(g0.v[j]), p.v[j + 4] = MmaType<H>::from(g1.v[j]);
+        }
+        store_pack<H, 8>(doh + base + row * HD + c, p);
+      } else {
+#pragma unroll
+        for (int j = 0; j < 8; j++) p.v[j] = MmaType<H>::from(0.f);
+      }
+      store_pack<H, 8>(sm + r * S + c, p);
+#pragma unroll
+      for (int o = G / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+      if (c == 0) sDelta[r] = dot;
+    }
+  } else {
+    for (int i = tid; i < BR * HD; i += NT) {
+      const int r = i / HD, d = i - r * HD;
+      const i64 row = q0 + r;
+      const H x = MmaType<H>::from((row < t && d < hd) ? dout[base + row * hd + d] : 0.f);
+      sm[r * S + d] = x;
+      if (row < t && d < hd) doh[base + row * hd + d] = x;
+    }
+    for (int r = warp; r < BR; r += W) {  // a warp per row
+      const i64 row = q0 + r;
+      float acc = 0.f;
+      if (row < t)
+        for (int d = lane; d < hd; d += 32) acc += dout[base + row * hd + d] * out[base + row * hd + d];
+      acc = warp_reduce(acc, SumOp());
+      if (lane == 0) sDelta[r] = acc;
+    }
+  }
+  __syncthreads();
+#pragma unroll
+  for (int kd = 0; kd < KD; kd++) ldsm_a<S>(ga[kd], sm, warp * 16, kd * 16);
+  const int lr[2] = {warp * 16 + g, warp * 16 + g + 8};
+  const int w0 = q0 + warp * 16;
+  const int rows[2] = {w0 + g, w0 + g + 8};
+  const float rd[2] = {sDelta[lr[0]], sDelta[lr[1]]};
+  const float rl[2] = {rows[0] < t ? lse[h * t + rows[0]] * ATTN_LOG2E : 0.f,
+                       rows[1] < t ? lse[h * t + rows[1]] * ATTN_LOG2E : 0.f};
+  if (qd == 0)
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+      if (rows[i] < t) delta[h * t + rows[i]] = rd[i];
+  __syncthreads();  // the dout tile is in registers
+  const int nk = (min(q0 + BR, T) - 1) / BC + 1;
+  const H *kh = k + base, *vh = v + base;
+  auto load_kv = [&](int kt) {
+    H* st = sm + (kt & 1) * STAGE;
+    attn3_tile<BC, HD, S, NT>(st, kh, kt * BC, T, hd, fast);
+    attn3_tile<BC, HD, S, NT>(st + BC * S, vh, kt * BC, T, hd, fast);
+    cp_async_commit();
+  };
+  load_kv(0);
+  const float sl2 = scale * ATTN_LOG2E;
+  float acc[ND][4];
+#pragma unroll
+  for (int nd = 0; nd < ND; nd++) acc[nd][0] = acc[nd][1] = acc[nd][2] = acc[nd][3] = 0.f;
+  for (int kt = 0; kt < nk; kt++) {
+    const int k0 = kt * BC;
+    cp_async_wait<0>();
+    __syncthreads();  // tile kt is in for every thread; tile kt-1's stage is free
+    if (kt + 1 < nk) load_kv(kt + 1);
+    const H* sK = sm + (kt & 1) * STAGE;
+    const H* sV = sK + BC * S;
+    if (k0 <= w0 + 15 && w0 < T) {
+      float s[NS][4], dp[NS][4];
+#pragma unroll
+      for (int n = 0; n < NS; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) s[n][e] = dp[n][e] = 0.f;
+#pragma unroll
+      for (int kd = 0; kd < KD; kd++)
+#pragma unroll
+        for (int n = 0; n < NS; n += 2) {
+          u32 b[4];
+          ldsm_b<S>(b, sK, n * 8, kd * 16);
+          mma16816<H>(s[n], qa[kd], b[0], b[1]);
+          mma16816<H>(s[n + 1], qa[kd], b[2], b[3]);
+          ldsm_b<S>(b, sV, n * 8, kd * 16);
+          mma16816<H>(dp[n], ga[kd], b[0], b[1]);
+          mma16816<H>(dp[n + 1], ga[kd], b[2], b[3]);
+        }
+      const bool whole = k0 + BC - 1 <= w0 && w0 + 15 < T;
+      const int lim[2] = {rows[0] < T ? rows[0] - k0 : -1, rows[1] < T ? rows[1] - k0 : -1};
+#pragma unroll
+      for (int n = 0; n < NS; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+          s[n][e] = (whole || n * 8 + 2 * qd + (e & 1) <= lim[e >> 1]) ? exp2f(s[n][e] * sl2 - rl[e >> 1]) : 0.f;
+      if (DROP && thr != 0)
+#pragma unroll
+        for (int n = 0; n < NS; n++)
+#pragma unroll
+          for (int e = 0; e < 4; e++)
+            if (s[n][e] != 0.f && !attn_keep(seed, offset, thr, h, t, rows[e >> 1], k0 + n * 8 + 2 * qd + (e & 1)))
+              dp[n][e] = 0.f;
+            else
+              dp[n][e] *= dscale;
+#pragma unroll
+      for (int n = 0; n < NS; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) s[n][e] *= dp[n][e] - rd[e >> 1];  // ds
+#pragma unroll
+      for (int j = 0; j < BC / 16; j++) {
+        u32 da[4];
+        mma_acc_to_a<H>(da, s[2 * j], s[2 * j + 1]);
+#pragma unroll
+        for (int nd = 0; nd < ND; nd += 2) {
+          u32 b[4];
+          ldsm_bt<S>(b, sK, nd * 8, j * 16);
+          mma16816<H>(acc[nd], da, b[0], b[1]);
+          mma16816<H>(acc[nd + 1], da, b[2], b[3]);
+        }
+      }
+    }
+  }
+  const bool wide = hd == HD && ((uintptr_t)dq & 7) == 0;
+#pragma unroll
+  for (int i = 0; i < 2; i++) {
+    if (rows[i] >= T) continue;
+#pragma unroll
+    for (int nd = 0; nd < ND; nd++)
+      attn2_store2(dq + base, rows[i], nd * 8 + 2 * qd, hd, wide, acc[nd][2 * i] * scale, acc[nd][2 * i + 1] * scale);
+  }
+}
+
+// backward_dkdv reads dout as backward_dq rounded it (doh).
+template <typename H, int HD, bool DROP, class C = Attn3Dkv<HD, DROP>>
+__device__ void attn_backward_dkdv_mma3(float* dk, float* dv, const H* q, const H* k, const H* v, const H* doh,
+                                        const float* lse, const float* delta, i64 nbh, i64 t, int hd, float scale,
+                                        u64 seed, u64 offset, u64 thr, float dscale) {
+  constexpr int W = C::W, NT = 32 * W, KB = 16 * W, QB = C::BN, S = HD + 8, KD = HD / 16, NQ = QB / 8, ND = HD / 8;
+  constexpr bool RES = C::RES;
+  constexpr int STAGE = 2 * QB * S, KV = 2 * KB * S;
+  constexpr int SMEM = RES ? KV + 2 * STAGE : KV > 2 * STAGE ? KV : 2 * STAGE;
+  static_assert(SMEM * 2 + 4 * QB * 4 <= 48 * 1024, "static shared memory");
+  static_assert(QB <= NT, "a thread copies each row's lse and delta");
+  // The K and V tiles, then (at KV when RES, else in their place) two
+  // stages of (Q tile, dout tile).
+  __shared__ __align__(128) H sm[SMEM];
+  __shared__ __align__(16) float sL[2][QB], sD[2][QB];
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, qd = lane & 3;
+  const i64 h = blockIdx.x % nbh;
+  const int k0 = (int)(blockIdx.x / nbh) * KB, T = (int)t;  // the first key tiles have the most rows
+  const i64 base = h * t * hd;
+  const bool fast = hd == HD && attn2_aligned(q) && attn2_aligned(k) && attn2_aligned(v) && attn2_aligned(doh);
+  attn2_tile<KB, HD, S, NT>(sm, k + base, k0, t, hd, fast);
+  attn2_tile<KB, HD, S, NT>(sm + KB * S, v + base, k0, t, hd, fast);
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncthreads();
+  u32 ka[RES ? 1 : KD][4], va[RES ? 1 : KD][4];
+  if constexpr (!RES) {
+#pragma unroll
+    for (int kd = 0; kd < KD; kd++) {
+      ldsm_a<S>(ka[kd], sm, warp * 16, kd * 16);
+      ldsm_a<S>(va[kd], sm + KB * S, warp * 16, kd * 16);
+    }
+    __syncthreads();
+  }
+  H* const stages = sm + (RES ? KV : 0);
+  const int qs = (k0 / QB) * QB;  // the first query tile with a row at or after k0
+  const int nt = (T - qs + QB - 1) / QB;
+  const H *qh = q + base, *dh = doh + base;
+  const float *lh = lse + h * t, *ch = delta + h * t;
+  auto load_q = [&](int it) {
+    H* st = stages + (it & 1) * STAGE;
+    const int q0 = qs + it * QB;
+    attn3_tile<QB, HD, S, NT>(st, qh, q0, T, hd, fast);
+    attn3_tile<QB, HD, S, NT>(st + QB * S, dh, q0, T, hd, fast);
+    if (tid < QB) {
+      const int row = q0 + tid, r = row < T ? row : 0;
+      cp_async4(&sL[it & 1][tid], lh + r, row < T);
+      cp_async4(&sD[it & 1][tid], ch + r, row < T);
+    }
+    cp_async_commit();
+  };
+  load_q(0);
+  const float sl2 = scale * ATTN_LOG2E;
+  const int w0 = k0 + warp * 16;  // the warp's first key
+  const int keys[2] = {w0 + g, w0 + g + 8};
+  float gk[ND][4], gv[ND][4];
+#pragma unroll
+  for (int nd = 0; nd < ND; nd++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) gk[nd][e] = gv[nd][e] = 0.f;
+  for (int it = 0; it < nt; it++) {
+    const int q0 = qs + it * QB;
+    cp_async_wait<0>();
+    __syncthreads();  // tile it is in for every thread; tile it-1's stage is free
+    if (it + 1 < nt) load_q(it + 1);
+    const H* sQ = stages + (it & 1) * STAGE;
+    const H* sDO = sQ + QB * S;
+    const float* rl = sL[it & 1];
+    const float* rd = sD[it & 1];
+    if (w0 <= q0 + QB - 1 && w0 < T) {  // else the warp's keys all come after the tile's rows
+      float s[NQ][4], dp[NQ][4];        // transposed: [key][query]
+#pragma unroll
+      for (int n = 0; n < NQ; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) s[n][e] = dp[n][e] = 0.f;
+#pragma unroll
+      for (int kd = 0; kd < KD; kd++) {
+        u32 a[4], av[4];
+        if constexpr (RES) {
+          ldsm_a<S>(a, sm, warp * 16, kd * 16);
+          ldsm_a<S>(av, sm + KB * S, warp * 16, kd * 16);
+        } else {
+#pragma unroll
+          for (int j = 0; j < 4; j++) a[j] = ka[kd][j], av[j] = va[kd][j];
+        }
+#pragma unroll
+        for (int n = 0; n < NQ; n += 2) {
+          u32 b[4];
+          ldsm_b<S>(b, sQ, n * 8, kd * 16);
+          mma16816<H>(s[n], a, b[0], b[1]);
+          mma16816<H>(s[n + 1], a, b[2], b[3]);
+          ldsm_b<S>(b, sDO, n * 8, kd * 16);
+          mma16816<H>(dp[n], av, b[0], b[1]);
+          mma16816<H>(dp[n + 1], av, b[2], b[3]);
+        }
+      }
+      const bool whole = q0 >= w0 + 15 && q0 + QB - 1 < T;
+      const int first[2] = {keys[0] - q0, keys[1] - q0};  // a key's first row in the tile
+      const int end = min(QB, T - q0);                   // rows past t
+#pragma unroll
+      for (int n = 0; n < NQ; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+          const int r = n * 8 + 2 * qd + (e & 1);
+          const float p = (whole || (first[e >> 1] <= r && r < end)) ? exp2f(s[n][e] * sl2 - rl[r] * ATTN_LOG2E) : 0.f;
+          s[n][e] = p;
+        }
+      if (DROP && thr != 0) {
+#pragma unroll
+        for (int n = 0; n < NQ; n++)
+#pragma unroll
+          for (int e = 0; e < 4; e++) {
+            const int r = n * 8 + 2 * qd + (e & 1);
+            const float p = s[n][e];
+            float pd = p, dpd = dp[n][e];
+            if (p != 0.f) {
+              const bool kept = attn_keep(seed, offset, thr, h, t, q0 + r, keys[e >> 1]);
+              pd = kept ? p * dscale : 0.f;
+              dpd = kept ? dpd * dscale : 0.f;
+            }
+            s[n][e] = pd;
+            dp[n][e] = p * (dpd - rd[r]);  // ds
+          }
+      } else {
+#pragma unroll
+        for (int n = 0; n < NQ; n++)
+#pragma unroll
+          for (int e = 0; e < 4; e++) dp[n][e] = s[n][e] * (dp[n][e] - rd[n * 8 + 2 * qd + (e & 1)]);  // ds
+      }
+#pragma unroll
+      for (int j = 0; j < QB / 16; j++) {
+        u32 pa[4], da[4];
+        mma_acc_to_a<H>(pa, s[2 * j], s[2 * j + 1]);
+        mma_acc_to_a<H>(da, dp[2 * j], dp[2 * j + 1]);
+#pragma unroll
+        for (int nd = 0; nd < ND; nd += 2) {
+          u32 b[4];
+          ldsm_bt<S>(b, sDO, nd * 8, j * 16);
+          mma16816<H>(gv[nd], pa, b[0], b[1]);
+          mma16816<H>(gv[nd + 1], pa, b[2], b[3]);
+          ldsm_bt<S>(b, sQ, nd * 8, j * 16);
+          mma16816<H>(gk[nd], da, b[0], b[1]);
+          mma16816<H>(gk[nd + 1], da, b[2], b[3]);
+        }
+      }
+    }
+  }
+  const bool wide = hd == HD && ((uintptr_t)dk & 7) == 0 && ((uintptr_t)dv & 7) == 0;
+#pragma unroll
+  for (int i = 0; i < 2; i++) {
+    if (keys[i] >= T) continue;
+#pragma unroll
+    for (int nd = 0; nd < ND; nd++) {
+      const int d = nd * 8 + 2 * qd;
+      attn2_store2(dk + base, keys[i], d, hd, wide, gk[nd][2 * i] * scale, gk[nd][2 * i + 1] * scale);
+      attn2_store2(dv + base, keys[i], d, hd, wide, gv[nd][2 * i], gv[nd][2 * i + 1]);
+    }
+  }
+}
+
+#ifndef ATTN_MMA3_NO_KERNELS
+#define ATTENTION_MMA3_KERNELS(name, DROP, sfx, H, HD)                                                             \
+  extern "C" __global__ void __launch_bounds__(32 * Attn3Fwd<HD, DROP>::W, Attn3Fwd<HD, DROP>::MINB)               \
+      attention_forward_##name##_##sfx##_h##HD(float* out, float* lse, const H* q, const H* k, const H* v, i64 nbh, \
+                                               i64 t, int hd, float scale, u64 seed, u64 offset, u64 thr,           \
+                                               float dscale) {                                                      \
+    attn_forward_mma3<H, HD, DROP>(out, lse, q, k, v, nbh, t, hd, scale, seed, offset, thr, dscale);                \
+  }                                                                                                                 \
+  extern "C" __global__ void __launch_bounds__(32 * Attn3Dq<HD, DROP>::W, Attn3Dq<HD, DROP>::MINB)                 \
+      attention_backward_dq_##name##_##sfx##_h##HD(float* dq, float* delta, H* doh, const H* q, const H* k,        \
+                                                   const H* v, const float* out, const float* dout,                 \
+                                                   const float* lse, i64 nbh, i64 t, int hd, float scale, u64 seed, \
+                                                   u64 offset, u64 thr, float dscale) {                             \
+    attn_backward_dq_mma3<H, HD, DROP>(dq, delta, doh, q, k, v, out, dout, lse, nbh, t, hd, scale, seed, offset,    \
+                                       thr, dscale);                                                                \
+  }                                                                                                                 \
+  extern "C" __global__ void __launch_bounds__(32 * Attn3Dkv<HD, DROP>::W, Attn3Dkv<HD, DROP>::MINB)               \
+      attention_backward_dkdv_##name##_##sfx##_h##HD(float* dk, float* dv, const H* q, const H* k, const H* v,     \
+                                                     const H* doh, const float* lse, const float* delta, i64 nbh,  \
+                                                     i64 t, int hd, float scale, u64 seed, u64 offset, u64 thr,    \
+                                                     float dscale) {                                                \
+    attn_backward_dkdv_mma3<H, HD, DROP>(dk, dv, q, k, v, doh, lse, delta, nbh, t, hd, scale, seed, offset, thr,    \
+                                         dscale);                                                                   \
+  }
+
+#define ATTENTION_MMA3_KERNELS_ALL_HD(sfx, H)          \
+  ATTENTION_MMA3_KERNELS(mma3, false, sfx, H, 16)      \
+  ATTENTION_MMA3_KERNELS(mma3, false, sfx, H, 32)      \
+  ATTENTION_MMA3_KERNELS(mma3, false, sfx, H, 64)      \
+  ATTENTION_MMA3_KERNELS(mma3, false, sfx, H, 128)     \
+  ATTENTION_MMA3_KERNELS(mma3drop, true, sfx, H, 16)   \
+  ATTENTION_MMA3_KERNELS(mma3drop, true, sfx, H, 32)   \
+  ATTENTION_MMA3_KERNELS(mma3drop, true, sfx, H, 64)   \
+  ATTENTION_MMA3_KERNELS(mma3drop, true, sfx, H, 128)
+
+ATTENTION_MMA3_KERNELS_ALL_HD(f16, __half)
+ATTENTION_MMA3_KERNELS_ALL_HD(bf16, __nv_bfloat16)
+#endif
