@@ -34,25 +34,32 @@
 // SM for __launch_bounds__; backward_dkdv reloads its K and V fragments
 // from shared memory when RES.
 // Without dropout (ptxas -v, sm_90, registers; all 0 spill bytes):
-//   forward        HD 16: 8 warps, BN 32, 3 blocks (71)   32: 8, 64, 2 (109)
-//                  HD 64: 8 warps, BN 32, 2 blocks (109)  128: 4, 32, 3 (157)
-//   backward_dq    HD 16: 8, 32, 3 (79)   32: 8, 32, 2 (109)   64: 8, 16, 2 (122)   128: 4, 32, 2 (205)
-//   backward_dkdv  HD 16: 8, 16, 3 (79)   32: 8, 32, 2 (128)   64: 8, 16, 2, RES (128)   128: 2, 16, 4, RES (211)
-// (forward HD 64 at BN 64 and backward_dq HD 64 at BN 32 spill 8 and 16
-// bytes at 2 blocks). With dropout: mma2's shapes (Attn2Fwd and co.).
+//   forward        HD 16: 8 warps, BN 64, SUB 32, 3 blocks (72)   32: 8, 64, 32, 3 (80)
+//                  HD 64: 8 warps, BN 64, SUB 32, 2 blocks (111)  128: 4, 32, 32, 3 (157)
+//   backward_dq    HD 16: 8, 64, 32, 3 (79)   32: 8, 64, 16, 3 (80)   64: 8, 32, 16, 2 (123)
+//                  HD 128: 4, 32, 32, 2 (205)
+//   backward_dkdv  HD 16: 8, 16, 3 (79)   32: 8, 32, 2 (128)   64: 8, 16, 2, RES (128)
+//                  HD 128: 2, 16, 4, RES (211)
+// Forward and backward_dq compute a BN-key tile SUB keys at a time: the
+// registers of SUB, the barriers of BN (forward HD 64 at SUB 64 and
+// backward_dq HD 64 at SUB 32 spill at 2 blocks; forward HD 64 at SUB 16
+// fits 3 blocks, 80 registers, untried on a GPU). With dropout: mma2's
+// shapes (Attn2Fwd and co.), SUB = BN.
 template <int HD> struct Attn3Tab {
   static const int i = HD == 16 ? 0 : HD == 32 ? 1 : HD == 64 ? 2 : 3;
 };
 template <int HD, bool DROP> struct Attn3Fwd {
-  static constexpr int w[4] = {8, 8, 8, 4}, bn[4] = {32, 64, 32, 32}, minb[4] = {3, 2, 2, 3};
+  static constexpr int w[4] = {8, 8, 8, 4}, bn[4] = {64, 64, 64, 32}, sub[4] = {32, 32, 32, 32}, minb[4] = {3, 3, 2, 3};
   static const int W = DROP ? Attn2Fwd<HD>::W : w[Attn3Tab<HD>::i];
   static const int BN = DROP ? Attn2Fwd<HD>::BN : bn[Attn3Tab<HD>::i];
+  static const int SUB = DROP ? BN : sub[Attn3Tab<HD>::i];
   static const int MINB = DROP ? Attn2Fwd<HD>::MINB : minb[Attn3Tab<HD>::i];
 };
 template <int HD, bool DROP> struct Attn3Dq {
-  static constexpr int w[4] = {8, 8, 8, 4}, bn[4] = {32, 32, 16, 32}, minb[4] = {3, 2, 2, 2};
+  static constexpr int w[4] = {8, 8, 8, 4}, bn[4] = {64, 64, 32, 32}, sub[4] = {32, 16, 16, 32}, minb[4] = {3, 3, 2, 2};
   static const int W = DROP ? Attn2Dq<HD>::W : w[Attn3Tab<HD>::i];
   static const int BN = DROP ? Attn2Dq<HD>::BN : bn[Attn3Tab<HD>::i];
+  static const int SUB = DROP ? BN : sub[Attn3Tab<HD>::i];
   static const int MINB = DROP ? Attn2Dq<HD>::MINB : minb[Attn3Tab<HD>::i];
 };
 template <int HD, bool DROP> struct Attn3Dkv {
@@ -87,9 +94,11 @@ __device__ __forceinline__ void attn3_tile(H* sh, const H* x, int r0, int t, int
 template <typename H, int HD, bool DROP, class C = Attn3Fwd<HD, DROP>>
 __device__ void attn_forward_mma3(float* out, float* lse, const H* q, const H* k, const H* v, i64 nbh, i64 t, int hd,
                                   float scale, u64 seed, u64 offset, u64 thr, float dscale) {
-  constexpr int W = C::W, NT = 32 * W, BR = 16 * W, BC = C::BN, S = HD + 8, KD = HD / 16, NS = BC / 8, ND = HD / 8;
+  constexpr int W = C::W, NT = 32 * W, BR = 16 * W, BC = C::BN, SUB = C::SUB, S = HD + 8, KD = HD / 16, NS = SUB / 8,
+                ND = HD / 8;
   constexpr int STAGE = 2 * BC * S, SMEM = BR * S > 2 * STAGE ? BR * S : 2 * STAGE;
   static_assert(SMEM * 2 <= 48 * 1024, "static shared memory");
+  static_assert(BC % SUB == 0, "sub-tiles");
   __shared__ __align__(128) H sm[SMEM];  // the Q tile, then two stages of (K tile, V tile)
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, qd = lane & 3;
   const i64 h = blockIdx.x % nbh, nq = (t + BR - 1) / BR;
@@ -120,74 +129,79 @@ __device__ void attn_forward_mma3(float* out, float* lse, const H* q, const H* k
 #pragma unroll
   for (int nd = 0; nd < ND; nd++) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0.f;
   for (int kt = 0; kt < nk; kt++) {
-    const int k0 = kt * BC;
     cp_async_wait<0>();  // tile kt, the only group in flight
     __syncthreads();     // tile kt is in its stage for every thread, and tile kt-1's stage is free
     if (kt + 1 < nk) load_kv(kt + 1);
-    const H* sK = sm + (kt & 1) * STAGE;
-    const H* sV = sK + BC * S;
-    if (k0 <= w0 + 15 && w0 < T) {  // else every key of the tile is masked for the warp
-      float s[NS][4];
+#pragma unroll 1
+    for (int sb = 0; sb < BC / SUB; sb++) {  // SUB keys at a time: the registers of SUB, the barriers of BC
+      const int k0 = kt * BC + sb * SUB;
+      const H* sK = sm + (kt & 1) * STAGE + sb * SUB * S;
+      const H* sV = sK + BC * S;
+      if (k0 <= w0 + 15 && w0 < T) {  // else every key of the tile is masked for the warp
+        float s[NS][4];
 #pragma unroll
-      for (int n = 0; n < NS; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+        for (int n = 0; n < NS; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
 #pragma unroll
-      for (int kd = 0; kd < KD; kd++)
+        for (int kd = 0; kd < KD; kd++)
 #pragma unroll
-        for (int n = 0; n < NS; n += 2) {
-          u32 b[4];
-          ldsm_b<S>(b, sK, n * 8, kd * 16);
-          mma16816<H>(s[n], qa[kd], b[0], b[1]);
-          mma16816<H>(s[n + 1], qa[kd], b[2], b[3]);
-        }
-      float mx[2] = {m[0], m[1]};
-      const bool whole = k0 + BC - 1 <= w0 && w0 + 15 < T;
-      const int lim[2] = {rows[0] < T ? rows[0] - k0 : -1, rows[1] < T ? rows[1] - k0 : -1};
-#pragma unroll
-      for (int n = 0; n < NS; n++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-          s[n][e] = (whole || n * 8 + 2 * qd + (e & 1) <= lim[e >> 1]) ? s[n][e] * sl2 : -INFINITY;
-          mx[e >> 1] = fmaxf(mx[e >> 1], s[n][e]);
-        }
-      float ms[2], alpha[2], sum[2] = {0.f, 0.f};
-#pragma unroll
-      for (int i = 0; i < 2; i++) {
-        mx[i] = quad_max(mx[i]);
-        ms[i] = mx[i] == -INFINITY ? 0.f : mx[i];
-        alpha[i] = exp2f(m[i] - ms[i]);
-      }
-#pragma unroll
-      for (int n = 0; n < NS; n++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-          s[n][e] = exp2f(s[n][e] - ms[e >> 1]);
-          sum[e >> 1] += s[n][e];
-        }
-      if (DROP && thr != 0)
+          for (int n = 0; n < NS; n += 2) {
+            u32 b[4];
+            ldsm_b<S>(b, sK, n * 8, kd * 16);
+            mma16816<H>(s[n], qa[kd], b[0], b[1]);
+            mma16816<H>(s[n + 1], qa[kd], b[2], b[3]);
+          }
+        float mx[2] = {m[0], m[1]};
+        const bool whole = k0 + SUB - 1 <= w0 && w0 + 15 < T;
+        const int lim[2] = {rows[0] < T ? rows[0] - k0 : -1, rows[1] < T ? rows[1] - k0 : -1};
 #pragma unroll
         for (int n = 0; n < NS; n++)
 #pragma unroll
-          for (int e = 0; e < 4; e++)
-            if (s[n][e] != 0.f)
-              s[n][e] = attn_keep(seed, offset, thr, h, t, rows[e >> 1], k0 + n * 8 + 2 * qd + (e & 1)) ? s[n][e] * dscale : 0.f;
+          for (int e = 0; e < 4; e++) {
+            s[n][e] = (whole || n * 8 + 2 * qd + (e & 1) <= lim[e >> 1]) ? s[n][e] * sl2 : -INFINITY;
+            mx[e >> 1] = fmaxf(mx[e >> 1], s[n][e]);
+          }
+        float ms[2], alpha[2], sum[2] = {0.f, 0.f};
 #pragma unroll
-      for (int i = 0; i < 2; i++) {
-        l[i] = l[i] * alpha[i] + quad_sum(sum[i]);
-        m[i] = mx[i];
-      }
+        for (int i = 0; i < 2; i++) {
+          mx[i] = quad_max(mx[i]);
+          ms[i] = mx[i] == -INFINITY ? 0.f : mx[i];
+          alpha[i] = exp2f(m[i] - ms[i]);
+        }
 #pragma unroll
-      for (int nd = 0; nd < ND; nd++)
-        o[nd][0] *= alpha[0], o[nd][1] *= alpha[0], o[nd][2] *= alpha[1], o[nd][3] *= alpha[1];
+        for (int n = 0; n < NS; n++)
 #pragma unroll
-      for (int j = 0; j < BC / 16; j++) {
-        u32 pa[4];
-        mma_acc_to_a<H>(pa, s[2 * j], s[2 * j + 1]);
+          for (int e = 0; e < 4; e++) {
+            s[n][e] = exp2f(s[n][e] - ms[e >> 1]);
+            sum[e >> 1] += s[n][e];
+          }
+        if (DROP && thr != 0)
 #pragma unroll
-        for (int nd = 0; nd < ND; nd += 2) {
-          u32 b[4];
-          ldsm_bt<S>(b, sV, nd * 8, j * 16);
-          mma16816<H>(o[nd], pa, b[0], b[1]);
-          mma16816<H>(o[nd + 1], pa, b[2], b[3]);
+          for (int n = 0; n < NS; n++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+              if (s[n][e] != 0.f)
+                s[n][e] = attn_keep(seed, offset, thr, h, t, rows[e >> 1], k0 + n * 8 + 2 * qd + (e & 1))
+                              ? s[n][e] * dscale
+                              : 0.f;
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+          l[i] = l[i] * alpha[i] + quad_sum(sum[i]);
+          m[i] = mx[i];
+        }
+#pragma unroll
+        for (int nd = 0; nd < ND; nd++)
+          o[nd][0] *= alpha[0], o[nd][1] *= alpha[0], o[nd][2] *= alpha[1], o[nd][3] *= alpha[1];
+#pragma unroll
+        for (int j = 0; j < SUB / 16; j++) {
+          u32 pa[4];
+          mma_acc_to_a<H>(pa, s[2 * j], s[2 * j + 1]);
+#pragma unroll
+          for (int nd = 0; nd < ND; nd += 2) {
+            u32 b[4];
+            ldsm_bt<S>(b, sV, nd * 8, j * 16);
+            mma16816<H>(o[nd], pa, b[0], b[1]);
+            mma16816<H>(o[nd + 1], pa, b[2], b[3]);
+          }
         }
       }
     }
@@ -210,9 +224,11 @@ template <typename H, int HD, bool DROP, class C = Attn3Dq<HD, DROP>>
 __device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* q, const H* k, const H* v,
                                       const float* out, const float* dout, const float* lse, i64 nbh, i64 t, int hd,
                                       float scale, u64 seed, u64 offset, u64 thr, float dscale) {
-  constexpr int W = C::W, NT = 32 * W, BR = 16 * W, BC = C::BN, S = HD + 8, KD = HD / 16, NS = BC / 8, ND = HD / 8;
+  constexpr int W = C::W, NT = 32 * W, BR = 16 * W, BC = C::BN, SUB = C::SUB, S = HD + 8, KD = HD / 16, NS = SUB / 8,
+                ND = HD / 8;
   constexpr int STAGE = 2 * BC * S, SMEM = BR * S > 2 * STAGE ? BR * S : 2 * STAGE;
   static_assert(SMEM * 2 + BR * 4 <= 48 * 1024, "static shared memory");
+  static_assert(BC % SUB == 0, "sub-tiles");
   __shared__ __align__(128) H sm[SMEM];  // the Q tile, the dout tile, then two stages of (K tile, V tile)
   __shared__ float sDelta[BR];
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, qd = lane & 3;
@@ -302,60 +318,63 @@ __device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* 
 #pragma unroll
   for (int nd = 0; nd < ND; nd++) acc[nd][0] = acc[nd][1] = acc[nd][2] = acc[nd][3] = 0.f;
   for (int kt = 0; kt < nk; kt++) {
-    const int k0 = kt * BC;
     cp_async_wait<0>();
     __syncthreads();  // tile kt is in for every thread; tile kt-1's stage is free
     if (kt + 1 < nk) load_kv(kt + 1);
-    const H* sK = sm + (kt & 1) * STAGE;
-    const H* sV = sK + BC * S;
-    if (k0 <= w0 + 15 && w0 < T) {
-      float s[NS][4], dp[NS][4];
+#pragma unroll 1
+    for (int sb = 0; sb < BC / SUB; sb++) {  // SUB keys at a time: the registers of SUB, the barriers of BC
+      const int k0 = kt * BC + sb * SUB;
+      const H* sK = sm + (kt & 1) * STAGE + sb * SUB * S;
+      const H* sV = sK + BC * S;
+      if (k0 <= w0 + 15 && w0 < T) {
+        float s[NS][4], dp[NS][4];
 #pragma unroll
-      for (int n = 0; n < NS; n++)
+        for (int n = 0; n < NS; n++)
 #pragma unroll
-        for (int e = 0; e < 4; e++) s[n][e] = dp[n][e] = 0.f;
+          for (int e = 0; e < 4; e++) s[n][e] = dp[n][e] = 0.f;
 #pragma unroll
-      for (int kd = 0; kd < KD; kd++)
+        for (int kd = 0; kd < KD; kd++)
 #pragma unroll
-        for (int n = 0; n < NS; n += 2) {
-          u32 b[4];
-          ldsm_b<S>(b, sK, n * 8, kd * 16);
-          mma16816<H>(s[n], qa[kd], b[0], b[1]);
-          mma16816<H>(s[n + 1], qa[kd], b[2], b[3]);
-          ldsm_b<S>(b, sV, n * 8, kd * 16);
-          mma16816<H>(dp[n], ga[kd], b[0], b[1]);
-          mma16816<H>(dp[n + 1], ga[kd], b[2], b[3]);
-        }
-      const bool whole = k0 + BC - 1 <= w0 && w0 + 15 < T;
-      const int lim[2] = {rows[0] < T ? rows[0] - k0 : -1, rows[1] < T ? rows[1] - k0 : -1};
-#pragma unroll
-      for (int n = 0; n < NS; n++)
-#pragma unroll
-        for (int e = 0; e < 4; e++)
-          s[n][e] = (whole || n * 8 + 2 * qd + (e & 1) <= lim[e >> 1]) ? exp2f(s[n][e] * sl2 - rl[e >> 1]) : 0.f;
-      if (DROP && thr != 0)
+          for (int n = 0; n < NS; n += 2) {
+            u32 b[4];
+            ldsm_b<S>(b, sK, n * 8, kd * 16);
+            mma16816<H>(s[n], qa[kd], b[0], b[1]);
+            mma16816<H>(s[n + 1], qa[kd], b[2], b[3]);
+            ldsm_b<S>(b, sV, n * 8, kd * 16);
+            mma16816<H>(dp[n], ga[kd], b[0], b[1]);
+            mma16816<H>(dp[n + 1], ga[kd], b[2], b[3]);
+          }
+        const bool whole = k0 + SUB - 1 <= w0 && w0 + 15 < T;
+        const int lim[2] = {rows[0] < T ? rows[0] - k0 : -1, rows[1] < T ? rows[1] - k0 : -1};
 #pragma unroll
         for (int n = 0; n < NS; n++)
 #pragma unroll
           for (int e = 0; e < 4; e++)
-            if (s[n][e] != 0.f && !attn_keep(seed, offset, thr, h, t, rows[e >> 1], k0 + n * 8 + 2 * qd + (e & 1)))
-              dp[n][e] = 0.f;
-            else
-              dp[n][e] *= dscale;
+            s[n][e] = (whole || n * 8 + 2 * qd + (e & 1) <= lim[e >> 1]) ? exp2f(s[n][e] * sl2 - rl[e >> 1]) : 0.f;
+        if (DROP && thr != 0)
 #pragma unroll
-      for (int n = 0; n < NS; n++)
+          for (int n = 0; n < NS; n++)
 #pragma unroll
-        for (int e = 0; e < 4; e++) s[n][e] *= dp[n][e] - rd[e >> 1];  // ds
+            for (int e = 0; e < 4; e++)
+              if (s[n][e] != 0.f && !attn_keep(seed, offset, thr, h, t, rows[e >> 1], k0 + n * 8 + 2 * qd + (e & 1)))
+                dp[n][e] = 0.f;
+              else
+                dp[n][e] *= dscale;
 #pragma unroll
-      for (int j = 0; j < BC / 16; j++) {
-        u32 da[4];
-        mma_acc_to_a<H>(da, s[2 * j], s[2 * j + 1]);
+        for (int n = 0; n < NS; n++)
 #pragma unroll
-        for (int nd = 0; nd < ND; nd += 2) {
-          u32 b[4];
-          ldsm_bt<S>(b, sK, nd * 8, j * 16);
-          mma16816<H>(acc[nd], da, b[0], b[1]);
-          mma16816<H>(acc[nd + 1], da, b[2], b[3]);
+          for (int e = 0; e < 4; e++) s[n][e] *= dp[n][e] - rd[e >> 1];  // ds
+#pragma unroll
+        for (int j = 0; j < SUB / 16; j++) {
+          u32 da[4];
+          mma_acc_to_a<H>(da, s[2 * j], s[2 * j + 1]);
+#pragma unroll
+          for (int nd = 0; nd < ND; nd += 2) {
+            u32 b[4];
+            ldsm_bt<S>(b, sK, nd * 8, j * 16);
+            mma16816<H>(acc[nd], da, b[0], b[1]);
+            mma16816<H>(acc[nd + 1], da, b[2], b[3]);
+          }
         }
       }
     }
