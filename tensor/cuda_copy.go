@@ -33,8 +33,25 @@ func (b cudaBackend) download(dst []byte, src *Tensor) {
 	}
 }
 
-// copyDevice copies n bytes between device addresses on the stream.
+// copyDevice copies n bytes between device addresses on the stream: with
+// cuMemcpyDtoDAsync, or, when device memory is expandable (d.vmm), with
+// the copy2d kernel over the widest words that n and both addresses
+// allow. On the H200 (driver 580) cuMemcpyDtoDAsync between ranges of
+// expandable segments failed now and then with CUDA_ERROR_INVALID_VALUE
+// (a 24 MiB WriteNarrow in a gpt2 step, 2026-12-02), where kernels
+// reading and writing the same memory never did.
 func (d *cudaDevice) copyDevice(op string, dst, src cuda.DevicePtr, n int) {
+	if d.vmm && n > 0 {
+		for i, sz := range [...]int{8, 4, 2} {
+			if n%sz == 0 && int(dst)%sz == 0 && int(src)%sz == 0 {
+				w := n / sz
+				d.launch1(op, d.k.copy2D[[...]int{kB8, kB4, kB2}[i]], w, func(a *cuda.Args) {
+					a.Ptr(dst).Ptr(src).Int64(1).Int64(int64(w)).Int64(int64(w)).Int64(int64(w))
+				})
+				return
+			}
+		}
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.check(op, "copying device memory", d.q.copyDtoD(dst, src, n))

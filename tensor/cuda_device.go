@@ -40,6 +40,8 @@ type cudaDevice struct {
 	blasWS   *memory.Allocation
 	blasErr  error
 
+	vmm bool // device memory is expandable (cuda_copy.go's copyDevice)
+
 	ltOnce sync.Once // cuBLASLt: products with epilogues (cuda_blaslt.go)
 	lt     *cuda.BLASLt
 	ltErr  error
@@ -155,6 +157,9 @@ func newCUDADevice(ordinal int) (_ *cudaDevice, err error) {
 		return nil, err
 	}
 	if d.mem.Pool(memory.TierDevice).Expandable() {
+		// Device memory mapped through the virtual memory API: host
+		// copies synchronous, device copies by kernel (copyDevice).
+		d.vmm = true
 		d.q = streamQueue{ctx: ctx, stream: d.stream, syncPageable: true}
 	}
 	// cuBLAS comes up with the device, so its workspace is part of the
