@@ -310,11 +310,17 @@
 // same cost per call. On the GPU they are opt-in for now: the device
 // backend is a VirtualMemory only when STRATA_EXPANDABLE_SEGMENTS=1 (it
 // then probes the API with one page and falls back to cuMemAlloc segments
-// when the device or driver lacks it), because on the H200 (2026-12-01)
-// the driver refused copies into the mapped ranges
-// (cuMemcpyHtoDAsync/DtoDAsync: CUDA_ERROR_INVALID_VALUE) while kernels
-// and memsets on them worked; until that is understood the device uses
-// classic segments by default, and the host (where CI tests them)
+// when the device or driver lacks it). On the H200 (driver 580) the copy
+// engine refuses, now and then, copies into and out of the mapped ranges
+// (cuMemcpyHtoDAsync of pageable memory, cuMemcpyDtoHAsync into it,
+// cuMemcpyDtoDAsync between ranges: CUDA_ERROR_INVALID_VALUE, a few MiB
+// and up, not reproducible call by call), while kernels, memsets,
+// synchronous copies and asynchronous copies of pinned memory on them
+// never failed (cuda's TestGPUVMMCopies counts both). Package tensor
+// therefore copies pageable memory synchronously and device memory with a
+// kernel when the device pool is expandable (2026-12-02); the device keeps
+// classic segments by default until that configuration has run training
+// at full speed for a while, and the host (where CI tests them) uses
 // expandable ones.
 // Pools made directly with NewPool are classic unless asked.
 //
