@@ -29,7 +29,7 @@
 // conflicts; sizes per head dim hd (rounded up to HD = 16, 32, 64 or 128,
 // padded with zeros) keep each kernel under the 48 KiB of static shared
 // memory. These kernels run float32 inputs (and half ones on request);
-// float16 and bfloat16 run the tensor-core kernels of attention_mma.cuh,
+// float16 and bfloat16 run the tensor-core kernels of attention_mma3.cuh,
 // included at the end. kernels/emu runs both on the CPU against a float64
 // reference.
 #pragma once
@@ -481,8 +481,5 @@ ATTENTION_KERNELS_ALL_HD(f32, float)
 ATTENTION_KERNELS_ALL_HD(f16, __half)
 ATTENTION_KERNELS_ALL_HD(bf16, __nv_bfloat16)
 
-// The tensor-core kernels for float16 and bfloat16: attention_mma.cuh
-// (mma1) and their faster successors, attention_mma2.cuh.
-#include "attention_mma.cuh"
-#include "attention_mma2.cuh"
+// The tensor-core kernels for float16 and bfloat16.
 #include "attention_mma3.cuh"

@@ -1,33 +1,49 @@
-// attention_mma3.cuh: the tensor-core fused attention of
-// attention_mma2.cuh (same algorithm, passes, dropout mask, rounding and
-// arguments; its helpers), retuned for occupancy, under the names
-// attention_<pass>_mma3_<type>_h<HD> (no dropout) and
-// attention_<pass>_mma3drop_<type>_h<HD> (dropout).
+// attention_mma3.cuh: the fused attention of attention.cuh on tensor
+// cores for float16 and bfloat16 inputs (sm_80+; attention_tc.cuh's
+// mma.sync, ldmatrix and cp.async): the same algorithm, passes and dropout
+// mask, operands rounded to the input type H (float32 softmax, lse and
+// delta), under the names attention_<pass>_mma3_<type>_h<HD> (no dropout)
+// and attention_<pass>_mma3drop_<type>_h<HD> (dropout).
 //
 //   - Each pass is compiled twice: DROP = false leaves the inlined Philox
 //     code out (the launcher runs it when p == 0, as training without
 //     attention dropout does), which frees the registers that let the
 //     tiles grow and more blocks share an SM (Attn3Fwd and co. below);
-//     DROP = true is the dropout variant, at mma2's tile shapes.
-//   - No dropout, HD <= 64: every pass takes 128 rows (8 warps) a block
-//     at 2 or 3 blocks an SM (16 or 24 warps; mma2: 8 to 12), which also
-//     halves the K/V (Q/dO) tiles streamed per row; backward_dkdv at
-//     HD 64 reloads its K and V fragments from shared memory (RES, as at
-//     HD 128) to fit 128 registers. HD 128: forward 4 warps at 3 blocks
-//     (mma2: 8 at 1), backward_dq 4 at 2 (8 at 1).
+//     DROP = true is the dropout variant, at smaller tiles.
+//   - A block is W warps of 16 rows (query rows in forward and
+//     backward_dq, keys in backward_dkdv) that keep their A fragments in
+//     registers (backward_dkdv at HD >= 64 without dropout, and at HD 128,
+//     reloads its K and V fragments from shared memory instead: RES).
+//     No dropout, HD <= 64: every pass takes 128 rows (8 warps) a block
+//     at 2 or 3 blocks an SM; HD 128: forward 4 warps at 3 blocks,
+//     backward_dq 4 at 2.
+//   - Streamed tiles (K and V in forward and backward_dq; Q, dO, lse and
+//     delta in backward_dkdv) are copied by cp.async into two stages: the
+//     copy of tile j+1 runs while the tensor cores work on tile j. One
+//     __syncthreads a streamed tile: the block waits for tile j, syncs (so
+//     every warp is also done with tile j-1), then issues the copy of
+//     tile j+1 into tile j-1's stage and computes tile j while it lands.
+//   - Every operand cp.async reads is of type H. The one float32 operand
+//     that is streamed, dout in backward_dkdv, is rounded once by
+//     backward_dq (which reads each dout row once anyway) into doh, a
+//     (bh, t, hd) scratch of H, instead of by every key block.
+//   - Softmax in base 2: scale·log2(e) is folded into one multiply and
+//     exp2f replaces expf; lse is written in natural log.
+//   - A warp skips the products of a tile whose keys all lie after its
+//     rows (the causal mask), and only diagonal tiles test the mask.
 //   - Row and key indices are 32-bit in the loops (a head's t * hd
 //     elements fit in 31 bits), streamed tiles are addressed from the
 //     head's base pointer: fewer registers live across the loop.
-//   - One __syncthreads a streamed tile instead of two: the block waits
-//     for tile j, syncs (so every warp is also done with tile j-1), then
-//     issues the copy of tile j+1 into tile j-1's stage and computes tile
-//     j while it lands.
+//
+// When hd is not the kernel's HD (zero padding) or a pointer is not
+// 16-byte aligned, tiles are loaded element by element instead of by
+// cp.async; the rest is the same.
 //
 // The launch shapes (warps a block) are mirrored by
 // tensor/cuda_attention.go's attnMMA3Warps; __launch_bounds__ caps the
 // registers so that MINB blocks fit an SM, at 0 spill bytes (ptxas -v).
 #pragma once
-#include "attention_mma2.cuh"
+#include "attention_tc.cuh"
 
 // Tiles: W warps of 16 rows each (query rows in forward and backward_dq,
 // keys in backward_dkdv), BN rows of the streamed tiles, MINB blocks an
@@ -43,35 +59,41 @@
 // Forward and backward_dq compute a BN-key tile SUB keys at a time: the
 // registers of SUB, the barriers of BN (forward HD 64 at SUB 64 and
 // backward_dq HD 64 at SUB 32 spill at 2 blocks; forward HD 64 at SUB 16
-// fits 3 blocks, 80 registers, untried on a GPU). With dropout: mma2's
-// shapes (Attn2Fwd and co.), SUB = BN.
+// fits 3 blocks, 80 registers, untried on a GPU). With dropout (the d*
+// tables, SUB = BN; the MINB the largest at which ptxas spills nothing):
+//   forward        HD 16-64: 4 warps, BN 32, 3 blocks   HD 128: 8, 32, 1
+//   backward_dq    HD 16-64: 4 warps, BN 32, 2 blocks   HD 128: 8, 32, 1
+//   backward_dkdv  HD 16-64: 4 warps, BN 16, 3 blocks   HD 128: 2, 16, 4, RES
 template <int HD> struct Attn3Tab {
   static const int i = HD == 16 ? 0 : HD == 32 ? 1 : HD == 64 ? 2 : 3;
 };
 template <int HD, bool DROP> struct Attn3Fwd {
   static constexpr int w[4] = {8, 8, 8, 4}, bn[4] = {64, 64, 64, 32}, sub[4] = {32, 32, 32, 32}, minb[4] = {3, 3, 2, 3};
-  static const int W = DROP ? Attn2Fwd<HD>::W : w[Attn3Tab<HD>::i];
-  static const int BN = DROP ? Attn2Fwd<HD>::BN : bn[Attn3Tab<HD>::i];
+  static constexpr int dw[4] = {4, 4, 4, 8}, dbn[4] = {32, 32, 32, 32}, dminb[4] = {3, 3, 3, 1};
+  static const int W = DROP ? dw[Attn3Tab<HD>::i] : w[Attn3Tab<HD>::i];
+  static const int BN = DROP ? dbn[Attn3Tab<HD>::i] : bn[Attn3Tab<HD>::i];
   static const int SUB = DROP ? BN : sub[Attn3Tab<HD>::i];
-  static const int MINB = DROP ? Attn2Fwd<HD>::MINB : minb[Attn3Tab<HD>::i];
+  static const int MINB = DROP ? dminb[Attn3Tab<HD>::i] : minb[Attn3Tab<HD>::i];
 };
 template <int HD, bool DROP> struct Attn3Dq {
   static constexpr int w[4] = {8, 8, 8, 4}, bn[4] = {64, 64, 32, 32}, sub[4] = {32, 16, 16, 32}, minb[4] = {3, 3, 2, 2};
-  static const int W = DROP ? Attn2Dq<HD>::W : w[Attn3Tab<HD>::i];
-  static const int BN = DROP ? Attn2Dq<HD>::BN : bn[Attn3Tab<HD>::i];
+  static constexpr int dw[4] = {4, 4, 4, 8}, dbn[4] = {32, 32, 32, 32}, dminb[4] = {2, 2, 2, 1};
+  static const int W = DROP ? dw[Attn3Tab<HD>::i] : w[Attn3Tab<HD>::i];
+  static const int BN = DROP ? dbn[Attn3Tab<HD>::i] : bn[Attn3Tab<HD>::i];
   static const int SUB = DROP ? BN : sub[Attn3Tab<HD>::i];
-  static const int MINB = DROP ? Attn2Dq<HD>::MINB : minb[Attn3Tab<HD>::i];
+  static const int MINB = DROP ? dminb[Attn3Tab<HD>::i] : minb[Attn3Tab<HD>::i];
 };
 template <int HD, bool DROP> struct Attn3Dkv {
   static constexpr int w[4] = {8, 8, 8, 2}, bn[4] = {16, 32, 16, 16}, minb[4] = {3, 2, 2, 4};
-  static const bool RES = DROP ? Attn2Dkv<HD>::RES : HD >= 64;
-  static const int W = DROP ? Attn2Dkv<HD>::W : w[Attn3Tab<HD>::i];
-  static const int BN = DROP ? Attn2Dkv<HD>::BN : bn[Attn3Tab<HD>::i];
-  static const int MINB = DROP ? Attn2Dkv<HD>::MINB : minb[Attn3Tab<HD>::i];
+  static constexpr int dw[4] = {4, 4, 4, 2}, dbn[4] = {16, 16, 16, 16}, dminb[4] = {3, 3, 3, 4};
+  static const bool RES = DROP ? HD == 128 : HD >= 64;
+  static const int W = DROP ? dw[Attn3Tab<HD>::i] : w[Attn3Tab<HD>::i];
+  static const int BN = DROP ? dbn[Attn3Tab<HD>::i] : bn[Attn3Tab<HD>::i];
+  static const int MINB = DROP ? dminb[Attn3Tab<HD>::i] : minb[Attn3Tab<HD>::i];
 };
 
-// attn3_tile is attn2_tile with 32-bit row indices (a head's t * hd
-// elements fit in 31 bits), x already offset to the head.
+// attn3_tile is attention_tc.cuh's attn_tile with 32-bit row indices (a
+// head's t * hd elements fit in 31 bits), x already offset to the head.
 template <int R, int HD, int S, int NT, typename H>
 __device__ __forceinline__ void attn3_tile(H* sh, const H* x, int r0, int t, int hd, bool fast) {
   if (fast) {
@@ -104,8 +126,8 @@ __device__ void attn_forward_mma3(float* out, float* lse, const H* q, const H* k
   const i64 h = blockIdx.x % nbh, nq = (t + BR - 1) / BR;
   const int q0 = (int)(nq - 1 - blockIdx.x / nbh) * BR, T = (int)t;  // the longest rows first; row indices in 32 bits
   const i64 base = h * t * hd;
-  const bool fast = hd == HD && attn2_aligned(q) && attn2_aligned(k) && attn2_aligned(v);
-  attn2_tile<BR, HD, S, NT>(sm, q + base, q0, t, hd, fast);
+  const bool fast = hd == HD && attn_aligned(q) && attn_aligned(k) && attn_aligned(v);
+  attn_tile<BR, HD, S, NT>(sm, q + base, q0, t, hd, fast);
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
@@ -147,8 +169,8 @@ __device__ void attn_forward_mma3(float* out, float* lse, const H* q, const H* k
           for (int n = 0; n < NS; n += 2) {
             u32 b[4];
             ldsm_b<S>(b, sK, n * 8, kd * 16);
-            mma16816<H>(s[n], qa[kd], b[0], b[1]);
-            mma16816<H>(s[n + 1], qa[kd], b[2], b[3]);
+            mma_m16n8k16<H>(s[n], qa[kd], b[0], b[1]);
+            mma_m16n8k16<H>(s[n + 1], qa[kd], b[2], b[3]);
           }
         float mx[2] = {m[0], m[1]};
         const bool whole = k0 + SUB - 1 <= w0 && w0 + 15 < T;
@@ -199,8 +221,8 @@ __device__ void attn_forward_mma3(float* out, float* lse, const H* q, const H* k
           for (int nd = 0; nd < ND; nd += 2) {
             u32 b[4];
             ldsm_bt<S>(b, sV, nd * 8, j * 16);
-            mma16816<H>(o[nd], pa, b[0], b[1]);
-            mma16816<H>(o[nd + 1], pa, b[2], b[3]);
+            mma_m16n8k16<H>(o[nd], pa, b[0], b[1]);
+            mma_m16n8k16<H>(o[nd + 1], pa, b[2], b[3]);
           }
         }
       }
@@ -213,7 +235,7 @@ __device__ void attn_forward_mma3(float* out, float* lse, const H* q, const H* k
     const float inv = 1.f / l[i];
 #pragma unroll
     for (int nd = 0; nd < ND; nd++)
-      attn2_store2(out + base, rows[i], nd * 8 + 2 * qd, hd, wide, o[nd][2 * i] * inv, o[nd][2 * i + 1] * inv);
+      attn_store2(out + base, rows[i], nd * 8 + 2 * qd, hd, wide, o[nd][2 * i] * inv, o[nd][2 * i + 1] * inv);
     if (qd == 0) lse[h * t + rows[i]] = m[i] * ATTN_LN2 + logf(l[i]);
   }
 }
@@ -235,8 +257,8 @@ __device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* 
   const i64 h = blockIdx.x % nbh, nq = (t + BR - 1) / BR;
   const int q0 = (int)(nq - 1 - blockIdx.x / nbh) * BR, T = (int)t;  // row indices in 32 bits
   const i64 base = h * t * hd;
-  const bool fast = hd == HD && attn2_aligned(q) && attn2_aligned(k) && attn2_aligned(v);
-  attn2_tile<BR, HD, S, NT>(sm, q + base, q0, t, hd, fast);
+  const bool fast = hd == HD && attn_aligned(q) && attn_aligned(k) && attn_aligned(v);
+  attn_tile<BR, HD, S, NT>(sm, q + base, q0, t, hd, fast);
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
@@ -245,7 +267,7 @@ __device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* 
   for (int kd = 0; kd < KD; kd++) ldsm_a<S>(qa[kd], sm, warp * 16, kd * 16);
   __syncthreads();
   // The dout tile, rounded to H into sm and doh; delta.
-  if (hd == HD && attn2_aligned(dout) && attn2_aligned(out) && attn2_aligned(doh)) {
+  if (hd == HD && attn_aligned(dout) && attn_aligned(out) && attn_aligned(doh)) {
     constexpr int G = HD / 8;  // a row's 8-element groups: G consecutive lanes
 #pragma unroll
     for (int i = tid; i < BR * G; i += NT) {
@@ -338,11 +360,11 @@ __device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* 
           for (int n = 0; n < NS; n += 2) {
             u32 b[4];
             ldsm_b<S>(b, sK, n * 8, kd * 16);
-            mma16816<H>(s[n], qa[kd], b[0], b[1]);
-            mma16816<H>(s[n + 1], qa[kd], b[2], b[3]);
+            mma_m16n8k16<H>(s[n], qa[kd], b[0], b[1]);
+            mma_m16n8k16<H>(s[n + 1], qa[kd], b[2], b[3]);
             ldsm_b<S>(b, sV, n * 8, kd * 16);
-            mma16816<H>(dp[n], ga[kd], b[0], b[1]);
-            mma16816<H>(dp[n + 1], ga[kd], b[2], b[3]);
+            mma_m16n8k16<H>(dp[n], ga[kd], b[0], b[1]);
+            mma_m16n8k16<H>(dp[n + 1], ga[kd], b[2], b[3]);
           }
         const bool whole = k0 + SUB - 1 <= w0 && w0 + 15 < T;
         const int lim[2] = {rows[0] < T ? rows[0] - k0 : -1, rows[1] < T ? rows[1] - k0 : -1};
@@ -372,8 +394,8 @@ __device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* 
           for (int nd = 0; nd < ND; nd += 2) {
             u32 b[4];
             ldsm_bt<S>(b, sK, nd * 8, j * 16);
-            mma16816<H>(acc[nd], da, b[0], b[1]);
-            mma16816<H>(acc[nd + 1], da, b[2], b[3]);
+            mma_m16n8k16<H>(acc[nd], da, b[0], b[1]);
+            mma_m16n8k16<H>(acc[nd + 1], da, b[2], b[3]);
           }
         }
       }
@@ -385,7 +407,7 @@ __device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* 
     if (rows[i] >= T) continue;
 #pragma unroll
     for (int nd = 0; nd < ND; nd++)
-      attn2_store2(dq + base, rows[i], nd * 8 + 2 * qd, hd, wide, acc[nd][2 * i] * scale, acc[nd][2 * i + 1] * scale);
+      attn_store2(dq + base, rows[i], nd * 8 + 2 * qd, hd, wide, acc[nd][2 * i] * scale, acc[nd][2 * i + 1] * scale);
   }
 }
 
@@ -408,9 +430,9 @@ __device__ void attn_backward_dkdv_mma3(float* dk, float* dv, const H* q, const 
   const i64 h = blockIdx.x % nbh;
   const int k0 = (int)(blockIdx.x / nbh) * KB, T = (int)t;  // the first key tiles have the most rows
   const i64 base = h * t * hd;
-  const bool fast = hd == HD && attn2_aligned(q) && attn2_aligned(k) && attn2_aligned(v) && attn2_aligned(doh);
-  attn2_tile<KB, HD, S, NT>(sm, k + base, k0, t, hd, fast);
-  attn2_tile<KB, HD, S, NT>(sm + KB * S, v + base, k0, t, hd, fast);
+  const bool fast = hd == HD && attn_aligned(q) && attn_aligned(k) && attn_aligned(v) && attn_aligned(doh);
+  attn_tile<KB, HD, S, NT>(sm, k + base, k0, t, hd, fast);
+  attn_tile<KB, HD, S, NT>(sm + KB * S, v + base, k0, t, hd, fast);
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
@@ -478,11 +500,11 @@ __device__ void attn_backward_dkdv_mma3(float* dk, float* dv, const H* q, const 
         for (int n = 0; n < NQ; n += 2) {
           u32 b[4];
           ldsm_b<S>(b, sQ, n * 8, kd * 16);
-          mma16816<H>(s[n], a, b[0], b[1]);
-          mma16816<H>(s[n + 1], a, b[2], b[3]);
+          mma_m16n8k16<H>(s[n], a, b[0], b[1]);
+          mma_m16n8k16<H>(s[n + 1], a, b[2], b[3]);
           ldsm_b<S>(b, sDO, n * 8, kd * 16);
-          mma16816<H>(dp[n], av, b[0], b[1]);
-          mma16816<H>(dp[n + 1], av, b[2], b[3]);
+          mma_m16n8k16<H>(dp[n], av, b[0], b[1]);
+          mma_m16n8k16<H>(dp[n + 1], av, b[2], b[3]);
         }
       }
       const bool whole = q0 >= w0 + 15 && q0 + QB - 1 < T;
@@ -527,11 +549,11 @@ __device__ void attn_backward_dkdv_mma3(float* dk, float* dv, const H* q, const 
         for (int nd = 0; nd < ND; nd += 2) {
           u32 b[4];
           ldsm_bt<S>(b, sDO, nd * 8, j * 16);
-          mma16816<H>(gv[nd], pa, b[0], b[1]);
-          mma16816<H>(gv[nd + 1], pa, b[2], b[3]);
+          mma_m16n8k16<H>(gv[nd], pa, b[0], b[1]);
+          mma_m16n8k16<H>(gv[nd + 1], pa, b[2], b[3]);
           ldsm_bt<S>(b, sQ, nd * 8, j * 16);
-          mma16816<H>(gk[nd], da, b[0], b[1]);
-          mma16816<H>(gk[nd + 1], da, b[2], b[3]);
+          mma_m16n8k16<H>(gk[nd], da, b[0], b[1]);
+          mma_m16n8k16<H>(gk[nd + 1], da, b[2], b[3]);
         }
       }
     }
@@ -543,8 +565,8 @@ __device__ void attn_backward_dkdv_mma3(float* dk, float* dv, const H* q, const 
 #pragma unroll
     for (int nd = 0; nd < ND; nd++) {
       const int d = nd * 8 + 2 * qd;
-      attn2_store2(dk + base, keys[i], d, hd, wide, gk[nd][2 * i] * scale, gk[nd][2 * i + 1] * scale);
-      attn2_store2(dv + base, keys[i], d, hd, wide, gv[nd][2 * i], gv[nd][2 * i + 1]);
+      attn_store2(dk + base, keys[i], d, hd, wide, gk[nd][2 * i] * scale, gk[nd][2 * i + 1] * scale);
+      attn_store2(dv + base, keys[i], d, hd, wide, gv[nd][2 * i], gv[nd][2 * i + 1]);
     }
   }
 }

@@ -17,17 +17,14 @@ import (
 // kernels/attention_mma3.cuh (mma.sync with ldmatrix and cp.async,
 // sm_80+): without dropout (p == 0) the mma3 ones, compiled without the
 // Philox code and so with larger tiles and more blocks an SM, with it the
-// mma3drop ones. EnvAttention selects others: mma2 the previous
-// generation (kernels/attention_mma2.cuh, the same arguments), mma1 the
-// first tensor-core kernels (kernels/attention_mma.cuh), simt the
-// float32-math ones, which float32 inputs always run. The mma2 and mma3
-// backward_dq also round dout to the input type into scratch (doh) for
-// backward_dkdv.
+// mma3drop ones. EnvAttention=simt selects the float32-math ones, which
+// float32 inputs always run. The mma3 backward_dq also rounds dout to the
+// input type into scratch (doh) for backward_dkdv.
 
 // EnvAttention selects the kernels of float16 and bfloat16 fused
-// attention: "simt" the float32-math ones, "mma1" the first tensor-core
-// ones, "mma2" the second, anything else the mma3 tensor-core ones (for
-// comparisons and as a fallback); it is read at every call.
+// attention: "simt" the float32-math ones (for comparisons and as a
+// fallback), anything else (unset included) the mma3 tensor-core ones; it
+// is read at every call.
 const EnvAttention = "STRATA_ATTENTION"
 
 var (
@@ -44,26 +41,20 @@ var (
 )
 
 // attentionKernels is the slot of kernels/attention.cuh in cudaKernels:
-// simt[pass][dtype][head size], mma[pass][dtype-1][head size] (the
-// tensor-core kernels, float16 and bfloat16), mma2 (their successors) and
-// mma3[drop] (the mma3 kernels without and with dropout).
+// simt[pass][dtype][head size] and mma3[drop][pass][dtype-1][head size]
+// (the tensor-core kernels, float16 and bfloat16, without and with
+// dropout).
 type attentionKernels struct {
 	simt [3][3][4]*cuda.Function
-	mma  [3][2][4]*cuda.Function
-	mma2 [3][2][4]*cuda.Function
 	mma3 [2][3][2][4]*cuda.Function
 }
 
-// Launch shapes: 256 threads for the float32-math kernels, 128 (4 warps
-// of 16 rows each) and 64 rows a block for the mma1 ones; for mma2, warps
-// of 16 rows per pass and head size, as Attn2Fwd, Attn2Dq and Attn2Dkv
-// of kernels/attention_mma2.cuh say.
+// Launch shapes: 256 threads for the float32-math kernels; for mma3,
+// warps of 16 rows per pass and head size, as Attn3Fwd, Attn3Dq and
+// Attn3Dkv of kernels/attention_mma3.cuh say.
 var (
-	attnMMAThreads = [3]uint32{128, 1, 1}
-	attnMMARows    = 64
-	attnMMA2Warps  = [3][4]int{{4, 4, 4, 8}, {4, 4, 4, 8}, {4, 4, 4, 2}}
 	// attnMMA3Warps[drop][pass][head size]: Attn3Fwd, Attn3Dq and
-	// Attn3Dkv's W without dropout (mma3) and with it (mma3drop, mma2's).
+	// Attn3Dkv's W without dropout (mma3) and with it (mma3drop).
 	attnMMA3Warps = [2][3][4]int{
 		{{8, 8, 8, 4}, {8, 8, 8, 4}, {8, 8, 8, 2}},
 		{{4, 4, 4, 8}, {4, 4, 4, 8}, {4, 4, 4, 2}},
@@ -71,25 +62,16 @@ var (
 	attnMMA3Name = [2]string{"mma3", "mma3drop"}
 )
 
-// attention kernel generations (EnvAttention).
+// The kernels attnKind picks (EnvAttention).
 const (
 	attnSIMT = iota
-	attnMMA1
-	attnMMA2
 	attnMMA3
 )
 
-// attnKind is the kernel generation of dtype index di.
+// attnKind returns the kernels that dtype index di runs.
 func attnKind(di int) int {
-	switch {
-	case di == 0:
+	if di == 0 || os.Getenv(EnvAttention) == "simt" {
 		return attnSIMT
-	case os.Getenv(EnvAttention) == "simt":
-		return attnSIMT
-	case os.Getenv(EnvAttention) == "mma1":
-		return attnMMA1
-	case os.Getenv(EnvAttention) == "mma2":
-		return attnMMA2
 	}
 	return attnMMA3
 }
@@ -102,8 +84,6 @@ func (k *attentionKernels) bind(m map[string]**cuda.Function) {
 				sfx := castSuffix[dt] + "_h" + strconv.Itoa(hd)
 				m["attention_"+pass+"_"+sfx] = &k.simt[p][i][j]
 				if i > 0 {
-					m["attention_"+pass+"_mma_"+sfx] = &k.mma[p][i-1][j]
-					m["attention_"+pass+"_mma2_"+sfx] = &k.mma2[p][i-1][j]
 					for dr, name := range attnMMA3Name {
 						m["attention_"+pass+"_"+name+"_"+sfx] = &k.mma3[dr][p][i-1][j]
 					}
@@ -113,24 +93,18 @@ func (k *attentionKernels) bind(m map[string]**cuda.Function) {
 	}
 }
 
-// kernel returns pass p's kernel of generation kind for dtype index di
+// kernel returns pass p's kernel of kind (attnKind) for dtype index di
 // and head index hi, its grid and block; drop (dropout probability above
 // 0) picks mma3's dropout variant. rows is the float32-math kernel's rows
 // a block.
 func (k *attentionKernels) kernel(op string, kind, p, di, hi, bh, t int, drop bool, rows [4]int) (*cuda.Function, [3]uint32, [3]uint32) {
-	switch kind {
-	case attnMMA3:
+	if kind == attnMMA3 {
 		dr := 0
 		if drop {
 			dr = 1
 		}
 		w := attnMMA3Warps[dr][p][hi]
 		return k.mma3[dr][p][di-1][hi], attnGrid(op, bh, t, 16*w), [3]uint32{uint32(32 * w), 1, 1}
-	case attnMMA2:
-		w := attnMMA2Warps[p][hi]
-		return k.mma2[p][di-1][hi], attnGrid(op, bh, t, 16*w), [3]uint32{uint32(32 * w), 1, 1}
-	case attnMMA1:
-		return k.mma[p][di-1][hi], attnGrid(op, bh, t, attnMMARows), attnMMAThreads
 	}
 	return k.simt[p][di][hi], attnGrid(op, bh, t, rows[hi]), attnThreads
 }
@@ -188,15 +162,15 @@ func (b cudaBackend) attentionForward(out, lse, q, k, v *Tensor, bh, t, hd int, 
 }
 
 // attentionBackward runs backward_dq, which writes delta into scratch,
-// then backward_dkdv, which reads it (the stream orders them). The mma2
-// and mma3 backward_dq also write dout rounded to q's dtype (doh, before
-// delta in the scratch) for backward_dkdv.
+// then backward_dkdv, which reads it (the stream orders them). The mma3
+// backward_dq also writes dout rounded to q's dtype (doh, before delta in
+// the scratch) for backward_dkdv.
 func (b cudaBackend) attentionBackward(dq, dk, dv, q, k, v, out, dout, lse *Tensor, bh, t, hd int, scale, p float64, seed, offset uint64) {
 	const op = "FusedCausalAttentionBackward"
 	d := b.d
 	di, hi := attentionVariant(op, q.dtype, hd)
 	kind := attnKind(di)
-	dohBytes, withDoh := 0, kind == attnMMA2 || kind == attnMMA3
+	dohBytes, withDoh := 0, kind == attnMMA3
 	if withDoh {
 		dohBytes = (bh*t*hd*q.dtype.Size() + 15) &^ 15
 	}

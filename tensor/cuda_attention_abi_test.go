@@ -9,39 +9,31 @@ import (
 // (TestCUDALaunchersMatchKernels checks each launch): each input dtype and
 // head size, forward and backward, with and without dropout, at a head
 // size that needs padding and one that does not; the half types through
-// the tensor-core kernels (mma3 and mma3drop, with EnvAttention=mma2 and
-// mma1 the earlier ones) and, with EnvAttention=simt, the others.
+// the tensor-core kernels (mma3 and mma3drop) and, with
+// EnvAttention=simt, the others.
 func driveAttention(t *testing.T, d *cudaDevice, b cudaBackend) {
 	t.Helper()
-	driveAttentionKernels(t, d, b)
-	t.Setenv(EnvAttention, "mma2")
-	driveAttentionKernels(t, d, b)
-	t.Setenv(EnvAttention, "mma1")
 	driveAttentionKernels(t, d, b)
 	t.Setenv(EnvAttention, "simt")
 	driveAttentionKernels(t, d, b)
 }
 
-// TestAttentionMMA2Blocks checks attnMMA2Warps and attnMMA3Warps against
-// the kernels: each mma2, mma3 and mma3drop kernel's __launch_bounds__ is
-// its block, 32 threads a warp of 16 rows, so a launcher that disagreed
-// would leave rows uncomputed.
-func TestAttentionMMA2Blocks(t *testing.T) {
+// TestAttentionMMA3Blocks checks attnMMA3Warps against the kernels: each
+// mma3 and mma3drop kernel's __launch_bounds__ is its block, 32 threads a
+// warp of 16 rows, so a launcher that disagreed would leave rows
+// uncomputed.
+func TestAttentionMMA3Blocks(t *testing.T) {
 	abi := embeddedABI(t)
-	gens := []struct {
-		name  string
-		warps [3][4]int
-	}{{"mma2", attnMMA2Warps}, {attnMMA3Name[0], attnMMA3Warps[0]}, {attnMMA3Name[1], attnMMA3Warps[1]}}
-	for _, gen := range gens {
+	for dr, gen := range attnMMA3Name {
 		for p, pass := range attnPassName {
 			for _, dt := range attnDTypes[1:] {
 				for j, hd := range attnHeads {
-					name := "attention_" + pass + "_" + gen.name + "_" + castSuffix[dt] + "_h" + strconv.Itoa(hd)
+					name := "attention_" + pass + "_" + gen + "_" + castSuffix[dt] + "_h" + strconv.Itoa(hd)
 					k, ok := abi[name]
 					if !ok {
 						t.Fatalf("%s is not in the fatbin", name)
 					}
-					if want := 32 * gen.warps[p][j]; k.maxThreads != want {
+					if want := 32 * attnMMA3Warps[dr][p][j]; k.maxThreads != want {
 						t.Errorf("%s: launch bound %d threads, the launcher's block %d", name, k.maxThreads, want)
 					}
 				}

@@ -5,9 +5,9 @@
 // fused kernels' index arithmetic is checked against the plain path's.
 // Every dtype, every head size (and padded ones), t not a multiple of any
 // tile, with and without dropout; the tensor-core kernels of
-// attention_mma.cuh and attention_mma2.cuh (mma.sync, ldmatrix and
-// cp.async emulated from the PTX layouts and semantics) within a few
-// roundoffs of the half type. See run.sh.
+// attention_mma3.cuh (mma.sync, ldmatrix and cp.async emulated from the
+// PTX layouts and semantics, attention_tc.cuh) within a few roundoffs of
+// the half type. See run.sh.
 #include "emu.h"
 #include <cstdio>
 #include <random>
@@ -50,9 +50,9 @@ struct Shape {
   int dqThreads = 0, dkvThreads = 0;  // 0: threads
 };
 
-// The mma2 kernels pass dout rounded to T from backward_dq to
-// backward_dkdv through doh.
-template <typename T, int HD, bool MMA2 = false, typename F, typename DQ, typename DKV>
+// The tensor-core kernels (TC) pass dout rounded to T from backward_dq
+// to backward_dkdv through doh.
+template <typename T, int HD, bool TC = false, typename F, typename DQ, typename DKV>
 void run_case(const char* dt, Shape sh, F fwd, DQ bdq, DKV bdkv, int bh, int t, int hd, double p) {
   const u64 seed = 0x5eed, offset = 12345;
   const float scale = 1.f / std::sqrt((float)hd);
@@ -119,13 +119,13 @@ void run_case(const char* dt, Shape sh, F fwd, DQ bdq, DKV bdkv, int bh, int t, 
   });
   std::vector<T> doh(n, from_f<T>(NAN));
   emu_launch(bh * ((t + DR - 1) / DR), sh.dqThreads ? sh.dqThreads : sh.threads, [&] {
-    if constexpr (MMA2)
+    if constexpr (TC)
       bdq(gdq.data(), delta.data(), doh.data(), q.data(), k.data(), v.data(), gout.data(), dout.data(), glse.data(), bh, t, hd, scale, seed, offset, thr, dscale);
     else
       bdq(gdq.data(), delta.data(), q.data(), k.data(), v.data(), gout.data(), dout.data(), glse.data(), bh, t, hd, scale, seed, offset, thr, dscale);
   });
   emu_launch(bh * ((t + KB - 1) / KB), sh.dkvThreads ? sh.dkvThreads : sh.threads, [&] {
-    if constexpr (MMA2)
+    if constexpr (TC)
       bdkv(gdk.data(), gdv.data(), q.data(), k.data(), v.data(), doh.data(), glse.data(), delta.data(), bh, t, hd, scale, seed, offset, thr, dscale);
     else
       bdkv(gdk.data(), gdv.data(), q.data(), k.data(), v.data(), dout.data(), glse.data(), delta.data(), bh, t, hd, scale, seed, offset, thr, dscale);
@@ -143,22 +143,9 @@ void run_case(const char* dt, Shape sh, F fwd, DQ bdq, DKV bdkv, int bh, int t, 
                   attention_forward_##sfx##_h##HD, attention_backward_dq_##sfx##_h##HD,                         \
                   attention_backward_dkdv_##sfx##_h##HD, bh, t, hd, p)
 
-// The tensor-core kernels, u the unit roundoff of the input type.
-#define MMA_CASE(sfx, T, u, HD, bh, t, hd, p)                                                                     \
-  run_case<T, HD>(#sfx "-mma", Shape{64, 64, 64, ATTN_MMA_THREADS, 8 * (u), 16 * (u)},                           \
-                  attention_forward_mma_##sfx##_h##HD, attention_backward_dq_mma_##sfx##_h##HD,                  \
-                  attention_backward_dkdv_mma_##sfx##_h##HD, bh, t, hd, p)
-
-// The mma2 kernels: W warps of 16 rows a block per pass (Attn2Fwd etc.).
-#define MMA2_CASE(sfx, T, u, HD, bh, t, hd, p)                                                                 \
-  run_case<T, HD, true>(#sfx "-mma2",                                                                         \
-                        Shape{16 * Attn2Fwd<HD>::W, 16 * Attn2Dq<HD>::W, 16 * Attn2Dkv<HD>::W,                 \
-                              32 * Attn2Fwd<HD>::W, 8 * (u), 16 * (u), 32 * Attn2Dq<HD>::W, 32 * Attn2Dkv<HD>::W}, \
-                        attention_forward_mma2_##sfx##_h##HD, attention_backward_dq_mma2_##sfx##_h##HD,       \
-                        attention_backward_dkdv_mma2_##sfx##_h##HD, bh, t, hd, p)
-
-// The mma3 kernels: without dropout (p == 0) the mma3 ones, with it the
-// mma3drop ones, as the launcher picks them; each at its own shapes.
+// The tensor-core kernels, u the unit roundoff of the input type: without
+// dropout (p == 0) the mma3 ones, with it the mma3drop ones, as the
+// launcher picks them; each at its own shapes.
 #define MMA3_SHAPE(HD, D, u)                                                                                 \
   Shape{16 * Attn3Fwd<HD, D>::W, 16 * Attn3Dq<HD, D>::W, 16 * Attn3Dkv<HD, D>::W, 32 * Attn3Fwd<HD, D>::W, \
         8 * (u), 16 * (u), 32 * Attn3Dq<HD, D>::W, 32 * Attn3Dkv<HD, D>::W}
@@ -177,16 +164,14 @@ void run_case(const char* dt, Shape sh, F fwd, DQ bdq, DKV bdkv, int bh, int t, 
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::string(argv[1]) == "quick";
   const bool mma = argc > 1 && std::string(argv[1]) == "mma";
-  const bool mma1 = argc > 1 && std::string(argv[1]) == "mma1";
-  const bool mma2 = argc > 1 && std::string(argv[1]) == "mma2";
-  const bool mma3 = argc > 1 && std::string(argv[1]) == "mma3";
+  const bool mma3 = argc > 1 && std::string(argv[1]) == "mma3";  // the same as mma
   const double uh0 = 0x1p-11, ub0 = 0x1p-8;
   // t: one row, fewer than a tile, not a multiple of any tile, several
   // blocks of every kernel (128-row blocks included); hd: each HD, and
   // padded (24, 100).
   for (int t : {1, 37, 70, 130, 200, 300}) {
     for (double p : {0.0, 0.2}) {
-      if (quick || mma1 || mma2) break;
+      if (quick) break;
       MMA3_CASE(f16, __half, uh0, 64, 2, t, 64, p);
       MMA3_CASE(bf16, __nv_bfloat16, ub0, 64, 3, t, 64, p);
       MMA3_CASE(bf16, __nv_bfloat16, ub0, 64, 1, t, 40, p);
@@ -196,38 +181,12 @@ int main(int argc, char** argv) {
       MMA3_CASE(bf16, __nv_bfloat16, ub0, 32, 2, t, 24, p);
       MMA3_CASE(f16, __half, uh0, 32, 1, t, 32, p);
     }
-    if (quick || mma1 || mma2) break;
+    if (quick) break;
     // The dropout variants without dropout (thr 0) stay right too.
     MMA3_RUN(mma3drop, true, bf16, __nv_bfloat16, ub0, 64, 1, t, 64, 0.0);
   }
-  const double uh = 0x1p-11, ub = 0x1p-8;
-  // t: one row, fewer than a tile, not a multiple of any tile, several
-  // blocks of every kernel; hd: each HD, and padded (24, 100).
-  for (int t : {1, 37, 70, 130, 200}) {
-    for (double p : {0.0, 0.2}) {
-      if (quick || mma1 || mma3) break;
-      MMA2_CASE(f16, __half, uh, 64, 2, t, 64, p);
-      MMA2_CASE(bf16, __nv_bfloat16, ub, 64, 3, t, 64, p);
-      MMA2_CASE(f16, __half, uh, 128, 2, t, 100, p);
-      MMA2_CASE(bf16, __nv_bfloat16, ub, 128, 1, t, 128, p);
-      MMA2_CASE(f16, __half, uh, 16, 2, t, 16, p);
-      MMA2_CASE(bf16, __nv_bfloat16, ub, 32, 2, t, 24, p);
-      MMA2_CASE(f16, __half, uh, 32, 1, t, 32, p);
-    }
-  }
-  for (int t : {1, 37, 70, 130}) {
-    for (double p : {0.0, 0.2}) {
-      if (quick || mma2 || mma3) break;
-      MMA_CASE(f16, __half, uh, 64, 2, t, 64, p);
-      MMA_CASE(bf16, __nv_bfloat16, ub, 64, 2, t, 64, p);
-      MMA_CASE(f16, __half, uh, 128, 2, t, 100, p);
-      MMA_CASE(bf16, __nv_bfloat16, ub, 128, 1, t, 128, p);
-      MMA_CASE(f16, __half, uh, 16, 2, t, 16, p);
-      MMA_CASE(bf16, __nv_bfloat16, ub, 32, 2, t, 24, p);
-    }
-  }
   for (int t : {1, 37, 70}) {
-    if (mma || mma1 || mma2 || mma3) break;
+    if (mma || mma3) break;
     for (double p : {0.0, 0.2}) {
       CASE(f32, float, 16, 3, t, 16, p);
       if (quick) continue;
