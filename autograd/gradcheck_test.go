@@ -25,7 +25,7 @@ func positive(rng *rand.Rand, shape ...int) *tensor.Tensor {
 // TestGradCheckEveryOp checks each differentiable op against central
 // finite differences in float64.
 func TestGradCheckEveryOp(t *testing.T) {
-	before := tensor.CPU().Memory().InUse()
+	before := settledInUse()
 	rng := rand.New(rand.NewPCG(3, 4))
 	ids := tensor.FromInt32s(tensor.CPU(), []int32{1, 0, 3, 1, 2, 3}, 2, 3)
 	tgt := tensor.FromInt32s(tensor.CPU(), []int32{4, autograd.IgnoreIndex, 0, 2}, 4)

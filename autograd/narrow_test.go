@@ -57,7 +57,7 @@ func TestNarrowGradientsAssembleInPlace(t *testing.T) {
 	}
 	for name, f := range cases {
 		t.Run(name, func(t *testing.T) {
-			before := tensor.CPU().Memory().InUse()
+			before := settledInUse()
 			require.NoError(t, autograd.GradCheck(func(xs []*autograd.Var) *autograd.Var {
 				y := autograd.Mul(xs[0], xs[0]) // a computed var: its gradient is assembled
 				return f(y)

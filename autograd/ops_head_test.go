@@ -47,7 +47,7 @@ func TestLinearCrossEntropy(t *testing.T) {
 }
 
 func testLinearCrossEntropy(t *testing.T) {
-	before := tensor.CPU().Memory().InUse()
+	before := settledInUse()
 	rng := rand.New(rand.NewPCG(7, 8))
 	const B, T, C, V = 2, 5, 6, 11
 	hv, wv := randn(rng, B, T, C), randn(rng, V, C)

@@ -97,7 +97,7 @@ func TestCheckpointBitIdentical(t *testing.T) {
 func TestCheckpointSteadyState(t *testing.T) {
 	for name, ck := range checkpointings {
 		cfg := nn.GPTConfig{Vocab: 17, Context: 8, Layers: 2, Heads: 2, Width: 16, Dropout: 0.1}
-		before := tensor.CPU().Memory().InUse()
+		before := settledInUse()
 		g, err := nn.NewGPT(cfg, nn.Options{Device: tensor.CPU(), DType: tensor.Float32, Rng: rand.New(rand.NewPCG(1, 2))})
 		require.NoError(t, err)
 		g.Checkpoint = ck
@@ -196,7 +196,7 @@ func TestCheckpointActivationPeak(t *testing.T) {
 // context's bytes stay level (trainIn checks).
 func TestCheckpointConcurrent(t *testing.T) {
 	n := 10
-	base := tensor.CPU().Memory().InUse()
+	base := settledInUse()
 	plain, blocks, sel := newMicroGPT(t, 1), newMicroGPT(t, 1), newMicroGPT(t, 1)
 	blocks.Checkpoint = nn.Checkpointing{Mode: nn.CheckpointBlocks}
 	sel.Checkpoint = nn.Checkpointing{Mode: nn.CheckpointSelective}

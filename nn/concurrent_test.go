@@ -113,7 +113,7 @@ func inferIn(t *testing.T, g *nn.GPT, ids []int32, want []float32, n int) {
 func TestConcurrentContexts(t *testing.T) {
 	n := concurrentSteps(t)
 	mem := tensor.CPU().Memory()
-	base := mem.InUse()
+	base := settledInUse()
 	a, b, shared := newMicroGPT(t, 1), newMicroGPT(t, 1), newMicroGPT(t, 2)
 	shared.SetTraining(false)
 	ids := []int32{3, 1, 4, 1, 5, 9, 2, 6}

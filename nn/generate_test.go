@@ -129,7 +129,7 @@ func TestGenerateGreedyMatchesRecompute(t *testing.T) {
 	n := 2*genCfg.Context + 3
 	want := greedyByRecompute(t, g, prompt, n)
 	t.Logf("greedy: %v", want)
-	mem := tensor.CPU().Memory().InUse()
+	mem := settledInUse()
 	got, err := g.Generate(nil, prompt, nn.GenerateOptions{MaxNewTokens: n})
 	require.NoError(t, err)
 	require.Equal(t, want, got)

@@ -52,7 +52,7 @@ func TestSteadyStateMemory(t *testing.T) {
 		if dropout {
 			cfg.Dropout = 0.1
 		}
-		before := tensor.CPU().Memory().InUse()
+		before := settledInUse()
 		g, err := nn.NewGPT(cfg, nn.Options{Device: tensor.CPU(), DType: tensor.Float32, Rng: rand.New(rand.NewPCG(1, 2))})
 		require.NoError(t, err)
 		inUse := trainSteps(t, g, 50)
