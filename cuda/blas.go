@@ -34,18 +34,32 @@ func (l *blasLib) symbols() []symbolSpec {
 
 // loadBLAS finds libcublas and resolves its symbols.
 func loadBLAS(getenv func(string) string) (*blasLib, error) {
-	h, path, err := openLibrary(cublasSpec(), getenv)
+	l := &blasLib{}
+	var err error
+	l.path, l.getStatusName, l.getStatusString, err = loadBLASFamily(cublasSpec(), "cuBLAS", "cublas", ErrNoCUBLAS, l.symbols(), getenv)
 	if err != nil {
 		return nil, err
 	}
-	l := &blasLib{path: path}
-	if missing := resolve(h, l.symbols()); len(missing) > 0 {
-		return nil, fmt.Errorf("cuda: %s lacks %s: it is not cuBLAS 12 or 13; %s: %w",
-			path, strings.Join(missing, ", "), cublasSpec().Fix, ErrNoCUBLAS)
-	}
-	l.getStatusName, _ = dlsym(h, "cublasGetStatusName")
-	l.getStatusString, _ = dlsym(h, "cublasGetStatusString")
 	return l, nil
+}
+
+// loadBLASFamily opens a library of the cuBLAS family (libcublas,
+// libcublasLt), resolves syms and looks up its optional status-name
+// functions (prefix + GetStatusName, GetStatusString); a library that
+// lacks a required symbol is not the family's version 12 or 13, an error
+// naming what and wrapping sentinel.
+func loadBLASFamily(spec libSpec, what, prefix string, sentinel error, syms []symbolSpec, getenv func(string) string) (path string, statusName, statusString uintptr, err error) {
+	h, path, err := openLibrary(spec, getenv)
+	if err != nil {
+		return "", 0, 0, err
+	}
+	if missing := resolve(h, syms); len(missing) > 0 {
+		return "", 0, 0, fmt.Errorf("cuda: %s lacks %s: it is not %s 12 or 13; %s: %w",
+			path, strings.Join(missing, ", "), what, spec.Fix, sentinel)
+	}
+	statusName, _ = dlsym(h, prefix+"GetStatusName")
+	statusString, _ = dlsym(h, prefix+"GetStatusString")
+	return path, statusName, statusString, nil
 }
 
 var blasState struct {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strings"
 	"sync"
 	"unsafe"
 )
@@ -73,17 +72,12 @@ func (l *ltLib) symbols() []symbolSpec {
 
 // loadBLASLt finds libcublasLt and resolves its symbols.
 func loadBLASLt(getenv func(string) string) (*ltLib, error) {
-	h, path, err := openLibrary(cublasLtSpec(), getenv)
+	l := &ltLib{}
+	var err error
+	l.path, l.getStatusName, l.getStatusString, err = loadBLASFamily(cublasLtSpec(), "cuBLASLt", "cublasLt", ErrNoCUBLASLt, l.symbols(), getenv)
 	if err != nil {
 		return nil, err
 	}
-	l := &ltLib{path: path}
-	if missing := resolve(h, l.symbols()); len(missing) > 0 {
-		return nil, fmt.Errorf("cuda: %s lacks %s: it is not cuBLASLt 12 or 13; %s: %w",
-			path, strings.Join(missing, ", "), cublasLtSpec().Fix, ErrNoCUBLASLt)
-	}
-	l.getStatusName, _ = dlsym(h, "cublasLtGetStatusName")
-	l.getStatusString, _ = dlsym(h, "cublasLtGetStatusString")
 	return l, nil
 }
 

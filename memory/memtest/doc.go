@@ -29,4 +29,8 @@
 // checks the protocol (every event token released exactly once, none used
 // after release) and counts the calls, so tests of cross-stream use run
 // without a GPU.
+//
+// Settled reads a manager's bytes in use once the garbage collector's
+// cleanups have freed what nothing references: the baseline of the
+// leak checks in the packages above.
 package memtest
