@@ -1,0 +1,38 @@
+package tensor_test
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/tensor"
+)
+
+// UnaryTo gives exactly Unary's result cast to the half type, on every
+// device, for every op of the table (inputs in every op's domain).
+func TestUnaryToMatchesUnaryThenCast(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	v := make([]float64, 4099) // not a multiple of the kernel's 4-element packs
+	for i := range v {
+		v[i] = 0.05 + 3*rng.Float64()
+	}
+	onDevices(t, func(t *testing.T, dev tensor.Device) {
+		tensor.WithScope(func() { // released before the next test measures memory
+			x := tensor.FromFloat64s(dev, v, len(v)).To(tensor.Float32)
+			for op := tensor.UnaryOp(0); op < tensor.NumUnaryOps; op++ {
+				for _, half := range []tensor.DType{tensor.Float16, tensor.BFloat16} {
+					got := tensor.UnaryTo(op, x, half)
+					require.Equal(t, half, got.DType())
+					want := tensor.Unary(op, x).To(half)
+					require.Equal(t, want.Float64s(), got.Float64s(), "%v to %v on %v", op, half, dev)
+				}
+			}
+			// An offset view (unaligned for the packs) and the rejections.
+			odd := x.Narrow(0, 1, 4098)
+			require.Equal(t, tensor.Gelu(odd).To(tensor.BFloat16).Float64s(), tensor.UnaryTo(tensor.OpGelu, odd, tensor.BFloat16).Float64s())
+			require.ErrorIs(t, tensor.Try(func() { tensor.UnaryTo(tensor.OpGelu, x.To(tensor.Float64), tensor.BFloat16) }), tensor.ErrDType)
+			require.ErrorIs(t, tensor.Try(func() { tensor.UnaryTo(tensor.OpGelu, x, tensor.Int32) }), tensor.ErrDType)
+		})
+	})
+}
