@@ -120,6 +120,13 @@ func (c *Context) NewBLAS() (*BLAS, error) {
 // returns the cuBLAS status, or an error if the context could not be made
 // current. It allocates nothing.
 func (b *BLAS) invoke(f *frame, sym symbol, args ...uintptr) (uint32, error) {
+	return b.ctx.invokeBLASFamily(f, sym, args...)
+}
+
+// invokeBLASFamily calls a cuBLAS or cuBLASLt function with the context
+// current on this thread, the injected status instead when a fault test
+// armed one (fault.go).
+func (c *Context) invokeBLASFamily(f *frame, sym symbol, args ...uintptr) (uint32, error) {
 	if armedCall.Load() != nil { // fault.go
 		if code, ok := injectedStatus(sym.name); ok {
 			return injectedBLASStatus(code), nil
@@ -127,9 +134,9 @@ func (b *BLAS) invoke(f *frame, sym symbol, args ...uintptr) (uint32, error) {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	set := b.ctx.drv.ctxSetCurrent
-	if r := uint32(f.call(set.addr, b.ctx.h)); r != cudaSuccess {
-		return 0, newDriverError(set.name, r, b.ctx.dev.String())
+	set := c.drv.ctxSetCurrent
+	if r := uint32(f.call(set.addr, c.h)); r != cudaSuccess {
+		return 0, newDriverError(set.name, r, c.dev.String())
 	}
 	return uint32(f.call(sym.addr, args...)), nil
 }

@@ -291,18 +291,7 @@ func (c *Context) NewBLASLt() (*BLASLt, error) {
 // invoke calls a cuBLASLt function with the context current on this
 // thread, as BLAS.invoke does. It allocates nothing.
 func (b *BLASLt) invoke(f *frame, sym symbol, args ...uintptr) (uint32, error) {
-	if armedCall.Load() != nil { // fault.go
-		if code, ok := injectedStatus(sym.name); ok {
-			return injectedBLASStatus(code), nil
-		}
-	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	set := b.ctx.drv.ctxSetCurrent
-	if r := uint32(f.call(set.addr, b.ctx.h)); r != cudaSuccess {
-		return 0, newDriverError(set.name, r, b.ctx.dev.String())
-	}
-	return uint32(f.call(sym.addr, args...)), nil
+	return b.ctx.invokeBLASFamily(f, sym, args...)
 }
 
 // call invokes sym and turns a failed status into an error with detail.
