@@ -92,24 +92,23 @@ template <int HD, bool DROP> struct Attn3Dkv {
   static const int MINB = DROP ? dminb[Attn3Tab<HD>::i] : minb[Attn3Tab<HD>::i];
 };
 
-// attn3_tile is attention_tc.cuh's attn_tile with 32-bit row indices (a
-// head's t * hd elements fit in 31 bits), x already offset to the head.
-template <int R, int HD, int S, int NT, typename H>
-__device__ __forceinline__ void attn3_tile(H* sh, const H* x, int r0, int t, int hd, bool fast) {
-  if (fast) {
-    constexpr int G = HD / 8;
+// attn_mma_rounded accumulates acc += R B for the warp's 16 rows: R the
+// scores s (accumulator layout, NS tiles of 8 columns) rounded to H, B the
+// (NS * 8) x (ND * 8) tile read transposed from the row-major shared tile
+// sB: the forward's P V and backward_dq's dS K.
+template <typename H, int S, int NS, int ND>
+__device__ __forceinline__ void attn_mma_rounded(float (&acc)[ND][4], const float (&s)[NS][4], const H* sB) {
 #pragma unroll
-    for (int i = threadIdx.x; i < R * G; i += NT) {
-      const int r = i / G, c = (i - r * G) * 8;
-      const int row = r0 + r;
-      cp_async16(sh + r * S + c, x + (row < t ? row : 0) * HD + c, row < t);
+  for (int j = 0; j < NS / 2; j++) {
+    u32 a[4];
+    mma_acc_to_a<H>(a, s[2 * j], s[2 * j + 1]);
+#pragma unroll
+    for (int nd = 0; nd < ND; nd += 2) {
+      u32 b[4];
+      ldsm_bt<S>(b, sB, nd * 8, j * 16);
+      mma_m16n8k16<H>(acc[nd], a, b[0], b[1]);
+      mma_m16n8k16<H>(acc[nd + 1], a, b[2], b[3]);
     }
-    return;
-  }
-  for (int i = threadIdx.x; i < R * HD; i += NT) {
-    const int r = i / HD, d = i - r * HD;
-    const int row = r0 + r;
-    sh[r * S + d] = (row < t && d < hd) ? x[row * hd + d] : MmaType<H>::from(0.f);
   }
 }
 
@@ -127,7 +126,7 @@ __device__ void attn_forward_mma3(float* out, float* lse, const H* q, const H* k
   const int q0 = (int)(nq - 1 - blockIdx.x / nbh) * BR, T = (int)t;  // the longest rows first; row indices in 32 bits
   const i64 base = h * t * hd;
   const bool fast = hd == HD && attn_aligned(q) && attn_aligned(k) && attn_aligned(v);
-  attn_tile<BR, HD, S, NT>(sm, q + base, q0, t, hd, fast);
+  attn_tile<BR, HD, S, NT>(sm, q + base, (i64)q0, t, hd, fast);
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
@@ -139,8 +138,8 @@ __device__ void attn_forward_mma3(float* out, float* lse, const H* q, const H* k
   const H *kh = k + base, *vh = v + base;
   auto load_kv = [&](int kt) {
     H* st = sm + (kt & 1) * STAGE;
-    attn3_tile<BC, HD, S, NT>(st, kh, kt * BC, T, hd, fast);
-    attn3_tile<BC, HD, S, NT>(st + BC * S, vh, kt * BC, T, hd, fast);
+    attn_tile<BC, HD, S, NT>(st, kh, kt * BC, T, hd, fast);
+    attn_tile<BC, HD, S, NT>(st + BC * S, vh, kt * BC, T, hd, fast);
     cp_async_commit();
   };
   load_kv(0);
@@ -213,18 +212,7 @@ __device__ void attn_forward_mma3(float* out, float* lse, const H* q, const H* k
 #pragma unroll
         for (int nd = 0; nd < ND; nd++)
           o[nd][0] *= alpha[0], o[nd][1] *= alpha[0], o[nd][2] *= alpha[1], o[nd][3] *= alpha[1];
-#pragma unroll
-        for (int j = 0; j < SUB / 16; j++) {
-          u32 pa[4];
-          mma_acc_to_a<H>(pa, s[2 * j], s[2 * j + 1]);
-#pragma unroll
-          for (int nd = 0; nd < ND; nd += 2) {
-            u32 b[4];
-            ldsm_bt<S>(b, sV, nd * 8, j * 16);
-            mma_m16n8k16<H>(o[nd], pa, b[0], b[1]);
-            mma_m16n8k16<H>(o[nd + 1], pa, b[2], b[3]);
-          }
-        }
+        attn_mma_rounded<H, S>(o, s, sV);  // o += P V
       }
     }
   }
@@ -258,7 +246,7 @@ __device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* 
   const int q0 = (int)(nq - 1 - blockIdx.x / nbh) * BR, T = (int)t;  // row indices in 32 bits
   const i64 base = h * t * hd;
   const bool fast = hd == HD && attn_aligned(q) && attn_aligned(k) && attn_aligned(v);
-  attn_tile<BR, HD, S, NT>(sm, q + base, q0, t, hd, fast);
+  attn_tile<BR, HD, S, NT>(sm, q + base, (i64)q0, t, hd, fast);
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
@@ -330,8 +318,8 @@ __device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* 
   const H *kh = k + base, *vh = v + base;
   auto load_kv = [&](int kt) {
     H* st = sm + (kt & 1) * STAGE;
-    attn3_tile<BC, HD, S, NT>(st, kh, kt * BC, T, hd, fast);
-    attn3_tile<BC, HD, S, NT>(st + BC * S, vh, kt * BC, T, hd, fast);
+    attn_tile<BC, HD, S, NT>(st, kh, kt * BC, T, hd, fast);
+    attn_tile<BC, HD, S, NT>(st + BC * S, vh, kt * BC, T, hd, fast);
     cp_async_commit();
   };
   load_kv(0);
@@ -386,18 +374,7 @@ __device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* 
         for (int n = 0; n < NS; n++)
 #pragma unroll
           for (int e = 0; e < 4; e++) s[n][e] *= dp[n][e] - rd[e >> 1];  // ds
-#pragma unroll
-        for (int j = 0; j < SUB / 16; j++) {
-          u32 da[4];
-          mma_acc_to_a<H>(da, s[2 * j], s[2 * j + 1]);
-#pragma unroll
-          for (int nd = 0; nd < ND; nd += 2) {
-            u32 b[4];
-            ldsm_bt<S>(b, sK, nd * 8, j * 16);
-            mma_m16n8k16<H>(acc[nd], da, b[0], b[1]);
-            mma_m16n8k16<H>(acc[nd + 1], da, b[2], b[3]);
-          }
-        }
+        attn_mma_rounded<H, S>(acc, s, sK);  // dq += dS K
       }
     }
   }
@@ -431,8 +408,8 @@ __device__ void attn_backward_dkdv_mma3(float* dk, float* dv, const H* q, const 
   const int k0 = (int)(blockIdx.x / nbh) * KB, T = (int)t;  // the first key tiles have the most rows
   const i64 base = h * t * hd;
   const bool fast = hd == HD && attn_aligned(q) && attn_aligned(k) && attn_aligned(v) && attn_aligned(doh);
-  attn_tile<KB, HD, S, NT>(sm, k + base, k0, t, hd, fast);
-  attn_tile<KB, HD, S, NT>(sm + KB * S, v + base, k0, t, hd, fast);
+  attn_tile<KB, HD, S, NT>(sm, k + base, (i64)k0, t, hd, fast);
+  attn_tile<KB, HD, S, NT>(sm + KB * S, v + base, (i64)k0, t, hd, fast);
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
@@ -453,8 +430,8 @@ __device__ void attn_backward_dkdv_mma3(float* dk, float* dv, const H* q, const 
   auto load_q = [&](int it) {
     H* st = stages + (it & 1) * STAGE;
     const int q0 = qs + it * QB;
-    attn3_tile<QB, HD, S, NT>(st, qh, q0, T, hd, fast);
-    attn3_tile<QB, HD, S, NT>(st + QB * S, dh, q0, T, hd, fast);
+    attn_tile<QB, HD, S, NT>(st, qh, q0, T, hd, fast);
+    attn_tile<QB, HD, S, NT>(st + QB * S, dh, q0, T, hd, fast);
     if (tid < QB) {
       const int row = q0 + tid, r = row < T ? row : 0;
       cp_async4(&sL[it & 1][tid], lh + r, row < T);

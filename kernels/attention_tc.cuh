@@ -208,22 +208,24 @@ __device__ __forceinline__ bool attn_aligned(const T* p) {
 // attn_tile copies rows [r0, r0+R) of the (t, hd) matrix x into sh,
 // [r][d] with row stride S, zero past t and hd: by cp.async (16 bytes a
 // copy, the caller commits) when fast (hd == HD, x 16-byte aligned),
-// else element by element with plain stores.
-template <int R, int HD, int S, int NT, typename H>
-__device__ __forceinline__ void attn_tile(H* sh, const H* x, i64 r0, i64 t, int hd, bool fast) {
+// else element by element with plain stores. Row indices are computed in
+// I, t's type: int where the caller knows a head's t * hd elements fit in
+// 31 bits (x already offset to the head: the streamed tiles), i64 else.
+template <int R, int HD, int S, int NT, typename H, typename I>
+__device__ __forceinline__ void attn_tile(H* sh, const H* x, I r0, I t, int hd, bool fast) {
   if (fast) {
     constexpr int G = HD / 8;
 #pragma unroll
     for (int i = threadIdx.x; i < R * G; i += NT) {
       const int r = i / G, c = (i - r * G) * 8;
-      const i64 row = r0 + r;
+      const I row = r0 + r;
       cp_async16(sh + r * S + c, x + (row < t ? row : 0) * HD + c, row < t);
     }
     return;
   }
   for (int i = threadIdx.x; i < R * HD; i += NT) {
     const int r = i / HD, d = i - r * HD;
-    const i64 row = r0 + r;
+    const I row = r0 + r;
     sh[r * S + d] = (row < t && d < hd) ? x[row * hd + d] : MmaType<H>::from(0.f);
   }
 }

@@ -72,18 +72,17 @@ struct CeMaxSum {
   }
 };
 
-// ce_row_max_sumexp is row_max_sumexp in one read of the row: each thread
-// keeps an online max and sum (float4 loads where the row allows), then
-// the group combines them, rescaling each thread's sum to the row's max.
-template <typename T, bool WARP>
-__device__ __forceinline__ double ce_row_max_sumexp(const RowGroup<WARP>& g, const T* x, i64 n, bool vec, T* m) {
-  CeMaxSum<T> a;
+// ce_row_for_each runs f4(i, x[4i..4i+4)) over the row's 16-byte words,
+// the group's threads striding over them, and f1(c, x[c]) over the
+// elements after the last whole word (over every element when vec is
+// false or T is not float). Each thread has four 16-byte loads in flight
+// before it runs f4 on them: with one or two blocks a multiprocessor (the
+// grid keeps the rows within L2), one load at a time left the row's reads
+// latency-bound at a fifth of the bandwidth.
+template <typename T, bool WARP, typename F4, typename F1>
+__device__ __forceinline__ void ce_row_for_each(const RowGroup<WARP>& g, const T* x, i64 n, bool vec, F4 f4, F1 f1) {
   i64 c0 = 0;
   if (sizeof(T) == 4 && vec) {
-    // Four 16-byte loads in flight a thread before the (dependent)
-    // updates: with one or two blocks a multiprocessor (the grid keeps
-    // the rows within L2), one load at a time left the row's first read
-    // latency-bound at a fifth of the bandwidth.
     const i64 n4 = n / 4;
     i64 i = g.rank;
     for (; i + 3 * g.size < n4; i += 4 * g.size) {
@@ -91,15 +90,23 @@ __device__ __forceinline__ double ce_row_max_sumexp(const RowGroup<WARP>& g, con
 #pragma unroll
       for (int u = 0; u < 4; u++) p[u] = load_pack<T, 4>(x + 4 * (i + u * g.size));
 #pragma unroll
-      for (int u = 0; u < 4; u++) a.add(p[u].v[0]), a.add(p[u].v[1]), a.add(p[u].v[2]), a.add(p[u].v[3]);
+      for (int u = 0; u < 4; u++) f4(i + u * g.size, p[u]);
     }
-    for (; i < n4; i += g.size) {
-      const Pack<T, 4> p = load_pack<T, 4>(x + 4 * i);
-      a.add(p.v[0]), a.add(p.v[1]), a.add(p.v[2]), a.add(p.v[3]);
-    }
+    for (; i < n4; i += g.size) f4(i, load_pack<T, 4>(x + 4 * i));
     c0 = 4 * n4;
   }
-  for (i64 c = c0 + g.rank; c < n; c += g.size) a.add(x[c]);
+  for (i64 c = c0 + g.rank; c < n; c += g.size) f1(c, x[c]);
+}
+
+// ce_row_max_sumexp is row_max_sumexp in one read of the row: each thread
+// keeps an online max and sum (ce_row_for_each), then the group combines
+// them, rescaling each thread's sum to the row's max.
+template <typename T, bool WARP>
+__device__ __forceinline__ double ce_row_max_sumexp(const RowGroup<WARP>& g, const T* x, i64 n, bool vec, T* m) {
+  CeMaxSum<T> a;
+  ce_row_for_each(
+      g, x, n, vec, [&](i64, const Pack<T, 4>& p) { a.add(p.v[0]), a.add(p.v[1]), a.add(p.v[2]), a.add(p.v[3]); },
+      [&](i64, T v) { a.add(v); });
   const T mx = g.max(a.m, shared_scratch<T>());
   double part = a.s;  // 0 or NaN when the thread saw no finite maximum
   if (a.m != (T)-INFINITY && mx != (T)-INFINITY) part = a.s * exp((double)a.m - (double)mx);
@@ -139,35 +146,23 @@ __device__ void cross_entropy_fused(T* loss, D* dlogits, const T* logits, const 
     if (g.rank == 0) loss[r] = (T)((double)m + log(s) - (double)x[t]);
     const double gl = (double)dloss[r];
     const T scale = (T)(gl / s), gt = (T)gl;
-    i64 c0 = 0;
-    if (sizeof(T) == 4 && vec) {
-      const i64 n4 = cols / 4;
-      auto grad4 = [&](i64 i, const Pack<T, 4>& p) {
-        Pack<D, 4> o;
+    ce_row_for_each(
+        g, x, cols, vec,
+        [&](i64 i, const Pack<T, 4>& p) {
+          Pack<D, 4> o;
 #pragma unroll
-        for (int j = 0; j < 4; j++) {
-          T v = exp_t(p.v[j] - m) * scale;
-          if (4 * i + j == t) v -= gt;
-          store_as(&o.v[j], v);
-        }
-        store_pack<D, 4>(d + 4 * i, o);
-      };
-      i64 i = g.rank;
-      for (; i + 3 * g.size < n4; i += 4 * g.size) {
-        Pack<T, 4> p[4];
-#pragma unroll
-        for (int u = 0; u < 4; u++) p[u] = load_pack<T, 4>(x + 4 * (i + u * g.size));
-#pragma unroll
-        for (int u = 0; u < 4; u++) grad4(i + u * g.size, p[u]);
-      }
-      for (; i < n4; i += g.size) grad4(i, load_pack<T, 4>(x + 4 * i));
-      c0 = 4 * n4;
-    }
-    for (i64 c = c0 + g.rank; c < cols; c += g.size) {
-      T v = exp_t(x[c] - m) * scale;
-      if (c == t) v -= gt;
-      store_as(d + c, v);
-    }
+          for (int j = 0; j < 4; j++) {
+            T v = exp_t(p.v[j] - m) * scale;
+            if (4 * i + j == t) v -= gt;
+            store_as(&o.v[j], v);
+          }
+          store_pack<D, 4>(d + 4 * i, o);
+        },
+        [&](i64 c, T xc) {
+          T v = exp_t(xc - m) * scale;
+          if (c == t) v -= gt;
+          store_as(d + c, v);
+        });
   }
 }
 

@@ -132,30 +132,44 @@ __device__ __forceinline__ void offsets2(I i, const Layout2& l, i64& oa, i64& ob
 // constant, switched on once a thread rather than once an element) with
 // 16-byte accesses (map_vec). The formulas are unary_fn's and
 // binary_fn's, so results are unchanged.
-template <typename T, int OP>
-__device__ __forceinline__ void unary_loop(T* dst, const T* src, i64 n) {
-  constexpr int V = 16 / sizeof(T);
+//
+// unary_loop computes op in the source type S and stores it as D
+// (store_as): D = S, or a half type rounded as the cast kernels round
+// (unary_to: the GELU of a transformer's MLP feeds a half-precision
+// product, whose float32 output and cast would be one more write and read
+// of the whole activation).
+template <typename S, typename D, int OP>
+__device__ __forceinline__ void unary_loop(D* dst, const S* src, i64 n) {
+  constexpr int V = 16 / sizeof(S);
   map_vec<V>(
-      n, aligned_for<T, V>(dst) && aligned_for<T, V>(src),
+      n, aligned_for<D, V>(dst) && aligned_for<S, V>(src),
       [&](i64 i0) {
-        Pack<T, V> x = load_pack<T, V>(src + i0);
+        const Pack<S, V> x = load_pack<S, V>(src + i0);
+        Pack<D, V> o;
 #pragma unroll
-        for (int k = 0; k < V; k++) x.v[k] = unary_fn<T>(OP, x.v[k]);
-        store_pack<T, V>(dst + i0, x);
+        for (int k = 0; k < V; k++) store_as(&o.v[k], unary_fn<S>(OP, x.v[k]));
+        store_pack<D, V>(dst + i0, o);
       },
-      [&](i64 i) { dst[i] = unary_fn<T>(OP, src[i]); });
+      [&](i64 i) { store_as(dst + i, unary_fn<S>(OP, src[i])); });
 }
 
-template <typename T>
-__device__ __forceinline__ void unary_contig(int op, T* dst, const T* src, i64 n) {
+template <typename S, typename D>
+__device__ __forceinline__ void unary_contig(int op, D* dst, const S* src, i64 n) {
   switch (op) {
 #define UNARY_CASE(c) \
   case c:             \
-    unary_loop<T, c>(dst, src, n); \
+    unary_loop<S, D, c>(dst, src, n); \
     return;
     UNARY_CODES(UNARY_CASE)
 #undef UNARY_CASE
   }
+}
+
+extern "C" __global__ void __launch_bounds__(256) unary_to_f32_f16(int op, F16* dst, const float* src, i64 n) {
+  unary_contig<float, F16>(op, dst, src, n);
+}
+extern "C" __global__ void __launch_bounds__(256) unary_to_f32_bf16(int op, BF16* dst, const float* src, i64 n) {
+  unary_contig<float, BF16>(op, dst, src, n);
 }
 
 // unary_backward_loop: dx = unary_grad over 16-byte packs of dy and dx
@@ -185,43 +199,6 @@ __device__ __forceinline__ void unary_backward_contig(int op, T* dx, const T* x,
     UNARY_CODES(UNARY_CASE)
 #undef UNARY_CASE
   }
-}
-
-// unary_to: dst = op(src) computed in float32 (unary_fn) and rounded to
-// the half type D as the cast kernels round, in one pass: the GELU of a
-// transformer's MLP feeds a half-precision product, whose float32 output
-// and cast would be one more write and read of the whole activation.
-template <typename D, int OP>
-__device__ __forceinline__ void unary_to_loop(D* dst, const float* src, i64 n) {
-  map_vec<4>(
-      n, aligned_for<D, 4>(dst) && aligned_for<float, 4>(src),
-      [&](i64 i0) {
-        const Pack<float, 4> x = load_pack<float, 4>(src + i0);
-        Pack<D, 4> o;
-#pragma unroll
-        for (int k = 0; k < 4; k++) store_as(&o.v[k], unary_fn<float>(OP, x.v[k]));
-        store_pack<D, 4>(dst + i0, o);
-      },
-      [&](i64 i) { store_as(dst + i, unary_fn<float>(OP, src[i])); });
-}
-
-template <typename D>
-__device__ __forceinline__ void unary_to(int op, D* dst, const float* src, i64 n) {
-  switch (op) {
-#define UNARY_CASE(c) \
-  case c:             \
-    unary_to_loop<D, c>(dst, src, n); \
-    return;
-    UNARY_CODES(UNARY_CASE)
-#undef UNARY_CASE
-  }
-}
-
-extern "C" __global__ void __launch_bounds__(256) unary_to_f32_f16(int op, F16* dst, const float* src, i64 n) {
-  unary_to<F16>(op, dst, src, n);
-}
-extern "C" __global__ void __launch_bounds__(256) unary_to_f32_bf16(int op, BF16* dst, const float* src, i64 n) {
-  unary_to<BF16>(op, dst, src, n);
 }
 
 template <typename T, int OP>
@@ -300,7 +277,7 @@ __device__ __forceinline__ void binary_rowb(int op, T* dst, const T* x, const T*
 
 #define ELEMENTWISE_KERNELS(sfx, T)                                                                       \
   extern "C" __global__ void __launch_bounds__(256) unary_##sfx(int op, T* dst, const T* src, i64 n) {   \
-    unary_contig<T>(op, dst, src, n);                                                                    \
+    unary_contig<T, T>(op, dst, src, n);                                                                    \
   }                                                                                                       \
   extern "C" __global__ void __launch_bounds__(256)                                                       \
       unary_backward_##sfx(int op, T* dx, const T* x, const T* y, const T* dy, i64 n) {                   \
