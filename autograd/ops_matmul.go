@@ -143,15 +143,14 @@ func GeluLinear(u, w, b *Var) *Var {
 func linearForward(pr precision, x *tensor.Tensor, w, b *Var) *tensor.Tensor {
 	xs := x.Shape()
 	x2 := x.Reshape(-1, xs[len(xs)-1])
+	ps := pr.products()
 	var y2 *tensor.Tensor
 	if b != nil {
-		// The bias in the product's epilogue on a GPU.
-		ps := pr.products()
-		y2 = ps.mmBias(x2, w.Value, b.Value, false, true)
-		ps.release()
+		y2 = ps.mmBias(x2, w.Value, b.Value, false, true) // the bias in the product's epilogue on a GPU
 	} else {
-		y2 = pr.mm(x2, w.Value, false, true, 1)
+		y2 = ps.mm(x2, w.Value, false, true, 1)
 	}
+	ps.release()
 	x2.Release()
 	y := y2.Reshape(append(xs[:len(xs)-1:len(xs)-1], w.Value.Dim(0))...)
 	y2.Release()

@@ -18,13 +18,7 @@ func (b cudaBackend) matmul(c, a, bm *Tensor, tA, tB bool, m, n, k, batch, sA, s
 	if m*n*batch == 0 {
 		return
 	}
-	lda, ldb := k, n
-	if tA {
-		lda = m
-	}
-	if tB {
-		ldb = k
-	}
+	lda, ldb := leadingDims(tA, tB, m, n, k)
 	if a.dtype == Float64 {
 		grid := [3]uint32{uint32(ceilDiv(n, 16)), uint32(ceilDiv(m, 16)), uint32(min(batch, maxGridYZ))}
 		if grid[1] > maxGridYZ {
@@ -42,12 +36,6 @@ func (b cudaBackend) matmul(c, a, bm *Tensor, tA, tB bool, m, n, k, batch, sA, s
 	if err != nil {
 		panic(&OpError{Op: "MatMul", Msg: fmt.Sprintf("%v products on %v need cuBLAS", a.dtype, d), Err: err})
 	}
-	op := func(t bool) cuda.Op {
-		if t {
-			return cuda.OpT
-		}
-		return cuda.OpN
-	}
 	// kind names the call in profiles and errors (formatted only then: a
 	// launch must not pay for it).
 	kind := func() string {
@@ -60,14 +48,14 @@ func (b cudaBackend) matmul(c, a, bm *Tensor, tA, tB bool, m, n, k, batch, sA, s
 		defer d.profileDone(fmt.Sprintf("MatMul %s %dx%dx%d batch %d", kind(), m, n, k, batch), time.Now())
 	}
 	if a.dtype == Float32 && !tf32 {
-		err = blas.SgemmStridedBatchedRowMajor(op(tA), op(tB), m, n, k, float32(alpha),
+		err = blas.SgemmStridedBatchedRowMajor(blasOp(tA), blasOp(tB), m, n, k, float32(alpha),
 			devPtr(a), lda, int64(sA), devPtr(bm), ldb, int64(sB), float32(beta), devPtr(c), n, int64(m*n), batch)
 	} else {
 		compute := cuda.Compute32F
 		if tf32 && a.dtype == Float32 {
 			compute = cuda.Compute32FFastTF32
 		}
-		err = blas.GemmStridedBatchedExRowMajor(op(tA), op(tB), m, n, k, float32(alpha),
+		err = blas.GemmStridedBatchedExRowMajor(blasOp(tA), blasOp(tB), m, n, k, float32(alpha),
 			devPtr(a), blasType(a.dtype), lda, int64(sA), devPtr(bm), blasType(bm.dtype), ldb, int64(sB),
 			float32(beta), devPtr(c), blasType(c.dtype), n, int64(m*n), batch, compute)
 	}
@@ -85,4 +73,25 @@ func blasType(dt DType) cuda.DataType {
 		return cuda.TypeBF16
 	}
 	return cuda.TypeF32
+}
+
+// leadingDims returns the row strides of contiguous row-major A (m x k, or
+// k x m stored when tA) and B (k x n, or n x k when tB).
+func leadingDims(tA, tB bool, m, n, k int) (lda, ldb int) {
+	lda, ldb = k, n
+	if tA {
+		lda = m
+	}
+	if tB {
+		ldb = k
+	}
+	return lda, ldb
+}
+
+// blasOp is cuBLAS's name for an operand used as stored or transposed.
+func blasOp(t bool) cuda.Op {
+	if t {
+		return cuda.OpT
+	}
+	return cuda.OpN
 }

@@ -53,19 +53,7 @@ func (b cudaBackend) matmulEpilogue(c, a, bm, vec *Tensor, tA, tB bool, m, n, k 
 	if err != nil {
 		return false
 	}
-	lda, ldb := k, n
-	if tA {
-		lda = m
-	}
-	if tB {
-		ldb = k
-	}
-	op := func(t bool) cuda.Op {
-		if t {
-			return cuda.OpT
-		}
-		return cuda.OpN
-	}
+	lda, ldb := leadingDims(tA, tB, m, n, k)
 	compute := cuda.Compute32F
 	if tf32 && a.dtype == Float32 {
 		compute = cuda.Compute32FFastTF32
@@ -78,7 +66,7 @@ func (b cudaBackend) matmulEpilogue(c, a, bm, vec *Tensor, tA, tB bool, m, n, k 
 		defer d.profileDone(fmt.Sprintf("MatMul cublasLt %v %v->%v %dx%dx%d", epi, a.dtype, c.dtype, m, n, k), time.Now())
 	}
 	err = lt.Matmul(cuda.LtMatmul{
-		TransA: op(tA), TransB: op(tB), M: m, N: n, K: k, Alpha: 1, Beta: 0,
+		TransA: blasOp(tA), TransB: blasOp(tB), M: m, N: n, K: k, Alpha: 1, Beta: 0,
 		A: devPtr(a), TypeA: blasType(a.dtype), LDA: lda,
 		B: devPtr(bm), TypeB: blasType(bm.dtype), LDB: ldb,
 		C: devPtr(c), TypeC: blasType(c.dtype), LDC: n,
