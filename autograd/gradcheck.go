@@ -31,11 +31,16 @@ func GradCheck(f func(xs []*Var) *Var, xs []*tensor.Tensor, wrt []bool, eps, ato
 			c.WithScope(func() {
 				vars := make([]*Var, len(vals))
 				for i, v := range vals {
-					c := c.Adopt(v.Clone())
+					x := c.Adopt(v.Clone())
 					if grad && (wrt == nil || wrt[i]) {
-						vars[i] = Param(c, fmt.Sprintf("x%d", i))
+						// Param keeps its tensor; adopted back, the inputs and
+						// every op on them (a Narrow piece f never uses, for one)
+						// belong to c's scope instead of being orphans no scope
+						// frees.
+						vars[i] = Param(x, fmt.Sprintf("x%d", i))
+						c.Adopt(x)
 					} else {
-						vars[i] = Const(c)
+						vars[i] = Const(x)
 					}
 				}
 				y := f(vars)
@@ -45,7 +50,6 @@ func GradCheck(f func(xs []*Var) *Var, xs []*tensor.Tensor, wrt []bool, eps, ato
 					tensor.Keep(r)
 				}
 				s := Sum(Mul(y, Const(r)), false)
-				c.Adopt(s.Value) // made from kept tensors alone when every input is a Param
 				out = s.Item()
 				if grad {
 					if err := s.Backward(); err != nil {
@@ -53,12 +57,7 @@ func GradCheck(f func(xs []*Var) *Var, xs []*tensor.Tensor, wrt []bool, eps, ato
 					}
 					grads = make([]*tensor.Tensor, len(vars))
 					for i, v := range vars {
-						if v.Grad != nil {
-							grads[i] = v.Grad
-						}
-						if v.requiresGrad {
-							v.Value.Release()
-						}
+						grads[i] = v.Grad
 					}
 				}
 			})

@@ -135,6 +135,7 @@ func TestGradCheckEveryOp(t *testing.T) {
 
 func TestSplitRejectsBadSize(t *testing.T) {
 	x := autograd.Const(tensor.Zeros(tensor.CPU(), tensor.Float32, 4, 3))
+	defer x.Value.Release()
 	for _, size := range []int{0, -1} {
 		err := tensor.Try(func() { autograd.Split(x, size, 0) })
 		require.ErrorIs(t, err, tensor.ErrArgument, "size %d", size)

@@ -62,6 +62,7 @@ func testLinearCrossEntropy(t *testing.T) {
 	run := func(fused bool, chunk int) (loss float64, gh, gw []float64) {
 		tensor.WithScope(func() {
 			h, w := leaf(hv, true), leaf(wv, true)
+			defer done(h, w)
 			var l *autograd.Var
 			if fused {
 				l = autograd.LinearCrossEntropy(h, w, tgt, chunk)
@@ -155,6 +156,7 @@ func testLinearCrossEntropyAutocast(t *testing.T) {
 		c := tensor.NewCtx()
 		c.WithScope(func() {
 			h, w := leaf(hv, true), leaf(wv, true)
+			defer done(h, w)
 			var l *autograd.Var
 			amp.Autocast(c, tensor.BFloat16, func() {
 				if fused {
@@ -163,6 +165,7 @@ func testLinearCrossEntropyAutocast(t *testing.T) {
 					l = autograd.CrossEntropy(autograd.Linear(h, w, nil), tgt)
 				}
 			})
+			c.Adopt(l.Value) // made from kept tensors alone: no scope owns it otherwise
 			require.NoError(t, l.Backward())
 			loss, gh, gw = l.Item(), h.Grad.Float32s(), w.Grad.Float32s()
 		})

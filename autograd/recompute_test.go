@@ -24,7 +24,7 @@ func TestBackwardWith(t *testing.T) {
 	defer r.Release()
 	grads := func(f func(y *autograd.Var) error) (gw, gx []float32) {
 		c.WithScope(func() {
-			xv := autograd.Const(x.Alias())
+			xv := autograd.Const(c.Adopt(x.Alias())) // in c: so is all that is computed from it
 			xv.SetRequiresGrad(true)
 			require.NoError(t, f(autograd.Linear(xv, w, nil)))
 			gw, gx = w.Grad.Float32s(), xv.Grad.Float32s()
@@ -39,7 +39,7 @@ func TestBackwardWith(t *testing.T) {
 	require.Equal(t, gx1, gx2)
 
 	c.WithScope(func() {
-		y := autograd.Linear(autograd.Const(x), w, nil)
+		y := autograd.Linear(autograd.Const(c.Adopt(x.Alias())), w, nil)
 		require.ErrorContains(t, y.BackwardWith(nil), "nil gradient")
 		require.ErrorContains(t, y.BackwardWith(x), "gradient float32 [2 3 4] for a value of float32 [2 3 5]")
 		require.ErrorIs(t, w.BackwardWith(r), autograd.ErrNoGraph)

@@ -32,11 +32,19 @@
 // Ctx methods, and the package-level ones use Background (ctx.go;
 // autograd's doc explains the design). Ctx.BytesInUse counts a context's
 // live storage, a goroutine's own view of its memory. Release frees one
-// tensor early (autograd does so during backward). A cleanup attached to
-// each tensor returns the
-// storage of a tensor the GC finds unreleased and counts it
-// (LeakedTensors; STRATA_DEBUG=1 prints each leak): a safety net, not the
-// mechanism. Memory roles follow the scope too (Scope.SetRole, WithRole).
+// tensor early (autograd does so during backward). An op whose operands
+// are all kept tensors cannot tell which context it runs for: its output
+// is an orphan, owned by Background's innermost scope when one is open
+// and otherwise by no scope until an op combines it with a tensor of a
+// context (it joins that context's scope) or Ctx.Adopt hands it to one.
+// Code that computes from parameters alone in its own Ctx (a weight
+// conversion, a piece of a parameter nothing else reads) adopts the
+// inputs or the results, or releases them. A cleanup attached to each
+// tensor returns the storage of a tensor the GC finds unreleased and
+// counts it (LeakedTensors; STRATA_DEBUG=1 prints each leak with the
+// stack that made the tensor): a safety net, not the mechanism; the test
+// suites fail when it caught anything. Memory roles follow the scope too
+// (Scope.SetRole, WithRole).
 //
 // # Devices and ops
 //

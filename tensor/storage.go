@@ -47,9 +47,12 @@ type ref struct {
 	st       *storage
 	released bool
 	op       string // the op that made the tensor, for leak reports
+	stack    string // where it was made, when STRATA_DEBUG is set
 }
 
-// debugLeaks reports tensors collected by the GC without Release.
+// debugLeaks reports tensors collected by the GC without Release, each
+// with the goroutine stack that made it (recorded at every tensor's
+// creation, so only when STRATA_DEBUG is set).
 var debugLeaks = os.Getenv("STRATA_DEBUG") != ""
 
 // leaked counts tensors that were garbage collected without being released
@@ -66,7 +69,7 @@ func cleanupRef(r *ref) {
 	}
 	leaked.Add(1)
 	if debugLeaks {
-		fmt.Fprintf(os.Stderr, "strata: leaked tensor from %s (%d bytes); release it or create it inside a tensor.Scope\n", r.op, r.st.nbytes)
+		fmt.Fprintf(os.Stderr, "strata: leaked tensor from %s (%d bytes); release it or create it inside a tensor.Scope; made by\n%s\n", r.op, r.st.nbytes, r.stack)
 	}
 	r.st.release()
 }
@@ -102,5 +105,9 @@ func castSlice[T any](b []byte) []T {
 
 // attach wires the leak safety net to t.
 func attach(t *Tensor) {
+	if debugLeaks {
+		b := make([]byte, 8192)
+		t.ref.stack = string(b[:runtime.Stack(b, false)])
+	}
 	runtime.AddCleanup(t, cleanupRef, t.ref)
 }
