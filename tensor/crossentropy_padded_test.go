@@ -18,60 +18,64 @@ func TestCrossEntropyPaddedIgnoresPadding(t *testing.T) {
 	cpu := tensor.CPU()
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
-		const rows, classes, ld = 37, 53, 64
-		realv := make([]float64, rows*classes)
-		for i := range realv {
-			realv[i] = 3 * rng.NormFloat64()
-		}
-		real := tensor.FromFloat64s(cpu, realv, rows, classes).To(dt)
-		padv := make([]float64, rows*(ld-classes))
-		for i := range padv {
-			padv[i] = []float64{math.NaN(), math.Inf(1), math.Inf(-1), 1e30}[i%4]
-		}
-		logits := tensor.Concat(1, real, tensor.FromFloat64s(cpu, padv, rows, ld-classes).To(dt))
-		tg := make([]int32, rows)
-		for i := range tg {
-			tg[i] = int32(rng.IntN(classes))
-			if i%5 == 2 {
-				tg[i] = -100
+		tensor.WithScope(func() {
+			const rows, classes, ld = 37, 53, 64
+			realv := make([]float64, rows*classes)
+			for i := range realv {
+				realv[i] = 3 * rng.NormFloat64()
 			}
-		}
-		targets := tensor.FromInt32s(cpu, tg, rows)
-		dloss := tensor.FromFloat64s(cpu, make([]float64, rows), rows).To(dt)
-		dloss.Fill(0.25)
+			real := tensor.FromFloat64s(cpu, realv, rows, classes).To(dt)
+			padv := make([]float64, rows*(ld-classes))
+			for i := range padv {
+				padv[i] = []float64{math.NaN(), math.Inf(1), math.Inf(-1), 1e30}[i%4]
+			}
+			logits := tensor.Concat(1, real, tensor.FromFloat64s(cpu, padv, rows, ld-classes).To(dt))
+			tg := make([]int32, rows)
+			for i := range tg {
+				tg[i] = int32(rng.IntN(classes))
+				if i%5 == 2 {
+					tg[i] = -100
+				}
+			}
+			targets := tensor.FromInt32s(cpu, tg, rows)
+			dloss := tensor.FromFloat64s(cpu, make([]float64, rows), rows).To(dt)
+			dloss.Fill(0.25)
 
-		loss, n := tensor.CrossEntropyPadded(logits, classes, targets, -100)
-		want, wn := tensor.CrossEntropy(real, targets, -100)
-		require.Equal(t, wn, n)
-		require.Equal(t, want.Float64s(), loss.Float64s(), "%v loss", dt)
+			loss, n := tensor.CrossEntropyPadded(logits, classes, targets, -100)
+			want, wn := tensor.CrossEntropy(real, targets, -100)
+			require.Equal(t, wn, n)
+			require.Equal(t, want.Float64s(), loss.Float64s(), "%v loss", dt)
 
-		d := tensor.CrossEntropyPaddedBackward(logits, classes, targets, dloss, -100)
-		require.Equal(t, []int{rows, ld}, d.Shape())
-		wantD := tensor.CrossEntropyBackward(real, targets, dloss, -100)
-		require.Equal(t, wantD.Float64s(), d.Narrow(1, 0, classes).Contiguous().Float64s(), "%v gradient", dt)
-		for i, v := range d.Narrow(1, classes, ld-classes).Contiguous().Float64s() {
-			require.Zero(t, v, "%v padding gradient %d", dt, i)
-		}
+			d := tensor.CrossEntropyPaddedBackward(logits, classes, targets, dloss, -100)
+			require.Equal(t, []int{rows, ld}, d.Shape())
+			wantD := tensor.CrossEntropyBackward(real, targets, dloss, -100)
+			require.Equal(t, wantD.Float64s(), d.Narrow(1, 0, classes).Contiguous().Float64s(), "%v gradient", dt)
+			for i, v := range d.Narrow(1, classes, ld-classes).Contiguous().Float64s() {
+				require.Zero(t, v, "%v padding gradient %d", dt, i)
+			}
+		})
 	}
 }
 
 func TestCrossEntropyPaddedRejectsBadClassCounts(t *testing.T) {
-	cpu := tensor.CPU()
-	logits := tensor.Zeros(cpu, tensor.Float32, 2, 8)
-	targets := tensor.FromInt32s(cpu, []int32{0, 5}, 2)
-	for _, classes := range []int{0, 9} {
-		err := tensor.Try(func() { tensor.CrossEntropyPadded(logits, classes, targets, -100) })
+	tensor.WithScope(func() {
+		cpu := tensor.CPU()
+		logits := tensor.Zeros(cpu, tensor.Float32, 2, 8)
+		targets := tensor.FromInt32s(cpu, []int32{0, 5}, 2)
+		for _, classes := range []int{0, 9} {
+			err := tensor.Try(func() { tensor.CrossEntropyPadded(logits, classes, targets, -100) })
+			require.ErrorIs(t, err, tensor.ErrShape)
+			require.ErrorContains(t, err, "classes in rows of 8 logits")
+		}
+		// A target among the padding is out of range.
+		err := tensor.Try(func() { tensor.CrossEntropyPadded(logits, 4, targets, -100) })
+		require.ErrorIs(t, err, tensor.ErrArgument)
+		require.ErrorContains(t, err, "target of row 1 is 5")
+		err = tensor.Try(func() {
+			tensor.CrossEntropyPaddedBackward(logits, 9, targets, tensor.Ones(cpu, tensor.Float32, 2), -100)
+		})
 		require.ErrorIs(t, err, tensor.ErrShape)
-		require.ErrorContains(t, err, "classes in rows of 8 logits")
-	}
-	// A target among the padding is out of range.
-	err := tensor.Try(func() { tensor.CrossEntropyPadded(logits, 4, targets, -100) })
-	require.ErrorIs(t, err, tensor.ErrArgument)
-	require.ErrorContains(t, err, "target of row 1 is 5")
-	err = tensor.Try(func() {
-		tensor.CrossEntropyPaddedBackward(logits, 9, targets, tensor.Ones(cpu, tensor.Float32, 2), -100)
 	})
-	require.ErrorIs(t, err, tensor.ErrShape)
 }
 
 // The fused cross-entropy's float16 and bfloat16 gradients are the
@@ -118,22 +122,24 @@ func TestCrossEntropyFusedHalfGradient(t *testing.T) {
 }
 
 func TestCrossEntropyFusedRejects(t *testing.T) {
-	cpu := tensor.CPU()
-	logits := tensor.Zeros(cpu, tensor.Float32, 2, 8)
-	targets := tensor.FromInt32s(cpu, []int32{0, 5}, 2)
-	ones := tensor.Ones(cpu, tensor.Float32, 2)
-	err := tensor.Try(func() { tensor.CrossEntropyFused(logits, 4, targets, ones, -100, tensor.Float32) })
-	require.ErrorIs(t, err, tensor.ErrArgument)
-	require.ErrorContains(t, err, "target of row 1 is 5")
-	err = tensor.Try(func() { tensor.CrossEntropyFused(logits, 8, targets, ones, -100, tensor.Float64) })
-	require.ErrorIs(t, err, tensor.ErrDType)
-	err = tensor.Try(func() {
-		tensor.CrossEntropyFused(logits.To(tensor.Float64), 8, targets, ones.To(tensor.Float64), -100, tensor.BFloat16)
+	tensor.WithScope(func() {
+		cpu := tensor.CPU()
+		logits := tensor.Zeros(cpu, tensor.Float32, 2, 8)
+		targets := tensor.FromInt32s(cpu, []int32{0, 5}, 2)
+		ones := tensor.Ones(cpu, tensor.Float32, 2)
+		err := tensor.Try(func() { tensor.CrossEntropyFused(logits, 4, targets, ones, -100, tensor.Float32) })
+		require.ErrorIs(t, err, tensor.ErrArgument)
+		require.ErrorContains(t, err, "target of row 1 is 5")
+		err = tensor.Try(func() { tensor.CrossEntropyFused(logits, 8, targets, ones, -100, tensor.Float64) })
+		require.ErrorIs(t, err, tensor.ErrDType)
+		err = tensor.Try(func() {
+			tensor.CrossEntropyFused(logits.To(tensor.Float64), 8, targets, ones.To(tensor.Float64), -100, tensor.BFloat16)
+		})
+		require.ErrorIs(t, err, tensor.ErrDType)
+		err = tensor.Try(func() {
+			tensor.CrossEntropyFused(logits, 8, targets, tensor.Ones(cpu, tensor.Float32, 3), -100, tensor.Float32)
+		})
+		require.ErrorIs(t, err, tensor.ErrShape)
+		require.Equal(t, 1, tensor.CountTargets(tensor.FromInt32s(cpu, []int32{-100, 3, -100}, 3), -100))
 	})
-	require.ErrorIs(t, err, tensor.ErrDType)
-	err = tensor.Try(func() {
-		tensor.CrossEntropyFused(logits, 8, targets, tensor.Ones(cpu, tensor.Float32, 3), -100, tensor.Float32)
-	})
-	require.ErrorIs(t, err, tensor.ErrShape)
-	require.Equal(t, 1, tensor.CountTargets(tensor.FromInt32s(cpu, []int32{-100, 3, -100}, 3), -100))
 }

@@ -322,13 +322,15 @@ func TestMaxOverEmptyAxisLeavesNothing(t *testing.T) {
 // SumSquaresAll is the sum of the tensors' SumSquares, and refuses
 // tensors of two devices or an integer tensor by name.
 func TestSumSquaresAll(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 6))
-	a := tensor.RandN(cpu, tensor.Float32, rng, 1, 300, 7)
-	b := tensor.RandN(cpu, tensor.Float64, rng, 1, 1001)
-	want := tensor.SumSquares(a) + tensor.SumSquares(b) + tensor.SumSquares(a.T())
-	require.InDelta(t, want, tensor.SumSquaresAll([]*tensor.Tensor{a, b, a.T()}), 1e-9*want)
-	require.Zero(t, tensor.SumSquaresAll(nil))
-	err := tensor.Try(func() { tensor.SumSquaresAll([]*tensor.Tensor{a, tensor.FromInt32s(cpu, []int32{1}, 1)}) })
-	require.ErrorIs(t, err, tensor.ErrDType)
-	require.ErrorContains(t, err, "SumSquaresAll")
+	tensor.WithScope(func() {
+		rng := rand.New(rand.NewPCG(5, 6))
+		a := tensor.RandN(cpu, tensor.Float32, rng, 1, 300, 7)
+		b := tensor.RandN(cpu, tensor.Float64, rng, 1, 1001)
+		want := tensor.SumSquares(a) + tensor.SumSquares(b) + tensor.SumSquares(a.T())
+		require.InDelta(t, want, tensor.SumSquaresAll([]*tensor.Tensor{a, b, a.T()}), 1e-9*want)
+		require.Zero(t, tensor.SumSquaresAll(nil))
+		err := tensor.Try(func() { tensor.SumSquaresAll([]*tensor.Tensor{a, tensor.FromInt32s(cpu, []int32{1}, 1)}) })
+		require.ErrorIs(t, err, tensor.ErrDType)
+		require.ErrorContains(t, err, "SumSquaresAll")
+	})
 }
