@@ -336,14 +336,20 @@ func (cpuBackend) crossEntropy(loss, logits, targets *Tensor, rows, cols, ld int
 	return n, err
 }
 
+// crossEntropyBackward fails (ErrArgument) on a target out of range, as
+// crossEntropy does; the op releases its output.
 func (cpuBackend) crossEntropyBackward(dlogits, logits, targets, dloss *Tensor, rows, cols, ld int, ignore int32) {
+	var err error
 	onFloat("CrossEntropyBackward", logits.dtype,
 		func() {
-			cpukern.CrossEntropyBackwardLD(f32(dlogits), f32(logits), i32(targets), f32(dloss), rows, cols, ld, ignore)
+			err = cpukern.CrossEntropyBackwardLD(f32(dlogits), f32(logits), i32(targets), f32(dloss), rows, cols, ld, ignore)
 		},
 		func() {
-			cpukern.CrossEntropyBackwardLD(f64(dlogits), f64(logits), i32(targets), f64(dloss), rows, cols, ld, ignore)
+			err = cpukern.CrossEntropyBackwardLD(f64(dlogits), f64(logits), i32(targets), f64(dloss), rows, cols, ld, ignore)
 		})
+	if err != nil {
+		fail("CrossEntropyBackward", ErrArgument, "%v", err)
+	}
 }
 
 // crossEntropyFused is crossEntropy then crossEntropyBackward, the

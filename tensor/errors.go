@@ -54,3 +54,16 @@ func Try(fn func()) (err error) {
 	fn()
 	return nil
 }
+
+// releaseOnPanic, deferred by an op right after it allocates its outputs,
+// releases them when the op fails after all (a backend that finds a bad
+// index while it runs), so that bad input leaks nothing; the panic goes
+// on unchanged.
+func releaseOnPanic(outs ...*Tensor) {
+	if r := recover(); r != nil {
+		for _, t := range outs {
+			t.Release()
+		}
+		panic(r)
+	}
+}

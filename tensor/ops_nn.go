@@ -317,6 +317,7 @@ func crossEntropyBackward(op string, logits *Tensor, classes int, targets, dloss
 	defer release()
 	cl, ct, cd := cs[0], cs[1], cs[2]
 	out := mustNew(op, ctxOf(op, logits, targets, dloss), logits.dev, logits.dtype, logits.shape)
+	defer releaseOnPanic(out) // a target out of range (on the CPU)
 	logits.dev.backend().crossEntropyBackward(out, cl, ct, cd, logits.shape[0], classes, ld, ignore)
 	return out
 }
@@ -350,6 +351,7 @@ func CrossEntropyFused(logits *Tensor, classes int, targets, dloss *Tensor, igno
 	ctx := ctxOf(op, logits, targets, dloss)
 	loss = mustNew(op, ctx, logits.dev, logits.dtype, []int{logits.shape[0]})
 	dlogits = mustNew(op, ctx, logits.dev, grad, logits.shape)
+	defer releaseOnPanic(loss, dlogits) // a target out of range (on the CPU)
 	logits.dev.backend().crossEntropyFused(loss, dlogits, cs[0], cs[1], cs[2], logits.shape[0], classes, ld, ignore)
 	return loss, dlogits
 }

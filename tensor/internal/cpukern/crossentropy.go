@@ -79,29 +79,31 @@ func crossEntropyRows[T Float](loss, logits []T, targets []int32, cols, ld int, 
 // onehot(targets[r])) * dloss[r], and zeros for ignored rows. It recomputes
 // the softmax from the logits rather than keeping the (rows, cols)
 // probabilities alive between passes. dlogits may be logits itself. It
-// panics on mismatched lengths or a target CrossEntropy would reject.
-func CrossEntropyBackward[T Float](dlogits, logits []T, targets []int32, dloss []T, rows, cols int, ignore int32) {
-	CrossEntropyBackwardLD(dlogits, logits, targets, dloss, rows, cols, cols, ignore)
+// panics on mismatched lengths; a target CrossEntropy would reject returns
+// the same error (wrapping ErrIndex), with dlogits untouched.
+func CrossEntropyBackward[T Float](dlogits, logits []T, targets []int32, dloss []T, rows, cols int, ignore int32) error {
+	return CrossEntropyBackwardLD(dlogits, logits, targets, dloss, rows, cols, cols, ignore)
 }
 
 // CrossEntropyBackwardLD is CrossEntropyBackward over rows ld elements
 // apart (see CrossEntropyLD); the padding of every row of dlogits is set
 // to zero.
-func CrossEntropyBackwardLD[T Float](dlogits, logits []T, targets []int32, dloss []T, rows, cols, ld int, ignore int32) {
+func CrossEntropyBackwardLD[T Float](dlogits, logits []T, targets []int32, dloss []T, rows, cols, ld int, ignore int32) error {
 	checkLD("CrossEntropyBackward", cols, ld)
 	checkRows("CrossEntropyBackward", rows, ld, len(dlogits), len(logits))
 	mustEq("CrossEntropyBackward", "targets", len(targets), rows)
 	mustEq("CrossEntropyBackward", "dloss", len(dloss), rows)
 	if err := checkTargets("CrossEntropyBackward", targets, cols, ignore); err != nil {
-		panic(err.Error())
+		return err
 	}
 	if serial(rows*cols, grainRow) {
 		crossEntropyBackwardRows(dlogits, logits, targets, dloss, cols, ld, ignore, 0, rows)
-		return
+		return nil
 	}
 	ParallelFor(rows, rowGrain(cols), func(lo, hi int) {
 		crossEntropyBackwardRows(dlogits, logits, targets, dloss, cols, ld, ignore, lo, hi)
 	})
+	return nil
 }
 
 func crossEntropyBackwardRows[T Float](dlogits, logits []T, targets []int32, dloss []T, cols, ld int, ignore int32, lo, hi int) {
