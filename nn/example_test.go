@@ -19,6 +19,8 @@ import (
 // the README's "Use strata in your program" (TestReadmeExample checks
 // that the two are the same).
 func Example_xor() {
+	s := tensor.NewScope() // owns the data and the tensors of the last forward pass
+	defer s.Close()
 	// XOR: four points and their labels; Linear(2, 8), ReLU, Linear(8, 1).
 	x := autograd.Const(tensor.FromFloat32s(tensor.CPU(), []float32{0, 0, 0, 1, 1, 0, 1, 1}, 4, 2))
 	y := autograd.Const(tensor.FromFloat32s(tensor.CPU(), []float32{0, 1, 1, 0}, 4, 1))
@@ -27,7 +29,9 @@ func Example_xor() {
 	if err != nil {
 		panic(err)
 	}
+	defer nn.Release(model.Parameters()) // parameters and optimizer state live outside scopes
 	opt := nn.NewAdamW(model.Parameters(), 0.05, 0)
+	defer opt.Release()
 	for step := range 100 {
 		loss, err := nn.TrainStep(nil, model.Parameters(), opt, func() *autograd.Var {
 			return nn.MSELoss(model.Forward(x), y, nn.ReduceMean)
@@ -58,11 +62,15 @@ func Example_xor() {
 // Linear regression: one Linear layer fits y = 2x − 1 with SGD.
 func ExampleTrainStep() {
 	c := tensor.NewCtx() // this goroutine's context (tensor.Background() would do too)
+	s := c.NewScope()    // owns the data; each TrainStep frees its own tensors
+	defer s.Close()
 	x := autograd.Const(c.FromFloat32s(tensor.CPU(), []float32{-1, -0.5, 0, 0.5, 1, 1.5}, 6, 1))
 	y := autograd.Const(c.FromFloat32s(tensor.CPU(), []float32{-3, -2, -1, 0, 1, 2}, 6, 1))
 
 	fc := nn.Must(nn.NewLinear(nn.Options{Rng: rand.New(rand.NewPCG(3, 3))}, "fc", 1, 1, true, 0))
+	defer nn.Release(fc.Parameters()) // parameters and optimizer state live outside scopes
 	opt := nn.NewSGD(fc.Parameters(), 0.1, 0.9)
+	defer opt.Release()
 	var loss float64
 	for range 300 {
 		var err error
@@ -83,7 +91,9 @@ func ExampleTrainStep() {
 func ExampleStep() {
 	fc := nn.Must(nn.NewLinear(nn.Options{Rng: rand.New(rand.NewPCG(1, 1))}, "fc", 3, 1, true, 0))
 	params := fc.Parameters()
+	defer nn.Release(params) // parameters and optimizer state live outside scopes
 	opt := nn.NewAdamW(params, 1e-3, 0.01)
+	defer opt.Release()
 	err := nn.Step(nil, func() error {
 		x := autograd.Const(tensor.FromFloat32s(tensor.CPU(), []float32{1, 2, 3, 4, 5, 6}, 2, 3))
 		y := autograd.Const(tensor.FromFloat32s(tensor.CPU(), []float32{10, -10}, 2, 1))
@@ -126,6 +136,7 @@ func ExampleNewSequential() {
 	if err != nil {
 		panic(err)
 	}
+	defer nn.Release(model.Parameters())
 	for _, p := range model.Parameters() {
 		fmt.Println(p.Name, p.Value.Shape())
 	}

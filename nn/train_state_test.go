@@ -127,7 +127,7 @@ func TestNonFinite(t *testing.T) {
 	p := a.g.Parameters()[3]
 	v := p.Value.Float32s()
 	v[len(v)-1] = float32(math.NaN())
-	p.Value.CopyFrom(tensor.FromFloat32s(tensor.CPU(), v, p.Value.Shape()...))
+	tensor.WithScope(func() { p.Value.CopyFrom(tensor.FromFloat32s(tensor.CPU(), v, p.Value.Shape()...)) })
 	name, err = nn.NonFinite(a.g.Parameters())
 	require.NoError(t, err)
 	require.Equal(t, p.Name, name)

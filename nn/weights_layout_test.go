@@ -110,12 +110,13 @@ func writeHF(t *testing.T, path string, g *nn.GPT, prefixed bool, dt tensor.DTyp
 }
 
 // roundTo rounds every parameter of g to dt and back, so that a file in
-// dt holds g's weights exactly.
+// dt holds g's weights exactly. The conversions are ops on kept tensors
+// alone, orphans no scope of c owns: c adopts them.
 func roundTo(g *nn.GPT, dt tensor.DType) {
 	c := tensor.NewCtx()
 	c.WithScope(func() {
 		for _, p := range g.Parameters() {
-			p.Value.CopyFrom(p.Value.To(dt))
+			p.Value.CopyFrom(c.Adopt(p.Value.To(dt)))
 		}
 	})
 }
@@ -149,7 +150,7 @@ func TestLoadWeightsLayouts(t *testing.T) {
 				c.WithScope(func() {
 					m := map[string]*tensor.Tensor{}
 					for _, p := range a.Parameters() {
-						m[p.Name] = p.Value.To(tc.dt)
+						m[p.Name] = c.Adopt(p.Value.To(tc.dt)) // an orphan: c's scope frees it
 					}
 					require.NoError(t, tensor.WriteSafetensors(path, m, nil))
 				})
@@ -192,7 +193,11 @@ func TestSaveWeightsLayoutHF(t *testing.T) {
 		require.Equal(t, "v", meta["k"])
 		require.Equal(t, want, gptLogits(t, b, layoutIDs))
 	}
-	_, hfMeta, err := tensor.ReadSafetensors(filepath.Join(dir, "hf.safetensors"), tensor.CPU())
+	var hfMeta map[string]string
+	var err error
+	tensor.WithScope(func() { // only the metadata is wanted: the scope frees the tensors read
+		_, hfMeta, err = tensor.ReadSafetensors(filepath.Join(dir, "hf.safetensors"), tensor.CPU())
+	})
 	require.NoError(t, err)
 	require.Equal(t, "pt", hfMeta["format"], "transformers' from_pretrained wants format pt")
 
