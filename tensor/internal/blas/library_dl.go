@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"unsafe"
 
@@ -34,7 +35,7 @@ func isNotFound(err error) bool {
 // a small product against Go arithmetic. Any failure closes the library
 // again and says why in one line.
 func openLibrary(name string) (*library, error) {
-	h, err := purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	h, err := dlopen(name)
 	if err != nil {
 		msg := strings.TrimPrefix(err.Error(), name+": ")
 		if strings.Contains(msg, "No such file") || strings.Contains(msg, "no such file") ||
@@ -55,6 +56,15 @@ func openLibrary(name string) (*library, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// dlopen is purego.Dlopen on one OS thread: dlerror's message is the
+// calling thread's, and a goroutine moved between the two calls read
+// another thread's (none: an empty message).
+func dlopen(name string) (uintptr, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	return purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_LOCAL)
 }
 
 // sym looks a symbol up, returning 0 when it is absent.
