@@ -1,7 +1,6 @@
 package nn_test
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -9,16 +8,8 @@ import (
 	"github.com/strata-ml/strata/tensor"
 )
 
-// TestMain fails the run when any test or example let a tensor go
-// unreleased: the garbage collector's safety net frees such a tensor at a
-// moment no test controls (which made the exact leak checks flaky), so a
-// leak is caught here deterministically once everything has been collected.
+// TestMain fails the run when any test let a tensor go unreleased
+// (memtest.RunLeakChecked).
 func TestMain(m *testing.M) {
-	code := m.Run()
-	memtest.Settled(tensor.CPU().Memory())
-	if n := tensor.LeakedTensors(); n != 0 && code == 0 {
-		fmt.Fprintf(os.Stderr, "nn tests: %d tensors were collected without Release (run with STRATA_DEBUG=1 to name the ops)\n", n)
-		code = 1
-	}
-	os.Exit(code)
+	os.Exit(memtest.RunLeakChecked(m, "nn", tensor.CPU().Memory(), tensor.LeakedTensors))
 }

@@ -32,5 +32,7 @@
 //
 // Settled reads a manager's bytes in use once the garbage collector's
 // cleanups have freed what nothing references: the baseline of the
-// leak checks in the packages above.
+// leak checks in the packages above. RunLeakChecked is their TestMain: it
+// fails a suite whose tests let anything reach the collector's safety net
+// (tensor.LeakedTensors).
 package memtest
