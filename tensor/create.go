@@ -3,6 +3,7 @@ package tensor
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"unsafe"
 
 	"github.com/strata-ml/strata/memory"
@@ -107,7 +108,7 @@ func fromSlice[T any](op string, c *Ctx, dev Device, dt DType, data []T, shape [
 // RandN returns normal(0, std) samples drawn from rng (deterministic for a
 // seeded rng, the same on every device: they are drawn on the host).
 func (c *Ctx) RandN(dev Device, dt DType, rng *rand.Rand, std float64, shape ...int) *Tensor {
-	v := make([]float64, numel(shape))
+	v := make([]float64, randCount("RandN", rng, shape))
 	for i := range v {
 		v[i] = rng.NormFloat64() * std
 	}
@@ -116,15 +117,30 @@ func (c *Ctx) RandN(dev Device, dt DType, rng *rand.Rand, std float64, shape ...
 
 // RandUniform returns uniform [lo, hi) samples drawn from rng.
 func (c *Ctx) RandUniform(dev Device, dt DType, rng *rand.Rand, lo, hi float64, shape ...int) *Tensor {
-	v := make([]float64, numel(shape))
+	v := make([]float64, randCount("RandUniform", rng, shape))
 	for i := range v {
 		v[i] = lo + (hi-lo)*rng.Float64()
 	}
 	return c.FromFloats(dev, dt, v, shape...)
 }
 
+// randCount checks the arguments of RandN and RandUniform and returns the
+// number of samples to draw (on the host, before the tensor exists).
+func randCount(op string, rng *rand.Rand, shape []int) int {
+	if rng == nil {
+		fail(op, ErrArgument, "nil random source")
+	}
+	if slices.ContainsFunc(shape, func(d int) bool { return d < 0 }) {
+		fail(op, ErrShape, "negative dimension in shape %v", shape)
+	}
+	return numel(shape)
+}
+
 // Arange returns the int32 or float values start, start+1, ..., start+n-1.
 func (c *Ctx) Arange(dev Device, dt DType, start, n int) *Tensor {
+	if n < 0 {
+		fail("Arange", ErrShape, "negative length %d", n)
+	}
 	if dt == Int32 {
 		ids := make([]int32, n)
 		for i := range ids {
@@ -141,5 +157,6 @@ func (c *Ctx) Arange(dev Device, dt DType, start, n int) *Tensor {
 
 // ZerosLike returns zeros of t's shape, dtype and device, in t's context.
 func ZerosLike(t *Tensor) *Tensor {
+	t.live("ZerosLike")
 	return full("ZerosLike", ctxOf("ZerosLike", t), t.dev, t.dtype, 0, t.shape...)
 }

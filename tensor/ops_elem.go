@@ -24,6 +24,18 @@ func sameFloat(op string, ts ...*Tensor) {
 	}
 }
 
+// sameArith is sameFloat for the ops that compute on their operands'
+// values: arithmetic runs in float32 and float64 on every device (float16
+// and bfloat16 are storage dtypes, and the operands of matrix products),
+// so a half operand is refused here, before the op allocates anything,
+// rather than by the backend once the outputs exist.
+func sameArith(op string, ts ...*Tensor) {
+	sameFloat(op, ts...)
+	if dt := ts[0].dtype; dt.IsHalf() {
+		fail(op, ErrDType, "%v operand %v: arithmetic runs in float32 and float64 (cast first)", dt, ts[0].shape)
+	}
+}
+
 // indices panics unless t holds int32 indices (ids, targets); what names
 // them in the message.
 func indices(op, what string, t *Tensor) {
@@ -70,7 +82,7 @@ func Binary(op BinaryOp, a, b *Tensor) *Tensor {
 		fail(name, ErrArgument, "no such binary op")
 	}
 	sameDevice(name, a, b)
-	sameFloat(name, a, b)
+	sameArith(name, a, b)
 	shape, err := BroadcastShapes(a.shape, b.shape)
 	if err != nil {
 		fail(name, ErrShape, "%v", err)
@@ -103,7 +115,7 @@ func Unary(op UnaryOp, t *Tensor) *Tensor {
 		fail(name, ErrArgument, "no such unary op")
 	}
 	t.live(name)
-	sameFloat(name, t)
+	sameArith(name, t)
 	src, done := contig(t)
 	defer done()
 	out := mustNew(name, ctxOf(name, t), t.dev, t.dtype, t.shape)
@@ -117,14 +129,14 @@ func Unary(op UnaryOp, t *Tensor) *Tensor {
 // ops' result, without the float32 intermediate: the GELU before a
 // half-precision product (autograd.GeluLinear under autocast).
 func UnaryTo(op UnaryOp, t *Tensor, dt DType) *Tensor {
-	if dt == t.dtype {
-		return Unary(op, t)
-	}
 	name := op.String()
 	if op >= NumUnaryOps {
 		fail(name, ErrArgument, "no such unary op")
 	}
 	t.live(name)
+	if dt == t.dtype {
+		return Unary(op, t)
+	}
 	if t.dtype != Float32 || (dt != Float16 && dt != BFloat16) {
 		fail(name, ErrDType, "%v of %v to %v: want float32 to float16 or bfloat16", op, t.dtype, dt)
 	}
@@ -154,7 +166,7 @@ func UnaryBackward(op UnaryOp, x, y, dy *Tensor) *Tensor {
 		ts = append(ts, y)
 	}
 	sameDevice(name, ts...)
-	sameFloat(name, ts...)
+	sameArith(name, ts...)
 	for _, t := range ts[1:] {
 		if !shapeEq(t.shape, dy.shape) {
 			fail(name, ErrShape, "dy %v vs saved %v", dy.shape, t.shape)
@@ -195,7 +207,7 @@ func Silu(t *Tensor) *Tensor { return Unary(OpSilu, t) }
 // Affine returns alpha*t + beta.
 func Affine(t *Tensor, alpha, beta float64) *Tensor {
 	t.live("Affine")
-	sameFloat("Affine", t)
+	sameArith("Affine", t)
 	src, done := contig(t)
 	defer done()
 	out := mustNew("Affine", ctxOf("Affine", t), t.dev, t.dtype, t.shape)
@@ -221,7 +233,7 @@ func (t *Tensor) Fill(v float64) {
 // AddInPlace performs t += u (same shape, dtype and device; t contiguous).
 func (t *Tensor) AddInPlace(u *Tensor) {
 	sameDevice("AddInPlace", t, u)
-	sameFloat("AddInPlace", t, u)
+	sameArith("AddInPlace", t, u)
 	if !shapeEq(t.shape, u.shape) || !t.IsContiguous() {
 		fail("AddInPlace", ErrShape, "destination %v (contiguous %v), source %v", t.shape, t.IsContiguous(), u.shape)
 	}
@@ -231,7 +243,7 @@ func (t *Tensor) AddInPlace(u *Tensor) {
 // ScaleInPlace multiplies contiguous t by alpha, in place.
 func (t *Tensor) ScaleInPlace(alpha float64) {
 	t.live("ScaleInPlace")
-	sameFloat("ScaleInPlace", t)
+	sameArith("ScaleInPlace", t)
 	if !t.IsContiguous() {
 		fail("ScaleInPlace", ErrArgument, "tensor must be contiguous (strides %v)", t.strides)
 	}

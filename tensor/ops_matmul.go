@@ -59,8 +59,8 @@ func operand(t *Tensor, bshape []int, batch, elems int) matOperand {
 	if !ok {
 		full := append(slices.Clone(bshape), t.shape[len(t.shape)-2:]...)
 		v := t.Expand(full...)
+		defer v.Release() // also when the copy fails (too many dims)
 		temp = v.Clone()
-		v.Release()
 		t, trans = temp, false
 		stride = elems
 		if batch == 1 {
@@ -118,6 +118,7 @@ func MatMulWith(a, b *Tensor, alpha float64, mode MatMulMode) *Tensor {
 		fail("MatMul", ErrShape, "batch axes of %v and %v: %v", a.shape, b.shape, err)
 	}
 	out := mustNew("MatMul", ctxOf("MatMul", a, b), a.dev, outDT, append(slices.Clone(bshape), m, n))
+	defer releaseOnPanic(out) // an operand that cannot be copied (operand)
 	if out.Numel() == 0 {
 		return out
 	}
@@ -131,8 +132,9 @@ func MatMulWith(a, b *Tensor, alpha float64, mode MatMulMode) *Tensor {
 		out.Fill(0)
 		return out
 	}
-	oa, ob := operand(a, bshape, batch, m*k), operand(b, bshape, batch, k*n)
+	oa := operand(a, bshape, batch, m*k)
 	defer oa.temp.Release()
+	ob := operand(b, bshape, batch, k*n)
 	defer ob.temp.Release()
 	a.dev.backend().matmul(out, oa.base, ob.base, oa.trans, ob.trans, m, n, k, batch, oa.stride, ob.stride, alpha, 0, mode.TF32)
 	return out

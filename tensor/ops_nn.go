@@ -24,7 +24,7 @@ func LogSoftmax(t *Tensor) *Tensor { return softmax("LogSoftmax", t, true) }
 
 func softmax(op string, t *Tensor, log bool) *Tensor {
 	t.live(op)
-	sameFloat(op, t)
+	sameArith(op, t)
 	src, done := contig(t)
 	defer done()
 	out := mustNew(op, ctxOf(op, t), t.dev, t.dtype, t.shape)
@@ -54,7 +54,7 @@ func SoftmaxBackward(y, dy *Tensor, log bool) *Tensor {
 func CausalSoftmax(t *Tensor) *Tensor {
 	op := "CausalSoftmax"
 	t.live(op)
-	sameFloat(op, t)
+	sameArith(op, t)
 	batch, rows, cols := causalShape(op, t)
 	src, done := contig(t)
 	defer done()
@@ -70,9 +70,9 @@ func CausalSoftmax(t *Tensor) *Tensor {
 // positions, zero at the masked ones.
 func CausalSoftmaxBackward(y, dy *Tensor) *Tensor {
 	op := "CausalSoftmaxBackward"
-	batch, rows, cols := causalShape(op, y)
 	cy, cdy, release := outputAndGrad(op, y, dy)
 	defer release()
+	batch, rows, cols := causalShape(op, y)
 	out := mustNew(op, ctxOf(op, y, dy), y.dev, y.dtype, y.shape)
 	if out.Numel() > 0 {
 		y.dev.backend().causalSoftmaxBackward(out, cy, cdy, batch, rows, cols)
@@ -85,7 +85,7 @@ func CausalSoftmaxBackward(y, dy *Tensor) *Tensor {
 // contiguous, with the function that releases the copies it made.
 func outputAndGrad(op string, y, dy *Tensor) (cy, cdy *Tensor, release func()) {
 	sameDevice(op, y, dy)
-	sameFloat(op, y, dy)
+	sameArith(op, y, dy)
 	if !shapeEq(y.shape, dy.shape) {
 		fail(op, ErrShape, "y %v, dy %v", y.shape, dy.shape)
 	}
@@ -116,7 +116,7 @@ func causalShape(op string, t *Tensor) (batch, rows, cols int) {
 func CausalMask(t *Tensor, fill float64) *Tensor {
 	op := "CausalMask"
 	t.live(op)
-	sameFloat(op, t)
+	sameArith(op, t)
 	if t.Rank() < 2 {
 		fail(op, ErrShape, "want at least 2-D, got %v", t.shape)
 	}
@@ -138,6 +138,7 @@ var NegInf = math.Inf(-1)
 // and reciprocal standard deviation, which LayerNormBackward needs.
 func LayerNorm(x, w, b *Tensor, eps float64) (y, mean, rstd *Tensor) {
 	op := "LayerNorm"
+	x.live(op)
 	ts := []*Tensor{x}
 	rows, cols := rowsCols(x)
 	if cols == 0 {
@@ -152,7 +153,7 @@ func LayerNorm(x, w, b *Tensor, eps float64) (y, mean, rstd *Tensor) {
 		}
 	}
 	sameDevice(op, ts...)
-	sameFloat(op, ts...)
+	sameArith(op, ts...)
 	cs, release := contigAll(x, w, b)
 	defer release()
 	c := ctxOf(op, x, w, b)
@@ -171,7 +172,7 @@ func LayerNormBackward(dy, x, mean, rstd, w *Tensor, withBias bool) (dx, dw, db 
 		ts = append(ts, w)
 	}
 	sameDevice(op, ts...)
-	sameFloat(op, ts...)
+	sameArith(op, ts...)
 	rows, cols := rowsCols(x)
 	if !shapeEq(dy.shape, x.shape) || mean.Numel() != rows || rstd.Numel() != rows {
 		fail(op, ErrShape, "dy %v, x %v, mean %v, rstd %v", dy.shape, x.shape, mean.shape, rstd.shape)
@@ -221,7 +222,7 @@ func EmbeddingBackward(ids, dout *Tensor, rows int) *Tensor {
 	op := "EmbeddingBackward"
 	sameDevice(op, ids, dout)
 	indices(op, "ids", ids)
-	sameFloat(op, dout)
+	sameArith(op, dout)
 	if dout.Rank() == 0 || rows < 0 {
 		fail(op, ErrShape, "dout %v, %d rows: want dout (..., D) and rows >= 0", dout.shape, rows)
 	}
@@ -261,7 +262,7 @@ func CrossEntropyPadded(logits *Tensor, classes int, targets *Tensor, ignore int
 // crossEntropy is CrossEntropy over the first classes columns (-1: all).
 func crossEntropy(op string, logits *Tensor, classes int, targets *Tensor, ignore int32) (*Tensor, int) {
 	sameDevice(op, logits, targets)
-	sameFloat(op, logits)
+	sameArith(op, logits)
 	indices(op, "targets", targets)
 	if logits.Rank() != 2 || targets.Numel() != logits.shape[0] {
 		fail(op, ErrShape, "logits %v, targets %v: want (N, C) and N targets", logits.shape, targets.shape)
@@ -306,7 +307,7 @@ func CrossEntropyPaddedBackward(logits *Tensor, classes int, targets, dloss *Ten
 
 func crossEntropyBackward(op string, logits *Tensor, classes int, targets, dloss *Tensor, ignore int32) *Tensor {
 	sameDevice(op, logits, targets, dloss)
-	sameFloat(op, logits, dloss)
+	sameArith(op, logits, dloss)
 	indices(op, "targets", targets)
 	if logits.Rank() != 2 || targets.Numel() != logits.shape[0] || dloss.Numel() != logits.shape[0] {
 		fail(op, ErrShape, "logits %v, targets %v, dloss %v", logits.shape, targets.shape, dloss.shape)
@@ -336,7 +337,7 @@ func crossEntropyBackward(op string, logits *Tensor, classes int, targets, dloss
 func CrossEntropyFused(logits *Tensor, classes int, targets, dloss *Tensor, ignore int32, grad DType) (loss, dlogits *Tensor) {
 	op := "CrossEntropyFused"
 	sameDevice(op, logits, targets, dloss)
-	sameFloat(op, logits, dloss)
+	sameArith(op, logits, dloss)
 	indices(op, "targets", targets)
 	if logits.Rank() != 2 || targets.Numel() != logits.shape[0] || dloss.Numel() != logits.shape[0] {
 		fail(op, ErrShape, "logits %v, targets %v, dloss %v: want (N, C), N targets and N gradients", logits.shape, targets.shape, dloss.shape)
@@ -363,6 +364,7 @@ func CrossEntropyFused(logits *Tensor, classes int, targets, dloss *Tensor, igno
 // (ErrArgument), as CrossEntropy fails.
 func CountTargets(targets *Tensor, ignore int32) int {
 	op := "CountTargets"
+	targets.live(op)
 	indices(op, "targets", targets)
 	c, release := contigAll(targets)
 	defer release()
@@ -380,7 +382,7 @@ func CountTargets(targets *Tensor, ignore int32) int {
 func Dropout(t *Tensor, p float64, seed, offset uint64) *Tensor {
 	op := "Dropout"
 	t.live(op)
-	sameFloat(op, t)
+	sameArith(op, t)
 	if p < 0 || p >= 1 || math.IsNaN(p) {
 		fail(op, ErrArgument, "probability %v not in [0, 1)", p)
 	}
@@ -397,7 +399,7 @@ func Dropout(t *Tensor, p float64, seed, offset uint64) *Tensor {
 func AdamWStep(p, g, m, v *Tensor, lr, beta1, beta2, eps, weightDecay float64, step int) {
 	op := "AdamW"
 	sameDevice(op, p, g, m, v)
-	sameFloat(op, p, g, m, v)
+	sameArith(op, p, g, m, v)
 	for _, t := range []*Tensor{g, m, v} {
 		if !shapeEq(t.shape, p.shape) || !t.IsContiguous() {
 			fail(op, ErrShape, "parameter %v with buffer %v (contiguous %v)", p.shape, t.shape, t.IsContiguous())
@@ -430,7 +432,7 @@ func AdamWSteps(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta2, eps fl
 	var groups []*group
 	for i, p := range ps {
 		sameDevice(op, p, gs[i], ms[i], vs[i])
-		sameFloat(op, p, gs[i], ms[i], vs[i])
+		sameArith(op, p, gs[i], ms[i], vs[i])
 		for _, t := range []*Tensor{gs[i], ms[i], vs[i]} {
 			if !shapeEq(t.shape, p.shape) || !t.IsContiguous() {
 				fail(op, ErrShape, "parameter %d %v with buffer %v (contiguous %v)", i, p.shape, t.shape, t.IsContiguous())
@@ -473,7 +475,7 @@ func SGDStep(p, g, buf *Tensor, lr, momentum, weightDecay float64, nesterov bool
 		ts = append(ts, buf)
 	}
 	sameDevice(op, ts...)
-	sameFloat(op, ts...)
+	sameArith(op, ts...)
 	for _, t := range ts[1:] {
 		if !shapeEq(t.shape, p.shape) || !t.IsContiguous() {
 			fail(op, ErrShape, "parameter %v with buffer %v", p.shape, t.shape)
@@ -493,7 +495,7 @@ func SGDStep(p, g, buf *Tensor, lr, momentum, weightDecay float64, nesterov bool
 func (t *Tensor) CausalMaskInPlace(fill float64) {
 	op := "CausalMaskInPlace"
 	t.live(op)
-	sameFloat(op, t)
+	sameArith(op, t)
 	if t.Rank() < 2 || !t.IsContiguous() {
 		fail(op, ErrShape, "want a contiguous tensor of at least 2-D, got %v (contiguous %v)", t.shape, t.IsContiguous())
 	}

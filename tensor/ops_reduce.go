@@ -27,7 +27,7 @@ func reduceAxes(op string, t *Tensor, axes []int) []int {
 // reduce applies a sum or max over axes, one axis at a time from the last.
 func reduce(op string, t *Tensor, axes []int, keepDim, isMax bool) *Tensor {
 	t.live(op)
-	sameFloat(op, t)
+	sameArith(op, t)
 	axes = reduceAxes(op, t, axes)
 	if isMax { // before anything is allocated
 		for _, a := range axes {
@@ -128,7 +128,7 @@ func SumSquaresAll(ts []*Tensor) float64 {
 	}
 	for _, t := range ts {
 		t.live(op)
-		sameFloat(op, t)
+		sameArith(op, t)
 	}
 	sameDevice(op, ts...)
 	cs, release := contigAll(ts...)
@@ -140,7 +140,7 @@ func SumSquaresAll(ts []*Tensor) float64 {
 // the host (used for gradient-norm clipping).
 func SumSquares(t *Tensor) float64 {
 	t.live("SumSquares")
-	sameFloat("SumSquares", t)
+	sameArith("SumSquares", t)
 	c, done := contig(t)
 	defer done()
 	return t.dev.backend().sumSquares([]*Tensor{c})

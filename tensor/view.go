@@ -28,6 +28,8 @@ func inferShape(op string, t *Tensor, shape []int) []int {
 			infer = i
 		case d < 0:
 			fail(op, ErrShape, "bad dimension %d in %v", d, shape)
+		case d > 0 && n > (1<<62)/d:
+			fail(op, ErrShape, "shape %v has too many elements", shape)
 		default:
 			n *= d
 		}
@@ -82,8 +84,8 @@ func (t *Tensor) Permute(perm ...int) *Tensor {
 func (t *Tensor) Narrow(axis, start, length int) *Tensor {
 	t.live("Narrow")
 	axis = t.axis("Narrow", axis)
-	if start < 0 || length < 0 || start+length > t.shape[axis] {
-		fail("Narrow", ErrShape, "range [%d, %d) out of bounds for axis %d of %v", start, start+length, axis, t.shape)
+	if start < 0 || length < 0 || start > t.shape[axis]-length {
+		fail("Narrow", ErrShape, "%d elements from %d out of bounds for axis %d of %v", length, start, axis, t.shape)
 	}
 	sh := slices.Clone(t.shape)
 	sh[axis] = length
@@ -109,7 +111,7 @@ func (t *Tensor) Split(size, axis int) []*Tensor {
 func (t *Tensor) Expand(shape ...int) *Tensor {
 	t.live("Expand")
 	b, err := BroadcastShapes(t.shape, shape)
-	if err != nil || !shapeEq(b, shape) {
+	if err != nil || !shapeEq(b, shape) || slices.ContainsFunc(shape, func(d int) bool { return d < 0 }) {
 		fail("Expand", ErrShape, "cannot expand %v to %v", t.shape, shape)
 	}
 	return t.view("Expand", slices.Clone(shape), broadcastStrides(t, shape), t.offset)
@@ -251,7 +253,7 @@ func (t *Tensor) WriteNarrow(axis, start int, src *Tensor) {
 			ok = false
 		}
 	}
-	if !ok || start < 0 || start+src.shape[axis] > t.shape[axis] {
+	if !ok || start < 0 || start > t.shape[axis]-src.shape[axis] {
 		fail(op, ErrShape, "cannot write %v at %d along axis %d of %v (contiguous %v)", src.shape, start, axis, t.shape, t.IsContiguous())
 	}
 	c, done := contig(src)
