@@ -50,7 +50,9 @@ func FusedCausalAttention(q, k, v *Tensor, p float64, seed, offset uint64) (out,
 	c := ctxOf(op, q, k, v)
 	acc := AccumDType(q.dtype)
 	out = mustNew(op, c, q.dev, acc, q.shape)
+	defer releaseOnPanic(out) // when lse or the kernel fails
 	lse = mustNew(op, c, q.dev, acc, q.shape[:len(q.shape)-1])
+	defer releaseOnPanic(lse)
 	if out.Numel() > 0 {
 		fa.attentionForward(out, lse, cs[0], cs[1], cs[2], bh, t, hd, 1/math.Sqrt(float64(hd)), p, seed, offset)
 	}
@@ -81,8 +83,11 @@ func FusedCausalAttentionBackward(q, k, v, out, lse, dout *Tensor, p float64, se
 	defer release()
 	c := ctxOf(op, q, k, v, out, lse, dout)
 	dq = mustNew(op, c, q.dev, acc, q.shape)
+	defer releaseOnPanic(dq) // when a later allocation or the kernels fail
 	dk = mustNew(op, c, q.dev, acc, q.shape)
+	defer releaseOnPanic(dk)
 	dv = mustNew(op, c, q.dev, acc, q.shape)
+	defer releaseOnPanic(dv)
 	if dq.Numel() > 0 {
 		fa.attentionBackward(dq, dk, dv, cs[0], cs[1], cs[2], cs[3], cs[5], cs[4], bh, t, hd, 1/math.Sqrt(float64(hd)), p, seed, offset)
 	}

@@ -56,13 +56,16 @@ func MatMulRowSums(a, b *Tensor, mode MatMulMode) (c, sums *Tensor) {
 		sumDT = Float32
 	}
 	c = mustNew(op, ctxOf(op, a, b), a.dev, outDT, []int{m, n})
+	defer releaseOnPanic(c) // when sums cannot be allocated or the GEMM fails
 	sums = mustNew(op, ctxOf(op, a, b), a.dev, sumDT, []int{m})
+	defer releaseOnPanic(sums)
 	if c.Numel() > 0 && k > 0 && sumDT == outDT && runEpilogue(c, a, b, sums, m, n, k, epiRowSumsA, mode) {
 		return c, sums
 	}
 	c.Release()
 	sums.Release()
 	c = MatMulWith(a, b, 1, mode)
+	defer releaseOnPanic(c) // when the sums fail
 	wide := a
 	if a.dtype != sumDT {
 		wide = a.To(sumDT)

@@ -157,9 +157,14 @@ func LayerNorm(x, w, b *Tensor, eps float64) (y, mean, rstd *Tensor) {
 	cs, release := contigAll(x, w, b)
 	defer release()
 	c := ctxOf(op, x, w, b)
+	// Each output is released when a later allocation or the backend
+	// fails (out of memory, a refused launch): nothing is left behind.
 	y = mustNew(op, c, x.dev, x.dtype, x.shape)
+	defer releaseOnPanic(y)
 	mean = mustNew(op, c, x.dev, x.dtype, []int{rows})
+	defer releaseOnPanic(mean)
 	rstd = mustNew(op, c, x.dev, x.dtype, []int{rows})
+	defer releaseOnPanic(rstd)
 	x.dev.backend().layerNorm(y, mean, rstd, cs[0], cs[1], cs[2], rows, cols, eps)
 	return y, mean, rstd
 }
@@ -185,10 +190,13 @@ func LayerNormBackward(dy, x, mean, rstd, w *Tensor, withBias bool) (dx, dw, db 
 	cdy, cx, cmean, crstd, cw := cs[0], cs[1], cs[2], cs[3], cs[4]
 	c := ctxOf(op, dy, x, mean, rstd, w)
 	dx = mustNew(op, c, x.dev, x.dtype, x.shape)
+	defer releaseOnPanic(dx) // as LayerNorm's outputs
 	if w != nil {
 		dw = full(op, c, x.dev, x.dtype, 0, cols)
+		defer releaseOnPanic(dw)
 		if withBias {
 			db = full(op, c, x.dev, x.dtype, 0, cols)
+			defer releaseOnPanic(db)
 		}
 	}
 	x.dev.backend().layerNormBackward(dx, dw, db, cdy, cx, cmean, crstd, cw, rows, cols)
@@ -351,8 +359,9 @@ func CrossEntropyFused(logits *Tensor, classes int, targets, dloss *Tensor, igno
 	defer release()
 	ctx := ctxOf(op, logits, targets, dloss)
 	loss = mustNew(op, ctx, logits.dev, logits.dtype, []int{logits.shape[0]})
+	defer releaseOnPanic(loss) // also when dlogits cannot be allocated
 	dlogits = mustNew(op, ctx, logits.dev, grad, logits.shape)
-	defer releaseOnPanic(loss, dlogits) // a target out of range (on the CPU)
+	defer releaseOnPanic(dlogits) // a target out of range (on the CPU)
 	logits.dev.backend().crossEntropyFused(loss, dlogits, cs[0], cs[1], cs[2], logits.shape[0], classes, ld, ignore)
 	return loss, dlogits
 }
