@@ -37,9 +37,13 @@
 // same dropout mask, computed by fused kernels (FlashAttention-2, see
 // tensor.FusedCausalAttention): no (B, H, T, T) matrix exists even inside
 // the op; it keeps its output and the per-row log-sum-exp, and backward
-// recomputes the probabilities tile by tile. nn's attention uses it when
-// asked (nn.AttentionFused; train-gpt's default on CUDA under fp16 or
-// bf16). On the H200 its tensor-core kernels make a bf16 gpt2 step 1.41x
+// recomputes the probabilities tile by tile. FusedCausalAttentionQKV is
+// the same over the heads of one (B, T, 3C) q/k/v product, in place: its
+// output is (B, T, C) and its gradient (B, T, 3C), so a transformer's
+// head split and merge copies disappear (on CUDA even inside the op), and
+// under autocast the product is cast once and that copy is all it keeps.
+// nn's attention uses it when asked (nn.AttentionFused; train-gpt's
+// default on CUDA under fp16 or bf16). On the H200 its tensor-core kernels make a bf16 gpt2 step 1.41x
 // faster than plain attention (see README); nn's default stays plain,
 // which every device and dtype runs at the same speed as before.
 //

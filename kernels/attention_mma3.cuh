@@ -31,9 +31,16 @@
 //     exp2f replaces expf; lse is written in natural log.
 //   - A warp skips the products of a tile whose keys all lie after its
 //     rows (the causal mask), and only diagonal tiles test the mask.
-//   - Row and key indices are 32-bit in the loops (a head's t * hd
-//     elements fit in 31 bits), streamed tiles are addressed from the
-//     head's base pointer: fewer registers live across the loop.
+//   - Row and key indices are 32-bit in the loops (a head's t rows of rs
+//     elements fit in 31 bits: the launcher checks), streamed tiles are
+//     addressed from the head's base pointer: fewer registers live across
+//     the loop.
+//   - The operands need not be contiguous (bh, t, hd) (attention_tc.cuh's
+//     attn_head): q, k, v, dq, dk and dv lie (bh / nh, t, nh, hd) with
+//     rows rsi elements apart, out and dout with rows rso apart, so the
+//     kernels read the heads of one (B, T, 3C) product in place and write
+//     the output as (B, T, C) and the gradients as (B, T, 3C), with no
+//     head split or merge copies. lse, delta and doh stay contiguous.
 //
 // When hd is not the kernel's HD (zero padding) or a pointer is not
 // 16-byte aligned, tiles are loaded element by element instead of by
@@ -114,7 +121,8 @@ __device__ __forceinline__ void attn_mma_rounded(float (&acc)[ND][4], const floa
 
 template <typename H, int HD, bool DROP, class C = Attn3Fwd<HD, DROP>>
 __device__ void attn_forward_mma3(float* out, float* lse, const H* q, const H* k, const H* v, i64 nbh, i64 t, int hd,
-                                  float scale, u64 seed, u64 offset, u64 thr, float dscale) {
+                                  int nh, int rsi, int rso, float scale, u64 seed, u64 offset, u64 thr,
+                                  float dscale) {
   constexpr int W = C::W, NT = 32 * W, BR = 16 * W, BC = C::BN, SUB = C::SUB, S = HD + 8, KD = HD / 16, NS = SUB / 8,
                 ND = HD / 8;
   constexpr int STAGE = 2 * BC * S, SMEM = BR * S > 2 * STAGE ? BR * S : 2 * STAGE;
@@ -124,9 +132,10 @@ __device__ void attn_forward_mma3(float* out, float* lse, const H* q, const H* k
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, qd = lane & 3;
   const i64 h = blockIdx.x % nbh, nq = (t + BR - 1) / BR;
   const int q0 = (int)(nq - 1 - blockIdx.x / nbh) * BR, T = (int)t;  // the longest rows first; row indices in 32 bits
-  const i64 base = h * t * hd;
-  const bool fast = hd == HD && attn_aligned(q) && attn_aligned(k) && attn_aligned(v);
-  attn_tile<BR, HD, S, NT>(sm, q + base, (i64)q0, t, hd, fast);
+  const i64 base = attn_head(h, t, hd, nh, rsi);                     // q, k, v's head
+  const bool fast = hd == HD && (rsi & 7) == 0 && attn_aligned(q + base) && attn_aligned(k + base) &&
+                    attn_aligned(v + base);
+  attn_tile<BR, HD, S, NT>(sm, q + base, (i64)q0, t, hd, (i64)rsi, fast);
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
@@ -138,8 +147,8 @@ __device__ void attn_forward_mma3(float* out, float* lse, const H* q, const H* k
   const H *kh = k + base, *vh = v + base;
   auto load_kv = [&](int kt) {
     H* st = sm + (kt & 1) * STAGE;
-    attn_tile<BC, HD, S, NT>(st, kh, kt * BC, T, hd, fast);
-    attn_tile<BC, HD, S, NT>(st + BC * S, vh, kt * BC, T, hd, fast);
+    attn_tile<BC, HD, S, NT>(st, kh, kt * BC, T, hd, rsi, fast);
+    attn_tile<BC, HD, S, NT>(st + BC * S, vh, kt * BC, T, hd, rsi, fast);
     cp_async_commit();
   };
   load_kv(0);
@@ -216,14 +225,15 @@ __device__ void attn_forward_mma3(float* out, float* lse, const H* q, const H* k
       }
     }
   }
-  const bool wide = hd == HD && ((uintptr_t)out & 7) == 0;
+  float* const oh = out + attn_head(h, t, hd, nh, rso);
+  const bool wide = hd == HD && (rso & 1) == 0 && ((uintptr_t)oh & 7) == 0;
 #pragma unroll
   for (int i = 0; i < 2; i++) {
     if (rows[i] >= T) continue;
     const float inv = 1.f / l[i];
 #pragma unroll
     for (int nd = 0; nd < ND; nd++)
-      attn_store2(out + base, rows[i], nd * 8 + 2 * qd, hd, wide, o[nd][2 * i] * inv, o[nd][2 * i + 1] * inv);
+      attn_store2(oh, rows[i], nd * 8 + 2 * qd, hd, rso, wide, o[nd][2 * i] * inv, o[nd][2 * i + 1] * inv);
     if (qd == 0) lse[h * t + rows[i]] = m[i] * ATTN_LN2 + logf(l[i]);
   }
 }
@@ -233,7 +243,8 @@ __device__ void attn_forward_mma3(float* out, float* lse, const H* q, const H* k
 template <typename H, int HD, bool DROP, class C = Attn3Dq<HD, DROP>>
 __device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* q, const H* k, const H* v,
                                       const float* out, const float* dout, const float* lse, i64 nbh, i64 t, int hd,
-                                      float scale, u64 seed, u64 offset, u64 thr, float dscale) {
+                                      int nh, int rsi, int rso, float scale, u64 seed, u64 offset, u64 thr,
+                                      float dscale) {
   constexpr int W = C::W, NT = 32 * W, BR = 16 * W, BC = C::BN, SUB = C::SUB, S = HD + 8, KD = HD / 16, NS = SUB / 8,
                 ND = HD / 8;
   constexpr int STAGE = 2 * BC * S, SMEM = BR * S > 2 * STAGE ? BR * S : 2 * STAGE;
@@ -244,9 +255,10 @@ __device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, qd = lane & 3;
   const i64 h = blockIdx.x % nbh, nq = (t + BR - 1) / BR;
   const int q0 = (int)(nq - 1 - blockIdx.x / nbh) * BR, T = (int)t;  // row indices in 32 bits
-  const i64 base = h * t * hd;
-  const bool fast = hd == HD && attn_aligned(q) && attn_aligned(k) && attn_aligned(v);
-  attn_tile<BR, HD, S, NT>(sm, q + base, (i64)q0, t, hd, fast);
+  const i64 base = attn_head(h, t, hd, nh, rsi);                     // q, k, v and dq's head
+  const bool fast = hd == HD && (rsi & 7) == 0 && attn_aligned(q + base) && attn_aligned(k + base) &&
+                    attn_aligned(v + base);
+  attn_tile<BR, HD, S, NT>(sm, q + base, (i64)q0, t, hd, (i64)rsi, fast);
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
@@ -254,8 +266,11 @@ __device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* 
 #pragma unroll
   for (int kd = 0; kd < KD; kd++) ldsm_a<S>(qa[kd], sm, warp * 16, kd * 16);
   __syncthreads();
-  // The dout tile, rounded to H into sm and doh; delta.
-  if (hd == HD && attn_aligned(dout) && attn_aligned(out) && attn_aligned(doh)) {
+  // The dout tile, rounded to H into sm and doh (contiguous (bh, t, hd));
+  // delta.
+  const float *go0 = dout + attn_head(h, t, hd, nh, rso), *yo0 = out + attn_head(h, t, hd, nh, rso);
+  H* const dh0 = doh + h * t * hd;
+  if (hd == HD && (rso & 3) == 0 && attn_aligned(go0) && attn_aligned(yo0) && attn_aligned(dh0)) {
     constexpr int G = HD / 8;  // a row's 8-element groups: G consecutive lanes
 #pragma unroll
     for (int i = tid; i < BR * G; i += NT) {
@@ -264,8 +279,8 @@ __device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* 
       Pack<H, 8> p;
       float dot = 0.f;
       if (row < t) {
-        const float* go = dout + base + row * HD + c;
-        const float* yo = out + base + row * HD + c;
+        const float* go = go0 + row * rso + c;
+        const float* yo = yo0 + row * rso + c;
         const Pack<float, 4> g0 = load_pack<float, 4>(go), g1 = load_pack<float, 4>(go + 4);
         const Pack<float, 4> y0 = load_pack<float, 4>(yo), y1 = load_pack<float, 4>(yo + 4);
 #pragma unroll
@@ -273,7 +288,7 @@ __device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* 
           dot += g0.v[j] * y0.v[j] + g1.v[j] * y1.v[j];
           p.v[j] = MmaType<H>::from(g0.v[j]), p.v[j + 4] = MmaType<H>::from(g1.v[j]);
         }
-        store_pack<H, 8>(doh + base + row * HD + c, p);
+        store_pack<H, 8>(dh0 + row * HD + c, p);
       } else {
 #pragma unroll
         for (int j = 0; j < 8; j++) p.v[j] = MmaType<H>::from(0.f);
@@ -287,15 +302,15 @@ __device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* 
     for (int i = tid; i < BR * HD; i += NT) {
       const int r = i / HD, d = i - r * HD;
       const i64 row = q0 + r;
-      const H x = MmaType<H>::from((row < t && d < hd) ? dout[base + row * hd + d] : 0.f);
+      const H x = MmaType<H>::from((row < t && d < hd) ? go0[row * rso + d] : 0.f);
       sm[r * S + d] = x;
-      if (row < t && d < hd) doh[base + row * hd + d] = x;
+      if (row < t && d < hd) dh0[row * hd + d] = x;
     }
     for (int r = warp; r < BR; r += W) {  // a warp per row
       const i64 row = q0 + r;
       float acc = 0.f;
       if (row < t)
-        for (int d = lane; d < hd; d += 32) acc += dout[base + row * hd + d] * out[base + row * hd + d];
+        for (int d = lane; d < hd; d += 32) acc += go0[row * rso + d] * yo0[row * rso + d];
       acc = warp_reduce(acc, SumOp());
       if (lane == 0) sDelta[r] = acc;
     }
@@ -318,8 +333,8 @@ __device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* 
   const H *kh = k + base, *vh = v + base;
   auto load_kv = [&](int kt) {
     H* st = sm + (kt & 1) * STAGE;
-    attn_tile<BC, HD, S, NT>(st, kh, kt * BC, T, hd, fast);
-    attn_tile<BC, HD, S, NT>(st + BC * S, vh, kt * BC, T, hd, fast);
+    attn_tile<BC, HD, S, NT>(st, kh, kt * BC, T, hd, rsi, fast);
+    attn_tile<BC, HD, S, NT>(st + BC * S, vh, kt * BC, T, hd, rsi, fast);
     cp_async_commit();
   };
   load_kv(0);
@@ -378,21 +393,22 @@ __device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* 
       }
     }
   }
-  const bool wide = hd == HD && ((uintptr_t)dq & 7) == 0;
+  const bool wide = hd == HD && (rsi & 1) == 0 && ((uintptr_t)(dq + base) & 7) == 0;
 #pragma unroll
   for (int i = 0; i < 2; i++) {
     if (rows[i] >= T) continue;
 #pragma unroll
     for (int nd = 0; nd < ND; nd++)
-      attn_store2(dq + base, rows[i], nd * 8 + 2 * qd, hd, wide, acc[nd][2 * i] * scale, acc[nd][2 * i + 1] * scale);
+      attn_store2(dq + base, rows[i], nd * 8 + 2 * qd, hd, rsi, wide, acc[nd][2 * i] * scale,
+                  acc[nd][2 * i + 1] * scale);
   }
 }
 
 // backward_dkdv reads dout as backward_dq rounded it (doh).
 template <typename H, int HD, bool DROP, class C = Attn3Dkv<HD, DROP>>
 __device__ void attn_backward_dkdv_mma3(float* dk, float* dv, const H* q, const H* k, const H* v, const H* doh,
-                                        const float* lse, const float* delta, i64 nbh, i64 t, int hd, float scale,
-                                        u64 seed, u64 offset, u64 thr, float dscale) {
+                                        const float* lse, const float* delta, i64 nbh, i64 t, int hd, int nh,
+                                        int rsi, float scale, u64 seed, u64 offset, u64 thr, float dscale) {
   constexpr int W = C::W, NT = 32 * W, KB = 16 * W, QB = C::BN, S = HD + 8, KD = HD / 16, NQ = QB / 8, ND = HD / 8;
   constexpr bool RES = C::RES;
   constexpr int STAGE = 2 * QB * S, KV = 2 * KB * S;
@@ -403,13 +419,20 @@ __device__ void attn_backward_dkdv_mma3(float* dk, float* dv, const H* q, const 
   // stages of (Q tile, dout tile).
   __shared__ __align__(128) H sm[SMEM];
   __shared__ __align__(16) float sL[2][QB], sD[2][QB];
+  __shared__ i64 sBase;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, qd = lane & 3;
   const i64 h = blockIdx.x % nbh;
   const int k0 = (int)(blockIdx.x / nbh) * KB, T = (int)t;  // the first key tiles have the most rows
-  const i64 base = h * t * hd;
-  const bool fast = hd == HD && attn_aligned(q) && attn_aligned(k) && attn_aligned(v) && attn_aligned(doh);
-  attn_tile<KB, HD, S, NT>(sm, k + base, (i64)k0, t, hd, fast);
-  attn_tile<KB, HD, S, NT>(sm + KB * S, v + base, (i64)k0, t, hd, fast);
+  // q, k, v, dk and dv's head (doh is contiguous), read from shared
+  // memory: kept in registers across the loop it made the kernel spill
+  // (h * t * hd, before the layouts, was recomputed instead).
+  if (tid == 0) sBase = attn_head(h, t, hd, nh, rsi);
+  __syncthreads();
+  const i64 base = sBase;
+  const bool fast = hd == HD && (rsi & 7) == 0 && attn_aligned(q + base) && attn_aligned(k + base) &&
+                    attn_aligned(v + base) && attn_aligned(doh + h * t * hd);
+  attn_tile<KB, HD, S, NT>(sm, k + base, (i64)k0, t, hd, (i64)rsi, fast);
+  attn_tile<KB, HD, S, NT>(sm + KB * S, v + base, (i64)k0, t, hd, (i64)rsi, fast);
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
@@ -425,17 +448,18 @@ __device__ void attn_backward_dkdv_mma3(float* dk, float* dv, const H* q, const 
   H* const stages = sm + (RES ? KV : 0);
   const int qs = (k0 / QB) * QB;  // the first query tile with a row at or after k0
   const int nt = (T - qs + QB - 1) / QB;
-  const H *qh = q + base, *dh = doh + base;
-  const float *lh = lse + h * t, *ch = delta + h * t;
+  // Streamed tiles are addressed from the kernel's parameters and two
+  // offsets, not from four head pointers: registers for the row stride.
+  const i64 ht = h * t;
   auto load_q = [&](int it) {
     H* st = stages + (it & 1) * STAGE;
     const int q0 = qs + it * QB;
-    attn_tile<QB, HD, S, NT>(st, qh, q0, T, hd, fast);
-    attn_tile<QB, HD, S, NT>(st + QB * S, dh, q0, T, hd, fast);
+    attn_tile<QB, HD, S, NT>(st, q + base, q0, T, hd, rsi, fast);
+    attn_tile_contig<QB, HD, S, NT>(st + QB * S, doh + ht * hd, q0, T, hd, fast);
     if (tid < QB) {
       const int row = q0 + tid, r = row < T ? row : 0;
-      cp_async4(&sL[it & 1][tid], lh + r, row < T);
-      cp_async4(&sD[it & 1][tid], ch + r, row < T);
+      cp_async4(&sL[it & 1][tid], lse + ht + r, row < T);
+      cp_async4(&sD[it & 1][tid], delta + ht + r, row < T);
     }
     cp_async_commit();
   };
@@ -535,15 +559,15 @@ __device__ void attn_backward_dkdv_mma3(float* dk, float* dv, const H* q, const 
       }
     }
   }
-  const bool wide = hd == HD && ((uintptr_t)dk & 7) == 0 && ((uintptr_t)dv & 7) == 0;
+  const bool wide = hd == HD && (rsi & 1) == 0 && ((uintptr_t)(dk + base) & 7) == 0 && ((uintptr_t)(dv + base) & 7) == 0;
 #pragma unroll
   for (int i = 0; i < 2; i++) {
     if (keys[i] >= T) continue;
 #pragma unroll
     for (int nd = 0; nd < ND; nd++) {
       const int d = nd * 8 + 2 * qd;
-      attn_store2(dk + base, keys[i], d, hd, wide, gk[nd][2 * i] * scale, gk[nd][2 * i + 1] * scale);
-      attn_store2(dv + base, keys[i], d, hd, wide, gv[nd][2 * i], gv[nd][2 * i + 1]);
+      attn_store2(dk + base, keys[i], d, hd, rsi, wide, gk[nd][2 * i] * scale, gk[nd][2 * i + 1] * scale);
+      attn_store2(dv + base, keys[i], d, hd, rsi, wide, gv[nd][2 * i], gv[nd][2 * i + 1]);
     }
   }
 }
@@ -552,25 +576,26 @@ __device__ void attn_backward_dkdv_mma3(float* dk, float* dv, const H* q, const 
 #define ATTENTION_MMA3_KERNELS(name, DROP, sfx, H, HD)                                                             \
   extern "C" __global__ void __launch_bounds__(32 * Attn3Fwd<HD, DROP>::W, Attn3Fwd<HD, DROP>::MINB)               \
       attention_forward_##name##_##sfx##_h##HD(float* out, float* lse, const H* q, const H* k, const H* v, i64 nbh, \
-                                               i64 t, int hd, float scale, u64 seed, u64 offset, u64 thr,           \
-                                               float dscale) {                                                      \
-    attn_forward_mma3<H, HD, DROP>(out, lse, q, k, v, nbh, t, hd, scale, seed, offset, thr, dscale);                \
+                                               i64 t, int hd, int nh, int rsi, int rso, float scale, u64 seed,      \
+                                               u64 offset, u64 thr, float dscale) {                                 \
+    attn_forward_mma3<H, HD, DROP>(out, lse, q, k, v, nbh, t, hd, nh, rsi, rso, scale, seed, offset, thr, dscale);  \
   }                                                                                                                 \
   extern "C" __global__ void __launch_bounds__(32 * Attn3Dq<HD, DROP>::W, Attn3Dq<HD, DROP>::MINB)                 \
       attention_backward_dq_##name##_##sfx##_h##HD(float* dq, float* delta, H* doh, const H* q, const H* k,        \
                                                    const H* v, const float* out, const float* dout,                 \
-                                                   const float* lse, i64 nbh, i64 t, int hd, float scale, u64 seed, \
-                                                   u64 offset, u64 thr, float dscale) {                             \
-    attn_backward_dq_mma3<H, HD, DROP>(dq, delta, doh, q, k, v, out, dout, lse, nbh, t, hd, scale, seed, offset,    \
-                                       thr, dscale);                                                                \
+                                                   const float* lse, i64 nbh, i64 t, int hd, int nh, int rsi,       \
+                                                   int rso, float scale, u64 seed, u64 offset, u64 thr,             \
+                                                   float dscale) {                                                  \
+    attn_backward_dq_mma3<H, HD, DROP>(dq, delta, doh, q, k, v, out, dout, lse, nbh, t, hd, nh, rsi, rso, scale,    \
+                                       seed, offset, thr, dscale);                                                  \
   }                                                                                                                 \
   extern "C" __global__ void __launch_bounds__(32 * Attn3Dkv<HD, DROP>::W, Attn3Dkv<HD, DROP>::MINB)               \
       attention_backward_dkdv_##name##_##sfx##_h##HD(float* dk, float* dv, const H* q, const H* k, const H* v,     \
                                                      const H* doh, const float* lse, const float* delta, i64 nbh,  \
-                                                     i64 t, int hd, float scale, u64 seed, u64 offset, u64 thr,    \
-                                                     float dscale) {                                                \
-    attn_backward_dkdv_mma3<H, HD, DROP>(dk, dv, q, k, v, doh, lse, delta, nbh, t, hd, scale, seed, offset, thr,    \
-                                         dscale);                                                                   \
+                                                     i64 t, int hd, int nh, int rsi, float scale, u64 seed,         \
+                                                     u64 offset, u64 thr, float dscale) {                           \
+    attn_backward_dkdv_mma3<H, HD, DROP>(dk, dv, q, k, v, doh, lse, delta, nbh, t, hd, nh, rsi, scale, seed,        \
+                                         offset, thr, dscale);                                                      \
   }
 
 #define ATTENTION_MMA3_KERNELS_ALL_HD(sfx, H)          \

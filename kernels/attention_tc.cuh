@@ -205,29 +205,51 @@ __device__ __forceinline__ bool attn_aligned(const T* p) {
   return ((uintptr_t)p & 15) == 0;
 }
 
-// attn_tile copies rows [r0, r0+R) of the (t, hd) matrix x into sh,
-// [r][d] with row stride S, zero past t and hd: by cp.async (16 bytes a
-// copy, the caller commits) when fast (hd == HD, x 16-byte aligned),
-// else element by element with plain stores. Row indices are computed in
-// I, t's type: int where the caller knows a head's t * hd elements fit in
-// 31 bits (x already offset to the head: the streamed tiles), i64 else.
+// attn_head is where head h of a (bh, t, hd) operand starts, in elements:
+// the heads of a pass's operands lie (bh / nh, t, nh, hd) with rows rs
+// elements apart, head h at (h / nh) * t * rs + (h % nh) * hd. Contiguous
+// (bh, t, hd) is nh 1, rs hd; the q, k and v of one (B, T, 3C) product
+// (a token's three groups of nh heads side by side) are nh H, rs 3C, and
+// an output (B, T, C) is nh H, rs C.
+__device__ __forceinline__ i64 attn_head(i64 h, i64 t, int hd, int nh, int rs) {
+  return (h / nh) * t * rs + (h % nh) * hd;
+}
+
+// attn_tile copies rows [r0, r0+R) of the (t, hd) matrix x, rows rs
+// elements apart, into sh, [r][d] with row stride S, zero past t and hd:
+// by cp.async (16 bytes a copy, the caller commits) when fast (hd == HD,
+// x and rs 16-byte aligned), else element by element with plain stores.
+// Row indices are computed in I, t's type: int where the caller knows a
+// head's t * rs elements fit in 31 bits (x already offset to the head:
+// the streamed tiles), i64 else.
 template <int R, int HD, int S, int NT, typename H, typename I>
-__device__ __forceinline__ void attn_tile(H* sh, const H* x, I r0, I t, int hd, bool fast) {
+__device__ __forceinline__ void attn_tile(H* sh, const H* x, I r0, I t, int hd, I rs, bool fast) {
   if (fast) {
     constexpr int G = HD / 8;
 #pragma unroll
     for (int i = threadIdx.x; i < R * G; i += NT) {
       const int r = i / G, c = (i - r * G) * 8;
       const I row = r0 + r;
-      cp_async16(sh + r * S + c, x + (row < t ? row : 0) * HD + c, row < t);
+      cp_async16(sh + r * S + c, x + (row < t ? row : 0) * rs + c, row < t);
     }
     return;
   }
   for (int i = threadIdx.x; i < R * HD; i += NT) {
     const int r = i / HD, d = i - r * HD;
     const I row = r0 + r;
-    sh[r * S + d] = (row < t && d < hd) ? x[row * hd + d] : MmaType<H>::from(0.f);
+    sh[r * S + d] = (row < t && d < hd) ? x[row * rs + d] : MmaType<H>::from(0.f);
   }
+}
+
+// attn_tile_contig is attn_tile for a contiguous (t, hd) x (rows hd
+// apart): the row stride is the constant HD on the fast path.
+template <int R, int HD, int S, int NT, typename H, typename I>
+__device__ __forceinline__ void attn_tile_contig(H* sh, const H* x, I r0, I t, int hd, bool fast) {
+  if (fast) {
+    attn_tile<R, HD, S, NT>(sh, x, r0, t, hd, (I)HD, true);
+    return;
+  }
+  attn_tile<R, HD, S, NT>(sh, x, r0, t, hd, (I)hd, false);
 }
 
 // ldsm_a loads the A fragment of rows [r, r+16), columns [k, k+16) of a
@@ -253,12 +275,13 @@ __device__ __forceinline__ void ldsm_bt(u32 (&b)[4], const H* sh, int n, int k) 
 }
 
 // attn_store2 writes the accumulator pair (x0, x1) of row row, columns
-// d and d+1 of a (t, hd) float matrix: one 8-byte store when wide.
-__device__ __forceinline__ void attn_store2(float* y, i64 row, int d, int hd, bool wide, float x0, float x1) {
+// d and d+1 of a (t, hd) float matrix with rows rs elements apart: one
+// 8-byte store when wide.
+__device__ __forceinline__ void attn_store2(float* y, i64 row, int d, int hd, int rs, bool wide, float x0, float x1) {
   if (wide) {
-    *reinterpret_cast<float2*>(y + row * hd + d) = make_float2(x0, x1);
+    *reinterpret_cast<float2*>(y + row * rs + d) = make_float2(x0, x1);
     return;
   }
-  if (d < hd) y[row * hd + d] = x0;
-  if (d + 1 < hd) y[row * hd + d + 1] = x1;
+  if (d < hd) y[row * rs + d] = x0;
+  if (d + 1 < hd) y[row * rs + d + 1] = x1;
 }

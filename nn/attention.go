@@ -1,10 +1,6 @@
 package nn
 
-import (
-	"fmt"
-
-	"github.com/strata-ml/strata/autograd"
-)
+import "fmt"
 
 // Attention says how CausalSelfAttention computes its attention.
 type Attention int
@@ -14,8 +10,10 @@ const (
 	// probabilities are materialised for the op and recomputed in
 	// backward. The default until fused is measured faster.
 	AttentionPlain Attention = iota
-	// AttentionFused is autograd.FusedCausalAttention (FlashAttention-2):
-	// no (B, H, T, T) matrix at all; the same function and dropout mask.
+	// AttentionFused is autograd.FusedCausalAttentionQKV
+	// (FlashAttention-2 over the heads of the q/k/v product in place): no
+	// (B, H, T, T) matrix at all, and no head split or merge copies; the
+	// same function and dropout mask.
 	AttentionFused
 )
 
@@ -38,14 +36,6 @@ func ParseAttention(s string) (Attention, error) {
 		return AttentionFused, nil
 	}
 	return 0, fmt.Errorf("nn: attention %q: want plain or fused", s)
-}
-
-// op is the autograd op of a.
-func (a Attention) op() func(q, k, v *autograd.Var, p float64, seed, offset uint64) *autograd.Var {
-	if a == AttentionFused {
-		return autograd.FusedCausalAttention
-	}
-	return autograd.CausalAttention
 }
 
 // SetAttention sets how every block attends (plain by default). Losses

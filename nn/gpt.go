@@ -217,7 +217,16 @@ func (a *CausalSelfAttention) Forward(x *autograd.Var) *autograd.Var {
 	s := x.Value.Shape()
 	B, T, C := s[0], s[1], s[2]
 	H := a.Heads
-	qkv := a.CAttn.Forward(x)                      // (B, T, 3C)
+	qkv := a.CAttn.Forward(x) // (B, T, 3C)
+	if a.Attention == AttentionFused {
+		// The heads of qkv in place, y (B, T, C) with its heads side by
+		// side: no split or merge copies. The op keeps what its backward
+		// needs (under autocast the half copy of qkv), so qkv goes now.
+		p, off := a.AttnDrop.next(x.Value.Ctx(), B*H*T*T) // the attention probabilities
+		y := autograd.FusedCausalAttentionQKV(qkv, H, p, a.AttnDrop.Seed, off)
+		qkv.Drop()
+		return a.ResidDrop.Forward(a.CProj.Forward(y))
+	}
 	qkv5 := autograd.Reshape(qkv, B, T, 3, H, C/H) // (B, T, 3, H, hd)
 	perm := autograd.Permute(qkv5, 2, 0, 3, 1, 4)  // (3, B, H, T, hd), a view
 	heads := autograd.Contiguous(perm)
@@ -225,9 +234,9 @@ func (a *CausalSelfAttention) Forward(x *autograd.Var) *autograd.Var {
 	q := autograd.Reshape(autograd.Narrow(heads, 0, 0, 1), B, H, T, C/H)
 	k := autograd.Reshape(autograd.Narrow(heads, 0, 1, 1), B, H, T, C/H)
 	v := autograd.Reshape(autograd.Narrow(heads, 0, 2, 1), B, H, T, C/H)
-	p, off := a.AttnDrop.next(x.Value.Ctx(), B*H*T*T)       // the attention probabilities
-	y := a.Attention.op()(q, k, v, p, a.AttnDrop.Seed, off) // (B, H, T, hd)
-	yp := autograd.Permute(y, 0, 2, 1, 3)                   // (B, T, H, hd), a view
+	p, off := a.AttnDrop.next(x.Value.Ctx(), B*H*T*T)               // the attention probabilities
+	y := autograd.CausalAttention(q, k, v, p, a.AttnDrop.Seed, off) // (B, H, T, hd)
+	yp := autograd.Permute(y, 0, 2, 1, 3)                           // (B, T, H, hd), a view
 	yc := autograd.Contiguous(yp)
 	dropAll(y, yp)
 	y = autograd.Reshape(yc, B, T, C)

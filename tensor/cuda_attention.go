@@ -19,7 +19,10 @@ import (
 // Philox code and so with larger tiles and more blocks an SM, with it the
 // mma3drop ones. EnvAttention=simt selects the float32-math ones, which
 // float32 inputs always run. The mma3 backward_dq also rounds dout to the
-// input type into scratch (doh) for backward_dkdv.
+// input type into scratch (doh) for backward_dkdv. The mma3 kernels take
+// their operands' layout (attnRows: heads to a token, row strides), so
+// FusedCausalAttentionQKV runs them on the heads of a (B, T, 3C) product
+// in place; the float32-math ones read contiguous heads only.
 
 // EnvAttention selects the kernels of float16 and bfloat16 fused
 // attention: "simt" the float32-math ones (for comparisons and as a
@@ -150,26 +153,61 @@ func attnGrid(op string, bh, t, rows int) [3]uint32 {
 }
 
 func (b cudaBackend) attentionForward(out, lse, q, k, v *Tensor, bh, t, hd int, scale, p float64, seed, offset uint64) {
+	if !b.attentionForwardRows(out, lse, q, k, v, bh, t, hd, contiguousRows(hd), scale, p, seed, offset) {
+		fail("FusedCausalAttention", ErrShape, "%d rows of %d: a head exceeds the kernels' 32-bit row indices", t, hd)
+	}
+}
+
+func (b cudaBackend) attentionBackward(dq, dk, dv, q, k, v, out, dout, lse *Tensor, bh, t, hd int, scale, p float64, seed, offset uint64) {
+	if !b.attentionBackwardRows(dq, dk, dv, q, k, v, out, dout, lse, bh, t, hd, contiguousRows(hd), scale, p, seed, offset) {
+		fail("FusedCausalAttentionBackward", ErrShape, "%d rows of %d: a head exceeds the kernels' 32-bit row indices", t, hd)
+	}
+}
+
+// rowsFit reports whether the kernels of dtype index di can take
+// operands laid out as rows says: the float32-math ones read contiguous
+// (bh, t, hd) only, and the tensor-core ones index a head's rows in 32
+// bits.
+func rowsFit(kind int, rows attnRows, t, hd int) bool {
+	if kind != attnMMA3 {
+		return rows == contiguousRows(hd)
+	}
+	return int64(t)*int64(max(rows.rsi, rows.rso)) < 1<<31
+}
+
+func (b cudaBackend) attentionForwardRows(out, lse, q, k, v *Tensor, bh, t, hd int, rows attnRows, scale, p float64, seed, offset uint64) bool {
 	const op = "FusedCausalAttention"
 	d := b.d
 	di, hi := attentionVariant(op, q.dtype, hd)
-	fn, grid, block := d.k.attention.kernel(op, attnKind(di), 0, di, hi, bh, t, p > 0, attnFwdRows)
+	kind := attnKind(di)
+	if !rowsFit(kind, rows, t, hd) {
+		return false
+	}
+	fn, grid, block := d.k.attention.kernel(op, kind, 0, di, hi, bh, t, p > 0, attnFwdRows)
 	d.launch(op, fn, grid, block, func(a *cuda.Args) {
 		a.Ptr(devPtr(out)).Ptr(devPtr(lse)).Ptr(devPtr(q)).Ptr(devPtr(k)).Ptr(devPtr(v))
-		a.Int64(int64(bh)).Int64(int64(t)).Int32(int32(hd)).Float32(float32(scale))
+		a.Int64(int64(bh)).Int64(int64(t)).Int32(int32(hd))
+		if kind == attnMMA3 {
+			a.Int32(int32(rows.nh)).Int32(int32(rows.rsi)).Int32(int32(rows.rso))
+		}
+		a.Float32(float32(scale))
 		attnDropArgs(a, p, seed, offset)
 	})
+	return true
 }
 
-// attentionBackward runs backward_dq, which writes delta into scratch,
-// then backward_dkdv, which reads it (the stream orders them). The mma3
-// backward_dq also writes dout rounded to q's dtype (doh, before delta in
-// the scratch) for backward_dkdv.
-func (b cudaBackend) attentionBackward(dq, dk, dv, q, k, v, out, dout, lse *Tensor, bh, t, hd int, scale, p float64, seed, offset uint64) {
+// attentionBackwardRows runs backward_dq, which writes delta into
+// scratch, then backward_dkdv, which reads it (the stream orders them).
+// The mma3 backward_dq also writes dout rounded to q's dtype (doh,
+// contiguous, before delta in the scratch) for backward_dkdv.
+func (b cudaBackend) attentionBackwardRows(dq, dk, dv, q, k, v, out, dout, lse *Tensor, bh, t, hd int, rows attnRows, scale, p float64, seed, offset uint64) bool {
 	const op = "FusedCausalAttentionBackward"
 	d := b.d
 	di, hi := attentionVariant(op, q.dtype, hd)
 	kind := attnKind(di)
+	if !rowsFit(kind, rows, t, hd) {
+		return false
+	}
 	dohBytes, withDoh := 0, kind == attnMMA3
 	if withDoh {
 		dohBytes = (bh*t*hd*q.dtype.Size() + 15) &^ 15
@@ -186,7 +224,11 @@ func (b cudaBackend) attentionBackward(dq, dk, dv, q, k, v, out, dout, lse *Tens
 		}
 		a.Ptr(devPtr(q)).Ptr(devPtr(k)).Ptr(devPtr(v))
 		a.Ptr(devPtr(out)).Ptr(devPtr(dout)).Ptr(devPtr(lse))
-		a.Int64(int64(bh)).Int64(int64(t)).Int32(int32(hd)).Float32(float32(scale))
+		a.Int64(int64(bh)).Int64(int64(t)).Int32(int32(hd))
+		if withDoh {
+			a.Int32(int32(rows.nh)).Int32(int32(rows.rsi)).Int32(int32(rows.rso))
+		}
+		a.Float32(float32(scale))
 		attnDropArgs(a, p, seed, offset)
 	})
 	fn, grid, block = d.k.attention.kernel(op, kind, 2, di, hi, bh, t, p > 0, attnDkvRows)
@@ -198,7 +240,12 @@ func (b cudaBackend) attentionBackward(dq, dk, dv, q, k, v, out, dout, lse *Tens
 			a.Ptr(devPtr(dout))
 		}
 		a.Ptr(devPtr(lse)).Ptr(delta)
-		a.Int64(int64(bh)).Int64(int64(t)).Int32(int32(hd)).Float32(float32(scale))
+		a.Int64(int64(bh)).Int64(int64(t)).Int32(int32(hd))
+		if withDoh {
+			a.Int32(int32(rows.nh)).Int32(int32(rows.rsi))
+		}
+		a.Float32(float32(scale))
 		attnDropArgs(a, p, seed, offset)
 	})
+	return true
 }

@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"os"
 	"strconv"
 	"testing"
 )
@@ -52,6 +53,17 @@ func driveAttentionKernels(t *testing.T, d *cudaDevice, b cudaBackend) {
 			for _, p := range []float64{0, 0.1} {
 				b.attentionForward(out, lse, q, k, v, bh, T, hd, 0.125, p, 7, 5)
 				b.attentionBackward(n(Float32, bh, T, hd), n(Float32, bh, T, hd), n(Float32, bh, T, hd), q, k, v, out, dout, lse, bh, T, hd, 0.125, p, 7, 5)
+				// The heads of a (B, T, 3C) product in place: the
+				// tensor-core kernels take them, the float32-math ones
+				// decline (the op then copies).
+				rows := attnRows{nh: 3, rsi: 9 * hd, rso: 3 * hd}
+				mma := dt != Float32 && os.Getenv(EnvAttention) != "simt"
+				if got := b.attentionForwardRows(out, lse, q, k, v, bh, T, hd, rows, 0.125, p, 7, 5); got != mma {
+					t.Errorf("%v hd %d: forward over a (B, T, 3C) product ran %v, want %v", dt, hd, got, mma)
+				}
+				if got := b.attentionBackwardRows(n(Float32, bh, T, hd), n(Float32, bh, T, hd), n(Float32, bh, T, hd), q, k, v, out, dout, lse, bh, T, hd, rows, 0.125, p, 7, 5); got != mma {
+					t.Errorf("%v hd %d: backward over a (B, T, 3C) product ran %v, want %v", dt, hd, got, mma)
+				}
 			}
 		}
 	}

@@ -51,9 +51,12 @@ struct Shape {
 };
 
 // The tensor-core kernels (TC) pass dout rounded to T from backward_dq
-// to backward_dkdv through doh.
+// to backward_dkdv through doh. With nh > 0 they run on the layout of a
+// (B, T, 3C) product: q, k, v (and dq, dk, dv) interleaved a token at a
+// time, nh heads each, out and dout (B, T, nh * hd); the operands are
+// scattered into it and the results gathered back for the checks.
 template <typename T, int HD, bool TC = false, typename F, typename DQ, typename DKV>
-void run_case(const char* dt, Shape sh, F fwd, DQ bdq, DKV bdkv, int bh, int t, int hd, double p) {
+void run_case(const char* dt, Shape sh, F fwd, DQ bdq, DKV bdkv, int bh, int t, int hd, double p, int nh = 0) {
   const u64 seed = 0x5eed, offset = 12345;
   const float scale = 1.f / std::sqrt((float)hd);
   const u64 thr = p > 0 ? (u64)std::ceil(p * 0x1p32) : 0;
@@ -114,23 +117,58 @@ void run_case(const char* dt, Shape sh, F fwd, DQ bdq, DKV bdkv, int bh, int t, 
     }
   std::vector<float> gout(n, NAN), glse(bh * t, NAN), gdq(n, NAN), gdk(n, NAN), gdv(n, NAN), delta(bh * t, NAN);
   const int BR = sh.fwdRows, DR = sh.dqRows, KB = sh.dkvRows;
-  emu_launch(bh * ((t + BR - 1) / BR), sh.threads, [&] {
-    fwd(gout.data(), glse.data(), q.data(), k.data(), v.data(), bh, t, hd, scale, seed, offset, thr, dscale);
-  });
   std::vector<T> doh(n, from_f<T>(NAN));
-  emu_launch(bh * ((t + DR - 1) / DR), sh.dqThreads ? sh.dqThreads : sh.threads, [&] {
-    if constexpr (TC)
-      bdq(gdq.data(), delta.data(), doh.data(), q.data(), k.data(), v.data(), gout.data(), dout.data(), glse.data(), bh, t, hd, scale, seed, offset, thr, dscale);
-    else
+  if constexpr (TC) {
+    // Layouts: contiguous (nh 1, rows hd apart), or a (B, T, 3C) product.
+    const int knh = nh > 0 ? nh : 1, rsi = nh > 0 ? 3 * nh * hd : hd, rso = nh > 0 ? nh * hd : hd;
+    const size_t gi = nh > 0 ? (size_t)nh * hd : n, go = n;  // offset of k (and v) after q; size of out
+    auto at = [&](int h, int r, int d, int rs) { return (size_t)(h / knh) * t * rs + (size_t)(h % knh) * hd + (size_t)r * rs + d; };
+    std::vector<T> qkv(nh > 0 ? 3 * n : 3 * n, from_f<T>(NAN));
+    std::vector<float> sout(go, NAN), sdout(go, NAN), sdq(3 * n, NAN);
+    for (int h = 0; h < bh; h++)
+      for (int r = 0; r < t; r++)
+        for (int d = 0; d < hd; d++) {
+          const size_t c = ((size_t)h * t + r) * hd + d, i = at(h, r, d, rsi);
+          qkv[i] = q[c], qkv[i + gi] = k[c], qkv[i + 2 * gi] = v[c];
+          sdout[at(h, r, d, rso)] = dout[c];
+        }
+    emu_launch(bh * ((t + BR - 1) / BR), sh.threads, [&] {
+      fwd(sout.data(), glse.data(), qkv.data(), qkv.data() + gi, qkv.data() + 2 * gi, bh, t, hd, knh, rsi, rso, scale, seed, offset, thr, dscale);
+    });
+    emu_launch(bh * ((t + DR - 1) / DR), sh.dqThreads ? sh.dqThreads : sh.threads, [&] {
+      bdq(sdq.data(), delta.data(), doh.data(), qkv.data(), qkv.data() + gi, qkv.data() + 2 * gi, sout.data(), sdout.data(), glse.data(), bh, t, hd, knh, rsi, rso, scale, seed, offset, thr, dscale);
+    });
+    emu_launch(bh * ((t + KB - 1) / KB), sh.dkvThreads ? sh.dkvThreads : sh.threads, [&] {
+      bdkv(sdq.data() + gi, sdq.data() + 2 * gi, qkv.data(), qkv.data() + gi, qkv.data() + 2 * gi, doh.data(), glse.data(), delta.data(), bh, t, hd, knh, rsi, scale, seed, offset, thr, dscale);
+    });
+    size_t written = 0;  // elements of the strided outputs the kernels wrote (the rest must stay NaN)
+    for (int h = 0; h < bh; h++)
+      for (int r = 0; r < t; r++)
+        for (int d = 0; d < hd; d++) {
+          const size_t c = ((size_t)h * t + r) * hd + d, i = at(h, r, d, rsi);
+          gout[c] = sout[at(h, r, d, rso)];
+          gdq[c] = sdq[i], gdk[c] = sdq[i + gi], gdv[c] = sdq[i + 2 * gi];
+          written += 4;
+        }
+    size_t touched = 0;
+    for (float x : sout) touched += !std::isnan(x);
+    for (float x : sdq) touched += !std::isnan(x);
+    if (touched != written) {
+      std::printf("    FAIL: the kernels wrote %zu elements, want %zu\n", touched, written);
+      failures++;
+    }
+  } else {
+    emu_launch(bh * ((t + BR - 1) / BR), sh.threads, [&] {
+      fwd(gout.data(), glse.data(), q.data(), k.data(), v.data(), bh, t, hd, scale, seed, offset, thr, dscale);
+    });
+    emu_launch(bh * ((t + DR - 1) / DR), sh.dqThreads ? sh.dqThreads : sh.threads, [&] {
       bdq(gdq.data(), delta.data(), q.data(), k.data(), v.data(), gout.data(), dout.data(), glse.data(), bh, t, hd, scale, seed, offset, thr, dscale);
-  });
-  emu_launch(bh * ((t + KB - 1) / KB), sh.dkvThreads ? sh.dkvThreads : sh.threads, [&] {
-    if constexpr (TC)
-      bdkv(gdk.data(), gdv.data(), q.data(), k.data(), v.data(), doh.data(), glse.data(), delta.data(), bh, t, hd, scale, seed, offset, thr, dscale);
-    else
+    });
+    emu_launch(bh * ((t + KB - 1) / KB), sh.dkvThreads ? sh.dkvThreads : sh.threads, [&] {
       bdkv(gdk.data(), gdv.data(), q.data(), k.data(), v.data(), dout.data(), glse.data(), delta.data(), bh, t, hd, scale, seed, offset, thr, dscale);
-  });
-  std::printf("%s hd %3d (HD %3d) t %3d p %.1f:", dt, hd, HD, t, p);
+    });
+  }
+  std::printf("%s hd %3d (HD %3d) t %3d p %.1f nh %d:", dt, hd, HD, t, p, nh);
   std::printf(" out %.2g", check("out", gout, out, sh.tolOut));
   std::printf(" lse %.2g", check("lse", glse, lse, 1e-5));
   std::printf(" dq %.2g", check("dq", gdq, dq, sh.tolGrad));
@@ -149,16 +187,16 @@ void run_case(const char* dt, Shape sh, F fwd, DQ bdq, DKV bdkv, int bh, int t, 
 #define MMA3_SHAPE(HD, D, u)                                                                                 \
   Shape{16 * Attn3Fwd<HD, D>::W, 16 * Attn3Dq<HD, D>::W, 16 * Attn3Dkv<HD, D>::W, 32 * Attn3Fwd<HD, D>::W, \
         8 * (u), 16 * (u), 32 * Attn3Dq<HD, D>::W, 32 * Attn3Dkv<HD, D>::W}
-#define MMA3_RUN(name, D, sfx, T, u, HD, bh, t, hd, p)                                                     \
+#define MMA3_RUN(name, D, sfx, T, u, HD, bh, t, hd, p, nh)                                                 \
   run_case<T, HD, true>(#sfx "-" #name, MMA3_SHAPE(HD, D, u), attention_forward_##name##_##sfx##_h##HD,   \
                         attention_backward_dq_##name##_##sfx##_h##HD,                                     \
-                        attention_backward_dkdv_##name##_##sfx##_h##HD, bh, t, hd, p)
-#define MMA3_CASE(sfx, T, u, HD, bh, t, hd, p)           \
-  do {                                                   \
-    if ((p) > 0)                                         \
-      MMA3_RUN(mma3drop, true, sfx, T, u, HD, bh, t, hd, p); \
-    else                                                 \
-      MMA3_RUN(mma3, false, sfx, T, u, HD, bh, t, hd, p);    \
+                        attention_backward_dkdv_##name##_##sfx##_h##HD, bh, t, hd, p, nh)
+#define MMA3_CASE(sfx, T, u, HD, bh, t, hd, p, nh)               \
+  do {                                                           \
+    if ((p) > 0)                                                 \
+      MMA3_RUN(mma3drop, true, sfx, T, u, HD, bh, t, hd, p, nh); \
+    else                                                         \
+      MMA3_RUN(mma3, false, sfx, T, u, HD, bh, t, hd, p, nh);    \
   } while (0)
 
 int main(int argc, char** argv) {
@@ -172,18 +210,25 @@ int main(int argc, char** argv) {
   for (int t : {1, 37, 70, 130, 200, 300}) {
     for (double p : {0.0, 0.2}) {
       if (quick) break;
-      MMA3_CASE(f16, __half, uh0, 64, 2, t, 64, p);
-      MMA3_CASE(bf16, __nv_bfloat16, ub0, 64, 3, t, 64, p);
-      MMA3_CASE(bf16, __nv_bfloat16, ub0, 64, 1, t, 40, p);
-      MMA3_CASE(f16, __half, uh0, 128, 2, t, 100, p);
-      MMA3_CASE(bf16, __nv_bfloat16, ub0, 128, 1, t, 128, p);
-      MMA3_CASE(f16, __half, uh0, 16, 2, t, 16, p);
-      MMA3_CASE(bf16, __nv_bfloat16, ub0, 32, 2, t, 24, p);
-      MMA3_CASE(f16, __half, uh0, 32, 1, t, 32, p);
+      MMA3_CASE(f16, __half, uh0, 64, 2, t, 64, p, 0);
+      MMA3_CASE(bf16, __nv_bfloat16, ub0, 64, 3, t, 64, p, 0);
+      MMA3_CASE(bf16, __nv_bfloat16, ub0, 64, 1, t, 40, p, 0);
+      MMA3_CASE(f16, __half, uh0, 128, 2, t, 100, p, 0);
+      MMA3_CASE(bf16, __nv_bfloat16, ub0, 128, 1, t, 128, p, 0);
+      MMA3_CASE(f16, __half, uh0, 16, 2, t, 16, p, 0);
+      MMA3_CASE(bf16, __nv_bfloat16, ub0, 32, 2, t, 24, p, 0);
+      MMA3_CASE(f16, __half, uh0, 32, 1, t, 32, p, 0);
+      // The heads of a (B, T, 3C) product in place: 2 batches of 3 heads
+      // (the aligned, cp.async path), and a padded head size (element by
+      // element).
+      MMA3_CASE(bf16, __nv_bfloat16, ub0, 64, 6, t, 64, p, 3);
+      MMA3_CASE(f16, __half, uh0, 32, 4, t, 32, p, 2);
+      MMA3_CASE(f16, __half, uh0, 128, 2, t, 128, p, 1);
+      MMA3_CASE(bf16, __nv_bfloat16, ub0, 32, 4, t, 24, p, 2);
     }
     if (quick) break;
     // The dropout variants without dropout (thr 0) stay right too.
-    MMA3_RUN(mma3drop, true, bf16, __nv_bfloat16, ub0, 64, 1, t, 64, 0.0);
+    MMA3_RUN(mma3drop, true, bf16, __nv_bfloat16, ub0, 64, 1, t, 64, 0.0, 0);
   }
   for (int t : {1, 37, 70}) {
     if (mma || mma3) break;

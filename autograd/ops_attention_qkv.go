@@ -1,0 +1,54 @@
+package autograd
+
+import (
+	"github.com/strata-ml/strata/amp"
+	"github.com/strata-ml/strata/tensor"
+)
+
+// FusedCausalAttentionQKV is FusedCausalAttention over the heads of one
+// (B, T, 3C) product qkv, as tensor.FusedCausalAttentionQKV lays them
+// out (q, k and v side by side, each C wide, head h at columns
+// [h·hd, (h+1)·hd) of each): y is (B, T, C) with the heads side by side,
+// and the gradient of qkv is one (B, T, 3C) tensor. Against splitting the
+// heads and calling FusedCausalAttention, there are no head split and
+// merge copies in forward or backward (on CUDA the kernels read and write
+// the token-major layouts in place), and the product is cast to the
+// autocast dtype once, not per head group and again in backward.
+//
+// It keeps qkv as the kernels take it (under autocast the half-precision
+// copy, which it owns, so the float32 product may be dropped by the
+// caller; otherwise its own reference to qkv), y and the log-sum-exp. Its
+// selective-checkpointing name is "FusedCausalAttention".
+func FusedCausalAttentionQKV(qkv *Var, heads int, p float64, seed, offset uint64) *Var {
+	const op = "FusedCausalAttention"
+	pr := precisionOf(qkv.Value)
+	x := qkv.Value
+	if dt := pr.operandDType(x); dt != x.DType() {
+		x = amp.Cast(pr.c, x, dt) // the half copy under autocast
+	} else {
+		x = x.Alias() // the caller may Drop qkv; backward reads it
+	}
+	inDT := qkv.Value.DType()
+	y, lse := hooked2(op, pr.c, func() (*tensor.Tensor, *tensor.Tensor) {
+		return tensor.FusedCausalAttentionQKV(x, heads, p, seed, offset)
+	})
+	out := y.Alias() // model code may Drop the output; backward reads it
+	r := Record(op, y, []*Var{qkv}, func(g *tensor.Tensor) []*tensor.Tensor {
+		gc := g
+		if acc := tensor.AccumDType(x.DType()); g.DType() != acc {
+			gc = g.To(acc)
+			defer gc.Release()
+		}
+		d := tensor.FusedCausalAttentionQKVBackward(x, out, lse, gc, heads, p, seed, offset)
+		if d.DType() != inDT {
+			c := d.To(inDT)
+			d.Release()
+			d = c
+		}
+		return []*tensor.Tensor{d}
+	}, x, out, lse)
+	if r.node == nil { // nothing to differentiate: keep nothing
+		release(x, out, lse)
+	}
+	return r
+}

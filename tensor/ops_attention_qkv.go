@@ -1,0 +1,172 @@
+package tensor
+
+import "math"
+
+// attnRows is how the (bh, t, hd) heads of fused attention's operands lie
+// in memory (kernels/attention_tc.cuh's attn_head): as (bh/nh, t, nh, hd),
+// those of q, k, v, dq, dk and dv with rows rsi elements apart, those of
+// out and dout with rows rso apart. Contiguous (bh, t, hd) is nh 1, rows
+// hd apart; the heads of one (B, T, 3C) product are nh H, rsi 3C, and an
+// output (B, T, C) is rso C.
+type attnRows struct{ nh, rsi, rso int }
+
+func contiguousRows(hd int) attnRows { return attnRows{nh: 1, rsi: hd, rso: hd} }
+
+// fusedAttentionRows is implemented by backends whose fused attention
+// reads and writes its operands in place in the layouts attnRows
+// describes (q, k, v and their gradients pointing at head 0 of their
+// group). They return false when their kernels for these operands cannot
+// (the op then copies to and from the contiguous layout).
+type fusedAttentionRows interface {
+	attentionForwardRows(out, lse, q, k, v *Tensor, bh, t, hd int, rows attnRows, scale, p float64, seed, offset uint64) bool
+	attentionBackwardRows(dq, dk, dv, q, k, v, out, dout, lse *Tensor, bh, t, hd int, rows attnRows, scale, p float64, seed, offset uint64) bool
+}
+
+// FusedCausalAttentionQKV is FusedCausalAttention over the heads of one
+// product qkv (B, T, 3C): q, k and v side by side along the last axis,
+// each C = heads·hd wide with head h at columns [h·hd, (h+1)·hd), as a
+// linear layer (GPT-2's c_attn) makes them. y (B, T, C) is the output
+// with its heads side by side, the layout the next projection takes, and
+// lse is (B, heads, T). The results are FusedCausalAttention's over the
+// split heads, dropout mask included. On CUDA the tensor-core kernels
+// (float16 and bfloat16) read the heads in place and write y directly, so
+// there are no head split and merge copies; elsewhere (the CPU, float32,
+// EnvAttention=simt) the op makes them.
+func FusedCausalAttentionQKV(qkv *Tensor, heads int, p float64, seed, offset uint64) (y, lse *Tensor) {
+	const op = "FusedCausalAttentionQKV"
+	b, t, c, hd := qkvShape(op, qkv, heads, p)
+	fa := attentionBackend(op, qkv)
+	src, done := contig(qkv)
+	defer done()
+	ctx := ctxOf(op, qkv)
+	acc := AccumDType(qkv.dtype)
+	if fr, ok := fa.(fusedAttentionRows); ok && b*t*c > 0 {
+		y = mustNew(op, ctx, qkv.dev, acc, []int{b, t, c})
+		defer releaseOnPanic(y)
+		lse = mustNew(op, ctx, qkv.dev, acc, []int{b, heads, t})
+		defer releaseOnPanic(lse)
+		q, k, v := qkvPieces(src, c)
+		defer release3(q, k, v)
+		if fr.attentionForwardRows(y, lse, q, k, v, b*heads, t, hd, attnRows{nh: heads, rsi: 3 * c, rso: c}, 1/math.Sqrt(float64(hd)), p, seed, offset) {
+			return y, lse
+		}
+		y.Release()
+		lse.Release()
+	}
+	q, k, v := splitHeads(src, b, t, heads, hd)
+	defer release3(q, k, v)
+	out, lse := FusedCausalAttention(q, k, v, p, seed, offset)
+	defer releaseOnPanic(lse)
+	defer out.Release()
+	return mergeHeads(out, b, t, c), lse
+}
+
+// FusedCausalAttentionQKVBackward returns the gradient of qkv (B, T, 3C),
+// in the accumulation dtype, from dy (B, T, C), given the forward's qkv,
+// y and lse and its dropout (p, seed, offset). On CUDA the tensor-core
+// kernels write dq, dk and dv into it in place.
+func FusedCausalAttentionQKVBackward(qkv, y, lse, dy *Tensor, heads int, p float64, seed, offset uint64) (dqkv *Tensor) {
+	const op = "FusedCausalAttentionQKVBackward"
+	b, t, c, hd := qkvShape(op, qkv, heads, p)
+	sameDevice(op, qkv, y, lse, dy)
+	acc := AccumDType(qkv.dtype)
+	for _, x := range []*Tensor{y, dy} {
+		if x.dtype != acc || !shapeEq(x.shape, []int{b, t, c}) {
+			fail(op, ErrShape, "y/dy %v %v for qkv %v %v: want %v [%d %d %d]", x.dtype, x.shape, qkv.dtype, qkv.shape, acc, b, t, c)
+		}
+	}
+	if lse.dtype != acc || !shapeEq(lse.shape, []int{b, heads, t}) {
+		fail(op, ErrShape, "lse %v %v for qkv %v and %d heads: want %v [%d %d %d]", lse.dtype, lse.shape, qkv.shape, heads, acc, b, heads, t)
+	}
+	fa := attentionBackend(op, qkv)
+	cs, done := contigAll(qkv, y, lse, dy)
+	defer done()
+	ctx := ctxOf(op, qkv, y, lse, dy)
+	if fr, ok := fa.(fusedAttentionRows); ok && b*t*c > 0 {
+		dqkv = mustNew(op, ctx, qkv.dev, acc, []int{b, t, 3 * c})
+		defer releaseOnPanic(dqkv)
+		q, k, v := qkvPieces(cs[0], c)
+		defer release3(q, k, v)
+		dq, dk, dv := qkvPieces(dqkv, c)
+		defer release3(dq, dk, dv)
+		if fr.attentionBackwardRows(dq, dk, dv, q, k, v, cs[1], cs[3], cs[2], b*heads, t, hd, attnRows{nh: heads, rsi: 3 * c, rso: c}, 1/math.Sqrt(float64(hd)), p, seed, offset) {
+			return dqkv
+		}
+		dqkv.Release()
+	}
+	q, k, v := splitHeads(cs[0], b, t, heads, hd)
+	defer release3(q, k, v)
+	out, dout := splitOutput(cs[1], b, t, heads, hd), splitOutput(cs[3], b, t, heads, hd)
+	defer release3(out, dout, nil)
+	dq, dk, dv := FusedCausalAttentionBackward(q, k, v, out, cs[2], dout, p, seed, offset)
+	defer release3(dq, dk, dv)
+	dqkv = mustNew(op, ctx, qkv.dev, acc, []int{b, t, 3 * c})
+	defer releaseOnPanic(dqkv)
+	d5 := dqkv.Reshape(b, t, 3, heads, hd)
+	defer d5.Release()
+	for i, g := range []*Tensor{dq, dk, dv} {
+		gp := g.Permute(0, 2, 1, 3)
+		gt := gp.Unsqueeze(2) // (B, T, 1, H, hd), a view
+		d5.WriteNarrow(2, i, gt)
+		release3(gp, gt, nil)
+	}
+	return dqkv
+}
+
+// qkvShape checks the operand of the QKV ops and returns B, T, C and the
+// head size.
+func qkvShape(op string, qkv *Tensor, heads int, p float64) (b, t, c, hd int) {
+	qkv.live(op)
+	sameFloat(op, qkv)
+	if qkv.Rank() != 3 || heads <= 0 || qkv.shape[2]%(3*heads) != 0 {
+		fail(op, ErrShape, "qkv %v with %d heads: want (B, T, 3C), C a multiple of the heads", qkv.shape, heads)
+	}
+	if p < 0 || p >= 1 || math.IsNaN(p) {
+		fail(op, ErrArgument, "dropout probability %v not in [0, 1)", p)
+	}
+	c = qkv.shape[2] / 3
+	return qkv.shape[0], qkv.shape[1], c, c / heads
+}
+
+// qkvPieces returns the three C-wide groups of the contiguous (B, T, 3C)
+// x as views: each starts at its group's first head.
+func qkvPieces(x *Tensor, c int) (q, k, v *Tensor) {
+	return x.Narrow(2, 0, c), x.Narrow(2, c, c), x.Narrow(2, 2*c, c)
+}
+
+// splitHeads copies the q, k and v heads of the contiguous (B, T, 3C) x
+// into contiguous (B, H, T, hd) tensors.
+func splitHeads(x *Tensor, b, t, heads, hd int) (q, k, v *Tensor) {
+	x5 := x.Reshape(b, t, 3, heads, hd)
+	defer x5.Release()
+	var out [3]*Tensor
+	for i := range out {
+		n := x5.Narrow(2, i, 1)
+		piece := n.Permute(2, 0, 3, 1, 4) // (1, B, H, T, hd)
+		out[i] = piece.Reshape(b, heads, t, hd)
+		release3(n, piece, nil)
+	}
+	return out[0], out[1], out[2]
+}
+
+// splitOutput copies y (B, T, C) into a contiguous (B, H, T, hd) tensor.
+func splitOutput(y *Tensor, b, t, heads, hd int) *Tensor {
+	r := y.Reshape(b, t, heads, hd)
+	defer r.Release()
+	p := r.Permute(0, 2, 1, 3)
+	defer p.Release()
+	return p.Contiguous()
+}
+
+// mergeHeads copies out (B, H, T, hd) into a contiguous (B, T, C) tensor.
+func mergeHeads(out *Tensor, b, t, c int) *Tensor {
+	p := out.Permute(0, 2, 1, 3)
+	defer p.Release()
+	return p.Reshape(b, t, c)
+}
+
+func release3(a, b, c *Tensor) {
+	a.Release()
+	b.Release()
+	c.Release()
+}
