@@ -18,6 +18,14 @@ import (
 // the same; with dropout, at a head size that fills its kernel (the
 // cp.async path) and a padded one.
 func TestFusedAttentionQKVMatchesSplitHeads(t *testing.T) {
+	testQKVMatchesSplitHeads(t)
+	t.Run("copies", func(t *testing.T) { // the comparison path, on CUDA too
+		t.Setenv(tensor.EnvAttentionQKV, "copy")
+		testQKVMatchesSplitHeads(t)
+	})
+}
+
+func testQKVMatchesSplitHeads(t *testing.T) {
 	onDevices(t, func(t *testing.T, dev tensor.Device) {
 		for _, dt := range []tensor.DType{tensor.Float32, tensor.Float16, tensor.BFloat16, tensor.Float64} {
 			if dt == tensor.Float64 && dev != tensor.CPU() {

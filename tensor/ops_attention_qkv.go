@@ -1,6 +1,14 @@
 package tensor
 
-import "math"
+import (
+	"math"
+	"os"
+)
+
+// EnvAttentionQKV set to "copy" makes FusedCausalAttentionQKV split and
+// merge the heads with copies on every device, as the CPU does: the
+// comparison for the in-place kernels (read at every call).
+const EnvAttentionQKV = "STRATA_ATTENTION_QKV"
 
 // attnRows is how the (bh, t, hd) heads of fused attention's operands lie
 // in memory (kernels/attention_tc.cuh's attn_head): as (bh/nh, t, nh, hd),
@@ -31,7 +39,7 @@ type fusedAttentionRows interface {
 // split heads, dropout mask included. On CUDA the tensor-core kernels
 // (float16 and bfloat16) read the heads in place and write y directly, so
 // there are no head split and merge copies; elsewhere (the CPU, float32,
-// EnvAttention=simt) the op makes them.
+// EnvAttention=simt, EnvAttentionQKV=copy) the op makes them.
 func FusedCausalAttentionQKV(qkv *Tensor, heads int, p float64, seed, offset uint64) (y, lse *Tensor) {
 	const op = "FusedCausalAttentionQKV"
 	b, t, c, hd := qkvShape(op, qkv, heads, p)
@@ -40,7 +48,7 @@ func FusedCausalAttentionQKV(qkv *Tensor, heads int, p float64, seed, offset uin
 	defer done()
 	ctx := ctxOf(op, qkv)
 	acc := AccumDType(qkv.dtype)
-	if fr, ok := fa.(fusedAttentionRows); ok && b*t*c > 0 {
+	if fr, ok := fa.(fusedAttentionRows); ok && b*t*c > 0 && os.Getenv(EnvAttentionQKV) != "copy" {
 		y = mustNew(op, ctx, qkv.dev, acc, []int{b, t, c})
 		defer releaseOnPanic(y)
 		lse = mustNew(op, ctx, qkv.dev, acc, []int{b, heads, t})
@@ -82,7 +90,7 @@ func FusedCausalAttentionQKVBackward(qkv, y, lse, dy *Tensor, heads int, p float
 	cs, done := contigAll(qkv, y, lse, dy)
 	defer done()
 	ctx := ctxOf(op, qkv, y, lse, dy)
-	if fr, ok := fa.(fusedAttentionRows); ok && b*t*c > 0 {
+	if fr, ok := fa.(fusedAttentionRows); ok && b*t*c > 0 && os.Getenv(EnvAttentionQKV) != "copy" {
 		dqkv = mustNew(op, ctx, qkv.dev, acc, []int{b, t, 3 * c})
 		defer releaseOnPanic(dqkv)
 		q, k, v := qkvPieces(cs[0], c)
