@@ -190,17 +190,22 @@ func (t *Tensor) Ctx() *Ctx {
 	return t.ctx
 }
 
-// track hands t, just made in c, to c's innermost scope.
+// track hands t, just made in c, to c's innermost scope; with no scope
+// open, t gets the leak safety net (guard).
 func (c *Ctx) track(t *Tensor) {
 	t.ctx = c
 	t.orphan = false
 	c.mu.Lock()
-	if s := c.top; s != nil {
+	s := c.top
+	if s != nil {
 		t.scope = s
 		t.scopeIdx = len(s.tensors)
 		s.tensors = append(s.tensors, t)
 	}
 	c.mu.Unlock()
+	if s == nil {
+		guard(t)
+	}
 }
 
 // untrack takes t out of its scope; it keeps its context.
@@ -238,6 +243,7 @@ func Keep(ts ...*Tensor) {
 		if t != nil {
 			untrack(t)
 			t.ctx, t.orphan = nil, false
+			guard(t) // the caller owns it now
 		}
 	}
 }

@@ -139,7 +139,8 @@ func (c *Ctx) WithRole(r memory.Role, fn func()) {
 		tmp.SetRole(r)
 		defer func() {
 			c.mu.Lock()
-			for _, t := range tmp.tensors {
+			ts := tmp.tensors
+			for _, t := range ts {
 				if t != nil {
 					t.scope = nil
 				}
@@ -148,6 +149,11 @@ func (c *Ctx) WithRole(r memory.Role, fn func()) {
 			tmp.closed = true
 			c.top = tmp.parent
 			c.mu.Unlock()
+			for _, t := range ts {
+				if t != nil && !t.ref.released {
+					guard(t) // owned by no scope now
+				}
+			}
 		}()
 		fn()
 		return

@@ -103,11 +103,28 @@ func castSlice[T any](b []byte) []T {
 	return unsafe.Slice((*T)(unsafe.Pointer(&b[0])), n)
 }
 
-// attach wires the leak safety net to t.
-func attach(t *Tensor) {
+// noteOrigin records, when STRATA_DEBUG is set, the stack that made t for
+// leak reports, and then guards every tensor from its creation.
+func noteOrigin(t *Tensor) {
 	if debugLeaks {
 		b := make([]byte, 8192)
 		t.ref.stack = string(b[:runtime.Stack(b, false)])
+		guard(t)
 	}
-	runtime.AddCleanup(t, cleanupRef, t.ref)
+}
+
+// guard wires the leak safety net to t, once. A tensor that a scope owns
+// needs none while it does: the scope references it until it closes and
+// releases it. So the net is attached when a tensor is owned by no scope:
+// made outside any (an orphan, a tensor of a context with no open scope),
+// or taken out of its scope by Keep. runtime.AddCleanup was a quarter to a
+// half of the host time of a small op (its record goes into a list per
+// span that grows with the live tensors of the span). With STRATA_DEBUG
+// set every tensor is guarded from its creation, which also catches the
+// tensors of a scope left open in a context that was dropped.
+func guard(t *Tensor) {
+	if !t.guarded {
+		t.guarded = true
+		runtime.AddCleanup(t, cleanupRef, t.ref)
+	}
 }

@@ -20,6 +20,7 @@ type Tensor struct {
 	dev      Device
 	ctx      *Ctx   // the context it belongs to (ctx.go); nil once kept
 	orphan   bool   // made in Background by an op on kept tensors, owned by no scope
+	guarded  bool   // the leak safety net is attached (storage.go's guard)
 	scope    *Scope // the scope that owns it, if any
 	scopeIdx int
 }
@@ -136,7 +137,7 @@ func newTensor(op string, c *Ctx, dev Device, dt DType, role memory.Role, shape 
 	owner.live.Add(st.nbytes)
 	sh := slices.Clone(shape)
 	t := &Tensor{ref: &ref{st: st, op: op}, shape: sh, strides: contiguousStrides(sh), dtype: dt, dev: dev}
-	attach(t)
+	noteOrigin(t)
 	place(t, c)
 	return t, nil
 }
@@ -159,7 +160,7 @@ func mustNew(op string, c *Ctx, dev Device, dt DType, shape []int) *Tensor {
 func (t *Tensor) view(op string, shape, strides []int, offset int) *Tensor {
 	t.ref.st.retain()
 	v := &Tensor{ref: &ref{st: t.ref.st, op: op}, shape: shape, strides: strides, offset: offset, dtype: t.dtype, dev: t.dev}
-	attach(v)
+	noteOrigin(v)
 	place(v, ctxOf(op, t))
 	return v
 }
