@@ -39,11 +39,12 @@
 // context (it joins that context's scope) or Ctx.Adopt hands it to one.
 // Code that computes from parameters alone in its own Ctx (a weight
 // conversion, a piece of a parameter nothing else reads) adopts the
-// inputs or the results, or releases them. A cleanup attached to each
-// tensor returns the storage of a tensor the GC finds unreleased and
-// counts it (LeakedTensors; STRATA_DEBUG=1 prints each leak with the
-// stack that made the tensor): a safety net, not the mechanism; the test
-// suites fail when it caught anything. Memory roles follow the scope too
+// inputs or the results, or releases them. A cleanup attached to every
+// tensor that no scope owns (a scope-owned one cannot be collected before
+// its scope releases it) returns the storage of a tensor the GC finds
+// unreleased and counts it (LeakedTensors; STRATA_DEBUG=1 guards every
+// tensor and prints each leak with the stack that made it): a safety net,
+// not the mechanism; the test suites fail when it caught anything. Memory roles follow the scope too
 // (Scope.SetRole, WithRole).
 //
 // # Devices and ops
