@@ -59,6 +59,11 @@ func TestBadInputFailsCleanly(t *testing.T) {
 	q := f32(2, 4, 8)
 	lse := f32(2, 4)
 	lse64 := lse.To(tensor.Float64)
+	// One (B 1, T 4, 3C 24) q/k/v product of 2 heads of 4, its output and
+	// log-sum-exp.
+	qkv := f32(1, 4, 24)
+	qkvI32 := qkv.To(tensor.Int32)
+	qkvY, qkvLSE := f32(1, 4, 8), f32(1, 2, 4)
 	// A matrix whose 17 batch axes are permuted so that no two merge: a
 	// product must copy it, and the copy has too many dims for one layout.
 	deep := make([]int, 19)
@@ -76,6 +81,7 @@ func TestBadInputFailsCleanly(t *testing.T) {
 	x32, m22, kb := f32(3, 2), f32(2, 2), f32(3, 8, 4)
 	h2 := map[tensor.DType]*tensor.Tensor{tensor.Float16: loss2.To(tensor.Float16), tensor.BFloat16: loss2.To(tensor.BFloat16)}
 	inputs := []*tensor.Tensor{x, x64, h16, bf, i32, x4, x34, sq, w3, rel, ids, badIDs, negIDs, table, loss2, q, lse, lse64, deepBase, unmergeable,
+		qkv, qkvI32, qkvY, qkvLSE,
 		xT, x34T, sqT, i32T, x64T, empty, col, x32, m22, kb, h2[tensor.Float16], h2[tensor.BFloat16]}
 	tensor.Keep(inputs...)
 	defer func() {
@@ -291,6 +297,20 @@ func TestBadInputFailsCleanly(t *testing.T) {
 	add("FusedCausalAttention 1-D", "FusedCausalAttention", tensor.ErrShape, func() { tensor.FusedCausalAttention(x4, x4, x4, 0, 1, 0) })
 	add("FusedCausalAttention p=1", "FusedCausalAttention", tensor.ErrArgument, func() { tensor.FusedCausalAttention(q, q, q, 1, 1, 0) })
 	add("FusedCausalAttention released", "FusedCausalAttention", tensor.ErrReleased, func() { tensor.FusedCausalAttention(q, q, rel, 0, 1, 0) })
+	add("FusedCausalAttentionQKV int32", "FusedCausalAttentionQKV", tensor.ErrDType, func() { tensor.FusedCausalAttentionQKV(qkvI32, 2, 0, 1, 0) })
+	add("FusedCausalAttentionQKV heads", "FusedCausalAttentionQKV", tensor.ErrShape, func() { tensor.FusedCausalAttentionQKV(qkv, 5, 0, 1, 0) })
+	add("FusedCausalAttentionQKV p=1", "FusedCausalAttentionQKV", tensor.ErrArgument, func() { tensor.FusedCausalAttentionQKV(qkv, 2, 1, 1, 0) })
+	add("FusedCausalAttentionQKV released", "FusedCausalAttentionQKV", tensor.ErrReleased, func() { tensor.FusedCausalAttentionQKV(rel, 2, 0, 1, 0) })
+	add("FusedCausalAttentionQKV nil", "FusedCausalAttentionQKV", tensor.ErrArgument, func() { tensor.FusedCausalAttentionQKV(nil, 2, 0, 1, 0) })
+	add("FusedCausalAttentionQKVBackward released", "FusedCausalAttentionQKVBackward", tensor.ErrReleased, func() {
+		tensor.FusedCausalAttentionQKVBackward(qkv, qkvY, qkvLSE, rel, 2, 0, 1, 0)
+	})
+	add("FusedCausalAttentionQKVBackward nil", "FusedCausalAttentionQKVBackward", tensor.ErrArgument, func() {
+		tensor.FusedCausalAttentionQKVBackward(qkv, nil, qkvLSE, qkvY, 2, 0, 1, 0)
+	})
+	add("FusedCausalAttentionQKVBackward dy shape", "FusedCausalAttentionQKVBackward", tensor.ErrShape, func() {
+		tensor.FusedCausalAttentionQKVBackward(qkv, qkvY, qkvLSE, qkvLSE, 2, 0, 1, 0)
+	})
 	add("FusedCausalAttentionBackward out dtype", "FusedCausalAttentionBackward", tensor.ErrShape, func() {
 		q64 := q.To(tensor.Float64)
 		defer q64.Release()
