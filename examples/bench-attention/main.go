@@ -2,10 +2,14 @@
 // backward, plain (autograd.CausalAttention: the (B, H, T, T)
 // probabilities materialised, recomputed in backward) against fused
 // (autograd.FusedCausalAttention, FlashAttention-2), at gpt2's shape by
-// default (B 8, H 12, T 1024, hd 64), in each precision asked for. It
-// prints one JSON line per row on stdout and a table on stderr. Every row
-// also reports the activation peak of the pass and how far the fused
-// output and gradients are from the plain ones.
+// default (B 8, H 12, T 1024, hd 64), in each precision asked for. Two
+// more rows start from a transformer's (B, T, 3C) q/k/v product, as nn's
+// attention does: "fused+split" splits the heads and merges the output
+// with copies around FusedCausalAttention, "fused-qkv" is
+// autograd.FusedCausalAttentionQKV (the heads read in place). It prints
+// one JSON line per row on stdout and a table on stderr. Every row also
+// reports the activation peak of the pass and how far its output and
+// gradients are from the plain ones (fused-qkv: from fused+split's).
 //
 //	go run ./examples/bench-attention -device cuda -precision fp32,bf16,fp16
 package main
@@ -42,7 +46,7 @@ type result struct {
 	TFLOPS    float64 `json:"tflops"` // FLOPs of FlashAttention-2's count, 3.5 x 4 B H T² hd halved by the mask, over the forward+backward time
 	PeakMiB   float64 `json:"peak_mib"`
 	ActMiB    float64 `json:"activation_peak_mib"`
-	MaxErr    float64 `json:"max_rel_err_vs_plain"` // output and gradients, relative to each one's largest element
+	MaxErr    float64 `json:"max_rel_err_vs_plain"` // output and gradients, relative to each one's largest element; fused-qkv against fused+split, 0 for the references
 }
 
 func main() {
@@ -75,11 +79,10 @@ func run(args []string) error {
 		if err != nil {
 			return err
 		}
-		var plain [][]float64
-		for _, fused := range []bool{false, true} {
-			r := result{Device: dev.String(), Attention: "plain", Kernels: "gemm+softmax", Precision: prec, B: *B, H: *H, T: *T, HD: *hd, Dropout: *p, Iters: *iters}
-			if fused {
-				r.Attention = "fused"
+		var plain, split [][]float64
+		for _, name := range []string{"plain", "fused", "fused+split", "fused-qkv"} {
+			r := result{Device: dev.String(), Attention: name, Kernels: "gemm+softmax", Precision: prec, B: *B, H: *H, T: *T, HD: *hd, Dropout: *p, Iters: *iters}
+			if name != "plain" {
 				r.Kernels = "simt"
 				switch {
 				case dev == tensor.CPU():
@@ -89,23 +92,32 @@ func run(args []string) error {
 				}
 			}
 			var vals [][]float64
-			if err := tensor.Try(func() { vals = measure(dev, st, fused, &r) }); err != nil {
+			if err := tensor.Try(func() { vals = measure(dev, st, name, &r) }); err != nil {
 				return fmt.Errorf("%s %s: %w", prec, r.Attention, err)
 			}
-			if fused {
-				r.MaxErr = maxErr(vals, plain)
-			} else {
+			switch name {
+			case "plain":
 				plain = vals
+			case "fused":
+				r.MaxErr = maxErr(vals, plain)
+			case "fused+split":
+				split = vals
+			case "fused-qkv":
+				r.MaxErr = maxErr(vals, split)
 			}
 			line, _ := json.Marshal(r)
 			fmt.Println(string(line))
 			rows = append(rows, r)
 		}
 	}
-	fmt.Fprintf(os.Stderr, "\n| device | precision | attention | kernels | B x H x T x hd | forward ms | fwd+bwd ms | TFLOP/s | peak MiB | activation peak MiB | max rel err vs plain |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(os.Stderr, "\n| device | precision | attention | kernels | B x H x T x hd | forward ms | fwd+bwd ms | TFLOP/s | peak MiB | activation peak MiB | max rel err vs plain (fused-qkv: vs fused+split) |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		fmt.Fprintf(os.Stderr, "| %s | %s | %s | %s | %dx%dx%dx%d | %.3f | %.3f | %.1f | %.1f | %.1f | %.2g |\n",
-			r.Device, r.Precision, r.Attention, r.Kernels, r.B, r.H, r.T, r.HD, r.FwdMS, r.FwdBwdMS, r.TFLOPS, r.PeakMiB, r.ActMiB, r.MaxErr)
+		errCol := fmt.Sprintf("%.2g", r.MaxErr)
+		if r.Attention == "plain" || r.Attention == "fused+split" {
+			errCol = "-" // the references
+		}
+		fmt.Fprintf(os.Stderr, "| %s | %s | %s | %s | %dx%dx%dx%d | %.3f | %.3f | %.1f | %.1f | %.1f | %s |\n",
+			r.Device, r.Precision, r.Attention, r.Kernels, r.B, r.H, r.T, r.HD, r.FwdMS, r.FwdBwdMS, r.TFLOPS, r.PeakMiB, r.ActMiB, errCol)
 	}
 	return nil
 }
@@ -122,26 +134,28 @@ func parsePrecision(s string) (amp.State, error) {
 	return amp.State{}, fmt.Errorf("-precision %q: want fp32, fp16 or bf16", s)
 }
 
-// measure times r's configuration and returns the output and the
-// gradients of the last pass, for the comparison with plain.
-func measure(dev tensor.Device, st amp.State, fused bool, r *result) [][]float64 {
+// measure times the configuration r names and returns the output and the
+// gradients of the last pass, for the comparisons.
+func measure(dev tensor.Device, st amp.State, name string, r *result) [][]float64 {
 	c := tensor.NewCtx()
 	rng := rand.New(rand.NewPCG(1, 2))
-	shape := []int{r.B, r.H, r.T, r.HD}
+	shape, outShape := []int{r.B, r.H, r.T, r.HD}, []int{r.B, r.H, r.T, r.HD}
+	nin := 3
+	if name == "fused+split" || name == "fused-qkv" {
+		shape, outShape, nin = []int{r.B, r.T, 3 * r.H * r.HD}, []int{r.B, r.T, r.H * r.HD}, 1
+	}
 	var xs []*tensor.Tensor // in c, so the ops see c's autocast state
-	for range 4 {
+	for range nin {
 		xs = append(xs, c.RandN(dev, tensor.Float32, rng, 1, shape...))
 	}
+	xs = append(xs, c.RandN(dev, tensor.Float32, rng, 1, outShape...)) // the loss weights
 	defer func() {
 		for _, x := range xs {
 			x.Release()
 		}
 	}()
-	attend := autograd.CausalAttention
-	if fused {
-		attend = autograd.FusedCausalAttention
-	}
-	vars := make([]*autograd.Var, 3)
+	attend := attention(name, r)
+	vars := make([]*autograd.Var, nin)
 	for i := range vars {
 		vars[i] = autograd.Const(xs[i])
 		vars[i].SetRequiresGrad(true)
@@ -150,11 +164,11 @@ func measure(dev tensor.Device, st amp.State, fused bool, r *result) [][]float64
 	pass := func(backward, keep bool) {
 		c.WithScope(func() {
 			var y *autograd.Var
-			amp.With(c, st, func() { y = attend(vars[0], vars[1], vars[2], r.Dropout, 7, 0) })
+			amp.With(c, st, func() { y = attend(vars) })
 			if !backward {
 				return
 			}
-			loss := autograd.Sum(autograd.Mul(y, autograd.Const(xs[3])), false)
+			loss := autograd.Sum(autograd.Mul(y, autograd.Const(xs[nin])), false)
 			if keep {
 				out = [][]float64{y.Value.Float64s()}
 			}
@@ -199,6 +213,29 @@ func measure(dev tensor.Device, st amp.State, fused bool, r *result) [][]float64
 	flops := 14 * float64(r.B*r.H) * float64(r.T) * float64(r.T) * float64(r.HD) / 2 // 3.5 x 4 B H T² hd, half of it masked
 	r.TFLOPS = flops / (r.FwdBwdMS * 1e-3) / 1e12
 	return out
+}
+
+// attention returns the op a row times: over q, k, v (plain, fused) or
+// over one (B, T, 3C) product (fused+split, fused-qkv).
+func attention(name string, r *result) func(v []*autograd.Var) *autograd.Var {
+	p := r.Dropout
+	switch name {
+	case "plain":
+		return func(v []*autograd.Var) *autograd.Var { return autograd.CausalAttention(v[0], v[1], v[2], p, 7, 0) }
+	case "fused":
+		return func(v []*autograd.Var) *autograd.Var { return autograd.FusedCausalAttention(v[0], v[1], v[2], p, 7, 0) }
+	case "fused-qkv":
+		return func(v []*autograd.Var) *autograd.Var { return autograd.FusedCausalAttentionQKV(v[0], r.H, p, 7, 0) }
+	}
+	// fused+split: the heads split and merged with copies, as nn did
+	// before FusedCausalAttentionQKV.
+	return func(v []*autograd.Var) *autograd.Var {
+		B, T, H, hd := r.B, r.T, r.H, r.HD
+		heads := autograd.Contiguous(autograd.Permute(autograd.Reshape(v[0], B, T, 3, H, hd), 2, 0, 3, 1, 4))
+		piece := func(i int) *autograd.Var { return autograd.Reshape(autograd.Narrow(heads, 0, i, 1), B, H, T, hd) }
+		y := autograd.FusedCausalAttention(piece(0), piece(1), piece(2), p, 7, 0)
+		return autograd.Reshape(autograd.Contiguous(autograd.Permute(y, 0, 2, 1, 3)), B, T, H*hd)
+	}
 }
 
 func maxErr(a, b [][]float64) float64 {
