@@ -57,12 +57,12 @@
 // SM for __launch_bounds__; backward_dkdv reloads its K and V fragments
 // from shared memory when RES.
 // Without dropout (ptxas -v, sm_90, registers; all 0 spill bytes):
-//   forward        HD 16: 8 warps, BN 64, SUB 32, 3 blocks (72)   32: 8, 64, 32, 3 (80)
-//                  HD 64: 8 warps, BN 64, SUB 32, 2 blocks (111)  128: 4, 32, 32, 3 (157)
-//   backward_dq    HD 16: 8, 64, 32, 3 (79)   32: 8, 64, 16, 3 (80)   64: 8, 32, 16, 2 (123)
-//                  HD 128: 4, 32, 32, 2 (205)
-//   backward_dkdv  HD 16: 8, 16, 3 (79)   32: 8, 32, 2 (128)   64: 8, 16, 2, RES (128)
-//                  HD 128: 2, 16, 4, RES (211)
+//   forward        HD 16: 8 warps, BN 64, SUB 32, 3 blocks (79)   32: 8, 64, 32, 3 (78)
+//                  HD 64: 8 warps, BN 64, SUB 32, 2 blocks (115)  128: 4, 32, 32, 3 (161)
+//   backward_dq    HD 16: 8, 64, 32, 3 (80)   32: 8, 64, 16, 3 (80)   64: 8, 32, 16, 2 (127)
+//                  HD 128: 4, 32, 32, 2 (209)
+//   backward_dkdv  HD 16: 8, 16, 3 (80)   32: 8, 32, 2 (128)   64: 8, 16, 2, RES (128)
+//                  HD 128: 2, 16, 4, RES (213)
 // Forward and backward_dq compute a BN-key tile SUB keys at a time: the
 // registers of SUB, the barriers of BN (forward HD 64 at SUB 64 and
 // backward_dq HD 64 at SUB 32 spill at 2 blocks; forward HD 64 at SUB 16

@@ -164,7 +164,15 @@ func (b cudaBackend) attentionBackward(dq, dk, dv, q, k, v, out, dout, lse *Tens
 	}
 }
 
-// rowsFit reports whether the kernels of dtype index di can take
+// attentionRowsFit reports whether the kernels for dt and hd take operands
+// laid out as rows says (fusedAttentionRows), failing under op's name for
+// a dtype or head size no kernel takes.
+func (b cudaBackend) attentionRowsFit(op string, dt DType, t, hd int, rows attnRows) bool {
+	di, _ := attentionVariant(op, dt, hd)
+	return rowsFit(attnKind(di), rows, t, hd)
+}
+
+// rowsFit reports whether the kernels of a kind (attnKind) can take
 // operands laid out as rows says: the float32-math ones read contiguous
 // (bh, t, hd) only, and the tensor-core ones index a head's rows in 32
 // bits.

@@ -1,8 +1,10 @@
 package tensor
 
 import (
+	"errors"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -45,6 +47,20 @@ func TestAttentionMMA3Blocks(t *testing.T) {
 
 func driveAttentionKernels(t *testing.T, d *cudaDevice, b cudaBackend) {
 	const bh, T = 3, 37
+	// Operands no kernel takes fail under the caller's name, before it
+	// allocates anything.
+	for _, c := range []struct {
+		dt   DType
+		hd   int
+		want error
+	}{{Float64, 64, ErrDType}, {Float16, 129, ErrShape}} {
+		err := Try(func() {
+			b.attentionRowsFit("FusedCausalAttentionQKV", c.dt, T, c.hd, attnRows{nh: 1, rsi: c.hd, rso: c.hd})
+		})
+		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), "FusedCausalAttentionQKV") {
+			t.Errorf("%v hd %d: %v, want %v naming FusedCausalAttentionQKV", c.dt, c.hd, err, c.want)
+		}
+	}
 	for _, dt := range attnDTypes {
 		for _, hd := range []int{16, 24, 32, 64, 100, 128} {
 			n := func(dt DType, shape ...int) *Tensor { return mustNew("t", nil, d, dt, shape) }
@@ -58,6 +74,9 @@ func driveAttentionKernels(t *testing.T, d *cudaDevice, b cudaBackend) {
 				// decline (the op then copies).
 				rows := attnRows{nh: 3, rsi: 9 * hd, rso: 3 * hd}
 				mma := dt != Float32 && os.Getenv(EnvAttention) != "simt"
+				if got := b.attentionRowsFit("FusedCausalAttentionQKV", dt, T, hd, rows); got != mma {
+					t.Errorf("%v hd %d: the kernels fit a (B, T, 3C) product: %v, want %v", dt, hd, got, mma)
+				}
 				if got := b.attentionForwardRows(out, lse, q, k, v, bh, T, hd, rows, 0.125, p, 7, 5); got != mma {
 					t.Errorf("%v hd %d: forward over a (B, T, 3C) product ran %v, want %v", dt, hd, got, mma)
 				}

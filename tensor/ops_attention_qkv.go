@@ -23,9 +23,13 @@ func contiguousRows(hd int) attnRows { return attnRows{nh: 1, rsi: hd, rso: hd} 
 // fusedAttentionRows is implemented by backends whose fused attention
 // reads and writes its operands in place in the layouts attnRows
 // describes (q, k, v and their gradients pointing at head 0 of their
-// group). They return false when their kernels for these operands cannot
-// (the op then copies to and from the contiguous layout).
+// group). attentionRowsFit says, before anything is allocated, whether
+// their kernels take operands of dtype dt laid out so (false: the op
+// copies to and from the contiguous layout instead), failing under op's
+// name for operands no kernel takes; the other two methods return false
+// in the same cases.
 type fusedAttentionRows interface {
+	attentionRowsFit(op string, dt DType, t, hd int, rows attnRows) bool
 	attentionForwardRows(out, lse, q, k, v *Tensor, bh, t, hd int, rows attnRows, scale, p float64, seed, offset uint64) bool
 	attentionBackwardRows(dq, dk, dv, q, k, v, out, dout, lse *Tensor, bh, t, hd int, rows attnRows, scale, p float64, seed, offset uint64) bool
 }
@@ -48,14 +52,15 @@ func FusedCausalAttentionQKV(qkv *Tensor, heads int, p float64, seed, offset uin
 	defer done()
 	ctx := ctxOf(op, qkv)
 	acc := AccumDType(qkv.dtype)
-	if fr, ok := fa.(fusedAttentionRows); ok && b*t*c > 0 && os.Getenv(EnvAttentionQKV) != "copy" {
+	rows := attnRows{nh: heads, rsi: 3 * c, rso: c}
+	if fr, ok := fa.(fusedAttentionRows); ok && b*t*c > 0 && os.Getenv(EnvAttentionQKV) != "copy" && fr.attentionRowsFit(op, qkv.dtype, t, hd, rows) {
 		y = mustNew(op, ctx, qkv.dev, acc, []int{b, t, c})
 		defer releaseOnPanic(y)
 		lse = mustNew(op, ctx, qkv.dev, acc, []int{b, heads, t})
 		defer releaseOnPanic(lse)
 		q, k, v := qkvPieces(src, c)
 		defer release3(q, k, v)
-		if fr.attentionForwardRows(y, lse, q, k, v, b*heads, t, hd, attnRows{nh: heads, rsi: 3 * c, rso: c}, 1/math.Sqrt(float64(hd)), p, seed, offset) {
+		if fr.attentionForwardRows(y, lse, q, k, v, b*heads, t, hd, rows, 1/math.Sqrt(float64(hd)), p, seed, offset) {
 			return y, lse
 		}
 		y.Release()
@@ -90,14 +95,15 @@ func FusedCausalAttentionQKVBackward(qkv, y, lse, dy *Tensor, heads int, p float
 	cs, done := contigAll(qkv, y, lse, dy)
 	defer done()
 	ctx := ctxOf(op, qkv, y, lse, dy)
-	if fr, ok := fa.(fusedAttentionRows); ok && b*t*c > 0 && os.Getenv(EnvAttentionQKV) != "copy" {
+	rows := attnRows{nh: heads, rsi: 3 * c, rso: c}
+	if fr, ok := fa.(fusedAttentionRows); ok && b*t*c > 0 && os.Getenv(EnvAttentionQKV) != "copy" && fr.attentionRowsFit(op, qkv.dtype, t, hd, rows) {
 		dqkv = mustNew(op, ctx, qkv.dev, acc, []int{b, t, 3 * c})
 		defer releaseOnPanic(dqkv)
 		q, k, v := qkvPieces(cs[0], c)
 		defer release3(q, k, v)
 		dq, dk, dv := qkvPieces(dqkv, c)
 		defer release3(dq, dk, dv)
-		if fr.attentionBackwardRows(dq, dk, dv, q, k, v, cs[1], cs[3], cs[2], b*heads, t, hd, attnRows{nh: heads, rsi: 3 * c, rso: c}, 1/math.Sqrt(float64(hd)), p, seed, offset) {
+		if fr.attentionBackwardRows(dq, dk, dv, q, k, v, cs[1], cs[3], cs[2], b*heads, t, hd, rows, 1/math.Sqrt(float64(hd)), p, seed, offset) {
 			return dqkv
 		}
 		dqkv.Release()
