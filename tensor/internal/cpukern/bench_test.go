@@ -193,6 +193,21 @@ func BenchmarkAdamW(b *testing.B) {
 	})
 }
 
+// BenchmarkAdamWGPT2 is one AdamW step over gpt2's 124M float32
+// parameters in host memory (2 GB of parameters, gradients and moments):
+// the host-CPU update of ZeRO-Offload-style optimizer offload, against
+// which the device's update over PCIe is compared (issue 10). It is
+// memory-bound: run it with -test.cpu set to the host's cores.
+func BenchmarkAdamWGPT2(b *testing.B) {
+	const n = 124_439_808
+	p, g, m, v := benchF32(n), benchF32(n), make([]float32, n), make([]float32, n)
+	step := 0
+	runBench(b, int64(28*n), func() {
+		step++
+		AdamW(p, g, m, v, 1e-3, 0.9, 0.999, 1e-8, 0.1, step)
+	})
+}
+
 func BenchmarkTranspose(b *testing.B) {
 	x, y := benchF32(512*512), make([]float32, 512*512)
 	l := merged([]int{512, 512}, []int{1, 512})
