@@ -61,7 +61,7 @@ gpu:
 	CGO_ENABLED=0 $(GO) test -c -ldflags='-s -w' -o $(GPU_OUT)/bin/ $(GPU_PKGS)
 	cd interop/gorgonia && CGO_ENABLED=0 $(GO) test -c -ldflags='-s -w' -o $(CURDIR)/$(GPU_OUT)/bin/ .
 	CGO_ENABLED=0 $(GO) build -ldflags='-s -w' -o $(GPU_OUT)/bin/ ./examples/...
-	tar -C $(GPU_OUT)/bin -cJf $(GPU_OUT)/strata-gpu.tar.xz . && rm -rf $(GPU_OUT)/bin
+	XZ_OPT=-9e tar -C $(GPU_OUT)/bin -cJf $(GPU_OUT)/strata-gpu.tar.xz . && rm -rf $(GPU_OUT)/bin
 	@ls -l $(GPU_OUT)
 
 # Run the GPU tests on a machine with Go and a GPU.
