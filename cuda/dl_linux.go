@@ -17,9 +17,9 @@ func dlsym(handle uintptr, name string) (uintptr, error) { return dl.Sym(handle,
 
 // ccall calls the C function fn with integer and pointer arguments, and
 // counts the call (DriverCalls). Callers may convert Go pointers with
-// uintptr(unsafe.Pointer(p)) in the argument list itself:
-// go:uintptrescapes keeps the referenced Go objects alive and in place
-// until the call returns (rule 4 of package unsafe). It allocates the
+// uintptr(unsafe.Pointer(p)) in the argument list itself: the
+// uintptrescapes directive keeps the referenced Go objects alive and in
+// place until the call returns (rule 4 of package unsafe). It allocates the
 // variadic slice; calls whose arguments hold no Go pointers use
 // frame.call instead, which does not.
 //

@@ -386,7 +386,7 @@ func TestBadInputFailsCleanly(t *testing.T) {
 			s := tensor.NewScope()
 			defer s.Close()
 			before := mem.InUse()
-			err, raw := tryOp(c.run)
+			raw, err := tryOp(c.run)
 			if raw != nil {
 				t.Fatalf("panicked with %T %v, not an *OpError", raw, raw)
 			}
@@ -413,13 +413,13 @@ func TestBadInputFailsCleanly(t *testing.T) {
 
 // tryOp is tensor.Try, with any other panic returned (raw) instead of
 // passed on, so that one bad op fails its case only.
-func tryOp(fn func()) (err error, raw any) {
+func tryOp(fn func()) (raw any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			raw = r
 		}
 	}()
-	return tensor.Try(fn), nil
+	return nil, tensor.Try(fn)
 }
 
 // A failing AdamWSteps changes no parameter, also when the bad one comes

@@ -30,12 +30,9 @@ var panelPool = sync.Pool{New: func() any {
 	return &panels{a: make([]float32, mc*kc), b: make([]float32, kc*nc), t: make([]float32, mr*maxNR)}
 }}
 
-// ownGemm32 computes a checked product with m, n, k > 0 and alpha != 0
-// on the calling goroutine, on the fastest kernel the CPU runs.
-func ownGemm32(p problem[float32]) { ownGemm(p, bestKernel) }
-
-// ownGemm is ownGemm32 on kernel kr; a product of one row takes the
-// direct path (own_gemv.go).
+// ownGemm computes a checked product with m, n, k > 0 and alpha != 0 on
+// the calling goroutine, on kernel kr (bestKernel: the fastest the CPU
+// runs); a product of one row takes the direct path (own_gemv.go).
 func ownGemm(p problem[float32], kr *microKernel) {
 	if p.m == 1 {
 		ownGemv(p)

@@ -137,17 +137,6 @@ func viewOffsets(shape []int, off int, strides []int) []int {
 	return out
 }
 
-// contiguous returns the row-major strides of shape.
-func contiguous(shape []int) []int {
-	s := make([]int, len(shape))
-	acc := 1
-	for d := len(shape) - 1; d >= 0; d-- {
-		s[d] = acc
-		acc *= shape[d]
-	}
-	return s
-}
-
 // view is a strided operand for the tests: a buffer just large enough.
 type view struct {
 	off     int

@@ -37,16 +37,10 @@ func f64[T Float](s []T) []float64 {
 	return unsafe.Slice((*float64)(unsafe.Pointer(unsafe.SliceData(s))), len(s))
 }
 
-// mustLen panics with a message naming the kernel and the argument when a
-// slice is shorter than the kernel needs. The tensor package validates
-// shapes before it calls in, so this guards against its bugs, not users'.
-func mustLen(kernel, arg string, got, want int) {
-	if got < want {
-		panicLen(kernel, arg, got, want)
-	}
-}
-
-// mustEq is mustLen for arguments whose length must match exactly.
+// mustEq panics with a message naming the kernel and the argument when a
+// slice's length is not the one the kernel needs. The tensor package
+// validates shapes before it calls in, so this guards against its bugs,
+// not users'.
 func mustEq(kernel, arg string, got, want int) {
 	if got != want {
 		panicLen(kernel, arg, got, want)
