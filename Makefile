@@ -36,10 +36,16 @@ bench:
 run:
 	$(GO) run ./examples/train-gpt
 
+# staticcheck comes from the module proxy at a pinned version (not part of
+# make test, which must not need the network beyond the module cache).
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 	$(GO) vet $(PKGS)
 	@for m in $(SUBMODS); do (cd $$m && $(GO) vet ./...) || exit 1; done
+	$(GO) run $(STATICCHECK) $(PKGS)
+	@for m in $(SUBMODS); do (cd $$m && $(GO) run $(STATICCHECK) ./...) || exit 1; done
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
