@@ -27,6 +27,6 @@ run_gpu_tests() {
     (cd "$pkg" && STRATA_REQUIRE_GPU=1 timeout 240 "$bin" -test.v -test.timeout 230s > "$log" 2>&1)
     rc=$?
     say "test $pkg: exit $rc in $(( $(date +%s) - start ))s; $(grep -c '^=== RUN' "$log") run, $(grep -c -- '--- SKIP' "$log") skipped, $(grep -c -- '--- FAIL' "$log") failed"
-    grep -E -- '--- FAIL|panic:' "$log" | head -15 | tee -a "$OUT/summary.txt"
+    grep -E -- '--- FAIL|panic:|collected without Release' "$log" | head -15 | tee -a "$OUT/summary.txt"
   done
 }
