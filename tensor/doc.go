@@ -58,7 +58,9 @@
 // primitives sit behind small optional interfaces a backend may implement
 // (ops_amp.go: the multi-tensor gradient unscale; ops_attention.go: fused
 // causal attention, FlashAttention-2 forward and backward with the
-// per-row log-sum-exp, no (B, H, T, T) matrix). The CPU
+// per-row log-sum-exp, no (B, H, T, T) matrix; ops_attention_qkv.go: the
+// same over the heads of one (B, T, 3C) q/k/v product, which the CUDA
+// tensor-core kernels read and write in place). The CPU
 // backend runs internal/cpukern (parallel Go kernels over slices) and
 // internal/blas (a system BLAS loaded at run time through purego, with
 // gonum's pure-Go GEMM as the fallback). MatMul recognises transposed
