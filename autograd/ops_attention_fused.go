@@ -39,15 +39,12 @@ func FusedCausalAttention(q, k, v *Var, p float64, seed, offset uint64) *Var {
 		dq, dk, dv := tensor.FusedCausalAttentionBackward(qc, kc, vc, out, lse, gc, p, seed, offset)
 		grads := []*tensor.Tensor{dq, dk, dv}
 		for i, in := range []*Var{q, k, v} {
-			switch {
-			case !needs(in):
+			if !needs(in) {
 				grads[i].Release()
 				grads[i] = nil
-			case grads[i].DType() != in.Value.DType():
-				c := grads[i].To(in.Value.DType())
-				grads[i].Release()
-				grads[i] = c
+				continue
 			}
+			grads[i] = retype(grads[i], in.Value.DType())
 		}
 		return grads
 	}, out, lse)

@@ -40,12 +40,7 @@ func FusedCausalAttentionQKV(qkv *Var, heads int, p float64, seed, offset uint64
 			defer gc.Release()
 		}
 		d := tensor.FusedCausalAttentionQKVBackward(x, out, lse, gc, heads, p, seed, offset)
-		if d.DType() != inDT {
-			c := d.To(inDT)
-			d.Release()
-			d = c
-		}
-		return []*tensor.Tensor{d}
+		return []*tensor.Tensor{retype(d, inDT)}
 	}, x, out, lse)
 	if r.node == nil { // nothing to differentiate: keep nothing
 		release(x, out, lse)

@@ -191,13 +191,8 @@ func LinearCrossEntropy(h, w *Var, targets *tensor.Tensor, chunkRows int) *Var {
 		var gh, gw *tensor.Tensor
 		if dh != nil {
 			p := tensor.Mul(dh, gs)
-			gh = p.Reshape(hs...)
+			gh = retype(p.Reshape(hs...), hdt)
 			p.Release()
-			if hdt != tensor.Float32 {
-				q := gh.To(hdt)
-				gh.Release()
-				gh = q
-			}
 		}
 		if dw != nil {
 			gw = tensor.Mul(dw, gs)

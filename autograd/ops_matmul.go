@@ -174,11 +174,7 @@ func linearParamGrads(ps *products, g2, a *tensor.Tensor, w, b *Var) (gw, gb *te
 		if a2 != a {
 			a2.Release()
 		}
-		if gb.DType() != b.Value.DType() {
-			c := gb.To(b.Value.DType())
-			gb.Release()
-			gb = c
-		}
+		gb = retype(gb, b.Value.DType())
 	case needs(w):
 		gw = foldedTN(ps, g2, a) // (out, N) @ (N, in)
 	case wantB:

@@ -133,6 +133,18 @@ func (pr precision) operandDType(x *tensor.Tensor) tensor.DType {
 	return x.DType()
 }
 
+// retype returns t, a gradient the caller owns, in dtype dt (the dtype of
+// the value it is the gradient of): t itself when it has it, else a copy,
+// releasing t.
+func retype(t *tensor.Tensor, dt tensor.DType) *tensor.Tensor {
+	if t.DType() == dt {
+		return t
+	}
+	c := t.To(dt)
+	t.Release()
+	return c
+}
+
 // release frees the low-precision copies.
 func (ps *products) release() {
 	for _, l := range ps.low {
