@@ -59,7 +59,7 @@ func FusedCausalAttentionQKV(qkv *Tensor, heads int, p float64, seed, offset uin
 		lse = mustNew(op, ctx, qkv.dev, acc, []int{b, heads, t})
 		defer releaseOnPanic(lse)
 		q, k, v := qkvPieces(src, c)
-		defer release3(q, k, v)
+		defer releaseEach(q, k, v)
 		if fr.attentionForwardRows(y, lse, q, k, v, b*heads, t, hd, rows, 1/math.Sqrt(float64(hd)), p, seed, offset) {
 			return y, lse
 		}
@@ -67,7 +67,7 @@ func FusedCausalAttentionQKV(qkv *Tensor, heads int, p float64, seed, offset uin
 		lse.Release()
 	}
 	q, k, v := splitHeads(src, b, t, heads, hd)
-	defer release3(q, k, v)
+	defer releaseEach(q, k, v)
 	out, lse := FusedCausalAttention(q, k, v, p, seed, offset)
 	defer releaseOnPanic(lse)
 	defer out.Release()
@@ -100,20 +100,20 @@ func FusedCausalAttentionQKVBackward(qkv, y, lse, dy *Tensor, heads int, p float
 		dqkv = mustNew(op, ctx, qkv.dev, acc, []int{b, t, 3 * c})
 		defer releaseOnPanic(dqkv)
 		q, k, v := qkvPieces(cs[0], c)
-		defer release3(q, k, v)
+		defer releaseEach(q, k, v)
 		dq, dk, dv := qkvPieces(dqkv, c)
-		defer release3(dq, dk, dv)
+		defer releaseEach(dq, dk, dv)
 		if fr.attentionBackwardRows(dq, dk, dv, q, k, v, cs[1], cs[3], cs[2], b*heads, t, hd, rows, 1/math.Sqrt(float64(hd)), p, seed, offset) {
 			return dqkv
 		}
 		dqkv.Release()
 	}
 	q, k, v := splitHeads(cs[0], b, t, heads, hd)
-	defer release3(q, k, v)
+	defer releaseEach(q, k, v)
 	out, dout := splitOutput(cs[1], b, t, heads, hd), splitOutput(cs[3], b, t, heads, hd)
-	defer release3(out, dout, nil)
+	defer releaseEach(out, dout)
 	dq, dk, dv := FusedCausalAttentionBackward(q, k, v, out, cs[2], dout, p, seed, offset)
-	defer release3(dq, dk, dv)
+	defer releaseEach(dq, dk, dv)
 	dqkv = mustNew(op, ctx, qkv.dev, acc, []int{b, t, 3 * c})
 	defer releaseOnPanic(dqkv)
 	d5 := dqkv.Reshape(b, t, 3, heads, hd)
@@ -122,7 +122,7 @@ func FusedCausalAttentionQKVBackward(qkv, y, lse, dy *Tensor, heads int, p float
 		gp := g.Permute(0, 2, 1, 3)
 		gt := gp.Unsqueeze(2) // (B, T, 1, H, hd), a view
 		d5.WriteNarrow(2, i, gt)
-		release3(gp, gt, nil)
+		releaseEach(gp, gt)
 	}
 	return dqkv
 }
@@ -158,7 +158,7 @@ func splitHeads(x *Tensor, b, t, heads, hd int) (q, k, v *Tensor) {
 		n := x5.Narrow(2, i, 1)
 		piece := n.Permute(2, 0, 3, 1, 4) // (1, B, H, T, hd)
 		out[i] = piece.Reshape(b, heads, t, hd)
-		release3(n, piece, nil)
+		releaseEach(n, piece)
 	}
 	return out[0], out[1], out[2]
 }
@@ -179,8 +179,9 @@ func mergeHeads(out *Tensor, b, t, c int) *Tensor {
 	return p.Reshape(b, t, c)
 }
 
-func release3(a, b, c *Tensor) {
-	a.Release()
-	b.Release()
-	c.Release()
+// releaseEach releases the op's temporaries.
+func releaseEach(ts ...*Tensor) {
+	for _, t := range ts {
+		t.Release()
+	}
 }
