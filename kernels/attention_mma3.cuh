@@ -57,9 +57,9 @@
 // SM for __launch_bounds__; backward_dkdv reloads its K and V fragments
 // from shared memory when RES.
 // Without dropout (ptxas -v, sm_90, registers; all 0 spill bytes):
-//   forward        HD 16: 8 warps, BN 64, SUB 32, 3 blocks (79)   32: 8, 64, 32, 3 (78)
+//   forward        HD 16: 8 warps, BN 64, SUB 32, 3 blocks (79)   32: 8, 64, 32, 3 (80)
 //                  HD 64: 8 warps, BN 64, SUB 32, 2 blocks (115)  128: 4, 32, 32, 3 (161)
-//   backward_dq    HD 16: 8, 64, 32, 3 (80)   32: 8, 64, 16, 3 (80)   64: 8, 32, 16, 2 (127)
+//   backward_dq    HD 16: 8, 64, 32, 3 (80)   32: 8, 64, 16, 3 (80)   64: 8, 32, 16, 2 (125)
 //                  HD 128: 4, 32, 32, 2 (209)
 //   backward_dkdv  HD 16: 8, 16, 3 (80)   32: 8, 32, 2 (128)   64: 8, 16, 2, RES (128)
 //                  HD 128: 2, 16, 4, RES (213)
@@ -119,6 +119,17 @@ __device__ __forceinline__ void attn_mma_rounded(float (&acc)[ND][4], const floa
   }
 }
 
+// attn_load_kv starts the copy of the K and V tiles of keys [k0, k0+BC)
+// into one stage (the K tile, then the V tile): the streamed tile of the
+// forward and of backward_dq.
+template <int BC, int HD, int S, int NT, typename H>
+__device__ __forceinline__ void attn_load_kv(H* st, const H* kh, const H* vh, int k0, int T, int hd, int rs,
+                                             bool fast) {
+  attn_tile<BC, HD, S, NT>(st, kh, k0, T, hd, rs, fast);
+  attn_tile<BC, HD, S, NT>(st + BC * S, vh, k0, T, hd, rs, fast);
+  cp_async_commit();
+}
+
 template <typename H, int HD, bool DROP, class C = Attn3Fwd<HD, DROP>>
 __device__ void attn_forward_mma3(float* out, float* lse, const H* q, const H* k, const H* v, i64 nbh, i64 t, int hd,
                                   int nh, int rsi, int rso, float scale, u64 seed, u64 offset, u64 thr,
@@ -145,12 +156,7 @@ __device__ void attn_forward_mma3(float* out, float* lse, const H* q, const H* k
   __syncthreads();  // the Q tile is in registers: its space is the stages'
   const int nk = (min(q0 + BR, T) - 1) / BC + 1;
   const H *kh = k + base, *vh = v + base;
-  auto load_kv = [&](int kt) {
-    H* st = sm + (kt & 1) * STAGE;
-    attn_tile<BC, HD, S, NT>(st, kh, kt * BC, T, hd, rsi, fast);
-    attn_tile<BC, HD, S, NT>(st + BC * S, vh, kt * BC, T, hd, rsi, fast);
-    cp_async_commit();
-  };
+  auto load_kv = [&](int kt) { attn_load_kv<BC, HD, S, NT>(sm + (kt & 1) * STAGE, kh, vh, kt * BC, T, hd, rsi, fast); };
   load_kv(0);
   const float sl2 = scale * ATTN_LOG2E;
   const int w0 = q0 + warp * 16;  // the warp's first row
@@ -331,12 +337,7 @@ __device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* 
   __syncthreads();  // the dout tile is in registers
   const int nk = (min(q0 + BR, T) - 1) / BC + 1;
   const H *kh = k + base, *vh = v + base;
-  auto load_kv = [&](int kt) {
-    H* st = sm + (kt & 1) * STAGE;
-    attn_tile<BC, HD, S, NT>(st, kh, kt * BC, T, hd, rsi, fast);
-    attn_tile<BC, HD, S, NT>(st + BC * S, vh, kt * BC, T, hd, rsi, fast);
-    cp_async_commit();
-  };
+  auto load_kv = [&](int kt) { attn_load_kv<BC, HD, S, NT>(sm + (kt & 1) * STAGE, kh, vh, kt * BC, T, hd, rsi, fast); };
   load_kv(0);
   const float sl2 = scale * ATTN_LOG2E;
   float acc[ND][4];
