@@ -172,33 +172,45 @@ extern "C" __global__ void __launch_bounds__(256) unary_to_f32_bf16(int op, BF16
   unary_contig<float, BF16>(op, dst, src, n);
 }
 
-// unary_backward_loop: dx = unary_grad over 16-byte packs of dy and dx
-// (x or y, whichever the op reads, element by element: nil for the other).
-template <typename T, int OP>
-__device__ __forceinline__ void unary_backward_loop(T* dx, const T* x, const T* y, const T* dy, i64 n) {
+// unary_backward_loop: dx = unary_grad over 16-byte packs of dy (x or y,
+// whichever the op reads, element by element: nil for the other), stored
+// as D: D = T, or a half type rounded as the cast kernels round
+// (unary_backward_to: the GELU gradient of a transformer's MLP feeds only
+// a half-precision product, which would cast it anyway).
+template <typename T, typename D, int OP>
+__device__ __forceinline__ void unary_backward_loop(D* dx, const T* x, const T* y, const T* dy, i64 n) {
   constexpr int V = 16 / sizeof(T);
   map_vec<V>(
-      n, aligned_for<T, V>(dx) && aligned_for<T, V>(dy),
+      n, aligned_for<D, V>(dx) && aligned_for<T, V>(dy),
       [&](i64 i0) {
         const Pack<T, V> g = load_pack<T, V>(dy + i0);
-        Pack<T, V> o;
+        Pack<D, V> o;
 #pragma unroll
-        for (int k = 0; k < V; k++) o.v[k] = unary_grad<T>(OP, g.v[k], x, y, i0 + k);
-        store_pack<T, V>(dx + i0, o);
+        for (int k = 0; k < V; k++) store_as(&o.v[k], unary_grad<T>(OP, g.v[k], x, y, i0 + k));
+        store_pack<D, V>(dx + i0, o);
       },
-      [&](i64 i) { dx[i] = unary_grad<T>(OP, dy[i], x, y, i); });
+      [&](i64 i) { store_as(dx + i, unary_grad<T>(OP, dy[i], x, y, i)); });
 }
 
-template <typename T>
-__device__ __forceinline__ void unary_backward_contig(int op, T* dx, const T* x, const T* y, const T* dy, i64 n) {
+template <typename T, typename D>
+__device__ __forceinline__ void unary_backward_contig(int op, D* dx, const T* x, const T* y, const T* dy, i64 n) {
   switch (op) {
 #define UNARY_CASE(c) \
   case c:             \
-    unary_backward_loop<T, c>(dx, x, y, dy, n); \
+    unary_backward_loop<T, D, c>(dx, x, y, dy, n); \
     return;
     UNARY_CODES(UNARY_CASE)
 #undef UNARY_CASE
   }
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+    unary_backward_to_f32_f16(int op, F16* dx, const float* x, const float* y, const float* dy, i64 n) {
+  unary_backward_contig<float, F16>(op, dx, x, y, dy, n);
+}
+extern "C" __global__ void __launch_bounds__(256)
+    unary_backward_to_f32_bf16(int op, BF16* dx, const float* x, const float* y, const float* dy, i64 n) {
+  unary_backward_contig<float, BF16>(op, dx, x, y, dy, n);
 }
 
 template <typename T, int OP>
@@ -281,7 +293,7 @@ __device__ __forceinline__ void binary_rowb(int op, T* dst, const T* x, const T*
   }                                                                                                       \
   extern "C" __global__ void __launch_bounds__(256)                                                       \
       unary_backward_##sfx(int op, T* dx, const T* x, const T* y, const T* dy, i64 n) {                   \
-    unary_backward_contig<T>(op, dx, x, y, dy, n);                                                       \
+    unary_backward_contig<T, T>(op, dx, x, y, dy, n);                                                       \
   }                                                                                                       \
   extern "C" __global__ void __launch_bounds__(256) affine_##sfx(T* dst, const T* src, i64 n, T alpha, T beta) { \
     if (beta != (T)0) {                                                                                   \

@@ -26,6 +26,9 @@ type backend interface {
 	unaryTo(op UnaryOp, dst, src *Tensor)
 	// unaryBackward: dx = dy * op'(x); x or y is nil when op does not need it.
 	unaryBackward(op UnaryOp, dx, x, y, dy *Tensor)
+	// unaryBackwardTo: unaryBackward computed in float32 and stored in dx
+	// (float16 or bfloat16), rounded as cast rounds.
+	unaryBackwardTo(op UnaryOp, dx, x, y, dy *Tensor)
 	// affine: dst = alpha*src + beta.
 	affine(dst, src *Tensor, alpha, beta float64)
 	// binary: dst (contiguous) = a op b over the merged layout l of dst's

@@ -126,6 +126,9 @@ func TestBadInputFailsCleanly(t *testing.T) {
 	add("UnaryTo nil", "Gelu", tensor.ErrArgument, func() { tensor.UnaryTo(tensor.OpGelu, nil, tensor.Float16) })
 	add("UnaryBackward shapes", "TanhBackward", tensor.ErrShape, func() { tensor.UnaryBackward(tensor.OpTanh, nil, x, x34) })
 	add("UnaryBackward without y", "TanhBackward", tensor.ErrArgument, func() { tensor.UnaryBackward(tensor.OpTanh, x, nil, x) })
+	add("UnaryBackwardTo int32", "GeluBackward", tensor.ErrDType, func() { tensor.UnaryBackwardTo(tensor.OpGelu, x, nil, x, tensor.Int32) })
+	add("UnaryBackwardTo float64 to bfloat16", "GeluBackward", tensor.ErrDType, func() { tensor.UnaryBackwardTo(tensor.OpGelu, x64, nil, x64, tensor.BFloat16) })
+	add("UnaryBackwardTo nil dy", "GeluBackward", tensor.ErrArgument, func() { tensor.UnaryBackwardTo(tensor.OpGelu, x, nil, nil, tensor.BFloat16) })
 	add("AddInPlace shapes", "AddInPlace", tensor.ErrShape, func() { x.AddInPlace(x4) })
 	add("Fill released", "Fill", tensor.ErrReleased, func() { rel.Fill(1) })
 

@@ -163,6 +163,16 @@ func (cpuBackend) unaryBackward(op UnaryOp, dx, x, y, dy *Tensor) {
 		func() { cpukern.UnaryBackward(op, f64(dx), opt64(x), opt64(y), f64(dy)) })
 }
 
+// unaryBackwardTo is unaryBackward into a float32 temporary, then cast:
+// the same bits.
+func (c cpuBackend) unaryBackwardTo(op UnaryOp, dx, x, y, dy *Tensor) {
+	name := op.String() + "Backward"
+	tmp := mustNew(name, ctxOf(name, dy), dy.dev, dy.dtype, dy.shape)
+	defer tmp.Release()
+	c.unaryBackward(op, tmp, x, y, dy)
+	c.cast(dx, tmp)
+}
+
 func (cpuBackend) affine(dst, src *Tensor, alpha, beta float64) {
 	onFloat("Affine", dst.dtype,
 		func() {

@@ -45,6 +45,22 @@ func (b cudaBackend) unaryBackward(op UnaryOp, dx, x, y, dy *Tensor) {
 	})
 }
 
+// unaryBackwardTo runs unary_backward_to_f32_f16 or _bf16: four float32
+// values of dy a thread in, four halves of dx out.
+func (b cudaBackend) unaryBackwardTo(op UnaryOp, dx, x, y, dy *Tensor) {
+	d, n, name := b.d, dx.Numel(), op.String()+"Backward"
+	if n == 0 {
+		return
+	}
+	fn := d.k.unaryBackwardTo[0]
+	if dx.dtype == BFloat16 {
+		fn = d.k.unaryBackwardTo[1]
+	}
+	d.launchVec(name, fn, n, 4, func(a *cuda.Args) {
+		a.Int32(int32(op)).Ptr(devPtr(dx)).Ptr(devPtr(x)).Ptr(devPtr(y)).Ptr(devPtr(dy)).Int64(int64(n))
+	})
+}
+
 // affine computes alpha*src, then adds beta when it is not 0, each step
 // rounded to the dtype as on the CPU.
 func (b cudaBackend) affine(dst, src *Tensor, alpha, beta float64) {

@@ -66,7 +66,7 @@ type cudaKernels struct {
 	copy2D        [3]*cuda.Function
 
 	unary, unaryBackward, affine, binary [2]*cuda.Function
-	unaryTo                              [2]*cuda.Function // float32 to float16, bfloat16
+	unaryTo, unaryBackwardTo             [2]*cuda.Function // float32 to float16, bfloat16
 	binaryStrided                        [2][2]*cuda.Function
 	binaryRowB                           [2]*cuda.Function // a row broadcast over a contiguous operand
 
@@ -97,17 +97,19 @@ type cudaKernels struct {
 // bindings lists every kernel name with the slot it fills.
 func (k *cudaKernels) bindings() map[string]**cuda.Function {
 	m := map[string]**cuda.Function{
-		"sum_partials":         &k.sumPartials,
-		"count_targets":        &k.countTargets,
-		"gemm_f64":             &k.gemmF64,
-		"scatter_keys":         &k.scatterKeys,
-		"sort_keys_tile":       &k.sortKeysTile,
-		"sort_keys_step":       &k.sortKeysStep,
-		"unscale_check_f32":    &k.unscaleCheck,
-		"copy_strided_b16_i32": &k.copyWide[kIdx32],
-		"copy_strided_b16_i64": &k.copyWide[kIdx64],
-		"unary_to_f32_f16":     &k.unaryTo[0],
-		"unary_to_f32_bf16":    &k.unaryTo[1],
+		"sum_partials":               &k.sumPartials,
+		"count_targets":              &k.countTargets,
+		"gemm_f64":                   &k.gemmF64,
+		"scatter_keys":               &k.scatterKeys,
+		"sort_keys_tile":             &k.sortKeysTile,
+		"sort_keys_step":             &k.sortKeysStep,
+		"unscale_check_f32":          &k.unscaleCheck,
+		"copy_strided_b16_i32":       &k.copyWide[kIdx32],
+		"copy_strided_b16_i64":       &k.copyWide[kIdx64],
+		"unary_to_f32_f16":           &k.unaryTo[0],
+		"unary_to_f32_bf16":          &k.unaryTo[1],
+		"unary_backward_to_f32_f16":  &k.unaryBackwardTo[0],
+		"unary_backward_to_f32_bf16": &k.unaryBackwardTo[1],
 	}
 	k.attention.bind(m)
 	for g, shape := range [2]string{"warp", "block"} {

@@ -151,9 +151,31 @@ func UnaryTo(op UnaryOp, t *Tensor, dt DType) *Tensor {
 // y (either may be nil when op does not need it; the kernel documents
 // which it uses).
 func UnaryBackward(op UnaryOp, x, y, dy *Tensor) *Tensor {
+	return UnaryBackwardTo(op, x, y, dy, dyDType(dy))
+}
+
+// dyDType is dy's dtype, or Float32 for a nil dy (UnaryBackwardTo names
+// the missing operand).
+func dyDType(dy *Tensor) DType {
+	if dy == nil {
+		return Float32
+	}
+	return dy.dtype
+}
+
+// UnaryBackwardTo is UnaryBackward(op, x, y, dy).To(dt) in one pass: the
+// gradient computed in float32 and rounded to dt as Cast rounds, for
+// float32 operands and a float16 or bfloat16 dt (dt equal to dy's dtype
+// is UnaryBackward). Bit for bit the two ops' result, without the float32
+// intermediate: the GELU gradient that feeds only a half-precision
+// product (autograd.GeluLinear's backward under autocast).
+func UnaryBackwardTo(op UnaryOp, x, y, dy *Tensor, dt DType) *Tensor {
 	name := op.String() + "Backward"
 	if op >= NumUnaryOps {
 		fail(name, ErrArgument, "no such unary op")
+	}
+	if dy == nil {
+		fail(name, ErrArgument, "nil output gradient dy")
 	}
 	if usesX, usesY := op.BackwardUses(); (usesX && x == nil) || (usesY && y == nil) {
 		fail(name, ErrArgument, "the backward of %v needs the saved input (%v) and output (%v)", op, usesX, usesY)
@@ -167,6 +189,9 @@ func UnaryBackward(op UnaryOp, x, y, dy *Tensor) *Tensor {
 	}
 	sameDevice(name, ts...)
 	sameArith(name, ts...)
+	if dt != dy.dtype && (dy.dtype != Float32 || !dt.IsHalf()) {
+		fail(name, ErrDType, "gradient of %v in %v: want float32 to float16 or bfloat16", dy.dtype, dt)
+	}
 	for _, t := range ts[1:] {
 		if !shapeEq(t.shape, dy.shape) {
 			fail(name, ErrShape, "dy %v vs saved %v", dy.shape, t.shape)
@@ -175,8 +200,12 @@ func UnaryBackward(op UnaryOp, x, y, dy *Tensor) *Tensor {
 	cs, release := contigAll(x, y, dy)
 	defer release()
 	cx, cy, cdy := cs[0], cs[1], cs[2]
-	out := mustNew(name, ctxOf(name, x, y, dy), dy.dev, dy.dtype, dy.shape)
-	dy.dev.backend().unaryBackward(op, out, cx, cy, cdy)
+	out := mustNew(name, ctxOf(name, x, y, dy), dy.dev, dt, dy.shape)
+	if dt == dy.dtype {
+		dy.dev.backend().unaryBackward(op, out, cx, cy, cdy)
+	} else {
+		dy.dev.backend().unaryBackwardTo(op, out, cx, cy, cdy)
+	}
 	return out
 }
 
