@@ -120,6 +120,9 @@ func step(v *Var, isRoot bool) {
 	g := v.pending
 	v.pending = nil
 	if g != nil {
+		if dt := v.Value.DType(); g.DType() != dt && g.DType() != n.halfGrad {
+			g = convertGrad(g, dt)
+		}
 		if n.narrow == nil || !depositNarrow(n, g) { // a Narrow writes g into its input's pending gradient
 			grads := n.backward(g)
 			if len(grads) != len(n.inputs) {
@@ -148,10 +151,16 @@ func step(v *Var, isRoot bool) {
 	}
 }
 
-// accumulate adds gradient g (owned by the caller) to input in.
+// accumulate adds gradient g (owned by the caller) to input in. A float
+// gradient in another dtype than in's value (a half gradient of a float32
+// value, see takesHalfGrad) is kept as it came while it is in's only one,
+// and converted to the value's dtype for a sum or a leaf's Grad.
 func accumulate(op string, in *Var, g *tensor.Tensor) {
 	if !slices.Equal(g.Shape(), in.Value.Shape()) {
 		panic(fmt.Sprintf("autograd: backward of %s gave gradient %v for input %s", op, g.Shape(), in))
+	}
+	if !g.DType().IsFloat() {
+		panic(fmt.Sprintf("autograd: backward of %s gave a %v gradient for input %s", op, g.DType(), in))
 	}
 	if in.node == nil { // a leaf: the gradient outlives this backward pass
 		keepGrad(in, g)
@@ -162,17 +171,63 @@ func accumulate(op string, in *Var, g *tensor.Tensor) {
 		return
 	}
 	completeSlices(in)
+	dt := in.Value.DType()
+	if in.pending.DType() != dt {
+		in.pending = convertGrad(in.pending, dt)
+	}
+	if g.DType() != dt {
+		w := g.To(dt)
+		defer w.Release()
+		g = w
+	}
 	sum := tensor.Add(in.pending, g)
 	in.pending.Release()
 	in.pending = sum
 }
 
-// keepGrad adds g into v.Grad, which is kept out of every scope.
+// keepGrad adds g into v.Grad, which is kept out of every scope, in v's
+// dtype.
 func keepGrad(v *Var, g *tensor.Tensor) {
+	if dt := v.Value.DType(); g.DType() != dt {
+		w := g.To(dt)
+		defer w.Release()
+		g = w
+	}
 	if v.Grad == nil {
 		v.Grad = g.Clone()
 		tensor.Keep(v.Grad)
 		return
 	}
 	v.Grad.AddInPlace(g)
+}
+
+// convertGrad returns g, a gradient the engine owns, converted to dt,
+// releasing g.
+func convertGrad(g *tensor.Tensor, dt tensor.DType) *tensor.Tensor {
+	w := g.To(dt)
+	g.Release()
+	return w
+}
+
+// takesHalfGrad marks v, the output of an op whose backward multiplies
+// its output gradient in products of the half dtype dt (Linear, GeluLinear
+// and MatMul under autocast), as taking that gradient in dt too: an op
+// below it that computes the gradient in dt (the fused attention's,
+// written by its kernels in dt) or rounds it to dt in the kernel that
+// computes it (GeluLinear's GELU gradient) hands it over as it is, where
+// the engine would otherwise widen it to float32 for the products to cast
+// it back. The products' results are the same bits either way. v is
+// returned; nothing changes outside autocast or for a v that is not
+// float32.
+func takesHalfGrad(v *Var, pr precision) *Var {
+	if v.node != nil && pr.st.Enabled && pr.st.DType.IsHalf() && v.Value.DType() == tensor.Float32 {
+		v.node.halfGrad = pr.st.DType
+	}
+	return v
+}
+
+// wantsHalfGrad reports whether in's gradient may be handed over in the
+// half dtype dt: in is computed by an op that takes it (takesHalfGrad).
+func wantsHalfGrad(in *Var, dt tensor.DType) bool {
+	return in.node != nil && dt.IsHalf() && in.node.halfGrad == dt
 }

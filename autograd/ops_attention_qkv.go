@@ -28,7 +28,6 @@ func FusedCausalAttentionQKV(qkv *Var, heads int, p float64, seed, offset uint64
 	} else {
 		x = x.Alias() // the caller may Drop qkv; backward reads it
 	}
-	inDT := qkv.Value.DType()
 	y, lse := hooked2(op, pr.c, func() (*tensor.Tensor, *tensor.Tensor) {
 		return tensor.FusedCausalAttentionQKV(x, heads, p, seed, offset)
 	})
@@ -39,8 +38,10 @@ func FusedCausalAttentionQKV(qkv *Var, heads int, p float64, seed, offset uint64
 			gc = g.To(acc)
 			defer gc.Release()
 		}
-		d := tensor.FusedCausalAttentionQKVBackward(x, out, lse, gc, heads, p, seed, offset)
-		return []*tensor.Tensor{retype(d, inDT)}
+		// d is in x's dtype: under autocast the half type, handed over as
+		// it is when qkv's op takes it (a Linear, takesHalfGrad), else
+		// widened by the engine.
+		return []*tensor.Tensor{tensor.FusedCausalAttentionQKVBackward(x, out, lse, gc, heads, p, seed, offset)}
 	}, x, out, lse)
 	if r.node == nil { // nothing to differentiate: keep nothing
 		release(x, out, lse)

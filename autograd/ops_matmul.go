@@ -17,7 +17,7 @@ import (
 func MatMul(a, b *Var) *Var {
 	pr := precisionOf(a.Value, b.Value)
 	out := hooked("MatMul", pr.c, func() *tensor.Tensor { return pr.mm(a.Value, b.Value, false, false, 1) })
-	return Record("MatMul", out, []*Var{a, b}, func(g *tensor.Tensor) []*tensor.Tensor {
+	return takesHalfGrad(Record("MatMul", out, []*Var{a, b}, func(g *tensor.Tensor) []*tensor.Tensor {
 		ps := pr.products() // g is cast once for both products
 		defer ps.release()
 		var ga, gb *tensor.Tensor
@@ -34,7 +34,7 @@ func MatMul(a, b *Var) *Var {
 			}
 		}
 		return []*tensor.Tensor{ga, gb}
-	})
+	}), pr)
 }
 
 // sumTo returns p summed down to shape, releasing p, or p itself when it
@@ -80,7 +80,7 @@ func Linear(x, w, b *Var) *Var {
 	xs := x.Value.Shape()
 	pr := precisionOf(x.Value)
 	y := hooked("Linear", pr.c, func() *tensor.Tensor { return linearForward(pr, x.Value, w, b) })
-	return Record("Linear", y, []*Var{x, w, b}, func(g *tensor.Tensor) []*tensor.Tensor {
+	return takesHalfGrad(Record("Linear", y, []*Var{x, w, b}, func(g *tensor.Tensor) []*tensor.Tensor {
 		g2 := g.Reshape(-1, g.Dim(-1))
 		defer g2.Release()
 		ps := pr.products() // g2 is cast once for both products
@@ -93,7 +93,7 @@ func Linear(x, w, b *Var) *Var {
 		}
 		gw, gb := linearParamGrads(ps, g2, x.Value, w, b)
 		return []*tensor.Tensor{gx, gw, gb}
-	})
+	}), pr)
 }
 
 // GeluLinear returns Linear(Gelu(u), w, b), the second half of a
@@ -114,7 +114,7 @@ func GeluLinear(u, w, b *Var) *Var {
 		defer a.Release()
 		return linearForward(pr, a, w, b)
 	})
-	return Record("GeluLinear", y, []*Var{u, w, b}, func(g *tensor.Tensor) []*tensor.Tensor {
+	return takesHalfGrad(Record("GeluLinear", y, []*Var{u, w, b}, func(g *tensor.Tensor) []*tensor.Tensor {
 		g2 := g.Reshape(-1, g.Dim(-1))
 		defer g2.Release()
 		ps := pr.products()
@@ -123,7 +123,11 @@ func GeluLinear(u, w, b *Var) *Var {
 		if needs(u) {
 			da := ps.mm(g2, w.Value, false, false, 1) // (N, out) @ (out, in)
 			uf := u.Value.Reshape(-1, us[len(us)-1])
-			du := tensor.UnaryBackward(tensor.OpGelu, uf, nil, da)
+			dt := uf.DType() // under autocast, the half type when u's op takes it
+			if wantsHalfGrad(u, pr.st.DType) {
+				dt = pr.st.DType
+			}
+			du := tensor.UnaryBackwardTo(tensor.OpGelu, uf, nil, da, dt)
 			gu = du.Reshape(us...)
 			for _, t := range []*tensor.Tensor{da, uf, du} {
 				t.Release()
@@ -135,7 +139,7 @@ func GeluLinear(u, w, b *Var) *Var {
 			a.Release()
 		}
 		return []*tensor.Tensor{gu, gw, gb}
-	})
+	}), pr)
 }
 
 // linearForward computes x @ wᵀ (+ b) over the last axis of x (..., in),
@@ -178,7 +182,12 @@ func linearParamGrads(ps *products, g2, a *tensor.Tensor, w, b *Var) (gw, gb *te
 	case needs(w):
 		gw = foldedTN(ps, g2, a) // (out, N) @ (N, in)
 	case wantB:
-		gb = tensor.Sum(g2, false, 0)
+		g := g2
+		if g.DType() != b.Value.DType() { // a half output gradient (takesHalfGrad)
+			g = g2.To(b.Value.DType())
+			defer g.Release()
+		}
+		gb = tensor.Sum(g, false, 0)
 	}
 	return gw, gb
 }

@@ -39,6 +39,9 @@ type node struct {
 	// straight into a slice of the input's pending gradient instead of
 	// calling backward (see narrow.go).
 	narrow *narrowOf
+	// halfGrad is the half dtype in which backward also takes its output
+	// gradient (takesHalfGrad); Float32, the zero value, for none.
+	halfGrad tensor.DType
 }
 
 // BackwardFunc maps the gradient of an op's output to the gradients of
