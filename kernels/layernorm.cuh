@@ -9,14 +9,18 @@
 // and layernorm_dwdb_final adds the chunks in order into dw and db.
 #pragma once
 #include "common.cuh"
+#include "cast.cuh"
 
-template <typename T>
-__device__ void layernorm(T* y, T* mean, T* rstd, const T* x, const T* w, const T* b, i64 rows, i64 cols,
+// layernorm writes y as Y: Y = T, or a half type rounded as the cast
+// kernels round (layernorm_to: a norm whose output feeds only
+// half-precision products, which would cast it anyway).
+template <typename T, typename Y>
+__device__ void layernorm(Y* y, T* mean, T* rstd, const T* x, const T* w, const T* b, i64 rows, i64 cols,
                           double eps) {
   RowGroup<true> g;
   for (i64 r = g.row; r < rows; r += g.rowStride) {
     const T* xr = x + r * cols;
-    T* yr = y + r * cols;
+    Y* yr = y + r * cols;
     double s = 0;
     for (i64 c = g.rank; c < cols; c += g.size) s += (double)xr[c];
     const double mu = g.sum(s, (double*)nullptr) / (double)cols;
@@ -36,7 +40,7 @@ __device__ void layernorm(T* y, T* mean, T* rstd, const T* x, const T* w, const 
       T val = (xr[c] - m) * st;
       if (w) val = val * w[c];
       if (b) val = val + b[c];
-      yr[c] = val;
+      store_as(yr + c, val);
     }
   }
 }
@@ -116,7 +120,7 @@ __device__ void layernorm_dwdb_final(T* dw, T* db, const double* partial, i64 co
 #define LAYERNORM_KERNELS(sfx, T)                                                                          \
   extern "C" __global__ void __launch_bounds__(256) layernorm_##sfx(                                       \
       T* y, T* mean, T* rstd, const T* x, const T* w, const T* b, i64 rows, i64 cols, double eps) {         \
-    layernorm<T>(y, mean, rstd, x, w, b, rows, cols, eps);                                                 \
+    layernorm<T, T>(y, mean, rstd, x, w, b, rows, cols, eps);                                              \
   }                                                                                                        \
   extern "C" __global__ void __launch_bounds__(256) layernorm_backward_dx_##sfx(                           \
       T* dx, const T* dy, const T* x, const T* mean, const T* rstd, const T* w, i64 rows, i64 cols) {      \
@@ -134,3 +138,12 @@ __device__ void layernorm_dwdb_final(T* dw, T* db, const double* partial, i64 co
 
 LAYERNORM_KERNELS(f32, float)
 LAYERNORM_KERNELS(f64, double)
+
+extern "C" __global__ void __launch_bounds__(256) layernorm_to_f32_f16(
+    F16* y, float* mean, float* rstd, const float* x, const float* w, const float* b, i64 rows, i64 cols, double eps) {
+  layernorm<float, F16>(y, mean, rstd, x, w, b, rows, cols, eps);
+}
+extern "C" __global__ void __launch_bounds__(256) layernorm_to_f32_bf16(
+    BF16* y, float* mean, float* rstd, const float* x, const float* w, const float* b, i64 rows, i64 cols, double eps) {
+  layernorm<float, BF16>(y, mean, rstd, x, w, b, rows, cols, eps);
+}

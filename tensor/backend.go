@@ -59,6 +59,8 @@ type backend interface {
 	causalSoftmax(dst, src *Tensor, batch, rows, cols int)
 	causalSoftmaxBackward(dx, y, dy *Tensor, batch, rows, cols int)
 	causalMask(dst, src *Tensor, batch, rows, cols int, fill float64)
+	// layerNorm: y, mean and rstd of x; y may also be float16 or bfloat16
+	// for float32 x (rounded as cast rounds; LayerNormTo).
 	layerNorm(y, mean, rstd, x, w, b *Tensor, rows, cols int, eps float64)
 	layerNormBackward(dx, dw, db, dy, x, mean, rstd, w *Tensor, rows, cols int)
 	gather(dst, table, ids *Tensor, dim, rows int) error

@@ -198,6 +198,9 @@ func TestBadInputFailsCleanly(t *testing.T) {
 		add("LayerNormBackward "+s, "LayerNormBackward", tensor.ErrDType, func() { tensor.LayerNormBackward(h, h, h2[h.DType()], h2[h.DType()], nil, false) })
 	}
 	add("LayerNorm nil", "LayerNorm", tensor.ErrArgument, func() { tensor.LayerNorm(nil, nil, nil, 1e-5) })
+	add("LayerNormTo int32", "LayerNorm", tensor.ErrDType, func() { tensor.LayerNormTo(x, nil, nil, 1e-5, tensor.Int32) })
+	add("LayerNormTo float64 to bfloat16", "LayerNorm", tensor.ErrDType, func() { tensor.LayerNormTo(x64, nil, nil, 1e-5, tensor.BFloat16) })
+	add("LayerNormTo nil", "LayerNorm", tensor.ErrArgument, func() { tensor.LayerNormTo(nil, nil, nil, 1e-5, tensor.BFloat16) })
 	add("LayerNorm released", "LayerNorm", tensor.ErrReleased, func() { tensor.LayerNorm(rel, w3, w3, 1e-5) })
 	add("LayerNorm weight", "LayerNorm", tensor.ErrShape, func() { tensor.LayerNorm(x, x4, nil, 1e-5) })
 	add("LayerNorm weight dtype", "LayerNorm", tensor.ErrDType, func() { tensor.LayerNorm(x64, w3, nil, 1e-5) })

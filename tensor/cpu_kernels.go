@@ -302,7 +302,14 @@ func (cpuBackend) causalMask(dst, src *Tensor, batch, rows, cols int, fill float
 		func() { cpukern.CausalMask(f64(dst), f64(src), batch, rows, cols, fill) })
 }
 
-func (cpuBackend) layerNorm(y, mean, rstd, x, w, b *Tensor, rows, cols int, eps float64) {
+func (c cpuBackend) layerNorm(y, mean, rstd, x, w, b *Tensor, rows, cols int, eps float64) {
+	if y.dtype != x.dtype { // a half y of float32 x: computed in float32, then cast (the same bits)
+		tmp := mustNew("LayerNorm", ctxOf("LayerNorm", x), x.dev, x.dtype, y.shape)
+		defer tmp.Release()
+		c.layerNorm(tmp, mean, rstd, x, w, b, rows, cols, eps)
+		c.cast(y, tmp)
+		return
+	}
 	onFloat("LayerNorm", y.dtype,
 		func() { cpukern.LayerNorm(f32(y), f32(mean), f32(rstd), f32(x), opt32(w), opt32(b), rows, cols, eps) },
 		func() { cpukern.LayerNorm(f64(y), f64(mean), f64(rstd), f64(x), opt64(w), opt64(b), rows, cols, eps) })

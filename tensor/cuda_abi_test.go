@@ -344,6 +344,8 @@ func driveBackend(t *testing.T, d *cudaDevice, b cudaBackend, dt DType) {
 		b.unaryTo(OpGelu, mustNew("t", nil, d, BFloat16, []int{4, 6}), x)
 		b.unaryBackwardTo(OpGelu, mustNew("t", nil, d, Float16, []int{4, 6}), x, nil, x)
 		b.unaryBackwardTo(OpGelu, mustNew("t", nil, d, BFloat16, []int{4, 6}), x, nil, x)
+		b.layerNorm(mustNew("t", nil, d, Float16, []int{4, 6}), mean, rstd, x, w, w, 4, 6, 1e-5)
+		b.layerNorm(mustNew("t", nil, d, BFloat16, []int{4, 6}), mean, rstd, x, nil, nil, 4, 6, 1e-5)
 	}
 	b.adamwMulti([]*Tensor{x, big}, []*Tensor{x, big}, []*Tensor{x, big}, []*Tensor{x, big}, []float64{0, 0.1}, 1e-3, 0.9, 0.99, 1e-8, 2)
 	b.sgd(x, x, x, 0.1, 0.9, 0, true)

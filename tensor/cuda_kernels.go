@@ -78,6 +78,7 @@ type cudaKernels struct {
 	causalMask               [2]*cuda.Function
 
 	layerNorm, lnBackwardDx, lnDwdbPartial, lnDwdbFinal [2]*cuda.Function
+	layerNormTo                                         [2]*cuda.Function // float32 in, float16 or bfloat16 out
 
 	gather                                  [3]*cuda.Function
 	scatterKeys, sortKeysTile, sortKeysStep *cuda.Function
@@ -110,6 +111,8 @@ func (k *cudaKernels) bindings() map[string]**cuda.Function {
 		"unary_to_f32_bf16":          &k.unaryTo[1],
 		"unary_backward_to_f32_f16":  &k.unaryBackwardTo[0],
 		"unary_backward_to_f32_bf16": &k.unaryBackwardTo[1],
+		"layernorm_to_f32_f16":       &k.layerNormTo[0],
+		"layernorm_to_f32_bf16":      &k.layerNormTo[1],
 	}
 	k.attention.bind(m)
 	for g, shape := range [2]string{"warp", "block"} {

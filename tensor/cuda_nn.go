@@ -59,15 +59,23 @@ func (b cudaBackend) softmaxBackwardRows(op string, dx, y, dy *Tensor, rows, col
 	})
 }
 
-// layerNorm runs a warp per row (kernels/layernorm.cuh).
+// layerNorm runs a warp per row (kernels/layernorm.cuh); a half y (of
+// float32 x) runs layernorm_to_f32_f16 or _bf16.
 func (b cudaBackend) layerNorm(y, mean, rstd, x, w, bias *Tensor, rows, cols int, eps float64) {
 	d := b.d
-	f := floatIndex("LayerNorm", y.dtype)
+	f := floatIndex("LayerNorm", x.dtype)
 	if rows == 0 {
 		return
 	}
+	fn := d.k.layerNorm[f]
+	switch y.dtype {
+	case Float16:
+		fn = d.k.layerNormTo[0]
+	case BFloat16:
+		fn = d.k.layerNormTo[1]
+	}
 	_, grid, block := rowShape(rows, 0)
-	d.launch("LayerNorm", d.k.layerNorm[f], grid, block, func(a *cuda.Args) {
+	d.launch("LayerNorm", fn, grid, block, func(a *cuda.Args) {
 		a.Ptr(devPtr(y)).Ptr(devPtr(mean)).Ptr(devPtr(rstd)).Ptr(devPtr(x)).Ptr(devPtr(w)).Ptr(devPtr(bias)).
 			Int64(int64(rows)).Int64(int64(cols)).Float64(eps)
 	})

@@ -38,6 +38,17 @@ func MatMulBias(a, b, bias *Tensor, mode MatMulMode) *Tensor {
 		return out
 	}
 	out.Release()
+	if outDT.IsHalf() { // the float32 product plus the (half) bias, rounded once
+		wide := mode
+		wide.Float32Out = true
+		p := MatMulWith(a, b, 1, wide)
+		defer p.Release()
+		v := vec.To(Float32)
+		defer v.Release()
+		s := Add(p, v)
+		defer s.Release()
+		return s.To(outDT)
+	}
 	p := MatMulWith(a, b, 1, mode)
 	defer p.Release()
 	return Add(p, vec)

@@ -137,8 +137,21 @@ var NegInf = math.Inf(-1)
 // affine weight w and bias b (shape [C]). It also returns the per-row mean
 // and reciprocal standard deviation, which LayerNormBackward needs.
 func LayerNorm(x, w, b *Tensor, eps float64) (y, mean, rstd *Tensor) {
+	x.live("LayerNorm")
+	return LayerNormTo(x, w, b, eps, x.dtype)
+}
+
+// LayerNormTo is LayerNorm with y in dtype dt: x's own, or float16 or
+// bfloat16 for float32 x, computed in float32 and rounded once as Cast
+// rounds (the same bits as LayerNorm then To, without the float32 y: a
+// norm whose output feeds only half-precision products). mean and rstd
+// are in x's dtype.
+func LayerNormTo(x, w, b *Tensor, eps float64, dt DType) (y, mean, rstd *Tensor) {
 	op := "LayerNorm"
 	x.live(op)
+	if dt != x.dtype && (x.dtype != Float32 || !dt.IsHalf()) {
+		fail(op, ErrDType, "output in %v for %v input: want float32 to float16 or bfloat16", dt, x.dtype)
+	}
 	ts := []*Tensor{x}
 	rows, cols := rowsCols(x)
 	if cols == 0 {
@@ -159,7 +172,7 @@ func LayerNorm(x, w, b *Tensor, eps float64) (y, mean, rstd *Tensor) {
 	c := ctxOf(op, x, w, b)
 	// Each output is released when a later allocation or the backend
 	// fails (out of memory, a refused launch): nothing is left behind.
-	y = mustNew(op, c, x.dev, x.dtype, x.shape)
+	y = mustNew(op, c, x.dev, dt, x.shape)
 	defer releaseOnPanic(y)
 	mean = mustNew(op, c, x.dev, x.dtype, []int{rows})
 	defer releaseOnPanic(mean)
