@@ -120,7 +120,7 @@ func step(v *Var, isRoot bool) {
 	g := v.pending
 	v.pending = nil
 	if g != nil {
-		if dt := v.Value.DType(); g.DType() != dt && g.DType() != n.halfGrad {
+		if dt := v.Value.DType(); g.DType() != dt && !n.takes(g.DType()) {
 			g = convertGrad(g, dt)
 		}
 		if n.narrow == nil || !depositNarrow(n, g) { // a Narrow writes g into its input's pending gradient
@@ -153,8 +153,11 @@ func step(v *Var, isRoot bool) {
 
 // accumulate adds gradient g (owned by the caller) to input in. A float
 // gradient in another dtype than in's value (a half gradient of a float32
-// value, see takesHalfGrad) is kept as it came while it is in's only one,
-// and converted to the value's dtype for a sum or a leaf's Grad.
+// value, see takesHalfGrad; a float32 one of a half value, LayerNormHalf)
+// is kept as it came while it is in's only one. Sums are taken in the
+// value's dtype, in float32 for a half value (step then gives in's
+// backward the dtype it takes), and a leaf's Grad is in its value's
+// dtype.
 func accumulate(op string, in *Var, g *tensor.Tensor) {
 	if !slices.Equal(g.Shape(), in.Value.Shape()) {
 		panic(fmt.Sprintf("autograd: backward of %s gave gradient %v for input %s", op, g.Shape(), in))
@@ -172,6 +175,9 @@ func accumulate(op string, in *Var, g *tensor.Tensor) {
 	}
 	completeSlices(in)
 	dt := in.Value.DType()
+	if dt.IsHalf() {
+		dt = tensor.Float32
+	}
 	if in.pending.DType() != dt {
 		in.pending = convertGrad(in.pending, dt)
 	}
@@ -221,7 +227,7 @@ func convertGrad(g *tensor.Tensor, dt tensor.DType) *tensor.Tensor {
 // float32.
 func takesHalfGrad(v *Var, pr precision) *Var {
 	if v.node != nil && pr.st.Enabled && pr.st.DType.IsHalf() && v.Value.DType() == tensor.Float32 {
-		v.node.halfGrad = pr.st.DType
+		v.node.alsoTakes |= 1 << pr.st.DType
 	}
 	return v
 }
@@ -229,5 +235,5 @@ func takesHalfGrad(v *Var, pr precision) *Var {
 // wantsHalfGrad reports whether in's gradient may be handed over in the
 // half dtype dt: in is computed by an op that takes it (takesHalfGrad).
 func wantsHalfGrad(in *Var, dt tensor.DType) bool {
-	return in.node != nil && dt.IsHalf() && in.node.halfGrad == dt
+	return in.node != nil && dt.IsHalf() && in.node.takes(dt)
 }

@@ -15,7 +15,7 @@ import (
 // half gradients): the same bits as when they go through an op between
 // (an identity Reshape, which takes no half gradient, so they are widened
 // to float32 and cast back by the Linear's products), on the CPU and on
-// CUDA.
+// CUDA. LayerNormHalf gives LayerNorm's bits to the products after it.
 func TestHalfGradientsGiveTheWidenedPathsBits(t *testing.T) {
 	t.Run("cpu", func(t *testing.T) { testHalfGradChains(t, tensor.CPU()) })
 	t.Run("cuda", func(t *testing.T) { testHalfGradChains(t, attnGPU(t)) })
@@ -54,6 +54,32 @@ func testHalfGradChains(t *testing.T, dev tensor.Device) {
 			y1, g1 := runOp(t, c, mlp(false), in, r, &dt)
 			require.Equal(t, y0, y1, "%v: MLP output", dt)
 			require.Equal(t, g0, g1, "%v: MLP gradients", dt)
+
+			// LayerNormHalf into one product, and into two whose gradients
+			// are summed (in float32, as the float32 output's would be).
+			lw, lb := c.RandN(dev, tensor.Float32, rng, 1, C), c.RandN(dev, tensor.Float32, rng, 1, C)
+			wl, bl := c.RandN(dev, tensor.Float32, rng, 0.2, C, C), c.RandN(dev, tensor.Float32, rng, 0.1, C)
+			norm := func(half, twice bool) func(x []*autograd.Var) *autograd.Var {
+				return func(x []*autograd.Var) *autograd.Var {
+					h := autograd.LayerNorm(x[0], x[3], x[4], 1e-5)
+					if half {
+						h = autograd.LayerNormHalf(x[0], x[3], x[4], 1e-5)
+						require.Equal(t, dt, h.Value.DType())
+					}
+					y := autograd.Linear(h, x[1], x[2])
+					if twice {
+						y = autograd.Add(y, autograd.Linear(h, x[1], nil))
+					}
+					return y
+				}
+			}
+			for _, twice := range []bool{false, true} {
+				in = []*tensor.Tensor{x, wl, bl, lw, lb}
+				y0, g0 = runOp(t, c, norm(false, twice), in, r, &dt)
+				y1, g1 = runOp(t, c, norm(true, twice), in, r, &dt)
+				require.Equal(t, y0, y1, "%v: LayerNormHalf output (twice %v)", dt, twice)
+				require.Equal(t, g0, g1, "%v: LayerNormHalf gradients (twice %v)", dt, twice)
+			}
 
 			wq, bq := c.RandN(dev, tensor.Float32, rng, 0.2, 3*C, C), c.RandN(dev, tensor.Float32, rng, 0.1, 3*C)
 			in = []*tensor.Tensor{x, wq, bq}

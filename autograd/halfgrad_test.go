@@ -83,8 +83,10 @@ func TestTakesHalfGradOnlyUnderAutocast(t *testing.T) {
 			return Record("op", v, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor { return []*tensor.Tensor{g.Clone()} })
 		}
 		on := precision{c: c, st: amp.State{Enabled: true, DType: tensor.Float16}}
-		require.Equal(t, tensor.Float16, takesHalfGrad(mk(c.Full(tensor.CPU(), tensor.Float32, 1, 2)), on).node.halfGrad)
-		require.Equal(t, tensor.Float32, takesHalfGrad(mk(c.Full(tensor.CPU(), tensor.Float32, 1, 2)), precision{c: c}).node.halfGrad)
-		require.Equal(t, tensor.Float32, takesHalfGrad(mk(c.Full(tensor.CPU(), tensor.Float64, 1, 2)), on).node.halfGrad)
+		n := takesHalfGrad(mk(c.Full(tensor.CPU(), tensor.Float32, 1, 2)), on).node
+		require.True(t, n.takes(tensor.Float16))
+		require.False(t, n.takes(tensor.BFloat16))
+		require.Zero(t, takesHalfGrad(mk(c.Full(tensor.CPU(), tensor.Float32, 1, 2)), precision{c: c}).node.alsoTakes)
+		require.Zero(t, takesHalfGrad(mk(c.Full(tensor.CPU(), tensor.Float64, 1, 2)), on).node.alsoTakes)
 	})
 }

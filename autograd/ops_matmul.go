@@ -76,10 +76,26 @@ func as2D(x *tensor.Tensor) *tensor.Tensor {
 // Linear returns x @ wᵀ + b for x (..., in), w (out, in) and optional b
 // (out), the layout of PyTorch's nn.Linear. The batch axes of x are folded
 // into one GEMM for the forward and each backward product.
-func Linear(x, w, b *Var) *Var {
+func Linear(x, w, b *Var) *Var { return linear(x, w, b, false) }
+
+// LinearHalf is Linear for an output whose only consumer takes it in the
+// autocast dtype anyway (the fused attention's q/k/v product): under
+// autocast the product is returned in the region's dtype, rounded once
+// in the GEMM's epilogue, with the bias added there in that dtype (as
+// PyTorch's autocast adds a half bias), instead of in float32 and cast by
+// the consumer: one write of half the bytes and no cast pass. Its
+// gradient comes in that dtype and is multiplied as it is. Outside
+// autocast it is Linear.
+func LinearHalf(x, w, b *Var) *Var { return linear(x, w, b, true) }
+
+func linear(x, w, b *Var, half bool) *Var {
 	xs := x.Value.Shape()
 	pr := precisionOf(x.Value)
-	y := hooked("Linear", pr.c, func() *tensor.Tensor { return linearForward(pr, x.Value, w, b) })
+	fwd := pr
+	if half {
+		fwd.halfOut = true
+	}
+	y := hooked("Linear", pr.c, func() *tensor.Tensor { return linearForward(fwd, x.Value, w, b) })
 	return takesHalfGrad(Record("Linear", y, []*Var{x, w, b}, func(g *tensor.Tensor) []*tensor.Tensor {
 		g2 := g.Reshape(-1, g.Dim(-1))
 		defer g2.Release()

@@ -41,7 +41,28 @@ func CausalMask(x *Var, fill float64) *Var {
 
 // LayerNorm normalises over the last axis with optional weight and bias
 // (each of shape [C]); like PyTorch's F.layer_norm.
-func LayerNorm(x, w, b *Var, eps float64) *Var {
+func LayerNorm(x, w, b *Var, eps float64) *Var { return layerNorm(x, w, b, eps, x.Value.DType()) }
+
+// LayerNormHalf is LayerNorm for an output that feeds only matrix
+// products (a transformer block's q/k/v and MLP projections): under
+// autocast, for float32 x, the output is written in the region's dtype,
+// rounded once as the products' cast would round it (tensor.LayerNormTo),
+// so the products take it as it is, cast nothing in forward or again in
+// backward, and keep the half copy for their backward (half the bytes).
+// Its backward works in float32 and takes the products' float32 gradient
+// as it comes. The same bits as LayerNorm followed by the products;
+// outside autocast it is LayerNorm.
+func LayerNormHalf(x, w, b *Var, eps float64) *Var {
+	pr := precisionOf(x.Value)
+	v := layerNorm(x, w, b, eps, pr.operandDType(x.Value))
+	if v.node != nil && v.Value.DType() != x.Value.DType() {
+		v.node.alsoTakes |= 1 << x.Value.DType()
+	}
+	return v
+}
+
+// layerNorm is LayerNorm with its output in dtype dt.
+func layerNorm(x, w, b *Var, eps float64, dt tensor.DType) *Var {
 	var wv, bv *tensor.Tensor
 	if w != nil {
 		wv = w.Value
@@ -49,8 +70,15 @@ func LayerNorm(x, w, b *Var, eps float64) *Var {
 	if b != nil {
 		bv = b.Value
 	}
-	y, mean, rstd := hooked3("LayerNorm", tensor.CtxOf(x.Value), func() (y, mean, rstd *tensor.Tensor) { return tensor.LayerNorm(x.Value, wv, bv, eps) })
+	y, mean, rstd := hooked3("LayerNorm", tensor.CtxOf(x.Value), func() (y, mean, rstd *tensor.Tensor) {
+		return tensor.LayerNormTo(x.Value, wv, bv, eps, dt)
+	})
 	return Record("LayerNorm", y, []*Var{x, w, b}, func(g *tensor.Tensor) []*tensor.Tensor {
+		if xdt := x.Value.DType(); g.DType() != xdt { // a half gradient of a half output
+			w := g.To(xdt)
+			defer w.Release()
+			g = w
+		}
 		dx, dw, db := tensor.LayerNormBackward(g, x.Value, mean, rstd, wv, bv != nil)
 		if !needs(x) {
 			dx.Release()

@@ -12,6 +12,9 @@ import (
 type precision struct {
 	c  *tensor.Ctx
 	st amp.State
+	// halfOut: under autocast the products return the region's dtype
+	// instead of float32 (LinearHalf's forward).
+	halfOut bool
 }
 
 // precisionOf captures the precision of an op over ts.
@@ -105,7 +108,7 @@ func (ps *products) operands(a, b *tensor.Tensor, ta, tb bool) (x, y *tensor.Ten
 
 // mode is the products' tensor.MatMulMode.
 func (ps *products) mode() tensor.MatMulMode {
-	return tensor.MatMulMode{TF32: ps.p.st.TF32, Float32Out: ps.p.st.Enabled}
+	return tensor.MatMulMode{TF32: ps.p.st.TF32, Float32Out: ps.p.st.Enabled && !ps.p.halfOut}
 }
 
 // drop frees x's low-precision copy now (a large operand no later

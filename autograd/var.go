@@ -39,10 +39,17 @@ type node struct {
 	// straight into a slice of the input's pending gradient instead of
 	// calling backward (see narrow.go).
 	narrow *narrowOf
-	// halfGrad is the half dtype in which backward also takes its output
-	// gradient (takesHalfGrad); Float32, the zero value, for none.
-	halfGrad tensor.DType
+	// alsoTakes is the set (bit 1<<dtype) of dtypes other than the
+	// value's in which backward also takes its output gradient: a half
+	// type for ops whose products would cast it there (takesHalfGrad),
+	// float32 for a half output whose backward works in float32
+	// (LayerNormHalf).
+	alsoTakes uint8
 }
+
+// takes reports whether n's backward takes its output gradient in dt
+// besides its value's dtype.
+func (n *node) takes(dt tensor.DType) bool { return n.alsoTakes&(1<<dt) != 0 }
 
 // BackwardFunc maps the gradient of an op's output to the gradients of
 // its inputs, in order; an entry may be nil when that input needs none
