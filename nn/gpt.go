@@ -207,8 +207,10 @@ func (g *GPT) Loss(idx, targets *tensor.Tensor) *autograd.Var {
 
 // Forward applies the block to x (B, T, C).
 func (b *Block) Forward(x *autograd.Var) *autograd.Var {
-	x = autograd.Add(x, b.Attn.Forward(b.Ln1.Forward(x)))
-	h := b.MLP.Forward(b.Ln2.Forward(x))
+	// Each norm feeds only products (the q/k/v and MLP projections): under
+	// autocast its output is made in the half type they multiply in.
+	x = autograd.Add(x, b.Attn.Forward(b.Ln1.ForwardToProducts(x)))
+	h := b.MLP.Forward(b.Ln2.ForwardToProducts(x))
 	return autograd.Add(x, b.Drop.Forward(h))
 }
 
@@ -217,16 +219,19 @@ func (a *CausalSelfAttention) Forward(x *autograd.Var) *autograd.Var {
 	s := x.Value.Shape()
 	B, T, C := s[0], s[1], s[2]
 	H := a.Heads
-	qkv := a.CAttn.Forward(x) // (B, T, 3C)
 	if a.Attention == AttentionFused {
 		// The heads of qkv in place, y (B, T, C) with its heads side by
-		// side: no split or merge copies. The op keeps what its backward
-		// needs (under autocast the half copy of qkv), so qkv goes now.
+		// side: no split or merge copies. The op takes qkv in the
+		// autocast dtype, so under autocast the product is made in it
+		// (ForwardHalf); the op keeps what its backward needs, so qkv
+		// goes now.
+		qkv := a.CAttn.ForwardHalf(x)                     // (B, T, 3C)
 		p, off := a.AttnDrop.next(x.Value.Ctx(), B*H*T*T) // the attention probabilities
 		y := autograd.FusedCausalAttentionQKV(qkv, H, p, a.AttnDrop.Seed, off)
 		qkv.Drop()
 		return a.ResidDrop.Forward(a.CProj.Forward(y))
 	}
+	qkv := a.CAttn.Forward(x)                      // (B, T, 3C)
 	qkv5 := autograd.Reshape(qkv, B, T, 3, H, C/H) // (B, T, 3, H, hd)
 	perm := autograd.Permute(qkv5, 2, 0, 3, 1, 4)  // (3, B, H, T, hd), a view
 	heads := autograd.Contiguous(perm)

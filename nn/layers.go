@@ -56,6 +56,17 @@ func (l *Linear) Forward(x *autograd.Var) *autograd.Var {
 	return autograd.Linear(x, l.Weight.Var, b)
 }
 
+// ForwardHalf is Forward for an output whose only consumer takes it in
+// the autocast dtype anyway (autograd.LinearHalf): under autocast it is
+// returned in the region's dtype, its bias added in that dtype.
+func (l *Linear) ForwardHalf(x *autograd.Var) *autograd.Var {
+	var b *autograd.Var
+	if l.Bias != nil {
+		b = l.Bias.Var
+	}
+	return autograd.LinearHalf(x, l.Weight.Var, b)
+}
+
 // Parameters returns weight and bias.
 func (l *Linear) Parameters() []*Parameter {
 	if l.Bias == nil {
@@ -129,6 +140,13 @@ func NewLayerNorm(o Options, name string, dim int) (*LayerNorm, error) {
 // Forward normalises x (..., dim).
 func (l *LayerNorm) Forward(x *autograd.Var) *autograd.Var {
 	return autograd.LayerNorm(x, l.Weight.Var, l.Bias.Var, l.Eps)
+}
+
+// ForwardToProducts is Forward for an output that feeds only matrix
+// products (autograd.LayerNormHalf): under autocast it is written in the
+// region's dtype, the same bits the products would cast it to.
+func (l *LayerNorm) ForwardToProducts(x *autograd.Var) *autograd.Var {
+	return autograd.LayerNormHalf(x, l.Weight.Var, l.Bias.Var, l.Eps)
 }
 
 // Parameters returns weight and bias.

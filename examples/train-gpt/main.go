@@ -81,6 +81,7 @@ type options struct {
 	sched         *memory.Scheduler // made by setBudget
 	head          string            // -head
 	headLoss      nn.HeadLoss       // what -head says (auto: set by newTrainer for the device)
+	cpuProfile    string            // -cpuprofile
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -126,6 +127,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.budget, "device-budget", "", "cap the device memory the pools may hold: a size (4GiB), a share of the device (50%, 0.5) or off; under -policy hybrid what does not fit spills to host-resident offload memory and the placement scheduler moves the least used tensors there")
 	fs.BoolVar(&o.placementPlan, "placement-plan", false, "print the placement scheduler's plan (tensor, bytes, accesses a step, tier, why) after step 2 and whenever it moves tensors")
 	fs.StringVar(&o.head, "head", "auto", "output head and loss: full (the (B, T, V) logits), fused (chunked: the logits never all held, the vocabulary padded for the GPU's GEMMs; same loss and gradients) or auto (fused on CUDA, full on the CPU)")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run (the host's side: graph building, kernel launches, waits) to this file, for go tool pprof")
 	fs.IntVar(&o.maxSkips, "max-skips", 20, "stop after this many steps in a row skipped by the fp16 gradient scaler for overflowing gradients")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -329,6 +331,13 @@ func run(o *options) error {
 	}
 	defer undoBudget()
 	fmt.Fprintf(os.Stderr, "strata train-gpt: config %s on %v (%s, GOMAXPROCS %d)\n", o.config, dev, tensor.CPUBackendInfo(), runtime.GOMAXPROCS(0))
+	if o.cpuProfile != "" {
+		stop, err := startCPUProfile(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	if o.memTrace != "" || o.memPlot != "" {
 		return memoryCapture(o, cfg, dev)
 	}

@@ -229,3 +229,19 @@ func TestRunReturnsEveryByte(t *testing.T) {
 		assert.LessOrEqual(t, mem.InUse(), before, "%v: every byte returned", args)
 	}
 }
+
+// -cpuprofile writes a profile pprof reads; a path that cannot be created
+// is refused naming the flag.
+func TestCPUProfileFlag(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "cpu.pprof")
+	o, err := parseFlags([]string{"-bench", "-steps", "1", "-bench-warmup", "0", "-batch", "2", "-device", "cpu", "-cpuprofile", p})
+	require.NoError(t, err)
+	require.NoError(t, run(o))
+	st, err := os.Stat(p)
+	require.NoError(t, err)
+	require.Positive(t, st.Size())
+	o, err = parseFlags([]string{"-bench", "-steps", "1", "-bench-warmup", "0", "-batch", "2", "-device", "cpu", "-cpuprofile", filepath.Join(dir, "no", "such", "dir", "p")})
+	require.NoError(t, err)
+	require.ErrorContains(t, run(o), "-cpuprofile")
+}
