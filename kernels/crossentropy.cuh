@@ -72,15 +72,33 @@ struct CeMaxSum {
   }
 };
 
-// ce_row_for_each runs f4(i, x[4i..4i+4)) over the row's 16-byte words,
-// the group's threads striding over them, and f1(c, x[c]) over the
-// elements after the last whole word (over every element when vec is
-// false or T is not float). Each thread has four 16-byte loads in flight
-// before it runs f4 on them: with one or two blocks a multiprocessor (the
-// grid keeps the rows within L2), one load at a time left the row's reads
-// latency-bound at a fifth of the bandwidth.
-template <typename T, bool WARP, typename F4, typename F1>
-__device__ __forceinline__ void ce_row_for_each(const RowGroup<WARP>& g, const T* x, i64 n, bool vec, F4 f4, F1 f1) {
+// ce_val is a logit in the type the loss is computed in: float32 for
+// float16 and bfloat16 logits (widened, exact), else the logit itself.
+__device__ __forceinline__ float ce_val(float v) { return v; }
+__device__ __forceinline__ double ce_val(double v) { return v; }
+__device__ __forceinline__ float ce_val(F16 v) { return widen(v); }
+__device__ __forceinline__ float ce_val(BF16 v) { return widen(v); }
+
+// ce_load4 loads four logits of storage type L from x as T.
+template <typename T, typename L>
+__device__ __forceinline__ Pack<T, 4> ce_load4(const L* x) {
+  const Pack<L, 4> p = load_pack<L, 4>(x);
+  Pack<T, 4> o;
+#pragma unroll
+  for (int j = 0; j < 4; j++) o.v[j] = ce_val(p.v[j]);
+  return o;
+}
+
+// ce_row_for_each runs f4(i, x[4i..4i+4)) over the row's words of four
+// logits (16 bytes of float32, 8 of a half type), the group's threads
+// striding over them, and f1(c, x[c]) over the elements after the last
+// whole word (over every element when vec is false or T is not float);
+// logits of a half type L reach f4 and f1 widened to T. Each thread has
+// four loads in flight before it runs f4 on them: with one or two blocks
+// a multiprocessor (the grid keeps the rows within L2), one load at a
+// time left the row's reads latency-bound at a fifth of the bandwidth.
+template <typename T, typename L, bool WARP, typename F4, typename F1>
+__device__ __forceinline__ void ce_row_for_each(const RowGroup<WARP>& g, const L* x, i64 n, bool vec, F4 f4, F1 f1) {
   i64 c0 = 0;
   if (sizeof(T) == 4 && vec) {
     const i64 n4 = n / 4;
@@ -88,23 +106,23 @@ __device__ __forceinline__ void ce_row_for_each(const RowGroup<WARP>& g, const T
     for (; i + 3 * g.size < n4; i += 4 * g.size) {
       Pack<T, 4> p[4];
 #pragma unroll
-      for (int u = 0; u < 4; u++) p[u] = load_pack<T, 4>(x + 4 * (i + u * g.size));
+      for (int u = 0; u < 4; u++) p[u] = ce_load4<T, L>(x + 4 * (i + u * g.size));
 #pragma unroll
       for (int u = 0; u < 4; u++) f4(i + u * g.size, p[u]);
     }
-    for (; i < n4; i += g.size) f4(i, load_pack<T, 4>(x + 4 * i));
+    for (; i < n4; i += g.size) f4(i, ce_load4<T, L>(x + 4 * i));
     c0 = 4 * n4;
   }
-  for (i64 c = c0 + g.rank; c < n; c += g.size) f1(c, x[c]);
+  for (i64 c = c0 + g.rank; c < n; c += g.size) f1(c, (T)ce_val(x[c]));
 }
 
 // ce_row_max_sumexp is row_max_sumexp in one read of the row: each thread
 // keeps an online max and sum (ce_row_for_each), then the group combines
 // them, rescaling each thread's sum to the row's max.
-template <typename T, bool WARP>
-__device__ __forceinline__ double ce_row_max_sumexp(const RowGroup<WARP>& g, const T* x, i64 n, bool vec, T* m) {
+template <typename T, typename L, bool WARP>
+__device__ __forceinline__ double ce_row_max_sumexp(const RowGroup<WARP>& g, const L* x, i64 n, bool vec, T* m) {
   CeMaxSum<T> a;
-  ce_row_for_each(
+  ce_row_for_each<T>(
       g, x, n, vec, [&](i64, const Pack<T, 4>& p) { a.add(p.v[0]), a.add(p.v[1]), a.add(p.v[2]), a.add(p.v[3]); },
       [&](i64, T v) { a.add(v); });
   const T mx = g.max(a.m, shared_scratch<T>());
@@ -122,12 +140,14 @@ __device__ __forceinline__ double ce_row_max_sumexp(const RowGroup<WARP>& g, con
 // the row's max and sum, once for the gradient) and never writes float32
 // gradients. A bad target is reported as the forward reports it (the
 // caller's next synchronization raises it); its row gets loss 0 and
-// gradient 0, like the padding columns [cols, ld).
-template <typename T, typename D, bool WARP>
-__device__ void cross_entropy_fused(T* loss, D* dlogits, const T* logits, const int* targets, const T* dloss, i64 rows,
+// gradient 0, like the padding columns [cols, ld). Logits of a half type
+// L (a half-precision head product, as PyTorch's autocast makes them)
+// are widened to T = float32, in which loss and gradient are computed.
+template <typename T, typename L, typename D, bool WARP>
+__device__ void cross_entropy_fused(T* loss, D* dlogits, const L* logits, const int* targets, const T* dloss, i64 rows,
                                     i64 cols, i64 ld, int ignore, unsigned int* claim, Status* st) {
   RowGroup<WARP> g;
-  const bool vec = ld % 4 == 0 && aligned_for<T, 4>(logits) && aligned_for<D, 4>(dlogits);
+  const bool vec = ld % 4 == 0 && aligned_for<L, 4>(logits) && aligned_for<D, 4>(dlogits);
   for (i64 r = g.row; r < rows; r += g.rowStride) {
     const int t = targets[r];
     D* d = dlogits + r * ld;
@@ -140,13 +160,13 @@ __device__ void cross_entropy_fused(T* loss, D* dlogits, const T* logits, const 
       for (i64 c = g.rank; c < cols; c += g.size) store_as(d + c, (T)0);
       continue;
     }
-    const T* x = logits + r * ld;
+    const L* x = logits + r * ld;
     T m;
     const double s = ce_row_max_sumexp(g, x, cols, vec, &m);
-    if (g.rank == 0) loss[r] = (T)((double)m + log(s) - (double)x[t]);
+    if (g.rank == 0) loss[r] = (T)((double)m + log(s) - (double)ce_val(x[t]));
     const double gl = (double)dloss[r];
     const T scale = (T)(gl / s), gt = (T)gl;
-    ce_row_for_each(
+    ce_row_for_each<T>(
         g, x, cols, vec,
         [&](i64 i, const Pack<T, 4>& p) {
           Pack<D, 4> o;
@@ -166,22 +186,25 @@ __device__ void cross_entropy_fused(T* loss, D* dlogits, const T* logits, const 
   }
 }
 
-#define CE_FUSED_KERNELS(sfx, T, dsfx, D)                                                                   \
+// CE_FUSED_KERNELS(sfx, L, dsfx, D, T): logits L, gradient D, loss T.
+#define CE_FUSED_KERNELS(sfx, L, dsfx, D, T)                                                                \
   extern "C" __global__ void __launch_bounds__(256) cross_entropy_fused_warp_##sfx##_##dsfx(               \
-      T* loss, D* dlogits, const T* logits, const int* targets, const T* dloss, i64 rows, i64 cols, i64 ld, \
+      T* loss, D* dlogits, const L* logits, const int* targets, const T* dloss, i64 rows, i64 cols, i64 ld, \
       int ignore, unsigned int* claim, Status* st) {                                                        \
-    cross_entropy_fused<T, D, true>(loss, dlogits, logits, targets, dloss, rows, cols, ld, ignore, claim, st); \
+    cross_entropy_fused<T, L, D, true>(loss, dlogits, logits, targets, dloss, rows, cols, ld, ignore, claim, st); \
   }                                                                                                         \
   extern "C" __global__ void __launch_bounds__(512) cross_entropy_fused_block_##sfx##_##dsfx(              \
-      T* loss, D* dlogits, const T* logits, const int* targets, const T* dloss, i64 rows, i64 cols, i64 ld, \
+      T* loss, D* dlogits, const L* logits, const int* targets, const T* dloss, i64 rows, i64 cols, i64 ld, \
       int ignore, unsigned int* claim, Status* st) {                                                        \
-    cross_entropy_fused<T, D, false>(loss, dlogits, logits, targets, dloss, rows, cols, ld, ignore, claim, st); \
+    cross_entropy_fused<T, L, D, false>(loss, dlogits, logits, targets, dloss, rows, cols, ld, ignore, claim, st); \
   }
 
-CE_FUSED_KERNELS(f32, float, f32, float)
-CE_FUSED_KERNELS(f32, float, f16, F16)
-CE_FUSED_KERNELS(f32, float, bf16, BF16)
-CE_FUSED_KERNELS(f64, double, f64, double)
+CE_FUSED_KERNELS(f32, float, f32, float, float)
+CE_FUSED_KERNELS(f32, float, f16, F16, float)
+CE_FUSED_KERNELS(f32, float, bf16, BF16, float)
+CE_FUSED_KERNELS(f64, double, f64, double, double)
+CE_FUSED_KERNELS(f16, F16, f16, F16, float)
+CE_FUSED_KERNELS(bf16, BF16, bf16, BF16, float)
 
 #define CE_KERNELS(sfx, T)                                                                                  \
   extern "C" __global__ void __launch_bounds__(256)                                                         \

@@ -5,6 +5,7 @@
 // unary_backward.go, binary.go), in the same order of operations.
 #pragma once
 #include "common.cuh"
+#include "cast.cuh"
 #include "ops_gen.cuh"
 
 // GELU, tanh approximation: 0.5 x (1 + tanh u) = x sigmoid(2u),
@@ -48,48 +49,58 @@ __device__ __forceinline__ T unary_fn(int op, T x) {
   return x;
 }
 
-// unary_grad returns dy * op'(x) from the saved input x or output y (the
-// op table's Reads says which one each op reads).
+// elem reads p[i] in the type ops compute in: float32 for a half type
+// (widened, exact), else as it is.
 template <typename T>
-__device__ __forceinline__ T unary_grad(int op, T g, const T* x, const T* y, i64 i) {
+__device__ __forceinline__ T elem(const T* p, i64 i) {
+  return p[i];
+}
+__device__ __forceinline__ float elem(const F16* p, i64 i) { return widen(p[i]); }
+__device__ __forceinline__ float elem(const BF16* p, i64 i) { return widen(p[i]); }
+
+// unary_grad returns dy * op'(x) from the saved input x or output y (the
+// op table's Reads says which one each op reads), stored as X (T, or a
+// half type for float32 T: read widened).
+template <typename T, typename X>
+__device__ __forceinline__ T unary_grad(int op, T g, const X* x, const X* y, i64 i) {
   switch (op) {
     case U_NEG: return -g;
-    case U_EXP: return g * y[i];
-    case U_LOG: return g / x[i];
-    case U_SQRT: return g * (T)0.5 / y[i];
+    case U_EXP: return g * (T)elem(y, i);
+    case U_LOG: return g / (T)elem(x, i);
+    case U_SQRT: return g * (T)0.5 / (T)elem(y, i);
     case U_RSQRT: {
-      T v = y[i];
+      T v = (T)elem(y, i);
       return g * (T)-0.5 * v * v * v;
     }
     case U_TANH: {
-      T v = y[i];
+      T v = (T)elem(y, i);
       return g * ((T)1 - v * v);
     }
     case U_GELU: {
-      T v = x[i];
+      T v = (T)elem(x, i);
       T s = (T)1 / ((T)1 + exp_t(-(T)(2 * GELU_K) * v * ((T)1 + (T)GELU_C * v * v)));
       T du = (T)GELU_K * ((T)1 + (T)(3 * GELU_C) * v * v);
       return g * (s + (T)2 * v * s * ((T)1 - s) * du);
     }
-    case U_RELU: return y[i] > (T)0 ? g : (T)0;
+    case U_RELU: return (T)elem(y, i) > (T)0 ? g : (T)0;
     case U_ABS: {
-      T v = x[i];
+      T v = (T)elem(x, i);
       if (v > (T)0) return g;
       if (v < (T)0) return -g;
       if (v == (T)0) return (T)0;
       return v;  // NaN input: NaN gradient
     }
-    case U_SQUARE: return g * (T)2 * x[i];
+    case U_SQUARE: return g * (T)2 * (T)elem(x, i);
     case U_RECIP: {
-      T v = y[i];
+      T v = (T)elem(y, i);
       return -g * v * v;
     }
     case U_SIGMOID: {
-      T v = y[i];
+      T v = (T)elem(y, i);
       return g * v * ((T)1 - v);
     }
     case U_SILU: {
-      T v = x[i];
+      T v = (T)elem(x, i);
       T s = (T)1 / ((T)1 + exp_t(-v));
       return g * s * ((T)1 + v * ((T)1 - s));
     }
@@ -172,13 +183,15 @@ extern "C" __global__ void __launch_bounds__(256) unary_to_f32_bf16(int op, BF16
   unary_contig<float, BF16>(op, dst, src, n);
 }
 
-// unary_backward_loop: dx = unary_grad over 16-byte packs of dy (x or y,
-// whichever the op reads, element by element: nil for the other), stored
-// as D: D = T, or a half type rounded as the cast kernels round
-// (unary_backward_to: the GELU gradient of a transformer's MLP feeds only
-// a half-precision product, which would cast it anyway).
-template <typename T, typename D, int OP>
-__device__ __forceinline__ void unary_backward_loop(D* dx, const T* x, const T* y, const T* dy, i64 n) {
+// unary_backward_loop: dx = unary_grad over packs of dy (x or y, whichever
+// the op reads, element by element: nil for the other), stored as D: D =
+// T, or a half type rounded as the cast kernels round (unary_backward_to:
+// the GELU gradient of a transformer's MLP feeds only a half-precision
+// product, which would cast it anyway). The saved x or y are X: T, or the
+// half type for a GELU whose input was a half-precision product
+// (unary_backward_half).
+template <typename T, typename X, typename D, int OP>
+__device__ __forceinline__ void unary_backward_loop(D* dx, const X* x, const X* y, const T* dy, i64 n) {
   constexpr int V = 16 / sizeof(T);
   map_vec<V>(
       n, aligned_for<D, V>(dx) && aligned_for<T, V>(dy),
@@ -186,18 +199,18 @@ __device__ __forceinline__ void unary_backward_loop(D* dx, const T* x, const T* 
         const Pack<T, V> g = load_pack<T, V>(dy + i0);
         Pack<D, V> o;
 #pragma unroll
-        for (int k = 0; k < V; k++) store_as(&o.v[k], unary_grad<T>(OP, g.v[k], x, y, i0 + k));
+        for (int k = 0; k < V; k++) store_as(&o.v[k], unary_grad<T, X>(OP, g.v[k], x, y, i0 + k));
         store_pack<D, V>(dx + i0, o);
       },
-      [&](i64 i) { store_as(dx + i, unary_grad<T>(OP, dy[i], x, y, i)); });
+      [&](i64 i) { store_as(dx + i, unary_grad<T, X>(OP, dy[i], x, y, i)); });
 }
 
-template <typename T, typename D>
-__device__ __forceinline__ void unary_backward_contig(int op, D* dx, const T* x, const T* y, const T* dy, i64 n) {
+template <typename T, typename X, typename D>
+__device__ __forceinline__ void unary_backward_contig(int op, D* dx, const X* x, const X* y, const T* dy, i64 n) {
   switch (op) {
 #define UNARY_CASE(c) \
   case c:             \
-    unary_backward_loop<T, D, c>(dx, x, y, dy, n); \
+    unary_backward_loop<T, X, D, c>(dx, x, y, dy, n); \
     return;
     UNARY_CODES(UNARY_CASE)
 #undef UNARY_CASE
@@ -206,11 +219,59 @@ __device__ __forceinline__ void unary_backward_contig(int op, D* dx, const T* x,
 
 extern "C" __global__ void __launch_bounds__(256)
     unary_backward_to_f32_f16(int op, F16* dx, const float* x, const float* y, const float* dy, i64 n) {
-  unary_backward_contig<float, F16>(op, dx, x, y, dy, n);
+  unary_backward_contig<float, float, F16>(op, dx, x, y, dy, n);
 }
 extern "C" __global__ void __launch_bounds__(256)
     unary_backward_to_f32_bf16(int op, BF16* dx, const float* x, const float* y, const float* dy, i64 n) {
-  unary_backward_contig<float, BF16>(op, dx, x, y, dy, n);
+  unary_backward_contig<float, float, BF16>(op, dx, x, y, dy, n);
+}
+
+// unary_half_loop: op of a half-type source S, computed in float32 on the
+// widened value and stored as D (rounded as the cast kernels round): the
+// GELU of a half-precision product (unary_to_f16_f16, unary_to_bf16_bf16).
+template <typename S, typename D, int OP>
+__device__ __forceinline__ void unary_half_loop(D* dst, const S* src, i64 n) {
+  constexpr int V = 16 / sizeof(S);
+  map_vec<V>(
+      n, aligned_for<D, V>(dst) && aligned_for<S, V>(src),
+      [&](i64 i0) {
+        const Pack<S, V> x = load_pack<S, V>(src + i0);
+        Pack<D, V> o;
+#pragma unroll
+        for (int k = 0; k < V; k++) store_as(&o.v[k], unary_fn<float>(OP, widen(x.v[k])));
+        store_pack<D, V>(dst + i0, o);
+      },
+      [&](i64 i) { store_as(dst + i, unary_fn<float>(OP, widen(src[i]))); });
+}
+
+template <typename S, typename D>
+__device__ __forceinline__ void unary_half_contig(int op, D* dst, const S* src, i64 n) {
+  switch (op) {
+#define UNARY_CASE(c) \
+  case c:             \
+    unary_half_loop<S, D, c>(dst, src, n); \
+    return;
+    UNARY_CODES(UNARY_CASE)
+#undef UNARY_CASE
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(256) unary_to_f16_f16(int op, F16* dst, const F16* src, i64 n) {
+  unary_half_contig<F16, F16>(op, dst, src, n);
+}
+extern "C" __global__ void __launch_bounds__(256) unary_to_bf16_bf16(int op, BF16* dst, const BF16* src, i64 n) {
+  unary_half_contig<BF16, BF16>(op, dst, src, n);
+}
+
+// unary_backward_half: dx (half) = dy (float32) * op'(x), x or y saved in
+// the same half type (the GELU of a half-precision product).
+extern "C" __global__ void __launch_bounds__(256)
+    unary_backward_half_f16(int op, F16* dx, const F16* x, const F16* y, const float* dy, i64 n) {
+  unary_backward_contig<float, F16, F16>(op, dx, x, y, dy, n);
+}
+extern "C" __global__ void __launch_bounds__(256)
+    unary_backward_half_bf16(int op, BF16* dx, const BF16* x, const BF16* y, const float* dy, i64 n) {
+  unary_backward_contig<float, BF16, BF16>(op, dx, x, y, dy, n);
 }
 
 template <typename T, int OP>
@@ -293,7 +354,7 @@ __device__ __forceinline__ void binary_rowb(int op, T* dst, const T* x, const T*
   }                                                                                                       \
   extern "C" __global__ void __launch_bounds__(256)                                                       \
       unary_backward_##sfx(int op, T* dx, const T* x, const T* y, const T* dy, i64 n) {                   \
-    unary_backward_contig<T, T>(op, dx, x, y, dy, n);                                                       \
+    unary_backward_contig<T, T, T>(op, dx, x, y, dy, n);                                                       \
   }                                                                                                       \
   extern "C" __global__ void __launch_bounds__(256) affine_##sfx(T* dst, const T* src, i64 n, T alpha, T beta) { \
     if (beta != (T)0) {                                                                                   \

@@ -105,7 +105,13 @@ func TestBadInputFailsCleanly(t *testing.T) {
 		for op := range tensor.NumUnaryOps {
 			add(fmt.Sprintf("%v %v", op, h.DType()), op.String(), tensor.ErrDType, func() { tensor.Unary(op, h) })
 			add(fmt.Sprintf("%vBackward %v", op, h.DType()), op.String()+"Backward", tensor.ErrDType, func() { tensor.UnaryBackward(op, h, h, h) })
-			add(fmt.Sprintf("%v to %v", op, h.DType()), op.String(), tensor.ErrDType, func() { tensor.UnaryTo(op, h, h.DType()) })
+			other := tensor.BFloat16 // a half type to the other one: no kernel
+			if h.DType() == tensor.BFloat16 {
+				other = tensor.Float16
+			}
+			add(fmt.Sprintf("%v %v to %v", op, h.DType(), other), op.String(), tensor.ErrDType, func() { tensor.UnaryTo(op, h, other) })
+			add(fmt.Sprintf("%vBackward %v with a %v gradient", op, h.DType(), other), op.String()+"Backward", tensor.ErrDType,
+				func() { tensor.UnaryBackwardTo(op, h, h, x, other) })
 		}
 		add("Affine "+h.DType().String(), "Affine", tensor.ErrDType, func() { tensor.Affine(h, 2, 1) })
 		add("Scale "+h.DType().String(), "Affine", tensor.ErrDType, func() { tensor.Scale(h, 2) })

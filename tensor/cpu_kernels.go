@@ -150,11 +150,24 @@ func (cpuBackend) unary(op UnaryOp, dst, src *Tensor) {
 }
 
 // unaryTo is unary into a float32 temporary, then cast: the same bits.
+// A half src is widened to float32 first (exact), as the kernel widens it.
 func (c cpuBackend) unaryTo(op UnaryOp, dst, src *Tensor) {
+	src, done := c.widened(src)
+	defer done()
 	tmp := mustNew(op.String(), ctxOf(op.String(), src), src.dev, src.dtype, src.shape)
 	defer tmp.Release()
 	c.unary(op, tmp, src)
 	c.cast(dst, tmp)
+}
+
+// widened returns t, or for a half t a float32 copy, and what releases it.
+func (c cpuBackend) widened(t *Tensor) (*Tensor, func()) {
+	if t == nil || !t.dtype.IsHalf() {
+		return t, func() {}
+	}
+	w := mustNew("Cast", ctxOf("Cast", t), t.dev, Float32, t.shape)
+	c.cast(w, t)
+	return w, w.Release
 }
 
 func (cpuBackend) unaryBackward(op UnaryOp, dx, x, y, dy *Tensor) {
@@ -167,6 +180,10 @@ func (cpuBackend) unaryBackward(op UnaryOp, dx, x, y, dy *Tensor) {
 // the same bits.
 func (c cpuBackend) unaryBackwardTo(op UnaryOp, dx, x, y, dy *Tensor) {
 	name := op.String() + "Backward"
+	x, doneX := c.widened(x) // saved in the half type: widened, as the kernel reads them
+	defer doneX()
+	y, doneY := c.widened(y)
+	defer doneY()
 	tmp := mustNew(name, ctxOf(name, dy), dy.dev, dy.dtype, dy.shape)
 	defer tmp.Release()
 	c.unaryBackward(op, tmp, x, y, dy)
@@ -373,6 +390,13 @@ func (cpuBackend) crossEntropyBackward(dlogits, logits, targets, dloss *Tensor, 
 // gradient cast to dlogits' dtype through a temporary in the logits'.
 func (c cpuBackend) crossEntropyFused(loss, dlogits, logits, targets, dloss *Tensor, rows, cols, ld int, ignore int32) {
 	op := "CrossEntropyFused"
+	if logits.dtype.IsHalf() { // widened to float32 first, as the kernel widens as it reads
+		wide := mustNew(op, ctxOf(op, logits), logits.dev, Float32, logits.shape)
+		defer wide.Release()
+		c.cast(wide, logits)
+		c.crossEntropyFused(loss, dlogits, wide, targets, dloss, rows, cols, ld, ignore)
+		return
+	}
 	if _, err := c.crossEntropy(loss, logits, targets, rows, cols, ld, ignore); err != nil {
 		fail(op, ErrArgument, "%v", err)
 	}

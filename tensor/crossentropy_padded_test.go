@@ -121,6 +121,57 @@ func TestCrossEntropyFusedHalfGradient(t *testing.T) {
 	})
 }
 
+// Half logits (a half-precision head product) give the loss and gradient
+// of the same logits widened to float32: the kernel widens them exactly as
+// it reads them. The loss is float32; a half dloss is refused.
+func TestCrossEntropyFusedHalfLogits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const rows, classes, ld = 5, 50257, 50304
+	v := make([]float64, rows*ld)
+	for i := range v {
+		v[i] = 4 * rng.NormFloat64()
+	}
+	tg := make([]int32, rows)
+	for i := range tg {
+		tg[i] = int32(rng.IntN(classes))
+	}
+	tg[2] = -100
+	cpu := tensor.CPU()
+	onDevices(t, func(t *testing.T, dev tensor.Device) {
+		tensor.WithScope(func() {
+			targets := tensor.FromInt32s(dev, tg, rows)
+			dloss := tensor.Full(dev, tensor.Float32, 0.5, rows)
+			for _, half := range []tensor.DType{tensor.Float16, tensor.BFloat16} {
+				for _, cols := range []int{ld, 9} { // 9: rows that break the 4-logit words
+					logits := tensor.FromFloat64s(dev, v[:rows*cols], rows, cols).To(half)
+					c, tc := min(classes, cols), targets
+					if cols < classes {
+						small := make([]int32, rows)
+						for i, x := range tg {
+							small[i] = x % int32(cols)
+							if x < 0 {
+								small[i] = x // the ignore index
+							}
+						}
+						tc = tensor.FromInt32s(dev, small, rows)
+					}
+					loss, d := tensor.CrossEntropyFused(logits, c, tc, dloss, -100, half)
+					require.Equal(t, tensor.Float32, loss.DType())
+					require.Equal(t, half, d.DType())
+					wl, wd := tensor.CrossEntropyFused(logits.To(tensor.Float32), c, tc, dloss, -100, half)
+					require.Equal(t, wl.ToDevice(cpu).Float64s(), loss.ToDevice(cpu).Float64s(), "%v %v loss", dev, half)
+					require.Equal(t, wd.ToDevice(cpu).Float64s(), d.ToDevice(cpu).Float64s(), "%v %v gradient", dev, half)
+				}
+				logits := tensor.Zeros(dev, half, rows, 8)
+				err := tensor.Try(func() { tensor.CrossEntropyFused(logits, 8, targets, dloss.To(half), -100, half) })
+				require.ErrorIs(t, err, tensor.ErrDType)
+				err = tensor.Try(func() { tensor.CrossEntropyFused(logits, 8, targets, dloss, -100, tensor.Float32) })
+				require.ErrorIs(t, err, tensor.ErrDType)
+			}
+		})
+	})
+}
+
 func TestCrossEntropyFusedRejects(t *testing.T) {
 	tensor.WithScope(func() {
 		cpu := tensor.CPU()

@@ -332,6 +332,11 @@ func driveBackend(t *testing.T, d *cudaDevice, b cudaBackend, dt DType) {
 	for _, g := range grads {
 		b.crossEntropyFused(n(4), mustNew("t", nil, d, g, []int{4, 6}), x, ids(4), n(4), 4, 6, 6, -100)
 		b.crossEntropyFused(n(2), mustNew("t", nil, d, g, []int{2, 2000}), v, ids(2), n(2), 2, 2000, 2000, -100)
+		if g != dt { // half logits, float32 loss: the half head's kernels
+			half := func(shape ...int) *Tensor { return mustNew("t", nil, d, g, shape) }
+			b.crossEntropyFused(n(4), half(4, 6), half(4, 6), ids(4), n(4), 4, 6, 6, -100)
+			b.crossEntropyFused(n(2), half(2, 2000), half(2, 2000), ids(2), n(2), 2, 2000, 2000, -100)
+		}
 	}
 	_, err = b.countTargets(ids(4), 4, -100)
 	require.NoError(t, err)
@@ -346,6 +351,11 @@ func driveBackend(t *testing.T, d *cudaDevice, b cudaBackend, dt DType) {
 		b.unaryBackwardTo(OpGelu, mustNew("t", nil, d, BFloat16, []int{4, 6}), x, nil, x)
 		b.layerNorm(mustNew("t", nil, d, Float16, []int{4, 6}), mean, rstd, x, w, w, 4, 6, 1e-5)
 		b.layerNorm(mustNew("t", nil, d, BFloat16, []int{4, 6}), mean, rstd, x, nil, nil, 4, 6, 1e-5)
+		for _, h := range []DType{Float16, BFloat16} { // half sources
+			hx := mustNew("t", nil, d, h, []int{4, 6})
+			b.unaryTo(OpGelu, mustNew("t", nil, d, h, []int{4, 6}), hx)
+			b.unaryBackwardTo(OpGelu, mustNew("t", nil, d, h, []int{4, 6}), hx, nil, x)
+		}
 	}
 	b.adamwMulti([]*Tensor{x, big}, []*Tensor{x, big}, []*Tensor{x, big}, []*Tensor{x, big}, []float64{0, 0.1}, 1e-3, 0.9, 0.99, 1e-8, 2)
 	b.sgd(x, x, x, 0.1, 0.9, 0, true)

@@ -18,18 +18,23 @@ func (b cudaBackend) unary(op UnaryOp, dst, src *Tensor) {
 	})
 }
 
-// unaryTo runs unary_to_f32_f16 or _bf16: four float32 values a thread
-// in, four halves out.
+// unaryTo runs unary_to_f32_f16 or _bf16 (four float32 values a thread
+// in, four halves out), or for a half src unary_to_f16_f16 or
+// _bf16_bf16 (eight halves in and out, computed in float32).
 func (b cudaBackend) unaryTo(op UnaryOp, dst, src *Tensor) {
 	d, n, name := b.d, dst.Numel(), op.String()
 	if n == 0 {
 		return
 	}
-	fn := d.k.unaryTo[0]
+	h := 0
 	if dst.dtype == BFloat16 {
-		fn = d.k.unaryTo[1]
+		h = 1
 	}
-	d.launchVec(name, fn, n, 4, func(a *cuda.Args) {
+	fn, size := d.k.unaryTo[h], 4
+	if src.dtype.IsHalf() {
+		fn, size = d.k.unaryHalf[h], 2
+	}
+	d.launchVec(name, fn, n, size, func(a *cuda.Args) {
 		a.Int32(int32(op)).Ptr(devPtr(dst)).Ptr(devPtr(src)).Int64(int64(n))
 	})
 }
@@ -45,20 +50,31 @@ func (b cudaBackend) unaryBackward(op UnaryOp, dx, x, y, dy *Tensor) {
 	})
 }
 
-// unaryBackwardTo runs unary_backward_to_f32_f16 or _bf16: four float32
-// values of dy a thread in, four halves of dx out.
+// unaryBackwardTo runs unary_backward_to_f32_f16 or _bf16 (four float32
+// values of dy a thread in, four halves of dx out), or for x and y saved
+// in the half type unary_backward_half_f16 or _bf16.
 func (b cudaBackend) unaryBackwardTo(op UnaryOp, dx, x, y, dy *Tensor) {
 	d, n, name := b.d, dx.Numel(), op.String()+"Backward"
 	if n == 0 {
 		return
 	}
-	fn := d.k.unaryBackwardTo[0]
+	h := 0
 	if dx.dtype == BFloat16 {
-		fn = d.k.unaryBackwardTo[1]
+		h = 1
+	}
+	fn := d.k.unaryBackwardTo[h]
+	if savedHalf(x, y) {
+		fn = d.k.unaryBackwardHalf[h]
 	}
 	d.launchVec(name, fn, n, 4, func(a *cuda.Args) {
 		a.Int32(int32(op)).Ptr(devPtr(dx)).Ptr(devPtr(x)).Ptr(devPtr(y)).Ptr(devPtr(dy)).Int64(int64(n))
 	})
+}
+
+// savedHalf reports whether the saved x or y of a unary backward (either
+// may be nil) is in a half type.
+func savedHalf(x, y *Tensor) bool {
+	return (x != nil && x.dtype.IsHalf()) || (y != nil && y.dtype.IsHalf())
 }
 
 // affine computes alpha*src, then adds beta when it is not 0, each step

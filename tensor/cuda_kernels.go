@@ -67,6 +67,7 @@ type cudaKernels struct {
 
 	unary, unaryBackward, affine, binary [2]*cuda.Function
 	unaryTo, unaryBackwardTo             [2]*cuda.Function // float32 to float16, bfloat16
+	unaryHalf, unaryBackwardHalf         [2]*cuda.Function // float16, bfloat16 sources
 	binaryStrided                        [2][2]*cuda.Function
 	binaryRowB                           [2]*cuda.Function // a row broadcast over a contiguous operand
 
@@ -85,8 +86,8 @@ type cudaKernels struct {
 	scatterRuns                             [2]*cuda.Function
 
 	crossEntropy, crossEntropyBackward [2][2]*cuda.Function // [warp/block][dtype]
-	// [warp/block][logits→gradient: f32→f32, f32→f16, f32→bf16, f64→f64]
-	crossEntropyFused [2][4]*cuda.Function
+	// [warp/block][logits→gradient: f32→f32, f32→f16, f32→bf16, f64→f64, f16→f16, bf16→bf16]
+	crossEntropyFused [2][6]*cuda.Function
 
 	dropout, adamw, adamwMulti, sgd [2]*cuda.Function
 	gemmF64                         *cuda.Function
@@ -112,6 +113,10 @@ func (k *cudaKernels) bindings() map[string]**cuda.Function {
 		"unary_backward_to_f32_f16":  &k.unaryBackwardTo[0],
 		"unary_backward_to_f32_bf16": &k.unaryBackwardTo[1],
 		"layernorm_to_f32_f16":       &k.layerNormTo[0],
+		"unary_to_f16_f16":           &k.unaryHalf[0],
+		"unary_to_bf16_bf16":         &k.unaryHalf[1],
+		"unary_backward_half_f16":    &k.unaryBackwardHalf[0],
+		"unary_backward_half_bf16":   &k.unaryBackwardHalf[1],
 		"layernorm_to_f32_bf16":      &k.layerNormTo[1],
 	}
 	k.attention.bind(m)

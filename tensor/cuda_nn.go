@@ -249,7 +249,7 @@ func (b cudaBackend) crossEntropyFused(loss, dlogits, logits, targets, dloss *Te
 
 // ceFusedSuffix names the fused cross-entropy kernels' (logits, gradient)
 // dtypes, in the order of cudaKernels.crossEntropyFused.
-var ceFusedSuffix = [4]string{"f32_f32", "f32_f16", "f32_bf16", "f64_f64"}
+var ceFusedSuffix = [6]string{"f32_f32", "f32_f16", "f32_bf16", "f64_f64", "f16_f16", "bf16_bf16"}
 
 // ceFusedIndex returns the fused kernel for logits of dtype lt and a
 // gradient of dtype gt.
@@ -263,8 +263,12 @@ func ceFusedIndex(op string, lt, gt DType) int {
 		return 2
 	case lt == Float64 && gt == Float64:
 		return 3
+	case lt == Float16 && gt == Float16:
+		return 4
+	case lt == BFloat16 && gt == BFloat16:
+		return 5
 	}
-	fail(op, ErrDType, "%v logits with a %v gradient: want float32 logits (float32, float16 or bfloat16 gradient) or float64 (float64)", lt, gt)
+	fail(op, ErrDType, "%v logits with a %v gradient: want float32 logits (float32, float16 or bfloat16 gradient), float64 (float64) or half logits (the same half type)", lt, gt)
 	return 0
 }
 

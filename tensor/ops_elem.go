@@ -127,18 +127,20 @@ func Unary(op UnaryOp, t *Tensor) *Tensor {
 // the result rounded to dt as Cast rounds, for float32 t and a float16
 // or bfloat16 dt (dt equal to t's dtype is Unary). Bit for bit the two
 // ops' result, without the float32 intermediate: the GELU before a
-// half-precision product (autograd.GeluLinear under autocast).
+// half-precision product (autograd.GeluLinear under autocast). A half t
+// with dt its own dtype is op of t widened to float32, rounded back (the
+// GELU of a half-precision product).
 func UnaryTo(op UnaryOp, t *Tensor, dt DType) *Tensor {
 	name := op.String()
 	if op >= NumUnaryOps {
 		fail(name, ErrArgument, "no such unary op")
 	}
 	t.live(name)
-	if dt == t.dtype {
+	if dt == t.dtype && !dt.IsHalf() {
 		return Unary(op, t)
 	}
-	if t.dtype != Float32 || (dt != Float16 && dt != BFloat16) {
-		fail(name, ErrDType, "%v of %v to %v: want float32 to float16 or bfloat16", op, t.dtype, dt)
+	if !dt.IsHalf() || (t.dtype != Float32 && t.dtype != dt) {
+		fail(name, ErrDType, "%v of %v to %v: want float32 to float16 or bfloat16, or a half type to itself", op, t.dtype, dt)
 	}
 	src, done := contig(t)
 	defer done()
@@ -168,7 +170,9 @@ func dyDType(dy *Tensor) DType {
 // float32 operands and a float16 or bfloat16 dt (dt equal to dy's dtype
 // is UnaryBackward). Bit for bit the two ops' result, without the float32
 // intermediate: the GELU gradient that feeds only a half-precision
-// product (autograd.GeluLinear's backward under autocast).
+// product (autograd.GeluLinear's backward under autocast). The saved x
+// and y may also be in dt itself (the GELU of a half-precision product):
+// they are widened as they are read.
 func UnaryBackwardTo(op UnaryOp, x, y, dy *Tensor, dt DType) *Tensor {
 	name := op.String() + "Backward"
 	if op >= NumUnaryOps {
@@ -188,9 +192,15 @@ func UnaryBackwardTo(op UnaryOp, x, y, dy *Tensor, dt DType) *Tensor {
 		ts = append(ts, y)
 	}
 	sameDevice(name, ts...)
-	sameArith(name, ts...)
+	sameArith(name, dy)
 	if dt != dy.dtype && (dy.dtype != Float32 || !dt.IsHalf()) {
 		fail(name, ErrDType, "gradient of %v in %v: want float32 to float16 or bfloat16", dy.dtype, dt)
+	}
+	saved := ts[1:]
+	for _, s := range saved {
+		if s.dtype != saved[0].dtype || (s.dtype != dy.dtype && !(s.dtype == dt && dt != dy.dtype)) {
+			fail(name, ErrDType, "saved %v with a %v gradient to %v: want dy's dtype, or the half type of the result", s.dtype, dy.dtype, dt)
+		}
 	}
 	for _, t := range ts[1:] {
 		if !shapeEq(t.shape, dy.shape) {

@@ -350,20 +350,29 @@ func crossEntropyBackward(op string, logits *Tensor, classes int, targets, dloss
 // zero in the padding columns. grad is the logits' dtype, or float16 or
 // bfloat16 for float32 logits: the dtype of the products that take the
 // gradient next (under autocast), rounded as Cast rounds, so that no
-// float32 gradient is written and cast. On a GPU it is one kernel that
-// reads each row twice, and it does not wait for the device: it does not
-// count the rows (CountTargets does, once for many calls), and a target
-// out of range is raised at the next synchronization (on the CPU at
-// once), its row's loss and gradient zero.
+// float32 gradient is written and cast. Logits may also be float16 or
+// bfloat16 (a half-precision head product, as PyTorch's autocast makes
+// them): they are widened as they are read, the loss and dloss are
+// float32 and the gradient is in their half type. On a GPU it is one
+// kernel that reads each row twice, and it does not wait for the device:
+// it does not count the rows (CountTargets does, once for many calls),
+// and a target out of range is raised at the next synchronization (on the
+// CPU at once), its row's loss and gradient zero.
 func CrossEntropyFused(logits *Tensor, classes int, targets, dloss *Tensor, ignore int32, grad DType) (loss, dlogits *Tensor) {
 	op := "CrossEntropyFused"
 	sameDevice(op, logits, targets, dloss)
-	sameArith(op, logits, dloss)
+	if logits.dtype.IsHalf() {
+		if dloss.dtype != Float32 {
+			fail(op, ErrDType, "dloss %v for %v logits: want float32", dloss.dtype, logits.dtype)
+		}
+	} else {
+		sameArith(op, logits, dloss)
+	}
 	indices(op, "targets", targets)
 	if logits.Rank() != 2 || targets.Numel() != logits.shape[0] || dloss.Numel() != logits.shape[0] {
 		fail(op, ErrShape, "logits %v, targets %v, dloss %v: want (N, C), N targets and N gradients", logits.shape, targets.shape, dloss.shape)
 	}
-	if !(grad == logits.dtype || (logits.dtype == Float32 && (grad == Float16 || grad == BFloat16))) {
+	if !(grad == logits.dtype || (logits.dtype == Float32 && grad.IsHalf())) {
 		fail(op, ErrDType, "a %v gradient of %v logits: want the logits' dtype, or float16 or bfloat16 for float32 logits", grad, logits.dtype)
 	}
 	ld := logits.shape[1]
@@ -371,7 +380,7 @@ func CrossEntropyFused(logits *Tensor, classes int, targets, dloss *Tensor, igno
 	cs, release := contigAll(logits, targets, dloss)
 	defer release()
 	ctx := ctxOf(op, logits, targets, dloss)
-	loss = mustNew(op, ctx, logits.dev, logits.dtype, []int{logits.shape[0]})
+	loss = mustNew(op, ctx, logits.dev, AccumDType(logits.dtype), []int{logits.shape[0]})
 	defer releaseOnPanic(loss) // also when dlogits cannot be allocated
 	dlogits = mustNew(op, ctx, logits.dev, grad, logits.shape)
 	defer releaseOnPanic(dlogits) // a target out of range (on the CPU)
