@@ -48,8 +48,19 @@
 // kept in float32 (tensor.MatMulMode.Float32Out) instead of being rounded
 // to the half type, so the element-wise ops that follow see float32
 // values and the activations need no promotion; the half copies are
-// transient. Backward runs its products in the dtype the forward used
-// (autograd captures the state at the forward), outside any region.
+// transient. Where the consumer would take the result in the half type
+// anyway, the producer makes it there as PyTorch does, and that saves a
+// write, a cast and, for what backward keeps, half the bytes: a GPT
+// block's q/k/v product (autograd.LinearHalf, read by the fused
+// attention), its MLP's hidden product (read by the GELU, widened) and the
+// head's logits (autograd.LinearCrossEntropy); a norm that feeds only
+// products writes its output in the half type (autograd.LayerNormHalf,
+// the same bits the products' cast gives). Gradients follow the same
+// rule: an op whose backward multiplies its output gradient in half
+// products takes it in the half type as its producer wrote it (autograd's
+// half gradients), where it would otherwise be widened and cast back.
+// Backward runs its products in the dtype the forward used (autograd
+// captures the state at the forward), outside any region.
 //
 // TF32 (State.TF32) lets float32 products use TF32 tensor cores on the
 // GPU; it is off unless asked for, as in PyTorch.

@@ -6,10 +6,10 @@ import (
 	"github.com/strata-ml/strata/tensor"
 )
 
-// DefaultHeadChunkBytes is the size of the float32 logits of one chunk
-// of LinearCrossEntropy when the caller gives no row count: 256 MiB, 1335
-// rows of GPT-2's 50,257-token vocabulary, so each chunk's products are
-// still large GEMMs.
+// DefaultHeadChunkBytes is the size of the logits of one chunk of
+// LinearCrossEntropy when the caller gives no row count: 256 MiB, 1335
+// rows of GPT-2's 50,257-token vocabulary in float32 (2670 in a half
+// type, under autocast), so each chunk's products are still large GEMMs.
 const DefaultHeadChunkBytes = 256 << 20
 
 // HeadPadding returns the row width the products of LinearCrossEntropy
@@ -37,7 +37,7 @@ var headPadAlways = false
 // shape; targets equal to IgnoreIndex are not counted.
 //
 // The rows are taken chunkRows at a time (0: DefaultHeadChunkBytes of
-// float32 logits a chunk). For each chunk the forward computes the logits,
+// logits a chunk). For each chunk the forward computes the logits,
 // their loss and, when a gradient is wanted, at once their gradient
 // (softmax - onehot), which it multiplies into the gradients of h (N, C)
 // and w (V, C) and drops: backward only scales those two by the incoming
@@ -45,7 +45,12 @@ var headPadAlways = false
 // for GPT-2 at batch 8 by 1024) become one chunk's (256 MiB) plus the
 // gradient of w held from the forward to the backward. The products follow
 // autocast like Linear's: under a half-precision region h and w are cast
-// (w once per region), the logits come out in float32.
+// (w once per region); the logits of a step that wants gradients come out
+// in the region's dtype, as PyTorch's autocast makes them (the loss and
+// its gradient are computed from them widened to float32, the gradient
+// written in that dtype: tensor.CrossEntropyFused), half the bytes of
+// float32 logits to write and read; without gradients (evaluation) they
+// are float32.
 //
 // When HeadPadding widens the rows (products on tensor cores: under
 // autocast or with TF32), w is copied once a call into a
@@ -70,13 +75,19 @@ func LinearCrossEntropy(h, w *Var, targets *tensor.Tensor, chunkRows int) *Var {
 	if chunkRows < 0 {
 		panic(&tensor.OpError{Op: op, Msg: fmt.Sprintf("chunk of %d rows", chunkRows), Err: tensor.ErrArgument})
 	}
+	pr := precisionOf(h.Value, w.Value)
+	c := pr.c
+	grad := GradEnabledIn(c) && (needs(h) || needs(w))
+	halfLogits := grad && pr.st.Enabled // logits in the region's dtype
 	if chunkRows == 0 {
-		chunkRows = max(1, DefaultHeadChunkBytes/(4*V))
+		size := 4
+		if halfLogits {
+			size = pr.st.DType.Size()
+		}
+		chunkRows = max(1, DefaultHeadChunkBytes/(size*V))
 	}
 	chunkRows = min(chunkRows, N)
 
-	pr := precisionOf(h.Value, w.Value)
-	c := pr.c
 	// Only tensor-core products (autocast, TF32) pad: plain float32 GEMMs
 	// ran as fast unpadded on the H200, and the padded copy of w would
 	// cost its bytes for nothing.
@@ -88,7 +99,6 @@ func LinearCrossEntropy(h, w *Var, targets *tensor.Tensor, chunkRows int) *Var {
 		wv = paddedWeight(pr, w.Value, vp)
 		defer wv.Release()
 	}
-	grad := GradEnabledIn(c) && (needs(h) || needs(w))
 	h2 := h.Value.Reshape(N, C)
 	defer h2.Release()
 	t1 := targets.Reshape(N)
@@ -109,11 +119,18 @@ func LinearCrossEntropy(h, w *Var, targets *tensor.Tensor, chunkRows int) *Var {
 	for start := 0; start < N; start += chunkRows {
 		r := min(chunkRows, N-start)
 		hc, tc := h2.Narrow(0, start, r), t1.Narrow(0, start, r)
-		logits := ps.mm(hc, wv, false, true, 1) // (r, Vp), float32
+		var logits *tensor.Tensor // (r, Vp)
+		if halfLogits {
+			logits = ps.mmHalfOut(hc, wv, false, true)
+		} else {
+			logits = ps.mm(hc, wv, false, true, 1)
+		}
 		var losses, dl *tensor.Tensor
 		if grad {
 			if ones == nil {
-				c.WithRole(gradRole, func() { ones = c.Full(logits.Device(), logits.DType(), 1, chunkRows) })
+				c.WithRole(gradRole, func() {
+					ones = c.Full(logits.Device(), tensor.AccumDType(logits.DType()), 1, chunkRows)
+				})
 			}
 			one := ones.Narrow(0, 0, r)
 			// The loss and softmax - onehot (0 in the padding) in one

@@ -117,7 +117,10 @@ func linear(x, w, b *Var, half bool) *Var {
 // as u) is freed after the forward and recomputed in backward, where the
 // weight gradient needs it. Same result as the two ops; one activation
 // less per block. Under autocast the GELU is written straight in the
-// products' dtype (tensor.UnaryTo).
+// products' dtype (tensor.UnaryTo), and u may be in that dtype too (the
+// hidden product made by LinearHalf, as PyTorch's autocast makes it): the
+// GELU and its gradient read it widened to float32, and the gradient of u
+// is in its dtype.
 func GeluLinear(u, w, b *Var) *Var {
 	us := u.Value.Shape()
 	pr := precisionOf(u.Value)

@@ -69,6 +69,16 @@ func (ps *products) mm(a, b *tensor.Tensor, ta, tb bool, alpha float64) *tensor.
 	return tensor.MatMulWith(x, y, alpha, ps.mode())
 }
 
+// mmHalfOut is mm (alpha 1) with the product returned in the operands'
+// dtype (the region's under autocast) instead of float32.
+func (ps *products) mmHalfOut(a, b *tensor.Tensor, ta, tb bool) *tensor.Tensor {
+	x, y, release := ps.operands(a, b, ta, tb)
+	defer release()
+	mode := ps.mode()
+	mode.Float32Out = false
+	return tensor.MatMulWith(x, y, 1, mode)
+}
+
 // mmBias is mm (alpha 1) with bias (n) added to every row of the
 // product: tensor.MatMulBias, in the GEMM's epilogue on a GPU.
 func (ps *products) mmBias(a, b, bias *tensor.Tensor, ta, tb bool) *tensor.Tensor {

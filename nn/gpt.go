@@ -59,9 +59,12 @@ func NewMLP(o Options, name string, dim int, projStd float64) (*MLP, error) {
 }
 
 // Forward maps x (..., dim) to (..., dim). The GELU output is not kept for
-// backward but recomputed there (autograd.GeluLinear).
+// backward but recomputed there (autograd.GeluLinear). Under autocast the
+// hidden layer's product is made in the half type (Linear.ForwardHalf),
+// as PyTorch's autocast makes it: the GELU reads it widened and GeluLinear
+// keeps it for backward at half the bytes of float32.
 func (m *MLP) Forward(x *autograd.Var) *autograd.Var {
-	return autograd.GeluLinear(m.FC.Forward(x), m.Proj.Weight.Var, m.Proj.Bias.Var)
+	return autograd.GeluLinear(m.FC.ForwardHalf(x), m.Proj.Weight.Var, m.Proj.Bias.Var)
 }
 
 // Parameters returns c_fc's and c_proj's.
