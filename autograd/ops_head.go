@@ -183,21 +183,22 @@ func LinearCrossEntropy(h, w *Var, targets *tensor.Tensor, chunkRows int) *Var {
 		hc.Release()
 		tc.Release()
 	}
-	if grad {
-		// One count and one wait for all the chunks; a bad target the
-		// fused kernels met fails here.
-		count = tensor.CountTargets(t1, IgnoreIndex)
-	}
-	scale := meanScale(count)
-	out := tensor.Scale(total, scale)
-	total.Release()
 	if !grad {
+		out := tensor.Scale(total, meanScale(count))
+		total.Release()
 		return Record(op, out, nil, nil)
 	}
+	// The mean's 1/n, computed by the device: the forward does not wait
+	// for it (a bad target the fused kernels met is raised at the next
+	// synchronization, the caller's read of the loss).
+	scale := tensor.MeanScale(t1, IgnoreIndex, total.DType())
+	defer scale.Release()
+	out := tensor.Mul(total, scale)
+	total.Release()
 	var saved []*tensor.Tensor // the gradients, released after backward
 	for _, g := range []*tensor.Tensor{dh, dw} {
 		if g != nil {
-			g.ScaleInPlace(scale)
+			g.MulInPlace(scale)
 			saved = append(saved, g)
 		}
 	}

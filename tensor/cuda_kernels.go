@@ -74,6 +74,7 @@ type cudaKernels struct {
 	reduceRows, reduceCols, reduceFinal [2][2]*cuda.Function // [sum/max][dtype]
 	sumSquares, sumSquaresMulti         [2]*cuda.Function
 	sumPartials, countTargets           *cuda.Function
+	meanScale                           [2]*cuda.Function
 
 	softmax, softmaxBackward [2][2]*cuda.Function // [warp/block][dtype]
 	causalMask               [2]*cuda.Function
@@ -142,6 +143,7 @@ func (k *cudaKernels) bindings() map[string]**cuda.Function {
 	}
 	for f, sfx := range floatSuffix {
 		m["unary_"+sfx] = &k.unary[f]
+		m["mean_scale_"+sfx] = &k.meanScale[f]
 		m["unary_backward_"+sfx] = &k.unaryBackward[f]
 		m["affine_"+sfx] = &k.affine[f]
 		m["binary_"+sfx] = &k.binary[f]

@@ -106,7 +106,7 @@ func (b cudaBackend) layerNormBackward(dx, dw, db, dy, x, mean, rstd, w *Tensor,
 		a.Ptr(scratchPtr(part)).Ptr(devPtr(dy)).Ptr(devPtr(x)).Ptr(devPtr(mean)).Ptr(devPtr(rstd)).
 			Int64(int64(rows)).Int64(int64(cols)).Int64(int64(rowsPer))
 	})
-	d.launch1("LayerNormBackward", d.k.lnDwdbFinal[f], cols, func(a *cuda.Args) {
+	d.launch1("LayerNormBackward", d.k.lnDwdbFinal[f], 32*cols, func(a *cuda.Args) { // a warp a column
 		a.Ptr(devPtr(dw)).Ptr(devPtr(db)).Ptr(scratchPtr(part)).Int64(int64(cols)).Int32(int32(chunks))
 	})
 }
@@ -191,6 +191,16 @@ func (b cudaBackend) crossEntropy(loss, logits, targets *Tensor, rows, cols, ld 
 		d.status.args(a)
 	})
 	return b.countTargets(targets, rows, ignore)
+}
+
+// meanScale runs mean_scale_f32 or _f64 (one block): 1/n into dst, on the
+// stream, without waiting.
+func (b cudaBackend) meanScale(dst, targets *Tensor, rows int, ignore int32) {
+	d := b.d
+	f := floatIndex("MeanScale", dst.dtype)
+	d.launch("MeanScale", d.k.meanScale[f], [3]uint32{1, 1, 1}, [3]uint32{1024, 1, 1}, func(a *cuda.Args) {
+		a.Ptr(devPtr(dst)).Ptr(devPtr(targets)).Int64(int64(rows)).Int32(ignore)
+	})
 }
 
 // countTargets runs a counting kernel writing into the status block and

@@ -406,6 +406,26 @@ func CountTargets(targets *Tensor, ignore int32) int {
 	return n
 }
 
+// MeanScale returns, as a scalar of dtype dt (float32 or float64) on
+// targets' device, 1/n for the n targets (int32, any shape) that are not
+// ignore, 0 when there are none: the factor of a mean cross-entropy,
+// computed by the device without waiting for it (where CountTargets waits
+// to hand the count to the host). A target out of range that an earlier
+// cross-entropy kernel met is then raised at the next synchronization.
+func MeanScale(targets *Tensor, ignore int32, dt DType) *Tensor {
+	op := "MeanScale"
+	targets.live(op)
+	indices(op, "targets", targets)
+	if dt != Float32 && dt != Float64 {
+		fail(op, ErrDType, "a %v scale: want float32 or float64", dt)
+	}
+	c, release := contigAll(targets)
+	defer release()
+	out := mustNew(op, ctxOf(op, targets), targets.dev, dt, nil)
+	targets.dev.backend().meanScale(out, c[0], targets.Numel(), ignore)
+	return out
+}
+
 // Dropout zeroes each element with probability p and scales the rest by
 // 1/(1-p). The mask is a pure function of (seed, offset, index), so the
 // same call on the output gradient is the backward, and a recomputation
