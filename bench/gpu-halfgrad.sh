@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Session 9's GPU calls: the half-precision activation path (half
+# gradients, LayerNormHalf, LinearHalf) checked and measured against
+# PyTorch and llm.c in the same call.
+#
+#   tests    the GPU suites of cuda, tensor, autograd, nn, checkpoint, amp
+#            (STRATA_REQUIRE_GPU=1)
+#   train    gpt2 bf16 (twice), gpt2 fp16, char fp16, gpt2 fp32 and tf32
+#   ckpt     gpt2 fp16 with checkpointing of every block and selective
+#   cpuprof  train-gpt gpt2 bf16 -bench -steps 40 -cpuprofile: the host's side
+#   ncu      one gpt2 bf16 step's kernels (ncu, bench/ncu_table.py)
+#   torch    PyTorch eager SDPA: gpt2 bf16, char fp16 (TORCH_ROWS replaces
+#            the rows, as bench/torch_rows.py takes them)
+#   compile  torch.compile SDPA: gpt2 bf16, char fp16
+#   llmc     llm.c bf16 and fp32 (../shared/anchors/llmc copied to .gpu/llmc)
+#
+# Build here: make gpu; cp ../shared/anchors/torch_gpt.py .gpu/;
+# cp -r ../shared/anchors/llmc .gpu/. Run there:
+#   export OUT; bash bench/gpu-halfgrad.sh [phases]
+L=/tmp/strata-halfgrad-logs
+default_phases="tests train cpuprof ncu torch"
+phases="${*:-$default_phases}"
+. "$(dirname "$0")/gpu-common.sh"
+t0=$(date +%s)
+NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+field() { tail -1 "$res" | grep -o "\"$1\":[0-9.]*"; }
+
+has tests && run_gpu_tests cuda tensor autograd nn checkpoint amp
+
+n=0
+row() { # train-gpt args
+  n=$((n + 1))
+  timeout 150 .gpu/train-gpt -device cuda -bench "$@" >> "$res" 2> "$L/row-$n.txt"
+  local rc=$?
+  if [ $rc -ne 0 ]; then say "train-gpt $*: exit $rc: $(tail -1 "$L/row-$n.txt")"; return; fi
+  say "train-gpt $*: $(field tok_s) $(field peak_mib) $(field peak_activation_bytes) $(field kernel_launches_per_step) $(field loss)"
+}
+if has train; then
+  row -config gpt2 -precision bf16
+  row -config gpt2 -precision fp16
+  row -config char -precision fp16
+  row -config gpt2 -precision bf16
+  if [ -z "${NO_FP32:-}" ]; then # NO_FP32=1: the mixed-precision rows only
+    row -config gpt2 -precision fp32
+    row -config gpt2 -precision tf32
+  fi
+fi
+if has ckpt; then
+  row -config gpt2 -precision fp16 -checkpoint blocks
+  row -config gpt2 -precision fp16 -checkpoint selective
+fi
+
+if has cpuprof; then
+  timeout 120 .gpu/train-gpt -device cuda -bench -steps 40 -config gpt2 -precision bf16 -cpuprofile "$OUT/cpu-gpt2-bf16.pprof" >> "$res" 2> "$L/cpuprof.txt"
+  say "cpuprofile gpt2 bf16 40 steps: exit $?; $(field tok_s)"
+fi
+
+if has ncu; then
+  if [ -z "$NCU" ]; then say "ncu: not found"; else
+    start=$(date +%s)
+    timeout 300 "$NCU" --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
+      .gpu/train-gpt -config gpt2 -device cuda -bench -steps 1 -bench-warmup 1 -precision bf16 \
+      > "$L/ncu-strata-bf16.csv" 2> "$L/ncu-strata-bf16.err"
+    say "ncu strata gpt2 bf16: exit $? in $(( $(date +%s) - start ))s"
+    python3 bench/ncu_table.py --last-step gather "$L/ncu-strata-bf16.csv" > "$OUT/ncu-strata-gpt2-bf16.md" 2>> "$OUT/summary.txt"
+    head -30 "$OUT/ncu-strata-gpt2-bf16.md" | tee -a "$OUT/summary.txt"
+  fi
+fi
+
+if has torch && [ -f .gpu/torch_gpt.py ]; then
+  rows=${TORCH_ROWS:-gpt2:bf16:1:0 char:fp16:1:0}
+  (cd .gpu && timeout 240 python3 ../bench/torch_rows.py $rows) >> "$res" 2> "$L/torch.txt"
+  say "pytorch eager ($rows): exit $?"
+  grep -h '"tok' "$res" | grep '"compile": false' | tail -$(wc -w <<< "$rows") | cut -c1-300 | tee -a "$OUT/summary.txt"
+fi
+
+if has compile && [ -f .gpu/torch_gpt.py ]; then
+  cat > "$L/compile.py" <<'PY'
+import sys, torch
+sys.path.insert(0, ".gpu")
+import torch_gpt as t
+torch.backends.cuda.matmul.allow_tf32 = False
+for name, mode in (("gpt2", "bf16"), ("char", "fp16")):
+    try:
+        t.run(name, mode, sdpa=True, ckpt=False, compile=True, warm=5, steps=10)
+    except Exception as e:
+        print("compile failed", name, mode, repr(e)[:200], flush=True)
+PY
+  timeout 300 python3 "$L/compile.py" >> "$res" 2> "$L/compile.txt"
+  say "torch.compile: exit $?"; grep -h '"compile": true' "$res" | tail -2 | cut -c1-300 | tee -a "$OUT/summary.txt"
+fi
+
+if has llmc && [ -f .gpu/llmc/run.sh ]; then
+  timeout 400 bash .gpu/llmc/run.sh 40 > "$L/llmc.txt" 2>&1
+  say "llm.c: exit $?"; tee -a "$OUT/summary.txt" < "$L/llmc.txt" | tail -20
+fi
+say "done at $(( $(date +%s) - t0 ))s"
