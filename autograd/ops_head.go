@@ -190,21 +190,23 @@ func LinearCrossEntropy(h, w *Var, targets *tensor.Tensor, chunkRows int) *Var {
 	}
 	// The mean's 1/n, computed by the device: the forward does not wait
 	// for it (a bad target the fused kernels met is raised at the next
-	// synchronization, the caller's read of the loss).
+	// synchronization, the caller's read of the loss). The gradients are
+	// scaled by it in backward, with the incoming gradient: one pass over
+	// them, as before the count moved to the device.
 	scale := tensor.MeanScale(t1, IgnoreIndex, total.DType())
-	defer scale.Release()
 	out := tensor.Mul(total, scale)
 	total.Release()
-	var saved []*tensor.Tensor // the gradients, released after backward
+	saved := []*tensor.Tensor{scale} // and the gradients: released after backward
 	for _, g := range []*tensor.Tensor{dh, dw} {
 		if g != nil {
-			g.MulInPlace(scale)
 			saved = append(saved, g)
 		}
 	}
 	hdt := h.Value.DType()
-	return Record(op, out, []*Var{h, w}, func(g *tensor.Tensor) []*tensor.Tensor {
-		gs := g.Reshape(1, 1)
+	r := Record(op, out, []*Var{h, w}, func(g *tensor.Tensor) []*tensor.Tensor {
+		g1 := g.Reshape(1, 1)
+		defer g1.Release()
+		gs := tensor.Mul(g1, scale) // the incoming gradient over n
 		defer gs.Release()
 		var gh, gw *tensor.Tensor
 		if dh != nil {
@@ -222,6 +224,10 @@ func LinearCrossEntropy(h, w *Var, targets *tensor.Tensor, chunkRows int) *Var {
 		}
 		return []*tensor.Tensor{gh, gw}
 	}, saved...)
+	if r.node == nil { // nothing to differentiate after all: keep nothing
+		release(saved...)
+	}
+	return r
 }
 
 // paddedWeight returns w (V, C) as the products of pr multiply it, in
