@@ -6,10 +6,11 @@ import (
 	"github.com/strata-ml/strata/tensor"
 )
 
-// DefaultHeadChunkBytes is the size of the logits of one chunk of
+// DefaultHeadChunkBytes is the size of the float32 logits of one chunk of
 // LinearCrossEntropy when the caller gives no row count: 256 MiB, 1335
-// rows of GPT-2's 50,257-token vocabulary in float32 (2670 in a half
-// type, under autocast), so each chunk's products are still large GEMMs.
+// rows of GPT-2's 50,257-token vocabulary (the same rows, half the bytes,
+// when the logits are half under autocast), so each chunk's products are
+// still large GEMMs.
 const DefaultHeadChunkBytes = 256 << 20
 
 // HeadPadding returns the row width the products of LinearCrossEntropy
@@ -37,7 +38,7 @@ var headPadAlways = false
 // shape; targets equal to IgnoreIndex are not counted.
 //
 // The rows are taken chunkRows at a time (0: DefaultHeadChunkBytes of
-// logits a chunk). For each chunk the forward computes the logits,
+// float32 logits a chunk). For each chunk the forward computes the logits,
 // their loss and, when a gradient is wanted, at once their gradient
 // (softmax - onehot), which it multiplies into the gradients of h (N, C)
 // and w (V, C) and drops: backward only scales those two by the incoming
@@ -80,11 +81,11 @@ func LinearCrossEntropy(h, w *Var, targets *tensor.Tensor, chunkRows int) *Var {
 	grad := GradEnabledIn(c) && (needs(h) || needs(w))
 	halfLogits := grad && pr.st.Enabled // logits in the region's dtype
 	if chunkRows == 0 {
-		size := 4
-		if halfLogits {
-			size = pr.st.DType.Size()
-		}
-		chunkRows = max(1, DefaultHeadChunkBytes/(size*V))
+		// Sized by float32 logits also when they are half: doubling the
+		// rows of a half chunk (the same bytes of logits) raised gpt2's
+		// bf16 peak by 130 MiB (its gradient doubles too) and ran no
+		// faster (session 9, call 5).
+		chunkRows = max(1, DefaultHeadChunkBytes/(4*V))
 	}
 	chunkRows = min(chunkRows, N)
 
