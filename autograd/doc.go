@@ -53,6 +53,26 @@
 // GeluLinear writes its GELU in the products' dtype under autocast
 // (tensor.UnaryTo).
 //
+// # Half precision where the consumer takes it
+//
+// Under autocast a product's result is float32 (package amp), except
+// where its only consumer takes it in the half type anyway: LinearHalf
+// (the q/k/v product the fused attention reads, the MLP's hidden product
+// the GELU reads widened) and LinearCrossEntropy's logits are made half,
+// as PyTorch's autocast makes them; LayerNormHalf writes a norm that feeds
+// only products in the half type, the same bits the products' cast gives.
+// Gradients follow the same rule (half gradients): a node may take its
+// output gradient in a dtype besides its value's (node.alsoTakes). Linear,
+// GeluLinear and MatMul under autocast take it half, because their
+// products would cast it there; so the fused attention's q/k/v gradient
+// (written half by its kernels) and GeluLinear's GELU gradient (rounded
+// half by the kernel that computes it, tensor.UnaryBackwardTo) reach the
+// Linear below as they are, where the engine would otherwise widen them
+// to float32 for the Linear to cast back: the same bits, two passes less.
+// LayerNormHalf's node takes float32 (its products' gradient). A gradient
+// is widened to the value's dtype for any other backward, for a sum of
+// two (taken in float32 for a half value) and for a leaf's Grad.
+//
 // LinearCrossEntropy is a language model's output head and loss fused and
 // chunked: a chunk of rows' logits, their loss and their gradient are made
 // in the forward and multiplied into the gradients of the hidden states
