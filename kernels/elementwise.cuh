@@ -144,7 +144,8 @@ __device__ __forceinline__ void offsets2(I i, const Layout2& l, i64& oa, i64& ob
 // 16-byte accesses (map_vec). The formulas are unary_fn's and
 // binary_fn's, so results are unchanged.
 //
-// unary_loop computes op in the source type S and stores it as D
+// unary_loop computes op in the source type S (float32 for a half S,
+// widened: the GELU of a half-precision product) and stores it as D
 // (store_as): D = S, or a half type rounded as the cast kernels round
 // (unary_to: the GELU of a transformer's MLP feeds a half-precision
 // product, whose float32 output and cast would be one more write and read
@@ -152,16 +153,17 @@ __device__ __forceinline__ void offsets2(I i, const Layout2& l, i64& oa, i64& ob
 template <typename S, typename D, int OP>
 __device__ __forceinline__ void unary_loop(D* dst, const S* src, i64 n) {
   constexpr int V = 16 / sizeof(S);
+  using C = decltype(elem(src, 0));  // the type op computes in
   map_vec<V>(
       n, aligned_for<D, V>(dst) && aligned_for<S, V>(src),
       [&](i64 i0) {
         const Pack<S, V> x = load_pack<S, V>(src + i0);
         Pack<D, V> o;
 #pragma unroll
-        for (int k = 0; k < V; k++) store_as(&o.v[k], unary_fn<S>(OP, x.v[k]));
+        for (int k = 0; k < V; k++) store_as(&o.v[k], unary_fn<C>(OP, elem(x.v, k)));
         store_pack<D, V>(dst + i0, o);
       },
-      [&](i64 i) { store_as(dst + i, unary_fn<S>(OP, src[i])); });
+      [&](i64 i) { store_as(dst + i, unary_fn<C>(OP, elem(src, i))); });
 }
 
 template <typename S, typename D>
@@ -226,41 +228,11 @@ extern "C" __global__ void __launch_bounds__(256)
   unary_backward_contig<float, float, BF16>(op, dx, x, y, dy, n);
 }
 
-// unary_half_loop: op of a half-type source S, computed in float32 on the
-// widened value and stored as D (rounded as the cast kernels round): the
-// GELU of a half-precision product (unary_to_f16_f16, unary_to_bf16_bf16).
-template <typename S, typename D, int OP>
-__device__ __forceinline__ void unary_half_loop(D* dst, const S* src, i64 n) {
-  constexpr int V = 16 / sizeof(S);
-  map_vec<V>(
-      n, aligned_for<D, V>(dst) && aligned_for<S, V>(src),
-      [&](i64 i0) {
-        const Pack<S, V> x = load_pack<S, V>(src + i0);
-        Pack<D, V> o;
-#pragma unroll
-        for (int k = 0; k < V; k++) store_as(&o.v[k], unary_fn<float>(OP, widen(x.v[k])));
-        store_pack<D, V>(dst + i0, o);
-      },
-      [&](i64 i) { store_as(dst + i, unary_fn<float>(OP, widen(src[i]))); });
-}
-
-template <typename S, typename D>
-__device__ __forceinline__ void unary_half_contig(int op, D* dst, const S* src, i64 n) {
-  switch (op) {
-#define UNARY_CASE(c) \
-  case c:             \
-    unary_half_loop<S, D, c>(dst, src, n); \
-    return;
-    UNARY_CODES(UNARY_CASE)
-#undef UNARY_CASE
-  }
-}
-
 extern "C" __global__ void __launch_bounds__(256) unary_to_f16_f16(int op, F16* dst, const F16* src, i64 n) {
-  unary_half_contig<F16, F16>(op, dst, src, n);
+  unary_contig<F16, F16>(op, dst, src, n);
 }
 extern "C" __global__ void __launch_bounds__(256) unary_to_bf16_bf16(int op, BF16* dst, const BF16* src, i64 n) {
-  unary_half_contig<BF16, BF16>(op, dst, src, n);
+  unary_contig<BF16, BF16>(op, dst, src, n);
 }
 
 // unary_backward_half: dx (half) = dy (float32) * op'(x), x or y saved in

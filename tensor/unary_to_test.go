@@ -41,16 +41,9 @@ func TestUnaryToMatchesUnaryThenCast(t *testing.T) {
 // type, on every device, for every op of the table, including views whose
 // offset breaks the kernel's packs.
 func TestUnaryBackwardToMatchesBackwardThenCast(t *testing.T) {
-	rng := rand.New(rand.NewPCG(10, 11))
-	v, g := make([]float64, 4099), make([]float64, 4099)
-	for i := range v {
-		v[i] = 0.05 + 3*rng.Float64()
-		g[i] = rng.NormFloat64()
-	}
 	onDevices(t, func(t *testing.T, dev tensor.Device) {
 		tensor.WithScope(func() {
-			x := tensor.FromFloat64s(dev, v, len(v)).To(tensor.Float32)
-			dy := tensor.FromFloat64s(dev, g, len(g)).To(tensor.Float32)
+			x, dy := unaryInputs(dev, 10)
 			for op := tensor.UnaryOp(0); op < tensor.NumUnaryOps; op++ {
 				y := tensor.Unary(op, x)
 				for _, half := range []tensor.DType{tensor.Float16, tensor.BFloat16} {
@@ -78,16 +71,9 @@ func TestUnaryBackwardToMatchesBackwardThenCast(t *testing.T) {
 // rounded once, on every device, for every op, also through views whose
 // offset breaks the kernels' packs.
 func TestUnaryOfHalfSources(t *testing.T) {
-	rng := rand.New(rand.NewPCG(12, 13))
-	v, g := make([]float64, 4099), make([]float64, 4099)
-	for i := range v {
-		v[i] = 0.05 + 3*rng.Float64()
-		g[i] = rng.NormFloat64()
-	}
 	onDevices(t, func(t *testing.T, dev tensor.Device) {
 		tensor.WithScope(func() {
-			x32 := tensor.FromFloat64s(dev, v, len(v)).To(tensor.Float32)
-			dy := tensor.FromFloat64s(dev, g, len(g)).To(tensor.Float32)
+			x32, dy := unaryInputs(dev, 12)
 			for _, half := range []tensor.DType{tensor.Float16, tensor.BFloat16} {
 				for _, off := range []int{0, 1} {
 					xh := x32.To(half).Narrow(0, off, 4099-off)
@@ -113,4 +99,17 @@ func TestUnaryOfHalfSources(t *testing.T) {
 			}
 		})
 	})
+}
+
+// unaryInputs returns x (4099 float32 values in (0.05, 3.05), in every
+// unary op's domain; not a multiple of the kernels' packs) and a gradient
+// dy of normal values, on dev, from seed.
+func unaryInputs(dev tensor.Device, seed uint64) (x, dy *tensor.Tensor) {
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	v, g := make([]float64, 4099), make([]float64, 4099)
+	for i := range v {
+		v[i] = 0.05 + 3*rng.Float64()
+		g[i] = rng.NormFloat64()
+	}
+	return tensor.FromFloat64s(dev, v, len(v)).To(tensor.Float32), tensor.FromFloat64s(dev, g, len(g)).To(tensor.Float32)
 }
