@@ -71,7 +71,13 @@
 // Arithmetic runs in float32 and float64 (gradient checks); float16 and
 // bfloat16 are storage dtypes converted by To/Cast, and the operands of
 // matrix products (MatMulWith: float32 accumulation, a float32 or half
-// result; package amp's mixed precision); int32 holds token ids.
+// result; package amp's mixed precision); int32 holds token ids. A few
+// ops read or write the half types around a float32 computation, so that
+// mixed precision writes no float32 tensor only to cast it: UnaryTo and
+// UnaryBackwardTo (a GELU and its gradient from or to half), LayerNormTo
+// (a norm's output in half), CrossEntropyFused (half logits or a half
+// gradient) and the attention ops; each gives the bits of the float32 op
+// followed by To, or of the float32 op on the widened inputs.
 //
 // # CUDA
 //
@@ -126,9 +132,10 @@
 // many tensors (a model's gradients, for their norm) with one
 // synchronization, not one a tensor. CrossEntropyPadded reads rows wider
 // than the class count (padded for aligned GEMMs) and its backward writes
-// zeros in the padding. Float16 and bfloat16
-// arithmetic other than matrix products is refused with ErrDType on both
-// devices (cast first).
+// zeros in the padding. MeanScale computes a mean's 1/n on the device
+// (a training step's loss needs no count on the host). Float16 and
+// bfloat16 arithmetic other than matrix products and the ops above is
+// refused with ErrDType on both devices (cast first).
 //
 // # Errors
 //
