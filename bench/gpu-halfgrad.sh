@@ -13,6 +13,13 @@
 #            the rows, as bench/torch_rows.py takes them)
 #   compile  torch.compile SDPA: gpt2 bf16, char fp16
 #   llmc     llm.c bf16 and fp32 (../shared/anchors/llmc copied to .gpu/llmc)
+#   ab       gpt2 bf16, .gpu/train-gpt against each variant binary in
+#            .gpu/ab.tar.xz (train-gpt-NAME, built from patched worktrees),
+#            alternating, AB_REPS times (default 2)
+#   addition the default task (train-gpt -device cuda -precision bf16):
+#            its held-out accuracy
+#   cencu    ncu's speed-of-light, occupancy, compute and memory sections
+#            of the fused cross-entropy kernel in a gpt2 bf16 step
 #
 # Build here: make gpu; cp ../shared/anchors/torch_gpt.py .gpu/;
 # cp -r ../shared/anchors/llmc .gpu/. Run there:
@@ -48,6 +55,30 @@ fi
 if has ckpt; then
   row -config gpt2 -precision fp16 -checkpoint blocks
   row -config gpt2 -precision fp16 -checkpoint selective
+fi
+
+if has ab && [ -f .gpu/ab.tar.xz ]; then
+  mkdir -p .gpu/ab && tar -C .gpu/ab -xJf .gpu/ab.tar.xz
+  for rep in $(seq "${AB_REPS:-2}"); do
+    for bin in .gpu/train-gpt .gpu/ab/train-gpt-*; do
+      n=$((n + 1))
+      timeout 120 "$bin" -device cuda -bench -config gpt2 -precision bf16 >> "$res" 2> "$L/ab-$n.txt"
+      say "ab $(basename "$bin") rep $rep: exit $?; $(field tok_s) $(field peak_mib) $(field loss)"
+    done
+  done
+fi
+
+if has addition; then
+  timeout 200 .gpu/train-gpt -device cuda -precision bf16 -out "" -progress-every 0 > "$L/addition.txt" 2>&1
+  say "addition task bf16: exit $?; $(grep -iE 'held-out|accuracy' "$L/addition.txt" | tail -2 | tr '\n' ' ')"
+fi
+
+if has cencu && [ -n "$NCU" ]; then
+  timeout 200 "$NCU" --clock-control none --kernel-name regex:cross_entropy_fused --launch-skip 4 --launch-count 1 \
+    --section SpeedOfLight --section Occupancy --section LaunchStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+    .gpu/train-gpt -config gpt2 -device cuda -bench -steps 1 -bench-warmup 1 -precision bf16 > "$OUT/ncu-ce.txt" 2>&1
+  say "ncu cross-entropy: exit $?"
+  grep -E "cross_entropy|Duration|Throughput|Occupancy|Registers Per|Block Limit|Executed Ipc|Issue Slots|L2 Hit|Mem Busy|Max Bandwidth" "$OUT/ncu-ce.txt" | head -40 | tee -a "$OUT/summary.txt"
 fi
 
 if has cpuprof; then
