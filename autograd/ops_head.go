@@ -239,9 +239,12 @@ func paddedWeight(pr precision, w *tensor.Tensor, vp int) *tensor.Tensor {
 		dt = pr.st.DType
 	}
 	V, C := w.Shape()[0], w.Shape()[1]
-	wp := pr.c.Zeros(w.Device(), dt, vp, C)
+	wp := pr.c.Empty(w.Device(), dt, vp, C)
 	top := wp.Narrow(0, 0, V)
 	top.CopyFrom(w) // casts to the products' dtype
 	top.Release()
+	pad := wp.Narrow(0, V, vp-V) // only the padding rows need zeros
+	pad.Fill(0)
+	pad.Release()
 	return wp
 }

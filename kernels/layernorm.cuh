@@ -102,8 +102,9 @@ __device__ void layernorm_dwdb_partial(double* partial, const T* dy, const T* x,
   }
 }
 
-// layernorm_dwdb_final adds the chunks and accumulates into dw and db
-// (either may be null), rounding once: dw = T(dw + sum). A warp per
+// layernorm_dwdb_final adds the chunks and writes dw and db (either may be
+// null), rounding once: dw = T(sum), so that they need no zero fill
+// first. A warp per
 // column: lane l sums chunks l, l+32, ... in order and the warp adds the
 // lanes' sums in a fixed tree, so the result does not depend on timing.
 // (A thread per column left the sum of GPT-2's 43 chunks of 768 columns
@@ -121,8 +122,8 @@ __device__ void layernorm_dwdb_final(T* dw, T* db, const double* partial, i64 co
     sw = warp_reduce(sw, SumOp());
     sb = warp_reduce(sb, SumOp());
     if (lane == 0) {
-      if (dw) dw[i] = (T)((double)dw[i] + sw);
-      if (db) db[i] = (T)((double)db[i] + sb);
+      if (dw) dw[i] = (T)sw;
+      if (db) db[i] = (T)sb;
     }
   }
 }

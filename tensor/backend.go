@@ -62,6 +62,9 @@ type backend interface {
 	// layerNorm: y, mean and rstd of x; y may also be float16 or bfloat16
 	// for float32 x (rounded as cast rounds; LayerNormTo).
 	layerNorm(y, mean, rstd, x, w, b *Tensor, rows, cols int, eps float64)
+	// layerNormBackward writes dx and, where not nil, dw and db (their
+	// previous contents are not read: the op allocates them without a
+	// zero fill).
 	layerNormBackward(dx, dw, db, dy, x, mean, rstd, w *Tensor, rows, cols int)
 	gather(dst, table, ids *Tensor, dim, rows int) error
 	scatterAdd(dtable, dout, ids *Tensor, dim, rows int) error

@@ -332,7 +332,14 @@ func (c cpuBackend) layerNorm(y, mean, rstd, x, w, b *Tensor, rows, cols int, ep
 		func() { cpukern.LayerNorm(f64(y), f64(mean), f64(rstd), f64(x), opt64(w), opt64(b), rows, cols, eps) })
 }
 
-func (cpuBackend) layerNormBackward(dx, dw, db, dy, x, mean, rstd, w *Tensor, rows, cols int) {
+// layerNormBackward zeroes dw and db first: the kernel accumulates into
+// them.
+func (c cpuBackend) layerNormBackward(dx, dw, db, dy, x, mean, rstd, w *Tensor, rows, cols int) {
+	for _, t := range []*Tensor{dw, db} {
+		if t != nil {
+			c.fill(t, 0)
+		}
+	}
 	onFloat("LayerNormBackward", dx.dtype,
 		func() {
 			cpukern.LayerNormBackward(f32(dx), opt32(dw), opt32(db), f32(dy), f32(x), f32(mean), f32(rstd), opt32(w), rows, cols)

@@ -88,6 +88,11 @@ func (b cudaBackend) layerNormBackward(dx, dw, db, dy, x, mean, rstd, w *Tensor,
 	d := b.d
 	f := floatIndex("LayerNormBackward", dx.dtype)
 	if rows*cols == 0 {
+		for _, t := range []*Tensor{dw, db} {
+			if t != nil { // no rows: zero sums, which no kernel writes
+				b.fill(t, 0)
+			}
+		}
 		return
 	}
 	_, grid, block := rowShape(rows, 0)

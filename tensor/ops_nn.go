@@ -204,11 +204,13 @@ func LayerNormBackward(dy, x, mean, rstd, w *Tensor, withBias bool) (dx, dw, db 
 	c := ctxOf(op, dy, x, mean, rstd, w)
 	dx = mustNew(op, c, x.dev, x.dtype, x.shape)
 	defer releaseOnPanic(dx) // as LayerNorm's outputs
+	// dw and db are written whole by the backend: no zero fill (a launch
+	// each on a GPU).
 	if w != nil {
-		dw = full(op, c, x.dev, x.dtype, 0, cols)
+		dw = mustNew(op, c, x.dev, x.dtype, []int{cols})
 		defer releaseOnPanic(dw)
 		if withBias {
-			db = full(op, c, x.dev, x.dtype, 0, cols)
+			db = mustNew(op, c, x.dev, x.dtype, []int{cols})
 			defer releaseOnPanic(db)
 		}
 	}
