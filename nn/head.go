@@ -16,7 +16,9 @@ import (
 // gradient made in the forward and multiplied into the gradients of the
 // hidden states and the embedding at once, so that only one chunk's
 // logits are ever held. The loss and gradients are the same up to the
-// order of floating-point sums; the products are the same three GEMMs.
+// order of floating-point sums (under autocast, up to the rounding of the
+// logits to the half type, which the fused head makes as PyTorch's
+// autocast does); the products are the same three GEMMs.
 // Forward still returns full logits (for generation and evaluation).
 type HeadLoss struct {
 	Fused     bool

@@ -72,8 +72,9 @@ type backend interface {
 	crossEntropyBackward(dlogits, logits, targets, dloss *Tensor, rows, cols, ld int, ignore int32)
 	// crossEntropyFused is crossEntropy's loss and crossEntropyBackward's
 	// gradient at once, the gradient in dlogits' dtype (that of the
-	// logits, or float16 or bfloat16 for float32 logits); it counts
-	// nothing and reports bad targets as crossEntropyBackward does.
+	// logits, or float16 or bfloat16 for float32 logits); half logits are
+	// widened as read, with a float32 loss and dloss. It counts nothing
+	// and reports bad targets as crossEntropyBackward does.
 	crossEntropyFused(loss, dlogits, logits, targets, dloss *Tensor, rows, cols, ld int, ignore int32)
 	// countTargets counts the rows whose target is not ignore. A GPU
 	// waits for the device, and returns the bad target an earlier
