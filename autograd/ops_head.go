@@ -156,8 +156,9 @@ func LinearCrossEntropy(h, w *Var, targets *tensor.Tensor, chunkRows int) *Var {
 			logits = nil
 			if needs(h) {
 				p := ps.mm(dl, wv, false, false, 1) // (r, Vp) @ (Vp, C)
+				// Every chunk writes its rows of dh: no zero fill.
 				if dh == nil {
-					c.WithRole(gradRole, func() { dh = c.Zeros(p.Device(), p.DType(), N, C) })
+					c.WithRole(gradRole, func() { dh = c.Empty(p.Device(), p.DType(), N, C) })
 				}
 				dst := dh.Narrow(0, start, r)
 				dst.CopyFrom(p)
