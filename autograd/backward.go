@@ -121,7 +121,7 @@ func step(v *Var, isRoot bool) {
 	v.pending = nil
 	if g != nil {
 		if dt := v.Value.DType(); g.DType() != dt && !n.takes(g.DType()) {
-			g = convertGrad(g, dt)
+			g = retype(g, dt)
 		}
 		if n.narrow == nil || !depositNarrow(n, g) { // a Narrow writes g into its input's pending gradient
 			grads := n.backward(g)
@@ -178,14 +178,9 @@ func accumulate(op string, in *Var, g *tensor.Tensor) {
 	if dt.IsHalf() {
 		dt = tensor.Float32
 	}
-	if in.pending.DType() != dt {
-		in.pending = convertGrad(in.pending, dt)
-	}
-	if g.DType() != dt {
-		w := g.To(dt)
-		defer w.Release()
-		g = w
-	}
+	in.pending = retype(in.pending, dt)
+	g, done := inDType(g, dt)
+	defer done()
 	sum := tensor.Add(in.pending, g)
 	in.pending.Release()
 	in.pending = sum
@@ -194,25 +189,14 @@ func accumulate(op string, in *Var, g *tensor.Tensor) {
 // keepGrad adds g into v.Grad, which is kept out of every scope, in v's
 // dtype.
 func keepGrad(v *Var, g *tensor.Tensor) {
-	if dt := v.Value.DType(); g.DType() != dt {
-		w := g.To(dt)
-		defer w.Release()
-		g = w
-	}
+	g, done := inDType(g, v.Value.DType())
+	defer done()
 	if v.Grad == nil {
 		v.Grad = g.Clone()
 		tensor.Keep(v.Grad)
 		return
 	}
 	v.Grad.AddInPlace(g)
-}
-
-// convertGrad returns g, a gradient the engine owns, converted to dt,
-// releasing g.
-func convertGrad(g *tensor.Tensor, dt tensor.DType) *tensor.Tensor {
-	w := g.To(dt)
-	g.Release()
-	return w
 }
 
 // takesHalfGrad marks v, the output of an op whose backward multiplies

@@ -31,11 +31,8 @@ func FusedCausalAttention(q, k, v *Var, p float64, seed, offset uint64) *Var {
 		ps := pr.products()
 		defer ps.release()
 		qc, kc, vc := ps.operand(q.Value), ps.operand(k.Value), ps.operand(v.Value)
-		gc := g
-		if acc := tensor.AccumDType(qc.DType()); g.DType() != acc {
-			gc = g.To(acc)
-			defer gc.Release()
-		}
+		gc, done := inDType(g, tensor.AccumDType(qc.DType()))
+		defer done()
 		dq, dk, dv := tensor.FusedCausalAttentionBackward(qc, kc, vc, out, lse, gc, p, seed, offset)
 		grads := []*tensor.Tensor{dq, dk, dv}
 		for i, in := range []*Var{q, k, v} {

@@ -33,11 +33,8 @@ func FusedCausalAttentionQKV(qkv *Var, heads int, p float64, seed, offset uint64
 	})
 	out := y.Alias() // model code may Drop the output; backward reads it
 	r := Record(op, y, []*Var{qkv}, func(g *tensor.Tensor) []*tensor.Tensor {
-		gc := g
-		if acc := tensor.AccumDType(x.DType()); g.DType() != acc {
-			gc = g.To(acc)
-			defer gc.Release()
-		}
+		gc, done := inDType(g, tensor.AccumDType(x.DType()))
+		defer done()
 		// d is in x's dtype: under autocast the half type, handed over as
 		// it is when qkv's op takes it (a Linear, takesHalfGrad), else
 		// widened by the engine.

@@ -205,7 +205,7 @@ func LinearCrossEntropy(h, w *Var, targets *tensor.Tensor, chunkRows int) *Var {
 		}
 	}
 	hdt := h.Value.DType()
-	r := Record(op, out, []*Var{h, w}, func(g *tensor.Tensor) []*tensor.Tensor {
+	return Record(op, out, []*Var{h, w}, func(g *tensor.Tensor) []*tensor.Tensor {
 		g1 := g.Reshape(1, 1)
 		defer g1.Release()
 		gs := tensor.Mul(g1, scale) // the incoming gradient over n
@@ -226,10 +226,6 @@ func LinearCrossEntropy(h, w *Var, targets *tensor.Tensor, chunkRows int) *Var {
 		}
 		return []*tensor.Tensor{gh, gw}
 	}, saved...)
-	if r.node == nil { // nothing to differentiate after all: keep nothing
-		release(saved...)
-	}
-	return r
 }
 
 // paddedWeight returns w (V, C) as the products of pr multiply it, in

@@ -201,11 +201,8 @@ func linearParamGrads(ps *products, g2, a *tensor.Tensor, w, b *Var) (gw, gb *te
 	case needs(w):
 		gw = foldedTN(ps, g2, a) // (out, N) @ (N, in)
 	case wantB:
-		g := g2
-		if g.DType() != b.Value.DType() { // a half output gradient (takesHalfGrad)
-			g = g2.To(b.Value.DType())
-			defer g.Release()
-		}
+		g, done := inDType(g2, b.Value.DType()) // a half output gradient (takesHalfGrad) widened
+		defer done()
 		gb = tensor.Sum(g, false, 0)
 	}
 	return gw, gb

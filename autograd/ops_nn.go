@@ -74,11 +74,8 @@ func layerNorm(x, w, b *Var, eps float64, dt tensor.DType) *Var {
 		return tensor.LayerNormTo(x.Value, wv, bv, eps, dt)
 	})
 	return Record("LayerNorm", y, []*Var{x, w, b}, func(g *tensor.Tensor) []*tensor.Tensor {
-		if xdt := x.Value.DType(); g.DType() != xdt { // a half gradient of a half output
-			w := g.To(xdt)
-			defer w.Release()
-			g = w
-		}
+		g, done := inDType(g, x.Value.DType()) // a half gradient of a half output, widened
+		defer done()
 		dx, dw, db := tensor.LayerNormBackward(g, x.Value, mean, rstd, wv, bv != nil)
 		if !needs(x) {
 			dx.Release()

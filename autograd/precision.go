@@ -158,6 +158,16 @@ func retype(t *tensor.Tensor, dt tensor.DType) *tensor.Tensor {
 	return c
 }
 
+// inDType returns t in dtype dt for reading (t itself when it has it,
+// else a copy) and what releases that copy; t stays the caller's.
+func inDType(t *tensor.Tensor, dt tensor.DType) (*tensor.Tensor, func()) {
+	if t.DType() == dt {
+		return t, func() {}
+	}
+	c := t.To(dt)
+	return c, c.Release
+}
+
 // release frees the low-precision copies.
 func (ps *products) release() {
 	for _, l := range ps.low {
