@@ -279,24 +279,6 @@ func (t *Tensor) AddInPlace(u *Tensor) {
 	t.dev.backend().binary(OpAdd, t, t, u, mergeDims("AddInPlace", t.shape, t.strides, u.strides))
 }
 
-// MulInPlace performs t *= u with u broadcast to t's shape (a scalar, a
-// row); t contiguous, same dtype and device: a gradient scaled by a factor
-// the device computed (MeanScale) without the host reading it.
-func (t *Tensor) MulInPlace(u *Tensor) {
-	const op = "MulInPlace"
-	t.live(op)
-	u.live(op)
-	sameDevice(op, t, u)
-	sameArith(op, t, u)
-	if !t.IsContiguous() {
-		fail(op, ErrArgument, "destination must be contiguous (strides %v)", t.strides)
-	}
-	if s, err := BroadcastShapes(t.shape, u.shape); err != nil || !shapeEq(s, t.shape) {
-		fail(op, ErrShape, "source %v does not broadcast to destination %v", u.shape, t.shape)
-	}
-	t.dev.backend().binary(OpMul, t, t, u, mergeDims(op, t.shape, t.strides, broadcastStrides(u, t.shape)))
-}
-
 // ScaleInPlace multiplies contiguous t by alpha, in place.
 func (t *Tensor) ScaleInPlace(alpha float64) {
 	t.live("ScaleInPlace")
