@@ -52,8 +52,7 @@ func FusedCausalAttentionQKV(qkv *Tensor, heads int, p float64, seed, offset uin
 	defer done()
 	ctx := ctxOf(op, qkv)
 	acc := AccumDType(qkv.dtype)
-	rows := attnRows{nh: heads, rsi: 3 * c, rso: c}
-	if fr, ok := fa.(fusedAttentionRows); ok && b*t*c > 0 && os.Getenv(EnvAttentionQKV) != "copy" && fr.attentionRowsFit(op, qkv.dtype, t, hd, rows) {
+	if fr, rows := inPlace(op, fa, qkv.dtype, b, t, c, heads); fr != nil {
 		y = mustNew(op, ctx, qkv.dev, acc, []int{b, t, c})
 		defer releaseOnPanic(y)
 		lse = mustNew(op, ctx, qkv.dev, acc, []int{b, heads, t})
@@ -95,8 +94,7 @@ func FusedCausalAttentionQKVBackward(qkv, y, lse, dy *Tensor, heads int, p float
 	cs, done := contigAll(qkv, y, lse, dy)
 	defer done()
 	ctx := ctxOf(op, qkv, y, lse, dy)
-	rows := attnRows{nh: heads, rsi: 3 * c, rso: c}
-	if fr, ok := fa.(fusedAttentionRows); ok && b*t*c > 0 && os.Getenv(EnvAttentionQKV) != "copy" && fr.attentionRowsFit(op, qkv.dtype, t, hd, rows) {
+	if fr, rows := inPlace(op, fa, qkv.dtype, b, t, c, heads); fr != nil {
 		dqkv = mustNew(op, ctx, qkv.dev, acc, []int{b, t, 3 * c})
 		defer releaseOnPanic(dqkv)
 		q, k, v := qkvPieces(cs[0], c)
@@ -125,6 +123,20 @@ func FusedCausalAttentionQKVBackward(qkv, y, lse, dy *Tensor, heads int, p float
 		releaseEach(gp, gt)
 	}
 	return dqkv
+}
+
+// inPlace returns the backend's in-place kernels and the layout of the
+// heads of a (B, T, 3C) product of dtype dt and of its (B, T, C) output,
+// or nil when the op makes the split and merge copies instead: a backend
+// without such kernels, an empty product, EnvAttentionQKV=copy, or
+// operands its kernels do not take so.
+func inPlace(op string, fa fusedAttention, dt DType, b, t, c, heads int) (fusedAttentionRows, attnRows) {
+	rows := attnRows{nh: heads, rsi: 3 * c, rso: c}
+	fr, ok := fa.(fusedAttentionRows)
+	if !ok || b*t*c == 0 || os.Getenv(EnvAttentionQKV) == "copy" || !fr.attentionRowsFit(op, dt, t, c/heads, rows) {
+		return nil, rows
+	}
+	return fr, rows
 }
 
 // qkvShape checks the operand of the QKV ops and returns B, T, C and the
