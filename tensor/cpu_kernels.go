@@ -154,9 +154,15 @@ func (cpuBackend) unary(op UnaryOp, dst, src *Tensor) {
 func (c cpuBackend) unaryTo(op UnaryOp, dst, src *Tensor) {
 	src, done := c.widened(src)
 	defer done()
-	tmp := mustNew(op.String(), ctxOf(op.String(), src), src.dev, src.dtype, src.shape)
+	c.through(op.String(), dst, src.dtype, func(tmp *Tensor) { c.unary(op, tmp, src) })
+}
+
+// through computes dst's values into a temporary of dtype dt and casts
+// them into dst: the same bits as the op in dt followed by To.
+func (c cpuBackend) through(op string, dst *Tensor, dt DType, compute func(tmp *Tensor)) {
+	tmp := mustNew(op, ctxOf(op, dst), dst.dev, dt, dst.shape)
 	defer tmp.Release()
-	c.unary(op, tmp, src)
+	compute(tmp)
 	c.cast(dst, tmp)
 }
 
@@ -184,10 +190,7 @@ func (c cpuBackend) unaryBackwardTo(op UnaryOp, dx, x, y, dy *Tensor) {
 	defer doneX()
 	y, doneY := c.widened(y)
 	defer doneY()
-	tmp := mustNew(name, ctxOf(name, dy), dy.dev, dy.dtype, dy.shape)
-	defer tmp.Release()
-	c.unaryBackward(op, tmp, x, y, dy)
-	c.cast(dx, tmp)
+	c.through(name, dx, dy.dtype, func(tmp *Tensor) { c.unaryBackward(op, tmp, x, y, dy) })
 }
 
 func (cpuBackend) affine(dst, src *Tensor, alpha, beta float64) {
@@ -321,10 +324,7 @@ func (cpuBackend) causalMask(dst, src *Tensor, batch, rows, cols int, fill float
 
 func (c cpuBackend) layerNorm(y, mean, rstd, x, w, b *Tensor, rows, cols int, eps float64) {
 	if y.dtype != x.dtype { // a half y of float32 x: computed in float32, then cast (the same bits)
-		tmp := mustNew("LayerNorm", ctxOf("LayerNorm", x), x.dev, x.dtype, y.shape)
-		defer tmp.Release()
-		c.layerNorm(tmp, mean, rstd, x, w, b, rows, cols, eps)
-		c.cast(y, tmp)
+		c.through("LayerNorm", y, x.dtype, func(tmp *Tensor) { c.layerNorm(tmp, mean, rstd, x, w, b, rows, cols, eps) })
 		return
 	}
 	onFloat("LayerNorm", y.dtype,
@@ -398,9 +398,8 @@ func (cpuBackend) crossEntropyBackward(dlogits, logits, targets, dloss *Tensor, 
 func (c cpuBackend) crossEntropyFused(loss, dlogits, logits, targets, dloss *Tensor, rows, cols, ld int, ignore int32) {
 	op := "CrossEntropyFused"
 	if logits.dtype.IsHalf() { // widened to float32 first, as the kernel widens as it reads
-		wide := mustNew(op, ctxOf(op, logits), logits.dev, Float32, logits.shape)
-		defer wide.Release()
-		c.cast(wide, logits)
+		wide, done := c.widened(logits)
+		defer done()
 		c.crossEntropyFused(loss, dlogits, wide, targets, dloss, rows, cols, ld, ignore)
 		return
 	}
