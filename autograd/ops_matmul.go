@@ -91,10 +91,8 @@ func LinearHalf(x, w, b *Var) *Var { return linear(x, w, b, true) }
 func linear(x, w, b *Var, half bool) *Var {
 	xs := x.Value.Shape()
 	pr := precisionOf(x.Value)
-	fwd := pr
-	if half {
-		fwd.halfOut = true
-	}
+	fwd := pr // the forward's products, half under autocast for LinearHalf
+	fwd.halfOut = half
 	y := hooked("Linear", pr.c, func() *tensor.Tensor { return linearForward(fwd, x.Value, w, b) })
 	return takesHalfGrad(Record("Linear", y, []*Var{x, w, b}, func(g *tensor.Tensor) []*tensor.Tensor {
 		g2 := g.Reshape(-1, g.Dim(-1))
