@@ -15,6 +15,11 @@
 #         then hybrid with block checkpointing under a 4 GiB device budget
 # trainbudget  train-gpt itself on gpt2-medium with and without
 #         -device-budget 4GiB: the same losses
+# benchbudget  train-gpt -bench on gpt2-medium bf16 (fused head and
+#         attention, BENCH_WARM warm-up steps, 10 timed): unconstrained
+#         without checkpointing, then under -device-budget 4GiB with
+#         -checkpoint auto (nn.Placement chooses the level) and with
+#         -checkpoint blocks: steady-state tokens/s, timed spills
 # torch   PyTorch 2.x in the same call: gpt2-medium capped at 4 GiB
 #         (set_per_process_memory_fraction; fp16 and fp32, checkpointed,
 #         with and without expandable segments) and unconstrained, and
@@ -40,13 +45,13 @@ if has table; then
     -strategies "${TABLE_FP32_STRATEGIES:-device,device-fused,managed,role,hybrid,hybrid-ckpt,zerocopy}" \
     -png "$OUT/memstrategies-gpt2-fp32.png" >> "$res" 2> "$L/memstrategies-fp32.log"
   say "memstrategies gpt2 fp32: exit $? in $(( $(date +%s) - start ))s"
-  grep -E '^\||raised|spilled' "$L/memstrategies-fp32.log" | tee -a "$OUT/summary.txt"
+  grep -E '^\||raised|spilled|placement:|still choosing' "$L/memstrategies-fp32.log" | tee -a "$OUT/summary.txt"
   start=$(date +%s)
   timeout 240 .gpu/memstrategies -config gpt2 -precision bf16 -steps "${TABLE_STEPS:-5}" -warmup 3 \
     -strategies "${TABLE_BF16_STRATEGIES:-device,device-fused,managed,role,hybrid,hybrid-ckpt}" \
     -png "$OUT/memstrategies-gpt2-bf16.png" >> "$res" 2> "$L/memstrategies-bf16.log"
   say "memstrategies gpt2 bf16: exit $? in $(( $(date +%s) - start ))s"
-  grep -E '^\||raised|spilled' "$L/memstrategies-bf16.log" | tee -a "$OUT/summary.txt"
+  grep -E '^\||raised|spilled|placement:|still choosing' "$L/memstrategies-bf16.log" | tee -a "$OUT/summary.txt"
 fi
 
 if has medium; then
@@ -55,7 +60,7 @@ if has medium; then
     -strategies device,hybrid -attention fused -budget 4GiB \
     -png "$OUT/memstrategies-medium-bf16.png" >> "$res" 2> "$L/memstrategies-medium.log"
   say "memstrategies gpt2-medium bf16 under 4 GiB: exit $? in $(( $(date +%s) - start ))s"
-  grep -E '^\||spilled|placement plan|raised' "$L/memstrategies-medium.log" | tee -a "$OUT/summary.txt"
+  grep -E '^\||spilled|placement plan|raised|placement:|still choosing' "$L/memstrategies-medium.log" | tee -a "$OUT/summary.txt"
   # Loss falling under the budget: 40 steps of the hybrid strategy.
   start=$(date +%s)
   timeout 200 .gpu/memstrategies -config gpt2-medium -precision bf16 -steps 30 -warmup 10 -png "" \
@@ -87,6 +92,19 @@ n = min(len(a), len(b))
 print(json.dumps({"check": "medium_losses_with_and_without_budget", "steps": n, "first": [a[0], b[0]] if n else None,
                   "last": [a[n-1], b[n-1]] if n else None, "max_abs_diff": max((abs(x - y) for x, y in zip(a, b)), default=None)}))
 PY
+fi
+
+if has benchbudget; then
+  for args in "-checkpoint none" "-checkpoint auto -device-budget 4GiB" "-checkpoint blocks -device-budget 4GiB"; do
+    start=$(date +%s)
+    name=$(echo "$args" | tr -c 'a-zA-Z0-9\n' '_')
+    timeout 200 .gpu/train-gpt -device cuda -config gpt2-medium -precision bf16 -attention fused -head fused -bench -steps 10 \
+      -bench-warmup "${BENCH_WARM:-25}" $args > "$L/bench-medium$name.jsonl" 2> "$L/bench-medium$name.log"
+    say "train-gpt -bench gpt2-medium bf16 $args: exit $? in $(( $(date +%s) - start ))s"
+    grep -E '^placement:|still choosing' "$L/bench-medium$name.log" | cut -c1-300 | tee -a "$OUT/summary.txt"
+    cat "$L/bench-medium$name.jsonl" >> "$res"
+    python3 -c 'import json,sys; r=json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); print({k: r.get(k) for k in ("tok_s","checkpoint","checkpoint_every","device_budget","timed_spills","peak_mib_by_tier","loss")})' "$L/bench-medium$name.jsonl" | tee -a "$OUT/summary.txt"
+  done
 fi
 
 if has torch && [ -f .gpu/torch_gpt.py ]; then

@@ -227,7 +227,30 @@ type Plan struct {
 	// the demotions: more than the scheduler could move (> 0 means the
 	// next step will spill again; more checkpointing is the remedy).
 	Demoted, Promoted, Excess int64
-	Entries                   []PlanEntry `json:"entries"`
+	// Pending is the bytes of cold allocations that fit the device and
+	// wait out the scheduler's patience: later Steps will promote them
+	// unless the demand grows. A plan with nothing moved and nothing
+	// pending is settled: the steps after it run as this one did.
+	Pending int64
+	Entries []PlanEntry `json:"entries"`
+}
+
+// Settled reports whether the Step moved nothing and has nothing waiting
+// to move.
+func (p Plan) Settled() bool { return p.Demoted == 0 && p.Promoted == 0 && p.Pending == 0 }
+
+// OffloadTraffic is the bytes a step reads or writes in tracked
+// allocations off the device (tier other than TierDevice): each one's size
+// times its accesses a step. It is what placement costs in bus traffic,
+// against what recomputation costs in arithmetic.
+func (p Plan) OffloadTraffic() int64 {
+	var n float64
+	for _, e := range p.Entries {
+		if e.Tier != TierDevice {
+			n += float64(e.Bytes) * e.Touches
+		}
+	}
+	return int64(n)
 }
 
 // Step observes the step that just ended and moves tracked allocations
@@ -358,6 +381,8 @@ func (s *Scheduler) move(plan *Plan, entries []*Allocation, budget int64, cold T
 		st.fits++
 		if st.fits < s.cfg.Patience {
 			st.why = fmt.Sprintf("cold: fits the device, waiting %d of %d steps", st.fits, s.cfg.Patience)
+			plan.Pending += a.size
+			room -= a.size // what waits is promoted in order: later ones fit after it
 			continue
 		}
 		if err := s.m.migrate(a, a.b, TierDevice); err != nil {

@@ -89,6 +89,8 @@ func TestSchedulerUnderBudget(t *testing.T) {
 		p, err = s.Step()
 		require.NoError(t, err)
 		assert.Zero(t, p.Demoted+p.Promoted, "\n%s", p)
+		assert.True(t, p.Settled(), "\n%s", p)
+		assert.Equal(t, int64(8*MiB), p.OffloadTraffic(), "8 MiB off the device, touched once a step")
 	}
 	assert.Equal(t, memory.TierOffload, mom.Tier())
 
@@ -97,11 +99,15 @@ func TestSchedulerUnderBudget(t *testing.T) {
 	p, err = s.Step()
 	require.NoError(t, err)
 	assert.Equal(t, memory.TierOffload, mom.Tier(), "waits: patience")
+	assert.Equal(t, int64(8*MiB), p.Pending, "\n%s", p)
+	assert.False(t, p.Settled())
 	schedStep(t, m, uses, MiB)
 	p, err = s.Step()
 	require.NoError(t, err)
 	assert.Equal(t, memory.TierDevice, mom.Tier())
 	assert.Equal(t, int64(8*MiB), p.Promoted)
+	assert.Zero(t, p.Pending)
+	assert.Zero(t, p.OffloadTraffic())
 	assert.Equal(t, int64(2), m.Stats().Migrations.Count)
 	for _, a := range []*memory.Allocation{w, mom, vel, small} {
 		require.NoError(t, a.Free())

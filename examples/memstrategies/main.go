@@ -67,7 +67,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.hybridCkpt, "hybrid-checkpoint", "selective", "checkpointing of hybrid-ckpt: selective or blocks")
 	fs.IntVar(&o.ckptEvery, "checkpoint-every", 1, "with blocks, checkpoint every k-th block")
 	fs.StringVar(&o.hybridHead, "hybrid-head", "fused", "output head and loss of the hybrid strategies: fused (chunked, never all the logits) or full")
-	fs.StringVar(&o.attention, "attention", "plain", "attention: plain or fused (the same for every strategy)")
+	fs.StringVar(&o.attention, "attention", "auto", "attention: plain, fused, or auto (fused on CUDA under fp16 or bf16, plain elsewhere, as train-gpt; the same for every strategy)")
 	fs.Float64Var(&o.lr, "lr", 3e-4, "AdamW learning rate")
 	fs.Uint64Var(&o.seed, "seed", 1, "random seed (model and data)")
 	fs.StringVar(&o.jsonOut, "json", "", "also write the JSON lines to this file")
@@ -98,7 +98,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	if _, err := parsePrecision(o.precision); err != nil {
 		return nil, err
 	}
-	if _, err := nn.ParseAttention(o.attention); err != nil {
+	if _, err := nn.ParseAttention(o.attention); err != nil && o.attention != "auto" {
 		return nil, fmt.Errorf("-attention: %w", err)
 	}
 	if m, err := nn.ParseCheckpointMode(o.hybridCkpt); err != nil || m == nn.CheckpointNone {
@@ -163,16 +163,26 @@ func run(o *options, dev tensor.Device, stdout, stderr io.Writer) error {
 		o.batch = cfg.Batch
 	}
 	names, _ := strategyList(o.strategies)
-	if w := len(nn.CheckpointLevels) + 1 + schedPatience; slices.Contains(names, "hybrid") && o.warmup < w {
-		// A step to observe each checkpointing level, and the scheduler's
-		// patience to bring back what the raised checkpointing made room
-		// for; every strategy takes as many steps, so that their losses
-		// compare.
-		o.warmup = w
-		fmt.Fprintf(stderr, "memstrategies: %d warm-up steps (the hybrid strategy may raise its checkpointing in each)\n", o.warmup)
+	if o.attention == "auto" {
+		// The fused kernels' tensor-core versions need fp16 or bf16 on a
+		// GPU (train-gpt's rule).
+		prec, _ := parsePrecision(o.precision)
+		o.attention = "plain"
+		if dev.Kind() == tensor.KindCUDA && prec.Enabled {
+			o.attention = "fused"
+		}
 	}
-	fmt.Fprintf(stderr, "memstrategies: %s (%d parameters), batch %d x %d, %s, on %v; %d warm-up + %d timed steps per strategy\n",
-		o.config, cfg.NumParams(), o.batch, cfg.Context, o.precision, dev, o.warmup, o.steps)
+	if slices.Contains(names, "hybrid") && o.warmup < hybridWarmup {
+		// The hybrid strategy's placement raises its checkpointing while a
+		// step does not fit (a step a level), then tries higher levels
+		// while tensors stay offloaded (each waits out the scheduler's
+		// patience and is timed); every strategy takes as many steps, so
+		// that their losses compare.
+		o.warmup = hybridWarmup
+		fmt.Fprintf(stderr, "memstrategies: %d warm-up steps (the hybrid strategy chooses its checkpointing in them)\n", o.warmup)
+	}
+	fmt.Fprintf(stderr, "memstrategies: %s (%d parameters), batch %d x %d, %s, %s attention, on %v; %d warm-up + %d timed steps per strategy\n",
+		o.config, cfg.NumParams(), o.batch, cfg.Context, o.precision, o.attention, dev, o.warmup, o.steps)
 	var rows []result
 	var devicePeak int64
 	var jsonW io.Writer = io.Discard

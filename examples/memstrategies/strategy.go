@@ -50,6 +50,7 @@ type result struct {
 	Tools      string             `json:"tools"`
 	Config     string             `json:"config"`
 	Precision  string             `json:"precision"`
+	Attention  string             `json:"attention"`
 	Device     string             `json:"device"`
 	Batch      int                `json:"batch"`
 	Context    int                `json:"context"`
@@ -73,8 +74,9 @@ type result struct {
 	OptMS        float64 `json:"optimizer_ms"`
 	OffloadBytes int64   `json:"offloaded_optimizer_bytes"`
 	LinkGBs      float64 `json:"link_gb_s"`
-	Checkpoint   string  `json:"checkpoint"`   // after the warm-up
-	TimedSpills  int64   `json:"timed_spills"` // spills in the timed steps (the rest are the warm-up's)
+	Checkpoint   string  `json:"checkpoint"`        // after the warm-up
+	Decided      bool    `json:"placement_decided"` // the placement chose its checkpointing within the warm-up
+	TimedSpills  int64   `json:"timed_spills"`      // spills in the timed steps (the rest are the warm-up's)
 	Loss         float64 `json:"loss"`
 }
 
@@ -82,13 +84,26 @@ type result struct {
 // default).
 const schedPatience = 3
 
+// hybridWarmup is the warm-up the hybrid strategy needs at most: a step
+// for each level raised to fit, then, for each level tried, the
+// scheduler's patience, two steps to settle and nn.Placement's timed steps.
+var hybridWarmup = len(nn.CheckpointLevels) + (len(nn.CheckpointLevels)-1)*(schedPatience+2+2)
+
+// indent writes the placement's lines indented, as the table's notes.
+type indent struct{ w io.Writer }
+
+func (i indent) Write(b []byte) (int, error) {
+	_, err := fmt.Fprintf(i.w, "  %s", b)
+	return len(b), err
+}
+
 // runStrategy trains a fresh model under strategy name; devicePeak is the
 // device strategy's sampled peak (for -budget auto), 0 before it ran.
 func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, devicePeak int64, stderr io.Writer) (result, error) {
 	m := dev.Memory()
 	prec, _ := parsePrecision(o.precision)
 	attn, _ := nn.ParseAttention(o.attention)
-	r := result{Strategy: name, Config: o.config, Precision: o.precision, Device: dev.String(), Batch: o.batch, Context: cfg.Context, Steps: o.steps, TierPeaks: map[string]float64{}}
+	r := result{Strategy: name, Config: o.config, Precision: o.precision, Attention: o.attention, Device: dev.String(), Batch: o.batch, Context: cfg.Context, Steps: o.steps, TierPeaks: map[string]float64{}}
 
 	var policy memory.Policy
 	ckpt := nn.Checkpointing{}
@@ -118,7 +133,7 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 		tools = []string{"placement by role", "access-driven scheduler", "spill to offload"}
 		if name == "hybrid" {
 			auto = true
-			tools = append(tools, "checkpointing raised while the step does not fit")
+			tools = append(tools, "checkpointing raised to fit, then chosen by measured step time (nn.Placement)")
 		}
 		if o.hybridHead == "fused" {
 			head = nn.HeadLoss{Fused: true}
@@ -156,20 +171,25 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 	m.OnSpill(func(e memory.SpillEvent) { fmt.Fprintln(stderr, "  "+e.String()) })
 	before := m.Stats()
 
-	var sched *memory.Scheduler
-	if strings.HasPrefix(name, "hybrid") {
-		var err error
-		if sched, err = m.NewScheduler(memory.SchedulerConfig{Budget: r.Budget, Patience: schedPatience}); err != nil {
-			return r, err
-		}
-		defer sched.Close()
-	}
 	rng := rand.New(rand.NewPCG(o.seed, 0x5EED))
 	model, err := nn.NewGPT(cfg, nn.Options{Device: dev, DType: tensor.Float32, Rng: rng})
 	if err != nil {
 		return r, err
 	}
 	model.Checkpoint = ckpt
+	var place *nn.Placement
+	if strings.HasPrefix(name, "hybrid") {
+		sched, err := m.NewScheduler(memory.SchedulerConfig{Budget: r.Budget, Patience: schedPatience})
+		if err != nil {
+			return r, err
+		}
+		defer sched.Close()
+		// hybrid chooses its checkpointing (nn.Placement); hybrid-ckpt
+		// keeps the one it was given.
+		if place, err = nn.NewPlacement(sched, &model.Checkpoint, nn.PlacementConfig{Auto: auto, Log: indent{stderr}}); err != nil {
+			return r, err
+		}
+	}
 	model.HeadLoss = head
 	model.SetAttention(attn)
 	ps := model.Parameters()
@@ -229,15 +249,10 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 		}); e != nil {
 			err = e
 		}
-		if err == nil && sched != nil {
-			lastPlan, err = sched.Step()
+		if err == nil && place != nil {
+			lastPlan, err = place.Step()
 			if err == nil && (o.planEvery && lastPlan.Step <= warmup+o.steps || o.plan && lastPlan.Step == warmup) {
 				fmt.Fprintln(stderr, lastPlan.String())
-			}
-			if next, ok := model.Checkpoint.Raised(); err == nil && auto && !timing && lastPlan.Excess > 0 && ok {
-				model.Checkpoint = next
-				fmt.Fprintf(stderr, "  step %d: the device demand passes the budget by %s after the scheduler's demotions: checkpointing raised to %s\n",
-					lastPlan.Step, memory.FormatBytes(lastPlan.Excess), model.Checkpoint.String())
 			}
 		}
 		return loss, err
@@ -249,6 +264,10 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 		}
 	}
 	r.Checkpoint = model.Checkpoint.String()
+	r.Decided = place == nil || place.Decided()
+	if !r.Decided {
+		fmt.Fprintf(stderr, "  the placement is still choosing its checkpointing after %d warm-up steps: the timed steps include its trials (raise -warmup)\n", warmup)
+	}
 	if err := dev.Synchronize(); err != nil {
 		return r, err
 	}

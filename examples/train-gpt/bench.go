@@ -21,8 +21,10 @@ type benchResult struct {
 	Attention string             `json:"attention"`
 	Head      string             `json:"head"`
 	Skipped   int                `json:"skipped_steps"` // fp16 steps skipped by the gradient scaler
-	Ckpt      string             `json:"checkpoint"`
+	Ckpt      string             `json:"checkpoint"` // in the timed steps (under -checkpoint auto, the placement's choice)
 	CkptEvery int                `json:"checkpoint_every"`
+	Budget    string             `json:"device_budget,omitempty"`
+	Spills    int64              `json:"timed_spills"` // allocations that spilled to the offload tier in the timed steps
 	Device    string             `json:"device"`
 	Backend   string             `json:"backend"`
 	Threads   int                `json:"threads"`
@@ -83,7 +85,11 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	if err := dev.Synchronize(); err != nil {
 		return err
 	}
+	if tr.placer != nil && !tr.placer.Decided() {
+		fmt.Fprintf(os.Stderr, "the placement is still choosing the checkpointing after %d warm-up steps: the timed steps include its trials (raise -bench-warmup)\n", o.benchWarm)
+	}
 	dev.Memory().ResetPeaks()
+	spills := dev.Memory().Stats().Spills.Count
 	var loss float64
 	launches, calls := tensor.CUDALaunches(), tensor.CUDADriverCalls()
 	start := time.Now()
@@ -98,7 +104,7 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	el := time.Since(start).Seconds()
 	st := dev.Memory().Stats()
 	r := benchResult{
-		Config: o.config, Policy: o.policy, Precision: o.precision, Attention: o.attn.String(), Head: o.headLoss.String(), Skipped: tr.scaler.Skipped(), Ckpt: o.ckptMode.String(), CkptEvery: o.ckptEvery, Device: dev.String(), Backend: tensor.CPUBackendInfo(), Threads: runtime.GOMAXPROCS(0),
+		Config: o.config, Policy: o.policy, Precision: o.precision, Attention: o.attn.String(), Head: o.headLoss.String(), Skipped: tr.scaler.Skipped(), Ckpt: tr.model.Checkpoint.Mode.String(), CkptEvery: max(tr.model.Checkpoint.Every, 1), Budget: o.budget, Device: dev.String(), Backend: tensor.CPUBackendInfo(), Threads: runtime.GOMAXPROCS(0),
 		Params: nn.CountParams(tr.params), Batch: tr.B, Context: tr.T, Steps: o.steps,
 		TokS: float64(tr.B*tr.T*o.steps) / el, StepMS: 1000 * el / float64(o.steps),
 		PeakBytes: st.Total.Allocated.Peak, PeakMiB: float64(st.Total.Allocated.Peak) / (1 << 20),
@@ -106,6 +112,7 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 		Launches:  float64(tensor.CUDALaunches()-launches) / float64(o.steps),
 		Driver:    float64(tensor.CUDADriverCalls()-calls) / float64(o.steps),
 		TierPeaks: map[string]float64{}, RolePeaks: map[string]float64{},
+		Spills:    st.Spills.Count - spills,
 	}
 	r.FlopsTok = flopsPerToken(cfg, r.Params)
 	if model := tensor.DeviceModel(dev); model != "cpu" {

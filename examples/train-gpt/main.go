@@ -56,7 +56,7 @@ type options struct {
 	ckpt      string // -checkpoint
 	ckptEvery int    // -checkpoint-every
 	ckptMode  nn.CheckpointMode
-	ckptAuto  bool         // -checkpoint auto: raised while a step does not fit -device-budget
+	ckptAuto  bool         // -checkpoint auto: chosen by nn.Placement under -device-budget
 	precision string       // -precision
 	prec      amp.State    // what -precision says
 	attention string       // -attention
@@ -116,7 +116,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.memStep, "memory-step", 3, "the step -memory-trace and -memory-plot record")
 	fs.StringVar(&o.lossLog, "loss-log", "", "write each step's loss to this file, one JSON line per step")
 	fs.DurationVar(&o.maxTime, "max-time", 0, "stop training after this long (0: no limit)")
-	fs.StringVar(&o.ckpt, "checkpoint", "none", "activation checkpointing of the transformer blocks: none, blocks (recompute whole blocks in backward), selective (keep the matrix products' outputs, recompute the rest) or auto (with -device-budget: raised from none while a step does not fit)")
+	fs.StringVar(&o.ckpt, "checkpoint", "none", "activation checkpointing of the transformer blocks: none, blocks (recompute whole blocks in backward), selective (keep the matrix products' outputs, recompute the rest) or auto (with -device-budget: raised from none while a step does not fit, then raised further while the placement measures that recomputing is faster than reaching offloaded tensors over the bus; nn.Placement)")
 	fs.IntVar(&o.ckptEvery, "checkpoint-every", 1, "with -checkpoint blocks or selective: checkpoint every k-th block (1: all)")
 	fs.StringVar(&o.precision, "precision", "fp32", "matrix products: fp32, tf32 (float32 with TF32 tensor cores on the GPU), fp16 (autocast, with loss scaling) or bf16 (autocast)")
 	fs.StringVar(&o.attention, "attention", "auto", "attention: plain (the (B, H, T, T) probabilities materialised per op), fused (FlashAttention-2 kernels, no T x T matrix) or auto (fused on CUDA under fp16 or bf16, where its tensor-core kernels run, plain elsewhere)")

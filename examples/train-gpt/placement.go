@@ -71,8 +71,9 @@ func setBudget(o *options, dev tensor.Device) (undo func(), err error) {
 	return func() { s.Close(); _ = m.SetLimit(memory.TierDevice, old) }, nil
 }
 
-// place runs the placement scheduler after a step (it is nil without a
-// budget) and prints its plan after the second step and when asked.
+// place runs the placement after a step (it is nil without a budget)
+// and prints its plan after the second step, and after any step that
+// moved tensors, when asked.
 func (t *trainer) place(step int) error {
 	if t.placer == nil {
 		return nil
@@ -84,10 +85,15 @@ func (t *trainer) place(step int) error {
 	if t.showPlan && (p.Step == 2 || p.Demoted+p.Promoted > 0 && p.Step > 2) {
 		fmt.Fprint(os.Stderr, "\n"+p.String())
 	}
-	if next, ok := t.model.Checkpoint.Raised(); t.ckptAuto && p.Excess > 0 && ok {
-		t.model.Checkpoint = next
-		fmt.Fprintf(os.Stderr, "\nstep %d: the device demand passes the budget by %s after the placement's demotions: checkpointing raised to %v\n",
-			step, memory.FormatBytes(p.Excess), t.model.Checkpoint)
-	}
 	return nil
+}
+
+// placementLog prints the placement's decisions (raised, tried, kept or
+// restored checkpointing levels) on their own lines, clear of the
+// progress bar.
+type placementLog struct{}
+
+func (placementLog) Write(b []byte) (int, error) {
+	_, err := fmt.Fprintf(os.Stderr, "\n%s", b)
+	return len(b), err
 }

@@ -50,6 +50,8 @@ func TestDeviceBudget(t *testing.T) {
 	assert.Positive(t, st.Spills.Count-before.Spills.Count, "the step did not fit 40 MiB: it spilled")
 	assert.Positive(t, st.Migrations.Bytes-before.Migrations.Bytes, "the scheduler moved tensors")
 	assert.Zero(t, mem.Limit(memory.TierDevice), "the budget ends with the run")
+	// nn.Placement choosing the checkpointing: the same losses at any level.
+	assert.Equal(t, plain, losses("-device-budget", "40MiB", "-checkpoint", "auto"))
 	fused := losses("-head", "fused")
 	assert.InDeltaSlice(t, plain, fused, 1e-5)
 }

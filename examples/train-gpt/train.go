@@ -42,12 +42,12 @@ type trainer struct {
 	// skips counts the steps in a row the gradient scaler skipped;
 	// maxSkips of them stop the run.
 	skips, maxSkips int
-	// placer is the placement scheduler under -device-budget (nil
-	// without); showPlan prints its plans; ckptAuto raises the model's
-	// checkpointing through nn.CheckpointLevels (placement.go).
-	placer   *memory.Scheduler
+	// placer runs the placement scheduler under -device-budget (nil
+	// without) and, under -checkpoint auto, chooses the model's
+	// checkpointing level (nn.Placement); showPlan prints its plans
+	// (placement.go).
+	placer   *nn.Placement
 	showPlan bool
-	ckptAuto bool
 }
 
 // newTrainer makes the model and optimizer for batches of o.batch rows of
@@ -82,13 +82,20 @@ func newTrainer(o *options, cfg nn.GPTConfig, dev tensor.Device, T int) (*traine
 	opt.Beta2 = 0.95
 	B := o.batch
 	src := rand.NewPCG(o.seed, 0xDA7A)
+	var placer *nn.Placement
+	if o.sched != nil {
+		if placer, err = nn.NewPlacement(o.sched, &model.Checkpoint, nn.PlacementConfig{Auto: o.ckptAuto, Log: placementLog{}}); err != nil {
+			nn.Release(ps)
+			return nil, err
+		}
+	}
 	return &trainer{
 		model: model, params: ps, opt: opt, clip: o.clip, dev: dev, B: B, T: T,
 		c: tensor.NewCtx(), prec: o.prec, scaler: amp.ScalerFor(o.prec),
 		sched: nn.CosineSchedule{Warmup: o.warmup, Total: o.steps, MaxLR: o.lr, MinLR: o.minLR},
 		xs:    make([]int32, B*T), ys: make([]int32, B*T),
 		dataSrc: src, rng: rand.New(src), maxSkips: max(1, o.maxSkips),
-		placer: o.sched, showPlan: o.placementPlan, ckptAuto: o.ckptAuto,
+		placer: placer, showPlan: o.placementPlan,
 	}, nil
 }
 
@@ -409,7 +416,7 @@ func grads(ps []*nn.Parameter) []*tensor.Tensor {
 func describeCheckpoint(o *options) string {
 	switch {
 	case o.ckptAuto:
-		return "auto (none until a step does not fit the device budget)"
+		return "auto (none until a step does not fit the device budget; then the level the placement measures fastest)"
 	case o.ckptMode == nn.CheckpointNone:
 		return "off"
 	case o.ckptEvery == 1:
