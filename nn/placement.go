@@ -51,9 +51,9 @@ type Placement struct {
 	ckpt  *Checkpointing
 	cfg   PlacementConfig
 
-	last   time.Time // the end of the last Step
-	quiet  bool      // the last Step moved nothing and kept the level
-	times  map[int][]time.Duration
+	last      time.Time // the end of the last Step
+	quiet     bool      // the last Step moved nothing and kept the level
+	times     map[int][]time.Duration
 	probe     int           // the level a trial started from; -1 when none runs
 	probeFrom time.Duration // its step time
 	seen      map[int]bool  // levels timed or tried

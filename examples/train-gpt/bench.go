@@ -21,7 +21,7 @@ type benchResult struct {
 	Attention string             `json:"attention"`
 	Head      string             `json:"head"`
 	Skipped   int                `json:"skipped_steps"` // fp16 steps skipped by the gradient scaler
-	Ckpt      string             `json:"checkpoint"` // in the timed steps (under -checkpoint auto, the placement's choice)
+	Ckpt      string             `json:"checkpoint"`    // in the timed steps (under -checkpoint auto, the placement's choice)
 	CkptEvery int                `json:"checkpoint_every"`
 	Budget    string             `json:"device_budget,omitempty"`
 	Spills    int64              `json:"timed_spills"` // allocations that spilled to the offload tier in the timed steps
@@ -112,7 +112,7 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 		Launches:  float64(tensor.CUDALaunches()-launches) / float64(o.steps),
 		Driver:    float64(tensor.CUDADriverCalls()-calls) / float64(o.steps),
 		TierPeaks: map[string]float64{}, RolePeaks: map[string]float64{},
-		Spills:    st.Spills.Count - spills,
+		Spills: st.Spills.Count - spills,
 	}
 	r.FlopsTok = flopsPerToken(cfg, r.Params)
 	if model := tensor.DeviceModel(dev); model != "cpu" {
