@@ -19,7 +19,10 @@
 #         attention, BENCH_WARM warm-up steps, 10 timed): unconstrained
 #         without checkpointing, then under -device-budget 4GiB with
 #         -checkpoint auto (nn.Placement chooses the level) and with
-#         -checkpoint blocks: steady-state tokens/s, timed spills
+#         -checkpoint blocks, with and without -overlap-optimizer:
+#         steady-state tokens/s, timed spills
+# overlapab  memstrategies' hybrid on gpt2-medium under 4 GiB with the
+#         optimizer update overlapped and not, alternating, twice
 # torch   PyTorch 2.x in the same call: gpt2-medium capped at 4 GiB
 #         (set_per_process_memory_fraction; fp16 and fp32, checkpointed,
 #         with and without expandable segments) and unconstrained, and
@@ -35,7 +38,7 @@ phases="$*"
 
 if has tests; then
   run_gpu_tests cuda memory tensor autograd amp checkpoint nn examples/memstrategies
-  grep -h -E -- '--- (PASS|FAIL): TestGPU(SpillToOffload|LinearCrossEntropy|BackendConformance/offload)' "$L"/test-*.log | tee -a "$OUT/summary.txt"
+  grep -h -E -- '--- (PASS|FAIL): (TestGPU(SpillToOffload|LinearCrossEntropy|BackendConformance/offload)|TestAdamWStepsOverlapped|TestAdamWOverlapSameBits)' "$L"/test-*.log | tee -a "$OUT/summary.txt"
   grep -h -A12 -- '--- FAIL: TestGPULinearCrossEntropy' "$L"/test-autograd.log | head -30 | tee -a "$OUT/summary.txt"
 fi
 
@@ -69,6 +72,21 @@ if has medium; then
   cat "$L/medium-40.jsonl" >> "$res"; cut -c1-600 "$L/medium-40.jsonl" | tee -a "$OUT/summary.txt"
 fi
 
+if has overlapab; then
+  # The overlapped optimizer update against the plain one, alternating:
+  # gpt2-medium bf16 under 4 GiB (optimizer state offloaded).
+  for i in 1 2; do
+    for ov in true false; do
+      start=$(date +%s)
+      timeout 120 .gpu/memstrategies -config gpt2-medium -precision bf16 -steps 6 -warmup 25 -strategies hybrid -attention fused \
+        -budget 4GiB -overlap=$ov -png "" > "$L/overlap-$ov-$i.jsonl" 2> "$L/overlap-$ov-$i.log"
+      say "memstrategies gpt2-medium hybrid 4 GiB -overlap=$ov (run $i): exit $? in $(( $(date +%s) - start ))s"
+      cat "$L/overlap-$ov-$i.jsonl" >> "$res"
+      grep -E '^\| hybrid' "$L/overlap-$ov-$i.log" | cut -c1-200 | tee -a "$OUT/summary.txt"
+    done
+  done
+fi
+
 if has trainbudget; then
   # train-gpt itself under -device-budget: gpt2-medium bf16 with block
   # checkpointing, the fused head and fused attention, 40 steps on the
@@ -95,7 +113,7 @@ PY
 fi
 
 if has benchbudget; then
-  for args in "-checkpoint none" "-checkpoint auto -device-budget 4GiB" "-checkpoint blocks -device-budget 4GiB"; do
+  for args in "-checkpoint none" "-checkpoint auto -device-budget 4GiB" "-checkpoint auto -device-budget 4GiB -overlap-optimizer" "-checkpoint blocks -device-budget 4GiB -overlap-optimizer"; do
     start=$(date +%s)
     name=$(echo "$args" | tr -c 'a-zA-Z0-9\n' '_')
     timeout 200 .gpu/train-gpt -device cuda -config gpt2-medium -precision bf16 -attention fused -head fused -bench -steps 10 \

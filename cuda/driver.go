@@ -64,6 +64,7 @@ type driver struct {
 	memsetD8, memsetD32, memsetD8Async, memsetD32Async                                    symbol
 
 	streamCreate, streamDestroy, streamSynchronize, streamQuery, streamWaitEvent       symbol
+	streamCreateWithPriority, ctxGetStreamPriorityRange                                symbol
 	eventCreate, eventRecord, eventSynchronize, eventQuery, eventDestroy, eventElapsed symbol
 
 	moduleLoadDataEx, moduleGetFunction, moduleUnload, funcGetAttribute, funcSetAttribute, launchKernel symbol
@@ -125,6 +126,8 @@ func (d *driver) symbols() []symbolSpec {
 		req(&d.memsetD32Async, "cuMemsetD32Async"),
 
 		req(&d.streamCreate, "cuStreamCreate"),
+		req(&d.streamCreateWithPriority, "cuStreamCreateWithPriority"),
+		req(&d.ctxGetStreamPriorityRange, "cuCtxGetStreamPriorityRange"),
 		req(&d.streamDestroy, "cuStreamDestroy_v2"),
 		req(&d.streamSynchronize, "cuStreamSynchronize"),
 		req(&d.streamQuery, "cuStreamQuery"),

@@ -25,6 +25,38 @@ func (c *Context) NewStream() (*Stream, error) {
 	return &Stream{ctx: c, h: uintptr(f.out[0])}, nil
 }
 
+// StreamPriority is a stream's scheduling priority: when kernels of
+// several streams wait for the GPU, the blocks of the higher priority go
+// first (running blocks are not preempted).
+type StreamPriority int
+
+const (
+	// PriorityLow is the default streams' priority.
+	PriorityLow StreamPriority = iota
+	// PriorityHigh is the greatest priority the context offers.
+	PriorityHigh
+)
+
+// NewStreamPriority is NewStream at a priority: PriorityLow, which
+// streams made by NewStream have, or PriorityHigh (where the device has
+// only one level, the same).
+func (c *Context) NewStreamPriority(p StreamPriority) (*Stream, error) {
+	f := getFrame()
+	defer f.release()
+	if s := c.invoke(f, c.drv.ctxGetStreamPriorityRange, f.outAddr(0), f.outAddr(1)); !s.ok() {
+		return nil, s.err(c.dev.String())
+	}
+	least, greatest := f.out32(0), f.out32(1)
+	prio := least
+	if p == PriorityHigh {
+		prio = greatest
+	}
+	if s := c.invoke(f, c.drv.streamCreateWithPriority, f.outAddr(0), streamNonBlocking, uintptr(int64(prio))); !s.ok() {
+		return nil, s.err(c.dev.String())
+	}
+	return &Stream{ctx: c, h: uintptr(f.out[0])}, nil
+}
+
 // Handle returns the CUstream (0 for a nil *Stream).
 func (s *Stream) Handle() uintptr {
 	if s == nil {

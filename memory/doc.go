@@ -172,8 +172,15 @@
 //     ordered on its stream (cuMemcpyDtoDAsync on a GPU), the old block
 //     freed to its pool; the tensor layer reads an allocation's address at
 //     every op, so a migrated tensor is simply found at its new place.
-//     Each Step returns a Plan (tensor, role, bytes, accesses a step,
-//     tier, why) that prints as a table.
+//     Before the copy, a barrier (SetMigrateBarrier) may order the copy's
+//     stream after other streams that write long-lived tensors (the
+//     tensor layer's side stream); an allocation recorded on another
+//     stream (RecordStream) is not moved, and the scheduler leaves it for
+//     the step. Each Step returns a Plan (tensor, role, bytes, accesses a
+//     step, tier, why) that prints as a table; Plan.Settled says whether
+//     the placement has stopped moving (nothing moved, nothing waiting for
+//     its patience) and Plan.OffloadTraffic what a step reads and writes
+//     off the device, which nn.Placement weighs against recomputation.
 //
 // examples/memstrategies compares the strategies (all device, all
 // zero-copy, all managed, placement by role, the hybrid placement with and

@@ -125,6 +125,7 @@ type Manager struct {
 
 	// copyFn moves bytes for Migrate (migrate.go); migrations counts them.
 	copyFn     CopyFunc
+	barrier    func(Stream) error // SetMigrateBarrier
 	migrations Moved
 	// sched is the placement scheduler, nil without one (scheduler.go).
 	sched *Scheduler

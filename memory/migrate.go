@@ -18,6 +18,24 @@ func (m *Manager) SetCopy(fn CopyFunc) {
 	m.mu.Unlock()
 }
 
+// crossUsed reports whether b is used on streams other than its own
+// (RecordStream): Migrate cannot move it.
+func (b *Block) crossUsed() bool { return b.cross != nil && len(b.cross.uses) > 0 }
+
+// SetMigrateBarrier installs fn, which Migrate calls before it copies an
+// allocation, with the stream the copy is ordered on: the place to order
+// that stream after work of other streams that may still write the
+// allocation without the pool knowing (the tensor layer's side stream,
+// which updates parameters and optimizer state while the next forward
+// pass runs: they are long-lived, so no RecordStream covers them). fn is
+// called with the manager's mutex held and must not call back into it;
+// an error fails the migration (nothing moves). nil removes it.
+func (m *Manager) SetMigrateBarrier(fn func(s Stream) error) {
+	m.mu.Lock()
+	m.barrier = fn
+	m.mu.Unlock()
+}
+
 // Touch records one access to a's bytes: the tensor layer calls it for
 // every operand of every op, so that a Scheduler knows how often each
 // tracked allocation is used a step. It is an atomic add.
@@ -76,8 +94,13 @@ func (m *Manager) migrate(a *Allocation, old *Block, t Tier) error {
 	if t == a.tier {
 		return nil
 	}
-	if old.cross != nil && len(old.cross.uses) > 0 {
+	if old.crossUsed() {
 		return fmt.Errorf("memory: Migrate of %s for %s: it is used on other streams (RecordStream): %w", FormatBytes(a.size), a.role, ErrInvalidArgument)
+	}
+	if m.barrier != nil {
+		if err := m.barrier(old.Stream()); err != nil {
+			return fmt.Errorf("memory: Migrate of %s for %s: ordering the copy after other streams: %w", FormatBytes(a.size), a.role, err)
+		}
 	}
 	nb, err := m.pools[t].alloc(a.size, old.Stream(), 0, a.role, a.op)
 	if err != nil {

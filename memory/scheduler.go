@@ -350,6 +350,10 @@ func (s *Scheduler) move(plan *Plan, entries []*Allocation, budget int64, cold T
 			st.why = "device: the step fits the budget"
 			continue
 		}
+		if a.b.crossUsed() {
+			st.why = "device: in use on another stream (RecordStream), not moved this step"
+			continue
+		}
 		if err := s.m.migrate(a, a.b, cold); err != nil {
 			return err
 		}
@@ -376,6 +380,10 @@ func (s *Scheduler) move(plan *Plan, entries []*Allocation, budget int64, cold T
 		if !fits(a.size) {
 			st.why = fmt.Sprintf("cold: the device has %s to spare under the budget, it needs %s", FormatBytes(max(room, 0)), FormatBytes(a.size))
 			st.fits = 0
+			continue
+		}
+		if a.b.crossUsed() {
+			st.why = "cold: in use on another stream (RecordStream), not moved this step"
 			continue
 		}
 		st.fits++

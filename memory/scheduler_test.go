@@ -2,12 +2,14 @@ package memory_test
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-ml/strata/memory"
+	"github.com/strata-ml/strata/memory/memtest"
 )
 
 func TestMigrate(t *testing.T) {
@@ -244,4 +246,47 @@ func TestSchedulerRules(t *testing.T) {
 		_, err = s.Step()
 		require.ErrorIs(t, err, memory.ErrClosed)
 	})
+}
+
+// TestMigrateBarrier: Migrate calls the barrier with the copy's stream
+// before copying; a failing barrier moves nothing.
+func TestMigrateBarrier(t *testing.T) {
+	m := memory.NewHostManager(memory.Config{})
+	defer func() { require.NoError(t, m.Close()) }()
+	a := mustManagerAlloc(t, m, MiB, memory.RoleOptimizerState)
+	defer func() { require.NoError(t, a.Free()) }()
+	var calls []memory.Stream
+	fail := errors.New("side stream broken")
+	var ret error
+	m.SetMigrateBarrier(func(s memory.Stream) error { calls = append(calls, s); return ret })
+	require.NoError(t, m.Migrate(a, memory.TierOffload))
+	require.Len(t, calls, 1, "one barrier before the copy")
+	require.Equal(t, memory.TierOffload, a.Tier())
+	ret = fail
+	err := m.Migrate(a, memory.TierDevice)
+	require.ErrorIs(t, err, fail)
+	require.ErrorContains(t, err, "ordering the copy after other streams")
+	require.Equal(t, memory.TierOffload, a.Tier(), "nothing moved")
+	m.SetMigrateBarrier(nil)
+	require.NoError(t, m.Migrate(a, memory.TierDevice))
+	require.Len(t, calls, 2)
+}
+
+// TestSchedulerSkipsCrossStreamBlocks: an allocation used on another
+// stream (RecordStream) cannot migrate; the scheduler leaves it where it
+// is for the step and says why, instead of failing.
+func TestSchedulerSkipsCrossStreamBlocks(t *testing.T) {
+	m := memory.NewHostManager(memory.Config{StreamSync: memtest.NewStreamSync()})
+	defer func() { require.NoError(t, m.Close()) }()
+	s, err := m.NewScheduler(memory.SchedulerConfig{Budget: 10 * MiB})
+	require.NoError(t, err)
+	defer s.Close()
+	g := mustManagerAlloc(t, m, 8*MiB, memory.RoleGradient)
+	require.NoError(t, m.RecordStream(g, 7))
+	schedStep(t, m, map[*memory.Allocation]int{g: 1}, 8*MiB)
+	p, err := s.Step()
+	require.NoError(t, err)
+	require.Equal(t, memory.TierDevice, g.Tier())
+	require.Contains(t, p.Entries[0].Why, "another stream")
+	require.NoError(t, g.Free())
 }

@@ -82,5 +82,21 @@
 // AdamW and SGD follow torch.optim exactly (tested against PyTorch's
 // values); AdamW decays only parameters with Decay set (2-D weights),
 // nanoGPT's grouping. ClipGradNorm and CosineSchedule complete a training
-// loop: see examples/train-gpt.
+// loop: see examples/train-gpt. AdamW.Overlap queues the update on the
+// GPU's side stream, group by group in the parameters' order, so the next
+// forward pass starts while it runs and waits only for the parameters it
+// reads (tensor.AdamWStepsOverlapped): the same bits, and the time of an
+// update whose state lives in host memory hidden behind arithmetic.
+//
+// # Memory under a device budget
+//
+// Placement steers a model between steps when the device's memory is
+// capped (memory.Manager.SetLimit): it runs the placement scheduler
+// (memory.Scheduler), which moves the least used long-lived tensors to
+// the offload tier, and chooses the model's checkpointing level among
+// CheckpointLevels: raised while the step does not fit, then, while
+// tensors touched every step stay off the device, the next level is tried
+// and kept only if the measured step is faster (recomputation against
+// traffic on the bus), and a level that unsettled first steps raised past
+// is tried again. Results are the same at every level and placement.
 package nn

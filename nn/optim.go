@@ -27,8 +27,17 @@ type AdamW struct {
 	Params                []*Parameter
 	LR, Beta1, Beta2, Eps float64
 	WeightDecay           float64
-	step                  int
-	m, v                  map[*Parameter]*tensor.Tensor
+	// Overlap queues each Step to run beside what follows it: on a GPU
+	// the update runs on the device's side stream in groups of Params, in
+	// their order (a model's Parameters are in the order its forward pass
+	// reads them), and the next forward pass waits per group, for the
+	// parameters it is about to read (tensor.AdamWStepsOverlapped). It
+	// pays where the update is slow: optimizer state offloaded to host
+	// memory under a device budget, crossing the bus every step. The
+	// results are the same bits.
+	Overlap bool
+	step    int
+	m, v    map[*Parameter]*tensor.Tensor
 }
 
 // NewAdamW returns AdamW with PyTorch's defaults for the betas and eps.
@@ -68,10 +77,26 @@ func (o *AdamW) Step() error {
 			wds = append(wds, wd)
 		}
 		// One launch for every parameter of a device and dtype
-		// (tensor.AdamWSteps checks them all before changing any).
-		tensor.AdamWSteps(ps, gs, ms, vs, wds, o.LR, o.Beta1, o.Beta2, o.Eps, o.step+1)
+		// (tensor.AdamWSteps checks them all before changing any), or one
+		// a group when overlapped.
+		if o.Overlap {
+			tensor.AdamWStepsOverlapped(ps, gs, ms, vs, wds, o.LR, o.Beta1, o.Beta2, o.Eps, o.step+1, overlapGroup(ps))
+		} else {
+			tensor.AdamWSteps(ps, gs, ms, vs, wds, o.LR, o.Beta1, o.Beta2, o.Eps, o.step+1)
+		}
 		o.step++
 	})
+}
+
+// overlapGroup is the group size of an overlapped step: a 32nd of the
+// parameters' bytes, at least 4 MiB (a group is a launch, an event and a
+// wait of the forward pass; a GPT's blocks are a few groups each).
+func overlapGroup(ps []*tensor.Tensor) int64 {
+	var n int64
+	for _, p := range ps {
+		n += p.Bytes()
+	}
+	return max(n/32, 4<<20)
 }
 
 func (o *AdamW) state(p *Parameter) (m, v *tensor.Tensor) {

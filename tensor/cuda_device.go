@@ -10,22 +10,26 @@ import (
 )
 
 // cudaDevice is one GPU: its primary context, one non-blocking stream on
-// which every op of the device is queued in program order, the loaded
+// which every op of the device is queued in program order (and a side
+// stream, made on first use, for an optimizer update overlapped with the
+// next forward pass: cuda_side.go), the loaded
 // kernels, a memory manager over device memory, the mapped status block,
 // and (created on the first float32 matmul) a cuBLAS handle on the same
 // stream. Devices are opened once and live for the rest of the process,
 // like the CPU device.
 type cudaDevice struct {
-	name   string
-	ctx    *cuda.Context
-	props  cuda.Properties
-	stream *cuda.Stream
-	q      cudaQueue // queues on stream
-	module *cuda.Module
-	k      *cudaKernels
-	mem    *memory.Manager
-	memS   memory.Stream // d.stream as the pools know it
-	status *cudaStatus
+	name    string
+	ctx     *cuda.Context
+	props   cuda.Properties
+	stream  *cuda.Stream
+	q       cudaQueue // queues on stream
+	module  *cuda.Module
+	k       *cudaKernels
+	mem     *memory.Manager
+	streams *memory.CUDAStreams // the pools' streams
+	memS    memory.Stream       // d.stream as the pools know it
+	side    cudaSide            // the side stream, made on first use (cuda_side.go)
+	status  *cudaStatus
 
 	// mu serialises launches (args is one reusable argument block) and
 	// the synchronize-then-read sequences of the status block.
@@ -63,7 +67,7 @@ func (d *cudaDevice) Synchronize() error {
 }
 
 func (d *cudaDevice) syncLocked() error {
-	if err := d.q.sync(); err != nil {
+	if err := errors.Join(d.q.sync(), d.syncSide()); err != nil {
 		return fmt.Errorf("tensor: synchronizing %v: %w", d, err)
 	}
 	return d.status.take(d)
@@ -140,7 +144,9 @@ func newCUDADevice(ordinal int) (_ *cudaDevice, err error) {
 			d.close()
 		}
 	}()
-	if d.stream, err = ctx.NewStream(); err != nil {
+	// The greatest priority: a side stream's kernels (cuda_side.go) get
+	// the SMs only where the device's stream leaves them free.
+	if d.stream, err = ctx.NewStreamPriority(cuda.PriorityHigh); err != nil {
 		return nil, err
 	}
 	d.q = streamQueue{ctx: ctx, stream: d.stream}
@@ -153,7 +159,7 @@ func newCUDADevice(ordinal int) (_ *cudaDevice, err error) {
 	if d.args, err = cuda.NewArgs(); err != nil {
 		return nil, err
 	}
-	if d.mem, d.memS, err = newCUDAManager(ctx, d.stream); err != nil {
+	if d.mem, d.streams, d.memS, err = newCUDAManager(ctx, d.stream); err != nil {
 		return nil, err
 	}
 	if d.mem.Pool(memory.TierDevice).Expandable() {

@@ -26,11 +26,21 @@ const (
 // op that reads or writes it: the access is counted
 // (memory.Allocation.Touch), for the placement scheduler. The address is
 // read at every call because the scheduler may migrate the storage
-// between steps.
+// between steps. When work on the device's side stream still writes the
+// storage (an overlapped optimizer step), the device's stream is made to
+// wait for it first (cuda_side.go): every use of device memory by an op
+// passes here, so none overtakes the update.
 func devPtr(t *Tensor) cuda.DevicePtr {
 	if t == nil {
 		return 0
 	}
+	t.ref.st.joinFence()
+	return rawPtr(t)
+}
+
+// rawPtr is devPtr without waiting for a side-stream fence: for work
+// queued on the side stream itself.
+func rawPtr(t *Tensor) cuda.DevicePtr {
 	a := t.ref.st.alloc
 	a.Touch()
 	return cuda.DevicePtr(a.Addr() + uintptr(t.offset*t.dtype.Size()))

@@ -34,24 +34,7 @@ const adamwChunk = 1 << 16
 // uploaded on the stream. GPT-2's 148 parameters were 148 launches.
 func (b cudaBackend) adamwMulti(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta2, eps float64, step int) {
 	d := b.d
-	var rows []byte
-	f := -1
-	for i, p := range ps {
-		n := p.Numel()
-		if n == 0 {
-			continue
-		}
-		f = floatIndex("AdamW", p.dtype)
-		sz := uint64(p.dtype.Size())
-		ptrs := [4]uint64{uint64(devPtr(p)), uint64(devPtr(gs[i])), uint64(devPtr(ms[i])), uint64(devPtr(vs[i]))}
-		for lo := 0; lo < n; lo += adamwChunk {
-			for _, q := range ptrs {
-				rows = binary.LittleEndian.AppendUint64(rows, q+uint64(lo)*sz)
-			}
-			rows = binary.LittleEndian.AppendUint64(rows, uint64(min(adamwChunk, n-lo)))
-			rows = binary.LittleEndian.AppendUint64(rows, math.Float64bits(1-lr*wd[i]))
-		}
-	}
+	rows, f := adamwRows(ps, gs, ms, vs, wd, lr, devPtr)
 	if len(rows) == 0 {
 		return
 	}
@@ -62,6 +45,30 @@ func (b cudaBackend) adamwMulti(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta
 		a.Ptr(scratchPtr(tab))
 		c.args(a, f)
 	})
+}
+
+// adamwRows lays out adamw_multi's table for the parameters (their
+// addresses from ptr) and returns it with the dtype's float index (-1
+// when every parameter is empty).
+func adamwRows(ps, gs, ms, vs []*Tensor, wd []float64, lr float64, ptr func(*Tensor) cuda.DevicePtr) (rows []byte, f int) {
+	f = -1
+	for i, p := range ps {
+		n := p.Numel()
+		if n == 0 {
+			continue
+		}
+		f = floatIndex("AdamW", p.dtype)
+		sz := uint64(p.dtype.Size())
+		ptrs := [4]uint64{uint64(ptr(p)), uint64(ptr(gs[i])), uint64(ptr(ms[i])), uint64(ptr(vs[i]))}
+		for lo := 0; lo < n; lo += adamwChunk {
+			for _, q := range ptrs {
+				rows = binary.LittleEndian.AppendUint64(rows, q+uint64(lo)*sz)
+			}
+			rows = binary.LittleEndian.AppendUint64(rows, uint64(min(adamwChunk, n-lo)))
+			rows = binary.LittleEndian.AppendUint64(rows, math.Float64bits(1-lr*wd[i]))
+		}
+	}
+	return rows, f
 }
 
 // adamwConsts are a step's constants, computed as cpukern.AdamW does;

@@ -470,6 +470,26 @@ func AdamWStep(p, g, m, v *Tensor, lr, beta1, beta2, eps, weightDecay float64, s
 // hundreds of parameters took as many launches). Every argument is
 // checked before any parameter changes.
 func AdamWSteps(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta2, eps float64, step int) {
+	adamwSteps(ps, gs, ms, vs, wd, lr, beta1, beta2, eps, step, 0)
+}
+
+// AdamWStepsOverlapped is AdamWSteps queued to run beside the ops that
+// follow it: on a GPU, the update goes to the device's side stream in
+// groups of about groupBytes of parameters, in the order of ps (give them
+// in the order the next forward pass reads them), and an op that uses a
+// parameter or moment waits only for its group, so the next forward pass
+// starts while later groups are still being updated (cuda_side.go). The
+// gradients may be released at once. The results are AdamWSteps' bit for
+// bit. On the CPU it is AdamWSteps.
+func AdamWStepsOverlapped(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta2, eps float64, step int, groupBytes int64) {
+	if groupBytes <= 0 {
+		fail("AdamW", ErrArgument, "group size %d bytes: must be positive", groupBytes)
+	}
+	adamwSteps(ps, gs, ms, vs, wd, lr, beta1, beta2, eps, step, groupBytes)
+}
+
+// adamwSteps is AdamWSteps, overlapped on a GPU when groupBytes > 0.
+func adamwSteps(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta2, eps float64, step int, groupBytes int64) {
 	op := "AdamW"
 	if len(gs) != len(ps) || len(ms) != len(ps) || len(vs) != len(ps) || len(wd) != len(ps) {
 		fail(op, ErrArgument, "%d parameters with %d gradients, %d and %d moments and %d weight decays", len(ps), len(gs), len(ms), len(vs), len(wd))
@@ -514,6 +534,10 @@ func AdamWSteps(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta2, eps fl
 		w := make([]float64, len(g.idx))
 		for j, i := range g.idx {
 			w[j] = wd[i]
+		}
+		if cb, ok := g.dev.backend().(cudaBackend); ok && groupBytes > 0 {
+			cb.adamwOverlapped(pick(ps), pick(gs), pick(ms), pick(vs), w, lr, beta1, beta2, eps, step, groupBytes)
+			continue
 		}
 		g.dev.backend().adamwMulti(pick(ps), pick(gs), pick(ms), pick(vs), w, lr, beta1, beta2, eps, step)
 	}

@@ -18,6 +18,10 @@ type storage struct {
 	nbytes int64
 	refs   atomic.Int32
 	owner  *Ctx // the context it was allocated in, for Ctx.BytesInUse
+	// fence, when set, is work queued on a CUDA device's side stream
+	// that writes these bytes (an overlapped optimizer step,
+	// cuda_side.go): the first use on the device's stream waits for it.
+	fence atomic.Pointer[sideFence]
 }
 
 func (s *storage) retain() { s.refs.Add(1) }
@@ -25,6 +29,7 @@ func (s *storage) retain() { s.refs.Add(1) }
 func (s *storage) release() {
 	switch n := s.refs.Add(-1); {
 	case n == 0:
+		s.joinFence() // the pool may hand the bytes out on the device's stream at once
 		s.owner.live.Add(-s.nbytes)
 		if err := s.alloc.Free(); err != nil {
 			panic(fmt.Sprintf("tensor: freeing storage: %v", err)) // a bug: storage frees exactly once

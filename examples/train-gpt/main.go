@@ -78,6 +78,7 @@ type options struct {
 
 	budget        string            // -device-budget (placement.go)
 	placementPlan bool              // -placement-plan
+	overlapOpt    bool              // -overlap-optimizer
 	sched         *memory.Scheduler // made by setBudget
 	head          string            // -head
 	headLoss      nn.HeadLoss       // what -head says (auto: set by newTrainer for the device)
@@ -125,6 +126,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.state, "state", "", "where an interrupt (SIGINT, SIGTERM) and -save-every save the resumable training state (default: -out with .state.safetensors for .safetensors; empty: never)")
 	fs.IntVar(&o.saveEvery, "save-every", 0, "also save the training state every N steps (0: only on an interrupt)")
 	fs.StringVar(&o.budget, "device-budget", "", "cap the device memory the pools may hold: a size (4GiB), a share of the device (50%, 0.5) or off; under -policy hybrid what does not fit spills to host-resident offload memory and the placement scheduler moves the least used tensors there")
+	fs.BoolVar(&o.overlapOpt, "overlap-optimizer", false, "run AdamW's update on the GPU's side stream, group by group, while the next forward pass starts (nn.AdamW.Overlap; the same results): pays when the optimizer state is offloaded under -device-budget")
 	fs.BoolVar(&o.placementPlan, "placement-plan", false, "print the placement scheduler's plan (tensor, bytes, accesses a step, tier, why) after step 2 and whenever it moves tensors")
 	fs.StringVar(&o.head, "head", "auto", "output head and loss: full (the (B, T, V) logits), fused (chunked: the logits never all held, the vocabulary padded for the GPU's GEMMs; same loss and gradients) or auto (fused on CUDA, full on the CPU)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run (the host's side: graph building, kernel launches, waits) to this file, for go tool pprof")

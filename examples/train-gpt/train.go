@@ -80,6 +80,7 @@ func newTrainer(o *options, cfg nn.GPTConfig, dev tensor.Device, T int) (*traine
 	ps := model.Parameters()
 	opt := nn.NewAdamW(ps, o.lr, o.wd)
 	opt.Beta2 = 0.95
+	opt.Overlap = o.overlapOpt
 	B := o.batch
 	src := rand.NewPCG(o.seed, 0xDA7A)
 	var placer *nn.Placement

@@ -1,0 +1,189 @@
+package tensor
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/strata-ml/strata/cuda"
+	"github.com/strata-ml/strata/memory"
+)
+
+// The side stream: work that may run beside the device's stream, which
+// every other op is queued on. Its one user is the overlapped optimizer
+// step (AdamWStepsOverlapped): the update of the parameters, group by
+// group in model order, runs while the next forward pass starts on the
+// device's stream, which waits, per group, only for the parameters it is
+// about to read. Under a device budget, with the optimizer state in the
+// offload tier, the update crosses the bus at link speed for tens of
+// milliseconds a step; overlapped, that time hides behind the forward's
+// arithmetic.
+//
+// Correctness rests on four orderings:
+//
+//   - the side stream waits for an event recorded on the device's stream
+//     when the step is queued: it sees the clipped gradients, the moments'
+//     first fill and any migration queued before;
+//   - every parameter, first and second moment a group updates carries a
+//     fence (storage.fence) on the event recorded after its group: devPtr,
+//     through which every op reaches device memory, makes the device's
+//     stream wait for it at the first use, as does the storage's release
+//     (the pool hands memory out on the device's stream);
+//   - the gradients, which the step only reads and the caller releases
+//     right after, are recorded as used on the side stream
+//     (memory.Manager.RecordStream): the pool reuses their blocks only
+//     once the side stream has passed the update;
+//   - a migration of the placement scheduler first makes the copy's
+//     stream wait for all the side stream's work (Manager's migrate
+//     barrier), since parameters and moments are long-lived and carry no
+//     RecordStream.
+//
+// Synchronize waits for both streams. The device's stream is created at
+// the greatest priority and the side stream at the least, so that the
+// forward's kernels get the SMs first while the update waits on the bus.
+
+// sideFence is the side-stream work a storage waits for.
+type sideFence struct {
+	d  *cudaDevice
+	ev *cuda.Event
+}
+
+// joinFence makes the device's stream wait for the storage's fence, once.
+// The wait is queued before the fence is cleared, so a concurrent user
+// either sees the fence or finds the wait queued.
+func (s *storage) joinFence() {
+	f := s.fence.Load()
+	if f == nil {
+		return
+	}
+	if err := f.d.stream.WaitEvent(f.ev); err != nil {
+		panic(&OpError{Op: "fence", Msg: fmt.Sprintf("ordering %v's stream after its side stream", f.d), Err: err})
+	}
+	s.fence.CompareAndSwap(f, nil)
+}
+
+// cudaSide is a device's side stream and its events.
+type cudaSide struct {
+	once   sync.Once
+	ready  atomic.Bool // made without error: Synchronize waits for it
+	err    error
+	stream *cuda.Stream
+	q      streamQueue
+	memS   memory.Stream // stream as the pools know it
+	start  *cuda.Event   // recorded on the device's stream, waited for by the side
+	tail   *cuda.Event   // recorded on the side for migrations
+	groups []*cuda.Event // one a group of a step, reused every step
+}
+
+// sideStream returns the device's side stream, creating it on first use.
+func (d *cudaDevice) sideStream(op string) *cudaSide {
+	s := &d.side
+	s.once.Do(func() {
+		var err error
+		if s.stream, err = d.ctx.NewStreamPriority(cuda.PriorityLow); err != nil {
+			s.err = err
+			return
+		}
+		s.q = streamQueue{ctx: d.ctx, stream: s.stream, syncPageable: d.vmm}
+		if s.memS, err = d.streams.Stream(s.stream); err != nil {
+			s.err = err
+			return
+		}
+		for _, e := range []**cuda.Event{&s.start, &s.tail} {
+			if *e, err = d.ctx.NewEvent(cuda.EventDisableTiming); err != nil {
+				s.err = err
+				return
+			}
+		}
+		d.mem.SetMigrateBarrier(func(memory.Stream) error {
+			if err := s.tail.Record(s.stream); err != nil {
+				return err
+			}
+			return d.stream.WaitEvent(s.tail)
+		})
+		s.ready.Store(true)
+	})
+	if s.err != nil {
+		panic(&OpError{Op: op, Msg: fmt.Sprintf("creating the side stream of %v", d), Err: s.err})
+	}
+	return s
+}
+
+// groupEvent is the event of group i, made on first use.
+func (d *cudaDevice) groupEvent(op string, s *cudaSide, i int) *cuda.Event {
+	for len(s.groups) <= i {
+		e, err := d.ctx.NewEvent(cuda.EventDisableTiming)
+		d.check(op, "creating a side-stream event", err)
+		s.groups = append(s.groups, e)
+	}
+	return s.groups[i]
+}
+
+// syncSide waits for the side stream, when there is one.
+func (d *cudaDevice) syncSide() error {
+	if !d.side.ready.Load() {
+		return nil
+	}
+	return d.side.q.sync()
+}
+
+// adamwOverlapped queues adamwMulti's update on the side stream in
+// groups of about groupBytes of parameters, in the order given, and
+// fences each group's parameters and moments (see the top of the file).
+func (b cudaBackend) adamwOverlapped(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta2, eps float64, step int, groupBytes int64) {
+	const op = "AdamW"
+	d := b.d
+	s := d.sideStream(op)
+	d.mu.Lock()
+	err := s.start.Record(d.stream)
+	if err == nil {
+		err = s.stream.WaitEvent(s.start)
+	}
+	d.mu.Unlock()
+	d.check(op, "ordering the side stream after the device's", err)
+	for g, lo := 0, 0; lo < len(ps); g++ {
+		hi, n := lo, int64(0)
+		for hi < len(ps) && (hi == lo || n < groupBytes) {
+			n += ps[hi].Bytes()
+			hi++
+		}
+		rows, f := adamwRows(ps[lo:hi], gs[lo:hi], ms[lo:hi], vs[lo:hi], wd[lo:hi], lr, rawPtr)
+		if len(rows) > 0 {
+			d.adamwSide(s, rows, f, adamwConstants(f, lr, beta1, beta2, eps, step))
+		}
+		ev := d.groupEvent(op, s, g)
+		d.check(op, "recording a side-stream event", ev.Record(s.stream))
+		fence := &sideFence{d: d, ev: ev}
+		for i := lo; i < hi; i++ {
+			for _, t := range [...]*Tensor{ps[i], ms[i], vs[i]} {
+				t.ref.st.fence.Store(fence)
+			}
+			if err := d.mem.RecordStream(gs[i].ref.st.alloc, s.memS); err != nil {
+				panic(&OpError{Op: op, Msg: "recording a gradient's use on the side stream", Err: err})
+			}
+		}
+		lo = hi
+	}
+}
+
+// adamwSide uploads a group's table into side-stream workspace and
+// launches adamw_multi over it on the side stream.
+func (d *cudaDevice) adamwSide(s *cudaSide, rows []byte, f int, c adamwConsts) {
+	const op = "AdamW"
+	tab, err := d.mem.AllocStream(int64(len(rows)+7)/8*8, memory.RoleWorkspace, s.memS)
+	if err != nil {
+		panic(&OpError{Op: op, Msg: fmt.Sprintf("allocating %d bytes of side-stream workspace on %v", len(rows), d), Err: err})
+	}
+	defer freeScratch(tab) // reused on the side stream only, after the launch
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.check(op, "uploading a kernel's argument table", s.q.copyHtoD(scratchPtr(tab), rows))
+	a := d.args.Reset()
+	a.Ptr(scratchPtr(tab))
+	c.args(a, f)
+	cudaLaunches.Add(1)
+	fn := d.k.adamwMulti[f]
+	if err := s.q.launch(fn, [3]uint32{uint32(len(rows) / 48), 1, 1}, block1, a); err != nil {
+		panic(&OpError{Op: op, Msg: fmt.Sprintf("launching kernel %s on %v's side stream", fn.Name(), d), Err: err})
+	}
+}
