@@ -64,6 +64,12 @@ func (v *Var) BackwardWith(grad *tensor.Tensor) error {
 // propagate runs the backward pass from v, seeded with grad (ones when
 // grad is nil).
 func (v *Var) propagate(grad *tensor.Tensor) error {
+	// An optimizer update overlapped with the forward pass ends here
+	// (tensor.WaitOverlapped): the backward pass makes new gradients where
+	// the update's old ones were.
+	if err := tensor.WaitOverlapped(v.Value.Device()); err != nil {
+		return err
+	}
 	order := topo(v)
 	c := v.Value.Ctx()
 	if c == nil {

@@ -31,10 +31,12 @@ type AdamW struct {
 	// the update runs on the device's side stream in groups of Params, in
 	// their order (a model's Parameters are in the order its forward pass
 	// reads them), and the next forward pass waits per group, for the
-	// parameters it is about to read (tensor.AdamWStepsOverlapped). It
-	// pays where the update is slow: optimizer state offloaded to host
-	// memory under a device budget, crossing the bus every step. The
-	// results are the same bits.
+	// parameters it is about to read (tensor.AdamWStepsOverlapped); the
+	// backward pass starts once the update is over
+	// (tensor.WaitOverlapped), so that the gradients it frees are reused
+	// for the new ones. It pays where the update is slow: optimizer state
+	// offloaded to host memory under a device budget, crossing the bus
+	// every step. The results are the same bits.
 	Overlap bool
 	step    int
 	m, v    map[*Parameter]*tensor.Tensor

@@ -38,7 +38,9 @@ import (
 //     barrier), since parameters and moments are long-lived and carry no
 //     RecordStream.
 //
-// Synchronize waits for both streams. The device's stream is created at
+// Synchronize waits for both streams, and the backward pass starts only
+// once the update is over (WaitOverlapped): the overlap is with the
+// forward pass. The device's stream is created at
 // the greatest priority and the side stream at the least, so that the
 // forward's kernels get the SMs first while the update waits on the bus.
 
@@ -64,15 +66,16 @@ func (s *storage) joinFence() {
 
 // cudaSide is a device's side stream and its events.
 type cudaSide struct {
-	once   sync.Once
-	ready  atomic.Bool // made without error: Synchronize waits for it
-	err    error
-	stream *cuda.Stream
-	q      streamQueue
-	memS   memory.Stream // stream as the pools know it
-	start  *cuda.Event   // recorded on the device's stream, waited for by the side
-	tail   *cuda.Event   // recorded on the side for migrations
-	groups []*cuda.Event // one a group of a step, reused every step
+	once    sync.Once
+	ready   atomic.Bool // made without error: Synchronize waits for it
+	pending atomic.Bool // work queued since the last WaitOverlapped
+	err     error
+	stream  *cuda.Stream
+	q       streamQueue
+	memS    memory.Stream // stream as the pools know it
+	start   *cuda.Event   // recorded on the device's stream, waited for by the side
+	tail    *cuda.Event   // recorded on the side for migrations
+	groups  []*cuda.Event // one a group of a step, reused every step
 }
 
 // sideStream returns the device's side stream, creating it on first use.
@@ -119,6 +122,24 @@ func (d *cudaDevice) groupEvent(op string, s *cudaSide, i int) *cuda.Event {
 	return s.groups[i]
 }
 
+// WaitOverlapped blocks until the optimizer updates queued on dev's side
+// stream (AdamWStepsOverlapped) have finished; at once when none is
+// pending or dev has no side stream. autograd's backward pass calls it
+// first: an update outlasting the forward pass would otherwise run beside
+// the backward pass, holding the last step's gradients while the new ones
+// are made (a device budget then spills). The host waits, not the device's
+// stream, so that the pool sees the gradients' blocks free and reuses them.
+func WaitOverlapped(dev Device) error {
+	d, ok := dev.(*cudaDevice)
+	if !ok || !d.side.pending.Swap(false) {
+		return nil
+	}
+	if err := d.side.q.sync(); err != nil {
+		return fmt.Errorf("tensor: waiting for %v's overlapped optimizer update: %w", d, err)
+	}
+	return nil
+}
+
 // syncSide waits for the side stream, when there is one.
 func (d *cudaDevice) syncSide() error {
 	if !d.side.ready.Load() {
@@ -141,6 +162,7 @@ func (b cudaBackend) adamwOverlapped(ps, gs, ms, vs []*Tensor, wd []float64, lr,
 	}
 	d.mu.Unlock()
 	d.check(op, "ordering the side stream after the device's", err)
+	s.pending.Store(true)
 	for g, lo := 0, 0; lo < len(ps); g++ {
 		hi, n := lo, int64(0)
 		for hi < len(ps) && (hi == lo || n < groupBytes) {
