@@ -63,11 +63,16 @@ func (d *cudaDevice) backend() backend        { return cudaBackend{d} }
 func (d *cudaDevice) Synchronize() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if err := d.syncSide(); err != nil {
+		return fmt.Errorf("tensor: synchronizing %v's side stream: %w", d, err)
+	}
 	return d.syncLocked()
 }
 
+// syncLocked waits for the device's stream (not the side stream: a result
+// read through it waits for side-stream writes by its fences already).
 func (d *cudaDevice) syncLocked() error {
-	if err := errors.Join(d.q.sync(), d.syncSide()); err != nil {
+	if err := d.q.sync(); err != nil {
 		return fmt.Errorf("tensor: synchronizing %v: %w", d, err)
 	}
 	return d.status.take(d)
