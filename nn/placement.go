@@ -44,7 +44,7 @@ import (
 //
 // A step is timed from the end of one Step call to the start of the next:
 // call Step once after every training step, with nothing else between
-// (evaluation steps between two calls make that step look slower; the
+// (an evaluation between two calls makes that step look slower; the
 // median of TimedSteps steps absorbs one such step).
 type Placement struct {
 	sched Planner
@@ -73,7 +73,8 @@ type PlacementConfig struct {
 	// only the scheduler runs.
 	Auto bool
 	// TimedSteps is how many settled steps are timed at a level before it
-	// is compared (default 2; their median counts).
+	// is compared (default 3; their median counts, so one step slowed by
+	// something else, an evaluation say, does not decide).
 	TimedSteps int
 	// Tolerance is by how much a higher level must be faster to be kept
 	// (default 0.03: 3%).
@@ -95,7 +96,7 @@ func NewPlacement(sched Planner, ckpt *Checkpointing, cfg PlacementConfig) (*Pla
 		return nil, fmt.Errorf("nn: NewPlacement: timed steps %d must be >= 0 and tolerance %g in [0, 1)", cfg.TimedSteps, cfg.Tolerance)
 	}
 	if cfg.TimedSteps == 0 {
-		cfg.TimedSteps = 2
+		cfg.TimedSteps = 3
 	}
 	if cfg.Tolerance == 0 {
 		cfg.Tolerance = 0.03
@@ -219,7 +220,7 @@ func median(ts []time.Duration) time.Duration {
 	}
 	s := slices.Clone(ts)
 	slices.Sort(s)
-	return s[len(s)/2]
+	return s[(len(s)-1)/2] // the lower of the middle two
 }
 
 func round(d time.Duration) time.Duration { return d.Round(100 * time.Microsecond) }

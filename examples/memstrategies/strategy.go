@@ -88,7 +88,7 @@ const schedPatience = 3
 // hybridWarmup is the warm-up the hybrid strategy needs at most: a step
 // for each level raised to fit, then, for each level tried, the
 // scheduler's patience, two steps to settle and nn.Placement's timed steps.
-var hybridWarmup = len(nn.CheckpointLevels) + (len(nn.CheckpointLevels)-1)*(schedPatience+2+2)
+var hybridWarmup = len(nn.CheckpointLevels) + (len(nn.CheckpointLevels)-1)*(schedPatience+2+3)
 
 // indent writes the placement's lines indented, as the table's notes.
 type indent struct{ w io.Writer }
