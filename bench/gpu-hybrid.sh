@@ -5,6 +5,7 @@
 #
 #   bash bench/gpu-hybrid.sh tests table medium torch
 #
+# coretests  the GPU tests of tensor, autograd and nn only
 # tests   the GPU tests of the packages the hybrid placement touches
 #         (memory: offload backend, spilling; autograd: the fused head;
 #         nn, examples/memstrategies)
@@ -35,6 +36,11 @@ L=/tmp/strata-hybrid-logs
 default_phases="tests table medium torch"
 phases="$*"
 . "$(dirname "$0")/gpu-common.sh"
+
+if has coretests; then
+  run_gpu_tests tensor autograd nn
+  grep -h -E -- '--- (PASS|FAIL): (TestAdamWStepsOverlapped|TestAdamWOverlapSameBits)' "$L"/test-*.log | tee -a "$OUT/summary.txt"
+fi
 
 if has tests; then
   run_gpu_tests cuda memory tensor autograd amp checkpoint nn examples/memstrategies
@@ -75,7 +81,7 @@ fi
 if has overlapab; then
   # The overlapped optimizer update against the plain one, alternating:
   # gpt2-medium bf16 under 4 GiB (optimizer state offloaded).
-  for i in 1 2; do
+  for i in $(seq "${OVERLAP_RUNS:-2}"); do
     for ov in true false; do
       start=$(date +%s)
       timeout 120 .gpu/memstrategies -config gpt2-medium -precision bf16 -steps 6 -warmup 25 -strategies hybrid -attention fused \
