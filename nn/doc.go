@@ -85,8 +85,9 @@
 // loop: see examples/train-gpt. AdamW.Overlap queues the update on the
 // GPU's side stream, group by group in the parameters' order, so the next
 // forward pass starts while it runs and waits only for the parameters it
-// reads (tensor.AdamWStepsOverlapped): the same bits, and the time of an
-// update whose state lives in host memory hidden behind arithmetic.
+// reads (tensor.AdamWStepsOverlapped): the same bits, at the cost of
+// holding the gradients through the forward pass (see AdamW.Overlap for
+// when that pays).
 //
 // # Memory under a device budget
 //

@@ -34,9 +34,13 @@ type AdamW struct {
 	// parameters it is about to read (tensor.AdamWStepsOverlapped); the
 	// backward pass starts once the update is over
 	// (tensor.WaitOverlapped), so that the gradients it frees are reused
-	// for the new ones. It pays where the update is slow: optimizer state
-	// offloaded to host memory under a device budget, crossing the bus
-	// every step. The results are the same bits.
+	// for the new ones. The results are the same bits. It costs memory:
+	// the gradients stay allocated until their group is updated, through
+	// the forward pass. Under a tight device budget that memory pushes
+	// more state off the device than the overlap hides (gpt2-medium under
+	// 4 GiB: 31-37k tokens/s overlapped against 52k, on the H200,
+	// bench/results/hybrid-2026-12-02-s10.md); it is for updates that are
+	// slow with memory to spare.
 	Overlap bool
 	step    int
 	m, v    map[*Parameter]*tensor.Tensor
