@@ -32,13 +32,14 @@ import (
 //   - Undo over-raising: the first steps under a budget spill and the
 //     pool's fragmentation lowers the scheduler's target, so the fit
 //     phase may raise past a level that fits once the placement settles.
-//     With no offload traffic left to save, the level below is tried the
-//     same way (once; if it does not fit, the Fit rule raises it back).
+//     When no higher level is worth trying (no offload traffic, tried
+//     already, or none left), the level below is tried the same way
+//     (once; if it does not fit, the Fit rule raises it back).
 //
 // Both costs are measured rather than modelled: the bus's speed and the
 // share of a step that recomputation adds depend on the model, the
-// precision, the attention kernels and the machine, and one settled step
-// at each level says which is cheaper. Checkpointing changes no result
+// precision, the attention kernels and the machine, and a few settled
+// steps at each level say which is cheaper. Checkpointing changes no result
 // (the levels are bit for bit the same), and neither does placement, so
 // the search changes only speed and memory.
 //

@@ -14,10 +14,9 @@ import (
 // step (AdamWStepsOverlapped): the update of the parameters, group by
 // group in model order, runs while the next forward pass starts on the
 // device's stream, which waits, per group, only for the parameters it is
-// about to read. Under a device budget, with the optimizer state in the
-// offload tier, the update crosses the bus at link speed for tens of
-// milliseconds a step; overlapped, that time hides behind the forward's
-// arithmetic.
+// about to read. The gradients stay allocated until their group has run;
+// where memory is tight that costs more than the overlap hides (see
+// nn.AdamW.Overlap), which is why it is asked for, never implied.
 //
 // Correctness rests on four orderings:
 //
@@ -40,9 +39,12 @@ import (
 //
 // Synchronize waits for both streams, and the backward pass starts only
 // once the update is over (WaitOverlapped): the overlap is with the
-// forward pass. The device's stream is created at
-// the greatest priority and the side stream at the least, so that the
-// forward's kernels get the SMs first while the update waits on the bus.
+// forward pass. The device's stream is created at the greatest priority
+// and the side stream at the least, so that the forward's kernels get the
+// SMs first while the update waits on the bus. A group's event is
+// recorded again by the next step: a fence never joined by then waits for
+// the later record, which is later work on the same stream (waiting
+// longer, never too little).
 
 // sideFence is the side-stream work a storage waits for.
 type sideFence struct {
@@ -75,6 +77,7 @@ type cudaSide struct {
 	memS    memory.Stream // stream as the pools know it
 	start   *cuda.Event   // recorded on the device's stream, waited for by the side
 	tail    *cuda.Event   // recorded on the side for migrations
+	mu      sync.Mutex    // guards groups
 	groups  []*cuda.Event // one a group of a step, reused every step
 }
 
@@ -114,6 +117,8 @@ func (d *cudaDevice) sideStream(op string) *cudaSide {
 
 // groupEvent is the event of group i, made on first use.
 func (d *cudaDevice) groupEvent(op string, s *cudaSide, i int) *cuda.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for len(s.groups) <= i {
 		e, err := d.ctx.NewEvent(cuda.EventDisableTiming)
 		d.check(op, "creating a side-stream event", err)
