@@ -102,16 +102,27 @@ func argT(a *cuda.Args, f int, v float64) *cuda.Args {
 // kernel. Errors of the running kernel surface at the next
 // synchronization.
 func (d *cudaDevice) launch(op string, fn *cuda.Function, grid, block [3]uint32, set func(a *cuda.Args)) {
+	d.launchOn(nil, op, fn, grid, block, set)
+}
+
+// launchOn is launch on side stream s, or on the device's stream when s
+// is nil (only those launches are profiled: the profiler times them by
+// synchronizing the device's stream).
+func (d *cudaDevice) launchOn(s *cudaSide, op string, fn *cuda.Function, grid, block [3]uint32, set func(a *cuda.Args)) {
+	q, where := d.q, ""
+	if s != nil {
+		q, where = s.q, "'s side stream"
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if cudaProfiling {
+	if cudaProfiling && s == nil {
 		defer d.profileDone(op+" "+fn.Name(), time.Now())
 	}
 	a := d.args.Reset()
 	set(a)
 	cudaLaunches.Add(1)
-	if err := d.q.launch(fn, grid, block, a); err != nil {
-		panic(&OpError{Op: op, Msg: fmt.Sprintf("launching kernel %s on %v", fn.Name(), d), Err: err})
+	if err := q.launch(fn, grid, block, a); err != nil {
+		panic(&OpError{Op: op, Msg: fmt.Sprintf("launching kernel %s on %v%s", fn.Name(), d, where), Err: err})
 	}
 }
 
@@ -142,7 +153,18 @@ func (d *cudaDevice) launchVec(op string, fn *cuda.Function, n, elemSize int, se
 // the device's memory queues on the same stream, so a later reuse of the
 // block runs after them.
 func (d *cudaDevice) scratch(op string, n int) *memory.Allocation {
-	a, err := d.mem.AllocStream(int64(n)*8, memory.RoleWorkspace, d.memS)
+	return d.scratchOn(nil, op, n)
+}
+
+// scratchOn is scratch for work on side stream s (nil: the device's
+// stream): its block is cached for that stream, so it may be freed as
+// soon as the work is queued there.
+func (d *cudaDevice) scratchOn(s *cudaSide, op string, n int) *memory.Allocation {
+	memS := d.memS
+	if s != nil {
+		memS = s.memS
+	}
+	a, err := d.mem.AllocStream(int64(n)*8, memory.RoleWorkspace, memS)
 	if err != nil {
 		panic(&OpError{Op: op, Msg: fmt.Sprintf("allocating %d bytes of reduction scratch on %v", n*8, d), Err: err})
 	}
@@ -155,9 +177,19 @@ func (d *cudaDevice) scratch(op string, n int) *memory.Allocation {
 // pool reuses the block only after the stream has passed them). The
 // host bytes may be reused at once: the driver has staged them.
 func (d *cudaDevice) table(op string, rows []byte) *memory.Allocation {
-	a := d.scratch(op, (len(rows)+7)/8)
+	return d.tableOn(nil, op, rows)
+}
+
+// tableOn is table for launches on side stream s (nil: the device's
+// stream), uploaded on that stream.
+func (d *cudaDevice) tableOn(s *cudaSide, op string, rows []byte) *memory.Allocation {
+	q := d.q
+	if s != nil {
+		q = s.q
+	}
+	a := d.scratchOn(s, op, (len(rows)+7)/8)
 	d.mu.Lock()
-	err := d.q.copyHtoD(cuda.DevicePtr(a.Addr()), rows)
+	err := q.copyHtoD(cuda.DevicePtr(a.Addr()), rows)
 	d.mu.Unlock()
 	if err != nil {
 		freeScratch(a)

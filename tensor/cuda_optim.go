@@ -33,15 +33,21 @@ const adamwChunk = 1 << 16
 // AdamWChunk rows (kernels/optim.cuh: p, g, m, v, n, decay), one a block,
 // uploaded on the stream. GPT-2's 148 parameters were 148 launches.
 func (b cudaBackend) adamwMulti(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta2, eps float64, step int) {
-	d := b.d
-	rows, f := adamwRows(ps, gs, ms, vs, wd, lr, devPtr)
+	b.d.adamwTable(nil, ps, gs, ms, vs, wd, lr, beta1, beta2, eps, step, devPtr)
+}
+
+// adamwTable uploads adamw_multi's table for the parameters and launches
+// it, on side stream s (nil: the device's stream), reading addresses
+// with ptr.
+func (d *cudaDevice) adamwTable(s *cudaSide, ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta2, eps float64, step int, ptr func(*Tensor) cuda.DevicePtr) {
+	rows, f := adamwRows(ps, gs, ms, vs, wd, lr, ptr)
 	if len(rows) == 0 {
 		return
 	}
 	c := adamwConstants(f, lr, beta1, beta2, eps, step)
-	tab := d.table("AdamW", rows)
-	defer freeScratch(tab)
-	d.launch("AdamW", d.k.adamwMulti[f], [3]uint32{uint32(len(rows) / 48), 1, 1}, block1, func(a *cuda.Args) {
+	tab := d.tableOn(s, "AdamW", rows)
+	defer freeScratch(tab) // reused on s only, after the launch
+	d.launchOn(s, "AdamW", d.k.adamwMulti[f], [3]uint32{uint32(len(rows) / 48), 1, 1}, block1, func(a *cuda.Args) {
 		a.Ptr(scratchPtr(tab))
 		c.args(a, f)
 	})

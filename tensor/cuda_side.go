@@ -174,10 +174,7 @@ func (b cudaBackend) adamwOverlapped(ps, gs, ms, vs []*Tensor, wd []float64, lr,
 			n += ps[hi].Bytes()
 			hi++
 		}
-		rows, f := adamwRows(ps[lo:hi], gs[lo:hi], ms[lo:hi], vs[lo:hi], wd[lo:hi], lr, rawPtr)
-		if len(rows) > 0 {
-			d.adamwSide(s, rows, f, adamwConstants(f, lr, beta1, beta2, eps, step))
-		}
+		d.adamwTable(s, ps[lo:hi], gs[lo:hi], ms[lo:hi], vs[lo:hi], wd[lo:hi], lr, beta1, beta2, eps, step, rawPtr)
 		ev := d.groupEvent(op, s, g)
 		d.check(op, "recording a side-stream event", ev.Record(s.stream))
 		fence := &sideFence{d: d, ev: ev}
@@ -190,27 +187,5 @@ func (b cudaBackend) adamwOverlapped(ps, gs, ms, vs []*Tensor, wd []float64, lr,
 			}
 		}
 		lo = hi
-	}
-}
-
-// adamwSide uploads a group's table into side-stream workspace and
-// launches adamw_multi over it on the side stream.
-func (d *cudaDevice) adamwSide(s *cudaSide, rows []byte, f int, c adamwConsts) {
-	const op = "AdamW"
-	tab, err := d.mem.AllocStream(int64(len(rows)+7)/8*8, memory.RoleWorkspace, s.memS)
-	if err != nil {
-		panic(&OpError{Op: op, Msg: fmt.Sprintf("allocating %d bytes of side-stream workspace on %v", len(rows), d), Err: err})
-	}
-	defer freeScratch(tab) // reused on the side stream only, after the launch
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.check(op, "uploading a kernel's argument table", s.q.copyHtoD(scratchPtr(tab), rows))
-	a := d.args.Reset()
-	a.Ptr(scratchPtr(tab))
-	c.args(a, f)
-	cudaLaunches.Add(1)
-	fn := d.k.adamwMulti[f]
-	if err := s.q.launch(fn, [3]uint32{uint32(len(rows) / 48), 1, 1}, block1, a); err != nil {
-		panic(&OpError{Op: op, Msg: fmt.Sprintf("launching kernel %s on %v's side stream", fn.Name(), d), Err: err})
 	}
 }
