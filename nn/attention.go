@@ -1,6 +1,10 @@
 package nn
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/strata-ml/strata/tensor"
+)
 
 // Attention says how CausalSelfAttention computes its attention.
 type Attention int
@@ -36,6 +40,17 @@ func ParseAttention(s string) (Attention, error) {
 		return AttentionFused, nil
 	}
 	return 0, fmt.Errorf("nn: attention %q: want plain or fused", s)
+}
+
+// AutoAttention is the runtime's default attention on dev: fused on CUDA
+// under half-precision autocast, where the fused kernels' tensor-core
+// versions run (gpt2 1.41x faster than plain on the H200,
+// bench/results/gpu-call2-2026-12-02-s7-summary.txt), plain elsewhere.
+func AutoAttention(dev tensor.Device, half bool) Attention {
+	if dev.Kind() == tensor.KindCUDA && half {
+		return AttentionFused
+	}
+	return AttentionPlain
 }
 
 // SetAttention sets how every block attends (plain by default). Losses

@@ -129,3 +129,12 @@ func TestGPTFusedAttentionCheckpointed(t *testing.T) {
 		require.Equal(t, g0, g, "%v gradients", ck.Mode)
 	}
 }
+
+func TestAutoAttention(t *testing.T) {
+	require.Equal(t, nn.AttentionPlain, nn.AutoAttention(tensor.CPU(), true), "the CPU has no fused tensor-core kernels")
+	require.Equal(t, nn.AttentionPlain, nn.AutoAttention(tensor.CPU(), false))
+	if dev, err := tensor.CUDA(0); err == nil {
+		require.Equal(t, nn.AttentionFused, nn.AutoAttention(dev, true))
+		require.Equal(t, nn.AttentionPlain, nn.AutoAttention(dev, false), "fp32: plain")
+	}
+}

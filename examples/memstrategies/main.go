@@ -166,13 +166,8 @@ func run(o *options, dev tensor.Device, stdout, stderr io.Writer) error {
 	}
 	names, _ := strategyList(o.strategies)
 	if o.attention == "auto" {
-		// The fused kernels' tensor-core versions need fp16 or bf16 on a
-		// GPU (train-gpt's rule).
 		prec, _ := parsePrecision(o.precision)
-		o.attention = "plain"
-		if dev.Kind() == tensor.KindCUDA && prec.Enabled {
-			o.attention = "fused"
-		}
+		o.attention = nn.AutoAttention(dev, prec.Enabled).String()
 	}
 	if slices.Contains(names, "hybrid") && o.warmup < hybridWarmup {
 		// The hybrid strategy's placement raises its checkpointing while a

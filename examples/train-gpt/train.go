@@ -67,14 +67,7 @@ func newTrainer(o *options, cfg nn.GPTConfig, dev tensor.Device, T int) (*traine
 	}
 	model.HeadLoss = o.headLoss
 	if o.attention == "auto" {
-		// The fused kernels' tensor-core versions (float16, bfloat16)
-		// run gpt2 1.41x faster than plain attention on the H200
-		// (bench/results/gpu-call2-2026-12-02-s7-summary.txt); in float32
-		// and on the CPU plain attention is kept.
-		o.attn = nn.AttentionPlain
-		if dev.Kind() == tensor.KindCUDA && o.prec.Enabled {
-			o.attn = nn.AttentionFused
-		}
+		o.attn = nn.AutoAttention(dev, o.prec.Enabled)
 	}
 	model.SetAttention(o.attn)
 	ps := model.Parameters()
