@@ -135,10 +135,7 @@ func TestPlacementTradesTransferForRecomputation(t *testing.T) {
 	w := &fakeWorld{ckpt: ckpt, offload: map[int]int64{1: 1 << 30},
 		stepTime: func(lv, off int) int { return 100 + 10*lv + 40*off/(1<<30) }}
 	p, log := newFakePlacement(t, w, true)
-	for i := 0; i < 30 && !p.Decided(); i++ {
-		train(t, w, p, 1)
-	}
-	require.True(t, p.Decided(), log.String())
+	decideWithin(t, w, p, 30, log)
 	require.Equal(t, CheckpointLevels[2], *ckpt, log.String())
 	require.Contains(t, log.String(), "1.00 GiB a step cross the bus")
 	require.Contains(t, log.String(), "kept")
@@ -154,10 +151,7 @@ func TestPlacementKeepsOffloadWhenRecomputingIsSlower(t *testing.T) {
 	w := &fakeWorld{ckpt: ckpt, offload: map[int]int64{1: 1 << 30},
 		stepTime: func(lv, off int) int { return 100 + 30*lv + 5*off/(1<<30) }}
 	p, log := newFakePlacement(t, w, true)
-	for i := 0; i < 30 && !p.Decided(); i++ {
-		train(t, w, p, 1)
-	}
-	require.True(t, p.Decided(), log.String())
+	decideWithin(t, w, p, 30, log)
 	require.Equal(t, CheckpointLevels[1], *ckpt, log.String())
 	require.Contains(t, log.String(), "back to selective")
 	train(t, w, p, 10) // decided: no more trials
