@@ -6,14 +6,16 @@
 // Strategies (-strategies, comma separated):
 //
 //	device       every tensor in pooled device memory: a default allocator
-//	device-fused the same with the fused, chunked output head and loss
-//	             (nn.HeadLoss), to tell its saving from the placement's
+//	device-fused the same with every fused kernel: the fused, chunked
+//	             output head and loss (nn.HeadLoss) and fused attention
+//	             (-hybrid-attention), to tell their saving from the
+//	             placement's
 //	zerocopy     every tensor in mapped pinned host memory (staging)
 //	managed      every tensor in unified memory, no advice
 //	hybrid       the hybrid policy (placement by role, spilling past the
 //	             budget) with the placement scheduler moving cold tensors
-//	             to the offload tier under -budget, and the fused head
-//	             (-hybrid-head)
+//	             to the offload tier under -budget, the fused head
+//	             (-hybrid-head) and fused attention (-hybrid-attention)
 //	hybrid-ckpt  hybrid plus activation checkpointing (-hybrid-checkpoint)
 //	role         the hybrid policy's placement by role only: no budget,
 //	             no scheduler, no checkpointing
@@ -44,6 +46,7 @@ type options struct {
 	config, device, precision, strategies string
 	batch, steps, warmup                  int
 	budget, hybridCkpt, hybridHead        string
+	hybridAttention                       string
 	ckptEvery                             int
 	lr                                    float64
 	seed                                  uint64
@@ -68,6 +71,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.hybridCkpt, "hybrid-checkpoint", "selective", "checkpointing of hybrid-ckpt: selective or blocks")
 	fs.IntVar(&o.ckptEvery, "checkpoint-every", 1, "with blocks, checkpoint every k-th block")
 	fs.StringVar(&o.hybridHead, "hybrid-head", "fused", "output head and loss of the hybrid strategies: fused (chunked, never all the logits) or full")
+	fs.StringVar(&o.hybridAttention, "hybrid-attention", "fused", "attention of the hybrid strategies and device-fused: fused (FlashAttention-2, no (B, H, T, T) matrix: tensor cores under fp16/bf16, float32 FMA under fp32 and tf32) or same (-attention, as every other strategy)")
 	fs.BoolVar(&o.overlap, "overlap", false, "the hybrid strategies run AdamW's update on the GPU's side stream while the next forward pass starts (nn.AdamW.Overlap; off by default: under a tight budget the gradients it holds through the forward pass cost more offloading than it hides, bench/results/hybrid-2026-12-02-s10.md)")
 	fs.StringVar(&o.attention, "attention", "auto", "attention: plain, fused, or auto (fused on CUDA under fp16 or bf16, plain elsewhere, as train-gpt; the same for every strategy)")
 	fs.Float64Var(&o.lr, "lr", 3e-4, "AdamW learning rate")
@@ -105,6 +109,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	}
 	if m, err := nn.ParseCheckpointMode(o.hybridCkpt); err != nil || m == nn.CheckpointNone {
 		return nil, fmt.Errorf("-hybrid-checkpoint %q: want selective or blocks", o.hybridCkpt)
+	}
+	if o.hybridAttention != "fused" && o.hybridAttention != "same" {
+		return nil, fmt.Errorf("-hybrid-attention %q: want fused or same", o.hybridAttention)
 	}
 	if _, err := nn.ParseHeadLoss(o.hybridHead); err != nil {
 		return nil, fmt.Errorf("-hybrid-head: %w", err)

@@ -21,6 +21,7 @@ func TestFlags(t *testing.T) {
 		"-precision fp8":              `-precision "fp8"`,
 		"-budget 4XB":                 "-budget",
 		"-hybrid-checkpoint none":     "-hybrid-checkpoint",
+		"-hybrid-attention plain":     "-hybrid-attention",
 		"-config huge":                "-config",
 		"-png /nonexistent/dir/x.png": "-png",
 		"-lr NaN":                     "-lr",
@@ -53,6 +54,8 @@ func TestTinyOnCPU(t *testing.T) {
 	}
 	assert.Equal(t, rows[0].Loss, rows[1].Loss, "identical numerics, identical loss")
 	assert.Equal(t, rows[0].Loss, rows[2].Loss)
+	assert.Equal(t, "plain", rows[0].Attention, "the runtime's attention on the CPU")
+	assert.Equal(t, "fused", rows[1].Attention, "the hybrid strategies may use every tool")
 	assert.Equal(t, rows[0].PeakDevice/2, rows[1].Budget)
 	assert.LessOrEqual(t, rows[1].PeakDevice, rows[1].Budget)
 	assert.Positive(t, rows[1].Spills, "past the budget the hybrid policy spills")

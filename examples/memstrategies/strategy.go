@@ -81,6 +81,19 @@ type result struct {
 	Loss         float64 `json:"loss"`
 }
 
+// fusedAttention is the attention of the strategies that may use every
+// tool (device-fused, hybrid, hybrid-ckpt): fused under -hybrid-attention
+// fused, noted in tools when it differs from the rest's, else attn.
+func (o *options) fusedAttention(attn nn.Attention, tools *[]string) nn.Attention {
+	if o.hybridAttention != "fused" {
+		return attn
+	}
+	if attn != nn.AttentionFused {
+		*tools = append(*tools, "fused attention")
+	}
+	return nn.AttentionFused
+}
+
 // schedPatience is the hybrid strategies' scheduler's Patience (the
 // default).
 const schedPatience = 3
@@ -120,6 +133,7 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 		policy = memory.SingleTierPolicy(memory.TierDevice)
 		head = nn.HeadLoss{Fused: true}
 		tools = []string{"device memory only", "fused head"}
+		attn = o.fusedAttention(attn, &tools)
 	case "zerocopy":
 		policy = memory.SingleTierPolicy(memory.TierStaging)
 		tools = []string{"mapped pinned host memory only"}
@@ -145,6 +159,7 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 			head = nn.HeadLoss{Fused: true}
 			tools = append(tools, "fused head")
 		}
+		attn = o.fusedAttention(attn, &tools)
 		if name == "hybrid-ckpt" {
 			mode, _ := nn.ParseCheckpointMode(o.hybridCkpt)
 			ckpt = nn.Checkpointing{Mode: mode, Every: o.ckptEvery}
@@ -165,6 +180,7 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 		}
 	}
 	r.Tools = strings.Join(tools, ", ")
+	r.Attention = attn.String()
 	if err := m.EmptyCache(); err != nil {
 		return r, err
 	}
