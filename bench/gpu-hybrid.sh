@@ -24,6 +24,11 @@
 #         steady-state tokens/s, timed spills
 # overlapab  memstrategies' hybrid on gpt2-medium under 4 GiB with the
 #         optimizer update overlapped and not, alternating, twice
+# fp32attn  train-gpt -bench gpt2 fp32 (TF32 off) with plain and fused
+#         attention, alternating, twice (FUSED_RUNS): is the float32
+#         FlashAttention-2 kernel the faster default in training?
+# batchscale  train-gpt -bench gpt2 bf16 at batch 8, 16 and 8 again: a
+#         step's cost that does not grow with the batch (host gaps)
 # torch   PyTorch 2.x in the same call: gpt2-medium capped at 4 GiB
 #         (set_per_process_memory_fraction; fp16 and fp32, checkpointed,
 #         with and without expandable segments) and unconstrained, and
@@ -128,6 +133,28 @@ if has benchbudget; then
     grep -E '^placement:|still choosing' "$L/bench-medium$name.log" | cut -c1-300 | tee -a "$OUT/summary.txt"
     cat "$L/bench-medium$name.jsonl" >> "$res"
     python3 -c 'import json,sys; r=json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); print({k: r.get(k) for k in ("tok_s","checkpoint","checkpoint_every","device_budget","timed_spills","peak_mib_by_tier","loss")})' "$L/bench-medium$name.jsonl" | tee -a "$OUT/summary.txt"
+  done
+fi
+
+bench_row() { # name, train-gpt args: one -bench line into $res and a summary line
+  local name=$1; shift
+  timeout 150 .gpu/train-gpt -device cuda -bench "$@" > "$L/row-$name.jsonl" 2> "$L/row-$name.log"
+  local rc=$?
+  cat "$L/row-$name.jsonl" >> "$res"
+  say "train-gpt -bench $*: exit $rc; $(python3 -c 'import json,sys; r=json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); print(" ".join("%s=%s" % (k, r.get(k)) for k in ("tok_s","step_ms","peak_mib","kernel_launches_per_step","attention","loss")))' "$L/row-$name.jsonl" 2>/dev/null)"
+}
+
+if has fp32attn; then
+  for i in $(seq "${FUSED_RUNS:-2}"); do
+    for a in plain fused; do
+      bench_row "fp32-$a-$i" -config gpt2 -precision fp32 -attention $a -steps 10 -bench-warmup 3
+    done
+  done
+fi
+
+if has batchscale; then
+  for b in 8 16 8; do
+    bench_row "bf16-b$b-$RANDOM" -config gpt2 -precision bf16 -batch $b -steps 20 -bench-warmup 5
   done
 fi
 
