@@ -11,7 +11,7 @@
 #         nn, examples/memstrategies)
 # table   examples/memstrategies on gpt2 (B8 T1024, AdamW): every strategy
 #         in fp32 (TABLE_FP32_STRATEGIES), then in bf16 without the slow
-#         zero-copy row (TABLE_BF16_STRATEGIES)
+#         zero-copy row (TABLE_BF16_STRATEGIES; none: no bf16 table)
 # medium  gpt2-medium B8 T1024 bf16: the device strategy unconstrained,
 #         then hybrid with block checkpointing under a 4 GiB device budget
 # trainbudget  train-gpt itself on gpt2-medium with and without
@@ -21,7 +21,8 @@
 #         without checkpointing, then under -device-budget 4GiB with
 #         -checkpoint auto (nn.Placement chooses the level) and with
 #         -checkpoint blocks, with and without -overlap-optimizer:
-#         steady-state tokens/s, timed spills
+#         steady-state tokens/s, timed spills (BENCH_CONFIGS: other
+#         ';'-separated flag sets, each optionally led by VAR=value)
 # overlapab  memstrategies' hybrid on gpt2-medium under 4 GiB with the
 #         optimizer update overlapped and not, alternating, twice
 # fp32attn  train-gpt -bench gpt2 fp32 (TF32 off) with plain and fused
@@ -60,12 +61,14 @@ if has table; then
     -png "$OUT/memstrategies-gpt2-fp32.png" >> "$res" 2> "$L/memstrategies-fp32.log"
   say "memstrategies gpt2 fp32: exit $? in $(( $(date +%s) - start ))s"
   grep -E '^\||raised|spilled|placement:|still choosing' "$L/memstrategies-fp32.log" | tee -a "$OUT/summary.txt"
+  if [ "${TABLE_BF16_STRATEGIES:-}" != none ]; then
   start=$(date +%s)
   timeout 240 .gpu/memstrategies -config gpt2 -precision bf16 -steps "${TABLE_STEPS:-5}" -warmup 3 \
     -strategies "${TABLE_BF16_STRATEGIES:-device,device-fused,managed,role,hybrid,hybrid-ckpt}" \
     -png "$OUT/memstrategies-gpt2-bf16.png" >> "$res" 2> "$L/memstrategies-bf16.log"
   say "memstrategies gpt2 bf16: exit $? in $(( $(date +%s) - start ))s"
   grep -E '^\||raised|spilled|placement:|still choosing' "$L/memstrategies-bf16.log" | tee -a "$OUT/summary.txt"
+  fi
 fi
 
 if has medium; then
@@ -124,11 +127,20 @@ PY
 fi
 
 if has benchbudget; then
-  for args in "-checkpoint none" "-checkpoint auto -device-budget 4GiB" "-checkpoint auto -device-budget 4GiB -overlap-optimizer" "-checkpoint blocks -device-budget 4GiB -overlap-optimizer"; do
+  # BENCH_CONFIGS: ';'-separated train-gpt flags, each optionally led by
+  # VAR=value environment settings.
+  IFS=';' read -r -a configs <<< "${BENCH_CONFIGS:--checkpoint none;-checkpoint auto -device-budget 4GiB;-checkpoint auto -device-budget 4GiB -overlap-optimizer;-checkpoint blocks -device-budget 4GiB -overlap-optimizer}"
+  n=0
+  for args in "${configs[@]}"; do
     start=$(date +%s)
-    name=$(echo "$args" | tr -c 'a-zA-Z0-9\n' '_')
-    timeout 200 .gpu/train-gpt -device cuda -config gpt2-medium -precision bf16 -attention fused -head fused -bench -steps 10 \
-      -bench-warmup "${BENCH_WARM:-25}" $args > "$L/bench-medium$name.jsonl" 2> "$L/bench-medium$name.log"
+    n=$((n + 1))
+    name=$n$(echo "$args" | tr -c 'a-zA-Z0-9\n' '_')
+    envs=(); flags=()
+    for w in $args; do
+      case $w in *=*) if [ ${#flags[@]} -eq 0 ]; then envs+=("$w"); else flags+=("$w"); fi ;; *) flags+=("$w") ;; esac
+    done
+    env ${envs[@]+"${envs[@]}"} timeout 200 .gpu/train-gpt -device cuda -config gpt2-medium -precision bf16 -attention fused -head fused -bench -steps 10 \
+      -bench-warmup "${BENCH_WARM:-25}" ${flags[@]+"${flags[@]}"} > "$L/bench-medium$name.jsonl" 2> "$L/bench-medium$name.log"
     say "train-gpt -bench gpt2-medium bf16 $args: exit $? in $(( $(date +%s) - start ))s"
     grep -E '^placement:|still choosing' "$L/bench-medium$name.log" | cut -c1-300 | tee -a "$OUT/summary.txt"
     cat "$L/bench-medium$name.jsonl" >> "$res"
