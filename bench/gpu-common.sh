@@ -3,7 +3,8 @@
 # default_phases; the caller's arguments name the phases. It sets OUT
 # (default /tmp/strata-gpu), res ($OUT/results.jsonl), has PHASE and
 # say TEXT (to stdout and $OUT/summary.txt), tars $L into $OUT/logs.tgz on
-# exit, unpacks .gpu/strata-gpu.tar.xz, and records nvidia-smi.
+# exit, unpacks .gpu/strata-gpu.tar.xz, records nvidia-smi and, with
+# FRESH_KERNELS=1, compiles kernels/ there and runs on them.
 # run_gpu_tests PKG... runs each package's test binary (.gpu/NAME.test)
 # in its folder with STRATA_REQUIRE_GPU=1 and says what passed.
 set -u
@@ -17,6 +18,18 @@ has() { case " $phases " in *" $1 "*) return 0;; esac; return 1; }
 say() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 if [ -f .gpu/strata-gpu.tar.xz ]; then tar -C .gpu -xJf .gpu/strata-gpu.tar.xz; fi
 nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv | tee "$L/nvidia-smi.txt"
+# FRESH_KERNELS=1: compile kernels/ with the machine's nvcc (there is none
+# here), run everything on that fatbin (STRATA_KERNELS) and bring it back
+# as $OUT/kernels.fatbin, to commit with its source hash.
+if [ -n "${FRESH_KERNELS:-}" ]; then
+  if nvcc -fatbin -gencode arch=compute_90,code=sm_90 -gencode 'arch=compute_80,code=[sm_80,compute_80]' \
+      -o "$OUT/kernels.fatbin" kernels/all.cu > "$L/nvcc.txt" 2>&1; then
+    export STRATA_KERNELS=$OUT/kernels.fatbin
+    say "kernels: built with $(nvcc --version | tail -1); every run below loads them"
+  else
+    say "kernels: nvcc FAILED; the embedded fatbin runs"; tail -20 "$L/nvcc.txt" | tee -a "$OUT/summary.txt"
+  fi
+fi
 
 run_gpu_tests() {
   local pkg bin log start rc

@@ -4,10 +4,12 @@ import "fmt"
 
 // SetLimit caps the bytes tier t's pool may reserve from its backend (0:
 // no cap): the device budget of the hybrid placement, enforced by the
-// pool before the backend is asked. Lowering it below what the pool holds
-// releases the pool's cached segments; live memory stays, and later
-// allocations fail (or spill, under a spilling policy) until enough is
-// freed.
+// pool before the backend is asked. The device tier's limit also covers
+// the managed tier's reserved bytes (unified memory lives on the device
+// that uses it): the budget is all device memory the manager holds.
+// Lowering it below what the pool holds releases the pool's cached
+// segments; live memory stays, and later allocations fail (or spill,
+// under a spilling policy) until enough is freed.
 func (m *Manager) SetLimit(t Tier, limit int64) error {
 	if t >= NumTiers {
 		return fmt.Errorf("memory: SetLimit on unknown %s: %w", t, ErrInvalidArgument)
@@ -25,7 +27,7 @@ func (m *Manager) SetLimit(t Tier, limit int64) error {
 		return fmt.Errorf("memory: SetLimit: tier %s has no backend: %w", t, ErrInvalidArgument)
 	}
 	p.cfg.Limit = limit
-	if limit > 0 && p.sinks.own.Reserved.Current > limit {
+	if limit > 0 && p.held() > limit {
 		return p.emptyCache()
 	}
 	return nil

@@ -186,6 +186,12 @@ func NewManager(backends []Backend, cfg Config) (*Manager, error) {
 		m.pools[t] = newPool(b, PoolConfig{Limit: cfg.Limits[t], MaxSplitSize: cfg.MaxSplitSize, StreamSync: cfg.StreamSync,
 			Expandable: expandable && vm}, &m.mu, &m.total)
 	}
+	if dev, man := m.pools[TierDevice], m.pools[TierManaged]; dev != nil && man != nil {
+		// Unified memory's pages live on the device that touches them (the
+		// hybrid policy advises it to prefer the device): the device budget
+		// counts them.
+		dev.shared = func() int64 { return man.sinks.own.Reserved.Current }
+	}
 	p := cfg.Policy
 	if p.isZero() {
 		p = HybridPolicy()

@@ -14,8 +14,10 @@ type OOMError struct {
 	Backend string
 	// Requested is the size the caller asked for.
 	Requested int64
-	// Limit is the pool's limit on reserved bytes, 0 for none.
-	Limit int64
+	// Limit is the pool's limit on reserved bytes, 0 for none; Shared
+	// the bytes other tiers hold against it (the device budget also
+	// covers the managed tier, whose pages live on the device).
+	Limit, Shared int64
 	// Allocated and Reserved are the pool's bytes at the time of failure;
 	// ReservedUnallocated is their difference, the cached bytes that could
 	// not serve the request (fragmentation).
@@ -46,6 +48,11 @@ func (e *OOMError) Error() string {
 	b.WriteString("; limit ")
 	if e.Limit > 0 {
 		b.WriteString(FormatBytes(e.Limit))
+		if e.Shared > 0 {
+			b.WriteString(" (")
+			b.WriteString(FormatBytes(e.Shared))
+			b.WriteString(" of it held by managed memory)")
+		}
 	} else {
 		b.WriteString("none")
 	}

@@ -53,6 +53,20 @@ type Pool struct {
 	// unified: small requests share the large pool's segments and index
 	// (expandable pools, where a small block pins a page, not a segment).
 	unified bool
+	// shared, when set, is the bytes held elsewhere against this pool's
+	// Limit: a manager's device budget also covers its managed tier,
+	// whose pages live on the device (Manager.SetLimit).
+	shared func() int64
+}
+
+// held is the bytes counted against the limit: the pool's reserved
+// bytes and what shares the limit with it.
+func (p *Pool) held() int64 {
+	r := p.sinks.own.Reserved.Current
+	if p.shared != nil {
+		r += p.shared()
+	}
+	return r
 }
 
 // NewPool returns an empty pool over b. It panics if b is nil or cfg is

@@ -214,7 +214,7 @@ func (p *Pool) gatherPages(n int, seg *segment, lo, hi int64) ([]Page, error) {
 	}
 	pages, err := p.steal(n, seg, lo, hi)
 	for err == nil && len(pages) < n {
-		held := p.sinks.own.Reserved.Current + int64(len(pages))*p.page
+		held := p.held() + int64(len(pages))*p.page
 		if l := p.cfg.Limit; l > 0 && held+p.page > l {
 			err = errLimit
 			break

@@ -66,7 +66,7 @@ func isOOM(err error) bool { return errors.Is(err, errLimit) || errors.Is(err, E
 // reserve gets a region of size bytes from the backend, unless that would
 // pass the limit (errLimit, the backend is not called).
 func (p *Pool) reserve(size int64) (Region, error) {
-	if l := p.cfg.Limit; l > 0 && p.sinks.own.Reserved.Current+size > l {
+	if l := p.cfg.Limit; l > 0 && p.held()+size > l {
 		return Region{}, errLimit
 	}
 	r, err := p.backend.Alloc(size)
@@ -92,6 +92,7 @@ func (p *Pool) oomError(size int64, cause error) *OOMError {
 		Backend:             p.name,
 		Requested:           size,
 		Limit:               p.cfg.Limit,
+		Shared:              p.held() - u.Reserved.Current,
 		Allocated:           u.Allocated.Current,
 		Reserved:            u.Reserved.Current,
 		ReservedUnallocated: u.Reserved.Current - u.Allocated.Current,

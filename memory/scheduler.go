@@ -21,7 +21,8 @@ import (
 //   - demand is the peak, over the step just ended, of the device tier's
 //     allocated bytes plus the live allocations that spilled (what the
 //     device would have held without a budget; cached bytes are not
-//     demand, the pool gives them back when its limit is reached);
+//     demand, the pool gives them back when its limit is reached), plus
+//     the managed tier's reserved bytes, which the budget also covers;
 //   - when demand passes Budget less Margin, tensors in the device tier
 //     are demoted, coldest first (fewest accesses a step; the larger first
 //     among equals, as each move frees more for the same traffic), until
@@ -192,11 +193,12 @@ func (s *Scheduler) onSpill(allocated int64) {
 }
 
 // demand is what the device would hold now without a budget: its
-// allocated bytes and the live allocations that spilled; with m.mu held.
+// allocated bytes, the managed tier's (counted in the device's budget)
+// and the live allocations that spilled; with m.mu held.
 func (s *Scheduler) demand() int64 {
 	d := s.m.spillLive
 	if p := s.m.pools[TierDevice]; p != nil {
-		d += p.sinks.own.Allocated.Current
+		d += p.sinks.own.Allocated.Current + p.held() - p.sinks.own.Reserved.Current
 	}
 	return d
 }

@@ -100,7 +100,8 @@ func (m *Manager) spill(err error, from Tier, size int64, s Stream, role Role, o
 		return nil, from, err
 	}
 	if m.sched != nil {
-		m.sched.onSpill(m.pools[from].sinks.own.Allocated.Current)
+		p := m.pools[from]
+		m.sched.onSpill(p.sinks.own.Allocated.Current + p.held() - p.sinks.own.Reserved.Current) // in demand's terms
 	}
 	b, err2 := m.pools[to].alloc(size, s, 0, role, op)
 	if err2 != nil {
@@ -139,6 +140,9 @@ func shortCause(err error) error {
 
 func limitWhat(o *OOMError) string {
 	if o.Cause == nil && o.Limit > 0 {
+		if o.Shared > 0 {
+			return "limit of " + FormatBytes(o.Limit) + " (" + FormatBytes(o.Shared) + " of it held by managed memory)"
+		}
 		return "limit of " + FormatBytes(o.Limit)
 	}
 	return "memory of " + o.Backend

@@ -125,6 +125,43 @@ func TestSetLimit(t *testing.T) {
 	assert.Zero(t, m.Limit(memory.NumTiers))
 }
 
+// TestBudgetCoversManaged: the device budget counts the managed tier's
+// reserved bytes (unified memory lives on the device that uses it), in
+// the pool's limit, its out-of-memory error and the scheduler's demand.
+func TestBudgetCoversManaged(t *testing.T) {
+	pol := memory.HybridPolicy()
+	pol.Spill = false // the refusal itself, not its spill
+	m := memory.NewHostManager(memory.Config{Segments: memory.SegmentsClassic, Policy: pol})
+	defer func() { require.NoError(t, m.Close()) }()
+	require.NoError(t, m.SetLimit(memory.TierDevice, 64*MiB))
+	emb := mustManagerAlloc(t, m, 30*MiB, memory.RoleEmbedding)
+	require.Equal(t, memory.TierManaged, emb.Tier())
+	held := m.Stats().Tiers[memory.TierManaged].Reserved.Current
+	require.GreaterOrEqual(t, held, int64(30*MiB))
+
+	a := mustManagerAlloc(t, m, 20*MiB, memory.RoleActivation) // fits: 30 + 20 < 64
+	_, err := m.Alloc(20*MiB, memory.RoleActivation)            // 30 + 20 + 20 > 64
+	var oom *memory.OOMError
+	require.ErrorAs(t, err, &oom, "without the managed tier's bytes the device tier would have room")
+	assert.Equal(t, held, oom.Shared)
+	assert.Contains(t, err.Error(), "limit 64.00 MiB ("+memory.FormatBytes(held)+" of it held by managed memory)")
+
+	s, err := m.NewScheduler(memory.SchedulerConfig{})
+	require.NoError(t, err)
+	defer s.Close()
+	plan, err := s.Step()
+	require.NoError(t, err)
+	assert.Equal(t, int64(64*MiB), plan.Budget)
+	assert.GreaterOrEqual(t, plan.Demand, held+20*MiB, "demand counts the managed bytes")
+
+	// Freeing the table and emptying the cache gives the room back.
+	require.NoError(t, emb.Free())
+	require.NoError(t, m.EmptyCache())
+	b := mustManagerAlloc(t, m, 20*MiB, memory.RoleActivation)
+	require.NoError(t, b.Free())
+	require.NoError(t, a.Free())
+}
+
 func TestParseBudget(t *testing.T) {
 	for s, want := range map[string]int64{
 		"4GiB": 4 << 30, "500MB": 500e6, "1073741824": 1 << 30, "50%": 40 << 30, "0.25": 20 << 30, "off": 0, "0": 0, "2g": 2 << 30,
