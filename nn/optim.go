@@ -211,10 +211,8 @@ func ClipGradNorm(ps []*Parameter, maxNorm float64) (float64, error) {
 		}
 		total = math.Sqrt(total)
 		if c := maxNorm / (total + 1e-6); c < 1 {
-			for _, p := range ps {
-				if p.Grad != nil {
-					p.Grad.ScaleInPlace(c)
-				}
+			for _, d := range devs {
+				tensor.ScaleAll(byDev[d], c) // one launch a device
 			}
 		}
 	})

@@ -2,6 +2,8 @@ package tensor
 
 import "math"
 
+func (c cpuBackend) scaleAll(ts []*Tensor, alpha float64) { c.unscaleCheck(ts, alpha) }
+
 func (cpuBackend) unscaleCheck(ts []*Tensor, inv float64) bool {
 	finite := true
 	s := float32(inv)

@@ -214,6 +214,7 @@ func TestCUDALaunchersMatchKernels(t *testing.T) {
 			driveBackend(t, d, b, dt)
 		}
 		b.unscaleCheck([]*Tensor{mustNew("t", nil, d, Float32, []int{4, 6}), mustNew("t", nil, d, Float32, []int{5})}, 0.5)
+		b.scaleAll([]*Tensor{mustNew("t", nil, d, Float32, []int{4, 6}), mustNew("t", nil, d, Float32, []int{5})}, 0.5)
 		driveAttention(t, d, b)
 		for _, from := range []DType{Float32, Float64, Float16, BFloat16, Int32} {
 			src := mustNew("t", nil, d, from, []int{7})
