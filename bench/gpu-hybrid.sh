@@ -30,6 +30,8 @@
 #         FlashAttention-2 kernel the faster default in training?
 # batchscale  train-gpt -bench gpt2 bf16 at batch 8, 16 and 8 again: a
 #         step's cost that does not grow with the batch (host gaps)
+# hostab  train-gpt -bench gpt2 bf16 with GOGC default, off and 400,
+#         alternating, and with every step's gradients clipped
 # torch   PyTorch 2.x in the same call: gpt2-medium capped at 4 GiB
 #         (set_per_process_memory_fraction; fp16 and fp32, checkpointed,
 #         with and without expandable segments) and unconstrained, and
@@ -153,7 +155,7 @@ bench_row() { # name, train-gpt args: one -bench line into $res and a summary li
   timeout 150 .gpu/train-gpt -device cuda -bench "$@" > "$L/row-$name.jsonl" 2> "$L/row-$name.log"
   local rc=$?
   cat "$L/row-$name.jsonl" >> "$res"
-  say "train-gpt -bench $*: exit $rc; $(python3 -c 'import json,sys; r=json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); print(" ".join("%s=%s" % (k, r.get(k)) for k in ("tok_s","step_ms","peak_mib","kernel_launches_per_step","attention","loss")))' "$L/row-$name.jsonl" 2>/dev/null)"
+  say "[$name] train-gpt -bench $*: exit $rc; $(python3 -c 'import json,sys; r=json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); print(" ".join("%s=%s" % (k, r.get(k)) for k in ("tok_s","step_ms","peak_mib","kernel_launches_per_step","attention","loss")))' "$L/row-$name.jsonl" 2>/dev/null)"
 }
 
 if has fp32attn; then
@@ -168,6 +170,18 @@ if has batchscale; then
   for b in 8 16 8; do
     bench_row "bf16-b$b-$RANDOM" -config gpt2 -precision bf16 -batch $b -steps 20 -bench-warmup 5
   done
+fi
+
+if has hostab; then
+  # The host's share of a gpt2 bf16 step: the Go collector off and lazier
+  # against the default, alternating, and a step whose gradients are
+  # clipped (-clip 1e-3: every step scales them, one launch).
+  for i in 1 2; do
+    bench_row "gc-default-$i" -config gpt2 -precision bf16 -steps 20 -bench-warmup 5
+    (export GOGC=off; bench_row "gc-off-$i" -config gpt2 -precision bf16 -steps 20 -bench-warmup 5)
+    (export GOGC=400; bench_row "gc-400-$i" -config gpt2 -precision bf16 -steps 20 -bench-warmup 5)
+  done
+  bench_row clipped -config gpt2 -precision bf16 -steps 20 -bench-warmup 5 -clip 1e-3
 fi
 
 if has torch && [ -f .gpu/torch_gpt.py ]; then
