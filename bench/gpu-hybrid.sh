@@ -30,6 +30,9 @@
 #         FlashAttention-2 kernel the faster default in training?
 # batchscale  train-gpt -bench gpt2 bf16 at batch 8, 16 and 8 again: a
 #         step's cost that does not grow with the batch (host gaps)
+# linkab  memstrategies hybrid gpt2-medium bf16 under 4 GiB with the
+#         embedded kernels and with FRESH_KERNELS' fatbin, alternating:
+#         the offloaded optimizer update's time and bus bandwidth
 # hostab  train-gpt -bench gpt2 bf16 with GOGC default, off and 400,
 #         alternating, and with every step's gradients clipped
 # torch   PyTorch 2.x in the same call: gpt2-medium capped at 4 GiB
@@ -169,6 +172,23 @@ fi
 if has batchscale; then
   for b in 8 16 8; do
     bench_row "bf16-b$b-$RANDOM" -config gpt2 -precision bf16 -batch $b -steps 20 -bench-warmup 5
+  done
+fi
+
+if has linkab; then
+  # The optimizer update over offloaded state with the embedded kernels
+  # and with the ones compiled here (FRESH_KERNELS=1), alternating:
+  # memstrategies' hybrid on gpt2-medium bf16 under 4 GiB reports the
+  # update's time and the bus bandwidth it reached.
+  for i in 1 2; do
+    for k in embedded fresh; do
+      kv=${STRATA_KERNELS:-}; [ $k = embedded ] && kv=
+      start=$(date +%s)
+      STRATA_KERNELS=$kv timeout 120 .gpu/memstrategies -config gpt2-medium -precision bf16 -steps 4 -warmup 25 -strategies hybrid \
+        -budget 4GiB -png "" > "$L/link-$k-$i.jsonl" 2> "$L/link-$k-$i.log"
+      say "memstrategies gpt2-medium hybrid 4 GiB, $k kernels (run $i): exit $? in $(( $(date +%s) - start ))s; $(python3 -c 'import json,sys; r=json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); print(" ".join("%s=%s" % (k, r.get(k)) for k in ("tok_s","optimizer_ms","offloaded_optimizer_bytes","link_gb_s","checkpoint","peak_device_mib")))' "$L/link-$k-$i.jsonl" 2>/dev/null)"
+      cat "$L/link-$k-$i.jsonl" >> "$res"
+    done
   done
 fi
 
