@@ -228,3 +228,20 @@ func (d *cudaDevice) cuBLAS() (*cuda.BLAS, error) {
 	})
 	return d.blas, d.blasErr
 }
+
+// markEvent records ev (a timing event, created when nil) on the
+// device's stream, for Timer.
+func (b cudaBackend) markEvent(ev *cuda.Event) (*cuda.Event, error) {
+	d := b.d
+	if ev == nil {
+		var err error
+		if ev, err = d.ctx.NewEvent(cuda.EventDefault); err != nil {
+			return nil, err
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return ev, ev.Record(d.stream)
+}
+
+var _ eventTimer = cudaBackend{}

@@ -48,6 +48,10 @@ type benchResult struct {
 	GPU       string             `json:"gpu,omitempty"`
 	Launches  float64            `json:"kernel_launches_per_step"`
 	Driver    float64            `json:"driver_calls_per_step"`
+	// Phases is a timed step's phases on the device and on the host
+	// (tensor.Timer's marks, phases.go): a device phase much longer than
+	// its kernels is the device waiting for the host.
+	Phases []phaseTime `json:"phases,omitempty"`
 }
 
 // randomRun is a trainer fed random tokens at a constant learning rate:
@@ -93,6 +97,9 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	spills := dev.Memory().Stats().Spills.Count
 	var loss float64
 	launches, calls := tensor.CUDALaunches(), tensor.CUDADriverCalls()
+	tr.timer = tensor.NewTimer(dev)
+	defer tr.timer.Close()
+	timer := tr.timer
 	start := time.Now()
 	for it := range o.steps {
 		if loss, err = tr.step(it); err != nil {
@@ -103,6 +110,11 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 		return err
 	}
 	el := time.Since(start).Seconds()
+	tr.timer = nil
+	phases, err := phaseTimes(timer, o.steps)
+	if err != nil {
+		return err
+	}
 	st := dev.Memory().Stats()
 	r := benchResult{
 		Config: o.config, Policy: o.policy, Precision: o.precision, Attention: o.attn.String(), Head: o.headLoss.String(), Skipped: tr.scaler.Skipped(), Ckpt: tr.model.Checkpoint.Mode.String(), CkptEvery: max(tr.model.Checkpoint.Every, 1), Budget: o.budget, Overlap: o.overlapOpt, Device: dev.String(), Backend: tensor.CPUBackendInfo(), Threads: runtime.GOMAXPROCS(0),
@@ -114,6 +126,7 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 		Driver:    float64(tensor.CUDADriverCalls()-calls) / float64(o.steps),
 		TierPeaks: map[string]float64{}, RolePeaks: map[string]float64{},
 		Spills: st.Spills.Count - spills,
+		Phases: phases,
 	}
 	r.FlopsTok = flopsPerToken(cfg, r.Params)
 	if model := tensor.DeviceModel(dev); model != "cpu" {
@@ -141,6 +154,7 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	}
 	fmt.Fprintf(os.Stderr, "\n| config | device | precision | attention | head | checkpoint | params | batch x context | tokens/s | MFU | step ms | peak MiB | activation peak MiB | loss |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	fmt.Fprintf(os.Stderr, "| %s | %s | %s | %s | %s | %s/%d | %d | %d x %d | %.0f | %s | %.1f | %.1f | %.1f | %.4f |\n\n", r.Config, r.Device, r.Precision, r.Attention, r.Head, r.Ckpt, r.CkptEvery, r.Params, r.Batch, r.Context, r.TokS, mfu, r.StepMS, r.PeakMiB, float64(r.ActPeak)/(1<<20), r.Loss)
+	printPhases(os.Stderr, r.Phases)
 	if prof := tensor.CUDAProfile(); prof != "" {
 		fmt.Fprintf(os.Stderr, "kernel profile of the %d timed steps (%s):\n%s\n", o.steps, tensor.EnvCUDAProfile, prof)
 	}

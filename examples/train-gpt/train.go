@@ -48,6 +48,9 @@ type trainer struct {
 	// (placement.go).
 	placer   *nn.Placement
 	showPlan bool
+	// timer, when set (-bench), marks the phases of every step on the
+	// device's queue (phases.go).
+	timer *tensor.Timer
 }
 
 // newTrainer makes the model and optimizer for batches of o.batch rows of
@@ -126,18 +129,22 @@ func (t *trainer) stepOn(it int, s *slot) (loss float64, err error) {
 	// would overwrite the closure's error with nil.)
 	if e := tensor.Try(func() {
 		t.c.WithScope(func() {
+			t.mark(phaseStart)
 			x, y := t.batchInputs(s)
 			var l *autograd.Var
 			amp.With(t.c, t.prec, func() { l = t.model.Loss(x, y) })
+			t.mark(phaseForward)
 			if s := t.scaler.LossScale(); s != 1 {
 				err = l.BackwardWith(t.c.Full(t.dev, tensor.Float32, s))
 			} else {
 				err = l.Backward()
 			}
+			t.mark(phaseBackward)
 			if err != nil {
 				return
 			}
 			loss = l.Item()
+			t.mark(phaseLossRead)
 			if !t.scaler.Unscale(grads(t.params)) { // fp16 overflow: skip the step
 				t.scaler.Update()
 				nn.ZeroGrad(t.params)
@@ -156,6 +163,7 @@ func (t *trainer) stepOn(it int, s *slot) (loss float64, err error) {
 			if norm, err = nn.ClipGradNorm(t.params, clip); err != nil {
 				return
 			}
+			t.mark(phaseClip)
 			if !finite(loss) || !finite(norm) {
 				err = fmt.Errorf("loss %v, gradient norm %v: not finite; stopped before the optimizer update, so the weights are those of the step before (lower -lr, or check the data)", loss, norm)
 				return
@@ -163,6 +171,7 @@ func (t *trainer) stepOn(it int, s *slot) (loss float64, err error) {
 			t.opt.SetLR(t.sched.LR(it))
 			err = t.opt.Step()
 			nn.ZeroGrad(t.params)
+			t.mark(phaseOptimizer)
 		})
 	}); e != nil {
 		err = e

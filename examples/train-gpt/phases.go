@@ -1,0 +1,84 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/strata-ml/strata/tensor"
+)
+
+// The phases of a training step that -bench times (trainer.mark): each
+// is the time from the mark before it. "start" is the time between steps
+// (the placement's work, the loop, drawing the next batch).
+const (
+	phaseStart     = "start"
+	phaseForward   = "forward"
+	phaseBackward  = "backward"
+	phaseLossRead  = "loss read"
+	phaseClip      = "gradient norm"
+	phaseOptimizer = "optimizer"
+)
+
+var phaseOrder = []string{phaseStart, phaseForward, phaseBackward, phaseLossRead, phaseClip, phaseOptimizer}
+
+// mark records phase on the trainer's timer, if it has one. A failed
+// mark (a device error) drops the timer: the step's own ops report it.
+func (t *trainer) mark(phase string) {
+	if t.timer != nil && t.timer.Mark(phase) != nil {
+		t.timer = nil
+	}
+}
+
+// phaseTime is a phase's time a step, on the device and on the host.
+type phaseTime struct {
+	Name     string  `json:"name"`
+	DeviceMS float64 `json:"device_ms"`
+	HostMS   float64 `json:"host_ms"`
+}
+
+// phaseTimes averages the timer's spans over steps by phase, in step
+// order (the first span, from the first step's start to its forward mark,
+// and every later one are whole steps' phases; the time before the first
+// start mark is not counted).
+func phaseTimes(tm *tensor.Timer, steps int) ([]phaseTime, error) {
+	spans, err := tm.Spans()
+	if err != nil || len(spans) == 0 || steps == 0 {
+		return nil, err
+	}
+	dev, host := map[string]time.Duration{}, map[string]time.Duration{}
+	for _, s := range spans {
+		dev[s.Name] += s.Device
+		host[s.Name] += s.Host
+	}
+	var out []phaseTime
+	for _, name := range phaseOrder {
+		if _, ok := dev[name]; !ok {
+			continue
+		}
+		n := float64(steps)
+		if name == phaseStart {
+			n = float64(steps - 1) // between steps: one fewer
+		}
+		if n <= 0 {
+			continue
+		}
+		out = append(out, phaseTime{Name: name, DeviceMS: dev[name].Seconds() * 1000 / n, HostMS: host[name].Seconds() * 1000 / n})
+	}
+	return out, nil
+}
+
+// printPhases writes the phases as a table.
+func printPhases(w io.Writer, ps []phaseTime) {
+	if len(ps) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "| phase of a step | device ms | host ms |\n|---|---|---|\n")
+	var d, h float64
+	for _, p := range ps {
+		fmt.Fprintf(w, "| %s | %.2f | %.2f |\n", p.Name, p.DeviceMS, p.HostMS)
+		d += p.DeviceMS
+		h += p.HostMS
+	}
+	fmt.Fprintf(w, "| all | %.2f | %.2f |\n\n", d, h)
+}

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/tensor"
+)
+
+// TestPhaseTimes: the spans of three steps' marks average by phase, in
+// step order, the time between steps over the two gaps there are; the
+// table sums them.
+func TestPhaseTimes(t *testing.T) {
+	tm := tensor.NewTimer(tensor.CPU())
+	defer tm.Close()
+	tr := &trainer{timer: tm}
+	for range 3 {
+		for _, p := range phaseOrder {
+			tr.mark(p)
+			if p == phaseBackward {
+				time.Sleep(2 * time.Millisecond)
+			}
+		}
+	}
+	ps, err := phaseTimes(tm, 3)
+	require.NoError(t, err)
+	require.Len(t, ps, len(phaseOrder))
+	for i, p := range ps {
+		assert.Equal(t, phaseOrder[i], p.Name)
+		assert.Equal(t, p.HostMS, p.DeviceMS, "the CPU's spans are the host's")
+	}
+	assert.GreaterOrEqual(t, ps[3].HostMS, 2.0, "the loss read follows the 2 ms sleep")
+	var b bytes.Buffer
+	printPhases(&b, ps)
+	assert.Contains(t, b.String(), "| loss read | ")
+	assert.Contains(t, b.String(), "| all | ")
+
+	none, err := phaseTimes(tensor.NewTimer(tensor.CPU()), 3)
+	require.NoError(t, err)
+	assert.Empty(t, none)
+}
