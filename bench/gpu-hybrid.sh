@@ -158,7 +158,7 @@ bench_row() { # name, train-gpt args: one -bench line into $res and a summary li
   timeout 150 .gpu/train-gpt -device cuda -bench "$@" > "$L/row-$name.jsonl" 2> "$L/row-$name.log"
   local rc=$?
   cat "$L/row-$name.jsonl" >> "$res"
-  say "[$name] train-gpt -bench $*: exit $rc; $(python3 -c 'import json,sys; r=json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); print(" ".join("%s=%s" % (k, r.get(k)) for k in ("tok_s","step_ms","peak_mib","kernel_launches_per_step","attention","loss")))' "$L/row-$name.jsonl" 2>/dev/null)"
+  say "[$name] train-gpt -bench $*: exit $rc; $(python3 -c 'import json,sys; r=json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); print(" ".join("%s=%s" % (k, r.get(k)) for k in ("tok_s","step_ms","peak_mib","kernel_launches_per_step","attention","loss")), "phases(device/host ms)=" + ",".join("%s:%.2f/%.2f" % (p["name"].replace(" ", "_"), p["device_ms"], p["host_ms"]) for p in r.get("phases") or []))' "$L/row-$name.jsonl" 2>/dev/null)"
 }
 
 if has fp32attn; then
