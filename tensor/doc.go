@@ -56,7 +56,8 @@
 // shapes, dtypes and devices, allocate outputs and call one primitive, so
 // a new device implements the primitives and gets every op. A few
 // primitives sit behind small optional interfaces a backend may implement
-// (ops_amp.go: the multi-tensor gradient unscale; ops_attention.go: fused
+// (ops_amp.go: the multi-tensor gradient unscale and ScaleAll, one
+// launch for every gradient a clipped step scales; ops_attention.go: fused
 // causal attention, FlashAttention-2 forward and backward with the
 // per-row log-sum-exp, no (B, H, T, T) matrix; ops_attention_qkv.go: the
 // same over the heads of one (B, T, 3C) q/k/v product, which the CUDA
@@ -120,6 +121,12 @@
 // on the device and adds each id's rows in position order, as the CPU
 // does: its result is the CPU's bit for bit. With cuBLAS deterministic for
 // a fixed configuration, a training run on the GPU repeats exactly.
+//
+// Since ops return before the device runs them, host clocks time the
+// host. Timer times the device: its marks are events on the stream, and
+// its spans, the device's time between marks beside the host's, show
+// where a device waits for the host (train-gpt -bench prints a step's
+// phases so).
 //
 // Errors found by kernels in the data (an embedding id or a class target
 // out of range) cannot be returned by the call that queued the kernel.
