@@ -58,6 +58,11 @@ func (d *cudaDevice) adamwTable(s *cudaSide, ps, gs, ms, vs []*Tensor, wd []floa
 // when every parameter is empty).
 func adamwRows(ps, gs, ms, vs []*Tensor, wd []float64, lr float64, ptr func(*Tensor) cuda.DevicePtr) (rows []byte, f int) {
 	f = -1
+	rowCount := 0
+	for _, p := range ps {
+		rowCount += ceilDiv(p.Numel(), adamwChunk)
+	}
+	rows = make([]byte, 0, 48*rowCount)
 	for i, p := range ps {
 		n := p.Numel()
 		if n == 0 {

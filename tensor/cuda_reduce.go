@@ -107,12 +107,23 @@ func (b cudaBackend) sumSquares(srcs []*Tensor) float64 {
 	}
 	var jobs []job
 	total := 0
+	// Several tensors share one grid: chunks of at least 1/reduceMaxChunks
+	// of all their elements, so that a model's gradients (GPT-2's 124M in
+	// 148 tensors) make a few thousand table rows, not tens of thousands
+	// for the host to write and upload every step.
+	minChunk, all := reduceMinChunk, 0
+	for _, t := range srcs {
+		all += t.Numel()
+	}
+	if len(srcs) > 1 {
+		minChunk = max(minChunk, ceilDiv(all, reduceMaxChunks))
+	}
 	for _, t := range srcs {
 		f, n := floatIndex("SumSquares", t.dtype), t.Numel()
 		if n == 0 {
 			continue
 		}
-		chunks, chunkLen := chunking(n, 1, reduceMinChunk)
+		chunks, chunkLen := chunking(n, 1, minChunk)
 		jobs = append(jobs, job{t: t, f: f, at: total, chunks: chunks, chunkLen: chunkLen})
 		total += chunks
 	}
@@ -134,6 +145,13 @@ func (b cudaBackend) sumSquares(srcs []*Tensor) float64 {
 		})
 	} else {
 		var rows [2][]byte // SqChunk rows by dtype: x, lo, hi, slot
+		var size [2]int
+		for _, j := range jobs {
+			size[j.f] += 32 * j.chunks
+		}
+		for f := range rows {
+			rows[f] = make([]byte, 0, size[f])
+		}
 		for _, j := range jobs {
 			x, n := uint64(devPtr(j.t)), j.t.Numel()
 			for c := range j.chunks {
