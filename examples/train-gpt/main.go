@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -248,6 +249,10 @@ func (o *options) setDefaults(fs *flag.FlagSet) {
 // main exits with 0 on success and for -h, 2 for a bad flag, 130 or 143
 // after an interrupt (SIGINT, SIGTERM) that saved the training state, and
 // 1 for any other failure.
+// gcPercent is the Go collector's target train-gpt sets (GOGC's default
+// is 100).
+const gcPercent = 400
+
 func main() {
 	o, err := parseFlags(os.Args[1:])
 	switch {
@@ -256,6 +261,15 @@ func main() {
 	case err != nil:
 		fmt.Fprintln(os.Stderr, "train-gpt:", err)
 		os.Exit(2)
+	}
+	if os.Getenv("GOGC") == "" {
+		// A step's host garbage (graph nodes, tensor headers, tables) is
+		// short-lived and small beside the model, and a collection at one
+		// of the step's synchronization points delays the launches the
+		// device waits for: collect less often (gpt2 bf16 on the H200,
+		// bench/results/hybrid-2026-12-02-s11.md: GOGC=400 258-267k ->
+		// 269k tokens/s). GOGC set in the environment wins.
+		debug.SetGCPercent(gcPercent)
 	}
 	if err := run(o); err != nil {
 		var ex *exitError
