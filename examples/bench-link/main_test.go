@@ -1,0 +1,45 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/cuda"
+)
+
+// TestReport: one JSON line a row, and the table.
+func TestReport(t *testing.T) {
+	rows := []row{{Host: "pinned", Direction: "h2d", Bytes: 1 << 30, BestMS: 19, MedianMS: 20, GBs: 53.7, Device: "cuda:0"},
+		{Host: "managed", Direction: "both", Bytes: 2 << 30, BestMS: 40, MedianMS: 41, GBs: 52.4, Device: "cuda:0"}}
+	var js, table bytes.Buffer
+	report(&js, &table, rows)
+	lines := strings.Split(strings.TrimSpace(js.String()), "\n")
+	require.Len(t, lines, 2)
+	var r row
+	require.NoError(t, json.Unmarshal([]byte(lines[1]), &r))
+	assert.Equal(t, rows[1], r)
+	assert.Contains(t, table.String(), "| managed | both | 2.00 GiB | 40.00 | 41.00 | 52.4 |")
+}
+
+// TestMeasure runs a small measurement where a GPU is present: every row,
+// each with a positive rate.
+func TestMeasure(t *testing.T) {
+	if err := cuda.Init(); err != nil {
+		if os.Getenv("STRATA_REQUIRE_GPU") != "" {
+			t.Fatalf("STRATA_REQUIRE_GPU is set: %v", err)
+		}
+		t.Skipf("no CUDA driver: %v", err)
+	}
+	rows, err := measure(0, 8<<20, 2)
+	require.NoError(t, err)
+	require.Len(t, rows, 6)
+	for _, r := range rows {
+		assert.Positive(t, r.GBs, "%+v", r)
+	}
+}
