@@ -30,6 +30,8 @@
 #         FlashAttention-2 kernel the faster default in training?
 # batchscale  train-gpt -bench gpt2 bf16 at batch 8, 16 and 8 again: a
 #         step's cost that does not grow with the batch (host gaps)
+# link    examples/bench-link: the bus by copy engine (pinned and unified
+#         host memory, each direction and both at once)
 # linkab  memstrategies hybrid gpt2-medium bf16 under 4 GiB with the
 #         embedded kernels and with FRESH_KERNELS' fatbin, alternating:
 #         the offloaded optimizer update's time and bus bandwidth
@@ -173,6 +175,13 @@ if has batchscale; then
   for b in 8 16 8; do
     bench_row "bf16-b$b-$RANDOM" -config gpt2 -precision bf16 -batch $b -steps 20 -bench-warmup 5
   done
+fi
+
+if has link; then
+  # The bus by copy engine (examples/bench-link): pinned and unified host
+  # memory, each direction and both at once.
+  timeout 120 .gpu/bench-link -size "${LINK_SIZE:-1GiB}" -reps 5 > "$L/bench-link.jsonl" 2> "$L/bench-link.txt"
+  say "bench-link: exit $?"; cat "$L/bench-link.jsonl" >> "$res"; tee -a "$OUT/summary.txt" < "$L/bench-link.txt"
 fi
 
 if has linkab; then
