@@ -10,17 +10,18 @@ import (
 
 // The phases of a training step that -bench times (trainer.mark): each
 // is the time from the mark before it. "start" is the time between steps
-// (the placement's work, the loop, drawing the next batch).
+// (the placement's work, the loop, drawing the next batch); the host's
+// "gradient norm" includes its wait for the backward pass.
 const (
 	phaseStart     = "start"
 	phaseForward   = "forward"
 	phaseBackward  = "backward"
-	phaseLossRead  = "loss read"
 	phaseClip      = "gradient norm"
+	phaseLossRead  = "loss read"
 	phaseOptimizer = "optimizer"
 )
 
-var phaseOrder = []string{phaseStart, phaseForward, phaseBackward, phaseLossRead, phaseClip, phaseOptimizer}
+var phaseOrder = []string{phaseStart, phaseForward, phaseBackward, phaseClip, phaseLossRead, phaseOptimizer}
 
 // mark records phase on the trainer's timer, if it has one. A failed
 // mark (a device error) drops the timer: the step's own ops report it.

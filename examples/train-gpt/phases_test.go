@@ -33,10 +33,10 @@ func TestPhaseTimes(t *testing.T) {
 		assert.Equal(t, phaseOrder[i], p.Name)
 		assert.Equal(t, p.HostMS, p.DeviceMS, "the CPU's spans are the host's")
 	}
-	assert.GreaterOrEqual(t, ps[3].HostMS, 2.0, "the loss read follows the 2 ms sleep")
+	assert.GreaterOrEqual(t, ps[3].HostMS, 2.0, "the gradient norm follows the 2 ms sleep")
 	var b bytes.Buffer
 	printPhases(&b, ps)
-	assert.Contains(t, b.String(), "| loss read | ")
+	assert.Contains(t, b.String(), "| gradient norm | ")
 	assert.Contains(t, b.String(), "| all | ")
 
 	none, err := phaseTimes(tensor.NewTimer(tensor.CPU()), 3)

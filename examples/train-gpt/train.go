@@ -143,9 +143,13 @@ func (t *trainer) stepOn(it int, s *slot) (loss float64, err error) {
 			if err != nil {
 				return
 			}
-			loss = l.Item()
-			t.mark(phaseLossRead)
+			// The gradients' checks are queued right behind the backward
+			// pass and their reads wait for it; the loss, computed long
+			// before, is read after them without a wait of its own (read
+			// first, its wait left the device idle while the host then
+			// queued the gradient norm).
 			if !t.scaler.Unscale(grads(t.params)) { // fp16 overflow: skip the step
+				loss = l.Item()
 				t.scaler.Update()
 				nn.ZeroGrad(t.params)
 				if t.skips++; t.skips >= t.maxSkips {
@@ -164,6 +168,8 @@ func (t *trainer) stepOn(it int, s *slot) (loss float64, err error) {
 				return
 			}
 			t.mark(phaseClip)
+			loss = l.Item()
+			t.mark(phaseLossRead)
 			if !finite(loss) || !finite(norm) {
 				err = fmt.Errorf("loss %v, gradient norm %v: not finite; stopped before the optimizer update, so the weights are those of the step before (lower -lr, or check the data)", loss, norm)
 				return
