@@ -15,7 +15,8 @@
 #   llmc     llm.c bf16 and fp32 (../shared/anchors/llmc copied to .gpu/llmc)
 #   ab       gpt2 bf16, .gpu/train-gpt against each variant binary in
 #            .gpu/ab.tar.xz (train-gpt-NAME, built from patched worktrees),
-#            alternating, AB_REPS times (default 2)
+#            alternating, AB_REPS times (default 2); AB_ARGS replaces
+#            the rows' flags (-config gpt2 -precision bf16)
 #   addition the default task (train-gpt -device cuda -precision bf16):
 #            its held-out accuracy
 #   cencu    ncu's speed-of-light, occupancy, compute and memory sections
@@ -62,7 +63,7 @@ if has ab && [ -f .gpu/ab.tar.xz ]; then
   for rep in $(seq "${AB_REPS:-2}"); do
     for bin in .gpu/train-gpt .gpu/ab/train-gpt-*; do
       n=$((n + 1))
-      timeout 120 "$bin" -device cuda -bench -config gpt2 -precision bf16 >> "$res" 2> "$L/ab-$n.txt"
+      timeout 120 "$bin" -device cuda -bench ${AB_ARGS:--config gpt2 -precision bf16} >> "$res" 2> "$L/ab-$n.txt"
       say "ab $(basename "$bin") rep $rep: exit $?; $(field tok_s) $(field peak_mib) $(field loss)"
     done
   done
