@@ -140,7 +140,7 @@ func TestBudgetCoversManaged(t *testing.T) {
 	require.GreaterOrEqual(t, held, int64(30*MiB))
 
 	a := mustManagerAlloc(t, m, 20*MiB, memory.RoleActivation) // fits: 30 + 20 < 64
-	_, err := m.Alloc(20*MiB, memory.RoleActivation)            // 30 + 20 + 20 > 64
+	_, err := m.Alloc(20*MiB, memory.RoleActivation)           // 30 + 20 + 20 > 64
 	var oom *memory.OOMError
 	require.ErrorAs(t, err, &oom, "without the managed tier's bytes the device tier would have room")
 	assert.Equal(t, held, oom.Shared)
