@@ -22,7 +22,10 @@
 //
 // Every strategy trains the same model from the same seed on the same
 // random tokens at one precision, so identical numerics give the same
-// loss. The device memory in use is sampled with cuMemGetInfo after every
+// loss (the fused head and attention of the strategies that may use every
+// tool compute the same function with other roundings: their losses
+// agree to the printed digits on the H200, and bit for bit on the CPU's
+// tiny test). The device memory in use is sampled with cuMemGetInfo after every
 // allocation of one extra step (so managed pages resident on the GPU
 // count), less what was in use before the strategy started; the
 // allocator's own device-tier peak is reported beside it.
