@@ -45,7 +45,10 @@ func ParseAttention(s string) (Attention, error) {
 // AutoAttention is the runtime's default attention on dev: fused on CUDA
 // under half-precision autocast, where the fused kernels' tensor-core
 // versions run (gpt2 1.41x faster than plain on the H200,
-// bench/results/gpu-call2-2026-12-02-s7-summary.txt), plain elsewhere.
+// bench/results/gpu-call2-2026-12-02-s7-summary.txt), plain elsewhere:
+// the float32 fused kernels hold no (B, H, T, T) matrix but train gpt2
+// 1.4% slower than plain attention (bench/results/hybrid-2026-12-02-s11.md,
+// call 1), so they are chosen for memory, not by default.
 func AutoAttention(dev tensor.Device, half bool) Attention {
 	if dev.Kind() == tensor.KindCUDA && half {
 		return AttentionFused
