@@ -124,7 +124,8 @@ func (b cudaBackend) gather(dst, table, ids *Tensor, dim, rows int) error {
 	if nids*dim == 0 {
 		return nil
 	}
-	d.launch1("Embedding", d.k.gather[sizeIndex(table.dtype)], nids*dim, func(a *cuda.Args) {
+	// A block a row (kernels/embedding.cuh), the grid striding past maxGridX.
+	d.launch("Embedding", d.k.gather[sizeIndex(table.dtype)], [3]uint32{uint32(min(nids, maxGridX)), 1, 1}, block1, func(a *cuda.Args) {
 		a.Ptr(devPtr(dst)).Ptr(devPtr(table)).Ptr(devPtr(ids)).Int64(int64(nids)).Int64(int64(dim)).Int64(int64(rows))
 		d.status.args(a)
 	})
