@@ -168,7 +168,8 @@
 //     (parameters, gradients, optimizer state, embeddings, frozen
 //     weights), turns the counts into accesses a step at each
 //     Scheduler.Step, and keeps the step's device demand (its peak
-//     allocated bytes plus what spilled) under the budget by demoting the
+//     allocated bytes plus what spilled, and the managed tier's reserved
+//     bytes, which the budget covers) under the budget by demoting the
 //     coldest tensors to the offload tier and promoting them back, hottest
 //     first, once they have fitted for Patience steps (the margin and the
 //     patience are the hysteresis). Manager.Migrate moves an allocation
