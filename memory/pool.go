@@ -61,13 +61,20 @@ type Pool struct {
 
 // held is the bytes counted against the limit: the pool's reserved
 // bytes and what shares the limit with it.
-func (p *Pool) held() int64 {
-	r := p.sinks.own.Reserved.Current
-	if p.shared != nil {
-		r += p.shared()
+func (p *Pool) held() int64 { return p.sinks.own.Reserved.Current + p.sharedBytes() }
+
+// sharedBytes is what other pools hold against this pool's limit (0
+// without shared).
+func (p *Pool) sharedBytes() int64 {
+	if p.shared == nil {
+		return 0
 	}
-	return r
+	return p.shared()
 }
+
+// demand is the pool's allocated bytes and what shares its limit: the
+// placement scheduler's measure of what the device holds.
+func (p *Pool) demand() int64 { return p.sinks.own.Allocated.Current + p.sharedBytes() }
 
 // NewPool returns an empty pool over b. It panics if b is nil or cfg is
 // invalid (see PoolConfig.Validate): both are programming errors.

@@ -92,7 +92,7 @@ func (p *Pool) oomError(size int64, cause error) *OOMError {
 		Backend:             p.name,
 		Requested:           size,
 		Limit:               p.cfg.Limit,
-		Shared:              p.held() - u.Reserved.Current,
+		Shared:              p.sharedBytes(),
 		Allocated:           u.Allocated.Current,
 		Reserved:            u.Reserved.Current,
 		ReservedUnallocated: u.Reserved.Current - u.Allocated.Current,

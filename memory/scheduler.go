@@ -184,11 +184,11 @@ func (s *Scheduler) onAlloc(a *Allocation) {
 
 func (s *Scheduler) onFree(a *Allocation) { delete(s.tracked, a) }
 
-// onSpill notes that the device tier refused an allocation with
-// allocated bytes live in it; with m.mu held.
-func (s *Scheduler) onSpill(allocated int64) {
-	if s.capacity == 0 || allocated < s.capacity {
-		s.capacity = allocated
+// onSpill notes that the device tier refused an allocation while it held
+// held bytes (its demand: Pool.demand); with m.mu held.
+func (s *Scheduler) onSpill(held int64) {
+	if s.capacity == 0 || held < s.capacity {
+		s.capacity = held
 	}
 }
 
@@ -198,7 +198,7 @@ func (s *Scheduler) onSpill(allocated int64) {
 func (s *Scheduler) demand() int64 {
 	d := s.m.spillLive
 	if p := s.m.pools[TierDevice]; p != nil {
-		d += p.sinks.own.Allocated.Current + p.held() - p.sinks.own.Reserved.Current
+		d += p.demand()
 	}
 	return d
 }

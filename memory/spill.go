@@ -100,8 +100,7 @@ func (m *Manager) spill(err error, from Tier, size int64, s Stream, role Role, o
 		return nil, from, err
 	}
 	if m.sched != nil {
-		p := m.pools[from]
-		m.sched.onSpill(p.sinks.own.Allocated.Current + p.held() - p.sinks.own.Reserved.Current) // in demand's terms
+		m.sched.onSpill(m.pools[from].demand())
 	}
 	b, err2 := m.pools[to].alloc(size, s, 0, role, op)
 	if err2 != nil {
