@@ -6,7 +6,8 @@
 # exit, unpacks .gpu/strata-gpu.tar.xz, records nvidia-smi and, with
 # FRESH_KERNELS=1, compiles kernels/ there and runs on them.
 # run_gpu_tests PKG... runs each package's test binary (.gpu/NAME.test)
-# in its folder with STRATA_REQUIRE_GPU=1 and says what passed.
+# in its folder with STRATA_REQUIRE_GPU=1 and says what passed; jfields
+# FILE KEY... prints fields of a program's last JSON line.
 set -u
 OUT=${OUT:-/tmp/strata-gpu}
 mkdir -p "$OUT"
@@ -30,6 +31,22 @@ if [ -n "${FRESH_KERNELS:-}" ]; then
     say "kernels: nvcc FAILED; the embedded fatbin runs"; tail -20 "$L/nvcc.txt" | tee -a "$OUT/summary.txt"
   fi
 fi
+
+# jfields FILE KEY...: KEY=value for each key of FILE's last JSON line
+# (phases, train-gpt -bench's, as name:device/host ms each).
+jfields() {
+  python3 - "$@" <<'PY' 2>/dev/null
+import json, sys
+r = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+out = []
+for k in sys.argv[2:]:
+    v = r.get(k)
+    if k == "phases":
+        v = ",".join("%s:%.2f/%.2f" % (p["name"].replace(" ", "_"), p["device_ms"], p["host_ms"]) for p in v or [])
+    out.append("%s=%s" % (k, v))
+print(" ".join(out))
+PY
+}
 
 run_gpu_tests() {
   local pkg bin log start rc

@@ -151,7 +151,7 @@ if has benchbudget; then
     say "train-gpt -bench gpt2-medium bf16 $args: exit $? in $(( $(date +%s) - start ))s"
     grep -E '^placement:|still choosing' "$L/bench-medium$name.log" | cut -c1-300 | tee -a "$OUT/summary.txt"
     cat "$L/bench-medium$name.jsonl" >> "$res"
-    python3 -c 'import json,sys; r=json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); print({k: r.get(k) for k in ("tok_s","checkpoint","checkpoint_every","device_budget","timed_spills","peak_mib_by_tier","loss")})' "$L/bench-medium$name.jsonl" | tee -a "$OUT/summary.txt"
+    jfields "$L/bench-medium$name.jsonl" tok_s checkpoint checkpoint_every device_budget timed_spills peak_mib_by_tier loss | tee -a "$OUT/summary.txt"
   done
 fi
 
@@ -160,7 +160,7 @@ bench_row() { # name, train-gpt args: one -bench line into $res and a summary li
   timeout 150 .gpu/train-gpt -device cuda -bench "$@" > "$L/row-$name.jsonl" 2> "$L/row-$name.log"
   local rc=$?
   cat "$L/row-$name.jsonl" >> "$res"
-  say "[$name] train-gpt -bench $*: exit $rc; $(python3 -c 'import json,sys; r=json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); print(" ".join("%s=%s" % (k, r.get(k)) for k in ("tok_s","step_ms","peak_mib","kernel_launches_per_step","attention","loss")), "phases(device/host ms)=" + ",".join("%s:%.2f/%.2f" % (p["name"].replace(" ", "_"), p["device_ms"], p["host_ms"]) for p in r.get("phases") or []))' "$L/row-$name.jsonl" 2>/dev/null)"
+  say "[$name] train-gpt -bench $*: exit $rc; $(jfields "$L/row-$name.jsonl" tok_s step_ms peak_mib kernel_launches_per_step attention loss phases)"
 }
 
 if has fp32attn; then
@@ -195,7 +195,7 @@ if has linkab; then
       start=$(date +%s)
       STRATA_KERNELS=$kv timeout 120 .gpu/memstrategies -config gpt2-medium -precision bf16 -steps 4 -warmup 25 -strategies hybrid \
         -budget 4GiB -png "" > "$L/link-$k-$i.jsonl" 2> "$L/link-$k-$i.log"
-      say "memstrategies gpt2-medium hybrid 4 GiB, $k kernels (run $i): exit $? in $(( $(date +%s) - start ))s; $(python3 -c 'import json,sys; r=json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); print(" ".join("%s=%s" % (k, r.get(k)) for k in ("tok_s","optimizer_ms","offloaded_optimizer_bytes","link_gb_s","checkpoint","peak_device_mib")))' "$L/link-$k-$i.jsonl" 2>/dev/null)"
+      say "memstrategies gpt2-medium hybrid 4 GiB, $k kernels (run $i): exit $? in $(( $(date +%s) - start ))s; $(jfields "$L/link-$k-$i.jsonl" tok_s optimizer_ms offloaded_optimizer_bytes link_gb_s checkpoint peak_device_mib)"
       cat "$L/link-$k-$i.jsonl" >> "$res"
     done
   done
