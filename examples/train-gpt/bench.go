@@ -97,9 +97,9 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	spills := dev.Memory().Stats().Spills.Count
 	var loss float64
 	launches, calls := tensor.CUDALaunches(), tensor.CUDADriverCalls()
-	tr.timer = tensor.NewTimer(dev)
-	defer tr.timer.Close()
-	timer := tr.timer
+	timer := tensor.NewTimer(dev)
+	defer timer.Close()
+	tr.timer = timer
 	start := time.Now()
 	for it := range o.steps {
 		if loss, err = tr.step(it); err != nil {
