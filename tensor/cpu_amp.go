@@ -2,7 +2,13 @@ package tensor
 
 import "math"
 
-func (c cpuBackend) scaleAll(ts []*Tensor, alpha float64) { c.unscaleCheck(ts, alpha) }
+// scaleAll scales each tensor as ScaleInPlace does (the CPU gains nothing
+// from one pass over all of them).
+func (c cpuBackend) scaleAll(ts []*Tensor, alpha float64) {
+	for _, t := range ts {
+		c.affine(t, t, alpha, 0)
+	}
+}
 
 func (cpuBackend) unscaleCheck(ts []*Tensor, inv float64) bool {
 	finite := true
