@@ -66,7 +66,7 @@ type lib struct {
 	allReduce, reduceScatter, allGather, broadcast                  symbol
 	groupStart, groupEnd, getErrorString                            symbol
 
-	getLastError, commGetAsyncError symbol // optional (2.13+, 2.4+)
+	getLastError, commGetAsyncError, commAbort symbol // optional (2.13+, 2.4+, 2.4+)
 }
 
 func (l *lib) symbols() (required, optional []*symbol) {
@@ -91,6 +91,7 @@ func (l *lib) symbols() (required, optional []*symbol) {
 	optional = []*symbol{
 		set(&l.getLastError, "ncclGetLastError"),
 		set(&l.commGetAsyncError, "ncclCommGetAsyncError"),
+		set(&l.commAbort, "ncclCommAbort"),
 	}
 	return required, optional
 }

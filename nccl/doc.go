@@ -72,6 +72,12 @@
 // stream to wait for the result. Run them with the communicator's context
 // current (inside ctx.Do) when the default stream is used.
 //
+// Comm.Abort (ncclCommAbort) is the exception to the lock: it does not
+// wait for it, so one goroutine can abort the communicator another rank's
+// collective is stuck in; a group whose member failed aborts every
+// member's communicator so that no rank waits for the missing one
+// (package dist's NCCL Collective does).
+//
 // # What is verified where
 //
 // Without a GPU (CI, every run): discovery and its messages (a bogus
@@ -83,7 +89,8 @@
 // testdata/fakenccl.c is built into a stand-in libnccl that records its
 // arguments: the tests check through it the whole calling layer, the
 // unique id passed by value to ncclCommInitRank byte for byte, each
-// collective's arguments in C order, group calls, and failures carrying
+// collective's arguments in C order, group calls, Abort (once; every
+// later call refused), and failures carrying
 // ncclGetErrorString and ncclGetLastError's text. With NCCL and a GPU
 // (gpu_test.go, skipped without them; STRATA_REQUIRE_GPU=1 makes a skip a
 // failure): a 1-rank communicator's AllReduce, Broadcast, AllGather and

@@ -196,3 +196,39 @@ func TestFakeGroup(t *testing.T) {
 	f.nextResult = int32(InternalError)
 	assert.ErrorContains(t, GroupEnd(), "nccl: ncclGroupEnd: ncclInternalError (3)")
 }
+
+// Abort calls ncclCommAbort once; the communicator refuses every later
+// call, and Destroy after it does nothing.
+func TestFakeAbort(t *testing.T) {
+	f := useFakeNCCL(t)
+	c, err := CommInitRank(2, UniqueID{3}, 0)
+	require.NoError(t, err)
+	require.False(t, c.Aborted())
+	require.NoError(t, c.Abort())
+	assert.Equal(t, "ncclCommAbort", f.lastOp())
+	assert.True(t, c.Aborted())
+	calls := f.calls
+	require.NoError(t, c.Abort(), "a second Abort is a no-op")
+	require.NoError(t, c.Destroy(), "Destroy after Abort is a no-op")
+	assert.Equal(t, calls, f.calls, "neither calls NCCL")
+	err = c.AllReduce(1, 1, 4, Float32, Sum, nil)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	assert.Contains(t, err.Error(), "rank 0 of 2 (cuda:0) was aborted")
+	assert.ErrorContains(t, c.AsyncError(), "was aborted")
+
+	// A destroyed communicator is not aborted again.
+	d, err := CommInitRank(1, UniqueID{4}, 0)
+	require.NoError(t, err)
+	require.NoError(t, d.Destroy())
+	calls = f.calls
+	require.NoError(t, d.Abort())
+	assert.Equal(t, calls, f.calls)
+
+	// NCCL's failure is its *Error.
+	e, err := CommInitRank(1, UniqueID{5}, 0)
+	require.NoError(t, err)
+	f.nextResult = int32(InternalError)
+	assert.ErrorContains(t, e.Abort(), "nccl: ncclCommAbort (rank 0 of 1 (cuda:0)): ncclInternalError (3)")
+	var nilComm *Comm
+	assert.ErrorIs(t, nilComm.Abort(), ErrInvalidArgument)
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/strata-ml/strata/cuda"
@@ -34,6 +35,7 @@ type Comm struct {
 
 	mu        sync.Mutex
 	destroyed bool
+	aborted   atomic.Bool // Abort ran (or runs): every method refuses
 }
 
 // CommInitRank joins rank (0 <= rank < nranks) to the communicator id
@@ -214,7 +216,7 @@ func (c *Comm) Destroy() error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.destroyed {
+	if c.destroyed || c.aborted.Load() {
 		return nil
 	}
 	runtime.LockOSThread()
@@ -225,6 +227,49 @@ func (c *Comm) Destroy() error {
 	c.destroyed = true
 	return nil
 }
+
+// Abort abandons the communicator (ncclCommAbort): the collectives it
+// has queued that have not completed stop (their kernels return, their
+// results unspecified), and its resources are freed. Unlike Destroy it
+// neither waits for queued work nor takes the communicator's lock, so
+// another goroutine can call it while a rank waits: it is how a group
+// whose member failed between collectives unblocks the others, whose
+// kernels would otherwise wait on the GPU for the missing peer forever.
+// Every later method returns an error naming the abort; Destroy after it
+// does nothing; aborting twice, or a destroyed communicator, is a no-op.
+//
+// A call of another method that is inside NCCL when Abort frees the
+// communicator is NCCL's concern: ncclCommAbort is documented to stop a
+// communicator in use from another thread. A library without
+// ncclCommAbort (before NCCL 2.4) gives an error wrapping ErrNotAvailable.
+func (c *Comm) Abort() error {
+	if c == nil {
+		return invalidArg("Comm.Abort", "nil communicator")
+	}
+	if c.lib.commAbort.addr == 0 {
+		return fmt.Errorf("nccl: Comm.Abort: %s lacks ncclCommAbort (NCCL 2.4+): %w", c.lib.path, ErrNotAvailable)
+	}
+	if !c.aborted.CompareAndSwap(false, true) {
+		return nil
+	}
+	// Without the lock when a call holds it (it may be the one waiting);
+	// with it otherwise, so that no call starts while NCCL frees.
+	if c.mu.TryLock() {
+		defer c.mu.Unlock()
+		if c.destroyed {
+			return nil
+		}
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if r := Result(ccall(c.lib.commAbort.addr, c.h)); r != Success {
+		return c.lib.newError(c.lib.commAbort.name, c.String(), r, 0)
+	}
+	return nil
+}
+
+// Aborted reports whether Abort was called.
+func (c *Comm) Aborted() bool { return c != nil && c.aborted.Load() }
 
 // AsyncError returns the error an asynchronous operation of the
 // communicator has met (a peer gone, a network failure), or nil.
@@ -251,6 +296,9 @@ func (c *Comm) AsyncError() error {
 func (c *Comm) usable(op string) error {
 	if c == nil {
 		return invalidArg(op, "nil communicator")
+	}
+	if c.aborted.Load() {
+		return invalidArg(op, "%s was aborted", c)
 	}
 	if c.destroyed {
 		return invalidArg(op, "%s was destroyed", c)
@@ -283,6 +331,9 @@ func (c *Comm) check(op string, count int, dt DataType, s *cuda.Stream) error {
 func (c *Comm) collective(sym *symbol, detail func() string, args ...uintptr) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.aborted.Load() {
+		return invalidArg(sym.name, "%s was aborted", c)
+	}
 	if c.destroyed {
 		return invalidArg(sym.name, "%s was destroyed", c)
 	}

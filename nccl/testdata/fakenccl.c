@@ -52,6 +52,7 @@ int ncclCommInitAll(struct comm **c, int n, const int *devs) {
 	return 0;
 }
 int ncclCommDestroy(struct comm *c) { int r = ret("ncclCommDestroy"); if (!r) free(c); return r; }
+int ncclCommAbort(struct comm *c) { int r = ret("ncclCommAbort"); if (!r) free(c); return r; }
 int ncclCommCount(struct comm *c, int *n) { *n = c->nranks; return 0; }
 int ncclCommCuDevice(struct comm *c, int *d) { *d = c->dev; return 0; }
 int ncclCommUserRank(struct comm *c, int *r) { *r = c->rank; return 0; }
