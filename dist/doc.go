@@ -1,7 +1,8 @@
 // Package dist is data-parallel training for strata, independent of the
 // device: a Collective interface (all-reduce, reduce-scatter and
 // all-gather over a group of ranks), an in-process group of goroutines
-// that implements it (NewLocalGroup), and DataParallel, which averages
+// that implements it on any device (NewLocalGroup), one over NCCL, a GPU
+// a rank (NewNCCLGroup), and DataParallel, which averages
 // gradients over the ranks in buckets as PyTorch's
 // DistributedDataParallel (DDP) does; and ZeroAdamW, AdamW with its
 // state sharded over the ranks (ZeRO stage 1).
@@ -69,20 +70,60 @@
 //
 // # NCCL
 //
-// The Collective's calls are NCCL's in-place collectives on one
-// contiguous buffer (ncclAllReduce with sendbuff == recvbuff, and the
-// in-place offsets of ncclReduceScatter and ncclAllGather): an
-// NCCL-backed Collective (package nccl, by another change) passes the
-// tensor's device pointer, element count and dtype to one call per
-// bucket, and Abort maps to ncclCommAbort. DDP overlaps communication
-// with backward: a hook on each gradient marks its bucket ready, and a
-// ready bucket's all-reduce is queued on a second, communication stream
-// (ordered after the gradient's kernels by an event) while backward
-// continues on the compute stream. strata's device has one stream, so
-// the overlap needs a second CUDA stream (and events) the runtime does
-// not have yet; until then SyncGradients runs after backward, reducing
-// the buckets one after the other. The bucket order and buffers are
-// already the ones the overlap needs.
+// NewNCCLGroup(devs) is the Collective of real multi-GPU training: one
+// NCCL communicator per GPU, made by nccl.CommInitAll in one call, and
+// Rank(i) is the Collective of the goroutine that drives devs[i]. Its
+// calls are NCCL's in-place collectives on one contiguous tensor
+// (ncclAllReduce with sendbuff == recvbuff; ncclReduceScatter with
+// recvbuff = sendbuff + Rank·n/Size elements; ncclAllGather with
+// sendbuff = recvbuff + Rank·n/Size), on the tensor's device address
+// (tensor.CUDAPointer), summing, in float32, float64, float16, bfloat16
+// or int32 (NCCL's types; a dtype without one is an error wrapping
+// tensor.ErrDType). A call returns once NCCL has queued it: the result
+// is read, as any op's, by the ops queued after it.
+//
+// Which stream: the compute stream, the device's own
+// (tensor.CUDAStream), on which every op of the device is queued. DDP
+// runs each bucket's all-reduce on a second, communication stream,
+// ordered after the gradients' kernels by an event, so that it overlaps
+// the rest of backward; that needs a hook that fires when a bucket's
+// last gradient is made, and DataParallel has none: SyncGradients runs
+// after backward, reducing the buckets one after the other. With nothing
+// to overlap, a second stream would add an event record and wait per
+// bucket for no gain, so the collectives go on the compute stream, where
+// stream order alone makes them see the finished gradients and makes
+// every later op (the copy back, clipping, the optimizer) see their
+// result, with no event and no host wait. The bucket order and buffers
+// are already the ones an overlap needs; adding it means a gradient-ready
+// hook in autograd, a comm stream per device and an event per bucket.
+//
+// Layout: one process drives every GPU, one goroutine per rank, each
+// locked to its OS thread (CUDA's current context and NCCL's group state
+// are per thread) and with its own tensor.Ctx on its GPU; the
+// communicators come from one nccl.CommInitAll. Why, rather than one
+// process per GPU (nccl's doc recommends that for a launcher): the ranks
+// share the data loader and the address space, a group's failure is seen
+// by every rank at once (Abort aborts every communicator, and the ranks'
+// calls are checked against each other), the CPU build and its tests
+// need no launcher, and train-gpt -gpus N is one command. The cost: the
+// ranks share one Go runtime and garbage collector, and, with several
+// contexts live, every CUDA call sets its context (package cuda). The
+// nccl package supports the other layout (GetUniqueID, CommInitRank);
+// a Collective over a communicator of another process is not built.
+//
+// Errors and abort: before queuing anything, a rank checks its call (a
+// nil or released tensor, one on another device, not contiguous, not
+// divisible into Size chunks) and compares it with the other ranks' same
+// call (operation, dtype, size; a rank may run ahead, and the first
+// rank's record is the reference): NCCL itself would hang or read out of
+// bounds on a mismatch. A failed check, NCCL's error, an asynchronous
+// error the communicator reports, or Abort fails the group: every rank's
+// communicator is aborted (ncclCommAbort, which stops the collectives
+// they have queued, so a rank waiting on its stream returns), and every
+// later call returns an error wrapping ErrAborted and the cause. A rank
+// that had queued a collective before the abort may find its result
+// unspecified or its next wait failing; its next call returns the
+// group's error.
 //
 // # ZeRO-1
 //
@@ -131,6 +172,16 @@
 // different models, a rank that aborts) returned on every rank; each
 // rank's Ctx holds the same bytes after every step. zero_test.go:
 // ZeroAdamW on 2, 3 (padded shards) and 4 ranks gives nn.AdamW's losses
-// and parameters bit for bit; the shard sizes.
-// Everything runs on the CPU, with no GPU and no NCCL.
+// and parameters bit for bit; the shard sizes. nccl_internal_test.go,
+// on the CPU: NewNCCLGroup's and each call's checks (each failing the
+// group with ErrAborted and the cause), the comparison of the ranks'
+// calls (a rank running ahead; another size, dtype or operation is
+// ErrMismatch naming both), Abort. nccl_gpu_test.go (skipped without a
+// GPU or NCCL; STRATA_REQUIRE_GPU=1 makes that a failure): one rank on
+// one GPU, each collective in float32, float64, float16 and bfloat16;
+// an abort returning on every rank; DataParallel and ZeroAdamW over one
+// NCCL rank against the same model trained on the GPU with no
+// collective; and, on a machine of 2 or more GPUs (skipped on one), the
+// collectives and DataParallel over every GPU against one GPU with the
+// whole batch, within the tolerances above.
 package dist
