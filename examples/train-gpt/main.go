@@ -9,6 +9,8 @@
 // and prints one JSON line. -device-budget caps the device memory: under
 // the hybrid placement what does not fit spills to host-resident memory
 // and a scheduler moves the least used tensors there between steps.
+// -gpus N trains data-parallel over N GPUs of the host, one goroutine
+// each, the gradients averaged over NCCL (dataparallel.go).
 package main
 
 import (
@@ -84,6 +86,12 @@ type options struct {
 	head          string            // -head
 	headLoss      nn.HeadLoss       // what -head says (auto: set by newTrainer for the device)
 	cpuProfile    string            // -cpuprofile
+
+	gpus       int             // -gpus, -zero1, EnvDistNCCL: dataparallel.go
+	zero1      bool            //
+	distNCCL   bool            // -gpus 1 through the data-parallel path
+	localRanks bool            // tests: the ranks on the CPU, through dist.NewLocalGroup
+	gpuDevs    []tensor.Device // the ranks' devices (openDevices)
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -132,6 +140,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.head, "head", "auto", "output head and loss: full (the (B, T, V) logits), fused (chunked: the logits never all held, the vocabulary padded for the GPU's GEMMs; same loss and gradients) or auto (fused on CUDA, full on the CPU)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run (the host's side: graph building, kernel launches, waits) to this file, for go tool pprof")
 	fs.IntVar(&o.maxSkips, "max-skips", 20, "stop after this many steps in a row skipped by the fp16 gradient scaler for overflowing gradients")
+	o.distFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -162,6 +171,9 @@ func parseFlags(args []string) (*options, error) {
 		}
 	}
 	if err := o.checkBudget(); err != nil {
+		return nil, err
+	}
+	if err := o.checkDist(fs); err != nil {
 		return nil, err
 	}
 	if o.tok, err = tokenizer.New(o.tokName); err != nil {
@@ -334,7 +346,7 @@ func run(o *options) error {
 			o.batch = 128
 		}
 	}
-	dev, err := tensor.ParseDevice(o.device)
+	dev, err := openDevices(o) // -device, or cuda:0 of -gpus (dataparallel.go)
 	if err != nil {
 		return err
 	}

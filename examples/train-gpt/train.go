@@ -51,6 +51,13 @@ type trainer struct {
 	// timer, when set (-bench), marks the phases of every step on the
 	// device's queue (phases.go).
 	timer *tensor.Timer
+	// Data-parallel training (-gpus, dataparallel.go): dp, on the main
+	// trainer, runs every step on the ranks; a rank's trainer calls sync
+	// after the backward pass (averaging the gradients) and steps altOpt
+	// (-zero1's sharded AdamW), when set, in place of opt.
+	dp     *dataParallel
+	sync   func() error
+	altOpt nn.Optimizer
 }
 
 // newTrainer makes the model and optimizer for batches of o.batch rows of
@@ -98,6 +105,7 @@ func newTrainer(o *options, cfg nn.GPTConfig, dev tensor.Device, T int) (*traine
 
 // release frees the model and the optimizer state.
 func (t *trainer) release() {
+	t.stopDataParallel()
 	t.opt.Release()
 	nn.Release(t.params)
 }
@@ -118,6 +126,9 @@ func (t *trainer) step(it int) (loss float64, err error) { return t.stepOn(it, n
 
 // stepOn is step on the batch of a loader slot (nil: t.xs, t.ys).
 func (t *trainer) stepOn(it int, s *slot) (loss float64, err error) {
+	if t.dp != nil {
+		return t.dp.step(it, s) // every rank's stepOn on its rows (dataparallel.go)
+	}
 	defer func() {
 		if err != nil {
 			nn.ZeroGrad(t.params)
@@ -138,6 +149,9 @@ func (t *trainer) stepOn(it int, s *slot) (loss float64, err error) {
 				err = l.BackwardWith(t.c.Full(t.dev, tensor.Float32, s))
 			} else {
 				err = l.Backward()
+			}
+			if err == nil && t.sync != nil {
+				err = t.sync() // data-parallel: the gradients' mean over the GPUs
 			}
 			t.mark(phaseBackward)
 			if err != nil {
@@ -174,8 +188,12 @@ func (t *trainer) stepOn(it int, s *slot) (loss float64, err error) {
 				err = fmt.Errorf("loss %v, gradient norm %v: not finite; stopped before the optimizer update, so the weights are those of the step before (lower -lr, or check the data)", loss, norm)
 				return
 			}
-			t.opt.SetLR(t.sched.LR(it))
-			err = t.opt.Step()
+			var opt nn.Optimizer = t.opt
+			if t.altOpt != nil {
+				opt = t.altOpt
+			}
+			opt.SetLR(t.sched.LR(it))
+			err = opt.Step()
 			nn.ZeroGrad(t.params)
 			t.mark(phaseOptimizer)
 		})
@@ -224,6 +242,9 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "resumed from %s after step %d of %d\n", o.resume, done, o.steps)
+	}
+	if err := tr.startDataParallel(o, cfg); err != nil { // -gpus: the ranks, from these weights
+		return err
 	}
 	fmt.Fprintf(os.Stderr, "model: %d parameters (%d layers, %d heads, width %d, context %d, vocabulary %d); batch %d x %d tokens; %v; checkpointing %s; data: %s; tokenizer %s\n",
 		nn.CountParams(tr.params), cfg.Layers, cfg.Heads, cfg.Width, cfg.Context, cfg.Vocab, tr.B, tr.T, o.prec, describeCheckpoint(o), data.describe(), o.tokName)
