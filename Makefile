@@ -61,7 +61,7 @@ tidy:
 # bench/gpu-session.sh unpacks it there and runs each test binary from its
 # package folder, e.g. (cd memory && ../.gpu/memory.test -test.v).
 # The interop test binary is built from its own module (SUBMODS).
-GPU_PKGS := ./cuda ./nccl ./memory ./tensor ./tensor/internal/cpukern ./autograd ./nn ./amp ./checkpoint ./examples/train-gpt ./examples/memstrategies
+GPU_PKGS := ./cuda ./nccl ./memory ./tensor ./tensor/internal/cpukern ./autograd ./nn ./amp ./checkpoint ./dist ./examples/train-gpt ./examples/memstrategies
 gpu:
 	rm -rf $(GPU_OUT) && mkdir -p $(GPU_OUT)/bin
 	CGO_ENABLED=0 $(GO) test -c -ldflags='-s -w' -o $(GPU_OUT)/bin/ $(GPU_PKGS)
