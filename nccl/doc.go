@@ -51,7 +51,9 @@
 //     communicator per device in one call, and the collectives of all of
 //     them are issued inside Group from one goroutine; or one goroutine
 //     per GPU calls CommInitRank inside its device's cuda.Context.Do and
-//     issues its own collectives. The tests use both.
+//     issues its own collectives. The tests use both. Package dist's
+//     NCCLGroup (and so train-gpt -gpus) ships this layout, with
+//     CommInitAll and a goroutine a GPU; dist's doc says why.
 //
 // CUDA and NCCL keep per-OS-thread state and goroutines move between
 // threads. NCCL takes a communicator's device from the CUDA context
