@@ -317,6 +317,14 @@ func driveBackend(t *testing.T, d *cudaDevice, b cudaBackend, dt DType) {
 	b.layerNorm(y, mean, rstd, x, w, w, 4, 6, 1e-5)
 	b.layerNormBackward(y, w, w, x, x, mean, rstd, w, 4, 6)
 	b.layerNormBackward(y, nil, nil, x, x, mean, rstd, nil, 4, 6)
+	if dt == Float32 { // the register path: one kernel per words a lane
+		for v := 1; v <= lnMaxWords; v++ {
+			cols := 128*v - 4
+			xr, wr := n(2, cols), n(cols)
+			b.layerNormBackward(xr, wr, wr, xr, xr, n(2), n(2), wr, 2, cols)
+		}
+		b.layerNormBackward(n(2, 8), nil, nil, n(2, 8), n(2, 8), n(2), n(2), nil, 2, 8)
+	}
 
 	require.NoError(t, b.scatterAdd(n(10, 6), x, ids(4), 6, 10))
 	require.NoError(t, b.scatterAdd(n(10, 6), n(5000, 6), ids(5000), 6, 10)) // sorts across tiles

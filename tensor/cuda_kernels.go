@@ -80,7 +80,8 @@ type cudaKernels struct {
 	causalMask               [2]*cuda.Function
 
 	layerNorm, lnBackwardDx, lnDwdbPartial, lnDwdbFinal [2]*cuda.Function
-	layerNormTo                                         [2]*cuda.Function // float32 in, float16 or bfloat16 out
+	layerNormTo                                         [2]*cuda.Function          // float32 in, float16 or bfloat16 out
+	lnBackwardReg                                       [lnMaxWords]*cuda.Function // float32 rows in registers, [words a lane - 1]
 
 	gather                                  [3]*cuda.Function
 	scatterKeys, sortKeysTile, sortKeysStep *cuda.Function
@@ -169,6 +170,11 @@ func (k *cudaKernels) bindings() map[string]**cuda.Function {
 		m["layernorm_dwdb_partial_"+sfx] = &k.lnDwdbPartial[f]
 		m["layernorm_dwdb_final_"+sfx] = &k.lnDwdbFinal[f]
 		m["scatter_runs_"+sfx] = &k.scatterRuns[f]
+		if f == kF32 {
+			for v := range k.lnBackwardReg {
+				m[fmt.Sprintf("layernorm_backward_reg_f32_v%d", v+1)] = &k.lnBackwardReg[v]
+			}
+		}
 		m["dropout_"+sfx] = &k.dropout[f]
 		m["adamw_"+sfx] = &k.adamw[f]
 		m["adamw_multi_"+sfx] = &k.adamwMulti[f]

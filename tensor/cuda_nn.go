@@ -6,6 +6,7 @@ import (
 	"math/bits"
 
 	"github.com/strata-ml/strata/cuda"
+	"github.com/strata-ml/strata/memory"
 )
 
 func boolArg(v bool) int32 {
@@ -82,8 +83,12 @@ func (b cudaBackend) layerNorm(y, mean, rstd, x, w, bias *Tensor, rows, cols int
 }
 
 // layerNormBackward writes dx with one kernel and, when dw or db are
-// wanted, reduces them over fixed row chunks (two more kernels, no
-// atomics: deterministic).
+// wanted, reduces them over fixed row chunks into double partials that a
+// last kernel adds in order (no atomics: deterministic). Float32 rows of
+// a multiple of 4 columns, up to 4 lnMaxWords words a lane, aligned, take
+// the register path (kernels/layernorm.cuh): one kernel reads x and dy
+// once for dx and the partials, a chunk a block; the rest take dx and
+// the partials as two kernels.
 func (b cudaBackend) layerNormBackward(dx, dw, db, dy, x, mean, rstd, w *Tensor, rows, cols int) {
 	d := b.d
 	f := floatIndex("LayerNormBackward", dx.dtype)
@@ -95,12 +100,31 @@ func (b cudaBackend) layerNormBackward(dx, dw, db, dy, x, mean, rstd, w *Tensor,
 		}
 		return
 	}
+	sums := dw != nil || db != nil
+	if words, ok := lnRegWords(f, cols, dx, dy, x, w); ok {
+		chunks := max(1, min(ceilDiv(rows, lnRegWarps), 2*d.props.Multiprocessors))
+		var part *memory.Allocation
+		pp := cuda.DevicePtr(0)
+		if sums {
+			part = d.scratch("LayerNormBackward", 2*chunks*cols)
+			defer freeScratch(part)
+			pp = scratchPtr(part)
+		}
+		d.launch("LayerNormBackward", d.k.lnBackwardReg[words-1], [3]uint32{uint32(chunks), 1, 1}, [3]uint32{32 * lnRegWarps, 1, 1}, func(a *cuda.Args) {
+			a.Ptr(devPtr(dx)).Ptr(pp).Ptr(devPtr(dy)).Ptr(devPtr(x)).Ptr(devPtr(mean)).Ptr(devPtr(rstd)).Ptr(devPtr(w)).
+				Int64(int64(rows)).Int64(int64(cols))
+		})
+		if sums {
+			b.lnDwdbFinal(f, dw, db, pp, cols, chunks)
+		}
+		return
+	}
 	_, grid, block := rowShape(rows, 0)
 	d.launch("LayerNormBackward", d.k.lnBackwardDx[f], grid, block, func(a *cuda.Args) {
 		a.Ptr(devPtr(dx)).Ptr(devPtr(dy)).Ptr(devPtr(x)).Ptr(devPtr(mean)).Ptr(devPtr(rstd)).Ptr(devPtr(w)).
 			Int64(int64(rows)).Int64(int64(cols))
 	})
-	if dw == nil && db == nil {
+	if !sums {
 		return
 	}
 	colBlocks := ceilDiv(cols, 32)
@@ -111,9 +135,37 @@ func (b cudaBackend) layerNormBackward(dx, dw, db, dy, x, mean, rstd, w *Tensor,
 		a.Ptr(scratchPtr(part)).Ptr(devPtr(dy)).Ptr(devPtr(x)).Ptr(devPtr(mean)).Ptr(devPtr(rstd)).
 			Int64(int64(rows)).Int64(int64(cols)).Int64(int64(rowsPer))
 	})
-	d.launch1("LayerNormBackward", d.k.lnDwdbFinal[f], 32*cols, func(a *cuda.Args) { // a warp a column
-		a.Ptr(devPtr(dw)).Ptr(devPtr(db)).Ptr(scratchPtr(part)).Int64(int64(cols)).Int32(int32(chunks))
+	b.lnDwdbFinal(f, dw, db, scratchPtr(part), cols, chunks)
+}
+
+// lnDwdbFinal adds the chunks' partial sums in order into dw and db
+// (either may be nil), a warp a column.
+func (b cudaBackend) lnDwdbFinal(f int, dw, db *Tensor, part cuda.DevicePtr, cols, chunks int) {
+	b.d.launch1("LayerNormBackward", b.d.k.lnDwdbFinal[f], 32*cols, func(a *cuda.Args) {
+		a.Ptr(devPtr(dw)).Ptr(devPtr(db)).Ptr(part).Int64(int64(cols)).Int32(int32(chunks))
 	})
+}
+
+// The register path of the layer norm backward: lnRegWarps warps (rows)
+// a block, rows of up to 128 lnMaxWords float32 columns (LN_MAXV).
+const (
+	lnMaxWords = 8
+	lnRegWarps = 8
+)
+
+// lnRegWords returns the float4 words a lane holds on the register path
+// (ceil(cols / 128)), and whether the path applies: float32, cols a
+// multiple of 4 up to 128 lnMaxWords, every pointer 16-byte aligned.
+func lnRegWords(f, cols int, ts ...*Tensor) (int, bool) {
+	if f != kF32 || cols%4 != 0 || cols > 128*lnMaxWords {
+		return 0, false
+	}
+	for _, t := range ts {
+		if t != nil && rawPtr(t)%16 != 0 {
+			return 0, false
+		}
+	}
+	return ceilDiv(cols, 128), true
 }
 
 // gather checks ids on the device: an id out of range is reported at the

@@ -63,6 +63,27 @@ inline void emu_warp_gather(const T& mine, T (&all)[N]) {
 }
 #define STRATA_EMU 1
 
+// Bit casts of the device intrinsics (cast.cuh), on the host.
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+template <typename To, typename From>
+inline To emu_bits(From v) {
+  static_assert(sizeof(To) == sizeof(From));
+  To o;
+  std::memcpy(&o, &v, sizeof o);
+  return o;
+}
+inline float __uint_as_float(unsigned int u) { return emu_bits<float>(u); }
+inline unsigned int __float_as_uint(float f) { return emu_bits<unsigned int>(f); }
+inline double __longlong_as_double(long long v) { return emu_bits<double>(v); }
+inline long long __double_as_longlong(double v) { return emu_bits<long long>(v); }
+inline __half __ushort_as_half(unsigned short b) { return emu_bits<__half>(b); }
+inline unsigned short __half_as_ushort(__half h) { return emu_bits<unsigned short>(h); }
+inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 h) { return emu_bits<unsigned short>(h); }
+// Conversions rounding to nearest even: the host's default rounding mode.
+inline float __double2float_rn(double v) { return (float)v; }
+inline float __int2float_rn(int v) { return (float)v; }
+
 inline float __shfl_xor_sync(unsigned, float v, int o) { return emu_shfl_xor(v, o, emu_block->fslot); }
 inline double __shfl_xor_sync(unsigned, double v, int o) { return emu_shfl_xor(v, o, emu_block->dslot); }
 inline unsigned int __umulhi(unsigned int a, unsigned int b) { return (unsigned int)(((uint64_t)a * b) >> 32); }

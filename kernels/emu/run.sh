@@ -1,10 +1,19 @@
 #!/bin/sh
-# Checks kernels/attention.cuh on the CPU, without a GPU: compiles it as
-# host C++ over emu.h (g++ 12+, the CUDA headers for the half types) and
-# runs attention_test.cpp (about 5 minutes). `run.sh quick` runs one head
-# size of the float32-math kernels, `run.sh mma` (or `mma3`) only the
-# tensor-core kernels of attention_mma3.cuh (mma3 and mma3drop).
+# Checks kernels on the CPU, without a GPU: compiles them as host C++ over
+# emu.h (g++ 12+, the CUDA headers for the half types: Debian's
+# nvidia-cuda-dev) and runs a test against float64 references.
+#   run.sh [quick|mma|mma3]  kernels/attention.cuh (attention_test.cpp,
+#                            about 5 minutes): `quick` one head size of the
+#                            float32-math kernels, `mma` (or `mma3`) only
+#                            the tensor-core kernels of attention_mma3.cuh
+#   run.sh rows              the row kernels: layernorm.cuh's register
+#                            path and the fused cross-entropy
+#                            (rows_test.cpp, seconds)
 set -e
 cd "$(dirname "$0")"
+if [ "$1" = rows ]; then
+  g++ -std=c++20 -O2 -pthread -Wno-unknown-pragmas -w -o /tmp/strata-rows-emu rows_test.cpp
+  exec /tmp/strata-rows-emu
+fi
 g++ -std=c++20 -O2 -pthread -Wno-unknown-pragmas -o /tmp/strata-attention-emu attention_test.cpp
 exec /tmp/strata-attention-emu "$@"
