@@ -1,0 +1,113 @@
+package memory_test
+
+import (
+	"flag"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/memory"
+)
+
+var (
+	pairWindows = flag.Int("pair-windows", 0, "TestPairWindows: time this many windows of 5000 pairs per workload")
+	pairLive    = flag.Int("pair-live", 256, "TestPairWindows: live blocks of the mixed workload")
+	pairMax     = flag.Int64("pair-max", 32<<20, "TestPairWindows: largest size of the mixed workload")
+	pairSeq     = flag.Int("pair-seq", 1<<16, "TestPairWindows: length of the mixed workload's repeating sequence")
+)
+
+// TestPairWindows times BenchmarkPoolPair's loops in windows of 5000 pairs
+// and prints the fastest and the median window of each workload: on a
+// shared, noisy machine the minimum is the steadier figure. Skipped
+// without -pair-windows N:
+//
+//	go test -c -o /tmp/pool.test ./memory
+//	/tmp/pool.test -test.run TestPairWindows -pair-windows 300
+//
+// -pair-live, -pair-max and -pair-seq change the mixed workload (fewer
+// live blocks, smaller sizes, a short repeating sequence), which takes it
+// apart: with 8 live blocks below 64 KiB everything stays in the
+// first-level cache, and a sequence of 16 pairs makes every branch
+// predictable (bench/results/cpu-pool-pair-2026-12-02-b.md).
+func TestPairWindows(t *testing.T) {
+	if *pairWindows <= 0 {
+		t.Skip("no -pair-windows")
+	}
+	const window = 5000
+	report := func(name string, ns []float64) {
+		slices.Sort(ns)
+		fmt.Printf("pair-windows %-6s min %6.1f  p10 %6.1f  median %6.1f ns/pair (%d windows of %d)\n",
+			name, ns[0], ns[len(ns)/10], ns[len(ns)/2], len(ns), window)
+	}
+	for _, size := range []int64{4 << 10, 1 << 20, 64 << 20} {
+		p := memory.NewPool(memory.NewHostBackend(memory.TierHost), memory.PoolConfig{})
+		var ns []float64
+		for w := 0; w <= *pairWindows; w++ {
+			start := time.Now()
+			for range window {
+				blk, err := p.Alloc(size, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := p.Free(blk); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if w > 0 {
+				ns = append(ns, float64(time.Since(start).Nanoseconds())/window)
+			}
+		}
+		require.NoError(t, p.Close())
+		report(memory.FormatBytes(size), ns)
+	}
+	nsizes := *pairSeq
+	live := *pairLive
+	rng := rand.New(rand.NewPCG(1, 2))
+	sizes := make([]int64, nsizes)
+	slots := make([]int, nsizes)
+	lo, hi := math.Log(512), math.Log(float64(*pairMax))
+	for i := range sizes {
+		sizes[i] = int64(math.Exp(lo + rng.Float64()*(hi-lo)))
+		slots[i] = rng.IntN(live)
+	}
+	p := memory.NewPool(memory.NewHostBackend(memory.TierHost), memory.PoolConfig{})
+	blocks := make([]*memory.Block, live)
+	i := 0
+	step := func() {
+		s := slots[i%nsizes]
+		if blocks[s] != nil {
+			if err := p.Free(blocks[s]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		blk, err := p.Alloc(sizes[i%nsizes], 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks[s] = blk
+		i++
+	}
+	for range nsizes {
+		step()
+	}
+	var ns []float64
+	for range *pairWindows {
+		start := time.Now()
+		for range window {
+			step()
+		}
+		ns = append(ns, float64(time.Since(start).Nanoseconds())/window)
+	}
+	report("mixed", ns)
+	for _, blk := range blocks {
+		if blk != nil {
+			require.NoError(t, p.Free(blk))
+		}
+	}
+	require.NoError(t, p.Close())
+}
