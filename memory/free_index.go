@@ -96,14 +96,16 @@ func (cs *classSet) ascendClass(c int, f func(*Block) bool) bool {
 }
 
 // sizeClass returns the class of a block of size bytes (a positive
-// multiple of MinBlockSize).
+// multiple of MinBlockSize), without a branch: the test of u < classSub
+// it had was mispredicted on more than one call in three on the mixed
+// pair (bench/results/cpu-pool-pair-2026-12-02-b.md). With e the number
+// of low bits of u a class ignores (0 below 2*classSub units, f-classBits
+// for u in [2^f, 2^(f+1)) above), the class is e*classSub + u>>e, where
+// u>>e lies in [classSub, 2*classSub) once e > 0.
 func sizeClass(size int64) int {
 	u := uint64(size) >> unitShift
-	if u < classSub {
-		return int(u)
-	}
-	f := bits.Len64(u) - 1 // f >= classBits
-	return (f-classBits+1)<<classBits | int(u>>(f-classBits))&(classSub-1)
+	e := bits.Len64(u|classSub) - classBits - 1
+	return e<<classBits + int(u>>e)
 }
 
 // Len returns the number of blocks in the index.

@@ -18,8 +18,11 @@ type Pool struct {
 	cfg     PoolConfig
 
 	small, large freeIndex // free blocks by (stream, size, address)
-	segs         *segment  // all segments, a doubly linked list
-	nsegs        int
+	// indexes is the index of requests up to SmallSize and of larger
+	// ones: small and large, or large twice in a unified pool.
+	indexes [2]*freeIndex
+	segs    *segment // all segments, a doubly linked list
+	nsegs   int
 
 	sinks  usageSinks
 	spare  *Block // recycled Block structs, linked through next
@@ -101,6 +104,7 @@ func newPool(b Backend, cfg PoolConfig, mu *sync.Mutex, parent *Usage) *Pool {
 		sync:    cfg.StreamSync,
 	}
 	p.adviser, _ = b.(Adviser)
+	p.indexes = [2]*freeIndex{&p.small, &p.large}
 	p.largeRest = SmallSize + 1
 	if cfg.Expandable {
 		vm, ok := b.(VirtualMemory)
@@ -113,6 +117,7 @@ func newPool(b Backend, cfg PoolConfig, mu *sync.Mutex, parent *Usage) *Pool {
 		}
 		p.vm, p.page, p.largeRest = vm, g, MinBlockSize
 		p.unified = true
+		p.indexes[0] = &p.large
 	}
 	return p
 }
@@ -271,20 +276,29 @@ func (p *Pool) absorb(l, r *Block) {
 }
 
 // treeOf returns the free index of a segment's blocks.
-func (p *Pool) treeOf(seg *segment) *freeIndex {
-	if seg.small {
-		return &p.small
+func (p *Pool) treeOf(seg *segment) *freeIndex { return seg.idx }
+
+// newSegment returns a segment of the pool over r for stream s, of the
+// small pool or the large one.
+func (p *Pool) newSegment(r Region, s Stream, small bool) *segment {
+	seg := &segment{pool: p, region: r, stream: s, small: small, idx: &p.large}
+	if small {
+		seg.idx = &p.small
 	}
-	return &p.large
+	return seg
 }
 
 // takeFree removes and returns the best cached block for rounded bytes on
 // stream s, or nil.
 func (p *Pool) takeFree(rounded int64, s Stream) *Block {
-	tree := &p.large
-	if isSmall(rounded) && !p.unified {
-		tree = &p.small
+	// Picked without a branch on the size (random sizes mispredict it):
+	// an index into indexes is a conditional move, where a choice of
+	// pointers compiled to a branch.
+	k := 0
+	if rounded > SmallSize {
+		k = 1
 	}
+	tree := p.indexes[k]
 	// The best fit is the first block at or after (s, rounded, 0); it must
 	// be on stream s, and with a MaxSplitSize not oversize for the request.
 	// An oversize block is never carved up for a smaller request, and
@@ -307,14 +321,16 @@ func (p *Pool) takeFree(rounded int64, s Stream) *Block {
 // small pool takes), any in an expandable pool's (where they coalesce back
 // and give their pages), and never in blocks above MaxSplitSize.
 func (p *Pool) shouldSplit(b *Block, rounded int64) bool {
-	rest := b.size - rounded
-	if b.seg.small {
-		return rest >= MinBlockSize
-	}
+	// A small segment's blocks are below any MaxSplitSize (which exceeds
+	// LargeBuffer), so the test of the size applies to every segment.
 	if max := p.cfg.MaxSplitSize; max > 0 && b.size > max {
 		return false
 	}
-	return rest >= p.largeRest
+	minRest := p.largeRest
+	if b.seg.small {
+		minRest = MinBlockSize
+	}
+	return b.size-rounded >= minRest
 }
 
 // split cuts b to rounded bytes and caches the rest as a free block.

@@ -194,7 +194,8 @@ func (p *Pool) newExpandable(s Stream, small bool, n int64) (*segment, error) {
 		return nil, errors.Join(fmt.Errorf("memory: backend %s reserved bad address space for %d bytes (addr %#x, size %d): %w",
 			p.name, size, r.Addr, r.Size, ErrInvalidArgument), p.vm.FreeAddress(r))
 	}
-	seg := &segment{pool: p, region: r, stream: s, small: small, x: &expansion{}}
+	seg := p.newSegment(r, s, small)
+	seg.x = &expansion{}
 	h := p.newBlock()
 	h.seg, h.addr, h.size, h.state = seg, r.Addr, size, blockHole
 	seg.first = h

@@ -46,7 +46,8 @@ func (p *Pool) grow(size, rounded int64, s Stream) (*Block, error) {
 		p.sinks.oom()
 		return nil, p.oomError(size, err)
 	}
-	seg := &segment{pool: p, region: r, stream: s, small: isSmall(rounded), mapped: r.Size}
+	seg := p.newSegment(r, s, isSmall(rounded))
+	seg.mapped = r.Size
 	b := p.newBlock()
 	b.seg = seg
 	b.addr = r.Addr

@@ -19,6 +19,7 @@ var (
 	pairLive    = flag.Int("pair-live", 256, "TestPairWindows: live blocks of the mixed workload")
 	pairMax     = flag.Int64("pair-max", 32<<20, "TestPairWindows: largest size of the mixed workload")
 	pairSeq     = flag.Int("pair-seq", 1<<16, "TestPairWindows: length of the mixed workload's repeating sequence")
+	pairMixed   = flag.Bool("pair-mixed", false, "TestPairWindows: time the mixed workload only")
 )
 
 // TestPairWindows times BenchmarkPoolPair's loops in windows of 5000 pairs
@@ -45,6 +46,9 @@ func TestPairWindows(t *testing.T) {
 			name, ns[0], ns[len(ns)/10], ns[len(ns)/2], len(ns), window)
 	}
 	for _, size := range []int64{4 << 10, 1 << 20, 64 << 20} {
+		if *pairMixed {
+			break
+		}
 		p := memory.NewPool(memory.NewHostBackend(memory.TierHost), memory.PoolConfig{})
 		var ns []float64
 		for w := 0; w <= *pairWindows; w++ {
