@@ -23,7 +23,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv
 # here), run everything on that fatbin (STRATA_KERNELS) and bring it back
 # as $OUT/kernels.fatbin, to commit with its source hash.
 if [ -n "${FRESH_KERNELS:-}" ]; then
-  if nvcc -fatbin -gencode arch=compute_90,code=sm_90 -gencode 'arch=compute_80,code=[sm_80,compute_80]' \
+  if nvcc --threads 0 -fatbin -gencode arch=compute_90,code=sm_90 -gencode 'arch=compute_80,code=[sm_80,compute_80]' \
       -o "$OUT/kernels.fatbin" kernels/all.cu > "$L/nvcc.txt" 2>&1; then
     export STRATA_KERNELS=$OUT/kernels.fatbin
     say "kernels: built with $(nvcc --version | tail -1); every run below loads them"

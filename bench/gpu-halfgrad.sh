@@ -16,7 +16,9 @@
 #   ab       gpt2 bf16, .gpu/train-gpt against each variant binary in
 #            .gpu/ab.tar.xz (train-gpt-NAME, built from patched worktrees),
 #            alternating, AB_REPS times (default 2); AB_ARGS replaces
-#            the rows' flags (-config gpt2 -precision bf16)
+#            the rows' flags (-config gpt2 -precision bf16). A variant
+#            runs the fatbin it embeds (STRATA_KERNELS unset), so with
+#            FRESH_KERNELS=1 the A/B is new kernels against old ones
 #   addition the default task (train-gpt -device cuda -precision bf16):
 #            its held-out accuracy
 #   cencu    ncu's speed-of-light, occupancy, compute and memory sections
@@ -63,7 +65,9 @@ if has ab && [ -f .gpu/ab.tar.xz ]; then
   for rep in $(seq "${AB_REPS:-2}"); do
     for bin in .gpu/train-gpt .gpu/ab/train-gpt-*; do
       n=$((n + 1))
-      timeout 120 "$bin" -device cuda -bench ${AB_ARGS:--config gpt2 -precision bf16} >> "$res" 2> "$L/ab-$n.txt"
+      # A variant runs the fatbin it embeds, not FRESH_KERNELS' build.
+      unset_k=(); [ "$bin" != .gpu/train-gpt ] && unset_k=(-u STRATA_KERNELS)
+      timeout 120 env "${unset_k[@]}" "$bin" -device cuda -bench ${AB_ARGS:--config gpt2 -precision bf16} >> "$res" 2> "$L/ab-$n.txt"
       say "ab $(basename "$bin") rep $rep: exit $?; $(field tok_s) $(field peak_mib) $(field loss)"
     done
   done
