@@ -133,9 +133,9 @@ func checkFreeIndex(t *testing.T, x *freeIndex, want []*Block) {
 				require.Equal(t, cs.stream, b.seg.stream)
 			}
 			if o := cs.ones[c]; o != nil {
-				require.True(t, cs.trees[c] == nil || cs.trees[c].len == 0, "class %d: a lone block and a tree", c)
+				require.True(t, cs.trees[c].len == 0, "class %d: a lone block and a tree", c)
 				require.Equal(t, []*Block{o}, blocks)
-			} else if tr := cs.trees[c]; tr != nil {
+			} else if tr := &cs.trees[c]; tr.root != nil {
 				checkFreeTree(t, tr, blocks)
 			}
 			require.Equal(t, len(blocks) > 0, cs.has(c), "class %d bit", c)

@@ -183,7 +183,10 @@ func (p *Pool) alloc(size int64, s Stream, advice Advice, role Role, op string) 
 	b.state = blockLive
 	b.requested = size
 	b.role, b.hist = role, 0
-	p.sinks.blockAllocated(b.size, size)
+	p.sinks.own.blockAllocated(b.size, size) // not through sinks: inlined
+	if u := p.sinks.parent; u != nil {
+		u.blockAllocated(b.size, size)
+	}
 	if p.hist != nil {
 		p.hist.alloc(p.tier, b, size, op)
 	}
@@ -223,7 +226,14 @@ func (p *Pool) free(b *Block) error {
 	if p.hist != nil {
 		p.hist.free(p.tier, b)
 	}
-	p.sinks.blockFreed(b.size, b.requested, pending)
+	active := b.size // not through sinks: inlined
+	if pending {
+		active = 0
+	}
+	p.sinks.own.blockFreed(b.size, b.requested, active)
+	if u := p.sinks.parent; u != nil {
+		u.blockFreed(b.size, b.requested, active)
+	}
 	b.requested = 0
 	if pending {
 		return p.deferFree(b)
