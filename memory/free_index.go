@@ -241,9 +241,10 @@ func (x *freeIndex) insertClass(s Stream, b *Block) {
 	if t.nodes == nil {
 		t.nodes = &x.nodes
 	}
-	if o := cs.ones[c]; o != nil { // the lone block moves into the tree
-		t.insert(keyOf(o), o)
+	if o := cs.ones[c]; o != nil { // the lone block and b make the tree
 		cs.ones[c] = nil
+		t.insertPair(keyOf(o), o, keyOf(b), b)
+		return
 	}
 	t.insert(keyOf(b), b)
 }

@@ -234,6 +234,26 @@ func (t *freeTree) insert(k freeKey, b *Block) {
 	}
 }
 
+// insertPair fills an empty tree with two blocks under distinct keys:
+// one leaf written in order, where two inserts searched and shifted.
+func (t *freeTree) insertPair(ka freeKey, a *Block, kb freeKey, b *Block) {
+	if t.root == nil {
+		t.root = t.newNode(false)
+	}
+	n := t.root
+	if t.len != 0 || n.kids != nil { // not empty (an empty tree is a leaf)
+		t.insert(ka, a)
+		t.insert(kb, b)
+		return
+	}
+	if kb.less(ka) {
+		ka, a, kb, b = kb, b, ka, a
+	}
+	n.keys[0], n.blocks[0] = ka, a
+	n.keys[1], n.blocks[1] = kb, b
+	n.n, t.len = 2, 2
+}
+
 // splitChild splits the full child i of n around its middle key, which
 // moves up into n (not full).
 func (t *freeTree) splitChild(n *freeNode, i int) {
