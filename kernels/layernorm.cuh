@@ -120,27 +120,34 @@ __device__ void layernorm_dwdb_partial(double* partial, const T* dy, const T* x,
 
 // layernorm_dwdb_final adds the chunks and writes dw and db (either may be
 // null), rounding once: dw = T(sum), so that they need no zero fill
-// first. A warp per
-// column: lane l sums chunks l, l+32, ... in order and the warp adds the
-// lanes' sums in a fixed tree, so the result does not depend on timing.
-// (A thread per column left the sum of GPT-2's 43 chunks of 768 columns
-// latency-bound on three multiprocessors: 15 us a norm.)
+// first. Blocks of 32 columns x LN_FINAL_GROUPS chunk groups: thread
+// (column i, group q) sums chunks q, q + LN_FINAL_GROUPS, ... of column i
+// in order, the warp's 32 columns in one coalesced read a chunk, then
+// group 0 adds the groups' sums in order: the result does not depend on
+// timing. (A warp a column, its lanes striding over the chunks, read 8
+// bytes a lane from 32 rows apart: 8 us a norm over the register path's
+// 264 chunks of 768 columns; a thread a column left the sum
+// latency-bound on three multiprocessors.)
+#define LN_FINAL_GROUPS 16
 template <typename T>
 __device__ void layernorm_dwdb_final(T* dw, T* db, const double* partial, i64 cols, int chunks) {
-  const int lane = threadIdx.x & 31;
-  const i64 warps = ((i64)gridDim.x * blockDim.x) >> 5;
-  for (i64 i = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < cols; i += warps) {
-    double sw = 0, sb = 0;
-    for (int c = lane; c < chunks; c += 32) {
+  __shared__ double shw[LN_FINAL_GROUPS][33], shb[LN_FINAL_GROUPS][33];
+  const int tx = threadIdx.x & 31, q = threadIdx.x >> 5;
+  const i64 i = (i64)blockIdx.x * 32 + tx;
+  double sw = 0, sb = 0;
+  if (i < cols) {
+    for (int c = q; c < chunks; c += LN_FINAL_GROUPS) {
       sw += partial[(2 * (i64)c) * cols + i];
       sb += partial[(2 * (i64)c + 1) * cols + i];
     }
-    sw = warp_reduce(sw, SumOp());
-    sb = warp_reduce(sb, SumOp());
-    if (lane == 0) {
-      if (dw) dw[i] = (T)sw;
-      if (db) db[i] = (T)sb;
-    }
+  }
+  shw[q][tx] = sw;
+  shb[q][tx] = sb;
+  __syncthreads();
+  if (q == 0 && i < cols) {
+    for (int k = 1; k < LN_FINAL_GROUPS; k++) sw += shw[k][tx], sb += shb[k][tx];
+    if (dw) dw[i] = (T)sw;
+    if (db) db[i] = (T)sb;
   }
 }
 
@@ -334,7 +341,7 @@ __device__ __forceinline__ void layernorm_any(Y* y, T* mean, T* rstd, const T* x
       i64 rowsPerChunk) {                                                                                  \
     layernorm_dwdb_partial<T>(partial, dy, x, mean, rstd, rows, cols, rowsPerChunk);                       \
   }                                                                                                        \
-  extern "C" __global__ void __launch_bounds__(256)                                                        \
+  extern "C" __global__ void __launch_bounds__(32 * LN_FINAL_GROUPS)                                       \
       layernorm_dwdb_final_##sfx(T* dw, T* db, const double* partial, i64 cols, int chunks) {              \
     layernorm_dwdb_final<T>(dw, db, partial, cols, chunks);                                                \
   }

@@ -139,9 +139,10 @@ func (b cudaBackend) layerNormBackward(dx, dw, db, dy, x, mean, rstd, w *Tensor,
 }
 
 // lnDwdbFinal adds the chunks' partial sums in order into dw and db
-// (either may be nil), a warp a column.
+// (either may be nil): blocks of 32 columns x lnFinalGroups chunk groups.
 func (b cudaBackend) lnDwdbFinal(f int, dw, db *Tensor, part cuda.DevicePtr, cols, chunks int) {
-	b.d.launch1("LayerNormBackward", b.d.k.lnDwdbFinal[f], 32*cols, func(a *cuda.Args) {
+	grid, block := [3]uint32{uint32(ceilDiv(cols, 32)), 1, 1}, [3]uint32{32 * lnFinalGroups, 1, 1}
+	b.d.launch("LayerNormBackward", b.d.k.lnDwdbFinal[f], grid, block, func(a *cuda.Args) {
 		a.Ptr(devPtr(dw)).Ptr(devPtr(db)).Ptr(part).Int64(int64(cols)).Int32(int32(chunks))
 	})
 }
@@ -149,8 +150,9 @@ func (b cudaBackend) lnDwdbFinal(f int, dw, db *Tensor, part cuda.DevicePtr, col
 // The register path of the layer norm backward: lnRegWarps warps (rows)
 // a block, rows of up to 128 lnMaxWords float32 columns (LN_MAXV).
 const (
-	lnMaxWords = 8
-	lnRegWarps = 8
+	lnMaxWords    = 8
+	lnRegWarps    = 8
+	lnFinalGroups = 16 // LN_FINAL_GROUPS
 )
 
 // lnRegWords returns the float4 words a lane holds on the register path

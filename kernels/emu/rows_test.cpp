@@ -78,8 +78,8 @@ static void ln_forward(int rows, int cols, bool affine, const char* yname) {
   std::printf("%s\n", tag.c_str());
 }
 
-// layer norm backward on the register path: dx, and dw/db from the
-// partials added over the chunks as layernorm_dwdb_final adds them.
+// layer norm backward on the register path: dx, and dw/db from its
+// partials through layernorm_dwdb_final.
 template <int V>
 static void ln_backward(int rows, int cols, bool weighted, int chunks) {
   auto x = randn((size_t)rows * cols, 2), dy = randn((size_t)rows * cols, 1), w = randn(cols, 1);
@@ -97,9 +97,10 @@ static void ln_backward(int rows, int cols, bool weighted, int chunks) {
   emu_launch((unsigned)chunks, 256, [&] {
     layernorm_backward_reg<V>(dx.data(), part.data(), dy.data(), x.data(), mean.data(), rstd.data(), wp, rows, cols);
   });
-  std::vector<double> gdw(cols, 0), gdb(cols, 0), wdw(cols, 0), wdb(cols, 0), wdx(dx.size());
-  for (int k = 0; k < chunks; k++)
-    for (int c = 0; c < cols; c++) gdw[c] += part[(2 * k) * cols + c], gdb[c] += part[(2 * k + 1) * cols + c];
+  std::vector<float> dw(cols, NAN), db(cols, NAN);
+  emu_launch((unsigned)((cols + 31) / 32), 32 * LN_FINAL_GROUPS,
+             [&] { layernorm_dwdb_final<float>(dw.data(), db.data(), part.data(), cols, chunks); });
+  std::vector<double> gdw = wide(dw), gdb = wide(db), wdw(cols, 0), wdb(cols, 0), wdx(dx.size());
   for (int r = 0; r < rows; r++) {
     double sg = 0, sgx = 0;
     for (int c = 0; c < cols; c++) {
@@ -183,6 +184,7 @@ int main() {
   ln_backward<6>(37, 768, true, 3);
   ln_backward<6>(8, 764, true, 5);  // more blocks than rows: empty chunks
   ln_backward<8>(11, 1024, true, 2);
+  ln_backward<6>(300, 768, true, 40);  // more chunks than the final's groups
   ce_fused<BF16, false>(5, 50257, 50304, "bf16");
   ce_fused<BF16, true>(6, 1000, 1000, "bf16");
   ce_fused<float, false>(5, 5000, 5004, "f32");
