@@ -155,24 +155,20 @@ func LinearCrossEntropy(h, w *Var, targets *tensor.Tensor, chunkRows int) *Var {
 			logits.Release()
 			logits = nil
 			if needs(h) {
-				p := ps.mm(dl, wv, false, false, 1) // (r, Vp) @ (Vp, C)
-				// Every chunk writes its rows of dh: no zero fill.
+				// Every chunk writes its rows of dh, the GEMM straight
+				// into them: no zero fill, no copy.
 				if dh == nil {
-					c.WithRole(gradRole, func() { dh = c.Empty(p.Device(), p.DType(), N, C) })
+					c.WithRole(gradRole, func() { dh = c.Empty(h.Value.Device(), ps.outDType(dl), N, C) })
 				}
 				dst := dh.Narrow(0, start, r)
-				dst.CopyFrom(p)
+				ps.mmInto(dst, dl, wv, false, false, 0) // (r, Vp) @ (Vp, C)
 				dst.Release()
-				p.Release()
 			}
 			if needs(w) {
-				var p *tensor.Tensor
-				c.WithRole(gradRole, func() { p = ps.mm(dl, hc, true, false, 1) }) // (Vp, r) @ (r, C)
-				if dw == nil {
-					dw = p // the first chunk's product starts the sum
-				} else {
-					dw.AddInPlace(p)
-					p.Release()
+				if dw == nil { // the first chunk's product starts the sum
+					c.WithRole(gradRole, func() { dw = ps.mm(dl, hc, true, false, 1) }) // (Vp, r) @ (r, C)
+				} else { // the others add theirs in the GEMM (beta 1): no add pass, no temporary
+					ps.mmInto(dw, dl, hc, true, false, 1)
 				}
 			}
 			ps.drop(dl)

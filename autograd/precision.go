@@ -69,6 +69,37 @@ func (ps *products) mm(a, b *tensor.Tensor, ta, tb bool, alpha float64) *tensor.
 	return tensor.MatMulWith(x, y, alpha, ps.mode())
 }
 
+// weightCopy returns, under autocast, the region's copy of the kept
+// float32 weight w in the products' dtype (amp.Cast: the one the
+// forward's product reads), for the op to save for its backward, whose
+// product with the output gradient then reads it instead of casting w
+// again outside the region (PyTorch's autocast saves the cast weight for
+// backward the same way). nil otherwise: the weight is taken as it is.
+// The caller owns it (Record's saved tensors).
+func (pr precision) weightCopy(w *tensor.Tensor) *tensor.Tensor {
+	if !pr.st.Enabled || w.DType() != tensor.Float32 || w.Ctx() != nil {
+		return nil
+	}
+	return amp.Cast(pr.c, w, pr.st.DType)
+}
+
+// with makes low (x in the products' dtype, owned by the caller) the
+// operand the products take for x: backward's products reuse the copy
+// their forward saved (weightCopy). A nil low changes nothing.
+func (ps *products) with(x, low *tensor.Tensor) {
+	if low != nil && ps.p.st.Enabled {
+		ps.src, ps.low = append(ps.src, x), append(ps.low, low.Alias())
+	}
+}
+
+// mmInto writes op(a) @ op(b) + beta·c into c, the product's dtype (see
+// mm), by the GEMM's own accumulation (tensor.MatMulInto).
+func (ps *products) mmInto(c, a, b *tensor.Tensor, ta, tb bool, beta float64) {
+	x, y, release := ps.operands(a, b, ta, tb)
+	defer release()
+	tensor.MatMulInto(c, x, y, beta, ps.mode())
+}
+
 // mmHalfOut is mm (alpha 1) with the product returned in the operands'
 // dtype (the region's under autocast) instead of float32.
 func (ps *products) mmHalfOut(a, b *tensor.Tensor, ta, tb bool) *tensor.Tensor {
@@ -137,6 +168,16 @@ func (ps *products) drop(x *tensor.Tensor) {
 // dtype is the dtype in which the products take x: the region's under
 // autocast for float32 x, else x's own.
 func (ps *products) dtype(x *tensor.Tensor) tensor.DType { return ps.p.operandDType(x) }
+
+// outDType is the dtype of the products' result with operand x (float32
+// for a half operand under Float32Out, see mode).
+func (ps *products) outDType(x *tensor.Tensor) tensor.DType {
+	dt := ps.dtype(x)
+	if dt.IsHalf() && ps.mode().Float32Out {
+		return tensor.Float32
+	}
+	return dt
+}
 
 // operandDType is the dtype in which pr's products take x.
 func (pr precision) operandDType(x *tensor.Tensor) tensor.DType {
