@@ -41,6 +41,12 @@ type Block struct {
 // to 4x the width and back.
 type MLP struct {
 	FC, Proj *Linear // mlp.c_fc, mlp.c_proj
+	// KeepGelu keeps the GELU output for backward instead of recomputing
+	// it there (autograd.GeluLinearKept): faster, one activation of the
+	// hidden layer's size more per block. A GPT sets it on its blocks at
+	// each forward: on when nothing is checkpointed (CheckpointNone keeps
+	// every activation), off otherwise.
+	KeepGelu bool
 }
 
 // NewMLP makes an MLP of width dim with GPT-2 initialisation (projStd for
@@ -58,13 +64,18 @@ func NewMLP(o Options, name string, dim int, projStd float64) (*MLP, error) {
 	return &MLP{FC: fc, Proj: proj}, nil
 }
 
-// Forward maps x (..., dim) to (..., dim). The GELU output is not kept for
-// backward but recomputed there (autograd.GeluLinear). Under autocast the
-// hidden layer's product is made in the half type (Linear.ForwardHalf),
-// as PyTorch's autocast makes it: the GELU reads it widened and GeluLinear
-// keeps it for backward at half the bytes of float32.
+// Forward maps x (..., dim) to (..., dim). Unless KeepGelu is set, the
+// GELU output is not kept for backward but recomputed there
+// (autograd.GeluLinear). Under autocast the hidden layer's product is made
+// in the half type (Linear.ForwardHalf), as PyTorch's autocast makes it:
+// the GELU reads it widened and GeluLinear keeps it for backward at half
+// the bytes of float32.
 func (m *MLP) Forward(x *autograd.Var) *autograd.Var {
-	return autograd.GeluLinear(m.FC.ForwardHalf(x), m.Proj.Weight.Var, m.Proj.Bias.Var)
+	u := m.FC.ForwardHalf(x)
+	if m.KeepGelu {
+		return autograd.GeluLinearKept(u, m.Proj.Weight.Var, m.Proj.Bias.Var)
+	}
+	return autograd.GeluLinear(u, m.Proj.Weight.Var, m.Proj.Bias.Var)
 }
 
 // Parameters returns c_fc's and c_proj's.
