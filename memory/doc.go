@@ -337,37 +337,68 @@
 // Pools made directly with NewPool are classic unless asked.
 //
 // The hot path allocates no Go memory: Block structs and tree nodes are
-// recycled through free lists. One warm Alloc+Free pair of 4 KiB costs
-// about 42 ns on a 2-core EPYC (of which the two mutex round trips are
-// some 19), 64 MiB about 36 ns, and about 83 ns on a mixed workload of
-// 256 live blocks of log-uniform sizes from 512 B to 32 MiB
-// (BenchmarkPoolPair; 167 ns with one B-tree per pool and 112-byte
-// blocks); through the Manager, with role accounting and a new Allocation
-// handle (cut from a slab of 64), about 63 ns (BenchmarkManagerPair). examples/bench-alloc measures the same pairs on
-// the GPU against the driver's allocators. Two attempts at a faster pair
-// were measured and dropped (2026-12-01): a cache of recently freed blocks
-// by exact size in front of the index, coalesced before the pool grows,
-// made fixed-size pairs skip the index but handed out blocks best fit
-// would not have (the best-fit tests failed) and raised the fp16 trace's
-// reserved/requested with expandable segments from 1.015 to 1.029; and
-// 24-byte size classes holding the lone block's size (no block load to
-// reject a class) were no faster (mixed pair, minimum over 400 windows of
-// 5000: 90 ns before, 94 after).
+// recycled through free lists. On the 2-core EPYC (2026-12-02, minimum
+// over windows of 5000 pairs, TestPairWindows; the figures in
+// bench/results/cpu-pool-pair-2026-12-02-b.md) one warm Alloc+Free pair
+// costs about 32 ns at 4 KiB and 1 MiB, 23 ns at 64 MiB, and 90-94 ns on
+// a mixed workload of 256 live blocks of log-uniform sizes from 512 B to
+// 32 MiB, one random block replaced per pair (167 ns with one B-tree per
+// pool and 112-byte blocks; about 83 ns in a quieter session of
+// 2026-12-01, 100 ns in this one before the changes below); through the
+// Manager, with role accounting and a new Allocation handle (cut from a
+// slab of 64), about 63 ns at 4 KiB in a quiet session
+// (BenchmarkManagerPair). examples/bench-alloc measures the same pairs on
+// the GPU against the driver's allocators.
+//
+// What the mixed pair is made of (cachegrind, per pair): about 850
+// instructions, 130 branches of which some 6 mispredicted in its model,
+// and 4 first-level data misses; the index's work is about 1.6 inserts,
+// 0.6 merges and one take that mostly falls to the next class, the same
+// for any structure that keeps exact best fit with immediate coalescing.
+// Taken apart (TestPairWindows' flags): with 8 live blocks below 64 KiB,
+// all in L1, it costs about 70 ns, and 45 when the sequence repeats every
+// 16 pairs so that its branches are predictable, against 32 for the
+// fixed-size pair: about a quarter of the mixed pair is mispredictions
+// and a quarter cache misses, the rest instructions. Hence the code on
+// the pair's path avoids branches on the size: sizeClass computes the
+// class with one bit length and shifts, a segment points at its free
+// index, takeFree picks the small or large index by indexing
+// Pool.indexes, shouldSplit picks its minimum rest by a conditional move
+// (these took the mixed pair from about 100 to 94 ns and cachegrind's
+// mispredictions from 8.7 to 6.5 a pair); class trees are held by value,
+// a class's second block makes its tree as one ordered leaf, and the
+// statistics are updated inline (90 ns; 5.9 mispredictions, 852
+// instructions, from 911). What is left is spread thin: Go's per-call
+// cost (prologues, bounds and write-barrier checks) in every small
+// function, and the class trees' loops, whose exits depend on a node's
+// key count (about 2 mispredictions a pair). Branch-free tree search and
+// shifts over the first keys cost more instructions than they saved,
+// and one bit scan for the take's own and next class made it slower;
+// profile-guided optimisation (go build -pgo) gave another ~7% on the
+// mixed pair and ~15% on fixed sizes but helps only binaries built with
+// a profile.
+//
+// Two attempts at a faster pair were measured and dropped (2026-12-01): a
+// cache of recently freed blocks by exact size in front of the index,
+// coalesced before the pool grows, made fixed-size pairs skip the index
+// but handed out blocks best fit would not have (the best-fit tests
+// failed) and raised the fp16 trace's reserved/requested with expandable
+// segments from 1.015 to 1.029; and 24-byte size classes holding the lone
+// block's size (no block load to reject a class) were no faster (mixed
+// pair, minimum over 400 windows of 5000: 90 ns before, 94 after).
 //
 // The hot slot (2026-12-02; bench/results/cpu-pool-pair-2026-12-02.md)
 // keeps best fit exact, where the exact-size cache did not, since the
-// slot holds merged blocks and is searched with the classes. On the same
-// machine, by then noisier (minimum over 400 windows of 5000 pairs;
-// medians of BenchmarkPoolPair in the file), fixed sizes went from 41 to
-// 31 ns (4 KiB), 42 to 31 (1 MiB) and 27 to 23 (64 MiB); the mixed pair
-// is where it was within the noise (90-92 ns before, 94-95 after, the
-// bypass included; without the bypass 98). On the mixed pair the time
-// goes to cache misses on blocks, segments and classes and to the
-// algorithm's own index work (per pair about 1.6 inserts, 0.6 merges and
-// one take that mostly falls to the next class), which the slot cannot
-// skip; lone blocks in an 8-byte-a-class slice (trees apart), takeMin for
-// later classes and the segment's hot fields in one cache line were
-// neutral there.
+// slot holds merged blocks and is searched with the classes. It took the
+// fixed sizes from 41 to 31 ns (4 KiB), 42 to 31 (1 MiB) and 27 to 23
+// (64 MiB) and left the mixed pair where it was within the noise (its
+// bypass included): the mixed pair's index work is not something a slot
+// can skip. Lone blocks in an 8-byte-a-class slice (trees apart), takeMin
+// for later classes and the segment's hot fields in one cache line were
+// neutral there. Every change to the pair is checked against
+// TestTraceHashes (examples/bench-alloc), which hashes every decision of
+// 63 trace and random replays; its list is
+// bench/results/cpu-pool-pair-2026-12-02-b-trace-hashes.txt.
 //
 // # Statistics
 //
