@@ -27,7 +27,9 @@
 // q, k and v and recomputes the (B, H, T, T) probabilities in backward, as
 // fused attention kernels do, with the causal mask fused into the softmax
 // (CausalSoftmax); GeluLinear (the MLP's second half) keeps the
-// GELU input and recomputes its output; Dropout regenerates its mask from
+// GELU input and recomputes its output (GeluLinearKept keeps the output
+// too, one GELU pass less: nn's MLP when nothing is checkpointed);
+// Dropout regenerates its mask from
 // (seed, offset) instead of storing it. Var.Drop lets model code free an
 // intermediate that no backward reads (the qkv projection once it has
 // been split into heads) while gradients still flow through it. With
@@ -51,7 +53,13 @@
 // weight and bias gradients from one product (tensor.MatMulRowSums): on a
 // GPU the bias add and the bias gradient run in the GEMM's epilogue.
 // GeluLinear writes its GELU in the products' dtype under autocast
-// (tensor.UnaryTo).
+// (tensor.UnaryTo). Under autocast, Linear and GeluLinear save the
+// region's cast of a kept weight for backward (precision.weightCopy), as
+// PyTorch's autocast saves its cast weights, so backward's product with
+// the output gradient does not cast the weight again. LinearCrossEntropy
+// sums its weight gradient over the chunks in the GEMM (beta 1,
+// tensor.MatMulInto) and writes each chunk's input gradient straight
+// into its rows.
 //
 // # Half precision where the consumer takes it
 //

@@ -67,7 +67,9 @@
 // gonum's pure-Go GEMM as the fallback). MatMul recognises transposed
 // views and broadcast batch axes and hands them to the GEMM without
 // copying; a batched left operand times one shared matrix becomes one
-// large GEMM.
+// large GEMM. MatMulInto writes a product into an existing tensor with the
+// GEMM's own accumulation (c = a@b + beta·c): a sum of products over
+// chunks without an add pass, a product into a slice without a copy.
 //
 // Arithmetic runs in float32 and float64 (gradient checks); float16 and
 // bfloat16 are storage dtypes converted by To/Cast, and the operands of
