@@ -75,6 +75,8 @@ func (v *Var) propagate(grad *tensor.Tensor) error {
 	if c == nil {
 		c = tensor.Background()
 	}
+	hooks := beginGradPass(c, order) // nil unless some leaf has a gradient hook (gradhook.go)
+	defer hooks.end()
 	return tensor.Try(func() {
 		c.WithScope(func() {
 			c.WithRole(gradRole, func() {
@@ -84,7 +86,9 @@ func (v *Var) propagate(grad *tensor.Tensor) error {
 					v.pending = c.Adopt(grad.Alias())
 				}
 				for i := len(order) - 1; i >= 0; i-- {
+					n := order[i].node
 					step(order[i], order[i] == v)
+					hooks.stepped(n)
 				}
 			})
 		})

@@ -35,7 +35,7 @@ func RecordRegion(op string, out *tensor.Tensor, inputs []*Var, backward Backwar
 		return backward(g)
 	}
 	v.requiresGrad = true
-	v.node = &node{op: op, inputs: inputs, backward: bw, saved: saved}
+	v.node = &node{op: op, inputs: inputs, backward: bw, saved: saved, region: true}
 	return v
 }
 

@@ -26,6 +26,7 @@ type Var struct {
 	pending      *tensor.Tensor // gradient being summed during Backward
 	slices       *sliceSpans    // pending assembled from Narrow slices (see narrow.go)
 	name         string
+	hook         *gradHook // a leaf's gradient-ready hook (gradhook.go), nil without
 }
 
 // node records how a var was computed: its inputs and the backward
@@ -45,6 +46,9 @@ type node struct {
 	// float32 for a half output whose backward works in float32
 	// (LayerNormHalf).
 	alsoTakes uint8
+	// region is set for RecordRegion's nodes, whose backward runs a
+	// backward pass of its own (gradhook.go).
+	region bool
 }
 
 // takes reports whether n's backward takes its output gradient in dt
