@@ -12,7 +12,7 @@ type CheckpointMode int
 
 const (
 	// CheckpointNone keeps every block's activations for backward, the
-	// MLP's GELU output included (MLP.KeepGelu).
+	// MLP's GELU output included (autograd.GeluLinearKept).
 	CheckpointNone CheckpointMode = iota
 	// CheckpointBlocks keeps only the inputs of the checkpointed blocks
 	// and recomputes the rest of them in backward.
@@ -102,12 +102,9 @@ func (c Checkpointing) Validate() error {
 // blocks applies the blocks to x, checkpointed as g.Checkpoint says.
 func (g *GPT) blocks(x *autograd.Var) *autograd.Var {
 	ck := g.Checkpoint
-	for _, b := range g.Blocks { // every activation is kept, or the MLP's hidden one is recomputed
-		b.MLP.KeepGelu = ck.Mode == CheckpointNone
-	}
-	if ck.Mode == CheckpointNone {
+	if ck.Mode == CheckpointNone { // every activation kept, the GELU output too
 		for _, b := range g.Blocks {
-			x = b.Forward(x)
+			x = b.forward(x, true)
 		}
 		return x
 	}

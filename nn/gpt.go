@@ -43,9 +43,9 @@ type MLP struct {
 	FC, Proj *Linear // mlp.c_fc, mlp.c_proj
 	// KeepGelu keeps the GELU output for backward instead of recomputing
 	// it there (autograd.GeluLinearKept): faster, one activation of the
-	// hidden layer's size more per block. A GPT sets it on its blocks at
-	// each forward: on when nothing is checkpointed (CheckpointNone keeps
-	// every activation), off otherwise.
+	// hidden layer's size more per block. A GPT keeps it in its blocks
+	// whenever nothing is checkpointed (CheckpointNone keeps every
+	// activation), whatever this says; set it to keep it elsewhere too.
 	KeepGelu bool
 }
 
@@ -70,9 +70,13 @@ func NewMLP(o Options, name string, dim int, projStd float64) (*MLP, error) {
 // in the half type (Linear.ForwardHalf), as PyTorch's autocast makes it:
 // the GELU reads it widened and GeluLinear keeps it for backward at half
 // the bytes of float32.
-func (m *MLP) Forward(x *autograd.Var) *autograd.Var {
+func (m *MLP) Forward(x *autograd.Var) *autograd.Var { return m.forward(x, m.KeepGelu) }
+
+// forward is Forward keeping the GELU output when keep is set. The model
+// is read, never written, so goroutines may share it.
+func (m *MLP) forward(x *autograd.Var, keep bool) *autograd.Var {
 	u := m.FC.ForwardHalf(x)
-	if m.KeepGelu {
+	if keep {
 		return autograd.GeluLinearKept(u, m.Proj.Weight.Var, m.Proj.Bias.Var)
 	}
 	return autograd.GeluLinear(u, m.Proj.Weight.Var, m.Proj.Bias.Var)
@@ -220,11 +224,15 @@ func (g *GPT) Loss(idx, targets *tensor.Tensor) *autograd.Var {
 }
 
 // Forward applies the block to x (B, T, C).
-func (b *Block) Forward(x *autograd.Var) *autograd.Var {
+func (b *Block) Forward(x *autograd.Var) *autograd.Var { return b.forward(x, false) }
+
+// forward is Forward, the MLP keeping its GELU output when keepGelu (or
+// the MLP's own KeepGelu) is set.
+func (b *Block) forward(x *autograd.Var, keepGelu bool) *autograd.Var {
 	// Each norm feeds only products (the q/k/v and MLP projections): under
 	// autocast its output is made in the half type they multiply in.
 	x = autograd.Add(x, b.Attn.Forward(b.Ln1.ForwardToProducts(x)))
-	h := b.MLP.Forward(b.Ln2.ForwardToProducts(x))
+	h := b.MLP.forward(b.Ln2.ForwardToProducts(x), keepGelu || b.MLP.KeepGelu)
 	return autograd.Add(x, b.Drop.Forward(h))
 }
 
