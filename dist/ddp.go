@@ -13,6 +13,11 @@ type Options struct {
 	// BucketBytes is the gradient bucket size (AssignBuckets); 0 means
 	// DefaultBucketBytes (25 MiB).
 	BucketBytes int64
+	// NoOverlap turns off the overlap of the buckets' all-reduces with
+	// backward (overlap.go): SyncGradients then copies and reduces every
+	// bucket after backward, one after the other, on the caller's
+	// goroutine and the device's stream. The result is the same bits.
+	NoOverlap bool
 }
 
 // DataParallel is one rank's side of data-parallel training: every rank
@@ -21,8 +26,10 @@ type Options struct {
 // mean over the ranks, so that the optimizer, run on every rank, makes
 // the same update everywhere. Gradients are reduced in buckets
 // (AssignBuckets), each through one flat buffer, one collective call per
-// bucket. It is used by one goroutine, the rank's; each rank builds its
-// own with its own Collective and parameters, all in the same order.
+// bucket, started while backward still runs (gradient hooks on the
+// parameters; see the package documentation, "Overlap"). It is used by
+// one goroutine, the rank's; each rank builds its own with its own
+// Collective and parameters, all in the same order.
 type DataParallel struct {
 	coll    Collective
 	params  []*nn.Parameter
@@ -30,15 +37,20 @@ type DataParallel struct {
 	bufs    []*tensor.Tensor // one flat buffer per bucket, kept
 	flags   *tensor.Tensor   // one presence count per bucketed parameter, kept
 	nflags  int
+	first   []int       // bucket i's first parameter's index among the flags
 	bytes   int64       // the bucket size asked for
 	ctx     *tensor.Ctx // the rank's temporaries (uploads)
+	ov      *overlap    // the buckets' reduction during backward; nil with NoOverlap
 }
 
 // New returns rank coll.Rank()'s DataParallel over params (a model's
 // Parameters, in registration order: the same on every rank). It
 // allocates the buckets' buffers (role gradient) on the device of each
-// bucket's first parameter. Errors: a nil collective or parameter, a
-// parameter given twice, or the memory error.
+// bucket's first parameter and, unless opts.NoOverlap, sets a gradient
+// hook (autograd.Var.SetGradHook) on every bucketed parameter, which
+// Release removes. Errors: a nil collective or parameter, a parameter
+// given twice, a parameter that has a gradient hook already (another
+// DataParallel's), or the memory error.
 func New(coll Collective, params []*nn.Parameter, opts Options) (*DataParallel, error) {
 	if coll == nil {
 		return nil, fmt.Errorf("dist: New: nil Collective: %w", tensor.ErrArgument)
@@ -63,6 +75,7 @@ func New(coll Collective, params []*nn.Parameter, opts Options) (*DataParallel, 
 		}
 		buf.SetLabel(fmt.Sprintf("dist.bucket:%s..%s", b.Params[0].Name, b.Params[len(b.Params)-1].Name))
 		d.bufs = append(d.bufs, buf)
+		d.first = append(d.first, d.nflags)
 		d.nflags += len(b.Params)
 	}
 	if d.nflags > 0 {
@@ -72,6 +85,12 @@ func New(coll Collective, params []*nn.Parameter, opts Options) (*DataParallel, 
 			return nil, err
 		}
 		d.flags = f
+	}
+	if !opts.NoOverlap && d.nflags > 0 {
+		if err := d.startOverlap(); err != nil {
+			d.Release()
+			return nil, err
+		}
 	}
 	return d, nil
 }
@@ -88,8 +107,10 @@ func (d *DataParallel) Buckets() []Bucket { return d.buckets }
 // instead of waiting for it.
 func (d *DataParallel) Abort(err error) { d.coll.Abort(err) }
 
-// Release frees the buffers.
+// Release waits for the all-reduces in flight, removes the gradient
+// hooks and frees the buffers.
 func (d *DataParallel) Release() {
+	d.stopOverlap()
 	for _, b := range d.bufs {
 		b.Release()
 	}
@@ -112,6 +133,18 @@ func (d *DataParallel) Release() {
 // single-process run, the optimizer skips it), any other gets the mean
 // on every rank (allocated, role gradient, where it had none).
 //
+// With the overlap (the default; Options.NoOverlap turns it off) most
+// of that has happened during backward: each bucket was copied and its
+// all-reduce started as soon as backward had made its last gradient
+// (overlap.go). SyncGradients then starts the buckets backward did not
+// complete (parameters it did not reach), in order, waits for every
+// all-reduce (with NCCL the device's stream waits for the communication
+// stream; the host does not), and scales and copies back as above: the
+// same calls in the same order, and the same bits. A second backward
+// pass after buckets were started and before SyncGradients is an error
+// (it would change gradients already sent): accumulate micro-batches
+// inside NoSync.
+//
 // On an error (the collective's, or an op's panic while copying) the
 // group is aborted, so the other ranks get an error too, and the
 // gradients are left unspecified.
@@ -130,28 +163,44 @@ func (d *DataParallel) syncGradients() error {
 	if d.bufs == nil {
 		return fmt.Errorf("dist: SyncGradients after Release: %w", tensor.ErrArgument)
 	}
-	present := make([]float32, 0, d.nflags)
-	for i, b := range d.buckets {
-		buf := d.bufs[i]
-		if err := tensor.Try(func() {
-			for j, p := range b.Params {
-				present = append(present, 0)
-				seg := segment(buf, b.Offsets[j], p.Value.Shape())
-				if p.Grad != nil {
-					seg.CopyFrom(p.Grad)
-					present[len(present)-1] = 1
-				} else {
-					seg.Fill(0)
-				}
-				seg.Release()
-			}
-		}); err != nil {
+	if d.ov != nil {
+		return d.syncOverlapped()
+	}
+	present := make([]float32, d.nflags)
+	for i := range d.buckets {
+		if err := d.fill(i, present); err != nil {
 			return err
 		}
-		if err := d.coll.AllReduceSum(buf); err != nil {
+		if err := d.coll.AllReduceSum(d.bufs[i]); err != nil {
 			return err
 		}
 	}
+	return d.finish(present)
+}
+
+// fill copies bucket i's gradients into its flat buffer (zeros for a
+// parameter without one) and sets their presence flags (1 where the
+// parameter has a gradient) in present.
+func (d *DataParallel) fill(i int, present []float32) error {
+	b, buf := d.buckets[i], d.bufs[i]
+	return tensor.Try(func() {
+		for j, p := range b.Params {
+			seg := segment(buf, b.Offsets[j], p.Value.Shape())
+			if p.Grad != nil {
+				seg.CopyFrom(p.Grad)
+				present[d.first[i]+j] = 1
+			} else {
+				seg.Fill(0)
+				present[d.first[i]+j] = 0
+			}
+			seg.Release()
+		}
+	})
+}
+
+// finish is SyncGradients once every bucket is reduced: the presence
+// counts all-reduced, the means copied back into the gradients.
+func (d *DataParallel) finish(present []float32) error {
 	if err := tensor.Try(func() {
 		d.ctx.WithScope(func() { d.flags.CopyFrom(d.ctx.FromFloat32s(d.flags.Device(), present, d.nflags)) })
 	}); err != nil {

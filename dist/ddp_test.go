@@ -202,6 +202,14 @@ func TestDataParallelMatchesSingle(t *testing.T) {
 // every step, the number of buckets and the ranks' errors. Each rank
 // checks that its Ctx holds the same bytes after every step.
 func trainRanks(t *testing.T, n, b int, xs, ys [][]int32, zero bool) (losses [][]float64, params [][][]float32, nbuckets []int, errs []error) {
+	// Small buckets: several of them, and the (32, 128) weights (16 KiB)
+	// larger than one.
+	return trainRanksWith(t, n, b, xs, ys, zero, dist.Options{BucketBytes: 12 << 10}, nil)
+}
+
+// trainRanksWith is trainRanks with DataParallel's options, and each
+// rank's Collective wrapped by wrap (nil: as it is).
+func trainRanksWith(t *testing.T, n, b int, xs, ys [][]int32, zero bool, opts dist.Options, wrap func(dist.Collective) dist.Collective) (losses [][]float64, params [][][]float32, nbuckets []int, errs []error) {
 	T := tinyGPT.Context
 	losses = make([][]float64, n)   // [rank][step], the mean over ranks
 	params = make([][][]float32, n) // [rank][step]
@@ -213,9 +221,10 @@ func trainRanks(t *testing.T, n, b int, xs, ys [][]int32, zero bool) (losses [][
 	errs = runRanks(t, n, 60*time.Second, func(c *tensor.Ctx, coll dist.Collective) error {
 		r := coll.Rank()
 		g := models[r]
-		// Small buckets: several of them, and the (32, 128) weights
-		// (16 KiB) larger than one.
-		d, err := dist.New(coll, g.Parameters(), dist.Options{BucketBytes: 12 << 10})
+		if wrap != nil {
+			coll = wrap(coll)
+		}
+		d, err := dist.New(coll, g.Parameters(), opts)
 		if err != nil {
 			return err
 		}
@@ -246,6 +255,11 @@ func trainRanks(t *testing.T, n, b int, xs, ys [][]int32, zero bool) (losses [][
 			}
 			mean, err := d.AllReduceMean(l)
 			if err != nil {
+				return err
+			}
+			if want := len(d.Buckets()); !opts.NoOverlap && d.OverlappedBuckets() != want {
+				err := fmt.Errorf("rank %d, step %d: %d of the %d buckets started during backward", r, s, d.OverlappedBuckets(), want)
+				d.Abort(err)
 				return err
 			}
 			losses[r] = append(losses[r], mean)

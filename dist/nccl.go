@@ -41,7 +41,8 @@ type ncclRank struct {
 	dev    tensor.Device
 	comm   *nccl.Comm
 	stream *cuda.Stream
-	seq    int // this rank's calls so far (used by its goroutine only)
+	seq    int         // this rank's calls so far (used by its goroutine only)
+	cs     *commStream // the communication stream of StartAllReduceSum, made on first use (nccl_overlap.go)
 }
 
 // NewNCCLGroup makes one NCCL communicator per device (nccl.CommInitAll:
@@ -103,13 +104,16 @@ func (g *NCCLGroup) Err() error {
 }
 
 // Close destroys the communicators (those an abort freed already are
-// skipped). Call it once every rank is done; it waits for their queued
-// collectives.
+// skipped) and the ranks' communication streams. Call it once every rank
+// is done; it waits for their queued collectives.
 func (g *NCCLGroup) Close() error {
 	var errs []error
 	for _, r := range g.ranks {
 		if err := r.comm.Destroy(); err != nil {
 			errs = append(errs, fmt.Errorf("dist: closing rank %d: %w", r.rank, err))
+		}
+		if err := r.closeComms(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
