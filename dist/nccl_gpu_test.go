@@ -276,6 +276,15 @@ func stepOn(c *tensor.Ctx, dev tensor.Device, g *nn.GPT, opt nn.Optimizer, d *di
 
 // trainNCCL is trainRanks over an NCCL group on devs.
 func trainNCCL(t *testing.T, devs []tensor.Device, b int, xs, ys [][]int32, zero bool) (losses [][]float64, params [][][]float32) {
+	losses, params, _ = trainNCCLWith(t, devs, b, xs, ys, zero, dist.Options{BucketBytes: 12 << 10})
+	return losses, params
+}
+
+// trainNCCLWith is trainNCCL with DataParallel's options; it also returns
+// each rank's DataParallel.OverlappedBuckets after every step, minus the
+// number of buckets (0: every bucket started during backward).
+func trainNCCLWith(t *testing.T, devs []tensor.Device, b int, xs, ys [][]int32, zero bool, opts dist.Options) (losses [][]float64, params [][][]float32, notEarly [][]int) {
+	notEarly = make([][]int, len(devs))
 	n := len(devs)
 	T := tinyGPT.Context
 	losses, params = make([][]float64, n), make([][][]float32, n)
@@ -286,7 +295,7 @@ func trainNCCL(t *testing.T, devs []tensor.Device, b int, xs, ys [][]int32, zero
 	errs := runNCCL(t, devs, 120*time.Second, func(c *tensor.Ctx, coll dist.Collective, dev tensor.Device) error {
 		r := coll.Rank()
 		g := models[r]
-		d, err := dist.New(coll, g.Parameters(), dist.Options{BucketBytes: 12 << 10})
+		d, err := dist.New(coll, g.Parameters(), opts)
 		if err != nil {
 			coll.Abort(err)
 			return err
@@ -319,6 +328,7 @@ func trainNCCL(t *testing.T, devs []tensor.Device, b int, xs, ys [][]int32, zero
 				return err
 			}
 			losses[r] = append(losses[r], mean)
+			notEarly[r] = append(notEarly[r], len(d.Buckets())-d.OverlappedBuckets())
 			var ps []float32
 			if err := tensor.Try(func() { ps = flatParams(g.Parameters()) }); err != nil {
 				d.Abort(err)
@@ -331,5 +341,42 @@ func trainNCCL(t *testing.T, devs []tensor.Device, b int, xs, ys [][]int32, zero
 	for r, err := range errs {
 		require.NoError(t, err, "rank %d", r)
 	}
-	return losses, params
+	return losses, params, notEarly
+}
+
+// The overlapped path over NCCL (each bucket's all-reduce on the rank's
+// communication stream, ordered by events, started during backward)
+// gives the losses and parameters of the path without overlap (every
+// all-reduce on the device's stream after backward) bit for bit, on one
+// GPU and, where there are 2 or more, on every GPU; with overlap every
+// bucket was started during backward, without none.
+func TestGPUNCCLOverlap(t *testing.T) {
+	gpuDevices(t, 1)
+	T := tinyGPT.Context
+	xs, ys := batches(ddpSteps, ddpB, T, tinyGPT.Vocab)
+	counts := []int{1}
+	if all, err := cuda.DeviceCount(); err == nil && all >= 2 && ddpB%all == 0 {
+		counts = append(counts, all)
+	}
+	for _, n := range counts {
+		for _, zero := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%d-zero-%v", n, zero), func(t *testing.T) {
+				devs := gpuDevices(t, n)
+				opts := dist.Options{BucketBytes: 12 << 10}
+				opts.NoOverlap = true
+				wantLoss, wantParams, none := trainNCCLWith(t, devs, ddpB/n, xs, ys, zero, opts)
+				opts.NoOverlap = false
+				gotLoss, gotParams, notEarly := trainNCCLWith(t, devs, ddpB/n, xs, ys, zero, opts)
+				for r := range n {
+					assert.Equal(t, wantLoss[r], gotLoss[r], "rank %d's losses", r)
+					for s := range ddpSteps {
+						assert.True(t, equalBits(wantParams[r][s], gotParams[r][s]), "rank %d, step %d: parameters differ", r, s)
+						assert.Zero(t, notEarly[r][s], "rank %d, step %d: buckets not started during backward", r, s)
+						assert.Positive(t, none[r][s], "rank %d, step %d: NoOverlap started buckets during backward", r, s)
+					}
+					t.Logf("rank %d: losses %v with and without overlap: bit-identical %v", r, gotLoss[r], assert.ObjectsAreEqual(wantLoss[r], gotLoss[r]))
+				}
+			})
+		}
+	}
 }
