@@ -24,9 +24,12 @@ import (
 // goroutine with rank 0's trainer: its data loader draws the global
 // batch (-batch rows), and trainer.stepOn hands each rank its own B/N
 // consecutive rows and waits for all of them. Each rank runs the
-// ordinary step (trainer.stepOn) on its rows with two hooks: after the
-// backward pass dist.DataParallel.SyncGradients averages the gradients
-// over the GPUs (so that the gradient scaler's check, the clipping and
+// ordinary step (trainer.stepOn) on its rows with two hooks: during the
+// backward pass dist.DataParallel starts each 25 MiB bucket's all-reduce
+// as soon as backward has made its gradients (on a communication stream
+// of the GPU; -no-overlap-reduce waits for the end of backward), and
+// after it SyncGradients waits for them and makes the gradients their
+// means over the GPUs (so that the gradient scaler's check, the clipping and
 // the optimizer see the global batch's gradients, the same on every
 // rank), and with -zero1 dist.ZeroAdamW replaces nn.AdamW. A step's loss
 // is the mean of the ranks' (their rows hold the same number of trained
@@ -57,6 +60,7 @@ const EnvDistNCCL = "STRATA_TRAIN_GPT_NCCL"
 // distFlags registers -gpus and -zero1.
 func (o *options) distFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.gpus, "gpus", 1, "train data-parallel over this many GPUs of this host (cuda:0 to cuda:N-1, one goroutine each, gradients averaged over NCCL in 25 MiB buckets); -batch is the global batch, split evenly, so it must be divisible by -gpus")
+	fs.BoolVar(&o.noOverlap, "no-overlap-reduce", false, "with -gpus: all-reduce the gradient buckets after the backward pass instead of during it (by default each bucket's all-reduce starts, on a communication stream, as soon as backward has made its gradients)")
 	fs.BoolVar(&o.zero1, "zero1", false, "with -gpus 2 or more: shard AdamW's moments over the GPUs (ZeRO stage 1: each keeps 1/N, updates its part, and the parameters are all-gathered)")
 }
 
@@ -73,6 +77,9 @@ func (o *options) checkDist(fs *flag.FlagSet) error {
 	}
 	if o.zero1 && !o.dataParallel() {
 		return fmt.Errorf("-zero1: needs -gpus 2 or more (ZeRO-1 shards the optimizer state over the GPUs)")
+	}
+	if o.noOverlap && !o.dataParallel() {
+		return fmt.Errorf("-no-overlap-reduce: needs -gpus 2 or more (or %s=1): it is about the all-reduce of data-parallel training", EnvDistNCCL)
 	}
 	if !o.dataParallel() {
 		return nil
@@ -263,8 +270,12 @@ func (t *trainer) startDataParallel(o *options, cfg nn.GPTConfig) (err error) {
 	if o.zero1 {
 		opt = fmt.Sprintf("ZeRO-1 AdamW (each rank keeps the moments of %d elements)", dp.ranks[0].zero.ShardElements())
 	}
-	fmt.Fprintf(os.Stderr, "data-parallel: %d ranks on %v, %d of the %d rows of a batch each; gradients (%.1f MiB) averaged in %d buckets over %s; %s\n",
-		n, o.gpuDevs, dp.b, t.B, float64(bytes)/(1<<20), len(d.Buckets()), comm, opt)
+	when := "each started during backward once its gradients are made"
+	if o.noOverlap {
+		when = "after backward: -no-overlap-reduce"
+	}
+	fmt.Fprintf(os.Stderr, "data-parallel: %d ranks on %v, %d of the %d rows of a batch each; gradients (%.1f MiB) averaged in %d buckets (%s) over %s; %s\n",
+		n, o.gpuDevs, dp.b, t.B, float64(bytes)/(1<<20), len(d.Buckets()), when, comm, opt)
 	return nil
 }
 
@@ -290,7 +301,7 @@ func (rk *dpRank) run(o *options, results chan<- dpResult) {
 // setup makes the rank's DataParallel, gives it rank 0's weights and,
 // with -zero1, makes its sharded AdamW; then hooks both into its trainer.
 func (rk *dpRank) setup(o *options) error {
-	d, err := dist.New(rk.coll, rk.tr.params, dist.Options{})
+	d, err := dist.New(rk.coll, rk.tr.params, dist.Options{NoOverlap: o.noOverlap})
 	if err != nil {
 		rk.coll.Abort(err)
 		return err

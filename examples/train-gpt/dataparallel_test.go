@@ -28,6 +28,7 @@ func TestDataParallelFlags(t *testing.T) {
 		{[]string{"-gpus", "0"}, "-gpus 0: want at least 1"},
 		{[]string{"-gpus", "-2"}, "-gpus -2: want at least 1"},
 		{[]string{"-zero1"}, "-zero1: needs -gpus 2 or more"},
+		{[]string{"-no-overlap-reduce"}, "-no-overlap-reduce: needs -gpus 2 or more"},
 		{[]string{"-gpus", "2", "-device", "cpu"}, "-gpus 2: -device cpu"},
 		{[]string{"-gpus", "2", "-device", "cuda:1"}, "rank r trains on cuda:r"},
 		{[]string{"-gpus", "2", "-bench"}, "-gpus 2: not with -bench"},
@@ -143,17 +144,24 @@ func compareLosses(t *testing.T, a, b []float64, rel float64, what string) {
 // dist.NewLocalGroup in place of NCCL: 2 and 4 ranks, each with its
 // share of the global batch of 16, train as one process on the whole
 // batch does (the dist package's tolerance: the ranks' sums are added in
-// another order), with AdamW and with ZeRO-1.
+// another order), with AdamW and with ZeRO-1; and the all-reduce after
+// backward (-no-overlap-reduce) gives the overlapped path's losses bit
+// for bit.
 func TestDataParallelLocalMatchesOne(t *testing.T) {
 	t.Setenv(EnvDistNCCL, "")
 	if testing.Short() {
 		t.Skip("trains 5 short runs")
 	}
 	ref := dpRun(t, false, "-device", "cpu")
+	var two []float64
 	for _, args := range [][]string{{"-gpus", "2"}, {"-gpus", "4"}, {"-gpus", "2", "-zero1"}} {
 		got := dpRun(t, true, append([]string{"-device", "auto"}, args...)...)
 		compareLosses(t, ref, got, 1e-5, fmt.Sprint("local ranks ", args))
+		if two == nil {
+			two = got
+		}
 	}
+	compareLosses(t, two, dpRun(t, true, "-device", "auto", "-gpus", "2", "-no-overlap-reduce"), 0, "local ranks -gpus 2 -no-overlap-reduce against the overlap")
 }
 
 // gpuOrSkip skips without a GPU or NCCL (failing instead when
@@ -185,19 +193,24 @@ func gpuOrSkip(t *testing.T, n int) {
 
 // On the GPU: -gpus 1 through the NCCL path (EnvDistNCCL) gives the
 // ordinary path's losses (a one-rank all-reduce and a division by 1
-// change no bit), with AdamW and with ZeRO-1; and, where there are 2
-// GPUs, -gpus 2 gives one GPU's losses on the same global batch within
-// float tolerance.
+// change no bit), with AdamW and with ZeRO-1, and -no-overlap-reduce the
+// overlapped path's bit for bit; and, where there are 2 GPUs, -gpus 2
+// gives one GPU's losses on the same global batch within float
+// tolerance, with and without the overlap alike.
 func TestGPUDataParallel(t *testing.T) {
 	gpuOrSkip(t, 1)
 	t.Setenv(EnvDistNCCL, "")
 	ref := dpRun(t, false, "-device", "cuda")
 	t.Setenv(EnvDistNCCL, "1")
-	compareLosses(t, ref, dpRun(t, false, "-device", "cuda"), 1e-6, "NCCL, 1 GPU")
+	overlapped := dpRun(t, false, "-device", "cuda")
+	compareLosses(t, ref, overlapped, 1e-6, "NCCL, 1 GPU")
+	compareLosses(t, overlapped, dpRun(t, false, "-device", "cuda", "-no-overlap-reduce"), 0, "NCCL, 1 GPU, -no-overlap-reduce against the overlap")
 	t.Setenv(EnvDistNCCL, "")
 	t.Run("2 GPUs", func(t *testing.T) {
 		gpuOrSkip(t, 2)
-		compareLosses(t, ref, dpRun(t, false, "-gpus", "2"), 1e-5, "NCCL, 2 GPUs")
+		two := dpRun(t, false, "-gpus", "2")
+		compareLosses(t, ref, two, 1e-5, "NCCL, 2 GPUs")
+		compareLosses(t, two, dpRun(t, false, "-gpus", "2", "-no-overlap-reduce"), 0, "NCCL, 2 GPUs, -no-overlap-reduce against the overlap")
 		compareLosses(t, ref, dpRun(t, false, "-gpus", "2", "-zero1"), 1e-5, "NCCL, 2 GPUs, ZeRO-1")
 	})
 }

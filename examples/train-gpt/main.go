@@ -89,6 +89,7 @@ type options struct {
 
 	gpus       int             // -gpus, -zero1, EnvDistNCCL: dataparallel.go
 	zero1      bool            //
+	noOverlap  bool            // -no-overlap-reduce
 	distNCCL   bool            // -gpus 1 through the data-parallel path
 	localRanks bool            // tests: the ranks on the CPU, through dist.NewLocalGroup
 	gpuDevs    []tensor.Device // the ranks' devices (openDevices)
