@@ -6,17 +6,22 @@
 #   tests  the test binaries with STRATA_REQUIRE_GPU=1 (a missing GPU or
 #          NCCL fails; fewer than 2 GPUs skips the multi-GPU tests only):
 #          nccl (all), dist (all: NCCL collectives in 4 dtypes, abort,
-#          DataParallel and ZeroAdamW over NCCL against no collective),
+#          DataParallel and ZeroAdamW over NCCL against no collective,
+#          TestGPUNCCLOverlap: the all-reduces overlapped with backward
+#          on a communication stream against NoOverlap, bit for bit),
 #          tensor (CUDAExport: the device pointer and stream), train-gpt
 #          (DataParallel: -gpus 1 through NCCL gives the ordinary losses)
 #   train  train-gpt on one GPU, the ordinary path and the NCCL path
 #          (STRATA_TRAIN_GPT_NCCL=1: a 1-rank communicator, the gradients
 #          through dist.DataParallel's buckets): the loss logs compared
-#          step by step (expected: identical), and tokens/s of each
+#          step by step (expected: identical), and tokens/s of each; the
+#          NCCL path with -no-overlap-reduce against the overlap (char
+#          fp32, gpt2 bf16; expected: identical)
 #   multi  with 2 or more GPUs (skipped, and said so, on one): -gpus 2
 #          (and 4 where present) against 1 GPU on the same global batch,
 #          losses compared, with and without -zero1; then gpt2 bf16 with
-#          8 rows a GPU, tokens/s against 1 GPU (the issue's scaling row)
+#          8 rows a GPU, tokens/s against 1 GPU (the issue's scaling row),
+#          and with -no-overlap-reduce (what the overlap gains)
 #
 # Build here: make gpu. Run there (from the repository root):
 #   export OUT; bash bench/gpu-dist.sh [phases]
@@ -103,6 +108,17 @@ if has train; then
   pair char-fp32 -config char -data README.md -batch 64 -steps 60
   pair char-bf16 -config char -data README.md -batch 64 -steps 60 -precision bf16
   pair gpt2-bf16 -config gpt2 -data README.md -batch 8 -steps 20 -precision bf16
+  # The overlap of the buckets' all-reduces with backward (the default)
+  # against the all-reduce after backward: identical losses expected.
+  for name in char-fp32 gpt2-bf16; do
+    case $name in
+      char-fp32) args="-config char -data README.md -batch 64 -steps 60" ;;
+      gpt2-bf16) args="-config gpt2 -data README.md -batch 8 -steps 20 -precision bf16" ;;
+    esac
+    # shellcheck disable=SC2086
+    tg "$name-nccl-nooverlap" "STRATA_TRAIN_GPT_NCCL=1" -device cuda -no-overlap-reduce $args
+    say "$name: NCCL path, overlap vs -no-overlap-reduce: $(compare "$L/$name-nccl" "$L/$name-nccl-nooverlap")"
+  done
 fi
 
 if has multi; then
@@ -122,6 +138,8 @@ if has multi; then
       [ "$n" -le "$ngpu" ] || continue
       tg "gpt2-${n}gpu" "" -gpus $n -config gpt2 -precision bf16 -data README.md -batch $((8 * n)) -steps 30
       say "gpt2 bf16, 8 rows a GPU: 1 GPU vs $n GPUs (other batches: read the tokens/s, over the whole run): $(compare "$L/gpt2-1gpu" "$L/gpt2-${n}gpu")"
+      tg "gpt2-${n}gpu-nooverlap" "" -gpus $n -no-overlap-reduce -config gpt2 -precision bf16 -data README.md -batch $((8 * n)) -steps 30
+      say "gpt2 bf16, 8 rows a GPU, $n GPUs: overlap vs -no-overlap-reduce (identical losses expected; tokens/s): $(compare "$L/gpt2-${n}gpu" "$L/gpt2-${n}gpu-nooverlap")"
       tg "gpt2-${n}gpu-zero1" "" -gpus $n -zero1 -config gpt2 -precision bf16 -data README.md -batch $((8 * n)) -steps 30
       say "gpt2 bf16, 8 rows a GPU: $n GPUs vs $n GPUs -zero1: $(compare "$L/gpt2-${n}gpu" "$L/gpt2-${n}gpu-zero1")"
     done
