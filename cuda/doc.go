@@ -31,7 +31,10 @@
 // in CUDA 13. A driver lacking a required entry point fails Init with the
 // list of what is missing. A few are optional: memory pools
 // (cuMemAllocAsync), cuMemAdvise_v2 and cuMemPrefetchAsync_v2 (added
-// during CUDA 12), cuFuncGetParamInfo (12.4+); a call that needs a missing one
+// during CUDA 12), cuFuncGetParamInfo (12.4+), the virtual memory API
+// (vmm.go) and stream capture into graphs (graph.go: BeginCapture,
+// EndCapture, Instantiate, Launch: the work queued on a stream recorded
+// once and replayed in one call); a call that needs a missing one
 // returns an error wrapping ErrNotSupported. cuEventElapsedTime_v2 is used
 // where present, else the older export of the same signature.
 //

@@ -70,7 +70,8 @@ type driver struct {
 	moduleLoadDataEx, moduleGetFunction, moduleUnload, funcGetAttribute, funcSetAttribute, launchKernel symbol
 	funcGetParamInfo, funcGetParamCount                                                                 symbol
 
-	vmm vmmSymbols // the virtual memory management API (vmm.go)
+	vmm   vmmSymbols   // the virtual memory management API (vmm.go)
+	graph graphSymbols // stream capture and graphs (graph.go)
 }
 
 func (d *driver) bootstrapSymbols() []symbolSpec {
@@ -85,7 +86,7 @@ func (d *driver) bootstrapSymbols() []symbolSpec {
 func (d *driver) symbols() []symbolSpec {
 	req := func(dst *symbol, names ...string) symbolSpec { return symbolSpec{dst, true, names} }
 	opt := func(dst *symbol, names ...string) symbolSpec { return symbolSpec{dst, false, names} }
-	return []symbolSpec{
+	return append([]symbolSpec{
 		req(&d.deviceGetCount, "cuDeviceGetCount"),
 		req(&d.deviceGet, "cuDeviceGet"),
 		req(&d.deviceGetName, "cuDeviceGetName"),
@@ -156,7 +157,7 @@ func (d *driver) symbols() []symbolSpec {
 		opt(&d.vmm.unmap, "cuMemUnmap"),
 		opt(&d.vmm.setAccess, "cuMemSetAccess"),
 		opt(&d.vmm.granularity, "cuMemGetAllocationGranularity"),
-	}
+	}, d.graph.specs(opt)...)
 }
 
 // loadDriver finds libcuda, initialises it and resolves every symbol.
