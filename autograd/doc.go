@@ -134,6 +134,15 @@
 // checkpointing keep some outputs and hand them back in the
 // recomputation.
 //
+// Gradient-ready hooks (Var.SetGradHook, PyTorch's post-accumulate-grad
+// hooks): a leaf's hook runs once per backward pass, as soon as the last
+// node of the graph using the leaf has run, so its Grad is final for the
+// pass; package dist starts reducing a bucket of gradients there while
+// backward goes on. The engine counts each hooked leaf's uses when the
+// pass starts and reports it when the count is spent; leaves reached
+// only inside regions (checkpointing) wait for the last region node
+// (gradhook.go). Without hooks the cost is one atomic load a pass.
+//
 // GradCheck compares analytic gradients with central finite differences
 // in float64; the tests run it on every op, and compare ops and gradients
 // with PyTorch's golden values (tools/golden).

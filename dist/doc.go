@@ -4,15 +4,17 @@
 // that implements it on any device (NewLocalGroup), one over NCCL, a GPU
 // a rank (NewNCCLGroup), and DataParallel, which averages
 // gradients over the ranks in buckets as PyTorch's
-// DistributedDataParallel (DDP) does; and ZeroAdamW, AdamW with its
-// state sharded over the ranks (ZeRO stage 1).
+// DistributedDataParallel (DDP) does, each bucket's all-reduce started
+// while backward still runs; and ZeroAdamW, AdamW with its state
+// sharded over the ranks (ZeRO stage 1).
 //
 // # Design
 //
 // Every rank holds a replica of the model and its optimizer, and runs the
 // same program on its own goroutine (NewLocalGroup) or, with an NCCL
 // Collective, its own GPU, each with its own tensor.Ctx. A step is:
-// forward and backward on the rank's slice of the global batch, then
+// forward and backward on the rank's slice of the global batch (during
+// which the buckets' all-reduces start, see "Overlap"), then
 // DataParallel.SyncGradients, which replaces every gradient by its mean
 // over the ranks, then clipping and the optimizer exactly as in a
 // single-process run. Since the replicas start identical
@@ -82,20 +84,14 @@
 // tensor.ErrDType). A call returns once NCCL has queued it: the result
 // is read, as any op's, by the ops queued after it.
 //
-// Which stream: the compute stream, the device's own
-// (tensor.CUDAStream), on which every op of the device is queued. DDP
-// runs each bucket's all-reduce on a second, communication stream,
-// ordered after the gradients' kernels by an event, so that it overlaps
-// the rest of backward; that needs a hook that fires when a bucket's
-// last gradient is made, and DataParallel has none: SyncGradients runs
-// after backward, reducing the buckets one after the other. With nothing
-// to overlap, a second stream would add an event record and wait per
-// bucket for no gain, so the collectives go on the compute stream, where
-// stream order alone makes them see the finished gradients and makes
-// every later op (the copy back, clipping, the optimizer) see their
-// result, with no event and no host wait. The bucket order and buffers
-// are already the ones an overlap needs; adding it means a gradient-ready
-// hook in autograd, a comm stream per device and an event per bucket.
+// Which stream: the plain calls (AllReduceSum, ReduceScatterSum,
+// AllGather) go on the compute stream, the device's own
+// (tensor.CUDAStream), on which every op of the device is queued, where
+// stream order alone makes them see the data written before and makes
+// every later op see their result, with no event and no host wait. The
+// ranks' StartAllReduceSum (AsyncCollective), through which DataParallel
+// overlaps the buckets with backward, uses a second stream (see
+// "Overlap").
 //
 // Layout: one process drives every GPU, one goroutine per rank, each
 // locked to its OS thread (CUDA's current context and NCCL's group state
@@ -124,6 +120,62 @@
 // that had queued a collective before the abort may find its result
 // unspecified or its next wait failing; its next call returns the
 // group's error.
+//
+// # Overlap
+//
+// As DDP does, DataParallel starts each bucket's all-reduce while
+// backward still computes the gradients of the buckets after it
+// (Options.NoOverlap turns this off; the results are the same bits).
+// New sets a gradient hook on every bucketed parameter
+// (autograd.Var.SetGradHook): autograd counts, at the start of each
+// backward pass, the uses of every hooked leaf in the graph, and calls
+// its hook once the last node using it has run, so the hook sees the
+// gradient final. When every parameter of a bucket is final, and every
+// bucket before it has been started, the bucket's gradients are copied
+// into its flat buffer and its all-reduce is started; then the next
+// complete buckets, in order. Buckets therefore start in index order on
+// every rank, whatever order backward finished their parameters in
+// (NCCL needs the same calls in the same order on every rank); a bucket
+// whose parameter backward did not reach on some rank is started by
+// SyncGradients on every rank, after the ones before it, which are then
+// all started too. SyncGradients starts what is left, waits for every
+// all-reduce, then all-reduces the presence counts and scales and
+// copies back exactly as without the overlap: the same collective
+// calls, in the same order, on the same data.
+//
+// With NCCL (AsyncCollective): each rank has a communication stream of
+// its own (non-blocking, the greatest priority, made on first use). To
+// start bucket i the rank queues the copies into the buffer on the
+// compute stream, records an event there, makes the communication
+// stream wait for it, queues ncclAllReduce on the communication stream
+// and records a second event after it; SyncGradients makes the compute
+// stream wait for those events before anything reads the buffers again
+// (the scaling and copies back, the presence counts' all-reduce, which
+// stays on the compute stream). The host never waits, and nothing
+// touches a buffer between the two events: backward only reads the
+// gradients, final by then, and writes others. Every collective call
+// of a communicator is thus ordered on the device the same way on every
+// rank: the buckets on the communication stream in order, each after
+// its gradients; the later calls on the compute stream after the last
+// bucket.
+//
+// Other Collectives (NewLocalGroup, a test's): bucket i's AllReduceSum
+// is called on a goroutine of its own that first waits for bucket
+// i-1's, so the calls are the same, in the same order, and the rank's
+// goroutine goes on with backward; SyncGradients waits for the last.
+// For the local group the sums do not depend on when they are made:
+// the overlapped path gives the other one's bits.
+//
+// Limits. With checkpointed blocks (a region's parameters are leaves
+// of a graph the region differentiates in its own backward) autograd
+// reports those parameters, and any reported while a region was still
+// to run, only after the last region has run: correct, with less to
+// overlap. A second backward pass after buckets were started and before
+// SyncGradients would change gradients already sent: SyncGradients
+// reports it as an error (and aborts the group); gradient accumulation
+// runs every micro-batch but the last in DataParallel.NoSync, as with
+// DDP's no_sync. A parameter has one gradient hook, so two
+// DataParallels with the overlap cannot share parameters.
 //
 // # ZeRO-1
 //
@@ -170,7 +222,16 @@
 // different seeds, frozen parameters included, end with rank 0's bits),
 // gradients missing on some or all ranks, and errors (ranks with
 // different models, a rank that aborts) returned on every rank; each
-// rank's Ctx holds the same bytes after every step. zero_test.go:
+// rank's Ctx holds the same bytes after every step, and every bucket
+// was started during backward. overlap_test.go: the overlapped path
+// against NoOverlap with 2 and 4 ranks, AdamW and ZeRO-1: losses and
+// parameters equal bit for bit on every rank after every step, and the
+// same collective calls in the same order; a backward pass whose last
+// node waits until the rank's collective is called (it is, with the
+// overlap: the first bucket started before backward ended; without, the
+// wait times out); NoSync's accumulation equal to NoOverlap's bit for
+// bit, a second backward pass outside it an error on every rank; the
+// hooks set by New and removed by Release. zero_test.go:
 // ZeroAdamW on 2, 3 (padded shards) and 4 ranks gives nn.AdamW's losses
 // and parameters bit for bit; the shard sizes. nccl_internal_test.go,
 // on the CPU: NewNCCLGroup's and each call's checks (each failing the
@@ -181,7 +242,10 @@
 // one GPU, each collective in float32, float64, float16 and bfloat16;
 // an abort returning on every rank; DataParallel and ZeroAdamW over one
 // NCCL rank against the same model trained on the GPU with no
-// collective; and, on a machine of 2 or more GPUs (skipped on one), the
-// collectives and DataParallel over every GPU against one GPU with the
-// whole batch, within the tolerances above.
+// collective; the overlapped path (communication stream, events)
+// against NoOverlap bit for bit, with every bucket started during
+// backward (TestGPUNCCLOverlap); and, on a machine of 2 or more GPUs
+// (skipped on one), the collectives, DataParallel and the overlap over
+// every GPU against one GPU with the whole batch, within the tolerances
+// above.
 package dist
