@@ -116,9 +116,12 @@ func linear(x, w, b *Var, half bool) *Var {
 
 // savedWeight is the cast weight a product's backward saves
 // (precision.weightCopy) when it will multiply the output gradient by w
-// to give x's gradient; nil when x needs none or no cast is made.
+// to give x's gradient; nil when x needs none or no cast is made, and
+// under an op hook (checkpointing, which trades time for memory: the
+// weight is cast again in backward, as before, instead of a copy of every
+// weight being held through the backward pass).
 func savedWeight(pr precision, x, w *Var) *tensor.Tensor {
-	if !needs(x) || !GradEnabledIn(pr.c) {
+	if !needs(x) || !GradEnabledIn(pr.c) || OpHookIn(pr.c) != nil {
 		return nil
 	}
 	return pr.weightCopy(w.Value)
