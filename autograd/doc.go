@@ -56,7 +56,8 @@
 // (tensor.UnaryTo). Under autocast, Linear and GeluLinear save the
 // region's cast of a kept weight for backward (precision.weightCopy), as
 // PyTorch's autocast saves its cast weights, so backward's product with
-// the output gradient does not cast the weight again. LinearCrossEntropy
+// the output gradient does not cast the weight again; not under an op
+// hook (checkpointing), where memory comes first. LinearCrossEntropy
 // sums its weight gradient over the chunks in the GEMM (beta 1,
 // tensor.MatMulInto) and writes each chunk's input gradient straight
 // into its rows.
