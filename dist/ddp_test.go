@@ -207,9 +207,10 @@ func trainRanks(t *testing.T, n, b int, xs, ys [][]int32, zero bool) (losses [][
 	return trainRanksWith(t, n, b, xs, ys, zero, dist.Options{BucketBytes: 12 << 10}, nil)
 }
 
-// trainRanksWith is trainRanks with DataParallel's options, and each
-// rank's Collective wrapped by wrap (nil: as it is).
-func trainRanksWith(t *testing.T, n, b int, xs, ys [][]int32, zero bool, opts dist.Options, wrap func(dist.Collective) dist.Collective) (losses [][]float64, params [][][]float32, nbuckets []int, errs []error) {
+// trainRanksWith is trainRanks with DataParallel's options, each rank's
+// Collective wrapped by wrap (nil: as it is), and each model passed to
+// setup before training.
+func trainRanksWith(t *testing.T, n, b int, xs, ys [][]int32, zero bool, opts dist.Options, wrap func(dist.Collective) dist.Collective, setup ...func(*nn.GPT)) (losses [][]float64, params [][][]float32, nbuckets []int, errs []error) {
 	T := tinyGPT.Context
 	losses = make([][]float64, n)   // [rank][step], the mean over ranks
 	params = make([][][]float32, n) // [rank][step]
@@ -217,6 +218,9 @@ func trainRanksWith(t *testing.T, n, b int, xs, ys [][]int32, zero bool, opts di
 	models := make([]*nn.GPT, n)
 	for r := range n { // built here: require may not run on the ranks' goroutines
 		models[r] = newGPT(t, tinyGPT, 3)
+		for _, f := range setup {
+			f(models[r])
+		}
 	}
 	errs = runRanks(t, n, 60*time.Second, func(c *tensor.Ctx, coll dist.Collective) error {
 		r := coll.Rank()

@@ -66,6 +66,37 @@ func TestOverlapMatchesNoOverlap(t *testing.T) {
 	}
 }
 
+// With checkpointed blocks (every checkpointing level: a region's
+// parameters are leaves of the graph it differentiates inside its own
+// backward), the overlapped path still gives NoOverlap's losses and
+// parameters bit for bit: no parameter is reported before its last
+// contribution, nor twice (which SyncGradients would refuse), and every
+// bucket is still started by the hooks.
+func TestOverlapCheckpointed(t *testing.T) {
+	const n = 2
+	T := tinyGPT.Context
+	xs, ys := batches(ddpSteps, ddpB, T, tinyGPT.Vocab)
+	for _, ck := range nn.CheckpointLevels[1:] {
+		t.Run(fmt.Sprintf("%v every %d", ck.Mode, ck.Every), func(t *testing.T) {
+			set := func(g *nn.GPT) { g.Checkpoint = ck }
+			wantLoss, wantParams, _, errs := trainRanksWith(t, n, ddpB/n, xs, ys, false, dist.Options{BucketBytes: 12 << 10, NoOverlap: true}, nil, set)
+			for r, err := range errs {
+				require.NoError(t, err, "without overlap, rank %d", r)
+			}
+			gotLoss, gotParams, _, errs := trainRanksWith(t, n, ddpB/n, xs, ys, false, dist.Options{BucketBytes: 12 << 10}, nil, set)
+			for r, err := range errs {
+				require.NoError(t, err, "with overlap, rank %d", r)
+			}
+			for r := range n {
+				assert.Equal(t, wantLoss[r], gotLoss[r], "rank %d's losses", r)
+				for s := range ddpSteps {
+					assert.True(t, equalBits(wantParams[r][s], gotParams[r][s]), "rank %d, step %d: parameters differ", r, s)
+				}
+			}
+		})
+	}
+}
+
 // recorder is a Collective that reports each call (for tests) as it
 // begins.
 type recorder struct {
