@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-ml/strata/autograd"
+	"github.com/strata-ml/strata/checkpoint"
 	"github.com/strata-ml/strata/tensor"
 )
 
@@ -211,4 +212,43 @@ func TestGradHookMisuse(t *testing.T) {
 		var nilVar *autograd.Var
 		require.Panics(t, func() { nilVar.SetGradHook(nil) })
 	})
+}
+
+// The same through package checkpoint (regions as activation
+// checkpointing makes them, their recomputation's backward pass nested
+// in the outer one through the inputs' context): a leaf used in two
+// checkpointed regions and outside them, and one used in one region, are
+// each reported once, with their final gradients.
+func TestGradHookCheckpoint(t *testing.T) {
+	c := tensor.NewCtx()
+	w := autograd.Param(c.Full(tensor.CPU(), tensor.Float32, 1.5, 3), "w")
+	u := autograd.Param(c.Full(tensor.CPU(), tensor.Float32, 0.5, 3), "u")
+	defer func() {
+		for _, p := range []*autograd.Var{w, u} {
+			p.ZeroGrad()
+			p.SetGradHook(nil)
+			p.Value.Release()
+		}
+	}()
+	h := &hookTrace{grads: map[string][][]float32{}}
+	pass := func() {
+		c.WithScope(func() {
+			x := autograd.Const(c.Full(tensor.CPU(), tensor.Float32, 2, 3))
+			y1 := checkpoint.Apply(func(in ...*autograd.Var) *autograd.Var { return autograd.Tanh(autograd.Mul(in[0], w)) }, x)
+			y2 := checkpoint.Apply(func(in ...*autograd.Var) *autograd.Var {
+				return autograd.Mul(autograd.Tanh(autograd.Mul(in[0], w)), u)
+			}, y1)
+			require.NoError(t, autograd.Sum(autograd.Mul(y2, w), false).Backward())
+		})
+	}
+	pass()
+	want := [][]float32{w.Grad.Float32s(), u.Grad.Float32s()}
+	w.ZeroGrad()
+	u.ZeroGrad()
+	w.SetGradHook(h.hook)
+	u.SetGradHook(h.hook)
+	pass()
+	require.ElementsMatch(t, []string{"w", "u"}, h.events)
+	require.Equal(t, [][]float32{want[0]}, h.grads["w"])
+	require.Equal(t, [][]float32{want[1]}, h.grads["u"])
 }
