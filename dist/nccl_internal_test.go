@@ -7,6 +7,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-ml/strata/autograd"
+	"github.com/strata-ml/strata/memory"
+	"github.com/strata-ml/strata/nn"
 	"github.com/strata-ml/strata/tensor"
 )
 
@@ -53,6 +56,9 @@ func TestNCCLRankChecks(t *testing.T) {
 		{"other device", nil, func(c Collective) error { return c.AllReduceSum(x) }, tensor.ErrDevice, "tensor float32 [5] is on cpu, the rank's GPU is"},
 		{"not divisible", cpu, func(c Collective) error { return c.ReduceScatterSum(x) }, ErrMismatch, "ReduceScatterSum: rank 1: 5 elements are not divisible by the 2 ranks"},
 		{"not CUDA", cpu, func(c Collective) error { return c.AllReduceSum(x) }, tensor.ErrDevice, "AllReduceSum: rank 1: tensor.CUDAPointer"},
+		{"start nil", cpu, func(c Collective) error { _, err := c.(AsyncCollective).StartAllReduceSum(nil); return err }, tensor.ErrArgument, "AllReduceSum: rank 1: nil or released tensor"},
+		{"start other device", nil, func(c Collective) error { _, err := c.(AsyncCollective).StartAllReduceSum(x); return err }, tensor.ErrDevice, "the rank's GPU is"},
+		{"start not CUDA", cpu, func(c Collective) error { _, err := c.(AsyncCollective).StartAllReduceSum(x); return err }, tensor.ErrDevice, "AllReduceSum: rank 1: tensor.CUDAPointer"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -122,4 +128,31 @@ func TestNCCLAbort(t *testing.T) {
 	assert.Equal(t, 2, g.Rank(1).Size())
 	assert.Equal(t, 1, g.Rank(1).Rank())
 	assert.Panics(t, func() { g.Rank(2) })
+}
+
+// DataParallel over an NCCL rank (an AsyncCollective) starts its buckets
+// through StartAllReduceSum from the gradient hooks; a failure there
+// (here: CPU tensors, which NCCL cannot reduce) does not stop backward,
+// fails the group at once and is SyncGradients' error.
+func TestNCCLOverlapStartFails(t *testing.T) {
+	cpu := tensor.CPU()
+	g := fakeNCCLGroup(1, cpu)
+	v, err := tensor.NewKept(cpu, tensor.Float32, memory.RoleParameter, 4)
+	require.NoError(t, err)
+	v.Fill(1)
+	p := &nn.Parameter{Var: autograd.Param(v, "w"), Name: "w"}
+	defer nn.Release([]*nn.Parameter{p})
+	d, err := New(g.Rank(0), []*nn.Parameter{p}, Options{})
+	require.NoError(t, err)
+	defer d.Release()
+	c := tensor.NewCtx()
+	c.WithScope(func() {
+		x := autograd.Const(c.Full(cpu, tensor.Float32, 2, 4))
+		require.NoError(t, autograd.Sum(autograd.Mul(x, p.Var), false).Backward(), "backward goes on")
+	})
+	require.ErrorIs(t, g.Err(), ErrAborted, "the group failed in the hook")
+	err = d.SyncGradients()
+	require.ErrorIs(t, err, tensor.ErrDevice)
+	assert.Contains(t, err.Error(), "tensor.CUDAPointer")
+	p.ZeroGrad()
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/strata-ml/strata/tensor"
 )
 
+var _ AsyncCollective = (*ncclRank)(nil)
+
 // commStream is a rank's communication stream and its events, made on
 // the first StartAllReduceSum.
 type commStream struct {
