@@ -248,15 +248,21 @@ func TestExpandableTraceInvariants(t *testing.T) {
 
 // TestExpandableScaledTraces replays PyTorch's traces with every size
 // scaled (bench-alloc -scale: models of other sizes with the same
-// pattern) through expandable pools, checking the invariants now and
-// then, and bounds reserved/requested. The goal is 1.02 at every scale;
-// the fp16 trace with checkpointing is not there below scale 1 (partial
-// pages at the edges of free runs), so its small scales are held to what
-// the pool reaches today (2026-12-02), as a guard against regressions.
+// pattern) through expandable pools over the host backend, checking the
+// invariants now and then, and bounds reserved/requested at 13 scales
+// from 0.25 to 4. The goal (issue 12) is 1.02 at every scale; fp32 is
+// there, and so is the fp16 trace with checkpointing from scale 1 up
+// except 1.25, but not below (partial pages at the edges of free runs:
+// bench/results/cpu-expandable-scaled-2026-12-02.md), so those scales are
+// held to what the pool reaches today (2026-12-02) plus a little, as a
+// guard against regressions.
 func TestExpandableScaledTraces(t *testing.T) {
+	const goal = 1.02
 	bound := map[string]map[float64]float64{
-		"trace-char-fp32.csv":      {0.25: 1.02, 0.37: 1.02, 0.5: 1.02, 1: 1.02, 2.3: 1.02, 4: 1.02},
-		"trace-char-fp16-ckpt.csv": {0.25: 1.11, 0.37: 1.10, 0.5: 1.03, 1: 1.02, 2.3: 1.02, 4: 1.02},
+		"trace-char-fp32.csv": {0.25: goal, 0.31: goal, 0.37: goal, 0.43: goal, 0.5: goal, 0.62: goal, 0.75: goal,
+			1: goal, 1.25: goal, 1.5: goal, 2.3: goal, 3.1: goal, 4: goal},
+		"trace-char-fp16-ckpt.csv": {0.25: 1.11, 0.31: 1.085, 0.37: 1.10, 0.43: 1.09, 0.5: 1.03, 0.62: 1.07, 0.75: 1.04,
+			1: goal, 1.25: 1.03, 1.5: goal, 2.3: goal, 3.1: goal, 4: goal},
 	}
 	for name, scales := range bound {
 		data, err := os.ReadFile(filepath.Join("..", "bench", "traces", name))
@@ -289,7 +295,7 @@ func TestExpandableScaledTraces(t *testing.T) {
 			}
 			st := p.Stats()
 			ratio := float64(st.Reserved.Peak) / float64(st.Requested.Peak)
-			t.Logf("%s x%v: reserved/requested %.4f (bound %.2f)", name, scale, ratio, limit)
+			t.Logf("%s x%v: reserved/requested %.4f (bound %.3f)", name, scale, ratio, limit)
 			require.LessOrEqual(t, ratio, limit, "%s x%v", name, scale)
 			for _, b := range live {
 				require.NoError(t, p.Free(b))

@@ -1,0 +1,198 @@
+package memory
+
+import (
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The scale sweep of expandable segments (issue 12): replays both shared
+// traces with every size scaled, as bench-alloc -scale does, and prints
+// reserved/requested per scale with the mean, the maximum and the count
+// above 1.02; with -expandable-sweep-dump also the partial pages (pages
+// holding live bytes and free ones) at the moment each replay reached its
+// peak reserved, with their live blocks (size@trace line of the
+// allocation, or L<pages> for blocks of 8 pages or more). Off unless
+// asked:
+//
+//	go test ./memory -run TestExpandableScaleSweep -v -expandable-sweep 40
+//	go test ./memory -run TestExpandableScaleSweep -v -expandable-sweep 0.37 -expandable-sweep-dump
+//
+// (40: 40 scales from 0.2 to 4, 0.2*20^(i/39); else a comma-separated
+// list). No timing: bench-alloc times the replays.
+var anaScales = flag.String("expandable-sweep", "", "scales for TestExpandableScaleSweep: a count of log-spaced scales from 0.2 to 4, or a comma-separated list")
+var anaTiny = flag.Int64("expandable-sweep-tiny", 0, "experiment: requests up to this many bytes on stream 1 (a range and index of their own)")
+var anaDump = flag.Bool("expandable-sweep-dump", false, "TestExpandableScaleSweep prints the partial pages at each replay's peak reserved")
+
+type anaOp struct {
+	free bool
+	slot int
+	size int64
+	ev   int
+}
+
+func anaLoad(t *testing.T, name string) ([]anaOp, int) {
+	data, err := os.ReadFile(filepath.Join("..", "bench", "traces", name))
+	if err != nil {
+		t.Skip(err)
+	}
+	live := map[string]int{}
+	var ops []anaOp
+	var freeSlots []int
+	slots := 0
+	for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n")[1:] {
+		f := strings.Split(line, ",")
+		switch f[0] {
+		case "alloc":
+			n, _ := strconv.ParseInt(f[2], 10, 64)
+			s := slots
+			if k := len(freeSlots); k > 0 {
+				s, freeSlots = freeSlots[k-1], freeSlots[:k-1]
+			} else {
+				slots++
+			}
+			live[f[1]] = s
+			ops = append(ops, anaOp{slot: s, size: n, ev: i})
+		case "free_completed":
+			if s, ok := live[f[1]]; ok {
+				ops = append(ops, anaOp{free: true, slot: s, ev: i})
+				delete(live, f[1])
+				freeSlots = append(freeSlots, s)
+			}
+		}
+	}
+	return ops, slots
+}
+
+func anaReplay(t *testing.T, ops []anaOp, slots int, scale float64, dump bool) (float64, int64) {
+	p := NewPool(NewHostBackend(TierDevice), PoolConfig{Expandable: true})
+	blocks := make([]*Block, slots)
+	born := map[*Block]int{}
+	var peakRes int64
+	var snap string
+	for _, op := range ops {
+		if op.free {
+			if err := p.Free(blocks[op.slot]); err != nil {
+				t.Fatal(err)
+			}
+			blocks[op.slot] = nil
+			continue
+		}
+		n := max(1, int64(math.Round(float64(op.size)*scale)))
+		var st Stream
+		if n <= *anaTiny {
+			st = 1
+		}
+		b, err := p.Alloc(n, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks[op.slot] = b
+		born[b] = op.ev + 2 // the trace line
+		if r := p.Stats().Reserved.Current; r > peakRes {
+			peakRes = r
+			if dump {
+				snap = anaSnap(p, born, op.ev+2)
+			}
+		}
+	}
+	st := p.Stats()
+	for _, b := range blocks {
+		if b != nil {
+			p.Free(b)
+		}
+	}
+	p.Close()
+	if dump {
+		fmt.Println(snap)
+	}
+	return float64(st.Reserved.Peak) / float64(st.Requested.Peak), st.Requested.Peak
+}
+
+func anaSnap(p *Pool, born map[*Block]int, ev int) string {
+	var sb strings.Builder
+	g := p.page
+	fmt.Fprintf(&sb, "peak reserved reached at trace line %d: %d pages, allocated %d bytes\n", ev, p.Stats().Reserved.Current/g, p.Stats().Allocated.Current)
+	for seg := p.segs; seg != nil; seg = seg.next {
+		base := seg.region.Addr
+		liveIn := map[int64]int64{}
+		desc := map[int64][]string{}
+		largeIn := map[int64]bool{}
+		for b := seg.first; b != nil; b = b.next {
+			if b.state != blockLive {
+				continue
+			}
+			off := int64(b.addr - base)
+			for pg := off / g; pg*g < off+b.size; pg++ {
+				l, h := max(off, pg*g), min(off+b.size, (pg+1)*g)
+				liveIn[pg] += h - l
+				if b.size > SmallSize {
+					largeIn[pg] = true
+				}
+				if b.size < 8*g {
+					desc[pg] = append(desc[pg], fmt.Sprintf("%d@%d", b.size, born[b]))
+				} else {
+					desc[pg] = append(desc[pg], fmt.Sprintf("L%d", b.size/g))
+				}
+			}
+		}
+		var keys []int64
+		for k := range liveIn {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+		var waste, wasteSmall int64
+		for _, k := range keys {
+			if liveIn[k] < g {
+				waste += g - liveIn[k]
+				if !largeIn[k] {
+					wasteSmall += g - liveIn[k]
+				}
+				fmt.Fprintf(&sb, "  page %d live %.3f MiB: %v\n", k, float64(liveIn[k])/(1<<20), desc[k])
+			}
+		}
+		fmt.Fprintf(&sb, " segment: %d pages with live bytes, %.2f pages' worth free in them (%.2f in pages holding only blocks under 1 MiB)\n",
+			len(keys), float64(waste)/float64(g), float64(wasteSmall)/float64(g))
+	}
+	return sb.String()
+}
+
+// TestExpandableScaleSweep: see -expandable-sweep.
+func TestExpandableScaleSweep(t *testing.T) {
+	if *anaScales == "" {
+		t.Skip()
+	}
+	var scales []float64
+	if n, err := strconv.Atoi(*anaScales); err == nil && n > 1 {
+		for i := 0; i < n; i++ {
+			scales = append(scales, 0.2*math.Pow(20, float64(i)/float64(n-1)))
+		}
+	} else {
+		for _, s := range strings.Split(*anaScales, ",") {
+			v, _ := strconv.ParseFloat(s, 64)
+			scales = append(scales, v)
+		}
+	}
+	for _, name := range []string{"trace-char-fp32.csv", "trace-char-fp16-ckpt.csv"} {
+		ops, slots := anaLoad(t, name)
+		var sum, mx float64
+		over := 0
+		line := ""
+		for _, s := range scales {
+			r, _ := anaReplay(t, ops, slots, s, *anaDump)
+			sum += r
+			mx = max(mx, r)
+			if r > 1.02 {
+				over++
+			}
+			line += fmt.Sprintf(" %.3g:%.4f", s, r)
+		}
+		fmt.Printf("%s mean %.4f max %.4f over %d/%d\n%s\n", name, sum/float64(len(scales)), mx, over, len(scales), line)
+	}
+}
