@@ -74,30 +74,6 @@ func (s *usageSinks) each(f func(u *Usage)) {
 	}
 }
 
-// blockAllocated records a block of rounded size bytes, requested bytes,
-// becoming live. (Written out for the two records, not through each: the
-// closure is not inlined on this hot path.)
-func (s *usageSinks) blockAllocated(rounded, requested int64) {
-	s.own.blockAllocated(rounded, requested)
-	if p := s.parent; p != nil {
-		p.blockAllocated(rounded, requested)
-	}
-}
-
-// blockFreed records a live block being freed. A block that stays active
-// (pending on other streams' work) keeps its Active bytes until
-// blockReclaimed.
-func (s *usageSinks) blockFreed(rounded, requested int64, stillActive bool) {
-	active := rounded
-	if stillActive {
-		active = 0
-	}
-	s.own.blockFreed(rounded, requested, active)
-	if p := s.parent; p != nil {
-		p.blockFreed(rounded, requested, active)
-	}
-}
-
 func (u *Usage) blockAllocated(rounded, requested int64) {
 	u.Allocated.add(rounded)
 	u.Requested.add(requested)
