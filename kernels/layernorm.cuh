@@ -121,33 +121,46 @@ __device__ void layernorm_dwdb_partial(double* partial, const T* dy, const T* x,
 // layernorm_dwdb_final adds the chunks and writes dw and db (either may be
 // null), rounding once: dw = T(sum), so that they need no zero fill
 // first. Blocks of 32 columns x LN_FINAL_GROUPS chunk groups: thread
-// (column i, group q) sums chunks q, q + LN_FINAL_GROUPS, ... of column i
-// in order, the warp's 32 columns in one coalesced read a chunk, then
-// group 0 adds the groups' sums in order: the result does not depend on
-// timing. (A warp a column, its lanes striding over the chunks, read 8
-// bytes a lane from 32 rows apart: 8 us a norm over the register path's
-// 264 chunks of 768 columns; a thread a column left the sum
-// latency-bound on three multiprocessors.)
+// (column i, group q) sums the chunks q + LN_FINAL_GROUPS (LN_FINAL_ILP k
+// + j) of column i, each j into its own sum so that LN_FINAL_ILP loads are
+// in flight, the warp's 32 columns in one coalesced read a chunk; it adds
+// its sums in j order, then group 0 adds the groups' in q order: the
+// result does not depend on timing. (A warp a column, its lanes striding
+// over the chunks, read 8 bytes a lane from 32 rows apart: 8 us a norm
+// over the register path's 264 chunks of 768 columns; one load in flight
+// a thread, 10 us; a thread a column left the sum latency-bound on three
+// multiprocessors.)
 #define LN_FINAL_GROUPS 16
+#define LN_FINAL_ILP 4
 template <typename T>
 __device__ void layernorm_dwdb_final(T* dw, T* db, const double* partial, i64 cols, int chunks) {
   __shared__ double shw[LN_FINAL_GROUPS][33], shb[LN_FINAL_GROUPS][33];
   const int tx = threadIdx.x & 31, q = threadIdx.x >> 5;
   const i64 i = (i64)blockIdx.x * 32 + tx;
-  double sw = 0, sb = 0;
+  double sw[LN_FINAL_ILP] = {}, sb[LN_FINAL_ILP] = {};
   if (i < cols) {
-    for (int c = q; c < chunks; c += LN_FINAL_GROUPS) {
-      sw += partial[(2 * (i64)c) * cols + i];
-      sb += partial[(2 * (i64)c + 1) * cols + i];
+    const int step = LN_FINAL_GROUPS * LN_FINAL_ILP;
+    for (int c0 = q; c0 < chunks; c0 += step) {
+#pragma unroll
+      for (int j = 0; j < LN_FINAL_ILP; j++) {
+        const int c = c0 + LN_FINAL_GROUPS * j;
+        if (c < chunks) {
+          sw[j] += partial[(2 * (i64)c) * cols + i];
+          sb[j] += partial[(2 * (i64)c + 1) * cols + i];
+        }
+      }
     }
   }
-  shw[q][tx] = sw;
-  shb[q][tx] = sb;
+  double tw = sw[0], tb = sb[0];
+#pragma unroll
+  for (int j = 1; j < LN_FINAL_ILP; j++) tw += sw[j], tb += sb[j];
+  shw[q][tx] = tw;
+  shb[q][tx] = tb;
   __syncthreads();
   if (q == 0 && i < cols) {
-    for (int k = 1; k < LN_FINAL_GROUPS; k++) sw += shw[k][tx], sb += shb[k][tx];
-    if (dw) dw[i] = (T)sw;
-    if (db) db[i] = (T)sb;
+    for (int k = 1; k < LN_FINAL_GROUPS; k++) tw += shw[k][tx], tb += shb[k][tx];
+    if (dw) dw[i] = (T)tw;
+    if (db) db[i] = (T)tb;
   }
 }
 

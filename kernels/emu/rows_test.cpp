@@ -185,6 +185,7 @@ int main() {
   ln_backward<6>(8, 764, true, 5);  // more blocks than rows: empty chunks
   ln_backward<8>(11, 1024, true, 2);
   ln_backward<6>(300, 768, true, 40);  // more chunks than the final's groups
+  ln_backward<2>(1500, 200, true, 150);  // more than groups x ILP chunks
   ce_fused<BF16, false>(5, 50257, 50304, "bf16");
   ce_fused<BF16, true>(6, 1000, 1000, "bf16");
   ce_fused<float, false>(5, 5000, 5004, "f32");
