@@ -237,16 +237,10 @@ func trainRanksWith(t *testing.T, n, b int, xs, ys [][]int32, zero bool, opts di
 		if err := d.BroadcastParameters(); err != nil {
 			return err
 		}
-		var opt nn.Optimizer
-		if zero {
-			z, err := dist.NewZeroAdamW(coll, g.Parameters(), ddpLR, 0.1)
-			if err != nil {
-				d.Abort(err)
-				return err
-			}
-			opt = z
-		} else {
-			opt = nn.NewAdamW(g.Parameters(), ddpLR, 0.1)
+		opt, err := rankOptimizer(coll, g.Parameters(), zero)
+		if err != nil {
+			d.Abort(err)
+			return err
 		}
 		defer opt.Release()
 		var first int64
@@ -432,4 +426,13 @@ func TestDataParallelErrors(t *testing.T) {
 			assert.ErrorIs(t, errs[r], bad, "rank %d", r)
 		}
 	})
+}
+
+// rankOptimizer is a rank's optimizer in the data-parallel tests: AdamW,
+// or with zero its state sharded over the ranks (ZeroAdamW).
+func rankOptimizer(coll dist.Collective, ps []*nn.Parameter, zero bool) (nn.Optimizer, error) {
+	if zero {
+		return dist.NewZeroAdamW(coll, ps, ddpLR, 0.1)
+	}
+	return nn.NewAdamW(ps, ddpLR, 0.1), nil
 }

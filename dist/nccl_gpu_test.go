@@ -304,16 +304,10 @@ func trainNCCLWith(t *testing.T, devs []tensor.Device, b int, xs, ys [][]int32, 
 		if err := d.BroadcastParameters(); err != nil {
 			return err
 		}
-		var opt nn.Optimizer
-		if zero {
-			z, err := dist.NewZeroAdamW(coll, g.Parameters(), ddpLR, 0.1)
-			if err != nil {
-				d.Abort(err)
-				return err
-			}
-			opt = z
-		} else {
-			opt = nn.NewAdamW(g.Parameters(), ddpLR, 0.1)
+		opt, err := rankOptimizer(coll, g.Parameters(), zero)
+		if err != nil {
+			d.Abort(err)
+			return err
 		}
 		defer opt.Release()
 		for s := range ddpSteps {
