@@ -65,8 +65,9 @@
 // initialisation, and nanoGPT's parameter names, so SaveWeights writes
 // safetensors files PyTorch loads into nanoGPT unchanged. GPTConfigs has
 // the tiny, char, gpt2 and gpt2-medium shapes. GPT.Checkpoint chooses
-// activation checkpointing (selective keeps the products up to three
-// times a block's input and recomputes the rest), GPT.HeadLoss the full or
+// activation checkpointing (none keeps every activation, the MLP's GELU
+// output included; selective keeps the products up to three times a
+// block's input and recomputes the rest), GPT.HeadLoss the full or
 // the fused, chunked output head and loss (the logits never all held; on
 // the GPU also the faster one), SetAttention plain or fused attention.
 //
