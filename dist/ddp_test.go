@@ -124,13 +124,17 @@ const (
 // trainStep is one step on rows (b, T) of ids: forward, backward, sync
 // (when d is not nil), clipping and AdamW; it returns the rank's loss.
 func trainStep(c *tensor.Ctx, g *nn.GPT, opt nn.Optimizer, d *dist.DataParallel, x, y []int32, b int) (float64, error) {
+	return stepOn(c, tensor.CPU(), g, opt, d, x, y, b)
+}
+
+// stepOn is trainStep with the ids on dev.
+func stepOn(c *tensor.Ctx, dev tensor.Device, g *nn.GPT, opt nn.Optimizer, d *dist.DataParallel, x, y []int32, b int) (float64, error) {
 	ps := g.Parameters()
 	var loss float64
 	err := nn.Step(c, func() error {
 		nn.ZeroGrad(ps)
 		T := len(x) / b
-		l := g.Loss(c.FromInt32s(tensor.CPU(), x, b, T), c.FromInt32s(tensor.CPU(), y, b, T))
-		loss = l.Item()
+		l := g.Loss(c.FromInt32s(dev, x, b, T), c.FromInt32s(dev, y, b, T))
 		if err := l.Backward(); err != nil {
 			return err
 		}
@@ -142,6 +146,7 @@ func trainStep(c *tensor.Ctx, g *nn.GPT, opt nn.Optimizer, d *dist.DataParallel,
 		if _, err := nn.ClipGradNorm(ps, 1); err != nil {
 			return err
 		}
+		loss = l.Item()
 		return opt.Step()
 	})
 	return loss, err

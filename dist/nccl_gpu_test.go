@@ -249,31 +249,6 @@ func newGPTOn(t *testing.T, dev tensor.Device, seed uint64) *nn.GPT {
 	return g
 }
 
-// stepOn is trainStep on dev.
-func stepOn(c *tensor.Ctx, dev tensor.Device, g *nn.GPT, opt nn.Optimizer, d *dist.DataParallel, x, y []int32, b int) (float64, error) {
-	ps := g.Parameters()
-	var loss float64
-	err := nn.Step(c, func() error {
-		nn.ZeroGrad(ps)
-		T := len(x) / b
-		l := g.Loss(c.FromInt32s(dev, x, b, T), c.FromInt32s(dev, y, b, T))
-		if err := l.Backward(); err != nil {
-			return err
-		}
-		if d != nil {
-			if err := d.SyncGradients(); err != nil {
-				return err
-			}
-		}
-		if _, err := nn.ClipGradNorm(ps, 1); err != nil {
-			return err
-		}
-		loss = l.Item()
-		return opt.Step()
-	})
-	return loss, err
-}
-
 // trainNCCL is trainRanks over an NCCL group on devs.
 func trainNCCL(t *testing.T, devs []tensor.Device, b int, xs, ys [][]int32, zero bool) (losses [][]float64, params [][][]float32) {
 	losses, params, _ = trainNCCLWith(t, devs, b, xs, ys, zero, dist.Options{BucketBytes: 12 << 10})
