@@ -217,10 +217,11 @@
 //     set by (stream, size, address) like PyTorch's. They sit instead in
 //     two segregated-fit indexes (free_index.go): per stream, size classes
 //     (one per 512 B size up to 64 KiB, then 64 per power of two) with a
-//     bitmap of the non-empty ones, and a small B-tree (free_tree.go) per
-//     class. A request searches its own class's tree, else takes the
-//     smallest block of the next non-empty class the bitmap shows: the
-//     same answer as one big tree, from trees of a few keys. The trees keep
+//     bitmap of the non-empty ones; a class keeps up to three blocks in
+//     order in its slot and a small B-tree (free_tree.go) beyond. A
+//     request searches its own class, else takes the smallest block of
+//     the next non-empty class the bitmap shows: the same answer as one
+//     big tree, from a few keys. The trees keep
 //     the keys in their nodes and compare them without branches, and one
 //     descent both finds the best fit and removes it.
 //
@@ -382,12 +383,16 @@
 // Pool.indexes, shouldSplit picks its minimum rest by a conditional move
 // (these took the mixed pair from about 100 to 94 ns and cachegrind's
 // mispredictions from 8.7 to 6.5 a pair); class trees are held by value,
-// a class's second block makes its tree as one ordered leaf, and the
-// statistics are updated inline (90 ns; 5.9 mispredictions, 852
-// instructions, from 911). What is left is spread thin: Go's per-call
-// cost (prologues, bounds and write-barrier checks) in every small
-// function, and the class trees' loops, whose exits depend on a node's
-// key count (about 2 mispredictions a pair). Branch-free tree search and
+// and the statistics are updated inline (90 ns; 5.9 mispredictions, 852
+// instructions, from 911). The class trees' loops, whose exits depend on
+// a node's key count, were then about 2 mispredictions a pair, half of
+// their operations on trees of one or two keys; a class now keeps up to
+// three blocks in order in its slot (compares written out) and builds a
+// tree from the fourth, returning to the slot when a removal leaves three
+// (805 instructions, 4.75 mispredictions, 3.2 L1 data misses from 4.2;
+// about 84 ns from 90). What is left is spread thin: Go's per-call cost
+// (prologues, bounds and write-barrier checks) in every small function,
+// and the random sizes' branches. Branch-free tree search and
 // shifts over the first keys cost more instructions than they saved,
 // and one bit scan for the take's own and next class made it slower;
 // profile-guided optimisation (go build -pgo) gave another ~7% on the

@@ -31,6 +31,9 @@ import (
 // cost a few dependent node loads per operation; the lone-block classes,
 // 64-byte blocks and 16-byte keys took it to 84 ns, and writing the
 // lone-block operations out in the index's own methods to 83 (4% less).
+// Keeping up to three blocks in the class slot before a tree took the
+// mixed pair (on the harness of bench/results/cpu-pool-pair-2026-12-02-b.md)
+// from about 90 to 84 ns.
 type freeIndex struct {
 	// hot is the block inserted last, kept out of the classes until the
 	// next insert (which moves it into its class) or until it is taken or
@@ -64,24 +67,34 @@ const (
 )
 
 // classSet is one stream's free blocks of an index. Most classes hold one
-// block at a time, so a lone block sits in ones and a class's tree is used
-// from its second block: the common operations then touch no tree node at
-// all (a node load was a tenth of a pair's time). ones takes 8 bytes a
-// class and the rarely used trees sit apart, so the classes a workload
-// touches fit in fewer cache lines (with the lone block and the tree in
-// one 32-byte entry, loading it was a fifth of the mixed pair's index
-// time).
+// to three blocks at a time, so those sit in ones, in key order, and a
+// class's tree is used from its fourth block until a removal leaves three
+// (then they move back): the common operations touch no tree node at all
+// (a node load was a tenth of a pair's time), and a class of a few blocks
+// is searched by a fixed sequence of compares instead of the tree's loops,
+// whose exits depend on the key count (on the mixed pair, with one inline
+// block and trees from the second, half the tree operations were on trees
+// of one or two keys and the loops were ~2 of its 5.9 mispredictions).
+// ones takes 24 bytes a class and the rarely used trees sit apart, so the
+// classes a workload touches fit in fewer cache lines (with the lone block
+// and the tree in one 32-byte entry, loading it was a fifth of the mixed
+// pair's index time).
 type classSet struct {
 	used    bool // the set belongs to stream (first's is unused until then)
 	stream  Stream
 	summary uint64             // bit w set when words[w] is not zero
 	words   [classWords]uint64 // bit c set when class c holds a block
-	ones    []*Block           // ones[c]: class c's only block, when its tree is empty
+	ones    []fewBlocks        // ones[c]: class c's blocks, when it has one or two
 	// trees[c] is class c's tree, used from when it first holds two
 	// blocks; held by value, one pointer fewer to follow (cachegrind: 8%
 	// fewer first-level data misses on the mixed pair than []*freeTree).
 	trees []freeTree
 }
+
+// fewBlocks is a class's blocks while it holds one to three, in key order
+// (a below b below c; the unused places nil, from the end): its tree is
+// empty then.
+type fewBlocks struct{ a, b, c *Block }
 
 // has reports whether class c holds a block.
 func (cs *classSet) has(c int) bool { return cs.words[c>>6]&(1<<(c&63)) != 0 }
@@ -89,8 +102,8 @@ func (cs *classSet) has(c int) bool { return cs.words[c>>6]&(1<<(c&63)) != 0 }
 // ascendClass calls f on class c's blocks in key order until f returns
 // false, and reports whether it went through all of them.
 func (cs *classSet) ascendClass(c int, f func(*Block) bool) bool {
-	if b := cs.ones[c]; b != nil {
-		return f(b)
+	if o := cs.ones[c]; o.a != nil {
+		return f(o.a) && (o.b == nil || f(o.b)) && (o.c == nil || f(o.c))
 	}
 	return cs.trees[c].ascend(f)
 }
@@ -230,23 +243,45 @@ func (x *freeIndex) insertClass(s Stream, b *Block) {
 		cs.ones = slices.Grow(cs.ones, n)[:c+1]
 		cs.trees = slices.Grow(cs.trees, n)[:c+1]
 	}
-	// Most inserts go to an empty class, where b is kept as its lone block.
+	// Most inserts go to an empty class, where b is kept as its lone block,
+	// or to one of one or two blocks, placed among them in key order.
+	o := &cs.ones[c]
 	if !cs.has(c) {
-		cs.ones[c] = b
+		o.a = b
 		cs.words[c>>6] |= 1 << (c & 63)
 		cs.summary |= 1 << (c >> 6)
 		return
 	}
-	t := &cs.trees[c]
-	if t.nodes == nil {
-		t.nodes = &x.nodes
-	}
-	if o := cs.ones[c]; o != nil { // the lone block and b make the tree
-		cs.ones[c] = nil
-		t.insertPair(keyOf(o), o, keyOf(b), b)
+	if o.a != nil {
+		k := keyOf(b)
+		if o.b == nil { // the second block sits beside the first, in order
+			if k.less(keyOf(o.a)) {
+				o.a, o.b = b, o.a
+			} else {
+				o.b = b
+			}
+			return
+		}
+		if o.c == nil {
+			switch {
+			case k.less(keyOf(o.a)):
+				o.a, o.b, o.c = b, o.a, o.b
+			case k.less(keyOf(o.b)):
+				o.b, o.c = b, o.b
+			default:
+				o.c = b
+			}
+			return
+		}
+		t := &cs.trees[c] // the three blocks and b make the tree
+		if t.nodes == nil {
+			t.nodes = &x.nodes
+		}
+		t.insertFour(o.a, o.b, o.c, b)
+		*o = fewBlocks{}
 		return
 	}
-	t.insert(keyOf(b), b)
+	cs.trees[c].insert(keyOf(b), b)
 }
 
 // deleteClass removes b, a block of stream s, from its class and reports
@@ -260,22 +295,45 @@ func (x *freeIndex) deleteClass(s Stream, b *Block) bool {
 	if c >= len(cs.ones) || !cs.has(c) {
 		return false
 	}
-	if o := cs.ones[c]; o != nil {
-		if o != b {
-			return false
+	if o := &cs.ones[c]; o.a != nil {
+		switch b {
+		case o.a:
+			if o.a, o.b, o.c = o.b, o.c, nil; o.a == nil {
+				cs.clearBit(c)
+			}
+			return true
+		case o.b:
+			o.b, o.c = o.c, nil
+			return true
+		case o.c:
+			o.c = nil
+			return true
 		}
-		cs.ones[c] = nil
-		cs.clearBit(c)
-		return true
+		return false
 	}
 	t := &cs.trees[c]
 	if !t.delete(keyOf(b)) {
 		return false
 	}
+	cs.shrunk(c, t)
+	return true
+}
+
+// shrunk moves class c's tree t, after a removal, back to the class slot
+// when it holds three blocks or fewer (one leaf), and clears the class's
+// bit when it holds none.
+func (cs *classSet) shrunk(c int, t *freeTree) {
+	if t.len > 3 {
+		return
+	}
 	if t.len == 0 {
 		cs.clearBit(c)
+		return
 	}
-	return true
+	n := t.root // a tree of up to three keys is one leaf
+	cs.ones[c] = fewBlocks{n.blocks[0], n.blocks[1], n.blocks[2]}
+	n.blocks[0], n.blocks[1], n.blocks[2] = nil, nil, nil
+	n.n, t.len = 0, 0
 }
 
 // takeClass removes and returns stream s's block with the smallest key
@@ -291,20 +349,34 @@ func (x *freeIndex) takeClass(s Stream, lo, hi freeKey) *Block {
 	}
 	// The best fit is in lo's own class, or else it is the smallest key of
 	// the next class that holds any (every key there is above lo) if that
-	// is below hi. The lone-block case, most takes, is written out: as a
+	// is below hi. The few-block case, most takes, is written out: as a
 	// call it cost a tenth of a pair.
 	if cs.has(c) {
-		if b := cs.ones[c]; b != nil {
-			if k := keyOf(b); !k.less(lo) && k.less(hi) {
-				cs.ones[c] = nil
-				cs.clearBit(c)
-				return b
+		if o := &cs.ones[c]; o.a != nil {
+			if k := keyOf(o.a); !k.less(lo) {
+				if k.less(hi) {
+					b := o.a
+					if o.a, o.b, o.c = o.b, o.c, nil; o.a == nil {
+						cs.clearBit(c)
+					}
+					return b
+				}
+			} else if b := o.b; b != nil {
+				if k := keyOf(b); !k.less(lo) {
+					if k.less(hi) {
+						o.b, o.c = o.c, nil
+						return b
+					}
+				} else if b := o.c; b != nil {
+					if k := keyOf(b); !k.less(lo) && k.less(hi) {
+						o.c = nil
+						return b
+					}
+				}
 			}
 		} else if t := &cs.trees[c]; true {
 			if b := t.take(lo, hi); b != nil {
-				if t.len == 0 {
-					cs.clearBit(c)
-				}
+				cs.shrunk(c, t)
 				return b
 			}
 		}
@@ -312,18 +384,20 @@ func (x *freeIndex) takeClass(s Stream, lo, hi freeKey) *Block {
 	if c = cs.next(c + 1); c < 0 {
 		return nil
 	}
-	if b := cs.ones[c]; b != nil {
+	if o := &cs.ones[c]; o.a != nil {
+		b := o.a
 		if !keyOf(b).less(hi) {
 			return nil
 		}
-		cs.ones[c] = nil
-		cs.clearBit(c)
+		if o.a, o.b, o.c = o.b, o.c, nil; o.a == nil {
+			cs.clearBit(c)
+		}
 		return b
 	}
 	t := &cs.trees[c]
 	b := t.takeMin(hi) // every key of a later class is above lo
-	if b != nil && t.len == 0 {
-		cs.clearBit(c)
+	if b != nil {
+		cs.shrunk(c, t)
 	}
 	return b
 }

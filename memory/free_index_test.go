@@ -132,10 +132,19 @@ func checkFreeIndex(t *testing.T, x *freeIndex, want []*Block) {
 				require.Equal(t, c, sizeClass(b.size))
 				require.Equal(t, cs.stream, b.seg.stream)
 			}
-			if o := cs.ones[c]; o != nil {
-				require.True(t, cs.trees[c].len == 0, "class %d: a lone block and a tree", c)
-				require.Equal(t, []*Block{o}, blocks)
+			if o := cs.ones[c]; o.a != nil {
+				require.True(t, cs.trees[c].len == 0, "class %d: blocks in the slot and a tree", c)
+				want := []*Block{o.a}
+				if o.b != nil {
+					want = append(want, o.b)
+				}
+				if o.c != nil {
+					want = append(want, o.c)
+				}
+				require.Equal(t, want, blocks)
 			} else if tr := &cs.trees[c]; tr.root != nil {
+				require.True(t, o.b == nil && o.c == nil, "class %d: later blocks alone", c)
+				require.True(t, tr.len == 0 || tr.len > 3, "class %d: a tree of %d blocks", c, tr.len)
 				checkFreeTree(t, tr, blocks)
 			}
 			require.Equal(t, len(blocks) > 0, cs.has(c), "class %d bit", c)

@@ -234,24 +234,34 @@ func (t *freeTree) insert(k freeKey, b *Block) {
 	}
 }
 
-// insertPair fills an empty tree with two blocks under distinct keys:
-// one leaf written in order, where two inserts searched and shifted.
-func (t *freeTree) insertPair(ka freeKey, a *Block, kb freeKey, b *Block) {
+// insertFour fills an empty tree with four blocks under distinct keys,
+// a's below b's below c's: one leaf written in order.
+func (t *freeTree) insertFour(a, b, c, d *Block) {
 	if t.root == nil {
 		t.root = t.newNode(false)
 	}
 	n := t.root
+	ka, kb, kc, kd := keyOf(a), keyOf(b), keyOf(c), keyOf(d)
 	if t.len != 0 || n.kids != nil { // not empty (an empty tree is a leaf)
 		t.insert(ka, a)
 		t.insert(kb, b)
+		t.insert(kc, c)
+		t.insert(kd, d)
 		return
 	}
-	if kb.less(ka) {
-		ka, a, kb, b = kb, b, ka, a
+	switch {
+	case kd.less(ka):
+		ka, a, kb, b, kc, c, kd, d = kd, d, ka, a, kb, b, kc, c
+	case kd.less(kb):
+		kb, b, kc, c, kd, d = kd, d, kb, b, kc, c
+	case kd.less(kc):
+		kc, c, kd, d = kd, d, kc, c
 	}
 	n.keys[0], n.blocks[0] = ka, a
 	n.keys[1], n.blocks[1] = kb, b
-	n.n, t.len = 2, 2
+	n.keys[2], n.blocks[2] = kc, c
+	n.keys[3], n.blocks[3] = kd, d
+	n.n, t.len = 4, 4
 }
 
 // splitChild splits the full child i of n around its middle key, which
