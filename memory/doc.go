@@ -390,7 +390,9 @@
 // three blocks in order in its slot (compares written out) and builds a
 // tree from the fourth, returning to the slot when a removal leaves three
 // (805 instructions, 4.75 mispredictions, 3.2 L1 data misses from 4.2;
-// about 84 ns from 90). What is left is spread thin: Go's per-call cost
+// about 84 ns from 90; on the H200's host 130 and 145 ns against 212 and
+// 249 for the code before these changes, bench/results/
+// gpu-s12-call6-ba-bench-alloc*.md). What is left is spread thin: Go's per-call cost
 // (prologues, bounds and write-barrier checks) in every small function,
 // and the random sizes' branches. Branch-free tree search and
 // shifts over the first keys cost more instructions than they saved,
