@@ -165,6 +165,9 @@ func (x *freeIndex) newSet(s Stream) *classSet {
 // more time); so after hotMisses such evictions in a row the slot is
 // emptied into its class and the next hotBypass inserts skip it (the mixed
 // pair then costs some 3% more than without the slot, within the noise).
+//
+// Pool.split and Pool.insertFree write out the bypass case; keep them in
+// step.
 func (x *freeIndex) insert(s Stream, b *Block) {
 	x.len++
 	if x.bypass > 0 {
@@ -191,7 +194,8 @@ const (
 )
 
 // delete removes b, a block of stream s found under its current key, and
-// reports whether it was there.
+// reports whether it was there. Pool.insertFree writes out the class
+// case; keep it in step.
 func (x *freeIndex) delete(s Stream, b *Block) bool {
 	if x.hot == b {
 		if x.hotStream != s || x.hotKey != keyOf(b) {
@@ -209,7 +213,8 @@ func (x *freeIndex) delete(s Stream, b *Block) bool {
 }
 
 // take removes and returns stream s's block with the smallest key in
-// [lo, hi), or returns nil when there is none.
+// [lo, hi), or returns nil when there is none. Pool.alloc writes out the
+// case without a hot block; keep it in step.
 func (x *freeIndex) take(s Stream, lo, hi freeKey) *Block {
 	if h := x.hot; h != nil && x.hotStream == s && !x.hotKey.less(lo) && x.hotKey.less(hi) {
 		// The hot block fits: it is the answer unless a class holds a
