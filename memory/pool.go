@@ -271,7 +271,8 @@ func (p *Pool) free(b *Block) error {
 }
 
 // reclaim makes a live or pending block free: it leaves its segment's
-// occupied bytes and joins the free index.
+// occupied bytes and joins the free index. free writes the same lines
+// out on the pair's path (the call was measurable there): change both.
 func (p *Pool) reclaim(b *Block) {
 	// The segment's share of InactiveSplit (segment.inactive) grows by the
 	// block's bytes, or goes when it was the last block in use there.
