@@ -234,16 +234,7 @@ func (r *ncclRank) agree(o op, t *tensor.Tensor) error {
 // (ops on the tensor queued after it run after it); any failure fails
 // the group.
 func (r *ncclRank) do(o op, t *tensor.Tensor) error {
-	dt, p, n, err := r.check(o, t)
-	if err == nil {
-		err = r.agree(o, t)
-		if errors.Is(err, ErrAborted) {
-			return err // the group failed before: its error as it is
-		}
-	}
-	if err == nil {
-		err = r.comm.AsyncError() // a peer's failure NCCL found
-	}
+	dt, p, n, err := r.begin(o, t)
 	if err == nil && n > 0 {
 		esz := uintptr(t.DType().Size())
 		mine := p + cuda.DevicePtr(uintptr(r.rank*n)*esz) // this rank's chunk
@@ -257,11 +248,36 @@ func (r *ncclRank) do(o op, t *tensor.Tensor) error {
 		}
 	}
 	if err != nil {
-		if g := r.g.Err(); g != nil {
-			return g // the comm was aborted under the call: the cause
-		}
-		r.g.fail(fmt.Errorf("%w: rank %d: %w", ErrAborted, r.rank, err))
-		return err
+		return r.failed(err)
 	}
 	return nil
+}
+
+// begin runs what precedes a call's NCCL work: the tensor's checks, the
+// comparison with the other ranks' same call, and NCCL's asynchronous
+// error (a peer's failure it found).
+func (r *ncclRank) begin(o op, t *tensor.Tensor) (nccl.DataType, cuda.DevicePtr, int, error) {
+	dt, p, n, err := r.check(o, t)
+	if err == nil {
+		err = r.agree(o, t)
+	}
+	if err == nil {
+		err = r.comm.AsyncError()
+	}
+	return dt, p, n, err
+}
+
+// failed is a call's error err as the caller gets it, the group failed
+// with it: an error wrapping ErrAborted (the group had failed before) as
+// it is; the group's cause when the communicator was aborted under the
+// call; else err, after failing the group with it.
+func (r *ncclRank) failed(err error) error {
+	if errors.Is(err, ErrAborted) {
+		return err
+	}
+	if g := r.g.Err(); g != nil {
+		return g
+	}
+	r.g.fail(fmt.Errorf("%w: rank %d: %w", ErrAborted, r.rank, err))
+	return err
 }

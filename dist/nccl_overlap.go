@@ -67,23 +67,12 @@ func (r *ncclRank) doneEvent(cs *commStream) (*cuda.Event, error) {
 // and the failure of the group are those of AllReduceSum.
 func (r *ncclRank) StartAllReduceSum(t *tensor.Tensor) (wait func() error, err error) {
 	defer func() {
-		if err == nil || errors.Is(err, ErrAborted) {
-			return // an error wrapping ErrAborted: the group failed before
+		if err != nil {
+			err = r.failed(err)
 		}
-		if g := r.g.Err(); g != nil {
-			err = g // the comm was aborted under the call: the cause
-			return
-		}
-		r.g.fail(fmt.Errorf("%w: rank %d: %w", ErrAborted, r.rank, err))
 	}()
-	dt, p, n, err := r.check(opAllReduce, t)
+	dt, p, n, err := r.begin(opAllReduce, t)
 	if err != nil {
-		return nil, err
-	}
-	if err := r.agree(opAllReduce, t); err != nil {
-		return nil, err
-	}
-	if err := r.comm.AsyncError(); err != nil {
 		return nil, err
 	}
 	if n == 0 {
