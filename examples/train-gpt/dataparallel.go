@@ -338,14 +338,15 @@ func (rk *dpRank) release() {
 	}
 }
 
-// wait collects one result from every rank and returns the error that
-// ended the step: a rank's own (not an abort it caused elsewhere) first.
-// It returns rank 0's loss.
+// wait is collect without the loss (the set-up's results).
 func (dp *dataParallel) wait() error {
 	_, err := dp.collect()
 	return err
 }
 
+// collect takes one result from every rank and returns rank 0's loss and
+// the error that ended the step: a rank's own (not an abort it caused
+// elsewhere) first.
 func (dp *dataParallel) collect() (float64, error) {
 	var loss float64
 	var first, aborted error
