@@ -71,17 +71,18 @@ func (s CaptureStatus) String() string {
 	return fmt.Sprintf("CaptureStatus(%d)", int(s))
 }
 
-// graphCall checks that sym exists and calls it with the context current.
-func (c *Context) graphCall(op string, sym symbol, detail string, args ...uintptr) (*frame, error) {
+// graphCall checks that sym exists and calls it on frame f (whose out
+// slots the caller may pass and read) with the context current; detail
+// describes the call in an error (called only then: a replay's launch
+// must not format anything).
+func (c *Context) graphCall(f *frame, op string, sym symbol, detail func() string, args ...uintptr) error {
 	if sym.addr == 0 {
-		return nil, c.missing(op, sym)
+		return c.missing(op, sym)
 	}
-	f := getFrame()
 	if st := c.invoke(f, sym, args...); !st.ok() {
-		f.release()
-		return nil, st.err(detail)
+		return st.err(detail())
 	}
-	return f, nil
+	return nil
 }
 
 // BeginCapture starts capturing the work queued on s into a graph
@@ -93,12 +94,9 @@ func (s *Stream) BeginCapture(mode CaptureMode) error {
 	if mode < CaptureGlobal || mode > CaptureRelaxed {
 		return invalidArg("Stream.BeginCapture", "capture mode %d unknown", int(mode))
 	}
-	f, err := s.ctx.graphCall("Stream.BeginCapture", s.ctx.drv.graph.beginCapture, s.String(), s.h, uintptr(mode))
-	if err != nil {
-		return err
-	}
-	f.release()
-	return nil
+	f := getFrame()
+	defer f.release()
+	return s.ctx.graphCall(f, "Stream.BeginCapture", s.ctx.drv.graph.beginCapture, s.String, s.h, uintptr(mode))
 }
 
 // EndCapture ends s's capture and returns the graph of what was queued
@@ -111,12 +109,8 @@ func (s *Stream) EndCapture() (*Graph, error) {
 	}
 	f := getFrame()
 	defer f.release()
-	g := s.ctx.drv.graph.endCapture
-	if g.addr == 0 {
-		return nil, s.ctx.missing("Stream.EndCapture", g)
-	}
-	if st := s.ctx.invoke(f, g, s.h, f.outAddr(0)); !st.ok() {
-		return nil, st.err(s.String())
+	if err := s.ctx.graphCall(f, "Stream.EndCapture", s.ctx.drv.graph.endCapture, s.String, s.h, f.outAddr(0)); err != nil {
+		return nil, err
 	}
 	return &Graph{ctx: s.ctx, h: uintptr(f.out[0])}, nil
 }
@@ -126,14 +120,10 @@ func (s *Stream) CaptureStatus() (CaptureStatus, error) {
 	if err := s.usable("Stream.CaptureStatus"); err != nil {
 		return 0, err
 	}
-	sym := s.ctx.drv.graph.isCapturing
-	if sym.addr == 0 {
-		return 0, s.ctx.missing("Stream.CaptureStatus", sym)
-	}
 	f := getFrame()
 	defer f.release()
-	if st := s.ctx.invoke(f, sym, s.h, f.outAddr(0)); !st.ok() {
-		return 0, st.err(s.String())
+	if err := s.ctx.graphCall(f, "Stream.CaptureStatus", s.ctx.drv.graph.isCapturing, s.String, s.h, f.outAddr(0)); err != nil {
+		return 0, err
 	}
 	return CaptureStatus(f.out32(0)), nil
 }
@@ -164,14 +154,10 @@ func (g *Graph) Instantiate() (*GraphExec, error) {
 	if err := g.usable("Graph.Instantiate"); err != nil {
 		return nil, err
 	}
-	sym := g.ctx.drv.graph.instantiate
-	if sym.addr == 0 {
-		return nil, g.ctx.missing("Graph.Instantiate", sym)
-	}
 	f := getFrame()
 	defer f.release()
-	if st := g.ctx.invoke(f, sym, f.outAddr(0), g.h, 0); !st.ok() {
-		return nil, st.err(g.String())
+	if err := g.ctx.graphCall(f, "Graph.Instantiate", g.ctx.drv.graph.instantiate, g.String, f.outAddr(0), g.h, 0); err != nil {
+		return nil, err
 	}
 	return &GraphExec{ctx: g.ctx, h: uintptr(f.out[0])}, nil
 }
@@ -181,11 +167,11 @@ func (g *Graph) Destroy() error {
 	if g == nil || g.destroyed {
 		return nil
 	}
-	f, err := g.ctx.graphCall("Graph.Destroy", g.ctx.drv.graph.destroy, g.String(), g.h)
-	if err != nil {
+	f := getFrame()
+	defer f.release()
+	if err := g.ctx.graphCall(f, "Graph.Destroy", g.ctx.drv.graph.destroy, g.String, g.h); err != nil {
 		return err
 	}
-	f.release()
 	g.destroyed = true
 	return nil
 }
@@ -210,12 +196,9 @@ func (e *GraphExec) Launch(s *Stream) error {
 	if err != nil {
 		return err
 	}
-	f, err := e.ctx.graphCall("GraphExec.Launch", e.ctx.drv.graph.launch, fmt.Sprintf("%s on %s", e, s), e.h, sh)
-	if err != nil {
-		return err
-	}
-	f.release()
-	return nil
+	f := getFrame()
+	defer f.release()
+	return e.ctx.graphCall(f, "GraphExec.Launch", e.ctx.drv.graph.launch, func() string { return fmt.Sprintf("%s on %s", e, s) }, e.h, sh)
 }
 
 // Destroy frees the executable graph once its replays have completed
@@ -224,11 +207,11 @@ func (e *GraphExec) Destroy() error {
 	if e == nil || e.destroyed {
 		return nil
 	}
-	f, err := e.ctx.graphCall("GraphExec.Destroy", e.ctx.drv.graph.execDestroy, e.String(), e.h)
-	if err != nil {
+	f := getFrame()
+	defer f.release()
+	if err := e.ctx.graphCall(f, "GraphExec.Destroy", e.ctx.drv.graph.execDestroy, e.String, e.h); err != nil {
 		return err
 	}
-	f.release()
 	e.destroyed = true
 	return nil
 }
