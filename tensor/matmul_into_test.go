@@ -66,6 +66,10 @@ func TestMatMulInto(t *testing.T) {
 			}
 			err := tensor.Try(func() { tensor.MatMulInto(a, a, randn(tensor.Float32, 3, 3), 1, tensor.MatMulMode{}) })
 			require.ErrorIs(t, err, tensor.ErrArgument, "c overlapping an operand")
+			sq := randn(tensor.Float32, 8, 4)
+			top, bottom := sq.Narrow(0, 0, 4), sq.Narrow(0, 4, 4)
+			err = tensor.Try(func() { tensor.MatMulInto(top, bottom, randn(tensor.Float32, 4, 4), 1, tensor.MatMulMode{}) })
+			require.ErrorIs(t, err, tensor.ErrArgument, "c a view of an operand's storage")
 		})
 	})
 }

@@ -7,9 +7,10 @@ package tensor
 // sum of products over chunks needs no separate add pass and no
 // temporary, and a product lands in a slice of a larger tensor without a
 // copy. beta 0 overwrites c without reading it (c may hold anything, NaN
-// included); beta 1 accumulates. c must not overlap a or b. Panics with
-// ErrShape, ErrDType or ErrDevice on mismatches, ErrArgument on a c that
-// is not contiguous or overlaps an operand.
+// included); beta 1 accumulates. c must not be a view of a's or b's
+// storage. Panics with ErrShape, ErrDType or ErrDevice on mismatches,
+// ErrArgument on a c that is not contiguous or shares an operand's
+// storage.
 func MatMulInto(c, a, b *Tensor, beta float64, mode MatMulMode) {
 	const op = "MatMulInto"
 	c.live(op)
@@ -26,7 +27,7 @@ func MatMulInto(c, a, b *Tensor, beta float64, mode MatMulMode) {
 	if !c.IsContiguous() {
 		fail(op, ErrArgument, "result %v is not contiguous", c.shape)
 	}
-	if c.ref == a.ref || c.ref == b.ref {
+	if c.SharesStorage(a) || c.SharesStorage(b) {
 		fail(op, ErrArgument, "result %v shares storage with an operand", c.shape)
 	}
 	if m*n == 0 {
