@@ -142,13 +142,8 @@ func nonNil(ts ...*tensor.Tensor) []*tensor.Tensor {
 // recorded without a node (nothing needs its gradient, or a
 // checkpoint's first pass without recording), will never run.
 func releaseUnrecorded(v *Var, saved ...*tensor.Tensor) {
-	if v.node != nil {
-		return
-	}
-	for _, t := range saved {
-		if t != nil {
-			t.Release()
-		}
+	if v.node == nil {
+		release(saved...) // Release takes nil
 	}
 }
 
