@@ -143,15 +143,7 @@ func TestGradHookOncePerLeafAfterLastUse(t *testing.T) {
 // they became complete, with their final gradients.
 func TestGradHookRegions(t *testing.T) {
 	c := tensor.NewCtx()
-	w := autograd.Param(c.Full(tensor.CPU(), tensor.Float32, 1.5, 3), "w")
-	u := autograd.Param(c.Full(tensor.CPU(), tensor.Float32, 0.5, 3), "u")
-	defer func() {
-		for _, p := range []*autograd.Var{w, u} {
-			p.ZeroGrad()
-			p.SetGradHook(nil)
-			p.Value.Release()
-		}
-	}()
+	w, u := regionParams(t, c)
 	h := &hookTrace{grads: map[string][][]float32{}}
 	// region computes f(in) = in*w (*u when withU) again in its backward.
 	region := func(name string, in *autograd.Var, withU bool) *autograd.Var {
@@ -221,15 +213,7 @@ func TestGradHookMisuse(t *testing.T) {
 // each reported once, with their final gradients.
 func TestGradHookCheckpoint(t *testing.T) {
 	c := tensor.NewCtx()
-	w := autograd.Param(c.Full(tensor.CPU(), tensor.Float32, 1.5, 3), "w")
-	u := autograd.Param(c.Full(tensor.CPU(), tensor.Float32, 0.5, 3), "u")
-	defer func() {
-		for _, p := range []*autograd.Var{w, u} {
-			p.ZeroGrad()
-			p.SetGradHook(nil)
-			p.Value.Release()
-		}
-	}()
+	w, u := regionParams(t, c)
 	h := &hookTrace{grads: map[string][][]float32{}}
 	pass := func() {
 		c.WithScope(func() {
@@ -251,4 +235,20 @@ func TestGradHookCheckpoint(t *testing.T) {
 	require.ElementsMatch(t, []string{"w", "u"}, h.events)
 	require.Equal(t, [][]float32{want[0]}, h.grads["w"])
 	require.Equal(t, [][]float32{want[1]}, h.grads["u"])
+}
+
+// regionParams are the region tests' parameters w (1.5) and u (0.5), of
+// 3 elements each, released with their gradients and hooks at the end of
+// the test.
+func regionParams(t *testing.T, c *tensor.Ctx) (w, u *autograd.Var) {
+	w = autograd.Param(c.Full(tensor.CPU(), tensor.Float32, 1.5, 3), "w")
+	u = autograd.Param(c.Full(tensor.CPU(), tensor.Float32, 0.5, 3), "u")
+	t.Cleanup(func() {
+		for _, p := range []*autograd.Var{w, u} {
+			p.ZeroGrad()
+			p.SetGradHook(nil)
+			p.Value.Release()
+		}
+	})
+	return w, u
 }
