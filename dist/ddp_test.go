@@ -216,7 +216,6 @@ func trainRanks(t *testing.T, n, b int, xs, ys [][]int32, zero bool) (losses [][
 // Collective wrapped by wrap (nil: as it is), and each model passed to
 // setup before training.
 func trainRanksWith(t *testing.T, n, b int, xs, ys [][]int32, zero bool, opts dist.Options, wrap func(dist.Collective) dist.Collective, setup ...func(*nn.GPT)) (losses [][]float64, params [][][]float32, nbuckets []int, errs []error) {
-	T := tinyGPT.Context
 	losses = make([][]float64, n)   // [rank][step], the mean over ranks
 	params = make([][][]float32, n) // [rank][step]
 	nbuckets = make([]int, n)
@@ -229,53 +228,24 @@ func trainRanksWith(t *testing.T, n, b int, xs, ys [][]int32, zero bool, opts di
 	}
 	errs = runRanks(t, n, 60*time.Second, func(c *tensor.Ctx, coll dist.Collective) error {
 		r := coll.Rank()
-		g := models[r]
 		if wrap != nil {
 			coll = wrap(coll)
 		}
-		d, err := dist.New(coll, g.Parameters(), opts)
-		if err != nil {
-			return err
-		}
-		defer d.Release()
-		nbuckets[r] = len(d.Buckets())
-		if err := d.BroadcastParameters(); err != nil {
-			return err
-		}
-		opt, err := rankOptimizer(coll, g.Parameters(), zero)
-		if err != nil {
-			d.Abort(err)
-			return err
-		}
-		defer opt.Release()
 		var first int64
-		for s := range ddpSteps {
-			rows := b * T
-			l, err := trainStep(c, g, opt, d, xs[s][r*rows:(r+1)*rows], ys[s][r*rows:(r+1)*rows], b)
-			if err != nil {
-				d.Abort(err)
-				return err
-			}
-			mean, err := d.AllReduceMean(l)
-			if err != nil {
-				return err
-			}
+		return rankRun(c, coll, tensor.CPU(), models[r], opts, zero, b, xs, ys, func(s int, d *dist.DataParallel, mean float64) error {
+			nbuckets[r] = len(d.Buckets())
 			if want := len(d.Buckets()); !opts.NoOverlap && d.OverlappedBuckets() != want {
-				err := fmt.Errorf("rank %d, step %d: %d of the %d buckets started during backward", r, s, d.OverlappedBuckets(), want)
-				d.Abort(err)
-				return err
+				return fmt.Errorf("rank %d, step %d: %d of the %d buckets started during backward", r, s, d.OverlappedBuckets(), want)
 			}
 			losses[r] = append(losses[r], mean)
-			params[r] = append(params[r], flatParams(g.Parameters()))
+			params[r] = append(params[r], flatParams(models[r].Parameters()))
 			if s == 0 {
 				first = c.BytesInUse()
 			} else if c.BytesInUse() != first {
-				err := fmt.Errorf("rank %d: %d bytes in its Ctx after step %d, %d after the first", r, c.BytesInUse(), s, first)
-				d.Abort(err)
-				return err
+				return fmt.Errorf("rank %d: %d bytes in its Ctx after step %d, %d after the first", r, c.BytesInUse(), s, first)
 			}
-		}
-		return nil
+			return nil
+		})
 	})
 	return losses, params, nbuckets, errs
 }
@@ -440,4 +410,45 @@ func rankOptimizer(coll dist.Collective, ps []*nn.Parameter, zero bool) (nn.Opti
 		return dist.NewZeroAdamW(coll, ps, ddpLR, 0.1)
 	}
 	return nn.NewAdamW(ps, ddpLR, 0.1), nil
+}
+
+// rankRun is one rank's part of a data-parallel test: a DataParallel
+// over coll with opts, rank 0's weights broadcast, AdamW or (zero)
+// ZeroAdamW, then ddpSteps steps on the rank's b rows of xs, ys on dev,
+// each followed by each(step, d, the loss's mean over the ranks). An
+// error of each, like any failure, aborts the group.
+func rankRun(c *tensor.Ctx, coll dist.Collective, dev tensor.Device, g *nn.GPT, opts dist.Options, zero bool, b int, xs, ys [][]int32,
+	each func(s int, d *dist.DataParallel, mean float64) error) error {
+	d, err := dist.New(coll, g.Parameters(), opts)
+	if err != nil {
+		coll.Abort(err)
+		return err
+	}
+	defer d.Release()
+	if err := d.BroadcastParameters(); err != nil {
+		return err
+	}
+	opt, err := rankOptimizer(coll, g.Parameters(), zero)
+	if err != nil {
+		d.Abort(err)
+		return err
+	}
+	defer opt.Release()
+	r, rows := coll.Rank(), b*tinyGPT.Context
+	for s := range ddpSteps {
+		l, err := stepOn(c, dev, g, opt, d, xs[s][r*rows:(r+1)*rows], ys[s][r*rows:(r+1)*rows], b)
+		if err != nil {
+			d.Abort(err)
+			return err
+		}
+		mean, err := d.AllReduceMean(l)
+		if err != nil {
+			return err
+		}
+		if err := each(s, d, mean); err != nil {
+			d.Abort(err)
+			return err
+		}
+	}
+	return nil
 }

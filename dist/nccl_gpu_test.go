@@ -261,7 +261,6 @@ func trainNCCL(t *testing.T, devs []tensor.Device, b int, xs, ys [][]int32, zero
 func trainNCCLWith(t *testing.T, devs []tensor.Device, b int, xs, ys [][]int32, zero bool, opts dist.Options) (losses [][]float64, params [][][]float32, notEarly [][]int) {
 	notEarly = make([][]int, len(devs))
 	n := len(devs)
-	T := tinyGPT.Context
 	losses, params = make([][]float64, n), make([][][]float32, n)
 	models := make([]*nn.GPT, n)
 	for r := range n {
@@ -269,43 +268,16 @@ func trainNCCLWith(t *testing.T, devs []tensor.Device, b int, xs, ys [][]int32, 
 	}
 	errs := runNCCL(t, devs, 120*time.Second, func(c *tensor.Ctx, coll dist.Collective, dev tensor.Device) error {
 		r := coll.Rank()
-		g := models[r]
-		d, err := dist.New(coll, g.Parameters(), opts)
-		if err != nil {
-			coll.Abort(err)
-			return err
-		}
-		defer d.Release()
-		if err := d.BroadcastParameters(); err != nil {
-			return err
-		}
-		opt, err := rankOptimizer(coll, g.Parameters(), zero)
-		if err != nil {
-			d.Abort(err)
-			return err
-		}
-		defer opt.Release()
-		for s := range ddpSteps {
-			rows := b * T
-			l, err := stepOn(c, dev, g, opt, d, xs[s][r*rows:(r+1)*rows], ys[s][r*rows:(r+1)*rows], b)
-			if err != nil {
-				d.Abort(err)
-				return err
-			}
-			mean, err := d.AllReduceMean(l)
-			if err != nil {
-				return err
-			}
+		return rankRun(c, coll, dev, models[r], opts, zero, b, xs, ys, func(_ int, d *dist.DataParallel, mean float64) error {
 			losses[r] = append(losses[r], mean)
 			notEarly[r] = append(notEarly[r], len(d.Buckets())-d.OverlappedBuckets())
 			var ps []float32
-			if err := tensor.Try(func() { ps = flatParams(g.Parameters()) }); err != nil {
-				d.Abort(err)
+			if err := tensor.Try(func() { ps = flatParams(models[r].Parameters()) }); err != nil {
 				return err
 			}
 			params[r] = append(params[r], ps)
-		}
-		return nil
+			return nil
+		})
 	})
 	for r, err := range errs {
 		require.NoError(t, err, "rank %d", r)
