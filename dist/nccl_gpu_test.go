@@ -214,11 +214,7 @@ func TestGPUNCCLDataParallel(t *testing.T) {
 		refLoss = append(refLoss, l)
 		refParams = append(refParams, flatParams(ref.Parameters()))
 	}
-	counts := []int{1}
-	if all, err := cuda.DeviceCount(); err == nil && all >= 2 && ddpB%all == 0 {
-		counts = append(counts, all)
-	}
-	for _, n := range counts {
+	for _, n := range rankCounts() {
 		for _, zero := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%d-zero-%v", n, zero), func(t *testing.T) {
 				devs := gpuDevices(t, n)
@@ -295,11 +291,7 @@ func TestGPUNCCLOverlap(t *testing.T) {
 	gpuDevices(t, 1)
 	T := tinyGPT.Context
 	xs, ys := batches(ddpSteps, ddpB, T, tinyGPT.Vocab)
-	counts := []int{1}
-	if all, err := cuda.DeviceCount(); err == nil && all >= 2 && ddpB%all == 0 {
-		counts = append(counts, all)
-	}
-	for _, n := range counts {
+	for _, n := range rankCounts() {
 		for _, zero := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%d-zero-%v", n, zero), func(t *testing.T) {
 				devs := gpuDevices(t, n)
@@ -320,4 +312,15 @@ func TestGPUNCCLOverlap(t *testing.T) {
 			})
 		}
 	}
+}
+
+// rankCounts are the numbers of GPUs the data-parallel GPU tests train
+// on: 1, and every GPU of the machine when there are 2 or more that
+// divide the global batch.
+func rankCounts() []int {
+	counts := []int{1}
+	if all, err := cuda.DeviceCount(); err == nil && all >= 2 && ddpB%all == 0 {
+		counts = append(counts, all)
+	}
+	return counts
 }
