@@ -8,7 +8,8 @@
 #   train    gpt2 bf16 (twice), gpt2 fp16, char fp16, gpt2 fp32 and tf32
 #   ckpt     gpt2 fp16 with checkpointing of every block and selective
 #   cpuprof  train-gpt gpt2 bf16 -bench -steps 40 -cpuprofile: the host's side
-#   ncu      one gpt2 bf16 step's kernels (ncu, bench/ncu_table.py)
+#   ncu      one gpt2 step's kernels (ncu, bench/ncu_table.py) at each of
+#            NCU_PRECISIONS (default bf16)
 #   torch    PyTorch eager SDPA: gpt2 bf16, char fp16 (TORCH_ROWS replaces
 #            the rows, as bench/torch_rows.py takes them)
 #   compile  torch.compile SDPA: gpt2 bf16, char fp16
@@ -93,13 +94,15 @@ fi
 
 if has ncu; then
   if [ -z "$NCU" ]; then say "ncu: not found"; else
-    start=$(date +%s)
-    timeout 300 "$NCU" --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
-      .gpu/train-gpt -config gpt2 -device cuda -bench -steps 1 -bench-warmup 1 -precision bf16 \
-      > "$L/ncu-strata-bf16.csv" 2> "$L/ncu-strata-bf16.err"
-    say "ncu strata gpt2 bf16: exit $? in $(( $(date +%s) - start ))s"
-    python3 bench/ncu_table.py --last-step gather "$L/ncu-strata-bf16.csv" > "$OUT/ncu-strata-gpt2-bf16.md" 2>> "$OUT/summary.txt"
-    head -30 "$OUT/ncu-strata-gpt2-bf16.md" | tee -a "$OUT/summary.txt"
+    for prec in ${NCU_PRECISIONS:-bf16}; do # NCU_PRECISIONS="bf16 fp32 tf32"
+      start=$(date +%s)
+      timeout 300 "$NCU" --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
+        .gpu/train-gpt -config gpt2 -device cuda -bench -steps 1 -bench-warmup 1 -precision "$prec" \
+        > "$L/ncu-strata-$prec.csv" 2> "$L/ncu-strata-$prec.err"
+      say "ncu strata gpt2 $prec: exit $? in $(( $(date +%s) - start ))s"
+      python3 bench/ncu_table.py --last-step gather "$L/ncu-strata-$prec.csv" > "$OUT/ncu-strata-gpt2-$prec.md" 2>> "$OUT/summary.txt"
+      head -${NCU_ROWS:-30} "$OUT/ncu-strata-gpt2-$prec.md" | tee -a "$OUT/summary.txt"
+    done
   fi
 fi
 
