@@ -248,37 +248,25 @@ func (x *freeIndex) insertClass(s Stream, b *Block) {
 		cs.ones = slices.Grow(cs.ones, n)[:c+1]
 		cs.trees = slices.Grow(cs.trees, n)[:c+1]
 	}
-	// Most inserts go to an empty class, where b is kept as its lone block,
-	// or to one of one or two blocks, placed among them in key order.
+	// Most inserts go to a class of zero to two blocks, where b takes its
+	// place among them in key order. That case is written without a
+	// branch on the class's count or on the keys (whether a class was
+	// empty was mispredicted on one insert in three on the mixed pair):
+	// an absent block stands in as blockMax, whose pointer is picked by
+	// index before its key is loaded; b's place follows from the two
+	// compares and the three places are filled by conditional moves.
+	// Setting the class's bits again is harmless.
 	o := &cs.ones[c]
-	if !cs.has(c) {
-		o.a = b
-		cs.words[c>>6] |= 1 << (c & 63)
-		cs.summary |= 1 << (c >> 6)
+	var aNil uint64
+	if o.a == nil {
+		aNil = 1
+	}
+	if cs.words[c>>6]>>(c&63)&aNil != 0 { // a class held in its tree
+		cs.trees[c].insert(keyOf(b), b)
 		return
 	}
-	if o.a != nil {
-		k := keyOf(b)
-		if o.b == nil { // the second block sits beside the first, in order
-			if k.less(keyOf(o.a)) {
-				o.a, o.b = b, o.a
-			} else {
-				o.b = b
-			}
-			return
-		}
-		if o.c == nil {
-			switch {
-			case k.less(keyOf(o.a)):
-				o.a, o.b, o.c = b, o.a, o.b
-			case k.less(keyOf(o.b)):
-				o.b, o.c = b, o.b
-			default:
-				o.c = b
-			}
-			return
-		}
-		t := &cs.trees[c] // the three blocks and b make the tree
+	if o.c != nil { // the three blocks and b make the tree
+		t := &cs.trees[c]
 		if t.nodes == nil {
 			t.nodes = &x.nodes
 		}
@@ -286,8 +274,34 @@ func (x *freeIndex) insertClass(s Stream, b *Block) {
 		*o = fewBlocks{}
 		return
 	}
-	cs.trees[c].insert(keyOf(b), b)
+	cs.words[c>>6] |= 1 << (c & 63)
+	cs.summary |= 1 << (c >> 6)
+	a, m := o.a, o.b
+	var ia, im int // 1 when present
+	if a != nil {
+		ia = 1
+	}
+	if m != nil {
+		im = 1
+	}
+	// Indexing, not an if: the compiler keeps a branch for a pointer
+	// that is loaded through.
+	pa, pm := [2]*Block{&blockMax, a}[ia&1], [2]*Block{&blockMax, m}[im&1]
+	k := keyOf(b)
+	la, lm := keyOf(pa).below(k), keyOf(pm).below(k) // lm implies la
+	na, nb, nc := b, a, m
+	if la != 0 {
+		na, nb = a, b
+	}
+	if lm != 0 {
+		nb, nc = m, b
+	}
+	o.a, o.b, o.c = na, nb, nc
 }
+
+// blockMax stands in for an absent block in insertClass's compares: its
+// key is above every block's.
+var blockMax = Block{size: 1<<63 - 1, addr: ^uintptr(0)}
 
 // deleteClass removes b, a block of stream s, from its class and reports
 // whether it was there.
