@@ -18,10 +18,14 @@ import (
 // It keeps qkv as the kernels take it (under autocast the half-precision
 // copy, which it owns, so the float32 product may be dropped by the
 // caller; otherwise its own reference to qkv), y and the log-sum-exp. Its
-// selective-checkpointing name is "FusedCausalAttention".
+// selective-checkpointing name is "FusedCausalAttention". Where the
+// precision lets float32 products use TF32 (amp.State.TF32), float32 qkv
+// runs the TF32 tensor-core kernels (tensor.AttentionMode), forward and
+// backward alike.
 func FusedCausalAttentionQKV(qkv *Var, heads int, p float64, seed, offset uint64) *Var {
 	const op = "FusedCausalAttention"
 	pr := precisionOf(qkv.Value)
+	mode := tensor.AttentionMode{TF32: pr.st.TF32}
 	x := qkv.Value
 	if dt := pr.operandDType(x); dt != x.DType() {
 		x = amp.Cast(pr.c, x, dt) // the half copy under autocast
@@ -29,7 +33,7 @@ func FusedCausalAttentionQKV(qkv *Var, heads int, p float64, seed, offset uint64
 		x = x.Alias() // the caller may Drop qkv; backward reads it
 	}
 	y, lse := hooked2(op, pr.c, func() (*tensor.Tensor, *tensor.Tensor) {
-		return tensor.FusedCausalAttentionQKV(x, heads, p, seed, offset)
+		return tensor.FusedCausalAttentionQKVMode(x, heads, p, seed, offset, mode)
 	})
 	out := y.Alias() // model code may Drop the output; backward reads it
 	r := Record(op, y, []*Var{qkv}, func(g *tensor.Tensor) []*tensor.Tensor {
@@ -38,7 +42,7 @@ func FusedCausalAttentionQKV(qkv *Var, heads int, p float64, seed, offset uint64
 		// d is in x's dtype: under autocast the half type, handed over as
 		// it is when qkv's op takes it (a Linear, takesHalfGrad), else
 		// widened by the engine.
-		return []*tensor.Tensor{tensor.FusedCausalAttentionQKVBackward(x, out, lse, gc, heads, p, seed, offset)}
+		return []*tensor.Tensor{tensor.FusedCausalAttentionQKVBackwardMode(x, out, lse, gc, heads, p, seed, offset, mode)}
 	}, x, out, lse)
 	if r.node == nil { // nothing to differentiate: keep nothing
 		release(x, out, lse)

@@ -3,7 +3,10 @@
 // mma.sync, ldmatrix and cp.async): the same algorithm, passes and dropout
 // mask, operands rounded to the input type H (float32 softmax, lse and
 // delta), under the names attention_<pass>_mma3_<type>_h<HD> (no dropout)
-// and attention_<pass>_mma3drop_<type>_h<HD> (dropout).
+// and attention_<pass>_mma3drop_<type>_h<HD> (dropout). The same source
+// compiled for H = float runs float32 inputs on TF32 tensor cores
+// (<type> tf32, HD 16 to 64; attention_tf32.cuh): every product's
+// operands rounded to TF32 as they enter a fragment, its own tile tables.
 //
 //   - Each pass is compiled twice: DROP = false leaves the inlined Philox
 //     code out (the launcher runs it when p == 0, as training without
@@ -50,7 +53,7 @@
 // tensor/cuda_attention.go's attnMMA3Warps; __launch_bounds__ caps the
 // registers so that MINB blocks fit an SM, at 0 spill bytes (ptxas -v).
 #pragma once
-#include "attention_tc.cuh"
+#include "attention_tf32.cuh"
 
 // Tiles: W warps of 16 rows each (query rows in forward and backward_dq,
 // keys in backward_dkdv), BN rows of the streamed tiles, MINB blocks an
@@ -74,29 +77,55 @@
 template <int HD> struct Attn3Tab {
   static const int i = HD == 16 ? 0 : HD == 32 ? 1 : HD == 64 ? 2 : 3;
 };
-template <int HD, bool DROP> struct Attn3Fwd {
+// The float32 (TF32) kernels, HD 16 to 64 (HD 128 runs the float32-math
+// kernels), at twice the bytes a tile: their own tables (f*), chosen to
+// keep static shared memory under 48 KiB. backward_dkdv keeps its K and V
+// fragments in registers at every HD (RES would need the K and V tiles
+// beside the streamed stages: over 48 KiB at HD 64).
+template <bool F> struct Attn3FwdTab {
   static constexpr int w[4] = {8, 8, 8, 4}, bn[4] = {64, 64, 64, 32}, sub[4] = {32, 32, 32, 32}, minb[4] = {3, 3, 2, 3};
   static constexpr int dw[4] = {4, 4, 4, 8}, dbn[4] = {32, 32, 32, 32}, dminb[4] = {3, 3, 3, 1};
-  static const int W = DROP ? dw[Attn3Tab<HD>::i] : w[Attn3Tab<HD>::i];
-  static const int BN = DROP ? dbn[Attn3Tab<HD>::i] : bn[Attn3Tab<HD>::i];
-  static const int SUB = DROP ? BN : sub[Attn3Tab<HD>::i];
-  static const int MINB = DROP ? dminb[Attn3Tab<HD>::i] : minb[Attn3Tab<HD>::i];
 };
-template <int HD, bool DROP> struct Attn3Dq {
+template <> struct Attn3FwdTab<true> {
+  static constexpr int w[4] = {8, 8, 8, 8}, bn[4] = {64, 64, 32, 32}, sub[4] = {32, 32, 32, 32}, minb[4] = {3, 3, 2, 2};
+  static constexpr int dw[4] = {4, 4, 4, 4}, dbn[4] = {32, 32, 32, 32}, dminb[4] = {3, 3, 2, 2};
+};
+template <bool F> struct Attn3DqTab {
   static constexpr int w[4] = {8, 8, 8, 4}, bn[4] = {64, 64, 32, 32}, sub[4] = {32, 16, 16, 32}, minb[4] = {3, 3, 2, 2};
   static constexpr int dw[4] = {4, 4, 4, 8}, dbn[4] = {32, 32, 32, 32}, dminb[4] = {2, 2, 2, 1};
-  static const int W = DROP ? dw[Attn3Tab<HD>::i] : w[Attn3Tab<HD>::i];
-  static const int BN = DROP ? dbn[Attn3Tab<HD>::i] : bn[Attn3Tab<HD>::i];
-  static const int SUB = DROP ? BN : sub[Attn3Tab<HD>::i];
-  static const int MINB = DROP ? dminb[Attn3Tab<HD>::i] : minb[Attn3Tab<HD>::i];
 };
-template <int HD, bool DROP> struct Attn3Dkv {
+template <> struct Attn3DqTab<true> {
+  static constexpr int w[4] = {8, 8, 4, 4}, bn[4] = {64, 64, 32, 32}, sub[4] = {32, 16, 16, 16}, minb[4] = {2, 2, 2, 2};
+  static constexpr int dw[4] = {4, 4, 4, 4}, dbn[4] = {32, 32, 32, 32}, dminb[4] = {2, 2, 1, 1};
+};
+template <bool F> struct Attn3DkvTab {
   static constexpr int w[4] = {8, 8, 8, 2}, bn[4] = {16, 32, 16, 16}, minb[4] = {3, 2, 2, 4};
   static constexpr int dw[4] = {4, 4, 4, 2}, dbn[4] = {16, 16, 16, 16}, dminb[4] = {3, 3, 3, 4};
-  static const bool RES = DROP ? HD == 128 : HD >= 64;
-  static const int W = DROP ? dw[Attn3Tab<HD>::i] : w[Attn3Tab<HD>::i];
-  static const int BN = DROP ? dbn[Attn3Tab<HD>::i] : bn[Attn3Tab<HD>::i];
-  static const int MINB = DROP ? dminb[Attn3Tab<HD>::i] : minb[Attn3Tab<HD>::i];
+  static constexpr bool res(int hd, bool drop) { return drop ? hd == 128 : hd >= 64; }
+};
+template <> struct Attn3DkvTab<true> {
+  static constexpr int w[4] = {8, 8, 4, 4}, bn[4] = {16, 32, 16, 16}, minb[4] = {3, 2, 1, 1};
+  static constexpr int dw[4] = {4, 4, 4, 4}, dbn[4] = {16, 16, 16, 16}, dminb[4] = {3, 2, 1, 1};
+  static constexpr bool res(int, bool) { return false; }
+};
+template <int HD, bool DROP, bool F = false> struct Attn3Fwd {
+  using T = Attn3FwdTab<F>;
+  static const int i = Attn3Tab<HD>::i;
+  static const int W = DROP ? T::dw[i] : T::w[i], BN = DROP ? T::dbn[i] : T::bn[i];
+  static const int SUB = DROP ? BN : T::sub[i], MINB = DROP ? T::dminb[i] : T::minb[i];
+};
+template <int HD, bool DROP, bool F = false> struct Attn3Dq {
+  using T = Attn3DqTab<F>;
+  static const int i = Attn3Tab<HD>::i;
+  static const int W = DROP ? T::dw[i] : T::w[i], BN = DROP ? T::dbn[i] : T::bn[i];
+  static const int SUB = DROP ? BN : T::sub[i], MINB = DROP ? T::dminb[i] : T::minb[i];
+};
+template <int HD, bool DROP, bool F = false> struct Attn3Dkv {
+  using T = Attn3DkvTab<F>;
+  static const int i = Attn3Tab<HD>::i;
+  static const bool RES = T::res(HD, DROP);
+  static const int W = DROP ? T::dw[i] : T::w[i], BN = DROP ? T::dbn[i] : T::bn[i];
+  static const int MINB = DROP ? T::dminb[i] : T::minb[i];
 };
 
 // attn_mma_rounded accumulates acc += R B for the warp's 16 rows: R the
@@ -107,14 +136,13 @@ template <typename H, int S, int NS, int ND>
 __device__ __forceinline__ void attn_mma_rounded(float (&acc)[ND][4], const float (&s)[NS][4], const H* sB) {
 #pragma unroll
   for (int j = 0; j < NS / 2; j++) {
-    u32 a[4];
-    mma_acc_to_a<H>(a, s[2 * j], s[2 * j + 1]);
+    u32 a[Tc<H>::A];
+    tc_acc_to_a<H>(a, s[2 * j], s[2 * j + 1]);
 #pragma unroll
     for (int nd = 0; nd < ND; nd += 2) {
-      u32 b[4];
-      ldsm_bt<S>(b, sB, nd * 8, j * 16);
-      mma_m16n8k16<H>(acc[nd], a, b[0], b[1]);
-      mma_m16n8k16<H>(acc[nd + 1], a, b[2], b[3]);
+      u32 b[Tc<H>::B];
+      tc_ldbt<S>(b, sB, nd * 8, j * 16);
+      tc_mma2<H>(acc[nd], acc[nd + 1], a, b);
     }
   }
 }
@@ -130,29 +158,29 @@ __device__ __forceinline__ void attn_load_kv(H* st, const H* kh, const H* vh, in
   cp_async_commit();
 }
 
-template <typename H, int HD, bool DROP, class C = Attn3Fwd<HD, DROP>>
+template <typename H, int HD, bool DROP, class C = Attn3Fwd<HD, DROP, sizeof(H) == 4>>
 __device__ void attn_forward_mma3(float* out, float* lse, const H* q, const H* k, const H* v, i64 nbh, i64 t, int hd,
                                   int nh, int rsi, int rso, float scale, u64 seed, u64 offset, u64 thr,
                                   float dscale) {
-  constexpr int W = C::W, NT = 32 * W, BR = 16 * W, BC = C::BN, SUB = C::SUB, S = HD + 8, KD = HD / 16, NS = SUB / 8,
+  constexpr int W = C::W, NT = 32 * W, BR = 16 * W, BC = C::BN, SUB = C::SUB, S = HD + Tc<H>::PAD, KD = HD / 16, NS = SUB / 8,
                 ND = HD / 8;
   constexpr int STAGE = 2 * BC * S, SMEM = BR * S > 2 * STAGE ? BR * S : 2 * STAGE;
-  static_assert(SMEM * 2 <= 48 * 1024, "static shared memory");
+  static_assert(SMEM * (int)sizeof(H) <= 48 * 1024, "static shared memory");
   static_assert(BC % SUB == 0, "sub-tiles");
   __shared__ __align__(128) H sm[SMEM];  // the Q tile, then two stages of (K tile, V tile)
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, qd = lane & 3;
   const i64 h = blockIdx.x % nbh, nq = (t + BR - 1) / BR;
   const int q0 = (int)(nq - 1 - blockIdx.x / nbh) * BR, T = (int)t;  // the longest rows first; row indices in 32 bits
   const i64 base = attn_head(h, t, hd, nh, rsi);                     // q, k, v's head
-  const bool fast = hd == HD && (rsi & 7) == 0 && attn_aligned(q + base) && attn_aligned(k + base) &&
+  const bool fast = hd == HD && (rsi & (Tc<H>::E - 1)) == 0 && attn_aligned(q + base) && attn_aligned(k + base) &&
                     attn_aligned(v + base);
   attn_tile<BR, HD, S, NT>(sm, q + base, (i64)q0, t, hd, (i64)rsi, fast);
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
-  u32 qa[KD][4];
+  u32 qa[KD][Tc<H>::A];
 #pragma unroll
-  for (int kd = 0; kd < KD; kd++) ldsm_a<S>(qa[kd], sm, warp * 16, kd * 16);
+  for (int kd = 0; kd < KD; kd++) tc_lda<S>(qa[kd], sm, warp * 16, kd * 16);
   __syncthreads();  // the Q tile is in registers: its space is the stages'
   const int nk = (min(q0 + BR, T) - 1) / BC + 1;
   const H *kh = k + base, *vh = v + base;
@@ -181,10 +209,9 @@ __device__ void attn_forward_mma3(float* out, float* lse, const H* q, const H* k
         for (int kd = 0; kd < KD; kd++)
 #pragma unroll
           for (int n = 0; n < NS; n += 2) {
-            u32 b[4];
-            ldsm_b<S>(b, sK, n * 8, kd * 16);
-            mma_m16n8k16<H>(s[n], qa[kd], b[0], b[1]);
-            mma_m16n8k16<H>(s[n + 1], qa[kd], b[2], b[3]);
+            u32 b[Tc<H>::B];
+            tc_ldb<S>(b, sK, n * 8, kd * 16);
+            tc_mma2<H>(s[n], s[n + 1], qa[kd], b);
           }
         float mx[2] = {m[0], m[1]};
         const bool whole = k0 + SUB - 1 <= w0 && w0 + 15 < T;
@@ -246,15 +273,15 @@ __device__ void attn_forward_mma3(float* out, float* lse, const H* q, const H* k
 
 // backward_dq also rounds dout to H into doh (read by backward_dkdv) and
 // writes delta = rowsum(dout * out).
-template <typename H, int HD, bool DROP, class C = Attn3Dq<HD, DROP>>
+template <typename H, int HD, bool DROP, class C = Attn3Dq<HD, DROP, sizeof(H) == 4>>
 __device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* q, const H* k, const H* v,
                                       const float* out, const float* dout, const float* lse, i64 nbh, i64 t, int hd,
                                       int nh, int rsi, int rso, float scale, u64 seed, u64 offset, u64 thr,
                                       float dscale) {
-  constexpr int W = C::W, NT = 32 * W, BR = 16 * W, BC = C::BN, SUB = C::SUB, S = HD + 8, KD = HD / 16, NS = SUB / 8,
+  constexpr int W = C::W, NT = 32 * W, BR = 16 * W, BC = C::BN, SUB = C::SUB, S = HD + Tc<H>::PAD, KD = HD / 16, NS = SUB / 8,
                 ND = HD / 8;
   constexpr int STAGE = 2 * BC * S, SMEM = BR * S > 2 * STAGE ? BR * S : 2 * STAGE;
-  static_assert(SMEM * 2 + BR * 4 <= 48 * 1024, "static shared memory");
+  static_assert(SMEM * (int)sizeof(H) + BR * 4 <= 48 * 1024, "static shared memory");
   static_assert(BC % SUB == 0, "sub-tiles");
   __shared__ __align__(128) H sm[SMEM];  // the Q tile, the dout tile, then two stages of (K tile, V tile)
   __shared__ float sDelta[BR];
@@ -262,15 +289,15 @@ __device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* 
   const i64 h = blockIdx.x % nbh, nq = (t + BR - 1) / BR;
   const int q0 = (int)(nq - 1 - blockIdx.x / nbh) * BR, T = (int)t;  // row indices in 32 bits
   const i64 base = attn_head(h, t, hd, nh, rsi);                     // q, k, v and dq's head
-  const bool fast = hd == HD && (rsi & 7) == 0 && attn_aligned(q + base) && attn_aligned(k + base) &&
+  const bool fast = hd == HD && (rsi & (Tc<H>::E - 1)) == 0 && attn_aligned(q + base) && attn_aligned(k + base) &&
                     attn_aligned(v + base);
   attn_tile<BR, HD, S, NT>(sm, q + base, (i64)q0, t, hd, (i64)rsi, fast);
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
-  u32 qa[KD][4], ga[KD][4];
+  u32 qa[KD][Tc<H>::A], ga[KD][Tc<H>::A];
 #pragma unroll
-  for (int kd = 0; kd < KD; kd++) ldsm_a<S>(qa[kd], sm, warp * 16, kd * 16);
+  for (int kd = 0; kd < KD; kd++) tc_lda<S>(qa[kd], sm, warp * 16, kd * 16);
   __syncthreads();
   // The dout tile, rounded to H into sm and doh (contiguous (bh, t, hd));
   // delta.
@@ -294,12 +321,12 @@ __device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* 
           dot += g0.v[j] * y0.v[j] + g1.v[j] * y1.v[j];
           p.v[j] = MmaType<H>::from(g0.v[j]), p.v[j + 4] = MmaType<H>::from(g1.v[j]);
         }
-        store_pack<H, 8>(dh0 + row * HD + c, p);
+        store_h8<H>(dh0 + row * HD + c, p);
       } else {
 #pragma unroll
         for (int j = 0; j < 8; j++) p.v[j] = MmaType<H>::from(0.f);
       }
-      store_pack<H, 8>(sm + r * S + c, p);
+      store_h8<H>(sm + r * S + c, p);
 #pragma unroll
       for (int o = G / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
       if (c == 0) sDelta[r] = dot;
@@ -323,7 +350,7 @@ __device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* 
   }
   __syncthreads();
 #pragma unroll
-  for (int kd = 0; kd < KD; kd++) ldsm_a<S>(ga[kd], sm, warp * 16, kd * 16);
+  for (int kd = 0; kd < KD; kd++) tc_lda<S>(ga[kd], sm, warp * 16, kd * 16);
   const int lr[2] = {warp * 16 + g, warp * 16 + g + 8};
   const int w0 = q0 + warp * 16;
   const int rows[2] = {w0 + g, w0 + g + 8};
@@ -362,13 +389,11 @@ __device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* 
         for (int kd = 0; kd < KD; kd++)
 #pragma unroll
           for (int n = 0; n < NS; n += 2) {
-            u32 b[4];
-            ldsm_b<S>(b, sK, n * 8, kd * 16);
-            mma_m16n8k16<H>(s[n], qa[kd], b[0], b[1]);
-            mma_m16n8k16<H>(s[n + 1], qa[kd], b[2], b[3]);
-            ldsm_b<S>(b, sV, n * 8, kd * 16);
-            mma_m16n8k16<H>(dp[n], ga[kd], b[0], b[1]);
-            mma_m16n8k16<H>(dp[n + 1], ga[kd], b[2], b[3]);
+            u32 b[Tc<H>::B];
+            tc_ldb<S>(b, sK, n * 8, kd * 16);
+            tc_mma2<H>(s[n], s[n + 1], qa[kd], b);
+            tc_ldb<S>(b, sV, n * 8, kd * 16);
+            tc_mma2<H>(dp[n], dp[n + 1], ga[kd], b);
           }
         const bool whole = k0 + SUB - 1 <= w0 && w0 + 15 < T;
         const int lim[2] = {rows[0] < T ? rows[0] - k0 : -1, rows[1] < T ? rows[1] - k0 : -1};
@@ -406,15 +431,15 @@ __device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* 
 }
 
 // backward_dkdv reads dout as backward_dq rounded it (doh).
-template <typename H, int HD, bool DROP, class C = Attn3Dkv<HD, DROP>>
+template <typename H, int HD, bool DROP, class C = Attn3Dkv<HD, DROP, sizeof(H) == 4>>
 __device__ void attn_backward_dkdv_mma3(float* dk, float* dv, const H* q, const H* k, const H* v, const H* doh,
                                         const float* lse, const float* delta, i64 nbh, i64 t, int hd, int nh,
                                         int rsi, float scale, u64 seed, u64 offset, u64 thr, float dscale) {
-  constexpr int W = C::W, NT = 32 * W, KB = 16 * W, QB = C::BN, S = HD + 8, KD = HD / 16, NQ = QB / 8, ND = HD / 8;
+  constexpr int W = C::W, NT = 32 * W, KB = 16 * W, QB = C::BN, S = HD + Tc<H>::PAD, KD = HD / 16, NQ = QB / 8, ND = HD / 8;
   constexpr bool RES = C::RES;
   constexpr int STAGE = 2 * QB * S, KV = 2 * KB * S;
   constexpr int SMEM = RES ? KV + 2 * STAGE : KV > 2 * STAGE ? KV : 2 * STAGE;
-  static_assert(SMEM * 2 + 4 * QB * 4 <= 48 * 1024, "static shared memory");
+  static_assert(SMEM * (int)sizeof(H) + 4 * QB * 4 <= 48 * 1024, "static shared memory");
   static_assert(QB <= NT, "a thread copies each row's lse and delta");
   // The K and V tiles, then (at KV when RES, else in their place) two
   // stages of (Q tile, dout tile).
@@ -430,19 +455,19 @@ __device__ void attn_backward_dkdv_mma3(float* dk, float* dv, const H* q, const 
   if (tid == 0) sBase = attn_head(h, t, hd, nh, rsi);
   __syncthreads();
   const i64 base = sBase;
-  const bool fast = hd == HD && (rsi & 7) == 0 && attn_aligned(q + base) && attn_aligned(k + base) &&
+  const bool fast = hd == HD && (rsi & (Tc<H>::E - 1)) == 0 && attn_aligned(q + base) && attn_aligned(k + base) &&
                     attn_aligned(v + base) && attn_aligned(doh + h * t * hd);
   attn_tile<KB, HD, S, NT>(sm, k + base, (i64)k0, t, hd, (i64)rsi, fast);
   attn_tile<KB, HD, S, NT>(sm + KB * S, v + base, (i64)k0, t, hd, (i64)rsi, fast);
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
-  u32 ka[RES ? 1 : KD][4], va[RES ? 1 : KD][4];
+  u32 ka[RES ? 1 : KD][Tc<H>::A], va[RES ? 1 : KD][Tc<H>::A];
   if constexpr (!RES) {
 #pragma unroll
     for (int kd = 0; kd < KD; kd++) {
-      ldsm_a<S>(ka[kd], sm, warp * 16, kd * 16);
-      ldsm_a<S>(va[kd], sm + KB * S, warp * 16, kd * 16);
+      tc_lda<S>(ka[kd], sm, warp * 16, kd * 16);
+      tc_lda<S>(va[kd], sm + KB * S, warp * 16, kd * 16);
     }
     __syncthreads();
   }
@@ -490,23 +515,21 @@ __device__ void attn_backward_dkdv_mma3(float* dk, float* dv, const H* q, const 
         for (int e = 0; e < 4; e++) s[n][e] = dp[n][e] = 0.f;
 #pragma unroll
       for (int kd = 0; kd < KD; kd++) {
-        u32 a[4], av[4];
+        u32 a[Tc<H>::A], av[Tc<H>::A];
         if constexpr (RES) {
-          ldsm_a<S>(a, sm, warp * 16, kd * 16);
-          ldsm_a<S>(av, sm + KB * S, warp * 16, kd * 16);
+          tc_lda<S>(a, sm, warp * 16, kd * 16);
+          tc_lda<S>(av, sm + KB * S, warp * 16, kd * 16);
         } else {
 #pragma unroll
-          for (int j = 0; j < 4; j++) a[j] = ka[kd][j], av[j] = va[kd][j];
+          for (int j = 0; j < Tc<H>::A; j++) a[j] = ka[kd][j], av[j] = va[kd][j];
         }
 #pragma unroll
         for (int n = 0; n < NQ; n += 2) {
-          u32 b[4];
-          ldsm_b<S>(b, sQ, n * 8, kd * 16);
-          mma_m16n8k16<H>(s[n], a, b[0], b[1]);
-          mma_m16n8k16<H>(s[n + 1], a, b[2], b[3]);
-          ldsm_b<S>(b, sDO, n * 8, kd * 16);
-          mma_m16n8k16<H>(dp[n], av, b[0], b[1]);
-          mma_m16n8k16<H>(dp[n + 1], av, b[2], b[3]);
+          u32 b[Tc<H>::B];
+          tc_ldb<S>(b, sQ, n * 8, kd * 16);
+          tc_mma2<H>(s[n], s[n + 1], a, b);
+          tc_ldb<S>(b, sDO, n * 8, kd * 16);
+          tc_mma2<H>(dp[n], dp[n + 1], av, b);
         }
       }
       const bool whole = q0 >= w0 + 15 && q0 + QB - 1 < T;
@@ -544,18 +567,16 @@ __device__ void attn_backward_dkdv_mma3(float* dk, float* dv, const H* q, const 
       }
 #pragma unroll
       for (int j = 0; j < QB / 16; j++) {
-        u32 pa[4], da[4];
-        mma_acc_to_a<H>(pa, s[2 * j], s[2 * j + 1]);
-        mma_acc_to_a<H>(da, dp[2 * j], dp[2 * j + 1]);
+        u32 pa[Tc<H>::A], da[Tc<H>::A];
+        tc_acc_to_a<H>(pa, s[2 * j], s[2 * j + 1]);
+        tc_acc_to_a<H>(da, dp[2 * j], dp[2 * j + 1]);
 #pragma unroll
         for (int nd = 0; nd < ND; nd += 2) {
-          u32 b[4];
-          ldsm_bt<S>(b, sDO, nd * 8, j * 16);
-          mma_m16n8k16<H>(gv[nd], pa, b[0], b[1]);
-          mma_m16n8k16<H>(gv[nd + 1], pa, b[2], b[3]);
-          ldsm_bt<S>(b, sQ, nd * 8, j * 16);
-          mma_m16n8k16<H>(gk[nd], da, b[0], b[1]);
-          mma_m16n8k16<H>(gk[nd + 1], da, b[2], b[3]);
+          u32 b[Tc<H>::B];
+          tc_ldbt<S>(b, sDO, nd * 8, j * 16);
+          tc_mma2<H>(gv[nd], gv[nd + 1], pa, b);
+          tc_ldbt<S>(b, sQ, nd * 8, j * 16);
+          tc_mma2<H>(gk[nd], gk[nd + 1], da, b);
         }
       }
     }
@@ -575,13 +596,13 @@ __device__ void attn_backward_dkdv_mma3(float* dk, float* dv, const H* q, const 
 
 #ifndef ATTN_MMA3_NO_KERNELS
 #define ATTENTION_MMA3_KERNELS(name, DROP, sfx, H, HD)                                                             \
-  extern "C" __global__ void __launch_bounds__(32 * Attn3Fwd<HD, DROP>::W, Attn3Fwd<HD, DROP>::MINB)               \
+  extern "C" __global__ void __launch_bounds__(32 * Attn3Fwd<HD, DROP, sizeof(H) == 4>::W, Attn3Fwd<HD, DROP, sizeof(H) == 4>::MINB)               \
       attention_forward_##name##_##sfx##_h##HD(float* out, float* lse, const H* q, const H* k, const H* v, i64 nbh, \
                                                i64 t, int hd, int nh, int rsi, int rso, float scale, u64 seed,      \
                                                u64 offset, u64 thr, float dscale) {                                 \
     attn_forward_mma3<H, HD, DROP>(out, lse, q, k, v, nbh, t, hd, nh, rsi, rso, scale, seed, offset, thr, dscale);  \
   }                                                                                                                 \
-  extern "C" __global__ void __launch_bounds__(32 * Attn3Dq<HD, DROP>::W, Attn3Dq<HD, DROP>::MINB)                 \
+  extern "C" __global__ void __launch_bounds__(32 * Attn3Dq<HD, DROP, sizeof(H) == 4>::W, Attn3Dq<HD, DROP, sizeof(H) == 4>::MINB)                 \
       attention_backward_dq_##name##_##sfx##_h##HD(float* dq, float* delta, H* doh, const H* q, const H* k,        \
                                                    const H* v, const float* out, const float* dout,                 \
                                                    const float* lse, i64 nbh, i64 t, int hd, int nh, int rsi,       \
@@ -590,7 +611,7 @@ __device__ void attn_backward_dkdv_mma3(float* dk, float* dv, const H* q, const 
     attn_backward_dq_mma3<H, HD, DROP>(dq, delta, doh, q, k, v, out, dout, lse, nbh, t, hd, nh, rsi, rso, scale,    \
                                        seed, offset, thr, dscale);                                                  \
   }                                                                                                                 \
-  extern "C" __global__ void __launch_bounds__(32 * Attn3Dkv<HD, DROP>::W, Attn3Dkv<HD, DROP>::MINB)               \
+  extern "C" __global__ void __launch_bounds__(32 * Attn3Dkv<HD, DROP, sizeof(H) == 4>::W, Attn3Dkv<HD, DROP, sizeof(H) == 4>::MINB)               \
       attention_backward_dkdv_##name##_##sfx##_h##HD(float* dk, float* dv, const H* q, const H* k, const H* v,     \
                                                      const H* doh, const float* lse, const float* delta, i64 nbh,  \
                                                      i64 t, int hd, int nh, int rsi, float scale, u64 seed,         \
@@ -611,4 +632,11 @@ __device__ void attn_backward_dkdv_mma3(float* dk, float* dv, const H* q, const 
 
 ATTENTION_MMA3_KERNELS_ALL_HD(f16, __half)
 ATTENTION_MMA3_KERNELS_ALL_HD(bf16, __nv_bfloat16)
+// Float32 inputs on TF32 tensor cores: HD 16, 32 and 64.
+ATTENTION_MMA3_KERNELS(mma3, false, tf32, float, 16)
+ATTENTION_MMA3_KERNELS(mma3, false, tf32, float, 32)
+ATTENTION_MMA3_KERNELS(mma3, false, tf32, float, 64)
+ATTENTION_MMA3_KERNELS(mma3drop, true, tf32, float, 16)
+ATTENTION_MMA3_KERNELS(mma3drop, true, tf32, float, 32)
+ATTENTION_MMA3_KERNELS(mma3drop, true, tf32, float, 64)
 #endif

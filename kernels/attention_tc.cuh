@@ -218,17 +218,17 @@ __device__ __forceinline__ i64 attn_head(i64 h, i64 t, int hd, int nh, int rs) {
 // attn_tile copies rows [r0, r0+R) of the (t, hd) matrix x, rows rs
 // elements apart, into sh, [r][d] with row stride S, zero past t and hd:
 // by cp.async (16 bytes a copy, the caller commits) when fast (hd == HD,
-// x and rs 16-byte aligned), else element by element with plain stores.
+// x and rows 16-byte aligned), else element by element with plain stores.
 // Row indices are computed in I, t's type: int where the caller knows a
 // head's t * rs elements fit in 31 bits (x already offset to the head:
 // the streamed tiles), i64 else.
 template <int R, int HD, int S, int NT, typename H, typename I>
 __device__ __forceinline__ void attn_tile(H* sh, const H* x, I r0, I t, int hd, I rs, bool fast) {
   if (fast) {
-    constexpr int G = HD / 8;
+    constexpr int E = 16 / sizeof(H), G = HD / E;  // a copy's elements, a row's copies
 #pragma unroll
     for (int i = threadIdx.x; i < R * G; i += NT) {
-      const int r = i / G, c = (i - r * G) * 8;
+      const int r = i / G, c = (i - r * G) * E;
       const I row = r0 + r;
       cp_async16(sh + r * S + c, x + (row < t ? row : 0) * rs + c, row < t);
     }

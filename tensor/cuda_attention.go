@@ -17,17 +17,22 @@ import (
 // kernels/attention_mma3.cuh (mma.sync with ldmatrix and cp.async,
 // sm_80+): without dropout (p == 0) the mma3 ones, compiled without the
 // Philox code and so with larger tiles and more blocks an SM, with it the
-// mma3drop ones. EnvAttention=simt selects the float32-math ones, which
-// float32 inputs always run. The mma3 backward_dq also rounds dout to the
-// input type into scratch (doh) for backward_dkdv. The mma3 kernels take
-// their operands' layout (attnRows: heads to a token, row strides), so
+// mma3drop ones. Float32 inputs run the float32-math kernels, or, when the
+// caller allows TF32 (AttentionMode.TF32) and hd is at most 64, the same
+// tensor-core kernels compiled for float32 on TF32 mma (attention_tf32.cuh:
+// operands rounded to TF32, float32 accumulation and softmax).
+// EnvAttention=simt selects the float32-math ones for every dtype. The
+// tensor-core backward_dq also rounds dout to the input type into scratch
+// (doh) for backward_dkdv. The tensor-core kernels take their operands'
+// layout (attnRows: heads to a token, row strides), so
 // FusedCausalAttentionQKV runs them on the heads of a (B, T, 3C) product
 // in place; the float32-math ones read contiguous heads only.
 
-// EnvAttention selects the kernels of float16 and bfloat16 fused
-// attention: "simt" the float32-math ones (for comparisons and as a
-// fallback), anything else (unset included) the mma3 tensor-core ones; it
-// is read at every call.
+// EnvAttention selects the kernels of fused attention: "simt" the
+// float32-math ones for every dtype (for comparisons and as a fallback),
+// anything else (unset included) the tensor-core ones for float16 and
+// bfloat16, and for float32 where TF32 is allowed; it is read at every
+// call.
 const EnvAttention = "STRATA_ATTENTION"
 
 var (
@@ -44,12 +49,14 @@ var (
 )
 
 // attentionKernels is the slot of kernels/attention.cuh in cudaKernels:
-// simt[pass][dtype][head size] and mma3[drop][pass][dtype-1][head size]
+// simt[pass][dtype][head size], mma3[drop][pass][dtype-1][head size]
 // (the tensor-core kernels, float16 and bfloat16, without and with
-// dropout).
+// dropout) and tf32[drop][pass][head size] (float32 on TF32 tensor
+// cores, head sizes 16, 32 and 64).
 type attentionKernels struct {
 	simt [3][3][4]*cuda.Function
 	mma3 [2][3][2][4]*cuda.Function
+	tf32 [2][3][3]*cuda.Function
 }
 
 // Launch shapes: 256 threads for the float32-math kernels; for mma3,
@@ -63,20 +70,34 @@ var (
 		{{4, 4, 4, 8}, {4, 4, 4, 8}, {4, 4, 4, 2}},
 	}
 	attnMMA3Name = [2]string{"mma3", "mma3drop"}
+	// attnTF32Warps[drop][pass][head size 16, 32, 64]: the W of the
+	// float32 tables (Attn3FwdTab<true> and co.).
+	attnTF32Warps = [2][3][3]int{
+		{{8, 8, 8}, {8, 8, 4}, {8, 8, 4}},
+		{{4, 4, 4}, {4, 4, 4}, {4, 4, 4}},
+	}
 )
 
-// The kernels attnKind picks (EnvAttention).
+// The kernels attnKind picks (EnvAttention, AttentionMode).
 const (
 	attnSIMT = iota
 	attnMMA3
+	attnTF32
 )
 
-// attnKind returns the kernels that dtype index di runs.
-func attnKind(di int) int {
-	if di == 0 || os.Getenv(EnvAttention) == "simt" {
+// attnKind returns the kernels that dtype index di and head index hi run,
+// tf32 saying whether float32 inputs may run on TF32 tensor cores.
+func attnKind(di, hi int, tf32 bool) int {
+	simt := os.Getenv(EnvAttention) == "simt"
+	switch {
+	case simt:
 		return attnSIMT
+	case di > 0:
+		return attnMMA3
+	case tf32 && hi < len(attnTF32Warps[0][0]):
+		return attnTF32
 	}
-	return attnMMA3
+	return attnSIMT
 }
 
 // bind adds the kernels' names to a bindings table.
@@ -86,9 +107,12 @@ func (k *attentionKernels) bind(m map[string]**cuda.Function) {
 			for j, hd := range attnHeads {
 				sfx := castSuffix[dt] + "_h" + strconv.Itoa(hd)
 				m["attention_"+pass+"_"+sfx] = &k.simt[p][i][j]
-				if i > 0 {
-					for dr, name := range attnMMA3Name {
+				for dr, name := range attnMMA3Name {
+					switch {
+					case i > 0:
 						m["attention_"+pass+"_"+name+"_"+sfx] = &k.mma3[dr][p][i-1][j]
+					case j < len(k.tf32[dr][p]):
+						m["attention_"+pass+"_"+name+"_tf32_h"+strconv.Itoa(hd)] = &k.tf32[dr][p][j]
 					}
 				}
 			}
@@ -101,13 +125,17 @@ func (k *attentionKernels) bind(m map[string]**cuda.Function) {
 // 0) picks mma3's dropout variant. rows is the float32-math kernel's rows
 // a block.
 func (k *attentionKernels) kernel(op string, kind, p, di, hi, bh, t int, drop bool, rows [4]int) (*cuda.Function, [3]uint32, [3]uint32) {
-	if kind == attnMMA3 {
-		dr := 0
-		if drop {
-			dr = 1
-		}
+	dr := 0
+	if drop {
+		dr = 1
+	}
+	switch kind {
+	case attnMMA3:
 		w := attnMMA3Warps[dr][p][hi]
 		return k.mma3[dr][p][di-1][hi], attnGrid(op, bh, t, 16*w), [3]uint32{uint32(32 * w), 1, 1}
+	case attnTF32:
+		w := attnTF32Warps[dr][p][hi]
+		return k.tf32[dr][p][hi], attnGrid(op, bh, t, 16*w), [3]uint32{uint32(32 * w), 1, 1}
 	}
 	return k.simt[p][di][hi], attnGrid(op, bh, t, rows[hi]), attnThreads
 }
@@ -153,23 +181,24 @@ func attnGrid(op string, bh, t, rows int) [3]uint32 {
 }
 
 func (b cudaBackend) attentionForward(out, lse, q, k, v *Tensor, bh, t, hd int, scale, p float64, seed, offset uint64) {
-	if !b.attentionForwardRows(out, lse, q, k, v, bh, t, hd, contiguousRows(hd), scale, p, seed, offset) {
+	if !b.attentionForwardRows(out, lse, q, k, v, bh, t, hd, contiguousRows(hd), false, scale, p, seed, offset) {
 		fail("FusedCausalAttention", ErrShape, "%d rows of %d: a head exceeds the kernels' 32-bit row indices", t, hd)
 	}
 }
 
 func (b cudaBackend) attentionBackward(dq, dk, dv, q, k, v, out, dout, lse *Tensor, bh, t, hd int, scale, p float64, seed, offset uint64) {
-	if !b.attentionBackwardRows(dq, dk, dv, q, k, v, out, dout, lse, bh, t, hd, contiguousRows(hd), scale, p, seed, offset) {
+	if !b.attentionBackwardRows(dq, dk, dv, q, k, v, out, dout, lse, bh, t, hd, contiguousRows(hd), false, scale, p, seed, offset) {
 		fail("FusedCausalAttentionBackward", ErrShape, "%d rows of %d: a head exceeds the kernels' 32-bit row indices", t, hd)
 	}
 }
 
-// attentionRowsFit reports whether the kernels for dt and hd take operands
-// laid out as rows says (fusedAttentionRows), failing under op's name for
-// a dtype or head size no kernel takes.
-func (b cudaBackend) attentionRowsFit(op string, dt DType, t, hd int, rows attnRows) bool {
-	di, _ := attentionVariant(op, dt, hd)
-	return rowsFit(attnKind(di), rows, t, hd)
+// attentionRowsFit reports whether the kernels for dt and hd (tf32: float32
+// may run on TF32 tensor cores) take operands laid out as rows says
+// (fusedAttentionRows), failing under op's name for a dtype or head size
+// no kernel takes.
+func (b cudaBackend) attentionRowsFit(op string, dt DType, t, hd int, rows attnRows, tf32 bool) bool {
+	di, hi := attentionVariant(op, dt, hd)
+	return rowsFit(attnKind(di, hi, tf32), rows, t, hd)
 }
 
 // rowsFit reports whether the kernels of a kind (attnKind) can take
@@ -177,17 +206,17 @@ func (b cudaBackend) attentionRowsFit(op string, dt DType, t, hd int, rows attnR
 // (bh, t, hd) only, and the tensor-core ones index a head's rows in 32
 // bits.
 func rowsFit(kind int, rows attnRows, t, hd int) bool {
-	if kind != attnMMA3 {
+	if kind == attnSIMT {
 		return rows == contiguousRows(hd)
 	}
 	return int64(t)*int64(max(rows.rsi, rows.rso)) < 1<<31
 }
 
-func (b cudaBackend) attentionForwardRows(out, lse, q, k, v *Tensor, bh, t, hd int, rows attnRows, scale, p float64, seed, offset uint64) bool {
+func (b cudaBackend) attentionForwardRows(out, lse, q, k, v *Tensor, bh, t, hd int, rows attnRows, tf32 bool, scale, p float64, seed, offset uint64) bool {
 	const op = "FusedCausalAttention"
 	d := b.d
 	di, hi := attentionVariant(op, q.dtype, hd)
-	kind := attnKind(di)
+	kind := attnKind(di, hi, tf32)
 	if !rowsFit(kind, rows, t, hd) {
 		return false
 	}
@@ -195,7 +224,7 @@ func (b cudaBackend) attentionForwardRows(out, lse, q, k, v *Tensor, bh, t, hd i
 	d.launch(op, fn, grid, block, func(a *cuda.Args) {
 		a.Ptr(devPtr(out)).Ptr(devPtr(lse)).Ptr(devPtr(q)).Ptr(devPtr(k)).Ptr(devPtr(v))
 		a.Int64(int64(bh)).Int64(int64(t)).Int32(int32(hd))
-		if kind == attnMMA3 {
+		if kind != attnSIMT {
 			a.Int32(int32(rows.nh)).Int32(int32(rows.rsi)).Int32(int32(rows.rso))
 		}
 		a.Float32(float32(scale))
@@ -206,17 +235,17 @@ func (b cudaBackend) attentionForwardRows(out, lse, q, k, v *Tensor, bh, t, hd i
 
 // attentionBackwardRows runs backward_dq, which writes delta into
 // scratch, then backward_dkdv, which reads it (the stream orders them).
-// The mma3 backward_dq also writes dout rounded to q's dtype (doh,
+// The tensor-core backward_dq also writes dout in q's dtype (doh,
 // contiguous, before delta in the scratch) for backward_dkdv.
-func (b cudaBackend) attentionBackwardRows(dq, dk, dv, q, k, v, out, dout, lse *Tensor, bh, t, hd int, rows attnRows, scale, p float64, seed, offset uint64) bool {
+func (b cudaBackend) attentionBackwardRows(dq, dk, dv, q, k, v, out, dout, lse *Tensor, bh, t, hd int, rows attnRows, tf32 bool, scale, p float64, seed, offset uint64) bool {
 	const op = "FusedCausalAttentionBackward"
 	d := b.d
 	di, hi := attentionVariant(op, q.dtype, hd)
-	kind := attnKind(di)
+	kind := attnKind(di, hi, tf32)
 	if !rowsFit(kind, rows, t, hd) {
 		return false
 	}
-	dohBytes, withDoh := 0, kind == attnMMA3
+	dohBytes, withDoh := 0, kind != attnSIMT
 	if withDoh {
 		dohBytes = (bh*t*hd*q.dtype.Size() + 15) &^ 15
 	}

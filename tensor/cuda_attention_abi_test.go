@@ -12,8 +12,8 @@ import (
 // (TestCUDALaunchersMatchKernels checks each launch): each input dtype and
 // head size, forward and backward, with and without dropout, at a head
 // size that needs padding and one that does not; the half types through
-// the tensor-core kernels (mma3 and mma3drop) and, with
-// EnvAttention=simt, the others.
+// the tensor-core kernels (mma3 and mma3drop), float32 with TF32 through
+// theirs (head sizes up to 64) and, with EnvAttention=simt, the others.
 func driveAttention(t *testing.T, d *cudaDevice, b cudaBackend) {
 	t.Helper()
 	driveAttentionKernels(t, d, b)
@@ -41,6 +41,16 @@ func TestAttentionMMA3Blocks(t *testing.T) {
 					}
 				}
 			}
+			for j, w := range attnTF32Warps[dr][p] {
+				name := "attention_" + pass + "_" + gen + "_tf32_h" + strconv.Itoa(attnHeads[j])
+				k, ok := abi[name]
+				if !ok {
+					t.Fatalf("%s is not in the fatbin", name)
+				}
+				if k.maxThreads != 32*w {
+					t.Errorf("%s: launch bound %d threads, the launcher's block %d", name, k.maxThreads, 32*w)
+				}
+			}
 		}
 	}
 }
@@ -55,7 +65,7 @@ func driveAttentionKernels(t *testing.T, d *cudaDevice, b cudaBackend) {
 		want error
 	}{{Float64, 64, ErrDType}, {Float16, 129, ErrShape}} {
 		err := Try(func() {
-			b.attentionRowsFit("FusedCausalAttentionQKV", c.dt, T, c.hd, attnRows{nh: 1, rsi: c.hd, rso: c.hd})
+			b.attentionRowsFit("FusedCausalAttentionQKV", c.dt, T, c.hd, attnRows{nh: 1, rsi: c.hd, rso: c.hd}, true)
 		})
 		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), "FusedCausalAttentionQKV") {
 			t.Errorf("%v hd %d: %v, want %v naming FusedCausalAttentionQKV", c.dt, c.hd, err, c.want)
@@ -70,18 +80,21 @@ func driveAttentionKernels(t *testing.T, d *cudaDevice, b cudaBackend) {
 				b.attentionForward(out, lse, q, k, v, bh, T, hd, 0.125, p, 7, 5)
 				b.attentionBackward(n(Float32, bh, T, hd), n(Float32, bh, T, hd), n(Float32, bh, T, hd), q, k, v, out, dout, lse, bh, T, hd, 0.125, p, 7, 5)
 				// The heads of a (B, T, 3C) product in place: the
-				// tensor-core kernels take them, the float32-math ones
-				// decline (the op then copies).
+				// tensor-core kernels take them (float32 with TF32 up
+				// to hd 64), the float32-math ones decline (the op then
+				// copies).
 				rows := attnRows{nh: 3, rsi: 9 * hd, rso: 3 * hd}
-				mma := dt != Float32 && os.Getenv(EnvAttention) != "simt"
-				if got := b.attentionRowsFit("FusedCausalAttentionQKV", dt, T, hd, rows); got != mma {
-					t.Errorf("%v hd %d: the kernels fit a (B, T, 3C) product: %v, want %v", dt, hd, got, mma)
-				}
-				if got := b.attentionForwardRows(out, lse, q, k, v, bh, T, hd, rows, 0.125, p, 7, 5); got != mma {
-					t.Errorf("%v hd %d: forward over a (B, T, 3C) product ran %v, want %v", dt, hd, got, mma)
-				}
-				if got := b.attentionBackwardRows(n(Float32, bh, T, hd), n(Float32, bh, T, hd), n(Float32, bh, T, hd), q, k, v, out, dout, lse, bh, T, hd, rows, 0.125, p, 7, 5); got != mma {
-					t.Errorf("%v hd %d: backward over a (B, T, 3C) product ran %v, want %v", dt, hd, got, mma)
+				for _, tf32 := range []bool{false, true} {
+					mma := os.Getenv(EnvAttention) != "simt" && (dt != Float32 || tf32 && hd <= 64)
+					if got := b.attentionRowsFit("FusedCausalAttentionQKV", dt, T, hd, rows, tf32); got != mma {
+						t.Errorf("%v hd %d tf32 %v: the kernels fit a (B, T, 3C) product: %v, want %v", dt, hd, tf32, got, mma)
+					}
+					if got := b.attentionForwardRows(out, lse, q, k, v, bh, T, hd, rows, tf32, 0.125, p, 7, 5); got != mma {
+						t.Errorf("%v hd %d tf32 %v: forward over a (B, T, 3C) product ran %v, want %v", dt, hd, tf32, got, mma)
+					}
+					if got := b.attentionBackwardRows(n(Float32, bh, T, hd), n(Float32, bh, T, hd), n(Float32, bh, T, hd), q, k, v, out, dout, lse, bh, T, hd, rows, tf32, 0.125, p, 7, 5); got != mma {
+						t.Errorf("%v hd %d tf32 %v: backward over a (B, T, 3C) product ran %v, want %v", dt, hd, tf32, got, mma)
+					}
 				}
 			}
 		}

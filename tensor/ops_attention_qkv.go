@@ -28,10 +28,24 @@ func contiguousRows(hd int) attnRows { return attnRows{nh: 1, rsi: hd, rso: hd} 
 // copies to and from the contiguous layout instead), failing under op's
 // name for operands no kernel takes; the other two methods return false
 // in the same cases.
+//
+// tf32 (AttentionMode.TF32) lets float32 operands run on TF32 tensor
+// cores.
 type fusedAttentionRows interface {
-	attentionRowsFit(op string, dt DType, t, hd int, rows attnRows) bool
-	attentionForwardRows(out, lse, q, k, v *Tensor, bh, t, hd int, rows attnRows, scale, p float64, seed, offset uint64) bool
-	attentionBackwardRows(dq, dk, dv, q, k, v, out, dout, lse *Tensor, bh, t, hd int, rows attnRows, scale, p float64, seed, offset uint64) bool
+	attentionRowsFit(op string, dt DType, t, hd int, rows attnRows, tf32 bool) bool
+	attentionForwardRows(out, lse, q, k, v *Tensor, bh, t, hd int, rows attnRows, tf32 bool, scale, p float64, seed, offset uint64) bool
+	attentionBackwardRows(dq, dk, dv, q, k, v, out, dout, lse *Tensor, bh, t, hd int, rows attnRows, tf32 bool, scale, p float64, seed, offset uint64) bool
+}
+
+// AttentionMode says how fused attention may compute. The zero value
+// computes float32 inputs in float32.
+type AttentionMode struct {
+	// TF32 lets float32 q, k and v run on CUDA's TF32 tensor cores (head
+	// sizes up to 64, in place on a (B, T, 3C) product): every product's
+	// operands rounded to TF32's 10 mantissa bits, with float32
+	// accumulation, softmax, lse and results, as MatMulMode.TF32 does for
+	// matrix products. Half inputs and the CPU ignore it.
+	TF32 bool
 }
 
 // FusedCausalAttentionQKV is FusedCausalAttention over the heads of one
@@ -42,9 +56,17 @@ type fusedAttentionRows interface {
 // lse is (B, heads, T). The results are FusedCausalAttention's over the
 // split heads, dropout mask included. On CUDA the tensor-core kernels
 // (float16 and bfloat16) read the heads in place and write y directly, so
-// there are no head split and merge copies; elsewhere (the CPU, float32,
-// EnvAttention=simt, EnvAttentionQKV=copy) the op makes them.
+// there are no head split and merge copies; elsewhere (the CPU, float32
+// without TF32, EnvAttention=simt, EnvAttentionQKV=copy) the op makes
+// them.
 func FusedCausalAttentionQKV(qkv *Tensor, heads int, p float64, seed, offset uint64) (y, lse *Tensor) {
+	return FusedCausalAttentionQKVMode(qkv, heads, p, seed, offset, AttentionMode{})
+}
+
+// FusedCausalAttentionQKVMode is FusedCausalAttentionQKV computed as mode
+// allows (AttentionMode.TF32: float32 qkv on TF32 tensor cores, in place;
+// where those kernels do not run, float32 math as without it).
+func FusedCausalAttentionQKVMode(qkv *Tensor, heads int, p float64, seed, offset uint64, mode AttentionMode) (y, lse *Tensor) {
 	const op = "FusedCausalAttentionQKV"
 	b, t, c, hd := qkvShape(op, qkv, heads, p)
 	fa := attentionBackend(op, qkv)
@@ -52,14 +74,14 @@ func FusedCausalAttentionQKV(qkv *Tensor, heads int, p float64, seed, offset uin
 	defer done()
 	ctx := ctxOf(op, qkv)
 	acc := AccumDType(qkv.dtype)
-	if fr, rows := inPlace(op, fa, qkv.dtype, b, t, c, heads); fr != nil {
+	if fr, rows := inPlace(op, fa, qkv.dtype, b, t, c, heads, mode); fr != nil {
 		y = mustNew(op, ctx, qkv.dev, acc, []int{b, t, c})
 		defer releaseOnPanic(y)
 		lse = mustNew(op, ctx, qkv.dev, acc, []int{b, heads, t})
 		defer releaseOnPanic(lse)
 		q, k, v := qkvPieces(src, c)
 		defer releaseEach(q, k, v)
-		if fr.attentionForwardRows(y, lse, q, k, v, b*heads, t, hd, rows, 1/math.Sqrt(float64(hd)), p, seed, offset) {
+		if fr.attentionForwardRows(y, lse, q, k, v, b*heads, t, hd, rows, mode.TF32, 1/math.Sqrt(float64(hd)), p, seed, offset) {
 			return y, lse
 		}
 		y.Release()
@@ -78,6 +100,12 @@ func FusedCausalAttentionQKV(qkv *Tensor, heads int, p float64, seed, offset uin
 // y and lse and its dropout (p, seed, offset). On CUDA the tensor-core
 // kernels write dq, dk and dv into it in place.
 func FusedCausalAttentionQKVBackward(qkv, y, lse, dy *Tensor, heads int, p float64, seed, offset uint64) (dqkv *Tensor) {
+	return FusedCausalAttentionQKVBackwardMode(qkv, y, lse, dy, heads, p, seed, offset, AttentionMode{})
+}
+
+// FusedCausalAttentionQKVBackwardMode is FusedCausalAttentionQKVBackward
+// computed as mode allows (see FusedCausalAttentionQKVMode).
+func FusedCausalAttentionQKVBackwardMode(qkv, y, lse, dy *Tensor, heads int, p float64, seed, offset uint64, mode AttentionMode) (dqkv *Tensor) {
 	const op = "FusedCausalAttentionQKVBackward"
 	b, t, c, hd := qkvShape(op, qkv, heads, p)
 	sameDevice(op, qkv, y, lse, dy)
@@ -94,14 +122,14 @@ func FusedCausalAttentionQKVBackward(qkv, y, lse, dy *Tensor, heads int, p float
 	cs, done := contigAll(qkv, y, lse, dy)
 	defer done()
 	ctx := ctxOf(op, qkv, y, lse, dy)
-	if fr, rows := inPlace(op, fa, qkv.dtype, b, t, c, heads); fr != nil {
+	if fr, rows := inPlace(op, fa, qkv.dtype, b, t, c, heads, mode); fr != nil {
 		dqkv = mustNew(op, ctx, qkv.dev, acc, []int{b, t, 3 * c})
 		defer releaseOnPanic(dqkv)
 		q, k, v := qkvPieces(cs[0], c)
 		defer releaseEach(q, k, v)
 		dq, dk, dv := qkvPieces(dqkv, c)
 		defer releaseEach(dq, dk, dv)
-		if fr.attentionBackwardRows(dq, dk, dv, q, k, v, cs[1], cs[3], cs[2], b*heads, t, hd, rows, 1/math.Sqrt(float64(hd)), p, seed, offset) {
+		if fr.attentionBackwardRows(dq, dk, dv, q, k, v, cs[1], cs[3], cs[2], b*heads, t, hd, rows, mode.TF32, 1/math.Sqrt(float64(hd)), p, seed, offset) {
 			return dqkv
 		}
 		dqkv.Release()
@@ -129,11 +157,11 @@ func FusedCausalAttentionQKVBackward(qkv, y, lse, dy *Tensor, heads int, p float
 // heads of a (B, T, 3C) product of dtype dt and of its (B, T, C) output,
 // or nil when the op makes the split and merge copies instead: a backend
 // without such kernels, an empty product, EnvAttentionQKV=copy, or
-// operands its kernels do not take so.
-func inPlace(op string, fa fusedAttention, dt DType, b, t, c, heads int) (fusedAttentionRows, attnRows) {
+// operands its kernels (as mode allows) do not take so.
+func inPlace(op string, fa fusedAttention, dt DType, b, t, c, heads int, mode AttentionMode) (fusedAttentionRows, attnRows) {
 	rows := attnRows{nh: heads, rsi: 3 * c, rso: c}
 	fr, ok := fa.(fusedAttentionRows)
-	if !ok || b*t*c == 0 || os.Getenv(EnvAttentionQKV) == "copy" || !fr.attentionRowsFit(op, dt, t, c/heads, rows) {
+	if !ok || b*t*c == 0 || os.Getenv(EnvAttentionQKV) == "copy" || !fr.attentionRowsFit(op, dt, t, c/heads, rows, mode.TF32) {
 		return nil, rows
 	}
 	return fr, rows

@@ -48,6 +48,9 @@ struct Shape {
   int fwdRows, dqRows, dkvRows, threads;
   double tolOut, tolGrad;
   int dqThreads = 0, dkvThreads = 0;  // 0: threads
+  // lse: 1e-5 where the kernels multiply the inputs as they are; the
+  // TF32 kernels round float32 q and k to 10 mantissa bits first.
+  double tolLse = 1e-5;
 };
 
 // The tensor-core kernels (TC) pass dout rounded to T from backward_dq
@@ -170,7 +173,7 @@ void run_case(const char* dt, Shape sh, F fwd, DQ bdq, DKV bdkv, int bh, int t, 
   }
   std::printf("%s hd %3d (HD %3d) t %3d p %.1f nh %d:", dt, hd, HD, t, p, nh);
   std::printf(" out %.2g", check("out", gout, out, sh.tolOut));
-  std::printf(" lse %.2g", check("lse", glse, lse, 1e-5));
+  std::printf(" lse %.2g", check("lse", glse, lse, sh.tolLse));
   std::printf(" dq %.2g", check("dq", gdq, dq, sh.tolGrad));
   std::printf(" dk %.2g", check("dk", gdk, dk, sh.tolGrad));
   std::printf(" dv %.2g\n", check("dv", gdv, dv, sh.tolGrad));
@@ -184,11 +187,13 @@ void run_case(const char* dt, Shape sh, F fwd, DQ bdq, DKV bdkv, int bh, int t, 
 // The tensor-core kernels, u the unit roundoff of the input type: without
 // dropout (p == 0) the mma3 ones, with it the mma3drop ones, as the
 // launcher picks them; each at its own shapes.
-#define MMA3_SHAPE(HD, D, u)                                                                                 \
-  Shape{16 * Attn3Fwd<HD, D>::W, 16 * Attn3Dq<HD, D>::W, 16 * Attn3Dkv<HD, D>::W, 32 * Attn3Fwd<HD, D>::W, \
-        8 * (u), 16 * (u), 32 * Attn3Dq<HD, D>::W, 32 * Attn3Dkv<HD, D>::W}
+#define MMA3_SHAPE(T, HD, D, u)                                                                          \
+  Shape{16 * Attn3Fwd<HD, D, sizeof(T) == 4>::W, 16 * Attn3Dq<HD, D, sizeof(T) == 4>::W,                 \
+        16 * Attn3Dkv<HD, D, sizeof(T) == 4>::W, 32 * Attn3Fwd<HD, D, sizeof(T) == 4>::W, 8 * (u), 16 * (u), \
+        32 * Attn3Dq<HD, D, sizeof(T) == 4>::W, 32 * Attn3Dkv<HD, D, sizeof(T) == 4>::W,                     \
+        sizeof(T) == 4 ? (u) : 1e-5}
 #define MMA3_RUN(name, D, sfx, T, u, HD, bh, t, hd, p, nh)                                                 \
-  run_case<T, HD, true>(#sfx "-" #name, MMA3_SHAPE(HD, D, u), attention_forward_##name##_##sfx##_h##HD,   \
+  run_case<T, HD, true>(#sfx "-" #name, MMA3_SHAPE(T, HD, D, u), attention_forward_##name##_##sfx##_h##HD,   \
                         attention_backward_dq_##name##_##sfx##_h##HD,                                     \
                         attention_backward_dkdv_##name##_##sfx##_h##HD, bh, t, hd, p, nh)
 #define MMA3_CASE(sfx, T, u, HD, bh, t, hd, p, nh)               \
@@ -203,13 +208,22 @@ int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::string(argv[1]) == "quick";
   const bool mma = argc > 1 && std::string(argv[1]) == "mma";
   const bool mma3 = argc > 1 && std::string(argv[1]) == "mma3";  // the same as mma
-  const double uh0 = 0x1p-11, ub0 = 0x1p-8;
+  const double uh0 = 0x1p-11, ub0 = 0x1p-8, ut0 = 0x1p-11;  // TF32 has float16's 10 mantissa bits
+  const bool tf32 = argc > 1 && std::string(argv[1]) == "tf32";  // only the TF32 kernels
   // t: one row, fewer than a tile, not a multiple of any tile, several
   // blocks of every kernel (128-row blocks included); hd: each HD, and
   // padded (24, 100).
   for (int t : {1, 37, 70, 130, 200, 300}) {
     for (double p : {0.0, 0.2}) {
       if (quick) break;
+      // Float32 inputs on TF32 tensor cores (HD 16 to 64): contiguous,
+      // padded, and the heads of a (B, T, 3C) product in place.
+      MMA3_CASE(tf32, float, ut0, 64, 2, t, 64, p, 0);
+      MMA3_CASE(tf32, float, ut0, 32, 2, t, 24, p, 0);
+      MMA3_CASE(tf32, float, ut0, 16, 2, t, 16, p, 0);
+      MMA3_CASE(tf32, float, ut0, 64, 6, t, 64, p, 3);
+      MMA3_CASE(tf32, float, ut0, 64, 2, t, 40, p, 2);
+      if (tf32) continue;
       MMA3_CASE(f16, __half, uh0, 64, 2, t, 64, p, 0);
       MMA3_CASE(bf16, __nv_bfloat16, ub0, 64, 3, t, 64, p, 0);
       MMA3_CASE(bf16, __nv_bfloat16, ub0, 64, 1, t, 40, p, 0);
@@ -228,10 +242,12 @@ int main(int argc, char** argv) {
     }
     if (quick) break;
     // The dropout variants without dropout (thr 0) stay right too.
+    MMA3_RUN(mma3drop, true, tf32, float, ut0, 64, 1, t, 64, 0.0, 0);
+    if (tf32) continue;
     MMA3_RUN(mma3drop, true, bf16, __nv_bfloat16, ub0, 64, 1, t, 64, 0.0, 0);
   }
   for (int t : {1, 37, 70}) {
-    if (mma || mma3) break;
+    if (mma || mma3 || tf32) break;
     for (double p : {0.0, 0.2}) {
       CASE(f32, float, 16, 3, t, 16, p);
       if (quick) continue;

@@ -2,10 +2,11 @@
 # Checks kernels on the CPU, without a GPU: compiles them as host C++ over
 # emu.h (g++ 12+, the CUDA headers for the half types: Debian's
 # nvidia-cuda-dev) and runs a test against float64 references.
-#   run.sh [quick|mma|mma3]  kernels/attention.cuh (attention_test.cpp,
+#   run.sh [quick|mma|mma3|tf32]  kernels/attention.cuh (attention_test.cpp,
 #                            about 5 minutes): `quick` one head size of the
 #                            float32-math kernels, `mma` (or `mma3`) only
-#                            the tensor-core kernels of attention_mma3.cuh
+#                            the tensor-core kernels of attention_mma3.cuh,
+#                            `tf32` only their float32 (TF32) ones
 #   run.sh rows              the row kernels: layernorm.cuh's register
 #                            path and the fused cross-entropy
 #                            (rows_test.cpp, seconds)
