@@ -315,20 +315,32 @@ func (x *freeIndex) deleteClass(s Stream, b *Block) bool {
 		return false
 	}
 	if o := &cs.ones[c]; o.a != nil {
-		switch b {
-		case o.a:
-			if o.a, o.b, o.c = o.b, o.c, nil; o.a == nil {
-				cs.clearBit(c)
-			}
-			return true
-		case o.b:
-			o.b, o.c = o.c, nil
-			return true
-		case o.c:
-			o.c = nil
-			return true
+		// Which of the three b is, by conditional moves: a switch on it
+		// was mispredicted.
+		var ia, iab, found int
+		if b == o.a {
+			ia = 1
 		}
-		return false
+		if b == o.b {
+			iab = 1
+		}
+		if b == o.c {
+			found = 1
+		}
+		iab |= ia
+		if found|iab == 0 {
+			return false
+		}
+		na, nb := o.a, o.b
+		if ia != 0 {
+			na = o.b
+		}
+		if iab != 0 {
+			nb = o.c
+		}
+		o.a, o.b, o.c = na, nb, nil
+		cs.clearIfEmpty(c, na)
+		return true
 	}
 	t := &cs.trees[c]
 	if !t.delete(keyOf(b)) {
@@ -375,9 +387,8 @@ func (x *freeIndex) takeClass(s Stream, lo, hi freeKey) *Block {
 			if k := keyOf(o.a); !k.less(lo) {
 				if k.less(hi) {
 					b := o.a
-					if o.a, o.b, o.c = o.b, o.c, nil; o.a == nil {
-						cs.clearBit(c)
-					}
+					o.a, o.b, o.c = o.b, o.c, nil
+					cs.clearIfEmpty(c, o.a)
 					return b
 				}
 			} else if b := o.b; b != nil {
@@ -408,9 +419,8 @@ func (x *freeIndex) takeClass(s Stream, lo, hi freeKey) *Block {
 		if !keyOf(b).less(hi) {
 			return nil
 		}
-		if o.a, o.b, o.c = o.b, o.c, nil; o.a == nil {
-			cs.clearBit(c)
-		}
+		o.a, o.b, o.c = o.b, o.c, nil
+		cs.clearIfEmpty(c, o.a)
 		return b
 	}
 	t := &cs.trees[c]
@@ -429,9 +439,27 @@ func (x *freeIndex) takeClass(s Stream, lo, hi freeKey) *Block {
 func (cs *classSet) clearBit(c int) {
 	w := c >> 6
 	cs.words[w] &^= 1 << (c & 63)
+	var z uint64 // the word's summary bit goes with its last class
 	if cs.words[w] == 0 {
-		cs.summary &^= 1 << w
+		z = 1
 	}
+	cs.summary &^= z << w
+}
+
+// clearIfEmpty is clearBit when first, class c's first block after a
+// removal, is nil, without a branch on it (random on the mixed pair).
+func (cs *classSet) clearIfEmpty(c int, first *Block) {
+	var e uint64
+	if first == nil {
+		e = 1
+	}
+	w := c >> 6
+	cs.words[w] &^= e << (c & 63)
+	var z uint64
+	if cs.words[w] == 0 {
+		z = 1
+	}
+	cs.summary &^= z << w
 }
 
 // next returns the first class at or after c that holds a block, or -1.
