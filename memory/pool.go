@@ -60,6 +60,22 @@ type Pool struct {
 	// Limit: a manager's device budget also covers its managed tier,
 	// whose pages live on the device (Manager.SetLimit).
 	shared func() int64
+
+	// none stands in for a missing neighbour on the pair's path (see
+	// orNone): it is never free, and links written to it are ignored.
+	none Block
+}
+
+// orNone returns b, or &p.none when b is nil, by index rather than by a
+// branch (whether a block is the first or last of its segment is random
+// on the mixed pair, and the compiler keeps a branch for an if on a
+// pointer that is then loaded through or stored to).
+func (p *Pool) orNone(b *Block) *Block {
+	var i int
+	if b != nil {
+		i = 1
+	}
+	return [2]*Block{&p.none, b}[i&1]
 }
 
 // held is the bytes counted against the limit: the pool's reserved
@@ -95,6 +111,7 @@ func newPool(b Backend, cfg PoolConfig, mu *sync.Mutex, parent *Usage) *Pool {
 		panic(err)
 	}
 	p := &Pool{
+		none:    Block{state: blockDead},
 		mu:      mu,
 		backend: b,
 		name:    b.Name(),
@@ -292,7 +309,7 @@ func (p *Pool) reclaim(b *Block) {
 func (p *Pool) insertFree(b *Block) {
 	b.state = blockFree
 	tree, s := p.treeOf(b.seg), b.seg.stream
-	if prev := b.prev; prev != nil && prev.state == blockFree {
+	if prev := p.orNone(b.prev); prev.state == blockFree {
 		if tree.hot == prev { // tree.delete, written out (see alloc)
 			tree.delete(s, prev)
 		} else if tree.deleteClass(s, prev) {
@@ -301,7 +318,7 @@ func (p *Pool) insertFree(b *Block) {
 		p.absorb(prev, b)
 		b = prev
 	}
-	if next := b.next; next != nil && next.state == blockFree {
+	if next := p.orNone(b.next); next.state == blockFree {
 		if tree.hot == next { // tree.delete, written out (see alloc)
 			tree.delete(s, next)
 		} else if tree.deleteClass(s, next) {
@@ -323,9 +340,7 @@ func (p *Pool) insertFree(b *Block) {
 func (p *Pool) absorb(l, r *Block) {
 	l.size += r.size
 	l.next = r.next
-	if r.next != nil {
-		r.next.prev = l
-	}
+	p.orNone(r.next).prev = l
 	p.recycle(r)
 }
 
@@ -402,9 +417,7 @@ func (p *Pool) split(b *Block, rounded int64) {
 	r.state = blockFree
 	r.prev = b
 	r.next = b.next
-	if b.next != nil {
-		b.next.prev = r
-	}
+	p.orNone(b.next).prev = r
 	b.next = r
 	b.size = rounded
 	// The index's insert, its bypass case written out (see alloc).
