@@ -238,15 +238,14 @@ func (x *freeIndex) take(s Stream, lo, hi freeKey) *Block {
 
 // insertClass adds b, a block of stream s, to its class.
 func (x *freeIndex) insertClass(s Stream, b *Block) {
+	// Every call here ends the function, so no value lives across one and
+	// the common case below spills nothing to the stack.
 	cs := x.set(s)
-	if cs == nil {
-		cs = x.newSet(s)
-	}
 	c := sizeClass(b.size)
-	if c >= len(cs.ones) {
-		n := c + 1 - len(cs.ones)
-		cs.ones = slices.Grow(cs.ones, n)[:c+1]
-		cs.trees = slices.Grow(cs.trees, n)[:c+1]
+	if cs == nil || c >= len(cs.ones) {
+		x.makeClass(s, c)
+		x.insertClass(s, b)
+		return
 	}
 	// Most inserts go to a class of zero to two blocks, where b takes its
 	// place among them in key order. That case is written without a
@@ -266,12 +265,7 @@ func (x *freeIndex) insertClass(s Stream, b *Block) {
 		return
 	}
 	if o.c != nil { // the three blocks and b make the tree
-		t := &cs.trees[c]
-		if t.nodes == nil {
-			t.nodes = &x.nodes
-		}
-		t.insertFour(o.a, o.b, o.c, b)
-		*o = fewBlocks{}
+		x.makeTree(cs, c, b)
 		return
 	}
 	cs.words[c>>6] |= 1 << (c & 63)
@@ -297,6 +291,30 @@ func (x *freeIndex) insertClass(s Stream, b *Block) {
 		nb, nc = m, b
 	}
 	o.a, o.b, o.c = na, nb, nc
+}
+
+// makeClass makes stream s's class set if it has none and its class c.
+func (x *freeIndex) makeClass(s Stream, c int) {
+	cs := x.set(s)
+	if cs == nil {
+		cs = x.newSet(s)
+	}
+	if c >= len(cs.ones) {
+		n := c + 1 - len(cs.ones)
+		cs.ones = slices.Grow(cs.ones, n)[:c+1]
+		cs.trees = slices.Grow(cs.trees, n)[:c+1]
+	}
+}
+
+// makeTree moves class c's three inline blocks and b into its tree.
+func (x *freeIndex) makeTree(cs *classSet, c int, b *Block) {
+	o := &cs.ones[c]
+	t := &cs.trees[c]
+	if t.nodes == nil {
+		t.nodes = &x.nodes
+	}
+	t.insertFour(o.a, o.b, o.c, b)
+	*o = fewBlocks{}
 }
 
 // blockMax stands in for an absent block in insertClass's compares: its
