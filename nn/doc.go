@@ -88,7 +88,12 @@
 // forward pass starts while it runs and waits only for the parameters it
 // reads (tensor.AdamWStepsOverlapped): the same bits, at the cost of
 // holding the gradients through the forward pass (see AdamW.Overlap for
-// when that pays).
+// when that pays). AdamW.Pipeline does the same a layer at a time
+// (PipelineGroups) and gives each layer's gradients back as soon as its
+// update is queued, the host queueing the next forward pass a layer at a
+// time behind the update, so that the forward pass reuses the gradients'
+// memory instead of holding it (tensor.AdamWStepsPipelined): the same
+// bits, for updates bound by the bus under a device budget.
 //
 // # Memory under a device budget
 //

@@ -42,8 +42,25 @@ type AdamW struct {
 	// bench/results/hybrid-2026-12-02-s10.md); it is for updates that are
 	// slow with memory to spare.
 	Overlap bool
-	step    int
-	m, v    map[*Parameter]*tensor.Tensor
+	// Pipeline queues each Step as Overlap does, but a layer at a time
+	// and giving the gradients back as it goes (tensor.AdamWStepsPipelined):
+	// the groups are a model's layers in the order of Params (a GPT's
+	// embeddings, then each block, then the final norm: PipelineGroups),
+	// each group's gradients are released (Grad set to nil) as soon as
+	// its update is queued, and on a GPU their memory returns to the pool
+	// once that group has run, while the host queues the next forward
+	// pass a group at a time behind the update, so that the forward pass
+	// reuses the gradients of the layers already updated instead of
+	// holding them all, as Overlap did. The results are the same bits.
+	// After a pipelined Step the updated parameters have no gradient.
+	// It takes precedence over Overlap.
+	Pipeline bool
+	// PipelineWidth caps the blocks of each launch of a pipelined update
+	// on a GPU (0: one launch a group), so that an update bound by the bus
+	// leaves SMs to the forward pass beside it.
+	PipelineWidth int
+	step          int
+	m, v          map[*Parameter]*tensor.Tensor
 }
 
 // NewAdamW returns AdamW with PyTorch's defaults for the betas and eps.
@@ -68,6 +85,7 @@ func (o *AdamW) Step() error {
 				o.state(p)
 			}
 		}
+		var pp []*Parameter
 		var ps, gs, ms, vs []*tensor.Tensor
 		var wds []float64
 		for _, p := range o.Params {
@@ -79,15 +97,24 @@ func (o *AdamW) Step() error {
 			if p.Decay {
 				wd = o.WeightDecay
 			}
+			pp = append(pp, p)
 			ps, gs, ms, vs = append(ps, p.Value), append(gs, p.Grad), append(ms, m), append(vs, v)
 			wds = append(wds, wd)
 		}
 		// One launch for every parameter of a device and dtype
 		// (tensor.AdamWSteps checks them all before changing any), or one
-		// a group when overlapped.
-		if o.Overlap {
+		// a group when overlapped or pipelined.
+		switch {
+		case o.Pipeline:
+			tensor.AdamWStepsPipelined(ps, gs, ms, vs, wds, o.LR, o.Beta1, o.Beta2, o.Eps, o.step+1, PipelineGroups(pp), o.PipelineWidth,
+				func(lo, hi int) {
+					for _, p := range pp[lo:hi] {
+						p.ZeroGrad()
+					}
+				})
+		case o.Overlap:
 			tensor.AdamWStepsOverlapped(ps, gs, ms, vs, wds, o.LR, o.Beta1, o.Beta2, o.Eps, o.step+1, overlapGroup(ps))
-		} else {
+		default:
 			tensor.AdamWSteps(ps, gs, ms, vs, wds, o.LR, o.Beta1, o.Beta2, o.Eps, o.step+1)
 		}
 		o.step++

@@ -10,8 +10,9 @@ import (
 )
 
 // The side stream: work that may run beside the device's stream, which
-// every other op is queued on. Its one user is the overlapped optimizer
-// step (AdamWStepsOverlapped): the update of the parameters, group by
+// every other op is queued on. Its users are the overlapped optimizer
+// step (AdamWStepsOverlapped, and AdamWStepsPipelined, which differs as
+// adamw_pipeline.go says): the update of the parameters, group by
 // group in model order, runs while the next forward pass starts on the
 // device's stream, which waits, per group, only for the parameters it is
 // about to read. The gradients stay allocated until their group has run;
@@ -50,6 +51,12 @@ import (
 type sideFence struct {
 	d  *cudaDevice
 	ev *cuda.Event
+	// host makes the first user wait on the host too, before its wait is
+	// queued (AdamWStepsPipelined, adamw_pipeline.go): the host then
+	// queues the next forward pass group by group behind the update, and
+	// what it allocates meanwhile can reuse the gradients of the groups
+	// already updated.
+	host bool
 }
 
 // joinFence makes the device's stream wait for the storage's fence, once.
@@ -59,6 +66,11 @@ func (s *storage) joinFence() {
 	f := s.fence.Load()
 	if f == nil {
 		return
+	}
+	if f.host {
+		if err := f.ev.Synchronize(); err != nil {
+			panic(&OpError{Op: "fence", Msg: fmt.Sprintf("waiting for %v's side stream", f.d), Err: err})
+		}
 	}
 	if err := f.d.stream.WaitEvent(f.ev); err != nil {
 		panic(&OpError{Op: "fence", Msg: fmt.Sprintf("ordering %v's stream after its side stream", f.d), Err: err})

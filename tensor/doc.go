@@ -107,9 +107,10 @@
 // and checks every launcher's arguments against them, without a GPU.
 //
 // Every op is queued on the device's stream, in program order (one
-// exception: AdamWStepsOverlapped queues its update on a side stream of
-// low priority, and fences what it writes so that the first op to use a
-// parameter or moment waits for its group; see cuda_side.go), and
+// exception: AdamWStepsOverlapped and AdamWStepsPipelined queue their
+// update on a side stream of low priority, and fence what they write so
+// that the first op to use a parameter or moment waits for its group; see
+// cuda_side.go and adamw_pipeline.go), and
 // returns at once: one cuLaunchKernel for most primitives (a few for the
 // two-pass reductions and layer-norm gradients), cuBLAS
 // SgemmStridedBatched for float32 products (GemmStridedBatchedEx with a

@@ -1,0 +1,195 @@
+package tensor
+
+import (
+	"github.com/strata-ml/strata/cuda"
+	"github.com/strata-ml/strata/memory"
+)
+
+// AdamWStepsPipelined is AdamWSteps queued group by group, so that the next
+// forward pass runs beside it and the gradients go back to the pool as
+// their group is updated. ends are the groups' ends in ps, increasing, the
+// last len(ps): group i is ps[ends[i-1]:ends[i]] (ps[:ends[0]] for the
+// first); give them in the order the next forward pass reads them. After a
+// group's update is queued, done(lo, hi) is called with its bounds (nil:
+// nothing is called): the caller releases the group's gradients there, and
+// the pool hands their blocks out again once that group's update has run,
+// not the whole step's. The results are AdamWSteps' bit for bit (the same
+// kernel and table rows, each parameter in one group). Every argument is
+// checked before any parameter changes.
+//
+// On a GPU the groups run on the device's side stream, at low priority
+// (cuda_side.go), in at most width blocks a launch (width <= 0: one launch
+// a group), for a kernel that waits on the bus more than it computes. Each
+// group's parameters and moments are fenced on the group's event, and the
+// first op that reads one of them waits for it on the host as well as on
+// the device's stream: the host, which otherwise runs far ahead of the
+// device, then queues the next forward pass a group at a time behind the
+// update, and what it allocates for a group can reuse the gradients of the
+// groups before it (with AdamWStepsOverlapped every gradient stayed
+// pending until the whole update had run, through the forward pass). The
+// backward pass starts once the update is over (WaitOverlapped).
+//
+// On the CPU it is AdamWSteps a group at a time, done called after each.
+func AdamWStepsPipelined(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta2, eps float64, step int, ends []int, width int, done func(lo, hi int)) {
+	const op = "AdamW"
+	if len(gs) != len(ps) || len(ms) != len(ps) || len(vs) != len(ps) || len(wd) != len(ps) {
+		fail(op, ErrArgument, "%d parameters with %d gradients, %d and %d moments and %d weight decays", len(ps), len(gs), len(ms), len(vs), len(wd))
+	}
+	if step < 1 {
+		fail(op, ErrArgument, "step %d: steps count from 1", step)
+	}
+	for i, e := range ends {
+		if lo := groupStart(ends, i); e <= lo || e > len(ps) {
+			fail(op, ErrArgument, "group %d ends at %d after %d (of %d parameters): group ends must increase", i, e, lo, len(ps))
+		}
+	}
+	if n := len(ends); n == 0 && len(ps) > 0 || n > 0 && ends[n-1] != len(ps) {
+		fail(op, ErrArgument, "the last group must end at %d, the number of parameters (group ends %v)", len(ps), ends)
+	}
+	for i, p := range ps {
+		sameDevice(op, p, gs[i], ms[i], vs[i])
+		sameArith(op, p, gs[i], ms[i], vs[i])
+		for _, t := range []*Tensor{gs[i], ms[i], vs[i]} {
+			if !shapeEq(t.shape, p.shape) || !t.IsContiguous() {
+				fail(op, ErrShape, "parameter %d %v with buffer %v (contiguous %v)", i, p.shape, t.shape, t.IsContiguous())
+			}
+		}
+	}
+	// The CUDA runs (a group's parameters of one device and dtype; a
+	// model's are all of one) go into one adamw_multi table a device and
+	// dtype, uploaded once before any launch: a table a group would be a
+	// copy a group, which the side stream drains first where host copies
+	// are synchronous (expandable segments), holding the host until the
+	// group before had run.
+	type track struct {
+		d    *cudaDevice
+		s    *cudaSide
+		dt   DType
+		f    int
+		rows []byte
+		tab  *memory.Allocation
+	}
+	type run struct {
+		group, lo, hi int
+		tr            *track // nil: not CUDA
+		row, n        int    // the run's rows in its track's table
+	}
+	var tracks []*track
+	var runs []run
+	for gi := range ends {
+		for i := groupStart(ends, gi); i < ends[gi]; i++ {
+			if n := len(runs); n > 0 && runs[n-1].group == gi && ps[i].dev == ps[i-1].dev && ps[i].dtype == ps[i-1].dtype {
+				runs[n-1].hi = i + 1
+			} else {
+				runs = append(runs, run{group: gi, lo: i, hi: i + 1})
+			}
+		}
+	}
+	for k := range runs {
+		r := &runs[k]
+		cb, ok := ps[r.lo].dev.backend().(cudaBackend)
+		if !ok {
+			continue
+		}
+		for _, t := range tracks {
+			if t.d == cb.d && t.dt == ps[r.lo].dtype {
+				r.tr = t
+			}
+		}
+		if r.tr == nil {
+			r.tr = &track{d: cb.d, dt: ps[r.lo].dtype, f: -1}
+			tracks = append(tracks, r.tr)
+		}
+		rows, f := adamwRows(ps[r.lo:r.hi], gs[r.lo:r.hi], ms[r.lo:r.hi], vs[r.lo:r.hi], wd[r.lo:r.hi], lr, rawPtr)
+		if f >= 0 {
+			r.tr.f = f
+		}
+		r.row, r.n = len(r.tr.rows)/adamwRowBytes, len(rows)/adamwRowBytes
+		r.tr.rows = append(r.tr.rows, rows...)
+	}
+	sides := map[*cudaDevice]*cudaSide{}
+	for _, t := range tracks {
+		if t.s = sides[t.d]; t.s == nil {
+			t.s = t.d.startSide(op)
+			sides[t.d] = t.s
+		}
+		if len(t.rows) > 0 {
+			t.tab = t.d.tableOn(t.s, op, t.rows)
+			defer freeScratch(t.tab) // reused on the side stream only, after the launches
+		}
+	}
+	for k, r := range runs {
+		if r.tr == nil {
+			ps[r.lo].dev.backend().adamwMulti(ps[r.lo:r.hi], gs[r.lo:r.hi], ms[r.lo:r.hi], vs[r.lo:r.hi], wd[r.lo:r.hi], lr, beta1, beta2, eps, step)
+		} else {
+			t := r.tr
+			t.d.adamwPipelineRun(t.s, r.group, t.tab, r.row, r.n, t.f, ps[r.lo:r.hi], gs[r.lo:r.hi], ms[r.lo:r.hi], vs[r.lo:r.hi], lr, beta1, beta2, eps, step, width)
+		}
+		if done != nil && (k+1 == len(runs) || runs[k+1].group != r.group) {
+			done(groupStart(ends, r.group), ends[r.group])
+		}
+	}
+}
+
+// groupStart is the first index of group i of ends.
+func groupStart(ends []int, i int) int {
+	if i == 0 {
+		return 0
+	}
+	return ends[i-1]
+}
+
+// startSide returns d's side stream, ordered after the work queued so far
+// on the device's stream (the backward pass, the gradients' clipping, the
+// moments' first fill), and marks an update pending (WaitOverlapped).
+func (d *cudaDevice) startSide(op string) *cudaSide {
+	s := d.sideStream(op)
+	d.mu.Lock()
+	err := s.start.Record(d.stream)
+	if err == nil {
+		err = s.stream.WaitEvent(s.start)
+	}
+	d.mu.Unlock()
+	d.check(op, "ordering the side stream after the device's", err)
+	s.pending.Store(true)
+	return s
+}
+
+// adamwPipelineRun queues the update of a group's parameters ps on side
+// stream s: rows [row, row+n) of the uploaded table tab, in launches of at
+// most width blocks (width <= 0: one launch). It records group g's event,
+// fences the parameters and moments on it (host and device stream) and
+// records the gradients' use on s, so that their blocks return to the
+// pool once this group has run.
+func (d *cudaDevice) adamwPipelineRun(s *cudaSide, g int, tab *memory.Allocation, row, n, f int, ps, gs, ms, vs []*Tensor, lr, beta1, beta2, eps float64, step, width int) {
+	const op = "AdamW"
+	if n > 0 {
+		c := adamwConstants(f, lr, beta1, beta2, eps, step)
+		w := n
+		if width > 0 {
+			w = min(width, n)
+		}
+		for lo := 0; lo < n; lo += w {
+			k := min(w, n-lo)
+			d.launchOn(s, op, d.k.adamwMulti[f], [3]uint32{uint32(k), 1, 1}, block1, func(a *cuda.Args) {
+				a.Ptr(scratchPtr(tab) + cuda.DevicePtr((row+lo)*adamwRowBytes))
+				c.args(a, f)
+			})
+		}
+	}
+	ev := d.groupEvent(op, s, g)
+	d.check(op, "recording a side-stream event", ev.Record(s.stream))
+	fence := &sideFence{d: d, ev: ev, host: true}
+	for i := range ps {
+		for _, t := range [...]*Tensor{ps[i], ms[i], vs[i]} {
+			t.ref.st.fence.Store(fence)
+		}
+		if err := d.mem.RecordStream(gs[i].ref.st.alloc, s.memS); err != nil {
+			panic(&OpError{Op: op, Msg: "recording a gradient's use on the side stream", Err: err})
+		}
+	}
+}
+
+// adamwRowBytes is the size of a row of adamw_multi's table
+// (kernels/optim.cuh's AdamWChunk: p, g, m, v, n, decay).
+const adamwRowBytes = 48
