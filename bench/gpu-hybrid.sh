@@ -23,6 +23,22 @@
 #         -checkpoint blocks, with and without -overlap-optimizer:
 #         steady-state tokens/s, timed spills (BENCH_CONFIGS: other
 #         ';'-separated flag sets, each optionally led by VAR=value)
+# pipetests  the GPU tests of the pipelined optimizer update only
+#         (tensor's TestAdamWStepsPipelined, nn's TestAdamWPipelineSameBits,
+#         with the overlapped update's beside them): bits against the plain
+#         update
+# pipelineab  train-gpt -bench gpt2-medium bf16 (fused head and attention,
+#         BENCH_WARM warm-up steps, 10 timed) unconstrained once, then
+#         under -device-budget 4GiB -checkpoint auto with the optimizer
+#         update plain and pipelined (-pipeline-optimizer), alternating,
+#         PIPE_RUNS times (default 2), then each ';'-separated flag set of
+#         PIPE_EXTRA once, each optionally led by VAR=value (default
+#         "STRATA_EXPANDABLE_SEGMENTS=1 -pipeline-optimizer": expandable
+#         segments kept 0.5 GiB more state on the device in session 11;
+#         e.g. "-pipeline-optimizer -pipeline-width 132" caps the update's
+#         blocks; PIPE_EXTRA=none runs none): tokens/s, the ratio to the
+#         unconstrained run, step ms, phases, timed spills, peaks by tier
+#         (six runs of 8-25 s each with the defaults)
 # overlapab  memstrategies' hybrid on gpt2-medium under 4 GiB with the
 #         optimizer update overlapped and not, alternating, twice
 # fp32attn  train-gpt -bench gpt2 fp32 (TF32 off) with plain and fused
@@ -91,6 +107,61 @@ if has medium; then
     -strategies hybrid -attention fused -budget 4GiB -plan-every > "$L/medium-40.jsonl" 2> "$L/medium-40.log"
   say "gpt2-medium 40 steps under 4 GiB: exit $? in $(( $(date +%s) - start ))s"
   cat "$L/medium-40.jsonl" >> "$res"; cut -c1-600 "$L/medium-40.jsonl" | tee -a "$OUT/summary.txt"
+fi
+
+if has pipetests; then
+  for t in "tensor TestAdamWStepsPipelined|TestAdamWStepsOverlapped" "nn TestAdamWPipelineSameBits|TestAdamWOverlapSameBits|TestPipelineGroups"; do
+    pkg=${t%% *} pat=${t#* }
+    start=$(date +%s)
+    bin=$PWD/.gpu/$pkg.test
+    (cd "$pkg" && STRATA_REQUIRE_GPU=1 timeout 120 "$bin" -test.v -test.run "^($pat)\$" > "$L/pipetest-$pkg.log" 2>&1)
+    say "pipeline tests of $pkg: exit $? in $(( $(date +%s) - start ))s"
+    grep -E -- '--- (PASS|FAIL|SKIP)|panic:' "$L/pipetest-$pkg.log" | tee -a "$OUT/summary.txt"
+  done
+fi
+
+if has pipelineab; then
+  # The pipelined optimizer update against the plain one under the 4 GiB
+  # budget, alternating; each run's tokens/s against the unconstrained
+  # run of this call.
+  pipe_run() { # name, then train-gpt flags, each optionally led by VAR=value
+    local name=$1; shift
+    local envs=() flags=() w start
+    for w in "$@"; do
+      case $w in *=*) if [ ${#flags[@]} -eq 0 ]; then envs+=("$w"); else flags+=("$w"); fi ;; *) flags+=("$w") ;; esac
+    done
+    start=$(date +%s)
+    env ${envs[@]+"${envs[@]}"} timeout 90 .gpu/train-gpt -device cuda -config gpt2-medium -precision bf16 -attention fused -head fused -bench -steps 10 \
+      -bench-warmup "${BENCH_WARM:-25}" ${flags[@]+"${flags[@]}"} > "$L/pipe-$name.jsonl" 2> "$L/pipe-$name.log"
+    say "[$name] train-gpt -bench gpt2-medium bf16 $*: exit $? in $(( $(date +%s) - start ))s; $(jfields "$L/pipe-$name.jsonl" tok_s step_ms checkpoint timed_spills optimizer_pipelined pipeline_width peak_mib_by_tier phases)"
+    grep -E '^placement:|still choosing' "$L/pipe-$name.log" | cut -c1-300 | tee -a "$OUT/summary.txt"
+    cat "$L/pipe-$name.jsonl" >> "$res"
+  }
+  pipe_run unconstrained -checkpoint none
+  for i in $(seq "${PIPE_RUNS:-2}"); do
+    pipe_run "plain-$i" -checkpoint auto -device-budget 4GiB
+    pipe_run "pipelined-$i" -checkpoint auto -device-budget 4GiB -pipeline-optimizer
+  done
+  IFS=';' read -r -a extra <<< "${PIPE_EXTRA-STRATA_EXPANDABLE_SEGMENTS=1 -pipeline-optimizer}"
+  [ "${PIPE_EXTRA:-}" = none ] && extra=()
+  n=0
+  for args in ${extra[@]+"${extra[@]}"}; do
+    n=$((n + 1))
+    pipe_run "extra-$n" $args -checkpoint auto -device-budget 4GiB
+  done
+  python3 - "$L" <<'PY' | tee -a "$OUT/summary.txt"
+import glob, json, os, sys
+rows = {}
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "pipe-*.jsonl"))):
+    try:
+        rows[os.path.basename(f)[5:-6]] = json.loads(open(f).read().strip().splitlines()[-1])["tok_s"]
+    except Exception:
+        pass
+base = rows.get("unconstrained")
+for name, tok in sorted(rows.items()):
+    ratio = " (%.3fx of unconstrained)" % (tok / base) if base else ""
+    print("pipelineab %-16s %9.0f tokens/s%s" % (name, tok, ratio))
+PY
 fi
 
 if has overlapab; then

@@ -56,7 +56,7 @@ type options struct {
 	jsonOut, pngOut                       string
 	plan, planEvery                       bool
 	attention                             string
-	overlap                               bool
+	overlap, pipeline                     bool
 }
 
 func parse(args []string, stderr io.Writer) (*options, error) {
@@ -76,6 +76,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.hybridHead, "hybrid-head", "fused", "output head and loss of the hybrid strategies: fused (chunked, never all the logits) or full")
 	fs.StringVar(&o.hybridAttention, "hybrid-attention", "fused", "attention of the hybrid strategies and device-fused: fused (FlashAttention-2, no (B, H, T, T) matrix: tensor cores under fp16/bf16, float32 FMA under fp32 and tf32) or same (-attention, as every other strategy)")
 	fs.BoolVar(&o.overlap, "overlap", false, "the hybrid strategies run AdamW's update on the GPU's side stream while the next forward pass starts (nn.AdamW.Overlap; off by default: under a tight budget the gradients it holds through the forward pass cost more offloading than it hides, bench/results/hybrid-2026-12-02-s10.md)")
+	fs.BoolVar(&o.pipeline, "pipeline", false, "the hybrid strategies run AdamW's update on the GPU's side stream a layer at a time, the next forward pass waiting for each layer's update only, and give each layer's gradients back as soon as it is updated (nn.AdamW.Pipeline; not with -overlap)")
 	fs.StringVar(&o.attention, "attention", "auto", "attention: plain, fused, or auto (fused on CUDA under fp16 or bf16, plain elsewhere, as train-gpt) of the device, zerocopy, managed and role strategies; -hybrid-attention sets the others'")
 	fs.Float64Var(&o.lr, "lr", 3e-4, "AdamW learning rate")
 	fs.Uint64Var(&o.seed, "seed", 1, "random seed (model and data)")
@@ -100,6 +101,8 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("-lr %v: want a number in (0, 1]", o.lr)
 	case o.ckptEvery < 1:
 		return nil, fmt.Errorf("-checkpoint-every %d: want >= 1", o.ckptEvery)
+	case o.overlap && o.pipeline:
+		return nil, fmt.Errorf("-pipeline: not with -overlap (choose one way of overlapping the update)")
 	}
 	if _, err := nn.LookupGPTConfig(o.config); err != nil {
 		return nil, fmt.Errorf("-config: %w", err)

@@ -73,6 +73,7 @@ type result struct {
 	// 55 GB/s of pinned host-to-device copies.
 	OptMS        float64 `json:"optimizer_ms"`
 	Overlap      bool    `json:"optimizer_overlapped"` // the update ran beside the next forward pass (OptMS is then its own time, from one more step)
+	Pipelined    bool    `json:"optimizer_pipelined"`  // the same, a layer at a time (nn.AdamW.Pipeline)
 	OffloadBytes int64   `json:"offloaded_optimizer_bytes"`
 	LinkGBs      float64 `json:"link_gb_s"`
 	Checkpoint   string  `json:"checkpoint"`        // after the warm-up
@@ -123,6 +124,7 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 	ckpt := nn.Checkpointing{}
 	auto := false // nn.Placement chooses the checkpointing
 	overlap := false
+	pipeline := false // both run the update beside the next forward pass
 	head := nn.HeadLoss{}
 	var tools []string
 	switch name {
@@ -154,6 +156,10 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 		if o.overlap {
 			overlap = true
 			tools = append(tools, "optimizer update overlapped with the next forward pass")
+		}
+		if o.pipeline {
+			pipeline = true
+			tools = append(tools, "optimizer update pipelined a layer at a time with the next forward pass")
 		}
 		if o.hybridHead == "fused" {
 			head = nn.HeadLoss{Fused: true}
@@ -218,7 +224,7 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 	defer nn.Release(ps)
 	opt := nn.NewAdamW(ps, o.lr, 0.1)
 	opt.Beta2 = 0.95
-	opt.Overlap = overlap
+	opt.Overlap, opt.Pipeline = overlap, pipeline
 	defer opt.Release()
 	scaler := amp.ScalerFor(prec)
 	c := tensor.NewCtx()
@@ -296,7 +302,8 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 	}
 	timedFrom := m.Stats().Spills
 	start := time.Now()
-	timeOpt = !overlap
+	beside := overlap || pipeline
+	timeOpt = !beside
 	for range o.steps {
 		if r.Loss, err = step(); err != nil {
 			return r, err
@@ -310,7 +317,7 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 	r.TokS = float64(o.batch*cfg.Context*o.steps) / el
 	r.StepMS = 1000 * el / float64(o.steps)
 	optSteps := o.steps
-	if overlap {
+	if beside {
 		// Timing the overlapped update in the timed steps would undo the
 		// overlap (the step waits for it): one more step times it alone.
 		timeOpt, optSteps = true, 1
@@ -320,7 +327,7 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 		timeOpt = false
 	}
 	r.OptMS = 1000 * optTime.Seconds() / float64(optSteps)
-	r.Overlap = overlap
+	r.Overlap, r.Pipelined = overlap, pipeline
 	for _, e := range lastPlan.Entries {
 		if e.Role == memory.RoleOptimizerState && e.Tier == memory.TierOffload {
 			r.OffloadBytes += e.Bytes

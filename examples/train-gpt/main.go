@@ -82,6 +82,8 @@ type options struct {
 	budget        string            // -device-budget (placement.go)
 	placementPlan bool              // -placement-plan
 	overlapOpt    bool              // -overlap-optimizer
+	pipelineOpt   bool              // -pipeline-optimizer
+	pipelineWidth int               // -pipeline-width
 	sched         *memory.Scheduler // made by setBudget
 	head          string            // -head
 	headLoss      nn.HeadLoss       // what -head says (auto: set by newTrainer for the device)
@@ -137,6 +139,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.saveEvery, "save-every", 0, "also save the training state every N steps (0: only on an interrupt)")
 	fs.StringVar(&o.budget, "device-budget", "", "cap the device memory the pools may hold: a size (4GiB), a share of the device (50%, 0.5) or off; under -policy hybrid what does not fit spills to host-resident offload memory and the placement scheduler moves the least used tensors there")
 	fs.BoolVar(&o.overlapOpt, "overlap-optimizer", false, "run AdamW's update on the GPU's side stream, group by group, while the next forward pass starts (nn.AdamW.Overlap; the same results; it holds the gradients through the forward pass, which under a tight -device-budget costs more than it hides)")
+	fs.BoolVar(&o.pipelineOpt, "pipeline-optimizer", false, "run AdamW's update on the GPU's side stream a layer at a time, in the order the next forward pass reads the layers, which waits for each layer's update only, and give each layer's gradients back as soon as it is updated (nn.AdamW.Pipeline; the same results; for updates bound by the bus under -device-budget)")
+	fs.IntVar(&o.pipelineWidth, "pipeline-width", 0, "with -pipeline-optimizer: at most this many blocks in each launch of the update (0: one launch a layer)")
 	fs.BoolVar(&o.placementPlan, "placement-plan", false, "print the placement scheduler's plan (tensor, bytes, accesses a step, tier, why) after step 2 and whenever it moves tensors")
 	fs.StringVar(&o.head, "head", "auto", "output head and loss: full (the (B, T, V) logits), fused (chunked: the logits never all held, the vocabulary padded for the GPU's GEMMs; same loss and gradients) or auto (fused on CUDA, full on the CPU)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run (the host's side: graph building, kernel launches, waits) to this file, for go tool pprof")
@@ -175,6 +179,9 @@ func parseFlags(args []string) (*options, error) {
 		return nil, err
 	}
 	if err := o.checkDist(fs); err != nil {
+		return nil, err
+	}
+	if err := o.checkPipeline(); err != nil {
 		return nil, err
 	}
 	if o.tok, err = tokenizer.New(o.tokName); err != nil {
@@ -379,4 +386,19 @@ func run(o *options) error {
 		fmt.Fprint(os.Stderr, "\n", dev.Memory().Summary())
 	}
 	return err
+}
+
+// checkPipeline checks -pipeline-optimizer and -pipeline-width.
+func (o *options) checkPipeline() error {
+	switch {
+	case o.pipelineWidth < 0:
+		return fmt.Errorf("-pipeline-width %d: want 0 (one launch a layer) or more", o.pipelineWidth)
+	case o.pipelineWidth > 0 && !o.pipelineOpt:
+		return fmt.Errorf("-pipeline-width: only with -pipeline-optimizer")
+	case o.pipelineOpt && o.overlapOpt:
+		return fmt.Errorf("-pipeline-optimizer: not with -overlap-optimizer (choose one way of overlapping the update)")
+	case o.pipelineOpt && o.dataParallel():
+		return fmt.Errorf("-pipeline-optimizer: not with -gpus yet (a rank's gradients feed the all-reduce)")
+	}
+	return nil
 }

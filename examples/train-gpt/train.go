@@ -84,6 +84,7 @@ func newTrainer(o *options, cfg nn.GPTConfig, dev tensor.Device, T int) (*traine
 	opt := nn.NewAdamW(ps, o.lr, o.wd)
 	opt.Beta2 = 0.95
 	opt.Overlap = o.overlapOpt
+	opt.Pipeline, opt.PipelineWidth = o.pipelineOpt, o.pipelineWidth
 	B := o.batch
 	src := rand.NewPCG(o.seed, 0xDA7A)
 	var placer *nn.Placement
