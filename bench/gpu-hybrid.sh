@@ -30,15 +30,16 @@
 # pipelineab  train-gpt -bench gpt2-medium bf16 (fused head and attention,
 #         BENCH_WARM warm-up steps, 10 timed) unconstrained once, then
 #         under -device-budget 4GiB -checkpoint auto with the optimizer
-#         update plain and pipelined (-pipeline-optimizer), alternating,
-#         PIPE_RUNS times (default 2), then each ';'-separated flag set of
-#         PIPE_EXTRA once, each optionally led by VAR=value (default
-#         "STRATA_EXPANDABLE_SEGMENTS=1 -pipeline-optimizer": expandable
-#         segments kept 0.5 GiB more state on the device in session 11;
-#         e.g. "-pipeline-optimizer -pipeline-width 132" caps the update's
-#         blocks; PIPE_EXTRA=none runs none): tokens/s, the ratio to the
+#         update plain, pipelined (-pipeline-optimizer, a launch a layer)
+#         and pipelined in launches of at most PIPE_WIDTH blocks (default
+#         66, half the H200's SMs, so that the forward pass beside it keeps
+#         SMs), alternating, PIPE_RUNS rounds (default 2), then each
+#         ';'-separated flag set of PIPE_EXTRA once, each optionally led by
+#         VAR=value (e.g. "STRATA_EXPANDABLE_SEGMENTS=1 -pipeline-optimizer
+#         -pipeline-width 66": expandable segments kept 0.5 GiB more state
+#         on the device in session 11): tokens/s, the ratio to the
 #         unconstrained run, step ms, phases, timed spills, peaks by tier
-#         (six runs of 8-25 s each with the defaults)
+#         (seven runs of 8-25 s with the defaults)
 # overlapab  memstrategies' hybrid on gpt2-medium under 4 GiB with the
 #         optimizer update overlapped and not, alternating, twice
 # fp32attn  train-gpt -bench gpt2 fp32 (TF32 off) with plain and fused
@@ -141,9 +142,9 @@ if has pipelineab; then
   for i in $(seq "${PIPE_RUNS:-2}"); do
     pipe_run "plain-$i" -checkpoint auto -device-budget 4GiB
     pipe_run "pipelined-$i" -checkpoint auto -device-budget 4GiB -pipeline-optimizer
+    pipe_run "pipelined-w${PIPE_WIDTH:-66}-$i" -checkpoint auto -device-budget 4GiB -pipeline-optimizer -pipeline-width "${PIPE_WIDTH:-66}"
   done
-  IFS=';' read -r -a extra <<< "${PIPE_EXTRA-STRATA_EXPANDABLE_SEGMENTS=1 -pipeline-optimizer}"
-  [ "${PIPE_EXTRA:-}" = none ] && extra=()
+  IFS=';' read -r -a extra <<< "${PIPE_EXTRA:-}"
   n=0
   for args in ${extra[@]+"${extra[@]}"}; do
     n=$((n + 1))
