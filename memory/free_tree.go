@@ -93,18 +93,12 @@ func (n *freeNode) search(k freeKey) (int, bool) {
 	return int(lo), int(lo) < n.n && n.keys[lo] == k
 }
 
-// openAt shifts the leaf entries from i on one place up (n.n < max). A
-// loop instead of copy: nodes of the pool's class trees hold a few keys,
-// where the runtime's typed copy of the block pointers cost more than the
-// moves themselves.
-func (n *freeNode) openAt(i int) {
-	for j := n.n; j > i; j-- {
-		n.keys[j], n.blocks[j] = n.keys[j-1], n.blocks[j-1]
-	}
-}
-
 // closeAt shifts the leaf entries after i one place down over i; the last
-// place keeps a stale copy for the caller to clear.
+// place keeps a stale copy for the caller to clear. A loop instead of
+// copy: nodes of the pool's class trees hold a few keys, where the
+// runtime's typed copy of the block pointers cost more than the moves
+// themselves. (Insertion into a leaf and removal of a given key shift
+// as they search: freeTree.insert, removeLeaf.)
 func (n *freeNode) closeAt(i int) {
 	for j := i; j < n.n-1; j++ {
 		n.keys[j], n.blocks[j] = n.keys[j+1], n.blocks[j+1]
@@ -213,16 +207,26 @@ func (t *freeTree) insert(k freeKey, b *Block) {
 	}
 	n := t.root
 	for {
-		i, eq := n.search(k)
-		if eq {
-			panic("memory: free tree: block inserted twice")
-		}
 		if n.kids == nil {
-			n.openAt(i)
-			n.keys[i], n.blocks[i] = k, b
+			// The keys above k move up one place, from the last: one
+			// loop, whose exit is k's place, where a search and then a
+			// shift were two, each exit mispredicted on random keys.
+			j := n.n
+			for j > 0 && k.less(n.keys[j-1]) {
+				n.keys[j], n.blocks[j] = n.keys[j-1], n.blocks[j-1]
+				j--
+			}
+			if j > 0 && n.keys[j-1] == k {
+				panic("memory: free tree: block inserted twice")
+			}
+			n.keys[j], n.blocks[j] = k, b
 			n.n++
 			t.len++
 			return
+		}
+		i, eq := n.search(k)
+		if eq {
+			panic("memory: free tree: block inserted twice")
 		}
 		if n.kids[i].n == freeTreeMax {
 			t.splitChild(n, i)
@@ -304,16 +308,10 @@ func (t *freeTree) delete(k freeKey) bool {
 // there.
 func (t *freeTree) remove(n *freeNode, k freeKey) bool {
 	for {
-		i, eq := n.search(k)
 		if n.kids == nil {
-			if !eq {
-				return false
-			}
-			n.closeAt(i)
-			n.n--
-			n.blocks[n.n] = nil
-			return true
+			return n.removeLeaf(k)
 		}
+		i, eq := n.search(k)
 		if n.kids[i].n <= freeTreeMin {
 			n = t.growChild(n, i) // k may have moved: search again
 			continue
@@ -326,6 +324,35 @@ func (t *freeTree) remove(n *freeNode, k freeKey) bool {
 		}
 		n = n.kids[i]
 	}
+}
+
+// removeLeaf deletes k from leaf n and reports whether it was there. The
+// keys above k move down one place, from the last, until k is reached:
+// one loop, whose exit is k's place, where a search and then a shift were
+// two, each exit mispredicted on random keys. A key that is not there
+// (never on the pool's path) has them moved back.
+func (n *freeNode) removeLeaf(k freeKey) bool {
+	j := n.n - 1
+	if j < 0 {
+		return false
+	}
+	ck, cb := n.keys[j], n.blocks[j] // the key carried down, not yet placed
+	for j > 0 && k.less(ck) {
+		pk, pb := n.keys[j-1], n.blocks[j-1]
+		n.keys[j-1], n.blocks[j-1] = ck, cb
+		ck, cb = pk, pb
+		j--
+	}
+	if ck != k {
+		for m := n.n - 2; m > j; m-- {
+			n.keys[m], n.blocks[m] = n.keys[m-1], n.blocks[m-1]
+		}
+		n.keys[j], n.blocks[j] = ck, cb
+		return false
+	}
+	n.n--
+	n.blocks[n.n] = nil
+	return true
 }
 
 // takeMax removes and returns the largest key of n's subtree, n having

@@ -120,6 +120,8 @@ func TestFreeTreeRandom(t *testing.T) {
 				i := rng.IntN(len(model))
 				require.True(t, tr.delete(tkey(model[i])))
 				require.False(t, tr.delete(tkey(model[i])), "deleted twice")
+				absent := freeKey{size: int64(1+rng.IntN(21)) * MinBlockSize, addr: nextAddr + 1}
+				require.False(t, tr.delete(absent), "a key never inserted") // leaves the tree as it was (checked below)
 				model = slices.Delete(model, i, i+1)
 			}
 			k := freeKey{size: int64(1+rng.IntN(21)) * MinBlockSize}
