@@ -115,7 +115,7 @@ if has pipetests; then
     pkg=${t%% *} pat=${t#* }
     start=$(date +%s)
     bin=$PWD/.gpu/$pkg.test
-    (cd "$pkg" && STRATA_REQUIRE_GPU=1 timeout 120 "$bin" -test.v -test.run "^($pat)\$" > "$L/pipetest-$pkg.log" 2>&1)
+    (cd "$pkg" && STRATA_REQUIRE_GPU=1 timeout 90 "$bin" -test.v -test.run "^($pat)\$" > "$L/pipetest-$pkg.log" 2>&1)
     say "pipeline tests of $pkg: exit $? in $(( $(date +%s) - start ))s"
     grep -E -- '--- (PASS|FAIL|SKIP)|panic:' "$L/pipetest-$pkg.log" | tee -a "$OUT/summary.txt"
   done
@@ -132,7 +132,7 @@ if has pipelineab; then
       case $w in *=*) if [ ${#flags[@]} -eq 0 ]; then envs+=("$w"); else flags+=("$w"); fi ;; *) flags+=("$w") ;; esac
     done
     start=$(date +%s)
-    env ${envs[@]+"${envs[@]}"} timeout 90 .gpu/train-gpt -device cuda -config gpt2-medium -precision bf16 -attention fused -head fused -bench -steps 10 \
+    env ${envs[@]+"${envs[@]}"} timeout 60 .gpu/train-gpt -device cuda -config gpt2-medium -precision bf16 -attention fused -head fused -bench -steps 10 \
       -bench-warmup "${BENCH_WARM:-25}" ${flags[@]+"${flags[@]}"} > "$L/pipe-$name.jsonl" 2> "$L/pipe-$name.log"
     say "[$name] train-gpt -bench gpt2-medium bf16 $*: exit $? in $(( $(date +%s) - start ))s; $(jfields "$L/pipe-$name.jsonl" tok_s step_ms checkpoint timed_spills optimizer_pipelined pipeline_width peak_mib_by_tier phases)"
     grep -E '^placement:|still choosing' "$L/pipe-$name.log" | cut -c1-300 | tee -a "$OUT/summary.txt"
