@@ -42,15 +42,18 @@ func ParseAttention(s string) (Attention, error) {
 	return 0, fmt.Errorf("nn: attention %q: want plain or fused", s)
 }
 
-// AutoAttention is the runtime's default attention on dev: fused on CUDA
-// under half-precision autocast, where the fused kernels' tensor-core
-// versions run (gpt2 1.41x faster than plain on the H200,
-// bench/results/gpu-call2-2026-12-02-s7-summary.txt), plain elsewhere:
-// the float32 fused kernels hold no (B, H, T, T) matrix but train gpt2
-// 1.4% slower than plain attention (bench/results/hybrid-2026-12-02-s11.md,
-// call 1), so they are chosen for memory, not by default.
-func AutoAttention(dev tensor.Device, half bool) Attention {
-	if dev.Kind() == tensor.KindCUDA && half {
+// AutoAttention is the runtime's default attention on dev, tensorCores
+// saying whether the products run on tensor cores (half-precision
+// autocast, or float32 with TF32 allowed): fused on CUDA when they do,
+// where the fused kernels' tensor-core versions run (gpt2 bf16 1.41x
+// faster than plain on the H200, bench/results/gpu-call2-2026-12-02-s7-summary.txt;
+// gpt2 tf32 1.23x, bench/results/speed-2026-12-02-s13.md), plain
+// elsewhere: the float32-math fused kernels hold no (B, H, T, T) matrix
+// but train gpt2 1.4% slower than plain attention
+// (bench/results/hybrid-2026-12-02-s11.md, call 1), so they are chosen for
+// memory, not by default.
+func AutoAttention(dev tensor.Device, tensorCores bool) Attention {
+	if dev.Kind() == tensor.KindCUDA && tensorCores {
 		return AttentionFused
 	}
 	return AttentionPlain

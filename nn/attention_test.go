@@ -135,6 +135,6 @@ func TestAutoAttention(t *testing.T) {
 	require.Equal(t, nn.AttentionPlain, nn.AutoAttention(tensor.CPU(), false))
 	if dev, err := tensor.CUDA(0); err == nil {
 		require.Equal(t, nn.AttentionFused, nn.AutoAttention(dev, true))
-		require.Equal(t, nn.AttentionPlain, nn.AutoAttention(dev, false), "fp32: plain")
+		require.Equal(t, nn.AttentionPlain, nn.AutoAttention(dev, false), "fp32 without TF32: plain")
 	}
 }

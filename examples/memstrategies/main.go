@@ -77,7 +77,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.hybridAttention, "hybrid-attention", "fused", "attention of the hybrid strategies and device-fused: fused (FlashAttention-2, no (B, H, T, T) matrix: tensor cores under fp16/bf16, float32 FMA under fp32 and tf32) or same (-attention, as every other strategy)")
 	fs.BoolVar(&o.overlap, "overlap", false, "the hybrid strategies run AdamW's update on the GPU's side stream while the next forward pass starts (nn.AdamW.Overlap; off by default: under a tight budget the gradients it holds through the forward pass cost more offloading than it hides, bench/results/hybrid-2026-12-02-s10.md)")
 	fs.BoolVar(&o.pipeline, "pipeline", false, "the hybrid strategies run AdamW's update on the GPU's side stream a layer at a time, the next forward pass waiting for each layer's update only, and give each layer's gradients back as soon as it is updated (nn.AdamW.Pipeline; not with -overlap)")
-	fs.StringVar(&o.attention, "attention", "auto", "attention: plain, fused, or auto (fused on CUDA under fp16 or bf16, plain elsewhere, as train-gpt) of the device, zerocopy, managed and role strategies; -hybrid-attention sets the others'")
+	fs.StringVar(&o.attention, "attention", "auto", "attention: plain, fused, or auto (fused on CUDA under fp16, bf16 or tf32, plain elsewhere, as train-gpt) of the device, zerocopy, managed and role strategies; -hybrid-attention sets the others'")
 	fs.Float64Var(&o.lr, "lr", 3e-4, "AdamW learning rate")
 	fs.Uint64Var(&o.seed, "seed", 1, "random seed (model and data)")
 	fs.StringVar(&o.jsonOut, "json", "", "also write the JSON lines to this file")
@@ -180,7 +180,7 @@ func run(o *options, dev tensor.Device, stdout, stderr io.Writer) error {
 	names, _ := strategyList(o.strategies)
 	if o.attention == "auto" {
 		prec, _ := parsePrecision(o.precision)
-		o.attention = nn.AutoAttention(dev, prec.Enabled).String()
+		o.attention = nn.AutoAttention(dev, prec.Enabled || prec.TF32).String()
 	}
 	if slices.Contains(names, "hybrid") && o.warmup < hybridWarmup {
 		// The hybrid strategy's placement raises its checkpointing while a

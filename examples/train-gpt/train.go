@@ -77,7 +77,7 @@ func newTrainer(o *options, cfg nn.GPTConfig, dev tensor.Device, T int) (*traine
 	}
 	model.HeadLoss = o.headLoss
 	if o.attention == "auto" {
-		o.attn = nn.AutoAttention(dev, o.prec.Enabled)
+		o.attn = nn.AutoAttention(dev, o.prec.Enabled || o.prec.TF32)
 	}
 	model.SetAttention(o.attn)
 	ps := model.Parameters()
