@@ -259,6 +259,11 @@ func (p *Pool) free(b *Block) error {
 		return fmt.Errorf("memory: pool %s: block at %#x (%s) freed twice: %w", p.name, b.addr, FormatBytes(b.size), ErrDoubleFree)
 	}
 	pending := b.cross != nil && len(b.cross.uses) > 0
+	// The neighbours' states, loaded before the statistics' work, so that
+	// the merge's tests (random on the mixed pair) are decided sooner:
+	// nothing below changes them.
+	prev, next := p.orNone(b.prev), p.orNone(b.next)
+	prevFree, nextFree := prev.state == blockFree, next.state == blockFree
 	if p.hist != nil {
 		p.hist.free(p.tier, b)
 	}
@@ -283,7 +288,7 @@ func (p *Pool) free(b *Block) error {
 		d -= seg.mapped - seg.liveBytes
 	}
 	p.sinks.inactiveSplit(d)
-	p.insertFree(b)
+	p.merge(b, prevFree, nextFree)
 	return nil
 }
 
@@ -307,9 +312,16 @@ func (p *Pool) reclaim(b *Block) {
 // insertFree marks b free, merges it with free neighbours and puts the
 // result in its free index. b must not be in the index.
 func (p *Pool) insertFree(b *Block) {
+	p.merge(b, p.orNone(b.prev).state == blockFree, p.orNone(b.next).state == blockFree)
+}
+
+// merge is insertFree for a block whose neighbours' states are known:
+// prevFree and nextFree report whether b.prev and b.next are free.
+func (p *Pool) merge(b *Block, prevFree, nextFree bool) {
 	b.state = blockFree
 	tree, s := p.treeOf(b.seg), b.seg.stream
-	if prev := p.orNone(b.prev); prev.state == blockFree {
+	if prevFree {
+		prev := b.prev
 		if tree.hot == prev { // tree.delete, written out (see alloc)
 			tree.delete(s, prev)
 		} else if tree.deleteClass(s, prev) {
@@ -318,7 +330,8 @@ func (p *Pool) insertFree(b *Block) {
 		p.absorb(prev, b)
 		b = prev
 	}
-	if next := p.orNone(b.next); next.state == blockFree {
+	if nextFree {
+		next := b.next
 		if tree.hot == next { // tree.delete, written out (see alloc)
 			tree.delete(s, next)
 		} else if tree.deleteClass(s, next) {
