@@ -20,6 +20,10 @@
 #            the rows' flags (-config gpt2 -precision bf16). A variant
 #            runs the fatbin it embeds (STRATA_KERNELS unset), so with
 #            FRESH_KERNELS=1 the A/B is new kernels against old ones
+#   attn32   gpt2 fp32 and tf32 with each float32 attention, alternating
+#            AB_REPS times: fp32 fused (three TF32 products), fused with
+#            STRATA_ATTENTION=simt (float32 math) and plain; tf32 fused
+#            (TF32) and plain
 #   addition the default task (train-gpt -device cuda -precision bf16):
 #            its held-out accuracy
 #   cencu    ncu's speed-of-light, occupancy, compute and memory sections
@@ -70,6 +74,16 @@ if has ab && [ -f .gpu/ab.tar.xz ]; then
       unset_k=(); [ "$bin" != .gpu/train-gpt ] && unset_k=(-u STRATA_KERNELS)
       timeout 120 env "${unset_k[@]}" "$bin" -device cuda -bench ${AB_ARGS:--config gpt2 -precision bf16} >> "$res" 2> "$L/ab-$n.txt"
       say "ab $(basename "$bin") rep $rep: exit $?; $(field tok_s) $(field peak_mib) $(field loss)"
+    done
+  done
+fi
+
+if has attn32; then
+  for rep in $(seq "${AB_REPS:-2}"); do
+    for v in "fp32 fused" "fp32 fused simt" "fp32 plain" "tf32 fused" "tf32 plain"; do
+      set -- $v; n=$((n + 1))
+      timeout 120 env ${3:+STRATA_ATTENTION=$3} .gpu/train-gpt -device cuda -bench -config gpt2 -precision "$1" -attention "$2" >> "$res" 2> "$L/attn32-$n.txt"
+      say "attn32 $v rep $rep: exit $?; $(field tok_s) $(field peak_mib) $(field loss)"
     done
   done
 fi

@@ -77,51 +77,67 @@
 template <int HD> struct Attn3Tab {
   static const int i = HD == 16 ? 0 : HD == 32 ? 1 : HD == 64 ? 2 : 3;
 };
-// The float32 (TF32) kernels, HD 16 to 64 (HD 128 runs the float32-math
-// kernels), at twice the bytes a tile: their own tables (f*), chosen to
-// keep static shared memory under 48 KiB. backward_dkdv keeps its K and V
-// fragments in registers at every HD (RES would need the K and V tiles
-// beside the streamed stages: over 48 KiB at HD 64).
-template <bool F> struct Attn3FwdTab {
+// The float32 kernels (TF32, K 1, and three TF32 products, K 2), HD 16 to
+// 64 (HD 128 runs the float32-math kernels), at twice the bytes a tile:
+// their own tables, chosen to keep static shared memory under 48 KiB.
+// backward_dkdv keeps its K and V fragments in registers at every HD (RES
+// would need the K and V tiles beside the streamed stages: over 48 KiB at
+// HD 64). The three-product kernels hold each operand's split as they
+// multiply: MINB 1 (up to 255 registers a thread at 256 threads).
+template <int K> struct Attn3FwdTab {
   static constexpr int w[4] = {8, 8, 8, 4}, bn[4] = {64, 64, 64, 32}, sub[4] = {32, 32, 32, 32}, minb[4] = {3, 3, 2, 3};
   static constexpr int dw[4] = {4, 4, 4, 8}, dbn[4] = {32, 32, 32, 32}, dminb[4] = {3, 3, 3, 1};
 };
-template <> struct Attn3FwdTab<true> {
+template <> struct Attn3FwdTab<1> {
   static constexpr int w[4] = {8, 8, 8, 8}, bn[4] = {64, 64, 32, 32}, sub[4] = {32, 32, 32, 32}, minb[4] = {3, 3, 2, 2};
   static constexpr int dw[4] = {4, 4, 4, 4}, dbn[4] = {32, 32, 32, 32}, dminb[4] = {3, 3, 2, 2};
 };
-template <bool F> struct Attn3DqTab {
+template <int K> struct Attn3DqTab {
   static constexpr int w[4] = {8, 8, 8, 4}, bn[4] = {64, 64, 32, 32}, sub[4] = {32, 16, 16, 32}, minb[4] = {3, 3, 2, 2};
   static constexpr int dw[4] = {4, 4, 4, 8}, dbn[4] = {32, 32, 32, 32}, dminb[4] = {2, 2, 2, 1};
 };
-template <> struct Attn3DqTab<true> {
+template <> struct Attn3DqTab<1> {
   static constexpr int w[4] = {8, 8, 4, 4}, bn[4] = {64, 64, 32, 32}, sub[4] = {32, 16, 16, 16}, minb[4] = {2, 2, 2, 2};
   static constexpr int dw[4] = {4, 4, 4, 4}, dbn[4] = {32, 32, 32, 32}, dminb[4] = {2, 2, 1, 1};
 };
-template <bool F> struct Attn3DkvTab {
+template <int K> struct Attn3DkvTab {
   static constexpr int w[4] = {8, 8, 8, 2}, bn[4] = {16, 32, 16, 16}, minb[4] = {3, 2, 2, 4};
   static constexpr int dw[4] = {4, 4, 4, 2}, dbn[4] = {16, 16, 16, 16}, dminb[4] = {3, 3, 3, 4};
   static constexpr bool res(int hd, bool drop) { return drop ? hd == 128 : hd >= 64; }
 };
-template <> struct Attn3DkvTab<true> {
+template <> struct Attn3DkvTab<1> {
   static constexpr int w[4] = {8, 8, 4, 4}, bn[4] = {16, 32, 16, 16}, minb[4] = {3, 2, 1, 1};
   static constexpr int dw[4] = {4, 4, 4, 4}, dbn[4] = {16, 16, 16, 16}, dminb[4] = {3, 2, 1, 1};
   static constexpr bool res(int, bool) { return false; }
 };
-template <int HD, bool DROP, bool F = false> struct Attn3Fwd {
-  using T = Attn3FwdTab<F>;
+template <> struct Attn3FwdTab<2> : Attn3FwdTab<1> {
+  static constexpr int minb[4] = {1, 1, 1, 1}, dminb[4] = {1, 1, 1, 1};
+};
+template <> struct Attn3DqTab<2> : Attn3DqTab<1> {
+  static constexpr int minb[4] = {1, 1, 1, 1}, dminb[4] = {1, 1, 1, 1};
+};
+template <> struct Attn3DkvTab<2> : Attn3DkvTab<1> {
+  static constexpr int minb[4] = {1, 1, 1, 1}, dminb[4] = {1, 1, 1, 1};
+};
+// Attn3K is the table kind of input type H: 0 for 16-bit types, 1 float
+// (TF32), 2 f32x3.
+template <typename H> struct Attn3K {
+  static const int k = sizeof(H) == 2 ? 0 : std::is_same_v<H, float> ? 1 : 2;
+};
+template <int HD, bool DROP, int K = 0> struct Attn3Fwd {
+  using T = Attn3FwdTab<K>;
   static const int i = Attn3Tab<HD>::i;
   static const int W = DROP ? T::dw[i] : T::w[i], BN = DROP ? T::dbn[i] : T::bn[i];
   static const int SUB = DROP ? BN : T::sub[i], MINB = DROP ? T::dminb[i] : T::minb[i];
 };
-template <int HD, bool DROP, bool F = false> struct Attn3Dq {
-  using T = Attn3DqTab<F>;
+template <int HD, bool DROP, int K = 0> struct Attn3Dq {
+  using T = Attn3DqTab<K>;
   static const int i = Attn3Tab<HD>::i;
   static const int W = DROP ? T::dw[i] : T::w[i], BN = DROP ? T::dbn[i] : T::bn[i];
   static const int SUB = DROP ? BN : T::sub[i], MINB = DROP ? T::dminb[i] : T::minb[i];
 };
-template <int HD, bool DROP, bool F = false> struct Attn3Dkv {
-  using T = Attn3DkvTab<F>;
+template <int HD, bool DROP, int K = 0> struct Attn3Dkv {
+  using T = Attn3DkvTab<K>;
   static const int i = Attn3Tab<HD>::i;
   static const bool RES = T::res(HD, DROP);
   static const int W = DROP ? T::dw[i] : T::w[i], BN = DROP ? T::dbn[i] : T::bn[i];
@@ -158,7 +174,7 @@ __device__ __forceinline__ void attn_load_kv(H* st, const H* kh, const H* vh, in
   cp_async_commit();
 }
 
-template <typename H, int HD, bool DROP, class C = Attn3Fwd<HD, DROP, sizeof(H) == 4>>
+template <typename H, int HD, bool DROP, class C = Attn3Fwd<HD, DROP, Attn3K<H>::k>>
 __device__ void attn_forward_mma3(float* out, float* lse, const H* q, const H* k, const H* v, i64 nbh, i64 t, int hd,
                                   int nh, int rsi, int rso, float scale, u64 seed, u64 offset, u64 thr,
                                   float dscale) {
@@ -273,7 +289,7 @@ __device__ void attn_forward_mma3(float* out, float* lse, const H* q, const H* k
 
 // backward_dq also rounds dout to H into doh (read by backward_dkdv) and
 // writes delta = rowsum(dout * out).
-template <typename H, int HD, bool DROP, class C = Attn3Dq<HD, DROP, sizeof(H) == 4>>
+template <typename H, int HD, bool DROP, class C = Attn3Dq<HD, DROP, Attn3K<H>::k>>
 __device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* q, const H* k, const H* v,
                                       const float* out, const float* dout, const float* lse, i64 nbh, i64 t, int hd,
                                       int nh, int rsi, int rso, float scale, u64 seed, u64 offset, u64 thr,
@@ -431,7 +447,7 @@ __device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* 
 }
 
 // backward_dkdv reads dout as backward_dq rounded it (doh).
-template <typename H, int HD, bool DROP, class C = Attn3Dkv<HD, DROP, sizeof(H) == 4>>
+template <typename H, int HD, bool DROP, class C = Attn3Dkv<HD, DROP, Attn3K<H>::k>>
 __device__ void attn_backward_dkdv_mma3(float* dk, float* dv, const H* q, const H* k, const H* v, const H* doh,
                                         const float* lse, const float* delta, i64 nbh, i64 t, int hd, int nh,
                                         int rsi, float scale, u64 seed, u64 offset, u64 thr, float dscale) {
@@ -596,13 +612,13 @@ __device__ void attn_backward_dkdv_mma3(float* dk, float* dv, const H* q, const 
 
 #ifndef ATTN_MMA3_NO_KERNELS
 #define ATTENTION_MMA3_KERNELS(name, DROP, sfx, H, HD)                                                             \
-  extern "C" __global__ void __launch_bounds__(32 * Attn3Fwd<HD, DROP, sizeof(H) == 4>::W, Attn3Fwd<HD, DROP, sizeof(H) == 4>::MINB)               \
+  extern "C" __global__ void __launch_bounds__(32 * Attn3Fwd<HD, DROP, Attn3K<H>::k>::W, Attn3Fwd<HD, DROP, Attn3K<H>::k>::MINB)               \
       attention_forward_##name##_##sfx##_h##HD(float* out, float* lse, const H* q, const H* k, const H* v, i64 nbh, \
                                                i64 t, int hd, int nh, int rsi, int rso, float scale, u64 seed,      \
                                                u64 offset, u64 thr, float dscale) {                                 \
     attn_forward_mma3<H, HD, DROP>(out, lse, q, k, v, nbh, t, hd, nh, rsi, rso, scale, seed, offset, thr, dscale);  \
   }                                                                                                                 \
-  extern "C" __global__ void __launch_bounds__(32 * Attn3Dq<HD, DROP, sizeof(H) == 4>::W, Attn3Dq<HD, DROP, sizeof(H) == 4>::MINB)                 \
+  extern "C" __global__ void __launch_bounds__(32 * Attn3Dq<HD, DROP, Attn3K<H>::k>::W, Attn3Dq<HD, DROP, Attn3K<H>::k>::MINB)                 \
       attention_backward_dq_##name##_##sfx##_h##HD(float* dq, float* delta, H* doh, const H* q, const H* k,        \
                                                    const H* v, const float* out, const float* dout,                 \
                                                    const float* lse, i64 nbh, i64 t, int hd, int nh, int rsi,       \
@@ -611,7 +627,7 @@ __device__ void attn_backward_dkdv_mma3(float* dk, float* dv, const H* q, const 
     attn_backward_dq_mma3<H, HD, DROP>(dq, delta, doh, q, k, v, out, dout, lse, nbh, t, hd, nh, rsi, rso, scale,    \
                                        seed, offset, thr, dscale);                                                  \
   }                                                                                                                 \
-  extern "C" __global__ void __launch_bounds__(32 * Attn3Dkv<HD, DROP, sizeof(H) == 4>::W, Attn3Dkv<HD, DROP, sizeof(H) == 4>::MINB)               \
+  extern "C" __global__ void __launch_bounds__(32 * Attn3Dkv<HD, DROP, Attn3K<H>::k>::W, Attn3Dkv<HD, DROP, Attn3K<H>::k>::MINB)               \
       attention_backward_dkdv_##name##_##sfx##_h##HD(float* dk, float* dv, const H* q, const H* k, const H* v,     \
                                                      const H* doh, const float* lse, const float* delta, i64 nbh,  \
                                                      i64 t, int hd, int nh, int rsi, float scale, u64 seed,         \
@@ -632,11 +648,15 @@ __device__ void attn_backward_dkdv_mma3(float* dk, float* dv, const H* q, const 
 
 ATTENTION_MMA3_KERNELS_ALL_HD(f16, __half)
 ATTENTION_MMA3_KERNELS_ALL_HD(bf16, __nv_bfloat16)
-// Float32 inputs on TF32 tensor cores: HD 16, 32 and 64.
-ATTENTION_MMA3_KERNELS(mma3, false, tf32, float, 16)
-ATTENTION_MMA3_KERNELS(mma3, false, tf32, float, 32)
-ATTENTION_MMA3_KERNELS(mma3, false, tf32, float, 64)
-ATTENTION_MMA3_KERNELS(mma3drop, true, tf32, float, 16)
-ATTENTION_MMA3_KERNELS(mma3drop, true, tf32, float, 32)
-ATTENTION_MMA3_KERNELS(mma3drop, true, tf32, float, 64)
+// Float32 inputs on TF32 tensor cores, HD 16, 32 and 64: rounded to TF32
+// (tf32), and in three TF32 products (tf32x3).
+#define ATTENTION_MMA3_KERNELS_F32(sfx, H)        \
+  ATTENTION_MMA3_KERNELS(mma3, false, sfx, H, 16)    \
+  ATTENTION_MMA3_KERNELS(mma3, false, sfx, H, 32)    \
+  ATTENTION_MMA3_KERNELS(mma3, false, sfx, H, 64)    \
+  ATTENTION_MMA3_KERNELS(mma3drop, true, sfx, H, 16) \
+  ATTENTION_MMA3_KERNELS(mma3drop, true, sfx, H, 32) \
+  ATTENTION_MMA3_KERNELS(mma3drop, true, sfx, H, 64)
+ATTENTION_MMA3_KERNELS_F32(tf32, float)
+ATTENTION_MMA3_KERNELS_F32(tf32x3, f32x3)
 #endif

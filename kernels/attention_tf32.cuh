@@ -30,11 +30,20 @@
 // loads: with rows HD+4 floats apart the 32 lanes hit 32 banks). The sum
 // over k is the same sum in another order.
 //
+// Float32 in three TF32 products (tf32x3, the type tag f32x3): the same
+// tiles and fragments with the operands kept as float32 bits; tc_mma2
+// splits each into a TF32 head and the TF32 rounding of the rest
+// (x = hi + lo to about 2^-22 relative) and accumulates lo·hi + hi·lo +
+// hi·hi (the lo·lo term is below float32's roundoff), so the products
+// are float32-accurate, as CUTLASS's 3xTF32 GEMMs, on tensor cores: what
+// float32 attention without TF32 runs.
+//
 // Fragments (PTX ISA, mma.m16n8k8 .tf32), g = lane / 4, c = lane % 4:
 //   A 16x8 row-major, 4 registers: (g, c), (g+8, c), (g, c+4), (g+8, c+4)
 //   B 8x8 "col", 2 registers: (k c, n g), (k c+4, n g)
 //   C 16x8 float: as m16n8k16's
 #pragma once
+#include <type_traits>
 #include "attention_tc.cuh"
 
 // The tensor-core traits of an input type: registers of an A fragment
@@ -52,6 +61,20 @@ template <>
 struct MmaType<float> {
   static __device__ __forceinline__ float from(float x) { return x; }
 };
+// f32x3 is a float32 in memory that the kernels multiply in three TF32
+// products (see above).
+struct __align__(4) f32x3 {
+  float f;
+};
+template <>
+struct Tc<f32x3> {
+  static const int A = 8, B = 8, PAD = 4, E = 4;
+};
+template <>
+struct MmaType<f32x3> {
+  static __device__ __forceinline__ f32x3 from(float x) { return f32x3{x}; }
+};
+__device__ __forceinline__ float attn_ld(f32x3 x) { return x.f; }
 
 #ifndef STRATA_EMU
 // tf32_round rounds a float to TF32 (the low 13 bits zero), to nearest
@@ -101,7 +124,25 @@ inline void mma_m16n8k8_tf32(float (&c)[4], u32 a0, u32 a1, u32 a2, u32 a3, u32 
 }
 #endif
 
-__device__ __forceinline__ u32 tf32_bits(u32 x) { return tf32_round(__uint_as_float(x)); }
+// tf32_split splits float32 bits x into hi = x rounded to TF32 and lo =
+// the rest rounded to TF32.
+__device__ __forceinline__ void tf32_split(u32 x, u32& hi, u32& lo) {
+  const float f = __uint_as_float(x);
+  hi = tf32_round(f);
+  lo = tf32_round(f - __uint_as_float(hi));
+}
+
+// tc_in is how a float32 operand enters a fragment: rounded to TF32, or
+// as it is for the three-product split (f32x3).
+template <typename H>
+__device__ __forceinline__ u32 tc_in(u32 x) {
+  if constexpr (std::is_same_v<H, f32x3>) return x;
+  return tf32_round(__uint_as_float(x));
+}
+template <typename H>
+__device__ __forceinline__ u32 tc_in(float x) {
+  return tc_in<H>(__float_as_uint(x));
+}
 
 template <int S, typename H>
 __device__ __forceinline__ void tc_lda(u32 (&a)[Tc<H>::A], const H* sh, int r, int k) {
@@ -114,7 +155,7 @@ __device__ __forceinline__ void tc_lda(u32 (&a)[Tc<H>::A], const H* sh, int r, i
       u32 x[4];
       ldsm_x4(x, sh + (r + (lane & 7) + ((lane >> 3) & 1) * 8) * S + k + 8 * kh + (lane >> 4) * 4);
 #pragma unroll
-      for (int j = 0; j < 4; j++) a[4 * kh + j] = tf32_bits(x[j]);
+      for (int j = 0; j < 4; j++) a[4 * kh + j] = tc_in<H>(x[j]);
     }
   }
 }
@@ -130,7 +171,7 @@ __device__ __forceinline__ void tc_ldb(u32 (&b)[Tc<H>::B], const H* sh, int n, i
       u32 x[4];
       ldsm_x4(x, sh + (n + 8 * nt + (lane & 7)) * S + k + (lane >> 3) * 4);
 #pragma unroll
-      for (int j = 0; j < 4; j++) b[4 * nt + j] = tf32_bits(x[j]);
+      for (int j = 0; j < 4; j++) b[4 * nt + j] = tc_in<H>(x[j]);
     }
   }
 }
@@ -146,8 +187,8 @@ __device__ __forceinline__ void tc_ldbt(u32 (&b)[Tc<H>::B], const H* sh, int n, 
 #pragma unroll
       for (int kh = 0; kh < 2; kh++) {
         const H* p = sh + (k + 8 * kh + 2 * c) * S + n + 8 * nt + g;
-        b[4 * nt + 2 * kh] = tf32_round(p[0]);
-        b[4 * nt + 2 * kh + 1] = tf32_round(p[S]);
+        b[4 * nt + 2 * kh] = tc_in<H>(attn_ld(p[0]));
+        b[4 * nt + 2 * kh + 1] = tc_in<H>(attn_ld(p[S]));
       }
   }
 }
@@ -158,11 +199,28 @@ __device__ __forceinline__ void tc_mma2(float (&c0)[4], float (&c1)[4], const u3
   if constexpr (sizeof(H) == 2) {
     mma_m16n8k16<H>(c0, reinterpret_cast<const u32(&)[4]>(a), b[0], b[1]);
     mma_m16n8k16<H>(c1, reinterpret_cast<const u32(&)[4]>(a), b[2], b[3]);
-  } else {
+  } else if constexpr (std::is_same_v<H, float>) {
     mma_m16n8k8_tf32(c0, a[0], a[1], a[2], a[3], b[0], b[1]);
     mma_m16n8k8_tf32(c0, a[4], a[5], a[6], a[7], b[2], b[3]);
     mma_m16n8k8_tf32(c1, a[0], a[1], a[2], a[3], b[4], b[5]);
     mma_m16n8k8_tf32(c1, a[4], a[5], a[6], a[7], b[6], b[7]);
+  } else {  // f32x3: lo·hi + hi·lo + hi·hi, the small terms first; split as used (registers)
+#pragma unroll
+    for (int kh = 0; kh < 2; kh++) {
+      u32 ah[4], al[4];
+#pragma unroll
+      for (int i = 0; i < 4; i++) tf32_split(a[4 * kh + i], ah[i], al[i]);
+#pragma unroll
+      for (int nt = 0; nt < 2; nt++) {
+        float(&c)[4] = nt ? c1 : c0;
+        u32 bh0, bl0, bh1, bl1;
+        tf32_split(b[4 * nt + 2 * kh], bh0, bl0);
+        tf32_split(b[4 * nt + 2 * kh + 1], bh1, bl1);
+        mma_m16n8k8_tf32(c, al[0], al[1], al[2], al[3], bh0, bh1);
+        mma_m16n8k8_tf32(c, ah[0], ah[1], ah[2], ah[3], bl0, bl1);
+        mma_m16n8k8_tf32(c, ah[0], ah[1], ah[2], ah[3], bh0, bh1);
+      }
+    }
   }
 }
 
@@ -171,8 +229,8 @@ __device__ __forceinline__ void tc_acc_to_a(u32 (&a)[Tc<H>::A], const float (&c0
   if constexpr (sizeof(H) == 2) {
     mma_acc_to_a<H>(reinterpret_cast<u32(&)[4]>(a), c0, c1);
   } else {  // A column c of each 8-chunk is accumulator column 2c, c+4 is 2c+1
-    a[0] = tf32_round(c0[0]), a[1] = tf32_round(c0[2]), a[2] = tf32_round(c0[1]), a[3] = tf32_round(c0[3]);
-    a[4] = tf32_round(c1[0]), a[5] = tf32_round(c1[2]), a[6] = tf32_round(c1[1]), a[7] = tf32_round(c1[3]);
+    a[0] = tc_in<H>(c0[0]), a[1] = tc_in<H>(c0[2]), a[2] = tc_in<H>(c0[1]), a[3] = tc_in<H>(c0[3]);
+    a[4] = tc_in<H>(c1[0]), a[5] = tc_in<H>(c1[2]), a[6] = tc_in<H>(c1[1]), a[7] = tc_in<H>(c1[3]);
   }
 }
 

@@ -12,11 +12,12 @@ import (
 
 // FusedCausalAttentionQKVMode with TF32 on float32 operands: on CUDA, head
 // sizes up to 64 run the TF32 tensor-core kernels, within TF32's roundoff
-// of a float64 reference and not bit for bit the float32-math result
-// (which the rounding would have to leave untouched everywhere); a wider
-// head (100) has no TF32 kernel and gives the float32-math bits. The CPU
-// ignores the mode: the same bits as without it. With dropout, at a head
-// size that fills its kernel and padded ones.
+// of a float64 reference and not bit for bit the result without TF32 (the
+// three-product kernels, float32-accurate: the rounding would have to
+// leave every element untouched); a wider head (100) has no tensor-core
+// kernel and gives the float32-math bits either way. The CPU ignores the
+// mode: the same bits as without it. With dropout, at a head size that
+// fills its kernel and padded ones.
 func TestFusedAttentionQKVTF32(t *testing.T) {
 	onDevices(t, func(t *testing.T, dev tensor.Device) {
 		for _, hd := range []int{16, 40, 64, 100} {
@@ -46,7 +47,7 @@ func checkQKVTF32(t *testing.T, dev tensor.Device, hd int) {
 			require.Equal(t, plain[i], got[i], "%s, hd %d on %v: float32 math, as without TF32", names[i], hd, dev)
 			continue
 		}
-		require.NotEqual(t, plain[i], got[i], "%s, hd %d on %v: TF32 changed nothing (did the float32-math kernels run?)", names[i], hd, dev)
+		require.NotEqual(t, plain[i], got[i], "%s, hd %d on %v: TF32 changed nothing (did the float32-accurate kernels run?)", names[i], hd, dev)
 	}
 	if !onTensorCores {
 		return

@@ -17,11 +17,13 @@ import (
 // kernels/attention_mma3.cuh (mma.sync with ldmatrix and cp.async,
 // sm_80+): without dropout (p == 0) the mma3 ones, compiled without the
 // Philox code and so with larger tiles and more blocks an SM, with it the
-// mma3drop ones. Float32 inputs run the float32-math kernels, or, when the
-// caller allows TF32 (AttentionMode.TF32) and hd is at most 64, the same
-// tensor-core kernels compiled for float32 on TF32 mma (attention_tf32.cuh:
-// operands rounded to TF32, float32 accumulation and softmax).
-// EnvAttention=simt selects the float32-math ones for every dtype. The
+// mma3drop ones. Float32 inputs with hd at most 64 run the same
+// tensor-core kernels compiled for float32 on TF32 mma (attention_tf32.cuh):
+// where the caller allows TF32 (AttentionMode.TF32) the tf32 ones
+// (operands rounded to TF32, float32 accumulation and softmax), else the
+// tf32x3 ones (each product in three TF32 products: float32-accurate);
+// wider heads run the float32-math kernels. EnvAttention=simt selects the
+// float32-math ones for every dtype. The
 // tensor-core backward_dq also rounds dout to the input type into scratch
 // (doh) for backward_dkdv. The tensor-core kernels take their operands'
 // layout (attnRows: heads to a token, row strides), so
@@ -51,12 +53,13 @@ var (
 // attentionKernels is the slot of kernels/attention.cuh in cudaKernels:
 // simt[pass][dtype][head size], mma3[drop][pass][dtype-1][head size]
 // (the tensor-core kernels, float16 and bfloat16, without and with
-// dropout) and tf32[drop][pass][head size] (float32 on TF32 tensor
-// cores, head sizes 16, 32 and 64).
+// dropout) and tf32[x3][drop][pass][head size] (float32 on TF32 tensor
+// cores, head sizes 16, 32 and 64: rounded to TF32, x3 0, or in three
+// TF32 products, x3 1).
 type attentionKernels struct {
 	simt [3][3][4]*cuda.Function
 	mma3 [2][3][2][4]*cuda.Function
-	tf32 [2][3][3]*cuda.Function
+	tf32 [2][2][3][3]*cuda.Function
 }
 
 // Launch shapes: 256 threads for the float32-math kernels; for mma3,
@@ -71,7 +74,7 @@ var (
 	}
 	attnMMA3Name = [2]string{"mma3", "mma3drop"}
 	// attnTF32Warps[drop][pass][head size 16, 32, 64]: the W of the
-	// float32 tables (Attn3FwdTab<true> and co.).
+	// float32 tables (Attn3FwdTab<true> and co.), tf32 and tf32x3 alike.
 	attnTF32Warps = [2][3][3]int{
 		{{8, 8, 8}, {8, 8, 4}, {8, 8, 4}},
 		{{4, 4, 4}, {4, 4, 4}, {4, 4, 4}},
@@ -83,21 +86,26 @@ const (
 	attnSIMT = iota
 	attnMMA3
 	attnTF32
+	attnTF32x3
 )
 
+// attnTF32Name is the kernels' type suffix of attnTF32 and attnTF32x3.
+var attnTF32Name = [2]string{"tf32", "tf32x3"}
+
 // attnKind returns the kernels that dtype index di and head index hi run,
-// tf32 saying whether float32 inputs may run on TF32 tensor cores.
+// tf32 saying whether float32 inputs may be rounded to TF32.
 func attnKind(di, hi int, tf32 bool) int {
-	simt := os.Getenv(EnvAttention) == "simt"
 	switch {
-	case simt:
+	case os.Getenv(EnvAttention) == "simt":
 		return attnSIMT
 	case di > 0:
 		return attnMMA3
-	case tf32 && hi < len(attnTF32Warps[0][0]):
+	case hi >= len(attnTF32Warps[0][0]):
+		return attnSIMT
+	case tf32:
 		return attnTF32
 	}
-	return attnSIMT
+	return attnTF32x3
 }
 
 // bind adds the kernels' names to a bindings table.
@@ -111,8 +119,10 @@ func (k *attentionKernels) bind(m map[string]**cuda.Function) {
 					switch {
 					case i > 0:
 						m["attention_"+pass+"_"+name+"_"+sfx] = &k.mma3[dr][p][i-1][j]
-					case j < len(k.tf32[dr][p]):
-						m["attention_"+pass+"_"+name+"_tf32_h"+strconv.Itoa(hd)] = &k.tf32[dr][p][j]
+					case j < len(attnTF32Warps[dr][p]):
+						for x3, tn := range attnTF32Name {
+							m["attention_"+pass+"_"+name+"_"+tn+"_h"+strconv.Itoa(hd)] = &k.tf32[x3][dr][p][j]
+						}
 					}
 				}
 			}
@@ -133,9 +143,9 @@ func (k *attentionKernels) kernel(op string, kind, p, di, hi, bh, t int, drop bo
 	case attnMMA3:
 		w := attnMMA3Warps[dr][p][hi]
 		return k.mma3[dr][p][di-1][hi], attnGrid(op, bh, t, 16*w), [3]uint32{uint32(32 * w), 1, 1}
-	case attnTF32:
+	case attnTF32, attnTF32x3:
 		w := attnTF32Warps[dr][p][hi]
-		return k.tf32[dr][p][hi], attnGrid(op, bh, t, 16*w), [3]uint32{uint32(32 * w), 1, 1}
+		return k.tf32[kind-attnTF32][dr][p][hi], attnGrid(op, bh, t, 16*w), [3]uint32{uint32(32 * w), 1, 1}
 	}
 	return k.simt[p][di][hi], attnGrid(op, bh, t, rows[hi]), attnThreads
 }

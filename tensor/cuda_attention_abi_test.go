@@ -42,13 +42,15 @@ func TestAttentionMMA3Blocks(t *testing.T) {
 				}
 			}
 			for j, w := range attnTF32Warps[dr][p] {
-				name := "attention_" + pass + "_" + gen + "_tf32_h" + strconv.Itoa(attnHeads[j])
-				k, ok := abi[name]
-				if !ok {
-					t.Fatalf("%s is not in the fatbin", name)
-				}
-				if k.maxThreads != 32*w {
-					t.Errorf("%s: launch bound %d threads, the launcher's block %d", name, k.maxThreads, 32*w)
+				for _, tn := range attnTF32Name {
+					name := "attention_" + pass + "_" + gen + "_" + tn + "_h" + strconv.Itoa(attnHeads[j])
+					k, ok := abi[name]
+					if !ok {
+						t.Fatalf("%s is not in the fatbin", name)
+					}
+					if k.maxThreads != 32*w {
+						t.Errorf("%s: launch bound %d threads, the launcher's block %d", name, k.maxThreads, 32*w)
+					}
 				}
 			}
 		}
@@ -80,12 +82,12 @@ func driveAttentionKernels(t *testing.T, d *cudaDevice, b cudaBackend) {
 				b.attentionForward(out, lse, q, k, v, bh, T, hd, 0.125, p, 7, 5)
 				b.attentionBackward(n(Float32, bh, T, hd), n(Float32, bh, T, hd), n(Float32, bh, T, hd), q, k, v, out, dout, lse, bh, T, hd, 0.125, p, 7, 5)
 				// The heads of a (B, T, 3C) product in place: the
-				// tensor-core kernels take them (float32 with TF32 up
-				// to hd 64), the float32-math ones decline (the op then
+				// tensor-core kernels take them (float32 up to hd 64,
+				// tf32 or tf32x3), the float32-math ones decline (the op then
 				// copies).
 				rows := attnRows{nh: 3, rsi: 9 * hd, rso: 3 * hd}
 				for _, tf32 := range []bool{false, true} {
-					mma := os.Getenv(EnvAttention) != "simt" && (dt != Float32 || tf32 && hd <= 64)
+					mma := os.Getenv(EnvAttention) != "simt" && (dt != Float32 || hd <= 64)
 					if got := b.attentionRowsFit("FusedCausalAttentionQKV", dt, T, hd, rows, tf32); got != mma {
 						t.Errorf("%v hd %d tf32 %v: the kernels fit a (B, T, 3C) product: %v, want %v", dt, hd, tf32, got, mma)
 					}

@@ -14,7 +14,8 @@ import (
 // TestCUDAFusedAttentionConformance: FusedCausalAttention and its
 // backward on every device and input dtype against the CPU's float64
 // run on the same (rounded) inputs, at a padded head size and one that
-// fills its kernel, with dropout; float64 is the CPU's alone (cuda
+// fills its kernel, with dropout (float32 on CUDA: the three-TF32-product
+// kernels, within float32's tolerance); float64 is the CPU's alone (cuda
 // refuses it, and heads wider than 128, with an error).
 func TestCUDAFusedAttentionConformance(t *testing.T) {
 	onDevices(t, func(t *testing.T, dev tensor.Device) {

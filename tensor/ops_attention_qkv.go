@@ -38,7 +38,8 @@ type fusedAttentionRows interface {
 }
 
 // AttentionMode says how fused attention may compute. The zero value
-// computes float32 inputs in float32.
+// computes float32 inputs to float32 accuracy (on CUDA, heads up to 64
+// wide in three TF32 products each, wider ones in float32 math).
 type AttentionMode struct {
 	// TF32 lets float32 q, k and v run on CUDA's TF32 tensor cores (head
 	// sizes up to 64, in place on a (B, T, 3C) product): every product's
@@ -55,17 +56,18 @@ type AttentionMode struct {
 // with its heads side by side, the layout the next projection takes, and
 // lse is (B, heads, T). The results are FusedCausalAttention's over the
 // split heads, dropout mask included. On CUDA the tensor-core kernels
-// (float16 and bfloat16) read the heads in place and write y directly, so
+// (float16 and bfloat16, and float32 on TF32 tensor cores) read the heads
+// in place and write y directly, so
 // there are no head split and merge copies; elsewhere (the CPU, float32
-// without TF32, EnvAttention=simt, EnvAttentionQKV=copy) the op makes
-// them.
+// heads wider than 64, EnvAttention=simt, EnvAttentionQKV=copy) the op
+// makes them.
 func FusedCausalAttentionQKV(qkv *Tensor, heads int, p float64, seed, offset uint64) (y, lse *Tensor) {
 	return FusedCausalAttentionQKVMode(qkv, heads, p, seed, offset, AttentionMode{})
 }
 
 // FusedCausalAttentionQKVMode is FusedCausalAttentionQKV computed as mode
-// allows (AttentionMode.TF32: float32 qkv on TF32 tensor cores, in place;
-// where those kernels do not run, float32 math as without it).
+// allows (AttentionMode.TF32: float32 qkv rounded to TF32 for its
+// products; where those kernels do not run, as without it).
 func FusedCausalAttentionQKVMode(qkv *Tensor, heads int, p float64, seed, offset uint64, mode AttentionMode) (y, lse *Tensor) {
 	const op = "FusedCausalAttentionQKV"
 	b, t, c, hd := qkvShape(op, qkv, heads, p)

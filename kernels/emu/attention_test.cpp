@@ -18,6 +18,7 @@ template <typename T> T from_f(float x);
 template <> float from_f<float>(float x) { return x; }
 template <> __half from_f<__half>(float x) { return __float2half(x); }
 template <> __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16(x); }
+template <> f32x3 from_f<f32x3>(float x) { return f32x3{x}; }
 
 struct Launch {
   void (*fwd)(float*, float*, const void*, const void*, const void*, i64, i64, int, float, u64, u64, u64, float);
@@ -188,9 +189,9 @@ void run_case(const char* dt, Shape sh, F fwd, DQ bdq, DKV bdkv, int bh, int t, 
 // dropout (p == 0) the mma3 ones, with it the mma3drop ones, as the
 // launcher picks them; each at its own shapes.
 #define MMA3_SHAPE(T, HD, D, u)                                                                          \
-  Shape{16 * Attn3Fwd<HD, D, sizeof(T) == 4>::W, 16 * Attn3Dq<HD, D, sizeof(T) == 4>::W,                 \
-        16 * Attn3Dkv<HD, D, sizeof(T) == 4>::W, 32 * Attn3Fwd<HD, D, sizeof(T) == 4>::W, 8 * (u), 16 * (u), \
-        32 * Attn3Dq<HD, D, sizeof(T) == 4>::W, 32 * Attn3Dkv<HD, D, sizeof(T) == 4>::W,                     \
+  Shape{16 * Attn3Fwd<HD, D, Attn3K<T>::k>::W, 16 * Attn3Dq<HD, D, Attn3K<T>::k>::W,                 \
+        16 * Attn3Dkv<HD, D, Attn3K<T>::k>::W, 32 * Attn3Fwd<HD, D, Attn3K<T>::k>::W, 8 * (u), 16 * (u), \
+        32 * Attn3Dq<HD, D, Attn3K<T>::k>::W, 32 * Attn3Dkv<HD, D, Attn3K<T>::k>::W,                     \
         sizeof(T) == 4 ? (u) : 1e-5}
 #define MMA3_RUN(name, D, sfx, T, u, HD, bh, t, hd, p, nh)                                                 \
   run_case<T, HD, true>(#sfx "-" #name, MMA3_SHAPE(T, HD, D, u), attention_forward_##name##_##sfx##_h##HD,   \
@@ -209,6 +210,7 @@ int main(int argc, char** argv) {
   const bool mma = argc > 1 && std::string(argv[1]) == "mma";
   const bool mma3 = argc > 1 && std::string(argv[1]) == "mma3";  // the same as mma
   const double uh0 = 0x1p-11, ub0 = 0x1p-8, ut0 = 0x1p-11;  // TF32 has float16's 10 mantissa bits
+  const double u3 = 1.25e-6;
   const bool tf32 = argc > 1 && std::string(argv[1]) == "tf32";  // only the TF32 kernels
   // t: one row, fewer than a tile, not a multiple of any tile, several
   // blocks of every kernel (128-row blocks included); hd: each HD, and
@@ -223,6 +225,12 @@ int main(int argc, char** argv) {
       MMA3_CASE(tf32, float, ut0, 16, 2, t, 16, p, 0);
       MMA3_CASE(tf32, float, ut0, 64, 6, t, 64, p, 3);
       MMA3_CASE(tf32, float, ut0, 64, 2, t, 40, p, 2);
+      // Float32 in three TF32 products: float32's tolerances (u3: 8 u3
+      // is the float32-math kernels' 1e-5).
+      MMA3_CASE(tf32x3, f32x3, u3, 64, 2, t, 64, p, 0);
+      MMA3_CASE(tf32x3, f32x3, u3, 32, 2, t, 24, p, 0);
+      MMA3_CASE(tf32x3, f32x3, u3, 64, 6, t, 64, p, 3);
+      MMA3_CASE(tf32x3, f32x3, u3, 16, 2, t, 16, p, 1);
       if (tf32) continue;
       MMA3_CASE(f16, __half, uh0, 64, 2, t, 64, p, 0);
       MMA3_CASE(bf16, __nv_bfloat16, ub0, 64, 3, t, 64, p, 0);
