@@ -396,9 +396,28 @@
 // insertFree then got the common cases of takeFree, the index's take,
 // reclaim and the index's insert and delete written out, four to five
 // calls a pair fewer (750 instructions, 4.9 mispredictions; about 80 ns
-// from 84 on the EPYC, fixed sizes ~0.5 ns faster). What is left is
-// spread thin: Go's per-call cost (prologues, bounds and write-barrier
-// checks) in every small function, and the random sizes' branches. Branch-free tree search and
+// from 84 on the EPYC, fixed sizes ~0.5 ns faster). Then the random
+// sizes' branches were turned into data (2026-12-02, session 13;
+// bench/results/cpu-pool-pair-2026-12-02-s13.md): an insert places a
+// block among its class's zero to two inline blocks by conditional moves
+// (an absent block stands in as blockMax, its pointer picked from a pair
+// by index: the compiler keeps a branch for a pointer that is then
+// loaded through), a delete finds it among them the same way, a removal
+// clears the class's and the summary's bits without a test, free reads
+// the neighbours' states (a missing one is the pool's none block) before
+// the statistics' work, absorb and split point a neighbour back by a
+// conditional move (the compiler moves a pointer conditionally for a
+// store's address, not for a load's), a leaf insert and removeLeaf shift
+// as they search (one loop exit where a search and a shift had two), and
+// insertClass's rare cases are calls that end it, so that its common
+// case spills nothing: 838 instructions but 2.7 mispredictions a pair
+// (from 750 and 4.9); on that session's 2-core host the mixed pair went
+// from 74 to 63 ns, the fixed sizes from 35.6 to 36.7 ns (4 KiB, 1 MiB)
+// and 29.9 to 30.6 (64 MiB). What is left is spread thin: Go's per-call
+// cost (prologues, bounds and write-barrier checks) in every small function,
+// the merge's tests of the neighbours and the take's of its own class
+// (random on the mixed pair, with different work on either side), and
+// the trees' loops. Branch-free tree search and
 // shifts over the first keys cost more instructions than they saved,
 // and one bit scan for the take's own and next class made it slower;
 // profile-guided optimisation (go build -pgo) gave another ~7% on the

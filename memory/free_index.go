@@ -33,7 +33,9 @@ import (
 // lone-block operations out in the index's own methods to 83 (4% less).
 // Keeping up to three blocks in the class slot before a tree took the
 // mixed pair (on the harness of bench/results/cpu-pool-pair-2026-12-02-b.md)
-// from about 90 to 84 ns.
+// from about 90 to 84 ns; placing, finding and removing them (and the
+// classes' bits) by conditional moves instead of branches, from 74 to
+// about 68 ns on another host (cpu-pool-pair-2026-12-02-s13.md).
 type freeIndex struct {
 	// hot is the block inserted last, kept out of the classes until the
 	// next insert (which moves it into its class) or until it is taken or
