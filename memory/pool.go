@@ -175,12 +175,14 @@ func (p *Pool) alloc(size int64, s Stream, advice Advice, role Role, op string) 
 	}
 	rounded := RoundSize(size)
 	// takeFree and the index's take, written out, the latter's class case
-	// (no hot block: most takes on the mixed pair) in full. With reclaim in
-	// free and the common cases of the index's insert and delete written
-	// out the same way in split and insertFree, this saves four to five
-	// calls a pair: 804 -> 749 instructions of the mixed pair in
-	// cachegrind (bench/results/cpu-pool-pair-2026-12-02-b.md). Those
-	// copies must stay in step with freeIndex.take, insert and delete.
+	// (no hot block: most takes on the mixed pair) in full. With reclaim
+	// inlined in free (its segment work through leaveSegment, which the
+	// compiler inlines: keep it under the inlining budget) and the common
+	// cases of the index's insert and delete written out the same way in
+	// split and insertFree, this saves four to five calls a pair: 804 ->
+	// 749 instructions of the mixed pair in cachegrind
+	// (bench/results/cpu-pool-pair-2026-12-02-b.md). Those copies must stay
+	// in step with freeIndex.take, insert and delete.
 	k := 0
 	if rounded > SmallSize {
 		k = 1
@@ -282,25 +284,24 @@ func (p *Pool) free(b *Block) error {
 	if pending {
 		return p.deferFree(b)
 	}
-	// reclaim, written out (see alloc).
-	seg := b.seg
-	seg.live--
-	seg.liveBytes -= b.size
-	d := b.size
-	if seg.live == 0 {
-		d -= seg.mapped - seg.liveBytes
-	}
-	p.sinks.inactiveSplit(d)
+	p.sinks.inactiveSplit(b.leaveSegment())
 	p.merge(b, prevFree, nextFree)
 	return nil
 }
 
 // reclaim makes a live or pending block free: it leaves its segment's
-// occupied bytes and joins the free index. free writes the same lines
-// out on the pair's path (the call was measurable there): change both.
+// occupied bytes and joins the free index.
 func (p *Pool) reclaim(b *Block) {
-	// The segment's share of InactiveSplit (segment.inactive) grows by the
-	// block's bytes, or goes when it was the last block in use there.
+	p.sinks.inactiveSplit(b.leaveSegment())
+	p.insertFree(b)
+}
+
+// leaveSegment takes a live or pending block out of its segment's
+// occupied bytes and returns what InactiveSplit grows by (reclaim; free on
+// the pair's path, where it is inlined): the segment's share
+// (segment.inactive) grows by the block's bytes, or goes when it was the
+// last block in use there.
+func (b *Block) leaveSegment() int64 {
 	seg := b.seg
 	seg.live--
 	seg.liveBytes -= b.size
@@ -308,8 +309,7 @@ func (p *Pool) reclaim(b *Block) {
 	if seg.live == 0 {
 		d -= seg.mapped - seg.liveBytes
 	}
-	p.sinks.inactiveSplit(d)
-	p.insertFree(b)
+	return d
 }
 
 // insertFree marks b free, merges it with free neighbours and puts the

@@ -1,7 +1,6 @@
 package nn_test
 
 import (
-	"math/rand/v2"
 	"os"
 	"testing"
 
@@ -16,42 +15,7 @@ import (
 // overlapped or not, and returns the losses and the final weights.
 func trainOverlap(t *testing.T, dev tensor.Device, prec amp.State, overlap bool) ([]float64, [][]float32) {
 	t.Helper()
-	cfg := nn.GPTConfig{Vocab: 64, Context: 32, Layers: 3, Heads: 2, Width: 64}
-	g, err := nn.NewGPT(cfg, nn.Options{Device: dev, DType: tensor.Float32, Rng: rand.New(rand.NewPCG(3, 4))})
-	require.NoError(t, err)
-	ps := g.Parameters()
-	defer nn.Release(ps)
-	opt := nn.NewAdamW(ps, 1e-2, 0.1)
-	opt.Overlap = overlap
-	defer opt.Release()
-	rng := rand.New(rand.NewPCG(5, 6))
-	c := tensor.NewCtx()
-	var losses []float64
-	for range 4 {
-		xs, ys := make([]int32, 2*cfg.Context), make([]int32, 2*cfg.Context)
-		for i := range xs {
-			xs[i], ys[i] = int32(rng.IntN(cfg.Vocab)), int32(rng.IntN(cfg.Vocab))
-		}
-		require.NoError(t, tensor.Try(func() {
-			c.WithScope(func() {
-				x, y := c.FromInt32s(dev, xs, 2, cfg.Context), c.FromInt32s(dev, ys, 2, cfg.Context)
-				amp.With(c, prec, func() {
-					l := g.Loss(x, y)
-					require.NoError(t, l.Backward())
-					losses = append(losses, l.Item())
-				})
-				_, err := nn.ClipGradNorm(ps, 1)
-				require.NoError(t, err)
-				require.NoError(t, opt.Step())
-				nn.ZeroGrad(ps)
-			})
-		}))
-	}
-	var w [][]float32
-	for _, p := range ps {
-		w = append(w, p.Value.Float32s())
-	}
-	return losses, w
+	return trainAdamW(t, dev, prec, trainRun{maxNorm: 1, optimizer: func(opt *nn.AdamW) { opt.Overlap = overlap }})
 }
 
 // TestAdamWOverlapSameBits: an overlapped optimizer gives the losses and

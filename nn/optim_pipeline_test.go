@@ -9,7 +9,6 @@ import (
 
 	"github.com/strata-ml/strata/amp"
 	"github.com/strata-ml/strata/autograd"
-	"github.com/strata-ml/strata/memory"
 	"github.com/strata-ml/strata/nn"
 	"github.com/strata-ml/strata/tensor"
 )
@@ -22,56 +21,13 @@ import (
 // device's allocated memory.
 func trainPipelined(t *testing.T, dev tensor.Device, prec amp.State, pipeline bool, width int) ([]float64, [][]float32) {
 	t.Helper()
-	cfg := nn.GPTConfig{Vocab: 64, Context: 32, Layers: 3, Heads: 2, Width: 64}
-	g, err := nn.NewGPT(cfg, nn.Options{Device: dev, DType: tensor.Float32, Rng: rand.New(rand.NewPCG(3, 4))})
-	require.NoError(t, err)
-	g.Checkpoint = nn.Checkpointing{Mode: nn.CheckpointBlocks}
-	ps := g.Parameters()
-	defer nn.Release(ps)
-	opt := nn.NewAdamW(ps, 1e-2, 0.1)
-	opt.Pipeline, opt.PipelineWidth = pipeline, width
-	defer opt.Release()
-	rng := rand.New(rand.NewPCG(5, 6))
-	c := tensor.NewCtx()
-	var losses []float64
-	for range 4 {
-		xs, ys := make([]int32, 2*cfg.Context), make([]int32, 2*cfg.Context)
-		for i := range xs {
-			xs[i], ys[i] = int32(rng.IntN(cfg.Vocab)), int32(rng.IntN(cfg.Vocab))
-		}
-		require.NoError(t, tensor.Try(func() {
-			c.WithScope(func() {
-				x, y := c.FromInt32s(dev, xs, 2, cfg.Context), c.FromInt32s(dev, ys, 2, cfg.Context)
-				amp.With(c, prec, func() {
-					l := g.Loss(x, y)
-					require.NoError(t, l.Backward())
-					losses = append(losses, l.Item())
-				})
-				_, err := nn.ClipGradNorm(ps, 0.05)
-				require.NoError(t, err)
-				var grads int64
-				for _, p := range ps {
-					grads += p.Grad.Bytes()
-				}
-				before := dev.Memory().Stats().Roles[memory.RoleGradient].Requested.Current
-				require.NoError(t, opt.Step())
-				if pipeline {
-					for _, p := range ps {
-						require.Nil(t, p.Grad, "%s's gradient after a pipelined step", p.Name)
-					}
-					after := dev.Memory().Stats().Roles[memory.RoleGradient].Requested.Current
-					require.Equal(t, before-grads, after, "gradient bytes allocated after a pipelined step")
-				}
-				nn.ZeroGrad(ps)
-			})
-		}))
-	}
-	require.NoError(t, tensor.WaitOverlapped(dev))
-	var w [][]float32
-	for _, p := range ps {
-		w = append(w, p.Value.Float32s())
-	}
-	return losses, w
+	return trainAdamW(t, dev, prec, trainRun{
+		checkpoint: true,
+		maxNorm:    0.05,
+		optimizer:  func(opt *nn.AdamW) { opt.Pipeline, opt.PipelineWidth = pipeline, width },
+		released:   pipeline,
+		wait:       true,
+	})
 }
 
 // TestAdamWPipelineSameBits: a pipelined optimizer gives the losses and

@@ -32,12 +32,7 @@ import (
 // On the CPU it is AdamWSteps a group at a time, done called after each.
 func AdamWStepsPipelined(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta2, eps float64, step int, ends []int, width int, done func(lo, hi int)) {
 	const op = "AdamW"
-	if len(gs) != len(ps) || len(ms) != len(ps) || len(vs) != len(ps) || len(wd) != len(ps) {
-		fail(op, ErrArgument, "%d parameters with %d gradients, %d and %d moments and %d weight decays", len(ps), len(gs), len(ms), len(vs), len(wd))
-	}
-	if step < 1 {
-		fail(op, ErrArgument, "step %d: steps count from 1", step)
-	}
+	adamwCheckLens(op, ps, gs, ms, vs, wd, step)
 	for i, e := range ends {
 		if lo := groupStart(ends, i); e <= lo || e > len(ps) {
 			fail(op, ErrArgument, "group %d ends at %d after %d (of %d parameters): group ends must increase", i, e, lo, len(ps))
@@ -47,13 +42,7 @@ func AdamWStepsPipelined(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta
 		fail(op, ErrArgument, "the last group must end at %d, the number of parameters (group ends %v)", len(ps), ends)
 	}
 	for i, p := range ps {
-		sameDevice(op, p, gs[i], ms[i], vs[i])
-		sameArith(op, p, gs[i], ms[i], vs[i])
-		for _, t := range []*Tensor{gs[i], ms[i], vs[i]} {
-			if !shapeEq(t.shape, p.shape) || !t.IsContiguous() {
-				fail(op, ErrShape, "parameter %d %v with buffer %v (contiguous %v)", i, p.shape, t.shape, t.IsContiguous())
-			}
-		}
+		adamwCheckParam(op, i, p, gs[i], ms[i], vs[i])
 	}
 	// The CUDA runs (a group's parameters of one device and dtype; a
 	// model's are all of one) go into one adamw_multi table a device and
@@ -139,22 +128,6 @@ func groupStart(ends []int, i int) int {
 	return ends[i-1]
 }
 
-// startSide returns d's side stream, ordered after the work queued so far
-// on the device's stream (the backward pass, the gradients' clipping, the
-// moments' first fill), and marks an update pending (WaitOverlapped).
-func (d *cudaDevice) startSide(op string) *cudaSide {
-	s := d.sideStream(op)
-	d.mu.Lock()
-	err := s.start.Record(d.stream)
-	if err == nil {
-		err = s.stream.WaitEvent(s.start)
-	}
-	d.mu.Unlock()
-	d.check(op, "ordering the side stream after the device's", err)
-	s.pending.Store(true)
-	return s
-}
-
 // adamwPipelineRun queues the update of a group's parameters ps on side
 // stream s: rows [row, row+n) of the uploaded table tab, in launches of at
 // most width blocks (width <= 0: one launch). It records group g's event,
@@ -177,17 +150,7 @@ func (d *cudaDevice) adamwPipelineRun(s *cudaSide, g int, tab *memory.Allocation
 			})
 		}
 	}
-	ev := d.groupEvent(op, s, g)
-	d.check(op, "recording a side-stream event", ev.Record(s.stream))
-	fence := &sideFence{d: d, ev: ev, host: true}
-	for i := range ps {
-		for _, t := range [...]*Tensor{ps[i], ms[i], vs[i]} {
-			t.ref.st.fence.Store(fence)
-		}
-		if err := d.mem.RecordStream(gs[i].ref.st.alloc, s.memS); err != nil {
-			panic(&OpError{Op: op, Msg: "recording a gradient's use on the side stream", Err: err})
-		}
-	}
+	d.fenceGroup(op, s, g, true, ps, gs, ms, vs)
 }
 
 // adamwRowBytes is the size of a row of adamw_multi's table

@@ -171,6 +171,23 @@ func (d *cudaDevice) syncSide() error {
 func (b cudaBackend) adamwOverlapped(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta2, eps float64, step int, groupBytes int64) {
 	const op = "AdamW"
 	d := b.d
+	s := d.startSide(op)
+	for g, lo := 0, 0; lo < len(ps); g++ {
+		hi, n := lo, int64(0)
+		for hi < len(ps) && (hi == lo || n < groupBytes) {
+			n += ps[hi].Bytes()
+			hi++
+		}
+		d.adamwTable(s, ps[lo:hi], gs[lo:hi], ms[lo:hi], vs[lo:hi], wd[lo:hi], lr, beta1, beta2, eps, step, rawPtr)
+		d.fenceGroup(op, s, g, false, ps[lo:hi], gs[lo:hi], ms[lo:hi], vs[lo:hi])
+		lo = hi
+	}
+}
+
+// startSide returns d's side stream, ordered after the work queued so far
+// on the device's stream (the backward pass, the gradients' clipping, the
+// moments' first fill), and marks an update pending (WaitOverlapped).
+func (d *cudaDevice) startSide(op string) *cudaSide {
 	s := d.sideStream(op)
 	d.mu.Lock()
 	err := s.start.Record(d.stream)
@@ -180,24 +197,24 @@ func (b cudaBackend) adamwOverlapped(ps, gs, ms, vs []*Tensor, wd []float64, lr,
 	d.mu.Unlock()
 	d.check(op, "ordering the side stream after the device's", err)
 	s.pending.Store(true)
-	for g, lo := 0, 0; lo < len(ps); g++ {
-		hi, n := lo, int64(0)
-		for hi < len(ps) && (hi == lo || n < groupBytes) {
-			n += ps[hi].Bytes()
-			hi++
+	return s
+}
+
+// fenceGroup records group g's event on side stream s after the group's
+// update, fences the parameters ps and moments ms and vs on it (host: the
+// first user waits on the host too, see sideFence) and records the
+// gradients gs' use on s, so that their blocks return to the pool once
+// the group has run.
+func (d *cudaDevice) fenceGroup(op string, s *cudaSide, g int, host bool, ps, gs, ms, vs []*Tensor) {
+	ev := d.groupEvent(op, s, g)
+	d.check(op, "recording a side-stream event", ev.Record(s.stream))
+	fence := &sideFence{d: d, ev: ev, host: host}
+	for i := range ps {
+		for _, t := range [...]*Tensor{ps[i], ms[i], vs[i]} {
+			t.ref.st.fence.Store(fence)
 		}
-		d.adamwTable(s, ps[lo:hi], gs[lo:hi], ms[lo:hi], vs[lo:hi], wd[lo:hi], lr, beta1, beta2, eps, step, rawPtr)
-		ev := d.groupEvent(op, s, g)
-		d.check(op, "recording a side-stream event", ev.Record(s.stream))
-		fence := &sideFence{d: d, ev: ev}
-		for i := lo; i < hi; i++ {
-			for _, t := range [...]*Tensor{ps[i], ms[i], vs[i]} {
-				t.ref.st.fence.Store(fence)
-			}
-			if err := d.mem.RecordStream(gs[i].ref.st.alloc, s.memS); err != nil {
-				panic(&OpError{Op: op, Msg: "recording a gradient's use on the side stream", Err: err})
-			}
+		if err := d.mem.RecordStream(gs[i].ref.st.alloc, s.memS); err != nil {
+			panic(&OpError{Op: op, Msg: "recording a gradient's use on the side stream", Err: err})
 		}
-		lo = hi
 	}
 }

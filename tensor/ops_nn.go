@@ -491,12 +491,7 @@ func AdamWStepsOverlapped(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, bet
 // adamwSteps is AdamWSteps, overlapped on a GPU when groupBytes > 0.
 func adamwSteps(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta2, eps float64, step int, groupBytes int64) {
 	op := "AdamW"
-	if len(gs) != len(ps) || len(ms) != len(ps) || len(vs) != len(ps) || len(wd) != len(ps) {
-		fail(op, ErrArgument, "%d parameters with %d gradients, %d and %d moments and %d weight decays", len(ps), len(gs), len(ms), len(vs), len(wd))
-	}
-	if step < 1 {
-		fail(op, ErrArgument, "step %d: steps count from 1", step)
-	}
+	adamwCheckLens(op, ps, gs, ms, vs, wd, step)
 	type group struct {
 		dev Device
 		dt  DType
@@ -504,13 +499,7 @@ func adamwSteps(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta2, eps fl
 	}
 	var groups []*group
 	for i, p := range ps {
-		sameDevice(op, p, gs[i], ms[i], vs[i])
-		sameArith(op, p, gs[i], ms[i], vs[i])
-		for _, t := range []*Tensor{gs[i], ms[i], vs[i]} {
-			if !shapeEq(t.shape, p.shape) || !t.IsContiguous() {
-				fail(op, ErrShape, "parameter %d %v with buffer %v (contiguous %v)", i, p.shape, t.shape, t.IsContiguous())
-			}
-		}
+		adamwCheckParam(op, i, p, gs[i], ms[i], vs[i])
 		var g *group
 		for _, h := range groups {
 			if h.dev == p.dev && h.dt == p.dtype {
@@ -540,6 +529,31 @@ func adamwSteps(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta2, eps fl
 			continue
 		}
 		g.dev.backend().adamwMulti(pick(ps), pick(gs), pick(ms), pick(vs), w, lr, beta1, beta2, eps, step)
+	}
+}
+
+// adamwCheckLens fails unless gs, ms, vs and wd have an entry for each
+// parameter of ps and step counts from 1 (adamwSteps and
+// AdamWStepsPipelined).
+func adamwCheckLens(op string, ps, gs, ms, vs []*Tensor, wd []float64, step int) {
+	if len(gs) != len(ps) || len(ms) != len(ps) || len(vs) != len(ps) || len(wd) != len(ps) {
+		fail(op, ErrArgument, "%d parameters with %d gradients, %d and %d moments and %d weight decays", len(ps), len(gs), len(ms), len(vs), len(wd))
+	}
+	if step < 1 {
+		fail(op, ErrArgument, "step %d: steps count from 1", step)
+	}
+}
+
+// adamwCheckParam fails unless parameter i, p, and its gradient g and
+// moments m and v share a device and arithmetic, and the buffers have p's
+// shape and are contiguous (adamwSteps and AdamWStepsPipelined).
+func adamwCheckParam(op string, i int, p, g, m, v *Tensor) {
+	sameDevice(op, p, g, m, v)
+	sameArith(op, p, g, m, v)
+	for _, t := range []*Tensor{g, m, v} {
+		if !shapeEq(t.shape, p.shape) || !t.IsContiguous() {
+			fail(op, ErrShape, "parameter %d %v with buffer %v (contiguous %v)", i, p.shape, t.shape, t.IsContiguous())
+		}
 	}
 }
 

@@ -1,0 +1,90 @@
+package nn_test
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/amp"
+	"github.com/strata-ml/strata/memory"
+	"github.com/strata-ml/strata/nn"
+	"github.com/strata-ml/strata/tensor"
+)
+
+// trainRun sets up a trainAdamW run.
+type trainRun struct {
+	checkpoint bool            // checkpoint the blocks
+	maxNorm    float64         // ClipGradNorm's max norm, every step
+	optimizer  func(*nn.AdamW) // sets the optimizer's options (nil: plain)
+	// released checks after each Step that every gradient was released and
+	// that the gradients' bytes left the device's allocated memory (a
+	// pipelined optimizer).
+	released bool
+	wait     bool // tensor.WaitOverlapped before reading the weights
+}
+
+// trainAdamW trains a small GPT for a few steps with AdamW, clipping
+// every step, as run says, and returns the losses and the final weights
+// (TestAdamWOverlapSameBits, TestAdamWPipelineSameBits).
+func trainAdamW(t *testing.T, dev tensor.Device, prec amp.State, run trainRun) ([]float64, [][]float32) {
+	t.Helper()
+	cfg := nn.GPTConfig{Vocab: 64, Context: 32, Layers: 3, Heads: 2, Width: 64}
+	g, err := nn.NewGPT(cfg, nn.Options{Device: dev, DType: tensor.Float32, Rng: rand.New(rand.NewPCG(3, 4))})
+	require.NoError(t, err)
+	if run.checkpoint {
+		g.Checkpoint = nn.Checkpointing{Mode: nn.CheckpointBlocks}
+	}
+	ps := g.Parameters()
+	defer nn.Release(ps)
+	opt := nn.NewAdamW(ps, 1e-2, 0.1)
+	if run.optimizer != nil {
+		run.optimizer(opt)
+	}
+	defer opt.Release()
+	rng := rand.New(rand.NewPCG(5, 6))
+	c := tensor.NewCtx()
+	var losses []float64
+	for range 4 {
+		xs, ys := make([]int32, 2*cfg.Context), make([]int32, 2*cfg.Context)
+		for i := range xs {
+			xs[i], ys[i] = int32(rng.IntN(cfg.Vocab)), int32(rng.IntN(cfg.Vocab))
+		}
+		require.NoError(t, tensor.Try(func() {
+			c.WithScope(func() {
+				x, y := c.FromInt32s(dev, xs, 2, cfg.Context), c.FromInt32s(dev, ys, 2, cfg.Context)
+				amp.With(c, prec, func() {
+					l := g.Loss(x, y)
+					require.NoError(t, l.Backward())
+					losses = append(losses, l.Item())
+				})
+				_, err := nn.ClipGradNorm(ps, run.maxNorm)
+				require.NoError(t, err)
+				var grads, before int64
+				if run.released {
+					for _, p := range ps {
+						grads += p.Grad.Bytes()
+					}
+					before = dev.Memory().Stats().Roles[memory.RoleGradient].Requested.Current
+				}
+				require.NoError(t, opt.Step())
+				if run.released {
+					for _, p := range ps {
+						require.Nil(t, p.Grad, "%s's gradient after a pipelined step", p.Name)
+					}
+					after := dev.Memory().Stats().Roles[memory.RoleGradient].Requested.Current
+					require.Equal(t, before-grads, after, "gradient bytes allocated after a pipelined step")
+				}
+				nn.ZeroGrad(ps)
+			})
+		}))
+	}
+	if run.wait {
+		require.NoError(t, tensor.WaitOverlapped(dev))
+	}
+	var w [][]float32
+	for _, p := range ps {
+		w = append(w, p.Value.Float32s())
+	}
+	return losses, w
+}
