@@ -24,6 +24,10 @@
 #            AB_REPS times: fp32 fused (three TF32 products), fused with
 #            STRATA_ATTENTION=simt (float32 math) and plain; tf32 fused
 #            (TF32) and plain
+#   graph    -cuda-graph off and on, alternating GRAPH_REPS times (default
+#            2), over GRAPH_ROWS (config:precision, default tiny:bf16
+#            char:bf16 char:fp32 gpt2:bf16 gpt2:fp32), after train-gpt's
+#            GPU tests (TestGPUCUDAGraphSameLosses among them)
 #   addition the default task (train-gpt -device cuda -precision bf16):
 #            its held-out accuracy
 #   cencu    ncu's speed-of-light, occupancy, compute and memory sections
@@ -84,6 +88,17 @@ if has attn32; then
       set -- $v; n=$((n + 1))
       timeout 120 env ${3:+STRATA_ATTENTION=$3} .gpu/train-gpt -device cuda -bench -config gpt2 -precision "$1" -attention "$2" >> "$res" 2> "$L/attn32-$n.txt"
       say "attn32 $v rep $rep: exit $?; $(field tok_s) $(field peak_mib) $(field loss)"
+    done
+  done
+fi
+
+if has graph; then
+  (cd examples/train-gpt && STRATA_REQUIRE_GPU=1 timeout 240 ../../.gpu/train-gpt.test -test.run 'GPU' -test.v > "$L/test-train-gpt.log" 2>&1)
+  say "test train-gpt -run GPU: exit $?; $(grep -c -- '--- PASS' "$L/test-train-gpt.log") passed, $(grep -c -- '--- FAIL' "$L/test-train-gpt.log") failed"
+  grep -E -- '--- FAIL|panic:|Error:|cuda-graph on:' "$L/test-train-gpt.log" | head -15 | tee -a "$OUT/summary.txt"
+  for rep in $(seq "${GRAPH_REPS:-2}"); do
+    for r in ${GRAPH_ROWS:-tiny:bf16 char:bf16 char:fp32 gpt2:bf16 gpt2:fp32}; do
+      for g in off on; do row -config "${r%%:*}" -precision "${r##*:}" -cuda-graph "$g"; done
     done
   done
 fi

@@ -13,6 +13,7 @@
 // SGD updates in double and rounds to T where PyTorch stores a value.
 #pragma once
 #include "common.cuh"
+#include "guard.cuh"
 
 #define DADD __dadd_rn
 #define DSUB __dsub_rn
@@ -164,6 +165,37 @@ __device__ void adamw_multi(const AdamWChunk* chunks, T w1, T beta2, T w2, T ste
     adamw_elem(p, g, m, v, i, decay, w1, beta2, w2, stepSize, bc2Sqrt, eps, lerpLow);
 }
 
+// AdamWArgs mirrors tensor's adamwArgsWords: a step's learning rate and
+// constants (adamwConstants on the host, unfolded), written by the host
+// before the step, for adamw_multi_guarded. AdamWChunk.decay holds the
+// weight decay there; the kernel forms 1 - lr * weight decay in double as
+// the host does.
+struct AdamWArgs {
+  double lr, w1, beta2, w2, stepSize, bc2Sqrt, eps;
+  int lerpLow;
+  int pad;
+};
+
+// adamw_multi_guarded is adamw_multi with its constants read from a and
+// nothing done when g->skip is set (a captured step whose loss or norm is
+// not finite: guard.cuh). float64 folds bc2Sqrt into stepSize and eps as
+// the host does for adamw_multi.
+template <typename T>
+__device__ void adamw_multi_guarded(const AdamWChunk* chunks, const AdamWArgs* a, const StepGuard* g) {
+  if (g != nullptr && g->skip) return;
+  const AdamWChunk c = chunks[blockIdx.x];
+  double stepSize = a->stepSize, eps = a->eps;
+  if (sizeof(T) == 8) stepSize = DMUL(stepSize, a->bc2Sqrt), eps = DMUL(eps, a->bc2Sqrt);
+  const T decay = (T)DSUB(1.0, DMUL(a->lr, c.decay));
+  const T w1 = (T)a->w1, beta2 = (T)a->beta2, w2 = (T)a->w2, ss = (T)stepSize, bc = (T)a->bc2Sqrt, e = (T)eps;
+  T* p = (T*)c.p;
+  const T* gr = (const T*)c.g;
+  T *m = (T*)c.m, *v = (T*)c.v;
+  if (adamw_chunk4(p, gr, m, v, c.n, decay, w1, beta2, w2, ss, bc, e, a->lerpLow)) return;
+  for (i64 i = threadIdx.x; i < c.n; i += blockDim.x)
+    adamw_elem(p, gr, m, v, i, decay, w1, beta2, w2, ss, bc, e, a->lerpLow);
+}
+
 #define OPTIM_KERNELS(sfx, T)                                                                            \
   extern "C" __global__ void __launch_bounds__(256) adamw_##sfx(T* p, const T* g, T* m, T* v, i64 n, T decay,  \
                                                                   T w1, T beta2, T w2, T stepSize, T bc2Sqrt, \
@@ -175,6 +207,10 @@ __device__ void adamw_multi(const AdamWChunk* chunks, T w1, T beta2, T w2, T ste
                                                                         int lerpLow) {                          \
     adamw_multi<T>(chunks, w1, beta2, w2, stepSize, bc2Sqrt, eps, lerpLow);                                    \
   }                                                                                                          \
+  extern "C" __global__ void __launch_bounds__(256)                                                      \
+      adamw_multi_guarded_##sfx(const AdamWChunk* chunks, const AdamWArgs* a, const StepGuard* g) {      \
+    adamw_multi_guarded<T>(chunks, a, g);                                                                \
+  }                                                                                                      \
   extern "C" __global__ void __launch_bounds__(256)                                                      \
       sgd_##sfx(T* p, const T* g, T* buf, i64 n, double lr, double momentum, double wd, int nesterov) {  \
     sgd<T>(p, g, buf, n, lr, momentum, wd, nesterov);                                                    \

@@ -24,8 +24,10 @@ type CUDAStreams struct {
 
 	mu      sync.Mutex
 	streams map[Stream]*cuda.Stream
-	events  []*cuda.Event // the event of token i+1
-	spare   []StreamEvent // released tokens
+	private int             // private streams made so far
+	held    map[Stream]bool // streams whose segments EmptyCache keeps
+	events  []*cuda.Event   // the event of token i+1
+	spare   []StreamEvent   // released tokens
 	closed  bool
 }
 
@@ -81,6 +83,41 @@ func (c *CUDAStreams) CUDA(s Stream) (*cuda.Stream, error) {
 			uintptr(s), c.ctx.Device(), ErrInvalidArgument)
 	}
 	return st, nil
+}
+
+// Private returns a new pool stream that stands for no CUDA stream: a
+// private pool, whose cached blocks only allocations on it reuse (a
+// captured CUDA graph's: tensor.CaptureGraph allocates on it while it
+// captures). Its numbers are odd, so they never equal a stream handle (an
+// aligned address). Recording events on it is refused.
+func (c *CUDAStreams) Private() Stream {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.private++
+	return Stream(2*c.private + 1)
+}
+
+// Hold makes EmptyCache and the out-of-memory retry keep the segments of
+// stream s (held) or lets them go again; CUDAStreams is then the pools'
+// StreamHolder.
+func (c *CUDAStreams) Hold(s Stream, held bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.held == nil {
+		c.held = map[Stream]bool{}
+	}
+	if held {
+		c.held[s] = true
+	} else {
+		delete(c.held, s)
+	}
+}
+
+// Held reports whether stream s is held (StreamHolder).
+func (c *CUDAStreams) Held(s Stream) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.held[s]
 }
 
 // RecordEvent records an event on stream s and returns its token.

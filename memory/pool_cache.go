@@ -30,13 +30,15 @@ func (p *Pool) emptyCache() error {
 	return errors.Join(werr, err)
 }
 
-// releaseCached releases the fully free segments and returns their bytes.
+// releaseCached releases the fully free segments, except those of held
+// streams (StreamHolder), and returns their bytes.
 func (p *Pool) releaseCached() (int64, error) {
 	var released int64
 	var errs []error
+	h := p.holder()
 	for seg := p.segs; seg != nil; {
 		next := seg.next
-		if seg.live == 0 && seg.x == nil {
+		if seg.live == 0 && seg.x == nil && !heldBy(h, seg.stream) {
 			b := seg.first
 			if b.next != nil || b.size != seg.region.Size || b.state != blockFree {
 				panic(fmt.Sprintf("memory: pool %s: free segment at %#x not coalesced", p.name, seg.region.Addr))

@@ -9,7 +9,8 @@ import (
 // unmaps whole free pages, Close releases everything.
 
 // releaseExpandable unmaps and releases every whole page inside the free
-// blocks of the expandable segments, and gives back the address space of
+// blocks of the expandable segments (but those of held streams:
+// StreamHolder), and gives back the address space of
 // those left with no memory at all. It returns the bytes released.
 func (p *Pool) releaseExpandable() (int64, error) {
 	var released int64
@@ -24,9 +25,10 @@ func (p *Pool) releaseExpandable() (int64, error) {
 			return 0, err
 		}
 	}
+	h := p.holder()
 	for seg := p.segs; seg != nil; {
 		next := seg.next
-		if seg.x == nil {
+		if seg.x == nil || heldBy(h, seg.stream) {
 			seg = next
 			continue
 		}

@@ -34,3 +34,22 @@ type StreamSync interface {
 	// once per token, after Done or Wait reported it finished, or at Close.
 	Release(ev StreamEvent)
 }
+
+// StreamHolder is implemented by a StreamSync that can hold streams:
+// while Held(s) reports true, EmptyCache and the retry before an
+// out-of-memory error leave the segments of stream s alone, free blocks
+// and all. A captured CUDA graph's private pool is such a stream
+// (CUDAStreams.Private; tensor.CaptureGraph): its replays write the blocks
+// that were freed during capture, which the pool sees as free cache.
+type StreamHolder interface {
+	Held(s Stream) bool
+}
+
+// holder returns the pool's StreamHolder, or nil.
+func (p *Pool) holder() StreamHolder {
+	h, _ := p.sync.(StreamHolder)
+	return h
+}
+
+// heldBy reports whether h (nil: none) holds stream s.
+func heldBy(h StreamHolder, s Stream) bool { return h != nil && h.Held(s) }

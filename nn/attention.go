@@ -42,18 +42,21 @@ func ParseAttention(s string) (Attention, error) {
 	return 0, fmt.Errorf("nn: attention %q: want plain or fused", s)
 }
 
-// AutoAttention is the runtime's default attention on dev, tensorCores
-// saying whether the products run on tensor cores (half-precision
-// autocast, or float32 with TF32 allowed): fused on CUDA when they do,
-// where the fused kernels' tensor-core versions run (gpt2 bf16 1.41x
-// faster than plain on the H200, bench/results/gpu-call2-2026-12-02-s7-summary.txt;
-// gpt2 tf32 1.23x, bench/results/speed-2026-12-02-s13.md), plain
-// elsewhere: the float32-math fused kernels hold no (B, H, T, T) matrix
-// but train gpt2 1.4% slower than plain attention
-// (bench/results/hybrid-2026-12-02-s11.md, call 1), so they are chosen for
+// AutoAttention is the runtime's default attention on dev for heads of
+// headDim elements, lowPrecision saying whether the products run in half
+// precision (autocast) or TF32: fused on CUDA wherever the fused kernels
+// run on tensor cores, plain elsewhere. They do in half precision (gpt2
+// bf16 1.41x faster than plain on the H200,
+// bench/results/gpu-call2-2026-12-02-s7-summary.txt), in TF32 (gpt2 1.23x)
+// and in float32 at heads of up to 64, through three TF32 products a
+// product, as accurate as float32 (3xTF32: gpt2 fp32 1.08x,
+// bench/results/speed-2026-12-02-s13.md). Wider float32 heads keep
+// float32 math in the fused kernels, which hold no (B, H, T, T) matrix but
+// train 1.4% slower than plain attention
+// (bench/results/hybrid-2026-12-02-s11.md, call 1): they are chosen for
 // memory, not by default.
-func AutoAttention(dev tensor.Device, tensorCores bool) Attention {
-	if dev.Kind() == tensor.KindCUDA && tensorCores {
+func AutoAttention(dev tensor.Device, lowPrecision bool, headDim int) Attention {
+	if dev.Kind() == tensor.KindCUDA && (lowPrecision || headDim <= 64) {
 		return AttentionFused
 	}
 	return AttentionPlain

@@ -131,10 +131,11 @@ func TestGPTFusedAttentionCheckpointed(t *testing.T) {
 }
 
 func TestAutoAttention(t *testing.T) {
-	require.Equal(t, nn.AttentionPlain, nn.AutoAttention(tensor.CPU(), true), "the CPU has no fused tensor-core kernels")
-	require.Equal(t, nn.AttentionPlain, nn.AutoAttention(tensor.CPU(), false))
+	require.Equal(t, nn.AttentionPlain, nn.AutoAttention(tensor.CPU(), true, 64), "the CPU has no fused tensor-core kernels")
+	require.Equal(t, nn.AttentionPlain, nn.AutoAttention(tensor.CPU(), false, 64))
 	if dev, err := tensor.CUDA(0); err == nil {
-		require.Equal(t, nn.AttentionFused, nn.AutoAttention(dev, true))
-		require.Equal(t, nn.AttentionPlain, nn.AutoAttention(dev, false), "fp32 without TF32: plain")
+		require.Equal(t, nn.AttentionFused, nn.AutoAttention(dev, true, 128))
+		require.Equal(t, nn.AttentionFused, nn.AutoAttention(dev, false, 64), "fp32 heads of 64: 3xTF32 on tensor cores")
+		require.Equal(t, nn.AttentionPlain, nn.AutoAttention(dev, false, 128), "fp32 heads of 128: float32 math, slower than plain")
 	}
 }

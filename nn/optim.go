@@ -80,27 +80,7 @@ func (o *AdamW) Steps() int { return o.step }
 // out of memory leaves the parameters and the step count as they were.
 func (o *AdamW) Step() error {
 	return tensor.Try(func() {
-		for _, p := range o.Params {
-			if p.Grad != nil && p.RequiresGrad() {
-				o.state(p)
-			}
-		}
-		var pp []*Parameter
-		var ps, gs, ms, vs []*tensor.Tensor
-		var wds []float64
-		for _, p := range o.Params {
-			if p.Grad == nil || !p.RequiresGrad() {
-				continue
-			}
-			m, v := o.state(p)
-			wd := 0.0
-			if p.Decay {
-				wd = o.WeightDecay
-			}
-			pp = append(pp, p)
-			ps, gs, ms, vs = append(ps, p.Value), append(gs, p.Grad), append(ms, m), append(vs, v)
-			wds = append(wds, wd)
-		}
+		pp, ps, gs, ms, vs, wds := o.updates()
 		// One launch for every parameter of a device and dtype
 		// (tensor.AdamWSteps checks them all before changing any), or one
 		// a group when overlapped or pipelined.
@@ -119,6 +99,32 @@ func (o *AdamW) Step() error {
 		}
 		o.step++
 	})
+}
+
+// updates lists the parameters with a gradient, with their values,
+// gradients, moments and weight decays. The moments a first step needs
+// are allocated before any list is made (panicking with an *OpError when
+// memory runs out), so a step that fails leaves everything as it was.
+func (o *AdamW) updates() (pp []*Parameter, ps, gs, ms, vs []*tensor.Tensor, wds []float64) {
+	for _, p := range o.Params {
+		if p.Grad != nil && p.RequiresGrad() {
+			o.state(p)
+		}
+	}
+	for _, p := range o.Params {
+		if p.Grad == nil || !p.RequiresGrad() {
+			continue
+		}
+		m, v := o.state(p)
+		wd := 0.0
+		if p.Decay {
+			wd = o.WeightDecay
+		}
+		pp = append(pp, p)
+		ps, gs, ms, vs = append(ps, p.Value), append(gs, p.Grad), append(ms, m), append(vs, v)
+		wds = append(wds, wd)
+	}
+	return pp, ps, gs, ms, vs, wds
 }
 
 // overlapGroup is the group size of an overlapped step: a 32nd of the

@@ -22,6 +22,9 @@ type trainRun struct {
 	// pipelined optimizer).
 	released bool
 	wait     bool // tensor.WaitOverlapped before reading the weights
+	// guarded clips and updates through ClipGradNormGuarded,
+	// PrepareGuarded and StepGuarded (the step a CUDA graph captures).
+	guarded bool
 }
 
 // trainAdamW trains a small GPT for a few steps with AdamW, clipping
@@ -42,6 +45,16 @@ func trainAdamW(t *testing.T, dev tensor.Device, prec amp.State, run trainRun) (
 		run.optimizer(opt)
 	}
 	defer opt.Release()
+	var guard *tensor.StepGuard
+	var args *tensor.AdamWArgs
+	if run.guarded {
+		guard, err = tensor.NewStepGuard(dev)
+		require.NoError(t, err)
+		defer guard.Release()
+		args, err = tensor.NewAdamWArgs(dev)
+		require.NoError(t, err)
+		defer args.Release()
+	}
 	rng := rand.New(rand.NewPCG(5, 6))
 	c := tensor.NewCtx()
 	var losses []float64
@@ -53,6 +66,21 @@ func trainAdamW(t *testing.T, dev tensor.Device, prec amp.State, run trainRun) (
 		require.NoError(t, tensor.Try(func() {
 			c.WithScope(func() {
 				x, y := c.FromInt32s(dev, xs, 2, cfg.Context), c.FromInt32s(dev, ys, 2, cfg.Context)
+				if run.guarded {
+					amp.With(c, prec, func() {
+						l := g.Loss(x, y)
+						require.NoError(t, l.Backward())
+						require.NoError(t, nn.ClipGradNormGuarded(ps, l.Value, run.maxNorm, guard))
+					})
+					require.NoError(t, opt.PrepareGuarded(args))
+					require.NoError(t, opt.StepGuarded(args, guard))
+					r, err := guard.Result()
+					require.NoError(t, err)
+					require.False(t, r.Skipped)
+					losses = append(losses, r.Loss)
+					nn.ZeroGrad(ps)
+					return
+				}
 				amp.With(c, prec, func() {
 					l := g.Loss(x, y)
 					require.NoError(t, l.Backward())

@@ -368,5 +368,13 @@ func driveBackend(t *testing.T, d *cudaDevice, b cudaBackend, dt DType) {
 		}
 	}
 	b.adamwMulti([]*Tensor{x, big}, []*Tensor{x, big}, []*Tensor{x, big}, []*Tensor{x, big}, []float64{0, 0.1}, 1e-3, 0.9, 0.99, 1e-8, 2)
+	// The guarded step (guard.go): its blocks at made-up mapped addresses.
+	guard := &StepGuard{dev: d, w: new(stepGuardWords), cu: &cudaMapped{d: d, dev: 3 << 30}}
+	args := &AdamWArgs{dev: d, w: new(adamwArgsWords), cu: &cudaMapped{d: d, dev: 4 << 30}}
+	b.adamwGuarded([]*Tensor{x, big}, []*Tensor{x, big}, []*Tensor{x, big}, []*Tensor{x, big}, []float64{0, 0.1}, args, guard)
+	if dt == Float32 {
+		b.clipGuarded(guard, []*Tensor{x, big}, n(1), 1)
+		b.clipGuarded(guard, nil, nil, 1)
+	}
 	b.sgd(x, x, x, 0.1, 0.9, 0, true)
 }

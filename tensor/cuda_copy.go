@@ -15,6 +15,7 @@ import (
 
 func (b cudaBackend) upload(dst *Tensor, src []byte) {
 	d := b.d
+	d.refuseInCapture("upload", "copying host data to the device")
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.check("upload", "copying host memory to the device", d.q.copyHtoD(devPtr(dst), src))
@@ -25,6 +26,7 @@ func (b cudaBackend) upload(dst *Tensor, src []byte) {
 // it as an error; this catches a report made in between).
 func (b cudaBackend) download(dst []byte, src *Tensor) {
 	d := b.d
+	d.refuseInCapture("download", "reading device memory on the host")
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.check("download", "copying device memory to the host", d.q.copyDtoH(dst, devPtr(src)))

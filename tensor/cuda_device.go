@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/strata-ml/strata/cuda"
 	"github.com/strata-ml/strata/memory"
@@ -46,6 +47,9 @@ type cudaDevice struct {
 
 	vmm bool // device memory is expandable (cuda_copy.go's copyDevice)
 
+	// capture is the CUDA graph capture in progress (graph.go), or nil.
+	capture atomic.Pointer[cudaCapture]
+
 	ltOnce sync.Once // cuBLASLt: products with epilogues (cuda_blaslt.go)
 	lt     *cuda.BLASLt
 	ltErr  error
@@ -63,6 +67,9 @@ func (d *cudaDevice) backend() backend        { return cudaBackend{d} }
 func (d *cudaDevice) Synchronize() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.capturing() != nil {
+		return d.syncLocked() // refused
+	}
 	if err := d.syncSide(); err != nil {
 		return fmt.Errorf("tensor: synchronizing %v's side stream: %w", d, err)
 	}
@@ -72,6 +79,9 @@ func (d *cudaDevice) Synchronize() error {
 // syncLocked waits for the device's stream (not the side stream: a result
 // read through it waits for side-stream writes by its fences already).
 func (d *cudaDevice) syncLocked() error {
+	if d.capturing() != nil {
+		return &OpError{Op: "Synchronize", Msg: fmt.Sprintf("waiting for %v while it captures a CUDA graph: %s", d, captureRule), Err: ErrArgument}
+	}
 	if err := d.q.sync(); err != nil {
 		return fmt.Errorf("tensor: synchronizing %v: %w", d, err)
 	}

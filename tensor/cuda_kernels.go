@@ -93,7 +93,9 @@ type cudaKernels struct {
 
 	dropout, adamw, adamwMulti, sgd [2]*cuda.Function
 	gemmF64                         *cuda.Function
-	unscaleCheck                    *cuda.Function // kernels/amp.cuh
+	unscaleCheck                    *cuda.Function    // kernels/amp.cuh
+	adamwMultiGuarded               [2]*cuda.Function // kernels/optim.cuh, for graphs
+	clipGuard, scaleGuarded         *cuda.Function    // kernels/guard.cuh
 
 	attention attentionKernels // kernels/attention.cuh (cuda_attention.go)
 }
@@ -108,6 +110,8 @@ func (k *cudaKernels) bindings() map[string]**cuda.Function {
 		"sort_keys_tile":             &k.sortKeysTile,
 		"sort_keys_step":             &k.sortKeysStep,
 		"unscale_check_f32":          &k.unscaleCheck,
+		"clip_guard":                 &k.clipGuard,
+		"scale_guarded_f32":          &k.scaleGuarded,
 		"copy_strided_b16_i32":       &k.copyWide[kIdx32],
 		"copy_strided_b16_i64":       &k.copyWide[kIdx64],
 		"unary_to_f32_f16":           &k.unaryTo[0],
@@ -178,6 +182,7 @@ func (k *cudaKernels) bindings() map[string]**cuda.Function {
 		m["dropout_"+sfx] = &k.dropout[f]
 		m["adamw_"+sfx] = &k.adamw[f]
 		m["adamw_multi_"+sfx] = &k.adamwMulti[f]
+		m["adamw_multi_guarded_"+sfx] = &k.adamwMultiGuarded[f]
 		m["sgd_"+sfx] = &k.sgd[f]
 	}
 	return m

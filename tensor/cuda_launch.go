@@ -111,6 +111,7 @@ func (d *cudaDevice) launch(op string, fn *cuda.Function, grid, block [3]uint32,
 func (d *cudaDevice) launchOn(s *cudaSide, op string, fn *cuda.Function, grid, block [3]uint32, set func(a *cuda.Args)) {
 	q, where := d.q, ""
 	if s != nil {
+		d.refuseInCapture(op, "queuing work on the side stream")
 		q, where = s.q, "'s side stream"
 	}
 	d.mu.Lock()
@@ -128,6 +129,13 @@ func (d *cudaDevice) launchOn(s *cudaSide, op string, fn *cuda.Function, grid, b
 
 // cudaLaunches counts kernel launches on every CUDA device.
 var cudaLaunches atomic.Uint64
+
+// cudaGraphLaunches counts Graph.Launch calls.
+var cudaGraphLaunches atomic.Uint64
+
+// CUDAGraphLaunches is the number of graph replays queued so far
+// (Graph.Launch).
+func CUDAGraphLaunches() uint64 { return cudaGraphLaunches.Load() }
 
 // CUDALaunches is the number of kernels launched on CUDA devices so far
 // (cuBLAS's own launches not included); sample it around a training step.
@@ -160,7 +168,7 @@ func (d *cudaDevice) scratch(op string, n int) *memory.Allocation {
 // stream): its block is cached for that stream, so it may be freed as
 // soon as the work is queued there.
 func (d *cudaDevice) scratchOn(s *cudaSide, op string, n int) *memory.Allocation {
-	memS := d.memS
+	memS := d.memStream()
 	if s != nil {
 		memS = s.memS
 	}

@@ -26,5 +26,11 @@ func newCUDAManager(ctx *cuda.Context, stream *cuda.Stream) (*memory.Manager, *m
 	return m, streams, s, nil
 }
 
-// memStream is the pool stream the device's tensors are allocated on.
-func (d *cudaDevice) memStream() memory.Stream { return d.memS }
+// memStream is the pool stream the device's tensors are allocated on:
+// the device stream's, or while a graph is captured its private pool.
+func (d *cudaDevice) memStream() memory.Stream {
+	if c := d.capturing(); c != nil {
+		return c.pool
+	}
+	return d.memS
+}

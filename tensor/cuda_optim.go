@@ -20,7 +20,7 @@ func (b cudaBackend) adamw(p, g, m, v *Tensor, lr, beta1, beta2, eps, wd float64
 	c := adamwConstants(f, lr, beta1, beta2, eps, step)
 	d.launch1("AdamW", d.k.adamw[f], n, func(a *cuda.Args) {
 		a.Ptr(devPtr(p)).Ptr(devPtr(g)).Ptr(devPtr(m)).Ptr(devPtr(v)).Int64(int64(n))
-		argT(a, f, 1-lr*wd)
+		argT(a, f, 1-float64(lr*wd))
 		c.args(a, f)
 	})
 }
@@ -53,10 +53,38 @@ func (d *cudaDevice) adamwTable(s *cudaSide, ps, gs, ms, vs []*Tensor, wd []floa
 	})
 }
 
+// adamwGuarded is AdamWStepsGuarded on the device: adamw_multi_guarded
+// over a table whose rows hold each parameter's weight decay (the kernel
+// forms the decay factor from the learning rate in a), reading the step's
+// constants from a and the skip flag from guard when it runs.
+func (b cudaBackend) adamwGuarded(ps, gs, ms, vs []*Tensor, wd []float64, a *AdamWArgs, guard *StepGuard) {
+	d := b.d
+	rows, f := adamwRowsWith(ps, gs, ms, vs, func(i int) float64 { return wd[i] }, devPtr)
+	if len(rows) == 0 {
+		return
+	}
+	tab, done := d.argTable("AdamW", rows)
+	defer done()
+	var g cuda.DevicePtr
+	if guard != nil {
+		g = guard.cu.dev
+	}
+	d.launch("AdamW", d.k.adamwMultiGuarded[f], [3]uint32{uint32(len(rows) / 48), 1, 1}, block1, func(args *cuda.Args) {
+		args.Ptr(tab).Ptr(a.cu.dev).Ptr(g)
+	})
+}
+
 // adamwRows lays out adamw_multi's table for the parameters (their
 // addresses from ptr) and returns it with the dtype's float index (-1
 // when every parameter is empty).
 func adamwRows(ps, gs, ms, vs []*Tensor, wd []float64, lr float64, ptr func(*Tensor) cuda.DevicePtr) (rows []byte, f int) {
+	// float64(...) rounds the product: no fused multiply-add, so the
+	// factor is the one adamw_multi_guarded forms with __dmul_rn, __dsub_rn.
+	return adamwRowsWith(ps, gs, ms, vs, func(i int) float64 { return 1 - float64(lr*wd[i]) }, ptr)
+}
+
+// adamwRowsWith is adamwRows with row field decay(i) for parameter i.
+func adamwRowsWith(ps, gs, ms, vs []*Tensor, decay func(i int) float64, ptr func(*Tensor) cuda.DevicePtr) (rows []byte, f int) {
 	f = -1
 	rowCount := 0
 	for _, p := range ps {
@@ -76,7 +104,7 @@ func adamwRows(ps, gs, ms, vs []*Tensor, wd []float64, lr float64, ptr func(*Ten
 				rows = binary.LittleEndian.AppendUint64(rows, q+uint64(lo)*sz)
 			}
 			rows = binary.LittleEndian.AppendUint64(rows, uint64(min(adamwChunk, n-lo)))
-			rows = binary.LittleEndian.AppendUint64(rows, math.Float64bits(1-lr*wd[i]))
+			rows = binary.LittleEndian.AppendUint64(rows, math.Float64bits(decay(i)))
 		}
 	}
 	return rows, f

@@ -100,6 +100,20 @@ func scratchPtr(a *memory.Allocation) cuda.DevicePtr {
 // tensor took its own, then 148 launches of a few microseconds each.
 func (b cudaBackend) sumSquares(srcs []*Tensor) float64 {
 	d := b.d
+	d.resultMu.Lock() // one reader of the scalar slot at a time
+	defer d.resultMu.Unlock()
+	if !b.sumSquaresInto(d.status.dev, srcs) {
+		return 0
+	}
+	d.syncForResult("SumSquares")
+	return d.status.words.scalar
+}
+
+// sumSquaresInto queues the sum of squares of srcs into the scalar slot
+// of the Status block at st (the device's own, or a StepGuard's) and
+// reports whether it queued anything (false: no elements, slot untouched).
+func (b cudaBackend) sumSquaresInto(st cuda.DevicePtr, srcs []*Tensor) bool {
+	d := b.d
 	type job struct {
 		t             *Tensor
 		f, at, chunks int
@@ -128,10 +142,8 @@ func (b cudaBackend) sumSquares(srcs []*Tensor) float64 {
 		total += chunks
 	}
 	if total == 0 {
-		return 0
+		return false
 	}
-	d.resultMu.Lock() // one reader of the scalar slot at a time
-	defer d.resultMu.Unlock()
 	var part *memory.Allocation
 	if total > 1 {
 		part = d.scratch("SumSquares", total)
@@ -141,7 +153,7 @@ func (b cudaBackend) sumSquares(srcs []*Tensor) float64 {
 	if len(jobs) == 1 {
 		j := jobs[0]
 		d.launch("SumSquares", d.k.sumSquares[j.f], [3]uint32{uint32(j.chunks), 1, 1}, block1, func(a *cuda.Args) {
-			a.Ptr(d.status.dev).Ptr(base).Ptr(devPtr(j.t)).Int64(int64(j.t.Numel())).Int64(int64(j.chunkLen))
+			a.Ptr(st).Ptr(base).Ptr(devPtr(j.t)).Int64(int64(j.t.Numel())).Int64(int64(j.chunkLen))
 		})
 	} else {
 		var rows [2][]byte // SqChunk rows by dtype: x, lo, hi, slot
@@ -165,18 +177,17 @@ func (b cudaBackend) sumSquares(srcs []*Tensor) float64 {
 			if len(r) == 0 {
 				continue
 			}
-			tab := d.table("SumSquares", r)
+			tab, done := d.argTable("SumSquares", r)
 			d.launch("SumSquares", d.k.sumSquaresMulti[f], [3]uint32{uint32(len(r) / 32), 1, 1}, block1, func(a *cuda.Args) {
-				a.Ptr(base).Ptr(scratchPtr(tab))
+				a.Ptr(base).Ptr(tab)
 			})
-			freeScratch(tab)
+			done()
 		}
 	}
 	if total > 1 {
 		d.launch("SumSquares", d.k.sumPartials, [3]uint32{1, 1, 1}, block1, func(a *cuda.Args) {
-			a.Ptr(d.status.dev).Ptr(base).Int32(int32(total))
+			a.Ptr(st).Ptr(base).Int32(int32(total))
 		})
 	}
-	d.syncForResult("SumSquares")
-	return d.status.words.scalar
+	return true
 }

@@ -180,7 +180,7 @@ func run(o *options, dev tensor.Device, stdout, stderr io.Writer) error {
 	names, _ := strategyList(o.strategies)
 	if o.attention == "auto" {
 		prec, _ := parsePrecision(o.precision)
-		o.attention = nn.AutoAttention(dev, prec.Enabled || prec.TF32).String()
+		o.attention = nn.AutoAttention(dev, prec.Enabled || prec.TF32, cfg.Width/cfg.Heads).String()
 	}
 	if slices.Contains(names, "hybrid") && o.warmup < hybridWarmup {
 		// The hybrid strategy's placement raises its checkpointing while a

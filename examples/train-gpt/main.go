@@ -84,6 +84,7 @@ type options struct {
 	overlapOpt    bool              // -overlap-optimizer
 	pipelineOpt   bool              // -pipeline-optimizer
 	pipelineWidth int               // -pipeline-width
+	graph         string            // -cuda-graph (graph.go)
 	sched         *memory.Scheduler // made by setBudget
 	head          string            // -head
 	headLoss      nn.HeadLoss       // what -head says (auto: set by newTrainer for the device)
@@ -132,7 +133,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.ckpt, "checkpoint", "none", "activation checkpointing of the transformer blocks: none, blocks (recompute whole blocks in backward), selective (keep the matrix products' outputs, recompute the rest) or auto (with -device-budget: raised from none while a step does not fit, then raised further while the placement measures that recomputing is faster than reaching offloaded tensors over the bus; nn.Placement)")
 	fs.IntVar(&o.ckptEvery, "checkpoint-every", 1, "with -checkpoint blocks or selective: checkpoint every k-th block (1: all)")
 	fs.StringVar(&o.precision, "precision", "fp32", "matrix products: fp32, tf32 (float32 with TF32 tensor cores on the GPU), fp16 (autocast, with loss scaling) or bf16 (autocast)")
-	fs.StringVar(&o.attention, "attention", "auto", "attention: plain (the (B, H, T, T) probabilities materialised per op), fused (FlashAttention-2 kernels, no T x T matrix) or auto (fused on CUDA under fp16, bf16 or tf32, where its tensor-core kernels run, plain elsewhere)")
+	fs.StringVar(&o.attention, "attention", "auto", "attention: plain (the (B, H, T, T) probabilities materialised per op), fused (FlashAttention-2 kernels, no T x T matrix) or auto (fused on CUDA where its kernels run on tensor cores: fp16, bf16, tf32, and fp32 at heads of up to 64 through 3xTF32; plain elsewhere)")
 	fs.Float64Var(&o.dropout, "dropout", 0, "dropout on embeddings, attention and residuals (default: the config's, 0 for every preset)")
 	fs.StringVar(&o.resume, "resume", "", "continue the run saved in this training state file (-state), exactly where it stopped")
 	fs.StringVar(&o.state, "state", "", "where an interrupt (SIGINT, SIGTERM) and -save-every save the resumable training state (default: -out with .state.safetensors for .safetensors; empty: never)")
@@ -140,6 +141,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.budget, "device-budget", "", "cap the device memory the pools may hold: a size (4GiB), a share of the device (50%, 0.5) or off; under -policy hybrid what does not fit spills to host-resident offload memory and the placement scheduler moves the least used tensors there")
 	fs.BoolVar(&o.overlapOpt, "overlap-optimizer", false, "run AdamW's update on the GPU's side stream, group by group, while the next forward pass starts (nn.AdamW.Overlap; the same results; it holds the gradients through the forward pass, which under a tight -device-budget costs more than it hides)")
 	fs.BoolVar(&o.pipelineOpt, "pipeline-optimizer", false, "run AdamW's update on the GPU's side stream a layer at a time, in the order the next forward pass reads the layers, which waits for each layer's update only, and give each layer's gradients back as soon as it is updated (nn.AdamW.Pipeline; the same results; for updates bound by the bus under -device-budget)")
+	fs.StringVar(&o.graph, "cuda-graph", "auto", "capture the training step into a CUDA graph once and replay it (the same numbers, without the host's cost of queuing each kernel): on, off, or auto (on where the run allows: a CUDA device, no fp16 scaler, no dropout, no -device-budget, no overlapped or pipelined update, one GPU)")
 	fs.IntVar(&o.pipelineWidth, "pipeline-width", 0, "with -pipeline-optimizer: at most this many blocks in each launch of the update (0: one launch a layer)")
 	fs.BoolVar(&o.placementPlan, "placement-plan", false, "print the placement scheduler's plan (tensor, bytes, accesses a step, tier, why) after step 2 and whenever it moves tensors")
 	fs.StringVar(&o.head, "head", "auto", "output head and loss: full (the (B, T, V) logits), fused (chunked: the logits never all held, the vocabulary padded for the GPU's GEMMs; same loss and gradients) or auto (fused on CUDA, full on the CPU)")
@@ -180,6 +182,9 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if err := o.checkDist(fs); err != nil {
 		return nil, err
+	}
+	if o.graph != "auto" && o.graph != "on" && o.graph != "off" {
+		return nil, fmt.Errorf("-cuda-graph %q: want on, off or auto", o.graph)
 	}
 	if err := o.checkPipeline(); err != nil {
 		return nil, err

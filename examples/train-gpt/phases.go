@@ -19,9 +19,10 @@ const (
 	phaseClip      = "gradient norm"
 	phaseLossRead  = "loss read"
 	phaseOptimizer = "optimizer"
+	phaseGraph     = "graph" // -cuda-graph: the replayed step (forward to optimizer)
 )
 
-var phaseOrder = []string{phaseStart, phaseForward, phaseBackward, phaseClip, phaseLossRead, phaseOptimizer}
+var phaseOrder = []string{phaseStart, phaseForward, phaseBackward, phaseClip, phaseGraph, phaseLossRead, phaseOptimizer}
 
 // mark records phase on the trainer's timer, if it has one. A failed
 // mark (a device error) drops the timer: the step's own ops report it.

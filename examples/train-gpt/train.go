@@ -58,6 +58,11 @@ type trainer struct {
 	dp     *dataParallel
 	sync   func() error
 	altOpt nn.Optimizer
+	// graph, under -cuda-graph, is the captured step (graph.go), used
+	// from the second step on; graphAuto: -cuda-graph auto, which goes on
+	// without the graph when the capture fails.
+	graph     *graphStep
+	graphAuto bool
 }
 
 // newTrainer makes the model and optimizer for batches of o.batch rows of
@@ -77,7 +82,7 @@ func newTrainer(o *options, cfg nn.GPTConfig, dev tensor.Device, T int) (*traine
 	}
 	model.HeadLoss = o.headLoss
 	if o.attention == "auto" {
-		o.attn = nn.AutoAttention(dev, o.prec.Enabled || o.prec.TF32)
+		o.attn = nn.AutoAttention(dev, o.prec.Enabled || o.prec.TF32, cfg.Width/cfg.Heads)
 	}
 	model.SetAttention(o.attn)
 	ps := model.Parameters()
@@ -94,19 +99,31 @@ func newTrainer(o *options, cfg nn.GPTConfig, dev tensor.Device, T int) (*traine
 			return nil, err
 		}
 	}
-	return &trainer{
+	t := &trainer{
 		model: model, params: ps, opt: opt, clip: o.clip, dev: dev, B: B, T: T,
 		c: tensor.NewCtx(), prec: o.prec, scaler: amp.ScalerFor(o.prec),
 		sched: nn.CosineSchedule{Warmup: o.warmup, Total: o.steps, MaxLR: o.lr, MinLR: o.minLR},
 		xs:    make([]int32, B*T), ys: make([]int32, B*T),
 		dataSrc: src, rng: rand.New(src), maxSkips: max(1, o.maxSkips),
 		placer: placer, showPlan: o.placementPlan,
-	}, nil
+	}
+	useGraph, err := o.graphUse(dev, cfg.Dropout)
+	if err == nil && useGraph {
+		t.graph, err = t.newGraphStep()
+		t.graphAuto = o.graph == "auto"
+	}
+	if err != nil {
+		t.release()
+		return nil, err
+	}
+	return t, nil
 }
 
 // release frees the model and the optimizer state.
 func (t *trainer) release() {
 	t.stopDataParallel()
+	t.graph.release()
+	t.graph = nil
 	t.opt.Release()
 	nn.Release(t.params)
 }
@@ -129,6 +146,9 @@ func (t *trainer) step(it int) (loss float64, err error) { return t.stepOn(it, n
 func (t *trainer) stepOn(it int, s *slot) (loss float64, err error) {
 	if t.dp != nil {
 		return t.dp.step(it, s) // every rank's stepOn on its rows (dataparallel.go)
+	}
+	if t.graph != nil && t.opt.Steps() > 0 {
+		return t.graphStepOn(it, s) // the captured step (graph.go)
 	}
 	defer func() {
 		if err != nil {

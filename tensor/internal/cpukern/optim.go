@@ -26,7 +26,7 @@ func AdamW[T Float](p, g, m, v []T, lr, beta1, beta2, eps, weightDecay float64, 
 		panic(fmt.Sprintf("cpukern.AdamW: step = %d, want the 1-based step count", step))
 	}
 	c := adamConsts{
-		decay:    1 - lr*weightDecay,
+		decay:    1 - float64(lr*weightDecay), // rounded product: no FMA (as the GPU kernels)
 		w1:       1 - beta1,
 		beta2:    beta2,
 		w2:       1 - beta2,

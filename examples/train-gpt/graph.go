@@ -1,0 +1,180 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"os"
+
+	"github.com/strata-ml/strata/amp"
+	"github.com/strata-ml/strata/autograd"
+	"github.com/strata-ml/strata/memory"
+	"github.com/strata-ml/strata/nn"
+	"github.com/strata-ml/strata/tensor"
+)
+
+// -cuda-graph: the training step captured once into a CUDA graph and
+// replayed (tensor.CaptureGraph). The first step runs as usual (it makes
+// AdamW's moments); the second is captured: forward, backward, the
+// gradient norm and clip on the device (nn.ClipGradNormGuarded), the
+// update reading its learning rate and bias corrections from memory
+// (AdamW.StepGuarded), the gradients released. Every step from then on
+// copies its batch into the graph's input tensors, writes the step's
+// constants (AdamW.PrepareGuarded), replays the graph and reads the loss
+// and norm (StepGuard.Result). The numbers are the ordinary step's, bit
+// for bit; a loss or norm that is not finite stops the run before the
+// update, as it does without the graph.
+
+// graphStep is the captured step and what it reads and reports through.
+type graphStep struct {
+	g     *tensor.Graph
+	guard *tensor.StepGuard
+	args  *tensor.AdamWArgs
+	x, y  *tensor.Tensor // the inputs the graph reads, refilled each step
+}
+
+// graphUse decides -cuda-graph for a run on dev: whether to capture, and
+// when not under auto, why (an error under on).
+func (o *options) graphUse(dev tensor.Device, dropout float64) (bool, error) {
+	why := ""
+	switch {
+	case o.graph == "off":
+		return false, nil
+	case dev.Kind() != tensor.KindCUDA:
+		why = "CUDA graphs need a CUDA device"
+	case o.precision == "fp16":
+		why = "fp16's gradient scaler decides on the host (use bf16)"
+	case dropout > 0:
+		why = "dropout's seeds are kernel arguments, which a graph replays unchanged"
+	case o.budget != "" && o.budget != "off":
+		why = "the placement under -device-budget moves tensors between steps"
+	case o.overlapOpt || o.pipelineOpt:
+		why = "the overlapped and pipelined updates run on the side stream"
+	case o.dataParallel():
+		why = "-gpus averages gradients between the backward pass and the update"
+	}
+	if why == "" {
+		return true, nil
+	}
+	if o.graph == "on" {
+		return false, fmt.Errorf("-cuda-graph on: %s", why)
+	}
+	return false, nil
+}
+
+// release frees the graph and its blocks.
+func (g *graphStep) release() {
+	if g == nil {
+		return
+	}
+	if g.g != nil {
+		_ = g.g.Release()
+	}
+	g.guard.Release()
+	g.args.Release()
+	g.x.Release()
+	g.y.Release()
+}
+
+// newGraphStep allocates the guard, the constants and the input tensors.
+func (t *trainer) newGraphStep() (*graphStep, error) {
+	gs := &graphStep{}
+	var err error
+	if gs.guard, err = tensor.NewStepGuard(t.dev); err != nil {
+		return nil, err
+	}
+	if gs.args, err = tensor.NewAdamWArgs(t.dev); err != nil {
+		gs.guard.Release()
+		return nil, err
+	}
+	if gs.x, err = tensor.NewKept(t.dev, tensor.Int32, memory.RoleStaging, t.B, t.T); err == nil {
+		if gs.y, err = tensor.NewKept(t.dev, tensor.Int32, memory.RoleStaging, t.B, t.T); err != nil {
+			gs.x.Release()
+		}
+	}
+	if err != nil {
+		gs.guard.Release()
+		gs.args.Release()
+		return nil, err
+	}
+	return gs, nil
+}
+
+// capture records the step into gs.g.
+func (t *trainer) capture(gs *graphStep) error {
+	var stepErr error
+	g, err := tensor.CaptureGraph(t.dev, func() {
+		t.c.WithScope(func() {
+			x, y := t.c.Adopt(gs.x.Alias()), t.c.Adopt(gs.y.Alias())
+			var l *autograd.Var
+			amp.With(t.c, t.prec, func() { l = t.model.Loss(x, y) })
+			if stepErr = l.Backward(); stepErr != nil {
+				return
+			}
+			clip := t.clip
+			if clip == 0 {
+				clip = math.Inf(1)
+			}
+			if stepErr = nn.ClipGradNormGuarded(t.params, l.Value, clip, gs.guard); stepErr != nil {
+				return
+			}
+			if stepErr = t.opt.StepGuarded(gs.args, gs.guard); stepErr != nil {
+				return
+			}
+			nn.ZeroGrad(t.params)
+		})
+	})
+	if err == nil && stepErr != nil {
+		_ = g.Release()
+		err = stepErr
+	}
+	if err != nil {
+		return fmt.Errorf("capturing the training step into a CUDA graph (-cuda-graph off runs without): %w", err)
+	}
+	gs.g = g
+	fmt.Fprintf(os.Stderr, "captured the training step into a CUDA graph: %d kernels replayed by one launch a step\n", g.Kernels())
+	return nil
+}
+
+// graphStepOn runs step it through the graph, capturing it first.
+func (t *trainer) graphStepOn(it int, s *slot) (loss float64, err error) {
+	gs := t.graph
+	t.mark(phaseStart)
+	if e := tensor.Try(func() {
+		t.c.WithScope(func() {
+			x, y := t.batchInputs(s)
+			gs.x.CopyFrom(x)
+			gs.y.CopyFrom(y)
+		})
+	}); e != nil {
+		return 0, e
+	}
+	if gs.g == nil {
+		if err := t.capture(gs); err != nil {
+			if t.graphAuto {
+				// -cuda-graph auto: say why and go on without.
+				fmt.Fprintf(os.Stderr, "%v\ncontinuing without a CUDA graph\n", err)
+				gs.release()
+				t.graph = nil
+				return t.stepOn(it, s)
+			}
+			return 0, err
+		}
+	}
+	t.opt.SetLR(t.sched.LR(it))
+	if err := t.opt.PrepareGuarded(gs.args); err != nil {
+		return 0, err
+	}
+	if err := gs.g.Launch(); err != nil {
+		return 0, err
+	}
+	t.mark(phaseGraph)
+	r, err := gs.guard.Result()
+	t.mark(phaseLossRead)
+	if err != nil {
+		return 0, err
+	}
+	if r.Skipped || !finite(r.Loss) || !finite(r.Norm) {
+		return r.Loss, fmt.Errorf("loss %v, gradient norm %v: not finite; stopped before the optimizer update, so the weights are those of the step before (lower -lr, or check the data)", r.Loss, r.Norm)
+	}
+	return r.Loss, nil
+}

@@ -1,0 +1,62 @@
+package nn
+
+import (
+	"fmt"
+
+	"github.com/strata-ml/strata/tensor"
+)
+
+// The guarded step: ClipGradNormGuarded and AdamW's PrepareGuarded and
+// StepGuarded are ClipGradNorm and Step with every decision and every
+// per-step constant in device memory (tensor.StepGuard, tensor.AdamWArgs),
+// so that a CUDA graph can capture them (tensor.CaptureGraph) and replay
+// them step after step. The results are the same bits as the host-driven
+// step's.
+
+// ClipGradNormGuarded queues nn.ClipGradNorm on the device: the global
+// norm of the parameters' gradients, every gradient scaled when it is
+// above maxNorm (+Inf: never), and loss (a float32 scalar, or nil)
+// recorded; a loss or norm that is not finite sets the guard's skip flag,
+// which makes StepGuarded do nothing. Read them with g.Result after the
+// step has run.
+func ClipGradNormGuarded(ps []*Parameter, loss *tensor.Tensor, maxNorm float64, g *tensor.StepGuard) error {
+	return tensor.Try(func() {
+		var gs []*tensor.Tensor
+		for _, p := range ps {
+			if p.Grad != nil {
+				gs = append(gs, p.Grad)
+			}
+		}
+		g.ClipGradNorm(gs, loss, maxNorm)
+	})
+}
+
+// PrepareGuarded counts a step and writes its constants (learning rate,
+// bias corrections) into a for StepGuarded: call it before each guarded
+// step, or before each replay of a graph that captured one.
+func (o *AdamW) PrepareGuarded(a *tensor.AdamWArgs) error {
+	if err := a.Set(o.LR, o.Beta1, o.Beta2, o.Eps, o.step+1); err != nil {
+		return err
+	}
+	o.step++
+	return nil
+}
+
+// StepGuarded queues the update of every parameter with a gradient, as
+// Step, with the constants PrepareGuarded wrote into a read when it runs,
+// and nothing done when guard's skip flag is set (nil: never). It does not
+// count the step (PrepareGuarded does). While a graph is captured the
+// moments must exist already: take one step before capturing.
+func (o *AdamW) StepGuarded(a *tensor.AdamWArgs, guard *tensor.StepGuard) error {
+	return tensor.Try(func() {
+		for _, p := range o.Params {
+			if p.Grad != nil && p.RequiresGrad() {
+				if _, ok := o.m[p]; !ok && tensor.Capturing(p.Value.Device()) {
+					panic(&tensor.OpError{Op: "AdamW", Msg: fmt.Sprintf("parameter %s has no moments yet, and making them inside a captured graph would zero them at every replay: take one step before capturing", p.Name), Err: tensor.ErrArgument})
+				}
+			}
+		}
+		_, ps, gs, ms, vs, wds := o.updates()
+		tensor.AdamWStepsGuarded(ps, gs, ms, vs, wds, a, guard)
+	})
+}

@@ -1,0 +1,59 @@
+package nn_test
+
+import (
+	"math"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/amp"
+	"github.com/strata-ml/strata/nn"
+	"github.com/strata-ml/strata/tensor"
+)
+
+// TestAdamWGuardedSameBits: the guarded clip and update (what a CUDA graph
+// captures) give the losses and weights of ClipGradNorm and Step bit for
+// bit, with the gradients clipped every step and not at all.
+func TestAdamWGuardedSameBits(t *testing.T) {
+	check := func(t *testing.T, dev tensor.Device, prec amp.State) {
+		for _, maxNorm := range []float64{0.05, math.Inf(1)} {
+			l0, w0 := trainAdamW(t, dev, prec, trainRun{maxNorm: maxNorm})
+			l1, w1 := trainAdamW(t, dev, prec, trainRun{maxNorm: maxNorm, guarded: true})
+			require.Equal(t, l0, l1, "losses, max norm %v", maxNorm)
+			require.Equal(t, w0, w1, "weights, max norm %v", maxNorm)
+		}
+	}
+	t.Run("cpu", func(t *testing.T) { check(t, tensor.CPU(), amp.State{}) })
+	t.Run("cuda", func(t *testing.T) {
+		dev, err := tensor.CUDA(0)
+		if err != nil {
+			if os.Getenv("STRATA_REQUIRE_GPU") != "" {
+				t.Fatalf("STRATA_REQUIRE_GPU is set: %v", err)
+			}
+			t.Skipf("no CUDA device: %v", err)
+		}
+		check(t, dev, amp.State{})
+		bf, err := amp.ParsePrecision("bf16")
+		require.NoError(t, err)
+		check(t, dev, bf)
+	})
+}
+
+// StepGuarded refuses to make moments inside a capture, and a guarded
+// update with unset constants says so.
+func TestAdamWGuardedErrors(t *testing.T) {
+	dev := tensor.CPU()
+	p := &nn.Parameter{Var: autogradParam(tensor.Ones(dev, tensor.Float32, 3)), Name: "w"}
+	defer nn.Release([]*nn.Parameter{p})
+	p.Grad = tensor.Ones(dev, tensor.Float32, 3)
+	opt := nn.NewAdamW([]*nn.Parameter{p}, 1e-3, 0)
+	defer opt.Release()
+	args, err := tensor.NewAdamWArgs(dev)
+	require.NoError(t, err)
+	require.ErrorContains(t, opt.StepGuarded(args, nil), "Set")
+	require.NoError(t, opt.PrepareGuarded(args))
+	require.Equal(t, 1, opt.Steps())
+	require.NoError(t, opt.StepGuarded(args, nil))
+	require.Less(t, p.Value.Float32s()[0], float32(1), "updated")
+}

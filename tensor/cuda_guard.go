@@ -1,0 +1,107 @@
+package tensor
+
+import (
+	"encoding/binary"
+	"fmt"
+	"unsafe"
+
+	"github.com/strata-ml/strata/cuda"
+)
+
+// The guarded step's blocks (guard.go) in mapped pinned host memory, and
+// its kernels (kernels/guard.cuh, adamw_multi_guarded in optim.cuh).
+
+const (
+	stepGuardBytes = 128
+	adamwArgsBytes = 128
+)
+
+// The mirrors must fit their blocks (a negative array length does not
+// compile).
+var (
+	_ [stepGuardBytes - unsafe.Sizeof(stepGuardWords{})]byte
+	_ [adamwArgsBytes - unsafe.Sizeof(adamwArgsWords{})]byte
+)
+
+// cudaMapped is a block of page-locked host memory mapped into the
+// device's address space: the host reads and writes it through host, the
+// kernels through dev.
+type cudaMapped struct {
+	d    *cudaDevice
+	host unsafe.Pointer
+	dev  cuda.DevicePtr
+}
+
+// newMapped allocates n zeroed bytes of mapped pinned host memory.
+func (d *cudaDevice) newMapped(what string, n int) (*cudaMapped, error) {
+	host, b, err := d.ctx.MemHostAlloc(n, cuda.HostAllocDeviceMap)
+	if err != nil {
+		return nil, &OpError{Op: what, Msg: fmt.Sprintf("allocating %d bytes of mapped host memory for %v", n, d), Err: err}
+	}
+	clear(b)
+	dev, err := d.ctx.MemHostGetDevicePointer(host)
+	if err != nil {
+		_ = d.ctx.MemFreeHost(host)
+		return nil, &OpError{Op: what, Msg: fmt.Sprintf("mapping host memory into %v", d), Err: err}
+	}
+	return &cudaMapped{d: d, host: host, dev: dev}, nil
+}
+
+func (m *cudaMapped) free() {
+	if m.host != nil {
+		_ = m.d.ctx.MemFreeHost(m.host)
+		m.host = nil
+	}
+}
+
+// argTable puts a kernel's argument table where the launches queued next
+// can read it and returns its device address and a function to call once
+// they are queued. Eagerly that is workspace memory, uploaded on the
+// stream (table). While a graph is being captured it is a mapped host
+// block that the graph keeps for its replays: the graph has no upload to
+// replay, and a workspace block freed during capture is reused by later
+// captured work.
+func (d *cudaDevice) argTable(op string, rows []byte) (cuda.DevicePtr, func()) {
+	if c := d.capturing(); c != nil {
+		m, err := d.newMapped(op, len(rows))
+		if err != nil {
+			panic(err)
+		}
+		copy(unsafe.Slice((*byte)(m.host), len(rows)), rows)
+		c.tables = append(c.tables, m)
+		return m.dev, func() {}
+	}
+	tab := d.table(op, rows)
+	return scratchPtr(tab), func() { freeScratch(tab) }
+}
+
+// clipGuarded is StepGuard.ClipGradNorm on the device: the sum of squares
+// into the guard, clip_guard, then scale_guarded_f32 over the gradients
+// (which returns at once when the factor is 1).
+func (b cudaBackend) clipGuarded(g *StepGuard, ts []*Tensor, loss *Tensor, maxNorm float64) {
+	d := b.d
+	has := b.sumSquaresInto(g.cu.dev, ts)
+	d.launch("ClipGradNorm", d.k.clipGuard, [3]uint32{1, 1, 1}, [3]uint32{32, 1, 1}, func(a *cuda.Args) {
+		a.Ptr(g.cu.dev).Ptr(devPtr(loss)).Float64(maxNorm).Int32(boolArg(has))
+	})
+	for len(ts) > 0 {
+		chunk := ts[:min(len(ts), maxGridYZ)]
+		ts = ts[len(chunk):]
+		rows := make([]byte, 0, 16*len(chunk))
+		maxN := 0
+		for _, t := range chunk {
+			rows = binary.LittleEndian.AppendUint64(rows, uint64(devPtr(t)))
+			rows = binary.LittleEndian.AppendUint64(rows, uint64(t.Numel()))
+			maxN = max(maxN, t.Numel())
+		}
+		if maxN == 0 {
+			continue
+		}
+		tab, done := d.argTable("ClipGradNorm", rows)
+		grid := [3]uint32{uint32(min(ceilDiv(maxN, blockThreads), 1024)), uint32(len(chunk)), 1}
+		d.launch("ClipGradNorm", d.k.scaleGuarded, grid, block1, func(a *cuda.Args) {
+			a.Ptr(tab).Ptr(g.cu.dev)
+		})
+		done()
+	}
+}

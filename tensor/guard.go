@@ -1,0 +1,244 @@
+package tensor
+
+import (
+	"fmt"
+	"math"
+)
+
+// A training step that a CUDA graph can replay (CaptureGraph) must not
+// read anything back to the host in its middle and must not bake values
+// that change from step to step into kernel arguments: a graph replays
+// its kernels with the arguments they were captured with. The host-driven
+// step does both: it reads the gradient norm to choose the clip factor,
+// reads the loss to stop before an update on a non-finite value, and
+// passes the learning rate and AdamW's bias corrections as arguments.
+//
+// StepGuard and AdamWArgs move those decisions and values into memory:
+// StepGuard.ClipGradNorm computes the norm, the clip factor and a skip
+// flag (loss or norm not finite) on the device and scales the gradients
+// there; AdamWStepsGuarded reads its constants from an AdamWArgs the host
+// writes before each step (AdamWArgs.Set) and does nothing when the
+// guard's flag is set. On a GPU both are mapped pinned host memory (the
+// host reads the results after a synchronization and writes the next
+// step's constants without a copy); on the CPU, Go memory. The arithmetic
+// is the host-driven step's, operation for operation, so a guarded step,
+// replayed from a graph or not, gives the same bits as ClipGradNorm
+// followed by AdamWSteps.
+
+// stepGuardWords mirrors struct StepGuard of kernels/guard.cuh.
+type stepGuardWords struct {
+	st   cudaStatusWords // the sum of squares lands in st.scalar
+	loss float64
+	norm float64
+	coef float32
+	skip int32
+}
+
+// adamwArgsWords mirrors struct AdamWArgs of kernels/optim.cuh.
+type adamwArgsWords struct {
+	lr, w1, beta2, w2, stepSize, bc2Sqrt, eps float64
+	lerpLow                                   int32
+	_                                         int32
+}
+
+// StepGuard holds what a guarded step decides on the device: the loss,
+// the gradients' global norm, the clip factor and whether the update is
+// skipped. Read it (Result) after the step has run.
+type StepGuard struct {
+	dev Device
+	w   *stepGuardWords
+	cu  *cudaMapped // the mapped block on a GPU; nil on the CPU
+}
+
+// NewStepGuard allocates a guard for steps on dev.
+func NewStepGuard(dev Device) (*StepGuard, error) {
+	g := &StepGuard{dev: dev}
+	if d, ok := dev.(*cudaDevice); ok {
+		m, err := d.newMapped("StepGuard", stepGuardBytes)
+		if err != nil {
+			return nil, err
+		}
+		g.cu, g.w = m, (*stepGuardWords)(m.host)
+	} else {
+		g.w = new(stepGuardWords)
+	}
+	return g, nil
+}
+
+// Release frees the guard's memory. The device must be done with it.
+func (g *StepGuard) Release() {
+	if g != nil && g.cu != nil {
+		g.cu.free()
+		g.cu = nil
+	}
+}
+
+// StepResult is what a guarded step reports.
+type StepResult struct {
+	Loss, Norm float64
+	// Clip is the factor the gradients were multiplied by (1: none).
+	Clip float64
+	// Skipped: the loss or the norm was not finite, so the guarded
+	// optimizer updates did nothing.
+	Skipped bool
+}
+
+// Result waits for the device and returns what the last step that ran
+// ClipGradNorm with g reported. It fails while a graph is being captured
+// on the device (nothing has run yet).
+func (g *StepGuard) Result() (StepResult, error) {
+	if err := g.dev.Synchronize(); err != nil {
+		return StepResult{}, err
+	}
+	w := g.w
+	return StepResult{Loss: w.loss, Norm: w.norm, Clip: float64(w.coef), Skipped: w.skip != 0}, nil
+}
+
+// ClipGradNorm queues on grads' device what nn.ClipGradNorm does on the
+// host: the global L2 norm of grads, and, when maxNorm / (norm + 1e-6) is
+// below 1, every gradient multiplied by it (rounded to float32); it also
+// records loss (a float32 scalar, nil for none) and sets the skip flag
+// when the loss or the norm is not finite. Gradients must be float32 and
+// contiguous on g's device; nil entries are ignored. maxNorm may be +Inf
+// (the norm only).
+func (g *StepGuard) ClipGradNorm(grads []*Tensor, loss *Tensor, maxNorm float64) {
+	const op = "ClipGradNorm"
+	if math.IsNaN(maxNorm) || maxNorm <= 0 {
+		fail(op, ErrArgument, "max norm %v: must be positive", maxNorm)
+	}
+	var ts []*Tensor
+	for i, t := range grads {
+		if t == nil {
+			continue
+		}
+		t.live(op)
+		if t.dev != g.dev {
+			fail(op, ErrDevice, "gradient %d is on %v, the guard on %v", i, t.dev, g.dev)
+		}
+		if t.dtype != Float32 || !t.IsContiguous() {
+			fail(op, ErrDType, "gradient %d is %v (contiguous %v): a guarded clip takes contiguous float32 gradients", i, t.dtype, t.IsContiguous())
+		}
+		ts = append(ts, t)
+	}
+	if loss != nil {
+		loss.live(op)
+		if loss.dev != g.dev || loss.dtype != Float32 || loss.Numel() != 1 {
+			fail(op, ErrArgument, "loss %v %v on %v: want a float32 scalar on %v", loss.dtype, loss.shape, loss.dev, g.dev)
+		}
+	}
+	if d, ok := g.dev.(*cudaDevice); ok {
+		cudaBackend{d}.clipGuarded(g, ts, loss, maxNorm)
+		return
+	}
+	// The host's arithmetic (nn.ClipGradNorm), into the guard's words.
+	var sum float64
+	if len(ts) > 0 {
+		sum = SumSquaresAll(ts)
+	}
+	total := math.Sqrt(sum)
+	l := 0.0
+	if loss != nil {
+		l = loss.Item()
+	}
+	w := g.w
+	w.norm, w.loss, w.coef, w.skip = total, l, 1, 0
+	if c := maxNorm / (total + 1e-6); c < 1 {
+		w.coef = float32(c)
+		ScaleAll(ts, c)
+	}
+	if !finite(total) || !finite(l) {
+		w.skip = 1
+	}
+}
+
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+// AdamWArgs holds the constants of one AdamW step for AdamWStepsGuarded:
+// written by the host (Set) before the step runs, read by the update when
+// it runs, so a graph that captured the update applies each replay's own
+// learning rate and bias corrections.
+type AdamWArgs struct {
+	dev Device
+	w   *adamwArgsWords
+	cu  *cudaMapped
+	// The host's inputs (the CPU's update takes them as they are).
+	lr, beta1, beta2, eps float64
+	step                  int
+}
+
+// NewAdamWArgs allocates the constants' block for updates on dev.
+func NewAdamWArgs(dev Device) (*AdamWArgs, error) {
+	a := &AdamWArgs{dev: dev}
+	if d, ok := dev.(*cudaDevice); ok {
+		m, err := d.newMapped("AdamWArgs", adamwArgsBytes)
+		if err != nil {
+			return nil, err
+		}
+		a.cu, a.w = m, (*adamwArgsWords)(m.host)
+	} else {
+		a.w = new(adamwArgsWords)
+	}
+	return a, nil
+}
+
+// Release frees the block. The device must be done with it.
+func (a *AdamWArgs) Release() {
+	if a != nil && a.cu != nil {
+		a.cu.free()
+		a.cu = nil
+	}
+}
+
+// Set writes the constants of step (counting from 1) with learning rate
+// lr. On a GPU it first waits for the device, so that an update still
+// queued reads the constants it was queued with.
+func (a *AdamWArgs) Set(lr, beta1, beta2, eps float64, step int) error {
+	if step < 1 {
+		return &OpError{Op: "AdamW", Msg: fmt.Sprintf("step %d: steps count from 1", step), Err: ErrArgument}
+	}
+	if a.cu != nil {
+		if err := a.dev.Synchronize(); err != nil {
+			return err
+		}
+	}
+	c := adamwConstants(kF32, lr, beta1, beta2, eps, step) // unfolded: the float64 kernel folds
+	*a.w = adamwArgsWords{lr: lr, w1: c.w1, beta2: c.beta2, w2: c.w2, stepSize: c.stepSize, bc2Sqrt: c.bc2Sqrt, eps: c.eps, lerpLow: c.lerpLow}
+	a.lr, a.beta1, a.beta2, a.eps, a.step = lr, beta1, beta2, eps, step
+	return nil
+}
+
+// AdamWStepsGuarded is AdamWSteps with the step's constants read from a
+// (as last Set) when the update runs, and no update at all when guard
+// (nil: none) has its skip flag set by the step's ClipGradNorm. Every
+// parameter must be on a's device in one float dtype. The results are
+// AdamWSteps' bit for bit.
+func AdamWStepsGuarded(ps, gs, ms, vs []*Tensor, wd []float64, a *AdamWArgs, guard *StepGuard) {
+	const op = "AdamW"
+	adamwCheckLens(op, ps, gs, ms, vs, wd, max(a.step, 1))
+	if guard != nil && guard.dev != a.dev {
+		fail(op, ErrDevice, "the guard is on %v, the constants on %v", guard.dev, a.dev)
+	}
+	for i, p := range ps {
+		adamwCheckParam(op, i, p, gs[i], ms[i], vs[i])
+		if p.dev != a.dev || p.dtype != ps[0].dtype {
+			fail(op, ErrArgument, "parameter %d is %v on %v: a guarded update takes one float dtype (%v) on the constants' device %v", i, p.dtype, p.dev, ps[0].dtype, a.dev)
+		}
+	}
+	if len(ps) == 0 {
+		return
+	}
+	if d, ok := a.dev.(*cudaDevice); ok {
+		cudaBackend{d}.adamwGuarded(ps, gs, ms, vs, wd, a, guard)
+		return
+	}
+	if a.step < 1 {
+		fail(op, ErrArgument, "AdamWArgs not set: call Set before the update")
+	}
+	if guard != nil && guard.w.skip != 0 {
+		return
+	}
+	b := a.dev.backend()
+	for i, p := range ps {
+		b.adamw(p, gs[i], ms[i], vs[i], a.lr, a.beta1, a.beta2, a.eps, wd[i], a.step)
+	}
+}
