@@ -48,8 +48,11 @@ type benchResult struct {
 	FlopsTok  float64            `json:"model_flops_per_token"` // flopsPerToken
 	MFU       float64            `json:"mfu,omitempty"`         // model FLOPs/s over the GPU's dense peak for the precision
 	GPU       string             `json:"gpu,omitempty"`
-	Launches  float64            `json:"kernel_launches_per_step"`
-	Driver    float64            `json:"driver_calls_per_step"`
+	Launches  float64            `json:"kernel_launches_per_step"` // queued by the host
+	// GraphKernels is the kernels each replay of the captured step runs
+	// (-cuda-graph; 0 without a graph), launched by one graph launch.
+	GraphKernels int     `json:"graph_kernels_per_step"`
+	Driver       float64 `json:"driver_calls_per_step"`
 	// Phases is a timed step's phases on the device and on the host
 	// (tensor.Timer's marks, phases.go): a device phase much longer than
 	// its kernels is the device waiting for the host.
@@ -84,6 +87,11 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	if err != nil {
 		return err
 	}
+	// The captured step's blocks are allocated once, when it is captured
+	// (a warm-up step), and its replays allocate nothing: with a graph the
+	// peaks run from before the warm-up, whose steps (the first eager, the
+	// capture) allocate what a step does, so the peak is the step's.
+	dev.Memory().ResetPeaks()
 	for it := range o.benchWarm {
 		if _, err := tr.step(it); err != nil {
 			return err
@@ -95,7 +103,9 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	if tr.placer != nil && !tr.placer.Decided() {
 		fmt.Fprintf(os.Stderr, "the placement is still choosing the checkpointing after %d warm-up steps: the timed steps include its trials (raise -bench-warmup)\n", o.benchWarm)
 	}
-	dev.Memory().ResetPeaks()
+	if tr.graph == nil || tr.graph.g == nil {
+		dev.Memory().ResetPeaks()
+	}
 	spills := dev.Memory().Stats().Spills.Count
 	var loss float64
 	launches, calls := tensor.CUDALaunches(), tensor.CUDADriverCalls()
@@ -136,6 +146,9 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 		if peak := peakFLOPS(model, o.precision); peak > 0 {
 			r.MFU = r.FlopsTok * r.TokS / peak
 		}
+	}
+	if tr.graph != nil && tr.graph.g != nil {
+		r.GraphKernels = tr.graph.g.Kernels()
 	}
 	if st.Total.Reserved.Peak > 0 {
 		r.Fragment = 1 - float64(st.Total.Allocated.Peak)/float64(st.Total.Reserved.Peak)
