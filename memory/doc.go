@@ -116,6 +116,13 @@
 // steady cross-stream traffic creates no events. memtest.StreamSync is a
 // fake for tests.
 //
+// A private pool is a stream number that stands for no CUDA stream
+// (CUDAStreams.Private): a captured CUDA graph allocates on one, so the
+// blocks its capture freed are reused only by its own later work. While
+// the StreamSync holds such a stream (StreamHolder; CUDAStreams.Hold),
+// EmptyCache and the retry before an out-of-memory error leave its
+// segments alone, since every replay of the graph writes them.
+//
 // # Roles, policy and fallback
 //
 // HybridPolicy is the placement the design calls for: everything updated or

@@ -94,6 +94,10 @@
 // time behind the update, so that the forward pass reuses the gradients'
 // memory instead of holding it (tensor.AdamWStepsPipelined): the same
 // bits, for updates bound by the bus under a device budget.
+// ClipGradNormGuarded, AdamW.PrepareGuarded and AdamW.StepGuarded are the
+// clip and update with their decisions and per-step constants in device
+// memory (tensor.StepGuard, tensor.AdamWArgs), the form a CUDA graph can
+// capture and replay (tensor.CaptureGraph): the same bits.
 //
 // # Memory under a device budget
 //

@@ -150,6 +150,20 @@
 // bfloat16 arithmetic other than matrix products and the ops above is
 // refused with ErrDType on both devices (cast first).
 //
+// # CUDA graphs
+//
+// CaptureGraph records the work a function queues on a CUDA device into a
+// graph that Graph.Launch replays with one driver call (graph.go says what
+// a capture can hold). Allocations made while capturing come from a
+// private pool that the memory manager holds for the graph's lifetime
+// (memory.CUDAStreams.Private, memory.StreamHolder), so each replay finds
+// its blocks where the capture left them; kernel argument tables go to
+// mapped host memory the graph keeps. A training step is capturable in its
+// guarded form (guard.go): StepGuard.ClipGradNorm computes the norm, the
+// clip factor and a skip flag on the device, and AdamWStepsGuarded reads
+// the learning rate and bias corrections from an AdamWArgs the host writes
+// before each replay; both give the host-driven step's bits.
+//
 // # Errors
 //
 // Creating a tensor with New returns an error. Ops panic on misuse (bad
