@@ -27,7 +27,8 @@
 #   graph    -cuda-graph off and on, alternating GRAPH_REPS times (default
 #            2), over GRAPH_ROWS (config:precision, default tiny:bf16
 #            char:bf16 char:fp32 gpt2:bf16 gpt2:fp32), after train-gpt's
-#            GPU tests (TestGPUCUDAGraphSameLosses among them)
+#            GPU tests (TestGPUCUDAGraphSameLosses among them; GRAPH_TESTS=0
+#            skips them)
 #   addition the default task (train-gpt -device cuda -precision bf16):
 #            its held-out accuracy
 #   cencu    ncu's speed-of-light, occupancy, compute and memory sections
@@ -92,10 +93,12 @@ if has attn32; then
   done
 fi
 
-if has graph; then
+if has graph && [ "${GRAPH_TESTS:-1}" != 0 ]; then # GRAPH_TESTS=0: the rows only
   (cd examples/train-gpt && STRATA_REQUIRE_GPU=1 timeout 240 ../../.gpu/train-gpt.test -test.run 'GPU' -test.v > "$L/test-train-gpt.log" 2>&1)
   say "test train-gpt -run GPU: exit $?; $(grep -c -- '--- PASS' "$L/test-train-gpt.log") passed, $(grep -c -- '--- FAIL' "$L/test-train-gpt.log") failed"
   grep -E -- '--- FAIL|panic:|Error:|cuda-graph on:' "$L/test-train-gpt.log" | head -15 | tee -a "$OUT/summary.txt"
+fi
+if has graph; then
   for rep in $(seq "${GRAPH_REPS:-2}"); do
     for r in ${GRAPH_ROWS:-tiny:bf16 char:bf16 char:fp32 gpt2:bf16 gpt2:fp32}; do
       for g in off on; do row -config "${r%%:*}" -precision "${r##*:}" -cuda-graph "$g"; done

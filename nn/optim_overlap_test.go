@@ -1,7 +1,6 @@
 package nn_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -28,18 +27,5 @@ func TestAdamWOverlapSameBits(t *testing.T) {
 		require.Equal(t, l0, l1, "losses")
 		require.Equal(t, w0, w1, "weights")
 	}
-	t.Run("cpu", func(t *testing.T) { check(t, tensor.CPU(), amp.State{}) })
-	t.Run("cuda", func(t *testing.T) {
-		dev, err := tensor.CUDA(0)
-		if err != nil {
-			if os.Getenv("STRATA_REQUIRE_GPU") != "" {
-				t.Fatalf("STRATA_REQUIRE_GPU is set: %v", err)
-			}
-			t.Skipf("no CUDA device: %v", err)
-		}
-		check(t, dev, amp.State{})
-		bf, err := amp.ParsePrecision("bf16")
-		require.NoError(t, err)
-		check(t, dev, bf)
-	})
+	onCPUAndCUDA(t, check)
 }

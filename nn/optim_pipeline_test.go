@@ -2,7 +2,6 @@ package nn_test
 
 import (
 	"math/rand/v2"
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -43,20 +42,7 @@ func TestAdamWPipelineSameBits(t *testing.T) {
 			require.Equal(t, w0, w1, "weights, width %d", width)
 		}
 	}
-	t.Run("cpu", func(t *testing.T) { check(t, tensor.CPU(), amp.State{}) })
-	t.Run("cuda", func(t *testing.T) {
-		dev, err := tensor.CUDA(0)
-		if err != nil {
-			if os.Getenv("STRATA_REQUIRE_GPU") != "" {
-				t.Fatalf("STRATA_REQUIRE_GPU is set: %v", err)
-			}
-			t.Skipf("no CUDA device: %v", err)
-		}
-		check(t, dev, amp.State{})
-		bf, err := amp.ParsePrecision("bf16")
-		require.NoError(t, err)
-		check(t, dev, bf)
-	})
+	onCPUAndCUDA(t, check)
 }
 
 // TestPipelineGroups: a GPT's pipelined update runs its embeddings, each

@@ -2,6 +2,7 @@ package nn_test
 
 import (
 	"math/rand/v2"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -115,4 +116,23 @@ func trainAdamW(t *testing.T, dev tensor.Device, prec amp.State, run trainRun) (
 		w = append(w, p.Value.Float32s())
 	}
 	return losses, w
+}
+
+// onCPUAndCUDA runs check on the CPU in float32 and on cuda:0 in float32
+// and bf16 (skipped without a GPU, unless STRATA_REQUIRE_GPU is set).
+func onCPUAndCUDA(t *testing.T, check func(t *testing.T, dev tensor.Device, prec amp.State)) {
+	t.Run("cpu", func(t *testing.T) { check(t, tensor.CPU(), amp.State{}) })
+	t.Run("cuda", func(t *testing.T) {
+		dev, err := tensor.CUDA(0)
+		if err != nil {
+			if os.Getenv("STRATA_REQUIRE_GPU") != "" {
+				t.Fatalf("STRATA_REQUIRE_GPU is set: %v", err)
+			}
+			t.Skipf("no CUDA device: %v", err)
+		}
+		check(t, dev, amp.State{})
+		bf, err := amp.ParsePrecision("bf16")
+		require.NoError(t, err)
+		check(t, dev, bf)
+	})
 }

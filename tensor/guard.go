@@ -52,17 +52,25 @@ type StepGuard struct {
 
 // NewStepGuard allocates a guard for steps on dev.
 func NewStepGuard(dev Device) (*StepGuard, error) {
-	g := &StepGuard{dev: dev}
-	if d, ok := dev.(*cudaDevice); ok {
-		m, err := d.newMapped("StepGuard", stepGuardBytes)
-		if err != nil {
-			return nil, err
-		}
-		g.cu, g.w = m, (*stepGuardWords)(m.host)
-	} else {
-		g.w = new(stepGuardWords)
+	w, m, err := guardWords[stepGuardWords](dev, "StepGuard", stepGuardBytes)
+	if err != nil {
+		return nil, err
 	}
-	return g, nil
+	return &StepGuard{dev: dev, w: w, cu: m}, nil
+}
+
+// guardWords allocates a guarded step's block of words W for dev: mapped
+// pinned host memory of size bytes on a GPU (with its mapping), Go memory
+// on the CPU.
+func guardWords[W any](dev Device, what string, size int) (*W, *cudaMapped, error) {
+	if d, ok := dev.(*cudaDevice); ok {
+		m, err := d.newMapped(what, size)
+		if err != nil {
+			return nil, nil, err
+		}
+		return (*W)(m.host), m, nil
+	}
+	return new(W), nil, nil
 }
 
 // Release frees the guard's memory. The device must be done with it.
@@ -168,17 +176,11 @@ type AdamWArgs struct {
 
 // NewAdamWArgs allocates the constants' block for updates on dev.
 func NewAdamWArgs(dev Device) (*AdamWArgs, error) {
-	a := &AdamWArgs{dev: dev}
-	if d, ok := dev.(*cudaDevice); ok {
-		m, err := d.newMapped("AdamWArgs", adamwArgsBytes)
-		if err != nil {
-			return nil, err
-		}
-		a.cu, a.w = m, (*adamwArgsWords)(m.host)
-	} else {
-		a.w = new(adamwArgsWords)
+	w, m, err := guardWords[adamwArgsWords](dev, "AdamWArgs", adamwArgsBytes)
+	if err != nil {
+		return nil, err
 	}
-	return a, nil
+	return &AdamWArgs{dev: dev, w: w, cu: m}, nil
 }
 
 // Release frees the block. The device must be done with it.

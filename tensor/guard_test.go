@@ -44,38 +44,36 @@ func TestGuardedStepMatchesHost(t *testing.T) {
 }
 
 func guardedMatchesHost(t *testing.T, dev tensor.Device) {
-	{
-		for _, maxNorm := range []float64{math.Inf(1), 1e3, 0.5} {
-			host := newOverlapCase(dev, 7, 3000, 70000, 5)
-			gd := host.clone()
-			guard, err := tensor.NewStepGuard(dev)
+	for _, maxNorm := range []float64{math.Inf(1), 1e3, 0.5} {
+		host := newOverlapCase(dev, 7, 3000, 70000, 5)
+		gd := host.clone()
+		guard, err := tensor.NewStepGuard(dev)
+		require.NoError(t, err)
+		defer guard.Release()
+		args, err := tensor.NewAdamWArgs(dev)
+		require.NoError(t, err)
+		defer args.Release()
+		loss := tensor.Full(dev, tensor.Float32, 2.75)
+		for step := 1; step <= 3; step++ {
+			lr := 1e-3 * float64(step)
+			norm := hostClipAdamW(host, maxNorm, lr, step)
+			require.NoError(t, args.Set(lr, 0.9, 0.95, 1e-8, step))
+			guard.ClipGradNorm(gd.gs, loss, maxNorm)
+			tensor.AdamWStepsGuarded(gd.ps, gd.gs, gd.ms, gd.vs, gd.wds, args, guard)
+			r, err := guard.Result()
 			require.NoError(t, err)
-			defer guard.Release()
-			args, err := tensor.NewAdamWArgs(dev)
-			require.NoError(t, err)
-			defer args.Release()
-			loss := tensor.Full(dev, tensor.Float32, 2.75)
-			for step := 1; step <= 3; step++ {
-				lr := 1e-3 * float64(step)
-				norm := hostClipAdamW(host, maxNorm, lr, step)
-				require.NoError(t, args.Set(lr, 0.9, 0.95, 1e-8, step))
-				guard.ClipGradNorm(gd.gs, loss, maxNorm)
-				tensor.AdamWStepsGuarded(gd.ps, gd.gs, gd.ms, gd.vs, gd.wds, args, guard)
-				r, err := guard.Result()
-				require.NoError(t, err)
-				assert.Equal(t, norm, r.Norm, "norm, max %v step %d", maxNorm, step)
-				assert.Equal(t, 2.75, r.Loss)
-				assert.False(t, r.Skipped)
-				if maxNorm == 0.5 && step == 1 { // later steps see the clipped gradients
-					assert.Less(t, r.Clip, 1.0, "step %d norm %v", step, r.Norm)
-				} else if maxNorm != 0.5 {
-					assert.Equal(t, 1.0, r.Clip)
-				}
-				requireSameBits(t, host.gs, gd.gs, "gradient")
-				requireSameBits(t, host.ps, gd.ps, "parameter")
-				requireSameBits(t, host.ms, gd.ms, "exp_avg")
-				requireSameBits(t, host.vs, gd.vs, "exp_avg_sq")
+			assert.Equal(t, norm, r.Norm, "norm, max %v step %d", maxNorm, step)
+			assert.Equal(t, 2.75, r.Loss)
+			assert.False(t, r.Skipped)
+			if maxNorm == 0.5 && step == 1 { // later steps see the clipped gradients
+				assert.Less(t, r.Clip, 1.0, "step %d norm %v", step, r.Norm)
+			} else if maxNorm != 0.5 {
+				assert.Equal(t, 1.0, r.Clip)
 			}
+			requireSameBits(t, host.gs, gd.gs, "gradient")
+			requireSameBits(t, host.ps, gd.ps, "parameter")
+			requireSameBits(t, host.ms, gd.ms, "exp_avg")
+			requireSameBits(t, host.vs, gd.vs, "exp_avg_sq")
 		}
 	}
 }
@@ -90,33 +88,31 @@ func TestGuardedStepSkipsNonFinite(t *testing.T) {
 }
 
 func guardedSkips(t *testing.T, dev tensor.Device) {
-	{
-		for _, bad := range []string{"gradient", "loss"} {
-			c := newOverlapCase(dev, 3, 100, 200)
-			before := c.clone()
-			lossV := 1.0
-			if bad == "gradient" {
-				g := c.gs[1].Float32s()
-				g[17] = float32(math.NaN())
-				c.gs[1] = tensor.FromFloat32s(dev, g, 200)
-			} else {
-				lossV = math.Inf(1)
-			}
-			guard, err := tensor.NewStepGuard(dev)
-			require.NoError(t, err)
-			args, err := tensor.NewAdamWArgs(dev)
-			require.NoError(t, err)
-			require.NoError(t, args.Set(1e-3, 0.9, 0.95, 1e-8, 1))
-			guard.ClipGradNorm(c.gs, tensor.Full(dev, tensor.Float32, lossV), 1)
-			tensor.AdamWStepsGuarded(c.ps, c.gs, c.ms, c.vs, c.wds, args, guard)
-			r, err := guard.Result()
-			require.NoError(t, err)
-			assert.True(t, r.Skipped, bad)
-			requireSameBits(t, before.ps, c.ps, "parameter")
-			requireSameBits(t, before.ms, c.ms, "exp_avg")
-			guard.Release()
-			args.Release()
+	for _, bad := range []string{"gradient", "loss"} {
+		c := newOverlapCase(dev, 3, 100, 200)
+		before := c.clone()
+		lossV := 1.0
+		if bad == "gradient" {
+			g := c.gs[1].Float32s()
+			g[17] = float32(math.NaN())
+			c.gs[1] = tensor.FromFloat32s(dev, g, 200)
+		} else {
+			lossV = math.Inf(1)
 		}
+		guard, err := tensor.NewStepGuard(dev)
+		require.NoError(t, err)
+		args, err := tensor.NewAdamWArgs(dev)
+		require.NoError(t, err)
+		require.NoError(t, args.Set(1e-3, 0.9, 0.95, 1e-8, 1))
+		guard.ClipGradNorm(c.gs, tensor.Full(dev, tensor.Float32, lossV), 1)
+		tensor.AdamWStepsGuarded(c.ps, c.gs, c.ms, c.vs, c.wds, args, guard)
+		r, err := guard.Result()
+		require.NoError(t, err)
+		assert.True(t, r.Skipped, bad)
+		requireSameBits(t, before.ps, c.ps, "parameter")
+		requireSameBits(t, before.ms, c.ms, "exp_avg")
+		guard.Release()
+		args.Release()
 	}
 }
 
