@@ -9,9 +9,11 @@
 #   ckpt     gpt2 fp16 with checkpointing of every block and selective
 #   cpuprof  train-gpt gpt2 bf16 -bench -steps 40 -cpuprofile: the host's side
 #   ncu      one gpt2 step's kernels (ncu, bench/ncu_table.py) at each of
-#            NCU_PRECISIONS (default bf16)
+#            NCU_PRECISIONS (default bf16), NCU_ARGS added to train-gpt's
 #   torch    PyTorch eager SDPA: gpt2 bf16, char fp16 (TORCH_ROWS replaces
 #            the rows, as bench/torch_rows.py takes them)
+#   ncutorch one PyTorch eager step's kernels (ncu) for each NCU_TORCH row
+#            (config:mode:sdpa, default gpt2:fp32:1)
 #   compile  torch.compile SDPA: gpt2 bf16, char fp16
 #   llmc     llm.c bf16 and fp32 (../shared/anchors/llmc copied to .gpu/llmc)
 #   ab       gpt2 bf16, .gpu/train-gpt against each variant binary in
@@ -129,13 +131,33 @@ if has ncu; then
     for prec in ${NCU_PRECISIONS:-bf16}; do # NCU_PRECISIONS="bf16 fp32 tf32"
       start=$(date +%s)
       timeout 300 "$NCU" --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
-        .gpu/train-gpt -config gpt2 -device cuda -bench -steps 1 -bench-warmup 1 -precision "$prec" \
+        .gpu/train-gpt -config gpt2 -device cuda -bench -steps 1 -bench-warmup 1 -precision "$prec" ${NCU_ARGS:-} \
         > "$L/ncu-strata-$prec.csv" 2> "$L/ncu-strata-$prec.err"
       say "ncu strata gpt2 $prec: exit $? in $(( $(date +%s) - start ))s"
       python3 bench/ncu_table.py --last-step gather "$L/ncu-strata-$prec.csv" > "$OUT/ncu-strata-gpt2-$prec.md" 2>> "$OUT/summary.txt"
       head -${NCU_ROWS:-30} "$OUT/ncu-strata-gpt2-$prec.md" | tee -a "$OUT/summary.txt"
     done
   fi
+fi
+
+if has ncutorch && [ -n "$NCU" ] && [ -f .gpu/torch_gpt.py ]; then
+  for row in ${NCU_TORCH:-gpt2:fp32:1}; do # config:mode:sdpa
+    IFS=: read -r cfg mode sdpa <<< "$row"
+    cat > "$L/torch_one.py" <<PY
+import sys, torch
+sys.path.insert(0, ".gpu")
+import torch_gpt as t
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+t.run("$cfg", "$mode", $([ "$sdpa" = 1 ] && echo True || echo False), False, steps=1, warm=1)
+PY
+    start=$(date +%s)
+    timeout 300 "$NCU" --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
+      python3 "$L/torch_one.py" > "$L/ncu-torch-$cfg-$mode.csv" 2> "$L/ncu-torch-$cfg-$mode.err"
+    say "ncu pytorch $row: exit $? in $(( $(date +%s) - start ))s"
+    python3 bench/ncu_table.py --last-step "indexSelect:2" "$L/ncu-torch-$cfg-$mode.csv" > "$OUT/ncu-torch-$cfg-$mode.md" 2>> "$OUT/summary.txt"
+    head -${NCU_ROWS:-30} "$OUT/ncu-torch-$cfg-$mode.md" | tee -a "$OUT/summary.txt"
+  done
 fi
 
 if has torch && [ -f .gpu/torch_gpt.py ]; then
