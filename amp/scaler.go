@@ -78,6 +78,21 @@ func (s *GradScaler) Unscale(grads []*tensor.Tensor) bool {
 	return !s.found
 }
 
+// Record notes the outcome of a step whose unscale ran elsewhere (on the
+// device, in a captured CUDA graph: tensor.StepGuard.Unscale with the
+// factor 1/LossScale): found says a gradient was not finite, so the step
+// was skipped. Call it in place of Unscale, once per step, then Update. A
+// disabled scaler ignores it.
+func (s *GradScaler) Record(found bool) {
+	if !s.enabled {
+		return
+	}
+	if s.unscaled {
+		panic(&tensor.OpError{Op: "GradScaler.Record", Msg: "called twice, or after Unscale, before Update", Err: tensor.ErrArgument})
+	}
+	s.unscaled, s.found = true, found
+}
+
 // Update ends the step: after a skipped step the scale backs off, after
 // GrowthInterval good steps in a row it grows. A disabled scaler does
 // nothing.

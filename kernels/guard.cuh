@@ -8,6 +8,11 @@
 // host memory: the host reads the loss and the norm after a step and
 // writes the next step's constants without a copy.
 //
+// The fp16 gradient scaler's unscale reads its factor from the guard too
+// and raises the guard's found flag, which skips the update as a
+// non-finite norm does; the host reads the flag after the step and backs
+// the scale off (amp.GradScaler.Record).
+//
 // The arithmetic is the host's, operation for operation: the norm is
 // sqrt of the double sum of squares, the clip factor maxNorm / (norm +
 // 1e-6) in double, rounded once to float32 and applied as x * factor with
@@ -25,7 +30,9 @@ struct StepGuard {
   double loss;  // the step's loss (float32, widened)
   double norm;  // the gradients' global L2 norm
   float coef;   // the clip factor applied (1: none)
-  int skip;     // nonzero: the loss or the norm is not finite; updates do nothing
+  int skip;     // nonzero: overflow, or the loss or the norm is not finite; updates do nothing
+  float inv;    // the fp16 gradient scaler's 1 / loss scale, written by the host
+  int found;    // set by unscale_guarded_f32: a gradient was not finite (the host zeroes it)
 };
 
 // clip_guard (one thread) reads the sum of squares (0 when hasSum is 0:
@@ -39,7 +46,24 @@ extern "C" __global__ void __launch_bounds__(32) clip_guard(StepGuard* g, const 
   g->norm = total;
   g->loss = l;
   g->coef = c < 1.0 ? __double2float_rn(c) : 1.0f;
-  g->skip = !(isfinite(total) && isfinite(l));
+  g->skip = g->found || !(isfinite(total) && isfinite(l));
+}
+
+// unscale_guarded_f32 is unscale_check_f32 (amp.cuh) with the factor read
+// from g->inv and the flag written to g->found: the fp16 gradient scaler's
+// unscale in a captured step.
+extern "C" __global__ void __launch_bounds__(256) unscale_guarded_f32(const i64* table, StepGuard* g) {
+  const i64* e = table + 2 * (i64)blockIdx.y;
+  float* p = (float*)e[0];
+  const i64 n = e[1];
+  const float inv = g->inv;
+  int bad = 0;
+  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
+    const float v = p[i];
+    bad |= !isfinite(v);
+    p[i] = __fmul_rn(v, inv);
+  }
+  if (bad) g->found = 1;
 }
 
 // scale_guarded_f32 multiplies every element of the tensors of table

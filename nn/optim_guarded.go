@@ -31,21 +31,27 @@ func ClipGradNormGuarded(ps []*Parameter, loss *tensor.Tensor, maxNorm float64, 
 	})
 }
 
-// PrepareGuarded counts a step and writes its constants (learning rate,
-// bias corrections) into a for StepGuarded: call it before each guarded
-// step, or before each replay of a graph that captured one.
+// PrepareGuarded writes the constants of the next step (learning rate,
+// bias corrections of step Steps()+1) into a for StepGuarded: call it
+// before each guarded step, or before each replay of a graph that
+// captured one, and CommitGuarded after it.
 func (o *AdamW) PrepareGuarded(a *tensor.AdamWArgs) error {
-	if err := a.Set(o.LR, o.Beta1, o.Beta2, o.Eps, o.step+1); err != nil {
-		return err
+	return a.Set(o.LR, o.Beta1, o.Beta2, o.Eps, o.step+1)
+}
+
+// CommitGuarded counts the guarded step that ran, unless its guard skipped
+// the update (tensor.StepResult.Skipped): a skipped step is not a step, as
+// for Step, which is not called then.
+func (o *AdamW) CommitGuarded(skipped bool) {
+	if !skipped {
+		o.step++
 	}
-	o.step++
-	return nil
 }
 
 // StepGuarded queues the update of every parameter with a gradient, as
 // Step, with the constants PrepareGuarded wrote into a read when it runs,
 // and nothing done when guard's skip flag is set (nil: never). It does not
-// count the step (PrepareGuarded does). While a graph is captured the
+// count the step (CommitGuarded does). While a graph is captured the
 // moments must exist already: take one step before capturing.
 func (o *AdamW) StepGuarded(a *tensor.AdamWArgs, guard *tensor.StepGuard) error {
 	return tensor.Try(func() {

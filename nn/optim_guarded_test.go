@@ -39,7 +39,11 @@ func TestAdamWGuardedErrors(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorContains(t, opt.StepGuarded(args, nil), "Set")
 	require.NoError(t, opt.PrepareGuarded(args))
-	require.Equal(t, 1, opt.Steps())
 	require.NoError(t, opt.StepGuarded(args, nil))
 	require.Less(t, p.Value.Float32s()[0], float32(1), "updated")
+	require.Equal(t, 0, opt.Steps())
+	opt.CommitGuarded(true)
+	require.Equal(t, 0, opt.Steps(), "a skipped step is not counted")
+	opt.CommitGuarded(false)
+	require.Equal(t, 1, opt.Steps())
 }

@@ -78,6 +78,7 @@ func trainAdamW(t *testing.T, dev tensor.Device, prec amp.State, run trainRun) (
 					r, err := guard.Result()
 					require.NoError(t, err)
 					require.False(t, r.Skipped)
+					opt.CommitGuarded(r.Skipped)
 					losses = append(losses, r.Loss)
 					nn.ZeroGrad(ps)
 					return

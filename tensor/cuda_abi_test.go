@@ -375,6 +375,7 @@ func driveBackend(t *testing.T, d *cudaDevice, b cudaBackend, dt DType) {
 	if dt == Float32 {
 		b.clipGuarded(guard, []*Tensor{x, big}, n(1), 1)
 		b.clipGuarded(guard, nil, nil, 1)
+		b.guardedGrads("UnscaleGrads", d.k.unscaleGuarded, guard, []*Tensor{x, big})
 	}
 	b.sgd(x, x, x, 0.1, 0.9, 0, true)
 }

@@ -84,6 +84,15 @@ func (b cudaBackend) clipGuarded(g *StepGuard, ts []*Tensor, loss *Tensor, maxNo
 	d.launch("ClipGradNorm", d.k.clipGuard, [3]uint32{1, 1, 1}, [3]uint32{32, 1, 1}, func(a *cuda.Args) {
 		a.Ptr(g.cu.dev).Ptr(devPtr(loss)).Float64(maxNorm).Int32(boolArg(has))
 	})
+	b.guardedGrads("ClipGradNorm", d.k.scaleGuarded, g, ts)
+}
+
+// guardedGrads launches fn(table, guard) over the tensors ts, up to
+// maxGridYZ a launch (blockIdx.y picks the tensor, whose address and
+// element count are its table row): scale_guarded_f32 and
+// unscale_guarded_f32.
+func (b cudaBackend) guardedGrads(op string, fn *cuda.Function, g *StepGuard, ts []*Tensor) {
+	d := b.d
 	for len(ts) > 0 {
 		chunk := ts[:min(len(ts), maxGridYZ)]
 		ts = ts[len(chunk):]
@@ -97,9 +106,9 @@ func (b cudaBackend) clipGuarded(g *StepGuard, ts []*Tensor, loss *Tensor, maxNo
 		if maxN == 0 {
 			continue
 		}
-		tab, done := d.argTable("ClipGradNorm", rows)
+		tab, done := d.argTable(op, rows)
 		grid := [3]uint32{uint32(min(ceilDiv(maxN, blockThreads), 1024)), uint32(len(chunk)), 1}
-		d.launch("ClipGradNorm", d.k.scaleGuarded, grid, block1, func(a *cuda.Args) {
+		d.launch(op, fn, grid, block1, func(a *cuda.Args) {
 			a.Ptr(tab).Ptr(g.cu.dev)
 		})
 		done()

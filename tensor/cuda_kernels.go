@@ -96,6 +96,7 @@ type cudaKernels struct {
 	unscaleCheck                    *cuda.Function    // kernels/amp.cuh
 	adamwMultiGuarded               [2]*cuda.Function // kernels/optim.cuh, for graphs
 	clipGuard, scaleGuarded         *cuda.Function    // kernels/guard.cuh
+	unscaleGuarded                  *cuda.Function
 
 	attention attentionKernels // kernels/attention.cuh (cuda_attention.go)
 }
@@ -112,6 +113,7 @@ func (k *cudaKernels) bindings() map[string]**cuda.Function {
 		"unscale_check_f32":          &k.unscaleCheck,
 		"clip_guard":                 &k.clipGuard,
 		"scale_guarded_f32":          &k.scaleGuarded,
+		"unscale_guarded_f32":        &k.unscaleGuarded,
 		"copy_strided_b16_i32":       &k.copyWide[kIdx32],
 		"copy_strided_b16_i64":       &k.copyWide[kIdx64],
 		"unary_to_f32_f16":           &k.unaryTo[0],

@@ -27,11 +27,13 @@ import (
 
 // stepGuardWords mirrors struct StepGuard of kernels/guard.cuh.
 type stepGuardWords struct {
-	st   cudaStatusWords // the sum of squares lands in st.scalar
-	loss float64
-	norm float64
-	coef float32
-	skip int32
+	st    cudaStatusWords // the sum of squares lands in st.scalar
+	loss  float64
+	norm  float64
+	coef  float32
+	skip  int32
+	inv   float32 // the gradient scaler's factor (SetUnscale)
+	found int32   // Unscale found a gradient not finite
 }
 
 // adamwArgsWords mirrors struct AdamWArgs of kernels/optim.cuh.
@@ -86,9 +88,12 @@ type StepResult struct {
 	Loss, Norm float64
 	// Clip is the factor the gradients were multiplied by (1: none).
 	Clip float64
-	// Skipped: the loss or the norm was not finite, so the guarded
-	// optimizer updates did nothing.
+	// Skipped: the loss or the norm was not finite, or Overflow, so the
+	// guarded optimizer updates did nothing.
 	Skipped bool
+	// Overflow: Unscale found a gradient that was not finite (the fp16
+	// gradient scaler's skipped step).
+	Overflow bool
 }
 
 // Result waits for the device and returns what the last step that ran
@@ -99,21 +104,42 @@ func (g *StepGuard) Result() (StepResult, error) {
 		return StepResult{}, err
 	}
 	w := g.w
-	return StepResult{Loss: w.loss, Norm: w.norm, Clip: float64(w.coef), Skipped: w.skip != 0}, nil
+	return StepResult{Loss: w.loss, Norm: w.norm, Clip: float64(w.coef), Skipped: w.skip != 0, Overflow: w.found != 0}, nil
 }
 
-// ClipGradNorm queues on grads' device what nn.ClipGradNorm does on the
-// host: the global L2 norm of grads, and, when maxNorm / (norm + 1e-6) is
-// below 1, every gradient multiplied by it (rounded to float32); it also
-// records loss (a float32 scalar, nil for none) and sets the skip flag
-// when the loss or the norm is not finite. Gradients must be float32 and
-// contiguous on g's device; nil entries are ignored. maxNorm may be +Inf
-// (the norm only).
-func (g *StepGuard) ClipGradNorm(grads []*Tensor, loss *Tensor, maxNorm float64) {
-	const op = "ClipGradNorm"
-	if math.IsNaN(maxNorm) || maxNorm <= 0 {
-		fail(op, ErrArgument, "max norm %v: must be positive", maxNorm)
+// SetUnscale writes the factor the next step's Unscale multiplies the
+// gradients by (the fp16 gradient scaler's 1 / loss scale) and clears its
+// found flag. On a GPU it first waits for the device, so that a step still
+// queued reads what it was queued with.
+func (g *StepGuard) SetUnscale(inv float64) error {
+	if g.cu != nil {
+		if err := g.dev.Synchronize(); err != nil {
+			return err
+		}
 	}
+	g.w.inv, g.w.found = float32(inv), 0
+	return nil
+}
+
+// Unscale queues the fp16 gradient scaler's unscale on grads' device
+// (tensor.UnscaleGrads): every gradient multiplied by the factor SetUnscale
+// wrote, rounded to float32, and the found flag raised when any element was
+// not finite, which makes the step's ClipGradNorm set the skip flag (the
+// scaler skips the step). Gradients must be contiguous float32 on g's
+// device; nil entries are ignored.
+func (g *StepGuard) Unscale(grads []*Tensor) {
+	ts := g.float32Grads("UnscaleGrads", grads)
+	if d, ok := g.dev.(*cudaDevice); ok {
+		cudaBackend{d}.guardedGrads("UnscaleGrads", d.k.unscaleGuarded, g, ts)
+		return
+	}
+	if len(ts) > 0 && !UnscaleGrads(ts, float64(g.w.inv)) {
+		g.w.found = 1
+	}
+}
+
+// float32Grads checks grads for a guarded op and returns the non-nil ones.
+func (g *StepGuard) float32Grads(op string, grads []*Tensor) []*Tensor {
 	var ts []*Tensor
 	for i, t := range grads {
 		if t == nil {
@@ -124,10 +150,27 @@ func (g *StepGuard) ClipGradNorm(grads []*Tensor, loss *Tensor, maxNorm float64)
 			fail(op, ErrDevice, "gradient %d is on %v, the guard on %v", i, t.dev, g.dev)
 		}
 		if t.dtype != Float32 || !t.IsContiguous() {
-			fail(op, ErrDType, "gradient %d is %v (contiguous %v): a guarded clip takes contiguous float32 gradients", i, t.dtype, t.IsContiguous())
+			fail(op, ErrDType, "gradient %d is %v (contiguous %v): a guarded step takes contiguous float32 gradients", i, t.dtype, t.IsContiguous())
 		}
 		ts = append(ts, t)
 	}
+	return ts
+}
+
+// ClipGradNorm queues on grads' device what nn.ClipGradNorm does on the
+// host: the global L2 norm of grads, and, when maxNorm / (norm + 1e-6) is
+// below 1, every gradient multiplied by it (rounded to float32); it also
+// records loss (a float32 scalar, nil for none) and sets the skip flag
+// when the loss or the norm is not finite or the step's Unscale found a
+// gradient that was not. Gradients must be float32 and
+// contiguous on g's device; nil entries are ignored. maxNorm may be +Inf
+// (the norm only).
+func (g *StepGuard) ClipGradNorm(grads []*Tensor, loss *Tensor, maxNorm float64) {
+	const op = "ClipGradNorm"
+	if math.IsNaN(maxNorm) || maxNorm <= 0 {
+		fail(op, ErrArgument, "max norm %v: must be positive", maxNorm)
+	}
+	ts := g.float32Grads(op, grads)
 	if loss != nil {
 		loss.live(op)
 		if loss.dev != g.dev || loss.dtype != Float32 || loss.Numel() != 1 {
@@ -154,7 +197,7 @@ func (g *StepGuard) ClipGradNorm(grads []*Tensor, loss *Tensor, maxNorm float64)
 		w.coef = float32(c)
 		ScaleAll(ts, c)
 	}
-	if !finite(total) || !finite(l) {
+	if w.found != 0 || !finite(total) || !finite(l) {
 		w.skip = 1
 	}
 }

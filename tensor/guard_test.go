@@ -150,3 +150,49 @@ func TestCaptureGraphNeedsCUDA(t *testing.T) {
 	assert.Contains(t, err.Error(), "CUDA graphs need a CUDA device")
 	assert.False(t, tensor.Capturing(tensor.CPU()))
 }
+
+// TestGuardedUnscale: StepGuard.Unscale multiplies by the factor
+// SetUnscale wrote, as UnscaleGrads does, and an infinite gradient raises
+// Overflow and skips the guarded update.
+func TestGuardedUnscale(t *testing.T) {
+	onDevices(t, func(t *testing.T, dev tensor.Device) {
+		tensor.WithScope(func() {
+			host := newOverlapCase(dev, 9, 500, 70000)
+			gd := host.clone()
+			guard, err := tensor.NewStepGuard(dev)
+			require.NoError(t, err)
+			defer guard.Release()
+			require.True(t, tensor.UnscaleGrads(host.gs, 1.0/1024))
+			require.NoError(t, guard.SetUnscale(1.0/1024))
+			guard.Unscale(gd.gs)
+			guard.ClipGradNorm(gd.gs, nil, math.Inf(1))
+			r, err := guard.Result()
+			require.NoError(t, err)
+			assert.False(t, r.Overflow)
+			assert.False(t, r.Skipped)
+			requireSameBits(t, host.gs, gd.gs, "gradient")
+
+			g := gd.gs[0].Float32s()
+			g[3] = float32(math.Inf(1))
+			gd.gs[0] = tensor.FromFloat32s(dev, g, 500)
+			before := gd.clone()
+			require.NoError(t, guard.SetUnscale(0.5))
+			args, err := tensor.NewAdamWArgs(dev)
+			require.NoError(t, err)
+			defer args.Release()
+			require.NoError(t, args.Set(1e-3, 0.9, 0.95, 1e-8, 1))
+			guard.Unscale(gd.gs)
+			guard.ClipGradNorm(gd.gs, nil, 1)
+			tensor.AdamWStepsGuarded(gd.ps, gd.gs, gd.ms, gd.vs, gd.wds, args, guard)
+			r, err = guard.Result()
+			require.NoError(t, err)
+			assert.True(t, r.Overflow)
+			assert.True(t, r.Skipped)
+			requireSameBits(t, before.ps, gd.ps, "parameter")
+			require.NoError(t, guard.SetUnscale(0.5))
+			r, err = guard.Result()
+			require.NoError(t, err)
+			assert.False(t, r.Overflow, "SetUnscale clears the flag")
+		})
+	})
+}

@@ -17,10 +17,14 @@ import (
 // AdamW's moments); the second is captured: forward, backward, the
 // gradient norm and clip on the device (nn.ClipGradNormGuarded), the
 // update reading its learning rate and bias corrections from memory
-// (AdamW.StepGuarded), the gradients released. Every step from then on
-// copies its batch into the graph's input tensors, writes the step's
-// constants (AdamW.PrepareGuarded), replays the graph and reads the loss
-// and norm (StepGuard.Result). The numbers are the ordinary step's, bit
+// (AdamW.StepGuarded), the gradients released; under the fp16 gradient
+// scaler backward starts from a tensor holding the loss scale and the
+// gradients are unscaled on the device (StepGuard.Unscale). Every step
+// from then on copies its batch into the graph's input tensors, writes
+// the step's constants (AdamW.PrepareGuarded; the scale and its inverse),
+// replays the graph and reads the loss, the norm and the overflow flag
+// (StepGuard.Result), which the scaler takes as from its own Unscale
+// (GradScaler.Record). The numbers are the ordinary step's, bit
 // for bit; a loss or norm that is not finite stops the run before the
 // update, as it does without the graph.
 
@@ -30,6 +34,9 @@ type graphStep struct {
 	guard *tensor.StepGuard
 	args  *tensor.AdamWArgs
 	x, y  *tensor.Tensor // the inputs the graph reads, refilled each step
+	// seed is backward's starting gradient under the fp16 gradient
+	// scaler (the loss scale, refilled each step); nil without.
+	seed *tensor.Tensor
 }
 
 // graphUse decides -cuda-graph for a run on dev: whether to capture, and
@@ -41,8 +48,6 @@ func (o *options) graphUse(dev tensor.Device, dropout float64) (bool, error) {
 		return false, nil
 	case dev.Kind() != tensor.KindCUDA:
 		why = "CUDA graphs need a CUDA device"
-	case o.precision == "fp16":
-		why = "fp16's gradient scaler decides on the host (use bf16)"
 	case dropout > 0:
 		why = "dropout's seeds are kernel arguments, which a graph replays unchanged"
 	case o.budget != "" && o.budget != "off":
@@ -73,6 +78,9 @@ func (g *graphStep) release() {
 	g.args.Release()
 	g.x.Release()
 	g.y.Release()
+	if g.seed != nil {
+		g.seed.Release()
+	}
 }
 
 // newGraphStep allocates the guard, the constants and the input tensors.
@@ -91,6 +99,12 @@ func (t *trainer) newGraphStep() (*graphStep, error) {
 			gs.x.Release()
 		}
 	}
+	if err == nil && t.scaler.Enabled() {
+		if gs.seed, err = tensor.NewKept(t.dev, tensor.Float32, memory.RoleGradient); err != nil {
+			gs.x.Release()
+			gs.y.Release()
+		}
+	}
 	if err != nil {
 		gs.guard.Release()
 		gs.args.Release()
@@ -107,8 +121,16 @@ func (t *trainer) capture(gs *graphStep) error {
 			x, y := t.c.Adopt(gs.x.Alias()), t.c.Adopt(gs.y.Alias())
 			var l *autograd.Var
 			amp.With(t.c, t.prec, func() { l = t.model.Loss(x, y) })
-			if stepErr = l.Backward(); stepErr != nil {
+			if gs.seed != nil { // the fp16 scaler: backward from the loss scale, unscaled on the device
+				stepErr = l.BackwardWith(t.c.Adopt(gs.seed.Alias()))
+			} else {
+				stepErr = l.Backward()
+			}
+			if stepErr != nil {
 				return
+			}
+			if gs.seed != nil {
+				gs.guard.Unscale(grads(t.params))
 			}
 			clip := t.clip
 			if clip == 0 {
@@ -145,8 +167,16 @@ func (t *trainer) graphStepOn(it int, s *slot) (loss float64, err error) {
 			gs.x.CopyFrom(x)
 			gs.y.CopyFrom(y)
 		})
+		if gs.seed != nil {
+			gs.seed.Fill(t.scaler.LossScale())
+		}
 	}); e != nil {
 		return 0, e
+	}
+	if gs.seed != nil {
+		if err := gs.guard.SetUnscale(1 / t.scaler.LossScale()); err != nil {
+			return 0, err
+		}
 	}
 	if gs.g == nil {
 		if err := t.capture(gs); err != nil {
@@ -173,6 +203,13 @@ func (t *trainer) graphStepOn(it int, s *slot) (loss float64, err error) {
 	if err != nil {
 		return 0, err
 	}
+	t.opt.CommitGuarded(r.Skipped)
+	t.scaler.Record(r.Overflow)
+	t.scaler.Update()
+	if r.Overflow { // fp16: the scaler skipped the step, as Unscale would have
+		return r.Loss, t.skipped(r.Loss)
+	}
+	t.skips = 0
 	if r.Skipped || !finite(r.Loss) || !finite(r.Norm) {
 		return r.Loss, fmt.Errorf("loss %v, gradient norm %v: not finite; stopped before the optimizer update, so the weights are those of the step before (lower -lr, or check the data)", r.Loss, r.Norm)
 	}

@@ -187,9 +187,7 @@ func (t *trainer) stepOn(it int, s *slot) (loss float64, err error) {
 				loss = l.Item()
 				t.scaler.Update()
 				nn.ZeroGrad(t.params)
-				if t.skips++; t.skips >= t.maxSkips {
-					err = fmt.Errorf("the fp16 gradient scaler skipped %d steps in a row for overflowing gradients (loss scale now %g, loss %.4g): stopping (-max-skips)", t.skips, t.scaler.LossScale(), loss)
-				}
+				err = t.skipped(loss)
 				return
 			}
 			t.scaler.Update()
@@ -225,6 +223,15 @@ func (t *trainer) stepOn(it int, s *slot) (loss float64, err error) {
 		err = t.place(it + 1) // between steps: nothing of the step is live
 	}
 	return loss, err
+}
+
+// skipped counts a step the fp16 gradient scaler skipped (after its
+// Update) and stops the run after -max-skips in a row.
+func (t *trainer) skipped(loss float64) error {
+	if t.skips++; t.skips >= t.maxSkips {
+		return fmt.Errorf("the fp16 gradient scaler skipped %d steps in a row for overflowing gradients (loss scale now %g, loss %.4g): stopping (-max-skips)", t.skips, t.scaler.LossScale(), loss)
+	}
+	return nil
 }
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
