@@ -27,7 +27,7 @@ import (
 
 // stepGuardWords mirrors struct StepGuard of kernels/guard.cuh.
 type stepGuardWords struct {
-	st    cudaStatusWords // the sum of squares lands in st.scalar
+	_     cudaStatusWords // Status: the sum of squares lands in its scalar
 	loss  float64
 	norm  float64
 	coef  float32
