@@ -45,8 +45,7 @@ type cudaDevice struct {
 	blasWS   *memory.Allocation
 	blasErr  error
 
-	vmm  bool        // device memory is expandable (cuda_copy.go's copyDevice)
-	ring *pinnedRing // stages small host copies when vmm (cuda_ring.go)
+	vmm bool // device memory is expandable (cuda_copy.go's copyDevice)
 
 	// capture is the CUDA graph capture in progress (graph.go), or nil.
 	capture atomic.Pointer[cudaCapture]
@@ -182,8 +181,7 @@ func newCUDADevice(ordinal int) (_ *cudaDevice, err error) {
 		// Device memory mapped through the virtual memory API: host
 		// copies synchronous, device copies by kernel (copyDevice).
 		d.vmm = true
-		d.ring = newPinnedRing(ctx)
-		d.q = streamQueue{ctx: ctx, stream: d.stream, syncPageable: true, ring: d.ring}
+		d.q = streamQueue{ctx: ctx, stream: d.stream, syncPageable: true}
 	}
 	// cuBLAS comes up with the device, so its workspace is part of the
 	// memory in use from the start; a missing cuBLAS fails float32

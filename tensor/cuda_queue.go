@@ -28,9 +28,6 @@ type streamQueue struct {
 	// copies never did. Host copies of pageable memory wait for the data
 	// anyway; the cost is the drained stream.
 	syncPageable bool
-	// ring, when set (with syncPageable), stages small host-to-device
-	// copies through page-locked memory instead (cuda_ring.go).
-	ring *pinnedRing
 }
 
 func (q streamQueue) launch(fn *cuda.Function, grid, block [3]uint32, a *cuda.Args) error {
@@ -43,9 +40,6 @@ func (q streamQueue) copyDtoD(dst, src cuda.DevicePtr, n int) error {
 
 func (q streamQueue) copyHtoD(dst cuda.DevicePtr, src []byte) error {
 	if q.syncPageable {
-		if done, err := q.ring.copyHtoD(q.stream, dst, src); done {
-			return err
-		}
 		if err := q.stream.Synchronize(); err != nil {
 			return err
 		}
