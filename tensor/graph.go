@@ -40,6 +40,9 @@ import (
 //     *OpError that says so. Work on the side stream (AdamW's Overlap and
 //     Pipeline) and dropout (whose seed is a kernel argument, so every
 //     replay would draw the same mask) are refused too.
+//   - Expandable segments (memory.EnvExpandableSegments) are refused: they
+//     map memory with a device synchronization, which a capture cannot
+//     hold.
 //   - While a capture runs, the device is the capturing goroutine's: ops
 //     from other goroutines on it would be captured or break the capture.
 type Graph struct {
@@ -88,6 +91,9 @@ func CaptureGraph(dev Device, fn func()) (g *Graph, err error) {
 	}
 	if d.capturing() != nil {
 		return nil, &OpError{Op: "CaptureGraph", Msg: fmt.Sprintf("%v is already capturing a graph", d), Err: ErrArgument}
+	}
+	if d.vmm {
+		return nil, &OpError{Op: "CaptureGraph", Msg: fmt.Sprintf("%v's device memory is expandable (%s): mapping more of it synchronizes the device, which a capture cannot hold (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED on the H200); capture with classic segments", d, memory.EnvExpandableSegments), Err: ErrArgument}
 	}
 	if cudaProfiling {
 		return nil, &OpError{Op: "CaptureGraph", Msg: "the kernel profiler times each launch with a synchronization: turn it off to capture", Err: ErrArgument}
