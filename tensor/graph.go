@@ -120,7 +120,7 @@ func CaptureGraph(dev Device, fn func()) (g *Graph, err error) {
 	}
 	d.capture.Store(c)
 	before := CUDALaunches()
-	ferr := Try(fn)
+	ferr := captureRun(d, fn, discard)
 	launched := int(CUDALaunches() - before)
 	d.capture.Store(nil)
 	graph, eerr := d.stream.EndCapture()
@@ -141,6 +141,25 @@ func CaptureGraph(dev Device, fn func()) (g *Graph, err error) {
 		return nil, &OpError{Op: "CaptureGraph", Msg: fmt.Sprintf("instantiating the graph captured on %v", d), Err: errors.Join(ierr, derr)}
 	}
 	return &Graph{d: d, exec: exec, pool: c.pool, tables: c.tables, kernels: launched}, nil
+}
+
+// captureRun runs fn in the capture (Try: an *OpError becomes its error).
+// Any other panic (a bug) ends the capture, discards what it made and
+// goes on up, so the device is not left capturing.
+func captureRun(d *cudaDevice, fn func(), discard func()) (err error) {
+	ok := false
+	defer func() {
+		if !ok {
+			d.capture.Store(nil)
+			if g, eerr := d.stream.EndCapture(); eerr == nil {
+				_ = g.Destroy()
+			}
+			discard()
+		}
+	}()
+	err = Try(fn)
+	ok = true
+	return err
 }
 
 // Launch queues one replay of the graph on its device's stream, in order

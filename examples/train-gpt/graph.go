@@ -152,6 +152,9 @@ func (t *trainer) capture(gs *graphStep) error {
 		err = stepErr
 	}
 	if err != nil {
+		// Nothing of the capture ran: gradients it left attached hold no
+		// values (and memory of its discarded pool).
+		nn.ZeroGrad(t.params)
 		return fmt.Errorf("capturing the training step into a CUDA graph (-cuda-graph off runs without): %w", err)
 	}
 	gs.g = g
