@@ -267,6 +267,19 @@ func (a *Allocation) Host() []byte {
 // Size is the requested size in bytes.
 func (a *Allocation) Size() int64 { return a.size }
 
+// Manager is the manager that made a.
+func (a *Allocation) Manager() *Manager { return a.m }
+
+// Stream is the pool stream a's block belongs to (0 once freed).
+func (a *Allocation) Stream() Stream {
+	a.m.mu.Lock()
+	defer a.m.mu.Unlock()
+	if a.b == nil {
+		return 0
+	}
+	return a.b.seg.stream
+}
+
 // Op is the name of the op that asked for the allocation (AllocOp), or "".
 func (a *Allocation) Op() string { return a.op }
 

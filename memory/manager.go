@@ -283,6 +283,25 @@ func (m *Manager) EmptyCache() error {
 	return errors.Join(errs...)
 }
 
+// EmptyStreamCache gives back the fully free classic segments of stream s
+// only (a released CUDA graph's private pool, CUDAStreams.Private), held
+// or not; other streams keep their cache.
+func (m *Manager) EmptyStreamCache(s Stream) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return fmt.Errorf("memory: manager: EmptyStreamCache after close: %w", ErrClosed)
+	}
+	var errs []error
+	for _, p := range m.pools {
+		if p != nil {
+			_, err := p.releaseFree(func(t Stream) bool { return t == s })
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // InUse returns the bytes requested by live allocations, all tiers.
 func (m *Manager) InUse() int64 {
 	m.mu.Lock()

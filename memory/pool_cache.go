@@ -33,12 +33,24 @@ func (p *Pool) emptyCache() error {
 // releaseCached releases the fully free segments, except those of held
 // streams (StreamHolder), and returns their bytes.
 func (p *Pool) releaseCached() (int64, error) {
+	h := p.holder()
+	released, err := p.releaseFree(func(s Stream) bool { return !heldBy(h, s) })
+	if p.vm != nil {
+		n, xerr := p.releaseExpandable()
+		released += n
+		err = errors.Join(err, xerr)
+	}
+	return released, err
+}
+
+// releaseFree releases the fully free classic segments of the streams
+// take accepts and returns their bytes.
+func (p *Pool) releaseFree(take func(Stream) bool) (int64, error) {
 	var released int64
 	var errs []error
-	h := p.holder()
 	for seg := p.segs; seg != nil; {
 		next := seg.next
-		if seg.live == 0 && seg.x == nil && !heldBy(h, seg.stream) {
+		if seg.live == 0 && seg.x == nil && take(seg.stream) {
 			b := seg.first
 			if b.next != nil || b.size != seg.region.Size || b.state != blockFree {
 				panic(fmt.Sprintf("memory: pool %s: free segment at %#x not coalesced", p.name, seg.region.Addr))
@@ -51,11 +63,6 @@ func (p *Pool) releaseCached() (int64, error) {
 			}
 		}
 		seg = next
-	}
-	if p.vm != nil {
-		n, err := p.releaseExpandable()
-		released += n
-		errs = append(errs, err)
 	}
 	return released, errors.Join(errs...)
 }

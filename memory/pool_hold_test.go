@@ -51,6 +51,30 @@ func TestPoolHeldStreamKeepsSegments(t *testing.T) {
 	require.NoError(t, p.Close())
 }
 
+// EmptyStreamCache gives back one stream's free segments, held or not,
+// and leaves the others' cache.
+func TestManagerEmptyStreamCache(t *testing.T) {
+	const s1, s2 = memory.Stream(7), memory.Stream(9)
+	m, err := memory.NewManager([]memory.Backend{memtest.NewAddressBackend(memory.TierDevice, 1<<40)},
+		memory.Config{Policy: memory.SingleTierPolicy(memory.TierDevice)})
+	require.NoError(t, err)
+	defer m.Close()
+	for _, s := range []memory.Stream{s1, s2} {
+		a, err := m.AllocStream(3<<20, memory.RoleActivation, s)
+		require.NoError(t, err)
+		require.Equal(t, s, a.Stream())
+		require.Same(t, m, a.Manager())
+		require.NoError(t, a.Free())
+	}
+	reserved := func() int64 { return m.Stats().Total.Reserved.Current }
+	before := reserved()
+	require.NoError(t, m.EmptyStreamCache(s1))
+	require.Less(t, reserved(), before, "s1's segment went back")
+	require.Positive(t, reserved(), "s2's stayed")
+	require.NoError(t, m.EmptyStreamCache(s2))
+	require.Zero(t, reserved())
+}
+
 // Under a limit, a request that needs the held stream's cached memory
 // fails with ErrOutOfMemory instead of taking it.
 func TestPoolHeldStreamOutOfMemory(t *testing.T) {

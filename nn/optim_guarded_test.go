@@ -2,11 +2,13 @@ package nn_test
 
 import (
 	"math"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-ml/strata/amp"
+	"github.com/strata-ml/strata/memory"
 	"github.com/strata-ml/strata/nn"
 	"github.com/strata-ml/strata/tensor"
 )
@@ -26,8 +28,8 @@ func TestAdamWGuardedSameBits(t *testing.T) {
 	onCPUAndCUDA(t, check)
 }
 
-// StepGuarded refuses to make moments inside a capture, and a guarded
-// update with unset constants says so.
+// A guarded update with unset constants says so; a skipped step is not
+// counted.
 func TestAdamWGuardedErrors(t *testing.T) {
 	dev := tensor.CPU()
 	p := &nn.Parameter{Var: autogradParam(tensor.Ones(dev, tensor.Float32, 3)), Name: "w"}
@@ -46,4 +48,32 @@ func TestAdamWGuardedErrors(t *testing.T) {
 	require.Equal(t, 0, opt.Steps(), "a skipped step is not counted")
 	opt.CommitGuarded(false)
 	require.Equal(t, 1, opt.Steps())
+}
+
+// On a GPU, StepGuarded inside a capture refuses to make the moments
+// (the capture would zero them at every replay).
+func TestGPUAdamWGuardedNeedsMoments(t *testing.T) {
+	dev, err := tensor.CUDA(0)
+	if err != nil {
+		if os.Getenv("STRATA_REQUIRE_GPU") != "" {
+			t.Fatalf("STRATA_REQUIRE_GPU is set: %v", err)
+		}
+		t.Skipf("no CUDA device: %v", err)
+	}
+	if dev.Memory().Pool(memory.TierDevice).Expandable() {
+		t.Skip("graphs refuse expandable segments")
+	}
+	p := &nn.Parameter{Var: autogradParam(tensor.Ones(dev, tensor.Float32, 3)), Name: "w"}
+	defer nn.Release([]*nn.Parameter{p})
+	p.Grad = tensor.Ones(dev, tensor.Float32, 3)
+	opt := nn.NewAdamW([]*nn.Parameter{p}, 1e-3, 0)
+	defer opt.Release()
+	args, err := tensor.NewAdamWArgs(dev)
+	require.NoError(t, err)
+	defer args.Release()
+	var stepErr error
+	g, err := tensor.CaptureGraph(dev, func() { stepErr = opt.StepGuarded(args, nil) })
+	require.NoError(t, err)
+	require.NoError(t, g.Release())
+	require.ErrorContains(t, stepErr, "take one step before capturing")
 }

@@ -29,30 +29,37 @@ func (b cudaBackend) scaleAll(ts []*Tensor, alpha float64) {
 	b.unscaleLaunch("ScaleAll", ts, alpha, found)
 }
 
-// unscaleLaunch queues unscale_check_f32 over ts, up to maxGridYZ tensors
-// a launch: their addresses and sizes go up in one small table, and any
-// non-finite element sets the int32 found.
+// unscaleLaunch queues unscale_check_f32 over ts (tensorTableLaunch):
+// any non-finite element sets the int32 found.
 func (b cudaBackend) unscaleLaunch(op string, ts []*Tensor, inv float64, found *Tensor) {
+	b.tensorTableLaunch(op, b.d.k.unscaleCheck, ts, func(a *cuda.Args, tab cuda.DevicePtr) {
+		a.Ptr(tab).Float32(float32(inv)).Ptr(devPtr(found))
+	})
+}
+
+// tensorTableLaunch launches fn over the tensors ts, up to maxGridYZ a
+// launch: their addresses and element counts go up in one small table
+// (argTable), blockIdx.y picks the tensor and the x blocks stride over
+// its elements; set appends the arguments after the table's address
+// (unscale_check_f32, scale_guarded_f32, unscale_guarded_f32).
+func (b cudaBackend) tensorTableLaunch(op string, fn *cuda.Function, ts []*Tensor, set func(a *cuda.Args, tab cuda.DevicePtr)) {
 	d := b.d
 	for len(ts) > 0 {
 		chunk := ts[:min(len(ts), maxGridYZ)]
 		ts = ts[len(chunk):]
-		buf := make([]byte, 16*len(chunk))
+		rows := make([]byte, 0, 16*len(chunk))
 		maxN := 0
-		for j, t := range chunk {
-			binary.LittleEndian.PutUint64(buf[16*j:], uint64(devPtr(t)))
-			binary.LittleEndian.PutUint64(buf[16*j+8:], uint64(t.Numel()))
+		for _, t := range chunk {
+			rows = binary.LittleEndian.AppendUint64(rows, uint64(devPtr(t)))
+			rows = binary.LittleEndian.AppendUint64(rows, uint64(t.Numel()))
 			maxN = max(maxN, t.Numel())
 		}
 		if maxN == 0 {
 			continue
 		}
-		table := mustNew(op, nil, d, Int32, []int{4 * len(chunk)})
-		b.upload(table, buf)
+		tab, done := d.argTable(op, rows)
 		grid := [3]uint32{uint32(min(ceilDiv(maxN, blockThreads), 1024)), uint32(len(chunk)), 1}
-		d.launch(op, d.k.unscaleCheck, grid, block1, func(a *cuda.Args) {
-			a.Ptr(devPtr(table)).Float32(float32(inv)).Ptr(devPtr(found))
-		})
-		table.Release() // the stream orders its reuse after the kernel
+		d.launch(op, fn, grid, block1, func(a *cuda.Args) { set(a, tab) })
+		done() // the stream orders the table's reuse after the kernel
 	}
 }

@@ -225,9 +225,7 @@ func rowsFit(kind int, rows attnRows, t, hd int) bool {
 func (b cudaBackend) attentionForwardRows(out, lse, q, k, v *Tensor, bh, t, hd int, rows attnRows, tf32 bool, scale, p float64, seed, offset uint64) bool {
 	const op = "FusedCausalAttention"
 	d := b.d
-	if p > 0 {
-		d.refuseInCapture(op, "attention dropout (its seed is a kernel argument: every replay would drop the same probabilities)")
-	}
+	d.refuseDropout(op, p)
 	di, hi := attentionVariant(op, q.dtype, hd)
 	kind := attnKind(di, hi, tf32)
 	if !rowsFit(kind, rows, t, hd) {
@@ -253,9 +251,7 @@ func (b cudaBackend) attentionForwardRows(out, lse, q, k, v *Tensor, bh, t, hd i
 func (b cudaBackend) attentionBackwardRows(dq, dk, dv, q, k, v, out, dout, lse *Tensor, bh, t, hd int, rows attnRows, tf32 bool, scale, p float64, seed, offset uint64) bool {
 	const op = "FusedCausalAttentionBackward"
 	d := b.d
-	if p > 0 {
-		d.refuseInCapture(op, "attention dropout (its seed is a kernel argument: every replay would drop the same probabilities)")
-	}
+	d.refuseDropout(op, p)
 	di, hi := attentionVariant(op, q.dtype, hd)
 	kind := attnKind(di, hi, tf32)
 	if !rowsFit(kind, rows, t, hd) {

@@ -134,9 +134,7 @@ func (b cudaBackend) causalMask(dst, src *Tensor, batch, rows, cols int, fill fl
 // dropout draws the CPU's Philox mask (kernels/dropout.cuh): the same
 // (seed, offset) drops the same elements on every device.
 func (b cudaBackend) dropout(dst, src *Tensor, p float64, seed, offset uint64) {
-	if p > 0 {
-		b.d.refuseInCapture("Dropout", "dropout (its seed is a kernel argument: every replay would drop the same elements)")
-	}
+	b.d.refuseDropout("Dropout", p)
 	d, n := b.d, dst.Numel()
 	f := floatIndex("Dropout", dst.dtype)
 	if n == 0 {

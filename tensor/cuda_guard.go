@@ -1,7 +1,6 @@
 package tensor
 
 import (
-	"encoding/binary"
 	"fmt"
 	"unsafe"
 
@@ -48,10 +47,20 @@ func (d *cudaDevice) newMapped(what string, n int) (*cudaMapped, error) {
 }
 
 func (m *cudaMapped) free() {
-	if m.host != nil {
+	if m != nil && m.host != nil {
 		_ = m.d.ctx.MemFreeHost(m.host)
 		m.host = nil
 	}
+}
+
+// beforeHostWrite waits for the device before the host writes a mapped
+// block (nil: Go memory, nothing to wait for), so that work still queued
+// reads what it was queued with.
+func (m *cudaMapped) beforeHostWrite() error {
+	if m == nil {
+		return nil
+	}
+	return m.d.Synchronize()
 }
 
 // argTable puts a kernel's argument table where the launches queued next
@@ -87,30 +96,8 @@ func (b cudaBackend) clipGuarded(g *StepGuard, ts []*Tensor, loss *Tensor, maxNo
 	b.guardedGrads("ClipGradNorm", d.k.scaleGuarded, g, ts)
 }
 
-// guardedGrads launches fn(table, guard) over the tensors ts, up to
-// maxGridYZ a launch (blockIdx.y picks the tensor, whose address and
-// element count are its table row): scale_guarded_f32 and
-// unscale_guarded_f32.
+// guardedGrads launches fn(table, guard) over the gradients ts
+// (tensorTableLaunch): scale_guarded_f32 and unscale_guarded_f32.
 func (b cudaBackend) guardedGrads(op string, fn *cuda.Function, g *StepGuard, ts []*Tensor) {
-	d := b.d
-	for len(ts) > 0 {
-		chunk := ts[:min(len(ts), maxGridYZ)]
-		ts = ts[len(chunk):]
-		rows := make([]byte, 0, 16*len(chunk))
-		maxN := 0
-		for _, t := range chunk {
-			rows = binary.LittleEndian.AppendUint64(rows, uint64(devPtr(t)))
-			rows = binary.LittleEndian.AppendUint64(rows, uint64(t.Numel()))
-			maxN = max(maxN, t.Numel())
-		}
-		if maxN == 0 {
-			continue
-		}
-		tab, done := d.argTable(op, rows)
-		grid := [3]uint32{uint32(min(ceilDiv(maxN, blockThreads), 1024)), uint32(len(chunk)), 1}
-		d.launch(op, fn, grid, block1, func(a *cuda.Args) {
-			a.Ptr(tab).Ptr(g.cu.dev)
-		})
-		done()
-	}
+	b.tensorTableLaunch(op, fn, ts, func(a *cuda.Args, tab cuda.DevicePtr) { a.Ptr(tab).Ptr(g.cu.dev) })
 }

@@ -122,6 +122,9 @@ func (d *cudaDevice) launchOn(s *cudaSide, op string, fn *cuda.Function, grid, b
 	a := d.args.Reset()
 	set(a)
 	cudaLaunches.Add(1)
+	if c := d.capturing(); c != nil {
+		c.kernels++
+	}
 	if err := q.launch(fn, grid, block, a); err != nil {
 		panic(&OpError{Op: op, Msg: fmt.Sprintf("launching kernel %s on %v%s", fn.Name(), d, where), Err: err})
 	}
@@ -191,6 +194,7 @@ func (d *cudaDevice) table(op string, rows []byte) *memory.Allocation {
 // tableOn is table for launches on side stream s (nil: the device's
 // stream), uploaded on that stream.
 func (d *cudaDevice) tableOn(s *cudaSide, op string, rows []byte) *memory.Allocation {
+	d.refuseInCapture(op, "uploading a kernel's argument table from the host (an update with host-side constants: use AdamWStepsGuarded)")
 	q := d.q
 	if s != nil {
 		q = s.q

@@ -188,6 +188,7 @@ func (b cudaBackend) adamwOverlapped(ps, gs, ms, vs []*Tensor, wd []float64, lr,
 // on the device's stream (the backward pass, the gradients' clipping, the
 // moments' first fill), and marks an update pending (WaitOverlapped).
 func (d *cudaDevice) startSide(op string) *cudaSide {
+	d.refuseInCapture(op, "queuing work on the side stream (an overlapped or pipelined update)")
 	s := d.sideStream(op)
 	d.mu.Lock()
 	err := s.start.Record(d.stream)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/strata-ml/strata/cuda"
 	"github.com/strata-ml/strata/memory"
@@ -40,6 +42,10 @@ import (
 //     *OpError that says so. Work on the side stream (AdamW's Overlap and
 //     Pipeline) and dropout (whose seed is a kernel argument, so every
 //     replay would draw the same mask) are refused too.
+//   - Tensors made before the capture and released during it are freed
+//     when the graph is released, not at once: its replays may use them.
+//   - The StepGuard and AdamWArgs a captured step reads must outlive the
+//     graph.
 //   - Expandable segments (memory.EnvExpandableSegments) are refused: they
 //     map memory with a device synchronization, which a capture cannot
 //     hold.
@@ -48,16 +54,64 @@ import (
 type Graph struct {
 	d        *cudaDevice
 	exec     *cuda.GraphExec
-	pool     memory.Stream
-	tables   []*cudaMapped
-	kernels  int
+	c        *cudaCapture
 	released bool
 }
 
-// cudaCapture is the state of a capture in progress on a device.
+// cudaCapture is the state of a capture in progress on a device, then
+// what its graph keeps.
 type cudaCapture struct {
 	pool   memory.Stream // the private pool allocations come from
 	tables []*cudaMapped // argument tables the graph keeps
+	// deferred are allocations made before the capture and freed during
+	// it: the graph's replays may still use them, so they are freed when
+	// the graph is (as PyTorch defers such frees).
+	deferred []*memory.Allocation
+	mu       sync.Mutex // deferred: the leak safety net may release from another goroutine
+	kernels  int        // strata kernels queued during the capture
+}
+
+// captures maps each capturing device's memory manager to its capture,
+// for storage.release (capturing counts them: the free path's one check).
+var (
+	captures  sync.Map // *memory.Manager -> *cudaCapture
+	capturing atomic.Int32
+)
+
+// deferFree keeps a, freed during a capture on its manager's device but
+// allocated before it, for the graph to free, and reports whether it did.
+func deferFree(a *memory.Allocation) bool {
+	if capturing.Load() == 0 {
+		return false
+	}
+	v, ok := captures.Load(a.Manager())
+	if !ok {
+		return false
+	}
+	c := v.(*cudaCapture)
+	if a.Stream() == c.pool {
+		return false // the capture's own: the private pool reuses it in stream order
+	}
+	c.mu.Lock()
+	c.deferred = append(c.deferred, a)
+	c.mu.Unlock()
+	return true
+}
+
+// free gives back what the capture kept: its tables, the frees it
+// deferred, and the private pool (held no more; its cached segments
+// released, the other streams' cache untouched).
+func (c *cudaCapture) free(d *cudaDevice) error {
+	for _, t := range c.tables {
+		t.free()
+	}
+	var errs []error
+	for _, a := range c.deferred {
+		errs = append(errs, a.Free())
+	}
+	c.tables, c.deferred = nil, nil
+	d.streams.Hold(c.pool, false)
+	return errors.Join(append(errs, d.mem.EmptyStreamCache(c.pool))...)
 }
 
 // capturing returns the capture in progress on d, or nil.
@@ -68,6 +122,13 @@ func (d *cudaDevice) capturing() *cudaCapture { return d.capture.Load() }
 func (d *cudaDevice) refuseInCapture(op, what string) {
 	if d.capturing() != nil {
 		panic(&OpError{Op: op, Msg: fmt.Sprintf("%s while %v captures a CUDA graph: %s", what, d, captureRule), Err: ErrArgument})
+	}
+}
+
+// refuseDropout is refuseInCapture for dropout with a positive rate.
+func (d *cudaDevice) refuseDropout(op string, p float64) {
+	if p > 0 {
+		d.refuseInCapture(op, "dropout (its seed is a kernel argument: every replay would drop the same elements)")
 	}
 }
 
@@ -107,28 +168,26 @@ func CaptureGraph(dev Device, fn func()) (g *Graph, err error) {
 	defer runtime.UnlockOSThread()
 	c := &cudaCapture{pool: d.streams.Private()}
 	d.streams.Hold(c.pool, true)
-	discard := func() {
-		for _, t := range c.tables {
-			t.free()
-		}
-		d.streams.Hold(c.pool, false)
-		_ = d.mem.EmptyCache() // the private pool's blocks: nothing else can use them
+	stop := func() { // the capture is over for the ops and for storage.release
+		d.capture.Store(nil)
+		captures.Delete(d.mem)
+		capturing.Add(-1)
 	}
 	if err := d.stream.BeginCapture(cuda.CaptureRelaxed); err != nil {
-		discard()
+		_ = c.free(d)
 		return nil, &OpError{Op: "CaptureGraph", Msg: fmt.Sprintf("beginning a capture on %v", d), Err: err}
 	}
+	captures.Store(d.mem, c)
+	capturing.Add(1)
 	d.capture.Store(c)
-	before := CUDALaunches()
-	ferr := captureRun(d, fn, discard)
-	launched := int(CUDALaunches() - before)
-	d.capture.Store(nil)
+	ferr := captureRun(d, c, fn, stop)
+	stop()
 	graph, eerr := d.stream.EndCapture()
 	if ferr != nil || eerr != nil {
 		if graph != nil {
 			_ = graph.Destroy()
 		}
-		discard()
+		_ = c.free(d)
 		if ferr != nil {
 			return nil, ferr
 		}
@@ -137,24 +196,25 @@ func CaptureGraph(dev Device, fn func()) (g *Graph, err error) {
 	exec, ierr := graph.Instantiate()
 	derr := graph.Destroy()
 	if ierr != nil {
-		discard()
+		_ = c.free(d)
 		return nil, &OpError{Op: "CaptureGraph", Msg: fmt.Sprintf("instantiating the graph captured on %v", d), Err: errors.Join(ierr, derr)}
 	}
-	return &Graph{d: d, exec: exec, pool: c.pool, tables: c.tables, kernels: launched}, nil
+	return &Graph{d: d, exec: exec, c: c}, nil
 }
 
-// captureRun runs fn in the capture (Try: an *OpError becomes its error).
-// Any other panic (a bug) ends the capture, discards what it made and
-// goes on up, so the device is not left capturing.
-func captureRun(d *cudaDevice, fn func(), discard func()) (err error) {
+// captureRun runs fn in capture c (Try: an *OpError becomes its error).
+// Any other panic (a bug) stops and ends the capture and frees what it
+// made (nothing of it ran) before going on up, so the device is not left
+// capturing.
+func captureRun(d *cudaDevice, c *cudaCapture, fn func(), stop func()) (err error) {
 	ok := false
 	defer func() {
 		if !ok {
-			d.capture.Store(nil)
+			stop()
 			if g, eerr := d.stream.EndCapture(); eerr == nil {
 				_ = g.Destroy()
 			}
-			discard()
+			_ = c.free(d)
 		}
 	}()
 	err = Try(fn)
@@ -184,21 +244,22 @@ func (g *Graph) Launch() error {
 
 // Kernels is the number of strata kernels the graph replays (cuBLAS's
 // own not counted), the launches each Launch saves.
-func (g *Graph) Kernels() int { return g.kernels }
+func (g *Graph) Kernels() int { return g.c.kernels }
 
-// Release waits for the graph's replays, destroys it and gives its
-// private pool's memory back; releasing twice does nothing.
+// Release waits for the graph's replays, destroys it and gives back its
+// private pool's memory, its tables and the allocations freed during its
+// capture; releasing twice does nothing. It fails, releasing nothing,
+// while the device captures.
 func (g *Graph) Release() error {
 	if g == nil || g.released {
 		return nil
 	}
-	g.released = true
 	d := g.d
+	if d.capturing() != nil {
+		return &OpError{Op: "Graph.Release", Msg: fmt.Sprintf("%v is capturing a graph: release this one after", d), Err: ErrArgument}
+	}
+	g.released = true
 	serr := d.Synchronize()
 	derr := g.exec.Destroy()
-	for _, t := range g.tables {
-		t.free()
-	}
-	d.streams.Hold(g.pool, false)
-	return errors.Join(serr, derr, d.mem.EmptyCache())
+	return errors.Join(serr, derr, g.c.free(d))
 }

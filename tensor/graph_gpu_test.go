@@ -90,7 +90,14 @@ func TestGPUCaptureGraphRefusals(t *testing.T) {
 	ws := workspace()
 	tensor.WithScope(func() {
 		a := tensor.Full(dev, tensor.Float32, 3, 16)
+		c := newOverlapCase(dev, 2, 64, 300)
 		for name, fn := range map[string]func(){
+			"adamw host constants": func() {
+				tensor.AdamWSteps(c.ps, c.gs, c.ms, c.vs, c.wds, 1e-3, 0.9, 0.95, 1e-8, 1)
+			},
+			"overlapped adamw": func() {
+				tensor.AdamWStepsOverlapped(c.ps, c.gs, c.ms, c.vs, c.wds, 1e-3, 0.9, 0.95, 1e-8, 1, 1<<10)
+			},
 			"item":     func() { _ = tensor.Sum(a, false).Item() },
 			"upload":   func() { _ = tensor.FromFloat32s(dev, []float32{1}, 1) },
 			"dropout":  func() { _ = tensor.Dropout(a, 0.5, 1, 0) },
@@ -108,8 +115,17 @@ func TestGPUCaptureGraphRefusals(t *testing.T) {
 			assert.False(t, tensor.Capturing(dev))
 			assert.Equal(t, float64(48), tensor.Sum(a, false).Item(), "the device works after a refused capture (%s)", name)
 		}
+		// A tensor made before the capture and released in it is freed
+		// with the graph, not at once.
+		pre := tensor.Zeros(dev, tensor.Float32, 1<<20)
+		inUse := dev.Memory().InUse()
+		g, err := tensor.CaptureGraph(dev, func() { pre.Release() })
+		require.NoError(t, err)
+		assert.Equal(t, inUse, dev.Memory().InUse(), "freed with the graph")
+		require.NoError(t, g.Release())
+		assert.Equal(t, inUse-4<<20, dev.Memory().InUse())
 		var inner error
-		g, err := tensor.CaptureGraph(dev, func() { _, inner = tensor.CaptureGraph(dev, func() {}) })
+		g, err = tensor.CaptureGraph(dev, func() { _, inner = tensor.CaptureGraph(dev, func() {}) })
 		require.NoError(t, err)
 		require.ErrorContains(t, inner, "already capturing")
 		require.NoError(t, g.Release())

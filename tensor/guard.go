@@ -75,11 +75,11 @@ func guardWords[W any](dev Device, what string, size int) (*W, *cudaMapped, erro
 	return new(W), nil, nil
 }
 
-// Release frees the guard's memory. The device must be done with it.
+// Release frees the guard's memory. The device must be done with it, and
+// a graph that captured ops on it released first.
 func (g *StepGuard) Release() {
-	if g != nil && g.cu != nil {
+	if g != nil {
 		g.cu.free()
-		g.cu = nil
 	}
 }
 
@@ -112,10 +112,8 @@ func (g *StepGuard) Result() (StepResult, error) {
 // found flag. On a GPU it first waits for the device, so that a step still
 // queued reads what it was queued with.
 func (g *StepGuard) SetUnscale(inv float64) error {
-	if g.cu != nil {
-		if err := g.dev.Synchronize(); err != nil {
-			return err
-		}
+	if err := g.cu.beforeHostWrite(); err != nil {
+		return err
 	}
 	g.w.inv, g.w.found = float32(inv), 0
 	return nil
@@ -226,11 +224,11 @@ func NewAdamWArgs(dev Device) (*AdamWArgs, error) {
 	return &AdamWArgs{dev: dev, w: w, cu: m}, nil
 }
 
-// Release frees the block. The device must be done with it.
+// Release frees the block. The device must be done with it, and a graph
+// that captured an update reading it released first.
 func (a *AdamWArgs) Release() {
-	if a != nil && a.cu != nil {
+	if a != nil {
 		a.cu.free()
-		a.cu = nil
 	}
 }
 
@@ -241,10 +239,8 @@ func (a *AdamWArgs) Set(lr, beta1, beta2, eps float64, step int) error {
 	if step < 1 {
 		return &OpError{Op: "AdamW", Msg: fmt.Sprintf("step %d: steps count from 1", step), Err: ErrArgument}
 	}
-	if a.cu != nil {
-		if err := a.dev.Synchronize(); err != nil {
-			return err
-		}
+	if err := a.cu.beforeHostWrite(); err != nil {
+		return err
 	}
 	c := adamwConstants(kF32, lr, beta1, beta2, eps, step) // unfolded: the float64 kernel folds
 	*a.w = adamwArgsWords{lr: lr, w1: c.w1, beta2: c.beta2, w2: c.w2, stepSize: c.stepSize, bc2Sqrt: c.bc2Sqrt, eps: c.eps, lerpLow: c.lerpLow}
@@ -272,12 +268,14 @@ func AdamWStepsGuarded(ps, gs, ms, vs []*Tensor, wd []float64, a *AdamWArgs, gua
 	if len(ps) == 0 {
 		return
 	}
+	// A captured update reads the constants each replay's Set writes;
+	// one that runs now needs them written.
+	if a.step < 1 && !Capturing(a.dev) {
+		fail(op, ErrArgument, "AdamWArgs not set: call Set before the update")
+	}
 	if d, ok := a.dev.(*cudaDevice); ok {
 		cudaBackend{d}.adamwGuarded(ps, gs, ms, vs, wd, a, guard)
 		return
-	}
-	if a.step < 1 {
-		fail(op, ErrArgument, "AdamWArgs not set: call Set before the update")
 	}
 	if guard != nil && guard.w.skip != 0 {
 		return

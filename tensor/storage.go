@@ -31,6 +31,9 @@ func (s *storage) release() {
 	case n == 0:
 		s.joinFence() // the pool may hand the bytes out on the device's stream at once
 		s.owner.live.Add(-s.nbytes)
+		if deferFree(s.alloc) { // a CUDA graph being captured may still use it (graph.go)
+			return
+		}
 		if err := s.alloc.Free(); err != nil {
 			panic(fmt.Sprintf("tensor: freeing storage: %v", err)) // a bug: storage frees exactly once
 		}

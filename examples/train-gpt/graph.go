@@ -13,8 +13,9 @@ import (
 )
 
 // -cuda-graph: the training step captured once into a CUDA graph and
-// replayed (tensor.CaptureGraph). The first step runs as usual (it makes
-// AdamW's moments); the second is captured: forward, backward, the
+// replayed (tensor.CaptureGraph). Steps run as usual until AdamW has
+// taken one (which makes its moments: the first step, or under fp16 the
+// first the gradient scaler does not skip); the next is captured: forward, backward, the
 // gradient norm and clip on the device (nn.ClipGradNormGuarded), the
 // update reading its learning rate and bias corrections from memory
 // (AdamW.StepGuarded), the gradients released; under the fp16 gradient
@@ -78,10 +79,10 @@ func (g *graphStep) release() {
 	}
 	g.guard.Release()
 	g.args.Release()
-	g.x.Release()
-	g.y.Release()
-	if g.seed != nil {
-		g.seed.Release()
+	for _, t := range []*tensor.Tensor{g.x, g.y, g.seed} {
+		if t != nil {
+			t.Release()
+		}
 	}
 }
 
@@ -89,27 +90,18 @@ func (g *graphStep) release() {
 func (t *trainer) newGraphStep() (*graphStep, error) {
 	gs := &graphStep{}
 	var err error
-	if gs.guard, err = tensor.NewStepGuard(t.dev); err != nil {
-		return nil, err
-	}
-	if gs.args, err = tensor.NewAdamWArgs(t.dev); err != nil {
-		gs.guard.Release()
-		return nil, err
-	}
-	if gs.x, err = tensor.NewKept(t.dev, tensor.Int32, memory.RoleStaging, t.B, t.T); err == nil {
-		if gs.y, err = tensor.NewKept(t.dev, tensor.Int32, memory.RoleStaging, t.B, t.T); err != nil {
-			gs.x.Release()
+	if gs.guard, err = tensor.NewStepGuard(t.dev); err == nil {
+		if gs.args, err = tensor.NewAdamWArgs(t.dev); err == nil {
+			if gs.x, err = tensor.NewKept(t.dev, tensor.Int32, memory.RoleStaging, t.B, t.T); err == nil {
+				gs.y, err = tensor.NewKept(t.dev, tensor.Int32, memory.RoleStaging, t.B, t.T)
+			}
 		}
 	}
 	if err == nil && t.scaler.Enabled() {
-		if gs.seed, err = tensor.NewKept(t.dev, tensor.Float32, memory.RoleGradient); err != nil {
-			gs.x.Release()
-			gs.y.Release()
-		}
+		gs.seed, err = tensor.NewKept(t.dev, tensor.Float32, memory.RoleGradient)
 	}
 	if err != nil {
-		gs.guard.Release()
-		gs.args.Release()
+		gs.release()
 		return nil, err
 	}
 	return gs, nil
@@ -216,7 +208,7 @@ func (t *trainer) graphStepOn(it int, s *slot) (loss float64, err error) {
 	}
 	t.skips = 0
 	if r.Skipped || !finite(r.Loss) || !finite(r.Norm) {
-		return r.Loss, fmt.Errorf("loss %v, gradient norm %v: not finite; stopped before the optimizer update, so the weights are those of the step before (lower -lr, or check the data)", r.Loss, r.Norm)
+		return r.Loss, notFinite(r.Loss, r.Norm)
 	}
 	return r.Loss, nil
 }

@@ -204,7 +204,7 @@ func (t *trainer) stepOn(it int, s *slot) (loss float64, err error) {
 			loss = l.Item()
 			t.mark(phaseLossRead)
 			if !finite(loss) || !finite(norm) {
-				err = fmt.Errorf("loss %v, gradient norm %v: not finite; stopped before the optimizer update, so the weights are those of the step before (lower -lr, or check the data)", loss, norm)
+				err = notFinite(loss, norm)
 				return
 			}
 			var opt nn.Optimizer = t.opt
@@ -232,6 +232,12 @@ func (t *trainer) skipped(loss float64) error {
 		return fmt.Errorf("the fp16 gradient scaler skipped %d steps in a row for overflowing gradients (loss scale now %g, loss %.4g): stopping (-max-skips)", t.skips, t.scaler.LossScale(), loss)
 	}
 	return nil
+}
+
+// notFinite is the error of a step whose loss or gradient norm is not
+// finite, stopped before its update.
+func notFinite(loss, norm float64) error {
+	return fmt.Errorf("loss %v, gradient norm %v: not finite; stopped before the optimizer update, so the weights are those of the step before (lower -lr, or check the data)", loss, norm)
 }
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
