@@ -267,36 +267,31 @@ func (m *Manager) Pool(t Tier) *Pool {
 // EmptyCache gives every fully free segment of every tier back to its
 // backend.
 func (m *Manager) EmptyCache() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return fmt.Errorf("memory: manager: EmptyCache after close: %w", ErrClosed)
-	}
-	var errs []error
-	for _, p := range m.pools {
-		if p != nil {
-			if err := p.emptyCache(); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
-	return errors.Join(errs...)
+	return m.eachPool("EmptyCache", (*Pool).emptyCache)
 }
 
 // EmptyStreamCache gives back the fully free classic segments of stream s
 // only (a released CUDA graph's private pool, CUDAStreams.Private), held
 // or not; other streams keep their cache.
 func (m *Manager) EmptyStreamCache(s Stream) error {
+	return m.eachPool("EmptyStreamCache", func(p *Pool) error {
+		_, err := p.releaseFree(func(t Stream) bool { return t == s })
+		return err
+	})
+}
+
+// eachPool runs f on every pool with the manager's lock held and joins
+// their errors; op names the call in the error of a closed manager.
+func (m *Manager) eachPool(op string, f func(p *Pool) error) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return fmt.Errorf("memory: manager: EmptyStreamCache after close: %w", ErrClosed)
+		return fmt.Errorf("memory: manager: %s after close: %w", op, ErrClosed)
 	}
 	var errs []error
 	for _, p := range m.pools {
 		if p != nil {
-			_, err := p.releaseFree(func(t Stream) bool { return t == s })
-			errs = append(errs, err)
+			errs = append(errs, f(p))
 		}
 	}
 	return errors.Join(errs...)

@@ -2,7 +2,6 @@ package nn_test
 
 import (
 	"math"
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -53,13 +52,7 @@ func TestAdamWGuardedErrors(t *testing.T) {
 // On a GPU, StepGuarded inside a capture refuses to make the moments
 // (the capture would zero them at every replay).
 func TestGPUAdamWGuardedNeedsMoments(t *testing.T) {
-	dev, err := tensor.CUDA(0)
-	if err != nil {
-		if os.Getenv("STRATA_REQUIRE_GPU") != "" {
-			t.Fatalf("STRATA_REQUIRE_GPU is set: %v", err)
-		}
-		t.Skipf("no CUDA device: %v", err)
-	}
+	dev := cudaOrSkip(t)
 	if dev.Memory().Pool(memory.TierDevice).Expandable() {
 		t.Skip("graphs refuse expandable segments")
 	}

@@ -124,16 +124,24 @@ func trainAdamW(t *testing.T, dev tensor.Device, prec amp.State, run trainRun) (
 func onCPUAndCUDA(t *testing.T, check func(t *testing.T, dev tensor.Device, prec amp.State)) {
 	t.Run("cpu", func(t *testing.T) { check(t, tensor.CPU(), amp.State{}) })
 	t.Run("cuda", func(t *testing.T) {
-		dev, err := tensor.CUDA(0)
-		if err != nil {
-			if os.Getenv("STRATA_REQUIRE_GPU") != "" {
-				t.Fatalf("STRATA_REQUIRE_GPU is set: %v", err)
-			}
-			t.Skipf("no CUDA device: %v", err)
-		}
+		dev := cudaOrSkip(t)
 		check(t, dev, amp.State{})
 		bf, err := amp.ParsePrecision("bf16")
 		require.NoError(t, err)
 		check(t, dev, bf)
 	})
+}
+
+// cudaOrSkip returns cuda:0, or skips the test without one (fails when
+// STRATA_REQUIRE_GPU is set).
+func cudaOrSkip(t *testing.T) tensor.Device {
+	t.Helper()
+	dev, err := tensor.CUDA(0)
+	if err != nil {
+		if os.Getenv("STRATA_REQUIRE_GPU") != "" {
+			t.Fatalf("STRATA_REQUIRE_GPU is set: %v", err)
+		}
+		t.Skipf("no CUDA device: %v", err)
+	}
+	return dev
 }
