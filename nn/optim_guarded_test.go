@@ -30,14 +30,7 @@ func TestAdamWGuardedSameBits(t *testing.T) {
 // A guarded update with unset constants says so; a skipped step is not
 // counted.
 func TestAdamWGuardedErrors(t *testing.T) {
-	dev := tensor.CPU()
-	p := &nn.Parameter{Var: autogradParam(tensor.Ones(dev, tensor.Float32, 3)), Name: "w"}
-	defer nn.Release([]*nn.Parameter{p})
-	p.Grad = tensor.Ones(dev, tensor.Float32, 3)
-	opt := nn.NewAdamW([]*nn.Parameter{p}, 1e-3, 0)
-	defer opt.Release()
-	args, err := tensor.NewAdamWArgs(dev)
-	require.NoError(t, err)
+	p, opt, args := guardedOne(t, tensor.CPU())
 	require.ErrorContains(t, opt.StepGuarded(args, nil), "Set")
 	require.NoError(t, opt.PrepareGuarded(args))
 	require.NoError(t, opt.StepGuarded(args, nil))
@@ -56,17 +49,26 @@ func TestGPUAdamWGuardedNeedsMoments(t *testing.T) {
 	if dev.Memory().Pool(memory.TierDevice).Expandable() {
 		t.Skip("graphs refuse expandable segments")
 	}
-	p := &nn.Parameter{Var: autogradParam(tensor.Ones(dev, tensor.Float32, 3)), Name: "w"}
-	defer nn.Release([]*nn.Parameter{p})
-	p.Grad = tensor.Ones(dev, tensor.Float32, 3)
-	opt := nn.NewAdamW([]*nn.Parameter{p}, 1e-3, 0)
-	defer opt.Release()
-	args, err := tensor.NewAdamWArgs(dev)
-	require.NoError(t, err)
-	defer args.Release()
+	_, opt, args := guardedOne(t, dev)
 	var stepErr error
 	g, err := tensor.CaptureGraph(dev, func() { stepErr = opt.StepGuarded(args, nil) })
 	require.NoError(t, err)
 	require.NoError(t, g.Release())
 	require.ErrorContains(t, stepErr, "take one step before capturing")
+}
+
+// guardedOne is a parameter of three ones with a gradient of ones, its
+// AdamW and the update's constants on dev, released when the test ends.
+func guardedOne(t *testing.T, dev tensor.Device) (*nn.Parameter, *nn.AdamW, *tensor.AdamWArgs) {
+	p := &nn.Parameter{Var: autogradParam(tensor.Ones(dev, tensor.Float32, 3)), Name: "w"}
+	p.Grad = tensor.Ones(dev, tensor.Float32, 3)
+	opt := nn.NewAdamW([]*nn.Parameter{p}, 1e-3, 0)
+	args, err := tensor.NewAdamWArgs(dev)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		args.Release()
+		opt.Release()
+		nn.Release([]*nn.Parameter{p})
+	})
+	return p, opt, args
 }
