@@ -35,13 +35,15 @@ import (
 //     exactly as on the stream, and the pool holds the private pool's
 //     segments (no EmptyCache, no out-of-memory retry gives them back)
 //     until the graph is released, since every replay writes them again.
-//     Argument tables that eager launches upload are written once into
-//     mapped host memory that the graph keeps.
+//     Argument tables that eager launches upload (the sums of squares,
+//     the guarded clip, unscale and update) are written once into mapped
+//     host memory that the graph keeps.
 //   - The captured function must not read results on the host (Item,
 //     Synchronize, a download) nor upload host data: those fail with an
-//     *OpError that says so. Work on the side stream (AdamW's Overlap and
-//     Pipeline) and dropout (whose seed is a kernel argument, so every
-//     replay would draw the same mask) are refused too.
+//     *OpError that says so. AdamWSteps (its table carries the learning
+//     rate: use AdamWStepsGuarded), work on the side stream (AdamW's
+//     Overlap and Pipeline) and dropout (whose seed is a kernel argument,
+//     so every replay would draw the same mask) are refused too.
 //   - Tensors made before the capture and released during it are freed
 //     when the graph is released, not at once: its replays may use them.
 //   - The StepGuard and AdamWArgs a captured step reads must outlive the
