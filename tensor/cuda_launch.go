@@ -194,7 +194,7 @@ func (d *cudaDevice) table(op string, rows []byte) *memory.Allocation {
 // tableOn is table for launches on side stream s (nil: the device's
 // stream), uploaded on that stream.
 func (d *cudaDevice) tableOn(s *cudaSide, op string, rows []byte) *memory.Allocation {
-	d.refuseInCapture(op, "uploading a kernel's argument table from the host (an update with host-side constants: use AdamWStepsGuarded)")
+	d.refuseInCapture(op, "uploading a kernel's argument table from the host (AdamWSteps: use AdamWStepsGuarded)")
 	q := d.q
 	if s != nil {
 		q = s.q

@@ -13,6 +13,7 @@ import (
 
 func (b cudaBackend) adamw(p, g, m, v *Tensor, lr, beta1, beta2, eps, wd float64, step int) {
 	d, n := b.d, p.Numel()
+	d.refuseInCapture("AdamW", "an update whose step constants are kernel arguments (use AdamWStepsGuarded)")
 	f := floatIndex("AdamW", p.dtype)
 	if n == 0 {
 		return
