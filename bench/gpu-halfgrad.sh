@@ -34,7 +34,9 @@
 #   addition the default task (train-gpt -device cuda -precision bf16):
 #            its held-out accuracy
 #   cencu    ncu's speed-of-light, occupancy, compute and memory sections
-#            of the fused cross-entropy kernel in a gpt2 bf16 step
+#            of the fused cross-entropy kernel in a gpt2 step at
+#            CENCU_PRECISION (default bf16; fp32's took 5.1 ms a step
+#            against PyTorch's 3.2 in session 14)
 #
 # Build here: make gpu; cp ../shared/anchors/torch_gpt.py .gpu/;
 # cp -r ../shared/anchors/llmc .gpu/. Run there:
@@ -116,7 +118,7 @@ fi
 if has cencu && [ -n "$NCU" ]; then
   timeout 200 "$NCU" --clock-control none --kernel-name regex:cross_entropy_fused --launch-skip 4 --launch-count 1 \
     --section SpeedOfLight --section Occupancy --section LaunchStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
-    .gpu/train-gpt -config gpt2 -device cuda -bench -steps 1 -bench-warmup 1 -precision bf16 > "$OUT/ncu-ce.txt" 2>&1
+    .gpu/train-gpt -config gpt2 -device cuda -bench -steps 1 -bench-warmup 1 -precision "${CENCU_PRECISION:-bf16}" -cuda-graph off > "$OUT/ncu-ce.txt" 2>&1
   say "ncu cross-entropy: exit $?"
   grep -E "cross_entropy|Duration|Throughput|Occupancy|Registers Per|Block Limit|Executed Ipc|Issue Slots|L2 Hit|Mem Busy|Max Bandwidth" "$OUT/ncu-ce.txt" | head -40 | tee -a "$OUT/summary.txt"
 fi
