@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"os"
 
 	"github.com/strata-ml/strata/amp"
@@ -126,11 +125,7 @@ func (t *trainer) capture(gs *graphStep) error {
 			if gs.seed != nil {
 				gs.guard.Unscale(grads(t.params))
 			}
-			clip := t.clip
-			if clip == 0 {
-				clip = math.Inf(1)
-			}
-			if stepErr = nn.ClipGradNormGuarded(t.params, l.Value, clip, gs.guard); stepErr != nil {
+			if stepErr = nn.ClipGradNormGuarded(t.params, l.Value, t.maxNorm(), gs.guard); stepErr != nil {
 				return
 			}
 			if stepErr = t.opt.StepGuarded(gs.args, gs.guard); stepErr != nil {

@@ -192,12 +192,8 @@ func (t *trainer) stepOn(it int, s *slot) (loss float64, err error) {
 			}
 			t.scaler.Update()
 			t.skips = 0
-			clip := t.clip
-			if clip == 0 {
-				clip = math.Inf(1) // no clipping: the norm only
-			}
 			var norm float64
-			if norm, err = nn.ClipGradNorm(t.params, clip); err != nil {
+			if norm, err = nn.ClipGradNorm(t.params, t.maxNorm()); err != nil {
 				return
 			}
 			t.mark(phaseClip)
@@ -232,6 +228,15 @@ func (t *trainer) skipped(loss float64) error {
 		return fmt.Errorf("the fp16 gradient scaler skipped %d steps in a row for overflowing gradients (loss scale now %g, loss %.4g): stopping (-max-skips)", t.skips, t.scaler.LossScale(), loss)
 	}
 	return nil
+}
+
+// maxNorm is the gradient clipping's max norm: -clip, or +Inf for -clip 0
+// (no clipping: the norm only, for the finiteness check).
+func (t *trainer) maxNorm() float64 {
+	if t.clip == 0 {
+		return math.Inf(1)
+	}
+	return t.clip
 }
 
 // notFinite is the error of a step whose loss or gradient norm is not
