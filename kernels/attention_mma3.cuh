@@ -58,7 +58,7 @@
 // Tiles: W warps of 16 rows each (query rows in forward and backward_dq,
 // keys in backward_dkdv), BN rows of the streamed tiles, MINB blocks an
 // SM for __launch_bounds__; backward_dkdv reloads its K and V fragments
-// from shared memory when RES.
+// from shared memory when RES, backward_dq its Q and dout fragments.
 // Without dropout (ptxas -v, sm_90, registers; all 0 spill bytes):
 //   forward        HD 16: 8 warps, BN 64, SUB 32, 3 blocks (79)   32: 8, 64, 32, 3 (80)
 //                  HD 64: 8 warps, BN 64, SUB 32, 2 blocks (115)  128: 4, 32, 32, 3 (161)
@@ -80,10 +80,13 @@ template <int HD> struct Attn3Tab {
 // The float32 kernels (TF32, K 1, and three TF32 products, K 2), HD 16 to
 // 64 (HD 128 runs the float32-math kernels), at twice the bytes a tile:
 // their own tables, chosen to keep static shared memory under 48 KiB.
-// backward_dkdv keeps its K and V fragments in registers at every HD (RES
-// would need the K and V tiles beside the streamed stages: over 48 KiB at
-// HD 64). The three-product kernels hold each operand's split as they
-// multiply: MINB 1 (up to 255 registers a thread at 256 threads).
+// The TF32 kernels' backward passes keep their fragments in registers at
+// every HD (RES would need the held tiles beside the streamed stages:
+// over 48 KiB at HD 64 and 4 warps). The three-product kernels hold each
+// operand's split as they multiply: MINB 1 (up to 255 registers a
+// thread), except both backward passes at HD 64, which run 2 warps a
+// block with RES (the held tiles fit beside the stages at 32 rows) at 6
+// blocks an SM (the ATTN_X3_* defaults below).
 template <int K> struct Attn3FwdTab {
   static constexpr int w[4] = {8, 8, 8, 4}, bn[4] = {64, 64, 64, 32}, sub[4] = {32, 32, 32, 32}, minb[4] = {3, 3, 2, 3};
   static constexpr int dw[4] = {4, 4, 4, 8}, dbn[4] = {32, 32, 32, 32}, dminb[4] = {3, 3, 3, 1};
@@ -95,10 +98,12 @@ template <> struct Attn3FwdTab<1> {
 template <int K> struct Attn3DqTab {
   static constexpr int w[4] = {8, 8, 8, 4}, bn[4] = {64, 64, 32, 32}, sub[4] = {32, 16, 16, 32}, minb[4] = {3, 3, 2, 2};
   static constexpr int dw[4] = {4, 4, 4, 8}, dbn[4] = {32, 32, 32, 32}, dminb[4] = {2, 2, 2, 1};
+  static constexpr bool res(int, bool) { return false; }
 };
 template <> struct Attn3DqTab<1> {
   static constexpr int w[4] = {8, 8, 4, 4}, bn[4] = {64, 64, 32, 32}, sub[4] = {32, 16, 16, 16}, minb[4] = {2, 2, 2, 2};
   static constexpr int dw[4] = {4, 4, 4, 4}, dbn[4] = {32, 32, 32, 32}, dminb[4] = {2, 2, 1, 1};
+  static constexpr bool res(int, bool) { return false; }
 };
 template <int K> struct Attn3DkvTab {
   static constexpr int w[4] = {8, 8, 8, 2}, bn[4] = {16, 32, 16, 16}, minb[4] = {3, 2, 2, 4};
@@ -110,14 +115,56 @@ template <> struct Attn3DkvTab<1> {
   static constexpr int dw[4] = {4, 4, 4, 4}, dbn[4] = {16, 16, 16, 16}, dminb[4] = {3, 2, 1, 1};
   static constexpr bool res(int, bool) { return false; }
 };
+// The three-product kernels at HD 64 without dropout (GPT-2's float32
+// attention) take their tiles from ATTN_X3_* macros, so that
+// bench/gpu-attn-sweep.sh can compile variants with -D and time them on
+// the GPU; the defaults are the tiles it measured fastest.
+// Session 15's sweep (bench/results/speed-2026-12-03-s15.md): both
+// backward passes at 2 warps with their held tiles reloaded from shared
+// memory (RES) and 6 blocks an SM: 140 and 161 registers, no spills,
+// where 4 warps holding the fragments took 255 registers with spills and
+// 2 blocks an SM; the backward 1.92 -> 1.46 ms at gpt2's shape.
+#ifndef ATTN_X3_DQ_W
+#define ATTN_X3_DQ_W 2
+#endif
+#ifndef ATTN_X3_DQ_BN
+#define ATTN_X3_DQ_BN 16
+#endif
+#ifndef ATTN_X3_DQ_SUB
+#define ATTN_X3_DQ_SUB 16
+#endif
+#ifndef ATTN_X3_DQ_MINB
+#define ATTN_X3_DQ_MINB 6
+#endif
+#ifndef ATTN_X3_DQ_RES
+#define ATTN_X3_DQ_RES 1
+#endif
+#ifndef ATTN_X3_DKV_W
+#define ATTN_X3_DKV_W 2
+#endif
+#ifndef ATTN_X3_DKV_BN
+#define ATTN_X3_DKV_BN 16
+#endif
+#ifndef ATTN_X3_DKV_MINB
+#define ATTN_X3_DKV_MINB 6
+#endif
+#ifndef ATTN_X3_DKV_RES
+#define ATTN_X3_DKV_RES 1
+#endif
 template <> struct Attn3FwdTab<2> : Attn3FwdTab<1> {
   static constexpr int minb[4] = {1, 1, 1, 1}, dminb[4] = {1, 1, 1, 1};
 };
 template <> struct Attn3DqTab<2> : Attn3DqTab<1> {
-  static constexpr int minb[4] = {1, 1, 1, 1}, dminb[4] = {1, 1, 1, 1};
+  static constexpr int w[4] = {8, 8, ATTN_X3_DQ_W, 4}, bn[4] = {64, 64, ATTN_X3_DQ_BN, 32},
+                       sub[4] = {32, 16, ATTN_X3_DQ_SUB, 16}, minb[4] = {1, 1, ATTN_X3_DQ_MINB, 1};
+  static constexpr int dminb[4] = {1, 1, 1, 1};
+  static constexpr bool res(int hd, bool drop) { return ATTN_X3_DQ_RES && hd == 64 && !drop; }
 };
 template <> struct Attn3DkvTab<2> : Attn3DkvTab<1> {
-  static constexpr int minb[4] = {1, 1, 1, 1}, dminb[4] = {1, 1, 1, 1};
+  static constexpr int w[4] = {8, 8, ATTN_X3_DKV_W, 4}, bn[4] = {16, 32, ATTN_X3_DKV_BN, 16},
+                       minb[4] = {1, 1, ATTN_X3_DKV_MINB, 1};
+  static constexpr int dminb[4] = {1, 1, 1, 1};
+  static constexpr bool res(int hd, bool drop) { return ATTN_X3_DKV_RES && hd == 64 && !drop; }
 };
 // Attn3K is the table kind of input type H: 0 for 16-bit types, 1 float
 // (TF32), 2 f32x3.
@@ -133,6 +180,7 @@ template <int HD, bool DROP, int K = 0> struct Attn3Fwd {
 template <int HD, bool DROP, int K = 0> struct Attn3Dq {
   using T = Attn3DqTab<K>;
   static const int i = Attn3Tab<HD>::i;
+  static const bool RES = T::res(HD, DROP);
   static const int W = DROP ? T::dw[i] : T::w[i], BN = DROP ? T::dbn[i] : T::bn[i];
   static const int SUB = DROP ? BN : T::sub[i], MINB = DROP ? T::dminb[i] : T::minb[i];
 };
@@ -296,10 +344,14 @@ __device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* 
                                       float dscale) {
   constexpr int W = C::W, NT = 32 * W, BR = 16 * W, BC = C::BN, SUB = C::SUB, S = HD + Tc<H>::PAD, KD = HD / 16, NS = SUB / 8,
                 ND = HD / 8;
-  constexpr int STAGE = 2 * BC * S, SMEM = BR * S > 2 * STAGE ? BR * S : 2 * STAGE;
+  constexpr bool RES = C::RES;  // the Q and dout fragments reloaded from their tiles, not held in registers
+  constexpr int STAGE = 2 * BC * S, QG = RES ? 2 * BR * S : 0;
+  constexpr int SMEM = RES ? QG + 2 * STAGE : BR * S > 2 * STAGE ? BR * S : 2 * STAGE;
   static_assert(SMEM * (int)sizeof(H) + BR * 4 <= 48 * 1024, "static shared memory");
   static_assert(BC % SUB == 0, "sub-tiles");
-  __shared__ __align__(128) H sm[SMEM];  // the Q tile, the dout tile, then two stages of (K tile, V tile)
+  // The Q tile, the dout tile, then two stages of (K tile, V tile) in
+  // their place (RES: after them).
+  __shared__ __align__(128) H sm[SMEM];
   __shared__ float sDelta[BR];
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, qd = lane & 3;
   const i64 h = blockIdx.x % nbh, nq = (t + BR - 1) / BR;
@@ -311,11 +363,14 @@ __device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* 
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
-  u32 qa[KD][Tc<H>::A], ga[KD][Tc<H>::A];
+  u32 qa[RES ? 1 : KD][Tc<H>::A], ga[RES ? 1 : KD][Tc<H>::A];
+  H* const sG = sm + (RES ? BR * S : 0);  // the dout tile
+  if constexpr (!RES) {
 #pragma unroll
-  for (int kd = 0; kd < KD; kd++) tc_lda<S>(qa[kd], sm, warp * 16, kd * 16);
-  __syncthreads();
-  // The dout tile, rounded to H into sm and doh (contiguous (bh, t, hd));
+    for (int kd = 0; kd < KD; kd++) tc_lda<S>(qa[kd], sm, warp * 16, kd * 16);
+    __syncthreads();
+  }
+  // The dout tile, rounded to H into sG and doh (contiguous (bh, t, hd));
   // delta.
   const float *go0 = dout + attn_head(h, t, hd, nh, rso), *yo0 = out + attn_head(h, t, hd, nh, rso);
   H* const dh0 = doh + h * t * hd;
@@ -342,7 +397,7 @@ __device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* 
 #pragma unroll
         for (int j = 0; j < 8; j++) p.v[j] = MmaType<H>::from(0.f);
       }
-      store_h8<H>(sm + r * S + c, p);
+      store_h8<H>(sG + r * S + c, p);
 #pragma unroll
       for (int o = G / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
       if (c == 0) sDelta[r] = dot;
@@ -352,7 +407,7 @@ __device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* 
       const int r = i / HD, d = i - r * HD;
       const i64 row = q0 + r;
       const H x = MmaType<H>::from((row < t && d < hd) ? go0[row * rso + d] : 0.f);
-      sm[r * S + d] = x;
+      sG[r * S + d] = x;
       if (row < t && d < hd) dh0[row * hd + d] = x;
     }
     for (int r = warp; r < BR; r += W) {  // a warp per row
@@ -365,8 +420,9 @@ __device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* 
     }
   }
   __syncthreads();
+  if constexpr (!RES)
 #pragma unroll
-  for (int kd = 0; kd < KD; kd++) tc_lda<S>(ga[kd], sm, warp * 16, kd * 16);
+    for (int kd = 0; kd < KD; kd++) tc_lda<S>(ga[kd], sm, warp * 16, kd * 16);
   const int lr[2] = {warp * 16 + g, warp * 16 + g + 8};
   const int w0 = q0 + warp * 16;
   const int rows[2] = {w0 + g, w0 + g + 8};
@@ -377,10 +433,11 @@ __device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* 
 #pragma unroll
     for (int i = 0; i < 2; i++)
       if (rows[i] < t) delta[h * t + rows[i]] = rd[i];
-  __syncthreads();  // the dout tile is in registers
+  __syncthreads();  // the dout tile is in registers (RES: every thread has written it)
   const int nk = (min(q0 + BR, T) - 1) / BC + 1;
   const H *kh = k + base, *vh = v + base;
-  auto load_kv = [&](int kt) { attn_load_kv<BC, HD, S, NT>(sm + (kt & 1) * STAGE, kh, vh, kt * BC, T, hd, rsi, fast); };
+  H* const stages = sm + QG;
+  auto load_kv = [&](int kt) { attn_load_kv<BC, HD, S, NT>(stages + (kt & 1) * STAGE, kh, vh, kt * BC, T, hd, rsi, fast); };
   load_kv(0);
   const float sl2 = scale * ATTN_LOG2E;
   float acc[ND][4];
@@ -393,7 +450,7 @@ __device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* 
 #pragma unroll 1
     for (int sb = 0; sb < BC / SUB; sb++) {  // SUB keys at a time: the registers of SUB, the barriers of BC
       const int k0 = kt * BC + sb * SUB;
-      const H* sK = sm + (kt & 1) * STAGE + sb * SUB * S;
+      const H* sK = stages + (kt & 1) * STAGE + sb * SUB * S;
       const H* sV = sK + BC * S;
       if (k0 <= w0 + 15 && w0 < T) {
         float s[NS][4], dp[NS][4];
@@ -402,15 +459,24 @@ __device__ void attn_backward_dq_mma3(float* dq, float* delta, H* doh, const H* 
 #pragma unroll
           for (int e = 0; e < 4; e++) s[n][e] = dp[n][e] = 0.f;
 #pragma unroll
-        for (int kd = 0; kd < KD; kd++)
+        for (int kd = 0; kd < KD; kd++) {
+          u32 a[Tc<H>::A], ag[Tc<H>::A];
+          if constexpr (RES) {
+            tc_lda<S>(a, sm, warp * 16, kd * 16);
+            tc_lda<S>(ag, sG, warp * 16, kd * 16);
+          } else {
+#pragma unroll
+            for (int j = 0; j < Tc<H>::A; j++) a[j] = qa[kd][j], ag[j] = ga[kd][j];
+          }
 #pragma unroll
           for (int n = 0; n < NS; n += 2) {
             u32 b[Tc<H>::B];
             tc_ldb<S>(b, sK, n * 8, kd * 16);
-            tc_mma2<H>(s[n], s[n + 1], qa[kd], b);
+            tc_mma2<H>(s[n], s[n + 1], a, b);
             tc_ldb<S>(b, sV, n * 8, kd * 16);
-            tc_mma2<H>(dp[n], dp[n + 1], ga[kd], b);
+            tc_mma2<H>(dp[n], dp[n + 1], ag, b);
           }
+        }
         const bool whole = k0 + SUB - 1 <= w0 && w0 + 15 < T;
         const int lim[2] = {rows[0] < T ? rows[0] - k0 : -1, rows[1] < T ? rows[1] - k0 : -1};
 #pragma unroll

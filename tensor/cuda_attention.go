@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"strconv"
@@ -60,6 +61,63 @@ type attentionKernels struct {
 	simt [3][3][4]*cuda.Function
 	mma3 [2][3][2][4]*cuda.Function
 	tf32 [2][2][3][3]*cuda.Function
+	// warps holds each loaded tensor-core kernel's launch bound in warps
+	// (readBlocks): the block a launch must use. A fatbin named by
+	// EnvKernels may be built with other tiles than the embedded one's,
+	// which attnMMA3Warps and attnTF32Warps describe (the fake device of
+	// the tests has no driver to ask, and uses them).
+	warps map[*cuda.Function]int
+}
+
+// readBlocks asks the driver for every tensor-core kernel's launch bound
+// (cuFuncGetAttribute, MAX_THREADS_PER_BLOCK: the __launch_bounds__ the
+// kernel was compiled with), so that launches use the loaded kernel's
+// block whatever sources the fatbin came from.
+func (k *attentionKernels) readBlocks() error {
+	k.warps = map[*cuda.Function]int{}
+	add := func(fn *cuda.Function) error {
+		n, err := fn.Attribute(cuda.FuncMaxThreadsPerBlock)
+		if err != nil {
+			return err
+		}
+		if n < 32 || n%32 != 0 {
+			return fmt.Errorf("attention kernel %s: a launch bound of %d threads is not whole warps", fn.Name(), n)
+		}
+		k.warps[fn] = n / 32
+		return nil
+	}
+	for _, byDrop := range k.mma3 {
+		for _, byPass := range byDrop {
+			for _, byType := range byPass {
+				for _, fn := range byType {
+					if err := add(fn); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	for _, byX3 := range k.tf32 {
+		for _, byDrop := range byX3 {
+			for _, byPass := range byDrop {
+				for _, fn := range byPass {
+					if err := add(fn); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// warpsOf is fn's block in warps: its launch bound where the driver told
+// it, else the embedded fatbin's table value w.
+func (k *attentionKernels) warpsOf(fn *cuda.Function, w int) int {
+	if n, ok := k.warps[fn]; ok {
+		return n
+	}
+	return w
 }
 
 // Launch shapes: 256 threads for the float32-math kernels; for mma3,
@@ -73,11 +131,11 @@ var (
 		{{4, 4, 4, 8}, {4, 4, 4, 8}, {4, 4, 4, 2}},
 	}
 	attnMMA3Name = [2]string{"mma3", "mma3drop"}
-	// attnTF32Warps[drop][pass][head size 16, 32, 64]: the W of the
-	// float32 tables (Attn3FwdTab<true> and co.), tf32 and tf32x3 alike.
-	attnTF32Warps = [2][3][3]int{
-		{{8, 8, 8}, {8, 8, 4}, {8, 8, 4}},
-		{{4, 4, 4}, {4, 4, 4}, {4, 4, 4}},
+	// attnTF32Warps[x3][drop][pass][head size 16, 32, 64]: the W of the
+	// float32 tables, tf32 (Attn3FwdTab<1> and co.) and tf32x3 (<2>).
+	attnTF32Warps = [2][2][3][3]int{
+		{{{8, 8, 8}, {8, 8, 4}, {8, 8, 4}}, {{4, 4, 4}, {4, 4, 4}, {4, 4, 4}}},
+		{{{8, 8, 8}, {8, 8, 2}, {8, 8, 2}}, {{4, 4, 4}, {4, 4, 4}, {4, 4, 4}}},
 	}
 )
 
@@ -100,7 +158,7 @@ func attnKind(di, hi int, tf32 bool) int {
 		return attnSIMT
 	case di > 0:
 		return attnMMA3
-	case hi >= len(attnTF32Warps[0][0]):
+	case hi >= len(attnTF32Warps[0][0][0]):
 		return attnSIMT
 	case tf32:
 		return attnTF32
@@ -119,7 +177,7 @@ func (k *attentionKernels) bind(m map[string]**cuda.Function) {
 					switch {
 					case i > 0:
 						m["attention_"+pass+"_"+name+"_"+sfx] = &k.mma3[dr][p][i-1][j]
-					case j < len(attnTF32Warps[dr][p]):
+					case j < len(attnTF32Warps[0][dr][p]):
 						for x3, tn := range attnTF32Name {
 							m["attention_"+pass+"_"+name+"_"+tn+"_h"+strconv.Itoa(hd)] = &k.tf32[x3][dr][p][j]
 						}
@@ -141,11 +199,13 @@ func (k *attentionKernels) kernel(op string, kind, p, di, hi, bh, t int, drop bo
 	}
 	switch kind {
 	case attnMMA3:
-		w := attnMMA3Warps[dr][p][hi]
-		return k.mma3[dr][p][di-1][hi], attnGrid(op, bh, t, 16*w), [3]uint32{uint32(32 * w), 1, 1}
+		fn := k.mma3[dr][p][di-1][hi]
+		w := k.warpsOf(fn, attnMMA3Warps[dr][p][hi])
+		return fn, attnGrid(op, bh, t, 16*w), [3]uint32{uint32(32 * w), 1, 1}
 	case attnTF32, attnTF32x3:
-		w := attnTF32Warps[dr][p][hi]
-		return k.tf32[kind-attnTF32][dr][p][hi], attnGrid(op, bh, t, 16*w), [3]uint32{uint32(32 * w), 1, 1}
+		fn := k.tf32[kind-attnTF32][dr][p][hi]
+		w := k.warpsOf(fn, attnTF32Warps[kind-attnTF32][dr][p][hi])
+		return fn, attnGrid(op, bh, t, 16*w), [3]uint32{uint32(32 * w), 1, 1}
 	}
 	return k.simt[p][di][hi], attnGrid(op, bh, t, rows[hi]), attnThreads
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // driveAttention launches every fused-attention kernel of a fake device
@@ -41,8 +43,8 @@ func TestAttentionMMA3Blocks(t *testing.T) {
 					}
 				}
 			}
-			for j, w := range attnTF32Warps[dr][p] {
-				for _, tn := range attnTF32Name {
+			for x3, tn := range attnTF32Name {
+				for j, w := range attnTF32Warps[x3][dr][p] {
 					name := "attention_" + pass + "_" + gen + "_" + tn + "_h" + strconv.Itoa(attnHeads[j])
 					k, ok := abi[name]
 					if !ok {
@@ -96,6 +98,41 @@ func driveAttentionKernels(t *testing.T, d *cudaDevice, b cudaBackend) {
 					}
 					if got := b.attentionBackwardRows(n(Float32, bh, T, hd), n(Float32, bh, T, hd), n(Float32, bh, T, hd), q, k, v, out, dout, lse, bh, T, hd, rows, tf32, 0.125, p, 7, 5); got != mma {
 						t.Errorf("%v hd %d tf32 %v: backward over a (B, T, 3C) product ran %v, want %v", dt, hd, tf32, got, mma)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestGPUAttentionLaunchBounds checks readBlocks on the GPU: every
+// tensor-core attention kernel's block comes from the driver, and with
+// the embedded fatbin it is the launchers' table value (a fatbin named by
+// EnvKernels may differ: the driver's value is the one launches use).
+func TestGPUAttentionLaunchBounds(t *testing.T) {
+	d := gpuForTest(t)
+	k := &d.k.attention
+	require.NotEmpty(t, k.warps)
+	embedded := os.Getenv(EnvKernels) == ""
+	for dr := range attnMMA3Name {
+		for p := range attnPassName {
+			for i := range attnDTypes[1:] {
+				for j := range attnHeads {
+					fn := k.mma3[dr][p][i][j]
+					w, ok := k.warps[fn]
+					require.True(t, ok, "%s has no launch bound", fn.Name())
+					if embedded {
+						require.Equal(t, attnMMA3Warps[dr][p][j], w, fn.Name())
+					}
+				}
+			}
+			for x3 := range attnTF32Name {
+				for j, want := range attnTF32Warps[x3][dr][p] {
+					fn := k.tf32[x3][dr][p][j]
+					w, ok := k.warps[fn]
+					require.True(t, ok, "%s has no launch bound", fn.Name())
+					if embedded {
+						require.Equal(t, want, w, fn.Name())
 					}
 				}
 			}

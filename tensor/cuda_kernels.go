@@ -210,5 +210,9 @@ func loadKernels(ctx *cuda.Context) (*cuda.Module, *cudaKernels, error) {
 		}
 		*slot = fn
 	}
+	if err := k.attention.readBlocks(); err != nil {
+		_ = mod.Unload()
+		return nil, nil, fmt.Errorf("%s: %w", from, err)
+	}
 	return mod, k, nil
 }

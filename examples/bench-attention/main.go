@@ -34,7 +34,7 @@ type result struct {
 	Device    string  `json:"device"`
 	Attention string  `json:"attention"`
 	Precision string  `json:"precision"`
-	Kernels   string  `json:"kernels"` // cpu, simt (float32 math) or mma (tensor cores)
+	Kernels   string  `json:"kernels"` // cpu, simt (float32 math), mma (tensor cores) or mma-tf32x3 (float32 in three TF32 products)
 	B         int     `json:"B"`
 	H         int     `json:"H"`
 	T         int     `json:"T"`
@@ -87,8 +87,11 @@ func run(args []string) error {
 				switch {
 				case dev == tensor.CPU():
 					r.Kernels = "cpu"
-				case st.Enabled && os.Getenv(tensor.EnvAttention) != "simt":
+				case os.Getenv(tensor.EnvAttention) == "simt":
+				case st.Enabled:
 					r.Kernels = "mma"
+				case *hd <= 64: // float32 on tensor cores in three TF32 products
+					r.Kernels = "mma-tf32x3"
 				}
 			}
 			var vals [][]float64

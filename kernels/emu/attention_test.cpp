@@ -211,7 +211,8 @@ int main(int argc, char** argv) {
   const bool mma3 = argc > 1 && std::string(argv[1]) == "mma3";  // the same as mma
   const double uh0 = 0x1p-11, ub0 = 0x1p-8, ut0 = 0x1p-11;  // TF32 has float16's 10 mantissa bits
   const double u3 = 1.25e-6;
-  const bool tf32 = argc > 1 && std::string(argv[1]) == "tf32";  // only the TF32 kernels
+  const bool x3 = argc > 1 && std::string(argv[1]) == "x3";  // only the three-product kernels
+  const bool tf32 = x3 || (argc > 1 && std::string(argv[1]) == "tf32");  // only the TF32 kernels
   // t: one row, fewer than a tile, not a multiple of any tile, several
   // blocks of every kernel (128-row blocks included); hd: each HD, and
   // padded (24, 100).
@@ -220,11 +221,13 @@ int main(int argc, char** argv) {
       if (quick) break;
       // Float32 inputs on TF32 tensor cores (HD 16 to 64): contiguous,
       // padded, and the heads of a (B, T, 3C) product in place.
+      if (!x3) {
       MMA3_CASE(tf32, float, ut0, 64, 2, t, 64, p, 0);
       MMA3_CASE(tf32, float, ut0, 32, 2, t, 24, p, 0);
       MMA3_CASE(tf32, float, ut0, 16, 2, t, 16, p, 0);
       MMA3_CASE(tf32, float, ut0, 64, 6, t, 64, p, 3);
       MMA3_CASE(tf32, float, ut0, 64, 2, t, 40, p, 2);
+      }
       // Float32 in three TF32 products: float32's tolerances (u3: 8 u3
       // is the float32-math kernels' 1e-5).
       MMA3_CASE(tf32x3, f32x3, u3, 64, 2, t, 64, p, 0);
@@ -250,7 +253,7 @@ int main(int argc, char** argv) {
     }
     if (quick) break;
     // The dropout variants without dropout (thr 0) stay right too.
-    MMA3_RUN(mma3drop, true, tf32, float, ut0, 64, 1, t, 64, 0.0, 0);
+    if (!x3) MMA3_RUN(mma3drop, true, tf32, float, ut0, 64, 1, t, 64, 0.0, 0);
     if (tf32) continue;
     MMA3_RUN(mma3drop, true, bf16, __nv_bfloat16, ub0, 64, 1, t, 64, 0.0, 0);
   }

@@ -2,7 +2,7 @@
 # Checks kernels on the CPU, without a GPU: compiles them as host C++ over
 # emu.h (g++ 12+, the CUDA headers for the half types: Debian's
 # nvidia-cuda-dev) and runs a test against float64 references.
-#   run.sh [quick|mma|mma3|tf32]  kernels/attention.cuh (attention_test.cpp,
+#   run.sh [quick|mma|mma3|tf32|x3]  kernels/attention.cuh (attention_test.cpp,
 #                            about 5 minutes): `quick` one head size of the
 #                            float32-math kernels, `mma` (or `mma3`) only
 #                            the tensor-core kernels of attention_mma3.cuh,
