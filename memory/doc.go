@@ -308,31 +308,43 @@
 // after a synchronisation. Physical memory thus grows only when the whole
 // pages the pool holds are all in use: reserved exceeds allocated by the
 // partial pages at the edges of free runs. On PyTorch's traces
-// (examples/bench-alloc) the peak reserved is 1.005 and 1.015 times the
+// (examples/bench-alloc) the peak reserved is 1.003 and 1.015 times the
 // requested peak (classic: 1.112 and 1.343; PyTorch's expandable
 // segments in live runs 1.030 and 1.179), with 3 synchronisations in 3
-// training steps. The same patterns scaled to other model sizes
-// (bench-alloc -scale; 13 scales from 0.25 to 4,
-// bench/results/cpu-expandable-scaled-2026-12-02.md) stay within 1.0082
-// for fp32, but for fp16 with checkpointing reach 1.026 to 1.104 at 8 of
-// the 13 (every scale below 1, and 1.25; 34 of 40 scales from 0.2 to 4 in
-// TestExpandableScaleSweep's finer sweep), against the goal of 1.02.
-// What remains is free bytes in pages that hold live ones: at the last
-// page created, 9 pages' worth of 99 at scale 0.25 and 12 of 145 at 0.37,
-// more than half of it in pages holding only blocks under 1 MiB (hundreds
-// of long-lived blocks of 512 B to 2.5 KiB, allocated among blocks that
-// die before them), the rest the partial last pages of large blocks
-// whose neighbours died. Nothing tried brought every scale under 1.02,
-// and nothing was kept: sharing a physical page between two places by
-// disjoint byte ranges (tried twice on 2026-12-02: a block's edge pages
+// training steps. Requests up to 4 KiB (tinySize) go first to free
+// blocks in pages that already hold live tiny blocks (pool_expand_tiny.go):
+// the fp16 model's hundreds of long-lived blocks of 512 B to 2.5 KiB,
+// allocated once among short-lived ones, then share a few pages instead of
+// each pinning an otherwise free one. The same patterns scaled to other
+// model sizes (bench-alloc -scale; 13 scales from 0.25 to 4,
+// bench/results/cpu-expandable-scaled-2026-12-02.md, before that rule)
+// stay within 1.0082 for fp32, but for fp16 with checkpointing reach 1.048
+// to 1.093 at 6 of the 13 (0.25 to 0.43, 0.62 and 0.75; before the tiny
+// rule 1.026 to 1.104 at 8; 31 of 40 scales from 0.2 to 4 in
+// TestExpandableScaleSweep's finer sweep, 34 before), against the goal of
+// 1.02. What remains is free bytes in pages that hold live ones, at the
+// peak: pages holding only blocks under 1 MiB (before the tiny rule 5.4
+// pages' worth of 89.7 requested at scale 0.25, 6.6 of 132.7 at 0.37, 1 to
+// 3 of them pinned by blocks of 4 KiB or less alone) and the partial edge
+// pages of large blocks whose neighbours died (3.9 pages at 0.25, 5.6 at
+// 0.37, 11.7 of 394.7 at 1.1); rounding is under 0.001 and no whole page
+// is ever free at the peak. On the 40 scales (before the tiny rule),
+// taking either part away alone would bring only 12 (the small blocks'
+// pages) or 21 (the large blocks' edges) of them under 1.02. Nothing else
+// tried was kept: sharing a physical page between two places by disjoint
+// byte ranges (tried twice on 2026-12-02: a block's edge pages
 // taken from other pages' free edges, then a new block's first page taken
 // from another page's free tail part, with the part given back when
 // either side is all free; the patch is kept in the results file's
 // folder), a range and index of their own for requests under 1 MiB (or
 // up to 4 KiB, 16 KiB, 64 KiB, 256 KiB), stealing pages from the start of
-// a range, and other placement rules. A model of ideal page sharing (any
-// free head and tail parts of any pages joined into one block, greedy
-// placement) still reaches 1.026 to 1.061 below scale 1 (same file):
+// a range, and other placement rules (2026-12-03: address-ordered first
+// fit, placing next to the oldest live neighbour, carving cached blocks at
+// the end that spans fewer pages, touching the fewest pages with no live
+// bytes: each better at some scales, worse at others). A model of ideal
+// page sharing (any free head and tail parts of any pages joined into one
+// block, greedy placement) still reaches 1.026 to 1.061 below scale 1
+// (same file):
 // with 2 MiB pages, 1.02 at those sizes seems to need knowledge of
 // lifetimes or moving live data, not placement.
 // EmptyCache unmaps and releases every whole free page
@@ -533,7 +545,7 @@
 // invariants (blocks tile each range, holes and stale ranges page-aligned,
 // every page in use at one place, reserved = pages mapped) after every
 // call of random workloads, with limits and two streams, and of PyTorch's
-// traces (also at 13 scales from 0.25 to 4, with reserved/requested
+// traces (also at 16 scales from 0.2 to 4, with reserved/requested
 // bounded: 1.02 where the pool reaches it, today's figure elsewhere), and
 // the virtual memory conformance suite on the host. The CUDA tests
 // (cuda_*_test.go, TestGPU*) skip with the reason where no GPU is usable;

@@ -521,5 +521,28 @@ func (x *freeIndex) ascend(f func(*Block) bool) {
 	}
 }
 
+// ascendFrom calls f on stream s's blocks with keys at or after lo, in
+// key order, until f returns false. The hot block moves into its class
+// first.
+func (x *freeIndex) ascendFrom(s Stream, lo freeKey, f func(*Block) bool) {
+	if h := x.hot; h != nil {
+		x.insertClass(x.hotStream, h)
+		x.hot = nil
+	}
+	cs := x.set(s)
+	if cs == nil {
+		return
+	}
+	c := sizeClass(lo.size)
+	if c >= len(cs.ones) {
+		return
+	}
+	for c = cs.next(c); c >= 0; c = cs.next(c + 1) {
+		if !cs.ascendClass(c, func(b *Block) bool { return keyOf(b).less(lo) || f(b) }) {
+			return
+		}
+	}
+}
+
 // clear empties the index and drops its nodes.
 func (x *freeIndex) clear() { *x = freeIndex{} }

@@ -56,6 +56,10 @@ type Pool struct {
 	// unified: small requests share the large pool's segments and index
 	// (expandable pools, where a small block pins a page, not a segment).
 	unified bool
+	// tinyMax is the largest request an expandable pool places among the
+	// tiny blocks (pool_expand_tiny.go); 0 in a classic pool, where the
+	// test on it is all the hot path pays.
+	tinyMax int64
 	// shared, when set, is the bytes held elsewhere against this pool's
 	// Limit: a manager's device budget also covers its managed tier,
 	// whose pages live on the device (Manager.SetLimit).
@@ -138,6 +142,7 @@ func newPool(b Backend, cfg PoolConfig, mu *sync.Mutex, parent *Usage) *Pool {
 		p.vm, p.page, p.largeRest = vm, g, MinBlockSize
 		p.unified = true
 		p.indexes[0] = &p.large
+		p.tinyMax = tinySize
 	}
 	return p
 }
@@ -189,7 +194,12 @@ func (p *Pool) alloc(size int64, s Stream, advice Advice, role Role, op string) 
 	}
 	idx := p.indexes[k]
 	var b *Block
-	if lo, hi := (freeKey{size: rounded}), p.takeLimit(rounded); idx.hot == nil {
+	if rounded <= p.tinyMax {
+		var err error
+		if b, err = p.allocTiny(size, rounded, s); err != nil {
+			return nil, err
+		}
+	} else if lo, hi := (freeKey{size: rounded}), p.takeLimit(rounded); idx.hot == nil {
 		if b = idx.takeClass(s, lo, hi); b != nil {
 			idx.len--
 		}
@@ -207,6 +217,9 @@ func (p *Pool) alloc(size int64, s Stream, advice Advice, role Role, op string) 
 	}
 	if p.adviser != nil {
 		if err := p.advise(b, advice, s); err != nil {
+			if b.size <= p.tinyMax {
+				p.countTiny(b, -1)
+			}
 			p.insertFree(b)
 			return nil, err
 		}
@@ -262,6 +275,9 @@ func (p *Pool) free(b *Block) error {
 	}
 	if b.state != blockLive {
 		return fmt.Errorf("memory: pool %s: block at %#x (%s) freed twice: %w", p.name, b.addr, FormatBytes(b.size), ErrDoubleFree)
+	}
+	if b.size <= p.tinyMax {
+		p.countTiny(b, -1)
 	}
 	pending := b.cross != nil && len(b.cross.uses) > 0
 	// The neighbours' states, loaded before the statistics' work, so that

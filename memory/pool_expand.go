@@ -37,7 +37,8 @@ import (
 // page ever mapped.
 type expansion struct {
 	pages []Page
-	stale []bool // pages lent elsewhere, still mapped here too
+	stale []bool  // pages lent elsewhere, still mapped here too
+	tiny  []int32 // live tiny blocks starting in each page (pool_expand_tiny.go)
 }
 
 // staleBytes is the pool's address space still mapped to pages lent
