@@ -16,7 +16,9 @@
 //   - A block is W warps of 16 rows (query rows in forward and
 //     backward_dq, keys in backward_dkdv) that keep their A fragments in
 //     registers (backward_dkdv at HD >= 64 without dropout, and at HD 128,
-//     reloads its K and V fragments from shared memory instead: RES).
+//     reloads its K and V fragments from shared memory instead: RES; the
+//     float32 three-product kernels' backward_dq and backward_dkdv at HD
+//     64 reload theirs too, at 2 warps a block).
 //     No dropout, HD <= 64: every pass takes 128 rows (8 warps) a block
 //     at 2 or 3 blocks an SM; HD 128: forward 4 warps at 3 blocks,
 //     backward_dq 4 at 2.
