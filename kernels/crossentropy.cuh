@@ -235,7 +235,7 @@ __device__ void cross_entropy_fused(T* loss, D* dlogits, const L* logits, const 
       int ignore, unsigned int* claim, Status* st) {                                                        \
     cross_entropy_fused<T, L, D, true>(loss, dlogits, logits, targets, dloss, rows, cols, ld, ignore, claim, st); \
   }                                                                                                         \
-  extern "C" __global__ void __launch_bounds__(512) cross_entropy_fused_block_##sfx##_##dsfx(              \
+  extern "C" __global__ void __launch_bounds__(512, 3) cross_entropy_fused_block_##sfx##_##dsfx(              \
       T* loss, D* dlogits, const L* logits, const int* targets, const T* dloss, i64 rows, i64 cols, i64 ld, \
       int ignore, unsigned int* claim, Status* st) {                                                        \
     cross_entropy_fused<T, L, D, false>(loss, dlogits, logits, targets, dloss, rows, cols, ld, ignore, claim, st); \

@@ -292,18 +292,21 @@ func (b cudaBackend) countTargets(targets *Tensor, rows int, ignore int32) (int,
 	return int(d.status.words.count), nil
 }
 
+// ceFusedBlocksPerSM is the fused cross-entropy's blocks a multiprocessor:
+// the MINB of its block kernels' __launch_bounds__(512, 3)
+// (kernels/crossentropy.cuh; 40 registers, no spills).
+const ceFusedBlocksPerSM = 3
+
 // crossEntropyFused launches one kernel for the loss and the gradient.
 // Each row is read twice (its max and sum, then its gradient); with a
-// block per row, the grid is two blocks a multiprocessor (two of 512
-// threads is what its registers hold), whatever the row's size: fewer
-// blocks leave the kernel latency-bound. Session 9 sized the grid to keep
+// block per row, the grid is ceFusedBlocksPerSM blocks a multiprocessor,
+// whatever the row's size: fewer blocks leave the kernel latency-bound. Session 9 sized the grid to keep
 // the rows in flight within a quarter of L2, then half (so that the
 // second read finds the row there): the bf16 head's 156 blocks ran at 30%
 // occupancy and 13% of the memory bandwidth; session 15's ncu found the
 // float32 head (201 KB rows, half of L2 giving 156 blocks on the H200)
-// at the same 30% and 16% of DRAM bandwidth, 0.78 ms a chunk. At two
-// blocks an SM GPT-2's rows in flight take 53 MB (float32) or 27 MB
-// (bfloat16) against the H200's 60 MB of L2.
+// at the same 30% and 16% of DRAM bandwidth, 0.78 ms a chunk; at two
+// blocks an SM (56 registers) 0.58 ms, 49% occupancy, 28% of DRAM.
 func (b cudaBackend) crossEntropyFused(loss, dlogits, logits, targets, dloss *Tensor, rows, cols, ld int, ignore int32) {
 	d := b.d
 	op := "CrossEntropyFused"
@@ -313,7 +316,7 @@ func (b cudaBackend) crossEntropyFused(loss, dlogits, logits, targets, dloss *Te
 	}
 	v, grid, block := rowShape(rows, cols)
 	if v == kBlock {
-		grid[0] = uint32(max(1, min(rows, 2*d.props.Multiprocessors)))
+		grid[0] = uint32(max(1, min(rows, ceFusedBlocksPerSM*d.props.Multiprocessors)))
 	}
 	d.launch(op, d.k.crossEntropyFused[v][i], grid, block, func(a *cuda.Args) {
 		a.Ptr(devPtr(loss)).Ptr(devPtr(dlogits)).Ptr(devPtr(logits)).Ptr(devPtr(targets)).Ptr(devPtr(dloss)).
