@@ -114,8 +114,8 @@ __device__ __forceinline__ Pack<T, 4> ce_load4(const L* x) {
 // the elements after the last whole word (over every element when vec is
 // false or T is not float); logits of a half type L reach f4 and f1
 // widened to T. Each thread has four 16-byte loads in flight before it
-// runs f4 on them: with one or two blocks a multiprocessor (the grid keeps
-// the rows within L2), one load at a time left the row's reads
+// runs f4 on them: with one or two blocks a multiprocessor (session 9's
+// grid; three since session 15), one load at a time left the row's reads
 // latency-bound at a fifth of the bandwidth. A 16-byte load holds four
 // float32 logits, or eight of a half type: two words (8-byte loads of
 // half logits ran at 0.9 TB/s on the H200, a third below float32's).

@@ -300,13 +300,14 @@ const ceFusedBlocksPerSM = 3
 // crossEntropyFused launches one kernel for the loss and the gradient.
 // Each row is read twice (its max and sum, then its gradient); with a
 // block per row, the grid is ceFusedBlocksPerSM blocks a multiprocessor,
-// whatever the row's size: fewer blocks leave the kernel latency-bound. Session 9 sized the grid to keep
-// the rows in flight within a quarter of L2, then half (so that the
-// second read finds the row there): the bf16 head's 156 blocks ran at 30%
-// occupancy and 13% of the memory bandwidth; session 15's ncu found the
-// float32 head (201 KB rows, half of L2 giving 156 blocks on the H200)
-// at the same 30% and 16% of DRAM bandwidth, 0.78 ms a chunk; at two
-// blocks an SM (56 registers) 0.58 ms, 49% occupancy, 28% of DRAM.
+// whatever the row's size: fewer blocks leave the kernel latency-bound.
+// Session 9 sized the grid to keep the rows in flight within a quarter of
+// L2, then half (so that the second read finds the row there): the bf16
+// head's 156 blocks ran at 30% occupancy and 13% of the memory bandwidth;
+// session 15's ncu found the float32 head (201 KB rows, half of L2 giving
+// 156 blocks on the H200) at the same 30% and 16% of DRAM bandwidth, 0.78
+// ms a chunk; at two blocks an SM (56 registers) 0.58 ms, at three (40
+// registers) 0.45 ms, 66% occupancy, 35% of DRAM.
 func (b cudaBackend) crossEntropyFused(loss, dlogits, logits, targets, dloss *Tensor, rows, cols, ld int, ignore int32) {
 	d := b.d
 	op := "CrossEntropyFused"
