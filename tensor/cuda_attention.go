@@ -75,7 +75,7 @@ type attentionKernels struct {
 // block whatever sources the fatbin came from.
 func (k *attentionKernels) readBlocks() error {
 	k.warps = map[*cuda.Function]int{}
-	add := func(fn *cuda.Function) error {
+	return k.eachTensorCore(func(fn *cuda.Function, _ int) error {
 		n, err := fn.Attribute(cuda.FuncMaxThreadsPerBlock)
 		if err != nil {
 			return err
@@ -85,23 +85,25 @@ func (k *attentionKernels) readBlocks() error {
 		}
 		k.warps[fn] = n / 32
 		return nil
-	}
-	for _, byDrop := range k.mma3 {
-		for _, byPass := range byDrop {
-			for _, byType := range byPass {
-				for _, fn := range byType {
-					if err := add(fn); err != nil {
+	})
+}
+
+// eachTensorCore calls f with every tensor-core kernel (mma3 and tf32)
+// and its block in warps as the embedded fatbin's tables say, until f
+// fails.
+func (k *attentionKernels) eachTensorCore(f func(fn *cuda.Function, w int) error) error {
+	for dr := range attnMMA3Name {
+		for p := range attnPassName {
+			for i := range attnDTypes[1:] {
+				for j, w := range attnMMA3Warps[dr][p] {
+					if err := f(k.mma3[dr][p][i][j], w); err != nil {
 						return err
 					}
 				}
 			}
-		}
-	}
-	for _, byX3 := range k.tf32 {
-		for _, byDrop := range byX3 {
-			for _, byPass := range byDrop {
-				for _, fn := range byPass {
-					if err := add(fn); err != nil {
+			for x3 := range attnTF32Name {
+				for j, w := range attnTF32Warps[x3][dr][p] {
+					if err := f(k.tf32[x3][dr][p][j], w); err != nil {
 						return err
 					}
 				}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/cuda"
 )
 
 // driveAttention launches every fused-attention kernel of a fake device
@@ -114,28 +116,15 @@ func TestGPUAttentionLaunchBounds(t *testing.T) {
 	k := &d.k.attention
 	require.NotEmpty(t, k.warps)
 	embedded := os.Getenv(EnvKernels) == ""
-	for dr := range attnMMA3Name {
-		for p := range attnPassName {
-			for i := range attnDTypes[1:] {
-				for j := range attnHeads {
-					fn := k.mma3[dr][p][i][j]
-					w, ok := k.warps[fn]
-					require.True(t, ok, "%s has no launch bound", fn.Name())
-					if embedded {
-						require.Equal(t, attnMMA3Warps[dr][p][j], w, fn.Name())
-					}
-				}
-			}
-			for x3 := range attnTF32Name {
-				for j, want := range attnTF32Warps[x3][dr][p] {
-					fn := k.tf32[x3][dr][p][j]
-					w, ok := k.warps[fn]
-					require.True(t, ok, "%s has no launch bound", fn.Name())
-					if embedded {
-						require.Equal(t, want, w, fn.Name())
-					}
-				}
-			}
+	n := 0
+	require.NoError(t, k.eachTensorCore(func(fn *cuda.Function, want int) error {
+		n++
+		w, ok := k.warps[fn]
+		require.True(t, ok, "%s has no launch bound", fn.Name())
+		if embedded {
+			require.Equal(t, want, w, fn.Name())
 		}
-	}
+		return nil
+	}))
+	require.Len(t, k.warps, n, "every tensor-core kernel once")
 }
