@@ -54,6 +54,16 @@
 #         the offloaded optimizer update's time and bus bandwidth
 # hostab  train-gpt -bench gpt2 bf16 with GOGC default, off and 400,
 #         alternating, and with every step's gradients clipped
+# offload  checkpoint offload (activations in pinned host memory between
+#         the passes, tensor.MoveTo's copy stream): its GPU tests (tensor's
+#         TestMoveTo, train-gpt's TestCheckpointOffloadSameLosses), then
+#         train-gpt -bench gpt2 fp32 (TF32 off) with no checkpointing (the
+#         device row), -checkpoint selective, and -checkpoint selective
+#         -checkpoint-offload, alternating OFFLOAD_RUNS rounds (default 2);
+#         then memstrategies gpt2 fp32 device,hybrid (the seed table's
+#         rows; the hybrid's checkpointing levels now include the
+#         offloaded ones) and gpt2-medium bf16 under 4 GiB with -checkpoint
+#         auto and with -checkpoint blocks -checkpoint-offload
 # torch   PyTorch 2.x in the same call: gpt2-medium capped at 4 GiB
 #         (set_per_process_memory_fraction; fp16 and fp32, checkpointed,
 #         with and without expandable segments) and unconstrained, and
@@ -163,6 +173,43 @@ for name, tok in sorted(rows.items()):
     ratio = " (%.3fx of unconstrained)" % (tok / base) if base else ""
     print("pipelineab %-16s %9.0f tokens/s%s" % (name, tok, ratio))
 PY
+fi
+
+if has offload; then
+  for t in "tensor TestMoveTo" "examples/train-gpt TestCheckpointOffloadSameLosses"; do
+    pkg=${t%% *} pat=${t#* }
+    start=$(date +%s)
+    bin=$PWD/.gpu/$(basename "$pkg").test
+    (cd "$pkg" && STRATA_REQUIRE_GPU=1 timeout 150 "$bin" -test.v -test.run "^($pat)\$" > "$L/offtest-$(basename "$pkg").log" 2>&1)
+    say "offload tests of $pkg: exit $? in $(( $(date +%s) - start ))s"
+    grep -E -- '--- (PASS|FAIL|SKIP)|panic:|worst relative' "$L/offtest-$(basename "$pkg").log" | tee -a "$OUT/summary.txt"
+  done
+  off_run() { # name, then train-gpt flags
+    local name=$1 start; shift
+    start=$(date +%s)
+    timeout 90 .gpu/train-gpt -device cuda "$@" -bench -steps 10 -bench-warmup "${BENCH_WARM:-4}" > "$L/off-$name.jsonl" 2> "$L/off-$name.log"
+    say "[$name] train-gpt -bench $*: exit $? in $(( $(date +%s) - start ))s; $(jfields "$L/off-$name.jsonl" tok_s step_ms checkpoint peak_mib_by_tier phases)"
+    cat "$L/off-$name.jsonl" >> "$res"
+  }
+  for i in $(seq "${OFFLOAD_RUNS:-2}"); do
+    off_run "fp32-none-$i" -config gpt2 -precision fp32
+    off_run "fp32-selective-$i" -config gpt2 -precision fp32 -checkpoint selective -cuda-graph off
+    off_run "fp32-selective-offload-$i" -config gpt2 -precision fp32 -checkpoint selective -checkpoint-offload
+  done
+  start=$(date +%s)
+  timeout 240 .gpu/memstrategies -config gpt2 -precision fp32 -steps 5 -warmup 3 -plan -strategies device,hybrid \
+    -png "$OUT/memstrategies-gpt2-fp32-offload.png" >> "$res" 2> "$L/memstrategies-offload-fp32.log"
+  say "memstrategies gpt2 fp32 device,hybrid: exit $? in $(( $(date +%s) - start ))s"
+  grep -E '^\||raised|spilled|placement:|still choosing' "$L/memstrategies-offload-fp32.log" | cut -c1-300 | tee -a "$OUT/summary.txt"
+  for args in "-checkpoint none" "-checkpoint auto -device-budget 4GiB" "-checkpoint blocks -checkpoint-offload -device-budget 4GiB"; do
+    name=medium-$(echo "$args" | tr -c 'a-z0-9' '-' | tr -s '-')
+    start=$(date +%s)
+    timeout 90 .gpu/train-gpt -device cuda -config gpt2-medium -precision bf16 -attention fused -head fused -bench -steps 10 \
+      -bench-warmup "${BENCH_WARM_MEDIUM:-45}" $args > "$L/off-$name.jsonl" 2> "$L/off-$name.log"
+    say "[$name] train-gpt -bench gpt2-medium bf16 $args: exit $? in $(( $(date +%s) - start ))s; $(jfields "$L/off-$name.jsonl" tok_s step_ms checkpoint timed_spills peak_mib_by_tier phases)"
+    grep -E '^placement:|still choosing' "$L/off-$name.log" | cut -c1-300 | tee -a "$OUT/summary.txt"
+    cat "$L/off-$name.jsonl" >> "$res"
+  done
 fi
 
 if has overlapab; then

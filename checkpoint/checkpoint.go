@@ -24,6 +24,10 @@ type Options struct {
 	// Policy picks the op outputs to keep from the forward pass instead of
 	// recomputing them (selective checkpointing); nil keeps none.
 	Policy Policy
+	// Offload, when set, moves what the regions hold between the passes
+	// to host memory and back ahead of their backward (see Offload); nil
+	// keeps it on the device. Share one among a model's regions.
+	Offload *Offload
 }
 
 // Apply is Options{}.Apply: fn(inputs...) checkpointed, every intermediate
@@ -72,7 +76,12 @@ func (o Options) Apply(fn Func, inputs ...*autograd.Var) *autograd.Var {
 	}
 	r.drew = autograd.RandomState(c) - r.rng
 	r.shape, r.dtype = out.Value.Shape(), out.Value.DType()
-	return autograd.RecordRegion("Checkpoint", out.Value, inputs, r.backward, r.rec.adopt()...)
+	saved := r.rec.adopt()
+	y := autograd.RecordRegion("Checkpoint", out.Value, inputs, r.backward, saved...)
+	if o.Offload != nil {
+		r.off, r.held = o.Offload, o.Offload.add(c, saved, inputs)
+	}
+	return y
 }
 
 // region is one checkpointed call: what its recomputation needs.
@@ -84,6 +93,8 @@ type region struct {
 	drew   uint64    // the random numbers the forward pass drew
 	amp    amp.State // c's autocast state in the forward pass
 	rec    *recorder // the selective policy's saved outputs; nil without a policy
+	off    *Offload  // moves what the region holds off the device; nil: none
+	held   *held     // the region's record in off
 	shape  []int
 	dtype  tensor.DType
 }
@@ -126,6 +137,10 @@ func (r *region) forward() (out *autograd.Var) {
 // plain graph's backward would: outside the region's autocast state.
 func (r *region) backward(g *tensor.Tensor) []*tensor.Tensor {
 	c := r.c
+	if r.off != nil {
+		r.off.enter(c, r.held)
+		defer r.off.leave(c, r.held)
+	}
 	grads := make([]*tensor.Tensor, len(r.inputs))
 	c.WithScope(func() {
 		det := make([]*autograd.Var, len(r.inputs))

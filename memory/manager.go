@@ -127,6 +127,7 @@ type Manager struct {
 	copyFn     CopyFunc
 	barrier    func(Stream) error // SetMigrateBarrier
 	migrations Moved
+	asyncMoves Moved // MigrateOn's (migrate_on.go)
 	// sched is the placement scheduler, nil without one (scheduler.go).
 	sched *Scheduler
 	// allocHook is OnAlloc's function.
@@ -156,6 +157,10 @@ type Stats struct {
 	// Migrations counts the allocations Migrate moved (the Scheduler's
 	// promotions and demotions among them).
 	Migrations Moved
+	// AsyncMoves counts the allocations MigrateOn moved with copies on
+	// another stream (activation offload and its prefetch), apart from
+	// Migrations.
+	AsyncMoves Moved
 }
 
 // NewManager makes a manager over backends, at most one per tier. Tiers
@@ -344,6 +349,7 @@ func (m *Manager) stats() Stats {
 	s.Total = m.total
 	s.Spills = m.spills
 	s.Migrations = m.migrations
+	s.AsyncMoves = m.asyncMoves
 	return s
 }
 

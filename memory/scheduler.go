@@ -117,6 +117,8 @@ type Scheduler struct {
 	// fragmentation (a classic pool's segments) the budget holds less
 	// than its bytes, and the target is lowered to what it really held.
 	capacity int64
+	// moved is the manager's MigrateOn bytes at the last Step.
+	moved int64
 }
 
 // trackState is what the scheduler knows of one allocation.
@@ -234,6 +236,10 @@ type Plan struct {
 	// unless the demand grows. A plan with nothing moved and nothing
 	// pending is settled: the steps after it run as this one did.
 	Pending int64
+	// Moved is the bytes MigrateOn moved since the last Step: activations
+	// that waited in host memory between the passes (checkpoint.Offload)
+	// and came back, bus traffic that is the step's own, not the plan's.
+	Moved   int64
 	Entries []PlanEntry `json:"entries"`
 }
 
@@ -243,10 +249,11 @@ func (p Plan) Settled() bool { return p.Demoted == 0 && p.Promoted == 0 && p.Pen
 
 // OffloadTraffic is the bytes a step reads or writes in tracked
 // allocations off the device (tier other than TierDevice): each one's size
-// times its accesses a step. It is what placement costs in bus traffic,
-// against what recomputation costs in arithmetic.
+// times its accesses a step, plus the bytes moved between tiers (Moved).
+// It is what placement costs in bus traffic, against what recomputation
+// costs in arithmetic.
 func (p Plan) OffloadTraffic() int64 {
-	var n float64
+	n := float64(p.Moved)
 	for _, e := range p.Entries {
 		if e.Tier != TierDevice {
 			n += float64(e.Bytes) * e.Touches
@@ -271,7 +278,8 @@ func (s *Scheduler) Step() (Plan, error) {
 	if budget == 0 && dev != nil {
 		budget = dev.cfg.Limit
 	}
-	plan := Plan{Step: s.steps, Budget: budget, Demand: s.peak}
+	plan := Plan{Step: s.steps, Budget: budget, Demand: s.peak, Moved: m.asyncMoves.Bytes - s.moved}
+	s.moved = m.asyncMoves.Bytes
 	cold := m.backed(TierOffload)
 	entries := make([]*Allocation, 0, len(s.tracked))
 	for a, st := range s.tracked {

@@ -52,16 +52,44 @@ type Checkpointing struct {
 	// 1 (or 0) every block, 2 every second one.
 	Every int
 	// Policy is the selective mode's; nil means
-	// checkpoint.SaveMatMulsUpTo(3 x the bytes of the blocks' input).
+	// checkpoint.SaveMatMulsUpTo(3 x the bytes of the blocks' input), or
+	// with Offload checkpoint.SaveMatMuls.
 	Policy checkpoint.Policy
+	// Offload moves what the checkpointed blocks hold between the passes
+	// (the selective mode's saved outputs, and the blocks' inputs) to
+	// mapped pinned host memory on the GPU's copy engines, and brings each
+	// block's back ahead of its backward (checkpoint.Offload): the device
+	// holds about two blocks' worth, the bus carries the rest while the
+	// GPU computes. With it the selective mode keeps every matrix
+	// product's output (nothing but the norms and element-wise ops is
+	// recomputed), since they wait in host memory.
+	Offload bool
 }
 
 // CheckpointLevels are checkpointing settings in the order of the
-// memory they save and the recomputation they cost: none, selective on
-// every block, every second block whole, every block whole. A placement
-// that finds a step too large for its device budget goes up them (the
-// results are the same at every level, bit for bit).
-var CheckpointLevels = []Checkpointing{{}, {Mode: CheckpointSelective}, {Mode: CheckpointBlocks, Every: 2}, {Mode: CheckpointBlocks, Every: 1}}
+// recomputation and bus traffic they cost for the device memory they
+// save: none; selective on every block with the saved products offloaded
+// (little recomputation, the activations over the bus: cheap where the
+// bus keeps up with the arithmetic, float32 say); selective on every
+// block, kept on the device; every second block whole; every block whole;
+// every block whole with the blocks' inputs offloaded (the least device
+// memory). A placement that finds a step too large for its device budget
+// goes up them, and tries the next one while the bus carries traffic
+// (nn.Placement); the results are the same at every level, bit for bit.
+var CheckpointLevels = []Checkpointing{
+	{},
+	{Mode: CheckpointSelective, Offload: true},
+	{Mode: CheckpointSelective},
+	{Mode: CheckpointBlocks, Every: 2},
+	{Mode: CheckpointBlocks, Every: 1},
+	{Mode: CheckpointBlocks, Every: 1, Offload: true},
+}
+
+// sameLevel reports whether a and b are the same level (Every 0 and 1
+// are the same: every block).
+func (c Checkpointing) sameLevel(l Checkpointing) bool {
+	return l.Mode == c.Mode && max(l.Every, 1) == max(c.Every, 1) && l.Offload == c.Offload
+}
 
 // Raised returns the level of CheckpointLevels after c's and true, or c
 // and false when c is the last level or none of them (Every 0 and 1 are
@@ -70,22 +98,27 @@ var CheckpointLevels = []Checkpointing{{}, {Mode: CheckpointSelective}, {Mode: C
 func (c Checkpointing) Raised() (Checkpointing, bool) {
 	last := len(CheckpointLevels) - 1
 	for i, l := range CheckpointLevels[:last] {
-		if l.Mode == c.Mode && max(l.Every, 1) == max(c.Every, 1) {
+		if l.sameLevel(c) {
 			return CheckpointLevels[i+1], true
 		}
 	}
 	return c, false
 }
 
-// String is "none", or the mode and, past 1, how often: "blocks every 2".
+// String is "none", or the mode and, past 1, how often, and whether it
+// offloads: "blocks every 2", "selective, offloaded".
 func (c Checkpointing) String() string {
 	if c.Mode == CheckpointNone {
 		return "none"
 	}
+	s := c.Mode.String()
 	if c.Every > 1 {
-		return fmt.Sprintf("%v every %d", c.Mode, c.Every)
+		s = fmt.Sprintf("%v every %d", c.Mode, c.Every)
 	}
-	return c.Mode.String()
+	if c.Offload {
+		s += ", offloaded"
+	}
+	return s
 }
 
 // Validate reports a mode or Every out of range.
@@ -111,13 +144,30 @@ func (g *GPT) blocks(x *autograd.Var) *autograd.Var {
 	var o checkpoint.Options
 	if ck.Mode == CheckpointSelective {
 		o.Policy = ck.Policy
-		if o.Policy == nil {
+		switch {
+		case o.Policy != nil:
+		case ck.Offload:
+			o.Policy = checkpoint.SaveMatMuls
+		default:
 			o.Policy = checkpoint.SaveMatMulsUpTo(3 * int64(x.Value.Numel()*x.Value.DType().Size()))
 		}
+	}
+	if ck.Offload {
+		o.Offload = g.offloader()
 	}
 	layers := make([]checkpoint.Layer, len(g.Blocks))
 	for i, b := range g.Blocks {
 		layers[i] = b.Forward
 	}
 	return o.Sequential(max(ck.Every, 1), x, layers...)
+}
+
+// offloader is the GPT's checkpoint.Offload, made on first use: one for
+// all its blocks, which it keeps track of per context.
+func (g *GPT) offloader() *checkpoint.Offload {
+	if o := g.offload.Load(); o != nil {
+		return o
+	}
+	g.offload.CompareAndSwap(nil, &checkpoint.Offload{})
+	return g.offload.Load()
 }

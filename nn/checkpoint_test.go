@@ -19,11 +19,13 @@ import (
 
 // checkpointings are the modes the tests compare with no checkpointing.
 var checkpointings = map[string]nn.Checkpointing{
-	"every block":           {Mode: nn.CheckpointBlocks},
-	"every 2nd block":       {Mode: nn.CheckpointBlocks, Every: 2},
-	"selective":             {Mode: nn.CheckpointSelective},
-	"selective, 2nd blocks": {Mode: nn.CheckpointSelective, Every: 2},
-	"selective, norms kept": {Mode: nn.CheckpointSelective, Policy: checkpoint.SaveOps("LayerNorm", "Gelu")},
+	"every block":            {Mode: nn.CheckpointBlocks},
+	"every 2nd block":        {Mode: nn.CheckpointBlocks, Every: 2},
+	"selective":              {Mode: nn.CheckpointSelective},
+	"selective, 2nd blocks":  {Mode: nn.CheckpointSelective, Every: 2},
+	"selective, norms kept":  {Mode: nn.CheckpointSelective, Policy: checkpoint.SaveOps("LayerNorm", "Gelu")},
+	"selective, offloaded":   {Mode: nn.CheckpointSelective, Offload: true},
+	"every block, offloaded": {Mode: nn.CheckpointBlocks, Offload: true},
 }
 
 // stepBits trains g for n AdamW steps on fixed random batches in context
@@ -186,6 +188,53 @@ func TestCheckpointActivationPeak(t *testing.T) {
 	require.Equal(t, heldNone+4*B*T, peakNone, "peak without checkpointing: the end of the forward pass")
 	require.Equal(t, int64(219008), peakNone-peakBlocks, "peak, every block (53.5 U less)")
 	require.Less(t, peakSel, peakNone, "peak, selective")
+}
+
+// TestCheckpointOffloadDeviceBytes: with the checkpointed blocks' tensors
+// offloaded, the device tier holds at the end of the forward pass only
+// the last two blocks' (checkpoint.Offload's Keep) of what the same mode
+// holds without offload; the rest waits in the staging tier.
+func TestCheckpointOffloadDeviceBytes(t *testing.T) {
+	cfg := nn.GPTConfig{Vocab: 64, Context: 16, Layers: 6, Heads: 2, Width: 32}
+	const B, T = 2, 16
+	U := int64(B * T * cfg.Width * 4)
+	g, err := nn.NewGPT(cfg, nn.Options{Device: tensor.CPU(), DType: tensor.Float32, Rng: rand.New(rand.NewPCG(1, 2))})
+	require.NoError(t, err)
+	defer nn.Release(g.Parameters())
+	mem := tensor.CPU().Memory()
+	heldIn := func(ck nn.Checkpointing) (dev, staging int64) {
+		g.Checkpoint = ck
+		xs := make([]int32, B*T)
+		c := tensor.NewCtx()
+		require.NoError(t, tensor.Try(func() {
+			c.WithScope(func() {
+				x := c.FromInt32s(tensor.CPU(), xs, B, T)
+				s0 := mem.Stats()
+				loss := g.Loss(x, x)
+				s1 := mem.Stats()
+				dev = s1.Tiers[memory.TierDevice].Allocated.Current - s0.Tiers[memory.TierDevice].Allocated.Current
+				staging = s1.Tiers[memory.TierStaging].Allocated.Current - s0.Tiers[memory.TierStaging].Allocated.Current
+				require.NoError(t, loss.Backward())
+				nn.ZeroGrad(g.Parameters())
+			})
+		}))
+		return dev, staging
+	}
+	L := int64(cfg.Layers)
+	for _, mode := range []nn.CheckpointMode{nn.CheckpointSelective, nn.CheckpointBlocks} {
+		devKept, stKept := heldIn(nn.Checkpointing{Mode: mode, Policy: checkpoint.SaveMatMuls})
+		if mode == nn.CheckpointBlocks {
+			devKept, stKept = heldIn(nn.Checkpointing{Mode: mode})
+		}
+		devOff, stOff := heldIn(nn.Checkpointing{Mode: mode, Offload: true})
+		per := 11 * U // SaveMatMuls: 10 U saved and the block's input (TestCheckpointActivationPeak)
+		if mode == nn.CheckpointBlocks {
+			per = U
+		}
+		require.Zero(t, stKept, "%v: nothing in staging without offload", mode)
+		require.Equal(t, (L-2)*per, devKept-devOff, "%v: all but the last two blocks' moved", mode)
+		require.Equal(t, (L-2)*per, stOff, "%v: and wait in the staging tier", mode)
+	}
 }
 
 // TestCheckpointConcurrent: two goroutines train checkpointed models in

@@ -3,8 +3,10 @@ package nn
 import (
 	"fmt"
 	"math"
+	"sync/atomic"
 
 	"github.com/strata-ml/strata/autograd"
+	"github.com/strata-ml/strata/checkpoint"
 	"github.com/strata-ml/strata/tensor"
 )
 
@@ -27,6 +29,8 @@ type GPT struct {
 	// full logits (default), or fused and chunked so that they are never
 	// all held (head.go).
 	HeadLoss HeadLoss
+
+	offload atomic.Pointer[checkpoint.Offload] // Checkpoint.Offload's (checkpoint.go)
 }
 
 // Block is one transformer block: x + attn(ln_1(x)), then + mlp(ln_2(x)).

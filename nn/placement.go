@@ -114,7 +114,7 @@ func NewPlacement(sched Planner, ckpt *Checkpointing, cfg PlacementConfig) (*Pla
 // outside them (a custom policy or stride: left alone).
 func (p *Placement) level() int {
 	return slices.IndexFunc(CheckpointLevels, func(l Checkpointing) bool {
-		return l.Mode == p.ckpt.Mode && max(l.Every, 1) == max(p.ckpt.Every, 1) && p.ckpt.Policy == nil
+		return l.sameLevel(*p.ckpt) && p.ckpt.Policy == nil
 	})
 }
 

@@ -31,7 +31,7 @@ type fakeWorld struct {
 
 func (w *fakeWorld) level() int {
 	for i, l := range CheckpointLevels {
-		if l.Mode == w.ckpt.Mode && max(l.Every, 1) == max(w.ckpt.Every, 1) {
+		if l.sameLevel(*w.ckpt) {
 			return i
 		}
 	}
@@ -131,7 +131,7 @@ func TestPlacementTradesTransferForRecomputation(t *testing.T) {
 	// level 2 frees room for all of it and costs 10 ms of recomputation:
 	// level 2 is faster and kept; level 3 is never tried (nothing is
 	// offloaded any more).
-	ckpt := &Checkpointing{Mode: CheckpointSelective}
+	ckpt := new(CheckpointLevels[1])
 	w := &fakeWorld{ckpt: ckpt, offload: map[int]int64{1: 1 << 30},
 		stepTime: func(lv, off int) int { return 100 + 10*lv + 40*off/(1<<30) }}
 	p, log := newFakePlacement(t, w, true)
@@ -147,13 +147,13 @@ func TestPlacementKeepsOffloadWhenRecomputingIsSlower(t *testing.T) {
 	// The bus costs 5 ms a step, the next level's recomputation 30: the
 	// trial is undone and the search ends at level 1, with the state
 	// offloaded again.
-	ckpt := &Checkpointing{Mode: CheckpointSelective}
+	ckpt := new(CheckpointLevels[1])
 	w := &fakeWorld{ckpt: ckpt, offload: map[int]int64{1: 1 << 30},
 		stepTime: func(lv, off int) int { return 100 + 30*lv + 5*off/(1<<30) }}
 	p, log := newFakePlacement(t, w, true)
 	decideWithin(t, w, p, 30, log)
 	require.Equal(t, CheckpointLevels[1], *ckpt, log.String())
-	require.Contains(t, log.String(), "back to selective")
+	require.Contains(t, log.String(), "back to "+CheckpointLevels[1].String())
 	train(t, w, p, 10) // decided: no more trials
 	require.Equal(t, CheckpointLevels[1], *ckpt)
 	require.EqualValues(t, 1<<30, w.off)
@@ -161,8 +161,9 @@ func TestPlacementKeepsOffloadWhenRecomputingIsSlower(t *testing.T) {
 }
 
 func TestPlacementGivesUpAtTheHighestLevel(t *testing.T) {
-	ckpt := &Checkpointing{Mode: CheckpointBlocks}
-	w := &fakeWorld{ckpt: ckpt, excess: map[int]int64{3: 1 << 20}, stepTime: func(lv, off int) int { return 10 }}
+	last := len(CheckpointLevels) - 1
+	ckpt := new(CheckpointLevels[last])
+	w := &fakeWorld{ckpt: ckpt, excess: map[int]int64{last: 1 << 20}, stepTime: func(lv, off int) int { return 10 }}
 	p, log := newFakePlacement(t, w, true)
 	train(t, w, p, 5)
 	require.True(t, p.Decided())

@@ -30,6 +30,7 @@ type cudaDevice struct {
 	streams *memory.CUDAStreams // the pools' streams
 	memS    memory.Stream       // d.stream as the pools know it
 	side    cudaSide            // the side stream, made on first use (cuda_side.go)
+	copy    cudaCopier          // the copy stream, made on first use (cuda_move.go)
 	status  *cudaStatus
 
 	// mu serialises launches (args is one reusable argument block) and
@@ -72,6 +73,9 @@ func (d *cudaDevice) Synchronize() error {
 	}
 	if err := d.syncSide(); err != nil {
 		return fmt.Errorf("tensor: synchronizing %v's side stream: %w", d, err)
+	}
+	if err := d.syncCopy(); err != nil {
+		return fmt.Errorf("tensor: synchronizing %v's copy stream: %w", d, err)
 	}
 	return d.syncLocked()
 }

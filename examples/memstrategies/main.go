@@ -51,6 +51,7 @@ type options struct {
 	budget, hybridCkpt, hybridHead        string
 	hybridAttention                       string
 	ckptEvery                             int
+	hybridOffload                         bool
 	lr                                    float64
 	seed                                  uint64
 	jsonOut, pngOut                       string
@@ -73,6 +74,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.budget, "budget", "auto", "device budget of the hybrid strategies: a size (4GiB), a share of the device (50%, 0.5), or auto: half the device strategy's measured peak")
 	fs.StringVar(&o.hybridCkpt, "hybrid-checkpoint", "selective", "checkpointing of hybrid-ckpt: selective or blocks")
 	fs.IntVar(&o.ckptEvery, "checkpoint-every", 1, "with blocks, checkpoint every k-th block")
+	fs.BoolVar(&o.hybridOffload, "hybrid-offload", false, "hybrid-ckpt: move what the checkpointed blocks hold to pinned host memory between the passes (nn.Checkpointing.Offload)")
 	fs.StringVar(&o.hybridHead, "hybrid-head", "fused", "output head and loss of the hybrid strategies: fused (chunked, never all the logits) or full")
 	fs.StringVar(&o.hybridAttention, "hybrid-attention", "fused", "attention of the hybrid strategies and device-fused: fused (FlashAttention-2, no (B, H, T, T) matrix: tensor cores under fp16/bf16 and tf32, and under fp32 at heads up to 64 (3xTF32); float32 FMA at wider fp32 heads) or same (-attention, as every other strategy)")
 	fs.BoolVar(&o.overlap, "overlap", false, "the hybrid strategies run AdamW's update on the GPU's side stream while the next forward pass starts (nn.AdamW.Overlap; off by default: under a tight budget the gradients it holds through the forward pass cost more offloading than it hides, bench/results/hybrid-2026-12-02-s10.md)")

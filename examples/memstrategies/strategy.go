@@ -168,8 +168,8 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 		attn = o.fusedAttention(attn, &tools)
 		if name == "hybrid-ckpt" {
 			mode, _ := nn.ParseCheckpointMode(o.hybridCkpt)
-			ckpt = nn.Checkpointing{Mode: mode, Every: o.ckptEvery}
-			tools = append(tools, "checkpointing "+o.hybridCkpt)
+			ckpt = nn.Checkpointing{Mode: mode, Every: o.ckptEvery, Offload: o.hybridOffload}
+			tools = append(tools, "checkpointing "+ckpt.String())
 		}
 		switch {
 		case o.budget != "auto":

@@ -54,6 +54,8 @@ func (o *options) graphUse(dev tensor.Device, dropout float64) (bool, error) {
 		why = "dropout's seeds are kernel arguments, which a graph replays unchanged"
 	case o.budget != "" && o.budget != "off":
 		why = "the placement under -device-budget moves tensors between steps"
+	case o.ckptOff:
+		why = "checkpoint offload moves activations between tiers on the copy stream while the step runs"
 	case o.overlapOpt || o.pipelineOpt:
 		why = "the overlapped and pipelined updates run on the side stream"
 	case o.dataParallel():

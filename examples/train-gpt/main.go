@@ -58,6 +58,7 @@ type options struct {
 	memStep   int
 	ckpt      string // -checkpoint
 	ckptEvery int    // -checkpoint-every
+	ckptOff   bool   // -checkpoint-offload
 	ckptMode  nn.CheckpointMode
 	ckptAuto  bool         // -checkpoint auto: chosen by nn.Placement under -device-budget
 	precision string       // -precision
@@ -132,6 +133,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.maxTime, "max-time", 0, "stop training after this long (0: no limit)")
 	fs.StringVar(&o.ckpt, "checkpoint", "none", "activation checkpointing of the transformer blocks: none, blocks (recompute whole blocks in backward), selective (keep the matrix products' outputs, recompute the rest) or auto (with -device-budget: raised from none while a step does not fit, then raised further while the placement measures that recomputing is faster than reaching offloaded tensors over the bus; nn.Placement)")
 	fs.IntVar(&o.ckptEvery, "checkpoint-every", 1, "with -checkpoint blocks or selective: checkpoint every k-th block (1: all)")
+	fs.BoolVar(&o.ckptOff, "checkpoint-offload", false, "with -checkpoint blocks or selective: move what the checkpointed blocks hold (their inputs; with selective, every matrix product's output) to pinned host memory on the GPU's copy engines while the forward pass runs, and bring each block's back ahead of its backward (the same results; the device holds about two blocks' worth)")
 	fs.StringVar(&o.precision, "precision", "fp32", "matrix products: fp32, tf32 (float32 with TF32 tensor cores on the GPU), fp16 (autocast, with loss scaling) or bf16 (autocast)")
 	fs.StringVar(&o.attention, "attention", "auto", "attention: plain (the (B, H, T, T) probabilities materialised per op), fused (FlashAttention-2 kernels, no T x T matrix) or auto (fused on CUDA where its kernels run on tensor cores: fp16, bf16, tf32, and fp32 at heads of up to 64 through 3xTF32; plain elsewhere)")
 	fs.Float64Var(&o.dropout, "dropout", 0, "dropout on embeddings, attention and residuals (default: the config's, 0 for every preset)")
@@ -218,6 +220,8 @@ func (o *options) checkCheckpoint(fs *flag.FlagSet) error {
 			return fmt.Errorf("-checkpoint auto: needs -device-budget under -policy hybrid (it raises the checkpointing while a step does not fit the budget)")
 		case everySet:
 			return fmt.Errorf("-checkpoint-every %d: not with -checkpoint auto, which chooses it", o.ckptEvery)
+		case o.ckptOff:
+			return fmt.Errorf("-checkpoint-offload: not with -checkpoint auto, which chooses it")
 		}
 		o.ckptAuto = true
 		return nil
@@ -232,6 +236,8 @@ func (o *options) checkCheckpoint(fs *flag.FlagSet) error {
 		return fmt.Errorf("-checkpoint-every %d: must be at least 1", o.ckptEvery)
 	case everySet && m == nn.CheckpointNone:
 		return fmt.Errorf("-checkpoint-every %d: needs -checkpoint blocks or selective", o.ckptEvery)
+	case o.ckptOff && m == nn.CheckpointNone:
+		return fmt.Errorf("-checkpoint-offload: needs -checkpoint blocks or selective")
 	}
 	return nil
 }

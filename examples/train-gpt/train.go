@@ -73,7 +73,7 @@ func newTrainer(o *options, cfg nn.GPTConfig, dev tensor.Device, T int) (*traine
 	if err != nil {
 		return nil, err
 	}
-	model.Checkpoint = nn.Checkpointing{Mode: o.ckptMode, Every: o.ckptEvery}
+	model.Checkpoint = nn.Checkpointing{Mode: o.ckptMode, Every: o.ckptEvery, Offload: o.ckptOff}
 	if o.head == "auto" {
 		// On the GPU the fused head is faster (its GEMMs get the padded
 		// vocabulary) and holds a chunk of logits instead of all of them;
@@ -488,8 +488,13 @@ func describeCheckpoint(o *options) string {
 		return "auto (none until a step does not fit the device budget; then the level the placement measures fastest)"
 	case o.ckptMode == nn.CheckpointNone:
 		return "off"
-	case o.ckptEvery == 1:
-		return fmt.Sprintf("%v, every block", o.ckptMode)
 	}
-	return fmt.Sprintf("%v, every %d blocks", o.ckptMode, o.ckptEvery)
+	s := fmt.Sprintf("%v, every %d blocks", o.ckptMode, o.ckptEvery)
+	if o.ckptEvery == 1 {
+		s = fmt.Sprintf("%v, every block", o.ckptMode)
+	}
+	if o.ckptOff {
+		s += ", offloaded to host memory between the passes"
+	}
+	return s
 }

@@ -1,0 +1,159 @@
+package checkpoint
+
+import (
+	"sync"
+
+	"github.com/strata-ml/strata/autograd"
+	"github.com/strata-ml/strata/memory"
+	"github.com/strata-ml/strata/tensor"
+)
+
+// Offload moves what checkpointed regions hold between the passes (the
+// outputs their policy saves, and their inputs of memory role activation) to
+// host memory while the forward pass goes on, and brings each region's
+// back ahead of its backward: PyTorch's save_on_cpu and DeepSpeed's
+// checkpoint offload, overlapped with compute. The copies run on the
+// GPU's copy engines (tensor.MoveTo), so a step pays for them only where
+// the bus is slower than the arithmetic they hide behind; on the CPU the
+// tiers are all host memory and the moves are plain copies, which keeps
+// the bookkeeping tested. Results are bit for bit those without it.
+//
+// One Offload serves the regions of a model (Options.Offload); it keeps,
+// per context, the regions whose forward pass ran and whose backward has
+// not, in forward order. When a region's forward pass ends, the region
+// Keep places before it is moved out: the last Keep regions of a forward
+// pass stay on the device, since backward needs them first. When backward
+// reaches a region, what it moved out is brought back if still away and
+// the Ahead regions before it start coming back, so that their copies run
+// during this region's recomputation and backward.
+//
+// Use it with a policy that saves the expensive outputs (SaveMatMuls):
+// the device then holds no region's saved outputs but the last Keep and
+// the Ahead coming back, and recomputes only the cheap ops; or with whole
+// regions (no policy), where only their inputs move. A move into a device
+// that cannot take it leaves the tensor where it is and the ops read it
+// over the bus (slower, never wrong).
+type Offload struct {
+	// Tier is where the moved tensors wait; the zero value (TierHost,
+	// pageable memory the GPU's kernels cannot read) means
+	// memory.TierStaging: mapped pinned host memory, which the copy
+	// engines reach at the bus's full speed and kernels can read.
+	Tier memory.Tier
+	// Keep is how many of the last regions of a forward pass keep theirs
+	// on the device (default 2 when 0; negative: none).
+	Keep int
+	// Ahead is how many regions before the one in backward are brought
+	// back ahead of use (default 1 when 0; negative: none).
+	Ahead int
+
+	mu   sync.Mutex
+	live map[*tensor.Ctx][]*held
+}
+
+// held is one region's moved tensors.
+type held struct {
+	ts  []*tensor.Tensor
+	out bool // moved out (and not yet brought back)
+}
+
+func (o *Offload) tier() memory.Tier {
+	if o.Tier == memory.TierHost {
+		return memory.TierStaging
+	}
+	return o.Tier
+}
+
+func orDefault(n, def int) int {
+	switch {
+	case n == 0:
+		return def
+	case n < 0:
+		return 0
+	}
+	return n
+}
+
+// add registers a region's tensors after its forward pass and moves out
+// the region Keep places before it. It returns the region's record.
+func (o *Offload) add(c *tensor.Ctx, saved []*tensor.Tensor, inputs []*autograd.Var) *held {
+	h := &held{ts: saved}
+	for _, x := range inputs {
+		if x.Value.Allocation().Role() == memory.RoleActivation {
+			h.ts = append(h.ts, x.Value) // not parameters, nor data of other roles
+		}
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.live == nil {
+		o.live = map[*tensor.Ctx][]*held{}
+	}
+	// Regions of a forward pass that never ran backward: their tensors
+	// were released with their scopes.
+	rs := o.live[c][:0]
+	for _, r := range o.live[c] {
+		if !r.released() {
+			rs = append(rs, r)
+		}
+	}
+	rs = append(rs, h)
+	o.live[c] = rs
+	if i := len(rs) - 1 - orDefault(o.Keep, 2); i >= 0 && !rs[i].out && !rs[i].released() {
+		rs[i].out = true
+		o.move(rs[i], o.tier())
+	}
+	return h
+}
+
+// enter is the start of region h's backward: h's tensors come back if
+// they are away, and the Ahead regions before it start to.
+func (o *Offload) enter(c *tensor.Ctx, h *held) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	rs := o.live[c]
+	i := len(rs) - 1
+	for i >= 0 && rs[i] != h {
+		i--
+	}
+	if i < 0 {
+		return
+	}
+	for j := i; j >= 0 && j >= i-orDefault(o.Ahead, 1); j-- {
+		if rs[j].out && !rs[j].released() {
+			rs[j].out = false
+			o.move(rs[j], memory.TierDevice)
+		}
+	}
+}
+
+// leave forgets region h once its backward is over.
+func (o *Offload) leave(c *tensor.Ctx, h *held) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	rs := o.live[c]
+	for i, r := range rs {
+		if r == h {
+			o.live[c] = append(rs[:i], rs[i+1:]...)
+			break
+		}
+	}
+	if len(o.live[c]) == 0 {
+		delete(o.live, c)
+	}
+}
+
+// move moves h's tensors to tier; a tier that cannot take them leaves
+// them where they are (tensor.MoveTo's out-of-memory errors), where the
+// ops still read them.
+func (o *Offload) move(h *held, t memory.Tier) {
+	_ = tensor.MoveTo(t, h.ts...)
+}
+
+// released reports whether any of h's tensors was released.
+func (h *held) released() bool {
+	for _, t := range h.ts {
+		if t.Released() {
+			return true
+		}
+	}
+	return false
+}

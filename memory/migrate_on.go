@@ -1,0 +1,86 @@
+package memory
+
+import (
+	"fmt"
+	"slices"
+)
+
+// MigrateOn is Migrate with the copy queued on stream s instead of a's
+// own stream: a copy engine moves the bytes while a's stream goes on
+// computing (activation offload: tensor.MoveTo, checkpoint.Offload). The
+// caller must have ordered s after the work that writes a (an event of a's
+// stream waited for on s) and must order any later use of a after the
+// copy (an event of s waited for on the user's stream).
+//
+// The new block is a's stream's, as a's were, and is recorded as used on
+// s (RecordStream): freed before the copy has run, it is not handed out
+// again until then. The old block is freed the same way, so the pool
+// reuses it only once the copy has read it. An allocation already used on
+// streams other than s is refused, as Migrate refuses one used on other
+// streams. Unlike Migrate it does not call the migrate barrier: the
+// caller's ordering of s is the barrier. It needs a StreamSync when s is
+// not a's stream; s == a's stream is Migrate without the barrier.
+// Out of memory in t is an *OOMError; a stays put.
+func (m *Manager) MigrateOn(a *Allocation, t Tier, s Stream) error {
+	if t >= NumTiers {
+		return fmt.Errorf("memory: MigrateOn to unknown %s: %w", t, ErrInvalidArgument)
+	}
+	old, err := m.liveBlock(a, "MigrateOn")
+	if err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	if t = m.backed(t); t == noTier {
+		return fmt.Errorf("memory: MigrateOn of %s for %s: no backend down the fallback chain: %w", FormatBytes(a.size), a.role, ErrInvalidArgument)
+	}
+	if t == a.tier {
+		return nil
+	}
+	own := old.Stream()
+	if old.cross != nil && slices.ContainsFunc(old.cross.uses, func(u Stream) bool { return u != s }) {
+		return fmt.Errorf("memory: MigrateOn of %s for %s: it is used on streams other than the copy's (RecordStream): %w", FormatBytes(a.size), a.role, ErrInvalidArgument)
+	}
+	// The source is held for s before anything is queued: once the copy
+	// is, a failure to hold it would leave the pool free to reuse it under
+	// the copy. An extra record on a block that stays put only delays its
+	// reuse past s's work at its free.
+	if s != own {
+		if err := m.pools[a.tier].recordStream(old, s); err != nil {
+			return fmt.Errorf("memory: MigrateOn of %s for %s: %w", FormatBytes(a.size), a.role, err)
+		}
+	}
+	nb, err := m.pools[t].alloc(a.size, own, 0, a.role, a.op)
+	if err != nil {
+		return err
+	}
+	if s != own {
+		if err := m.pools[t].recordStream(nb, s); err != nil {
+			_ = m.pools[t].free(nb)
+			return fmt.Errorf("memory: MigrateOn of %s for %s: %w", FormatBytes(a.size), a.role, err)
+		}
+	}
+	if err := m.copyOn(nb, old, a.size, s); err != nil {
+		_ = m.pools[t].free(nb) // held for s: reused only after s's work
+		return fmt.Errorf("memory: MigrateOn of %s for %s from %s to %s: %w", FormatBytes(a.size), a.role, a.tier, t, err)
+	}
+	u := &m.roles[a.role]
+	u.Allocated.sub(old.size)
+	if err := m.pools[a.tier].free(old); err != nil && old.state == blockLive {
+		u.Allocated.add(old.size)
+		return err
+	}
+	u.Allocated.add(nb.size)
+	a.b, a.tier, a.advice = nb, t, 0
+	m.unspill(a)
+	m.asyncMoves.Count++
+	m.asyncMoves.Bytes += a.size
+	return nil
+}
+
+// copyOn copies n bytes from block src to block dst on stream s.
+func (m *Manager) copyOn(dst, src *Block, n int64, s Stream) error {
+	if m.copyFn != nil {
+		return m.copyFn(dst.Addr(), src.Addr(), n, s)
+	}
+	return m.copyBytes(dst, src, n)
+}

@@ -1,0 +1,129 @@
+package tensor
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/strata-ml/strata/cuda"
+	"github.com/strata-ml/strata/memory"
+)
+
+// cudaCopier is a device's copy stream (MoveTo): copies between tiers
+// that run on the GPU's copy engines while the device's stream computes.
+// It is a stream of its own, not the side stream, so that a move never
+// waits behind an optimizer update queued there.
+//
+// Ordering: before each MoveTo the copy stream waits for an event
+// recorded on the device's stream (the moved bytes are written), and for
+// each storage's fence (side-stream or earlier copy work on it); after
+// the copies it records an event that becomes the storages' fence, which
+// the device's stream joins at their first use (storage.joinFence). The
+// manager holds the old and the new blocks for the copy stream
+// (memory.Manager.MigrateOn), so neither is handed out again under a copy.
+// Events come from a ring: a fence whose event was recorded again by a
+// later move waits for that later copy too, which is longer, never too
+// short.
+type cudaCopier struct {
+	once   sync.Once
+	ready  atomic.Bool // made without error: Synchronize waits for it
+	err    error
+	stream *cuda.Stream
+	q      streamQueue
+	memS   memory.Stream
+	start  *cuda.Event // recorded on the device's stream
+	mu     sync.Mutex  // guards ring, next
+	ring   []*cuda.Event
+	next   int
+}
+
+// copierEvents is the size of the copy stream's event ring.
+const copierEvents = 256
+
+// copier returns d's copy stream, creating it on first use.
+func (d *cudaDevice) copier(op string) *cudaCopier {
+	c := &d.copy
+	c.once.Do(func() {
+		var err error
+		if c.stream, err = d.ctx.NewStream(); err != nil {
+			c.err = err
+			return
+		}
+		c.q = streamQueue{ctx: d.ctx, stream: c.stream, syncPageable: d.vmm}
+		if c.memS, err = d.streams.Stream(c.stream); err != nil {
+			c.err = err
+			return
+		}
+		if c.start, err = d.ctx.NewEvent(cuda.EventDisableTiming); err != nil {
+			c.err = err
+			return
+		}
+		c.ring = make([]*cuda.Event, copierEvents)
+		for i := range c.ring {
+			if c.ring[i], err = d.ctx.NewEvent(cuda.EventDisableTiming); err != nil {
+				c.err = err
+				return
+			}
+		}
+		c.ready.Store(true)
+	})
+	if c.err != nil {
+		panic(&OpError{Op: op, Msg: fmt.Sprintf("creating the copy stream of %v", d), Err: c.err})
+	}
+	return c
+}
+
+// syncCopy waits for the copy stream, when there is one.
+func (d *cudaDevice) syncCopy() error {
+	if !d.copy.ready.Load() {
+		return nil
+	}
+	return d.copy.q.sync()
+}
+
+// moveTo queues the moves of sts to tier on d's copy stream and fences
+// them on the copies' event. d.mu is held throughout: no op is queued on
+// the device's stream between the event the copies wait for and the
+// blocks the moves take from the pool, whose last users must all be
+// before that event.
+func (d *cudaDevice) moveTo(op string, tier memory.Tier, sts []*storage) error {
+	d.refuseInCapture(op, "moving tensors between memory tiers")
+	c := d.copier(op)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	err := c.start.Record(d.stream)
+	if err == nil {
+		err = c.stream.WaitEvent(c.start)
+	}
+	d.check(op, "ordering the copy stream after the device's", err)
+	var errs []error
+	var moved []*storage
+	for _, st := range sts {
+		if f := st.fence.Load(); f != nil {
+			d.check(op, "ordering the copy stream after a fence", c.stream.WaitEvent(f.ev))
+		}
+		if err := d.mem.MigrateOn(st.alloc, tier, c.memS); err != nil {
+			var oom *memory.OOMError
+			if !errors.As(err, &oom) {
+				panic(&OpError{Op: op, Msg: fmt.Sprintf("moving %s to %s", memory.FormatBytes(st.nbytes), tier), Err: err})
+			}
+			errs = append(errs, fmt.Errorf("tensor: moving %s to %s: %w", memory.FormatBytes(st.nbytes), tier, err))
+			continue
+		}
+		moved = append(moved, st)
+	}
+	if len(moved) == 0 {
+		return errors.Join(errs...)
+	}
+	ev := c.ring[c.next]
+	c.next = (c.next + 1) % len(c.ring)
+	d.check(op, "recording the copies' event", ev.Record(c.stream))
+	f := &sideFence{d: d, ev: ev}
+	for _, st := range moved {
+		st.fence.Store(f)
+	}
+	return errors.Join(errs...)
+}
