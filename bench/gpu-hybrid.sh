@@ -64,6 +64,26 @@
 #         rows; the hybrid's checkpointing levels now include the
 #         offloaded ones) and gpt2-medium bf16 under 4 GiB with -checkpoint
 #         auto and with -checkpoint blocks -checkpoint-offload
+# offload2  where the offloaded levels lose under a budget: memstrategies
+#         gpt2 fp32 device,hybrid,hybrid-ckpt (selective, offloaded) with
+#         -plan; train-gpt gpt2 fp32 selective offloaded and auto under the
+#         hybrid row's budget (OFFLOAD_BUDGET, default 5.29GiB) with
+#         -placement-plan; gpt2-medium bf16 under 4 GiB with -checkpoint
+#         blocks, with and without -checkpoint-offload, classic and
+#         expandable segments, -placement-plan (the target against the
+#         budget)
+# offload3  offload2's fp32 rows again after the pool's waits at its limit
+#         became incremental (memory.Pool.waitFor), the budgeted run with a
+#         Go CPU profile ($OUT/sel-off-budget.prof); memstrategies gpt2
+#         fp32 device,hybrid,hybrid-ckpt; gpt2-medium bf16 under 4 GiB with
+#         -checkpoint auto, classic and expandable segments, and pipelined
+#         with expandable segments
+# offload4  the GPU tests of memory, tensor and checkpoint (the pool's
+#         incremental waits, the copy stream), then memstrategies gpt2
+#         fp32 device,hybrid,hybrid-ckpt with hybrid-ckpt selective and
+#         offloaded without a budget, and gpt2-medium bf16 under 4 GiB with
+#         -checkpoint auto (the offload-free levels; the first step at a
+#         level not judged)
 # torch   PyTorch 2.x in the same call: gpt2-medium capped at 4 GiB
 #         (set_per_process_memory_fraction; fp16 and fp32, checkpointed,
 #         with and without expandable segments) and unconstrained, and
@@ -210,6 +230,59 @@ if has offload; then
     grep -E '^placement:|still choosing' "$L/off-$name.log" | cut -c1-300 | tee -a "$OUT/summary.txt"
     cat "$L/off-$name.jsonl" >> "$res"
   done
+fi
+
+off2() { # name, then flags (each optionally led by VAR=value)
+  local name=$1 envs=() flags=() w start; shift
+  for w in "$@"; do
+    case $w in *=*) if [ ${#flags[@]} -eq 0 ]; then envs+=("$w"); else flags+=("$w"); fi ;; *) flags+=("$w") ;; esac
+  done
+  start=$(date +%s)
+  env ${envs[@]+"${envs[@]}"} timeout 100 .gpu/train-gpt -device cuda -bench -steps 10 ${flags[@]+"${flags[@]}"} -placement-plan > "$L/off2-$name.jsonl" 2> "$L/off2-$name.log"
+  say "[$name] train-gpt -bench $*: exit $? in $(( $(date +%s) - start ))s; $(jfields "$L/off2-$name.jsonl" tok_s step_ms checkpoint timed_spills peak_mib_by_tier phases)"
+  grep -E '^placement:|placement plan after|still choosing' "$L/off2-$name.log" | cut -c1-200 | tail -8 | tee -a "$OUT/summary.txt"
+  cat "$L/off2-$name.jsonl" >> "$res"
+}
+
+if has offload2; then
+  start=$(date +%s)
+  timeout 240 .gpu/memstrategies -config gpt2 -precision fp32 -steps 5 -warmup 3 -plan -strategies device,hybrid,hybrid-ckpt \
+    -hybrid-checkpoint selective -hybrid-offload -png "$OUT/memstrategies-gpt2-fp32-offload2.png" >> "$res" 2> "$L/memstrategies-offload2-fp32.log"
+  say "memstrategies gpt2 fp32 device,hybrid,hybrid-ckpt(selective, offloaded): exit $? in $(( $(date +%s) - start ))s"
+  grep -E '^\||raised|placement:|placement plan|still choosing' "$L/memstrategies-offload2-fp32.log" | cut -c1-300 | tee -a "$OUT/summary.txt"
+  b=${OFFLOAD_BUDGET:-5.29GiB}
+  off2 fp32-sel-off-budget -config gpt2 -precision fp32 -checkpoint selective -checkpoint-offload -device-budget "$b" -bench-warmup 8
+  off2 fp32-auto-budget -config gpt2 -precision fp32 -checkpoint auto -device-budget "$b" -bench-warmup 46
+  m="-config gpt2-medium -precision bf16 -attention fused -head fused -device-budget 4GiB -bench-warmup 25"
+  off2 medium-blocks $m -checkpoint blocks
+  off2 medium-blocks-off $m -checkpoint blocks -checkpoint-offload
+  off2 medium-blocks-exp STRATA_EXPANDABLE_SEGMENTS=1 $m -checkpoint blocks
+  off2 medium-blocks-off-exp STRATA_EXPANDABLE_SEGMENTS=1 $m -checkpoint blocks -checkpoint-offload
+fi
+
+if has offload3; then
+  b=${OFFLOAD_BUDGET:-5.29GiB}
+  off2 fp32-sel-off-budget3 -config gpt2 -precision fp32 -checkpoint selective -checkpoint-offload -device-budget "$b" -bench-warmup 8 -cpuprofile "$OUT/sel-off-budget.prof"
+  off2 fp32-sel-off3 -config gpt2 -precision fp32 -checkpoint selective -checkpoint-offload -bench-warmup 8
+  start=$(date +%s)
+  timeout 240 .gpu/memstrategies -config gpt2 -precision fp32 -steps 5 -warmup 3 -plan -strategies device,hybrid,hybrid-ckpt \
+    -hybrid-checkpoint selective -hybrid-offload -png "$OUT/memstrategies-gpt2-fp32-offload3.png" >> "$res" 2> "$L/memstrategies-offload3-fp32.log"
+  say "memstrategies gpt2 fp32 device,hybrid,hybrid-ckpt(selective, offloaded): exit $? in $(( $(date +%s) - start ))s"
+  grep -E '^\||raised|placement:|placement plan|still choosing' "$L/memstrategies-offload3-fp32.log" | cut -c1-300 | tee -a "$OUT/summary.txt"
+  m="-config gpt2-medium -precision bf16 -attention fused -head fused -device-budget 4GiB -bench-warmup 45"
+  off2 medium-auto $m -checkpoint auto
+  off2 medium-auto-exp STRATA_EXPANDABLE_SEGMENTS=1 $m -checkpoint auto
+  off2 medium-auto-exp-pipe STRATA_EXPANDABLE_SEGMENTS=1 $m -checkpoint auto -pipeline-optimizer -pipeline-width 66
+fi
+
+if has offload4; then
+  run_gpu_tests memory tensor checkpoint
+  start=$(date +%s)
+  timeout 240 .gpu/memstrategies -config gpt2 -precision fp32 -steps 5 -warmup 3 -plan -strategies device,hybrid,hybrid-ckpt \
+    -hybrid-checkpoint selective -hybrid-offload -hybrid-ckpt-budget off -png "$OUT/memstrategies-gpt2-fp32-offload4.png" >> "$res" 2> "$L/memstrategies-offload4-fp32.log"
+  say "memstrategies gpt2 fp32 device,hybrid,hybrid-ckpt(selective, offloaded, no budget): exit $? in $(( $(date +%s) - start ))s"
+  grep -E '^\||raised|placement:|placement plan|still choosing' "$L/memstrategies-offload4-fp32.log" | cut -c1-300 | tee -a "$OUT/summary.txt"
+  off2 medium-auto4 -config gpt2-medium -precision bf16 -attention fused -head fused -device-budget 4GiB -bench-warmup 45 -checkpoint auto
 fi
 
 if has overlapab; then

@@ -143,3 +143,24 @@ func (p *Pool) dropEvents() error {
 	p.pending = p.pending[:0]
 	return errors.Join(errs...)
 }
+
+// waitFor waits for pending blocks' events, the oldest first, reclaiming
+// what completed after each wait, until a free block of rounded bytes on
+// stream s can be taken; it returns the block, or nil once nothing is
+// pending (or a wait failed: its error). A pool at its limit waits this
+// way instead of for every pending event at once: blocks freed behind
+// copies still in flight (activation offload, tensor.MoveTo) would
+// otherwise hold the host until the copy stream had drained, and the
+// device's stream would run dry behind it.
+func (p *Pool) waitFor(rounded int64, s Stream) (*Block, error) {
+	for len(p.pending) > 0 {
+		if err := p.sync.Wait(p.pending[0].ev); err != nil {
+			return nil, fmt.Errorf("memory: pool %s: waiting for stream %#x: %w", p.name, uintptr(p.pending[0].s), err)
+		}
+		_ = p.processEvents(false) // the waited-for event is done: at least its block is reclaimed
+		if b := p.takeFree(rounded, s); b != nil {
+			return b, nil
+		}
+	}
+	return nil, nil
+}

@@ -62,12 +62,11 @@ func (p *Pool) expandables(s Stream, small bool, f func(seg *segment) bool) {
 func (p *Pool) growExpandable(size, rounded int64, s Stream) (*Block, error) {
 	b, err := p.expand(rounded, s)
 	if err != nil && isOOM(err) && len(p.pending) > 0 {
-		// Blocks waiting for other streams' work may give pages or fit.
-		if werr := p.processEvents(true); werr != nil {
-			return nil, werr
-		}
-		if b := p.takeFree(rounded, s); b != nil {
-			return b, nil
+		// Blocks waiting for other streams' work may fit, the oldest
+		// first (waitFor), or give pages once all of them are back.
+		b, werr := p.waitFor(rounded, s)
+		if b != nil || werr != nil {
+			return b, werr
 		}
 		b, err = p.expand(rounded, s)
 	}

@@ -11,7 +11,7 @@ var errLimit = errors.New("limit")
 // grow reserves a new segment for a request of size bytes (rounded) on
 // stream s and returns its single free block. When the backend is out of
 // memory or the limit is reached, it first waits for the blocks pending on
-// other streams' work and takes a cached block if one now fits; else it
+// other streams' work, the oldest first, until a cached block fits (waitFor); else it
 // releases every cached segment and tries once more; if that fails too the
 // error is an *OOMError.
 func (p *Pool) grow(size, rounded int64, s Stream) (*Block, error) {
@@ -21,11 +21,9 @@ func (p *Pool) grow(size, rounded int64, s Stream) (*Block, error) {
 	segSize := SegmentSize(rounded)
 	r, err := p.reserve(segSize)
 	if err != nil && isOOM(err) && len(p.pending) > 0 {
-		if werr := p.processEvents(true); werr != nil {
-			return nil, werr
-		}
-		if b := p.takeFree(rounded, s); b != nil {
-			return b, nil
+		b, werr := p.waitFor(rounded, s)
+		if b != nil || werr != nil {
+			return b, werr
 		}
 	}
 	if err != nil && isOOM(err) {

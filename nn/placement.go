@@ -19,7 +19,10 @@ import (
 //   - Fit: while the scheduler reports that the step does not fit even
 //     after its demotions (Plan.Excess > 0), the level is raised. Nothing
 //     else keeps a step from spilling activations to the offload tier,
-//     the slowest place for them.
+//     the slowest place for them. The first step after a change of level
+//     does not count: it spills what the pool's segments, cut for the
+//     level before, cannot hold yet (seen on the H200: 5 GiB over at a
+//     level whose next step fitted).
 //   - Choose (the recompute-versus-transfer cost model, by measurement):
 //     once the step fits and the placement has settled (Plan.Settled),
 //     the step is timed. If tensors still live off the device and are
@@ -54,6 +57,7 @@ type Placement struct {
 
 	last      time.Time // the end of the last Step
 	quiet     bool      // the last Step moved nothing and kept the level
+	fresh     bool      // the last Step changed the level: the next step is its first
 	times     map[int][]time.Duration
 	probe     int           // the level a trial started from; -1 when none runs
 	probeFrom time.Duration // its step time
@@ -151,6 +155,15 @@ func (p *Placement) Step() (memory.Plan, error) {
 
 // decide applies the rules to the plan of a step run at level lv.
 func (p *Placement) decide(plan memory.Plan, lv int) {
+	first := p.fresh
+	p.fresh = false
+	if plan.Excess > 0 && first && lv+1 < len(CheckpointLevels) {
+		// The first step at a new level spills what the pool's segments,
+		// cut for the level before, cannot hold yet; the second says
+		// whether the level fits.
+		p.log("step %d: the first step at checkpointing %v passes the budget by %s: judged by the next", plan.Step, CheckpointLevels[lv], memory.FormatBytes(plan.Excess))
+		return
+	}
 	if plan.Excess > 0 {
 		if lv+1 < len(CheckpointLevels) {
 			p.probe = -1 // a level that does not fit is no candidate
@@ -204,7 +217,7 @@ func (p *Placement) try(from, to int, t time.Duration, why string) {
 // set moves the model to level i and says why.
 func (p *Placement) set(i int, why string) {
 	*p.ckpt = CheckpointLevels[i]
-	p.quiet = false
+	p.quiet, p.fresh = false, true
 	delete(p.times, i)
 	p.log("%s", why)
 }

@@ -52,6 +52,7 @@ type options struct {
 	hybridAttention                       string
 	ckptEvery                             int
 	hybridOffload                         bool
+	ckptBudget                            string
 	lr                                    float64
 	seed                                  uint64
 	jsonOut, pngOut                       string
@@ -74,6 +75,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.budget, "budget", "auto", "device budget of the hybrid strategies: a size (4GiB), a share of the device (50%, 0.5), or auto: half the device strategy's measured peak")
 	fs.StringVar(&o.hybridCkpt, "hybrid-checkpoint", "selective", "checkpointing of hybrid-ckpt: selective or blocks")
 	fs.IntVar(&o.ckptEvery, "checkpoint-every", 1, "with blocks, checkpoint every k-th block")
+	fs.StringVar(&o.ckptBudget, "hybrid-ckpt-budget", "same", "hybrid-ckpt's device budget: same (-budget's), off, or a size or share as -budget takes")
 	fs.BoolVar(&o.hybridOffload, "hybrid-offload", false, "hybrid-ckpt: move what the checkpointed blocks hold to pinned host memory between the passes (nn.Checkpointing.Offload)")
 	fs.StringVar(&o.hybridHead, "hybrid-head", "fused", "output head and loss of the hybrid strategies: fused (chunked, never all the logits) or full")
 	fs.StringVar(&o.hybridAttention, "hybrid-attention", "fused", "attention of the hybrid strategies and device-fused: fused (FlashAttention-2, no (B, H, T, T) matrix: tensor cores under fp16/bf16 and tf32, and under fp32 at heads up to 64 (3xTF32); float32 FMA at wider fp32 heads) or same (-attention, as every other strategy)")
@@ -132,6 +134,12 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 			return nil, fmt.Errorf("-budget: %w", err)
 		}
 	}
+	if o.ckptBudget != "same" && o.ckptBudget != "auto" {
+		if _, err := parseBudget(o.ckptBudget, 1<<40); err != nil {
+			return nil, fmt.Errorf("-hybrid-ckpt-budget: %w", err)
+		}
+	}
+
 	if o.pngOut != "" {
 		if err := checkWritable(o.pngOut); err != nil {
 			return nil, fmt.Errorf("-png: %w", err)

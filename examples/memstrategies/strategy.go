@@ -99,10 +99,11 @@ func (o *options) fusedAttention(attn nn.Attention, tools *[]string) nn.Attentio
 // default).
 const schedPatience = 3
 
-// hybridWarmup is the warm-up the hybrid strategy needs at most: a step
-// for each level raised to fit, then, for each level tried, the
-// scheduler's patience, two steps to settle and nn.Placement's timed steps.
-var hybridWarmup = len(nn.CheckpointLevels) + (len(nn.CheckpointLevels)-1)*(schedPatience+2+3)
+// hybridWarmup is the warm-up the hybrid strategy needs at most: two
+// steps for each level raised to fit (the first at a level is not
+// judged), then, for each level tried, the scheduler's patience, two
+// steps to settle and nn.Placement's timed steps.
+var hybridWarmup = 2*len(nn.CheckpointLevels) + (len(nn.CheckpointLevels)-1)*(schedPatience+2+3)
 
 // indent writes the placement's lines indented, as the table's notes.
 type indent struct{ w io.Writer }
@@ -171,10 +172,14 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 			ckpt = nn.Checkpointing{Mode: mode, Every: o.ckptEvery, Offload: o.hybridOffload}
 			tools = append(tools, "checkpointing "+ckpt.String())
 		}
+		budget := o.budget
+		if name == "hybrid-ckpt" && o.ckptBudget != "same" {
+			budget = o.ckptBudget
+		}
 		switch {
-		case o.budget != "auto":
+		case budget != "auto":
 			_, total, _ := m.Pool(memory.TierDevice).Backend().Info()
-			b, err := parseBudget(o.budget, total)
+			b, err := parseBudget(budget, total)
 			if err != nil {
 				return r, err
 			}
