@@ -79,11 +79,13 @@
 #         -checkpoint auto, classic and expandable segments, and pipelined
 #         with expandable segments
 # offload4  the GPU tests of memory, tensor and checkpoint (the pool's
-#         incremental waits, the copy stream), then memstrategies gpt2
-#         fp32 device,hybrid,hybrid-ckpt with hybrid-ckpt selective and
-#         offloaded without a budget, and gpt2-medium bf16 under 4 GiB with
-#         -checkpoint auto (the offload-free levels; the first step at a
-#         level not judged)
+#         incremental waits, the copy stream's own segments for moved
+#         blocks) and train-gpt's offload test; train-gpt gpt2 fp32
+#         selective offloaded without and with OFFLOAD_BUDGET; memstrategies
+#         gpt2 fp32 device,hybrid,hybrid-ckpt (selective, offloaded, under
+#         half the device's peak) and hybrid-ckpt alone without a budget;
+#         gpt2-medium bf16 under 4 GiB with -checkpoint auto (the
+#         offload-free levels; the first step at a level not judged)
 # torch   PyTorch 2.x in the same call: gpt2-medium capped at 4 GiB
 #         (set_per_process_memory_fraction; fp16 and fp32, checkpointed,
 #         with and without expandable segments) and unconstrained, and
@@ -277,11 +279,21 @@ fi
 
 if has offload4; then
   run_gpu_tests memory tensor checkpoint
+  (cd examples/train-gpt && STRATA_REQUIRE_GPU=1 timeout 120 ../../.gpu/train-gpt.test -test.v -test.run '^TestCheckpointOffloadSameLosses$' > "$L/offtest4-train-gpt.log" 2>&1)
+  say "offload test of train-gpt: exit $?"
+  grep -E -- '--- (PASS|FAIL|SKIP)|panic:|worst relative' "$L/offtest4-train-gpt.log" | tee -a "$OUT/summary.txt"
+  off2 fp32-sel-off4 -config gpt2 -precision fp32 -checkpoint selective -checkpoint-offload -bench-warmup 8
+  off2 fp32-sel-off-budget4 -config gpt2 -precision fp32 -checkpoint selective -checkpoint-offload -device-budget "${OFFLOAD_BUDGET:-5.29GiB}" -bench-warmup 8
   start=$(date +%s)
   timeout 240 .gpu/memstrategies -config gpt2 -precision fp32 -steps 5 -warmup 3 -plan -strategies device,hybrid,hybrid-ckpt \
-    -hybrid-checkpoint selective -hybrid-offload -hybrid-ckpt-budget off -png "$OUT/memstrategies-gpt2-fp32-offload4.png" >> "$res" 2> "$L/memstrategies-offload4-fp32.log"
-  say "memstrategies gpt2 fp32 device,hybrid,hybrid-ckpt(selective, offloaded, no budget): exit $? in $(( $(date +%s) - start ))s"
+    -hybrid-checkpoint selective -hybrid-offload -png "$OUT/memstrategies-gpt2-fp32-offload4.png" >> "$res" 2> "$L/memstrategies-offload4-fp32.log"
+  say "memstrategies gpt2 fp32 device,hybrid,hybrid-ckpt(selective, offloaded, half the device's peak): exit $? in $(( $(date +%s) - start ))s"
   grep -E '^\||raised|placement:|placement plan|still choosing' "$L/memstrategies-offload4-fp32.log" | cut -c1-300 | tee -a "$OUT/summary.txt"
+  start=$(date +%s)
+  timeout 120 .gpu/memstrategies -config gpt2 -precision fp32 -steps 5 -warmup 6 -strategies hybrid-ckpt -budget off \
+    -hybrid-checkpoint selective -hybrid-offload -png "" >> "$res" 2> "$L/memstrategies-offload4b-fp32.log"
+  say "memstrategies gpt2 fp32 hybrid-ckpt(selective, offloaded, no budget): exit $? in $(( $(date +%s) - start ))s"
+  grep -E '^\|' "$L/memstrategies-offload4b-fp32.log" | cut -c1-300 | tee -a "$OUT/summary.txt"
   off2 medium-auto4 -config gpt2-medium -precision bf16 -attention fused -head fused -device-budget 4GiB -bench-warmup 45 -checkpoint auto
 fi
 

@@ -101,6 +101,24 @@
 // recomputed). The nn tests check these amounts against the memory
 // statistics by role.
 //
+// # Offload
+//
+// Options.Offload (an *Offload shared by a model's regions) moves what
+// the regions hold between the passes, the outputs their policy saves and
+// their inputs of memory role activation, to mapped pinned host memory
+// (tensor.MoveTo: copies on the GPU's copy stream while the device's
+// stream computes), the region Keep places back once a region's forward
+// pass ends, so that the last Keep regions stay; when backward reaches a
+// region, its tensors come back if they are away and the Ahead regions
+// before it start coming back, their copies running under this region's
+// recomputation. With SaveMatMuls the device then holds about Keep + Ahead
+// regions' products and recomputes only the cheap ops: on the H200,
+// float32 gpt2 (B8 T1024) ran at 0.98x the speed of no checkpointing with
+// 0.36x its device memory (session 16), where selective checkpointing on
+// the device ran 0.93x at 0.56x. Results are bit for bit those without it;
+// a device that cannot take a tensor back leaves it in host memory, where
+// the ops read it over the bus.
+//
 // # Contexts
 //
 // All state a region touches is its context's: the scope stack, the

@@ -23,6 +23,9 @@ type Allocation struct {
 	spilled bool
 	// touches counts accesses (Touch), for the placement Scheduler.
 	touches atomic.Int64
+	// home is the stream it was allocated for, whose work uses it; after
+	// MigrateOn its block may belong to the copy's stream instead.
+	home Stream
 }
 
 // Alloc allocates size bytes for role on the default stream.
@@ -112,7 +115,7 @@ func (m *Manager) alloc(size int64, role Role, s Stream, op string) (*Allocation
 	u.Allocs++
 	m.live++
 	a := m.newAllocation()
-	*a = Allocation{m: m, b: b, size: size, op: op, role: role, tier: t, advice: advice, spilled: spilled}
+	*a = Allocation{m: m, b: b, size: size, op: op, role: role, tier: t, advice: advice, spilled: spilled, home: s}
 	if m.sched != nil {
 		m.sched.onAlloc(a)
 	}

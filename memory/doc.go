@@ -188,11 +188,19 @@
 //     stream after other streams that write long-lived tensors (the
 //     tensor layer's side stream); an allocation recorded on another
 //     stream (RecordStream) is not moved, and the scheduler leaves it for
-//     the step. Each Step returns a Plan (tensor, role, bytes, accesses a
+//     the step. Manager.MigrateOn queues the copy on another stream (a
+//     copy engine's, while the allocation's stream computes: activation
+//     offload, tensor.MoveTo) and records both blocks as used there, so
+//     neither is handed out again under the copy; the caller orders the
+//     streams with events, and Stats.AsyncMoves counts those moves apart
+//     from Migrate's. A pool at its limit waits for blocks pending on
+//     other streams' work the oldest first, until one fits
+//     (Pool.waitFor), before it releases cached segments. Each Step returns a Plan (tensor, role, bytes, accesses a
 //     step, tier, why) that prints as a table; Plan.Settled says whether
 //     the placement has stopped moving (nothing moved, nothing waiting for
 //     its patience) and Plan.OffloadTraffic what a step reads and writes
-//     off the device, which nn.Placement weighs against recomputation.
+//     off the device (MigrateOn's moves of the step included: Plan.Moved),
+//     which nn.Placement weighs against recomputation.
 //
 // examples/memstrategies compares the strategies (all device, all
 // zero-copy, all managed, placement by role, the hybrid placement with and

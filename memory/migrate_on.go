@@ -12,14 +12,20 @@ import (
 // stream waited for on s) and must order any later use of a after the
 // copy (an event of s waited for on the user's stream).
 //
-// The new block is a's stream's, as a's were, and is recorded as used on
-// s (RecordStream): freed before the copy has run, it is not handed out
-// again until then. The old block is freed the same way, so the pool
-// reuses it only once the copy has read it. An allocation already used on
-// streams other than s is refused, as Migrate refuses one used on other
-// streams. Unlike Migrate it does not call the migrate barrier: the
-// caller's ordering of s is the barrier. It needs a StreamSync when s is
-// not a's stream; s == a's stream is Migrate without the barrier.
+// The new block comes from s's own segments of tier t and is recorded as
+// used on the stream a was allocated for (its home, RecordStream): the
+// blocks that moves bring in and out recur every step with the same sizes,
+// and kept apart from the home stream's segments, where the compute's
+// activations come and go in another order, they are reused instead of
+// fragmenting both (on the H200 a classic pool with the moves' blocks
+// among the compute's reserved three times what it held). Freed, the new
+// block waits for the home stream's work before s reuses it. The old
+// block is recorded as used on s and freed, so its pool reuses it only
+// once the copy has read it. An allocation used on streams other than s
+// and its home is refused, as Migrate refuses one used on other streams.
+// Unlike Migrate it does not call the migrate barrier: the caller's
+// ordering of s is the barrier. It needs a StreamSync when s is not a's
+// stream; s == a's home stream is Migrate without the barrier.
 // Out of memory in t is an *OOMError; a stays put.
 func (m *Manager) MigrateOn(a *Allocation, t Tier, s Stream) error {
 	if t >= NumTiers {
@@ -36,9 +42,9 @@ func (m *Manager) MigrateOn(a *Allocation, t Tier, s Stream) error {
 	if t == a.tier {
 		return nil
 	}
-	own := old.Stream()
-	if old.cross != nil && slices.ContainsFunc(old.cross.uses, func(u Stream) bool { return u != s }) {
-		return fmt.Errorf("memory: MigrateOn of %s for %s: it is used on streams other than the copy's (RecordStream): %w", FormatBytes(a.size), a.role, ErrInvalidArgument)
+	own, home := old.Stream(), a.home
+	if old.cross != nil && slices.ContainsFunc(old.cross.uses, func(u Stream) bool { return u != s && u != home }) {
+		return fmt.Errorf("memory: MigrateOn of %s for %s: it is used on streams other than the copy's and its own (RecordStream): %w", FormatBytes(a.size), a.role, ErrInvalidArgument)
 	}
 	// The source is held for s before anything is queued: once the copy
 	// is, a failure to hold it would leave the pool free to reuse it under
@@ -49,18 +55,18 @@ func (m *Manager) MigrateOn(a *Allocation, t Tier, s Stream) error {
 			return fmt.Errorf("memory: MigrateOn of %s for %s: %w", FormatBytes(a.size), a.role, err)
 		}
 	}
-	nb, err := m.pools[t].alloc(a.size, own, 0, a.role, a.op)
+	nb, err := m.pools[t].alloc(a.size, s, 0, a.role, a.op)
 	if err != nil {
 		return err
 	}
-	if s != own {
-		if err := m.pools[t].recordStream(nb, s); err != nil {
+	if s != home {
+		if err := m.pools[t].recordStream(nb, home); err != nil {
 			_ = m.pools[t].free(nb)
 			return fmt.Errorf("memory: MigrateOn of %s for %s: %w", FormatBytes(a.size), a.role, err)
 		}
 	}
 	if err := m.copyOn(nb, old, a.size, s); err != nil {
-		_ = m.pools[t].free(nb) // held for s: reused only after s's work
+		_ = m.pools[t].free(nb) // held for the home stream: reused only after its work
 		return fmt.Errorf("memory: MigrateOn of %s for %s from %s to %s: %w", FormatBytes(a.size), a.role, a.tier, t, err)
 	}
 	u := &m.roles[a.role]

@@ -25,7 +25,7 @@ func TestMigrateOn(t *testing.T) {
 
 	require.NoError(t, m.MigrateOn(a, memory.TierStaging, copier))
 	assert.Equal(t, memory.TierStaging, a.Tier())
-	assert.Equal(t, own, a.Stream(), "the new block is the allocation's stream's")
+	assert.Equal(t, copier, a.Stream(), "the new block is the copy stream's, used on the allocation's own")
 	assert.Equal(t, want, a.Host())
 	s := m.Stats()
 	assert.Equal(t, 300*KiB, s.Tiers[memory.TierDevice].Active.Current-s.Tiers[memory.TierDevice].Allocated.Current,
@@ -37,15 +37,17 @@ func TestMigrateOn(t *testing.T) {
 	require.NoError(t, m.EmptyCache())
 	assert.Zero(t, m.Stats().Tiers[memory.TierDevice].Active.Current)
 
-	// Back again on the same copy stream: the new block's one cross use is
-	// that stream, which is allowed.
+	// Back again on the same copy stream: the block is the copy stream's
+	// and used on the allocation's own, which is allowed.
 	require.NoError(t, m.MigrateOn(a, memory.TierDevice, copier))
 	assert.Equal(t, memory.TierDevice, a.Tier())
 	assert.Equal(t, want, a.Host())
 	require.NoError(t, m.MigrateOn(a, memory.TierDevice, copier), "to its own tier: nothing to do")
 
-	// A third stream is refused: the block is in use on the copy stream.
-	require.ErrorIs(t, m.MigrateOn(a, memory.TierStaging, 3), memory.ErrInvalidArgument)
+	// Used on a third stream, it is refused: that stream's work is not
+	// ordered before the copy.
+	require.NoError(t, m.RecordStream(a, 3))
+	require.ErrorIs(t, m.MigrateOn(a, memory.TierStaging, copier), memory.ErrInvalidArgument)
 	assert.Equal(t, memory.TierDevice, a.Tier())
 	require.ErrorIs(t, m.MigrateOn(a, memory.NumTiers, copier), memory.ErrInvalidArgument)
 
@@ -94,6 +96,44 @@ func TestMigrateOnOutOfMemory(t *testing.T) {
 	require.NoError(t, c.Free())
 	require.NoError(t, a.Free())
 	ss.CompleteAll()
+	require.NoError(t, m.Close())
+	require.NoError(t, ss.Err())
+}
+
+// TestMigrateOnSteadyState: activations offloaded and brought back every
+// step, among compute allocations of other sizes, stop growing the
+// device's reservation after the first step: the moves' blocks come from
+// the copy stream's segments and are reused there.
+func TestMigrateOnSteadyState(t *testing.T) {
+	ss := memtest.NewStreamSync()
+	m := memory.NewHostManager(memory.Config{StreamSync: ss})
+	const compute, copier memory.Stream = 1, 2
+	var reserved []int64
+	for range 5 {
+		var saved []*memory.Allocation
+		for i := range 6 { // forward: activations, each block's saved one moved out
+			tmp, err := m.AllocStream(int64(3+i%3)<<20, memory.RoleActivation, compute)
+			require.NoError(t, err)
+			a, err := m.AllocStream(int64(4+i%2)<<20, memory.RoleActivation, compute)
+			require.NoError(t, err)
+			require.NoError(t, tmp.Free())
+			require.NoError(t, m.MigrateOn(a, memory.TierStaging, copier))
+			saved = append(saved, a)
+		}
+		ss.CompleteAll()
+		for i := len(saved) - 1; i >= 0; i-- { // backward: brought back, used, freed
+			require.NoError(t, m.MigrateOn(saved[i], memory.TierDevice, copier))
+			g, err := m.AllocStream(int64(2+i%4)<<20, memory.RoleActivation, compute)
+			require.NoError(t, err)
+			require.NoError(t, saved[i].Free())
+			require.NoError(t, g.Free())
+		}
+		ss.CompleteAll()
+		reserved = append(reserved, m.Stats().Tiers[memory.TierDevice].Reserved.Current)
+	}
+	for i := 1; i < len(reserved); i++ {
+		assert.Equal(t, reserved[0], reserved[i], "step %d reserved more than step 1: %v", i+1, reserved)
+	}
 	require.NoError(t, m.Close())
 	require.NoError(t, ss.Err())
 }

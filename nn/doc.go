@@ -67,7 +67,10 @@
 // the tiny, char, gpt2 and gpt2-medium shapes. GPT.Checkpoint chooses
 // activation checkpointing (none keeps every activation, the MLP's GELU
 // output included; selective keeps the products up to three times a
-// block's input and recomputes the rest), GPT.HeadLoss the full or
+// block's input and recomputes the rest; with Offload what the
+// checkpointed blocks hold waits in pinned host memory between the passes,
+// checkpoint.Offload, and selective keeps every product that way),
+// GPT.HeadLoss the full or
 // the fused, chunked output head and loss (the logits never all held; on
 // the GPU also the faster one), SetAttention plain or fused attention.
 //
@@ -109,5 +112,7 @@
 // tensors touched every step stay off the device, the next level is tried
 // and kept only if the measured step is faster (recomputation against
 // traffic on the bus), and a level that unsettled first steps raised past
-// is tried again. Results are the same at every level and placement.
+// is tried again; the first step at a new level is not judged (it spills
+// what the pool's segments, cut for the level before, cannot hold yet).
+// Results are the same at every level and placement.
 package nn

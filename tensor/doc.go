@@ -110,7 +110,10 @@
 // exception: AdamWStepsOverlapped and AdamWStepsPipelined queue their
 // update on a side stream of low priority, and fence what they write so
 // that the first op to use a parameter or moment waits for its group; see
-// cuda_side.go and adamw_pipeline.go), and
+// cuda_side.go and adamw_pipeline.go; and MoveTo, whose copies between
+// memory tiers run on a copy stream and fence the moved storages the same
+// way, so that the first op to use one waits for its copy on the device:
+// cuda_move.go), and
 // returns at once: one cuLaunchKernel for most primitives (a few for the
 // two-pass reductions and layer-norm gradients), cuBLAS
 // SgemmStridedBatched for float32 products (GemmStridedBatchedEx with a
