@@ -110,6 +110,13 @@ func (m *Manager) migrate(a *Allocation, old *Block, t Tier) error {
 		_ = m.pools[t].free(nb)
 		return fmt.Errorf("memory: Migrate of %s for %s from %s to %s: %w", FormatBytes(a.size), a.role, a.tier, t, err)
 	}
+	return m.rehome(a, old, nb, t, &m.migrations)
+}
+
+// rehome frees a's old block and makes nb, in tier t and holding a copy
+// of a's bytes, its block, counting the move in moved; when old cannot be
+// freed, nb is and a stays. With m.mu held.
+func (m *Manager) rehome(a *Allocation, old, nb *Block, t Tier, moved *Moved) error {
 	u := &m.roles[a.role]
 	u.Allocated.sub(old.size)
 	if err := m.pools[a.tier].free(old); err != nil && old.state == blockLive {
@@ -120,8 +127,8 @@ func (m *Manager) migrate(a *Allocation, old *Block, t Tier) error {
 	u.Allocated.add(nb.size)
 	a.b, a.tier, a.advice = nb, t, 0
 	m.unspill(a) // placed on purpose now: no longer an overflow
-	m.migrations.Count++
-	m.migrations.Bytes += a.size
+	moved.Count++
+	moved.Bytes += a.size
 	return nil
 }
 

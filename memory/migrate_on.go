@@ -69,18 +69,7 @@ func (m *Manager) MigrateOn(a *Allocation, t Tier, s Stream) error {
 		_ = m.pools[t].free(nb) // held for the home stream: reused only after its work
 		return fmt.Errorf("memory: MigrateOn of %s for %s from %s to %s: %w", FormatBytes(a.size), a.role, a.tier, t, err)
 	}
-	u := &m.roles[a.role]
-	u.Allocated.sub(old.size)
-	if err := m.pools[a.tier].free(old); err != nil && old.state == blockLive {
-		u.Allocated.add(old.size)
-		return err
-	}
-	u.Allocated.add(nb.size)
-	a.b, a.tier, a.advice = nb, t, 0
-	m.unspill(a)
-	m.asyncMoves.Count++
-	m.asyncMoves.Bytes += a.size
-	return nil
+	return m.rehome(a, old, nb, t, &m.asyncMoves)
 }
 
 // copyOn copies n bytes from block src to block dst on stream s.
