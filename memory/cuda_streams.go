@@ -184,6 +184,24 @@ func (c *CUDAStreams) Wait(ev StreamEvent) error {
 	return nil
 }
 
+// WaitOnStream makes stream s wait for the event on the device
+// (cuStreamWaitEvent): StreamWaiter. The wait takes the event's record as
+// it is now, so the token may be released and recorded again at once.
+func (c *CUDAStreams) WaitOnStream(s Stream, ev StreamEvent) error {
+	e := c.event(ev)
+	if e == nil {
+		return fmt.Errorf("memory: CUDAStreams of %s: stream wait for unknown event token %d: %w", c.ctx.Device(), ev, ErrInvalidArgument)
+	}
+	st, err := c.CUDA(s)
+	if err != nil {
+		return err
+	}
+	if err := st.WaitEvent(e); err != nil {
+		return fmt.Errorf("memory: CUDAStreams of %s: %w", c.ctx.Device(), err)
+	}
+	return nil
+}
+
 // Release puts the token's event back on the free list.
 func (c *CUDAStreams) Release(ev StreamEvent) {
 	c.mu.Lock()

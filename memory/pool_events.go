@@ -164,3 +164,39 @@ func (p *Pool) waitFor(rounded int64, s Stream) (*Block, error) {
 	}
 	return nil, nil
 }
+
+// reclaimOnStream reuses blocks of stream s's segments that are pending on
+// other streams' work, the oldest first, by making s wait for that work on
+// the device (StreamWaiter) instead of the host, until a free block of
+// rounded bytes on s can be taken; it returns the block, or nil when the
+// StreamSync cannot wait on a stream or no such block is left. Blocks
+// pending on several events are left to waitFor. The host goes on
+// queueing; the device waits only if the other stream's work (a copy of
+// tensor.MoveTo, typically long done by then) still runs when s reaches
+// the wait.
+func (p *Pool) reclaimOnStream(rounded int64, s Stream) (*Block, error) {
+	w, ok := p.sync.(StreamWaiter)
+	if !ok {
+		return nil, nil
+	}
+	for i := 0; i < len(p.pending); {
+		e := p.pending[i]
+		b := e.b
+		if b.seg.stream != s || b.cross.events != 1 || b.cross.quarantined || e.s == s {
+			i++
+			continue
+		}
+		if err := w.WaitOnStream(s, e.ev); err != nil {
+			return nil, fmt.Errorf("memory: pool %s: ordering stream %#x after stream %#x: %w", p.name, uintptr(s), uintptr(e.s), err)
+		}
+		p.pending = slices.Delete(p.pending, i, i+1)
+		p.sync.Release(e.ev)
+		b.cross.events--
+		p.sinks.blockReclaimed(b.size)
+		p.reclaim(b)
+		if nb := p.takeFree(rounded, s); nb != nil {
+			return nb, nil
+		}
+	}
+	return nil, nil
+}

@@ -152,8 +152,17 @@ func TestRecordStreamSeveralStreams(t *testing.T) {
 	closeSynced(t, p, fb, ss)
 }
 
+// hostWaits is a StreamSync that cannot make a stream wait on the device
+// (no memory.StreamWaiter): pools wait on the host instead.
+type hostWaits struct{ memory.StreamSync }
+
 func TestRecordStreamWaitsBeforeOOM(t *testing.T) {
-	p, fb, ss := newSyncPool(t, memory.PoolConfig{Limit: 2 * MiB})
+	// With a StreamWaiter the pool reuses the block at once and stream 1
+	// waits for stream 2 on the device (TestPoolReclaimOnStream); here the
+	// host waits.
+	ss := memtest.NewStreamSync()
+	fb := memtest.NewFaultBackend(memtest.NewAddressBackend(memory.TierDevice, 1<<40), 0)
+	p := memory.NewPool(fb, memory.PoolConfig{Limit: 2 * MiB, StreamSync: hostWaits{ss}})
 	a := mustAlloc(t, p, MiB, 1)
 	b := mustAlloc(t, p, MiB, 1) // the other half of the one small segment
 	addr := a.Addr()
@@ -247,4 +256,54 @@ func TestManagerRecordStream(t *testing.T) {
 	require.ErrorIs(t, host.RecordStream(b, 2), memory.ErrInvalidArgument, "no StreamSync on a plain host manager")
 	require.NoError(t, b.Free())
 	require.NoError(t, host.Close())
+}
+
+// TestPoolReclaimOnStream: at its limit, a pool reuses a block of the
+// allocating stream that waits for another stream's work by making the
+// allocating stream wait for that work on the device (StreamWaiter), not
+// the host; without a fit among such blocks it waits on the host as
+// before.
+func TestPoolReclaimOnStream(t *testing.T) {
+	for _, mode := range []memory.SegmentMode{memory.SegmentsClassic, memory.SegmentsExpandable} {
+		t.Run(map[memory.SegmentMode]string{memory.SegmentsClassic: "classic", memory.SegmentsExpandable: "expandable"}[mode], func(t *testing.T) {
+			testPoolReclaimOnStream(t, mode)
+		})
+	}
+}
+
+func testPoolReclaimOnStream(t *testing.T, mode memory.SegmentMode) {
+	ss := memtest.NewStreamSync()
+	var limits [memory.NumTiers]int64
+	limits[memory.TierDevice] = 20 << 20 // one request's segment, not two
+	m := memory.NewHostManager(memory.Config{StreamSync: ss, Limits: limits, Segments: mode})
+	const compute, copier memory.Stream = 1, 2
+	a, err := m.AllocStream(12<<20, memory.RoleActivation, compute)
+	require.NoError(t, err)
+	addr := a.Addr()
+	require.NoError(t, m.RecordStream(a, copier)) // a copy still reads it
+	require.NoError(t, a.Free())
+	b, err := m.AllocStream(12<<20, memory.RoleActivation, compute)
+	require.NoError(t, err, "the pending block is reused")
+	assert.Equal(t, addr, b.Addr())
+	c := ss.Calls()
+	assert.Equal(t, 1, c.StreamWaits, "the compute stream waits for the copy on the device")
+	assert.Zero(t, c.Waits, "the host does not wait")
+	assert.LessOrEqual(t, m.Stats().Tiers[memory.TierDevice].Reserved.Current, limits[memory.TierDevice], "within the limit")
+
+	// A block of another stream's segments is not taken that way: the
+	// host waits for it instead, and the pool releases it to make room.
+	require.NoError(t, b.Free())
+	d, err := m.AllocStream(12<<20, memory.RoleActivation, copier)
+	require.NoError(t, err)
+	require.NoError(t, m.RecordStream(d, compute))
+	require.NoError(t, d.Free())
+	e, err := m.AllocStream(12<<20, memory.RoleActivation, compute)
+	require.NoError(t, err)
+	assert.Equal(t, 1, ss.Calls().StreamWaits, "no stream wait for another stream's segment")
+	assert.Positive(t, ss.Calls().Waits, "the host waited for it")
+	require.NoError(t, e.Free())
+	ss.CompleteAll()
+	require.NoError(t, m.Close())
+	require.NoError(t, ss.Err())
+	require.Zero(t, ss.Outstanding())
 }

@@ -64,11 +64,14 @@ func (p *Pool) growExpandable(size, rounded int64, s Stream) (*Block, error) {
 	if err != nil && isOOM(err) && len(p.pending) > 0 {
 		// Blocks waiting for other streams' work may fit, the oldest
 		// first (waitFor), or give pages once all of them are back.
-		b, werr := p.waitFor(rounded, s)
-		if b != nil || werr != nil {
-			return b, werr
+		got, werr := p.reclaimOnStream(rounded, s)
+		if got == nil && werr == nil {
+			got, werr = p.waitFor(rounded, s)
 		}
-		b, err = p.expand(rounded, s)
+		if got != nil || werr != nil {
+			return got, werr
+		}
+		b, err = p.expand(rounded, s) // the function's b: not a shadow
 	}
 	if err != nil {
 		if !isOOM(err) {

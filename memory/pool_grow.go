@@ -10,8 +10,10 @@ var errLimit = errors.New("limit")
 
 // grow reserves a new segment for a request of size bytes (rounded) on
 // stream s and returns its single free block. When the backend is out of
-// memory or the limit is reached, it first waits for the blocks pending on
-// other streams' work, the oldest first, until a cached block fits (waitFor); else it
+// memory or the limit is reached, it first reuses the blocks of stream s
+// pending on other streams' work by making s wait for that work on the
+// device (reclaimOnStream), then waits for the rest on the host, the
+// oldest first, until a cached block fits (waitFor); else it
 // releases every cached segment and tries once more; if that fails too the
 // error is an *OOMError.
 func (p *Pool) grow(size, rounded int64, s Stream) (*Block, error) {
@@ -21,7 +23,10 @@ func (p *Pool) grow(size, rounded int64, s Stream) (*Block, error) {
 	segSize := SegmentSize(rounded)
 	r, err := p.reserve(segSize)
 	if err != nil && isOOM(err) && len(p.pending) > 0 {
-		b, werr := p.waitFor(rounded, s)
+		b, werr := p.reclaimOnStream(rounded, s)
+		if b == nil && werr == nil {
+			b, werr = p.waitFor(rounded, s)
+		}
 		if b != nil || werr != nil {
 			return b, werr
 		}

@@ -35,6 +35,17 @@ type StreamSync interface {
 	Release(ev StreamEvent)
 }
 
+// StreamWaiter is implemented by a StreamSync that can make a stream wait
+// for an event on the device, without the host waiting (cuStreamWaitEvent).
+// A pool at its limit then reuses a block still pending on another
+// stream's work by making the allocating stream wait for that work
+// (Pool.reclaimOnStream): the host goes on queueing, and the device waits
+// only as long as the other stream's work (a copy) still runs.
+type StreamWaiter interface {
+	// WaitOnStream makes work queued on s from now on wait for ev.
+	WaitOnStream(s Stream, ev StreamEvent) error
+}
+
 // StreamHolder is implemented by a StreamSync that can hold streams:
 // while Held(s) reports true, EmptyCache and the retry before an
 // out-of-memory error leave the segments of stream s alone, free blocks

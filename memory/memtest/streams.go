@@ -32,6 +32,9 @@ type fakeEvent struct {
 // StreamSyncCalls counts the calls a StreamSync received.
 type StreamSyncCalls struct {
 	Records, Queries, Waits, Releases int
+	// StreamWaits counts WaitOnStream: device-side waits, which leave the
+	// event's stream as it is.
+	StreamWaits int
 }
 
 // NewStreamSync returns a StreamSync on which no work is queued.
@@ -84,6 +87,20 @@ func (f *StreamSync) Wait(ev memory.StreamEvent) error {
 		return err
 	}
 	f.done[e.s] = max(f.done[e.s], e.seq)
+	return nil
+}
+
+// WaitOnStream records a device-side wait of stream s for ev
+// (memory.StreamWaiter); the host does not wait and nothing completes.
+func (f *StreamSync) WaitOnStream(s memory.Stream, ev memory.StreamEvent) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls.StreamWaits++
+	if _, ok := f.open[ev]; !ok {
+		err := fmt.Errorf("memtest: WaitOnStream(%d, %d) of a token not handed out or already released", s, ev)
+		f.errs = append(f.errs, err)
+		return err
+	}
 	return nil
 }
 
