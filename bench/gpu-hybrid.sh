@@ -86,6 +86,11 @@
 #         half the device's peak) and hybrid-ckpt alone without a budget;
 #         gpt2-medium bf16 under 4 GiB with -checkpoint auto (the
 #         offload-free levels; the first step at a level not judged)
+# offload5  the GPU tests of memory and tensor (device-side waits for
+#         pending blocks at the pool's limit, Pool.reclaimOnStream); train-gpt
+#         gpt2 fp32 selective offloaded under OFFLOAD_BUDGET; memstrategies
+#         gpt2 fp32 device,hybrid-ckpt (selective, offloaded, under half the
+#         device's peak)
 # torch   PyTorch 2.x in the same call: gpt2-medium capped at 4 GiB
 #         (set_per_process_memory_fraction; fp16 and fp32, checkpointed,
 #         with and without expandable segments) and unconstrained, and
@@ -295,6 +300,16 @@ if has offload4; then
   say "memstrategies gpt2 fp32 hybrid-ckpt(selective, offloaded, no budget): exit $? in $(( $(date +%s) - start ))s"
   grep -E '^\|' "$L/memstrategies-offload4b-fp32.log" | cut -c1-300 | tee -a "$OUT/summary.txt"
   off2 medium-auto4 -config gpt2-medium -precision bf16 -attention fused -head fused -device-budget 4GiB -bench-warmup 45 -checkpoint auto
+fi
+
+if has offload5; then
+  run_gpu_tests memory tensor
+  off2 fp32-sel-off-budget5 -config gpt2 -precision fp32 -checkpoint selective -checkpoint-offload -device-budget "${OFFLOAD_BUDGET:-5.29GiB}" -bench-warmup 8
+  start=$(date +%s)
+  timeout 200 .gpu/memstrategies -config gpt2 -precision fp32 -steps 5 -warmup 6 -strategies device,hybrid-ckpt \
+    -hybrid-checkpoint selective -hybrid-offload -png "$OUT/memstrategies-gpt2-fp32-offload5.png" >> "$res" 2> "$L/memstrategies-offload5-fp32.log"
+  say "memstrategies gpt2 fp32 device,hybrid-ckpt(selective, offloaded, half the device's peak): exit $? in $(( $(date +%s) - start ))s"
+  grep -E '^\|' "$L/memstrategies-offload5-fp32.log" | cut -c1-300 | tee -a "$OUT/summary.txt"
 fi
 
 if has overlapab; then
