@@ -72,13 +72,14 @@ type Checkpointing struct {
 // that finds a step too large for its device budget goes up them (the
 // results are the same at every level, bit for bit).
 //
-// The offloaded settings (Offload) are not among them: on the H200 a
-// placement under a tight budget lost with them (session 16: a classic
-// pool at its limit releases and re-reserves segments behind the moves'
-// pending frees, and expandable segments synchronize the device as they
-// grow), while they win without a budget (float32 gpt2, selective and
-// offloaded: 0.98x the speed of no checkpointing at 0.36x its device
-// memory). Ask for them explicitly.
+// The offloaded settings (Offload) are not among them: on the H200
+// (session 16) they won without a budget (float32 gpt2, selective and
+// offloaded: 0.98x the speed of no checkpointing at 0.36x its device pool)
+// but not under one: at half the device's peak the pool reuses blocks
+// whose copies still run and the device waits for them (0.92x against
+// 0.93x for selective on the device), and with them in the ladder
+// gpt2-medium's search under 4 GiB fell to 35k tokens/s, every first step
+// at a level spilling gigabytes. Ask for them explicitly.
 var CheckpointLevels = []Checkpointing{{}, {Mode: CheckpointSelective}, {Mode: CheckpointBlocks, Every: 2}, {Mode: CheckpointBlocks, Every: 1}}
 
 // sameLevel reports whether a and b are the same level (Every 0 and 1
