@@ -22,6 +22,7 @@ func TestFlags(t *testing.T) {
 		"-budget 4XB":                 "-budget",
 		"-hybrid-checkpoint none":     "-hybrid-checkpoint",
 		"-hybrid-attention plain":     "-hybrid-attention",
+		"-hybrid-ckpt-budget 4XB":     "-hybrid-ckpt-budget",
 		"-config huge":                "-config",
 		"-png /nonexistent/dir/x.png": "-png",
 		"-lr NaN":                     "-lr",
@@ -62,4 +63,26 @@ func TestTinyOnCPU(t *testing.T) {
 	assert.Contains(t, stderr.String(), "| hybrid-ckpt |")
 	assert.FileExists(t, png)
 	assert.FileExists(t, js)
+}
+
+// TestHybridOffloadOnCPU: hybrid-ckpt with its checkpointed blocks
+// offloaded and no budget of its own gives the device row's loss and says
+// so in its row.
+func TestHybridOffloadOnCPU(t *testing.T) {
+	o, err := parse([]string{"-config", "tiny", "-steps", "2", "-warmup", "1", "-strategies", "device,hybrid-ckpt", "-png", "",
+		"-hybrid-checkpoint", "selective", "-hybrid-offload", "-hybrid-ckpt-budget", "off"}, &bytes.Buffer{})
+	require.NoError(t, err)
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, run(o, tensor.CPU(), &stdout, &stderr))
+	var rows []result
+	for _, l := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+		var r result
+		require.NoError(t, json.Unmarshal([]byte(l), &r))
+		rows = append(rows, r)
+	}
+	require.Len(t, rows, 2)
+	assert.Equal(t, rows[0].Loss, rows[1].Loss, "identical numerics, identical loss")
+	assert.Zero(t, rows[1].Budget, "-hybrid-ckpt-budget off")
+	assert.Equal(t, "selective, offloaded", rows[1].Checkpoint)
+	assert.Contains(t, rows[1].Tools, "checkpointing selective, offloaded")
 }
