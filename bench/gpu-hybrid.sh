@@ -91,6 +91,10 @@
 #         gpt2 fp32 selective offloaded under OFFLOAD_BUDGET; memstrategies
 #         gpt2 fp32 device,hybrid-ckpt (selective, offloaded, under half the
 #         device's peak)
+# offload6  expandable segments (STRATA_EXPANDABLE_SEGMENTS=1) with the
+#         final pool: train-gpt gpt2 fp32 selective offloaded under
+#         OFFLOAD_BUDGET; memstrategies gpt2 fp32 device,hybrid,hybrid-ckpt
+#         (selective, offloaded, under half the device's peak)
 # torch   PyTorch 2.x in the same call: gpt2-medium capped at 4 GiB
 #         (set_per_process_memory_fraction; fp16 and fp32, checkpointed,
 #         with and without expandable segments) and unconstrained, and
@@ -310,6 +314,15 @@ if has offload5; then
     -hybrid-checkpoint selective -hybrid-offload -png "$OUT/memstrategies-gpt2-fp32-offload5.png" >> "$res" 2> "$L/memstrategies-offload5-fp32.log"
   say "memstrategies gpt2 fp32 device,hybrid-ckpt(selective, offloaded, half the device's peak): exit $? in $(( $(date +%s) - start ))s"
   grep -E '^\|' "$L/memstrategies-offload5-fp32.log" | cut -c1-300 | tee -a "$OUT/summary.txt"
+fi
+
+if has offload6; then
+  off2 fp32-sel-off-budget-exp STRATA_EXPANDABLE_SEGMENTS=1 -config gpt2 -precision fp32 -checkpoint selective -checkpoint-offload -device-budget "${OFFLOAD_BUDGET:-5.29GiB}" -bench-warmup 6
+  start=$(date +%s)
+  STRATA_EXPANDABLE_SEGMENTS=1 timeout 100 .gpu/memstrategies -config gpt2 -precision fp32 -steps 5 -warmup 3 -strategies device,hybrid,hybrid-ckpt \
+    -hybrid-checkpoint selective -hybrid-offload -png "" >> "$res" 2> "$L/memstrategies-offload6-fp32.log"
+  say "memstrategies gpt2 fp32 expandable device,hybrid,hybrid-ckpt(selective, offloaded, half the device's peak): exit $? in $(( $(date +%s) - start ))s"
+  grep -E '^\||placement:' "$L/memstrategies-offload6-fp32.log" | cut -c1-300 | tee -a "$OUT/summary.txt"
 fi
 
 if has overlapab; then
