@@ -41,18 +41,8 @@ func TestFlags(t *testing.T) {
 func TestTinyOnCPU(t *testing.T) {
 	dir := t.TempDir()
 	png, js := filepath.Join(dir, "m.png"), filepath.Join(dir, "m.jsonl")
-	o, err := parse([]string{"-config", "tiny", "-steps", "2", "-warmup", "1", "-strategies", "device,hybrid,hybrid-ckpt", "-png", png, "-json", js}, &bytes.Buffer{})
-	require.NoError(t, err)
-	var stdout, stderr bytes.Buffer
-	require.NoError(t, run(o, tensor.CPU(), &stdout, &stderr))
-	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	require.Len(t, lines, 3)
-	var rows []result
-	for _, l := range lines {
-		var r result
-		require.NoError(t, json.Unmarshal([]byte(l), &r))
-		rows = append(rows, r)
-	}
+	rows, stderr := runRows(t, "-config", "tiny", "-steps", "2", "-warmup", "1", "-strategies", "device,hybrid,hybrid-ckpt", "-png", png, "-json", js)
+	require.Len(t, rows, 3)
 	assert.Equal(t, rows[0].Loss, rows[1].Loss, "identical numerics, identical loss")
 	assert.Equal(t, rows[0].Loss, rows[2].Loss)
 	assert.Equal(t, "plain", rows[0].Attention, "the runtime's attention on the CPU")
@@ -60,7 +50,7 @@ func TestTinyOnCPU(t *testing.T) {
 	assert.Equal(t, rows[0].PeakDevice/2, rows[1].Budget)
 	assert.LessOrEqual(t, rows[1].PeakDevice, rows[1].Budget)
 	assert.Positive(t, rows[1].Spills, "past the budget the hybrid policy spills")
-	assert.Contains(t, stderr.String(), "| hybrid-ckpt |")
+	assert.Contains(t, stderr, "| hybrid-ckpt |")
 	assert.FileExists(t, png)
 	assert.FileExists(t, js)
 }
@@ -69,8 +59,20 @@ func TestTinyOnCPU(t *testing.T) {
 // offloaded and no budget of its own gives the device row's loss and says
 // so in its row.
 func TestHybridOffloadOnCPU(t *testing.T) {
-	o, err := parse([]string{"-config", "tiny", "-steps", "2", "-warmup", "1", "-strategies", "device,hybrid-ckpt", "-png", "",
-		"-hybrid-checkpoint", "selective", "-hybrid-offload", "-hybrid-ckpt-budget", "off"}, &bytes.Buffer{})
+	rows, _ := runRows(t, "-config", "tiny", "-steps", "2", "-warmup", "1", "-strategies", "device,hybrid-ckpt", "-png", "",
+		"-hybrid-checkpoint", "selective", "-hybrid-offload", "-hybrid-ckpt-budget", "off")
+	require.Len(t, rows, 2)
+	assert.Equal(t, rows[0].Loss, rows[1].Loss, "identical numerics, identical loss")
+	assert.Zero(t, rows[1].Budget, "-hybrid-ckpt-budget off")
+	assert.Equal(t, "selective, offloaded", rows[1].Checkpoint)
+	assert.Contains(t, rows[1].Tools, "checkpointing selective, offloaded")
+}
+
+// runRows parses args, runs the strategies on the CPU and returns their
+// rows (stdout's JSON lines) and what went to stderr (the tables).
+func runRows(t *testing.T, args ...string) ([]result, string) {
+	t.Helper()
+	o, err := parse(args, &bytes.Buffer{})
 	require.NoError(t, err)
 	var stdout, stderr bytes.Buffer
 	require.NoError(t, run(o, tensor.CPU(), &stdout, &stderr))
@@ -80,9 +82,5 @@ func TestHybridOffloadOnCPU(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(l), &r))
 		rows = append(rows, r)
 	}
-	require.Len(t, rows, 2)
-	assert.Equal(t, rows[0].Loss, rows[1].Loss, "identical numerics, identical loss")
-	assert.Zero(t, rows[1].Budget, "-hybrid-ckpt-budget off")
-	assert.Equal(t, "selective, offloaded", rows[1].Checkpoint)
-	assert.Contains(t, rows[1].Tools, "checkpointing selective, offloaded")
+	return rows, stderr.String()
 }
