@@ -113,18 +113,24 @@ func (p *Pool) processEvents(wait bool) error {
 			kept = append(kept, e)
 			continue
 		}
-		p.sync.Release(e.ev)
-		b := e.b
-		b.cross.events--
-		if b.cross.events == 0 && !b.cross.quarantined {
-			p.sinks.blockReclaimed(b.size)
-			p.reclaim(b)
-		}
+		p.settle(e)
 	}
 	clear(p.pending[len(kept):])
 	p.pending = kept
 	p.blocked = blocked[:0]
 	return errors.Join(errs...)
+}
+
+// settle releases the finished event e (taken out of p.pending) and
+// reclaims its block once none of its events is left, unless quarantined.
+func (p *Pool) settle(e pendingEvent) {
+	p.sync.Release(e.ev)
+	b := e.b
+	b.cross.events--
+	if b.cross.events == 0 && !b.cross.quarantined {
+		p.sinks.blockReclaimed(b.size)
+		p.reclaim(b)
+	}
 }
 
 // dropEvents waits for every pending event and releases it, for Close: the
@@ -190,10 +196,7 @@ func (p *Pool) reclaimOnStream(rounded int64, s Stream) (*Block, error) {
 			return nil, fmt.Errorf("memory: pool %s: ordering stream %#x after stream %#x: %w", p.name, uintptr(s), uintptr(e.s), err)
 		}
 		p.pending = slices.Delete(p.pending, i, i+1)
-		p.sync.Release(e.ev)
-		b.cross.events--
-		p.sinks.blockReclaimed(b.size)
-		p.reclaim(b)
+		p.settle(e) // its one event: the block is free now
 		if nb := p.takeFree(rounded, s); nb != nil {
 			return nb, nil
 		}
