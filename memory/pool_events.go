@@ -150,6 +150,19 @@ func (p *Pool) dropEvents() error {
 	return errors.Join(errs...)
 }
 
+// reuseWaiting is what a pool at its limit does with the blocks pending
+// on other streams' work before it releases cached segments: reuse those
+// of stream s with a wait on the device (reclaimOnStream), then wait for
+// the rest on the host (waitFor), until a free block of rounded bytes on
+// s can be taken. It returns the block, nil when none fits, or an error.
+func (p *Pool) reuseWaiting(rounded int64, s Stream) (*Block, error) {
+	b, err := p.reclaimOnStream(rounded, s)
+	if b == nil && err == nil {
+		b, err = p.waitFor(rounded, s)
+	}
+	return b, err
+}
+
 // waitFor waits for pending blocks' events, the oldest first, reclaiming
 // what completed after each wait, until a free block of rounded bytes on
 // stream s can be taken; it returns the block, or nil once nothing is

@@ -62,16 +62,12 @@ func (p *Pool) expandables(s Stream, small bool, f func(seg *segment) bool) {
 func (p *Pool) growExpandable(size, rounded int64, s Stream) (*Block, error) {
 	b, err := p.expand(rounded, s)
 	if err != nil && isOOM(err) && len(p.pending) > 0 {
-		// Blocks waiting for other streams' work may fit, the oldest
-		// first (waitFor), or give pages once all of them are back.
-		got, werr := p.reclaimOnStream(rounded, s)
-		if got == nil && werr == nil {
-			got, werr = p.waitFor(rounded, s)
-		}
-		if got != nil || werr != nil {
+		// Blocks waiting for other streams' work may fit (reuseWaiting),
+		// or give pages once all of them are back.
+		if got, werr := p.reuseWaiting(rounded, s); got != nil || werr != nil {
 			return got, werr
 		}
-		b, err = p.expand(rounded, s) // the function's b: not a shadow
+		b, err = p.expand(rounded, s)
 	}
 	if err != nil {
 		if !isOOM(err) {

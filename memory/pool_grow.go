@@ -23,11 +23,7 @@ func (p *Pool) grow(size, rounded int64, s Stream) (*Block, error) {
 	segSize := SegmentSize(rounded)
 	r, err := p.reserve(segSize)
 	if err != nil && isOOM(err) && len(p.pending) > 0 {
-		b, werr := p.reclaimOnStream(rounded, s)
-		if b == nil && werr == nil {
-			b, werr = p.waitFor(rounded, s)
-		}
-		if b != nil || werr != nil {
+		if b, werr := p.reuseWaiting(rounded, s); b != nil || werr != nil {
 			return b, werr
 		}
 	}
