@@ -50,6 +50,15 @@ type Offload struct {
 	live map[*tensor.Ctx][]*held
 }
 
+// SetKeep sets Keep, safely while forward passes run on other goroutines:
+// the next region to end its forward pass reads it. A model that changes
+// its checkpointing between steps sets it before each forward pass.
+func (o *Offload) SetKeep(n int) {
+	o.mu.Lock()
+	o.Keep = n
+	o.mu.Unlock()
+}
+
 // held is one region's moved tensors.
 type held struct {
 	ts  []*tensor.Tensor

@@ -64,6 +64,13 @@ type Checkpointing struct {
 	// product's output (nothing but the norms and element-wise ops is
 	// recomputed), since they wait in host memory.
 	Offload bool
+	// OffloadKeep is how many of the last checkpointed regions of a
+	// forward pass keep what they hold on the device with Offload
+	// (checkpoint.Offload.Keep): 0 means the default, 2; negative, none.
+	// More kept means less on the bus and more on the device: under a
+	// device budget with room to spare, the copies of the regions moved
+	// out then end long before the pool wants their memory back.
+	OffloadKeep int
 }
 
 // CheckpointLevels are checkpointing settings in the order of the
@@ -85,7 +92,19 @@ var CheckpointLevels = []Checkpointing{{}, {Mode: CheckpointSelective}, {Mode: C
 // sameLevel reports whether a and b are the same level (Every 0 and 1
 // are the same: every block).
 func (c Checkpointing) sameLevel(l Checkpointing) bool {
-	return l.Mode == c.Mode && max(l.Every, 1) == max(c.Every, 1) && l.Offload == c.Offload
+	return l.Mode == c.Mode && max(l.Every, 1) == max(c.Every, 1) && l.Offload == c.Offload &&
+		(!c.Offload || l.offloadKeep() == c.offloadKeep())
+}
+
+// offloadKeep is OffloadKeep with its default (2) and negatives (0) read.
+func (c Checkpointing) offloadKeep() int {
+	switch {
+	case c.OffloadKeep == 0:
+		return 2
+	case c.OffloadKeep < 0:
+		return 0
+	}
+	return c.OffloadKeep
 }
 
 // Raised returns the level of CheckpointLevels after c's and true, or c
@@ -103,7 +122,8 @@ func (c Checkpointing) Raised() (Checkpointing, bool) {
 }
 
 // String is "none", or the mode and, past 1, how often, and whether it
-// offloads: "blocks every 2", "selective, offloaded".
+// offloads: "blocks every 2", "selective, offloaded", "blocks, offloaded
+// (keep 4)".
 func (c Checkpointing) String() string {
 	if c.Mode == CheckpointNone {
 		return "none"
@@ -114,6 +134,9 @@ func (c Checkpointing) String() string {
 	}
 	if c.Offload {
 		s += ", offloaded"
+		if k := c.offloadKeep(); k != 2 {
+			s += fmt.Sprintf(" (keep %d)", k)
+		}
 	}
 	return s
 }
@@ -151,6 +174,7 @@ func (g *GPT) blocks(x *autograd.Var) *autograd.Var {
 	}
 	if ck.Offload {
 		o.Offload = g.offloader()
+		o.Offload.SetKeep(ck.OffloadKeep) // the same convention: 0 is 2, negative none
 	}
 	layers := make([]checkpoint.Layer, len(g.Blocks))
 	for i, b := range g.Blocks {

@@ -234,7 +234,30 @@ func TestCheckpointOffloadDeviceBytes(t *testing.T) {
 		require.Zero(t, stKept, "%v: nothing in staging without offload", mode)
 		require.Equal(t, (L-2)*per, devKept-devOff, "%v: all but the last two blocks' moved", mode)
 		require.Equal(t, (L-2)*per, stOff, "%v: and wait in the staging tier", mode)
+		// OffloadKeep: 4 keeps the last four blocks' on the device, -1 none.
+		for keep, kept := range map[int]int64{4: 4, -1: 0, 2: 2} {
+			ck := nn.Checkpointing{Mode: mode, Offload: true, OffloadKeep: keep}
+			dev, st := heldIn(ck)
+			require.Equal(t, (L-kept)*per, devKept-dev, "%v: all but the last %d blocks' moved", ck, kept)
+			require.Equal(t, (L-kept)*per, st, "%v: in the staging tier", ck)
+		}
 	}
+}
+
+// OffloadKeep's default and its negatives read as the checkpoint package
+// does, in String and in the levels' comparison.
+func TestCheckpointingOffloadKeep(t *testing.T) {
+	sel := nn.Checkpointing{Mode: nn.CheckpointSelective, Offload: true}
+	require.Equal(t, "selective, offloaded", sel.String())
+	sel.OffloadKeep = 2
+	require.Equal(t, "selective, offloaded", sel.String(), "2 is the default")
+	sel.OffloadKeep = 4
+	require.Equal(t, "selective, offloaded (keep 4)", sel.String())
+	sel.OffloadKeep = -3
+	require.Equal(t, "selective, offloaded (keep 0)", sel.String())
+	_, ok := sel.Raised()
+	require.False(t, ok, "offloaded settings are not levels")
+	require.Equal(t, "blocks every 2", nn.Checkpointing{Mode: nn.CheckpointBlocks, Every: 2, OffloadKeep: 5}.String(), "keep means nothing without offload")
 }
 
 // TestCheckpointConcurrent: two goroutines train checkpointed models in

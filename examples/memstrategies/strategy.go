@@ -169,7 +169,10 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 		attn = o.fusedAttention(attn, &tools)
 		if name == "hybrid-ckpt" {
 			mode, _ := nn.ParseCheckpointMode(o.hybridCkpt)
-			ckpt = nn.Checkpointing{Mode: mode, Every: o.ckptEvery, Offload: o.hybridOffload}
+			ckpt = nn.Checkpointing{Mode: mode, Every: o.ckptEvery, Offload: o.hybridOffload, OffloadKeep: o.hybridKeep}
+			if o.hybridKeep == 0 {
+				ckpt.OffloadKeep = -1 // none kept
+			}
 			tools = append(tools, "checkpointing "+ckpt.String())
 		}
 		budget := o.budget

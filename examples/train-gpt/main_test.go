@@ -137,12 +137,14 @@ func TestShortestTextFile(t *testing.T) {
 // naming the mode).
 func TestCheckpointFlags(t *testing.T) {
 	for args, msg := range map[string]string{
-		"-checkpoint all":                                          `-checkpoint "all": want none, blocks, selective or auto`,
-		"-checkpoint blocks -checkpoint-every 0":                   "-checkpoint-every 0: must be at least 1",
-		"-checkpoint-every 2":                                      "-checkpoint-every 2: needs -checkpoint blocks or selective",
-		"-checkpoint selective -checkpoint-every -1":               "-checkpoint-every -1",
-		"-checkpoint-offload":                                      "-checkpoint-offload: needs -checkpoint blocks or selective",
-		"-checkpoint auto -device-budget 1GiB -checkpoint-offload": "-checkpoint-offload: not with -checkpoint auto",
+		"-checkpoint all":                                                    `-checkpoint "all": want none, blocks, selective or auto`,
+		"-checkpoint blocks -checkpoint-every 0":                             "-checkpoint-every 0: must be at least 1",
+		"-checkpoint-every 2":                                                "-checkpoint-every 2: needs -checkpoint blocks or selective",
+		"-checkpoint selective -checkpoint-every -1":                         "-checkpoint-every -1",
+		"-checkpoint-offload":                                                "-checkpoint-offload: needs -checkpoint blocks or selective",
+		"-checkpoint auto -device-budget 1GiB -checkpoint-offload":           "-checkpoint-offload: not with -checkpoint auto",
+		"-checkpoint selective -checkpoint-offload-keep 3":                   "-checkpoint-offload-keep 3: needs -checkpoint-offload",
+		"-checkpoint blocks -checkpoint-offload -checkpoint-offload-keep -1": "-checkpoint-offload-keep -1: must not be negative",
 	} {
 		_, err := parseFlags(strings.Fields(args))
 		require.ErrorContains(t, err, msg, args)
@@ -150,7 +152,7 @@ func TestCheckpointFlags(t *testing.T) {
 	o, err := parseFlags(nil)
 	require.NoError(t, err)
 	require.Equal(t, nn.CheckpointNone, o.ckptMode)
-	for _, args := range []string{"-checkpoint blocks", "-checkpoint selective -checkpoint-every 2", "-checkpoint selective -checkpoint-offload", "-checkpoint blocks -checkpoint-offload"} {
+	for _, args := range []string{"-checkpoint blocks", "-checkpoint selective -checkpoint-every 2", "-checkpoint selective -checkpoint-offload", "-checkpoint blocks -checkpoint-offload", "-checkpoint blocks -checkpoint-offload -checkpoint-offload-keep 0"} {
 		o, err := parseFlags(append(strings.Fields(args), "-bench", "-steps", "1", "-bench-warmup", "0", "-batch", "2", "-device", "cpu"))
 		require.NoError(t, err, args)
 		require.NoError(t, run(o), args)

@@ -73,7 +73,7 @@ func newTrainer(o *options, cfg nn.GPTConfig, dev tensor.Device, T int) (*traine
 	if err != nil {
 		return nil, err
 	}
-	model.Checkpoint = nn.Checkpointing{Mode: o.ckptMode, Every: o.ckptEvery, Offload: o.ckptOff}
+	model.Checkpoint = nn.Checkpointing{Mode: o.ckptMode, Every: o.ckptEvery, Offload: o.ckptOff, OffloadKeep: offloadKeep(o.ckptKeep)}
 	if o.head == "auto" {
 		// On the GPU the fused head is faster (its GEMMs get the padded
 		// vocabulary) and holds a chunk of logits instead of all of them;
@@ -497,4 +497,13 @@ func describeCheckpoint(o *options) string {
 		s += ", offloaded to host memory between the passes"
 	}
 	return s
+}
+
+// offloadKeep maps -checkpoint-offload-keep (0: none) to
+// nn.Checkpointing.OffloadKeep (0: the default, negative: none).
+func offloadKeep(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
