@@ -96,9 +96,11 @@
 #         OFFLOAD_BUDGET; memstrategies gpt2 fp32 device,hybrid,hybrid-ckpt
 #         (selective, offloaded, under half the device's peak)
 # keep    -checkpoint-offload-keep 2..6 under the fp32 budget (classic and
-#         expandable), a memory plot, the seed table's hybrid-ckpt rows at
-#         keeps KEEP_TABLE, gpt2-medium bf16 unconstrained and under 4 GiB
+#         expandable; auto: nn.Placement chooses), a memory plot, the seed
+#         table's hybrid-ckpt rows at keeps KEEP_TABLE, gpt2-medium bf16 unconstrained and under 4 GiB
 #         with expandable segments
+# keepab  the keeps (KEEPS) twice, no checkpointing and selective on the
+#         device as references, the placement's choice, table rows
 # torch   PyTorch 2.x in the same call: gpt2-medium capped at 4 GiB
 #         (set_per_process_memory_fraction; fp16 and fp32, checkpointed,
 #         with and without expandable segments) and unconstrained, and
@@ -336,17 +338,17 @@ if has keep; then
   # table's rows at the keeps that fit; gpt2-medium bf16 under 4 GiB with
   # expandable segments, and unconstrained, in the same call.
   b=${OFFLOAD_BUDGET:-5.29GiB}
-  for k in 2 3 4 6; do
+  for k in auto 2 3 4 6; do
     off2 fp32-keep$k -config gpt2 -precision fp32 -checkpoint selective -checkpoint-offload -checkpoint-offload-keep $k -device-budget "$b" -bench-warmup 6
   done
-  for k in 2 4; do
+  for k in auto 2; do
     off2 fp32-keep$k-exp STRATA_EXPANDABLE_SEGMENTS=1 -config gpt2 -precision fp32 -checkpoint selective -checkpoint-offload -checkpoint-offload-keep $k -device-budget "$b" -bench-warmup 6
   done
   off2 fp32-keep2-nobudget -config gpt2 -precision fp32 -checkpoint selective -checkpoint-offload -bench-warmup 6
   timeout 60 .gpu/train-gpt -device cuda -config gpt2 -precision fp32 -checkpoint selective -checkpoint-offload -device-budget "$b" \
     -memory-plot "$OUT/fp32-keep2-budget.png" -memory-step 4 > "$L/plot-keep2.log" 2>&1
   say "memory plot, fp32 selective offloaded keep 2 under $b: exit $?"
-  for k in ${KEEP_TABLE:-3 4 6}; do
+  for k in ${KEEP_TABLE:-auto 4 6}; do
     start=$(date +%s)
     timeout 100 .gpu/memstrategies -config gpt2 -precision fp32 -steps 5 -warmup 6 -strategies device,hybrid-ckpt \
       -hybrid-checkpoint selective -hybrid-offload -hybrid-offload-keep $k -png "" >> "$res" 2> "$L/memstrategies-keep$k-fp32.log"
@@ -357,6 +359,28 @@ if has keep; then
   off2 medium-none $m
   off2 medium-auto-exp STRATA_EXPANDABLE_SEGMENTS=1 $m -device-budget 4GiB -checkpoint auto -bench-warmup 50
   off2 medium-blocks-exp STRATA_EXPANDABLE_SEGMENTS=1 $m -device-budget 4GiB -checkpoint blocks
+fi
+
+if has keepab; then
+  # The keeps again, two rounds, beside no checkpointing and selective on
+  # the device (the references, in the same call), then the placement's
+  # own choice (-checkpoint-offload-keep auto) after enough steps.
+  b=${OFFLOAD_BUDGET:-5.29GiB}
+  off2 fp32-none -config gpt2 -precision fp32 -bench-warmup 3
+  off2 fp32-sel-budget -config gpt2 -precision fp32 -checkpoint selective -device-budget "$b" -bench-warmup 6
+  for i in 1 2; do
+    for k in ${KEEPS:-2 3 4 6 9}; do
+      off2 fp32-keep$k-r$i -config gpt2 -precision fp32 -checkpoint selective -checkpoint-offload -checkpoint-offload-keep $k -device-budget "$b" -bench-warmup 6
+    done
+  done
+  off2 fp32-keepauto -config gpt2 -precision fp32 -checkpoint selective -checkpoint-offload -device-budget "$b" -bench-warmup 14
+  for k in ${KEEP_TABLE:-3 auto}; do
+    start=$(date +%s)
+    timeout 100 .gpu/memstrategies -config gpt2 -precision fp32 -steps 5 -warmup 14 -strategies device,hybrid-ckpt \
+      -hybrid-checkpoint selective -hybrid-offload -hybrid-offload-keep $k -png "" >> "$res" 2> "$L/memstrategies-keepab$k-fp32.log"
+    say "memstrategies gpt2 fp32 device,hybrid-ckpt(selective, offloaded keep $k, half the device's peak): exit $? in $(( $(date +%s) - start ))s"
+    grep -E '^\||placement:' "$L/memstrategies-keepab$k-fp32.log" | cut -c1-300 | tee -a "$OUT/summary.txt"
+  done
 fi
 
 if has overlapab; then

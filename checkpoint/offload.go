@@ -48,6 +48,30 @@ type Offload struct {
 
 	mu   sync.Mutex
 	live map[*tensor.Ctx][]*held
+	// cur and last describe the forward pass in progress and the one
+	// before it (Regions).
+	cur, last passStats
+}
+
+// passStats counts a forward pass's regions and the most bytes one held.
+type passStats struct {
+	regions int
+	largest int64
+}
+
+// Regions reports how many regions the last forward pass had and the most
+// bytes one of them held in what Offload moves (its saved outputs and
+// activation inputs, each storage once), so that a caller under a device
+// budget can choose Keep: each region kept costs about that much device
+// memory and saves that much traffic each way. Zeros before any pass.
+func (o *Offload) Regions() (n int, largest int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	p := o.last
+	if o.cur.regions >= p.regions {
+		p = o.cur
+	}
+	return p.regions, p.largest
 }
 
 // SetKeep sets Keep, safely while forward passes run on other goroutines:
@@ -104,6 +128,11 @@ func (o *Offload) add(c *tensor.Ctx, saved []*tensor.Tensor, inputs []*autograd.
 			rs = append(rs, r)
 		}
 	}
+	if len(rs) == 0 { // a new forward pass
+		o.last, o.cur = o.cur, passStats{}
+	}
+	o.cur.regions++
+	o.cur.largest = max(o.cur.largest, h.bytes())
 	rs = append(rs, h)
 	o.live[c] = rs
 	if i := len(rs) - 1 - orDefault(o.Keep, 2); i >= 0 && !rs[i].out && !rs[i].released() {
@@ -155,6 +184,19 @@ func (o *Offload) leave(c *tensor.Ctx, h *held) {
 // ops still read them.
 func (o *Offload) move(h *held, t memory.Tier) {
 	_ = tensor.MoveTo(t, h.ts...)
+}
+
+// bytes is the size of h's storages, each once.
+func (h *held) bytes() int64 {
+	var n int64
+	seen := map[*memory.Allocation]bool{}
+	for _, t := range h.ts {
+		if a := t.Allocation(); !seen[a] {
+			seen[a] = true
+			n += a.Size()
+		}
+	}
+	return n
 }
 
 // released reports whether any of h's tensors was released.

@@ -80,6 +80,9 @@ func TestOffloadPlacesTiers(t *testing.T) {
 		}
 		assert.Equal(t, []memory.Tier{memory.TierStaging, memory.TierStaging, memory.TierDevice, memory.TierDevice}, tiers(),
 			"the last two regions keep theirs")
+		regions, largest := off.Regions()
+		assert.Equal(t, 4, regions)
+		assert.Greater(t, largest, ins[0].Value.Allocation().Size(), "a region holds its input and what the policy saved")
 		hook := autograd.Sum(y, false)
 		require.NoError(t, hook.Backward())
 		atBackward = append(atBackward, tiers())
@@ -98,4 +101,32 @@ func itoa(n int) string {
 		return "-" + itoa(-n)
 	}
 	return string(rune('0' + n))
+}
+
+// Regions counts a forward pass's regions and the most bytes one held:
+// whole regions hold their input only. A new pass starts the count again.
+func TestOffloadRegions(t *testing.T) {
+	n := newNet(9)
+	defer n.release()
+	off := &checkpoint.Offload{}
+	got, _ := off.Regions()
+	require.Zero(t, got, "no pass yet")
+	o := checkpoint.Options{Offload: off}
+	for pass := range 2 {
+		c := tensor.NewCtx()
+		c.WithScope(func() {
+			y := autograd.Const(c.Full(tensor.CPU(), tensor.Float32, 0.5, 2, 5, width))
+			in := y.Value.Allocation().Size()
+			for range 3 + pass {
+				y = o.Apply(func(in ...*autograd.Var) *autograd.Var { return n.block(in[0]) }, y)
+			}
+			regions, largest := off.Regions()
+			assert.Equal(t, 3+pass, regions, "pass %d", pass)
+			assert.Equal(t, in, largest, "pass %d: each region holds its input", pass)
+			require.NoError(t, autograd.Sum(y, false).Backward())
+		})
+		for _, p := range n.params() {
+			p.ZeroGrad()
+		}
+	}
 }

@@ -192,3 +192,14 @@ func (g *GPT) offloader() *checkpoint.Offload {
 	g.offload.CompareAndSwap(nil, &checkpoint.Offload{})
 	return g.offload.Load()
 }
+
+// OffloadRegions reports, for Checkpointing.Offload, how many checkpointed
+// regions the last forward pass had and the most bytes one of them held
+// (checkpoint.Offload.Regions); zeros before the first offloaded pass.
+// Placement uses it to choose OffloadKeep under a budget.
+func (g *GPT) OffloadRegions() (n int, largest int64) {
+	if o := g.offload.Load(); o != nil {
+		return o.Regions()
+	}
+	return 0, 0
+}

@@ -55,14 +55,17 @@ type Placement struct {
 	ckpt  *Checkpointing
 	cfg   PlacementConfig
 
-	last      time.Time // the end of the last Step
-	quiet     bool      // the last Step moved nothing and kept the level
-	fresh     bool      // the last Step changed the level: the next step is its first
-	times     map[int][]time.Duration
-	probe     int           // the level a trial started from; -1 when none runs
-	probeFrom time.Duration // its step time
-	seen      map[int]bool  // levels timed or tried
-	done      bool
+	last       time.Time // the end of the last Step
+	quiet      bool      // the last Step moved nothing and kept the level
+	fresh      bool      // the last Step changed the level: the next step is its first
+	keepFresh  bool      // the last Step changed OffloadKeep (placement_keep.go)
+	keepCap    int       // with keepCapped, the most regions tuneKeep may keep
+	keepCapped bool
+	times      map[int][]time.Duration
+	probe      int           // the level a trial started from; -1 when none runs
+	probeFrom  time.Duration // its step time
+	seen       map[int]bool  // levels timed or tried
+	done       bool
 }
 
 // Planner is what a Placement steers with: *memory.Scheduler, whose Step
@@ -89,6 +92,11 @@ type PlacementConfig struct {
 	Log io.Writer
 	// Now is the clock (nil: time.Now), for tests.
 	Now func() time.Time
+	// OffloadRegions, when set, lets the Placement choose the
+	// checkpointing's OffloadKeep while it offloads (tuneKeep): it reports
+	// the regions of the last forward pass and the most bytes one held
+	// (GPT.OffloadRegions).
+	OffloadRegions func() (n int, largest int64)
 }
 
 // NewPlacement returns a Placement over sched (a *memory.Scheduler) that
@@ -111,6 +119,7 @@ func NewPlacement(sched Planner, ckpt *Checkpointing, cfg PlacementConfig) (*Pla
 	}
 	p := &Placement{sched: sched, ckpt: ckpt, cfg: cfg, times: map[int][]time.Duration{}, probe: -1, seen: map[int]bool{}}
 	p.done = !cfg.Auto || p.level() < 0
+	p.keepFresh = true // the first step is not judged either
 	return p, nil
 }
 
@@ -149,6 +158,7 @@ func (p *Placement) Step() (memory.Plan, error) {
 	if p.cfg.Auto && lv >= 0 {
 		p.decide(plan, lv)
 	}
+	p.tuneKeep(plan)
 	p.last = p.cfg.Now()
 	return plan, nil
 }

@@ -39,6 +39,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/strata-ml/strata/nn"
@@ -52,7 +53,8 @@ type options struct {
 	hybridAttention                       string
 	ckptEvery                             int
 	hybridOffload                         bool
-	hybridKeep                            int
+	hybridKeep                            string
+	keepN                                 int // -hybrid-offload-keep as a count; -1 for auto
 	ckptBudget                            string
 	lr                                    float64
 	seed                                  uint64
@@ -78,7 +80,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.ckptEvery, "checkpoint-every", 1, "with blocks, checkpoint every k-th block")
 	fs.StringVar(&o.ckptBudget, "hybrid-ckpt-budget", "same", "hybrid-ckpt's device budget: same (-budget's), off, or a size or share as -budget takes")
 	fs.BoolVar(&o.hybridOffload, "hybrid-offload", false, "hybrid-ckpt: move what the checkpointed blocks hold to pinned host memory between the passes (nn.Checkpointing.Offload)")
-	fs.IntVar(&o.hybridKeep, "hybrid-offload-keep", 2, "with -hybrid-offload: how many of the last checkpointed blocks of a forward pass keep what they hold on the device (0: none)")
+	fs.StringVar(&o.hybridKeep, "hybrid-offload-keep", "auto", "with -hybrid-offload: how many of the last checkpointed blocks of a forward pass keep what they hold on the device (0: none); auto: from 2 up as the row's budget has room (nn.Placement)")
 	fs.StringVar(&o.hybridHead, "hybrid-head", "fused", "output head and loss of the hybrid strategies: fused (chunked, never all the logits) or full")
 	fs.StringVar(&o.hybridAttention, "hybrid-attention", "fused", "attention of the hybrid strategies and device-fused: fused (FlashAttention-2, no (B, H, T, T) matrix: tensor cores under fp16/bf16 and tf32, and under fp32 at heads up to 64 (3xTF32); float32 FMA at wider fp32 heads) or same (-attention, as every other strategy)")
 	fs.BoolVar(&o.overlap, "overlap", false, "the hybrid strategies run AdamW's update on the GPU's side stream while the next forward pass starts (nn.AdamW.Overlap; off by default: under a tight budget the gradients it holds through the forward pass cost more offloading than it hides, bench/results/hybrid-2026-12-02-s10.md)")
@@ -107,10 +109,16 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("-lr %v: want a number in (0, 1]", o.lr)
 	case o.ckptEvery < 1:
 		return nil, fmt.Errorf("-checkpoint-every %d: want >= 1", o.ckptEvery)
-	case o.hybridKeep < 0:
-		return nil, fmt.Errorf("-hybrid-offload-keep %d: want >= 0", o.hybridKeep)
 	case o.overlap && o.pipeline:
 		return nil, fmt.Errorf("-pipeline: not with -overlap (choose one way of overlapping the update)")
+	}
+	o.keepN = -1
+	if o.hybridKeep != "auto" {
+		n, err := strconv.Atoi(o.hybridKeep)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("-hybrid-offload-keep %q: want auto or a count of blocks, 0 or more", o.hybridKeep)
+		}
+		o.keepN = n
 	}
 	if _, err := nn.LookupGPTConfig(o.config); err != nil {
 		return nil, fmt.Errorf("-config: %w", err)

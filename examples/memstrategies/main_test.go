@@ -23,7 +23,7 @@ func TestFlags(t *testing.T) {
 		"-hybrid-checkpoint none":     "-hybrid-checkpoint",
 		"-hybrid-attention plain":     "-hybrid-attention",
 		"-hybrid-ckpt-budget 4XB":     "-hybrid-ckpt-budget",
-		"-hybrid-offload-keep -2":     "-hybrid-offload-keep -2: want >= 0",
+		"-hybrid-offload-keep -2":     `-hybrid-offload-keep "-2": want auto or a count`,
 		"-config huge":                "-config",
 		"-png /nonexistent/dir/x.png": "-png",
 		"-lr NaN":                     "-lr",

@@ -169,9 +169,12 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 		attn = o.fusedAttention(attn, &tools)
 		if name == "hybrid-ckpt" {
 			mode, _ := nn.ParseCheckpointMode(o.hybridCkpt)
-			ckpt = nn.Checkpointing{Mode: mode, Every: o.ckptEvery, Offload: o.hybridOffload, OffloadKeep: o.hybridKeep}
-			if o.hybridKeep == 0 {
+			ckpt = nn.Checkpointing{Mode: mode, Every: o.ckptEvery, Offload: o.hybridOffload, OffloadKeep: o.keepN}
+			switch {
+			case o.keepN == 0:
 				ckpt.OffloadKeep = -1 // none kept
+			case o.keepN < 0:
+				ckpt.OffloadKeep = 0 // 2, then as the budget has room
 			}
 			tools = append(tools, "checkpointing "+ckpt.String())
 		}
@@ -222,7 +225,11 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 		defer sched.Close()
 		// hybrid chooses its checkpointing (nn.Placement); hybrid-ckpt
 		// keeps the one it was given.
-		if place, err = nn.NewPlacement(sched, &model.Checkpoint, nn.PlacementConfig{Auto: auto, Log: indent{stderr}}); err != nil {
+		pc := nn.PlacementConfig{Auto: auto, Log: indent{stderr}}
+		if o.keepN < 0 && r.Budget > 0 {
+			pc.OffloadRegions = model.OffloadRegions // the offload's keep, chosen under the budget
+		}
+		if place, err = nn.NewPlacement(sched, &model.Checkpoint, pc); err != nil {
 			return r, err
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -59,7 +60,9 @@ type options struct {
 	ckpt      string // -checkpoint
 	ckptEvery int    // -checkpoint-every
 	ckptOff   bool   // -checkpoint-offload
-	ckptKeep  int    // -checkpoint-offload-keep
+	ckptKeep  string // -checkpoint-offload-keep
+	keepAuto  bool   // -checkpoint-offload-keep auto under a budget: the placement tunes it
+	keepN     int    // else the number kept
 	ckptMode  nn.CheckpointMode
 	ckptAuto  bool         // -checkpoint auto: chosen by nn.Placement under -device-budget
 	precision string       // -precision
@@ -134,7 +137,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.maxTime, "max-time", 0, "stop training after this long (0: no limit)")
 	fs.StringVar(&o.ckpt, "checkpoint", "none", "activation checkpointing of the transformer blocks: none, blocks (recompute whole blocks in backward), selective (keep the matrix products' outputs, recompute the rest) or auto (with -device-budget: raised from none while a step does not fit, then raised further while the placement measures that recomputing is faster than reaching offloaded tensors over the bus; nn.Placement)")
 	fs.IntVar(&o.ckptEvery, "checkpoint-every", 1, "with -checkpoint blocks or selective: checkpoint every k-th block (1: all)")
-	fs.IntVar(&o.ckptKeep, "checkpoint-offload-keep", 2, "with -checkpoint-offload: how many of the last checkpointed blocks of a forward pass keep what they hold on the device (0: none; more: less traffic on the bus, more device memory)")
+	fs.StringVar(&o.ckptKeep, "checkpoint-offload-keep", "auto", "with -checkpoint-offload: how many of the last checkpointed blocks of a forward pass keep what they hold on the device (0: none; more: less traffic on the bus, more device memory); auto: 2, and under -device-budget as many as the budget has room for (nn.Placement)")
 	fs.BoolVar(&o.ckptOff, "checkpoint-offload", false, "with -checkpoint blocks or selective: move what the checkpointed blocks hold (their inputs; with selective, every matrix product's output) to pinned host memory on the GPU's copy engines while the forward pass runs, and bring each block's back ahead of its backward (the same results; the device holds about two blocks' worth)")
 	fs.StringVar(&o.precision, "precision", "fp32", "matrix products: fp32, tf32 (float32 with TF32 tensor cores on the GPU), fp16 (autocast, with loss scaling) or bf16 (autocast)")
 	fs.StringVar(&o.attention, "attention", "auto", "attention: plain (the (B, H, T, T) probabilities materialised per op), fused (FlashAttention-2 kernels, no T x T matrix) or auto (fused on CUDA where its kernels run on tensor cores: fp16, bf16, tf32, and fp32 at heads of up to 64 through 3xTF32; plain elsewhere)")
@@ -218,11 +221,16 @@ func (o *options) checkCheckpoint(fs *flag.FlagSet) error {
 		everySet = everySet || f.Name == "checkpoint-every"
 		keepSet = keepSet || f.Name == "checkpoint-offload-keep"
 	})
-	switch {
-	case keepSet && !o.ckptOff:
-		return fmt.Errorf("-checkpoint-offload-keep %d: needs -checkpoint-offload", o.ckptKeep)
-	case o.ckptKeep < 0:
-		return fmt.Errorf("-checkpoint-offload-keep %d: must not be negative", o.ckptKeep)
+	if keepSet && !o.ckptOff {
+		return fmt.Errorf("-checkpoint-offload-keep %s: needs -checkpoint-offload", o.ckptKeep)
+	}
+	o.keepN, o.keepAuto = 2, o.ckptKeep == "auto" && o.budget != ""
+	if o.ckptKeep != "auto" {
+		n, err := strconv.Atoi(o.ckptKeep)
+		if err != nil || n < 0 {
+			return fmt.Errorf("-checkpoint-offload-keep %q: want auto or a count of blocks, 0 or more", o.ckptKeep)
+		}
+		o.keepN = n
 	}
 	if o.ckpt == "auto" {
 		// Start with none; the placement raises it (placement.go).

@@ -144,7 +144,7 @@ func TestCheckpointFlags(t *testing.T) {
 		"-checkpoint-offload":                                                "-checkpoint-offload: needs -checkpoint blocks or selective",
 		"-checkpoint auto -device-budget 1GiB -checkpoint-offload":           "-checkpoint-offload: not with -checkpoint auto",
 		"-checkpoint selective -checkpoint-offload-keep 3":                   "-checkpoint-offload-keep 3: needs -checkpoint-offload",
-		"-checkpoint blocks -checkpoint-offload -checkpoint-offload-keep -1": "-checkpoint-offload-keep -1: must not be negative",
+		"-checkpoint blocks -checkpoint-offload -checkpoint-offload-keep -1": `-checkpoint-offload-keep "-1": want auto or a count`,
 	} {
 		_, err := parseFlags(strings.Fields(args))
 		require.ErrorContains(t, err, msg, args)

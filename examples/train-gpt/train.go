@@ -73,7 +73,7 @@ func newTrainer(o *options, cfg nn.GPTConfig, dev tensor.Device, T int) (*traine
 	if err != nil {
 		return nil, err
 	}
-	model.Checkpoint = nn.Checkpointing{Mode: o.ckptMode, Every: o.ckptEvery, Offload: o.ckptOff, OffloadKeep: offloadKeep(o.ckptKeep)}
+	model.Checkpoint = nn.Checkpointing{Mode: o.ckptMode, Every: o.ckptEvery, Offload: o.ckptOff, OffloadKeep: offloadKeep(o.keepN)}
 	if o.head == "auto" {
 		// On the GPU the fused head is faster (its GEMMs get the padded
 		// vocabulary) and holds a chunk of logits instead of all of them;
@@ -94,7 +94,7 @@ func newTrainer(o *options, cfg nn.GPTConfig, dev tensor.Device, T int) (*traine
 	src := rand.NewPCG(o.seed, 0xDA7A)
 	var placer *nn.Placement
 	if o.sched != nil {
-		if placer, err = nn.NewPlacement(o.sched, &model.Checkpoint, nn.PlacementConfig{Auto: o.ckptAuto, Log: placementLog{}}); err != nil {
+		if placer, err = nn.NewPlacement(o.sched, &model.Checkpoint, o.placementConfig(model)); err != nil {
 			nn.Release(ps)
 			return nil, err
 		}
@@ -506,4 +506,14 @@ func offloadKeep(n int) int {
 		return -1
 	}
 	return n
+}
+
+// placementConfig is the placement's: the checkpointing level chosen with
+// -checkpoint auto, the offload's keep with -checkpoint-offload-keep auto.
+func (o *options) placementConfig(model *nn.GPT) nn.PlacementConfig {
+	cfg := nn.PlacementConfig{Auto: o.ckptAuto, Log: placementLog{}}
+	if o.keepAuto {
+		cfg.OffloadRegions = model.OffloadRegions
+	}
+	return cfg
 }
