@@ -2,6 +2,7 @@ package memory
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/strata-ml/strata/cuda"
 )
@@ -54,17 +55,39 @@ func NewCUDAManager(ctx *cuda.Context, cfg Config) (*Manager, error) {
 		m.owned = append(m.owned, owned.Close)
 	}
 	m.copyFn = func(dst, src uintptr, n int64, s Stream) error {
-		var st *cuda.Stream
-		if s != 0 {
-			if streams == nil {
-				return fmt.Errorf("memory: copy on stream %#x without the CUDA manager's CUDAStreams: %w", uintptr(s), ErrInvalidArgument)
-			}
-			var err error
-			if st, err = streams.CUDA(s); err != nil {
-				return err
-			}
+		st, err := cudaStream(streams, s)
+		if err != nil {
+			return err
 		}
 		return ctx.MemcpyDtoDAsync(cuda.DevicePtr(dst), cuda.DevicePtr(src), int(n), st)
 	}
+	m.pinned = &pinnedCopier{
+		toDevice: func(dst uintptr, src unsafe.Pointer, n int64, s Stream) error {
+			st, err := cudaStream(streams, s)
+			if err != nil {
+				return err
+			}
+			return ctx.MemcpyHtoDAsyncPtr(cuda.DevicePtr(dst), src, int(n), st)
+		},
+		toHost: func(dst unsafe.Pointer, src uintptr, n int64, s Stream) error {
+			st, err := cudaStream(streams, s)
+			if err != nil {
+				return err
+			}
+			return ctx.MemcpyDtoHAsyncPtr(dst, cuda.DevicePtr(src), int(n), st)
+		},
+	}
 	return m, nil
+}
+
+// cudaStream is the *cuda.Stream of memory stream s (nil: the default
+// stream, for 0).
+func cudaStream(streams *CUDAStreams, s Stream) (*cuda.Stream, error) {
+	if s == 0 {
+		return nil, nil
+	}
+	if streams == nil {
+		return nil, fmt.Errorf("memory: copy on stream %#x without the CUDA manager's CUDAStreams: %w", uintptr(s), ErrInvalidArgument)
+	}
+	return streams.CUDA(s)
 }

@@ -124,7 +124,10 @@ type Manager struct {
 	onSpill     func(SpillEvent)
 
 	// copyFn moves bytes for Migrate (migrate.go); migrations counts them.
-	copyFn     CopyFunc
+	copyFn CopyFunc
+	// pinned, when set (NewCUDAManager), copies between page-locked host
+	// memory and device memory by the host pointer (migrate_pinned.go).
+	pinned     *pinnedCopier
 	barrier    func(Stream) error // SetMigrateBarrier
 	migrations Moved
 	asyncMoves Moved // MigrateOn's (migrate_on.go)

@@ -106,7 +106,7 @@ func (m *Manager) migrate(a *Allocation, old *Block, t Tier) error {
 	if err != nil {
 		return err
 	}
-	if err := m.copyBytes(nb, old, a.size); err != nil {
+	if err := m.copyBetween(nb, old, t, a.tier, a.size, old.Stream()); err != nil {
 		_ = m.pools[t].free(nb)
 		return fmt.Errorf("memory: Migrate of %s for %s from %s to %s: %w", FormatBytes(a.size), a.role, a.tier, t, err)
 	}
@@ -132,11 +132,9 @@ func (m *Manager) rehome(a *Allocation, old, nb *Block, t Tier, moved *Moved) er
 	return nil
 }
 
-// copyBytes copies n bytes from block src to block dst.
+// copyBytes copies n bytes from block src to block dst through their host
+// views (copyBetween's last resort).
 func (m *Manager) copyBytes(dst, src *Block, n int64) error {
-	if m.copyFn != nil {
-		return m.copyFn(dst.Addr(), src.Addr(), n, src.Stream())
-	}
 	d, s := dst.Host(), src.Host()
 	if int64(len(d)) < n || int64(len(s)) < n {
 		return fmt.Errorf("no copy function and no host view of both tiers: %w", ErrInvalidArgument)

@@ -66,17 +66,9 @@ func (m *Manager) MigrateOn(a *Allocation, t Tier, s Stream) error {
 			return fmt.Errorf("memory: MigrateOn of %s for %s: %w", FormatBytes(a.size), a.role, err)
 		}
 	}
-	if err := m.copyOn(nb, old, a.size, s); err != nil {
+	if err := m.copyBetween(nb, old, t, a.tier, a.size, s); err != nil {
 		_ = m.pools[t].free(nb) // held for the home stream: reused only after its work
 		return fmt.Errorf("memory: MigrateOn of %s for %s from %s to %s: %w", FormatBytes(a.size), a.role, a.tier, t, err)
 	}
 	return m.rehome(a, old, nb, t, &m.asyncMoves)
-}
-
-// copyOn copies n bytes from block src to block dst on stream s.
-func (m *Manager) copyOn(dst, src *Block, n int64, s Stream) error {
-	if m.copyFn != nil {
-		return m.copyFn(dst.Addr(), src.Addr(), n, s)
-	}
-	return m.copyBytes(dst, src, n)
 }

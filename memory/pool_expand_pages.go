@@ -30,14 +30,17 @@ func (p *Pool) releasePages(pages []Page) error {
 // cached block is reused, so no synchronisation is needed. Pages of other
 // streams' segments are unmapped, after one Sync. Within a segment it
 // takes from the end first, which keeps live data packed towards the
-// start.
+// start. Segments of held streams (StreamHolder) give nothing, as they
+// give nothing to EmptyCache: a captured graph's replays write their free
+// blocks, which must stay mapped where they are.
 func (p *Pool) steal(n int, target *segment, lo, hi int64) ([]Page, error) {
 	var pages []Page
 	synced := false
 	var order []*segment
+	h := p.holder()
 	for _, same := range [2]bool{true, false} {
 		for seg := p.segs; seg != nil; seg = seg.next {
-			if seg.x != nil && (seg.stream == target.stream) == same {
+			if seg.x != nil && (seg.stream == target.stream) == same && !heldBy(h, seg.stream) {
 				order = append(order, seg)
 			}
 		}

@@ -47,9 +47,9 @@ type StreamWaiter interface {
 }
 
 // StreamHolder is implemented by a StreamSync that can hold streams:
-// while Held(s) reports true, EmptyCache and the retry before an
-// out-of-memory error leave the segments of stream s alone, free blocks
-// and all. A captured CUDA graph's private pool is such a stream
+// while Held(s) reports true, EmptyCache, the retry before an
+// out-of-memory error and an expandable pool's page stealing leave the
+// segments of stream s alone, free blocks and all. A captured CUDA graph's private pool is such a stream
 // (CUDAStreams.Private; tensor.CaptureGraph): its replays write the blocks
 // that were freed during capture, which the pool sees as free cache.
 type StreamHolder interface {
