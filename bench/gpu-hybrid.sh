@@ -99,6 +99,7 @@
 #         expandable; auto: nn.Placement chooses), a memory plot, the seed
 #         table's hybrid-ckpt rows at keeps KEEP_TABLE, gpt2-medium bf16 unconstrained and under 4 GiB
 #         with expandable segments
+# movetests the memory suite, the moves' GPU tests (classic, expandable)
 # keepab  the keeps (KEEPS) twice, no checkpointing and selective on the
 #         device as references, the placement's choice, table rows
 # torch   PyTorch 2.x in the same call: gpt2-medium capped at 4 GiB
@@ -212,15 +213,28 @@ for name, tok in sorted(rows.items()):
 PY
 fi
 
-if has offload; then
+# offload_tests [VAR=value...]: the GPU tests of the moves (tensor's
+# TestMoveTo, train-gpt's bit-identical losses with -checkpoint-offload).
+offload_tests() {
+  local t pkg pat start bin tag=${1:+-exp}
   for t in "tensor TestMoveTo" "examples/train-gpt TestCheckpointOffloadSameLosses"; do
     pkg=${t%% *} pat=${t#* }
     start=$(date +%s)
     bin=$PWD/.gpu/$(basename "$pkg").test
-    (cd "$pkg" && STRATA_REQUIRE_GPU=1 timeout 150 "$bin" -test.v -test.run "^($pat)\$" > "$L/offtest-$(basename "$pkg").log" 2>&1)
-    say "offload tests of $pkg: exit $? in $(( $(date +%s) - start ))s"
-    grep -E -- '--- (PASS|FAIL|SKIP)|panic:|worst relative' "$L/offtest-$(basename "$pkg").log" | tee -a "$OUT/summary.txt"
+    (cd "$pkg" && env "$@" STRATA_REQUIRE_GPU=1 timeout 150 "$bin" -test.v -test.run "^($pat)\$" > "$L/offtest$tag-$(basename "$pkg").log" 2>&1)
+    say "offload tests of $pkg $*: exit $? in $(( $(date +%s) - start ))s"
+    grep -E -- '--- (PASS|FAIL|SKIP)|panic:|worst relative' "$L/offtest$tag-$(basename "$pkg").log" | tee -a "$OUT/summary.txt"
   done
+}
+
+if has movetests; then
+  run_gpu_tests memory
+  offload_tests
+  offload_tests STRATA_EXPANDABLE_SEGMENTS=1
+fi
+
+if has offload; then
+  offload_tests
   off_run() { # name, then train-gpt flags
     local name=$1 start; shift
     start=$(date +%s)
@@ -374,6 +388,9 @@ if has keepab; then
     done
   done
   off2 fp32-keepauto -config gpt2 -precision fp32 -checkpoint selective -checkpoint-offload -device-budget "$b" -bench-warmup 14
+  for k in 2 3 auto; do
+    off2 fp32-keep$k-exp STRATA_EXPANDABLE_SEGMENTS=1 -config gpt2 -precision fp32 -checkpoint selective -checkpoint-offload -checkpoint-offload-keep $k -device-budget "$b" -bench-warmup 14
+  done
   for k in ${KEEP_TABLE:-3 auto}; do
     start=$(date +%s)
     timeout 100 .gpu/memstrategies -config gpt2 -precision fp32 -steps 5 -warmup 14 -strategies device,hybrid-ckpt \

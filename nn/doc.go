@@ -114,5 +114,9 @@
 // traffic on the bus), and a level that unsettled first steps raised past
 // is tried again; the first step at a new level is not judged (it spills
 // what the pool's segments, cut for the level before, cannot hold yet).
-// Results are the same at every level and placement.
+// With offloaded checkpointing (Checkpointing.Offload) it also chooses
+// how many of the last blocks keep what they hold on the device
+// (OffloadKeep): more while the budget has room, fewer when a step passes
+// it or the scheduler has to demote tensors to fit.
+// Results are the same at every level, keep and placement.
 package nn

@@ -38,6 +38,10 @@ import (
 //     When no higher level is worth trying (no offload traffic, tried
 //     already, or none left), the level below is tried the same way
 //     (once; if it does not fit, the Fit rule raises it back).
+//   - Keep: when the checkpointing offloads (Checkpointing.Offload) and
+//     PlacementConfig.OffloadRegions is set, how many of the last blocks
+//     keep what they hold on the device follows the budget's room
+//     (placement_keep.go): moving what fits only adds bus traffic.
 //
 // Both costs are measured rather than modelled: the bus's speed and the
 // share of a step that recomputation adds depend on the model, the
