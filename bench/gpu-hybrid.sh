@@ -345,6 +345,20 @@ if has offload6; then
   grep -E '^\||placement:' "$L/memstrategies-offload6-fp32.log" | cut -c1-300 | tee -a "$OUT/summary.txt"
 fi
 
+# keep_table TAG WARMUP KEEP...: memstrategies' gpt2 fp32 device and
+# hybrid-ckpt rows (selective, offloaded, half the device row's peak) at
+# each -hybrid-offload-keep.
+keep_table() {
+  local tag=$1 warm=$2 k start; shift 2
+  for k in "$@"; do
+    start=$(date +%s)
+    timeout 100 .gpu/memstrategies -config gpt2 -precision fp32 -steps 5 -warmup "$warm" -strategies device,hybrid-ckpt \
+      -hybrid-checkpoint selective -hybrid-offload -hybrid-offload-keep "$k" -png "" >> "$res" 2> "$L/memstrategies-$tag$k-fp32.log"
+    say "memstrategies gpt2 fp32 device,hybrid-ckpt(selective, offloaded keep $k, half the device's peak): exit $? in $(( $(date +%s) - start ))s"
+    grep -E '^\||placement:' "$L/memstrategies-$tag$k-fp32.log" | cut -c1-300 | tee -a "$OUT/summary.txt"
+  done
+}
+
 if has keep; then
   # How many of the last blocks keep what they hold on the device
   # (-checkpoint-offload-keep): gpt2 fp32 selective offloaded under half
@@ -362,13 +376,7 @@ if has keep; then
   timeout 60 .gpu/train-gpt -device cuda -config gpt2 -precision fp32 -checkpoint selective -checkpoint-offload -device-budget "$b" \
     -memory-plot "$OUT/fp32-keep2-budget.png" -memory-step 4 > "$L/plot-keep2.log" 2>&1
   say "memory plot, fp32 selective offloaded keep 2 under $b: exit $?"
-  for k in ${KEEP_TABLE:-auto 4 6}; do
-    start=$(date +%s)
-    timeout 100 .gpu/memstrategies -config gpt2 -precision fp32 -steps 5 -warmup 6 -strategies device,hybrid-ckpt \
-      -hybrid-checkpoint selective -hybrid-offload -hybrid-offload-keep $k -png "" >> "$res" 2> "$L/memstrategies-keep$k-fp32.log"
-    say "memstrategies gpt2 fp32 device,hybrid-ckpt(selective, offloaded keep $k, half the device's peak): exit $? in $(( $(date +%s) - start ))s"
-    grep -E '^\| hybrid' "$L/memstrategies-keep$k-fp32.log" | cut -c1-300 | tee -a "$OUT/summary.txt"
-  done
+  keep_table keep 6 ${KEEP_TABLE:-auto 4 6}
   m="-config gpt2-medium -precision bf16 -attention fused -head fused -bench-warmup 25"
   off2 medium-none $m
   off2 medium-auto-exp STRATA_EXPANDABLE_SEGMENTS=1 $m -device-budget 4GiB -checkpoint auto -bench-warmup 50
@@ -391,13 +399,7 @@ if has keepab; then
   for k in 2 3 auto; do
     off2 fp32-keep$k-exp STRATA_EXPANDABLE_SEGMENTS=1 -config gpt2 -precision fp32 -checkpoint selective -checkpoint-offload -checkpoint-offload-keep $k -device-budget "$b" -bench-warmup 14
   done
-  for k in ${KEEP_TABLE:-3 auto}; do
-    start=$(date +%s)
-    timeout 100 .gpu/memstrategies -config gpt2 -precision fp32 -steps 5 -warmup 14 -strategies device,hybrid-ckpt \
-      -hybrid-checkpoint selective -hybrid-offload -hybrid-offload-keep $k -png "" >> "$res" 2> "$L/memstrategies-keepab$k-fp32.log"
-    say "memstrategies gpt2 fp32 device,hybrid-ckpt(selective, offloaded keep $k, half the device's peak): exit $? in $(( $(date +%s) - start ))s"
-    grep -E '^\||placement:' "$L/memstrategies-keepab$k-fp32.log" | cut -c1-300 | tee -a "$OUT/summary.txt"
-  done
+  keep_table keepab 14 ${KEEP_TABLE:-3 auto}
 fi
 
 if has overlapab; then
