@@ -11,10 +11,12 @@ import (
 // through the host views.
 type CopyFunc func(dst, src uintptr, n int64, s Stream) error
 
-// SetCopy replaces the function Migrate copies with (nil: host views).
+// SetCopy replaces the function Migrate and MigrateOn copy with, for
+// every pair of tiers (nil: host views): the CUDA manager's copies of
+// page-locked memory by its host pointer stop too.
 func (m *Manager) SetCopy(fn CopyFunc) {
 	m.mu.Lock()
-	m.copyFn = fn
+	m.copyFn, m.pinned = fn, nil
 	m.mu.Unlock()
 }
 

@@ -21,6 +21,11 @@ func TestCopyBetweenPinned(t *testing.T) {
 		s         Stream
 	}
 	var calls []call
+	var funcCopies int
+	m.SetCopy(func(dst, src uintptr, n int64, s Stream) error {
+		funcCopies++
+		return nil
+	})
 	m.pinned = &pinnedCopier{
 		toDevice: func(dst uintptr, src unsafe.Pointer, n int64, s Stream) error {
 			calls = append(calls, call{"to device", dst, uintptr(src), n, s})
@@ -31,11 +36,6 @@ func TestCopyBetweenPinned(t *testing.T) {
 			return nil
 		},
 	}
-	var funcCopies int
-	m.SetCopy(func(dst, src uintptr, n int64, s Stream) error {
-		funcCopies++
-		return nil
-	})
 	const own, copier Stream = 1, 2
 	a, err := m.AllocStream(3000, RoleActivation, own)
 	require.NoError(t, err)
@@ -52,5 +52,10 @@ func TestCopyBetweenPinned(t *testing.T) {
 	require.NoError(t, m.MigrateOn(a, TierHost, copier))
 	require.Len(t, calls, 2, "device to host memory is not the staging tier's")
 	require.Equal(t, 1, funcCopies, "that one takes the CopyFunc")
+	m.SetCopy(m.copyFn)
+	require.Nil(t, m.pinned, "SetCopy takes every copy over")
+	require.NoError(t, m.MigrateOn(a, TierStaging, copier))
+	require.Equal(t, 2, funcCopies)
+	require.Len(t, calls, 2)
 	require.NoError(t, m.Free(a))
 }

@@ -186,6 +186,12 @@ func newCUDADevice(ordinal int) (_ *cudaDevice, err error) {
 		// copies synchronous, device copies by kernel (copyDevice).
 		d.vmm = true
 		d.q = streamQueue{ctx: ctx, stream: d.stream, syncPageable: true}
+		// Moves between tiers too (cuda_vmm_copy.go).
+		v := &vmmCopier{d: d}
+		if v.args, err = cuda.NewArgs(); err != nil {
+			return nil, err
+		}
+		d.mem.SetCopy(v.copy)
 	}
 	// cuBLAS comes up with the device, so its workspace is part of the
 	// memory in use from the start; a missing cuBLAS fails float32

@@ -1,0 +1,63 @@
+package tensor
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/strata-ml/strata/cuda"
+	"github.com/strata-ml/strata/memory"
+)
+
+// vmmCopier is the memory manager's copy function (memory.Manager.SetCopy)
+// when device memory is expandable: moves between tiers (MoveTo's
+// MigrateOn on the copy stream, the placement scheduler's Migrate) copy
+// with the copy kernel on the move's stream instead of the copy engines.
+// On the H200 (driver 580) the copy engines refused now and then copies
+// into and out of ranges mapped with the virtual memory API (memory's
+// package doc), and in session 17 moves of activations between mapped
+// pinned host memory and such ranges failed (CUDA_ERROR_INVALID_VALUE,
+// device-to-device through the host memory's alias and host-to-device by
+// its host pointer alike) or, in training, changed the losses, where the
+// same moves into cuMemAlloc segments were bit for bit right. Kernels on
+// those ranges never failed; reading and writing mapped pinned memory
+// from a kernel crosses the bus at a lower speed than the copy engines
+// and takes some of the GPU's cores, the price of the opt-in expandable
+// segments until the driver's copies are understood.
+type vmmCopier struct {
+	d    *cudaDevice
+	mu   sync.Mutex // guards args
+	args *cuda.Args
+}
+
+// copy copies n bytes from src to dst on memory stream s with the widest
+// copy kernel their alignment allows (the copy engine for odd ones).
+func (v *vmmCopier) copy(dst, src uintptr, n int64, s memory.Stream) error {
+	if n <= 0 {
+		return nil
+	}
+	d := v.d
+	st, err := d.streams.CUDA(s)
+	if err != nil {
+		return err
+	}
+	sz, kb := 0, 0
+	for i, w := range [...]int{8, 4, 2} {
+		if n%int64(w) == 0 && dst%uintptr(w) == 0 && src%uintptr(w) == 0 {
+			sz, kb = w, [...]int{kB8, kB4, kB2}[i]
+			break
+		}
+	}
+	if sz == 0 { // an odd size or address: the copy engine (no byte kernel)
+		return d.ctx.MemcpyDtoDAsync(cuda.DevicePtr(dst), cuda.DevicePtr(src), int(n), st)
+	}
+	w := n / int64(sz)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	a := v.args.Reset()
+	a.Ptr(cuda.DevicePtr(dst)).Ptr(cuda.DevicePtr(src)).Int64(1).Int64(w).Int64(w).Int64(w)
+	cudaLaunches.Add(1)
+	if err := d.ctx.LaunchKernelArgs(d.k.copy2D[kb], grid1(int(w)), block1, 0, st, a); err != nil {
+		return fmt.Errorf("tensor: copying %s between memory tiers on %v by kernel: %w", memory.FormatBytes(n), d, err)
+	}
+	return nil
+}
