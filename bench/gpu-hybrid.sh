@@ -100,6 +100,7 @@
 #         table's hybrid-ckpt rows at keeps KEEP_TABLE, gpt2-medium bf16 unconstrained and under 4 GiB
 #         with expandable segments
 # movetests the memory suite, the moves' GPU tests (classic, expandable)
+# keepauto the timed keep search, classic and expandable
 # keepab  the keeps (KEEPS) twice, no checkpointing and selective on the
 #         device as references, the placement's choice, table rows
 # torch   PyTorch 2.x in the same call: gpt2-medium capped at 4 GiB
@@ -400,6 +401,19 @@ if has keepab; then
     off2 fp32-keep$k-exp STRATA_EXPANDABLE_SEGMENTS=1 -config gpt2 -precision fp32 -checkpoint selective -checkpoint-offload -checkpoint-offload-keep $k -device-budget "$b" -bench-warmup 14
   done
   keep_table keepab 14 ${KEEP_TABLE:-3 auto}
+fi
+
+if has keepauto; then
+  # The timed keep search (55453c8's successor) and the expandable
+  # segments' moves by kernel.
+  b=${OFFLOAD_BUDGET:-5.29GiB}
+  off2 fp32-none -config gpt2 -precision fp32 -bench-warmup 3
+  off2 fp32-keep2 -config gpt2 -precision fp32 -checkpoint selective -checkpoint-offload -checkpoint-offload-keep 2 -device-budget "$b" -bench-warmup 6
+  off2 fp32-keepauto -config gpt2 -precision fp32 -checkpoint selective -checkpoint-offload -device-budget "$b" -bench-warmup 24
+  for k in 2 3 auto; do
+    off2 fp32-keep$k-exp STRATA_EXPANDABLE_SEGMENTS=1 -config gpt2 -precision fp32 -checkpoint selective -checkpoint-offload -checkpoint-offload-keep $k -device-budget "$b" -bench-warmup 24
+  done
+  keep_table keepauto 24 auto
 fi
 
 if has overlapab; then

@@ -116,7 +116,8 @@
 // what the pool's segments, cut for the level before, cannot hold yet).
 // With offloaded checkpointing (Checkpointing.Offload) it also chooses
 // how many of the last blocks keep what they hold on the device
-// (OffloadKeep): more while the budget has room, fewer when a step passes
-// it or the scheduler has to demote tensors to fit.
+// (OffloadKeep): a larger keep is tried while the budget has room and
+// stays only if the measured step is faster; fewer are kept when a step
+// passes the budget or the scheduler has to demote tensors to fit.
 // Results are the same at every level, keep and placement.
 package nn

@@ -40,8 +40,9 @@ import (
 //     (once; if it does not fit, the Fit rule raises it back).
 //   - Keep: when the checkpointing offloads (Checkpointing.Offload) and
 //     PlacementConfig.OffloadRegions is set, how many of the last blocks
-//     keep what they hold on the device follows the budget's room
-//     (placement_keep.go): moving what fits only adds bus traffic.
+//     keep what they hold on the device is searched the same way: a
+//     larger keep is tried while the budget has room and stays only if
+//     the step is faster; pressure lowers it (placement_keep.go).
 //
 // Both costs are measured rather than modelled: the bus's speed and the
 // share of a step that recomputation adds depend on the model, the
@@ -59,17 +60,15 @@ type Placement struct {
 	ckpt  *Checkpointing
 	cfg   PlacementConfig
 
-	last       time.Time // the end of the last Step
-	quiet      bool      // the last Step moved nothing and kept the level
-	fresh      bool      // the last Step changed the level: the next step is its first
-	keepFresh  bool      // the last Step changed OffloadKeep (placement_keep.go)
-	keepCap    int       // with keepCapped, the most regions tuneKeep may keep
-	keepCapped bool
-	times      map[int][]time.Duration
-	probe      int           // the level a trial started from; -1 when none runs
-	probeFrom  time.Duration // its step time
-	seen       map[int]bool  // levels timed or tried
-	done       bool
+	last      time.Time  // the end of the last Step
+	quiet     bool       // the last Step moved nothing and kept the level
+	fresh     bool       // the last Step changed the level: the next step is its first
+	keep      keepSearch // the choice of OffloadKeep (placement_keep.go)
+	times     map[int][]time.Duration
+	probe     int           // the level a trial started from; -1 when none runs
+	probeFrom time.Duration // its step time
+	seen      map[int]bool  // levels timed or tried
+	done      bool
 }
 
 // Planner is what a Placement steers with: *memory.Scheduler, whose Step
@@ -123,7 +122,7 @@ func NewPlacement(sched Planner, ckpt *Checkpointing, cfg PlacementConfig) (*Pla
 	}
 	p := &Placement{sched: sched, ckpt: ckpt, cfg: cfg, times: map[int][]time.Duration{}, probe: -1, seen: map[int]bool{}}
 	p.done = !cfg.Auto || p.level() < 0
-	p.keepFresh = true // the first step is not judged either
+	p.keep = keepSearch{fresh: true, times: map[int][]time.Duration{}, probe: -1, lastKeep: ckpt.offloadKeep()}
 	return p, nil
 }
 
@@ -148,8 +147,11 @@ func (p *Placement) StepTime() time.Duration { return median(p.times[p.level()])
 func (p *Placement) Step() (memory.Plan, error) {
 	now := p.cfg.Now()
 	lv := p.level()
-	if p.quiet && !p.last.IsZero() && lv >= 0 {
-		p.times[lv] = append(p.times[lv], now.Sub(p.last))
+	if p.quiet && !p.last.IsZero() {
+		if lv >= 0 {
+			p.times[lv] = append(p.times[lv], now.Sub(p.last))
+		}
+		p.timeKeep(now.Sub(p.last))
 	}
 	plan, err := p.sched.Step()
 	if err != nil {
@@ -163,6 +165,7 @@ func (p *Placement) Step() (memory.Plan, error) {
 		p.decide(plan, lv)
 	}
 	p.tuneKeep(plan)
+	p.keep.lastKeep = p.ckpt.offloadKeep()
 	p.last = p.cfg.Now()
 	return plan, nil
 }

@@ -2,37 +2,54 @@ package nn
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/strata-ml/strata/memory"
 )
 
+// keepSearch is the state of Placement's choice of OffloadKeep.
+type keepSearch struct {
+	fresh    bool // the last Step changed the keep (or none ran yet): the next step is not judged
+	times    map[int][]time.Duration
+	probe    int // the keep a trial started from; -1 when none runs
+	from     time.Duration
+	cap      int // with capped, the most regions that may be kept
+	capped   bool
+	done     bool
+	lastKeep int // the keep the last step ran at
+}
+
 // tuneKeep chooses the model's OffloadKeep (how many of the last
 // checkpointed regions keep what they hold on the device) from a step's
-// plan, when the checkpointing offloads and PlacementConfig.OffloadRegions
-// is set. What a region holds costs its bytes of device memory if kept,
-// and its bytes each way over the bus if moved: under a budget with room
-// left, moving it only adds traffic, and the copies of a forward pass
-// that moves much (about 2.6 GB for float32 gpt2 at B8 T1024) run longer
-// than the pass itself at the bus's device-to-host speed, so that a pool
-// at its budget waits for them. So:
+// plan and measured step times, when the checkpointing offloads and
+// PlacementConfig.OffloadRegions is set. What a region holds costs its
+// bytes of device memory if kept, and its bytes each way over the bus if
+// moved. Whether moving less is faster is measured, not modelled: on the
+// H200 (session 17) keeping 3 to 6 of gpt2's 12 blocks under half the
+// device's peak ran no faster than 2, and 8 or 9 slower (the AdamW state
+// they pushed to host memory), so a larger keep must earn its place:
 //
 //   - under pressure (the step passed the budget, Plan.Excess, or the
 //     scheduler had to demote tensors to fit it, Plan.Demoted): keep
-//     fewer, by the regions the pressure covers, down to none, and never
-//     again more than that;
-//   - room left under the target of more than two regions, with the
-//     scheduler settled (nothing pending promotion): keep more, by half
-//     that room in regions (at least one), up to every region.
+//     fewer, by the regions the pressure covers, down to none; no larger
+//     keep is tried again;
+//   - with room left under the target of more than two regions and the
+//     scheduler settled: once TimedSteps settled steps are timed at the
+//     current keep, a larger one (by half the room in regions, at least
+//     one) is tried; once its steps are timed it stays if faster by more
+//     than Tolerance, and the search goes on from it, else the keep
+//     before it comes back and the search ends.
 //
 // The first step is not judged, nor the step after a change (the pool's
 // segments are cut for the step before). Results are the same at every
 // keep, bit for bit.
 func (p *Placement) tuneKeep(plan memory.Plan) {
+	ks := &p.keep
 	if !p.ckpt.Offload || p.cfg.OffloadRegions == nil {
 		return
 	}
-	if p.keepFresh {
-		p.keepFresh = false
+	if ks.fresh {
+		ks.fresh = false
 		return
 	}
 	n, per := p.cfg.OffloadRegions()
@@ -40,38 +57,62 @@ func (p *Placement) tuneKeep(plan memory.Plan) {
 		return
 	}
 	k := p.ckpt.offloadKeep()
-	var next int
-	var why string
-	pressure := plan.Excess + plan.Demoted
-	switch room := plan.Target - plan.Demand; {
-	case pressure > 0 && k > 0:
-		next = max(0, k-int((pressure+per-1)/per))
-		p.keepCap, p.keepCapped = next, true // the pressure says what fits: no more is tried again
-		why = fmt.Sprintf("the step passed the budget by %s", memory.FormatBytes(plan.Excess))
+	if pressure := plan.Excess + plan.Demoted; pressure > 0 {
+		if k == 0 {
+			return
+		}
+		next := max(0, k-int((pressure+per-1)/per))
+		ks.cap, ks.capped, ks.probe = next, true, -1
+		why := fmt.Sprintf("the step passed the budget by %s", memory.FormatBytes(plan.Excess))
 		if plan.Excess == 0 {
 			why = fmt.Sprintf("the scheduler demoted %s to fit the budget", memory.FormatBytes(plan.Demoted))
 		}
-	case pressure == 0 && plan.Pending == 0 && k < p.keepLimit(n) && room > 2*per:
-		next = min(p.keepLimit(n), k+max(1, int(room/per)/2))
-		why = fmt.Sprintf("%s of the target is free", memory.FormatBytes(room))
-	default:
+		p.setKeep(next, n, k, fmt.Sprintf("step %d: %s, a region holds %s", plan.Step, why, memory.FormatBytes(per)))
 		return
 	}
+	if ks.done || !p.quiet || len(ks.times[k]) < p.cfg.TimedSteps {
+		return
+	}
+	t := median(ks.times[k])
+	if ks.probe >= 0 {
+		from, tf := ks.probe, ks.from
+		ks.probe = -1
+		if float64(t) > float64(tf)*(1-p.cfg.Tolerance) {
+			ks.done = true
+			p.setKeep(from, n, k, fmt.Sprintf("step %d: keeping %d blocks takes %v a step, %d took %v", plan.Step, k, round(t), from, round(tf)))
+			return
+		}
+		p.log("step %d: keeping %d blocks takes %v a step, %d took %v: kept", plan.Step, k, round(t), from, round(tf))
+	}
+	limit := n
+	if ks.capped {
+		limit = min(n, ks.cap)
+	}
+	room := plan.Target - plan.Demand
+	if plan.Pending > 0 || k >= limit || room <= 2*per {
+		ks.done = true
+		return
+	}
+	ks.probe, ks.from = k, t
+	p.setKeep(min(limit, k+max(1, int(room/per)/2)), n, k,
+		fmt.Sprintf("step %d: %s of the target is free, a region holds %s, %v a step", plan.Step, memory.FormatBytes(room), memory.FormatBytes(per), round(t)))
+}
+
+// setKeep makes the model keep next of n regions (k before) and says why.
+func (p *Placement) setKeep(next, n, k int, why string) {
 	p.ckpt.OffloadKeep = next
 	if next == 0 {
 		p.ckpt.OffloadKeep = -1 // none
 	}
-	p.keepFresh = true
-	p.quiet = false
-	p.log("step %d: %s, a region holds %s: offloading keeps the last %d of %d checkpointed blocks on the device (was %d)",
-		plan.Step, why, memory.FormatBytes(per), next, n, k)
+	p.keep.fresh, p.quiet = true, false
+	delete(p.keep.times, next)
+	p.log("%s: offloading keeps the last %d of %d checkpointed blocks on the device (was %d)", why, next, n, k)
 }
 
-// keepLimit is the most regions tuneKeep keeps of n: no more than a keep
-// lowered for passing the budget.
-func (p *Placement) keepLimit(n int) int {
-	if p.keepCapped {
-		return min(n, p.keepCap)
+// timeKeep records the step that just ended at the keep it ran with, when
+// it was settled (Placement.quiet).
+func (p *Placement) timeKeep(dt time.Duration) {
+	if p.ckpt.Offload && p.cfg.OffloadRegions != nil && p.ckpt.offloadKeep() == p.keep.lastKeep {
+		p.keep.times[p.keep.lastKeep] = append(p.keep.times[p.keep.lastKeep], dt)
 	}
-	return n
 }

@@ -3,6 +3,7 @@ package nn
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -10,12 +11,15 @@ import (
 )
 
 // keepWorld is a step under a budget whose device demand grows by a
-// region's bytes for each region kept: the plan Placement's tuneKeep reads.
+// region's bytes for each region kept, and whose time is stepMS(keep): the
+// plan and the clock Placement's tuneKeep reads.
 type keepWorld struct {
 	ckpt                   *Checkpointing
 	base, per, target, cap int64 // demand with none kept, a region's bytes, the target; cap: the budget's real edge (0: target)
 	demote                 int64 // bytes the scheduler demotes in the second step
+	stepMS                 func(keep int) int
 	steps                  int
+	clock                  time.Time
 }
 
 func (w *keepWorld) Step() (memory.Plan, error) {
@@ -35,62 +39,76 @@ func (w *keepWorld) Step() (memory.Plan, error) {
 	return p, nil
 }
 
+// runKeep trains steps steps of w under a Placement over ck and returns
+// the checkpointing it ends with and the placement's log.
+func runKeep(t *testing.T, ck Checkpointing, w *keepWorld, regions func() (int, int64), steps int) (Checkpointing, string) {
+	t.Helper()
+	var log strings.Builder
+	w.ckpt = &ck
+	if w.stepMS == nil {
+		w.stepMS = func(int) int { return 100 }
+	}
+	p, err := NewPlacement(w, &ck, PlacementConfig{Log: &log, OffloadRegions: regions, Now: func() time.Time { return w.clock }})
+	require.NoError(t, err)
+	for range steps {
+		w.clock = w.clock.Add(time.Duration(w.stepMS(ck.offloadKeep())) * time.Millisecond)
+		_, err := p.Step()
+		require.NoError(t, err)
+	}
+	return ck, log.String()
+}
+
 // Under a budget with room for more regions than the default two, the
-// placement keeps more, half the room at a time; over the budget, or
-// when the scheduler demotes tensors, it keeps fewer and never goes back
-// above; without OffloadRegions, or without offloading, it leaves the keep
-// alone.
+// placement tries keeping more, half the room at a time, and stays with a
+// larger keep only while its measured step is faster; over the budget, or
+// when the scheduler demotes tensors, it keeps fewer at once.
 func TestPlacementTunesOffloadKeep(t *testing.T) {
 	const per = 100
-	run := func(ck Checkpointing, w *keepWorld, regions func() (int, int64), steps int) (Checkpointing, string) {
-		var log strings.Builder
-		w.ckpt = &ck
-		p, err := NewPlacement(w, &ck, PlacementConfig{Log: &log, OffloadRegions: regions})
-		require.NoError(t, err)
-		for range steps {
-			_, err := p.Step()
-			require.NoError(t, err)
-		}
-		return ck, log.String()
-	}
 	twelve := func() (int, int64) { return 12, per }
 	off := Checkpointing{Mode: CheckpointSelective, Offload: true}
+	roomy := func() *keepWorld { return &keepWorld{base: 1000, per: per, target: 1000 + 6*per + 50} }
 
-	// Room for 4.5 regions more than the default two: half of it at a
-	// time (2, then 1), each after a step at the new keep, then no more.
-	ck, log := run(off, &keepWorld{base: 1000, per: per, target: 1000 + 6*per + 50}, twelve, 9)
-	require.Equal(t, 5, ck.offloadKeep(), log)
-	require.Contains(t, log, "step 2: 450 B of the target is free, a region holds 100 B: offloading keeps the last 4 of 12 checkpointed blocks on the device (was 2)")
-	require.Contains(t, log, "step 4: 250 B of the target is free")
-	require.Equal(t, 2, strings.Count(log, "placement:"), "settles: %s", log)
+	// Each block kept saves 5 ms: 2 -> 4 (190 -> 180 ms, kept) -> 5 (175:
+	// less than the 3% tolerance) -> back to 4.
+	w := roomy()
+	w.stepMS = func(k int) int { return 200 - 5*k }
+	ck, log := runKeep(t, off, w, twelve, 16)
+	require.Equal(t, 4, ck.offloadKeep(), log)
+	require.Contains(t, log, "step 4: 450 B of the target is free, a region holds 100 B, 190ms a step: offloading keeps the last 4 of 12 checkpointed blocks on the device (was 2)")
+	require.Contains(t, log, "step 8: keeping 4 blocks takes 180ms a step, 2 took 190ms: kept")
+	require.Contains(t, log, "step 12: keeping 5 blocks takes 175ms a step, 4 took 180ms: offloading keeps the last 4 of 12 checkpointed blocks on the device (was 5)")
+	require.Equal(t, 4, strings.Count(log, "placement:"), log)
 
-	// The target says 6 more fit, but the budget's edge passes at 7 kept:
-	// down by the excess, and capped there for good.
-	ck, log = run(off, &keepWorld{base: 1000, per: per, target: 1000 + 13*per + 50, cap: 1000 + 6*per + 50}, twelve, 14)
+	// Keeping more is slower (the H200's gpt2 at 8 and 9): back to 2.
+	w = roomy()
+	w.stepMS = func(k int) int { return 150 + 10*k }
+	ck, log = runKeep(t, off, w, twelve, 16)
+	require.Equal(t, 2, ck.offloadKeep(), log)
+	require.Equal(t, 2, strings.Count(log, "placement:"), "tried 4 once: %s", log)
+
+	// The target says more fit, but the budget's edge passes at 7 kept:
+	// down by the excess at once, no larger keep tried again.
+	w = &keepWorld{base: 1000, per: per, target: 1000 + 13*per + 50, cap: 1000 + 6*per + 50}
+	ck, log = runKeep(t, off, w, twelve, 20)
 	require.Equal(t, 6, ck.offloadKeep(), log)
-	require.Contains(t, log, "step 4: the step passed the budget by 50 B, a region holds 100 B: offloading keeps the last 6 of 12 checkpointed blocks on the device (was 7)")
-	require.Equal(t, 2, strings.Count(log, "placement:"), "2 -> 7 -> 6, no more: %s", log)
+	require.Contains(t, log, "step 6: the step passed the budget by 50 B, a region holds 100 B: offloading keeps the last 6 of 12 checkpointed blocks on the device (was 7)")
 
 	// The scheduler demoting tensors to make room is pressure too.
-	ck, log = run(Checkpointing{Mode: CheckpointSelective, Offload: true, OffloadKeep: 8}, &keepWorld{base: 1000, per: per, target: 2000, demote: 250}, twelve, 4)
+	ck, log = runKeep(t, Checkpointing{Mode: CheckpointSelective, Offload: true, OffloadKeep: 8}, &keepWorld{base: 1000, per: per, target: 2000, demote: 250}, twelve, 4)
 	require.Equal(t, 5, ck.offloadKeep(), log)
 	require.Contains(t, log, "step 2: the scheduler demoted 250 B to fit the budget, a region holds 100 B")
 
 	// Far over the budget: none kept.
-	ck, log = run(off, &keepWorld{base: 1000, per: per, target: 1000 - 10*per}, twelve, 3)
+	ck, log = runKeep(t, off, &keepWorld{base: 1000, per: per, target: 1000 - 10*per}, twelve, 3)
 	require.Equal(t, 0, ck.offloadKeep(), log)
 	require.Equal(t, -1, ck.OffloadKeep, "none is negative")
-
-	// Never more than the regions there are.
-	ck, _ = run(off, &keepWorld{base: 1000, per: per, target: 1000 + 100*per}, twelve, 4)
-	require.Equal(t, 12, ck.offloadKeep())
 
 	// Left alone: no OffloadRegions, no offloading, no pass seen yet.
 	for _, c := range []struct {
 		ck      Checkpointing
 		regions func() (int, int64)
 	}{{off, nil}, {Checkpointing{Mode: CheckpointSelective}, twelve}, {off, func() (int, int64) { return 0, 0 }}} {
-		ck, log = run(c.ck, &keepWorld{base: 1000, per: per, target: 1000 + 50*per}, c.regions, 4)
+		ck, log = runKeep(t, c.ck, &keepWorld{base: 1000, per: per, target: 1000 + 50*per}, c.regions, 8)
 		require.Equal(t, c.ck, ck)
 		require.Empty(t, log)
 	}
