@@ -67,9 +67,10 @@ type Checkpointing struct {
 	// OffloadKeep is how many of the last checkpointed regions of a
 	// forward pass keep what they hold on the device with Offload
 	// (checkpoint.Offload.Keep): 0 means the default, 2; negative, none.
-	// More kept means less on the bus and more on the device: under a
-	// device budget with room to spare, the copies of the regions moved
-	// out then end long before the pool wants their memory back.
+	// More kept means less on the bus and more on the device; whether
+	// that is faster depends on the pool at its budget (on the H200, gpt2
+	// in float32 ran alike at 2 to 6 of 12 blocks), so Placement chooses
+	// it by measurement when asked (PlacementConfig.OffloadRegions).
 	OffloadKeep int
 }
 
