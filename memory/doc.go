@@ -374,7 +374,13 @@
 // synchronous copies and asynchronous copies of pinned memory on them
 // never failed (cuda's TestGPUVMMCopies counts both). Package tensor
 // therefore copies pageable memory synchronously and device memory with a
-// kernel when the device pool is expandable (2026-12-02); the device keeps
+// kernel when the device pool is expandable (2026-12-02), and moves
+// between tiers there copy by kernel too (tensor installs its copy with
+// Manager.SetCopy: in session 17 the copy engines' moves of activations
+// between mapped pinned memory and the mapped ranges failed or gave wrong
+// losses); otherwise the CUDA manager moves between the staging and the
+// device tiers with cuMemcpyHtoDAsync and cuMemcpyDtoHAsync by the pinned
+// host pointer (Manager.copyBetween). The device keeps
 // classic segments by default until that configuration has run training
 // at full speed for a while, and the host (where CI tests them) uses
 // expandable ones.
