@@ -32,7 +32,10 @@ import (
 // the Ahead coming back, and recomputes only the cheap ops; or with whole
 // regions (no policy), where only their inputs move. A move into a device
 // that cannot take it leaves the tensor where it is and the ops read it
-// over the bus (slower, never wrong).
+// over the bus (slower, never wrong). On a GPU whose device memory is
+// expandable (STRATA_EXPANDABLE_SEGMENTS=1) tensor.MoveTo refuses: there
+// the H200 gave other bf16 losses with offload (session 17, not yet
+// understood).
 type Offload struct {
 	// Tier is where the moved tensors wait; the zero value (TierHost,
 	// pageable memory the GPU's kernels cannot read) means

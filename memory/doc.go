@@ -378,7 +378,8 @@
 // between tiers there copy by kernel too (tensor installs its copy with
 // Manager.SetCopy: in session 17 the copy engines' moves of activations
 // between mapped pinned memory and the mapped ranges failed or gave wrong
-// losses); otherwise the CUDA manager moves between the staging and the
+// losses, and with the kernel the losses still differed, so tensor.MoveTo
+// refuses expandable device memory for now); otherwise the CUDA manager moves between the staging and the
 // device tiers with cuMemcpyHtoDAsync and cuMemcpyDtoHAsync by the pinned
 // host pointer (Manager.copyBetween). The device keeps
 // classic segments by default until that configuration has run training

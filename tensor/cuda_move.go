@@ -89,6 +89,9 @@ func (d *cudaDevice) syncCopy() error {
 // before that event.
 func (d *cudaDevice) moveTo(op string, tier memory.Tier, sts []*storage) error {
 	d.refuseInCapture(op, "moving tensors between memory tiers")
+	if d.vmm {
+		panic(&OpError{Op: op, Msg: fmt.Sprintf("moving tensors between memory tiers on %v with expandable device memory (%s=1): on the H200 (session 17) bf16 training with offloaded activations gave other losses there, with the copy engines and with the copy kernel alike; use classic segments", d, memory.EnvExpandableSegments), Err: ErrArgument})
+	}
 	c := d.copier(op)
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -113,8 +113,8 @@
 // cuda_side.go and adamw_pipeline.go; and MoveTo, whose copies between
 // memory tiers run on a copy stream and fence the moved storages the same
 // way, so that the first op to use one waits for its copy on the device:
-// cuda_move.go; the copies are the copy engines', or with expandable
-// device memory the copy kernel's on that stream: cuda_vmm_copy.go), and
+// cuda_move.go; refused with expandable device memory, where the H200
+// gave other bf16 losses), and
 // returns at once: one cuLaunchKernel for most primitives (a few for the
 // two-pass reductions and layer-norm gradients), cuBLAS
 // SgemmStridedBatched for float32 products (GemmStridedBatchedEx with a

@@ -17,6 +17,14 @@ import (
 // storage's once however often it is named.
 func TestMoveTo(t *testing.T) {
 	onDevices(t, func(t *testing.T, dev tensor.Device) {
+		if dev.Kind() == tensor.KindCUDA && dev.Memory().Pool(memory.TierDevice).Expandable() {
+			// Refused there until the wrong bf16 losses are understood.
+			tensor.WithScope(func() {
+				x := tensor.Zeros(dev, tensor.Float32, 4)
+				requireOpError(t, catch(func() { _ = tensor.MoveTo(memory.TierStaging, x) }), "MoveTo")
+			})
+			return
+		}
 		tensor.WithScope(func() {
 			rng := rand.New(rand.NewPCG(3, 4))
 			x := tensor.RandN(dev, tensor.Float32, rng, 1, 64, 1024)

@@ -73,6 +73,10 @@ func newTrainer(o *options, cfg nn.GPTConfig, dev tensor.Device, T int) (*traine
 	if err != nil {
 		return nil, err
 	}
+	if o.ckptOff && dev.Kind() == tensor.KindCUDA && dev.Memory().Pool(memory.TierDevice).Expandable() {
+		nn.Release(model.Parameters())
+		return nil, fmt.Errorf("-checkpoint-offload: not with expandable device memory (%s=1): offloaded bf16 training gave other losses there on the H200 (session 17)", memory.EnvExpandableSegments)
+	}
 	model.Checkpoint = nn.Checkpointing{Mode: o.ckptMode, Every: o.ckptEvery, Offload: o.ckptOff, OffloadKeep: offloadKeep(o.keepN)}
 	if o.head == "auto" {
 		// On the GPU the fused head is faster (its GEMMs get the padded
