@@ -43,20 +43,28 @@ func (b cudaBackend) download(dst []byte, src *Tensor) {
 // (a 24 MiB WriteNarrow in a gpt2 step, 2026-12-02), where kernels
 // reading and writing the same memory never did.
 func (d *cudaDevice) copyDevice(op string, dst, src cuda.DevicePtr, n int) {
-	if d.vmm && n > 0 {
-		for i, sz := range [...]int{8, 4, 2} {
-			if n%sz == 0 && int(dst)%sz == 0 && int(src)%sz == 0 {
-				w := n / sz
-				d.launch1(op, d.k.copy2D[[...]int{kB8, kB4, kB2}[i]], w, func(a *cuda.Args) {
-					a.Ptr(dst).Ptr(src).Int64(1).Int64(int64(w)).Int64(int64(w)).Int64(int64(w))
-				})
-				return
-			}
-		}
+	if kb, w, ok := copyWords(n, uintptr(dst), uintptr(src)); d.vmm && ok {
+		d.launch1(op, d.k.copy2D[kb], w, func(a *cuda.Args) {
+			a.Ptr(dst).Ptr(src).Int64(1).Int64(int64(w)).Int64(int64(w)).Int64(int64(w))
+		})
+		return
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.check(op, "copying device memory", d.q.copyDtoD(dst, src, n))
+}
+
+// copyWords picks the widest words (8, 4 or 2 bytes) that n bytes and both
+// addresses allow for the copy2d kernel: its size index and the number of
+// words; false for n <= 0 or when only bytes would do (there is no byte
+// kernel).
+func copyWords(n int, dst, src uintptr) (kb, words int, ok bool) {
+	for i, sz := range [...]int{8, 4, 2} {
+		if n > 0 && n%sz == 0 && dst%uintptr(sz) == 0 && src%uintptr(sz) == 0 {
+			return [...]int{kB8, kB4, kB2}[i], n / sz, true
+		}
+	}
+	return 0, 0, false
 }
 
 func (b cudaBackend) copyStrided(dst, src *Tensor, l layout.Layout) {

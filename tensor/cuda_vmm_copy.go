@@ -42,23 +42,16 @@ func (v *vmmCopier) copy(dst, src uintptr, n int64, s memory.Stream) error {
 	if err != nil {
 		return err
 	}
-	sz, kb := 0, 0
-	for i, w := range [...]int{8, 4, 2} {
-		if n%int64(w) == 0 && dst%uintptr(w) == 0 && src%uintptr(w) == 0 {
-			sz, kb = w, [...]int{kB8, kB4, kB2}[i]
-			break
-		}
-	}
-	if sz == 0 { // an odd size or address: the copy engine (no byte kernel)
+	kb, w, ok := copyWords(int(n), dst, src)
+	if !ok { // an odd size or address: the copy engine (no byte kernel)
 		return d.ctx.MemcpyDtoDAsync(cuda.DevicePtr(dst), cuda.DevicePtr(src), int(n), st)
 	}
-	w := n / int64(sz)
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	a := v.args.Reset()
-	a.Ptr(cuda.DevicePtr(dst)).Ptr(cuda.DevicePtr(src)).Int64(1).Int64(w).Int64(w).Int64(w)
+	a.Ptr(cuda.DevicePtr(dst)).Ptr(cuda.DevicePtr(src)).Int64(1).Int64(int64(w)).Int64(int64(w)).Int64(int64(w))
 	cudaLaunches.Add(1)
-	if err := d.ctx.LaunchKernelArgs(d.k.copy2D[kb], grid1(int(w)), block1, 0, st, a); err != nil {
+	if err := d.ctx.LaunchKernelArgs(d.k.copy2D[kb], grid1(w), block1, 0, st, a); err != nil {
 		return fmt.Errorf("tensor: copying %s between memory tiers on %v by kernel: %w", memory.FormatBytes(n), d, err)
 	}
 	return nil
