@@ -2,6 +2,7 @@ package memory
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -186,9 +187,19 @@ func (s *Scheduler) onAlloc(a *Allocation) {
 
 func (s *Scheduler) onFree(a *Allocation) { delete(s.tracked, a) }
 
-// onSpill notes that the device tier refused an allocation while it held
-// held bytes (its demand: Pool.demand); with m.mu held.
-func (s *Scheduler) onSpill(held int64) {
+// onSpill notes that the device tier refused an allocation, with err,
+// while it held held bytes (its demand: Pool.demand); with m.mu held. Only
+// a refusal of a request that the budget had room for (held plus the
+// request under the limit) is fragmentation and lowers the capacity; a
+// request that would pass the limit even with every cached byte given
+// back is the budget at work and says nothing of what the device holds
+// (gpt2-medium's first step under 4 GiB refused its 786 MiB logits at
+// 3.2 GiB held, and the target stayed 0.8 GiB under the budget for good).
+func (s *Scheduler) onSpill(held int64, err error) {
+	var oom *OOMError
+	if errors.As(err, &oom) && oom.Cause == nil && oom.Limit > 0 && held+oom.Requested > oom.Limit {
+		return
+	}
 	if s.capacity == 0 || held < s.capacity {
 		s.capacity = held
 	}

@@ -100,7 +100,7 @@ func (m *Manager) spill(err error, from Tier, size int64, s Stream, role Role, o
 		return nil, from, err
 	}
 	if m.sched != nil {
-		m.sched.onSpill(m.pools[from].demand())
+		m.sched.onSpill(m.pools[from].demand(), err)
 	}
 	b, err2 := m.pools[to].alloc(size, s, 0, role, op)
 	if err2 != nil {
