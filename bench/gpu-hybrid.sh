@@ -101,6 +101,9 @@
 #         with expandable segments
 # movetests the memory suite, the moves' GPU tests (classic, expandable)
 # keepauto the timed keep search, classic and expandable
+# target  session 18: gpt2-medium bf16 under 4 GiB (classic, expandable,
+#         pipelined, offloaded inputs, auto), gpt2 fp32's references and
+#         offloaded keeps, the seed table's hybrid-ckpt row (keep auto)
 # keepab  the keeps (KEEPS) twice, no checkpointing and selective on the
 #         device as references, the placement's choice, table rows
 # torch   PyTorch 2.x in the same call: gpt2-medium capped at 4 GiB
@@ -401,6 +404,31 @@ if has keepab; then
     off2 fp32-keep$k-exp STRATA_EXPANDABLE_SEGMENTS=1 -config gpt2 -precision fp32 -checkpoint selective -checkpoint-offload -checkpoint-offload-keep $k -device-budget "$b" -bench-warmup 14
   done
   keep_table keepab 14 ${KEEP_TABLE:-3 auto}
+fi
+
+if has target; then
+  # Session 18: the scheduler's target no longer falls for a spill that
+  # only the budget refused (gpt2-medium's 786 MiB logits in its first
+  # step): gpt2-medium bf16 unconstrained and under 4 GiB (classic and
+  # expandable segments, plain and pipelined update, offloaded block
+  # inputs), the placement's plans; gpt2 fp32's references and offloaded
+  # keeps under half the device row's peak; the seed table's row.
+  m="-config gpt2-medium -precision bf16 -attention fused -head fused"
+  off2 medium-none $m -bench-warmup 25
+  off2 medium-blocks-exp STRATA_EXPANDABLE_SEGMENTS=1 $m -device-budget 4GiB -checkpoint blocks -bench-warmup 25
+  off2 medium-blocks $m -device-budget 4GiB -checkpoint blocks -bench-warmup 25
+  off2 medium-blocks-exp-pipe STRATA_EXPANDABLE_SEGMENTS=1 $m -device-budget 4GiB -checkpoint blocks -pipeline-optimizer -bench-warmup 25
+  off2 medium-blocks-off $m -device-budget 4GiB -checkpoint blocks -checkpoint-offload -bench-warmup 25
+  off2 medium-auto-exp STRATA_EXPANDABLE_SEGMENTS=1 $m -device-budget 4GiB -checkpoint auto -bench-warmup 50
+  for f in medium-blocks-exp medium-blocks; do
+    grep -E 'placement plan after|^strata: memory' "$L/off2-$f.log" | cut -c1-240 | head -6 | tee -a "$OUT/summary.txt"
+  done
+  b=${OFFLOAD_BUDGET:-5.29GiB}
+  off2 fp32-none -config gpt2 -precision fp32 -bench-warmup 3
+  off2 fp32-sel-budget -config gpt2 -precision fp32 -checkpoint selective -device-budget "$b" -bench-warmup 6
+  off2 fp32-keep2 -config gpt2 -precision fp32 -checkpoint selective -checkpoint-offload -checkpoint-offload-keep 2 -device-budget "$b" -bench-warmup 6
+  off2 fp32-keepauto -config gpt2 -precision fp32 -checkpoint selective -checkpoint-offload -device-budget "$b" -bench-warmup 24
+  keep_table target 24 ${KEEP_TABLE:-auto}
 fi
 
 if has keepauto; then
