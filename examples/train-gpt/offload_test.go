@@ -1,12 +1,22 @@
 package main
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/memory"
+)
 
 // On the GPU: checkpointed blocks that wait in pinned host memory between
 // the passes (-checkpoint-offload: copies on the copy stream, fenced at
 // first use) give the losses of the same checkpointing on the device, bit
 // for bit, in float32 and bf16, selective and whole blocks; and on the
-// CPU, where the moves are plain copies between host tiers.
+// CPU, where the moves are plain copies between host tiers. Under
+// expandable segments on the GPU, where the bf16 losses differed (session
+// 17), train-gpt must refuse the flag.
 func TestCheckpointOffloadSameLosses(t *testing.T) {
 	devices := []string{"cpu"}
 	if !testing.Short() {
@@ -16,6 +26,14 @@ func TestCheckpointOffloadSameLosses(t *testing.T) {
 		t.Run(dev, func(t *testing.T) {
 			if dev == "cuda" {
 				gpuOrSkip(t, 1)
+				if os.Getenv(memory.EnvExpandableSegments) == "1" {
+					// Refused there until the bf16 losses match (session 17).
+					o, err := parseFlags([]string{"-device", "cuda", "-config", "char", "-steps", "1", "-quiet", "-sample", "0", "-eval-every", "0",
+						"-out", filepath.Join(t.TempDir(), "w.safetensors"), "-checkpoint", "blocks", "-checkpoint-offload"})
+					require.NoError(t, err)
+					require.ErrorContains(t, run(o), "-checkpoint-offload: not with expandable device memory")
+					return
+				}
 			}
 			for _, args := range [][]string{
 				{"-precision", "fp32", "-checkpoint", "selective"},
