@@ -101,6 +101,9 @@
 #         with expandable segments
 # movetests the memory suite, the moves' GPU tests (classic, expandable)
 # keepauto the timed keep search, classic and expandable
+# nsys    Nsight Systems over train-gpt -bench rows (NSYS_ROWS): the last
+#         step's streams, copies, compute-stream gaps and host API calls
+#         (bench/nsys_step.py)
 # target  session 18: gpt2-medium bf16 under 4 GiB (classic, expandable,
 #         pipelined, offloaded inputs, auto), gpt2 fp32's references and
 #         offloaded keeps, the seed table's hybrid-ckpt row (keep auto)
@@ -429,6 +432,31 @@ if has target; then
   off2 fp32-keep2 -config gpt2 -precision fp32 -checkpoint selective -checkpoint-offload -checkpoint-offload-keep 2 -device-budget "$b" -bench-warmup 6
   off2 fp32-keepauto -config gpt2 -precision fp32 -checkpoint selective -checkpoint-offload -device-budget "$b" -bench-warmup 24
   keep_table target 24 ${KEEP_TABLE:-auto}
+fi
+
+if has nsys; then
+  # Nsight Systems over train-gpt -bench runs (NSYS_ROWS: ';'-separated
+  # "name|flags", flags optionally led by VAR=value): where the last full
+  # step's time goes (bench/nsys_step.py: streams' busy time, copies,
+  # the compute stream's gaps, the host's API calls).
+  NSYS=$(command -v nsys || ls /opt/nvidia/nsight-systems/*/bin/nsys /usr/local/cuda/bin/nsys 2>/dev/null | head -1)
+  if [ -z "$NSYS" ]; then say "nsys: not on this machine"; else
+    b=${OFFLOAD_BUDGET:-5.29GiB}
+    IFS=';' read -r -a rows <<< "${NSYS_ROWS:-fp32-keep2|-config gpt2 -precision fp32 -checkpoint selective -checkpoint-offload -checkpoint-offload-keep 2 -device-budget $b -bench-warmup 6;fp32-sel|-config gpt2 -precision fp32 -checkpoint selective -device-budget $b -bench-warmup 6;medium-exp|STRATA_EXPANDABLE_SEGMENTS=1 -config gpt2-medium -precision bf16 -attention fused -head fused -device-budget 4GiB -checkpoint blocks -bench-warmup 25}"
+    for row in "${rows[@]}"; do
+      name=${row%%|*} envs=() flags=()
+      for w in ${row#*|}; do
+        case $w in *=*) if [ ${#flags[@]} -eq 0 ]; then envs+=("$w"); else flags+=("$w"); fi ;; *) flags+=("$w") ;; esac
+      done
+      start=$(date +%s)
+      env ${envs[@]+"${envs[@]}"} timeout 150 "$NSYS" profile -t cuda --cuda-memory-usage=false -o "$L/nsys-$name" --force-overwrite true \
+        .gpu/train-gpt -device cuda -bench -steps 6 "${flags[@]}" > "$L/nsys-$name.jsonl" 2> "$L/nsys-$name.log"
+      say "[nsys $name] exit $? in $(( $(date +%s) - start ))s; $(jfields "$L/nsys-$name.jsonl" tok_s step_ms)"
+      "$NSYS" export --type sqlite -o "$L/nsys-$name.sqlite" --force-overwrite true "$L/nsys-$name.nsys-rep" > /dev/null 2>&1
+      python3 bench/nsys_step.py "$L/nsys-$name.sqlite" 2>&1 | head -45 | tee -a "$OUT/summary.txt"
+      rm -f "$L/nsys-$name.sqlite" "$L/nsys-$name.nsys-rep"
+    done
+  fi
 fi
 
 if has keepauto; then
