@@ -430,8 +430,11 @@ if has target; then
   off2 fp32-none -config gpt2 -precision fp32 -bench-warmup 3
   off2 fp32-sel-budget -config gpt2 -precision fp32 -checkpoint selective -device-budget "$b" -bench-warmup 6
   off2 fp32-keep2 -config gpt2 -precision fp32 -checkpoint selective -checkpoint-offload -checkpoint-offload-keep 2 -device-budget "$b" -bench-warmup 6
+  for k in ${TARGET_KEEPS:-8 10 12}; do
+    off2 fp32-keep$k -config gpt2 -precision fp32 -checkpoint selective -checkpoint-offload -checkpoint-offload-keep $k -device-budget "$b" -bench-warmup 6
+  done
   off2 fp32-keepauto -config gpt2 -precision fp32 -checkpoint selective -checkpoint-offload -device-budget "$b" -bench-warmup 24
-  keep_table target 24 ${KEEP_TABLE:-auto}
+  keep_table target 24 ${KEEP_TABLE:-auto 10}
 fi
 
 if has nsys; then
