@@ -101,6 +101,9 @@
 #         with expandable segments
 # movetests the memory suite, the moves' GPU tests (classic, expandable)
 # keepauto the timed keep search, classic and expandable
+# wide    session 18: gpt2 fp32 selective on the device keeping the MLP's
+#         wide product in the last N blocks (fixed and chosen), the
+#         references, the seed table's rows
 # nsys    Nsight Systems over train-gpt -bench rows (NSYS_ROWS): the last
 #         step's streams, copies, compute-stream gaps and host API calls
 #         (bench/nsys_step.py)
@@ -435,6 +438,30 @@ if has target; then
   done
   off2 fp32-keepauto -config gpt2 -precision fp32 -checkpoint selective -checkpoint-offload -device-budget "$b" -bench-warmup 24
   keep_table target 24 ${KEEP_TABLE:-auto 10}
+fi
+
+if has wide; then
+  # Session 18: the selective mode on the device keeping the MLP's wide
+  # product in the last N blocks (-checkpoint-keep-wide; auto: chosen by
+  # the placement under the budget), gpt2 fp32 under half the device
+  # row's peak, the references in the same call; the seed table's rows.
+  b=${OFFLOAD_BUDGET:-5.29GiB}
+  off2 fp32-none -config gpt2 -precision fp32 -bench-warmup 3
+  off2 fp32-sel-wide0 -config gpt2 -precision fp32 -checkpoint selective -checkpoint-keep-wide 0 -device-budget "$b" -bench-warmup 6
+  for k in ${WIDE_KEEPS:-6 8 9}; do
+    off2 fp32-sel-wide$k -config gpt2 -precision fp32 -checkpoint selective -checkpoint-keep-wide $k -device-budget "$b" -bench-warmup 6
+  done
+  off2 fp32-sel-wideauto -config gpt2 -precision fp32 -checkpoint selective -device-budget "$b" -bench-warmup 40
+  off2 fp32-sel-wideauto-exp STRATA_EXPANDABLE_SEGMENTS=1 -config gpt2 -precision fp32 -checkpoint selective -device-budget "$b" -bench-warmup 40
+  off2 fp32-auto -config gpt2 -precision fp32 -checkpoint auto -device-budget "$b" -bench-warmup 60
+  for f in fp32-sel-wideauto fp32-sel-wideauto-exp fp32-auto; do
+    grep -E '^placement:' "$L/off2-$f.log" | cut -c1-240 | tee -a "$OUT/summary.txt"
+  done
+  start=$(date +%s)
+  timeout 200 .gpu/memstrategies -config gpt2 -precision fp32 -steps 5 -warmup "${WIDE_WARM:-40}" -strategies device,hybrid,hybrid-ckpt \
+    -hybrid-checkpoint selective -png "$OUT/memstrategies-gpt2-fp32-wide.png" >> "$res" 2> "$L/memstrategies-wide-fp32.log"
+  say "memstrategies gpt2 fp32 device,hybrid,hybrid-ckpt(selective, wide products chosen): exit $? in $(( $(date +%s) - start ))s"
+  grep -E '^\||placement:' "$L/memstrategies-wide-fp32.log" | cut -c1-300 | tee -a "$OUT/summary.txt"
 fi
 
 if has nsys; then

@@ -72,6 +72,16 @@ type Checkpointing struct {
 	// in float32 ran alike at 2 to 6 of 12 blocks), so Placement chooses
 	// it by measurement when asked (PlacementConfig.OffloadRegions).
 	OffloadKeep int
+	// KeepWide is, in the selective mode on the device (no Offload, no
+	// Policy), how many of the last checkpointed blocks also keep their
+	// MLP's wide product (c_fc's output, four times the block's input:
+	// checkpoint.SaveMatMuls there, SaveMatMulsUpTo in the others), so
+	// that their backward recomputes only norms and element-wise ops.
+	// Each costs that product's memory and saves its recomputation (gpt2
+	// in float32 on the H200: 96 MiB and 0.78 ms a block); 0 keeps none,
+	// negative every one. Placement chooses it under a budget when asked
+	// (PlacementConfig.WideRegions). Results are the same at every value.
+	KeepWide int
 }
 
 // CheckpointLevels are checkpointing settings in the order of the
@@ -108,6 +118,20 @@ func (c Checkpointing) offloadKeep() int {
 	return c.OffloadKeep
 }
 
+// keepWide is KeepWide for n checkpointed blocks: negative is all n.
+func (c Checkpointing) keepWide(n int) int {
+	if c.KeepWide < 0 {
+		return n
+	}
+	return min(c.KeepWide, n)
+}
+
+// wideKnob reports whether KeepWide applies: the selective mode, on the
+// device, with the default policy.
+func (c Checkpointing) wideKnob() bool {
+	return c.Mode == CheckpointSelective && !c.Offload && c.Policy == nil
+}
+
 // Raised returns the level of CheckpointLevels after c's and true, or c
 // and false when c is the last level or none of them (Every 0 and 1 are
 // the same: every block). A placement that finds a step too large raises
@@ -138,6 +162,13 @@ func (c Checkpointing) String() string {
 		if k := c.offloadKeep(); k != 2 {
 			s += fmt.Sprintf(" (keep %d)", k)
 		}
+	}
+	switch {
+	case !c.wideKnob() || c.KeepWide == 0:
+	case c.KeepWide < 0:
+		s += " (every wide product kept)"
+	default:
+		s += fmt.Sprintf(" (wide products kept in the last %d)", c.KeepWide)
 	}
 	return s
 }
@@ -181,7 +212,39 @@ func (g *GPT) blocks(x *autograd.Var) *autograd.Var {
 	for i, b := range g.Blocks {
 		layers[i] = b.Forward
 	}
-	return o.Sequential(max(ck.Every, 1), x, layers...)
+	every := max(ck.Every, 1)
+	if !ck.wideKnob() {
+		return o.Sequential(every, x, layers...)
+	}
+	// The last KeepWide checkpointed blocks keep every product: the split
+	// is at a multiple of every, so each part checkpoints the blocks the
+	// whole would (the every-th, 2·every-th, ... counted from the first).
+	n := len(layers) / every
+	wide := &wideStats{regions: n, per: 4 * int64(x.Value.Numel()*x.Value.DType().Size())}
+	g.wide.Store(wide)
+	split := (n - ck.keepWide(n)) * every
+	x = o.Sequential(every, x, layers[:split]...)
+	o.Policy = checkpoint.SaveMatMuls
+	return o.Sequential(every, x, layers[split:]...)
+}
+
+// wideStats is what the last selective forward pass on the device had
+// for KeepWide: its checkpointed blocks and the bytes of one wide product.
+type wideStats struct {
+	regions int
+	per     int64
+}
+
+// WideRegions reports, for the selective mode on the device, how many
+// checkpointed blocks the last forward pass had and the bytes one block's
+// wide product (the MLP's c_fc output) takes if kept (Checkpointing.KeepWide);
+// zeros before such a pass. Placement uses it to choose KeepWide under a
+// budget.
+func (g *GPT) WideRegions() (n int, per int64) {
+	if w := g.wide.Load(); w != nil {
+		return w.regions, w.per
+	}
+	return 0, 0
 }
 
 // offloader is the GPT's checkpoint.Offload, made on first use: one for

@@ -185,6 +185,22 @@ func TestCheckpointActivationPeak(t *testing.T) {
 	require.Equal(t, L*(A-U), heldNone-heldBlocks, "held after the forward pass, every block")
 	require.Equal(t, L*(A-7*U), heldNone-heldSel, "held after the forward pass, selective")
 	require.Equal(t, L*(A-11*U), heldNone-heldAll, "held after the forward pass, every product kept")
+	for _, k := range []int64{1, 3} {
+		g.Checkpoint = nn.Checkpointing{Mode: nn.CheckpointSelective, KeepWide: int(k)}
+		held, _ := activationBytes(t, g, B, T)
+		require.Equal(t, L*(A-7*U)-k*4*U, heldNone-held, "held after the forward pass, selective with %d wide products kept", k)
+	}
+	n, per := g.WideRegions()
+	require.Equal(t, cfg.Layers, n)
+	require.Equal(t, 4*U, per, "a wide product is four block inputs")
+	g.Checkpoint = nn.Checkpointing{Mode: nn.CheckpointSelective, KeepWide: -1}
+	heldWide, _ := activationBytes(t, g, B, T)
+	require.Equal(t, heldAll, heldWide, "every wide product kept is SaveMatMuls")
+	g.Checkpoint = nn.Checkpointing{Mode: nn.CheckpointSelective, Every: 2, KeepWide: 1}
+	heldEvery2, _ := activationBytes(t, g, B, T)
+	g.Checkpoint = nn.Checkpointing{Mode: nn.CheckpointSelective, Every: 2}
+	heldEvery2None, _ := activationBytes(t, g, B, T)
+	require.Equal(t, 4*U, heldEvery2-heldEvery2None, "every second block checkpointed, the last of them keeps its wide product")
 	require.Equal(t, heldNone+4*B*T, peakNone, "peak without checkpointing: the end of the forward pass")
 	require.Equal(t, int64(219008), peakNone-peakBlocks, "peak, every block (53.5 U less)")
 	require.Less(t, peakSel, peakNone, "peak, selective")
@@ -246,6 +262,37 @@ func TestCheckpointOffloadDeviceBytes(t *testing.T) {
 
 // OffloadKeep's default and its negatives read as the checkpoint package
 // does, in String and in the levels' comparison.
+// TestCheckpointKeepWideSameLosses: keeping some blocks' wide products
+// (KeepWide) changes no loss, with every block or every second one
+// checkpointed; the setting reads in String and is no level of its own.
+func TestCheckpointKeepWideSameLosses(t *testing.T) {
+	cfg := microGPT
+	cfg.Layers = 4
+	train := func(ck nn.Checkpointing) []float64 {
+		g, err := nn.NewGPT(cfg, nn.Options{Device: tensor.CPU(), DType: tensor.Float32, Rng: rand.New(rand.NewPCG(3, 1))})
+		require.NoError(t, err)
+		defer nn.Release(g.Parameters())
+		g.Checkpoint = ck
+		return trainIn(t, g, 4)
+	}
+	ref := train(nn.Checkpointing{})
+	for _, ck := range []nn.Checkpointing{
+		{Mode: nn.CheckpointSelective, KeepWide: 1},
+		{Mode: nn.CheckpointSelective, KeepWide: 3},
+		{Mode: nn.CheckpointSelective, KeepWide: -1},
+		{Mode: nn.CheckpointSelective, Every: 2, KeepWide: 1},
+	} {
+		require.Equal(t, ref, train(ck), "%v", ck)
+	}
+	sel := nn.Checkpointing{Mode: nn.CheckpointSelective, KeepWide: 3}
+	require.Equal(t, "selective (wide products kept in the last 3)", sel.String())
+	require.Equal(t, "selective (every wide product kept)", nn.Checkpointing{Mode: nn.CheckpointSelective, KeepWide: -1}.String())
+	require.Equal(t, "blocks", nn.Checkpointing{Mode: nn.CheckpointBlocks, KeepWide: 3}.String(), "only the selective mode keeps wide products")
+	up, ok := sel.Raised()
+	require.True(t, ok, "KeepWide tunes a level, it is not one")
+	require.Equal(t, nn.Checkpointing{Mode: nn.CheckpointBlocks, Every: 2}, up)
+}
+
 func TestCheckpointingOffloadKeep(t *testing.T) {
 	sel := nn.Checkpointing{Mode: nn.CheckpointSelective, Offload: true}
 	require.Equal(t, "selective, offloaded", sel.String())

@@ -31,6 +31,7 @@ type GPT struct {
 	HeadLoss HeadLoss
 
 	offload atomic.Pointer[checkpoint.Offload] // Checkpoint.Offload's (checkpoint.go)
+	wide    atomic.Pointer[wideStats]          // the last selective pass's, for KeepWide (checkpoint.go)
 }
 
 // Block is one transformer block: x + attn(ln_1(x)), then + mlp(ln_2(x)).

@@ -42,7 +42,10 @@ import (
 //     PlacementConfig.OffloadRegions is set, how many of the last blocks
 //     keep what they hold on the device is searched the same way: a
 //     larger keep is tried while the budget has room and stays only if
-//     the step is faster; pressure lowers it (placement_keep.go).
+//     the step is faster; pressure lowers it (placement_keep.go). In the
+//     selective mode on the device, with PlacementConfig.WideRegions, how
+//     many of the last blocks keep their MLP's wide product
+//     (Checkpointing.KeepWide) is searched so once the level is decided.
 //
 // Both costs are measured rather than modelled: the bus's speed and the
 // share of a step that recomputation adds depend on the model, the
@@ -100,6 +103,11 @@ type PlacementConfig struct {
 	// the regions of the last forward pass and the most bytes one held
 	// (GPT.OffloadRegions).
 	OffloadRegions func() (n int, largest int64)
+	// WideRegions, when set, lets the Placement choose KeepWide in the
+	// selective mode on the device once the level is decided (tuneKeep):
+	// it reports the checkpointed blocks of the last forward pass and the
+	// bytes one wide product takes (GPT.WideRegions).
+	WideRegions func() (n int, per int64)
 }
 
 // NewPlacement returns a Placement over sched (a *memory.Scheduler) that
@@ -122,7 +130,8 @@ func NewPlacement(sched Planner, ckpt *Checkpointing, cfg PlacementConfig) (*Pla
 	}
 	p := &Placement{sched: sched, ckpt: ckpt, cfg: cfg, times: map[int][]time.Duration{}, probe: -1, seen: map[int]bool{}}
 	p.done = !cfg.Auto || p.level() < 0
-	p.keep = keepSearch{fresh: true, times: map[int][]time.Duration{}, probe: -1, lastKeep: ckpt.offloadKeep()}
+	p.keep = keepSearch{knob: p.knob(), fresh: true, times: map[int][]time.Duration{}, probe: -1}
+	p.keep.lastKeep = p.keepValue()
 	return p, nil
 }
 
@@ -165,7 +174,7 @@ func (p *Placement) Step() (memory.Plan, error) {
 		p.decide(plan, lv)
 	}
 	p.tuneKeep(plan)
-	p.keep.lastKeep = p.ckpt.offloadKeep()
+	p.keep.lastKeep = p.keepValue()
 	p.last = p.cfg.Now()
 	return plan, nil
 }

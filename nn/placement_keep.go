@@ -7,8 +7,11 @@ import (
 	"github.com/strata-ml/strata/memory"
 )
 
-// keepSearch is the state of Placement's choice of OffloadKeep.
+// keepSearch is the state of Placement's choice of a keep: OffloadKeep
+// while the checkpointing offloads, KeepWide in the selective mode on the
+// device (a change of knob starts the search afresh).
 type keepSearch struct {
+	knob     keepKnob
 	fresh    bool // the last Step changed the keep (or none ran yet): the next step is not judged
 	times    map[int][]time.Duration
 	probe    int // the keep a trial started from; -1 when none runs
@@ -43,20 +46,27 @@ type keepSearch struct {
 // The first step is not judged, nor the step after a change (the pool's
 // segments are cut for the step before). Results are the same at every
 // keep, bit for bit.
+//
+// KeepWide is searched the same way (a kept wide product costs its bytes
+// of device memory and saves its recomputation), once the search for a
+// level is over, so that the two never judge the same steps.
 func (p *Placement) tuneKeep(plan memory.Plan) {
 	ks := &p.keep
-	if !p.ckpt.Offload || p.cfg.OffloadRegions == nil {
+	if kn := p.knob(); kn != ks.knob {
+		*ks = keepSearch{knob: kn, fresh: true, times: map[int][]time.Duration{}, probe: -1, lastKeep: p.keepValue()}
+	}
+	if ks.knob == knobNone {
 		return
 	}
 	if ks.fresh {
 		ks.fresh = false
 		return
 	}
-	n, per := p.cfg.OffloadRegions()
+	n, per := p.knobRegions()
 	if n == 0 || per <= 0 {
 		return
 	}
-	k := p.ckpt.offloadKeep()
+	k := p.keepValue()
 	if pressure := plan.Excess + plan.Demoted; pressure > 0 {
 		if k == 0 {
 			return
@@ -100,19 +110,70 @@ func (p *Placement) tuneKeep(plan memory.Plan) {
 
 // setKeep makes the model keep next of n regions (k before) and says why.
 func (p *Placement) setKeep(next, n, k int, why string) {
-	p.ckpt.OffloadKeep = next
-	if next == 0 {
-		p.ckpt.OffloadKeep = -1 // none
+	if p.keep.knob == knobWide {
+		p.ckpt.KeepWide = next
+	} else {
+		p.ckpt.OffloadKeep = next
+		if next == 0 {
+			p.ckpt.OffloadKeep = -1 // none
+		}
 	}
 	p.keep.fresh, p.quiet = true, false
 	delete(p.keep.times, next)
+	if p.keep.knob == knobWide {
+		p.log("%s: the last %d of %d selective blocks keep their MLP's wide product (was %d)", why, next, n, k)
+		return
+	}
 	p.log("%s: offloading keeps the last %d of %d checkpointed blocks on the device (was %d)", why, next, n, k)
 }
 
 // timeKeep records the step that just ended at the keep it ran with, when
 // it was settled (Placement.quiet).
 func (p *Placement) timeKeep(dt time.Duration) {
-	if p.ckpt.Offload && p.cfg.OffloadRegions != nil && p.ckpt.offloadKeep() == p.keep.lastKeep {
+	if p.keep.knob != knobNone && p.knob() == p.keep.knob && p.keepValue() == p.keep.lastKeep {
 		p.keep.times[p.keep.lastKeep] = append(p.keep.times[p.keep.lastKeep], dt)
 	}
+}
+
+// keepKnob is what the keep search turns.
+type keepKnob int
+
+const (
+	knobNone keepKnob = iota
+	knobOffload
+	knobWide
+)
+
+// knob is the keep the model's checkpointing has to search now: the
+// offload's keep while it offloads (with OffloadRegions), KeepWide in the
+// selective mode on the device once the level is decided (with
+// WideRegions), else none.
+func (p *Placement) knob() keepKnob {
+	switch {
+	case p.ckpt.Offload && p.cfg.OffloadRegions != nil:
+		return knobOffload
+	case p.ckpt.wideKnob() && p.cfg.WideRegions != nil && p.done:
+		return knobWide
+	}
+	return knobNone
+}
+
+// knobRegions is the knob's regions and the bytes one costs if kept.
+func (p *Placement) knobRegions() (int, int64) {
+	if p.keep.knob == knobWide {
+		return p.cfg.WideRegions()
+	}
+	return p.cfg.OffloadRegions()
+}
+
+// keepValue is the knob's value now (0 without a knob).
+func (p *Placement) keepValue() int {
+	switch p.knob() {
+	case knobOffload:
+		return p.ckpt.offloadKeep()
+	case knobWide:
+		n, _ := p.cfg.WideRegions()
+		return p.ckpt.keepWide(n)
+	}
+	return 0
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-ml/strata/checkpoint"
 	"github.com/strata-ml/strata/memory"
 )
 
@@ -24,7 +25,11 @@ type keepWorld struct {
 
 func (w *keepWorld) Step() (memory.Plan, error) {
 	w.steps++
-	d := w.base + int64(w.ckpt.offloadKeep())*w.per
+	k := w.ckpt.offloadKeep()
+	if w.ckpt.wideKnob() {
+		k = w.ckpt.keepWide(12)
+	}
+	d := w.base + int64(k)*w.per
 	p := memory.Plan{Step: w.steps, Budget: w.target, Target: w.target, Demand: d}
 	edge := w.target
 	if w.cap > 0 {
@@ -43,15 +48,28 @@ func (w *keepWorld) Step() (memory.Plan, error) {
 // the checkpointing it ends with and the placement's log.
 func runKeep(t *testing.T, ck Checkpointing, w *keepWorld, regions func() (int, int64), steps int) (Checkpointing, string) {
 	t.Helper()
+	return runKeepCfg(t, ck, w, PlacementConfig{OffloadRegions: regions}, steps)
+}
+
+// runKeepCfg is runKeep with the placement's configuration given (its
+// Log and Now are set here); the step time is w.stepMS of the keep that
+// applies (the offload's, or KeepWide in the selective mode).
+func runKeepCfg(t *testing.T, ck Checkpointing, w *keepWorld, cfg PlacementConfig, steps int) (Checkpointing, string) {
+	t.Helper()
 	var log strings.Builder
 	w.ckpt = &ck
 	if w.stepMS == nil {
 		w.stepMS = func(int) int { return 100 }
 	}
-	p, err := NewPlacement(w, &ck, PlacementConfig{Log: &log, OffloadRegions: regions, Now: func() time.Time { return w.clock }})
+	cfg.Log, cfg.Now = &log, func() time.Time { return w.clock }
+	p, err := NewPlacement(w, &ck, cfg)
 	require.NoError(t, err)
 	for range steps {
-		w.clock = w.clock.Add(time.Duration(w.stepMS(ck.offloadKeep())) * time.Millisecond)
+		k := ck.offloadKeep()
+		if ck.wideKnob() {
+			k = ck.keepWide(12)
+		}
+		w.clock = w.clock.Add(time.Duration(w.stepMS(k)) * time.Millisecond)
 		_, err := p.Step()
 		require.NoError(t, err)
 	}
@@ -111,5 +129,47 @@ func TestPlacementTunesOffloadKeep(t *testing.T) {
 		ck, log = runKeep(t, c.ck, &keepWorld{base: 1000, per: per, target: 1000 + 50*per}, c.regions, 8)
 		require.Equal(t, c.ck, ck)
 		require.Empty(t, log)
+	}
+}
+
+// In the selective mode on the device, KeepWide is searched the same way
+// once the level is decided: with room, more wide products are kept while
+// that is faster (each saves a recomputation); the scheduler's pressure
+// lowers it; without WideRegions, or while the level search runs, it is
+// left alone.
+func TestPlacementTunesKeepWide(t *testing.T) {
+	const per = 100
+	twelve := func() (int, int64) { return 12, per }
+	sel := Checkpointing{Mode: CheckpointSelective}
+	cfg := PlacementConfig{WideRegions: twelve}
+
+	// Each kept product saves 2 ms until 8: 0 -> 4 (kept) -> 6 (kept) ->
+	// 7 (less than the tolerance) -> back to 6.
+	w := &keepWorld{base: 1000, per: per, target: 1000 + 9*per + 50}
+	w.stepMS = func(k int) int { return 200 - 5*min(k, 6) }
+	ck, log := runKeepCfg(t, sel, w, cfg, 24)
+	require.Equal(t, 6, ck.KeepWide, log)
+	require.Contains(t, log, "step 4: 950 B of the target is free, a region holds 100 B, 200ms a step: the last 4 of 12 selective blocks keep their MLP's wide product (was 0)")
+	require.Contains(t, log, "keeping 4 blocks takes 180ms a step, 0 took 200ms: kept")
+
+	// The scheduler demoting tensors is pressure: fewer at once.
+	ck, log = runKeepCfg(t, Checkpointing{Mode: CheckpointSelective, KeepWide: 8}, &keepWorld{base: 1000, per: per, target: 3000, demote: 250}, cfg, 4)
+	require.Equal(t, 5, ck.KeepWide, log)
+	require.Contains(t, log, "step 2: the scheduler demoted 250 B to fit the budget, a region holds 100 B: the last 5 of 12 selective blocks keep their MLP's wide product (was 8)")
+
+	// Left alone: no WideRegions; a custom policy; offloading (its own
+	// keep, not asked for here); the level search still running.
+	for _, c := range []struct {
+		ck  Checkpointing
+		cfg PlacementConfig
+	}{
+		{sel, PlacementConfig{}},
+		{Checkpointing{Mode: CheckpointSelective, Policy: checkpoint.SaveMatMuls}, cfg},
+		{Checkpointing{Mode: CheckpointSelective, Offload: true}, cfg},
+		{sel, PlacementConfig{WideRegions: twelve, Auto: true}},
+	} {
+		ck, log = runKeepCfg(t, c.ck, &keepWorld{base: 1000, per: per, target: 1000 + 50*per}, c.cfg, 5)
+		require.Equal(t, c.ck.KeepWide, ck.KeepWide, "%v", c.ck)
+		require.NotContains(t, log, "wide product", "%v", c.ck)
 	}
 }

@@ -229,6 +229,9 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 		if o.keepN < 0 && r.Budget > 0 {
 			pc.OffloadRegions = model.OffloadRegions // the offload's keep, chosen under the budget
 		}
+		if r.Budget > 0 {
+			pc.WideRegions = model.WideRegions // the selective mode's wide products kept, chosen under the budget
+		}
 		if place, err = nn.NewPlacement(sched, &model.Checkpoint, pc); err != nil {
 			return r, err
 		}

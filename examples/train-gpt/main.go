@@ -61,6 +61,9 @@ type options struct {
 	ckptEvery int    // -checkpoint-every
 	ckptOff   bool   // -checkpoint-offload
 	ckptKeep  string // -checkpoint-offload-keep
+	ckptWide  string // -checkpoint-keep-wide
+	wideAuto  bool   // -checkpoint-keep-wide auto under a budget: the placement tunes it
+	wideN     int    // else the number kept (-1: every one)
 	keepAuto  bool   // -checkpoint-offload-keep auto under a budget: the placement tunes it
 	keepN     int    // else the number kept
 	ckptMode  nn.CheckpointMode
@@ -138,6 +141,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.ckpt, "checkpoint", "none", "activation checkpointing of the transformer blocks: none, blocks (recompute whole blocks in backward), selective (keep the matrix products' outputs, recompute the rest) or auto (with -device-budget: raised from none while a step does not fit, then raised further while the placement measures that recomputing is faster than reaching offloaded tensors over the bus; nn.Placement)")
 	fs.IntVar(&o.ckptEvery, "checkpoint-every", 1, "with -checkpoint blocks or selective: checkpoint every k-th block (1: all)")
 	fs.StringVar(&o.ckptKeep, "checkpoint-offload-keep", "auto", "with -checkpoint-offload: how many of the last checkpointed blocks of a forward pass keep what they hold on the device (0: none; more: less traffic on the bus, more device memory); auto: 2, and under -device-budget more while the budget has room and the measured step gets faster (nn.Placement)")
+	fs.StringVar(&o.ckptWide, "checkpoint-keep-wide", "auto", "with -checkpoint selective (or auto) on the device: how many of the last checkpointed blocks also keep their MLP's wide product (c_fc's output, 4x a block's input) instead of recomputing it in backward (0: none; all: every block); auto: none, and under -device-budget more while the budget has room and the measured step gets faster (nn.Placement)")
 	fs.BoolVar(&o.ckptOff, "checkpoint-offload", false, "with -checkpoint blocks or selective: move what the checkpointed blocks hold (their inputs; with selective, every matrix product's output) to pinned host memory on the GPU's copy engines while the forward pass runs, and bring each block's back ahead of its backward (the same results; the device holds about two blocks' worth)")
 	fs.StringVar(&o.precision, "precision", "fp32", "matrix products: fp32, tf32 (float32 with TF32 tensor cores on the GPU), fp16 (autocast, with loss scaling) or bf16 (autocast)")
 	fs.StringVar(&o.attention, "attention", "auto", "attention: plain (the (B, H, T, T) probabilities materialised per op), fused (FlashAttention-2 kernels, no T x T matrix) or auto (fused on CUDA where its kernels run on tensor cores: fp16, bf16, tf32, and fp32 at heads of up to 64 through 3xTF32; plain elsewhere)")
@@ -223,6 +227,26 @@ func (o *options) checkCheckpoint(fs *flag.FlagSet) error {
 	})
 	if keepSet && !o.ckptOff {
 		return fmt.Errorf("-checkpoint-offload-keep %s: needs -checkpoint-offload", o.ckptKeep)
+	}
+	wideSet := false
+	fs.Visit(func(f *flag.Flag) { wideSet = wideSet || f.Name == "checkpoint-keep-wide" })
+	switch {
+	case wideSet && o.ckpt != "selective" && o.ckpt != "auto":
+		return fmt.Errorf("-checkpoint-keep-wide %s: needs -checkpoint selective or auto", o.ckptWide)
+	case wideSet && o.ckptOff:
+		return fmt.Errorf("-checkpoint-keep-wide %s: not with -checkpoint-offload (which keeps every product and moves them)", o.ckptWide)
+	}
+	o.wideN, o.wideAuto = 0, o.ckptWide == "auto" && o.budget != ""
+	switch o.ckptWide {
+	case "auto":
+	case "all":
+		o.wideN = -1
+	default:
+		n, err := strconv.Atoi(o.ckptWide)
+		if err != nil || n < 0 {
+			return fmt.Errorf("-checkpoint-keep-wide %q: want auto, all or a count of blocks, 0 or more", o.ckptWide)
+		}
+		o.wideN = n
 	}
 	o.keepN, o.keepAuto = 2, o.ckptKeep == "auto" && o.budget != ""
 	if o.ckptKeep != "auto" {

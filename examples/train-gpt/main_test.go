@@ -145,6 +145,9 @@ func TestCheckpointFlags(t *testing.T) {
 		"-checkpoint auto -device-budget 1GiB -checkpoint-offload":           "-checkpoint-offload: not with -checkpoint auto",
 		"-checkpoint selective -checkpoint-offload-keep 3":                   "-checkpoint-offload-keep 3: needs -checkpoint-offload",
 		"-checkpoint blocks -checkpoint-offload -checkpoint-offload-keep -1": `-checkpoint-offload-keep "-1": want auto or a count`,
+		"-checkpoint blocks -checkpoint-keep-wide 2":                         "-checkpoint-keep-wide 2: needs -checkpoint selective or auto",
+		"-checkpoint selective -checkpoint-offload -checkpoint-keep-wide 2":  "-checkpoint-keep-wide 2: not with -checkpoint-offload",
+		"-checkpoint selective -checkpoint-keep-wide many":                   `-checkpoint-keep-wide "many": want auto, all or a count`,
 	} {
 		_, err := parseFlags(strings.Fields(args))
 		require.ErrorContains(t, err, msg, args)
@@ -152,7 +155,17 @@ func TestCheckpointFlags(t *testing.T) {
 	o, err := parseFlags(nil)
 	require.NoError(t, err)
 	require.Equal(t, nn.CheckpointNone, o.ckptMode)
-	for _, args := range []string{"-checkpoint blocks", "-checkpoint selective -checkpoint-every 2", "-checkpoint selective -checkpoint-offload", "-checkpoint blocks -checkpoint-offload", "-checkpoint blocks -checkpoint-offload -checkpoint-offload-keep 0"} {
+	for args, want := range map[string]int{"-checkpoint selective -checkpoint-keep-wide 3": 3, "-checkpoint selective -checkpoint-keep-wide all": -1, "-checkpoint selective": 0} {
+		o, err := parseFlags(strings.Fields(args))
+		require.NoError(t, err, args)
+		require.Equal(t, want, o.wideN, args)
+		require.False(t, o.wideAuto, "auto only under a budget")
+	}
+	o, err = parseFlags(strings.Fields("-checkpoint selective -device-budget 1GiB"))
+	require.NoError(t, err)
+	require.True(t, o.wideAuto, "auto under a budget")
+	require.NotNil(t, o.placementConfig(nil).WideRegions, "the placement chooses the wide products kept")
+	for _, args := range []string{"-checkpoint blocks", "-checkpoint selective -checkpoint-every 2", "-checkpoint selective -checkpoint-offload", "-checkpoint blocks -checkpoint-offload", "-checkpoint blocks -checkpoint-offload -checkpoint-offload-keep 0", "-checkpoint selective -checkpoint-keep-wide 1", "-checkpoint selective -checkpoint-keep-wide all"} {
 		o, err := parseFlags(append(strings.Fields(args), "-bench", "-steps", "1", "-bench-warmup", "0", "-batch", "2", "-device", "cpu"))
 		require.NoError(t, err, args)
 		require.NoError(t, run(o), args)

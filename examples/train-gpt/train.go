@@ -77,7 +77,7 @@ func newTrainer(o *options, cfg nn.GPTConfig, dev tensor.Device, T int) (*traine
 		nn.Release(model.Parameters())
 		return nil, fmt.Errorf("-checkpoint-offload: not with expandable device memory (%s=1): offloaded bf16 training gave other losses there on the H200 (session 17)", memory.EnvExpandableSegments)
 	}
-	model.Checkpoint = nn.Checkpointing{Mode: o.ckptMode, Every: o.ckptEvery, Offload: o.ckptOff, OffloadKeep: offloadKeep(o.keepN)}
+	model.Checkpoint = nn.Checkpointing{Mode: o.ckptMode, Every: o.ckptEvery, Offload: o.ckptOff, OffloadKeep: offloadKeep(o.keepN), KeepWide: o.wideN}
 	if o.head == "auto" {
 		// On the GPU the fused head is faster (its GEMMs get the padded
 		// vocabulary) and holds a chunk of logits instead of all of them;
@@ -513,11 +513,15 @@ func offloadKeep(n int) int {
 }
 
 // placementConfig is the placement's: the checkpointing level chosen with
-// -checkpoint auto, the offload's keep with -checkpoint-offload-keep auto.
+// -checkpoint auto, the offload's keep with -checkpoint-offload-keep auto,
+// the wide products kept with -checkpoint-keep-wide auto.
 func (o *options) placementConfig(model *nn.GPT) nn.PlacementConfig {
 	cfg := nn.PlacementConfig{Auto: o.ckptAuto, Log: placementLog{}}
 	if o.keepAuto {
 		cfg.OffloadRegions = model.OffloadRegions
+	}
+	if o.wideAuto {
+		cfg.WideRegions = model.WideRegions
 	}
 	return cfg
 }
