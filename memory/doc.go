@@ -179,7 +179,11 @@
 //     bytes, which the budget covers) under the budget by demoting the
 //     coldest tensors to the offload tier and promoting them back, hottest
 //     first, once they have fitted for Patience steps (the margin and the
-//     patience are the hysteresis). Manager.Migrate moves an allocation
+//     patience are the hysteresis). When the device tier refuses a
+//     request that the budget had room for (its held bytes plus the
+//     request under the limit: fragmentation), the scheduler's target
+//     drops under what the device held then; a request past the limit is
+//     the budget at work and leaves the target alone. Manager.Migrate moves an allocation
 //     between tiers without changing its identity: a new block, a copy
 //     ordered on its stream (cuMemcpyDtoDAsync on a GPU), the old block
 //     freed to its pool; the tensor layer reads an allocation's address at

@@ -118,6 +118,9 @@
 // how many of the last blocks keep what they hold on the device
 // (OffloadKeep): a larger keep is tried while the budget has room and
 // stays only if the measured step is faster; fewer are kept when a step
-// passes the budget or the scheduler has to demote tensors to fit.
+// passes the budget or the scheduler has to demote tensors to fit. In the
+// selective mode on the device it chooses, once the level is decided, how
+// many of the last blocks keep their MLP's wide product (KeepWide: c_fc's
+// output, recomputed in backward otherwise) the same way.
 // Results are the same at every level, keep and placement.
 package nn
