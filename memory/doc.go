@@ -355,6 +355,31 @@
 // (same file):
 // with 2 MiB pages, 1.02 at those sizes seems to need knowledge of
 // lifetimes or moving live data, not placement.
+//
+// Step plans (PoolConfig.PlanSteps, experimental, off by default;
+// pool_expand_plan.go, plan_layout.go) bring that knowledge: the pool
+// records its allocations and when each was freed, finds the training
+// step repeating (a window of 32 allocations seen again at least 256
+// allocations later), lays out the next step's blocks with their
+// lifetimes around the blocks live now (offline dynamic storage
+// allocation, greedy by size, each block where its edge pages are most
+// shared over its life), and places each allocation that matches the plan
+// there, falling back to the usual placement at the first request it did
+// not expect (after a few) or the first place it finds taken. On the 40
+// scales it takes the fp16 trace with checkpointing from a mean of 1.056
+// (max 1.147, 30 above 1.02) to 1.032 (max 1.110, 21 above), and on 60
+// other scales from 1.053 (max 1.147, 47) to 1.029 (max 1.081, 32); but
+// it raises fp32 a little (mean 1.0047 to 1.0063, 0 to 2 of 40 scales
+// above 1.02) and the unscaled fp16 trace from 1.0146 to 1.0201, costs
+// about 1.2 to 1.9 us a call on the replays (layouts of a few
+// milliseconds, and a walk of the segment's blocks per planned
+// allocation) and device synchronisations (55 instead of 5 on the fp16
+// replay: pages lent away from places the plan needs are swept). Even a
+// layout that knows every lifetime of the whole trace in advance (greedy
+// by size, the pages touched by live blocks counted at every moment)
+// reaches 1.028 to 1.033 at 3 of the 40 fp16 scales (mean 1.0096), so
+// 1.02 everywhere needs better than greedy layout as well
+// (bench/results/cpu-expandable-scaled-2026-12-03-s18.md).
 // EmptyCache unmaps and releases every whole free page
 // and the address space of empty segments.
 //

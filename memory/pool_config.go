@@ -23,6 +23,14 @@ type PoolConfig struct {
 	// pool kind by mapping pages instead of reserving new segments
 	// (pool_expand.go). The backend must be a VirtualMemory.
 	Expandable bool
+	// PlanSteps makes an expandable pool learn the allocations of a
+	// training step and place those of the next steps by a layout that
+	// knows when each block dies (pool_expand_plan.go). Experimental: on
+	// PyTorch's traces scaled it lowers the peak reserved bytes of some
+	// runs and raises those of others (bench/results/
+	// cpu-expandable-scaled-2026-12-03-s18.md). Ignored without
+	// Expandable, and with a MaxSplitSize.
+	PlanSteps bool
 }
 
 // Validate reports a configuration NewPool would refuse.

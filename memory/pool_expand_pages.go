@@ -32,9 +32,24 @@ func (p *Pool) releasePages(pages []Page) error {
 // takes from the end first, which keeps live data packed towards the
 // start. Segments of held streams (StreamHolder) give nothing, as they
 // give nothing to EmptyCache: a captured graph's replays write their free
-// blocks, which must stay mapped where they are.
+// blocks, which must stay mapped where they are. Pages that the running
+// step plan still needs (pool_expand_plan.go) are taken last: a lent
+// page stays mapped where it was, and mapping there again must wait for
+// a synchronisation.
 func (p *Pool) steal(n int, target *segment, lo, hi int64) ([]Page, error) {
 	var pages []Page
+	var err error
+	for _, spare := range [2]bool{p.planner != nil && p.planner.plan != nil, false} {
+		if pages, err = p.stealFrom(pages, n, target, lo, hi, spare); err != nil || len(pages) >= n {
+			break
+		}
+	}
+	return pages, err
+}
+
+// stealFrom is one pass of steal, adding to pages; with spare it takes
+// none of the pages the running plan still needs.
+func (p *Pool) stealFrom(pages []Page, n int, target *segment, lo, hi int64, spare bool) ([]Page, error) {
 	synced := false
 	var order []*segment
 	h := p.holder()
@@ -63,32 +78,47 @@ func (p *Pool) steal(n int, target *segment, lo, hi int64) ([]Page, error) {
 			off := int64(b.addr - seg.region.Addr)
 			wlo, whi := (off+p.page-1)/p.page*p.page, (off+b.size)/p.page*p.page
 			if seg == target && wlo < hi && whi > lo {
-				b = prev // part of the run being filled
-				continue
+				// Only its pages outside the run being filled: those
+				// after it first, then those before it.
+				if whi > hi {
+					wlo = hi
+				} else {
+					whi = min(whi, lo)
+				}
+			}
+			if spare {
+				wlo, whi = p.planner.spare(seg, wlo, whi, p.page)
 			}
 			if k := int64(n - len(pages)); (whi-wlo)/p.page > k {
 				wlo = whi - k*p.page
 			}
-			if whi > wlo {
-				if lend {
-					pages = append(pages, p.lendFree(seg, b, wlo, whi)...)
-					b = prev
-					continue
-				}
-				if !synced {
-					if err := p.vm.Sync(); err != nil {
-						return pages, err
-					}
-					synced = true
-					if err := p.sweepStaleSynced(); err != nil {
-						return pages, err
-					}
-				}
-				got, err := p.unmapFree(seg, b, wlo, whi)
-				pages = append(pages, got...)
-				if err != nil {
+			if whi <= wlo {
+				b = prev
+				continue
+			}
+			if wlo > off {
+				// What stays of b before the pages taken is looked at
+				// again.
+				prev = b
+			}
+			if lend {
+				pages = append(pages, p.lendFree(seg, b, wlo, whi)...)
+				b = prev
+				continue
+			}
+			if !synced {
+				if err := p.vm.Sync(); err != nil {
 					return pages, err
 				}
+				synced = true
+				if err := p.sweepStaleSynced(); err != nil {
+					return pages, err
+				}
+			}
+			got, err := p.unmapFree(seg, b, wlo, whi)
+			pages = append(pages, got...)
+			if err != nil {
+				return pages, err
 			}
 			b = prev
 		}
