@@ -362,18 +362,17 @@
 // step repeating (a window of 32 allocations seen again at least 256
 // allocations later), lays out the next step's blocks with their
 // lifetimes around the blocks live now (offline dynamic storage
-// allocation, greedy by size, each block where its edge pages are most
-// shared over its life), and places each allocation that matches the plan
-// there, falling back to the usual placement at the first request it did
-// not expect (after a few) or the first place it finds taken. On the 40
-// scales it takes the fp16 trace with checkpointing from a mean of 1.056
-// (max 1.147, 30 above 1.02) to 1.032 (max 1.110, 21 above), and on 60
-// other scales from 1.053 (max 1.147, 47) to 1.029 (max 1.081, 32); but
-// it raises fp32 a little (mean 1.0047 to 1.0063, 0 to 2 of 40 scales
-// above 1.02) and the unscaled fp16 trace from 1.0146 to 1.0201, costs
-// about 1.2 to 1.9 us a call on the replays (layouts of a few
-// milliseconds, and a walk of the segment's blocks per planned
-// allocation) and device synchronisations (55 instead of 5 on the fp16
+// allocation: the blocks live at the peak first, then by size, each where
+// its edge pages are most shared over its life), and places each
+// allocation that matches the plan there, falling back to the usual
+// placement after a few requests it did not expect or at the first place
+// it finds taken. On the 40 scales it takes the fp16 trace with
+// checkpointing from a mean of 1.056 (max 1.147, 30 above 1.02) to 1.025
+// (max 1.058, 19 above), and on 60 other scales from 1.053 (max 1.147,
+// 47) to 1.023 (max 1.068, 26); fp32 keeps its mean (1.0047; 1.0045 on
+// the 60) but one of the 40 scales passes 1.02 (1.0212); it costs about
+// 2 us a call on the replays (layouts of a few milliseconds; 0.12 to 0.2
+// without) and device synchronisations (56 instead of 5 on the fp16
 // replay: pages lent away from places the plan needs are swept). Even a
 // layout that knows every lifetime of the whole trace in advance (greedy
 // by size, the pages touched by live blocks counted at every moment)

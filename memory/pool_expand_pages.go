@@ -275,6 +275,16 @@ func (p *Pool) mergeState(h *Block, state blockState) *Block {
 	return h
 }
 
+// blockAt returns the block of seg holding address a, found from the
+// live block below a when the pool plans its steps (it keeps them by
+// address), else from the segment's first block.
+func (p *Pool) blockAt(seg *segment, a uintptr) *Block {
+	if p.planner != nil {
+		return p.planner.blockAt(seg, a)
+	}
+	return blockAt(seg, a)
+}
+
 // blockAt returns the block of seg holding address a.
 func blockAt(seg *segment, a uintptr) *Block {
 	for b := seg.first; b != nil; b = b.next {
@@ -296,7 +306,7 @@ var errShort = errors.New("not enough pages")
 func (p *Pool) mapRun(seg *segment, lo, hi int64, pages []Page) error {
 	base := seg.region.Addr
 	for at := lo; at < hi; {
-		b := blockAt(seg, base+uintptr(at))
+		b := p.blockAt(seg, base+uintptr(at))
 		bEnd := int64(b.addr-base) + b.size
 		if b.state != blockHole {
 			at = bEnd
@@ -343,7 +353,7 @@ func (p *Pool) mapRun(seg *segment, lo, hi int64, pages []Page) error {
 // index and returns it cut to start at pos (its part before pos stays
 // free, in the index).
 func (p *Pool) carve(seg *segment, pos int64) *Block {
-	b := blockAt(seg, seg.region.Addr+uintptr(pos))
+	b := p.blockAt(seg, seg.region.Addr+uintptr(pos))
 	tree := p.treeOf(seg)
 	tree.delete(seg.stream, b)
 	left, mid, _ := p.cut(b, seg.region.Addr+uintptr(pos), b.addr+uintptr(b.size), blockFree)

@@ -1,5 +1,7 @@
 package memory
 
+import "slices"
+
 // Step plans for expandable segments (pool_expand.go).
 //
 // A training run repeats the same allocations every step: the same
@@ -38,16 +40,17 @@ package memory
 //
 // A plan only chooses an address among free ones, so a wrong prediction
 // costs memory, never correctness. On PyTorch's traces scaled by 0.2 to 4
-// (bench/results/cpu-expandable-scaled-2026-12-03-s18.md) it took the
-// fp16 trace with checkpointing from a mean peak reserved/requested of
-// 1.056 to 1.032, but single scales move both ways (the unscaled trace:
-// 1.0197 to 1.0201), and it cost the fp32 trace a little (mean 1.0047 to
-// 1.0063, max 1.018 to 1.026), so it is off by default (PlanSteps). It
-// costs time too: a layout is a few milliseconds, made a few times
-// before the steps settle into reusing the same few layouts, and each
-// planned allocation walks its segment's blocks to check its range; and
-// sweeping stale ranges synchronises the device, about 6 times a step on
-// the unscaled fp16 trace repeated.
+// (40 scales; bench/results/cpu-expandable-scaled-2026-12-03-s18.md) it
+// took the fp16 trace with checkpointing from a mean peak
+// reserved/requested of 1.056 to 1.025 (max 1.147 to 1.058, 30 scales
+// above 1.02 to 19), but single scales move both ways (0.5: 1.015 to
+// 1.026), and fp32 keeps its mean (1.0047) but passes 1.02 at one scale
+// (1.0212). It costs time: a layout takes a few milliseconds, made a few
+// times before the steps settle into reusing the same few, so a call
+// takes about 2 us on the 4-step replays, about 0.75 us on a long run
+// (0.2 without plans); and sweeping stale ranges synchronises the device
+// (about 15 times a step on the fp16 trace's steps repeated, against 1).
+// So it is off by default (PoolConfig.PlanSteps).
 
 // Tuning of the plans.
 const (
@@ -77,6 +80,7 @@ type stepPlanner struct {
 	streams []Stream
 	freed   []int64          // clock at each allocation's free, -1 while live
 	live    map[*Block]int64 // the clock of each live block's allocation
+	byAddr  []*Block         // the live blocks by address
 	seen    map[uint64][]int64
 	plan    *stepPlan
 	cache   [planCached]planCache
@@ -102,6 +106,8 @@ func (sp *stepPlanner) allocated(p *Pool, b *Block, rounded int64, s Stream) {
 		sp.seen = map[uint64][]int64{}
 	}
 	sp.live[b] = sp.clock
+	i, _ := slices.BinarySearchFunc(sp.byAddr, b.addr, func(x *Block, a uintptr) int { return cmpAddr(x.addr, a) })
+	sp.byAddr = slices.Insert(sp.byAddr, i, b)
 	sp.sizes = append(sp.sizes, rounded)
 	sp.streams = append(sp.streams, s)
 	sp.freed = append(sp.freed, -1)
@@ -131,6 +137,9 @@ func (sp *stepPlanner) released(b *Block) {
 		return
 	}
 	delete(sp.live, b)
+	if i, found := slices.BinarySearchFunc(sp.byAddr, b.addr, func(x *Block, a uintptr) int { return cmpAddr(x.addr, a) }); found {
+		sp.byAddr = slices.Delete(sp.byAddr, i, i+1)
+	}
 	if c >= sp.base {
 		sp.freed[c-sp.base] = sp.clock
 	}
@@ -305,4 +314,32 @@ func planKey(items []planItem, fixed []planFixed) uint64 {
 		mix(f.to)
 	}
 	return h
+}
+
+func cmpAddr(a, b uintptr) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// blockAt is blockAt(seg, a), walking from the live block below a.
+func (sp *stepPlanner) blockAt(seg *segment, a uintptr) *Block {
+	b := seg.first
+	i, found := slices.BinarySearchFunc(sp.byAddr, a, func(x *Block, a uintptr) int { return cmpAddr(x.addr, a) })
+	if !found {
+		i--
+	}
+	if i >= 0 && sp.byAddr[i].seg == seg {
+		b = sp.byAddr[i]
+	}
+	for ; b != nil; b = b.next {
+		if a < b.addr+uintptr(b.size) {
+			return b
+		}
+	}
+	return nil
 }

@@ -76,7 +76,7 @@ func (p *Pool) takePlanned(rounded int64, s Stream) *Block {
 	seg := plan.seg
 	base := seg.region.Addr
 	stale := false
-	for b := blockAt(seg, base+uintptr(off)); b != nil && int64(b.addr-base) < off+rounded; b = b.next {
+	for b := p.blockAt(seg, base+uintptr(off)); b != nil && int64(b.addr-base) < off+rounded; b = b.next {
 		switch b.state {
 		case blockFree, blockHole:
 		case blockStale:
@@ -95,7 +95,7 @@ func (p *Pool) takePlanned(rounded int64, s Stream) *Block {
 	}
 	lo, hi := p.pageRange(off, rounded)
 	var holes int64
-	for b := blockAt(seg, base+uintptr(lo)); b != nil && int64(b.addr-base) < hi; b = b.next {
+	for b := p.blockAt(seg, base+uintptr(lo)); b != nil && int64(b.addr-base) < hi; b = b.next {
 		if b.state == blockHole {
 			bl, bh := int64(b.addr-base), int64(b.addr-base)+b.size
 			holes += (min(hi, bh) - max(lo, bl)) / p.page
