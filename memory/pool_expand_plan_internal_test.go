@@ -52,8 +52,9 @@ func makePlanStep(rng *rand.Rand, n int) planStep {
 }
 
 // TestExpandablePlanSteps replays a synthetic step many times through
-// expandable pools with PlanSteps (over host memory and over the strict
-// fake driver), with deviations: a step with an allocation missing, a
+// expandable pools with PlanSteps (over host memory, and over the strict
+// fake driver with one allocation in five on a second stream), with
+// deviations: a step with an allocation missing, a
 // step with extra ones, a step of other sizes. It checks the invariants
 // and the device's mappings after every call, writes each live block's
 // bytes and checks them at its free (planned blocks never overlap live
@@ -133,7 +134,11 @@ func TestExpandablePlanSteps(t *testing.T) {
 					}
 				}
 				at := "step " + string(rune('A'+n)) + " alloc"
-				b, err := p.Alloc(size, 0)
+				var st Stream
+				if strict && i%5 == 0 {
+					st = 7
+				}
+				b, err := p.Alloc(size, st)
 				require.NoError(t, err, at)
 				fill := byte(rng.Uint32())
 				h := b.Host()
