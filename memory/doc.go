@@ -366,14 +366,18 @@
 // its edge pages are most shared over its life), and places each
 // allocation that matches the plan there, falling back to the usual
 // placement after a few requests it did not expect or at the first place
-// it finds taken. On the 40 scales it takes the fp16 trace with
-// checkpointing from a mean of 1.056 (max 1.147, 30 above 1.02) to 1.025
-// (max 1.058, 19 above), and on 60 other scales from 1.053 (max 1.147,
-// 47) to 1.023 (max 1.068, 26); fp32 keeps its mean (1.0047; 1.0045 on
-// the 60) but one of the 40 scales passes 1.02 (1.0212); it costs about
-// 2 us a call on the replays (layouts of a few milliseconds; 0.12 to 0.2
-// without) and device synchronisations (56 instead of 5 on the fp16
-// replay: pages lent away from places the plan needs are swept). Even a
+// it finds taken; while no plan runs, requests up to SmallSize go right
+// after the highest live block, so that small blocks allocated together
+// (the optimizer state of the first step) share pages. On the 40 scales
+// it takes the fp16 trace with checkpointing from a mean of 1.056 (max
+// 1.147, 30 above 1.02) to 1.010 (max 1.031, 3 above: 0.2, 0.27, 0.32),
+// and on 60 other scales from 1.053 (max 1.147, 47) to 1.010 (max 1.030,
+// 3); fp32 from 1.0047 (max 1.018) to 1.0038 (max 1.016), 60 scales
+// 1.0050 (max 1.024, 1 above) to 1.0035 (max 1.014, none). It costs
+// about 2 us a call on the replays (layouts of a few milliseconds; 0.12
+// to 0.2 without) and device synchronisations (pages lent away from
+// places the plan needs are swept: dozens a replay instead of 5), so it
+// is off by default. Even a
 // layout that knows every lifetime of the whole trace in advance (greedy
 // by size, the pages touched by live blocks counted at every moment)
 // reaches 1.028 to 1.033 at 3 of the 40 fp16 scales (mean 1.0096), so

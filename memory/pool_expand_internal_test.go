@@ -267,10 +267,10 @@ func TestExpandableTraceInvariants(t *testing.T) {
 // is the fp16 trace with checkpointing at 0.5, at 1 and from 1.25 up, but
 // not at the other scales below 1.25 (free bytes in partial pages at the
 // peak: pages pinned by blocks under 1 MiB, and the partial edge pages of
-// large blocks whose neighbours died). Step plans take the fp16 trace
-// under 1.02 at 0.25, 1 to 1.25 too and its worst scales down (0.2: 1.143
-// to 1.045), but raise 0.5 (1.015 to 1.026); fp32 stays under 1.02 at
-// these scales. Scales off the goal are held to what the pool reaches
+// large blocks whose neighbours died). With step plans (and small
+// requests at the top of the range while no plan runs) the fp16 trace is
+// under 1.02 at all of them but 0.2 (1.031) and 0.31 (1.025), and fp32
+// under 1.008. Scales off the goal are held to what the pool reaches
 // today (2026-12-03) plus a little, as a guard against regressions.
 func TestExpandableScaledTraces(t *testing.T) {
 	const goal = 1.02
@@ -284,9 +284,8 @@ func TestExpandableScaledTraces(t *testing.T) {
 		{"trace-char-fp32.csv", false}: {},
 		{"trace-char-fp16-ckpt.csv", false}: {0.2: 1.148, 0.25: 1.098, 0.31: 1.075, 0.37: 1.098, 0.43: 1.094, 0.62: 1.057,
 			0.66: 1.069, 0.75: 1.053, 1.1: 1.041},
-		{"trace-char-fp32.csv", true}: {},
-		{"trace-char-fp16-ckpt.csv", true}: {0.2: 1.051, 0.31: 1.066, 0.37: 1.06, 0.43: 1.036, 0.5: 1.031, 0.62: 1.035,
-			0.66: 1.04, 0.75: 1.027},
+		{"trace-char-fp32.csv", true}:      {},
+		{"trace-char-fp16-ckpt.csv", true}: {0.2: 1.036, 0.31: 1.03},
 	}
 	for k, above := range bound {
 		data, err := os.ReadFile(filepath.Join("..", "bench", "traces", k.name))

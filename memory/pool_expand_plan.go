@@ -28,6 +28,11 @@ import "slices"
 //     alternate between a few layouts, so the last planCached are kept
 //     and one is reused when the same blocks are laid out around the same
 //     obstacles.
+//   - Between plans (the first step, a deviation), requests up to
+//     SmallSize go right after the highest live block (takeTop), so that
+//     small blocks allocated together, such as the optimizer state the
+//     first step creates, share pages instead of each pinning one among
+//     short-lived blocks: the plans must lay out around them.
 //   - Execution (pool_expand_plan_take.go): each following allocation that
 //     is the one expected goes where the plan puts it, once its range is
 //     seen to be free (free blocks, holes, which are mapped, or stale
@@ -42,15 +47,16 @@ import "slices"
 // costs memory, never correctness. On PyTorch's traces scaled by 0.2 to 4
 // (40 scales; bench/results/cpu-expandable-scaled-2026-12-03-s18.md) it
 // took the fp16 trace with checkpointing from a mean peak
-// reserved/requested of 1.056 to 1.025 (max 1.147 to 1.058, 30 scales
-// above 1.02 to 19), but single scales move both ways (0.5: 1.015 to
-// 1.026), and fp32 keeps its mean (1.0047) but passes 1.02 at one scale
-// (1.0212). It costs time: a layout takes a few milliseconds, made a few
-// times before the steps settle into reusing the same few, so a call
-// takes about 2 us on the 4-step replays, about 0.75 us on a long run
-// (0.2 without plans); and sweeping stale ranges synchronises the device
-// (about 15 times a step on the fp16 trace's steps repeated, against 1).
-// So it is off by default (PoolConfig.PlanSteps).
+// reserved/requested of 1.056 to 1.010 (max 1.147 to 1.031, 30 scales
+// above 1.02 to 3), and fp32 from 1.0047 to 1.0038 (max 1.018 to 1.016);
+// on 60 other scales fp16 1.053 to 1.010 (47 above 1.02 to 3), fp32
+// 1.0050 to 1.0035 (1 to 0). It costs time: a layout takes a few
+// milliseconds, made a few times before the steps settle into reusing
+// the same few, so a call takes about 2 us on the 4-step replays (0.12
+// to 0.2 without plans), about 0.65 us on a long run (0.2); and sweeping
+// stale ranges synchronises the device (about 17 times a step on the
+// fp16 trace's steps repeated, against 1). So it is off by default
+// (PoolConfig.PlanSteps).
 
 // Tuning of the plans.
 const (

@@ -73,7 +73,55 @@ func (p *Pool) takePlanned(rounded int64, s Stream) *Block {
 	if off < 0 || s != plan.stream {
 		return nil
 	}
-	seg := plan.seg
+	b, taken := p.placeAt(plan.seg, off, rounded)
+	if b == nil {
+		sp.plan = nil
+		if taken {
+			sp.deviations++
+		}
+		return nil
+	}
+	sp.planned++
+	return b
+}
+
+// takeTop returns the free block (out of the index) right after the
+// highest live block of stream s's segment, its pages mapped, for a
+// request of rounded bytes while no plan runs; nil when there is none.
+// Small requests of a stretch the pool has no plan for (the first step,
+// a deviation) go there: consecutive ones, such as the optimizer state
+// the first step creates, then share pages, where best fit would put each
+// in a hole between short-lived blocks that die long before it and leave
+// it pinning a page on its own. (Without plans, the same rule for every
+// small request raised reserved/requested: the steps' own small blocks
+// then spread along the range.)
+func (p *Pool) takeTop(rounded int64, s Stream) *Block {
+	var seg *segment
+	p.expandables(s, false, func(x *segment) bool { seg = x; return false })
+	if seg == nil {
+		return nil
+	}
+	live := p.planner.byAddr
+	i := len(live) - 1
+	for i >= 0 && (live[i].seg != seg || live[i].state != blockLive) {
+		i--
+	}
+	if i < 0 {
+		return nil
+	}
+	off := int64(live[i].addr-seg.region.Addr) + live[i].size
+	if off+rounded > seg.region.Size {
+		return nil
+	}
+	b, _ := p.placeAt(seg, off, rounded)
+	return b
+}
+
+// placeAt returns the free block (out of the index) starting at offset
+// off of seg, its pages over [off, off+rounded) mapped (stale address
+// space there is swept first); nil when some of the range is taken (then
+// taken is set) or pages could not be had.
+func (p *Pool) placeAt(seg *segment, off, rounded int64) (b *Block, taken bool) {
 	base := seg.region.Addr
 	stale := false
 	for b := p.blockAt(seg, base+uintptr(off)); b != nil && int64(b.addr-base) < off+rounded; b = b.next {
@@ -81,16 +129,13 @@ func (p *Pool) takePlanned(rounded int64, s Stream) *Block {
 		case blockFree, blockHole:
 		case blockStale:
 			stale = true
-		default: // taken: the plan no longer holds
-			sp.plan = nil
-			sp.deviations++
-			return nil
+		default:
+			return nil, true
 		}
 	}
 	if stale {
 		if err := p.sweepStale(); err != nil {
-			sp.plan = nil
-			return nil
+			return nil, false
 		}
 	}
 	lo, hi := p.pageRange(off, rounded)
@@ -107,10 +152,8 @@ func (p *Pool) takePlanned(rounded int64, s Stream) *Block {
 			err = p.mapRun(seg, lo, hi, pages)
 		}
 		if err != nil {
-			sp.plan = nil
-			return nil
+			return nil, false
 		}
 	}
-	sp.planned++
-	return p.carve(seg, off)
+	return p.carve(seg, off), false
 }

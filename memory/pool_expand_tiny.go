@@ -34,16 +34,20 @@ const tinyProbe = 64
 
 // allocPlaced is an expandable pool's choice of the free block (not in
 // the index) that starts where a request of rounded bytes on stream s
-// goes: where the running step plan puts it (pool_expand_plan.go), else
-// for a tiny request among the live tiny blocks, else the best fit, from
+// goes: where the running step plan puts it (pool_expand_plan.go); with
+// step plans but none running, for a request up to SmallSize, right after
+// the highest live block (takeTop); else for a tiny request among the
+// live tiny blocks, else the best fit, from
 // the cache or else from growing a segment. It records the allocation for
 // the step plans and counts a tiny block in its page (free uncounts
 // blocks of up to tinyMax bytes; a block above MaxSplitSize is handed out
 // whole).
 func (p *Pool) allocPlaced(size, rounded int64, s Stream) (*Block, error) {
 	var b *Block
-	if p.planner != nil && p.planner.plan != nil {
+	if sp := p.planner; sp != nil && sp.plan != nil {
 		b = p.takePlanned(rounded, s)
+	} else if sp != nil && rounded <= SmallSize {
+		b = p.takeTop(rounded, s)
 	}
 	if b == nil && rounded <= p.tinyMax {
 		b = p.takeTiny(rounded, s)
