@@ -354,7 +354,9 @@
 // block, greedy placement) still reaches 1.026 to 1.061 below scale 1
 // (same file):
 // with 2 MiB pages, 1.02 at those sizes seems to need knowledge of
-// lifetimes or moving live data, not placement.
+// lifetimes or moving live data, not placement. EmptyCache unmaps and
+// releases every whole free page and the address space of empty
+// segments.
 //
 // Step plans (PoolConfig.PlanSteps, experimental, off by default;
 // pool_expand_plan.go, plan_layout.go) bring that knowledge: the pool
@@ -377,14 +379,11 @@
 // about 2 us a call on the replays (layouts of a few milliseconds; 0.12
 // to 0.2 without) and device synchronisations (pages lent away from
 // places the plan needs are swept: dozens a replay instead of 5), so it
-// is off by default. Even a
-// layout that knows every lifetime of the whole trace in advance (greedy
-// by size, the pages touched by live blocks counted at every moment)
-// reaches 1.028 to 1.033 at 3 of the 40 fp16 scales (mean 1.0096), so
-// 1.02 everywhere needs better than greedy layout as well
-// (bench/results/cpu-expandable-scaled-2026-12-03-s18.md).
-// EmptyCache unmaps and releases every whole free page
-// and the address space of empty segments.
+// is off by default. Even a layout that knows every lifetime of the
+// whole trace in advance (greedy by size, the pages touched by live
+// blocks counted at every moment) reaches 1.028 to 1.033 at 3 of the 40
+// fp16 scales (mean 1.0096), so 1.02 everywhere needs better than greedy
+// layout as well (bench/results/cpu-expandable-scaled-2026-12-03-s18.md).
 //
 // Managers use expandable segments for every pool whose backend is a
 // VirtualMemory (Config.Segments; SegmentsDefault reads the environment
