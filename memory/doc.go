@@ -358,9 +358,36 @@
 // block, greedy placement) still reaches 1.026 to 1.061 below scale 1
 // (same file):
 // with 2 MiB pages, 1.02 at those sizes seems to need knowledge of
-// lifetimes or moving live data, not placement.
-// EmptyCache unmaps and releases every whole free page
-// and the address space of empty segments.
+// lifetimes or moving live data, not placement. EmptyCache unmaps and
+// releases every whole free page and the address space of empty
+// segments.
+//
+// Step plans (PoolConfig.PlanSteps, experimental, off by default;
+// pool_expand_plan.go, plan_layout.go) bring that knowledge: the pool
+// records its allocations and when each was freed, finds the training
+// step repeating (a window of 32 allocations seen again at least 256
+// allocations later), lays out the next step's blocks with their
+// lifetimes around the blocks live now (offline dynamic storage
+// allocation: the blocks live at the peak first, then by size, each where
+// its edge pages are most shared over its life), and places each
+// allocation that matches the plan there, falling back to the usual
+// placement after a few requests it did not expect or at the first place
+// it finds taken; while no plan runs, requests up to SmallSize go right
+// after the highest live block, so that small blocks allocated together
+// (the optimizer state of the first step) share pages. On the 40 scales
+// it takes the fp16 trace with checkpointing from a mean of 1.056 (max
+// 1.147, 30 above 1.02) to 1.010 (max 1.031, 3 above: 0.2, 0.27, 0.32),
+// and on 60 other scales from 1.053 (max 1.147, 47) to 1.010 (max 1.030,
+// 3); fp32 from 1.0047 (max 1.018) to 1.0038 (max 1.016), 60 scales
+// 1.0050 (max 1.024, 1 above) to 1.0035 (max 1.014, none). It costs
+// about 2 us a call on the replays (layouts of a few milliseconds; 0.12
+// to 0.2 without) and device synchronisations (pages lent away from
+// places the plan needs are swept: dozens a replay instead of 5), so it
+// is off by default. Even a layout that knows every lifetime of the
+// whole trace in advance (greedy by size, the pages touched by live
+// blocks counted at every moment) reaches 1.028 to 1.033 at 3 of the 40
+// fp16 scales (mean 1.0096), so 1.02 everywhere needs better than greedy
+// layout as well (bench/results/cpu-expandable-scaled-2026-12-03-s18.md).
 //
 // Managers use expandable segments for every pool whose backend is a
 // VirtualMemory (Config.Segments; SegmentsDefault reads the environment

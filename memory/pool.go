@@ -60,6 +60,11 @@ type Pool struct {
 	// tiny blocks (pool_expand_tiny.go); 0 in a classic pool, where the
 	// test on it is all the hot path pays.
 	tinyMax int64
+	// placeMax is the largest request an expandable pool places itself
+	// (allocPlaced: tiny ones, and all of them when it plans its steps,
+	// pool_expand_plan.go), not by the index's best fit; 0 in a classic
+	// pool, where the test on it is all the hot path pays.
+	placeMax int64
 	// shared, when set, is the bytes held elsewhere against this pool's
 	// Limit: a manager's device budget also covers its managed tier,
 	// whose pages live on the device (Manager.SetLimit).
@@ -68,6 +73,10 @@ type Pool struct {
 	// none stands in for a missing neighbour when free and insertFree
 	// read the neighbours' states (see orNone): it is never free.
 	none Block
+
+	// planner records an expandable pool's allocations and plans its
+	// steps, with PlanSteps (pool_expand_plan.go); else nil.
+	planner *stepPlanner
 }
 
 // orNone returns b, or &p.none when b is nil, by index rather than by a
@@ -143,6 +152,11 @@ func newPool(b Backend, cfg PoolConfig, mu *sync.Mutex, parent *Usage) *Pool {
 		p.unified = true
 		p.indexes[0] = &p.large
 		p.tinyMax = tinySize
+		p.placeMax = tinySize
+		if cfg.PlanSteps && cfg.MaxSplitSize == 0 {
+			p.placeMax = math.MaxInt64
+			p.planner = &stepPlanner{}
+		}
 	}
 	return p
 }
@@ -194,9 +208,9 @@ func (p *Pool) alloc(size int64, s Stream, advice Advice, role Role, op string) 
 	}
 	idx := p.indexes[k]
 	var b *Block
-	if rounded <= p.tinyMax {
+	if rounded <= p.placeMax {
 		var err error
-		if b, err = p.allocTiny(size, rounded, s); err != nil {
+		if b, err = p.allocPlaced(size, rounded, s); err != nil {
 			return nil, err
 		}
 	} else if lo, hi := (freeKey{size: rounded}), p.takeLimit(rounded); idx.hot == nil {
@@ -217,8 +231,8 @@ func (p *Pool) alloc(size int64, s Stream, advice Advice, role Role, op string) 
 	}
 	if p.adviser != nil {
 		if err := p.advise(b, advice, s); err != nil {
-			if b.size <= p.tinyMax {
-				p.countTiny(b, -1)
+			if b.size <= p.placeMax {
+				p.freedPlaced(b)
 			}
 			p.insertFree(b)
 			return nil, err
@@ -276,8 +290,8 @@ func (p *Pool) free(b *Block) error {
 	if b.state != blockLive {
 		return fmt.Errorf("memory: pool %s: block at %#x (%s) freed twice: %w", p.name, b.addr, FormatBytes(b.size), ErrDoubleFree)
 	}
-	if b.size <= p.tinyMax {
-		p.countTiny(b, -1)
+	if b.size <= p.placeMax {
+		p.freedPlaced(b)
 	}
 	pending := b.cross != nil && len(b.cross.uses) > 0
 	// The neighbours' states, loaded before the statistics' work, so that

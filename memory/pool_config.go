@@ -23,6 +23,15 @@ type PoolConfig struct {
 	// pool kind by mapping pages instead of reserving new segments
 	// (pool_expand.go). The backend must be a VirtualMemory.
 	Expandable bool
+	// PlanSteps makes an expandable pool learn the allocations of a
+	// training step and place those of the next steps by a layout that
+	// knows when each block dies (pool_expand_plan.go). Experimental: on
+	// PyTorch's traces scaled it brings the peak reserved bytes within 2%
+	// of the requested peak at most scales, but costs time and
+	// synchronises the device more often (bench/results/
+	// cpu-expandable-scaled-2026-12-03-s18.md). Ignored without
+	// Expandable, and with a MaxSplitSize.
+	PlanSteps bool
 }
 
 // Validate reports a configuration NewPool would refuse.

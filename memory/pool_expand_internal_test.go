@@ -262,30 +262,43 @@ func TestExpandableTraceInvariants(t *testing.T) {
 // pattern) through expandable pools over the host backend, checking the
 // invariants now and then, and bounds reserved/requested at 16 scales
 // from 0.2 to 4 (0.2, 0.66 and 1.1 off the bench-alloc grid, against
-// rules fitted to it). The goal (issue 12) is 1.02 at every scale; fp32
-// is there, and so is the fp16 trace with checkpointing at 0.5, at 1 and
-// from 1.25 up, but not at the other scales below 1.25 (free bytes in
-// partial pages at the peak: pages pinned by blocks under 1 MiB, and the
-// partial edge pages of large blocks whose neighbours died), so those
-// scales are held to what the pool reaches today (2026-12-03, with tiny
-// blocks placed among each other: pool_expand_tiny.go) plus a little, as
-// a guard against regressions.
+// rules fitted to it), with and without step plans (PlanSteps). The goal
+// (issue 12) is 1.02 at every scale; fp32 is there without plans, and so
+// is the fp16 trace with checkpointing at 0.5, at 1 and from 1.25 up, but
+// not at the other scales below 1.25 (free bytes in partial pages at the
+// peak: pages pinned by blocks under 1 MiB, and the partial edge pages of
+// large blocks whose neighbours died). With step plans (and small
+// requests at the top of the range while no plan runs) the fp16 trace is
+// under 1.02 at all of them but 0.2 (1.031) and 0.31 (1.025), and fp32
+// under 1.008. Scales off the goal are held to what the pool reaches
+// today (2026-12-03) plus a little, as a guard against regressions.
 func TestExpandableScaledTraces(t *testing.T) {
 	const goal = 1.02
-	bound := map[string]map[float64]float64{
-		"trace-char-fp32.csv": {0.2: goal, 0.25: goal, 0.31: goal, 0.37: goal, 0.43: goal, 0.5: goal, 0.62: goal, 0.66: goal,
-			0.75: goal, 1: goal, 1.1: goal, 1.25: goal, 1.5: goal, 2.3: goal, 3.1: goal, 4: goal},
-		"trace-char-fp16-ckpt.csv": {0.2: 1.148, 0.25: 1.098, 0.31: 1.075, 0.37: 1.098, 0.43: 1.094, 0.5: goal, 0.62: 1.057,
-			0.66: 1.069, 0.75: 1.053, 1: goal, 1.1: 1.041, 1.25: goal, 1.5: goal, 2.3: goal, 3.1: goal, 4: goal},
+	scales := []float64{0.2, 0.25, 0.31, 0.37, 0.43, 0.5, 0.62, 0.66, 0.75, 1, 1.1, 1.25, 1.5, 2.3, 3.1, 4}
+	type key struct {
+		name string
+		plan bool
 	}
-	for name, scales := range bound {
-		data, err := os.ReadFile(filepath.Join("..", "bench", "traces", name))
+	// The bounds above the goal; every other scale is held to the goal.
+	bound := map[key]map[float64]float64{
+		{"trace-char-fp32.csv", false}: {},
+		{"trace-char-fp16-ckpt.csv", false}: {0.2: 1.148, 0.25: 1.098, 0.31: 1.075, 0.37: 1.098, 0.43: 1.094, 0.62: 1.057,
+			0.66: 1.069, 0.75: 1.053, 1.1: 1.041},
+		{"trace-char-fp32.csv", true}:      {},
+		{"trace-char-fp16-ckpt.csv", true}: {0.2: 1.036, 0.31: 1.03},
+	}
+	for k, above := range bound {
+		data, err := os.ReadFile(filepath.Join("..", "bench", "traces", k.name))
 		if err != nil {
 			t.Skip(err)
 		}
 		lines := strings.Split(strings.TrimSpace(string(data)), "\n")[1:]
-		for scale, limit := range scales {
-			p := NewPool(NewHostBackend(TierDevice), PoolConfig{Expandable: true})
+		for _, scale := range scales {
+			limit, ok := above[scale]
+			if !ok {
+				limit = goal
+			}
+			p := NewPool(NewHostBackend(TierDevice), PoolConfig{Expandable: true, PlanSteps: k.plan})
 			live := map[string]*Block{}
 			for i, line := range lines {
 				f := strings.Split(line, ",")
@@ -293,7 +306,7 @@ func TestExpandableScaledTraces(t *testing.T) {
 				case "alloc":
 					n, _ := strconv.ParseInt(f[2], 10, 64)
 					b, err := p.Alloc(max(1, int64(math.Round(float64(n)*scale))), 0)
-					require.NoError(t, err, "%s x%v:%d", name, scale, i+2)
+					require.NoError(t, err, "%s x%v:%d", k.name, scale, i+2)
 					live[f[1]] = b
 				case "free_completed":
 					if b := live[f[1]]; b != nil {
@@ -301,7 +314,7 @@ func TestExpandableScaledTraces(t *testing.T) {
 						delete(live, f[1])
 					}
 				}
-				if i%97 == 0 {
+				if i%211 == 0 {
 					p.mu.Lock()
 					checkExpandable(t, p)
 					p.mu.Unlock()
@@ -309,8 +322,8 @@ func TestExpandableScaledTraces(t *testing.T) {
 			}
 			st := p.Stats()
 			ratio := float64(st.Reserved.Peak) / float64(st.Requested.Peak)
-			t.Logf("%s x%v: reserved/requested %.4f (bound %.3f)", name, scale, ratio, limit)
-			require.LessOrEqual(t, ratio, limit, "%s x%v", name, scale)
+			t.Logf("%s x%v (plans %v): reserved/requested %.4f (bound %.3f)", k.name, scale, k.plan, ratio, limit)
+			require.LessOrEqual(t, ratio, limit, "%s x%v (plans %v)", k.name, scale, k.plan)
 			for _, b := range live {
 				require.NoError(t, p.Free(b))
 			}

@@ -32,9 +32,24 @@ func (p *Pool) releasePages(pages []Page) error {
 // takes from the end first, which keeps live data packed towards the
 // start. Segments of held streams (StreamHolder) give nothing, as they
 // give nothing to EmptyCache: a captured graph's replays write their free
-// blocks, which must stay mapped where they are.
+// blocks, which must stay mapped where they are. Pages that the running
+// step plan still needs (pool_expand_plan.go) are taken last: a lent
+// page stays mapped where it was, and mapping there again must wait for
+// a synchronisation.
 func (p *Pool) steal(n int, target *segment, lo, hi int64) ([]Page, error) {
 	var pages []Page
+	var err error
+	for _, spare := range [2]bool{p.planner != nil && p.planner.plan != nil, false} {
+		if pages, err = p.stealFrom(pages, n, target, lo, hi, spare); err != nil || len(pages) >= n {
+			break
+		}
+	}
+	return pages, err
+}
+
+// stealFrom is one pass of steal, adding to pages; with spare it takes
+// none of the pages the running plan still needs.
+func (p *Pool) stealFrom(pages []Page, n int, target *segment, lo, hi int64, spare bool) ([]Page, error) {
 	synced := false
 	var order []*segment
 	h := p.holder()
@@ -63,32 +78,47 @@ func (p *Pool) steal(n int, target *segment, lo, hi int64) ([]Page, error) {
 			off := int64(b.addr - seg.region.Addr)
 			wlo, whi := (off+p.page-1)/p.page*p.page, (off+b.size)/p.page*p.page
 			if seg == target && wlo < hi && whi > lo {
-				b = prev // part of the run being filled
-				continue
+				// Only its pages outside the run being filled: those
+				// after it first, then those before it.
+				if whi > hi {
+					wlo = hi
+				} else {
+					whi = min(whi, lo)
+				}
+			}
+			if spare {
+				wlo, whi = p.planner.spare(seg, wlo, whi, p.page)
 			}
 			if k := int64(n - len(pages)); (whi-wlo)/p.page > k {
 				wlo = whi - k*p.page
 			}
-			if whi > wlo {
-				if lend {
-					pages = append(pages, p.lendFree(seg, b, wlo, whi)...)
-					b = prev
-					continue
-				}
-				if !synced {
-					if err := p.vm.Sync(); err != nil {
-						return pages, err
-					}
-					synced = true
-					if err := p.sweepStaleSynced(); err != nil {
-						return pages, err
-					}
-				}
-				got, err := p.unmapFree(seg, b, wlo, whi)
-				pages = append(pages, got...)
-				if err != nil {
+			if whi <= wlo {
+				b = prev
+				continue
+			}
+			if wlo > off {
+				// What stays of b before the pages taken is looked at
+				// again.
+				prev = b
+			}
+			if lend {
+				pages = append(pages, p.lendFree(seg, b, wlo, whi)...)
+				b = prev
+				continue
+			}
+			if !synced {
+				if err := p.vm.Sync(); err != nil {
 					return pages, err
 				}
+				synced = true
+				if err := p.sweepStaleSynced(); err != nil {
+					return pages, err
+				}
+			}
+			got, err := p.unmapFree(seg, b, wlo, whi)
+			pages = append(pages, got...)
+			if err != nil {
+				return pages, err
 			}
 			b = prev
 		}
@@ -245,6 +275,16 @@ func (p *Pool) mergeState(h *Block, state blockState) *Block {
 	return h
 }
 
+// blockAt returns the block of seg holding address a, found from the
+// live block below a when the pool plans its steps (it keeps them by
+// address), else from the segment's first block.
+func (p *Pool) blockAt(seg *segment, a uintptr) *Block {
+	if p.planner != nil {
+		return p.planner.blockAt(seg, a)
+	}
+	return blockAt(seg, a)
+}
+
 // blockAt returns the block of seg holding address a.
 func blockAt(seg *segment, a uintptr) *Block {
 	for b := seg.first; b != nil; b = b.next {
@@ -266,7 +306,7 @@ var errShort = errors.New("not enough pages")
 func (p *Pool) mapRun(seg *segment, lo, hi int64, pages []Page) error {
 	base := seg.region.Addr
 	for at := lo; at < hi; {
-		b := blockAt(seg, base+uintptr(at))
+		b := p.blockAt(seg, base+uintptr(at))
 		bEnd := int64(b.addr-base) + b.size
 		if b.state != blockHole {
 			at = bEnd
@@ -313,7 +353,7 @@ func (p *Pool) mapRun(seg *segment, lo, hi int64, pages []Page) error {
 // index and returns it cut to start at pos (its part before pos stays
 // free, in the index).
 func (p *Pool) carve(seg *segment, pos int64) *Block {
-	b := blockAt(seg, seg.region.Addr+uintptr(pos))
+	b := p.blockAt(seg, seg.region.Addr+uintptr(pos))
 	tree := p.treeOf(seg)
 	tree.delete(seg.stream, b)
 	left, mid, _ := p.cut(b, seg.region.Addr+uintptr(pos), b.addr+uintptr(b.size), blockFree)

@@ -22,12 +22,16 @@ import (
 // asked:
 //
 //	go test ./memory -run TestExpandableScaleSweep -v -expandable-sweep 40
+//	go test ./memory -run TestExpandableScaleSweep -v -expandable-sweep 60-other -expandable-sweep-plan
 //	go test ./memory -run TestExpandableScaleSweep -v -expandable-sweep 0.37 -expandable-sweep-dump
 //
-// (40: 40 scales from 0.2 to 4, 0.2*20^(i/39); else a comma-separated
-// list). No timing: bench-alloc times the replays.
+// (40: 40 scales from 0.2 to 4, 0.2*20^(i/39); 60-other: 60 scales
+// between them, 0.21*(3.8/0.21)^((i+0.37)/60), another sample; else a
+// comma-separated list; -expandable-sweep-plan: with PlanSteps). No
+// timing: bench-alloc times the replays.
 var anaScales = flag.String("expandable-sweep", "", "scales for TestExpandableScaleSweep: a count of log-spaced scales from 0.2 to 4, or a comma-separated list")
 var anaTiny = flag.Int64("expandable-sweep-tiny", 0, "experiment: requests up to this many bytes on stream 1 (a range and index of their own)")
+var anaPlan = flag.Bool("expandable-sweep-plan", false, "TestExpandableScaleSweep replays with PoolConfig.PlanSteps")
 var anaDump = flag.Bool("expandable-sweep-dump", false, "TestExpandableScaleSweep prints the partial pages at each replay's peak reserved")
 
 type anaOp struct {
@@ -71,7 +75,7 @@ func anaLoad(t *testing.T, name string) ([]anaOp, int) {
 }
 
 func anaReplay(t *testing.T, ops []anaOp, slots int, scale float64, dump bool) (float64, int64) {
-	p := NewPool(NewHostBackend(TierDevice), PoolConfig{Expandable: true})
+	p := NewPool(NewHostBackend(TierDevice), PoolConfig{Expandable: true, PlanSteps: *anaPlan})
 	blocks := make([]*Block, slots)
 	born := map[*Block]int{}
 	var peakRes int64
@@ -169,7 +173,11 @@ func TestExpandableScaleSweep(t *testing.T) {
 		t.Skip()
 	}
 	var scales []float64
-	if n, err := strconv.Atoi(*anaScales); err == nil && n > 1 {
+	if *anaScales == "60-other" {
+		for i := range 60 {
+			scales = append(scales, 0.21*math.Pow(3.8/0.21, (float64(i)+0.37)/60))
+		}
+	} else if n, err := strconv.Atoi(*anaScales); err == nil && n > 1 {
 		for i := 0; i < n; i++ {
 			scales = append(scales, 0.2*math.Pow(20, float64(i)/float64(n-1)))
 		}

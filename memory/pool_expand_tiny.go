@@ -32,23 +32,54 @@ const tinySize = 4 << 10
 // tinyProbe bounds the free blocks a tiny request looks at.
 const tinyProbe = 64
 
-// allocTiny returns a free block (not in the index) starting where a
-// tiny request of rounded bytes on stream s goes, from the cache or else
-// from growing a segment, and counts it in its page when it will be a
-// tiny block (free uncounts blocks of up to tinyMax bytes; a block above
-// MaxSplitSize is handed out whole).
-func (p *Pool) allocTiny(size, rounded int64, s Stream) (*Block, error) {
-	b := p.takeTiny(rounded, s)
+// allocPlaced is an expandable pool's choice of the free block (not in
+// the index) that starts where a request of rounded bytes on stream s
+// goes: where the running step plan puts it (pool_expand_plan.go); with
+// step plans but none running, for a request up to SmallSize, right after
+// the highest live block (takeTop); else for a tiny request among the
+// live tiny blocks, else the best fit, from
+// the cache or else from growing a segment. It records the allocation for
+// the step plans and counts a tiny block in its page (free uncounts
+// blocks of up to tinyMax bytes; a block above MaxSplitSize is handed out
+// whole).
+func (p *Pool) allocPlaced(size, rounded int64, s Stream) (*Block, error) {
+	var b *Block
+	if sp := p.planner; sp != nil && sp.plan != nil {
+		b = p.takePlanned(rounded, s)
+	} else if sp != nil && rounded <= SmallSize {
+		b = p.takeTop(rounded, s)
+	}
+	if b == nil && rounded <= p.tinyMax {
+		b = p.takeTiny(rounded, s)
+	} else if b == nil {
+		b = p.takeFree(rounded, s)
+	}
 	if b == nil {
 		var err error
 		if b, err = p.grow(size, rounded, s); err != nil {
 			return nil, err
 		}
 	}
-	if b.size == rounded || p.shouldSplit(b, rounded) {
+	if p.planner != nil {
+		p.planner.allocated(p, b, rounded, s)
+	}
+	if rounded <= p.tinyMax && (b.size == rounded || p.shouldSplit(b, rounded)) {
 		p.countTiny(b, 1)
 	}
 	return b, nil
+}
+
+// freedPlaced undoes allocPlaced's records for a block of an expandable
+// pool that is freed. Not inlined: it is off the classic pool's path.
+//
+//go:noinline
+func (p *Pool) freedPlaced(b *Block) {
+	if b.size <= p.tinyMax {
+		p.countTiny(b, -1)
+	}
+	if p.planner != nil {
+		p.planner.released(b)
+	}
 }
 
 // takeTiny removes from the index and returns the free block for a tiny

@@ -27,6 +27,8 @@
 // Chrome trace, a timeline and the segment map at the peak. -scale K
 // multiplies every allocation by K: the same pattern at another model
 // size, a check of generality until more traces are recorded.
+// -plan-steps makes the expandable replays plan the trace's training steps
+// (memory.PoolConfig.PlanSteps).
 //
 // It prints markdown tables to stderr, and to stdout one JSON line per
 // trace and one for the pairs. The goal: a pool pair under 0.2 µs and at

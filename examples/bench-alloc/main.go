@@ -36,6 +36,7 @@ type options struct {
 	segments string
 	plots    string
 	scale    float64
+	plan     bool
 }
 
 // report is the JSON line.
@@ -80,6 +81,7 @@ func mainErr(args []string) error {
 	fs.BoolVar(&o.noBench, "no-bench", false, "skip the allocation pairs (replay traces only)")
 	fs.StringVar(&o.segments, "segments", "both", "trace replays with classic segments, expandable ones, or both")
 	fs.StringVar(&o.plots, "plots", "", "write each trace replay's Chrome trace, timeline and peak segment map into this folder")
+	fs.BoolVar(&o.plan, "plan-steps", false, "expandable replays plan the steps of the trace (memory.PoolConfig.PlanSteps)")
 	fs.Float64Var(&o.scale, "scale", 1, "multiply every allocation size of the traces by this: a model of another size with the same pattern (PyTorch's figures stay those of the trace as recorded)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -217,7 +219,7 @@ func replayTrace(path string, newBackend func() memory.Backend, o options) (trac
 			if r > 0 {
 				b = newBackend()
 			}
-			if pr, err = replay(path, &res, ops, slots, b, exp); err != nil {
+			if pr, err = replay(path, &res, ops, slots, b, exp, o.plan); err != nil {
 				return res, err
 			}
 			ns = append(ns, pr.NsPerCall)

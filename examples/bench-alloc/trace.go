@@ -148,11 +148,12 @@ type poolResult struct {
 }
 
 // replay runs the trace's allocations and completed frees through a fresh
-// pool over backend, with expandable segments or classic ones, and checks
+// pool over backend, with expandable segments (planning the steps when
+// plan is set) or classic ones, and checks
 // that its peak requested bytes are the trace's. The time per call is
 // measured over the pool calls alone: scanTrace did the trace's
 // bookkeeping before.
-func replay(path string, res *traceResult, ops []poolOp, slots int, backend memory.Backend, expandable bool) (poolResult, error) {
+func replay(path string, res *traceResult, ops []poolOp, slots int, backend memory.Backend, expandable, plan bool) (poolResult, error) {
 	out := poolResult{Mode: "classic", Calls: len(ops)}
 	cfg := memory.PoolConfig{}
 	var counts *countingVM
@@ -162,7 +163,10 @@ func replay(path string, res *traceResult, ops []poolOp, slots int, backend memo
 			return out, fmt.Errorf("%s: backend %s has no virtual memory API: no expandable segments", path, backend.Name())
 		}
 		counts = &countingVM{VirtualMemory: vm}
-		backend, cfg.Expandable, out.Mode = counts, true, "expandable"
+		backend, cfg.Expandable, cfg.PlanSteps, out.Mode = counts, true, plan, "expandable"
+		if plan {
+			out.Mode = "expandable, planned"
+		}
 	}
 	p := memory.NewPool(backend, cfg)
 	start := time.Now()

@@ -1,0 +1,178 @@
+package memory
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// planStep is a synthetic training step: allocations (sizes) and, after
+// each, the frees of earlier allocations of the step (by index) or of
+// the step before (index - len), so that blocks live across steps.
+type planStep struct {
+	sizes []int64
+	frees [][]int // frees[i]: freed after allocation i
+}
+
+// makePlanStep draws a step of n allocations: activations kept until the
+// backward half frees them in reverse, temporaries freed soon, and a few
+// blocks that live into the next step.
+func makePlanStep(rng *rand.Rand, n int) planStep {
+	st := planStep{sizes: make([]int64, n), frees: make([][]int, n)}
+	freed := make([]bool, n)
+	for i := range n {
+		switch rng.IntN(4) {
+		case 0:
+			st.sizes[i] = int64(1 + rng.IntN(4096)) // tiny
+		default:
+			st.sizes[i] = int64(1+rng.IntN(24)) << 18 // 256 KiB to 6 MiB
+		}
+	}
+	for i := range n {
+		if i+1 < n && rng.IntN(3) == 0 { // a temporary
+			j := min(n-1, i+1+rng.IntN(4))
+			st.frees[j] = append(st.frees[j], i)
+			freed[i] = true
+		}
+	}
+	for i := 0; i < n/2; i++ { // activations die in reverse in the second half
+		if !freed[i] && rng.IntN(8) != 0 {
+			st.frees[n-1-i] = append(st.frees[n-1-i], i)
+			freed[i] = true
+		}
+	}
+	for i := range n { // the rest die early in the next step
+		if !freed[i] {
+			j := rng.IntN(n / 4)
+			st.frees[j] = append(st.frees[j], i-n)
+		}
+	}
+	return st
+}
+
+// TestExpandablePlanSteps replays a synthetic step many times through
+// expandable pools with PlanSteps (over host memory, and over the strict
+// fake driver with one allocation in five on a second stream), with
+// deviations: a step with an allocation missing, a
+// step with extra ones, a step of other sizes. It checks the invariants
+// and the device's mappings after every call, writes each live block's
+// bytes and checks them at its free (planned blocks never overlap live
+// ones), and that plans were made, placed most allocations, ended at the
+// deviations and started again after them.
+func TestExpandablePlanSteps(t *testing.T) {
+	for _, strict := range []bool{false, true} {
+		rng := rand.New(rand.NewPCG(7, 11))
+		step := makePlanStep(rng, 200)
+		other := makePlanStep(rng, 200)
+		var vm *strictVM
+		var backend Backend = NewHostBackend(TierDevice)
+		if strict {
+			vm = newStrictVM(backend.(VirtualMemory))
+			backend = vm
+		}
+		p := NewPool(backend, PoolConfig{Expandable: true, PlanSteps: true})
+		type liveBlock struct {
+			b    *Block
+			fill byte
+		}
+		prev, cur := map[int]liveBlock{}, map[int]liveBlock{}
+		calls := 0
+		check := func(at string) {
+			calls++
+			if calls%13 != 0 {
+				return
+			}
+			p.mu.Lock()
+			checkExpandable(t, p)
+			if vm != nil {
+				vm.checkAgrees(t, p, at)
+			}
+			p.mu.Unlock()
+		}
+		free := func(lb liveBlock, at string) {
+			h := lb.b.Host()
+			for k := 0; k < len(h); k += 509 {
+				if h[k] != lb.fill {
+					require.Failf(t, "a live block's bytes changed", "%s: byte %d of a block of %d", at, k, len(h))
+				}
+			}
+			require.NoError(t, p.Free(lb.b), at)
+			check(at)
+		}
+		var devAt []int64
+		for n := range 16 {
+			s := step
+			switch n {
+			case 6:
+				s = other
+			case 9: // an allocation missing
+				s = planStep{sizes: append(append([]int64(nil), step.sizes[:100]...), step.sizes[101:]...)}
+				s.frees = append(append([][]int(nil), step.frees[:100]...), step.frees[101:]...)
+				for i := range s.frees {
+					var fs []int
+					for _, f := range s.frees[i] {
+						switch {
+						case f == 100:
+						case f > 100:
+							fs = append(fs, f-1)
+						default:
+							fs = append(fs, f)
+						}
+					}
+					s.frees[i] = fs
+				}
+			}
+			before := p.planner.deviations
+			for i, size := range s.sizes {
+				if n == 12 && i == 150 { // extra allocations
+					for k := range 3 {
+						b, err := p.Alloc(int64(k+1)<<20, 0)
+						require.NoError(t, err)
+						check("extra")
+						require.NoError(t, p.Free(b))
+					}
+				}
+				at := "step " + string(rune('A'+n)) + " alloc"
+				var st Stream
+				if strict && i%5 == 0 {
+					st = 7
+				}
+				b, err := p.Alloc(size, st)
+				require.NoError(t, err, at)
+				fill := byte(rng.Uint32())
+				h := b.Host()
+				for k := 0; k < len(h); k += 509 {
+					h[k] = fill
+				}
+				cur[i] = liveBlock{b, fill}
+				check(at)
+				for _, f := range s.frees[i] {
+					m, k := cur, f
+					if f < 0 {
+						m, k = prev, f+len(s.sizes)
+					}
+					if lb, ok := m[k]; ok {
+						free(lb, "free")
+						delete(m, k)
+					}
+				}
+			}
+			for _, lb := range prev { // what the step did not free of the one before
+				free(lb, "leftover")
+			}
+			prev, cur = cur, map[int]liveBlock{}
+			devAt = append(devAt, p.planner.deviations-before)
+		}
+		sp := p.planner
+		t.Logf("strict %v: plans %d, layouts %d, planned %d of %d, deviations by step %v", strict, sp.plans, sp.layouts, sp.planned, sp.clock, devAt)
+		require.Positive(t, sp.plans)
+		require.Greater(t, sp.planned, sp.clock/2, "most allocations placed by a plan")
+		require.Positive(t, devAt[6], "the step of other sizes ends the plan")
+		require.NotNil(t, sp.plan, "planning again after the deviations")
+		for _, lb := range prev {
+			free(lb, "end")
+		}
+		require.NoError(t, p.Close())
+	}
+}
