@@ -101,6 +101,8 @@
 #         with expandable segments
 # movetests the memory suite, the moves' GPU tests (classic, expandable)
 # keepauto the timed keep search, classic and expandable
+# plantrace session 18: the memory suite (classic, expandable) and the
+#         traces replayed over device memory with and without step plans
 # wide    session 18: gpt2 fp32 selective on the device keeping the MLP's
 #         wide product in the last N blocks (fixed and chosen), the
 #         references, the seed table's rows
@@ -438,6 +440,24 @@ if has target; then
   done
   off2 fp32-keepauto -config gpt2 -precision fp32 -checkpoint selective -checkpoint-offload -device-budget "$b" -bench-warmup 24
   keep_table target 24 ${KEEP_TABLE:-auto 10}
+fi
+
+if has plantrace; then
+  # Session 18 (issue 12): the memory suite with classic and expandable
+  # segments, and both shared traces replayed over device memory with
+  # expandable segments, without and with step plans (-plan-steps).
+  run_gpu_tests memory
+  start=$(date +%s)
+  (cd memory && STRATA_EXPANDABLE_SEGMENTS=1 STRATA_REQUIRE_GPU=1 timeout 240 ../.gpu/memory.test -test.v -test.timeout 230s > "$L/test-memory-exp.log" 2>&1)
+  say "test memory STRATA_EXPANDABLE_SEGMENTS=1: exit $? in $(( $(date +%s) - start ))s; $(grep -c '^=== RUN' "$L/test-memory-exp.log") run, $(grep -c -- '--- SKIP' "$L/test-memory-exp.log") skipped, $(grep -c -- '--- FAIL' "$L/test-memory-exp.log") failed"
+  grep -E -- '--- FAIL|panic:' "$L/test-memory-exp.log" | head -10 | tee -a "$OUT/summary.txt"
+  for p in "" -plan-steps; do
+    timeout 150 .gpu/bench-alloc -no-bench -segments expandable $p -trace bench/traces/trace-char-fp32.csv -trace bench/traces/trace-char-fp16-ckpt.csv \
+      >> "$L/plantrace.jsonl" 2> "$L/plantrace$p.md"
+    say "bench-alloc traces over device memory, expandable ${p:-(no plans)}: exit $?"
+    grep -E '^\|' "$L/plantrace$p.md" | tee -a "$OUT/summary.txt"
+  done
+  cat "$L/plantrace.jsonl" >> "$res"
 fi
 
 if has wide; then

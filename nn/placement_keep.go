@@ -50,10 +50,12 @@ type keepSearch struct {
 // KeepWide is searched the same way (a kept wide product costs its bytes
 // of device memory and saves its recomputation), once the search for a
 // level is over, so that the two never judge the same steps, except that
-// a trial takes all the room but one region's worth at once and stays if
-// its step is faster at all: each kept product only removes work, too
-// little to pass the tolerance a few at a time (gpt2 in float32: 0.78 ms
-// of a 169 ms step each).
+// a trial stays if its step is faster at all: each kept product only
+// removes work, too little to pass the tolerance a few at a time (gpt2 in
+// float32: 0.78 ms of a 169 ms step each). Half the room at a time, not
+// all of it: on the H200 (session 18, call 2) keeping 6 or 8 at once cut
+// the classic pool's segments so that it refused requests below the
+// budget and AdamW state left the device, where 3 and 5 ran faster.
 func (p *Placement) tuneKeep(plan memory.Plan) {
 	ks := &p.keep
 	if kn := p.knob(); kn != ks.knob {
@@ -114,11 +116,7 @@ func (p *Placement) tuneKeep(plan memory.Plan) {
 		return
 	}
 	ks.probe, ks.from = k, t
-	step := max(1, int(room/per)/2)
-	if ks.knob == knobWide {
-		step = max(1, int(room/per)-1) // all the room but a region's worth at once
-	}
-	p.setKeep(min(limit, k+step), n, k,
+	p.setKeep(min(limit, k+max(1, int(room/per)/2)), n, k,
 		fmt.Sprintf("step %d: %s of the target is free, a region holds %s, %v a step", plan.Step, memory.FormatBytes(room), memory.FormatBytes(per), round(t)))
 }
 
