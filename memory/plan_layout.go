@@ -1,6 +1,9 @@
 package memory
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+)
 
 // Offline placement of blocks whose lifetimes are known (the step plans
 // of pool_expand_plan.go): dynamic storage allocation over intervals of
@@ -49,12 +52,12 @@ func layoutPlan(items []planItem, fixed []planFixed, limit, page int64) []int64 
 	slices.SortStableFunc(order, func(a, b int) int {
 		x, y := items[a], items[b]
 		if pressure[a] != pressure[b] {
-			return cmpInt64(pressure[b], pressure[a])
+			return cmp.Compare(pressure[b], pressure[a])
 		}
 		if x.size != y.size {
-			return cmpInt64(y.size, x.size)
+			return cmp.Compare(y.size, x.size)
 		}
-		return cmpInt64(x.from, y.from)
+		return cmp.Compare(x.from, y.from)
 	})
 	l := planLayout{page: page}
 	for _, f := range fixed {
@@ -77,9 +80,9 @@ func planPressure(items []planItem) []int64 {
 	}
 	slices.SortFunc(evs, func(a, b event) int {
 		if a.t != b.t {
-			return cmpInt64(a.t, b.t)
+			return cmp.Compare(a.t, b.t)
 		}
-		return cmpInt64(a.d, b.d)
+		return cmp.Compare(a.d, b.d)
 	})
 	// The bytes live from each distinct time of an event to the next.
 	var times, live []int64
@@ -101,16 +104,6 @@ func planPressure(items []planItem) []int64 {
 	return pressure
 }
 
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // planLayout is the state of layoutPlan: the spans placed, by address,
 // and those touching each page at its first or last byte.
 type planLayout struct {
@@ -126,7 +119,7 @@ type planLayout struct {
 
 // add places a span.
 func (l *planLayout) add(s planSpan) {
-	i, _ := slices.BinarySearchFunc(l.spans, s.lo, func(a planSpan, lo int64) int { return cmpInt64(a.lo, lo) })
+	i, _ := slices.BinarySearchFunc(l.spans, s.lo, func(a planSpan, lo int64) int { return cmp.Compare(a.lo, lo) })
 	l.spans = slices.Insert(l.spans, i, s)
 	first, last := s.lo/l.page, (s.hi-1)/l.page
 	if int(last) >= len(l.edges) {

@@ -1,6 +1,9 @@
 package memory
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+)
 
 // Step plans for expandable segments (pool_expand.go).
 //
@@ -112,7 +115,7 @@ func (sp *stepPlanner) allocated(p *Pool, b *Block, rounded int64, s Stream) {
 		sp.seen = map[uint64][]int64{}
 	}
 	sp.live[b] = sp.clock
-	i, _ := slices.BinarySearchFunc(sp.byAddr, b.addr, func(x *Block, a uintptr) int { return cmpAddr(x.addr, a) })
+	i, _ := slices.BinarySearchFunc(sp.byAddr, b.addr, func(x *Block, a uintptr) int { return cmp.Compare(x.addr, a) })
 	sp.byAddr = slices.Insert(sp.byAddr, i, b)
 	sp.sizes = append(sp.sizes, rounded)
 	sp.streams = append(sp.streams, s)
@@ -143,7 +146,7 @@ func (sp *stepPlanner) released(b *Block) {
 		return
 	}
 	delete(sp.live, b)
-	if i, found := slices.BinarySearchFunc(sp.byAddr, b.addr, func(x *Block, a uintptr) int { return cmpAddr(x.addr, a) }); found {
+	if i, found := slices.BinarySearchFunc(sp.byAddr, b.addr, func(x *Block, a uintptr) int { return cmp.Compare(x.addr, a) }); found {
 		sp.byAddr = slices.Delete(sp.byAddr, i, i+1)
 	}
 	if c >= sp.base {
@@ -322,20 +325,10 @@ func planKey(items []planItem, fixed []planFixed) uint64 {
 	return h
 }
 
-func cmpAddr(a, b uintptr) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // blockAt is blockAt(seg, a), walking from the live block below a.
 func (sp *stepPlanner) blockAt(seg *segment, a uintptr) *Block {
 	b := seg.first
-	i, found := slices.BinarySearchFunc(sp.byAddr, a, func(x *Block, a uintptr) int { return cmpAddr(x.addr, a) })
+	i, found := slices.BinarySearchFunc(sp.byAddr, a, func(x *Block, a uintptr) int { return cmp.Compare(x.addr, a) })
 	if !found {
 		i--
 	}
