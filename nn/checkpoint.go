@@ -220,8 +220,10 @@ func (g *GPT) blocks(x *autograd.Var) *autograd.Var {
 	// is at a multiple of every, so each part checkpoints the blocks the
 	// whole would (the every-th, 2·every-th, ... counted from the first).
 	n := len(layers) / every
-	wide := &wideStats{regions: n, per: 4 * int64(x.Value.Numel()*x.Value.DType().Size())}
-	g.wide.Store(wide)
+	wide := wideStats{regions: n, per: 4 * int64(x.Value.Numel()*x.Value.DType().Size())}
+	if w := g.wide.Load(); w == nil || *w != wide {
+		g.wide.Store(&wide)
+	}
 	split := (n - ck.keepWide(n)) * every
 	x = o.Sequential(every, x, layers[:split]...)
 	o.Policy = checkpoint.SaveMatMuls
