@@ -218,18 +218,18 @@ func parseFlags(args []string) (*options, error) {
 }
 
 // parsePrecision maps -precision to the autocast state of every step.
-// checkCheckpoint reads -checkpoint and -checkpoint-every.
+// checkCheckpoint reads -checkpoint, -checkpoint-every and the keeps
+// (-checkpoint-offload-keep, -checkpoint-keep-wide).
 func (o *options) checkCheckpoint(fs *flag.FlagSet) error {
-	everySet, keepSet := false, false
+	everySet, keepSet, wideSet := false, false, false
 	fs.Visit(func(f *flag.Flag) {
 		everySet = everySet || f.Name == "checkpoint-every"
 		keepSet = keepSet || f.Name == "checkpoint-offload-keep"
+		wideSet = wideSet || f.Name == "checkpoint-keep-wide"
 	})
 	if keepSet && !o.ckptOff {
 		return fmt.Errorf("-checkpoint-offload-keep %s: needs -checkpoint-offload", o.ckptKeep)
 	}
-	wideSet := false
-	fs.Visit(func(f *flag.Flag) { wideSet = wideSet || f.Name == "checkpoint-keep-wide" })
 	switch {
 	case wideSet && o.ckpt != "selective" && o.ckpt != "auto":
 		return fmt.Errorf("-checkpoint-keep-wide %s: needs -checkpoint selective or auto", o.ckptWide)
