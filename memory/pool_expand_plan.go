@@ -115,7 +115,7 @@ func (sp *stepPlanner) allocated(p *Pool, b *Block, rounded int64, s Stream) {
 		sp.seen = map[uint64][]int64{}
 	}
 	sp.live[b] = sp.clock
-	i, _ := slices.BinarySearchFunc(sp.byAddr, b.addr, func(x *Block, a uintptr) int { return cmp.Compare(x.addr, a) })
+	i, _ := sp.search(b.addr)
 	sp.byAddr = slices.Insert(sp.byAddr, i, b)
 	sp.sizes = append(sp.sizes, rounded)
 	sp.streams = append(sp.streams, s)
@@ -146,7 +146,7 @@ func (sp *stepPlanner) released(b *Block) {
 		return
 	}
 	delete(sp.live, b)
-	if i, found := slices.BinarySearchFunc(sp.byAddr, b.addr, func(x *Block, a uintptr) int { return cmp.Compare(x.addr, a) }); found {
+	if i, found := sp.search(b.addr); found {
 		sp.byAddr = slices.Delete(sp.byAddr, i, i+1)
 	}
 	if c >= sp.base {
@@ -325,10 +325,16 @@ func planKey(items []planItem, fixed []planFixed) uint64 {
 	return h
 }
 
+// search finds address a among the live blocks by address: the index of
+// the block starting at a, or where one would go, and whether there is one.
+func (sp *stepPlanner) search(a uintptr) (int, bool) {
+	return slices.BinarySearchFunc(sp.byAddr, a, func(x *Block, a uintptr) int { return cmp.Compare(x.addr, a) })
+}
+
 // blockAt is blockAt(seg, a), walking from the live block below a.
 func (sp *stepPlanner) blockAt(seg *segment, a uintptr) *Block {
 	b := seg.first
-	i, found := slices.BinarySearchFunc(sp.byAddr, a, func(x *Block, a uintptr) int { return cmp.Compare(x.addr, a) })
+	i, found := sp.search(a)
 	if !found {
 		i--
 	}
