@@ -193,6 +193,7 @@ func (g *GPT) blocks(x *autograd.Var) *autograd.Var {
 		}
 		return x
 	}
+	in := int64(x.Value.Numel() * x.Value.DType().Size()) // a block's input, the unit of the products' sizes
 	var o checkpoint.Options
 	if ck.Mode == CheckpointSelective {
 		o.Policy = ck.Policy
@@ -201,7 +202,7 @@ func (g *GPT) blocks(x *autograd.Var) *autograd.Var {
 		case ck.Offload:
 			o.Policy = checkpoint.SaveMatMuls
 		default:
-			o.Policy = checkpoint.SaveMatMulsUpTo(3 * int64(x.Value.Numel()*x.Value.DType().Size()))
+			o.Policy = checkpoint.SaveMatMulsUpTo(3 * in)
 		}
 	}
 	if ck.Offload {
@@ -220,7 +221,7 @@ func (g *GPT) blocks(x *autograd.Var) *autograd.Var {
 	// is at a multiple of every, so each part checkpoints the blocks the
 	// whole would (the every-th, 2·every-th, ... counted from the first).
 	n := len(layers) / every
-	wide := wideStats{regions: n, per: 4 * int64(x.Value.Numel()*x.Value.DType().Size())}
+	wide := wideStats{regions: n, per: 4 * in}
 	if w := g.wide.Load(); w == nil || *w != wide {
 		g.wide.Store(&wide)
 	}
