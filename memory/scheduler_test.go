@@ -190,36 +190,24 @@ func TestSchedulerRules(t *testing.T) {
 		require.NoError(t, m.Close())
 	})
 	t.Run("the device limit is the budget; spills count as demand", func(t *testing.T) {
+		// 8 MiB held under a 16 MiB limit refuse a 12 MiB request: the
+		// budget at work (8 + 12 > 16), not fragmentation, so the target
+		// stays the budget less its margin.
 		m := memory.NewHostManager(memory.Config{Limits: [memory.NumTiers]int64{memory.TierDevice: 16 * MiB}})
 		m.OnSpill(func(memory.SpillEvent) {})
 		s, err := m.NewScheduler(memory.SchedulerConfig{})
 		require.NoError(t, err)
 		v := mustManagerAlloc(t, m, 8*MiB, memory.RoleOptimizerState)
 		schedStep(t, m, map[*memory.Allocation]int{v: 1}, 12*MiB) // spills
+		require.Equal(t, int64(1), m.Stats().Spills.Count)
 		p, err := s.Step()
 		require.NoError(t, err)
 		assert.Equal(t, int64(16*MiB), p.Budget)
+		assert.InDelta(t, float64(16*MiB-16*MiB/20), float64(p.Target), 1, "a request past the budget is not fragmentation")
 		assert.GreaterOrEqual(t, p.Demand, int64(20*MiB))
 		assert.Equal(t, memory.TierOffload, v.Tier())
 		schedStep(t, m, map[*memory.Allocation]int{v: 1}, 12*MiB)
 		assert.Equal(t, int64(1), m.Stats().Spills.Count, "the activation fits now")
-		require.NoError(t, v.Free())
-		require.NoError(t, m.Close())
-	})
-	t.Run("a request past the budget is not fragmentation", func(t *testing.T) {
-		// 8 MiB held under a 16 MiB limit refuse a 12 MiB request: the
-		// budget at work (8 + 12 > 16), not a device that holds less than
-		// its budget, so the target stays the budget less its margin.
-		m := memory.NewHostManager(memory.Config{Limits: [memory.NumTiers]int64{memory.TierDevice: 16 * MiB}})
-		m.OnSpill(func(memory.SpillEvent) {})
-		s, err := m.NewScheduler(memory.SchedulerConfig{})
-		require.NoError(t, err)
-		v := mustManagerAlloc(t, m, 8*MiB, memory.RoleOptimizerState)
-		schedStep(t, m, map[*memory.Allocation]int{v: 1}, 12*MiB)
-		require.Equal(t, int64(1), m.Stats().Spills.Count)
-		p, err := s.Step()
-		require.NoError(t, err)
-		assert.InDelta(t, float64(16*MiB-16*MiB/20), float64(p.Target), 1)
 		require.NoError(t, v.Free())
 		require.NoError(t, m.Close())
 	})
