@@ -103,6 +103,16 @@
 # keepauto the timed keep search, classic and expandable
 # plantrace session 18: the memory suite (classic, expandable) and the
 #         traces replayed over device memory with and without step plans
+# expmoves session 19: why bf16 training with offloaded activations gave
+#         other losses with expandable segments (session 17): train-gpt's
+#         TestCheckpointOffloadSameLosses on the GPU with
+#         STRATA_EXPANDABLE_SEGMENTS=1 STRATA_EXPANDABLE_MOVES=1 (MoveTo
+#         allowed there), as is, with CUDA_LAUNCH_BLOCKING=1 (every launch
+#         and copy synchronous: passing then means an ordering bug), with
+#         STRATA_EXPANDABLE_LEND=0 (no page lending), and both; then
+#         gpt2-medium bf16 under 4 GiB, expandable, blocks, with and
+#         without -checkpoint-offload (its speed there)
+# pair    bench-alloc's pairs against cuMemAllocAsync in three processes
 # wide    session 18: gpt2 fp32 selective on the device keeping the MLP's
 #         wide product in the last N blocks (fixed and chosen), the
 #         references, the seed table's rows
@@ -458,6 +468,33 @@ if has plantrace; then
     grep -E '^\|' "$L/plantrace$p.md" | tee -a "$OUT/summary.txt"
   done
   cat "$L/plantrace.jsonl" >> "$res"
+fi
+
+if has expmoves; then
+  # Session 19: the bf16 offload test under expandable segments, bisected.
+  for v in "" "" "CUDA_LAUNCH_BLOCKING=1" "STRATA_EXPANDABLE_LEND=0" "CUDA_LAUNCH_BLOCKING=1 STRATA_EXPANDABLE_LEND=0"; do
+    log=$L/expmoves-$(echo "${v:-plain}" | tr ' =' '__')-$RANDOM.log
+    start=$(date +%s)
+    (cd examples/train-gpt && env STRATA_EXPANDABLE_SEGMENTS=1 STRATA_EXPANDABLE_MOVES=1 STRATA_REQUIRE_GPU=1 $v timeout 200 ../../.gpu/train-gpt.test \
+      -test.run 'TestCheckpointOffloadSameLosses/cuda' -test.v -test.timeout 190s > "$log" 2>&1)
+    say "expmoves ${v:-(as is)}: exit $? in $(( $(date +%s) - start ))s"
+    grep -E -- 'losses|--- FAIL|--- PASS|panic:|Error' "$log" | head -12 | tee -a "$OUT/summary.txt"
+  done
+  # What offloaded block inputs would give gpt2-medium under 4 GiB with
+  # expandable segments (the speed only: the losses are in doubt there).
+  m="-config gpt2-medium -precision bf16 -attention fused -head fused -device-budget 4GiB -bench-warmup 25 -checkpoint blocks"
+  off2 medium-exp STRATA_EXPANDABLE_SEGMENTS=1 $m
+  off2 medium-exp-off STRATA_EXPANDABLE_SEGMENTS=1 STRATA_EXPANDABLE_MOVES=1 $m -checkpoint-offload
+  off2 medium-exp-off-nolend STRATA_EXPANDABLE_SEGMENTS=1 STRATA_EXPANDABLE_MOVES=1 STRATA_EXPANDABLE_LEND=0 $m -checkpoint-offload
+fi
+
+if has pair; then
+  for i in 1 2 3; do
+    timeout 150 .gpu/bench-alloc -reps 9 >> "$L/pair.jsonl" 2>> "$L/pair.md"
+    say "bench-alloc pairs, process $i: exit $?"
+  done
+  grep -E '^\| (pool|manager|cuMem|mixed|4KiB|1MiB|64MiB|workload|allocator)' "$L/pair.md" | tee -a "$OUT/summary.txt"
+  cat "$L/pair.jsonl" >> "$res"
 fi
 
 if has wide; then

@@ -3,8 +3,18 @@ package memory
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 )
+
+// EnvExpandableLend=0 makes steal unmap every page it takes, after a
+// synchronisation, instead of lending the pages of the target stream's own
+// free blocks without one (lendFree): a diagnostic that takes lending out of
+// a run whose results are in doubt, at the cost of more synchronisations.
+const EnvExpandableLend = "STRATA_EXPANDABLE_LEND"
+
+// noLending is EnvExpandableLend=0, read once.
+var noLending = os.Getenv(EnvExpandableLend) == "0"
 
 // The pages of expandable segments (pool_expand.go): taking them from
 // other free blocks (stealing, lending), sweeping stale ranges, cutting
@@ -64,7 +74,7 @@ func (p *Pool) stealFrom(pages []Page, n int, target *segment, lo, hi int64, spa
 		if len(pages) >= n {
 			break
 		}
-		lend := seg.stream == target.stream
+		lend := seg.stream == target.stream && !noLending
 		var last *Block
 		for b := seg.first; b != nil; b = b.next {
 			last = b
