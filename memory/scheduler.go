@@ -37,7 +37,12 @@ import (
 //     every step;
 //   - when the device tier refuses an allocation below the budget
 //     (fragmentation: a classic pool's segments hold free bytes that no
-//     request fits), the target drops under the level it held then.
+//     request fits), the target drops under the level it held then; after
+//     Retry steps in a row without such a refusal that level is forgotten
+//     and the budget aimed at again (a first step's refusals, or a layout
+//     that a trial of the placement cut and that is gone, need not cost
+//     device memory for good), and each refusal after a forgetting
+//     doubles the steps before the next one.
 //
 // Each Step returns the Plan: every tracked tensor with its bytes,
 // accesses a step, tier, and why it is there.
@@ -64,6 +69,11 @@ type SchedulerConfig struct {
 	// Decay weighs the past in the accesses-a-step average (default 0.5;
 	// 0 would mean only the last step counts: use a tiny value for that).
 	Decay float64
+	// Retry is the steps in a row without a refusal below the budget
+	// after which the level of the last one is forgotten (default 16;
+	// doubled by each refusal after the first forgetting, up to 1024
+	// times; negative: never forgotten).
+	Retry int
 	// Roles are the roles tracked (default parameter, frozen, embedding,
 	// gradient, optimizer). Activations come and go within a step and are
 	// the checkpointing's business, not the scheduler's.
@@ -85,6 +95,9 @@ func (c *SchedulerConfig) defaults() error {
 	}
 	if c.Decay == 0 {
 		c.Decay = 0.5
+	}
+	if c.Retry == 0 {
+		c.Retry = 16
 	}
 	if len(c.Roles) == 0 {
 		c.Roles = []Role{RoleParameter, RoleFrozenWeight, RoleEmbedding, RoleGradient, RoleOptimizerState}
@@ -118,6 +131,13 @@ type Scheduler struct {
 	// fragmentation (a classic pool's segments) the budget holds less
 	// than its bytes, and the target is lowered to what it really held.
 	capacity int64
+	// refused: a refusal below the budget since the last Step; quiet: the
+	// Steps in a row without one since capacity was set; retries: the
+	// refusals since the first forgetting (Retry << retries quiet steps
+	// before the next).
+	refused        bool
+	quiet, retries int
+	forgotten      bool // capacity forgotten at least once
 	// moved is the manager's MigrateOn bytes at the last Step.
 	moved int64
 }
@@ -203,6 +223,28 @@ func (s *Scheduler) onSpill(held int64, err error) {
 	if s.capacity == 0 || held < s.capacity {
 		s.capacity = held
 	}
+	s.refused = true
+}
+
+// retry forgets the capacity after enough Steps without a refusal below the
+// budget and reports whether it did; with m.mu held, once a Step.
+func (s *Scheduler) retry() bool {
+	if s.refused {
+		s.refused, s.quiet = false, 0
+		if s.forgotten {
+			s.retries++
+		}
+		return false
+	}
+	if s.capacity == 0 || s.cfg.Retry < 0 {
+		return false
+	}
+	s.quiet++
+	if s.quiet < s.cfg.Retry<<min(s.retries, 10) {
+		return false
+	}
+	s.capacity, s.quiet, s.forgotten = 0, 0, true
+	return true
 }
 
 // demand is what the device would hold now without a budget: its
@@ -237,6 +279,9 @@ type Plan struct {
 	// less when the device refused allocations below the budget
 	// (fragmentation).
 	Target int64
+	// Retried: this Step forgot the level of the last refusal below the
+	// budget, after SchedulerConfig.Retry steps (or more) without one.
+	Retried bool
 	// Demoted and Promoted are the bytes moved by this Step. Excess is
 	// what the demand still passes the budget less its margin by after
 	// the demotions: more than the scheduler could move (> 0 means the
@@ -289,7 +334,7 @@ func (s *Scheduler) Step() (Plan, error) {
 	if budget == 0 && dev != nil {
 		budget = dev.cfg.Limit
 	}
-	plan := Plan{Step: s.steps, Budget: budget, Demand: s.peak, Moved: m.asyncMoves.Bytes - s.moved}
+	plan := Plan{Step: s.steps, Budget: budget, Demand: s.peak, Moved: m.asyncMoves.Bytes - s.moved, Retried: s.retry()}
 	s.moved = m.asyncMoves.Bytes
 	cold := m.backed(TierOffload)
 	entries := make([]*Allocation, 0, len(s.tracked))
@@ -432,8 +477,12 @@ func (p Plan) String() string {
 	if p.Budget > 0 {
 		budget = FormatBytes(p.Budget)
 	}
-	fmt.Fprintf(&b, "placement plan after step %d: budget %s, target %s, device demand %s, demoted %s, promoted %s, still over by %s\n",
-		p.Step, budget, FormatBytes(p.Target), FormatBytes(p.Demand), FormatBytes(p.Demoted), FormatBytes(p.Promoted), FormatBytes(p.Excess))
+	retried := ""
+	if p.Retried {
+		retried = " (the level of the last refusal below the budget forgotten: no refusal since)"
+	}
+	fmt.Fprintf(&b, "placement plan after step %d: budget %s, target %s%s, device demand %s, demoted %s, promoted %s, still over by %s\n",
+		p.Step, budget, FormatBytes(p.Target), retried, FormatBytes(p.Demand), FormatBytes(p.Demoted), FormatBytes(p.Promoted), FormatBytes(p.Excess))
 	fmt.Fprintf(&b, "%-48s %-10s %12s %10s %-8s  %s\n", "tensor", "role", "bytes", "touches", "tier", "why")
 	for _, e := range p.Entries {
 		mark := ""

@@ -231,6 +231,47 @@ func TestSchedulerRules(t *testing.T) {
 		require.NoError(t, v.Free())
 		require.NoError(t, m.Close())
 	})
+	t.Run("the level of a refusal is forgotten after Retry quiet steps", func(t *testing.T) {
+		// The setup above, Retry 2, Patience 1: the refusal's level holds
+		// for two quiet steps, then the budget is aimed at again and the
+		// tensor comes back; the same refusal lowers the target again, and
+		// the next forgetting waits twice as long.
+		m := memory.NewHostManager(memory.Config{Segments: memory.SegmentsClassic, Limits: [memory.NumTiers]int64{memory.TierDevice: 24 * MiB}})
+		m.OnSpill(func(memory.SpillEvent) {})
+		s, err := m.NewScheduler(memory.SchedulerConfig{Retry: 2, Patience: 1})
+		require.NoError(t, err)
+		v := mustManagerAlloc(t, m, 3*MiB, memory.RoleOptimizerState)
+		uses := map[*memory.Allocation]int{v: 1}
+		full := int64(24*MiB - 24*MiB/20)
+		step := func(act int64) memory.Plan {
+			schedStep(t, m, uses, act)
+			p, err := s.Step()
+			require.NoError(t, err)
+			return p
+		}
+		p := step(18 * MiB)
+		require.Less(t, p.Target, int64(3*MiB))
+		require.Equal(t, memory.TierOffload, v.Tier())
+		for i := range 2 {
+			p = step(MiB)
+			assert.Equal(t, i == 1, p.Retried, "step %d", i)
+		}
+		assert.InDelta(t, float64(full), float64(p.Target), 1, "\n%s", p)
+		assert.Contains(t, p.String(), "forgotten")
+		assert.Equal(t, memory.TierDevice, v.Tier(), "back once the target has room\n%s", p)
+		require.NoError(t, m.EmptyCache())
+		p = step(18 * MiB) // v, now in its own segment, leaves no room again
+		require.Less(t, p.Target, int64(3*MiB), "\n%s", p)
+		for i := range 4 {
+			p = step(MiB)
+			assert.Equal(t, i == 3, p.Retried, "step %d: twice Retry after a refusal that followed a forgetting", i)
+		}
+		require.NoError(t, v.Free())
+		require.NoError(t, m.Close())
+
+		_, err = memory.NewHostManager(memory.Config{}).NewScheduler(memory.SchedulerConfig{Retry: -1})
+		require.NoError(t, err, "negative: never forgotten")
+	})
 	t.Run("Track and bad configs", func(t *testing.T) {
 		m := memory.NewHostManager(memory.Config{})
 		a := mustManagerAlloc(t, m, 2*MiB, memory.RoleActivation)
