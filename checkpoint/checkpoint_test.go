@@ -271,6 +271,56 @@ func TestStateReplayed(t *testing.T) {
 	require.Equal(t, []amp.State{{}}, inBackward, "the recomputed graph's backward runs outside the region's autocast, as the plain graph's")
 }
 
+// TestWeightCopiesFreedWithTheRegion: under autocast, the bf16 copy of a
+// weight that a checkpointed region's forward pass cast is freed when the
+// region returns, not held by the enclosing autocast region until it
+// closes (the recomputation casts its own); the gradients are those of the
+// plain run, bit for bit.
+func TestWeightCopiesFreedWithTheRegion(t *testing.T) {
+	const n = 256 // the weight's bf16 copy: 128 KiB
+	rng := rand.New(rand.NewPCG(7, 8))
+	wt, err := tensor.NewKept(tensor.CPU(), tensor.Float32, memory.RoleParameter, n, n)
+	require.NoError(t, err)
+	w := autograd.Param(wt, "w")
+	defer func() {
+		w.ZeroGrad()
+		w.Value.Release()
+	}()
+	c := tensor.NewCtx()
+	c.WithScope(func() { wt.CopyFrom(c.RandN(tensor.CPU(), tensor.Float32, rng, 0.1, n, n)) })
+	f := func(in ...*autograd.Var) *autograd.Var {
+		return autograd.Linear(in[0], w, nil)
+	}
+	allocated := func() int64 { return tensor.CPU().Memory().Stats().Total.Allocated.Current }
+	grads := func(checkpointed bool) (held int64, g []float32) {
+		c.WithScope(func() {
+			x := autograd.Const(c.RandN(tensor.CPU(), tensor.Float32, rand.New(rand.NewPCG(1, 2)), 1, 2, n))
+			var y *autograd.Var
+			amp.Autocast(c, tensor.BFloat16, func() {
+				before := allocated()
+				if checkpointed {
+					y = checkpoint.Apply(f, x)
+				} else {
+					y = f(x)
+				}
+				held = allocated() - before
+			})
+			require.NoError(t, autograd.Sum(y, false).Backward())
+			g = w.Grad.Float32s()
+			w.ZeroGrad()
+		})
+		return held, g
+	}
+	plainHeld, want := grads(false)
+	held, got := grads(true)
+	assert.GreaterOrEqual(t, plainHeld, int64(n*n*2), "without checkpointing the region holds the copy (and the product saves it)")
+	assert.Less(t, held, int64(n*n*2), "the checkpointed region's copy is freed as it returns")
+	require.Equal(t, len(want), len(got))
+	for i := range want {
+		require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "gradient element %d", i)
+	}
+}
+
 // TestSelectiveHandsBackSaved: under a policy the recomputation gets the
 // saved outputs (the same storage) instead of computing them, and
 // recomputes the rest.
