@@ -98,8 +98,26 @@ func Embedding(table *Var, ids *tensor.Tensor) *Var {
 	out := tensor.Embedding(table.Value, ids)
 	rows := table.Value.Dim(0)
 	return Record("Embedding", out, []*Var{table}, func(g *tensor.Tensor) []*tensor.Tensor {
+		if dst := gradInPlace(table, g); dst != nil {
+			tensor.EmbeddingBackwardInto(dst, ids, g)
+			return []*tensor.Tensor{nil}
+		}
 		return []*tensor.Tensor{tensor.EmbeddingBackward(ids, g, rows)}
 	})
+}
+
+// gradInPlace is the gradient of table that an embedding's backward may
+// add its rows into directly: a leaf's Grad that holds other contributions
+// already (a tied embedding's, which the output head gave first), of g's
+// dtype, contiguous; nil otherwise. Adding into it saves the (rows, D)
+// gradient the engine would add and free: gpt2-medium's vocabulary table,
+// 196 MiB in float32, at the end of backward, where the step's gradients
+// are all held.
+func gradInPlace(table *Var, g *tensor.Tensor) *tensor.Tensor {
+	if table.node != nil || !table.requiresGrad || table.Grad == nil || table.Grad.DType() != g.DType() || !table.Grad.IsContiguous() {
+		return nil
+	}
+	return table.Grad
 }
 
 // IgnoreIndex is the target value CrossEntropy skips (PyTorch's default).

@@ -243,6 +243,35 @@ func Embedding(table, ids *Tensor) *Tensor {
 // scatter-added at ids.
 func EmbeddingBackward(ids, dout *Tensor, rows int) *Tensor {
 	op := "EmbeddingBackward"
+	d := embeddingBackwardCheck(op, ids, dout, rows)
+	out := full(op, ctxOf(op, dout, ids), dout.dev, dout.dtype, 0, rows, d)
+	embeddingScatter(op, out, ids, dout, rows, d, out.Release)
+	return out
+}
+
+// EmbeddingBackwardInto adds dout's rows into dtable (rows, D) at ids, in
+// place: EmbeddingBackward without the (rows, D) result, for a gradient
+// that already holds other contributions (a tied embedding's, whose output
+// head gave it first). Each row gets its contributions in the order of
+// ids, after what it held. dtable must be contiguous, of dout's dtype and
+// device.
+func EmbeddingBackwardInto(dtable, ids, dout *Tensor) {
+	op := "EmbeddingBackwardInto"
+	dtable.live(op)
+	sameDevice(op, dtable, dout)
+	if dtable.Rank() != 2 || !dtable.IsContiguous() || dtable.dtype != dout.dtype {
+		fail(op, ErrShape, "dtable %v %v (contiguous %t) for dout %v %v: want a contiguous (rows, D) table of dout's dtype", dtable.dtype, dtable.shape, dtable.IsContiguous(), dout.dtype, dout.shape)
+	}
+	rows := dtable.shape[0]
+	if d := embeddingBackwardCheck(op, ids, dout, rows); d != dtable.shape[1] {
+		fail(op, ErrShape, "dtable %v for dout %v: want %d columns", dtable.shape, dout.shape, d)
+	}
+	embeddingScatter(op, dtable, ids, dout, rows, dtable.shape[1], func() {})
+}
+
+// embeddingBackwardCheck checks EmbeddingBackward's arguments and returns
+// D, dout's last dimension.
+func embeddingBackwardCheck(op string, ids, dout *Tensor, rows int) int {
 	sameDevice(op, ids, dout)
 	indices(op, "ids", ids)
 	sameArith(op, dout)
@@ -253,15 +282,18 @@ func EmbeddingBackward(ids, dout *Tensor, rows int) *Tensor {
 	if dout.Numel() != ids.Numel()*d {
 		fail(op, ErrShape, "dout %v for ids %v", dout.shape, ids.shape)
 	}
+	return d
+}
+
+// embeddingScatter adds dout's rows into dtable at ids; a bad id calls
+// undo (releasing what the caller made) and fails.
+func embeddingScatter(op string, dtable, ids, dout *Tensor, rows, d int, undo func()) {
 	cs, release := contigAll(dout, ids)
 	defer release()
-	cd, ci := cs[0], cs[1]
-	out := full(op, ctxOf(op, dout, ids), dout.dev, dout.dtype, 0, rows, d)
-	if err := dout.dev.backend().scatterAdd(out, cd, ci, d, rows); err != nil {
-		out.Release()
+	if err := dout.dev.backend().scatterAdd(dtable, cs[0], cs[1], d, rows); err != nil {
+		undo()
 		fail(op, ErrArgument, "%v", err)
 	}
-	return out
 }
 
 // CrossEntropy returns the per-row losses of logits (N, C) against int32
