@@ -54,6 +54,7 @@ func TestBadInputFailsCleanly(t *testing.T) {
 	badIDs := tensor.FromInt32s(dev, []int32{0, 7}, 2)
 	negIDs := tensor.FromInt32s(dev, []int32{-1, 0}, 2)
 	table := f32(4, 3)
+	table64 := table.To(tensor.Float64)
 	loss2 := f32(2)
 	// q, k, v of fused attention: (2 heads, T 4, hd 8).
 	q := f32(2, 4, 8)
@@ -80,7 +81,7 @@ func TestBadInputFailsCleanly(t *testing.T) {
 	empty, col := x.Narrow(1, 0, 0), x.Narrow(1, 0, 1)
 	x32, m22, kb := f32(3, 2), f32(2, 2), f32(3, 8, 4)
 	h2 := map[tensor.DType]*tensor.Tensor{tensor.Float16: loss2.To(tensor.Float16), tensor.BFloat16: loss2.To(tensor.BFloat16)}
-	inputs := []*tensor.Tensor{x, x64, h16, bf, i32, x4, x34, sq, w3, rel, ids, badIDs, negIDs, table, loss2, q, lse, lse64, deepBase, unmergeable,
+	inputs := []*tensor.Tensor{x, x64, h16, bf, i32, x4, x34, sq, w3, rel, ids, badIDs, negIDs, table, table64, loss2, q, lse, lse64, deepBase, unmergeable,
 		qkv, qkvI32, qkvY, qkvLSE,
 		xT, x34T, sqT, i32T, x64T, empty, col, x32, m22, kb, h2[tensor.Float16], h2[tensor.BFloat16]}
 	tensor.Keep(inputs...)
@@ -231,6 +232,11 @@ func TestBadInputFailsCleanly(t *testing.T) {
 	add("EmbeddingBackward negative rows", "EmbeddingBackward", tensor.ErrShape, func() { tensor.EmbeddingBackward(ids, x, -1) })
 	add("EmbeddingBackward shapes", "EmbeddingBackward", tensor.ErrShape, func() { tensor.EmbeddingBackward(ids, x34, 4) })
 	add("EmbeddingBackward int32", "EmbeddingBackward", tensor.ErrDType, func() { tensor.EmbeddingBackward(ids, i32, 4) })
+	add("EmbeddingBackwardInto id out of range", "EmbeddingBackwardInto", tensor.ErrArgument, func() { tensor.EmbeddingBackwardInto(table, badIDs, x) })
+	add("EmbeddingBackwardInto columns", "EmbeddingBackwardInto", tensor.ErrShape, func() { tensor.EmbeddingBackwardInto(x34, ids, x) })
+	add("EmbeddingBackwardInto strided table", "EmbeddingBackwardInto", tensor.ErrShape, func() { tensor.EmbeddingBackwardInto(x34T, ids, x) })
+	add("EmbeddingBackwardInto dtype", "EmbeddingBackwardInto", tensor.ErrShape, func() { tensor.EmbeddingBackwardInto(table64, ids, x) })
+	add("EmbeddingBackwardInto released", "EmbeddingBackwardInto", tensor.ErrReleased, func() { tensor.EmbeddingBackwardInto(rel, ids, x) })
 
 	// Cross-entropy.
 	for _, h := range halfs {

@@ -72,6 +72,7 @@ func testOpsNN(t *testing.T) {
 			return []*tensor.Tensor{
 				tensor.EmbeddingBackward(few, e.randn(1000, 33), 7),
 				tensor.EmbeddingBackward(many, e.randn(20000, 5), 50),
+				embeddingInto(e.randn(50, 5), many, e.randn(20000, 5)),
 			}
 		}},
 		ceCase("CrossEntropy/small", 6, 11),
@@ -202,4 +203,10 @@ func ceTargets(e *env, rows, classes int) *tensor.Tensor {
 		}
 	}
 	return tensor.FromInt32s(e.dev, tg, rows)
+}
+
+// embeddingInto is dst after EmbeddingBackwardInto(dst, ids, dout).
+func embeddingInto(dst, ids, dout *tensor.Tensor) *tensor.Tensor {
+	tensor.EmbeddingBackwardInto(dst, ids, dout)
+	return dst
 }
