@@ -10,7 +10,10 @@
 // Backward walks the graph once in reverse topological order. Gradients
 // of leaves accumulate into Var.Grad, which lives outside every scope
 // until ZeroGrad; everything else backward allocates has memory role
-// gradient. The graph is consumed as it goes: after a node's backward has
+// gradient. An embedding whose table already has a Grad (a tied
+// vocabulary table: the output head's gradient came first) adds its rows
+// into that Grad in place (tensor.EmbeddingBackwardInto) instead of
+// handing the engine a (rows, D) gradient to add. The graph is consumed as it goes: after a node's backward has
 // run, its saved tensors, its output gradient and its output value are
 // released (unless the var was retained), so memory falls during the
 // backward pass. Forward values stay alive only until the backward of the

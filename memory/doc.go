@@ -183,7 +183,12 @@
 //     request that the budget had room for (its held bytes plus the
 //     request under the limit: fragmentation), the scheduler's target
 //     drops under what the device held then; a request past the limit is
-//     the budget at work and leaves the target alone. Manager.Migrate moves an allocation
+//     the budget at work and leaves the target alone. After Retry steps
+//     (16) without such a refusal the level is forgotten and the budget
+//     aimed at again, each refusal after that doubling the wait: a first
+//     step's refusals (gpt2-medium under 4 GiB: 150 MiB of the target)
+//     and a layout that a placement trial cut no longer cost device memory
+//     for good. Manager.Migrate moves an allocation
 //     between tiers without changing its identity: a new block, a copy
 //     ordered on its stream (cuMemcpyDtoDAsync on a GPU), the old block
 //     freed to its pool; the tensor layer reads an allocation's address at
