@@ -117,6 +117,9 @@
 #         4 GiB (blocks, expandable) before (.gpu/train-gpt-base.xz) and
 #         after, memory timelines of step 30 and -bench twice each; the
 #         unconstrained reference
+# final19 session 19's last call: GPU suites of tensor, autograd, nn,
+#         checkpoint and memory; the checkpoint offload test; gpt2-medium
+#         bf16 under 4 GiB (expandable, blocks) twice and unconstrained
 # pair    bench-alloc's pairs against cuMemAllocAsync: a process as placed,
 #         twice, then one pinned to each of PAIR_CORES (default 3 9)
 # wide    session 18: gpt2 fp32 selective on the device keeping the MLP's
@@ -518,6 +521,22 @@ if has s19; then
   timeout 100 .gpu/train-gpt -device cuda -bench -steps 10 -config gpt2-medium -precision bf16 -attention fused -head fused -bench-warmup 25 > "$L/s19-none.jsonl" 2> "$L/s19-none.log"
   say "[unconstrained gpt2-medium bf16]: exit $?; $(jfields "$L/s19-none.jsonl" tok_s step_ms peak_mib_by_tier)"
   cat "$L/s19-none.jsonl" >> "$res"
+fi
+
+if has final19; then
+  # Session 19's last call: the GPU suites of the packages it changed, the
+  # checkpoint offload test (classic segments), gpt2-medium bf16 under
+  # 4 GiB (expandable, blocks) twice and unconstrained.
+  run_gpu_tests tensor autograd nn checkpoint memory
+  start=$(date +%s)
+  (cd examples/train-gpt && STRATA_REQUIRE_GPU=1 timeout 200 ../../.gpu/train-gpt.test -test.run 'TestCheckpointOffloadSameLosses' -test.v -test.timeout 190s > "$L/final-offload.log" 2>&1)
+  say "train-gpt TestCheckpointOffloadSameLosses: exit $? in $(( $(date +%s) - start ))s"
+  grep -E -- '--- (PASS|FAIL)|losses' "$L/final-offload.log" | head -12 | tee -a "$OUT/summary.txt"
+  m="-config gpt2-medium -precision bf16 -attention fused -head fused"
+  for round in 1 2; do
+    off2 "final-medium-exp-$round" STRATA_EXPANDABLE_SEGMENTS=1 $m -device-budget 4GiB -checkpoint blocks -bench-warmup 25
+  done
+  off2 final-medium-none $m -bench-warmup 25
 fi
 
 if has pair; then
