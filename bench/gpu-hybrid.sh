@@ -112,16 +112,15 @@
 #         STRATA_EXPANDABLE_LEND=0 (no page lending), and both; then
 #         gpt2-medium bf16 under 4 GiB, expandable, blocks, with and
 #         without -checkpoint-offload (its speed there)
-# s19     session 19: checkpointed regions' weight copies freed as each
-#         returns: checkpoint and nn GPU tests; gpt2-medium bf16 under
-#         4 GiB (blocks, expandable) before (.gpu/train-gpt-base.xz) and
-#         after, memory timelines of step 30 and -bench twice each; the
-#         unconstrained reference
+# capture19 session 19: gpt2-medium bf16 under 4 GiB (blocks,
+#         expandable), step 30's memory timeline and segment map (and the
+#         program before the session's changes, .gpu/train-gpt-base.xz,
+#         when it is there)
 # final19 session 19's last call: GPU suites of tensor, autograd, nn,
 #         checkpoint and memory; the checkpoint offload test; gpt2-medium
 #         bf16 under 4 GiB (expandable, blocks) twice and unconstrained
 # pair    bench-alloc's pairs against cuMemAllocAsync: a process as placed,
-#         twice, then one pinned to each of PAIR_CORES (default 3 9)
+#         twice, then one pinned to each of PAIR_CORES (default 3)
 # wide    session 18: gpt2 fp32 selective on the device keeping the MLP's
 #         wide product in the last N blocks (fixed and chosen), the
 #         references, the seed table's rows
@@ -497,30 +496,20 @@ if has expmoves; then
   off2 medium-exp-off-nolend STRATA_EXPANDABLE_SEGMENTS=1 STRATA_EXPANDABLE_MOVES=1 STRATA_EXPANDABLE_LEND=0 $m -checkpoint-offload
 fi
 
-if has s19; then
-  # Session 19: a checkpointed region's weight copies freed as it returns.
-  # .gpu/train-gpt-base.xz is the same program before that change (built
-  # from the commit before it); each row runs both, alternating.
-  [ -f .gpu/train-gpt-base.xz ] && xz -dc .gpu/train-gpt-base.xz > .gpu/train-gpt-base && chmod +x .gpu/train-gpt-base
-  run_gpu_tests checkpoint nn
-  m="-config gpt2-medium -precision bf16 -attention fused -head fused -device-budget 4GiB"
-  for bin in train-gpt-base train-gpt; do
-    STRATA_EXPANDABLE_SEGMENTS=1 timeout 200 .gpu/$bin -device cuda $m -checkpoint blocks -memory-step 30 \
-      -memory-trace "$L/med-$bin.json" -memory-plot "$OUT/med-$bin.png" -placement-plan > "$L/med-$bin.log" 2>&1
+if has capture19; then
+  # Session 19: gpt2-medium bf16 under 4 GiB (blocks, expandable), step
+  # 30's memory timeline and segment map, with .gpu/train-gpt-base.xz (the
+  # program before the session's memory changes) first when it is there.
+  bins=train-gpt
+  if [ -f .gpu/train-gpt-base.xz ]; then
+    xz -dc .gpu/train-gpt-base.xz > .gpu/train-gpt-base && chmod +x .gpu/train-gpt-base && bins="train-gpt-base train-gpt"
+  fi
+  for bin in $bins; do
+    STRATA_EXPANDABLE_SEGMENTS=1 timeout 200 .gpu/$bin -device cuda -config gpt2-medium -precision bf16 -attention fused -head fused \
+      -device-budget 4GiB -checkpoint blocks -memory-step 30 -memory-trace "$L/med-$bin.json" -memory-plot "$OUT/med-$bin.png" \
+      -placement-plan > "$L/med-$bin.log" 2>&1
     say "$bin gpt2-medium bf16 4 GiB blocks expandable, step 30's memory: exit $?; $(tail -1 "$L/med-$bin.log")"
   done
-  for round in 1 2; do
-    for bin in train-gpt-base train-gpt; do
-      env STRATA_EXPANDABLE_SEGMENTS=1 timeout 100 .gpu/$bin -device cuda -bench -steps 10 $m -checkpoint blocks -bench-warmup 25 -placement-plan \
-        > "$L/s19-$bin-$round.jsonl" 2> "$L/s19-$bin-$round.log"
-      say "[$bin blocks exp round $round]: exit $?; $(jfields "$L/s19-$bin-$round.jsonl" tok_s step_ms peak_mib_by_tier peak_mib_by_role phases)"
-      grep -E 'placement plan after' "$L/s19-$bin-$round.log" | tail -3 | tee -a "$OUT/summary.txt"
-      cat "$L/s19-$bin-$round.jsonl" >> "$res"
-    done
-  done
-  timeout 100 .gpu/train-gpt -device cuda -bench -steps 10 -config gpt2-medium -precision bf16 -attention fused -head fused -bench-warmup 25 > "$L/s19-none.jsonl" 2> "$L/s19-none.log"
-  say "[unconstrained gpt2-medium bf16]: exit $?; $(jfields "$L/s19-none.jsonl" tok_s step_ms peak_mib_by_tier)"
-  cat "$L/s19-none.jsonl" >> "$res"
 fi
 
 if has final19; then
@@ -543,7 +532,7 @@ if has pair; then
   # Three processes as the machine places them, then three pinned to one
   # core each (taskset, PAIR_CORES), as allocator benchmarks are often run:
   # the hosts' cores differ by up to 1.5x (examples/bench-alloc/doc.go).
-  for c in "" "" ${PAIR_CORES:-3 9}; do
+  for c in "" "" ${PAIR_CORES:-3}; do
     pin=(); [ -n "$c" ] && pin=(taskset -c "$c")
     : > "$L/pair-one.md"
     timeout 150 ${pin[@]+"${pin[@]}"} .gpu/bench-alloc -reps 9 >> "$L/pair.jsonl" 2> "$L/pair-one.md"
