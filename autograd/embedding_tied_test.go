@@ -70,3 +70,51 @@ func TestTiedEmbeddingGradInPlace(t *testing.T) {
 		require.InDelta(t, want[i], float64(got[i]), 1e-4, "element %d", i)
 	}
 }
+
+// A leaf's first gradient, when the backward made it for that leaf alone,
+// becomes its Grad without a copy; one shared with another input (Add
+// hands both the same gradient) is copied, and the sum is right.
+func TestLeafKeepsItsFirstGradient(t *testing.T) {
+	const rows, dim = 64, 32
+	wt, err := tensor.NewKept(tensor.CPU(), tensor.Float32, memory.RoleParameter, rows, dim)
+	require.NoError(t, err)
+	w := autograd.Param(wt, "w")
+	defer func() {
+		w.ZeroGrad()
+		w.Value.Release()
+	}()
+	m := tensor.CPU().Memory()
+	copies := func() (n int) {
+		for _, e := range m.History().Events {
+			if e.Kind == memory.EventAlloc && e.Op == "Clone" && e.Size == rows*dim*4 {
+				n++
+			}
+		}
+		return n
+	}
+	c := tensor.NewCtx()
+	c.WithScope(func() {
+		x := autograd.Const(c.Full(tensor.CPU(), tensor.Float32, 3, rows, dim))
+		loss := autograd.Sum(autograd.Mul(x, w), false)
+		m.RecordHistory(0)
+		require.NoError(t, loss.Backward())
+		m.StopHistory()
+	})
+	// One copy: Sum's backward materialises the loss's gradient at w's
+	// shape; Mul's gradient for w is w's alone and is kept as it is.
+	require.Equal(t, 1, copies(), "Mul's gradient for w is kept, not copied")
+	require.Equal(t, []float32{3, 3}, w.Grad.Float32s()[:2])
+	w.ZeroGrad()
+	c.WithScope(func() {
+		loss := autograd.Sum(autograd.Add(w, w), false) // of kept tensors only: in no scope
+		defer loss.Value.Release()
+		m.RecordHistory(0)
+		require.NoError(t, loss.Backward())
+		m.StopHistory()
+	})
+	require.Equal(t, 2, copies(), "Sum's, and Add hands both inputs one gradient: the first is copied")
+	g := w.Grad.Float32s()
+	require.Equal(t, float32(2), g[0])
+	require.Equal(t, float32(2), g[len(g)-1])
+	require.Zero(t, c.BytesInUse())
+}

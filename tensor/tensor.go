@@ -76,6 +76,13 @@ func (t *Tensor) Released() bool { return t.ref.released }
 // SharesStorage reports whether t and u are views of the same storage.
 func (t *Tensor) SharesStorage(u *Tensor) bool { return t.ref.st == u.ref.st }
 
+// Sole reports whether t is the only live tensor on its storage and a
+// contiguous view of all of it: what a caller that owns t may keep as it
+// is instead of copying it (autograd keeps a leaf's first gradient so).
+func (t *Tensor) Sole() bool {
+	return !t.ref.released && t.ref.st.refs.Load() == 1 && t.offset == 0 && t.IsContiguous() && t.Bytes() == t.ref.st.nbytes
+}
+
 // Release drops the tensor's reference to its storage; the memory goes
 // back to the pool when no view refers to it. Releasing twice is a no-op.
 // Using a released tensor panics with ErrReleased.
