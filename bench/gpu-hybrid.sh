@@ -293,13 +293,13 @@ if has offload; then
   done
 fi
 
-off2() { # name, then flags (each optionally led by VAR=value)
+off2() { # name, then flags (each optionally led by VAR=value); TG: another program of .gpu
   local name=$1 envs=() flags=() w start; shift
   for w in "$@"; do
     case $w in *=*) if [ ${#flags[@]} -eq 0 ]; then envs+=("$w"); else flags+=("$w"); fi ;; *) flags+=("$w") ;; esac
   done
   start=$(date +%s)
-  env ${envs[@]+"${envs[@]}"} timeout 100 .gpu/train-gpt -device cuda -bench -steps 10 ${flags[@]+"${flags[@]}"} -placement-plan > "$L/off2-$name.jsonl" 2> "$L/off2-$name.log"
+  env ${envs[@]+"${envs[@]}"} timeout 100 .gpu/${TG:-train-gpt} -device cuda -bench -steps 10 ${flags[@]+"${flags[@]}"} -placement-plan > "$L/off2-$name.jsonl" 2> "$L/off2-$name.log"
   say "[$name] train-gpt -bench $*: exit $? in $(( $(date +%s) - start ))s; $(jfields "$L/off2-$name.jsonl" tok_s step_ms checkpoint timed_spills peak_mib_by_tier phases)"
   grep -E '^placement:|placement plan after|still choosing' "$L/off2-$name.log" | cut -c1-200 | tail -8 | tee -a "$OUT/summary.txt"
   cat "$L/off2-$name.jsonl" >> "$res"
@@ -523,6 +523,9 @@ if has final19; then
   grep -E -- '--- (PASS|FAIL)|losses' "$L/final-offload.log" | head -12 | tee -a "$OUT/summary.txt"
   m="-config gpt2-medium -precision bf16 -attention fused -head fused"
   for round in 1 2; do
+    if [ -x .gpu/train-gpt-base ]; then # capture19 unpacked the program before the session's changes
+      TG=train-gpt-base off2 "final-medium-exp-base-$round" STRATA_EXPANDABLE_SEGMENTS=1 $m -device-budget 4GiB -checkpoint blocks -bench-warmup 25
+    fi
     off2 "final-medium-exp-$round" STRATA_EXPANDABLE_SEGMENTS=1 $m -device-budget 4GiB -checkpoint blocks -bench-warmup 25
   done
   off2 final-medium-none $m -bench-warmup 25
