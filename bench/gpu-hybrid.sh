@@ -539,7 +539,8 @@ if has pair; then
     pin=(); [ -n "$c" ] && pin=(taskset -c "$c")
     : > "$L/pair-one.md"
     timeout 150 ${pin[@]+"${pin[@]}"} .gpu/bench-alloc -reps 9 >> "$L/pair.jsonl" 2> "$L/pair-one.md"
-    say "bench-alloc pairs, ${c:+pinned to core $c}${c:-unpinned}: exit $?"
+    rc=$?; where=unpinned; [ -n "$c" ] && where="pinned to core $c"
+    say "bench-alloc pairs, $where: exit $rc"
     grep -E '^\| (pool|manager|cuMem|mixed|4KiB|1MiB|64MiB)' "$L/pair-one.md" | tee -a "$OUT/summary.txt"
     cat "$L/pair-one.md" >> "$L/pair.md"
   done
