@@ -40,7 +40,10 @@
 // float32 operands are cast (Cast), weights once per region
 // (PyTorch's autocast weight cache: a kept tensor's copy is made at its
 // first use in the region and released when the region closes, while
-// tensors that saved it for backward keep their own reference), and
+// tensors that saved it for backward keep their own reference; a
+// checkpointed region's forward pass runs in a nested region, so its
+// copies go when it returns instead of staying until the forward pass
+// ends, which is where this differs from PyTorch's cache), and
 // cuBLAS accumulates in float32 (tensor.MatMulWith; on the CPU a widened
 // sgemm computes the same). Everything else stays float32: softmax and
 // log-softmax, layer norm, reductions, exp and log, GELU, dropout and the

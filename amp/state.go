@@ -57,8 +57,9 @@ func Current(c *tensor.Ctx) State {
 // With runs fn with c's autocast state set to s and restores the previous
 // state afterwards, also when fn panics; the weight copies cast inside
 // are released then (tensors that saved them for backward keep their own
-// references). Regions nest; checkpointing uses With to recompute a
-// region in the state its forward ran in. It panics with an
+// references). Regions nest; checkpointing uses With to run a
+// checkpointed region's forward pass (so that its weight copies are freed
+// as it returns) and to recompute it in the state its forward ran in. It panics with an
 // *tensor.OpError wrapping tensor.ErrDType when s enables autocast in a
 // dtype other than float16 or bfloat16.
 func With(c *tensor.Ctx, s State, fn func()) {
