@@ -1,8 +1,6 @@
 package tensor
 
 import (
-	"os"
-
 	"github.com/strata-ml/strata/cuda"
 	"github.com/strata-ml/strata/memory"
 )
@@ -152,18 +150,8 @@ func (d *cudaDevice) adamwPipelineRun(s *cudaSide, g int, tab *memory.Allocation
 			})
 		}
 	}
-	d.fenceGroup(op, s, g, os.Getenv(EnvPipelineHostWait) != "0", ps, gs, ms, vs)
+	d.fenceGroup(op, s, g, true, ps, gs, ms, vs)
 }
-
-// EnvPipelineHostWait=0 makes the first reader of a pipelined group's
-// parameters wait for the group's update on the device only, not on the
-// host as well (sideFence.host): the host then queues the next forward
-// pass without stalling between groups, and the pool reuses the updated
-// groups' gradients by making the allocating stream wait for the side
-// stream (memory.StreamWaiter) instead of the host. An experiment for
-// issue 10's gpt2-medium (host stalls between groups, session 18), not yet
-// the default.
-const EnvPipelineHostWait = "STRATA_PIPELINE_HOST_WAIT"
 
 // adamwRowBytes is the size of a row of adamw_multi's table
 // (kernels/optim.cuh's AdamWChunk: p, g, m, v, n, decay).
