@@ -138,6 +138,14 @@ func step(v *Var, isRoot bool) {
 			if len(grads) != len(n.inputs) {
 				panic(fmt.Sprintf("autograd: backward of %s returned %d gradients for %d inputs", n.op, len(grads), len(n.inputs)))
 			}
+			for i := 1; i < len(grads); i++ {
+				if grads[i] != nil && slices.Contains(grads[:i], grads[i]) {
+					// One tensor for two inputs: each gets a view of its
+					// own, so that no leaf keeps it as its Grad (keepGrad)
+					// while another input still holds it.
+					grads[i] = grads[i].Alias()
+				}
+			}
 			for i, in := range n.inputs {
 				if in != nil && in.requiresGrad && grads[i] != nil {
 					accumulate(n.op, in, grads[i])

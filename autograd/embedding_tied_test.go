@@ -118,3 +118,29 @@ func TestLeafKeepsItsFirstGradient(t *testing.T) {
 	require.Equal(t, float32(2), g[len(g)-1])
 	require.Zero(t, c.BytesInUse())
 }
+
+// A backward that returns one tensor for a leaf and a non-leaf: the leaf
+// does not keep that tensor as its Grad, so a later contribution to the
+// leaf (added in place) cannot reach the non-leaf's pending gradient.
+func TestOneGradientForTwoInputs(t *testing.T) {
+	c := tensor.NewCtx()
+	a := autograd.Param(c.Full(tensor.CPU(), tensor.Float32, 1, 3), "a")
+	u := autograd.Param(c.Full(tensor.CPU(), tensor.Float32, 2, 3), "u")
+	defer func() {
+		for _, p := range []*autograd.Var{a, u} {
+			p.ZeroGrad()
+			p.Value.Release()
+		}
+	}()
+	c.WithScope(func() {
+		h := autograd.Scale(u, 1)
+		x := autograd.Scale(a, 5) // a's second use: its backward runs after the op's, before h's
+		op := autograd.Record("Shared", c.Adopt(tensor.Add(a.Value, h.Value)), []*autograd.Var{a, h, x}, func(g *tensor.Tensor) []*tensor.Tensor {
+			s := tensor.Scale(g, 3)
+			return []*tensor.Tensor{s, s, g.Alias()}
+		})
+		require.NoError(t, autograd.Sum(op, false).Backward())
+	})
+	require.Equal(t, []float32{8, 8, 8}, a.Grad.Float32s(), "3 from the op, 5 through x")
+	require.Equal(t, []float32{3, 3, 3}, u.Grad.Float32s(), "h's gradient untouched by a's")
+}
