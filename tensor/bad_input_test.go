@@ -235,7 +235,7 @@ func TestBadInputFailsCleanly(t *testing.T) {
 	add("EmbeddingBackwardInto id out of range", "EmbeddingBackwardInto", tensor.ErrArgument, func() { tensor.EmbeddingBackwardInto(table, badIDs, x) })
 	add("EmbeddingBackwardInto columns", "EmbeddingBackwardInto", tensor.ErrShape, func() { tensor.EmbeddingBackwardInto(x34, ids, x) })
 	add("EmbeddingBackwardInto strided table", "EmbeddingBackwardInto", tensor.ErrShape, func() { tensor.EmbeddingBackwardInto(x34T, ids, x) })
-	add("EmbeddingBackwardInto dtype", "EmbeddingBackwardInto", tensor.ErrShape, func() { tensor.EmbeddingBackwardInto(table64, ids, x) })
+	add("EmbeddingBackwardInto dtype", "EmbeddingBackwardInto", tensor.ErrDType, func() { tensor.EmbeddingBackwardInto(table64, ids, x) })
 	add("EmbeddingBackwardInto released", "EmbeddingBackwardInto", tensor.ErrReleased, func() { tensor.EmbeddingBackwardInto(rel, ids, x) })
 
 	// Cross-entropy.

@@ -259,8 +259,9 @@ func EmbeddingBackwardInto(dtable, ids, dout *Tensor) {
 	op := "EmbeddingBackwardInto"
 	dtable.live(op)
 	sameDevice(op, dtable, dout)
-	if dtable.Rank() != 2 || !dtable.IsContiguous() || dtable.dtype != dout.dtype {
-		fail(op, ErrShape, "dtable %v %v (contiguous %t) for dout %v %v: want a contiguous (rows, D) table of dout's dtype", dtable.dtype, dtable.shape, dtable.IsContiguous(), dout.dtype, dout.shape)
+	sameArith(op, dout, dtable)
+	if dtable.Rank() != 2 || !dtable.IsContiguous() {
+		fail(op, ErrShape, "dtable %v (contiguous %t) for dout %v: want a contiguous (rows, D) table", dtable.shape, dtable.IsContiguous(), dout.shape)
 	}
 	rows := dtable.shape[0]
 	if d := embeddingBackwardCheck(op, ids, dout, rows); d != dtable.shape[1] {
