@@ -3,6 +3,7 @@ package memory
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 
 	"github.com/strata-ml/strata/cuda"
@@ -121,9 +122,22 @@ func (v *deviceVM) ReleasePage(pg Page) error {
 	return nil
 }
 
+// EnvExpandableSync=1 makes the device backend wait for all queued work
+// (cuCtxSynchronize) before each map and unmap of pages: a diagnostic
+// that tells a race between the pool's mapping and queued kernels from
+// other causes (session 20).
+const EnvExpandableSync = "STRATA_EXPANDABLE_SYNC"
+
+var syncMapping = os.Getenv(EnvExpandableSync) == "1"
+
 // Map maps each page (cuMemMap), then gives the device access to the
 // whole range in one cuMemSetAccess. On error it unmaps what it mapped.
 func (v *deviceVM) Map(addr uintptr, pages []Page) error {
+	if syncMapping {
+		if err := v.Sync(); err != nil {
+			return err
+		}
+	}
 	for i, pg := range pages {
 		at := cuda.DevicePtr(addr + uintptr(int64(i)*v.gran))
 		if err := v.ctx.MemMap(at, int(v.gran), cuda.MemHandle(pg)); err != nil {
@@ -138,6 +152,11 @@ func (v *deviceVM) Map(addr uintptr, pages []Page) error {
 
 // Unmap unmaps each page's mapping (cuMemUnmap, one mapping at a time).
 func (v *deviceVM) Unmap(addr uintptr, pages []Page) error {
+	if syncMapping {
+		if err := v.Sync(); err != nil {
+			return err
+		}
+	}
 	return v.unmapN(addr, len(pages))
 }
 

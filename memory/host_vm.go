@@ -23,21 +23,23 @@ const hostAddressSpace = 64 << 30
 
 // hostVM is the host backend with virtual memory: a reservation is an
 // anonymous PROT_NONE mapping; mapping pages makes them readable and
-// writable (the kernel backs them on first touch); unmapping gives their
-// memory back (MADV_DONTNEED) and makes them inaccessible again. A page
-// handle is a token: host pages have no identity to move around, only a
-// count, which is what the pool's accounting needs. A page mapped at two
-// places (lent by an expandable segment, pool_expand.go) is backed twice
-// on the host until one is unmapped; on a GPU both are the same memory.
+// writable; unmapping makes them inaccessible again. On Linux a page is a
+// range of a memory file (host_vm_file_linux.go), so a page mapped at two
+// places (lent by an expandable segment, pool_expand.go) is one memory at
+// both, as on a GPU; elsewhere a page is a token, each place backed by
+// anonymous memory of its own (given back with MADV_DONTNEED), which is
+// all the pool's accounting needs but hides two live mappings of a page.
 type hostVM struct {
 	hostBackend
 	reservations map[uintptr][]byte
 	nextPage     Page
-	pages        map[Page]int // created pages, with the number of places each is mapped at
+	pages        map[Page]int   // created pages, with the number of places each is mapped at
+	offs         map[Page]int64 // the file offset of each page the file backs
+	file         pageFile
 }
 
 func newHostBackend(tier Tier, name string) Backend {
-	return &hostVM{hostBackend: hostBackend{tier: tier, name: name}, reservations: map[uintptr][]byte{}, pages: map[Page]int{}}
+	return &hostVM{hostBackend: hostBackend{tier: tier, name: name}, reservations: map[uintptr][]byte{}, pages: map[Page]int{}, offs: map[Page]int64{}}
 }
 
 func (h *hostVM) Granularity() int64  { return HostPageSize }
@@ -67,6 +69,13 @@ func (h *hostVM) FreeAddress(r Region) error {
 
 func (h *hostVM) CreatePage() (Page, error) {
 	h.nextPage++
+	if h.file.open() {
+		off, err := h.file.create()
+		if err != nil {
+			return 0, fmt.Errorf("memory: %s: creating a page: %w (%w)", h.name, ErrOutOfMemory, err)
+		}
+		h.offs[h.nextPage] = off
+	}
 	h.pages[h.nextPage] = 0
 	return h.nextPage, nil
 }
@@ -77,6 +86,12 @@ func (h *hostVM) ReleasePage(p Page) error {
 		return fmt.Errorf("memory: %s: release of page %d, which is mapped or not ours: %w", h.name, p, ErrDoubleFree)
 	}
 	delete(h.pages, p)
+	if off, ok := h.offs[p]; ok {
+		delete(h.offs, p)
+		if err := h.file.release(off, len(h.offs)); err != nil {
+			return fmt.Errorf("memory: %s: releasing page %d: %w", h.name, p, err)
+		}
+	}
 	return nil
 }
 
@@ -101,7 +116,18 @@ func (h *hostVM) Map(addr uintptr, pages []Page) error {
 	if err != nil {
 		return err
 	}
-	if err := unix.Mprotect(b, unix.PROT_READ|unix.PROT_WRITE); err != nil {
+	for i, p := range pages {
+		pb := b[uintptr(i)*HostPageSize:][:HostPageSize]
+		if off, ok := h.offs[p]; ok {
+			err = h.file.mapAt(pb, off)
+		} else {
+			err = unix.Mprotect(pb, unix.PROT_READ|unix.PROT_WRITE)
+		}
+		if err != nil {
+			break
+		}
+	}
+	if err != nil {
 		if errors.Is(err, syscall.ENOMEM) {
 			return fmt.Errorf("memory: %s: mapping %s: %w (%w)", h.name, FormatBytes(int64(len(b))), ErrOutOfMemory, err)
 		}
@@ -124,11 +150,16 @@ func (h *hostVM) Unmap(addr uintptr, pages []Page) error {
 	if err != nil {
 		return err
 	}
-	if err := madviseDontNeed(b); err != nil {
-		return fmt.Errorf("memory: %s: unmapping %s: %w", h.name, FormatBytes(int64(len(b))), err)
-	}
-	if err := unix.Mprotect(b, unix.PROT_NONE); err != nil {
-		return fmt.Errorf("memory: %s: unmapping %s: %w", h.name, FormatBytes(int64(len(b))), err)
+	for i, p := range pages {
+		pb := b[uintptr(i)*HostPageSize:][:HostPageSize]
+		if _, ok := h.offs[p]; ok {
+			err = h.file.unmapAt(pb)
+		} else if err = madviseDontNeed(pb); err == nil {
+			err = unix.Mprotect(pb, unix.PROT_NONE)
+		}
+		if err != nil {
+			return fmt.Errorf("memory: %s: unmapping %s: %w", h.name, FormatBytes(int64(len(b))), err)
+		}
 	}
 	for _, p := range pages {
 		h.pages[p]--

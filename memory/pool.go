@@ -35,6 +35,8 @@ type Pool struct {
 	pending []pendingEvent
 	blocked []Stream
 
+	// poison: fill freed blocks with 0xFF (EnvPoison, host backends).
+	poison bool
 	// adviser is the backend when it takes managed-memory advice
 	// (advise.go), else nil.
 	adviser Adviser
@@ -137,6 +139,7 @@ func newPool(b Backend, cfg PoolConfig, mu *sync.Mutex, parent *Usage) *Pool {
 		sync:    cfg.StreamSync,
 	}
 	p.adviser, _ = b.(Adviser)
+	p.poison = poisonFreed && hostOnly(b)
 	p.indexes = [2]*freeIndex{&p.small, &p.large}
 	p.largeRest = SmallSize + 1
 	if cfg.Expandable {
@@ -258,6 +261,11 @@ func (p *Pool) alloc(size int64, s Stream, advice Advice, role Role, op string) 
 	if p.hist != nil {
 		p.hist.alloc(p.tier, b, size, op)
 	}
+	if memoryCheck && p.vm != nil {
+		if err := p.checkExpandable(); err != nil {
+			panic(fmt.Sprintf("memory: pool %s, after allocating %s for %s on stream %#x (%s): %v", p.name, FormatBytes(size), role, uintptr(s), op, err))
+		}
+	}
 	return b, nil
 }
 
@@ -289,6 +297,9 @@ func (p *Pool) free(b *Block) error {
 	}
 	if b.state != blockLive {
 		return fmt.Errorf("memory: pool %s: block at %#x (%s) freed twice: %w", p.name, b.addr, FormatBytes(b.size), ErrDoubleFree)
+	}
+	if p.poison {
+		poison(b)
 	}
 	if b.size <= p.placeMax {
 		p.freedPlaced(b)

@@ -212,7 +212,11 @@ func (p *Pool) gatherPages(n int, seg *segment, lo, hi int64) ([]Page, error) {
 	if n == 0 {
 		return nil, nil
 	}
-	pages, err := p.steal(n, seg, lo, hi)
+	var pages []Page
+	var err error
+	if !noStealing {
+		pages, err = p.steal(n, seg, lo, hi)
+	}
 	for err == nil && len(pages) < n {
 		held := p.held() + int64(len(pages))*p.page
 		if l := p.cfg.Limit; l > 0 && held+p.page > l {

@@ -16,6 +16,14 @@ const EnvExpandableLend = "STRATA_EXPANDABLE_LEND"
 // noLending is EnvExpandableLend=0, read once.
 var noLending = os.Getenv(EnvExpandableLend) == "0"
 
+// EnvExpandableSteal=0 makes growth create every page it maps instead of
+// taking pages inside free blocks first (steal): a diagnostic that takes
+// stealing and lending out of a run (session 20), at the cost of memory.
+const EnvExpandableSteal = "STRATA_EXPANDABLE_STEAL"
+
+// noStealing is EnvExpandableSteal=0, read once.
+var noStealing = os.Getenv(EnvExpandableSteal) == "0"
+
 // The pages of expandable segments (pool_expand.go): taking them from
 // other free blocks (stealing, lending), sweeping stale ranges, cutting
 // and merging blocks, mapping runs of pages.
