@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"os"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -26,15 +27,29 @@ type frame struct {
 
 var framePool = sync.Pool{New: func() any { return new(frame) }}
 
+// EnvNoPools=1 makes every C call take a new frame and every vmm call new
+// argument memory instead of reusing pooled ones: a diagnostic for bugs
+// where C memory is still read after a call returns (session 20).
+const EnvNoPools = "STRATA_CUDA_NO_POOLS"
+
+var noPools = os.Getenv(EnvNoPools) == "1"
+
 // getFrame returns a frame with zeroed out slots.
 func getFrame() *frame {
+	if noPools {
+		return new(frame)
+	}
 	f := framePool.Get().(*frame)
 	f.out = [4]uint64{}
 	return f
 }
 
 // release returns f to the pool; f must not be used afterwards.
-func (f *frame) release() { framePool.Put(f) }
+func (f *frame) release() {
+	if !noPools {
+		framePool.Put(f)
+	}
+}
 
 // outAddr is the C address of out slot i, for a T* out-parameter.
 func (f *frame) outAddr(i int) uintptr { return uintptr(unsafe.Pointer(&f.out[i])) }

@@ -50,6 +50,9 @@ type vmmArgs struct {
 var vmmArgsPool = sync.Pool{New: func() any { return new(vmmArgs) }}
 
 func getVMMArgs() *vmmArgs {
+	if noPools {
+		return new(vmmArgs)
+	}
 	a := vmmArgsPool.Get().(*vmmArgs)
 	*a = vmmArgs{}
 	return a
