@@ -43,7 +43,7 @@ func (b cudaBackend) download(dst []byte, src *Tensor) {
 // (a 24 MiB WriteNarrow in a gpt2 step, 2026-12-02), where kernels
 // reading and writing the same memory never did.
 func (d *cudaDevice) copyDevice(op string, dst, src cuda.DevicePtr, n int) {
-	if kb, w, ok := copyWords(n, uintptr(dst), uintptr(src)); d.vmm && ok {
+	if kb, w, ok := copyWords(n, uintptr(dst), uintptr(src)); d.vmm && ok && !vmmCopyEngine {
 		d.launch1(op, d.k.copy2D[kb], w, func(a *cuda.Args) {
 			a.Ptr(dst).Ptr(src).Int64(1).Int64(int64(w)).Int64(int64(w)).Int64(int64(w))
 		})

@@ -3,6 +3,7 @@ package tensor
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 
@@ -182,6 +183,12 @@ func newCUDADevice(ordinal int) (_ *cudaDevice, err error) {
 		return nil, err
 	}
 	if d.mem.Pool(memory.TierDevice).Expandable() {
+		if os.Getenv(EnvExpandableUnsafe) != "1" {
+			err = fmt.Errorf("%s: expandable device memory (%s=1) gives wrong results in training on the H200 (session 20: "+
+				"the first step's loss differs from run to run, and tensors read bytes that released ones were set to); "+
+				"leave it unset for classic segments, or set %s=1 as well to run it for diagnosis", d.name, memory.EnvExpandableSegments, EnvExpandableUnsafe)
+			return nil, err
+		}
 		// Device memory mapped through the virtual memory API: host
 		// copies synchronous, device copies by kernel (copyDevice).
 		d.vmm = true

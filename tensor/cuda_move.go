@@ -115,6 +115,11 @@ func (d *cudaDevice) moveTo(op string, tier memory.Tier, sts []*storage) error {
 		if f := st.fence.Load(); f != nil {
 			d.check(op, "ordering the copy stream after a fence", c.stream.WaitEvent(f.ev))
 		}
+		var before []byte
+		from, addr := st.alloc.Tier(), st.alloc.Addr()
+		if moveVerify {
+			before = d.verifyBefore(st)
+		}
 		if err := d.mem.MigrateOn(st.alloc, tier, c.memS); err != nil {
 			var oom *memory.OOMError
 			if !errors.As(err, &oom) {
@@ -124,6 +129,9 @@ func (d *cudaDevice) moveTo(op string, tier memory.Tier, sts []*storage) error {
 			continue
 		}
 		moved = append(moved, st)
+		if moveVerify {
+			d.verifyAfter(st, from, addr, before)
+		}
 	}
 	if len(moved) == 0 {
 		return errors.Join(errs...)

@@ -22,6 +22,10 @@ type storage struct {
 	// that writes these bytes (an overlapped optimizer step,
 	// cuda_side.go): the first use on the device's stream waits for it.
 	fence atomic.Pointer[sideFence]
+	// guard is the device whose EnvMemoryGuard checks this storage (nil:
+	// none), op the op that made it (cuda_guard.go).
+	guard *cudaDevice
+	op    string
 }
 
 func (s *storage) retain() { s.refs.Add(1) }
@@ -31,6 +35,12 @@ func (s *storage) release() {
 	case n == 0:
 		s.joinFence() // the pool may hand the bytes out on the device's stream at once
 		s.owner.live.Add(-s.nbytes)
+		if moveVerify {
+			forgetMove(s)
+		}
+		if s.guard != nil {
+			s.guard.checkGuard(s)
+		}
 		if deferFree(s.alloc) { // a CUDA graph being captured may still use it (graph.go)
 			return
 		}
@@ -92,12 +102,23 @@ func newStorage(op string, dev Device, nbytes int64, role memory.Role) (*storage
 	if sd, ok := dev.(interface{ memStream() memory.Stream }); ok {
 		stream = sd.memStream()
 	}
-	a, err := dev.Memory().AllocOp(nbytes, role, stream, op)
+	g := guardDevice(dev)
+	size := nbytes
+	if g != nil && !memoryPoison {
+		size += guardBytes
+	}
+	a, err := dev.Memory().AllocOp(size, role, stream, op)
 	if err != nil {
 		return nil, err
 	}
 	s := &storage{alloc: a, nbytes: nbytes}
 	s.refs.Store(1)
+	if g != nil {
+		s.guard, s.op = g, op
+		if !memoryPoison {
+			g.setGuard(s)
+		}
+	}
 	return s, nil
 }
 
