@@ -103,6 +103,26 @@
 # keepauto the timed keep search, classic and expandable
 # plantrace session 18: the memory suite (classic, expandable) and the
 #         traces replayed over device memory with and without step plans
+# verify20 session 20: train-gpt's TestCheckpointOffloadSameLosses on
+#         the GPU with STRATA_MOVE_VERIFY=1 (every move checked: bytes
+#         before and after it, bytes kept while waiting in a tier, bytes
+#         on the device until released) and STRATA_MEMORY_POISON=1, with
+#         classic segments (the control) and expandable ones
+#         (STRATA_EXPANDABLE_MOVES=1), as is and with CUDA_LAUNCH_BLOCKING=1
+# bisect20 session 20: expandable with STRATA_MEMORY_GUARD=1: the tensor
+#         and autograd GPU suites, then train-gpt's offload test under
+#         LEND=0, CUDA_LAUNCH_BLOCKING=1, STRATA_VMM_COPY_ENGINE=1
+# poison20 session 20: released bytes poisoned by the fill kernel
+#         (STRATA_MEMORY_GUARD=poison-kernel) against the memset
+# knobs20 session 20: plain expandable runs under GOGC=off, GOMAXPROCS=1,
+#         STRATA_MEMORY_CHECK=1, GOGC=1: which makes the first loss right
+# final20 session 20's last call: GPU suites (classic), memory on
+#         expandable, the expandable refusal, train-gpt's offload test
+# sync20 session 20: expandable (STRATA_EXPANDABLE_UNSAFE=1) with a
+#         synchronisation before each map and unmap, or without stealing
+# guard20 session 20: that test with STRATA_MEMORY_GUARD=1 (guard bytes
+#         after every tensor, released bytes poisoned), classic and
+#         expandable
 # expmoves session 19: why bf16 training with offloaded activations gave
 #         other losses with expandable segments (session 17): train-gpt's
 #         TestCheckpointOffloadSameLosses on the GPU with
@@ -476,6 +496,122 @@ if has plantrace; then
     grep -E '^\|' "$L/plantrace$p.md" | tee -a "$OUT/summary.txt"
   done
   cat "$L/plantrace.jsonl" >> "$res"
+fi
+
+if has verify20; then
+  # Session 20: where the offloaded bytes change under expandable segments.
+  for v in "STRATA_EXPANDABLE_SEGMENTS=0" "STRATA_EXPANDABLE_SEGMENTS=1" "STRATA_EXPANDABLE_SEGMENTS=1 CUDA_LAUNCH_BLOCKING=1"; do
+    log=$L/verify20-$(echo "$v" | tr ' =' '__')-$RANDOM.log
+    start=$(date +%s)
+    (cd examples/train-gpt && env STRATA_EXPANDABLE_MOVES=1 STRATA_MOVE_VERIFY=1 STRATA_MEMORY_POISON=1 STRATA_REQUIRE_GPU=1 $v timeout 240 ../../.gpu/train-gpt.test \
+      -test.run 'TestCheckpointOffloadSameLosses/cuda' -test.v -test.timeout 230s > "$log" 2>&1)
+    say "verify20 $v: exit $? in $(( $(date +%s) - start ))s; $(grep -c STRATA_MOVE_VERIFY "$log") move reports"
+    grep -E -- 'STRATA_MOVE_VERIFY|losses|--- FAIL|--- PASS|panic:|Error' "$log" | head -40 | cut -c1-400 | tee -a "$OUT/summary.txt"
+  done
+fi
+
+if has guard20; then
+  # Session 20: the same test with STRATA_MEMORY_GUARD=1 (4 KiB guards
+  # after every tensor, checked at release; released bytes set to NaN).
+  for v in "STRATA_EXPANDABLE_SEGMENTS=0" "STRATA_EXPANDABLE_SEGMENTS=1"; do
+    log=$L/guard20-$(echo "$v" | tr ' =' '__')-$RANDOM.log
+    start=$(date +%s)
+    (cd examples/train-gpt && env STRATA_EXPANDABLE_MOVES=1 STRATA_MEMORY_GUARD=1 STRATA_REQUIRE_GPU=1 $v timeout 240 ../../.gpu/train-gpt.test \
+      -test.run 'TestCheckpointOffloadSameLosses/cuda' -test.v -test.timeout 230s > "$log" 2>&1)
+    say "guard20 $v: exit $? in $(( $(date +%s) - start ))s; $(grep -c STRATA_MEMORY_GUARD "$log") guard reports"
+    grep -E -- 'STRATA_MEMORY_GUARD|losses|step 1:|--- FAIL|--- PASS|panic:' "$log" | sort | uniq -c | sort -rn | head -40 | cut -c1-400 | tee -a "$OUT/summary.txt"
+  done
+fi
+
+if has bisect20; then
+  # Session 20: expandable device memory with STRATA_MEMORY_GUARD=1: the
+  # tensor and autograd GPU suites (which ops read poisoned bytes), then
+  # train-gpt's first run (no offload) under knobs that take parts out.
+  for pkg in ${BISECT_SUITES:-memory tensor autograd}; do
+    log=$L/bisect20-suite-$pkg.log
+    start=$(date +%s)
+    (cd $pkg && env STRATA_EXPANDABLE_SEGMENTS=1 STRATA_MEMORY_GUARD=poison STRATA_MEMORY_CHECK=$([ $pkg = memory ] && echo 1 || echo 0) STRATA_REQUIRE_GPU=1 timeout 200 ../.gpu/$pkg.test -test.run 'GPU|CUDA|Cuda' -test.v -test.timeout 190s > "$log" 2>&1)
+    say "bisect20 $pkg suite (expandable, guard): exit $? in $(( $(date +%s) - start ))s; $(grep -c -- '--- FAIL' "$log") failed, $(grep -c STRATA_MEMORY_GUARD "$log") guard reports"
+    grep -E -- '^\s*--- FAIL|STRATA_MEMORY_GUARD|panic:' "$log" | head -30 | cut -c1-300 | tee -a "$OUT/summary.txt"
+  done
+  for v in "STRATA_MEMORY_CHECK=1 STRATA_MEMORY_GUARD=1" "STRATA_MEMORY_CHECK=1" "STRATA_MEMORY_GUARD=poison" "STRATA_MEMORY_GUARD=poison STRATA_EXPANDABLE_LEND=0" \
+      "STRATA_MEMORY_GUARD=poison CUDA_LAUNCH_BLOCKING=1" "STRATA_MEMORY_GUARD=poison STRATA_VMM_COPY_ENGINE=1" "STRATA_EXPANDABLE_SEGMENTS=0 STRATA_MEMORY_GUARD=poison"; do
+    log=$L/bisect20-tg-$(echo "$v" | tr ' =' '__').log
+    start=$(date +%s)
+    (cd examples/train-gpt && env STRATA_EXPANDABLE_SEGMENTS=1 STRATA_EXPANDABLE_UNSAFE=1 STRATA_EXPANDABLE_MOVES=1 STRATA_REQUIRE_GPU=1 $v timeout 100 ../../.gpu/train-gpt.test \
+      -test.run 'TestCheckpointOffloadSameLosses/cuda' -test.v -test.timeout 90s > "$log" 2>&1)
+    say "bisect20 train-gpt $v: exit $? in $(( $(date +%s) - start ))s; $(grep -c STRATA_MEMORY_GUARD "$log") guard reports"
+    grep -E -- 'STRATA_MEMORY_GUARD|losses|not finite|--- FAIL|--- PASS|panic|memory: pool' "$log" | head -8 | cut -c1-1200 | tee -a "$OUT/summary.txt"
+  done
+fi
+
+if has poison20; then
+  # Session 20: released bytes poisoned by the fill kernel instead of the
+  # copy engine's memset: the tensor suite and train-gpt's offload test.
+  log=$L/poison20-suite-tensor.log
+  (cd tensor && env STRATA_EXPANDABLE_SEGMENTS=1 STRATA_MEMORY_GUARD=poison-kernel STRATA_REQUIRE_GPU=1 timeout 200 ../.gpu/tensor.test -test.run 'GPU|CUDA|Cuda' -test.v -test.timeout 190s > "$log" 2>&1)
+  say "poison20 tensor suite (expandable, poison-kernel): exit $?; $(grep -c -- '--- FAIL' "$log") failed"
+  grep -E -- '^\s*--- FAIL|panic:|Messages' "$log" | head -16 | cut -c1-300 | tee -a "$OUT/summary.txt"
+  for v in "STRATA_MEMORY_GUARD=poison-kernel" "STRATA_MEMORY_GUARD=poison-kernel CUDA_LAUNCH_BLOCKING=1" "STRATA_MEMORY_GUARD=poison" \
+      "STRATA_MEMORY_GUARD=poison-kernel STRATA_EXPANDABLE_SEGMENTS=0" "STRATA_MEMORY_GUARD=poison-kernel STRATA_MEMORY_CHECK=1"; do
+    log=$L/poison20-tg-$(echo "$v" | tr ' =' '__').log
+    start=$(date +%s)
+    (cd examples/train-gpt && env STRATA_EXPANDABLE_SEGMENTS=1 STRATA_EXPANDABLE_UNSAFE=1 STRATA_EXPANDABLE_MOVES=1 STRATA_REQUIRE_GPU=1 $v timeout 100 ../../.gpu/train-gpt.test \
+      -test.run 'TestCheckpointOffloadSameLosses/cuda' -test.v -test.timeout 90s > "$log" 2>&1)
+    say "poison20 train-gpt $v: exit $? in $(( $(date +%s) - start ))s"
+    grep -E -- 'losses|not finite|--- FAIL|--- PASS|panic|memory: pool' "$log" | head -6 | cut -c1-1200 | tee -a "$OUT/summary.txt"
+  done
+fi
+
+if has knobs20; then
+  # Session 20: plain expandable training (no poison): the first run's
+  # step-1 loss (classic: 5.496233) under knobs that change host timing.
+  set -- "A=1" "A=2" "GOGC=off" "GOGC=off A=2" "GOMAXPROCS=1" "GOMAXPROCS=1 A=2" "STRATA_MEMORY_CHECK=1" "GODEBUG=gccheckmark=0 GOGC=1"
+  if [ -n "${KNOBS_B:-}" ]; then
+    set -- "STRATA_CUDA_NO_POOLS=1" "STRATA_CUDA_NO_POOLS=1 A=2" "GOGC=off STRATA_CUDA_NO_POOLS=1" "GOGC=1" "GOGC=1 A=2" "GOGC=5" "GOGC=20"
+  fi
+  for v in "$@"; do
+    log=$L/knobs20-$(echo "$v" | tr ' =' '__').log
+    (cd examples/train-gpt && env STRATA_EXPANDABLE_SEGMENTS=1 STRATA_EXPANDABLE_UNSAFE=1 STRATA_EXPANDABLE_MOVES=1 STRATA_REQUIRE_GPU=1 $v timeout 100 ../../.gpu/train-gpt.test \
+      -test.run 'TestCheckpointOffloadSameLosses/cuda' -test.v -test.timeout 90s > "$log" 2>&1)
+    say "knobs20 $v: exit $?; $(grep -o 'step 1: loss [0-9.e+-]*, want [0-9.e+-]*' "$log" | head -3 | tr '\n' ' ') $(grep -c 'worst relative difference 0$' "$log")/3 configs exact"
+  done
+fi
+
+if has sync20; then
+  # Session 20: expandable device memory (STRATA_EXPANDABLE_UNSAFE=1) with
+  # a synchronisation before each map and unmap of pages
+  # (STRATA_EXPANDABLE_SYNC=1), or without taking pages from free blocks
+  # (STRATA_EXPANDABLE_STEAL=0): the tensor suite's poisoned cases, then
+  # train-gpt's offload test plain and poisoned.
+  for v in "A=1" "STRATA_EXPANDABLE_SYNC=1" "STRATA_EXPANDABLE_STEAL=0"; do
+    log=$L/sync20-suite-$(echo "$v" | tr ' =' '__').log
+    (cd tensor && env STRATA_EXPANDABLE_SEGMENTS=1 STRATA_EXPANDABLE_UNSAFE=1 STRATA_MEMORY_GUARD=poison-kernel STRATA_REQUIRE_GPU=1 $v timeout 100 ../.gpu/tensor.test \
+      -test.run 'TestCUDAConformance' -test.v -test.timeout 90s > "$log" 2>&1)
+    say "sync20 tensor conformance (poison-kernel) $v: exit $?; $(grep -c -- '--- FAIL' "$log") failed: $(grep -E -- '--- FAIL' "$log" | grep -o 'OpsNN/[A-Za-z/]*' | sort -u | tr '\n' ' ')"
+  done
+  for v in "A=1" "STRATA_EXPANDABLE_SYNC=1" "STRATA_EXPANDABLE_STEAL=0" "STRATA_MEMORY_GUARD=poison-kernel STRATA_EXPANDABLE_SYNC=1" "STRATA_MEMORY_GUARD=poison-kernel STRATA_EXPANDABLE_STEAL=0"; do
+    log=$L/sync20-tg-$(echo "$v" | tr ' =' '__').log
+    (cd examples/train-gpt && env STRATA_EXPANDABLE_SEGMENTS=1 STRATA_EXPANDABLE_UNSAFE=1 STRATA_EXPANDABLE_MOVES=1 STRATA_REQUIRE_GPU=1 $v timeout 100 ../../.gpu/train-gpt.test \
+      -test.run 'TestCheckpointOffloadSameLosses/cuda' -test.v -test.timeout 90s > "$log" 2>&1)
+    say "sync20 train-gpt $v: exit $?; $(grep -o 'step 1: loss [0-9.e+-]*, want [0-9.e+-]*' "$log" | head -3 | tr '\n' ' ') $(grep -c 'worst relative difference 0$' "$log")/3 configs exact $(grep -o 'not finite' "$log" | head -1)"
+  done
+fi
+
+if has final20; then
+  # Session 20's last call: the GPU suites on classic segments, memory's
+  # also on expandable ones, the refusal of expandable device memory, and
+  # train-gpt's offload test.
+  run_gpu_tests cuda memory tensor autograd checkpoint nn
+  log=$L/final20-memory-expandable.log
+  (cd memory && STRATA_EXPANDABLE_SEGMENTS=1 STRATA_REQUIRE_GPU=1 timeout 200 ../.gpu/memory.test -test.v -test.timeout 190s > "$log" 2>&1)
+  say "final20 memory suite on expandable segments: exit $?; $(grep -c '^=== RUN' "$log") run, $(grep -c -- '--- FAIL' "$log") failed"
+  grep -E -- '--- FAIL|panic:' "$log" | head -10 | tee -a "$OUT/summary.txt"
+  grep -h -E -- '--- (PASS|FAIL|SKIP): TestGPUExpandableRefused' "$L"/test-tensor.log | tee -a "$OUT/summary.txt"
+  log=$L/final20-offload.log
+  (cd examples/train-gpt && STRATA_REQUIRE_GPU=1 timeout 200 ../../.gpu/train-gpt.test -test.run 'TestCheckpointOffloadSameLosses|TestGPU' -test.v -test.timeout 190s > "$log" 2>&1)
+  say "final20 train-gpt offload and GPU tests: exit $?"
+  grep -E -- 'losses|--- FAIL|^--- PASS|panic:' "$log" | head -12 | tee -a "$OUT/summary.txt"
 fi
 
 if has expmoves; then

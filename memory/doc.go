@@ -414,13 +414,24 @@
 // between tiers there copy by kernel too (tensor installs its copy with
 // Manager.SetCopy: in session 17 the copy engines' moves of activations
 // between mapped pinned memory and the mapped ranges failed or gave wrong
-// losses, and with the kernel the losses still differed, so tensor.MoveTo
-// refuses expandable device memory for now); otherwise the CUDA manager moves between the staging and the
+// losses, and with the kernel the losses still differed); otherwise the CUDA manager moves between the staging and the
 // device tiers with cuMemcpyHtoDAsync and cuMemcpyDtoHAsync by the pinned
-// host pointer (Manager.copyBetween). The device keeps
-// classic segments by default until that configuration has run training
-// at full speed for a while, and the host (where CI tests them) uses
-// expandable ones.
+// host pointer (Manager.copyBetween). Session 20 found that training on
+// expandable device memory is wrong without any move (the first step's
+// loss differs from classic segments and from run to run; live tensors
+// read the bytes of released ones), cause still unknown, so tensor's CUDA
+// device refuses expandable device memory unless STRATA_EXPANDABLE_UNSAFE=1;
+// this package's own use of it (trace replays) is unaffected. The host
+// (where CI tests them) uses expandable ones; on Linux its pages have an
+// identity (host_vm_file_linux.go: a page of a memory file, so a page
+// mapped at two places is one memory, as on a GPU).
+//
+// Diagnostics, off by default: EnvPoison (host pools fill freed blocks
+// with 0xFF), EnvMemoryCheck (expandable pools check their pages after
+// each allocation: pool_check.go), EnvExpandableLend=0 (steal unmaps
+// instead of lending), EnvExpandableSteal=0 (growth creates every page),
+// EnvExpandableSync (the device backend synchronises before each map and
+// unmap).
 // Pools made directly with NewPool are classic unless asked.
 //
 // The hot path allocates no Go memory: Block structs and tree nodes are

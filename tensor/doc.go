@@ -113,8 +113,10 @@
 // cuda_side.go and adamw_pipeline.go; and MoveTo, whose copies between
 // memory tiers run on a copy stream and fence the moved storages the same
 // way, so that the first op to use one waits for its copy on the device:
-// cuda_move.go; refused with expandable device memory, where the H200
-// gave other bf16 losses), and
+// cuda_move.go; the CUDA device itself refuses expandable device memory
+// unless STRATA_EXPANDABLE_UNSAFE=1, where training on the H200 gave wrong
+// losses (session 20; the diagnostics EnvMoveVerify, EnvMemoryGuard and
+// EnvVMMCopyEngine are in cuda_move_verify.go and cuda_memguard.go)), and
 // returns at once: one cuLaunchKernel for most primitives (a few for the
 // two-pass reductions and layer-norm gradients), cuBLAS
 // SgemmStridedBatched for float32 products (GemmStridedBatchedEx with a
