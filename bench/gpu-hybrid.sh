@@ -157,6 +157,11 @@
 #         with and without expandable segments) and unconstrained, and
 #         gpt2 fp32 eager, as ../shared/anchors/torch_frag.py does
 #
+# Since session 20 a CUDA device refuses expandable device memory
+# (STRATA_EXPANDABLE_SEGMENTS=1: wrong training results on the H200) unless
+# STRATA_EXPANDABLE_UNSAFE=1: the older phases that train on it (expmoves,
+# capture19, final19, target, ...) need that exported, and their losses are
+# not to be trusted.
 # Results go to $OUT (default /tmp/strata-gpu): summary.txt, results.jsonl
 # (every JSON line), the bar charts (*.png) and logs.tgz (the device tool
 # brings back 8 files at most).
@@ -164,6 +169,16 @@ L=/tmp/strata-hybrid-logs
 default_phases="tests table medium torch"
 phases="$*"
 . "$(dirname "$0")/gpu-common.sh"
+
+# offload_test LOG VAR=value...: train-gpt's TestCheckpointOffloadSameLosses
+# on the GPU with its moves and expandable device memory allowed (for
+# diagnosis: STRATA_EXPANDABLE_MOVES, STRATA_EXPANDABLE_UNSAFE) and the
+# given environment, its output into LOG; the test's exit status.
+offload_test() {
+  local log=$1; shift
+  (cd examples/train-gpt && env STRATA_EXPANDABLE_UNSAFE=1 STRATA_EXPANDABLE_MOVES=1 STRATA_REQUIRE_GPU=1 "$@" timeout 200 ../../.gpu/train-gpt.test \
+    -test.run 'TestCheckpointOffloadSameLosses/cuda' -test.v -test.timeout 190s > "$log" 2>&1)
+}
 
 if has coretests; then
   run_gpu_tests tensor autograd nn
@@ -503,8 +518,7 @@ if has verify20; then
   for v in "STRATA_EXPANDABLE_SEGMENTS=0" "STRATA_EXPANDABLE_SEGMENTS=1" "STRATA_EXPANDABLE_SEGMENTS=1 CUDA_LAUNCH_BLOCKING=1"; do
     log=$L/verify20-$(echo "$v" | tr ' =' '__')-$RANDOM.log
     start=$(date +%s)
-    (cd examples/train-gpt && env STRATA_EXPANDABLE_MOVES=1 STRATA_MOVE_VERIFY=1 STRATA_MEMORY_POISON=1 STRATA_REQUIRE_GPU=1 $v timeout 240 ../../.gpu/train-gpt.test \
-      -test.run 'TestCheckpointOffloadSameLosses/cuda' -test.v -test.timeout 230s > "$log" 2>&1)
+    offload_test "$log" STRATA_MOVE_VERIFY=1 STRATA_MEMORY_POISON=1 $v
     say "verify20 $v: exit $? in $(( $(date +%s) - start ))s; $(grep -c STRATA_MOVE_VERIFY "$log") move reports"
     grep -E -- 'STRATA_MOVE_VERIFY|losses|--- FAIL|--- PASS|panic:|Error' "$log" | head -40 | cut -c1-400 | tee -a "$OUT/summary.txt"
   done
@@ -516,8 +530,7 @@ if has guard20; then
   for v in "STRATA_EXPANDABLE_SEGMENTS=0" "STRATA_EXPANDABLE_SEGMENTS=1"; do
     log=$L/guard20-$(echo "$v" | tr ' =' '__')-$RANDOM.log
     start=$(date +%s)
-    (cd examples/train-gpt && env STRATA_EXPANDABLE_MOVES=1 STRATA_MEMORY_GUARD=1 STRATA_REQUIRE_GPU=1 $v timeout 240 ../../.gpu/train-gpt.test \
-      -test.run 'TestCheckpointOffloadSameLosses/cuda' -test.v -test.timeout 230s > "$log" 2>&1)
+    offload_test "$log" STRATA_MEMORY_GUARD=1 $v
     say "guard20 $v: exit $? in $(( $(date +%s) - start ))s; $(grep -c STRATA_MEMORY_GUARD "$log") guard reports"
     grep -E -- 'STRATA_MEMORY_GUARD|losses|step 1:|--- FAIL|--- PASS|panic:' "$log" | sort | uniq -c | sort -rn | head -40 | cut -c1-400 | tee -a "$OUT/summary.txt"
   done
@@ -538,8 +551,7 @@ if has bisect20; then
       "STRATA_MEMORY_GUARD=poison CUDA_LAUNCH_BLOCKING=1" "STRATA_MEMORY_GUARD=poison STRATA_VMM_COPY_ENGINE=1" "STRATA_EXPANDABLE_SEGMENTS=0 STRATA_MEMORY_GUARD=poison"; do
     log=$L/bisect20-tg-$(echo "$v" | tr ' =' '__').log
     start=$(date +%s)
-    (cd examples/train-gpt && env STRATA_EXPANDABLE_SEGMENTS=1 STRATA_EXPANDABLE_UNSAFE=1 STRATA_EXPANDABLE_MOVES=1 STRATA_REQUIRE_GPU=1 $v timeout 100 ../../.gpu/train-gpt.test \
-      -test.run 'TestCheckpointOffloadSameLosses/cuda' -test.v -test.timeout 90s > "$log" 2>&1)
+    offload_test "$log" STRATA_EXPANDABLE_SEGMENTS=1 $v
     say "bisect20 train-gpt $v: exit $? in $(( $(date +%s) - start ))s; $(grep -c STRATA_MEMORY_GUARD "$log") guard reports"
     grep -E -- 'STRATA_MEMORY_GUARD|losses|not finite|--- FAIL|--- PASS|panic|memory: pool' "$log" | head -8 | cut -c1-1200 | tee -a "$OUT/summary.txt"
   done
@@ -556,8 +568,7 @@ if has poison20; then
       "STRATA_MEMORY_GUARD=poison-kernel STRATA_EXPANDABLE_SEGMENTS=0" "STRATA_MEMORY_GUARD=poison-kernel STRATA_MEMORY_CHECK=1"; do
     log=$L/poison20-tg-$(echo "$v" | tr ' =' '__').log
     start=$(date +%s)
-    (cd examples/train-gpt && env STRATA_EXPANDABLE_SEGMENTS=1 STRATA_EXPANDABLE_UNSAFE=1 STRATA_EXPANDABLE_MOVES=1 STRATA_REQUIRE_GPU=1 $v timeout 100 ../../.gpu/train-gpt.test \
-      -test.run 'TestCheckpointOffloadSameLosses/cuda' -test.v -test.timeout 90s > "$log" 2>&1)
+    offload_test "$log" STRATA_EXPANDABLE_SEGMENTS=1 $v
     say "poison20 train-gpt $v: exit $? in $(( $(date +%s) - start ))s"
     grep -E -- 'losses|not finite|--- FAIL|--- PASS|panic|memory: pool' "$log" | head -6 | cut -c1-1200 | tee -a "$OUT/summary.txt"
   done
@@ -572,8 +583,7 @@ if has knobs20; then
   fi
   for v in "$@"; do
     log=$L/knobs20-$(echo "$v" | tr ' =' '__').log
-    (cd examples/train-gpt && env STRATA_EXPANDABLE_SEGMENTS=1 STRATA_EXPANDABLE_UNSAFE=1 STRATA_EXPANDABLE_MOVES=1 STRATA_REQUIRE_GPU=1 $v timeout 100 ../../.gpu/train-gpt.test \
-      -test.run 'TestCheckpointOffloadSameLosses/cuda' -test.v -test.timeout 90s > "$log" 2>&1)
+    offload_test "$log" STRATA_EXPANDABLE_SEGMENTS=1 $v
     say "knobs20 $v: exit $?; $(grep -o 'step 1: loss [0-9.e+-]*, want [0-9.e+-]*' "$log" | head -3 | tr '\n' ' ') $(grep -c 'worst relative difference 0$' "$log")/3 configs exact"
   done
 fi
@@ -592,8 +602,7 @@ if has sync20; then
   done
   for v in "A=1" "STRATA_EXPANDABLE_SYNC=1" "STRATA_EXPANDABLE_STEAL=0" "STRATA_MEMORY_GUARD=poison-kernel STRATA_EXPANDABLE_SYNC=1" "STRATA_MEMORY_GUARD=poison-kernel STRATA_EXPANDABLE_STEAL=0"; do
     log=$L/sync20-tg-$(echo "$v" | tr ' =' '__').log
-    (cd examples/train-gpt && env STRATA_EXPANDABLE_SEGMENTS=1 STRATA_EXPANDABLE_UNSAFE=1 STRATA_EXPANDABLE_MOVES=1 STRATA_REQUIRE_GPU=1 $v timeout 100 ../../.gpu/train-gpt.test \
-      -test.run 'TestCheckpointOffloadSameLosses/cuda' -test.v -test.timeout 90s > "$log" 2>&1)
+    offload_test "$log" STRATA_EXPANDABLE_SEGMENTS=1 $v
     say "sync20 train-gpt $v: exit $?; $(grep -o 'step 1: loss [0-9.e+-]*, want [0-9.e+-]*' "$log" | head -3 | tr '\n' ' ') $(grep -c 'worst relative difference 0$' "$log")/3 configs exact $(grep -o 'not finite' "$log" | head -1)"
   done
 fi
@@ -619,8 +628,7 @@ if has expmoves; then
   for v in "" "" "CUDA_LAUNCH_BLOCKING=1" "STRATA_EXPANDABLE_LEND=0" "CUDA_LAUNCH_BLOCKING=1 STRATA_EXPANDABLE_LEND=0"; do
     log=$L/expmoves-$(echo "${v:-plain}" | tr ' =' '__')-$RANDOM.log
     start=$(date +%s)
-    (cd examples/train-gpt && env STRATA_EXPANDABLE_SEGMENTS=1 STRATA_EXPANDABLE_MOVES=1 STRATA_REQUIRE_GPU=1 $v timeout 200 ../../.gpu/train-gpt.test \
-      -test.run 'TestCheckpointOffloadSameLosses/cuda' -test.v -test.timeout 190s > "$log" 2>&1)
+    offload_test "$log" STRATA_EXPANDABLE_SEGMENTS=1 $v
     say "expmoves ${v:-(as is)}: exit $? in $(( $(date +%s) - start ))s"
     grep -E -- 'losses|--- FAIL|--- PASS|panic:|Error' "$log" | head -12 | tee -a "$OUT/summary.txt"
   done
