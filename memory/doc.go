@@ -419,8 +419,10 @@
 // host pointer (Manager.copyBetween). Session 20 found that training on
 // expandable device memory is wrong without any move (the first step's
 // loss differs from classic segments and from run to run; live tensors
-// read the bytes of released ones), cause still unknown, so tensor's CUDA
-// device refuses expandable device memory unless STRATA_EXPANDABLE_UNSAFE=1;
+// read the bytes of released ones; the likely cause, tensor's synchronous
+// uploads not ordered with its non-blocking streams, is fixed but not yet
+// run on a GPU), so tensor's CUDA device refuses expandable device memory
+// unless STRATA_EXPANDABLE_UNSAFE=1;
 // this package's own use of it (trace replays) is unaffected. The host
 // (where CI tests them) uses expandable ones; on Linux its pages have an
 // identity (host_vm_file_linux.go: a page of a memory file, so a page

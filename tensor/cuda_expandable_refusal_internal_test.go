@@ -38,3 +38,44 @@ func TestFirstDiff(t *testing.T) {
 	require.Equal(t, 2, firstDiff([]byte{1, 2}, []byte{1, 2, 3}))
 	require.NotEqual(t, fnv64([]byte{1, 2}), fnv64([]byte{2, 1}))
 }
+
+// TestGPUExpandableUploadOrdered: on expandable device memory uploads are
+// synchronous copies on the legacy default stream, which returned before
+// the bytes had landed and which the device's non-blocking stream did not
+// wait for, so a kernel queued right after an upload read what the block
+// held before (session 20's wrong training results). Each round uploads
+// new values into a block the last round released and doubles them at
+// once: the result must be exactly twice the new values.
+func TestGPUExpandableUploadOrdered(t *testing.T) {
+	if _, err := CUDA(0); err != nil {
+		if os.Getenv("STRATA_REQUIRE_GPU") != "" {
+			t.Fatalf("STRATA_REQUIRE_GPU is set, but cuda:0 is unavailable: %v", err)
+		}
+		t.Skipf("no CUDA device: %v", err)
+	}
+	t.Setenv(memory.EnvExpandableSegments, "1")
+	t.Setenv(EnvExpandableUnsafe, "1")
+	d, err := newCUDADevice(0)
+	require.NoError(t, err)
+	defer d.close()
+	if !d.mem.Pool(memory.TierDevice).Expandable() {
+		t.Skip("the device has no virtual memory API")
+	}
+	const n = 4 << 20 // 16 MiB: the staged copy takes a while to land
+	data := make([]float32, n)
+	for round := range 30 {
+		for i := range data {
+			data[i] = float32(round*7 + i%1000)
+		}
+		x := FromFloat32s(d, data, n)
+		y := Add(x, x)
+		got := y.Float32s()
+		x.Release()
+		y.Release()
+		for i, g := range got {
+			if g != 2*data[i] {
+				t.Fatalf("round %d: element %d is %v, want %v: the kernel read the block before the upload landed", round, i, g, 2*data[i])
+			}
+		}
+	}
+}

@@ -91,7 +91,11 @@ func (d *cudaDevice) verifyAfter(st *storage, from memory.Tier, addr uintptr, be
 		// The bytes left behind become NaNs: an op that still reads
 		// them there (a stale address) gives NaNs, where the pool's cached
 		// block would still hold the right values.
-		d.check("MoveTo", "verifying a move (poisoning the old bytes)", d.ctx.MemsetD8(cuda.DevicePtr(addr), 0xFF, int(st.nbytes)))
+		err := d.ctx.MemsetD8(cuda.DevicePtr(addr), 0xFF, int(st.nbytes))
+		if err == nil {
+			err = d.ctx.Synchronize() // a synchronous memset may still run on the legacy stream
+		}
+		d.check("MoveTo", "verifying a move (poisoning the old bytes)", err)
 	}
 	if moveChecks.last == nil {
 		moveChecks.last = map[*storage]moveCheck{}

@@ -20,13 +20,22 @@ type streamQueue struct {
 	ctx    *cuda.Context
 	stream *cuda.Stream
 	// syncPageable makes host copies synchronous: the stream is drained,
-	// then cuMemcpyHtoD or cuMemcpyDtoH runs. Set when device memory is
-	// mapped through the virtual memory API (expandable segments): there,
+	// then cuMemcpyHtoD or cuMemcpyDtoH runs, and after cuMemcpyHtoD the
+	// context is synchronised too. Set when device memory is mapped
+	// through the virtual memory API (expandable segments): there,
 	// cuMemcpyHtoDAsync and cuMemcpyDtoHAsync of pageable memory over a few
 	// MiB failed now and then with CUDA_ERROR_INVALID_VALUE on the H200
 	// (driver 580; cuda's TestGPUVMMCopies), where synchronous and pinned
-	// copies never did. Host copies of pageable memory wait for the data
-	// anyway; the cost is the drained stream.
+	// copies never did. The synchronous copies run on the legacy default
+	// stream, which our streams (CU_STREAM_NON_BLOCKING) do not wait for,
+	// and cuMemcpyHtoD from pageable memory returns once the bytes are
+	// staged, before they reach the device (CUDA's "API synchronization
+	// behavior"): without the synchronisation after it, the kernels queued
+	// next read the destination before the copy lands. That race was the
+	// wrong training results on expandable memory until session 20
+	// (bench/results/expandable-gpu-2026-12-03-s20.md: right with frequent
+	// garbage collection or a synchronisation at every release, which gave
+	// the copies time). The cost is two synchronisations an upload.
 	syncPageable bool
 }
 
@@ -43,7 +52,10 @@ func (q streamQueue) copyHtoD(dst cuda.DevicePtr, src []byte) error {
 		if err := q.stream.Synchronize(); err != nil {
 			return err
 		}
-		return q.ctx.MemcpyHtoD(dst, src)
+		if err := q.ctx.MemcpyHtoD(dst, src); err != nil {
+			return err
+		}
+		return q.ctx.Synchronize() // the copy has landed before anything queued after it runs
 	}
 	return q.ctx.MemcpyHtoDAsync(dst, src, q.stream)
 }

@@ -56,8 +56,13 @@ func newCUDAStatus(ctx *cuda.Context) (*cudaStatus, error) {
 	*s.words = cudaStatusWords{}
 	if s.dev, err = ctx.MemHostGetDevicePointer(host); err == nil {
 		if s.claim, err = ctx.MemAlloc(cudaClaimBytes); err == nil {
+			// A synchronous memset of device memory may still be running
+			// when it returns, on the legacy stream, which the device's
+			// non-blocking streams do not wait for: wait for it here.
 			if err = ctx.MemsetD32(s.claim, 0, cudaClaimBytes/4); err == nil {
-				return s, nil
+				if err = ctx.Synchronize(); err == nil {
+					return s, nil
+				}
 			}
 			_ = ctx.MemFree(s.claim)
 		}
