@@ -116,6 +116,8 @@
 #         (STRATA_MEMORY_GUARD=poison-kernel) against the memset
 # knobs20 session 20: plain expandable runs under GOGC=off, GOMAXPROCS=1,
 #         STRATA_MEMORY_CHECK=1, GOGC=1: which makes the first loss right
+# fix20   for the session after 20: the upload-ordering fix on expandable
+#         memory (ordering test, poisoned suites, train-gpt offload test)
 # final20 session 20's last call: GPU suites (classic), memory on
 #         expandable, the expandable refusal, train-gpt's offload test
 # sync20 session 20: expandable (STRATA_EXPANDABLE_UNSAFE=1) with a
@@ -604,6 +606,28 @@ if has sync20; then
     log=$L/sync20-tg-$(echo "$v" | tr ' =' '__').log
     offload_test "$log" STRATA_EXPANDABLE_SEGMENTS=1 $v
     say "sync20 train-gpt $v: exit $?; $(grep -o 'step 1: loss [0-9.e+-]*, want [0-9.e+-]*' "$log" | head -3 | tr '\n' ' ') $(grep -c 'worst relative difference 0$' "$log")/3 configs exact $(grep -o 'not finite' "$log" | head -1)"
+  done
+fi
+
+if has fix20; then
+  # For the session after 20: does waiting for uploads (cuda_queue.go) make
+  # expandable device memory right? The ordering test, the tensor and
+  # autograd suites on expandable memory with poisoned releases, and
+  # train-gpt's offload test plain (twice) and poisoned. All exact: the
+  # CUDA device's refusal of expandable memory can go.
+  log=$L/fix20-order.log
+  (cd tensor && STRATA_REQUIRE_GPU=1 timeout 100 ../.gpu/tensor.test -test.run 'TestGPUExpandableUploadOrdered|TestGPUExpandableRefused' -test.v > "$log" 2>&1)
+  say "fix20 upload ordering: exit $?"; grep -E -- '--- (PASS|FAIL|SKIP)|round' "$log" | head -5 | tee -a "$OUT/summary.txt"
+  for pkg in tensor autograd; do
+    log=$L/fix20-suite-$pkg.log
+    (cd $pkg && env STRATA_EXPANDABLE_SEGMENTS=1 STRATA_EXPANDABLE_UNSAFE=1 STRATA_MEMORY_GUARD=poison-kernel STRATA_REQUIRE_GPU=1 timeout 200 ../.gpu/$pkg.test -test.run 'GPU|CUDA|Cuda' -test.v -test.timeout 190s > "$log" 2>&1)
+    say "fix20 $pkg suite (expandable, poison-kernel): exit $?; $(grep -c -- '--- FAIL' "$log") failed"
+    grep -E -- '^\s*--- FAIL|panic:' "$log" | head -12 | cut -c1-300 | tee -a "$OUT/summary.txt"
+  done
+  for v in "A=1" "A=2" "STRATA_MEMORY_GUARD=poison-kernel"; do
+    log=$L/fix20-tg-$(echo "$v" | tr ' =' '__').log
+    offload_test "$log" STRATA_EXPANDABLE_SEGMENTS=1 $v
+    say "fix20 train-gpt $v: exit $?; $(grep -c 'worst relative difference 0$' "$log")/3 configs exact $(grep -o 'not finite' "$log" | head -1)"
   done
 fi
 
