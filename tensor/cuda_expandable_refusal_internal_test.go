@@ -13,15 +13,7 @@ import (
 // refused unless EnvExpandableUnsafe says otherwise (cuda_device.go), with
 // an error that names the setting and what to do.
 func TestGPUExpandableRefused(t *testing.T) {
-	if _, err := CUDA(0); err != nil {
-		if os.Getenv("STRATA_REQUIRE_GPU") != "" {
-			t.Fatalf("STRATA_REQUIRE_GPU is set, but cuda:0 is unavailable: %v", err)
-		}
-		t.Skipf("no CUDA device: %v", err)
-	}
-	t.Setenv(memory.EnvExpandableSegments, "1")
-	t.Setenv(EnvExpandableUnsafe, "")
-	d, err := newCUDADevice(0)
+	d, err := newExpandableDevice(t, false)
 	if err == nil && !d.mem.Pool(memory.TierDevice).Expandable() {
 		d.close()
 		t.Skip("the device has no virtual memory API: no expandable segments to refuse")
@@ -47,15 +39,7 @@ func TestFirstDiff(t *testing.T) {
 // new values into a block the last round released and doubles them at
 // once: the result must be exactly twice the new values.
 func TestGPUExpandableUploadOrdered(t *testing.T) {
-	if _, err := CUDA(0); err != nil {
-		if os.Getenv("STRATA_REQUIRE_GPU") != "" {
-			t.Fatalf("STRATA_REQUIRE_GPU is set, but cuda:0 is unavailable: %v", err)
-		}
-		t.Skipf("no CUDA device: %v", err)
-	}
-	t.Setenv(memory.EnvExpandableSegments, "1")
-	t.Setenv(EnvExpandableUnsafe, "1")
-	d, err := newCUDADevice(0)
+	d, err := newExpandableDevice(t, true)
 	require.NoError(t, err)
 	defer d.close()
 	if !d.mem.Pool(memory.TierDevice).Expandable() {
@@ -78,4 +62,20 @@ func TestGPUExpandableUploadOrdered(t *testing.T) {
 			}
 		}
 	}
+}
+
+// newExpandableDevice skips t without a GPU, else makes a CUDA device of
+// its own with STRATA_EXPANDABLE_SEGMENTS=1, and STRATA_EXPANDABLE_UNSAFE=1
+// when unsafe.
+func newExpandableDevice(t *testing.T, unsafe bool) (*cudaDevice, error) {
+	t.Helper()
+	if _, err := CUDA(0); err != nil {
+		if os.Getenv("STRATA_REQUIRE_GPU") != "" {
+			t.Fatalf("STRATA_REQUIRE_GPU is set, but cuda:0 is unavailable: %v", err)
+		}
+		t.Skipf("no CUDA device: %v", err)
+	}
+	t.Setenv(memory.EnvExpandableSegments, "1")
+	t.Setenv(EnvExpandableUnsafe, map[bool]string{true: "1"}[unsafe])
+	return newCUDADevice(0)
 }
