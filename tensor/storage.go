@@ -23,7 +23,7 @@ type storage struct {
 	// cuda_side.go): the first use on the device's stream waits for it.
 	fence atomic.Pointer[sideFence]
 	// guard is the device whose EnvMemoryGuard checks this storage (nil:
-	// none), op the op that made it (cuda_guard.go).
+	// none), op the op that made it (cuda_memguard.go).
 	guard *cudaDevice
 	op    string
 }
