@@ -3,7 +3,9 @@
 package memory
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -17,9 +19,11 @@ import (
 // had bytes of its own, and a pool that wrote live data through two
 // mappings of one page went unseen on the CPU while on a GPU the two
 // overwrote each other. The file is opened with the first page and closed
-// with the last.
+// with the last (or by the garbage collector, with a backend dropped with
+// pages still made: an *os.File closes itself; the mappings outlive it).
 type pageFile struct {
-	fd   int
+	file *os.File
+	fd   int     // file's descriptor while open, 0 when closed
 	size int64   // the file's length
 	free []int64 // offsets of released pages, for reuse
 }
@@ -34,7 +38,7 @@ func (f *pageFile) open() bool {
 	if err != nil {
 		return false
 	}
-	f.fd, f.size, f.free = fd, 0, nil
+	f.file, f.fd, f.size, f.free = os.NewFile(uintptr(fd), "strata-host-pages"), fd, 0, nil
 	return true
 }
 
@@ -58,8 +62,8 @@ func (f *pageFile) release(off int64, left int) error {
 	err := unix.Fallocate(f.fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, HostPageSize)
 	f.free = append(f.free, off)
 	if left == 0 {
-		err = unix.Close(f.fd)
-		f.fd, f.size, f.free = 0, 0, nil
+		err = errors.Join(err, f.file.Close())
+		f.file, f.fd, f.size, f.free = nil, 0, 0, nil
 	}
 	return err
 }
