@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"math"
+	"os"
 
 	"github.com/strata-ml/strata/cuda"
 	"github.com/strata-ml/strata/tensor/internal/layout"
@@ -34,6 +35,13 @@ func (b cudaBackend) download(dst []byte, src *Tensor) {
 		panic(err)
 	}
 }
+
+// EnvVMMCopyEngine=1 makes device-to-device copies use the copy engine
+// (cuMemcpyDtoDAsync) with expandable device memory too, where they use
+// the copy kernel (copyDevice): a diagnostic for telling the two apart.
+const EnvVMMCopyEngine = "STRATA_VMM_COPY_ENGINE"
+
+var vmmCopyEngine = os.Getenv(EnvVMMCopyEngine) == "1"
 
 // copyDevice copies n bytes between device addresses on the stream: with
 // cuMemcpyDtoDAsync, or, when device memory is expandable (d.vmm), with

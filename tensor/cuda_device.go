@@ -137,6 +137,12 @@ func openCUDA(ordinal int) (Device, error) {
 	return d, nil
 }
 
+// EnvExpandableUnsafe=1 lets a CUDA device run on expandable device
+// memory (memory.EnvExpandableSegments=1), which it refuses otherwise:
+// training there gave wrong results on the H200 (session 20, the README's
+// expandable segments passages), so only for finding why.
+const EnvExpandableUnsafe = "STRATA_EXPANDABLE_UNSAFE"
+
 func newCUDADevice(ordinal int) (_ *cudaDevice, err error) {
 	if ordinal < 0 {
 		return nil, fmt.Errorf("negative device ordinal %d", ordinal)

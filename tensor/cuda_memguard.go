@@ -3,7 +3,6 @@ package tensor
 import (
 	"fmt"
 	"os"
-	"sync/atomic"
 
 	"github.com/strata-ml/strata/cuda"
 	"github.com/strata-ml/strata/memory"
@@ -33,27 +32,11 @@ var (
 	memoryPoisonKernel = os.Getenv(EnvMemoryGuard) == "poison-kernel"
 )
 
-// EnvExpandableUnsafe=1 lets a CUDA device run on expandable device
-// memory (memory.EnvExpandableSegments=1), which it refuses otherwise:
-// training there gave wrong results on the H200 (session 20, the README's
-// "Expandable segments on the GPU" section), so only for finding why.
-const EnvExpandableUnsafe = "STRATA_EXPANDABLE_UNSAFE"
-
-// EnvVMMCopyEngine=1 makes device-to-device copies use the copy engine
-// (cuMemcpyDtoDAsync) with expandable device memory too, where they use
-// the copy kernel (copyDevice): a diagnostic for telling the two apart.
-const EnvVMMCopyEngine = "STRATA_VMM_COPY_ENGINE"
-
-var vmmCopyEngine = os.Getenv(EnvVMMCopyEngine) == "1"
-
 // guardBytes is the guard's length after each storage.
 const guardBytes = 4 << 10
 
 // guardValue fills the guard.
 const guardValue = 0xA5
-
-// guardReports counts the guards found changed.
-var guardReports atomic.Int64
 
 // guardDevice is dev's CUDA device when EnvMemoryGuard applies to it.
 func guardDevice(dev Device) *cudaDevice {
@@ -75,29 +58,34 @@ func (d *cudaDevice) setGuard(st *storage) {
 // checkGuard reads st's guard back and reports a change, then poisons
 // st's bytes, before st goes back to the pool.
 func (d *cudaDevice) checkGuard(st *storage) {
-	if !memoryPoison && (st.alloc.Tier() == memory.TierDevice || st.alloc.Tier() == memory.TierStaging) {
-		buf := make([]byte, guardBytes)
-		err := d.ctx.Synchronize()
-		if err == nil {
-			err = d.ctx.MemcpyDtoH(buf, cuda.DevicePtr(st.alloc.Addr()+uintptr(st.nbytes)))
-		}
-		d.check("guard", "reading a storage's guard", err)
-		for i, b := range buf {
+	tier := st.alloc.Tier()
+	if !memoryPoison && (tier == memory.TierDevice || tier == memory.TierStaging) {
+		for i, b := range d.readBack("guard", st.alloc.Addr()+uintptr(st.nbytes), guardBytes) {
 			if b != guardValue {
-				guardReports.Add(1)
 				fmt.Fprintf(os.Stderr, "strata: %s: a %s tensor made by %s at %#x (%s): byte %d past its end is %#x\n",
-					EnvMemoryGuard, memory.FormatBytes(st.nbytes), st.op, st.alloc.Addr(), st.alloc.Tier(), i, b)
+					EnvMemoryGuard, memory.FormatBytes(st.nbytes), st.op, st.alloc.Addr(), tier, i, b)
 				break
 			}
 		}
 	}
-	if st.alloc.Tier() == memory.TierDevice && memoryPoisonKernel {
+	if tier != memory.TierDevice {
+		return
+	}
+	ptr := cuda.DevicePtr(st.alloc.Addr())
+	if memoryPoisonKernel {
 		if n := int(st.nbytes) / 2; n > 0 {
-			ptr := cuda.DevicePtr(st.alloc.Addr())
 			d.launchVec("guard", d.k.fill[kB2], n, 2, func(a *cuda.Args) { a.Ptr(ptr).Int64(int64(n)).Uint16(0xFFFF) })
 		}
-	} else if st.alloc.Tier() == memory.TierDevice {
-		err := d.ctx.MemsetD8Async(cuda.DevicePtr(st.alloc.Addr()), 0xFF, int(st.nbytes), d.stream)
-		d.check("guard", "poisoning a released storage", err)
+		return
 	}
+	d.check("guard", "poisoning a released storage", d.ctx.MemsetD8Async(ptr, 0xFF, int(st.nbytes), d.stream))
+}
+
+// readBack synchronizes d and downloads n bytes at addr (device memory, or
+// host memory by its device address), for the diagnostics of op.
+func (d *cudaDevice) readBack(op string, addr uintptr, n int64) []byte {
+	buf := make([]byte, n)
+	d.check(op, "synchronizing to read bytes back", d.ctx.Synchronize())
+	d.check(op, "reading bytes back", d.ctx.MemcpyDtoH(buf, cuda.DevicePtr(addr)))
+	return buf
 }

@@ -42,15 +42,6 @@ type moveCheck struct {
 	move int
 }
 
-// moveBytes synchronizes d and downloads n bytes at addr (device memory,
-// or host memory by its device address).
-func (d *cudaDevice) moveBytes(addr uintptr, n int64) []byte {
-	buf := make([]byte, n)
-	d.check("MoveTo", "verifying a move (synchronizing)", d.ctx.Synchronize())
-	d.check("MoveTo", "verifying a move (reading back)", d.ctx.MemcpyDtoH(buf, cuda.DevicePtr(addr)))
-	return buf
-}
-
 func fnv64(b []byte) uint64 {
 	h := fnv.New64a()
 	h.Write(b)
@@ -60,7 +51,7 @@ func fnv64(b []byte) uint64 {
 // verifyBefore is EnvMoveVerify's look at st before its move: its bytes,
 // checked against its last move's.
 func (d *cudaDevice) verifyBefore(st *storage) []byte {
-	b := d.moveBytes(st.alloc.Addr(), st.nbytes)
+	b := d.readBack("MoveTo", st.alloc.Addr(), st.nbytes)
 	moveChecks.Lock()
 	defer moveChecks.Unlock()
 	if c, ok := moveChecks.last[st]; ok && c.sum != fnv64(b) {
@@ -74,7 +65,7 @@ func (d *cudaDevice) verifyBefore(st *storage) []byte {
 // verifyAfter is EnvMoveVerify's look at st after its move from tier
 // from at address addr, whose bytes were before.
 func (d *cudaDevice) verifyAfter(st *storage, from memory.Tier, addr uintptr, before []byte) {
-	after := d.moveBytes(st.alloc.Addr(), st.nbytes)
+	after := d.readBack("MoveTo", st.alloc.Addr(), st.nbytes)
 	moveChecks.Lock()
 	defer moveChecks.Unlock()
 	moveChecks.moves++
@@ -114,7 +105,7 @@ func forgetMove(st *storage) {
 	if !ok || c.tier != memory.TierDevice || st.alloc.Addr() != c.addr {
 		return
 	}
-	if b := c.d.moveBytes(c.addr, st.nbytes); fnv64(b) != c.sum {
+	if b := c.d.readBack("MoveTo", c.addr, st.nbytes); fnv64(b) != c.sum {
 		moveChecks.Lock()
 		moveChecks.bad++
 		moveChecks.Unlock()

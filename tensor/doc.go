@@ -116,7 +116,8 @@
 // cuda_move.go; the CUDA device itself refuses expandable device memory
 // unless STRATA_EXPANDABLE_UNSAFE=1, where training on the H200 gave wrong
 // losses (session 20; the diagnostics EnvMoveVerify, EnvMemoryGuard and
-// EnvVMMCopyEngine are in cuda_move_verify.go and cuda_memguard.go)), and
+// EnvVMMCopyEngine are in cuda_move_verify.go, cuda_memguard.go and
+// cuda_copy.go)), and
 // returns at once: one cuLaunchKernel for most primitives (a few for the
 // two-pass reductions and layer-norm gradients), cuBLAS
 // SgemmStridedBatched for float32 products (GemmStridedBatchedEx with a
