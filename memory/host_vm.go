@@ -33,13 +33,19 @@ type hostVM struct {
 	hostBackend
 	reservations map[uintptr][]byte
 	nextPage     Page
-	pages        map[Page]int   // created pages, with the number of places each is mapped at
-	offs         map[Page]int64 // the file offset of each page the file backs
+	pages        map[Page]hostPage // created pages
 	file         pageFile
 }
 
+// hostPage is a created page: the number of places it is mapped at, and
+// its offset in the page file (-1: anonymous memory at each place).
+type hostPage struct {
+	mapped int
+	off    int64
+}
+
 func newHostBackend(tier Tier, name string) Backend {
-	return &hostVM{hostBackend: hostBackend{tier: tier, name: name}, reservations: map[uintptr][]byte{}, pages: map[Page]int{}, offs: map[Page]int64{}}
+	return &hostVM{hostBackend: hostBackend{tier: tier, name: name}, reservations: map[uintptr][]byte{}, pages: map[Page]hostPage{}}
 }
 
 func (h *hostVM) Granularity() int64  { return HostPageSize }
@@ -68,27 +74,27 @@ func (h *hostVM) FreeAddress(r Region) error {
 }
 
 func (h *hostVM) CreatePage() (Page, error) {
-	h.nextPage++
+	pg := hostPage{off: -1}
 	if h.file.open() {
 		off, err := h.file.create()
 		if err != nil {
 			return 0, fmt.Errorf("memory: %s: creating a page: %w (%w)", h.name, ErrOutOfMemory, err)
 		}
-		h.offs[h.nextPage] = off
+		pg.off = off
 	}
-	h.pages[h.nextPage] = 0
+	h.nextPage++
+	h.pages[h.nextPage] = pg
 	return h.nextPage, nil
 }
 
 func (h *hostVM) ReleasePage(p Page) error {
-	mapped, ok := h.pages[p]
-	if !ok || mapped > 0 {
+	pg, ok := h.pages[p]
+	if !ok || pg.mapped > 0 {
 		return fmt.Errorf("memory: %s: release of page %d, which is mapped or not ours: %w", h.name, p, ErrDoubleFree)
 	}
 	delete(h.pages, p)
-	if off, ok := h.offs[p]; ok {
-		delete(h.offs, p)
-		if err := h.file.release(off, len(h.offs)); err != nil {
+	if pg.off >= 0 {
+		if err := h.file.release(pg.off); err != nil {
 			return fmt.Errorf("memory: %s: releasing page %d: %w", h.name, p, err)
 		}
 	}
@@ -117,13 +123,10 @@ func (h *hostVM) Map(addr uintptr, pages []Page) error {
 		return err
 	}
 	for i, p := range pages {
-		pb := b[uintptr(i)*HostPageSize:][:HostPageSize]
-		if off, ok := h.offs[p]; ok {
-			err = h.file.mapAt(pb, off)
-		} else {
-			err = unix.Mprotect(pb, unix.PROT_READ|unix.PROT_WRITE)
-		}
-		if err != nil {
+		if err = h.mapPage(b[uintptr(i)*HostPageSize:][:HostPageSize], h.pages[p]); err != nil {
+			for j := range i { // what was mapped goes, as the device backend does
+				_ = h.unmapPage(b[uintptr(j)*HostPageSize:][:HostPageSize], h.pages[pages[j]])
+			}
 			break
 		}
 	}
@@ -134,7 +137,9 @@ func (h *hostVM) Map(addr uintptr, pages []Page) error {
 		return fmt.Errorf("memory: %s: mapping %s: %w", h.name, FormatBytes(int64(len(b))), err)
 	}
 	for _, p := range pages {
-		h.pages[p]++
+		pg := h.pages[p]
+		pg.mapped++
+		h.pages[p] = pg
 	}
 	return nil
 }
@@ -142,7 +147,7 @@ func (h *hostVM) Map(addr uintptr, pages []Page) error {
 // Unmap gives the pages' memory back and makes them inaccessible.
 func (h *hostVM) Unmap(addr uintptr, pages []Page) error {
 	for _, p := range pages {
-		if h.pages[p] == 0 {
+		if h.pages[p].mapped == 0 {
 			return fmt.Errorf("memory: %s: unmap of page %d, which is not mapped: %w", h.name, p, ErrInvalidArgument)
 		}
 	}
@@ -151,20 +156,37 @@ func (h *hostVM) Unmap(addr uintptr, pages []Page) error {
 		return err
 	}
 	for i, p := range pages {
-		pb := b[uintptr(i)*HostPageSize:][:HostPageSize]
-		if _, ok := h.offs[p]; ok {
-			err = h.file.unmapAt(pb)
-		} else if err = madviseDontNeed(pb); err == nil {
-			err = unix.Mprotect(pb, unix.PROT_NONE)
-		}
-		if err != nil {
+		if err := h.unmapPage(b[uintptr(i)*HostPageSize:][:HostPageSize], h.pages[p]); err != nil {
 			return fmt.Errorf("memory: %s: unmapping %s: %w", h.name, FormatBytes(int64(len(b))), err)
 		}
 	}
 	for _, p := range pages {
-		h.pages[p]--
+		pg := h.pages[p]
+		pg.mapped--
+		h.pages[p] = pg
 	}
 	return nil
+}
+
+// mapPage maps pg over at, a page of reserved address space: its range of
+// the page file, or anonymous memory made readable and writable.
+func (h *hostVM) mapPage(at []byte, pg hostPage) error {
+	if pg.off >= 0 {
+		return h.file.mapAt(at, pg.off)
+	}
+	return unix.Mprotect(at, unix.PROT_READ|unix.PROT_WRITE)
+}
+
+// unmapPage makes at reserved address space again (anonymous memory's
+// contents given back first).
+func (h *hostVM) unmapPage(at []byte, pg hostPage) error {
+	if pg.off >= 0 {
+		return h.file.unmapAt(at)
+	}
+	if err := madviseDontNeed(at); err != nil {
+		return err
+	}
+	return unix.Mprotect(at, unix.PROT_NONE)
 }
 
 func (h *hostVM) Sync() error { return nil }

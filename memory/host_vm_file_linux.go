@@ -57,11 +57,11 @@ func (f *pageFile) create() (int64, error) {
 }
 
 // release gives page off's memory back (a hole punched in the file) and
-// closes the file when no page is left (live pages left: n).
-func (f *pageFile) release(off int64, left int) error {
+// closes the file when no page of it is left.
+func (f *pageFile) release(off int64) error {
 	err := unix.Fallocate(f.fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, HostPageSize)
 	f.free = append(f.free, off)
-	if left == 0 {
+	if int64(len(f.free)) == f.size/HostPageSize {
 		err = errors.Join(err, f.file.Close())
 		f.file, f.fd, f.size, f.free = nil, 0, 0, nil
 	}
