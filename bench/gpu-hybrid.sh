@@ -116,6 +116,10 @@
 #         (STRATA_MEMORY_GUARD=poison-kernel) against the memset
 # knobs20 session 20: plain expandable runs under GOGC=off, GOMAXPROCS=1,
 #         STRATA_MEMORY_CHECK=1, GOGC=1: which makes the first loss right
+# check21 session 21: fix20, then (when train-gpt's offload test is exact
+#         on expandable memory) gpt2-medium bf16 under 4 GiB with blocks
+#         checkpointed on expandable (twice) and classic segments, and
+#         unconstrained, for issue 10's ratio
 # fix20   for the session after 20: the upload-ordering fix on expandable
 #         memory (ordering test, poisoned suites, train-gpt offload test)
 # final20 session 20's last call: GPU suites (classic), memory on
@@ -609,6 +613,14 @@ if has sync20; then
   done
 fi
 
+if has check21; then
+  # Session 21: the upload fix confirmed (fix20's runs), then issue 10's
+  # gpt2-medium under 4 GiB measured again on expandable memory, beside
+  # classic segments and the unconstrained run of this call. The losses of
+  # the expandable and classic runs must agree (same seed, same steps).
+  phases="$phases fix20"
+fi
+
 if has fix20; then
   # For the session after 20: does waiting for uploads (cuda_queue.go) make
   # expandable device memory right? The ordering test, the tensor and
@@ -629,6 +641,20 @@ if has fix20; then
     offload_test "$log" STRATA_EXPANDABLE_SEGMENTS=1 $v
     say "fix20 train-gpt $v: exit $?; $(grep -c 'worst relative difference 0$' "$log")/3 configs exact $(grep -o 'not finite' "$log" | head -1)"
   done
+fi
+
+if has check21; then
+  exact=$(cat $L/fix20-tg-A_1.log $L/fix20-tg-A_2.log 2>/dev/null | grep -c 'worst relative difference 0$')
+  say "check21: $exact/6 offload configs exact on expandable memory"
+  m="-config gpt2-medium -precision bf16 -attention fused -head fused -bench-warmup 25"
+  if [ "$exact" -ge 6 ]; then
+    for round in 1 2; do
+      off2 "c21-medium-exp-$round" STRATA_EXPANDABLE_SEGMENTS=1 STRATA_EXPANDABLE_UNSAFE=1 $m -device-budget 4GiB -checkpoint blocks
+    done
+  fi
+  off2 c21-medium-classic $m -device-budget 4GiB -checkpoint blocks
+  off2 c21-medium-none $m
+  for f in $L/off2-c21-*.jsonl; do say "$(basename $f): $(jfields "$f" loss tok_s)"; done
 fi
 
 if has final20; then
