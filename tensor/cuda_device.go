@@ -198,7 +198,7 @@ func newCUDADevice(ordinal int) (_ *cudaDevice, err error) {
 		// Device memory mapped through the virtual memory API: host
 		// copies synchronous, device copies by kernel (copyDevice).
 		d.vmm = true
-		d.q = streamQueue{ctx: ctx, stream: d.stream, syncPageable: true}
+		d.q = newStreamQueue(ctx, d.stream, true)
 		// Moves between tiers too (cuda_vmm_copy.go).
 		v := &vmmCopier{d: d}
 		if v.args, err = cuda.NewArgs(); err != nil {
@@ -221,6 +221,9 @@ func (d *cudaDevice) close() {
 	if d.status != nil {
 		_ = d.ctx.MemFree(d.status.claim)
 		_ = d.ctx.MemFreeHost(d.status.host)
+	}
+	if q, ok := d.q.(streamQueue); ok && q.stage != nil {
+		_ = q.stage.free(d.ctx)
 	}
 	if d.module != nil {
 		_ = d.module.Unload()

@@ -45,9 +45,12 @@ func TestGPUExpandableUploadOrdered(t *testing.T) {
 	if !d.mem.Pool(memory.TierDevice).Expandable() {
 		t.Skip("the device has no virtual memory API")
 	}
-	const n = 4 << 20 // 16 MiB: the staged copy takes a while to land
-	data := make([]float32, n)
+	// 16 MiB (four staging chunks), one chunk and a bit (a short last
+	// chunk), and a few bytes: the staged copy takes a while to land.
+	sizes := []int{4 << 20, 1<<20 + 3, 5}
 	for round := range 30 {
+		n := sizes[round%len(sizes)]
+		data := make([]float32, n)
 		for i := range data {
 			data[i] = float32(round*7 + i%1000)
 		}
@@ -58,7 +61,7 @@ func TestGPUExpandableUploadOrdered(t *testing.T) {
 		y.Release()
 		for i, g := range got {
 			if g != 2*data[i] {
-				t.Fatalf("round %d: element %d is %v, want %v: the kernel read the block before the upload landed", round, i, g, 2*data[i])
+				t.Fatalf("round %d (%d elements): element %d is %v, want %v: the kernel read the block before the upload landed", round, n, i, g, 2*data[i])
 			}
 		}
 	}

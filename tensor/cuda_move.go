@@ -57,7 +57,7 @@ func (d *cudaDevice) copier(op string) *cudaCopier {
 			c.err = err
 			return
 		}
-		c.q = streamQueue{ctx: d.ctx, stream: c.stream, syncPageable: d.vmm}
+		c.q = newStreamQueue(d.ctx, c.stream, d.vmm)
 		if c.memS, err = d.streams.Stream(c.stream); err != nil {
 			c.err = err
 			return

@@ -19,24 +19,33 @@ type cudaQueue interface {
 type streamQueue struct {
 	ctx    *cuda.Context
 	stream *cuda.Stream
-	// syncPageable makes host copies synchronous: the stream is drained,
-	// then cuMemcpyHtoD or cuMemcpyDtoH runs, and after cuMemcpyHtoD the
-	// context is synchronised too. Set when device memory is mapped
-	// through the virtual memory API (expandable segments): there,
-	// cuMemcpyHtoDAsync and cuMemcpyDtoHAsync of pageable memory over a few
-	// MiB failed now and then with CUDA_ERROR_INVALID_VALUE on the H200
-	// (driver 580; cuda's TestGPUVMMCopies), where synchronous and pinned
-	// copies never did. The synchronous copies run on the legacy default
+	// syncPageable is set when device memory is mapped through the
+	// virtual memory API (expandable segments). There, cuMemcpyHtoDAsync
+	// and cuMemcpyDtoHAsync of pageable memory over a few MiB failed now
+	// and then with CUDA_ERROR_INVALID_VALUE on the H200 (driver 580;
+	// cuda's TestGPUVMMCopies), where synchronous and page-locked copies
+	// never did. Downloads drain the stream, then run cuMemcpyDtoH, which
+	// returns once the bytes have arrived. Uploads go through stage, a
+	// page-locked staging ring, as asynchronous copies on the stream: the
+	// synchronous cuMemcpyHtoD used before runs on the legacy default
 	// stream, which our streams (CU_STREAM_NON_BLOCKING) do not wait for,
-	// and cuMemcpyHtoD from pageable memory returns once the bytes are
-	// staged, before they reach the device (CUDA's "API synchronization
-	// behavior"): without the synchronisation after it, the kernels queued
-	// next read the destination before the copy lands. That race was the
-	// wrong training results on expandable memory until session 20
-	// (bench/results/expandable-gpu-2026-12-03-s20.md: right with frequent
-	// garbage collection or a synchronisation at every release, which gave
-	// the copies time). The cost is two synchronisations an upload.
+	// and from pageable memory it returns once the bytes are staged, before
+	// they reach the device (CUDA's "API synchronization behavior"), so the
+	// kernels queued next read the destination before the copy landed:
+	// session 20's wrong training results on expandable memory
+	// (bench/results/expandable-gpu-2026-12-03-s20.md).
 	syncPageable bool
+	stage        *uploadStager // with syncPageable
+}
+
+// newStreamQueue is the queue of stream s; vmm: device memory is mapped
+// through the virtual memory API (syncPageable, staged uploads).
+func newStreamQueue(ctx *cuda.Context, s *cuda.Stream, vmm bool) streamQueue {
+	q := streamQueue{ctx: ctx, stream: s, syncPageable: vmm}
+	if vmm {
+		q.stage = &uploadStager{}
+	}
+	return q
 }
 
 func (q streamQueue) launch(fn *cuda.Function, grid, block [3]uint32, a *cuda.Args) error {
@@ -48,14 +57,8 @@ func (q streamQueue) copyDtoD(dst, src cuda.DevicePtr, n int) error {
 }
 
 func (q streamQueue) copyHtoD(dst cuda.DevicePtr, src []byte) error {
-	if q.syncPageable {
-		if err := q.stream.Synchronize(); err != nil {
-			return err
-		}
-		if err := q.ctx.MemcpyHtoD(dst, src); err != nil {
-			return err
-		}
-		return q.ctx.Synchronize() // the copy has landed before anything queued after it runs
+	if q.stage != nil {
+		return q.stage.upload(q.ctx, q.stream, dst, src)
 	}
 	return q.ctx.MemcpyHtoDAsync(dst, src, q.stream)
 }
