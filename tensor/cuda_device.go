@@ -195,10 +195,11 @@ func newCUDADevice(ordinal int) (_ *cudaDevice, err error) {
 				"leave it unset for classic segments, or set %s=1 as well to run it for diagnosis", d.name, memory.EnvExpandableSegments, EnvExpandableUnsafe)
 			return nil, err
 		}
-		// Device memory mapped through the virtual memory API: host
-		// copies synchronous, device copies by kernel (copyDevice).
+		// Device memory mapped through the virtual memory API: uploads
+		// staged and copied by kernel (uploadStager), downloads
+		// synchronous, device copies by kernel (copyDevice).
 		d.vmm = true
-		d.q = newStreamQueue(ctx, d.stream, true)
+		d.q = newStreamQueue(d, d.stream)
 		// Moves between tiers too (cuda_vmm_copy.go).
 		v := &vmmCopier{d: d}
 		if v.args, err = cuda.NewArgs(); err != nil {
@@ -223,7 +224,7 @@ func (d *cudaDevice) close() {
 		_ = d.ctx.MemFreeHost(d.status.host)
 	}
 	if q, ok := d.q.(streamQueue); ok && q.stage != nil {
-		_ = q.stage.free(d.ctx)
+		_ = q.stage.free()
 	}
 	if d.module != nil {
 		_ = d.module.Unload()

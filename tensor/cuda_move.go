@@ -57,7 +57,7 @@ func (d *cudaDevice) copier(op string) *cudaCopier {
 			c.err = err
 			return
 		}
-		c.q = newStreamQueue(d.ctx, c.stream, d.vmm)
+		c.q = newStreamQueue(d, c.stream)
 		if c.memS, err = d.streams.Stream(c.stream); err != nil {
 			c.err = err
 			return

@@ -24,26 +24,22 @@ type streamQueue struct {
 	// and cuMemcpyDtoHAsync of pageable memory over a few MiB failed now
 	// and then with CUDA_ERROR_INVALID_VALUE on the H200 (driver 580;
 	// cuda's TestGPUVMMCopies), where synchronous and page-locked copies
-	// never did. Downloads drain the stream, then run cuMemcpyDtoH, which
-	// returns once the bytes have arrived. Uploads go through stage, a
-	// page-locked staging ring, as asynchronous copies on the stream: the
-	// synchronous cuMemcpyHtoD used before runs on the legacy default
-	// stream, which our streams (CU_STREAM_NON_BLOCKING) do not wait for,
-	// and from pageable memory it returns once the bytes are staged, before
-	// they reach the device (CUDA's "API synchronization behavior"), so the
-	// kernels queued next read the destination before the copy landed:
-	// session 20's wrong training results on expandable memory
-	// (bench/results/expandable-gpu-2026-12-03-s20.md).
+	// never did (page-locked ones did too in the tensor layer: session
+	// 21). Downloads drain the stream, then run cuMemcpyDtoH, which
+	// returns once the bytes have arrived. Uploads go through stage: into
+	// mapped page-locked memory and from there by kernel on the stream
+	// (uploadStager says why not the synchronous cuMemcpyHtoD).
 	syncPageable bool
 	stage        *uploadStager // with syncPageable
 }
 
-// newStreamQueue is the queue of stream s; vmm: device memory is mapped
-// through the virtual memory API (syncPageable, staged uploads).
-func newStreamQueue(ctx *cuda.Context, s *cuda.Stream, vmm bool) streamQueue {
-	q := streamQueue{ctx: ctx, stream: s, syncPageable: vmm}
-	if vmm {
-		q.stage = &uploadStager{}
+// newStreamQueue is d's queue of stream s; with device memory mapped
+// through the virtual memory API (d.vmm) it sets syncPageable and stages
+// uploads.
+func newStreamQueue(d *cudaDevice, s *cuda.Stream) streamQueue {
+	q := streamQueue{ctx: d.ctx, stream: s, syncPageable: d.vmm}
+	if d.vmm {
+		q.stage = &uploadStager{d: d}
 	}
 	return q
 }
@@ -58,7 +54,7 @@ func (q streamQueue) copyDtoD(dst, src cuda.DevicePtr, n int) error {
 
 func (q streamQueue) copyHtoD(dst cuda.DevicePtr, src []byte) error {
 	if q.stage != nil {
-		return q.stage.upload(q.ctx, q.stream, dst, src)
+		return q.stage.upload(q.stream, dst, src)
 	}
 	return q.ctx.MemcpyHtoDAsync(dst, src, q.stream)
 }

@@ -102,7 +102,7 @@ func (d *cudaDevice) sideStream(op string) *cudaSide {
 			s.err = err
 			return
 		}
-		s.q = newStreamQueue(d.ctx, s.stream, d.vmm)
+		s.q = newStreamQueue(d, s.stream)
 		if s.memS, err = d.streams.Stream(s.stream); err != nil {
 			s.err = err
 			return
