@@ -116,6 +116,9 @@
 #         (STRATA_MEMORY_GUARD=poison-kernel) against the memset
 # knobs20 session 20: plain expandable runs under GOGC=off, GOMAXPROCS=1,
 #         STRATA_MEMORY_CHECK=1, GOGC=1: which makes the first loss right
+# medium21 session 21: gpt2-medium bf16 under 4 GiB on expandable memory
+#         (right since session 21): blocks, blocks with the pipelined
+#         update, selective, selective pipelined, auto; unconstrained twice
 # check21 session 21: fix20, then (when train-gpt's offload test is exact
 #         on expandable memory) gpt2-medium bf16 under 4 GiB with blocks
 #         checkpointed on expandable (twice) and classic segments, and
@@ -611,6 +614,20 @@ if has sync20; then
     offload_test "$log" STRATA_EXPANDABLE_SEGMENTS=1 $v
     say "sync20 train-gpt $v: exit $?; $(grep -o 'step 1: loss [0-9.e+-]*, want [0-9.e+-]*' "$log" | head -3 | tr '\n' ' ') $(grep -c 'worst relative difference 0$' "$log")/3 configs exact $(grep -o 'not finite' "$log" | head -1)"
   done
+fi
+
+if has medium21; then
+  # Session 21: issue 10's gpt2-medium under 4 GiB with expandable device
+  # memory, now that training there is right: the checkpointing choices
+  # with and without the pipelined update, against the unconstrained run
+  # of this call (before and after the budgeted ones).
+  m="-config gpt2-medium -precision bf16 -attention fused -head fused -bench-warmup 25"
+  off2 m21-none-a $m
+  for v in "blocks" "blocks -pipeline-optimizer" "selective" "selective -pipeline-optimizer" "auto" "blocks -pipeline-optimizer"; do
+    off2 "m21-$(echo $v | tr ' ' '_')-$RANDOM" STRATA_EXPANDABLE_SEGMENTS=1 $m -device-budget 4GiB -checkpoint $v
+  done
+  off2 m21-none-b $m
+  for f in $L/off2-m21-*.jsonl; do say "$(basename $f): $(jfields "$f" loss tok_s peak_mib_by_tier)"; done
 fi
 
 if has check21; then

@@ -407,23 +407,21 @@
 // (cuMemcpyHtoDAsync of pageable memory, cuMemcpyDtoHAsync into it,
 // cuMemcpyDtoDAsync between ranges: CUDA_ERROR_INVALID_VALUE, a few MiB
 // and up, not reproducible call by call), while kernels, memsets,
-// synchronous copies and asynchronous copies of pinned memory on them
-// never failed (cuda's TestGPUVMMCopies counts both). Package tensor
-// therefore copies pageable memory synchronously and device memory with a
-// kernel when the device pool is expandable (2026-12-02), and moves
-// between tiers there copy by kernel too (tensor installs its copy with
-// Manager.SetCopy: in session 17 the copy engines' moves of activations
-// between mapped pinned memory and the mapped ranges failed or gave wrong
-// losses, and with the kernel the losses still differed); otherwise the CUDA manager moves between the staging and the
+// and synchronous copies on them never failed; asynchronous copies of
+// pinned memory passed cuda's TestGPUVMMCopies but failed in training
+// (session 21). Package tensor therefore keeps the copy engines out of
+// expandable device memory: uploads staged in mapped pinned memory and
+// copied by kernel, downloads synchronous after the stream, device copies
+// by kernel, and moves between tiers by kernel too (tensor installs its
+// copy with Manager.SetCopy); otherwise the CUDA manager moves between the staging and the
 // device tiers with cuMemcpyHtoDAsync and cuMemcpyDtoHAsync by the pinned
-// host pointer (Manager.copyBetween). Session 20 found that training on
-// expandable device memory is wrong without any move (the first step's
-// loss differs from classic segments and from run to run; live tensors
-// read the bytes of released ones; the likely cause, tensor's synchronous
-// uploads not ordered with its non-blocking streams, is fixed but not yet
-// run on a GPU), so tensor's CUDA device refuses expandable device memory
-// unless STRATA_EXPANDABLE_UNSAFE=1;
-// this package's own use of it (trace replays) is unaffected. The host
+// host pointer (Manager.copyBetween). Session 20 found training on
+// expandable device memory wrong without any move (the first step's loss
+// differed from classic segments and from run to run): tensor's uploads
+// there were synchronous copies on the legacy stream, unordered with its
+// non-blocking streams. Since session 21 tensor stages them and copies by
+// kernel on the stream, and training on expandable memory gives the
+// losses of classic segments bit for bit on the H200. The host
 // (where CI tests them) uses expandable ones; on Linux its pages have an
 // identity (host_vm_file_linux.go: a page of a memory file, so a page
 // mapped at two places is one memory, as on a GPU).

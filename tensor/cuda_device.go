@@ -3,7 +3,6 @@ package tensor
 import (
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 
@@ -137,12 +136,6 @@ func openCUDA(ordinal int) (Device, error) {
 	return d, nil
 }
 
-// EnvExpandableUnsafe=1 lets a CUDA device run on expandable device
-// memory (memory.EnvExpandableSegments=1), which it refuses otherwise:
-// training there gave wrong results on the H200 (session 20, the README's
-// expandable segments passages), so only for finding why.
-const EnvExpandableUnsafe = "STRATA_EXPANDABLE_UNSAFE"
-
 func newCUDADevice(ordinal int) (_ *cudaDevice, err error) {
 	if ordinal < 0 {
 		return nil, fmt.Errorf("negative device ordinal %d", ordinal)
@@ -189,12 +182,6 @@ func newCUDADevice(ordinal int) (_ *cudaDevice, err error) {
 		return nil, err
 	}
 	if d.mem.Pool(memory.TierDevice).Expandable() {
-		if os.Getenv(EnvExpandableUnsafe) != "1" {
-			err = fmt.Errorf("%s: expandable device memory (%s=1) gives wrong results in training on the H200 (session 20: "+
-				"the first step's loss differs from run to run, and tensors read bytes that released ones were set to); "+
-				"leave it unset for classic segments, or set %s=1 as well to run it for diagnosis", d.name, memory.EnvExpandableSegments, EnvExpandableUnsafe)
-			return nil, err
-		}
 		// Device memory mapped through the virtual memory API: uploads
 		// staged and copied by kernel (uploadStager), downloads
 		// synchronous, device copies by kernel (copyDevice).

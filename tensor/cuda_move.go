@@ -3,7 +3,6 @@ package tensor
 import (
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 
@@ -38,12 +37,6 @@ type cudaCopier struct {
 	ring   []*cuda.Event
 	next   int
 }
-
-// EnvExpandableMoves=1 lets MoveTo move tensors with expandable device
-// memory, which it refuses otherwise (moveTo): a diagnostic for finding why
-// bf16 training with offloaded activations gave other losses there on the
-// H200 (session 17), not a setting for training.
-const EnvExpandableMoves = "STRATA_EXPANDABLE_MOVES"
 
 // copierEvents is the size of the copy stream's event ring.
 const copierEvents = 256
@@ -96,9 +89,6 @@ func (d *cudaDevice) syncCopy() error {
 // before that event.
 func (d *cudaDevice) moveTo(op string, tier memory.Tier, sts []*storage) error {
 	d.refuseInCapture(op, "moving tensors between memory tiers")
-	if d.vmm && os.Getenv(EnvExpandableMoves) != "1" {
-		panic(&OpError{Op: op, Msg: fmt.Sprintf("moving tensors between memory tiers on %v with expandable device memory (%s=1): on the H200 (session 17) bf16 training with offloaded activations gave other losses there, with the copy engines and with the copy kernel alike; use classic segments", d, memory.EnvExpandableSegments), Err: ErrArgument})
-	}
 	c := d.copier(op)
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -113,11 +113,14 @@
 // cuda_side.go and adamw_pipeline.go; and MoveTo, whose copies between
 // memory tiers run on a copy stream and fence the moved storages the same
 // way, so that the first op to use one waits for its copy on the device:
-// cuda_move.go; the CUDA device itself refuses expandable device memory
-// unless STRATA_EXPANDABLE_UNSAFE=1, where training on the H200 gave wrong
-// losses (session 20; the diagnostics EnvMoveVerify, EnvMemoryGuard and
-// EnvVMMCopyEngine are in cuda_move_verify.go, cuda_memguard.go and
-// cuda_copy.go)), and
+// cuda_move.go; on expandable device memory (memory's virtual-memory
+// segments) the copy engines are kept out of it: uploads are staged in
+// mapped page-locked buffers and copied by kernel on the stream
+// (cuda_stage.go: the synchronous copies used before ran on the legacy
+// stream, unordered with ours, the cause of session 20's wrong losses),
+// device and tier copies by kernel (cuda_copy.go, cuda_vmm_copy.go); the
+// diagnostics EnvMoveVerify, EnvMemoryGuard and EnvVMMCopyEngine are in
+// cuda_move_verify.go, cuda_memguard.go and cuda_copy.go), and
 // returns at once: one cuLaunchKernel for most primitives (a few for the
 // two-pass reductions and layer-norm gradients), cuBLAS
 // SgemmStridedBatched for float32 products (GemmStridedBatchedEx with a

@@ -73,10 +73,6 @@ func newTrainer(o *options, cfg nn.GPTConfig, dev tensor.Device, T int) (*traine
 	if err != nil {
 		return nil, err
 	}
-	if o.ckptOff && dev.Kind() == tensor.KindCUDA && dev.Memory().Pool(memory.TierDevice).Expandable() && os.Getenv(tensor.EnvExpandableMoves) != "1" {
-		nn.Release(model.Parameters())
-		return nil, fmt.Errorf("-checkpoint-offload: not with expandable device memory (%s=1): offloaded bf16 training gave other losses there on the H200 (session 17)", memory.EnvExpandableSegments)
-	}
 	model.Checkpoint = nn.Checkpointing{Mode: o.ckptMode, Every: o.ckptEvery, Offload: o.ckptOff, OffloadKeep: offloadKeep(o.keepN), KeepWide: o.wideN}
 	if o.head == "auto" {
 		// On the GPU the fused head is faster (its GEMMs get the padded

@@ -9,20 +9,6 @@ import (
 	"github.com/strata-ml/strata/memory"
 )
 
-// TestGPUExpandableRefused: a CUDA device over expandable device memory is
-// refused unless EnvExpandableUnsafe says otherwise (cuda_device.go), with
-// an error that names the setting and what to do.
-func TestGPUExpandableRefused(t *testing.T) {
-	d, err := newExpandableDevice(t, false)
-	if err == nil && !d.mem.Pool(memory.TierDevice).Expandable() {
-		d.close()
-		t.Skip("the device has no virtual memory API: no expandable segments to refuse")
-	}
-	require.Error(t, err)
-	require.ErrorContains(t, err, memory.EnvExpandableSegments+"=1")
-	require.ErrorContains(t, err, EnvExpandableUnsafe)
-}
-
 // TestFirstDiff is EnvMoveVerify's comparison.
 func TestFirstDiff(t *testing.T) {
 	require.Equal(t, -1, firstDiff([]byte{1, 2, 3}, []byte{1, 2, 3}))
@@ -31,15 +17,16 @@ func TestFirstDiff(t *testing.T) {
 	require.NotEqual(t, fnv64([]byte{1, 2}), fnv64([]byte{2, 1}))
 }
 
-// TestGPUExpandableUploadOrdered: on expandable device memory uploads are
+// TestGPUExpandableUploadOrdered: on expandable device memory uploads were
 // synchronous copies on the legacy default stream, which returned before
 // the bytes had landed and which the device's non-blocking stream did not
 // wait for, so a kernel queued right after an upload read what the block
-// held before (session 20's wrong training results). Each round uploads
-// new values into a block the last round released and doubles them at
-// once: the result must be exactly twice the new values.
+// held before (session 20's wrong training results); since session 21
+// they are staged and copied by kernel on the stream (cuda_stage.go). Each
+// round uploads new values into a block the last round released and
+// doubles them at once: the result must be exactly twice the new values.
 func TestGPUExpandableUploadOrdered(t *testing.T) {
-	d, err := newExpandableDevice(t, true)
+	d, err := newExpandableDevice(t)
 	require.NoError(t, err)
 	defer d.close()
 	if !d.mem.Pool(memory.TierDevice).Expandable() {
@@ -68,9 +55,8 @@ func TestGPUExpandableUploadOrdered(t *testing.T) {
 }
 
 // newExpandableDevice skips t without a GPU, else makes a CUDA device of
-// its own with STRATA_EXPANDABLE_SEGMENTS=1, and STRATA_EXPANDABLE_UNSAFE=1
-// when unsafe.
-func newExpandableDevice(t *testing.T, unsafe bool) (*cudaDevice, error) {
+// its own with STRATA_EXPANDABLE_SEGMENTS=1.
+func newExpandableDevice(t *testing.T) (*cudaDevice, error) {
 	t.Helper()
 	if _, err := CUDA(0); err != nil {
 		if os.Getenv("STRATA_REQUIRE_GPU") != "" {
@@ -79,6 +65,5 @@ func newExpandableDevice(t *testing.T, unsafe bool) (*cudaDevice, error) {
 		t.Skipf("no CUDA device: %v", err)
 	}
 	t.Setenv(memory.EnvExpandableSegments, "1")
-	t.Setenv(EnvExpandableUnsafe, map[bool]string{true: "1"}[unsafe])
 	return newCUDADevice(0)
 }
