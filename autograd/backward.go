@@ -205,13 +205,16 @@ func accumulate(op string, in *Var, g *tensor.Tensor) {
 }
 
 // keepGrad adds g into v.Grad, which is kept out of every scope, in v's
-// dtype. A first gradient that is its storage's only tensor (what most
-// backward functions return) becomes the Grad as it is: its caller only
-// releases it, and a copy would briefly double it (gpt2-medium's
-// vocabulary table: 196 MiB at the head's backward, while every
-// checkpointed input is still held).
+// GradDType (its value's dtype unless SetGradDType chose a half one). A
+// first gradient that is its storage's only tensor (what most backward
+// functions return) becomes the Grad as it is: its caller only releases
+// it, and a copy would briefly double it (gpt2-medium's vocabulary table:
+// 196 MiB at the head's backward, while every checkpointed input is still
+// held). A half Grad takes a second gradient through float32: the sum
+// rounded once to the half dtype.
 func keepGrad(v *Var, g *tensor.Tensor) {
-	g, done := inDType(g, v.Value.DType())
+	dt := v.GradDType()
+	g, done := inDType(g, dt)
 	defer done()
 	if v.Grad == nil {
 		if g.Sole() {
@@ -220,6 +223,15 @@ func keepGrad(v *Var, g *tensor.Tensor) {
 			v.Grad = g.Clone()
 		}
 		tensor.Keep(v.Grad)
+		return
+	}
+	if dt.IsHalf() {
+		sum := v.Grad.To(tensor.Float32)
+		defer sum.Release()
+		wide := g.To(tensor.Float32)
+		defer wide.Release()
+		sum.AddInPlace(wide)
+		v.Grad.CopyFrom(sum)
 		return
 	}
 	v.Grad.AddInPlace(g)

@@ -27,6 +27,8 @@ type Var struct {
 	slices       *sliceSpans    // pending assembled from Narrow slices (see narrow.go)
 	name         string
 	hook         *gradHook // a leaf's gradient-ready hook (gradhook.go), nil without
+	halfGrad     tensor.DType // SetGradDType's half dtype; meaningful when hasHalfGrad
+	hasHalfGrad  bool
 }
 
 // node records how a var was computed: its inputs and the backward
@@ -104,6 +106,40 @@ func (v *Var) Item() float64 { return v.Value.Item() }
 
 func (v *Var) String() string {
 	return fmt.Sprintf("Var(%s %v %v grad=%v)", v.Name(), v.Value.DType(), v.Value.Shape(), v.requiresGrad)
+}
+
+// SetGradDType sets the dtype a leaf's Grad is kept in: its value's (the
+// default), or, for a float32 leaf, bfloat16 or float16. A half Grad takes
+// half the memory of a float32 one (llm.c keeps its gradients in bf16: a
+// model's gradients are the peak of a step under a device budget); a
+// gradient arriving in float32 is rounded once to it, and a second one in
+// the same Grad is summed in float32 and rounded again. Gradient clipping
+// (tensor.SumSquaresAll, tensor.ScaleAll) takes half gradients; optimizers
+// widen them as they read them (nn.AdamW). It fails, naming the problem,
+// on a non-leaf, on a leaf holding a gradient (ZeroGrad first), and on
+// any other dtype.
+func (v *Var) SetGradDType(dt tensor.DType) error {
+	switch {
+	case v.node != nil:
+		return fmt.Errorf("autograd: SetGradDType on non-leaf %s: only leaves keep a Grad", v)
+	case v.Grad != nil && v.Grad.DType() != dt:
+		return fmt.Errorf("autograd: SetGradDType(%v) on %s, which holds a %v gradient: ZeroGrad first", dt, v, v.Grad.DType())
+	case dt == v.Value.DType():
+		v.hasHalfGrad = false
+		return nil
+	case dt.IsHalf() && v.Value.DType() == tensor.Float32:
+		v.halfGrad, v.hasHalfGrad = dt, true
+		return nil
+	}
+	return fmt.Errorf("autograd: SetGradDType(%v) on %s: a gradient is kept in its value's dtype or, for a float32 value, in bfloat16 or float16", dt, v)
+}
+
+// GradDType is the dtype v's Grad is kept in (SetGradDType).
+func (v *Var) GradDType() tensor.DType {
+	if v.hasHalfGrad {
+		return v.halfGrad
+	}
+	return v.Value.DType()
 }
 
 // ZeroGrad releases the accumulated gradient (PyTorch's set_to_none).

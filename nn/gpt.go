@@ -178,6 +178,27 @@ func (g *GPT) Parameters() []*Parameter {
 	return append(ps, g.LnF.Parameters()...)
 }
 
+// SetBlockGradDType keeps the gradients of the blocks' matrix weights
+// (attention's c_attn and c_proj, the MLP's c_fc and c_proj: 85% of
+// gpt2-medium's parameters) in dt, bfloat16 or float16 (autograd's
+// Var.SetGradDType), or back in float32. Each of them gets one gradient a
+// backward pass, rounded once; the token table (two gradients: the head's
+// and the embedding's), the positions, the norms and the biases keep
+// float32 ones. Under bf16 autocast this halves the gradients' memory at
+// the step's peak, the end of the backward pass, as llm.c's bf16
+// gradients do; AdamW widens them as it reads them. Call it with no
+// gradients held.
+func (g *GPT) SetBlockGradDType(dt tensor.DType) error {
+	for _, b := range g.Blocks {
+		for _, l := range []*Linear{b.Attn.CAttn, b.Attn.CProj, b.MLP.FC, b.MLP.Proj} {
+			if err := l.Weight.SetGradDType(dt); err != nil {
+				return fmt.Errorf("nn: %s: %w", l.Weight.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
 // SetTraining turns dropout on or off.
 func (g *GPT) SetTraining(on bool) {
 	g.Drop.Training = on

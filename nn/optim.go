@@ -79,8 +79,20 @@ func (o *AdamW) Steps() int { return o.step }
 // needs are allocated before any parameter changes, so a step that runs
 // out of memory leaves the parameters and the step count as they were.
 func (o *AdamW) Step() error {
+	if o.Pipeline || o.Overlap {
+		for _, p := range o.Params {
+			if p.Grad != nil && p.Grad.DType() != p.Value.DType() {
+				return fmt.Errorf("nn: AdamW: the overlapped and pipelined updates take gradients in their parameters' dtype; %s has a %v gradient (autograd's SetGradDType): use the plain update", p.Name, p.Grad.DType())
+			}
+		}
+	}
 	return tensor.Try(func() {
 		pp, ps, gs, ms, vs, wds := o.updates()
+		if halfGrads(ps, gs) {
+			adamwWidened(ps, gs, ms, vs, wds, o.LR, o.Beta1, o.Beta2, o.Eps, o.step+1)
+			o.step++
+			return
+		}
 		// One launch for every parameter of a device and dtype
 		// (tensor.AdamWSteps checks them all before changing any), or one
 		// a group when overlapped or pipelined.

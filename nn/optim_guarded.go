@@ -54,6 +54,11 @@ func (o *AdamW) CommitGuarded(skipped bool) {
 // count the step (CommitGuarded does). While a graph is captured the
 // moments must exist already: take one step before capturing.
 func (o *AdamW) StepGuarded(a *tensor.AdamWArgs, guard *tensor.StepGuard) error {
+	for _, p := range o.Params {
+		if p.Grad != nil && p.Grad.DType() != p.Value.DType() {
+			return fmt.Errorf("nn: AdamW: the guarded update takes gradients in their parameters' dtype; %s has a %v gradient (autograd's SetGradDType): use Step", p.Name, p.Grad.DType())
+		}
+	}
 	return tensor.Try(func() {
 		for _, p := range o.Params {
 			if p.Grad != nil && p.RequiresGrad() {

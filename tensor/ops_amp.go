@@ -16,7 +16,9 @@ type multiTensor interface {
 // rounded to the dtype), but contiguous float32 tensors of a device with
 // multi-tensor kernels in one pass: on a GPU one launch for all of them
 // (gradient clipping scales every gradient: GPT-2's 148 were 148
-// launches). It does not wait for the device. Nil tensors are skipped;
+// launches). Half tensors (bf16 or fp16 gradients) are scaled through
+// float32, one at a time: their value times alpha rounded once to their
+// dtype. It does not wait for the device. Nil tensors are skipped;
 // the rest must be live floating-point tensors, contiguous; panics with
 // an *OpError otherwise.
 func ScaleAll(ts []*Tensor, alpha float64) {
@@ -28,9 +30,13 @@ func ScaleAll(ts []*Tensor, alpha float64) {
 			continue
 		}
 		t.live(op)
-		sameArith(op, t)
+		sameFloat(op, t)
 		if !t.IsContiguous() {
 			fail(op, ErrArgument, "tensor must be contiguous (strides %v)", t.strides)
+		}
+		if t.dtype.IsHalf() {
+			scaleHalf(t, alpha)
+			continue
 		}
 		if _, multi := t.dev.backend().(multiTensor); !multi || t.dtype != Float32 {
 			t.dev.backend().affine(t, t, alpha, 0)

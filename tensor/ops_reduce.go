@@ -120,20 +120,34 @@ func SumTo(t *Tensor, shape []int) *Tensor {
 // SumSquaresAll returns the sum of the squared elements of every tensor
 // (float, on one device), as a float64 on the host: the squared global
 // norm of a model's gradients. On a GPU it waits for the device once, not
-// once a tensor.
+// once a tensor, and once more for each 64 MiB of half tensors (bf16 or
+// fp16 gradients), which are widened to float32 a group at a time.
 func SumSquaresAll(ts []*Tensor) float64 {
 	op := "SumSquaresAll"
 	if len(ts) == 0 {
 		return 0
 	}
+	var wide, half []*Tensor
 	for _, t := range ts {
 		t.live(op)
-		sameArith(op, t)
+		sameFloat(op, t)
+		if t.dtype.IsHalf() {
+			half = append(half, t)
+		} else {
+			wide = append(wide, t)
+		}
 	}
 	sameDevice(op, ts...)
-	cs, release := contigAll(ts...)
-	defer release()
-	return ts[0].dev.backend().sumSquares(cs)
+	var total float64
+	if len(wide) > 0 {
+		cs, release := contigAll(wide...)
+		defer release()
+		total = ts[0].dev.backend().sumSquares(cs)
+	}
+	if len(half) > 0 {
+		total += sumSquaresHalf(half)
+	}
+	return total
 }
 
 // SumSquares returns the sum of the squared elements, as a float64 on

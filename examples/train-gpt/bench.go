@@ -28,6 +28,7 @@ type benchResult struct {
 	Overlap   bool               `json:"optimizer_overlapped"`
 	Pipelined bool               `json:"optimizer_pipelined"`
 	PipeWidth int                `json:"pipeline_width,omitempty"`
+	GradDType string             `json:"grad_dtype"`
 	Device    string             `json:"device"`
 	Backend   string             `json:"backend"`
 	Threads   int                `json:"threads"`
@@ -129,7 +130,7 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	}
 	st := dev.Memory().Stats()
 	r := benchResult{
-		Config: o.config, Policy: o.policy, Precision: o.precision, Attention: o.attn.String(), Head: o.headLoss.String(), Skipped: tr.scaler.Skipped(), Ckpt: tr.model.Checkpoint.Mode.String(), CkptEvery: max(tr.model.Checkpoint.Every, 1), Budget: o.budget, Overlap: o.overlapOpt, Pipelined: o.pipelineOpt, PipeWidth: o.pipelineWidth, Device: dev.String(), Backend: tensor.CPUBackendInfo(), Threads: runtime.GOMAXPROCS(0),
+		Config: o.config, Policy: o.policy, Precision: o.precision, Attention: o.attn.String(), Head: o.headLoss.String(), Skipped: tr.scaler.Skipped(), Ckpt: tr.model.Checkpoint.Mode.String(), CkptEvery: max(tr.model.Checkpoint.Every, 1), Budget: o.budget, Overlap: o.overlapOpt, Pipelined: o.pipelineOpt, PipeWidth: o.pipelineWidth, GradDType: o.gradDType, Device: dev.String(), Backend: tensor.CPUBackendInfo(), Threads: runtime.GOMAXPROCS(0),
 		Params: nn.CountParams(tr.params), Batch: tr.B, Context: tr.T, Steps: o.steps,
 		TokS: float64(tr.B*tr.T*o.steps) / el, StepMS: 1000 * el / float64(o.steps),
 		PeakBytes: st.Total.Allocated.Peak, PeakMiB: float64(st.Total.Allocated.Peak) / (1 << 20),
@@ -167,8 +168,12 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	if r.MFU > 0 {
 		mfu = fmt.Sprintf("%.1f%%", 100*r.MFU)
 	}
+	prec := r.Precision
+	if r.GradDType != "fp32" {
+		prec += ", " + r.GradDType + " gradients"
+	}
 	fmt.Fprintf(os.Stderr, "\n| config | device | precision | attention | head | checkpoint | params | batch x context | tokens/s | MFU | step ms | peak MiB | activation peak MiB | loss |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	fmt.Fprintf(os.Stderr, "| %s | %s | %s | %s | %s | %s/%d | %d | %d x %d | %.0f | %s | %.1f | %.1f | %.1f | %.4f |\n\n", r.Config, r.Device, r.Precision, r.Attention, r.Head, r.Ckpt, r.CkptEvery, r.Params, r.Batch, r.Context, r.TokS, mfu, r.StepMS, r.PeakMiB, float64(r.ActPeak)/(1<<20), r.Loss)
+	fmt.Fprintf(os.Stderr, "| %s | %s | %s | %s | %s | %s/%d | %d | %d x %d | %.0f | %s | %.1f | %.1f | %.1f | %.4f |\n\n", r.Config, r.Device, prec, r.Attention, r.Head, r.Ckpt, r.CkptEvery, r.Params, r.Batch, r.Context, r.TokS, mfu, r.StepMS, r.PeakMiB, float64(r.ActPeak)/(1<<20), r.Loss)
 	printPhases(os.Stderr, r.Phases)
 	if prof := tensor.CUDAProfile(); prof != "" {
 		fmt.Fprintf(os.Stderr, "kernel profile of the %d timed steps (%s):\n%s\n", o.steps, tensor.EnvCUDAProfile, prof)

@@ -58,6 +58,8 @@ func (o *options) graphUse(dev tensor.Device, dropout float64) (bool, error) {
 		why = "checkpoint offload moves activations between tiers on the copy stream while the step runs"
 	case o.overlapOpt || o.pipelineOpt:
 		why = "the overlapped and pipelined updates run on the side stream"
+	case o.gradDType == "bf16":
+		why = "the captured clipping and update take float32 gradients (-grad-dtype bf16)"
 	case o.dataParallel():
 		why = "-gpus averages gradients between the backward pass and the update"
 	}

@@ -93,6 +93,7 @@ type options struct {
 	pipelineOpt   bool              // -pipeline-optimizer
 	pipelineWidth int               // -pipeline-width
 	graph         string            // -cuda-graph (graph.go)
+	gradDType     string            // -grad-dtype
 	sched         *memory.Scheduler // made by setBudget
 	head          string            // -head
 	headLoss      nn.HeadLoss       // what -head says (auto: set by newTrainer for the device)
@@ -154,6 +155,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.pipelineOpt, "pipeline-optimizer", false, "run AdamW's update on the GPU's side stream a layer at a time, in the order the next forward pass reads the layers, which waits for each layer's update only, and give each layer's gradients back as soon as it is updated (nn.AdamW.Pipeline; the same results; for updates bound by the bus under -device-budget)")
 	fs.StringVar(&o.graph, "cuda-graph", "auto", "capture the training step into a CUDA graph once and replay it (the same numbers, without the host's cost of queuing each kernel): on, off, or auto (on where the run allows: a CUDA device, no dropout, no -device-budget, no overlapped or pipelined update, one GPU)")
 	fs.IntVar(&o.pipelineWidth, "pipeline-width", 0, "with -pipeline-optimizer: at most this many blocks in each launch of the update (0: one launch a layer)")
+	fs.StringVar(&o.gradDType, "grad-dtype", "fp32", "the dtype of the blocks' matrix weights' gradients: fp32, or bf16 with -precision bf16 (half their memory at the step's peak, the end of the backward pass, as llm.c keeps its gradients: each rounded once to bf16, AdamW widens them as it reads them); not with -overlap-optimizer, -pipeline-optimizer, -gpus or -cuda-graph on")
 	fs.BoolVar(&o.placementPlan, "placement-plan", false, "print the placement scheduler's plan (tensor, bytes, accesses a step, tier, why) after step 2 and whenever it moves tensors")
 	fs.StringVar(&o.head, "head", "auto", "output head and loss: full (the (B, T, V) logits), fused (chunked: the logits never all held, the vocabulary padded for the GPU's GEMMs; same loss and gradients) or auto (fused on CUDA, full on the CPU)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run (the host's side: graph building, kernel launches, waits) to this file, for go tool pprof")
@@ -198,6 +200,9 @@ func parseFlags(args []string) (*options, error) {
 		return nil, fmt.Errorf("-cuda-graph %q: want on, off or auto", o.graph)
 	}
 	if err := o.checkPipeline(); err != nil {
+		return nil, err
+	}
+	if err := o.checkGradDType(); err != nil {
 		return nil, err
 	}
 	if o.tok, err = tokenizer.New(o.tokName); err != nil {
@@ -443,6 +448,30 @@ func run(o *options) error {
 }
 
 // checkPipeline checks -pipeline-optimizer and -pipeline-width.
+// checkGradDType reads -grad-dtype: bf16 gradients need the bf16 products
+// that make them, and the plain update on one GPU without a graph (the
+// others' kernels take float32 gradients).
+func (o *options) checkGradDType() error {
+	switch o.gradDType {
+	case "fp32":
+		return nil
+	case "bf16":
+	default:
+		return fmt.Errorf("-grad-dtype %q: want fp32 or bf16", o.gradDType)
+	}
+	switch {
+	case o.precision != "bf16":
+		return fmt.Errorf("-grad-dtype bf16: needs -precision bf16 (the products that make the gradients; fp16's loss scaling unscales float32 gradients), not %s", o.precision)
+	case o.overlapOpt || o.pipelineOpt:
+		return fmt.Errorf("-grad-dtype bf16: not with -overlap-optimizer or -pipeline-optimizer, whose updates take float32 gradients")
+	case o.dataParallel():
+		return fmt.Errorf("-grad-dtype bf16: not with -gpus %d, whose all-reduce averages float32 gradients", o.gpus)
+	case o.graph == "on":
+		return fmt.Errorf("-grad-dtype bf16: not with -cuda-graph on: the captured clipping and update take float32 gradients")
+	}
+	return nil
+}
+
 func (o *options) checkPipeline() error {
 	switch {
 	case o.pipelineWidth < 0:

@@ -73,6 +73,12 @@ func newTrainer(o *options, cfg nn.GPTConfig, dev tensor.Device, T int) (*traine
 	if err != nil {
 		return nil, err
 	}
+	if o.gradDType == "bf16" {
+		if err := model.SetBlockGradDType(tensor.BFloat16); err != nil {
+			nn.Release(model.Parameters())
+			return nil, err
+		}
+	}
 	model.Checkpoint = nn.Checkpointing{Mode: o.ckptMode, Every: o.ckptEvery, Offload: o.ckptOff, OffloadKeep: offloadKeep(o.keepN), KeepWide: o.wideN}
 	if o.head == "auto" {
 		// On the GPU the fused head is faster (its GEMMs get the padded
