@@ -26,7 +26,7 @@ type Var struct {
 	pending      *tensor.Tensor // gradient being summed during Backward
 	slices       *sliceSpans    // pending assembled from Narrow slices (see narrow.go)
 	name         string
-	hook         *gradHook // a leaf's gradient-ready hook (gradhook.go), nil without
+	hook         *gradHook    // a leaf's gradient-ready hook (gradhook.go), nil without
 	halfGrad     tensor.DType // SetGradDType's half dtype; meaningful when hasHalfGrad
 	hasHalfGrad  bool
 }
