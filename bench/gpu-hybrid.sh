@@ -117,8 +117,10 @@
 # knobs20 session 20: plain expandable runs under GOGC=off, GOMAXPROCS=1,
 #         STRATA_MEMORY_CHECK=1, GOGC=1: which makes the first loss right
 # medium21 session 21: gpt2-medium bf16 under 4 GiB on expandable memory
-#         (right since session 21): blocks, blocks with the pipelined
-#         update, selective, selective pipelined, auto; unconstrained twice
+#         (right since session 21): the bf16-gradient tests on the GPU;
+#         blocks, selective and auto with bf16 gradients (-grad-dtype
+#         bf16) and without, blocks with the pipelined update;
+#         unconstrained twice and with bf16 gradients
 # check21 session 21: fix20, then (when train-gpt's offload test is exact
 #         on expandable memory) gpt2-medium bf16 under 4 GiB with blocks
 #         checkpointed on expandable (twice) and classic segments, and
@@ -622,8 +624,15 @@ if has medium21; then
   # with and without the pipelined update, against the unconstrained run
   # of this call (before and after the budgeted ones).
   m="-config gpt2-medium -precision bf16 -attention fused -head fused -bench-warmup 25"
+  for t in "tensor TestHalfGradientsInClipping" "autograd TestHalfLeafGradients" "examples/train-gpt TestGradDTypeBF16"; do
+    pkg=${t%% *} pat=${t#* } bin=$PWD/.gpu/$(basename ${t%% *}).test
+    (cd "$pkg" && STRATA_REQUIRE_GPU=1 timeout 120 "$bin" -test.v -test.run "^($pat)\$" > "$L/m21-test-$(basename $pkg).log" 2>&1)
+    say "m21 $pat on the GPU: exit $?"
+    grep -E -- '--- (PASS|FAIL|SKIP)|losses|panic:|Error' "$L/m21-test-$(basename $pkg).log" | head -8 | cut -c1-300 | tee -a "$OUT/summary.txt"
+  done
   off2 m21-none-a $m
-  for v in "blocks" "blocks -pipeline-optimizer" "selective" "selective -pipeline-optimizer" "auto" "blocks -pipeline-optimizer"; do
+  off2 m21-none-bf16g $m -grad-dtype bf16
+  for v in "blocks -grad-dtype bf16" "blocks" "blocks -pipeline-optimizer" "selective -grad-dtype bf16" "auto -grad-dtype bf16" "blocks -grad-dtype bf16" "selective" "auto"; do
     off2 "m21-$(echo $v | tr ' ' '_')-$RANDOM" STRATA_EXPANDABLE_SEGMENTS=1 $m -device-budget 4GiB -checkpoint $v
   done
   off2 m21-none-b $m
