@@ -19,12 +19,12 @@ import (
 // device-to-device through the host memory's alias and host-to-device by
 // its host pointer alike) or, in training, changed the losses, where the
 // same moves into cuMemAlloc segments were bit for bit right. With this
-// copy the failures stopped but the bf16 losses still differed (call 3),
-// so MoveTo refuses expandable memory for now (cuda_move.go); the
-// scheduler's Migrate keeps the kernel. Reading and writing mapped pinned memory
-// from a kernel crosses the bus at a lower speed than the copy engines
-// and takes some of the GPU's cores, the price of the opt-in expandable
-// segments until the driver's copies are understood.
+// copy the failures stopped; the losses that still differed came from the
+// uploads (cuda_stage.go, session 21), not from the moves, which give
+// classic segments' losses bit for bit since. Reading and writing mapped
+// pinned memory from a kernel crosses the bus at a lower speed than the
+// copy engines and takes some of the GPU's cores, the price of the opt-in
+// expandable segments until the driver's copies are understood.
 type vmmCopier struct {
 	d    *cudaDevice
 	mu   sync.Mutex // guards args
