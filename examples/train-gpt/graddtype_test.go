@@ -11,22 +11,13 @@ import (
 // within 1%, and not all equal: the rounding reaches the weights), on the
 // CPU and on the GPU; the flags it cannot go with are refused by name.
 func TestGradDTypeBF16(t *testing.T) {
-	devices := []string{"cpu"}
-	if !testing.Short() {
-		devices = append(devices, "cuda")
-	}
-	for _, dev := range devices {
-		t.Run(dev, func(t *testing.T) {
-			if dev == "cuda" {
-				gpuOrSkip(t, 1)
-			}
-			base := []string{"-device", dev, "-config", "char", "-precision", "bf16", "-cuda-graph", "off"}
-			ref := dpRun(t, false, base...)
-			got := dpRun(t, false, append(base, "-grad-dtype", "bf16")...)
-			compareLosses(t, ref, got, 0.01, "-grad-dtype bf16")
-			require.NotEqual(t, ref, got, "bf16 gradients change the weights' updates")
-		})
-	}
+	onCPUAndGPU(t, func(t *testing.T, dev string) {
+		base := []string{"-device", dev, "-config", "char", "-precision", "bf16", "-cuda-graph", "off"}
+		ref := dpRun(t, false, base...)
+		got := dpRun(t, false, append(base, "-grad-dtype", "bf16")...)
+		compareLosses(t, ref, got, 0.01, "-grad-dtype bf16")
+		require.NotEqual(t, ref, got, "bf16 gradients change the weights' updates")
+	})
 	for _, c := range []struct {
 		args []string
 		want string

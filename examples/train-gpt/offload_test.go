@@ -11,6 +11,22 @@ import "testing"
 // bench/gpu-hybrid.sh fix20 does), on expandable ones, where the losses
 // differed until session 21 (staged uploads, tensor/cuda_stage.go).
 func TestCheckpointOffloadSameLosses(t *testing.T) {
+	onCPUAndGPU(t, func(t *testing.T, dev string) {
+		for _, args := range [][]string{
+			{"-precision", "fp32", "-checkpoint", "selective"},
+			{"-precision", "bf16", "-checkpoint", "blocks"},
+			{"-precision", "bf16", "-checkpoint", "selective", "-checkpoint-every", "2"},
+		} {
+			base := append([]string{"-device", dev, "-config", "char", "-cuda-graph", "off"}, args...)
+			ref := dpRun(t, false, base...)
+			compareLosses(t, ref, dpRun(t, false, append(base, "-checkpoint-offload")...), 0, "-checkpoint-offload")
+		}
+	})
+}
+
+// onCPUAndGPU runs fn as subtests on the CPU and, unless -short, on one
+// GPU (skipped without one, failed under STRATA_REQUIRE_GPU).
+func onCPUAndGPU(t *testing.T, fn func(t *testing.T, dev string)) {
 	devices := []string{"cpu"}
 	if !testing.Short() {
 		devices = append(devices, "cuda")
@@ -20,15 +36,7 @@ func TestCheckpointOffloadSameLosses(t *testing.T) {
 			if dev == "cuda" {
 				gpuOrSkip(t, 1)
 			}
-			for _, args := range [][]string{
-				{"-precision", "fp32", "-checkpoint", "selective"},
-				{"-precision", "bf16", "-checkpoint", "blocks"},
-				{"-precision", "bf16", "-checkpoint", "selective", "-checkpoint-every", "2"},
-			} {
-				base := append([]string{"-device", dev, "-config", "char", "-cuda-graph", "off"}, args...)
-				ref := dpRun(t, false, base...)
-				compareLosses(t, ref, dpRun(t, false, append(base, "-checkpoint-offload")...), 0, "-checkpoint-offload")
-			}
+			fn(t, dev)
 		})
 	}
 }
