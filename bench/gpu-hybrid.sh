@@ -116,6 +116,10 @@
 #         (STRATA_MEMORY_GUARD=poison-kernel) against the memset
 # knobs20 session 20: plain expandable runs under GOGC=off, GOMAXPROCS=1,
 #         STRATA_MEMORY_CHECK=1, GOGC=1: which makes the first loss right
+# loss21  session 21: gpt2-medium bf16 trained 60 steps on text (the
+#         repository's Markdown, GPT-2 tokens): unconstrained, and under
+#         4 GiB (blocks, expandable) with float32 and with bf16 gradients;
+#         the loss curves side by side
 # medium21 session 21: gpt2-medium bf16 under 4 GiB on expandable memory
 #         (right since session 21): the bf16-gradient tests on the GPU;
 #         blocks, selective and auto with bf16 gradients (-grad-dtype
@@ -615,6 +619,26 @@ if has sync20; then
     log=$L/sync20-tg-$(echo "$v" | tr ' =' '__').log
     offload_test "$log" STRATA_EXPANDABLE_SEGMENTS=1 $v
     say "sync20 train-gpt $v: exit $?; $(grep -o 'step 1: loss [0-9.e+-]*, want [0-9.e+-]*' "$log" | head -3 | tr '\n' ' ') $(grep -c 'worst relative difference 0$' "$log")/3 configs exact $(grep -o 'not finite' "$log" | head -1)"
+  done
+fi
+
+if has loss21; then
+  # Session 21: does gpt2-medium train under the 4 GiB budget as without
+  # it, with float32 and with bf16 gradients? Real text: every Markdown
+  # file of the repository, GPT-2's tokens (the last tenth held out).
+  cat README.md $(git ls-files '*.md' 2>/dev/null || ls bench/results/*.md) > "$L/text.txt" 2>/dev/null
+  lm="-config gpt2-medium -precision bf16 -attention fused -head fused -data $L/text.txt -tokenizer gpt2 -batch 8 -steps 60 -warmup 10 -lr 3e-4 -eval-every 0 -sample 0 -quiet -out"
+  for v in "none" "budget" "budget-bf16g"; do
+    case $v in
+      none) extra="" ;;
+      budget) extra="-device-budget 4GiB -checkpoint blocks" ;;
+      budget-bf16g) extra="-device-budget 4GiB -checkpoint blocks -grad-dtype bf16" ;;
+    esac
+    start=$(date +%s)
+    exp=STRATA_EXPANDABLE_SEGMENTS=1; [ $v = none ] && exp=STRATA_LOSS21=none
+    env $exp timeout 150 .gpu/train-gpt -device cuda $lm "" $extra -loss-log "$OUT/loss21-$v.jsonl" > "$L/loss21-$v.log" 2>&1
+    say "loss21 $v: exit $? in $(( $(date +%s) - start ))s; losses $(python3 -c "import json,sys; l=[json.loads(x)['loss'] for x in open(sys.argv[1])]; print(' '.join('%.4f'%v for v in l[::10]), 'last %.4f'%l[-1])" "$OUT/loss21-$v.jsonl" 2>/dev/null)"
+    grep -iE 'error|panic' "$L/loss21-$v.log" | head -3 | tee -a "$OUT/summary.txt"
   done
 fi
 
