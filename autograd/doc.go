@@ -9,8 +9,10 @@
 //
 // Backward walks the graph once in reverse topological order. Gradients
 // of leaves accumulate into Var.Grad, which lives outside every scope
-// until ZeroGrad; everything else backward allocates has memory role
-// gradient. An embedding whose table already has a Grad (a tied
+// until ZeroGrad, in the leaf's value dtype or, set by Var.SetGradDType,
+// in bf16 or fp16 for a float32 leaf (each gradient rounded once: half
+// the memory, as llm.c keeps its gradients); everything else backward
+// allocates has memory role gradient. An embedding whose table already has a Grad (a tied
 // vocabulary table: the output head's gradient came first) adds its rows
 // into that Grad in place (tensor.EmbeddingBackwardInto) instead of
 // handing the engine a (rows, D) gradient to add. The graph is consumed as it goes: after a node's backward has
