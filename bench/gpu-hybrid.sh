@@ -116,6 +116,10 @@
 #         (STRATA_MEMORY_GUARD=poison-kernel) against the memset
 # knobs20 session 20: plain expandable runs under GOGC=off, GOMAXPROCS=1,
 #         STRATA_MEMORY_CHECK=1, GOGC=1: which makes the first loss right
+# final21 session 21's last call: GPU suites of tensor, autograd and nn
+#         (classic segments), and gpt2-medium bf16 under 4 GiB (blocks,
+#         expandable) step 30's memory timeline with float32 and with
+#         bf16 gradients (where the step's peak is now)
 # loss21  session 21: gpt2-medium bf16 trained 60 steps on text (the
 #         repository's Markdown, GPT-2 tokens): unconstrained, and under
 #         4 GiB (blocks, expandable) with float32 and with bf16 gradients;
@@ -619,6 +623,17 @@ if has sync20; then
     log=$L/sync20-tg-$(echo "$v" | tr ' =' '__').log
     offload_test "$log" STRATA_EXPANDABLE_SEGMENTS=1 $v
     say "sync20 train-gpt $v: exit $?; $(grep -o 'step 1: loss [0-9.e+-]*, want [0-9.e+-]*' "$log" | head -3 | tr '\n' ' ') $(grep -c 'worst relative difference 0$' "$log")/3 configs exact $(grep -o 'not finite' "$log" | head -1)"
+  done
+fi
+
+if has final21; then
+  run_gpu_tests tensor autograd nn
+  for g in fp32 bf16; do
+    start=$(date +%s)
+    STRATA_EXPANDABLE_SEGMENTS=1 timeout 100 .gpu/train-gpt -device cuda -config gpt2-medium -precision bf16 -attention fused -head fused \
+      -device-budget 4GiB -checkpoint blocks -grad-dtype $g -memory-step 30 -memory-plot "$OUT/s21-medium-4GiB-grads-$g.png" > "$L/final21-$g.log" 2>&1
+    say "final21 memory plot, $g gradients: exit $? in $(( $(date +%s) - start ))s"
+    grep -iE 'peak|error|panic' "$L/final21-$g.log" | head -6 | cut -c1-300 | tee -a "$OUT/summary.txt"
   done
 fi
 
