@@ -116,6 +116,9 @@
 #         (STRATA_MEMORY_GUARD=poison-kernel) against the memset
 # knobs20 session 20: plain expandable runs under GOGC=off, GOMAXPROCS=1,
 #         STRATA_MEMORY_CHECK=1, GOGC=1: which makes the first loss right
+# offbf21 session 21: gpt2-medium bf16 under 4 GiB (blocks, expandable)
+#         with bf16 gradients and -checkpoint-offload together (both of
+#         the step's peaks lowered), against each alone and unconstrained
 # final21 session 21's last call: GPU suites of tensor, autograd and nn
 #         (classic segments), and gpt2-medium bf16 under 4 GiB (blocks,
 #         expandable) step 30's memory timeline with float32 and with
@@ -624,6 +627,15 @@ if has sync20; then
     offload_test "$log" STRATA_EXPANDABLE_SEGMENTS=1 $v
     say "sync20 train-gpt $v: exit $?; $(grep -o 'step 1: loss [0-9.e+-]*, want [0-9.e+-]*' "$log" | head -3 | tr '\n' ' ') $(grep -c 'worst relative difference 0$' "$log")/3 configs exact $(grep -o 'not finite' "$log" | head -1)"
   done
+fi
+
+if has offbf21; then
+  m="-config gpt2-medium -precision bf16 -attention fused -head fused -bench-warmup 25"
+  off2 ob21-none $m
+  off2 ob21-off-bf16g-1 STRATA_EXPANDABLE_SEGMENTS=1 $m -device-budget 4GiB -checkpoint blocks -grad-dtype bf16 -checkpoint-offload
+  off2 ob21-off STRATA_EXPANDABLE_SEGMENTS=1 $m -device-budget 4GiB -checkpoint blocks -checkpoint-offload
+  off2 ob21-off-bf16g-2 STRATA_EXPANDABLE_SEGMENTS=1 $m -device-budget 4GiB -checkpoint blocks -grad-dtype bf16 -checkpoint-offload
+  for f in $L/off2-ob21-*.jsonl; do say "$(basename $f): $(jfields "$f" loss tok_s peak_mib_by_tier)"; done
 fi
 
 if has final21; then
