@@ -98,9 +98,9 @@
 // memory instead of holding it (tensor.AdamWStepsPipelined): the same
 // bits, for updates bound by the bus under a device budget.
 // GPT.SetBlockGradDType keeps the blocks' matrix weights' gradients in
-// bf16 (autograd's Var.SetGradDType): ClipGradNorm takes them as they are
-// and AdamW's plain update widens them to float32 64 MiB at a time
-// (optim_halfgrad.go), so the step's peak under a budget, every gradient
+// bf16 (autograd's Var.SetGradDType): ClipGradNorm and AdamW's plain
+// update take them as they are (tensor widens them to float32 64 MiB at a
+// time), so the step's peak under a budget, every gradient
 // at the end of backward, holds them at half the size; the overlapped,
 // pipelined and guarded updates refuse them.
 // ClipGradNormGuarded, AdamW.PrepareGuarded and AdamW.StepGuarded are the

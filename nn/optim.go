@@ -88,11 +88,6 @@ func (o *AdamW) Step() error {
 	}
 	return tensor.Try(func() {
 		pp, ps, gs, ms, vs, wds := o.updates()
-		if halfGrads(ps, gs) {
-			adamwWidened(ps, gs, ms, vs, wds, o.LR, o.Beta1, o.Beta2, o.Eps, o.step+1)
-			o.step++
-			return
-		}
 		// One launch for every parameter of a device and dtype
 		// (tensor.AdamWSteps checks them all before changing any), or one
 		// a group when overlapped or pipelined.

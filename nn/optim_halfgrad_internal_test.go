@@ -12,13 +12,11 @@ import (
 )
 
 // AdamW with half gradients (some parameters' bf16, others' float32)
-// updates exactly as with those gradients widened to float32 beforehand,
-// in groups of a few parameters (widenGroup shrunk to 1 KiB); the
+// updates exactly as with those gradients widened to float32 beforehand
+// (tensor.AdamWSteps widens them; its test takes the groups apart); the
 // overlapped, pipelined and guarded updates refuse them with errors
 // naming the parameter. On the CPU and on CUDA.
 func TestAdamWHalfGradients(t *testing.T) {
-	defer func(g int64) { widenGroup = g }(widenGroup)
-	widenGroup = 1 << 10
 	t.Run("cpu", func(t *testing.T) { testAdamWHalfGradients(t, tensor.CPU()) })
 	t.Run("cuda", func(t *testing.T) {
 		dev, err := tensor.CUDA(0)

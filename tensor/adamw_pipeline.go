@@ -42,7 +42,7 @@ func AdamWStepsPipelined(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta
 		fail(op, ErrArgument, "the last group must end at %d, the number of parameters (group ends %v)", len(ps), ends)
 	}
 	for i, p := range ps {
-		adamwCheckParam(op, i, p, gs[i], ms[i], vs[i])
+		adamwCheckParam(op, i, p, gs[i], ms[i], vs[i], false)
 	}
 	// The CUDA runs (a group's parameters of one device and dtype; a
 	// model's are all of one) go into one adamw_multi table a device and

@@ -19,25 +19,24 @@ type cudaQueue interface {
 type streamQueue struct {
 	ctx    *cuda.Context
 	stream *cuda.Stream
-	// syncPageable is set when device memory is mapped through the
-	// virtual memory API (expandable segments). There, cuMemcpyHtoDAsync
-	// and cuMemcpyDtoHAsync of pageable memory over a few MiB failed now
-	// and then with CUDA_ERROR_INVALID_VALUE on the H200 (driver 580;
-	// cuda's TestGPUVMMCopies), where synchronous and page-locked copies
-	// never did (page-locked ones did too in the tensor layer: session
-	// 21). Downloads drain the stream, then run cuMemcpyDtoH, which
-	// returns once the bytes have arrived. Uploads go through stage: into
-	// mapped page-locked memory and from there by kernel on the stream
-	// (uploadStager says why not the synchronous cuMemcpyHtoD).
-	syncPageable bool
-	stage        *uploadStager // with syncPageable
+	// stage is set when device memory is mapped through the virtual
+	// memory API (expandable segments). There, cuMemcpyHtoDAsync and
+	// cuMemcpyDtoHAsync of pageable memory over a few MiB failed now and
+	// then with CUDA_ERROR_INVALID_VALUE on the H200 (driver 580; cuda's
+	// TestGPUVMMCopies), where synchronous copies never did (page-locked
+	// ones failed too in the tensor layer: session 21). Downloads then
+	// drain the stream and run cuMemcpyDtoH, which returns once the bytes
+	// have arrived; uploads go through stage: into mapped page-locked
+	// memory and from there by kernel on the stream (uploadStager says why
+	// not the synchronous cuMemcpyHtoD).
+	stage *uploadStager
 }
 
 // newStreamQueue is d's queue of stream s; with device memory mapped
-// through the virtual memory API (d.vmm) it sets syncPageable and stages
-// uploads.
+// through the virtual memory API (d.vmm) it stages uploads and makes
+// downloads synchronous.
 func newStreamQueue(d *cudaDevice, s *cuda.Stream) streamQueue {
-	q := streamQueue{ctx: d.ctx, stream: s, syncPageable: d.vmm}
+	q := streamQueue{ctx: d.ctx, stream: s}
 	if d.vmm {
 		q.stage = &uploadStager{d: d}
 	}
@@ -60,7 +59,7 @@ func (q streamQueue) copyHtoD(dst cuda.DevicePtr, src []byte) error {
 }
 
 func (q streamQueue) copyDtoH(dst []byte, src cuda.DevicePtr) error {
-	if q.syncPageable {
+	if q.stage != nil {
 		if err := q.stream.Synchronize(); err != nil {
 			return err
 		}

@@ -260,7 +260,7 @@ func AdamWStepsGuarded(ps, gs, ms, vs []*Tensor, wd []float64, a *AdamWArgs, gua
 		fail(op, ErrDevice, "the guard is on %v, the constants on %v", guard.dev, a.dev)
 	}
 	for i, p := range ps {
-		adamwCheckParam(op, i, p, gs[i], ms[i], vs[i])
+		adamwCheckParam(op, i, p, gs[i], ms[i], vs[i], false)
 		if p.dev != a.dev || p.dtype != ps[0].dtype {
 			fail(op, ErrArgument, "parameter %d is %v on %v: a guarded update takes one float dtype (%v) on the constants' device %v", i, p.dtype, p.dev, ps[0].dtype, a.dev)
 		}

@@ -71,3 +71,72 @@ func TestHalfGradientsInClipping(t *testing.T) {
 		})
 	})
 }
+
+// AdamWSteps takes bf16 and fp16 gradients of float32 parameters beside
+// float32 ones and updates exactly as with them widened to float32
+// beforehand, in groups (1 KiB here: a few parameters each, a large one
+// alone); the overlapped, pipelined and guarded updates refuse them,
+// naming the parameter, before changing anything.
+func TestAdamWStepsHalfGradients(t *testing.T) {
+	defer tensor.SetHalfWidenGroup(1 << 10)()
+	onDevices(t, func(t *testing.T, dev tensor.Device) {
+		tensor.WithScope(func() {
+			rng := rand.New(rand.NewPCG(7, 8))
+			shapes := [][]int{{16, 24}, {24}, {40, 16}, {7}, {100, 3}, {5}}
+			mk := func() (ps, ms, vs []*tensor.Tensor) {
+				r := rand.New(rand.NewPCG(9, 10))
+				for _, s := range shapes {
+					ps = append(ps, tensor.RandN(dev, tensor.Float32, r, 0.5, s...))
+					ms = append(ms, tensor.RandN(dev, tensor.Float32, r, 0.1, s...))
+					v := tensor.RandN(dev, tensor.Float32, r, 0.3, s...)
+					vs = append(vs, tensor.Mul(v, v)) // second moments are not negative
+				}
+				return ps, ms, vs
+			}
+			ph, mh, vh := mk()
+			pw, mw, vw := mk()
+			wd := []float64{0.1, 0, 0.1, 0, 0.1, 0}
+			for step := 1; step <= 3; step++ {
+				var gh, gw []*tensor.Tensor
+				for i, s := range shapes {
+					g := tensor.RandN(dev, tensor.Float32, rng, 1, s...)
+					switch i % 3 {
+					case 0:
+						g = g.To(tensor.BFloat16)
+					case 1:
+						g = g.To(tensor.Float16)
+					}
+					gh, gw = append(gh, g), append(gw, g.To(tensor.Float32))
+				}
+				tensor.AdamWSteps(ph, gh, mh, vh, wd, 1e-2, 0.9, 0.95, 1e-8, step)
+				tensor.AdamWSteps(pw, gw, mw, vw, wd, 1e-2, 0.9, 0.95, 1e-8, step)
+				for i := range shapes {
+					require.Equal(t, pw[i].Float64s(), ph[i].Float64s(), "step %d parameter %d", step, i)
+					require.Equal(t, vw[i].Float64s(), vh[i].Float64s(), "step %d second moment %d", step, i)
+				}
+			}
+
+			before := ph[0].Float64s()
+			gs := []*tensor.Tensor{tensor.Zeros(dev, tensor.BFloat16, shapes[0]...)}
+			one := func(ts []*tensor.Tensor) []*tensor.Tensor { return ts[:1] }
+			args, err := tensor.NewAdamWArgs(dev)
+			require.NoError(t, err)
+			defer args.Release()
+			require.NoError(t, args.Set(1e-2, 0.9, 0.95, 1e-8, 4))
+			for name, update := range map[string]func(){
+				"overlapped": func() {
+					tensor.AdamWStepsOverlapped(one(ph), gs, one(mh), one(vh), wd[:1], 1e-2, 0.9, 0.95, 1e-8, 4, 1<<20)
+				},
+				"pipelined": func() {
+					tensor.AdamWStepsPipelined(one(ph), gs, one(mh), one(vh), wd[:1], 1e-2, 0.9, 0.95, 1e-8, 4, []int{1}, 0, nil)
+				},
+				"guarded": func() { tensor.AdamWStepsGuarded(one(ph), gs, one(mh), one(vh), wd[:1], args, nil) },
+			} {
+				err := tensor.Try(update)
+				require.ErrorIs(t, err, tensor.ErrDType, name)
+				require.ErrorContains(t, err, "parameter 0 has a bfloat16 gradient", name)
+				require.Equal(t, before, ph[0].Float64s(), "%s: nothing changed", name)
+			}
+		})
+	})
+}

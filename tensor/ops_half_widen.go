@@ -2,41 +2,82 @@ package tensor
 
 // Half-precision gradients (autograd's Var.SetGradDType: bf16 gradients of
 // float32 weights, as llm.c keeps them) reach the reductions and scalings
-// of gradient clipping, which compute in float32: SumSquaresAll and
-// ScaleAll widen them here, a bounded group at a time, so that a model's
-// half gradients never all exist in float32 at once (that would give back
-// the memory they save at the step's peak).
+// of gradient clipping and AdamW's update, which compute in float32:
+// SumSquaresAll, ScaleAll and AdamWSteps widen them here, a bounded group
+// at a time, so that a model's half gradients never all exist in float32
+// at once (that would give back the memory they save at the step's peak).
+// The widening is exact, so each gets the float32 op's result for the
+// half values.
 
 // halfWidenGroup is the most float32 bytes widened at once (a variable
 // for the tests).
 var halfWidenGroup = 64 << 20
 
-// sumSquaresHalf is the sum of the squared elements of the half tensors
-// ts (live, one device), widened to float32 in groups of at most
-// halfWidenGroup bytes: one wait for the device a group.
-func sumSquaresHalf(ts []*Tensor) float64 {
-	var total float64
+// widenGroups calls fn(lo, hi) for consecutive groups of ts whose float32
+// bytes come to at most halfWidenGroup (a larger tensor is a group alone).
+func widenGroups(ts []*Tensor, fn func(lo, hi int)) {
 	for lo := 0; lo < len(ts); {
 		hi, bytes := lo, 0
 		for hi < len(ts) && (hi == lo || bytes+ts[hi].Numel()*4 <= halfWidenGroup) {
 			bytes += ts[hi].Numel() * 4
 			hi++
 		}
-		wide := make([]*Tensor, 0, hi-lo)
-		func() {
-			defer func() {
-				for _, w := range wide {
-					w.Release()
-				}
-			}()
-			for _, t := range ts[lo:hi] {
-				wide = append(wide, t.To(Float32))
-			}
-			total += ts[lo].dev.backend().sumSquares(wide)
-		}()
+		fn(lo, hi)
 		lo = hi
 	}
+}
+
+// widened returns ts with every half tensor replaced by a float32 copy,
+// and the func that releases the copies (released at once when a copy
+// fails).
+func widened(ts []*Tensor) (out []*Tensor, release func()) {
+	var copies []*Tensor
+	release = func() {
+		for _, c := range copies {
+			c.Release()
+		}
+	}
+	done := false
+	defer func() {
+		if !done {
+			release()
+		}
+	}()
+	out = make([]*Tensor, len(ts))
+	for i, t := range ts {
+		out[i] = t
+		if t.dtype.IsHalf() {
+			out[i] = t.To(Float32)
+			copies = append(copies, out[i])
+		}
+	}
+	done = true
+	return out, release
+}
+
+// sumSquaresHalf is the sum of the squared elements of the half tensors
+// ts (live, one device), widened to float32 in groups: one wait for the
+// device a group.
+func sumSquaresHalf(ts []*Tensor) float64 {
+	var total float64
+	widenGroups(ts, func(lo, hi int) {
+		wide, release := widened(ts[lo:hi])
+		defer release()
+		total += ts[lo].dev.backend().sumSquares(wide)
+	})
 	return total
+}
+
+// adamwWidened is AdamWSteps (checked) with the half gradients of gs
+// widened to float32 a group at a time: each group's copies are released
+// as soon as its update is queued, which the pool hands out again only
+// after the update has run.
+func adamwWidened(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta2, eps float64, step int) {
+	widenGroups(gs, func(lo, hi int) {
+		g, release := widened(gs[lo:hi])
+		defer release()
+		adamwSteps(ps[lo:hi], g, ms[lo:hi], vs[lo:hi], wd[lo:hi], lr, beta1, beta2, eps, step, 0)
+	})
 }
 
 // scaleHalf multiplies the contiguous half tensor t by alpha in place

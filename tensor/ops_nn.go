@@ -500,8 +500,11 @@ func AdamWStep(p, g, m, v *Tensor, lr, beta1, beta2, eps, weightDecay float64, s
 // AdamWSteps is AdamWStep over many parameters at once, ps[i] with
 // gradient gs[i], moments ms[i] and vs[i] and weight decay wd[i]: the same
 // results, in one launch per device and dtype on a GPU (a model's
-// hundreds of parameters took as many launches). Every argument is
-// checked before any parameter changes.
+// hundreds of parameters took as many launches). A float32 parameter's
+// gradient may be bf16 or fp16 (autograd's SetGradDType): such gradients
+// are widened to float32 64 MiB at a time, a launch a group
+// (ops_half_widen.go), with the update's results for their values. Every
+// argument is checked before any parameter changes.
 func AdamWSteps(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta2, eps float64, step int) {
 	adamwSteps(ps, gs, ms, vs, wd, lr, beta1, beta2, eps, step, 0)
 }
@@ -531,8 +534,16 @@ func adamwSteps(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta2, eps fl
 		idx []int
 	}
 	var groups []*group
+	half := false
 	for i, p := range ps {
-		adamwCheckParam(op, i, p, gs[i], ms[i], vs[i])
+		adamwCheckParam(op, i, p, gs[i], ms[i], vs[i], groupBytes == 0)
+		half = half || gs[i].dtype != p.dtype
+	}
+	if half {
+		adamwWidened(ps, gs, ms, vs, wd, lr, beta1, beta2, eps, step)
+		return
+	}
+	for i, p := range ps {
 		var g *group
 		for _, h := range groups {
 			if h.dev == p.dev && h.dt == p.dtype {
@@ -579,10 +590,20 @@ func adamwCheckLens(op string, ps, gs, ms, vs []*Tensor, wd []float64, step int)
 
 // adamwCheckParam fails unless parameter i, p, and its gradient g and
 // moments m and v share a device and arithmetic, and the buffers have p's
-// shape and are contiguous (adamwSteps and AdamWStepsPipelined).
-func adamwCheckParam(op string, i int, p, g, m, v *Tensor) {
+// shape and are contiguous (adamwSteps, AdamWStepsPipelined and
+// AdamWStepsGuarded). halfGrad allows a half gradient of a float32
+// parameter (the plain update widens it); the other updates read
+// gradients in their parameters' dtype and name the mismatch.
+func adamwCheckParam(op string, i int, p, g, m, v *Tensor, halfGrad bool) {
 	sameDevice(op, p, g, m, v)
-	sameArith(op, p, g, m, v)
+	sameArith(op, p, m, v)
+	if g.dtype != p.dtype && g.dtype.IsHalf() && p.dtype == Float32 {
+		if !halfGrad {
+			fail(op, ErrDType, "parameter %d has a %v gradient: only AdamWSteps takes half gradients of float32 parameters (the overlapped, pipelined and guarded updates read them in the parameter's dtype)", i, g.dtype)
+		}
+	} else {
+		sameArith(op, p, g)
+	}
 	for _, t := range []*Tensor{g, m, v} {
 		if !shapeEq(t.shape, p.shape) || !t.IsContiguous() {
 			fail(op, ErrShape, "parameter %d %v with buffer %v (contiguous %v)", i, p.shape, t.shape, t.IsContiguous())
