@@ -46,10 +46,9 @@ func AdamWStepsPipelined(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta
 	}
 	// The CUDA runs (a group's parameters of one device and dtype; a
 	// model's are all of one) go into one adamw_multi table a device and
-	// dtype, uploaded once before any launch: a table a group would be a
-	// copy a group, which the side stream drains first where host copies
-	// are synchronous (expandable segments), holding the host until the
-	// group before had run.
+	// dtype, uploaded once before any launch: a table a group would be an
+	// upload a group (until session 21 synchronous on expandable segments,
+	// which held the host until the group before had run).
 	type track struct {
 		d    *cudaDevice
 		s    *cudaSide
