@@ -127,6 +127,14 @@
 #         repository's Markdown, GPT-2 tokens): unconstrained, and under
 #         4 GiB (blocks, expandable) with float32 and with bf16 gradients;
 #         the loss curves side by side
+# grid22  session 22 (run with FRESH_KERNELS=1: adamw_multi's rows are
+#         grid-strided): the GPU suites of cuda, tensor, autograd and nn
+#         and train-gpt's pipelined-update test on the fresh kernels; then
+#         gpt2-medium bf16 under 4 GiB (blocks, expandable): session 21's
+#         program (.gpu/train-gpt-old, its embedded kernels) plain and
+#         pipelined, this one plain and pipelined at widths 66 (the
+#         default), 16, 33, 132 and every row, and with -budget-margin
+#         0.02; unconstrained before and after
 # medium21 session 21: gpt2-medium bf16 under 4 GiB on expandable memory
 #         (right since session 21): the bf16-gradient tests on the GPU;
 #         blocks, selective and auto with bf16 gradients (-grad-dtype
@@ -667,6 +675,33 @@ if has loss21; then
     say "loss21 $v: exit $? in $(( $(date +%s) - start ))s; losses $(python3 -c "import json,sys; l=[json.loads(x)['loss'] for x in open(sys.argv[1])]; print(' '.join('%.4f'%v for v in l[::10]), 'last %.4f'%l[-1])" "$OUT/loss21-$v.jsonl" 2>/dev/null)"
     grep -iE 'error|panic' "$L/loss21-$v.log" | head -3 | tee -a "$OUT/summary.txt"
   done
+fi
+
+if has grid22 && [ -z "${STRATA_KERNELS:-}" ]; then
+  say "grid22: no fresh kernels (FRESH_KERNELS=1 and nvcc needed): the programs' embedded kernels predate adamw_multi's row count"
+elif has grid22; then
+  # Session 22: the pipelined update on the side stream at the greatest
+  # priority in a small strided grid (cuda_side.go), against session 21's
+  # program in the same call.
+  run_gpu_tests cuda tensor autograd nn
+  log=$L/g22-pipeline-test.log
+  [ -x .gpu/train-gpt.test ] && (cd examples/train-gpt && STRATA_REQUIRE_GPU=1 timeout 200 ../../.gpu/train-gpt.test -test.run 'TestPipelineOptimizerSameLosses|TestGradDTypeBF16|TestBudgetFlags' -test.v -test.timeout 190s > "$log" 2>&1)
+  say "g22 train-gpt pipelined-update tests: exit $?"
+  [ -f "$log" ] && grep -E -- 'losses|--- (PASS|FAIL|SKIP)|panic:' "$log" | head -14 | cut -c1-250 | tee -a "$OUT/summary.txt"
+  m="-config gpt2-medium -precision bf16 -attention fused -head fused -bench-warmup 25"
+  b="-device-budget 4GiB -checkpoint blocks"
+  off2 g22-none-a $m
+  TG=train-gpt-old off2 g22-old-blocks STRATA_KERNELS= STRATA_EXPANDABLE_SEGMENTS=1 $m $b
+  TG=train-gpt-old off2 g22-old-pipe STRATA_KERNELS= STRATA_EXPANDABLE_SEGMENTS=1 $m $b -pipeline-optimizer
+  off2 g22-blocks STRATA_EXPANDABLE_SEGMENTS=1 $m $b
+  off2 g22-pipe STRATA_EXPANDABLE_SEGMENTS=1 $m $b -pipeline-optimizer
+  for w in 16 33 132 100000; do
+    off2 g22-pipe-w$w STRATA_EXPANDABLE_SEGMENTS=1 $m $b -pipeline-optimizer -pipeline-width $w
+  done
+  off2 g22-pipe-m02 STRATA_EXPANDABLE_SEGMENTS=1 $m $b -pipeline-optimizer -budget-margin 0.02
+  off2 g22-blocks-m02 STRATA_EXPANDABLE_SEGMENTS=1 $m $b -budget-margin 0.02
+  off2 g22-none-b $m
+  for f in $L/off2-g22-*.jsonl; do say "$(basename $f): $(jfields "$f" loss tok_s peak_mib_by_tier)"; done
 fi
 
 if has medium21; then

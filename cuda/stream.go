@@ -31,30 +31,46 @@ func (c *Context) NewStream() (*Stream, error) {
 type StreamPriority int
 
 const (
-	// PriorityLow is the default streams' priority.
+	// PriorityLow is the default streams' priority: the least.
 	PriorityLow StreamPriority = iota
-	// PriorityHigh is the greatest priority the context offers.
+	// PriorityHigh is one level under the greatest (the greatest where
+	// the device has two levels or fewer): above every default stream,
+	// and below PriorityHighest, which is left for short work that must
+	// start at once beside it (tensor's side stream).
 	PriorityHigh
+	// PriorityHighest is the greatest priority the context offers.
+	PriorityHighest
 )
 
 // NewStreamPriority is NewStream at a priority: PriorityLow, which
-// streams made by NewStream have, or PriorityHigh (where the device has
-// only one level, the same).
+// streams made by NewStream have, PriorityHigh or PriorityHighest (where
+// the device has fewer levels, the nearest it has).
 func (c *Context) NewStreamPriority(p StreamPriority) (*Stream, error) {
 	f := getFrame()
 	defer f.release()
 	if s := c.invoke(f, c.drv.ctxGetStreamPriorityRange, f.outAddr(0), f.outAddr(1)); !s.ok() {
 		return nil, s.err(c.dev.String())
 	}
-	least, greatest := f.out32(0), f.out32(1)
-	prio := least
-	if p == PriorityHigh {
-		prio = greatest
-	}
+	prio := priorityLevel(p, f.out32(0), f.out32(1))
 	if s := c.invoke(f, c.drv.streamCreateWithPriority, f.outAddr(0), streamNonBlocking, uintptr(int64(prio))); !s.ok() {
 		return nil, s.err(c.dev.String())
 	}
 	return &Stream{ctx: c, h: uintptr(f.out[0])}, nil
+}
+
+// priorityLevel is p's level in a context whose levels run from least to
+// greatest (CUDA's: greatest is the smaller number, -5 to 0 on an H200).
+func priorityLevel(p StreamPriority, least, greatest int32) int32 {
+	switch p {
+	case PriorityHighest:
+		return greatest
+	case PriorityHigh:
+		if least-greatest >= 2 {
+			return greatest + 1
+		}
+		return greatest
+	}
+	return least
 }
 
 // Handle returns the CUstream (0 for a nil *Stream).

@@ -138,11 +138,11 @@ __device__ __forceinline__ void sgd(T* p, const T* g, T* buf, i64 n, double lr, 
   }
 }
 
-// AdamWChunk is one block's run of a multi-tensor AdamW step: n elements
-// of a parameter, its gradient and moments from the given addresses (the
-// run's start), and the parameter's decay factor 1 - lr * weight decay
-// (rounded to T by the kernel, as the single-tensor launch rounds it).
-// One launch updates every parameter of a model (tensor.AdamWSteps).
+// AdamWChunk is one run of a multi-tensor AdamW step: n elements of a
+// parameter, its gradient and moments from the given addresses (the run's
+// start), and the parameter's decay factor 1 - lr * weight decay (rounded
+// to T by the kernel, as the single-tensor launch rounds it). One launch
+// updates every parameter of a model (tensor.AdamWSteps).
 struct AdamWChunk {
   void* p;
   const void* g;
@@ -152,17 +152,26 @@ struct AdamWChunk {
   double decay;
 };
 
+// adamw_multi updates rows blockIdx.x, + gridDim.x, ... of the table's
+// nrows: a grid of nrows blocks is one row a block (the device's own
+// update, at the speed of its memory); a smaller grid (the side stream's
+// update of moments in host memory, bound by the bus) keeps that many
+// blocks resident from start to end, so that the bus stays busy while the
+// forward pass's kernels take the other SMs, where a block a row would
+// wait for an SM at every row.
 template <typename T>
-__device__ void adamw_multi(const AdamWChunk* chunks, T w1, T beta2, T w2, T stepSize, T bc2Sqrt, T eps,
+__device__ void adamw_multi(const AdamWChunk* chunks, int nrows, T w1, T beta2, T w2, T stepSize, T bc2Sqrt, T eps,
                             int lerpLow) {
-  const AdamWChunk c = chunks[blockIdx.x];
-  T* p = (T*)c.p;
-  const T* g = (const T*)c.g;
-  T *m = (T*)c.m, *v = (T*)c.v;
-  const T decay = (T)c.decay;
-  if (adamw_chunk4(p, g, m, v, c.n, decay, w1, beta2, w2, stepSize, bc2Sqrt, eps, lerpLow)) return;
-  for (i64 i = threadIdx.x; i < c.n; i += blockDim.x)
-    adamw_elem(p, g, m, v, i, decay, w1, beta2, w2, stepSize, bc2Sqrt, eps, lerpLow);
+  for (int r = blockIdx.x; r < nrows; r += gridDim.x) {
+    const AdamWChunk c = chunks[r];
+    T* p = (T*)c.p;
+    const T* g = (const T*)c.g;
+    T *m = (T*)c.m, *v = (T*)c.v;
+    const T decay = (T)c.decay;
+    if (adamw_chunk4(p, g, m, v, c.n, decay, w1, beta2, w2, stepSize, bc2Sqrt, eps, lerpLow)) continue;
+    for (i64 i = threadIdx.x; i < c.n; i += blockDim.x)
+      adamw_elem(p, g, m, v, i, decay, w1, beta2, w2, stepSize, bc2Sqrt, eps, lerpLow);
+  }
 }
 
 // AdamWArgs mirrors tensor's adamwArgsWords: a step's learning rate and
@@ -202,10 +211,10 @@ __device__ void adamw_multi_guarded(const AdamWChunk* chunks, const AdamWArgs* a
                                                                   T eps, int lerpLow) {                       \
     adamw_step(p, g, m, v, n, decay, w1, beta2, w2, stepSize, bc2Sqrt, eps, lerpLow);                        \
   }                                                                                                          \
-  extern "C" __global__ void __launch_bounds__(256) adamw_multi_##sfx(const AdamWChunk* chunks, T w1, T beta2, \
-                                                                        T w2, T stepSize, T bc2Sqrt, T eps,      \
-                                                                        int lerpLow) {                          \
-    adamw_multi<T>(chunks, w1, beta2, w2, stepSize, bc2Sqrt, eps, lerpLow);                                    \
+  extern "C" __global__ void __launch_bounds__(256) adamw_multi_##sfx(const AdamWChunk* chunks, int nrows, T w1,  \
+                                                                        T beta2, T w2, T stepSize, T bc2Sqrt,    \
+                                                                        T eps, int lerpLow) {                    \
+    adamw_multi<T>(chunks, nrows, w1, beta2, w2, stepSize, bc2Sqrt, eps, lerpLow);                             \
   }                                                                                                          \
   extern "C" __global__ void __launch_bounds__(256)                                                      \
       adamw_multi_guarded_##sfx(const AdamWChunk* chunks, const AdamWArgs* a, const StepGuard* g) {      \

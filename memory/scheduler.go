@@ -47,13 +47,18 @@ import (
 // Each Step returns the Plan: every tracked tensor with its bytes,
 // accesses a step, tier, and why it is there.
 
+// DefaultSchedulerMargin is the share of the budget a Scheduler keeps free
+// unless told otherwise: room for a step's peak to vary and, on a classic
+// pool, for the segments' cut ends.
+const DefaultSchedulerMargin = 0.05
+
 // SchedulerConfig tunes a Scheduler. Zero fields take the defaults.
 type SchedulerConfig struct {
 	// Budget is the device bytes the scheduler keeps the step's peak
 	// under; 0 means the device tier's limit (Manager.SetLimit), and with
 	// neither only ColdTouches moves anything.
 	Budget int64
-	// Margin is the share of Budget kept free (default 0.05).
+	// Margin is the share of Budget kept free (0: DefaultSchedulerMargin).
 	Margin float64
 	// HotTouches: tensors touched more often a step are never demoted
 	// (0: no such bound).
@@ -85,7 +90,7 @@ func (c *SchedulerConfig) defaults() error {
 		return fmt.Errorf("memory: scheduler config %+v: budget, touches, sizes and patience must be >= 0, margin and decay in [0, 1): %w", *c, ErrInvalidArgument)
 	}
 	if c.Margin == 0 {
-		c.Margin = 0.05
+		c.Margin = DefaultSchedulerMargin
 	}
 	if c.MinBytes == 0 {
 		c.MinBytes = 1 << 20

@@ -55,9 +55,10 @@ type AdamW struct {
 	// After a pipelined Step the updated parameters have no gradient.
 	// It takes precedence over Overlap.
 	Pipeline bool
-	// PipelineWidth caps the blocks of each launch of a pipelined update
-	// on a GPU (0: one launch a group), so that an update bound by the bus
-	// leaves SMs to the forward pass beside it.
+	// PipelineWidth is the most blocks a pipelined update runs at once on
+	// a GPU, each striding over its group's rows (0: half the SMs), so
+	// that an update bound by the bus stays resident and busy while the
+	// forward pass beside it has the other SMs.
 	PipelineWidth int
 	step          int
 	m, v          map[*Parameter]*tensor.Tensor

@@ -17,9 +17,10 @@ import (
 // kernel and table rows, each parameter in one group). Every argument is
 // checked before any parameter changes.
 //
-// On a GPU the groups run on the device's side stream, at low priority
-// (cuda_side.go), in at most width blocks a launch (width <= 0: one launch
-// a group), for a kernel that waits on the bus more than it computes. Each
+// On a GPU the groups run on the device's side stream (cuda_side.go), a
+// launch a group of at most width blocks, each striding over the group's
+// rows (width <= 0: sideGrid's default), for a kernel that waits on the
+// bus more than it computes. Each
 // group's parameters and moments are fenced on the group's event, and the
 // first op that reads one of them waits for it on the host as well as on
 // the device's stream: the host, which otherwise runs far ahead of the
@@ -128,26 +129,19 @@ func groupStart(ends []int, i int) int {
 }
 
 // adamwPipelineRun queues the update of a group's parameters ps on side
-// stream s: rows [row, row+n) of the uploaded table tab, in launches of at
-// most width blocks (width <= 0: one launch). It records group g's event,
-// fences the parameters and moments on it (host and device stream) and
-// records the gradients' use on s, so that their blocks return to the
-// pool once this group has run.
+// stream s: rows [row, row+n) of the uploaded table tab, in one launch of
+// at most width blocks (sideGrid). It records group g's event, fences the
+// parameters and moments on it (host and device stream) and records the
+// gradients' use on s, so that their blocks return to the pool once this
+// group has run.
 func (d *cudaDevice) adamwPipelineRun(s *cudaSide, g int, tab *memory.Allocation, row, n, f int, ps, gs, ms, vs []*Tensor, lr, beta1, beta2, eps float64, step, width int) {
 	const op = "AdamW"
 	if n > 0 {
 		c := adamwConstants(f, lr, beta1, beta2, eps, step)
-		w := n
-		if width > 0 {
-			w = min(width, n)
-		}
-		for lo := 0; lo < n; lo += w {
-			k := min(w, n-lo)
-			d.launchOn(s, op, d.k.adamwMulti[f], [3]uint32{uint32(k), 1, 1}, block1, func(a *cuda.Args) {
-				a.Ptr(scratchPtr(tab) + cuda.DevicePtr((row+lo)*adamwRowBytes))
-				c.args(a, f)
-			})
-		}
+		d.launchOn(s, op, d.k.adamwMulti[f], [3]uint32{uint32(d.sideGrid(n, width)), 1, 1}, block1, func(a *cuda.Args) {
+			a.Ptr(scratchPtr(tab) + cuda.DevicePtr(row*adamwRowBytes)).Int32(int32(n))
+			c.args(a, f)
+		})
 	}
 	d.fenceGroup(op, s, g, true, ps, gs, ms, vs)
 }

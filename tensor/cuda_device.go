@@ -163,8 +163,9 @@ func newCUDADevice(ordinal int) (_ *cudaDevice, err error) {
 			d.close()
 		}
 	}()
-	// The greatest priority: a side stream's kernels (cuda_side.go) get
-	// the SMs only where the device's stream leaves them free.
+	// Above every default stream (copies, staging) and one level under
+	// the side stream, whose small bus-bound update grid (cuda_side.go)
+	// takes its few SMs first.
 	if d.stream, err = ctx.NewStreamPriority(cuda.PriorityHigh); err != nil {
 		return nil, err
 	}

@@ -26,8 +26,8 @@ func (b cudaBackend) adamw(p, g, m, v *Tensor, lr, beta1, beta2, eps, wd float64
 	})
 }
 
-// adamwChunk is the elements a block of adamw_multi updates: 64 Ki, 256
-// a thread.
+// adamwChunk is the elements of a row of adamw_multi's table, which one
+// block updates: 64 Ki, 256 a thread.
 const adamwChunk = 1 << 16
 
 // adamwMulti updates every parameter in one launch: a table of
@@ -38,8 +38,8 @@ func (b cudaBackend) adamwMulti(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta
 }
 
 // adamwTable uploads adamw_multi's table for the parameters and launches
-// it, on side stream s (nil: the device's stream), reading addresses
-// with ptr.
+// it, on side stream s (nil: the device's stream: a block a row), reading
+// addresses with ptr.
 func (d *cudaDevice) adamwTable(s *cudaSide, ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta2, eps float64, step int, ptr func(*Tensor) cuda.DevicePtr) {
 	rows, f := adamwRows(ps, gs, ms, vs, wd, lr, ptr)
 	if len(rows) == 0 {
@@ -48,8 +48,13 @@ func (d *cudaDevice) adamwTable(s *cudaSide, ps, gs, ms, vs []*Tensor, wd []floa
 	c := adamwConstants(f, lr, beta1, beta2, eps, step)
 	tab := d.tableOn(s, "AdamW", rows)
 	defer freeScratch(tab) // reused on s only, after the launch
-	d.launchOn(s, "AdamW", d.k.adamwMulti[f], [3]uint32{uint32(len(rows) / 48), 1, 1}, block1, func(a *cuda.Args) {
-		a.Ptr(scratchPtr(tab))
+	n := len(rows) / adamwRowBytes
+	grid := n
+	if s != nil {
+		grid = d.sideGrid(n, 0)
+	}
+	d.launchOn(s, "AdamW", d.k.adamwMulti[f], [3]uint32{uint32(grid), 1, 1}, block1, func(a *cuda.Args) {
+		a.Ptr(scratchPtr(tab)).Int32(int32(n))
 		c.args(a, f)
 	})
 }

@@ -40,9 +40,16 @@ import (
 //
 // Synchronize waits for both streams, and the backward pass starts only
 // once the update is over (WaitOverlapped): the overlap is with the
-// forward pass. The device's stream is created at the greatest priority
-// and the side stream at the least, so that the forward's kernels get the
-// SMs first while the update waits on the bus. A group's event is
+// forward pass. The update is bound by the bus when its moments live in
+// host memory, and a kernel reading over the bus keeps it busy only while
+// enough of its blocks are resident: the side stream is created at the
+// greatest priority (cuda.PriorityHighest) and the device's stream one
+// level under it, and the update runs in a small grid whose blocks stride
+// over the rows of its table (sideGrid), so its blocks take an SM as soon
+// as one frees and stay resident to the end, while the forward pass's
+// kernels have the other SMs. (Until session 22 the side stream had the
+// least priority and a block a row: its blocks waited for the forward's
+// to finish and the bus idled meanwhile.) A group's event is
 // recorded again by the next step: a fence never joined by then waits for
 // the later record, which is later work on the same stream (waiting
 // longer, never too little).
@@ -98,7 +105,7 @@ func (d *cudaDevice) sideStream(op string) *cudaSide {
 	s := &d.side
 	s.once.Do(func() {
 		var err error
-		if s.stream, err = d.ctx.NewStreamPriority(cuda.PriorityLow); err != nil {
+		if s.stream, err = d.ctx.NewStreamPriority(cuda.PriorityHighest); err != nil {
 			s.err = err
 			return
 		}
@@ -125,6 +132,18 @@ func (d *cudaDevice) sideStream(op string) *cudaSide {
 		panic(&OpError{Op: op, Msg: fmt.Sprintf("creating the side stream of %v", d), Err: s.err})
 	}
 	return s
+}
+
+// sideGrid is the grid of an update of n table rows on the side stream:
+// at most width blocks, by default (width <= 0) half the device's SMs, a
+// block of 256 threads each: the moments' reads over the bus need a few
+// dozen resident blocks to keep it busy (more only wait longer for it),
+// and the forward pass beside the update keeps the rest of the device.
+func (d *cudaDevice) sideGrid(n, width int) int {
+	if width <= 0 {
+		width = d.props.Multiprocessors / 2
+	}
+	return max(1, min(n, width))
 }
 
 // groupEvent is the event of group i, made on first use.

@@ -24,7 +24,8 @@ type benchResult struct {
 	Ckpt      string             `json:"checkpoint"`    // in the timed steps (under -checkpoint auto, the placement's choice)
 	CkptEvery int                `json:"checkpoint_every"`
 	Budget    string             `json:"device_budget,omitempty"`
-	Spills    int64              `json:"timed_spills"` // allocations that spilled to the offload tier in the timed steps
+	Margin    float64            `json:"budget_margin,omitempty"` // -budget-margin (0: the scheduler's default)
+	Spills    int64              `json:"timed_spills"`            // allocations that spilled to the offload tier in the timed steps
 	Overlap   bool               `json:"optimizer_overlapped"`
 	Pipelined bool               `json:"optimizer_pipelined"`
 	PipeWidth int                `json:"pipeline_width,omitempty"`
@@ -130,7 +131,7 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	}
 	st := dev.Memory().Stats()
 	r := benchResult{
-		Config: o.config, Policy: o.policy, Precision: o.precision, Attention: o.attn.String(), Head: o.headLoss.String(), Skipped: tr.scaler.Skipped(), Ckpt: tr.model.Checkpoint.Mode.String(), CkptEvery: max(tr.model.Checkpoint.Every, 1), Budget: o.budget, Overlap: o.overlapOpt, Pipelined: o.pipelineOpt, PipeWidth: o.pipelineWidth, GradDType: o.gradDType, Device: dev.String(), Backend: tensor.CPUBackendInfo(), Threads: runtime.GOMAXPROCS(0),
+		Config: o.config, Policy: o.policy, Precision: o.precision, Attention: o.attn.String(), Head: o.headLoss.String(), Skipped: tr.scaler.Skipped(), Ckpt: tr.model.Checkpoint.Mode.String(), CkptEvery: max(tr.model.Checkpoint.Every, 1), Budget: o.budget, Margin: o.budgetMargin, Overlap: o.overlapOpt, Pipelined: o.pipelineOpt, PipeWidth: o.pipelineWidth, GradDType: o.gradDType, Device: dev.String(), Backend: tensor.CPUBackendInfo(), Threads: runtime.GOMAXPROCS(0),
 		Params: nn.CountParams(tr.params), Batch: tr.B, Context: tr.T, Steps: o.steps,
 		TokS: float64(tr.B*tr.T*o.steps) / el, StepMS: 1000 * el / float64(o.steps),
 		PeakBytes: st.Total.Allocated.Peak, PeakMiB: float64(st.Total.Allocated.Peak) / (1 << 20),

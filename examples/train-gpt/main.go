@@ -88,6 +88,7 @@ type options struct {
 	progressEvery time.Duration       // -progress-every
 
 	budget        string            // -device-budget (placement.go)
+	budgetMargin  float64           // -budget-margin
 	placementPlan bool              // -placement-plan
 	overlapOpt    bool              // -overlap-optimizer
 	pipelineOpt   bool              // -pipeline-optimizer
@@ -150,11 +151,12 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.resume, "resume", "", "continue the run saved in this training state file (-state), exactly where it stopped")
 	fs.StringVar(&o.state, "state", "", "where an interrupt (SIGINT, SIGTERM) and -save-every save the resumable training state (default: -out with .state.safetensors for .safetensors; empty: never)")
 	fs.IntVar(&o.saveEvery, "save-every", 0, "also save the training state every N steps (0: only on an interrupt)")
+	fs.Float64Var(&o.budgetMargin, "budget-margin", 0, "with -device-budget under -policy hybrid: the share of the budget the placement scheduler keeps free for the steps' variations (0: its default, 0.05); expandable segments (STRATA_EXPANDABLE_SEGMENTS=1) waste little, so a smaller margin keeps more on the device")
 	fs.StringVar(&o.budget, "device-budget", "", "cap the device memory the pools may hold: a size (4GiB), a share of the device (50%, 0.5) or off; under -policy hybrid what does not fit spills to host-resident offload memory and the placement scheduler moves the least used tensors there")
 	fs.BoolVar(&o.overlapOpt, "overlap-optimizer", false, "run AdamW's update on the GPU's side stream, group by group, while the next forward pass starts (nn.AdamW.Overlap; the same results; it holds the gradients through the forward pass, which under a tight -device-budget costs more than it hides)")
 	fs.BoolVar(&o.pipelineOpt, "pipeline-optimizer", false, "run AdamW's update on the GPU's side stream a layer at a time, in the order the next forward pass reads the layers, which waits for each layer's update only, and give each layer's gradients back as soon as it is updated (nn.AdamW.Pipeline; the same results; for updates bound by the bus under -device-budget)")
 	fs.StringVar(&o.graph, "cuda-graph", "auto", "capture the training step into a CUDA graph once and replay it (the same numbers, without the host's cost of queuing each kernel): on, off, or auto (on where the run allows: a CUDA device, no dropout, no -device-budget, no overlapped or pipelined update, float32 gradients, one GPU)")
-	fs.IntVar(&o.pipelineWidth, "pipeline-width", 0, "with -pipeline-optimizer: at most this many blocks in each launch of the update (0: one launch a layer)")
+	fs.IntVar(&o.pipelineWidth, "pipeline-width", 0, "with -pipeline-optimizer: the most blocks the update runs at once on a GPU, each striding over its layer's rows (0: half the SMs)")
 	fs.StringVar(&o.gradDType, "grad-dtype", "fp32", "the dtype of the blocks' matrix weights' gradients: fp32, or bf16 with -precision bf16 (half their memory at the step's peak, the end of the backward pass, as llm.c keeps its gradients: each rounded once to bf16, AdamW widens them as it reads them); not with -overlap-optimizer, -pipeline-optimizer, -gpus or -cuda-graph on")
 	fs.BoolVar(&o.placementPlan, "placement-plan", false, "print the placement scheduler's plan (tensor, bytes, accesses a step, tier, why) after step 2 and whenever it moves tensors")
 	fs.StringVar(&o.head, "head", "auto", "output head and loss: full (the (B, T, V) logits), fused (chunked: the logits never all held, the vocabulary padded for the GPU's GEMMs; same loss and gradients) or auto (fused on CUDA, full on the CPU)")
@@ -475,7 +477,7 @@ func (o *options) checkGradDType() error {
 func (o *options) checkPipeline() error {
 	switch {
 	case o.pipelineWidth < 0:
-		return fmt.Errorf("-pipeline-width %d: want 0 (one launch a layer) or more", o.pipelineWidth)
+		return fmt.Errorf("-pipeline-width %d: want 0 (half the SMs) or more blocks", o.pipelineWidth)
 	case o.pipelineWidth > 0 && !o.pipelineOpt:
 		return fmt.Errorf("-pipeline-width: only with -pipeline-optimizer")
 	case o.pipelineOpt && o.overlapOpt:

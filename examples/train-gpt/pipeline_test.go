@@ -30,11 +30,14 @@ func TestPipelineFlags(t *testing.T) {
 // train-gpt with the optimizer pipelined gives the plain run's losses bit
 // for bit on the CPU (the same update a layer at a time, each layer's
 // gradients released as it is queued), with block checkpointing and the
-// gradient clipped every step, at one launch a layer and at one block a
-// launch (on the CPU the width changes nothing).
+// gradient clipped every step, at the default width and at one block
+// striding over a layer's rows (on the CPU the width changes nothing; on a
+// GPU, onCPUAndGPU's tests run them there too).
 func TestPipelineOptimizerSameLosses(t *testing.T) {
-	args := []string{"-device", "cpu", "-checkpoint", "blocks", "-clip", "0.05"}
-	ref := dpRun(t, false, args...)
-	compareLosses(t, ref, dpRun(t, false, append(args, "-pipeline-optimizer")...), 0, "-pipeline-optimizer")
-	compareLosses(t, ref, dpRun(t, false, append(args, "-pipeline-optimizer", "-pipeline-width", "1")...), 0, "-pipeline-optimizer -pipeline-width 1")
+	onCPUAndGPU(t, func(t *testing.T, dev string) {
+		args := []string{"-device", dev, "-checkpoint", "blocks", "-clip", "0.05", "-cuda-graph", "off"}
+		ref := dpRun(t, false, args...)
+		compareLosses(t, ref, dpRun(t, false, append(args, "-pipeline-optimizer")...), 0, "-pipeline-optimizer")
+		compareLosses(t, ref, dpRun(t, false, append(args, "-pipeline-optimizer", "-pipeline-width", "1")...), 0, "-pipeline-optimizer -pipeline-width 1")
+	})
 }

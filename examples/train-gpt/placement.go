@@ -17,6 +17,12 @@ import (
 // checkBudget reads -device-budget's form before any work (a share is
 // resolved against the device's memory in setBudget).
 func (o *options) checkBudget() error {
+	if o.budgetMargin != 0 && (o.budget == "" || o.policy != "hybrid") {
+		return fmt.Errorf("-budget-margin %g: the placement scheduler's margin needs -device-budget under -policy hybrid", o.budgetMargin)
+	}
+	if o.budgetMargin < 0 || o.budgetMargin >= 0.5 {
+		return fmt.Errorf("-budget-margin %g: want a share of the budget in [0, 0.5), 0 for the scheduler's default (%g)", o.budgetMargin, memory.DefaultSchedulerMargin)
+	}
 	if o.budget == "" {
 		return nil
 	}
@@ -63,7 +69,7 @@ func setBudget(o *options, dev tensor.Device) (undo func(), err error) {
 		return undo, nil
 	}
 	fmt.Fprintln(os.Stderr, "; what does not fit spills to the offload tier, and the placement scheduler moves the least used tensors there between steps")
-	if o.sched, err = m.NewScheduler(memory.SchedulerConfig{Budget: n}); err != nil {
+	if o.sched, err = m.NewScheduler(memory.SchedulerConfig{Budget: n, Margin: o.budgetMargin}); err != nil {
 		undo()
 		return func() {}, err
 	}

@@ -64,7 +64,10 @@ func TestBudgetFlags(t *testing.T) {
 		"-head half":       `-head "half": want full, fused or auto`,
 		"-checkpoint auto": "-checkpoint auto: needs -device-budget",
 		"-checkpoint auto -device-budget 1GiB -checkpoint-every 2": "not with -checkpoint auto",
-		"-checkpoint sometimes": "want none, blocks, selective or auto",
+		"-checkpoint sometimes":                   "want none, blocks, selective or auto",
+		"-budget-margin 0.02":                     "-budget-margin 0.02: the placement scheduler's margin needs -device-budget",
+		"-budget-margin 0.6 -device-budget 1GiB":  "-budget-margin 0.6: want a share of the budget in [0, 0.5)",
+		"-budget-margin -0.1 -device-budget 1GiB": "-budget-margin -0.1: want a share",
 	} {
 		_, err := parseFlags(strings.Fields(args))
 		require.Error(t, err, args)
@@ -74,4 +77,7 @@ func TestBudgetFlags(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "0.5", o.budget)
 	assert.True(t, o.headLoss.Fused)
+	o, err = parseFlags(strings.Fields("-device-budget 4GiB -budget-margin 0.02"))
+	require.NoError(t, err)
+	assert.Equal(t, 0.02, o.budgetMargin)
 }
