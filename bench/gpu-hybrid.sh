@@ -135,6 +135,13 @@
 #         pipelined, this one plain and pipelined at widths 66 (the
 #         default), 16, 33, 132 and every row, and with -budget-margin
 #         0.02; unconstrained before and after
+# half22  session 22 (FRESH_KERNELS=1: AdamW and the sum of squares read
+#         bf16 gradients): tensor's suite, tensor's, nn's and train-gpt's
+#         half-gradient and pipelined-update tests on the GPU; then
+#         gpt2-medium bf16 under 4 GiB (blocks, expandable): the pipelined
+#         update with float32 and bf16 gradients (-grad-dtype bf16), the
+#         plain update with bf16 gradients, 10 and 40 timed steps, against
+#         the unconstrained run (10 and 40 steps) of this call
 # medium21 session 21: gpt2-medium bf16 under 4 GiB on expandable memory
 #         (right since session 21): the bf16-gradient tests on the GPU;
 #         blocks, selective and auto with bf16 gradients (-grad-dtype
@@ -675,6 +682,32 @@ if has loss21; then
     say "loss21 $v: exit $? in $(( $(date +%s) - start ))s; losses $(python3 -c "import json,sys; l=[json.loads(x)['loss'] for x in open(sys.argv[1])]; print(' '.join('%.4f'%v for v in l[::10]), 'last %.4f'%l[-1])" "$OUT/loss21-$v.jsonl" 2>/dev/null)"
     grep -iE 'error|panic' "$L/loss21-$v.log" | head -3 | tee -a "$OUT/summary.txt"
   done
+fi
+
+if has half22 && [ -z "${STRATA_KERNELS:-}" ]; then
+  say "half22: no fresh kernels (FRESH_KERNELS=1 and nvcc needed): the programs' embedded kernels predate the half-gradient ones"
+elif has half22; then
+  run_gpu_tests tensor
+  for t in "tensor TestAdamWStepsHalfGradients|TestHalfGradientsInClipping|TestSumSquares.*|TestAdamWStepsPipelined" "nn TestAdamWHalfGradients|TestAdamWPipelineSameBits" "examples/train-gpt TestGradDTypeBF16|TestPipelineOptimizerSameLosses"; do
+    pkg=${t%% *} pat=${t#* } bin=$PWD/.gpu/$(basename ${t%% *}).test
+    [ -x "$bin" ] || { say "h22 $pkg: no binary"; continue; }
+    (cd "$pkg" && STRATA_REQUIRE_GPU=1 timeout 200 "$bin" -test.v -test.run "^($pat)\$" > "$L/h22-test-$(basename $pkg).log" 2>&1)
+    say "h22 $pkg $pat on the GPU: exit $?"
+    grep -E -- '^--- (PASS|FAIL|SKIP)|    --- (PASS|FAIL)|losses|panic:' "$L/h22-test-$(basename $pkg).log" | head -24 | cut -c1-250 | tee -a "$OUT/summary.txt"
+  done
+  m="-config gpt2-medium -precision bf16 -attention fused -head fused -bench-warmup 25"
+  b="STRATA_EXPANDABLE_SEGMENTS=1 $m -device-budget 4GiB -checkpoint blocks"
+  off2 h22-none-a $m
+  off2 h22-pipe $b -pipeline-optimizer
+  off2 h22-pipe-bf16g $b -pipeline-optimizer -grad-dtype bf16
+  off2 h22-plain-bf16g $b -grad-dtype bf16
+  off2 h22-pipe-w16-bf16g $b -pipeline-optimizer -pipeline-width 16 -grad-dtype bf16
+  off2 h22-pipe-w66-bf16g $b -pipeline-optimizer -pipeline-width 66 -grad-dtype bf16
+  off2 h22-none-40 $m -steps 40
+  off2 h22-pipe-bf16g-40 $b -pipeline-optimizer -grad-dtype bf16 -steps 40
+  off2 h22-pipe-40 $b -pipeline-optimizer -steps 40
+  off2 h22-none-b $m
+  for f in $L/off2-h22-*.jsonl; do say "$(basename $f): $(jfields "$f" loss tok_s steps peak_mib_by_tier)"; done
 fi
 
 if has grid22 && [ -z "${STRATA_KERNELS:-}" ]; then

@@ -13,6 +13,7 @@
 // SGD updates in double and rounds to T where PyTorch stores a value.
 #pragma once
 #include "common.cuh"
+#include "cast.cuh"
 #include "guard.cuh"
 
 #define DADD __dadd_rn
@@ -37,12 +38,31 @@ __device__ __forceinline__ void adamw_one(float& p, float g, float& m, float& v,
   v = vt;
 }
 
+// The gradients of float32 parameters come in float32 or, kept in a half
+// type (autograd's SetGradDType), as BF16 or F16 bits: grad_at and grad4
+// read them widened, which is exact, so an update from half gradients is
+// the float32 update of their values.
+__device__ __forceinline__ float grad_at(const float* g, i64 i) { return g[i]; }
+__device__ __forceinline__ float grad_at(const BF16* g, i64 i) { return widen(g[i]); }
+__device__ __forceinline__ float grad_at(const F16* g, i64 i) { return widen(g[i]); }
+
+// grad4 reads gradient elements [4j, 4j+4): a float4, or four half values
+// in one 8-byte load (the first in the low bits).
+__device__ __forceinline__ float4 grad4(const float* g, i64 j) { return ((const float4*)g)[j]; }
+template <typename H>
+__device__ __forceinline__ float4 grad4(const H* g, i64 j) {
+  const uint2 u = ((const uint2*)g)[j];
+  return make_float4(widen(H{(uint16_t)(u.x & 0xffffu)}), widen(H{(uint16_t)(u.x >> 16)}),
+                     widen(H{(uint16_t)(u.y & 0xffffu)}), widen(H{(uint16_t)(u.y >> 16)}));
+}
+
 // adamw_elem updates element i.
-__device__ __forceinline__ void adamw_elem(float* p, const float* g, float* m, float* v, i64 i, float decay, float w1,
+template <typename G>
+__device__ __forceinline__ void adamw_elem(float* p, const G* g, float* m, float* v, i64 i, float decay, float w1,
                                            float beta2, float w2, float stepSize, float bc2Sqrt, float eps,
                                            int lerpLow) {
   float pi = p[i], mi = m[i], vi = v[i];
-  adamw_one(pi, g[i], mi, vi, decay, w1, beta2, w2, stepSize, bc2Sqrt, eps, lerpLow);
+  adamw_one(pi, grad_at(g, i), mi, vi, decay, w1, beta2, w2, stepSize, bc2Sqrt, eps, lerpLow);
   p[i] = pi;
   m[i] = mi;
   v[i] = vi;
@@ -59,42 +79,37 @@ __device__ __forceinline__ void adamw_one4(float4& p, const float4 g, float4& m,
 }
 
 // adamw_chunk4 updates elements [0, n) of 16-byte aligned float arrays
-// by float4, two a thread at a time, all loads first: offloaded moments
-// (host memory the device reads over the bus) arrive in 512-byte warp
-// requests with twice as many in flight as scalar loads give; then the
-// tail element by element. Returns false (nothing done) when an array is
-// not 16-byte aligned.
-__device__ __forceinline__ bool adamw_chunk4(float* __restrict__ p, const float* __restrict__ g, float* __restrict__ m,
+// (the gradient's 4 elements aligned) by float4, two a thread at a time,
+// all loads first: offloaded moments (host memory the device reads over
+// the bus) arrive in 512-byte warp requests with twice as many in flight
+// as scalar loads give; then the tail element by element. Returns false
+// (nothing done) when an array is not aligned so.
+template <typename G>
+__device__ __forceinline__ bool adamw_chunk4(float* __restrict__ p, const G* __restrict__ g, float* __restrict__ m,
                                              float* __restrict__ v, i64 n, float decay, float w1, float beta2,
                                              float w2, float stepSize, float bc2Sqrt, float eps, int lerpLow) {
-  if ((((unsigned long long)p | (unsigned long long)g | (unsigned long long)m | (unsigned long long)v) & 15) != 0)
+  if ((((unsigned long long)p | (unsigned long long)m | (unsigned long long)v) & 15) != 0 ||
+      ((unsigned long long)g & (4 * sizeof(G) - 1)) != 0)
     return false;
   float4* p4 = (float4*)p;
-  const float4* g4 = (const float4*)g;
   float4 *m4 = (float4*)m, *v4 = (float4*)v;
   const i64 n4 = n >> 2, step = blockDim.x;
   i64 j = threadIdx.x;
   for (; j + step < n4; j += 2 * step) {
     float4 pa = p4[j], pb = p4[j + step], ma = m4[j], mb = m4[j + step], va = v4[j], vb = v4[j + step];
-    const float4 ga = g4[j], gb = g4[j + step];
+    const float4 ga = grad4(g, j), gb = grad4(g, j + step);
     adamw_one4(pa, ga, ma, va, decay, w1, beta2, w2, stepSize, bc2Sqrt, eps, lerpLow);
     adamw_one4(pb, gb, mb, vb, decay, w1, beta2, w2, stepSize, bc2Sqrt, eps, lerpLow);
     p4[j] = pa, p4[j + step] = pb, m4[j] = ma, m4[j + step] = mb, v4[j] = va, v4[j + step] = vb;
   }
   if (j < n4) {
     float4 pa = p4[j], ma = m4[j], va = v4[j];
-    adamw_one4(pa, g4[j], ma, va, decay, w1, beta2, w2, stepSize, bc2Sqrt, eps, lerpLow);
+    adamw_one4(pa, grad4(g, j), ma, va, decay, w1, beta2, w2, stepSize, bc2Sqrt, eps, lerpLow);
     p4[j] = pa, m4[j] = ma, v4[j] = va;
   }
   for (i64 i = (n4 << 2) + threadIdx.x; i < n; i += step)
     adamw_elem(p, g, m, v, i, decay, w1, beta2, w2, stepSize, bc2Sqrt, eps, lerpLow);
   return true;
-}
-
-// No vectorised path in float64.
-__device__ __forceinline__ bool adamw_chunk4(double*, const double*, double*, double*, i64, double, double, double,
-                                             double, double, double, double, int) {
-  return false;
 }
 
 __device__ __forceinline__ void adamw_step(float* p, const float* g, float* m, float* v, i64 n, float decay, float w1,
@@ -140,9 +155,11 @@ __device__ __forceinline__ void sgd(T* p, const T* g, T* buf, i64 n, double lr, 
 
 // AdamWChunk is one run of a multi-tensor AdamW step: n elements of a
 // parameter, its gradient and moments from the given addresses (the run's
-// start), and the parameter's decay factor 1 - lr * weight decay (rounded
-// to T by the kernel, as the single-tensor launch rounds it). One launch
-// updates every parameter of a model (tensor.AdamWSteps).
+// start), the parameter's decay factor 1 - lr * weight decay (rounded to T
+// by the kernel, as the single-tensor launch rounds it), and the
+// gradient's dtype: AdamWGradT (the parameter's), AdamWGradBF16 or
+// AdamWGradF16 (float32 parameters only). One launch updates every
+// parameter of a model (tensor.AdamWSteps).
 struct AdamWChunk {
   void* p;
   const void* g;
@@ -150,7 +167,46 @@ struct AdamWChunk {
   void* v;
   i64 n;
   double decay;
+  int gdt;
+  int pad;
 };
+enum { AdamWGradT = 0, AdamWGradBF16 = 1, AdamWGradF16 = 2 };
+
+// adamw_run updates a run's n elements, vectorised where aligned.
+template <typename G>
+__device__ __forceinline__ void adamw_run(float* p, const G* g, float* m, float* v, i64 n, float decay, float w1,
+                                          float beta2, float w2, float stepSize, float bc2Sqrt, float eps,
+                                          int lerpLow) {
+  if (adamw_chunk4(p, g, m, v, n, decay, w1, beta2, w2, stepSize, bc2Sqrt, eps, lerpLow)) return;
+  for (i64 i = threadIdx.x; i < n; i += blockDim.x)
+    adamw_elem(p, g, m, v, i, decay, w1, beta2, w2, stepSize, bc2Sqrt, eps, lerpLow);
+}
+
+// adamw_row updates the run of table row c, reading its gradient in the
+// row's dtype.
+__device__ __forceinline__ void adamw_row(const AdamWChunk& c, float decay, float w1, float beta2, float w2,
+                                          float stepSize, float bc2Sqrt, float eps, int lerpLow) {
+  float *p = (float*)c.p, *m = (float*)c.m, *v = (float*)c.v;
+  switch (c.gdt) {
+    case AdamWGradBF16:
+      adamw_run(p, (const BF16*)c.g, m, v, c.n, decay, w1, beta2, w2, stepSize, bc2Sqrt, eps, lerpLow);
+      break;
+    case AdamWGradF16:
+      adamw_run(p, (const F16*)c.g, m, v, c.n, decay, w1, beta2, w2, stepSize, bc2Sqrt, eps, lerpLow);
+      break;
+    default:
+      adamw_run(p, (const float*)c.g, m, v, c.n, decay, w1, beta2, w2, stepSize, bc2Sqrt, eps, lerpLow);
+  }
+}
+
+// float64 parameters have float64 gradients (the host refuses others).
+__device__ __forceinline__ void adamw_row(const AdamWChunk& c, double decay, double w1, double beta2, double w2,
+                                          double stepSize, double bc2Sqrt, double eps, int lerpLow) {
+  double *p = (double*)c.p, *m = (double*)c.m, *v = (double*)c.v;
+  const double* g = (const double*)c.g;
+  for (i64 i = threadIdx.x; i < c.n; i += blockDim.x)
+    adamw_elem(p, g, m, v, i, decay, w1, beta2, w2, stepSize, bc2Sqrt, eps, lerpLow);
+}
 
 // adamw_multi updates rows blockIdx.x, + gridDim.x, ... of the table's
 // nrows: a grid of nrows blocks is one row a block (the device's own
@@ -164,13 +220,7 @@ __device__ void adamw_multi(const AdamWChunk* chunks, int nrows, T w1, T beta2, 
                             int lerpLow) {
   for (int r = blockIdx.x; r < nrows; r += gridDim.x) {
     const AdamWChunk c = chunks[r];
-    T* p = (T*)c.p;
-    const T* g = (const T*)c.g;
-    T *m = (T*)c.m, *v = (T*)c.v;
-    const T decay = (T)c.decay;
-    if (adamw_chunk4(p, g, m, v, c.n, decay, w1, beta2, w2, stepSize, bc2Sqrt, eps, lerpLow)) continue;
-    for (i64 i = threadIdx.x; i < c.n; i += blockDim.x)
-      adamw_elem(p, g, m, v, i, decay, w1, beta2, w2, stepSize, bc2Sqrt, eps, lerpLow);
+    adamw_row(c, (T)c.decay, w1, beta2, w2, stepSize, bc2Sqrt, eps, lerpLow);
   }
 }
 
@@ -197,12 +247,7 @@ __device__ void adamw_multi_guarded(const AdamWChunk* chunks, const AdamWArgs* a
   if (sizeof(T) == 8) stepSize = DMUL(stepSize, a->bc2Sqrt), eps = DMUL(eps, a->bc2Sqrt);
   const T decay = (T)DSUB(1.0, DMUL(a->lr, c.decay));
   const T w1 = (T)a->w1, beta2 = (T)a->beta2, w2 = (T)a->w2, ss = (T)stepSize, bc = (T)a->bc2Sqrt, e = (T)eps;
-  T* p = (T*)c.p;
-  const T* gr = (const T*)c.g;
-  T *m = (T*)c.m, *v = (T*)c.v;
-  if (adamw_chunk4(p, gr, m, v, c.n, decay, w1, beta2, w2, ss, bc, e, a->lerpLow)) return;
-  for (i64 i = threadIdx.x; i < c.n; i += blockDim.x)
-    adamw_elem(p, gr, m, v, i, decay, w1, beta2, w2, ss, bc, e, a->lerpLow);
+  adamw_row(c, decay, w1, beta2, w2, ss, bc, e, a->lerpLow);
 }
 
 #define OPTIM_KERNELS(sfx, T)                                                                            \

@@ -9,6 +9,7 @@
 // Partial layout: partial[c * total + j], chunk c, output j = o*inner + i.
 #pragma once
 #include "common.cuh"
+#include "cast.cuh"
 
 template <typename Op>
 __device__ __forceinline__ double reduce_identity();
@@ -118,6 +119,14 @@ struct SqChunk {
   i64 lo, hi, slot;
 };
 
+// sq_at is element m widened to double: exactly, from a half type too
+// (gradients kept in bf16 or f16: the sum of squares of their values, as
+// the float32 path gives for the same values).
+template <typename T>
+__device__ __forceinline__ double sq_at(const T* x, i64 m) { return (double)x[m]; }
+__device__ __forceinline__ double sq_at(const BF16* x, i64 m) { return (double)widen(x[m]); }
+__device__ __forceinline__ double sq_at(const F16* x, i64 m) { return (double)widen(x[m]); }
+
 template <typename T>
 __device__ void sum_squares_multi(double* partial, const SqChunk* chunks) {
   double* sh = shared_scratch<double>();
@@ -125,7 +134,7 @@ __device__ void sum_squares_multi(double* partial, const SqChunk* chunks) {
   const T* x = (const T*)c.x;
   double v = 0;
   for (i64 m = c.lo + threadIdx.x; m < c.hi; m += blockDim.x) {
-    double f = (double)x[m];
+    double f = sq_at(x, m);
     v += f * f;
   }
   v = block_reduce(v, sh, SumOp(), 0.0);
@@ -168,6 +177,15 @@ __device__ void sum_squares_multi(double* partial, const SqChunk* chunks) {
 
 REDUCE_KERNELS(f32, float)
 REDUCE_KERNELS(f64, double)
+
+// The multi-tensor sum of squares of half tensors (gradients kept in bf16
+// or f16), into the same partials as the float launches beside it.
+extern "C" __global__ void __launch_bounds__(256) sum_squares_multi_bf16(double* partial, const SqChunk* chunks) {
+  sum_squares_multi<BF16>(partial, chunks);
+}
+extern "C" __global__ void __launch_bounds__(256) sum_squares_multi_f16(double* partial, const SqChunk* chunks) {
+  sum_squares_multi<F16>(partial, chunks);
+}
 
 // sum_partials adds the chunk partials of sum_squares into the status
 // block's scalar slot (one block; fixed order).

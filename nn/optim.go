@@ -56,7 +56,7 @@ type AdamW struct {
 	// It takes precedence over Overlap.
 	Pipeline bool
 	// PipelineWidth is the most blocks a pipelined update runs at once on
-	// a GPU, each striding over its group's rows (0: half the SMs), so
+	// a GPU, each striding over its group's rows (0: a quarter of the SMs), so
 	// that an update bound by the bus stays resident and busy while the
 	// forward pass beside it has the other SMs.
 	PipelineWidth int
@@ -80,13 +80,6 @@ func (o *AdamW) Steps() int { return o.step }
 // needs are allocated before any parameter changes, so a step that runs
 // out of memory leaves the parameters and the step count as they were.
 func (o *AdamW) Step() error {
-	if o.Pipeline || o.Overlap {
-		for _, p := range o.Params {
-			if p.Grad != nil && p.Grad.DType() != p.Value.DType() {
-				return fmt.Errorf("nn: AdamW: the overlapped and pipelined updates take gradients in their parameters' dtype; %s has a %v gradient (autograd's SetGradDType): use the plain update", p.Name, p.Grad.DType())
-			}
-		}
-	}
 	return tensor.Try(func() {
 		pp, ps, gs, ms, vs, wds := o.updates()
 		// One launch for every parameter of a device and dtype

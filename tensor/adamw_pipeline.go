@@ -14,8 +14,9 @@ import (
 // nothing is called): the caller releases the group's gradients there, and
 // the pool hands their blocks out again once that group's update has run,
 // not the whole step's. The results are AdamWSteps' bit for bit (the same
-// kernel and table rows, each parameter in one group). Every argument is
-// checked before any parameter changes.
+// kernel and table rows, each parameter in one group), half gradients of
+// float32 parameters included. Every argument is checked before any
+// parameter changes.
 //
 // On a GPU the groups run on the device's side stream (cuda_side.go), a
 // launch a group of at most width blocks, each striding over the group's
@@ -43,7 +44,7 @@ func AdamWStepsPipelined(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta
 		fail(op, ErrArgument, "the last group must end at %d, the number of parameters (group ends %v)", len(ps), ends)
 	}
 	for i, p := range ps {
-		adamwCheckParam(op, i, p, gs[i], ms[i], vs[i], false)
+		adamwCheckParam(op, i, p, gs[i], ms[i], vs[i], true)
 	}
 	// The CUDA runs (a group's parameters of one device and dtype; a
 	// model's are all of one) go into one adamw_multi table a device and
@@ -108,7 +109,9 @@ func AdamWStepsPipelined(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta
 		}
 	}
 	for k, r := range runs {
-		if r.tr == nil {
+		if r.tr == nil && anyHalfGrad(ps[r.lo:r.hi], gs[r.lo:r.hi]) {
+			adamwWidened(ps[r.lo:r.hi], gs[r.lo:r.hi], ms[r.lo:r.hi], vs[r.lo:r.hi], wd[r.lo:r.hi], lr, beta1, beta2, eps, step)
+		} else if r.tr == nil {
 			ps[r.lo].dev.backend().adamwMulti(ps[r.lo:r.hi], gs[r.lo:r.hi], ms[r.lo:r.hi], vs[r.lo:r.hi], wd[r.lo:r.hi], lr, beta1, beta2, eps, step)
 		} else {
 			t := r.tr
@@ -147,5 +150,6 @@ func (d *cudaDevice) adamwPipelineRun(s *cudaSide, g int, tab *memory.Allocation
 }
 
 // adamwRowBytes is the size of a row of adamw_multi's table
-// (kernels/optim.cuh's AdamWChunk: p, g, m, v, n, decay).
-const adamwRowBytes = 48
+// (kernels/optim.cuh's AdamWChunk: p, g, m, v, n, decay, the gradient's
+// dtype and a pad word).
+const adamwRowBytes = 56

@@ -213,6 +213,13 @@ func TestCUDALaunchersMatchKernels(t *testing.T) {
 		for _, dt := range []DType{Float32, Float64} {
 			driveBackend(t, d, b, dt)
 		}
+		{ // half gradients: their sum of squares (one and several chunks) and AdamW reading them
+			hb, hf := mustNew("t", nil, d, BFloat16, []int{4, 6}), mustNew("t", nil, d, Float16, []int{3, 70001})
+			b.sumSquares([]*Tensor{hb})
+			b.sumSquares([]*Tensor{hb, hf, mustNew("t", nil, d, Float32, []int{5})})
+			p := []*Tensor{mustNew("t", nil, d, Float32, []int{4, 6}), mustNew("t", nil, d, Float32, []int{3, 70001})}
+			b.adamwMulti(p, []*Tensor{hb, hf}, p, p, []float64{0, 0.1}, 1e-3, 0.9, 0.99, 1e-8, 2)
+		}
 		b.unscaleCheck([]*Tensor{mustNew("t", nil, d, Float32, []int{4, 6}), mustNew("t", nil, d, Float32, []int{5})}, 0.5)
 		b.scaleAll([]*Tensor{mustNew("t", nil, d, Float32, []int{4, 6}), mustNew("t", nil, d, Float32, []int{5})}, 0.5)
 		driveAttention(t, d, b)

@@ -92,6 +92,7 @@ type cudaKernels struct {
 	crossEntropyFused [2][6]*cuda.Function
 
 	dropout, adamw, adamwMulti, sgd [2]*cuda.Function
+	sumSquaresMultiHalf             [2]*cuda.Function // bf16, f16 (kernels/reduce.cuh)
 	gemmF64                         *cuda.Function
 	unscaleCheck                    *cuda.Function    // kernels/amp.cuh
 	adamwMultiGuarded               [2]*cuda.Function // kernels/optim.cuh, for graphs
@@ -105,6 +106,8 @@ type cudaKernels struct {
 func (k *cudaKernels) bindings() map[string]**cuda.Function {
 	m := map[string]**cuda.Function{
 		"sum_partials":               &k.sumPartials,
+		"sum_squares_multi_bf16":     &k.sumSquaresMultiHalf[0],
+		"sum_squares_multi_f16":      &k.sumSquaresMultiHalf[1],
 		"count_targets":              &k.countTargets,
 		"gemm_f64":                   &k.gemmF64,
 		"scatter_keys":               &k.scatterKeys,

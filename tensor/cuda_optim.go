@@ -75,7 +75,7 @@ func (b cudaBackend) adamwGuarded(ps, gs, ms, vs []*Tensor, wd []float64, a *Ada
 	if guard != nil {
 		g = guard.cu.dev
 	}
-	d.launch("AdamW", d.k.adamwMultiGuarded[f], [3]uint32{uint32(len(rows) / 48), 1, 1}, block1, func(args *cuda.Args) {
+	d.launch("AdamW", d.k.adamwMultiGuarded[f], [3]uint32{uint32(len(rows) / adamwRowBytes), 1, 1}, block1, func(args *cuda.Args) {
 		args.Ptr(tab).Ptr(a.cu.dev).Ptr(g)
 	})
 }
@@ -96,24 +96,37 @@ func adamwRowsWith(ps, gs, ms, vs []*Tensor, decay func(i int) float64, ptr func
 	for _, p := range ps {
 		rowCount += ceilDiv(p.Numel(), adamwChunk)
 	}
-	rows = make([]byte, 0, 48*rowCount)
+	rows = make([]byte, 0, adamwRowBytes*rowCount)
 	for i, p := range ps {
 		n := p.Numel()
 		if n == 0 {
 			continue
 		}
 		f = floatIndex("AdamW", p.dtype)
-		sz := uint64(p.dtype.Size())
-		ptrs := [4]uint64{uint64(ptr(p)), uint64(ptr(gs[i])), uint64(ptr(ms[i])), uint64(ptr(vs[i]))}
+		ts := [4]*Tensor{p, gs[i], ms[i], vs[i]}
 		for lo := 0; lo < n; lo += adamwChunk {
-			for _, q := range ptrs {
-				rows = binary.LittleEndian.AppendUint64(rows, q+uint64(lo)*sz)
+			for _, t := range ts {
+				rows = binary.LittleEndian.AppendUint64(rows, uint64(ptr(t))+uint64(lo*t.dtype.Size()))
 			}
 			rows = binary.LittleEndian.AppendUint64(rows, uint64(min(adamwChunk, n-lo)))
 			rows = binary.LittleEndian.AppendUint64(rows, math.Float64bits(decay(i)))
+			rows = binary.LittleEndian.AppendUint64(rows, uint64(adamwGradType(p, gs[i])))
 		}
 	}
 	return rows, f
+}
+
+// adamwGradType is AdamWChunk.gdt for parameter p's gradient g
+// (kernels/optim.cuh): 0 in p's dtype, 1 bfloat16, 2 float16 (of a
+// float32 p).
+func adamwGradType(p, g *Tensor) int32 {
+	switch {
+	case g.dtype == p.dtype:
+		return 0
+	case g.dtype == BFloat16:
+		return 1
+	}
+	return 2
 }
 
 // adamwConsts are a step's constants, computed as cpukern.AdamW does;

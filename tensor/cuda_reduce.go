@@ -109,6 +109,19 @@ func (b cudaBackend) sumSquares(srcs []*Tensor) float64 {
 	return d.status.words.scalar
 }
 
+// sumSquaresKind is the table of sum_squares_multi kernels a dtype's
+// tensors go to: 0 float32, 1 float64 (floatIndex's), 2 bfloat16, 3
+// float16 (sumSquaresMultiHalf).
+func sumSquaresKind(dt DType) int {
+	switch dt {
+	case BFloat16:
+		return 2
+	case Float16:
+		return 3
+	}
+	return floatIndex("SumSquares", dt)
+}
+
 // sumSquaresInto queues the sum of squares of srcs into the scalar slot
 // of the Status block at st (the device's own, or a StepGuard's) and
 // reports whether it queued anything (false: no elements, slot untouched).
@@ -132,11 +145,13 @@ func (b cudaBackend) sumSquaresInto(st cuda.DevicePtr, srcs []*Tensor) bool {
 	if len(srcs) > 1 {
 		minChunk = max(minChunk, ceilDiv(all, reduceMaxChunks))
 	}
+	half := false
 	for _, t := range srcs {
-		f, n := floatIndex("SumSquares", t.dtype), t.Numel()
+		f, n := sumSquaresKind(t.dtype), t.Numel()
 		if n == 0 {
 			continue
 		}
+		half = half || f >= 2
 		chunks, chunkLen := chunking(n, 1, minChunk)
 		jobs = append(jobs, job{t: t, f: f, at: total, chunks: chunks, chunkLen: chunkLen})
 		total += chunks
@@ -144,20 +159,23 @@ func (b cudaBackend) sumSquaresInto(st cuda.DevicePtr, srcs []*Tensor) bool {
 	if total == 0 {
 		return false
 	}
+	// Half tensors have only the multi-tensor kernel, whose partials
+	// sum_partials adds even when there is one.
+	partials := total > 1 || half
 	var part *memory.Allocation
-	if total > 1 {
+	if partials {
 		part = d.scratch("SumSquares", total)
 		defer freeScratch(part)
 	}
 	base := scratchPtr(part)
-	if len(jobs) == 1 {
+	if len(jobs) == 1 && !half {
 		j := jobs[0]
 		d.launch("SumSquares", d.k.sumSquares[j.f], [3]uint32{uint32(j.chunks), 1, 1}, block1, func(a *cuda.Args) {
 			a.Ptr(st).Ptr(base).Ptr(devPtr(j.t)).Int64(int64(j.t.Numel())).Int64(int64(j.chunkLen))
 		})
 	} else {
-		var rows [2][]byte // SqChunk rows by dtype: x, lo, hi, slot
-		var size [2]int
+		var rows [4][]byte // SqChunk rows by kind (sumSquaresKind): x, lo, hi, slot
+		var size [4]int
 		for _, j := range jobs {
 			size[j.f] += 32 * j.chunks
 		}
@@ -177,14 +195,20 @@ func (b cudaBackend) sumSquaresInto(st cuda.DevicePtr, srcs []*Tensor) bool {
 			if len(r) == 0 {
 				continue
 			}
+			var fn *cuda.Function
+			if f < 2 {
+				fn = d.k.sumSquaresMulti[f]
+			} else {
+				fn = d.k.sumSquaresMultiHalf[f-2]
+			}
 			tab, done := d.argTable("SumSquares", r)
-			d.launch("SumSquares", d.k.sumSquaresMulti[f], [3]uint32{uint32(len(r) / 32), 1, 1}, block1, func(a *cuda.Args) {
+			d.launch("SumSquares", fn, [3]uint32{uint32(len(r) / 32), 1, 1}, block1, func(a *cuda.Args) {
 				a.Ptr(base).Ptr(tab)
 			})
 			done()
 		}
 	}
-	if total > 1 {
+	if partials {
 		d.launch("SumSquares", d.k.sumPartials, [3]uint32{1, 1, 1}, block1, func(a *cuda.Args) {
 			a.Ptr(st).Ptr(base).Int32(int32(total))
 		})

@@ -135,13 +135,17 @@ func (d *cudaDevice) sideStream(op string) *cudaSide {
 }
 
 // sideGrid is the grid of an update of n table rows on the side stream:
-// at most width blocks, by default (width <= 0) half the device's SMs, a
-// block of 256 threads each: the moments' reads over the bus need a few
-// dozen resident blocks to keep it busy (more only wait longer for it),
-// and the forward pass beside the update keeps the rest of the device.
+// at most width blocks, by default (width <= 0) a quarter of the device's
+// SMs, a block of 256 threads each: the moments' reads over the bus need a
+// few dozen resident blocks to keep it busy (more only wait longer for
+// it), and the forward pass beside the update keeps the rest of the
+// device. gpt2-medium's pipelined update under 4 GiB on the H200 (132 SMs,
+// bench/results/hybrid-2026-12-03-s22.md) ran 0.479x of the unconstrained
+// step at 33 blocks, 0.475x at 16, 0.470x at 66, 0.456x at 132 and 0.450x
+// at a block a row.
 func (d *cudaDevice) sideGrid(n, width int) int {
 	if width <= 0 {
-		width = d.props.Multiprocessors / 2
+		width = max(1, d.props.Multiprocessors/4)
 	}
 	return max(1, min(n, width))
 }

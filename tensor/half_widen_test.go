@@ -11,9 +11,11 @@ import (
 )
 
 // Half gradients (bf16 and fp16) in gradient clipping's reductions:
-// SumSquaresAll widens them to float32 a bounded group at a time (here 1
-// KiB, so that every tensor is a group and a few share one) and gives the
-// float64 reference's sum beside float32 and float64 tensors; ScaleAll
+// SumSquaresAll gives the float64 reference's sum beside float32 and
+// float64 tensors, and of one half tensor alone, small or of many chunks
+// (on a GPU its kernels read them as they are; on the CPU they are widened
+// to float32 a bounded group at a time, here 1 KiB, so that every tensor
+// is a group and a few share one); ScaleAll
 // gives each half tensor its float32 value times alpha rounded once to its
 // dtype, which is within a half's rounding of the float64 product.
 func TestHalfGradientsInClipping(t *testing.T) {
@@ -39,6 +41,14 @@ func TestHalfGradientsInClipping(t *testing.T) {
 			}
 			got := tensor.SumSquaresAll(ts)
 			require.InEpsilon(t, want, got, 1e-5, "sum of squares")
+			big := tensor.RandN(dev, tensor.Float32, rng, 1, 3, 70001).To(tensor.Float16)
+			for _, x := range []*tensor.Tensor{ts[5], big} {
+				var want float64
+				for _, v := range x.Float64s() {
+					want += v * v
+				}
+				require.InEpsilon(t, want, tensor.SumSquaresAll([]*tensor.Tensor{x}), 1e-12, "%v %v alone", x.DType(), x.Shape())
+			}
 
 			const alpha = 0.3
 			var ref []*tensor.Tensor
@@ -72,71 +82,86 @@ func TestHalfGradientsInClipping(t *testing.T) {
 	})
 }
 
-// AdamWSteps takes bf16 and fp16 gradients of float32 parameters beside
-// float32 ones and updates exactly as with them widened to float32
-// beforehand, in groups (1 KiB here: a few parameters each, a large one
-// alone); the overlapped, pipelined and guarded updates refuse them,
-// naming the parameter, before changing anything.
+// AdamWSteps, AdamWStepsOverlapped and AdamWStepsPipelined take bf16 and
+// fp16 gradients of float32 parameters beside float32 ones and update
+// exactly as with them widened to float32 beforehand: on a GPU the kernel
+// reads them as they are (a parameter of two table rows among them, whose
+// second row starts 64 Ki half elements in), on the CPU they are widened
+// in groups (1 KiB here: a few parameters each, a large one alone). The
+// guarded update refuses them, naming the parameter, before changing
+// anything.
 func TestAdamWStepsHalfGradients(t *testing.T) {
 	defer tensor.SetHalfWidenGroup(1 << 10)()
+	shapes := [][]int{{16, 24}, {24}, {40, 16}, {7}, {100, 3}, {5}, {300, 300}}
+	wd := []float64{0.1, 0, 0.1, 0, 0.1, 0, 0.1}
+	updates := map[string]func(ps, gs, ms, vs []*tensor.Tensor, step int){
+		"plain": func(ps, gs, ms, vs []*tensor.Tensor, step int) {
+			tensor.AdamWSteps(ps, gs, ms, vs, wd, 1e-2, 0.9, 0.95, 1e-8, step)
+		},
+		"overlapped": func(ps, gs, ms, vs []*tensor.Tensor, step int) {
+			tensor.AdamWStepsOverlapped(ps, gs, ms, vs, wd, 1e-2, 0.9, 0.95, 1e-8, step, 4<<10)
+		},
+		"pipelined": func(ps, gs, ms, vs []*tensor.Tensor, step int) {
+			tensor.AdamWStepsPipelined(ps, gs, ms, vs, wd, 1e-2, 0.9, 0.95, 1e-8, step, []int{2, 4, 7}, 0, nil)
+		},
+		"pipelined, one block": func(ps, gs, ms, vs []*tensor.Tensor, step int) {
+			tensor.AdamWStepsPipelined(ps, gs, ms, vs, wd, 1e-2, 0.9, 0.95, 1e-8, step, []int{2, 4, 7}, 1, nil)
+		},
+	}
 	onDevices(t, func(t *testing.T, dev tensor.Device) {
-		tensor.WithScope(func() {
-			rng := rand.New(rand.NewPCG(7, 8))
-			shapes := [][]int{{16, 24}, {24}, {40, 16}, {7}, {100, 3}, {5}}
-			mk := func() (ps, ms, vs []*tensor.Tensor) {
-				r := rand.New(rand.NewPCG(9, 10))
-				for _, s := range shapes {
-					ps = append(ps, tensor.RandN(dev, tensor.Float32, r, 0.5, s...))
-					ms = append(ms, tensor.RandN(dev, tensor.Float32, r, 0.1, s...))
-					v := tensor.RandN(dev, tensor.Float32, r, 0.3, s...)
-					vs = append(vs, tensor.Mul(v, v)) // second moments are not negative
-				}
-				return ps, ms, vs
-			}
-			ph, mh, vh := mk()
-			pw, mw, vw := mk()
-			wd := []float64{0.1, 0, 0.1, 0, 0.1, 0}
-			for step := 1; step <= 3; step++ {
-				var gh, gw []*tensor.Tensor
-				for i, s := range shapes {
-					g := tensor.RandN(dev, tensor.Float32, rng, 1, s...)
-					switch i % 3 {
-					case 0:
-						g = g.To(tensor.BFloat16)
-					case 1:
-						g = g.To(tensor.Float16)
+		for name, update := range updates {
+			tensor.WithScope(func() {
+				rng := rand.New(rand.NewPCG(7, 8))
+				mk := func() (ps, ms, vs []*tensor.Tensor) {
+					r := rand.New(rand.NewPCG(9, 10))
+					for _, s := range shapes {
+						ps = append(ps, tensor.RandN(dev, tensor.Float32, r, 0.5, s...))
+						ms = append(ms, tensor.RandN(dev, tensor.Float32, r, 0.1, s...))
+						v := tensor.RandN(dev, tensor.Float32, r, 0.3, s...)
+						vs = append(vs, tensor.Mul(v, v)) // second moments are not negative
 					}
-					gh, gw = append(gh, g), append(gw, g.To(tensor.Float32))
+					return ps, ms, vs
 				}
-				tensor.AdamWSteps(ph, gh, mh, vh, wd, 1e-2, 0.9, 0.95, 1e-8, step)
-				tensor.AdamWSteps(pw, gw, mw, vw, wd, 1e-2, 0.9, 0.95, 1e-8, step)
-				for i := range shapes {
-					require.Equal(t, pw[i].Float64s(), ph[i].Float64s(), "step %d parameter %d", step, i)
-					require.Equal(t, vw[i].Float64s(), vh[i].Float64s(), "step %d second moment %d", step, i)
+				ph, mh, vh := mk()
+				pw, mw, vw := mk()
+				for step := 1; step <= 3; step++ {
+					var gh, gw []*tensor.Tensor
+					for i, s := range shapes {
+						g := tensor.RandN(dev, tensor.Float32, rng, 1, s...)
+						switch i % 3 {
+						case 0:
+							g = g.To(tensor.BFloat16)
+						case 1:
+							g = g.To(tensor.Float16)
+						}
+						gh, gw = append(gh, g), append(gw, g.To(tensor.Float32))
+					}
+					update(ph, gh, mh, vh, step)
+					update(pw, gw, mw, vw, step)
+					require.NoError(t, dev.Synchronize())
+					for i := range shapes {
+						require.Equal(t, pw[i].Float64s(), ph[i].Float64s(), "%s: step %d parameter %d", name, step, i)
+						require.Equal(t, mw[i].Float64s(), mh[i].Float64s(), "%s: step %d first moment %d", name, step, i)
+						require.Equal(t, vw[i].Float64s(), vh[i].Float64s(), "%s: step %d second moment %d", name, step, i)
+					}
 				}
-			}
+			})
+		}
 
-			before := ph[0].Float64s()
-			gs := []*tensor.Tensor{tensor.Zeros(dev, tensor.BFloat16, shapes[0]...)}
-			one := func(ts []*tensor.Tensor) []*tensor.Tensor { return ts[:1] }
+		tensor.WithScope(func() {
+			r := rand.New(rand.NewPCG(9, 10))
+			p, m, v := tensor.RandN(dev, tensor.Float32, r, 0.5, 16, 24), tensor.Zeros(dev, tensor.Float32, 16, 24), tensor.Zeros(dev, tensor.Float32, 16, 24)
+			before := p.Float64s()
 			args, err := tensor.NewAdamWArgs(dev)
 			require.NoError(t, err)
 			defer args.Release()
 			require.NoError(t, args.Set(1e-2, 0.9, 0.95, 1e-8, 4))
-			for name, update := range map[string]func(){
-				"overlapped": func() {
-					tensor.AdamWStepsOverlapped(one(ph), gs, one(mh), one(vh), wd[:1], 1e-2, 0.9, 0.95, 1e-8, 4, 1<<20)
-				},
-				"pipelined": func() {
-					tensor.AdamWStepsPipelined(one(ph), gs, one(mh), one(vh), wd[:1], 1e-2, 0.9, 0.95, 1e-8, 4, []int{1}, 0, nil)
-				},
-				"guarded": func() { tensor.AdamWStepsGuarded(one(ph), gs, one(mh), one(vh), wd[:1], args, nil) },
-			} {
-				err := tensor.Try(update)
-				require.ErrorIs(t, err, tensor.ErrDType, name)
-				require.ErrorContains(t, err, "parameter 0 has a bfloat16 gradient", name)
-				require.Equal(t, before, ph[0].Float64s(), "%s: nothing changed", name)
-			}
+			err = tensor.Try(func() {
+				tensor.AdamWStepsGuarded([]*tensor.Tensor{p}, []*tensor.Tensor{tensor.Zeros(dev, tensor.BFloat16, 16, 24)}, []*tensor.Tensor{m}, []*tensor.Tensor{v}, wd[:1], args, nil)
+			})
+			require.ErrorIs(t, err, tensor.ErrDType)
+			require.ErrorContains(t, err, "parameter 0 has a bfloat16 gradient")
+			require.Equal(t, before, p.Float64s(), "nothing changed")
 		})
 	})
 }

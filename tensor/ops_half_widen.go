@@ -2,12 +2,13 @@ package tensor
 
 // Half-precision gradients (autograd's Var.SetGradDType: bf16 gradients of
 // float32 weights, as llm.c keeps them) reach the reductions and scalings
-// of gradient clipping and AdamW's update, which compute in float32:
-// SumSquaresAll, ScaleAll and AdamWSteps widen them here, a bounded group
-// at a time, so that a model's half gradients never all exist in float32
-// at once (that would give back the memory they save at the step's peak).
-// The widening is exact, so each gets the float32 op's result for the
-// half values.
+// of gradient clipping and AdamW's update, which compute in float32. A
+// GPU's kernels read them as they are (the sum of squares and AdamW
+// widen each element in registers); elsewhere SumSquaresAll, ScaleAll
+// and the AdamW updates widen them here, a bounded group at a time, so
+// that a model's half gradients never all exist in float32 at once (that
+// would give back the memory they save at the step's peak). The widening
+// is exact, so each gets the float32 op's result for the half values.
 
 // halfWidenGroup is the most float32 bytes widened at once (a variable
 // for the tests).
@@ -66,6 +67,17 @@ func sumSquaresHalf(ts []*Tensor) float64 {
 		total += ts[lo].dev.backend().sumSquares(wide)
 	})
 	return total
+}
+
+// anyHalfGrad reports whether a gradient of gs is in a half type where
+// its parameter of ps is not.
+func anyHalfGrad(ps, gs []*Tensor) bool {
+	for i, g := range gs {
+		if g.dtype != ps[i].dtype {
+			return true
+		}
+	}
+	return false
 }
 
 // adamwWidened is AdamWSteps (checked) with the half gradients of gs

@@ -501,10 +501,11 @@ func AdamWStep(p, g, m, v *Tensor, lr, beta1, beta2, eps, weightDecay float64, s
 // gradient gs[i], moments ms[i] and vs[i] and weight decay wd[i]: the same
 // results, in one launch per device and dtype on a GPU (a model's
 // hundreds of parameters took as many launches). A float32 parameter's
-// gradient may be bf16 or fp16 (autograd's SetGradDType): such gradients
-// are widened to float32 64 MiB at a time, a launch a group
-// (ops_half_widen.go), with the update's results for their values. Every
-// argument is checked before any parameter changes.
+// gradient may be bf16 or fp16 (autograd's SetGradDType), with the
+// update's results for their values: a GPU's kernel reads them as they
+// are, the CPU widens them to float32 64 MiB at a time
+// (ops_half_widen.go). Every argument is checked before any parameter
+// changes.
 func AdamWSteps(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta2, eps float64, step int) {
 	adamwSteps(ps, gs, ms, vs, wd, lr, beta1, beta2, eps, step, 0)
 }
@@ -534,14 +535,8 @@ func adamwSteps(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta2, eps fl
 		idx []int
 	}
 	var groups []*group
-	half := false
 	for i, p := range ps {
-		adamwCheckParam(op, i, p, gs[i], ms[i], vs[i], groupBytes == 0)
-		half = half || gs[i].dtype != p.dtype
-	}
-	if half {
-		adamwWidened(ps, gs, ms, vs, wd, lr, beta1, beta2, eps, step)
-		return
+		adamwCheckParam(op, i, p, gs[i], ms[i], vs[i], true)
 	}
 	for i, p := range ps {
 		var g *group
@@ -568,11 +563,15 @@ func adamwSteps(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta2, eps fl
 		for j, i := range g.idx {
 			w[j] = wd[i]
 		}
-		if cb, ok := g.dev.backend().(cudaBackend); ok && groupBytes > 0 {
+		cb, onGPU := g.dev.backend().(cudaBackend)
+		switch {
+		case !onGPU && anyHalfGrad(pick(ps), pick(gs)):
+			adamwWidened(pick(ps), pick(gs), pick(ms), pick(vs), w, lr, beta1, beta2, eps, step)
+		case onGPU && groupBytes > 0:
 			cb.adamwOverlapped(pick(ps), pick(gs), pick(ms), pick(vs), w, lr, beta1, beta2, eps, step, groupBytes)
-			continue
+		default:
+			g.dev.backend().adamwMulti(pick(ps), pick(gs), pick(ms), pick(vs), w, lr, beta1, beta2, eps, step)
 		}
-		g.dev.backend().adamwMulti(pick(ps), pick(gs), pick(ms), pick(vs), w, lr, beta1, beta2, eps, step)
 	}
 }
 
@@ -592,14 +591,14 @@ func adamwCheckLens(op string, ps, gs, ms, vs []*Tensor, wd []float64, step int)
 // moments m and v share a device and arithmetic, and the buffers have p's
 // shape and are contiguous (adamwSteps, AdamWStepsPipelined and
 // AdamWStepsGuarded). halfGrad allows a half gradient of a float32
-// parameter (the plain update widens it); the other updates read
-// gradients in their parameters' dtype and name the mismatch.
+// parameter; the guarded update reads gradients in their parameters'
+// dtype and names the mismatch.
 func adamwCheckParam(op string, i int, p, g, m, v *Tensor, halfGrad bool) {
 	sameDevice(op, p, g, m, v)
 	sameArith(op, p, m, v)
 	if g.dtype != p.dtype && g.dtype.IsHalf() && p.dtype == Float32 {
 		if !halfGrad {
-			fail(op, ErrDType, "parameter %d has a %v gradient: only AdamWSteps takes half gradients of float32 parameters (the overlapped, pipelined and guarded updates read them in the parameter's dtype)", i, g.dtype)
+			fail(op, ErrDType, "parameter %d has a %v gradient: the guarded update (CUDA graphs) reads gradients in their parameter's dtype; AdamWSteps and the overlapped and pipelined updates take half gradients of float32 parameters", i, g.dtype)
 		}
 	} else {
 		sameArith(op, p, g)

@@ -119,9 +119,10 @@ func SumTo(t *Tensor, shape []int) *Tensor {
 
 // SumSquaresAll returns the sum of the squared elements of every tensor
 // (float, on one device), as a float64 on the host: the squared global
-// norm of a model's gradients. On a GPU it waits for the device once, not
-// once a tensor, and once more for each 64 MiB of half tensors (bf16 or
-// fp16 gradients), which are widened to float32 a group at a time.
+// norm of a model's gradients. Half tensors (bf16 or fp16 gradients) count
+// their exact values. On a GPU it waits for the device once, not once a
+// tensor, its kernels reading half tensors as they are; on the CPU they
+// are widened to float32 64 MiB at a time.
 func SumSquaresAll(ts []*Tensor) float64 {
 	op := "SumSquaresAll"
 	if len(ts) == 0 {
@@ -138,6 +139,9 @@ func SumSquaresAll(ts []*Tensor) float64 {
 		}
 	}
 	sameDevice(op, ts...)
+	if _, onGPU := ts[0].dev.backend().(cudaBackend); onGPU {
+		wide, half = append(wide, half...), nil // its kernels read half tensors as they are
+	}
 	var total float64
 	if len(wide) > 0 {
 		cs, release := contigAll(wide...)
