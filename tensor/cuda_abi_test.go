@@ -386,3 +386,25 @@ func driveBackend(t *testing.T, d *cudaDevice, b cudaBackend, dt DType) {
 	}
 	b.sgd(x, x, x, 0.1, 0.9, 0, true)
 }
+
+// An AdamW update counts one access of each parameter, gradient and moment
+// (the placement's touches a step), however many table rows a tensor
+// spans: counting one a row made large tensors look hot and demoted the
+// wrong ones (session 22).
+func TestAdamWRowsTouchOnce(t *testing.T) {
+	d, _, _ := fakeCUDADevice(t)
+	b := cudaBackend{d}
+	WithScope(func() {
+		n := func(dt DType) *Tensor { return mustNew("t", nil, d, dt, []int{3, 70001}) } // 4 rows
+		p, g, m, v := n(Float32), n(BFloat16), n(Float32), n(Float32)
+		ts := []*Tensor{p, g, m, v}
+		before := make([]int64, len(ts))
+		for i, x := range ts {
+			before[i] = x.ref.st.alloc.Touches()
+		}
+		b.adamwMulti([]*Tensor{p}, []*Tensor{g}, []*Tensor{m}, []*Tensor{v}, []float64{0.1}, 1e-3, 0.9, 0.99, 1e-8, 1)
+		for i, x := range ts {
+			require.Equal(t, before[i]+1, x.ref.st.alloc.Touches(), "tensor %d", i)
+		}
+	})
+}

@@ -103,10 +103,16 @@ func adamwRowsWith(ps, gs, ms, vs []*Tensor, decay func(i int) float64, ptr func
 			continue
 		}
 		f = floatIndex("AdamW", p.dtype)
+		// Each address once a parameter: ptr counts an access (the
+		// placement's touches) and joins fences.
 		ts := [4]*Tensor{p, gs[i], ms[i], vs[i]}
+		var base [4]uint64
+		for k, t := range ts {
+			base[k] = uint64(ptr(t))
+		}
 		for lo := 0; lo < n; lo += adamwChunk {
-			for _, t := range ts {
-				rows = binary.LittleEndian.AppendUint64(rows, uint64(ptr(t))+uint64(lo*t.dtype.Size()))
+			for k, t := range ts {
+				rows = binary.LittleEndian.AppendUint64(rows, base[k]+uint64(lo*t.dtype.Size()))
 			}
 			rows = binary.LittleEndian.AppendUint64(rows, uint64(min(adamwChunk, n-lo)))
 			rows = binary.LittleEndian.AppendUint64(rows, math.Float64bits(decay(i)))
