@@ -142,6 +142,10 @@
 #         update with float32 and bf16 gradients (-grad-dtype bf16), the
 #         plain update with bf16 gradients, 10 and 40 timed steps, against
 #         the unconstrained run (10 and 40 steps) of this call
+# fix22   session 22, after the touch fix: tensor's GPU suite on the
+#         embedded kernels, then half22's gpt2-medium runs (pipelined and
+#         plain, float32 and bf16 gradients, 10 and 40 timed steps) against
+#         the unconstrained run of this call
 # medium21 session 21: gpt2-medium bf16 under 4 GiB on expandable memory
 #         (right since session 21): the bf16-gradient tests on the GPU;
 #         blocks, selective and auto with bf16 gradients (-grad-dtype
@@ -708,6 +712,23 @@ elif has half22; then
   off2 h22-pipe-40 $b -pipeline-optimizer -steps 40
   off2 h22-none-b $m
   for f in $L/off2-h22-*.jsonl; do say "$(basename $f): $(jfields "$f" loss tok_s steps peak_mib_by_tier)"; done
+fi
+
+if has fix22; then
+  run_gpu_tests tensor
+  m="-config gpt2-medium -precision bf16 -attention fused -head fused -bench-warmup 25"
+  b="STRATA_EXPANDABLE_SEGMENTS=1 $m -device-budget 4GiB -checkpoint blocks"
+  off2 f22-none-a $m
+  off2 f22-pipe $b -pipeline-optimizer
+  off2 f22-pipe-bf16g $b -pipeline-optimizer -grad-dtype bf16
+  off2 f22-plain $b
+  off2 f22-plain-bf16g $b -grad-dtype bf16
+  off2 f22-pipe-w66-bf16g $b -pipeline-optimizer -pipeline-width 66 -grad-dtype bf16
+  off2 f22-none-40 $m -steps 40
+  off2 f22-pipe-bf16g-40 $b -pipeline-optimizer -grad-dtype bf16 -steps 40
+  off2 f22-pipe-40 $b -pipeline-optimizer -steps 40
+  off2 f22-none-b $m
+  for f in $L/off2-f22-*.jsonl; do say "$(basename $f): $(jfields "$f" loss tok_s steps peak_mib_by_tier)"; done
 fi
 
 if has grid22 && [ -z "${STRATA_KERNELS:-}" ]; then
