@@ -146,6 +146,10 @@
 #         embedded kernels, then half22's gpt2-medium runs (pipelined and
 #         plain, float32 and bf16 gradients, 10 and 40 timed steps) against
 #         the unconstrained run of this call
+# sweep22 session 22's last call: the pipelined update under 4 GiB with
+#         the placement's margin at 0.03 and 0.04 of the budget and the
+#         side grid at 24 and 40 blocks, 10 timed steps, and margin 0.04
+#         at 40, against the unconstrained run (10 and 40 steps)
 # medium21 session 21: gpt2-medium bf16 under 4 GiB on expandable memory
 #         (right since session 21): the bf16-gradient tests on the GPU;
 #         blocks, selective and auto with bf16 gradients (-grad-dtype
@@ -712,6 +716,21 @@ elif has half22; then
   off2 h22-pipe-40 $b -pipeline-optimizer -steps 40
   off2 h22-none-b $m
   for f in $L/off2-h22-*.jsonl; do say "$(basename $f): $(jfields "$f" loss tok_s steps peak_mib_by_tier)"; done
+fi
+
+if has sweep22; then
+  m="-config gpt2-medium -precision bf16 -attention fused -head fused -bench-warmup 25"
+  b="STRATA_EXPANDABLE_SEGMENTS=1 $m -device-budget 4GiB -checkpoint blocks -pipeline-optimizer"
+  off2 s22-none-a $m
+  off2 s22-pipe-m03 $b -budget-margin 0.03
+  off2 s22-pipe-m04 $b -budget-margin 0.04
+  off2 s22-pipe-w24 $b -pipeline-width 24
+  off2 s22-pipe-w40 $b -pipeline-width 40
+  off2 s22-pipe $b
+  off2 s22-none-40 $m -steps 40
+  off2 s22-pipe-m04-40 $b -budget-margin 0.04 -steps 40
+  off2 s22-none-b $m
+  for f in $L/off2-s22-*.jsonl; do say "$(basename $f): $(jfields "$f" loss tok_s steps driver_calls_per_step peak_mib_by_tier)"; done
 fi
 
 if has fix22; then
