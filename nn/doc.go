@@ -98,11 +98,12 @@
 // memory instead of holding it (tensor.AdamWStepsPipelined): the same
 // bits, for updates bound by the bus under a device budget.
 // GPT.SetBlockGradDType keeps the blocks' matrix weights' gradients in
-// bf16 (autograd's Var.SetGradDType): ClipGradNorm and AdamW's plain
-// update take them as they are (tensor widens them to float32 64 MiB at a
-// time), so the step's peak under a budget, every gradient
-// at the end of backward, holds them at half the size; the overlapped,
-// pipelined and guarded updates refuse them.
+// bf16 (autograd's Var.SetGradDType): ClipGradNorm and AdamW's plain,
+// overlapped and pipelined updates take them as they are (a GPU's kernels
+// widen each element as they read it, the CPU widens them to float32
+// 64 MiB at a time), so the step's peak under a budget, every gradient at
+// the end of backward, holds them at half the size; the guarded update
+// (CUDA graphs) refuses them.
 // ClipGradNormGuarded, AdamW.PrepareGuarded and AdamW.StepGuarded are the
 // clip and update with their decisions and per-step constants in device
 // memory (tensor.StepGuard, tensor.AdamWArgs), the form a CUDA graph can

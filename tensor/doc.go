@@ -108,8 +108,10 @@
 //
 // Every op is queued on the device's stream, in program order (one
 // exception: AdamWStepsOverlapped and AdamWStepsPipelined queue their
-// update on a side stream of low priority, and fence what they write so
-// that the first op to use a parameter or moment waits for its group; see
+// update on a side stream, one priority level above the device's, in a
+// small grid that stays resident beside the forward pass, and fence what
+// they write so that the first op to use a parameter or moment waits for
+// its group; see
 // cuda_side.go and adamw_pipeline.go; and MoveTo, whose copies between
 // memory tiers run on a copy stream and fence the moved storages the same
 // way, so that the first op to use one waits for its copy on the device:
