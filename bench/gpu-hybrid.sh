@@ -150,6 +150,9 @@
 #         the placement's margin at 0.03 and 0.04 of the budget and the
 #         side grid at 24 and 40 blocks, 10 timed steps, and margin 0.04
 #         at 40, against the unconstrained run (10 and 40 steps)
+# bal22   session 22: the side grid balanced over a group's rows
+#         (balancedGrid): the pipelined update under 4 GiB, 10 and 40
+#         timed steps, against the unconstrained run
 # medium21 session 21: gpt2-medium bf16 under 4 GiB on expandable memory
 #         (right since session 21): the bf16-gradient tests on the GPU;
 #         blocks, selective and auto with bf16 gradients (-grad-dtype
@@ -716,6 +719,17 @@ elif has half22; then
   off2 h22-pipe-40 $b -pipeline-optimizer -steps 40
   off2 h22-none-b $m
   for f in $L/off2-h22-*.jsonl; do say "$(basename $f): $(jfields "$f" loss tok_s steps peak_mib_by_tier)"; done
+fi
+
+if has bal22; then
+  m="-config gpt2-medium -precision bf16 -attention fused -head fused -bench-warmup 25"
+  b="STRATA_EXPANDABLE_SEGMENTS=1 $m -device-budget 4GiB -checkpoint blocks -pipeline-optimizer"
+  off2 b22-none-a $m
+  off2 b22-pipe $b
+  off2 b22-none-40 $m -steps 40
+  off2 b22-pipe-40 $b -steps 40
+  off2 b22-pipe-bf16g-40 $b -grad-dtype bf16 -steps 40
+  for f in $L/off2-b22-*.jsonl; do say "$(basename $f): $(jfields "$f" loss tok_s steps)"; done
 fi
 
 if has sweep22; then
