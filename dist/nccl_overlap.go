@@ -21,10 +21,10 @@ type commStream struct {
 }
 
 // comms returns the rank's communication stream, making it first: a
-// non-blocking stream of the device's context at the greatest priority
-// (NCCL's kernels wait for the peers; queued behind backward's kernels
-// they would delay every rank), with the event that orders it after the
-// device's stream.
+// non-blocking stream of the device's context at the device's stream's
+// priority, cuda.PriorityHigh, above every default stream (NCCL's kernels
+// wait for the peers; queued behind backward's kernels they would delay
+// every rank), with the event that orders it after the device's stream.
 func (r *ncclRank) comms() (*commStream, error) {
 	if r.cs != nil {
 		return r.cs, nil

@@ -86,7 +86,8 @@ type SchedulerConfig struct {
 }
 
 func (c *SchedulerConfig) defaults() error {
-	if c.Budget < 0 || c.Margin < 0 || c.Margin >= 1 || c.HotTouches < 0 || c.ColdTouches < 0 || c.MinBytes < 0 || c.Patience < 0 || c.Decay < 0 || c.Decay >= 1 {
+	inUnit := func(x float64) bool { return x >= 0 && x < 1 } // false for NaN
+	if c.Budget < 0 || !inUnit(c.Margin) || !(c.HotTouches >= 0) || !(c.ColdTouches >= 0) || c.MinBytes < 0 || c.Patience < 0 || !inUnit(c.Decay) {
 		return fmt.Errorf("memory: scheduler config %+v: budget, touches, sizes and patience must be >= 0, margin and decay in [0, 1): %w", *c, ErrInvalidArgument)
 	}
 	if c.Margin == 0 {

@@ -3,6 +3,7 @@ package memory_test
 import (
 	"bytes"
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -284,7 +285,7 @@ func TestSchedulerRules(t *testing.T) {
 		assert.Equal(t, memory.TierOffload, a.Tier())
 		require.NoError(t, a.Free())
 		require.ErrorIs(t, s.Track(a), memory.ErrDoubleFree)
-		for _, c := range []memory.SchedulerConfig{{Margin: 1}, {Budget: -1}, {Decay: 1}, {Roles: []memory.Role{memory.NumRoles}}} {
+		for _, c := range []memory.SchedulerConfig{{Margin: 1}, {Margin: math.NaN()}, {Budget: -1}, {Decay: 1}, {Decay: math.NaN()}, {HotTouches: math.NaN()}, {Roles: []memory.Role{memory.NumRoles}}} {
 			_, err := m.NewScheduler(c)
 			require.ErrorIs(t, err, memory.ErrInvalidArgument, "%+v", c)
 		}

@@ -14,7 +14,8 @@ import (
 
 // trainPipelined trains a small GPT for a few steps with AdamW, clipping
 // every step (a small max norm, so that the gradients are scaled), plain
-// or pipelined (pipeline, capped at width blocks a launch), and returns
+// or pipelined (pipeline, in launches of at most width blocks striding
+// over a group's rows; 0: the default grid), and returns
 // the losses and the final weights. Pipelined, it checks after each Step
 // that every gradient was released and that the gradients' bytes left the
 // device's allocated memory.
@@ -30,8 +31,9 @@ func trainPipelined(t *testing.T, dev tensor.Device, prec amp.State, pipeline bo
 }
 
 // TestAdamWPipelineSameBits: a pipelined optimizer gives the losses and
-// weights of the plain one, bit for bit, with one launch a group and with
-// launches of one block; on a GPU the next forward pass runs beside the
+// weights of the plain one, bit for bit, with the default grid and with
+// one block striding over each group's rows; on a GPU the next forward
+// pass runs beside the
 // update (STRATA_REQUIRE_GPU=1 makes the GPU half required).
 func TestAdamWPipelineSameBits(t *testing.T) {
 	check := func(t *testing.T, dev tensor.Device, prec amp.State) {

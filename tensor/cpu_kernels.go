@@ -455,6 +455,9 @@ func (cpuBackend) adamw(p, g, m, v *Tensor, lr, b1, b2, eps, wd float64, step in
 
 func (c cpuBackend) adamwMulti(ps, gs, ms, vs []*Tensor, wd []float64, lr, b1, b2, eps float64, step int) {
 	for i := range ps {
+		// The CPU's kernels read gradients in their parameter's dtype:
+		// half ones are widened before (adamwWidened).
+		sameArith("AdamW", ps[i], gs[i])
 		c.adamw(ps[i], gs[i], ms[i], vs[i], lr, b1, b2, eps, wd[i], step)
 	}
 }

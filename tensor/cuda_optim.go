@@ -31,15 +31,17 @@ func (b cudaBackend) adamw(p, g, m, v *Tensor, lr, beta1, beta2, eps, wd float64
 const adamwChunk = 1 << 16
 
 // adamwMulti updates every parameter in one launch: a table of
-// AdamWChunk rows (kernels/optim.cuh: p, g, m, v, n, decay), one a block,
-// uploaded on the stream. GPT-2's 148 parameters were 148 launches.
+// AdamWChunk rows (kernels/optim.cuh: p, g, m, v, n, decay, the
+// gradient's dtype), one a block on the device's stream, uploaded on the
+// stream. GPT-2's 148 parameters were 148 launches.
 func (b cudaBackend) adamwMulti(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta2, eps float64, step int) {
 	b.d.adamwTable(nil, ps, gs, ms, vs, wd, lr, beta1, beta2, eps, step, devPtr)
 }
 
 // adamwTable uploads adamw_multi's table for the parameters and launches
-// it, on side stream s (nil: the device's stream: a block a row), reading
-// addresses with ptr.
+// it, on side stream s (nil: the device's stream, a block a row; the side
+// stream, AdamWStepsOverlapped's groups: sideGrid's few blocks striding
+// over the rows, as the pipelined update's), reading addresses with ptr.
 func (d *cudaDevice) adamwTable(s *cudaSide, ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta2, eps float64, step int, ptr func(*Tensor) cuda.DevicePtr) {
 	rows, f := adamwRows(ps, gs, ms, vs, wd, lr, ptr)
 	if len(rows) == 0 {

@@ -86,14 +86,17 @@ func TestHalfGradientsInClipping(t *testing.T) {
 // fp16 gradients of float32 parameters beside float32 ones and update
 // exactly as with them widened to float32 beforehand: on a GPU the kernel
 // reads them as they are (a parameter of two table rows among them, whose
-// second row starts 64 Ki half elements in), on the CPU they are widened
+// second row starts 64 Ki half elements in; one of 34 rows, more than the
+// side stream's default grid of a quarter of an H200's SMs, so that its
+// blocks stride; and a gradient that starts 2 bytes past an 8-byte
+// boundary, which takes the kernel's scalar path), on the CPU they are widened
 // in groups (1 KiB here: a few parameters each, a large one alone). The
 // guarded update refuses them, naming the parameter, before changing
 // anything.
 func TestAdamWStepsHalfGradients(t *testing.T) {
 	defer tensor.SetHalfWidenGroup(1 << 10)()
-	shapes := [][]int{{16, 24}, {24}, {40, 16}, {7}, {100, 3}, {5}, {300, 300}}
-	wd := []float64{0.1, 0, 0.1, 0, 0.1, 0, 0.1}
+	shapes := [][]int{{16, 24}, {24}, {40, 16}, {7}, {100, 3}, {5}, {300, 300}, {34, 1 << 16}}
+	wd := []float64{0.1, 0, 0.1, 0, 0.1, 0, 0.1, 0.1}
 	updates := map[string]func(ps, gs, ms, vs []*tensor.Tensor, step int){
 		"plain": func(ps, gs, ms, vs []*tensor.Tensor, step int) {
 			tensor.AdamWSteps(ps, gs, ms, vs, wd, 1e-2, 0.9, 0.95, 1e-8, step)
@@ -102,10 +105,10 @@ func TestAdamWStepsHalfGradients(t *testing.T) {
 			tensor.AdamWStepsOverlapped(ps, gs, ms, vs, wd, 1e-2, 0.9, 0.95, 1e-8, step, 4<<10)
 		},
 		"pipelined": func(ps, gs, ms, vs []*tensor.Tensor, step int) {
-			tensor.AdamWStepsPipelined(ps, gs, ms, vs, wd, 1e-2, 0.9, 0.95, 1e-8, step, []int{2, 4, 7}, 0, nil)
+			tensor.AdamWStepsPipelined(ps, gs, ms, vs, wd, 1e-2, 0.9, 0.95, 1e-8, step, []int{2, 4, 8}, 0, nil)
 		},
 		"pipelined, one block": func(ps, gs, ms, vs []*tensor.Tensor, step int) {
-			tensor.AdamWStepsPipelined(ps, gs, ms, vs, wd, 1e-2, 0.9, 0.95, 1e-8, step, []int{2, 4, 7}, 1, nil)
+			tensor.AdamWStepsPipelined(ps, gs, ms, vs, wd, 1e-2, 0.9, 0.95, 1e-8, step, []int{2, 4, 8}, 1, nil)
 		},
 	}
 	onDevices(t, func(t *testing.T, dev tensor.Device) {
@@ -128,10 +131,12 @@ func TestAdamWStepsHalfGradients(t *testing.T) {
 					var gh, gw []*tensor.Tensor
 					for i, s := range shapes {
 						g := tensor.RandN(dev, tensor.Float32, rng, 1, s...)
-						switch i % 3 {
-						case 0:
+						switch {
+						case i == 1: // a contiguous view 2 bytes past an 8-byte boundary
+							g = tensor.Concat(0, tensor.Zeros(dev, tensor.Float32, 1), g).To(tensor.Float16).Narrow(0, 1, s[0])
+						case i%3 == 0:
 							g = g.To(tensor.BFloat16)
-						case 1:
+						case i%3 == 1:
 							g = g.To(tensor.Float16)
 						}
 						gh, gw = append(gh, g), append(gw, g.To(tensor.Float32))

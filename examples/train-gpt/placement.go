@@ -17,17 +17,21 @@ import (
 // checkBudget reads -device-budget's form before any work (a share is
 // resolved against the device's memory in setBudget).
 func (o *options) checkBudget() error {
-	if o.budgetMargin != 0 && (o.budget == "" || o.policy != "hybrid") {
+	n := int64(0)
+	if o.budget != "" {
+		var err error
+		if n, err = memory.ParseBudget(o.budget, 1<<40); err != nil {
+			return fmt.Errorf("-device-budget: %w", err)
+		}
+	}
+	if o.budgetMargin != 0 && (n == 0 || o.policy != "hybrid") {
 		return fmt.Errorf("-budget-margin %g: the placement scheduler's margin needs -device-budget under -policy hybrid", o.budgetMargin)
 	}
-	if o.budgetMargin < 0 || o.budgetMargin >= 0.5 {
+	if !(o.budgetMargin >= 0 && o.budgetMargin < 0.5) { // NaN too
 		return fmt.Errorf("-budget-margin %g: want a share of the budget in [0, 0.5), 0 for the scheduler's default (%g)", o.budgetMargin, memory.DefaultSchedulerMargin)
 	}
 	if o.budget == "" {
 		return nil
-	}
-	if _, err := memory.ParseBudget(o.budget, 1<<40); err != nil {
-		return fmt.Errorf("-device-budget: %w", err)
 	}
 	if o.placementPlan && o.policy != "hybrid" {
 		return fmt.Errorf("-placement-plan: the placement scheduler runs under -policy hybrid, not %s", o.policy)

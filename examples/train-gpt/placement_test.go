@@ -68,6 +68,8 @@ func TestBudgetFlags(t *testing.T) {
 		"-budget-margin 0.02":                     "-budget-margin 0.02: the placement scheduler's margin needs -device-budget",
 		"-budget-margin 0.6 -device-budget 1GiB":  "-budget-margin 0.6: want a share of the budget in [0, 0.5)",
 		"-budget-margin -0.1 -device-budget 1GiB": "-budget-margin -0.1: want a share",
+		"-budget-margin NaN -device-budget 1GiB":  "-budget-margin NaN: want a share",
+		"-budget-margin 0.02 -device-budget off":  "-budget-margin 0.02: the placement scheduler's margin needs -device-budget",
 	} {
 		_, err := parseFlags(strings.Fields(args))
 		require.Error(t, err, args)
