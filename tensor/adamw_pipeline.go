@@ -109,9 +109,7 @@ func AdamWStepsPipelined(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta
 		}
 	}
 	for k, r := range runs {
-		if r.tr == nil && anyHalfGrad(ps[r.lo:r.hi], gs[r.lo:r.hi]) {
-			adamwWidened(ps[r.lo:r.hi], gs[r.lo:r.hi], ms[r.lo:r.hi], vs[r.lo:r.hi], wd[r.lo:r.hi], lr, beta1, beta2, eps, step)
-		} else if r.tr == nil {
+		if r.tr == nil {
 			ps[r.lo].dev.backend().adamwMulti(ps[r.lo:r.hi], gs[r.lo:r.hi], ms[r.lo:r.hi], vs[r.lo:r.hi], wd[r.lo:r.hi], lr, beta1, beta2, eps, step)
 		} else {
 			t := r.tr

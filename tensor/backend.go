@@ -39,7 +39,7 @@ type backend interface {
 	// src into dst (outer, inner).
 	reduceSum(dst, src *Tensor, outer, mid, inner int, accumulate bool)
 	reduceMax(dst, src *Tensor, outer, mid, inner int)
-	sumSquares(srcs []*Tensor) float64 // contiguous, one device; the total
+	sumSquares(srcs []*Tensor) float64 // contiguous, one device, half tensors too; the total
 	// matmul: for each of batch matrices, C = alpha*op(A)*op(B) + beta*C
 	// with element strides between matrices (0 broadcasts one matrix). A
 	// and B share a dtype; C has it too, or is float32 for half A and B
@@ -87,7 +87,8 @@ type backend interface {
 	dropout(dst, src *Tensor, p float64, seed, offset uint64)
 	adamw(p, g, m, v *Tensor, lr, beta1, beta2, eps, wd float64, step int)
 	// adamwMulti is adamw over many parameters of one dtype at once, wd[i]
-	// the weight decay of ps[i].
+	// the weight decay of ps[i]; a float32 parameter's gradient may be
+	// half (bf16 or fp16).
 	adamwMulti(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta2, eps float64, step int)
 	sgd(p, g, buf *Tensor, lr, momentum, wd float64, nesterov bool)
 }

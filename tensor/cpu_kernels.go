@@ -229,11 +229,18 @@ func (cpuBackend) reduceMax(dst, src *Tensor, outer, mid, inner int) {
 		func() { cpukern.ReduceMax(f64(dst), f64(src), outer, mid, inner) })
 }
 
+// sumSquares widens half tensors (bf16 or fp16 gradients) to float32 a
+// bounded group at a time (ops_half_widen.go): the CPU's kernels read
+// float32 and float64 only.
 func (cpuBackend) sumSquares(srcs []*Tensor) float64 {
 	var r float64
-	for _, t := range srcs {
-		r += sumSquares(t)
-	}
+	widenGroups(srcs, func(lo, hi int) {
+		wide, release := widened(srcs[lo:hi])
+		defer release()
+		for _, t := range wide {
+			r += sumSquares(t)
+		}
+	})
 	return r
 }
 
@@ -453,13 +460,17 @@ func (cpuBackend) adamw(p, g, m, v *Tensor, lr, b1, b2, eps, wd float64, step in
 		func() { cpukern.AdamW(f64(p), f64(g), f64(m), f64(v), lr, b1, b2, eps, wd, step) })
 }
 
+// adamwMulti widens half gradients (bf16 or fp16, of float32 parameters)
+// to float32 a bounded group at a time (ops_half_widen.go), each group's
+// copies released once its parameters are updated.
 func (c cpuBackend) adamwMulti(ps, gs, ms, vs []*Tensor, wd []float64, lr, b1, b2, eps float64, step int) {
-	for i := range ps {
-		// The CPU's kernels read gradients in their parameter's dtype:
-		// half ones are widened before (adamwWidened).
-		sameArith("AdamW", ps[i], gs[i])
-		c.adamw(ps[i], gs[i], ms[i], vs[i], lr, b1, b2, eps, wd[i], step)
-	}
+	widenGroups(gs, func(lo, hi int) {
+		g, release := widened(gs[lo:hi])
+		defer release()
+		for i := lo; i < hi; i++ {
+			c.adamw(ps[i], g[i-lo], ms[i], vs[i], lr, b1, b2, eps, wd[i], step)
+		}
+	})
 }
 
 func (cpuBackend) sgd(p, g, buf *Tensor, lr, mom, wd float64, nesterov bool) {

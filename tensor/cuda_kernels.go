@@ -72,7 +72,8 @@ type cudaKernels struct {
 	binaryRowB                           [2]*cuda.Function // a row broadcast over a contiguous operand
 
 	reduceRows, reduceCols, reduceFinal [2][2]*cuda.Function // [sum/max][dtype]
-	sumSquares, sumSquaresMulti         [2]*cuda.Function
+	sumSquares                          [2]*cuda.Function
+	sumSquaresMulti                     [4]*cuda.Function // by sumSquaresKind: f32, f64, bf16, f16
 	sumPartials, countTargets           *cuda.Function
 	meanScale                           [2]*cuda.Function
 
@@ -92,7 +93,6 @@ type cudaKernels struct {
 	crossEntropyFused [2][6]*cuda.Function
 
 	dropout, adamw, adamwMulti, sgd [2]*cuda.Function
-	sumSquaresMultiHalf             [2]*cuda.Function // bf16, f16 (kernels/reduce.cuh)
 	gemmF64                         *cuda.Function
 	unscaleCheck                    *cuda.Function    // kernels/amp.cuh
 	adamwMultiGuarded               [2]*cuda.Function // kernels/optim.cuh, for graphs
@@ -106,8 +106,8 @@ type cudaKernels struct {
 func (k *cudaKernels) bindings() map[string]**cuda.Function {
 	m := map[string]**cuda.Function{
 		"sum_partials":               &k.sumPartials,
-		"sum_squares_multi_bf16":     &k.sumSquaresMultiHalf[0],
-		"sum_squares_multi_f16":      &k.sumSquaresMultiHalf[1],
+		"sum_squares_multi_bf16":     &k.sumSquaresMulti[2],
+		"sum_squares_multi_f16":      &k.sumSquaresMulti[3],
 		"count_targets":              &k.countTargets,
 		"gemm_f64":                   &k.gemmF64,
 		"scatter_keys":               &k.scatterKeys,

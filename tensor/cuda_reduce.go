@@ -109,9 +109,9 @@ func (b cudaBackend) sumSquares(srcs []*Tensor) float64 {
 	return d.status.words.scalar
 }
 
-// sumSquaresKind is the table of sum_squares_multi kernels a dtype's
-// tensors go to: 0 float32, 1 float64 (floatIndex's), 2 bfloat16, 3
-// float16 (sumSquaresMultiHalf).
+// sumSquaresKind is the sum_squares_multi kernel a dtype's tensors go to
+// (cudaKernels.sumSquaresMulti): 0 float32, 1 float64 (floatIndex's), 2
+// bfloat16, 3 float16.
 func sumSquaresKind(dt DType) int {
 	switch dt {
 	case BFloat16:
@@ -195,14 +195,8 @@ func (b cudaBackend) sumSquaresInto(st cuda.DevicePtr, srcs []*Tensor) bool {
 			if len(r) == 0 {
 				continue
 			}
-			var fn *cuda.Function
-			if f < 2 {
-				fn = d.k.sumSquaresMulti[f]
-			} else {
-				fn = d.k.sumSquaresMultiHalf[f-2]
-			}
 			tab, done := d.argTable("SumSquares", r)
-			d.launch("SumSquares", fn, [3]uint32{uint32(len(r) / 32), 1, 1}, block1, func(a *cuda.Args) {
+			d.launch("SumSquares", d.k.sumSquaresMulti[f], [3]uint32{uint32(len(r) / 32), 1, 1}, block1, func(a *cuda.Args) {
 				a.Ptr(base).Ptr(tab)
 			})
 			done()

@@ -4,11 +4,12 @@ package tensor
 // float32 weights, as llm.c keeps them) reach the reductions and scalings
 // of gradient clipping and AdamW's update, which compute in float32. A
 // GPU's kernels read them as they are (the sum of squares and AdamW
-// widen each element in registers); elsewhere SumSquaresAll, ScaleAll
-// and the AdamW updates widen them here, a bounded group at a time, so
-// that a model's half gradients never all exist in float32 at once (that
-// would give back the memory they save at the step's peak). The widening
-// is exact, so each gets the float32 op's result for the half values.
+// widen each element in registers); the CPU backend's sumSquares and
+// adamwMulti widen them with the helpers here, a bounded group at a time,
+// so that a model's half gradients never all exist in float32 at once
+// (that would give back the memory they save at the step's peak), and
+// ScaleAll scales each through float32 (scaleHalf). The widening is
+// exact, so each gets the float32 op's result for the half values.
 
 // halfWidenGroup is the most float32 bytes widened at once (a variable
 // for the tests).
@@ -54,42 +55,6 @@ func widened(ts []*Tensor) (out []*Tensor, release func()) {
 	}
 	done = true
 	return out, release
-}
-
-// sumSquaresHalf is the sum of the squared elements of the half tensors
-// ts (live, one device), widened to float32 in groups: one wait for the
-// device a group.
-func sumSquaresHalf(ts []*Tensor) float64 {
-	var total float64
-	widenGroups(ts, func(lo, hi int) {
-		wide, release := widened(ts[lo:hi])
-		defer release()
-		total += ts[lo].dev.backend().sumSquares(wide)
-	})
-	return total
-}
-
-// anyHalfGrad reports whether a gradient of gs is in a half type where
-// its parameter of ps is not.
-func anyHalfGrad(ps, gs []*Tensor) bool {
-	for i, g := range gs {
-		if g.dtype != ps[i].dtype {
-			return true
-		}
-	}
-	return false
-}
-
-// adamwWidened is AdamWSteps (checked) with the half gradients of gs
-// widened to float32 a group at a time: each group's copies are released
-// as soon as its update is queued, which the pool hands out again only
-// after the update has run.
-func adamwWidened(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta2, eps float64, step int) {
-	widenGroups(gs, func(lo, hi int) {
-		g, release := widened(gs[lo:hi])
-		defer release()
-		adamwSteps(ps[lo:hi], g, ms[lo:hi], vs[lo:hi], wd[lo:hi], lr, beta1, beta2, eps, step, 0)
-	})
 }
 
 // scaleHalf multiplies the contiguous half tensor t by alpha in place

@@ -563,15 +563,11 @@ func adamwSteps(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta2, eps fl
 		for j, i := range g.idx {
 			w[j] = wd[i]
 		}
-		cb, onGPU := g.dev.backend().(cudaBackend)
-		switch {
-		case !onGPU && anyHalfGrad(pick(ps), pick(gs)):
-			adamwWidened(pick(ps), pick(gs), pick(ms), pick(vs), w, lr, beta1, beta2, eps, step)
-		case onGPU && groupBytes > 0:
+		if cb, ok := g.dev.backend().(cudaBackend); ok && groupBytes > 0 {
 			cb.adamwOverlapped(pick(ps), pick(gs), pick(ms), pick(vs), w, lr, beta1, beta2, eps, step, groupBytes)
-		default:
-			g.dev.backend().adamwMulti(pick(ps), pick(gs), pick(ms), pick(vs), w, lr, beta1, beta2, eps, step)
+			continue
 		}
+		g.dev.backend().adamwMulti(pick(ps), pick(gs), pick(ms), pick(vs), w, lr, beta1, beta2, eps, step)
 	}
 }
 

@@ -128,30 +128,14 @@ func SumSquaresAll(ts []*Tensor) float64 {
 	if len(ts) == 0 {
 		return 0
 	}
-	var wide, half []*Tensor
 	for _, t := range ts {
 		t.live(op)
 		sameFloat(op, t)
-		if t.dtype.IsHalf() {
-			half = append(half, t)
-		} else {
-			wide = append(wide, t)
-		}
 	}
 	sameDevice(op, ts...)
-	if _, onGPU := ts[0].dev.backend().(cudaBackend); onGPU {
-		wide, half = append(wide, half...), nil // its kernels read half tensors as they are
-	}
-	var total float64
-	if len(wide) > 0 {
-		cs, release := contigAll(wide...)
-		defer release()
-		total = ts[0].dev.backend().sumSquares(cs)
-	}
-	if len(half) > 0 {
-		total += sumSquaresHalf(half)
-	}
-	return total
+	cs, release := contigAll(ts...)
+	defer release()
+	return ts[0].dev.backend().sumSquares(cs)
 }
 
 // SumSquares returns the sum of the squared elements, as a float64 on
