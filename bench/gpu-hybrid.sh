@@ -153,6 +153,18 @@
 # bal22   session 22: the side grid balanced over a group's rows
 #         (balancedGrid): the pipelined update under 4 GiB, 10 and 40
 #         timed steps, against the unconstrained run
+# ck23    session 23: block inputs offloaded beside the pipelined update
+#         (-checkpoint-offload moved by a few blocks of the copy kernel on
+#         the copy stream at the greatest priority), with float32 and bf16
+#         gradients and keeps 0, auto and 4; the offload tier over pinned
+#         memory (STRATA_OFFLOAD_MEMORY=pinned); against the unconstrained
+#         run; tensor's move and half-gradient tests and memory's offload
+#         test on the GPU first
+# tl23    session 23: the pipelined update's timeline
+#         (STRATA_PIPELINE_TRACE=1: each group's launch on the side stream,
+#         its bytes over the bus, where the forward pass waits for it, the
+#         forward and backward marks) under 4 GiB, float32 and bf16
+#         gradients, 10 and 40 timed steps; tensor's TestGPUPipelineTrace
 # medium21 session 21: gpt2-medium bf16 under 4 GiB on expandable memory
 #         (right since session 21): the bf16-gradient tests on the GPU;
 #         blocks, selective and auto with bf16 gradients (-grad-dtype
@@ -205,10 +217,11 @@
 #         with and without expandable segments) and unconstrained, and
 #         gpt2 fp32 eager, as ../shared/anchors/torch_frag.py does
 #
-# Since session 20 a CUDA device refuses expandable device memory
-# (STRATA_EXPANDABLE_SEGMENTS=1: wrong training results on the H200) unless
-# STRATA_EXPANDABLE_UNSAFE=1: the older phases that train on it (expmoves,
-# capture19, final19, target, ...) need that exported, and their losses are
+# Sessions 17-20 trained on expandable device memory
+# (STRATA_EXPANDABLE_SEGMENTS=1) with wrong results on the H200 (uploads by
+# the copy engines into mapped ranges); session 21 fixed it (tensor's
+# cuda_stage.go) and lifted session 20's refusal: the losses of the older
+# phases that trained on it (expmoves, capture19, final19, target, ...) are
 # not to be trusted.
 # Results go to $OUT (default /tmp/strata-gpu): summary.txt, results.jsonl
 # (every JSON line), the bar charts (*.png) and logs.tgz (the device tool
@@ -719,6 +732,53 @@ elif has half22; then
   off2 h22-pipe-40 $b -pipeline-optimizer -steps 40
   off2 h22-none-b $m
   for f in $L/off2-h22-*.jsonl; do say "$(basename $f): $(jfields "$f" loss tok_s steps peak_mib_by_tier)"; done
+fi
+
+if has ck23; then
+  for e in "STRATA_EXPANDABLE_SEGMENTS=0" "STRATA_EXPANDABLE_SEGMENTS=1"; do
+    log=$L/ck23-tensor-$e.log
+    (cd tensor && env $e STRATA_REQUIRE_GPU=1 timeout 200 ../.gpu/tensor.test -test.v -test.timeout 190s \
+      -test.run 'Move|TestAdamWStepsHalfGradients|TestHalfGradientsInClipping|TestAdamWStepsPipelined' > "$log" 2>&1)
+    say "ck23 tensor move and half-gradient tests, $e: exit $?; $(grep -c -- '--- PASS' "$log") passed, $(grep -c -- '--- FAIL' "$log") failed, $(grep -c -- '--- SKIP' "$log") skipped"
+    grep -E -- '--- FAIL|panic:' "$log" | head -8 | tee -a "$OUT/summary.txt"
+  done
+  log=$L/ck23-memory.log
+  (cd memory && STRATA_REQUIRE_GPU=1 timeout 100 ../.gpu/memory.test -test.v -test.run 'TestGPUSpillToOffload|TestOffloadMemoryEnv' > "$log" 2>&1)
+  say "ck23 memory offload tests: exit $?"
+  grep -E -- '--- (PASS|FAIL|SKIP)|spill' "$log" | head -8 | cut -c1-250 | tee -a "$OUT/summary.txt"
+  m="-config gpt2-medium -precision bf16 -attention fused -head fused -bench-warmup 25"
+  b="STRATA_EXPANDABLE_SEGMENTS=1 $m -device-budget 4GiB -checkpoint blocks"
+  off2 c23-none-a $m
+  off2 c23-pipe $b -pipeline-optimizer
+  off2 c23-pipe-off $b -pipeline-optimizer -checkpoint-offload
+  off2 c23-pipe-off-bf16g $b -pipeline-optimizer -checkpoint-offload -grad-dtype bf16
+  off2 c23-pipe-off-bf16g-k0 $b -pipeline-optimizer -checkpoint-offload -checkpoint-offload-keep 0 -grad-dtype bf16
+  off2 c23-pipe-off-bf16g-k4 $b -pipeline-optimizer -checkpoint-offload -checkpoint-offload-keep 4 -grad-dtype bf16
+  off2 c23-plain-off-bf16g $b -checkpoint-offload -grad-dtype bf16
+  off2 c23-pipe-pinned STRATA_OFFLOAD_MEMORY=pinned $b -pipeline-optimizer
+  off2 c23-pipe-pinned-off-bf16g STRATA_OFFLOAD_MEMORY=pinned $b -pipeline-optimizer -checkpoint-offload -grad-dtype bf16
+  off2 c23-plain-pinned STRATA_OFFLOAD_MEMORY=pinned $b
+  off2 c23-none-b $m
+  for f in $L/off2-c23-*.jsonl; do say "$(basename $f): $(jfields "$f" loss tok_s steps driver_calls_per_step peak_mib_by_tier)"; done
+fi
+
+if has tl23; then
+  which nsys ncu 2>&1 | head -2 | tee -a "$OUT/summary.txt"
+  for e in 0 1; do
+    log=$L/tl23-tensor-exp$e.log
+    (cd tensor && STRATA_EXPANDABLE_SEGMENTS=$e STRATA_REQUIRE_GPU=1 timeout 100 ../.gpu/tensor.test -test.v -test.run 'TestGPUPipelineTrace|TestAdamWStepsPipelined$|TestMoveTo' > "$log" 2>&1)
+    say "tl23 tensor TestGPUPipelineTrace, TestMoveTo*, STRATA_EXPANDABLE_SEGMENTS=$e: exit $?"; grep -E -- '--- (PASS|FAIL)|^ +[0-9]|update:|mark|next|Error' "$log" | head -20 | tee -a "$OUT/summary.txt"
+  done
+  m="-config gpt2-medium -precision bf16 -attention fused -head fused -bench-warmup 25"
+  b="STRATA_EXPANDABLE_SEGMENTS=1 STRATA_PIPELINE_TRACE=1 $m -device-budget 4GiB -checkpoint blocks -pipeline-optimizer"
+  off2 t23-none-a $m
+  for v in "pipe" "pipe-bf16g -grad-dtype bf16" "pipe-40 -steps 40" "pipe-w66 -pipeline-width 66"; do
+    name=${v%% *} extra=${v#* }; [ "$extra" = "$v" ] && extra=""
+    off2 t23-$name $b $extra
+    grep -A40 "pipelined update's timeline" "$L/off2-t23-$name.log" | head -40 | tee -a "$OUT/summary.txt"
+  done
+  off2 t23-none-b $m
+  for f in $L/off2-t23-*.jsonl; do say "$(basename $f): $(jfields "$f" loss tok_s steps driver_calls_per_step)"; done
 fi
 
 if has bal22; then

@@ -33,9 +33,13 @@ import (
 // regions (no policy), where only their inputs move. A move into a device
 // that cannot take it leaves the tensor where it is and the ops read it
 // over the bus (slower, never wrong). On a GPU whose device memory is
-// expandable (STRATA_EXPANDABLE_SEGMENTS=1) tensor.MoveTo refuses: there
-// the H200 gave other bf16 losses with offload (session 17, not yet
-// understood).
+// expandable (STRATA_EXPANDABLE_SEGMENTS=1) the moves copy by kernel on the
+// copy stream (tensor's vmmCopier), a few blocks at the greatest priority:
+// bit for bit the same results. Beside a bus-bound optimizer update
+// (gpt2-medium under a 4 GiB budget with AdamW's moments offloaded) the
+// moves add to the bus more than they take off it: the block inputs of
+// gpt2-medium bf16 are 768 MiB a pass each way, for 540 MiB of moments kept
+// on the device in their place (bench/results/hybrid-2026-12-04-s23.md).
 type Offload struct {
 	// Tier is where the moved tensors wait; the zero value (TierHost,
 	// pageable memory the GPU's kernels cannot read) means

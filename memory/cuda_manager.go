@@ -11,7 +11,9 @@ import (
 // device memory (NewDeviceBackend), managed memory (NewManagedBackend),
 // mapped page-locked staging memory (NewStagingBackend, not
 // write-combined), host-resident managed memory for the offload tier
-// (NewOffloadBackend with its default limit) and plain host memory (NewHostBackend) for TierHost, with
+// (NewOffloadBackend with its default limit; NewPinnedOffloadBackend's
+// mapped page-locked memory when the environment variable
+// STRATA_OFFLOAD_MEMORY is "pinned") and plain host memory (NewHostBackend) for TierHost, with
 // cfg.Policy (the hybrid policy when zero). A device without managed
 // memory gets no managed or offload backend, and one that cannot map host memory no
 // staging backend: those tiers fall back as the fallback chain says.
@@ -37,12 +39,23 @@ func NewCUDAManager(ctx *cuda.Context, cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("memory: NewCUDAManager for %s: its CUDAStreams belongs to %s: %w", ctx.Device(), streams.ctx.Device(), ErrInvalidArgument)
 	}
 
+	pinned, err := offloadPinnedFromEnv()
+	if err != nil {
+		return nil, err
+	}
 	props := ctx.Properties()
+	if pinned && !props.CanMapHostMemory {
+		return nil, fmt.Errorf("memory: %s=pinned: %s cannot map host memory: %w", EnvOffloadMemory, ctx.Device(), ErrInvalidArgument)
+	}
 	backends := []Backend{NewDeviceBackend(ctx), NewHostBackend(TierHost)}
 	if props.ManagedMemory {
 		mb := NewManagedBackend(ctx).(*managedBackend)
 		mb.streams = streams
-		backends = append(backends, mb, NewOffloadBackend(ctx, 0))
+		off := NewOffloadBackend(ctx, 0)
+		if pinned {
+			off = NewPinnedOffloadBackend(ctx, 0)
+		}
+		backends = append(backends, mb, off)
 	}
 	if props.CanMapHostMemory {
 		backends = append(backends, NewStagingBackend(ctx, false))

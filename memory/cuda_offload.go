@@ -1,7 +1,10 @@
 package memory
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"strings"
 
 	"github.com/strata-ml/strata/cuda"
 )
@@ -12,12 +15,36 @@ import (
 // kernels read and write them over the bus without faulting them over,
 // as llm.c's fallback does. Unlike the managed backend it may hold more
 // than the device's memory: it is bounded by host memory instead.
+//
+// With pinned set (NewPinnedOffloadBackend) the regions are mapped
+// page-locked host memory instead (cuMemHostAlloc with DEVICEMAP and
+// PORTABLE, as the staging tier): the same zero-copy access from kernels,
+// through the GPU's mappings of pinned pages rather than of managed ones,
+// at the price of page-locking the host memory the tier holds.
 type offloadBackend struct {
-	ctx   *cuda.Context
-	name  string
-	limit int64 // most live bytes; see NewOffloadBackend
-	what  string
-	live  liveRegions
+	ctx    *cuda.Context
+	name   string
+	limit  int64 // most live bytes; see NewOffloadBackend
+	what   string
+	pinned bool
+	live   liveRegions
+}
+
+// EnvOffloadMemory is the environment variable NewCUDAManager reads for
+// the offload tier's memory: "managed" (the default: unified memory
+// preferring the host) or "pinned" (mapped page-locked host memory).
+const EnvOffloadMemory = "STRATA_OFFLOAD_MEMORY"
+
+// offloadPinnedFromEnv reads EnvOffloadMemory.
+func offloadPinnedFromEnv() (bool, error) {
+	switch v := os.Getenv(EnvOffloadMemory); strings.ToLower(v) {
+	case "", "managed":
+		return false, nil
+	case "pinned":
+		return true, nil
+	default:
+		return false, fmt.Errorf("memory: %s=%q: want managed or pinned: %w", EnvOffloadMemory, v, ErrInvalidArgument)
+	}
 }
 
 // DefaultOffloadShare is the share of the memory this process may use
@@ -42,6 +69,16 @@ func NewOffloadBackend(ctx *cuda.Context, limit int64) Backend {
 	return &offloadBackend{ctx: ctx, name: ctx.Device().String() + " offload", limit: limit, what: what}
 }
 
+// NewPinnedOffloadBackend is NewOffloadBackend over mapped page-locked
+// host memory instead of managed memory (see offloadBackend), with the
+// same limit. The device must be able to map host memory.
+func NewPinnedOffloadBackend(ctx *cuda.Context, limit int64) Backend {
+	b := NewOffloadBackend(ctx, limit).(*offloadBackend)
+	b.pinned = true
+	b.name += "(pinned)"
+	return b
+}
+
 // defaultOffloadLimit is DefaultOffloadShare of the memory this process
 // may use, with what it is, for messages.
 func defaultOffloadLimit() (int64, string) {
@@ -63,6 +100,9 @@ func (o *offloadBackend) Alloc(size int64) (Region, error) {
 		return Region{}, fmt.Errorf("memory: %s: refusing %s: %s is out and the offload tier holds at most %s (%s): %w",
 			o.name, FormatBytes(size), FormatBytes(live), FormatBytes(o.limit), o.what, ErrOutOfMemory)
 	}
+	if o.pinned {
+		return o.allocPinned(size)
+	}
 	p, err := o.ctx.MemAllocManaged(int(size))
 	if err != nil {
 		return Region{}, driverAllocError(o.name, size, err)
@@ -82,8 +122,34 @@ func (o *offloadBackend) Alloc(size int64) (Region, error) {
 	return r, nil
 }
 
+// allocPinned is Alloc over mapped page-locked memory.
+func (o *offloadBackend) allocPinned(size int64) (Region, error) {
+	hp, host, err := o.ctx.MemHostAlloc(int(size), cuda.HostAllocDeviceMap|cuda.HostAllocPortable)
+	if err != nil {
+		return Region{}, driverAllocError(o.name, size, err)
+	}
+	dp, err := o.ctx.MemHostGetDevicePointer(hp)
+	if err != nil {
+		ferr := o.ctx.MemFreeHost(hp)
+		return Region{}, fmt.Errorf("memory: %s: the device alias of %s of mapped memory: %w", o.name, FormatBytes(size), errors.Join(err, ferr))
+	}
+	r := Region{Addr: uintptr(dp), Host: host, Size: size}
+	o.live.add(r.Addr, size, hp)
+	return r, nil
+}
+
 func (o *offloadBackend) Free(r Region) error {
-	return o.live.memFree(o.ctx, o.name, r)
+	if !o.pinned {
+		return o.live.memFree(o.ctx, o.name, r)
+	}
+	hp, err := o.live.remove(o.name, r)
+	if err != nil {
+		return err
+	}
+	if err := o.ctx.MemFreeHost(hp); err != nil {
+		return fmt.Errorf("memory: %s: freeing %s at %#x: %w", o.name, FormatBytes(r.Size), r.Addr, err)
+	}
+	return nil
 }
 
 // Info reports the tier's limit and what is left of it.

@@ -12,9 +12,28 @@ import (
 )
 
 // TestGPUSpillToOffload: under the hybrid policy, an allocation past the
-// device budget lands in host-resident managed memory that the GPU reads
-// and writes, is reported once, and beyond the device's own memory too.
+// device budget lands in host-resident memory that the GPU reads and
+// writes (managed, or mapped page-locked with STRATA_OFFLOAD_MEMORY=pinned),
+// is reported once, and beyond the device's own memory too.
 func TestGPUSpillToOffload(t *testing.T) {
+	for _, kind := range []string{"managed", "pinned"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Setenv(memory.EnvOffloadMemory, kind)
+			testSpillToOffload(t, kind == "pinned")
+		})
+	}
+}
+
+// TestOffloadMemoryEnv: a value of STRATA_OFFLOAD_MEMORY other than
+// managed or pinned is refused by name before any GPU is asked.
+func TestOffloadMemoryEnv(t *testing.T) {
+	t.Setenv(memory.EnvOffloadMemory, "pinnned")
+	_, err := memory.NewCUDAManager(new(cuda.Context), memory.Config{})
+	require.ErrorIs(t, err, memory.ErrInvalidArgument)
+	assert.Contains(t, err.Error(), `STRATA_OFFLOAD_MEMORY="pinnned"`)
+}
+
+func testSpillToOffload(t *testing.T, pinned bool) {
 	c := gpuContext(t)
 	if !c.Properties().ManagedMemory {
 		t.Skip("the device has no managed memory")
@@ -34,6 +53,9 @@ func TestGPUSpillToOffload(t *testing.T) {
 	require.Equal(t, memory.TierOffload, b.Tier())
 	require.Len(t, events, 1)
 	t.Log(events[0])
+	if pinned {
+		assert.Contains(t, m.Summary(), "(pinned)")
+	}
 
 	// The GPU writes the spilled bytes and reads them back; the host sees
 	// the same bytes through the managed mapping.

@@ -137,6 +137,7 @@ func groupStart(ends []int, i int) int {
 // group has run.
 func (d *cudaDevice) adamwPipelineRun(s *cudaSide, g int, tab *memory.Allocation, row, n, f int, ps, gs, ms, vs []*Tensor, lr, beta1, beta2, eps float64, step, width int) {
 	const op = "AdamW"
+	tr := d.traceGroupStart(s, g, ps, ms, vs)
 	if n > 0 {
 		c := adamwConstants(f, lr, beta1, beta2, eps, step)
 		d.launchOn(s, op, d.k.adamwMulti[f], [3]uint32{uint32(d.sideGrid(n, width)), 1, 1}, block1, func(a *cuda.Args) {
@@ -144,7 +145,8 @@ func (d *cudaDevice) adamwPipelineRun(s *cudaSide, g int, tab *memory.Allocation
 			c.args(a, f)
 		})
 	}
-	d.fenceGroup(op, s, g, true, ps, gs, ms, vs)
+	d.traceGroupEnd(s, tr)
+	d.fenceGroup(op, s, g, true, tr, ps, gs, ms, vs)
 }
 
 // adamwRowBytes is the size of a row of adamw_multi's table

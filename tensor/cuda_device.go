@@ -31,7 +31,11 @@ type cudaDevice struct {
 	memS    memory.Stream       // d.stream as the pools know it
 	side    cudaSide            // the side stream, made on first use (cuda_side.go)
 	copy    cudaCopier          // the copy stream, made on first use (cuda_move.go)
-	status  *cudaStatus
+	// ptrace is the pipelined update's timeline (STRATA_PIPELINE_TRACE,
+	// cuda_pipeline_trace.go), made on first use.
+	ptrace     *pipeTrace
+	ptraceOnce sync.Once
+	status     *cudaStatus
 
 	// mu serialises launches (args is one reusable argument block) and
 	// the synchronize-then-read sequences of the status block.

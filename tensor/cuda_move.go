@@ -46,7 +46,12 @@ func (d *cudaDevice) copier(op string) *cudaCopier {
 	c := &d.copy
 	c.once.Do(func() {
 		var err error
-		if c.stream, err = d.ctx.NewStream(); err != nil {
+		// The greatest priority, as the side stream (cuda_side.go): a
+		// move's few blocks take an SM as soon as one frees, so the
+		// compute that waits for the move (a block's input brought back
+		// ahead of its backward) does not wait behind the compute it
+		// was to overlap.
+		if c.stream, err = d.ctx.NewStreamPriority(cuda.PriorityHighest); err != nil {
 			c.err = err
 			return
 		}

@@ -64,6 +64,9 @@ type sideFence struct {
 	// what it allocates meanwhile can reuse the gradients of the groups
 	// already updated.
 	host bool
+	// trace is the group's record in the pipelined update's timeline
+	// (cuda_pipeline_trace.go), nil when it is off.
+	trace *pipeGroup
 }
 
 // joinFence makes the device's stream wait for the storage's fence, once.
@@ -81,6 +84,9 @@ func (s *storage) joinFence() {
 	}
 	if err := f.d.stream.WaitEvent(f.ev); err != nil {
 		panic(&OpError{Op: "fence", Msg: fmt.Sprintf("ordering %v's stream after its side stream", f.d), Err: err})
+	}
+	if f.trace != nil {
+		f.d.traceJoin(f.trace)
 	}
 	s.fence.CompareAndSwap(f, nil)
 }
@@ -215,7 +221,7 @@ func (b cudaBackend) adamwOverlapped(ps, gs, ms, vs []*Tensor, wd []float64, lr,
 			hi++
 		}
 		d.adamwTable(s, ps[lo:hi], gs[lo:hi], ms[lo:hi], vs[lo:hi], wd[lo:hi], lr, beta1, beta2, eps, step, rawPtr)
-		d.fenceGroup(op, s, g, false, ps[lo:hi], gs[lo:hi], ms[lo:hi], vs[lo:hi])
+		d.fenceGroup(op, s, g, false, nil, ps[lo:hi], gs[lo:hi], ms[lo:hi], vs[lo:hi])
 		lo = hi
 	}
 }
@@ -242,10 +248,10 @@ func (d *cudaDevice) startSide(op string) *cudaSide {
 // first user waits on the host too, see sideFence) and records the
 // gradients gs' use on s, so that their blocks return to the pool once
 // the group has run.
-func (d *cudaDevice) fenceGroup(op string, s *cudaSide, g int, host bool, ps, gs, ms, vs []*Tensor) {
+func (d *cudaDevice) fenceGroup(op string, s *cudaSide, g int, host bool, trace *pipeGroup, ps, gs, ms, vs []*Tensor) {
 	ev := d.groupEvent(op, s, g)
 	d.check(op, "recording a side-stream event", ev.Record(s.stream))
-	fence := &sideFence{d: d, ev: ev, host: host}
+	fence := &sideFence{d: d, ev: ev, host: host, trace: trace}
 	for i := range ps {
 		for _, t := range [...]*Tensor{ps[i], ms[i], vs[i]} {
 			t.ref.st.fence.Store(fence)

@@ -125,6 +125,11 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	}
 	el := time.Since(start).Seconds()
 	tr.timer = nil
+	if tl, err := tensor.PipelineTrace(dev); err != nil {
+		return err
+	} else if tl != "" {
+		fmt.Fprintf(os.Stderr, "pipelined update's timeline (%s), the last whole step:\n%s", tensor.EnvPipelineTrace, tl)
+	}
 	phases, err := phaseTimes(timer, o.steps)
 	if err != nil {
 		return err

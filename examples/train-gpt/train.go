@@ -172,6 +172,7 @@ func (t *trainer) stepOn(it int, s *slot) (loss float64, err error) {
 			var l *autograd.Var
 			amp.With(t.c, t.prec, func() { l = t.model.Loss(x, y) })
 			t.mark(phaseForward)
+			tensor.TracePipelineMark(t.dev, phaseForward) // STRATA_PIPELINE_TRACE only
 			if s := t.scaler.LossScale(); s != 1 {
 				err = l.BackwardWith(t.c.Full(t.dev, tensor.Float32, s))
 			} else {
@@ -181,6 +182,7 @@ func (t *trainer) stepOn(it int, s *slot) (loss float64, err error) {
 				err = t.sync() // data-parallel: the gradients' mean over the GPUs
 			}
 			t.mark(phaseBackward)
+			tensor.TracePipelineMark(t.dev, phaseBackward)
 			if err != nil {
 				return
 			}

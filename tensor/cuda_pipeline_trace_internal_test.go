@@ -1,0 +1,62 @@
+package tensor
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestGPUPipelineTrace: with the timeline on, two pipelined steps of
+// three groups leave the first step whole, a row a group with its start,
+// end and the device stream's first wait (the parameters read after the
+// step), and the mark recorded after it.
+func TestGPUPipelineTrace(t *testing.T) {
+	dev, err := CUDA(0)
+	if err != nil {
+		if os.Getenv("STRATA_REQUIRE_GPU") != "" {
+			t.Fatalf("STRATA_REQUIRE_GPU is set, but cuda:0 is unavailable: %v", err)
+		}
+		t.Skipf("no CUDA device: %v", err)
+	}
+	defer func(on bool) { pipelineTracing = on }(pipelineTracing)
+	pipelineTracing = true
+	WithScope(func() {
+		sizes := []int{1 << 20, 3 << 20, 70001, 2 << 20}
+		var ps, ms, vs []*Tensor
+		for _, n := range sizes {
+			ps = append(ps, Full(dev, Float32, 1, n))
+			ms = append(ms, Zeros(dev, Float32, n))
+			vs = append(vs, Zeros(dev, Float32, n))
+		}
+		wd := make([]float64, len(sizes))
+		for step := 1; step <= 2; step++ {
+			var gs []*Tensor
+			for _, n := range sizes {
+				gs = append(gs, Full(dev, Float32, 0.5, n))
+			}
+			AdamWStepsPipelined(ps, gs, ms, vs, wd, 1e-2, 0.9, 0.95, 1e-8, step, []int{1, 3, 4}, 0, nil)
+			for _, p := range ps {
+				Add(p, p).Release() // the device's stream waits for each group here
+			}
+			TracePipelineMark(dev, "after")
+		}
+		require.NoError(t, WaitOverlapped(dev))
+	})
+	tl, err := PipelineTrace(dev)
+	require.NoError(t, err)
+	t.Log("\n" + tl)
+	lines := strings.Split(strings.TrimSpace(tl), "\n")
+	require.Len(t, lines, 7, "a header, three groups, the summary, the mark and the next step's start")
+	for g, l := range lines[1:4] {
+		f := strings.Fields(l)
+		require.Len(t, f, 6, l)
+		assert.Equal(t, []string{"0", "1", "2"}[g], f[0])
+		assert.NotEqual(t, "-", f[5], "group %d: the device stream's wait", g)
+	}
+	assert.Contains(t, lines[4], "update: 3 groups")
+	assert.Contains(t, lines[5], "mark after at")
+	assert.Contains(t, lines[6], "the next update starts at")
+}
