@@ -165,6 +165,16 @@
 #         its bytes over the bus, where the forward pass waits for it, the
 #         forward and backward marks) under 4 GiB, float32 and bf16
 #         gradients, 10 and 40 timed steps; tensor's TestGPUPipelineTrace
+# ring23  session 23: the pipelined update's copy ring
+#         (STRATA_PIPELINE_RING=1): tensor's TestGPUPipelineRing (classic
+#         and expandable), then gpt2-medium under 4 GiB, pipelined, with and
+#         without the ring, the offload tier pinned and managed, traced
+#         (STRATA_PIPELINE_TRACE=1), 10 and 40 timed steps
+# fin23   session 23's last call: the GPU tests of memory, tensor and nn
+#         with the new defaults (the offload tier pinned, the copy ring on),
+#         the ring's test on expandable memory, then gpt2-medium under 4 GiB
+#         pipelined (default, ring off, bf16 gradients), plain, 10 and 40
+#         timed steps, against the unconstrained run
 # medium21 session 21: gpt2-medium bf16 under 4 GiB on expandable memory
 #         (right since session 21): the bf16-gradient tests on the GPU;
 #         blocks, selective and auto with bf16 gradients (-grad-dtype
@@ -760,6 +770,48 @@ if has ck23; then
   off2 c23-plain-pinned STRATA_OFFLOAD_MEMORY=pinned $b
   off2 c23-none-b $m
   for f in $L/off2-c23-*.jsonl; do say "$(basename $f): $(jfields "$f" loss tok_s steps driver_calls_per_step peak_mib_by_tier)"; done
+fi
+
+if has fin23; then
+  run_gpu_tests memory tensor nn
+  log=$L/fin23-ring-exp.log
+  (cd tensor && STRATA_EXPANDABLE_SEGMENTS=1 STRATA_REQUIRE_GPU=1 timeout 150 ../.gpu/tensor.test -test.v -test.run 'TestGPUPipelineRing|TestAdamWStepsPipelined$|TestMoveTo$|TestAdamWStepsHalfGradients' > "$log" 2>&1)
+  say "fin23 tensor ring tests on expandable memory: exit $?"; grep -E -- '--- (PASS|FAIL)|Error|panic' "$log" | head -12 | tee -a "$OUT/summary.txt"
+  m="-config gpt2-medium -precision bf16 -attention fused -head fused -bench-warmup 25"
+  b="STRATA_EXPANDABLE_SEGMENTS=1 STRATA_PIPELINE_TRACE=1 $m -device-budget 4GiB -checkpoint blocks"
+  off2 f23-none-a $m
+  for v in "pipe -pipeline-optimizer" "pipe-noring STRATA_PIPELINE_RING=0 -pipeline-optimizer" "plain" "pipe-bf16g -pipeline-optimizer -grad-dtype bf16" "pipe-40 -pipeline-optimizer -steps 40" "pipe-bf16g-40 -pipeline-optimizer -grad-dtype bf16 -steps 40"; do
+    name=${v%% *} extra=${v#* }; [ "$extra" = "$v" ] && extra=""
+    envs="" flags=""
+    for w in $extra; do case $w in STRATA_*) envs="$envs $w" ;; *) flags="$flags $w" ;; esac; done
+    off2 f23-$name $envs $b $flags
+    grep -E "copy ring" "$L/off2-f23-$name.log" | tee -a "$OUT/summary.txt"
+    grep -A40 "pipelined update's timeline" "$L/off2-f23-$name.log" | grep -E "^update:|^mark|^the next" | tee -a "$OUT/summary.txt"
+  done
+  off2 f23-none-40 $m -steps 40
+  off2 f23-none-b $m
+  for f in $L/off2-f23-*.jsonl; do say "$(basename $f): $(jfields "$f" loss tok_s steps driver_calls_per_step peak_mib_by_tier)"; done
+fi
+
+if has ring23; then
+  for e in 0 1; do
+    log=$L/ring23-tensor-exp$e.log
+    [ -x .gpu/tensor.test ] && (cd tensor && STRATA_EXPANDABLE_SEGMENTS=$e STRATA_REQUIRE_GPU=1 timeout 150 ../.gpu/tensor.test -test.v -test.run 'TestGPUPipelineRing|TestGPUPipelineTrace|TestAdamWStepsPipelined$|TestMoveTo$|TestAdamWStepsOverlapped' > "$log" 2>&1)
+    say "ring23 tensor ring/trace/pipelined tests, STRATA_EXPANDABLE_SEGMENTS=$e: exit $?"; grep -E -- '--- (PASS|FAIL)|Error|panic' "$log" | head -20 | tee -a "$OUT/summary.txt"
+  done
+  m="-config gpt2-medium -precision bf16 -attention fused -head fused -bench-warmup 25"
+  b="STRATA_EXPANDABLE_SEGMENTS=1 STRATA_PIPELINE_TRACE=1 $m -device-budget 4GiB -checkpoint blocks -pipeline-optimizer"
+  off2 r23-none-a $m
+  for v in "pipe-pinned STRATA_OFFLOAD_MEMORY=pinned" "ring-pinned STRATA_OFFLOAD_MEMORY=pinned STRATA_PIPELINE_RING=1" "ring-managed STRATA_PIPELINE_RING=1" "ring-pinned-40 STRATA_OFFLOAD_MEMORY=pinned STRATA_PIPELINE_RING=1 -steps 40" "pipe-pinned-40 STRATA_OFFLOAD_MEMORY=pinned -steps 40"; do
+    name=${v%% *} extra=${v#* }
+    envs="" flags=""
+    for w in $extra; do case $w in STRATA_*) envs="$envs $w" ;; *) flags="$flags $w" ;; esac; done
+    off2 r23-$name $envs $b $flags
+    grep -E "copy ring" "$L/off2-r23-$name.log" | tee -a "$OUT/summary.txt"
+    grep -A40 "pipelined update's timeline" "$L/off2-r23-$name.log" | grep -E "^update:|^mark|^the next|^ +(0|1|2|13|25|26) " | tee -a "$OUT/summary.txt"
+  done
+  off2 r23-none-b $m
+  for f in $L/off2-r23-*.jsonl; do say "$(basename $f): $(jfields "$f" loss tok_s steps driver_calls_per_step peak_mib_by_tier)"; done
 fi
 
 if has tl23; then

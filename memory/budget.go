@@ -1,6 +1,9 @@
 package memory
 
-import "fmt"
+import (
+	"fmt"
+	"sync"
+)
 
 // SetLimit caps the bytes tier t's pool may reserve from its backend (0:
 // no cap): the device budget of the hybrid placement, enforced by the
@@ -31,6 +34,47 @@ func (m *Manager) SetLimit(t Tier, limit int64) error {
 		return p.emptyCache()
 	}
 	return nil
+}
+
+// Hold counts n bytes that the caller holds outside the pools (memory it
+// allocated from the driver itself, such as a ring of copy buffers that
+// the copy engines must reach, which ranges mapped with the virtual memory
+// API do not always let them) against tier t's limit, so that a device
+// budget covers all the device memory the process uses: the pool then
+// holds n bytes less, and the placement scheduler sees them in its demand.
+// It fails, wrapping ErrOutOfMemory, when the limit has no room for them
+// even after the pool's cached segments are released. release gives the
+// bytes back (once; later calls do nothing).
+func (m *Manager) Hold(t Tier, n int64) (release func(), err error) {
+	if t >= NumTiers || n <= 0 {
+		return nil, fmt.Errorf("memory: Hold of %d bytes on %s: want a known tier and a positive size: %w", n, t, ErrInvalidArgument)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, fmt.Errorf("memory: manager: Hold after close: %w", ErrClosed)
+	}
+	p := m.pools[t]
+	if p == nil {
+		return nil, fmt.Errorf("memory: Hold: tier %s has no backend: %w", t, ErrInvalidArgument)
+	}
+	if lim := p.cfg.Limit; lim > 0 && p.held()+n > lim {
+		if err := p.emptyCache(); err != nil {
+			return nil, err
+		}
+		if p.held()+n > lim {
+			return nil, fmt.Errorf("memory: Hold of %s on %s: %s of its %s limit is held: %w", FormatBytes(n), t, FormatBytes(p.held()), FormatBytes(lim), ErrOutOfMemory)
+		}
+	}
+	p.external += n
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			m.mu.Lock()
+			p.external -= n
+			m.mu.Unlock()
+		})
+	}, nil
 }
 
 // Limit returns tier t's cap on reserved bytes (0: none, or no backend).

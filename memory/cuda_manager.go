@@ -2,6 +2,7 @@ package memory
 
 import (
 	"fmt"
+	"os"
 	"unsafe"
 
 	"github.com/strata-ml/strata/cuda"
@@ -11,9 +12,10 @@ import (
 // device memory (NewDeviceBackend), managed memory (NewManagedBackend),
 // mapped page-locked staging memory (NewStagingBackend, not
 // write-combined), host-resident managed memory for the offload tier
-// (NewOffloadBackend with its default limit; NewPinnedOffloadBackend's
-// mapped page-locked memory when the environment variable
-// STRATA_OFFLOAD_MEMORY is "pinned") and plain host memory (NewHostBackend) for TierHost, with
+// (NewPinnedOffloadBackend with its default limit: mapped page-locked
+// memory; NewOffloadBackend's host-preferring managed memory when the
+// environment variable STRATA_OFFLOAD_MEMORY is "managed") and plain host
+// memory (NewHostBackend) for TierHost, with
 // cfg.Policy (the hybrid policy when zero). A device without managed
 // memory gets no managed or offload backend, and one that cannot map host memory no
 // staging backend: those tiers fall back as the fallback chain says.
@@ -44,7 +46,7 @@ func NewCUDAManager(ctx *cuda.Context, cfg Config) (*Manager, error) {
 		return nil, err
 	}
 	props := ctx.Properties()
-	if pinned && !props.CanMapHostMemory {
+	if pinned && !props.CanMapHostMemory && os.Getenv(EnvOffloadMemory) != "" {
 		return nil, fmt.Errorf("memory: %s=pinned: %s cannot map host memory: %w", EnvOffloadMemory, ctx.Device(), ErrInvalidArgument)
 	}
 	backends := []Backend{NewDeviceBackend(ctx), NewHostBackend(TierHost)}
@@ -52,7 +54,7 @@ func NewCUDAManager(ctx *cuda.Context, cfg Config) (*Manager, error) {
 		mb := NewManagedBackend(ctx).(*managedBackend)
 		mb.streams = streams
 		off := NewOffloadBackend(ctx, 0)
-		if pinned {
+		if pinned && props.CanMapHostMemory {
 			off = NewPinnedOffloadBackend(ctx, 0)
 		}
 		backends = append(backends, mb, off)

@@ -71,6 +71,9 @@ type Pool struct {
 	// Limit: a manager's device budget also covers its managed tier,
 	// whose pages live on the device (Manager.SetLimit).
 	shared func() int64
+	// held is what callers hold against the pool's limit outside it
+	// (Manager.Hold): counted in held and demand like shared bytes.
+	external int64
 
 	// none stands in for a missing neighbour when free and insertFree
 	// read the neighbours' states (see orNone): it is never free.
@@ -98,7 +101,7 @@ func (p *Pool) orNone(b *Block) *Block {
 
 // held is the bytes counted against the limit: the pool's reserved
 // bytes and what shares the limit with it.
-func (p *Pool) held() int64 { return p.sinks.own.Reserved.Current + p.sharedBytes() }
+func (p *Pool) held() int64 { return p.sinks.own.Reserved.Current + p.sharedBytes() + p.external }
 
 // sharedBytes is what other pools hold against this pool's limit (0
 // without shared).
@@ -111,7 +114,7 @@ func (p *Pool) sharedBytes() int64 {
 
 // demand is the pool's allocated bytes and what shares its limit: the
 // placement scheduler's measure of what the device holds.
-func (p *Pool) demand() int64 { return p.sinks.own.Allocated.Current + p.sharedBytes() }
+func (p *Pool) demand() int64 { return p.sinks.own.Allocated.Current + p.sharedBytes() + p.external }
 
 // NewPool returns an empty pool over b. It panics if b is nil or cfg is
 // invalid (see PoolConfig.Validate): both are programming errors.

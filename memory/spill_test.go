@@ -196,3 +196,35 @@ func TestOnAlloc(t *testing.T) {
 	}
 	require.NoError(t, m.Close())
 }
+
+// TestHold: bytes held outside the pools count against the device limit
+// (an allocation that would fit without them is refused), a hold past the
+// limit is refused after the cache is released, and release gives them
+// back once.
+func TestHold(t *testing.T) {
+	pol := memory.HybridPolicy()
+	pol.Spill = false
+	m := memory.NewHostManager(memory.Config{Segments: memory.SegmentsClassic, Policy: pol})
+	defer func() { require.NoError(t, m.Close()) }()
+	require.NoError(t, m.SetLimit(memory.TierDevice, 64*MiB))
+	release, err := m.Hold(memory.TierDevice, 40*MiB)
+	require.NoError(t, err)
+	_, err = m.Alloc(30*MiB, memory.RoleActivation)
+	require.ErrorIs(t, err, memory.ErrOutOfMemory, "40 held + 30 > 64")
+	a := mustManagerAlloc(t, m, 20*MiB, memory.RoleActivation)
+	_, err = m.Hold(memory.TierDevice, 8*MiB)
+	require.ErrorIs(t, err, memory.ErrOutOfMemory, "40 + 20 + 8 > 64")
+	release()
+	release() // a second call gives nothing back twice
+	b := mustManagerAlloc(t, m, 30*MiB, memory.RoleActivation)
+	release2, err := m.Hold(memory.TierDevice, 8*MiB)
+	require.NoError(t, err, "20 + 30 + 8 <= 64")
+	release2()
+	require.NoError(t, a.Free())
+	require.NoError(t, b.Free())
+
+	_, err = m.Hold(memory.TierDevice, 0)
+	require.ErrorIs(t, err, memory.ErrInvalidArgument)
+	_, err = m.Hold(memory.NumTiers, 1)
+	require.ErrorIs(t, err, memory.ErrInvalidArgument)
+}

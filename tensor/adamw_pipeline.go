@@ -61,8 +61,8 @@ func AdamWStepsPipelined(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta
 	}
 	type run struct {
 		group, lo, hi int
-		tr            *track // nil: not CUDA
-		row, n        int    // the run's rows in its track's table
+		tr            *track     // nil: not CUDA
+		units         []pipeUnit // the run's launches: rows of its track's table
 	}
 	var tracks []*track
 	var runs []run
@@ -90,12 +90,11 @@ func AdamWStepsPipelined(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta
 			r.tr = &track{d: cb.d, dt: ps[r.lo].dtype, f: -1}
 			tracks = append(tracks, r.tr)
 		}
-		rows, f := adamwRows(ps[r.lo:r.hi], gs[r.lo:r.hi], ms[r.lo:r.hi], vs[r.lo:r.hi], wd[r.lo:r.hi], lr, rawPtr)
+		var f int
+		r.units, f = pipeUnits(cb.d.ringFor(op), &r.tr.rows, ps[r.lo:r.hi], gs[r.lo:r.hi], ms[r.lo:r.hi], vs[r.lo:r.hi], wd[r.lo:r.hi], lr)
 		if f >= 0 {
 			r.tr.f = f
 		}
-		r.row, r.n = len(r.tr.rows)/adamwRowBytes, len(rows)/adamwRowBytes
-		r.tr.rows = append(r.tr.rows, rows...)
 	}
 	sides := map[*cudaDevice]*cudaSide{}
 	for _, t := range tracks {
@@ -113,7 +112,7 @@ func AdamWStepsPipelined(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta
 			ps[r.lo].dev.backend().adamwMulti(ps[r.lo:r.hi], gs[r.lo:r.hi], ms[r.lo:r.hi], vs[r.lo:r.hi], wd[r.lo:r.hi], lr, beta1, beta2, eps, step)
 		} else {
 			t := r.tr
-			t.d.adamwPipelineRun(t.s, r.group, t.tab, r.row, r.n, t.f, ps[r.lo:r.hi], gs[r.lo:r.hi], ms[r.lo:r.hi], vs[r.lo:r.hi], lr, beta1, beta2, eps, step, width)
+			t.d.adamwPipelineRun(t.s, r.group, t.tab, r.units, t.f, ps[r.lo:r.hi], gs[r.lo:r.hi], ms[r.lo:r.hi], vs[r.lo:r.hi], lr, beta1, beta2, eps, step, width)
 		}
 		if done != nil && (k+1 == len(runs) || runs[k+1].group != r.group) {
 			done(groupStart(ends, r.group), ends[r.group])
@@ -130,23 +129,40 @@ func groupStart(ends []int, i int) int {
 }
 
 // adamwPipelineRun queues the update of a group's parameters ps on side
-// stream s: rows [row, row+n) of the uploaded table tab, in one launch of
-// at most width blocks (sideGrid). It records group g's event, fences the
-// parameters and moments on it (host and device stream) and records the
-// gradients' use on s, so that their blocks return to the pool once this
-// group has run.
-func (d *cudaDevice) adamwPipelineRun(s *cudaSide, g int, tab *memory.Allocation, row, n, f int, ps, gs, ms, vs []*Tensor, lr, beta1, beta2, eps float64, step, width int) {
+// stream s: its units' rows of the uploaded table tab, each in one launch
+// of at most width blocks (sideGrid), those of the copy ring between its
+// chunk's copy in and write-back (cuda_ring.go). It records group g's
+// event, fences the parameters and moments on it (host and device stream;
+// moments that went through the ring on the ring's write-back instead)
+// and records the gradients' use on s, so that their blocks return to the
+// pool once this group has run.
+func (d *cudaDevice) adamwPipelineRun(s *cudaSide, g int, tab *memory.Allocation, units []pipeUnit, f int, ps, gs, ms, vs []*Tensor, lr, beta1, beta2, eps float64, step, width int) {
 	const op = "AdamW"
 	tr := d.traceGroupStart(s, g, ps, ms, vs)
-	if n > 0 {
-		c := adamwConstants(f, lr, beta1, beta2, eps, step)
-		d.launchOn(s, op, d.k.adamwMulti[f], [3]uint32{uint32(d.sideGrid(n, width)), 1, 1}, block1, func(a *cuda.Args) {
-			a.Ptr(scratchPtr(tab) + cuda.DevicePtr(row*adamwRowBytes)).Int32(int32(n))
-			c.args(a, f)
-		})
+	var ringed []*storage
+	for _, u := range units {
+		if u.chunk != nil {
+			d.chunkIn(op, &d.ring, s, *u.chunk)
+		}
+		if u.n > 0 {
+			c := adamwConstants(f, lr, beta1, beta2, eps, step)
+			d.launchOn(s, op, d.k.adamwMulti[f], [3]uint32{uint32(d.sideGrid(u.n, width)), 1, 1}, block1, func(a *cuda.Args) {
+				a.Ptr(scratchPtr(tab) + cuda.DevicePtr(u.row*adamwRowBytes)).Int32(int32(u.n))
+				c.args(a, f)
+			})
+		}
+		if c := u.chunk; c != nil {
+			d.chunkOut(op, &d.ring, s, *c)
+			if c.first {
+				ringed = append(ringed, c.ms, c.vs)
+			}
+		}
 	}
 	d.traceGroupEnd(s, tr)
 	d.fenceGroup(op, s, g, true, tr, ps, gs, ms, vs)
+	if len(ringed) > 0 {
+		d.fenceRinged(op, &d.ring, g, ringed)
+	}
 }
 
 // adamwRowBytes is the size of a row of adamw_multi's table

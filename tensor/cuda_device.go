@@ -31,6 +31,7 @@ type cudaDevice struct {
 	memS    memory.Stream       // d.stream as the pools know it
 	side    cudaSide            // the side stream, made on first use (cuda_side.go)
 	copy    cudaCopier          // the copy stream, made on first use (cuda_move.go)
+	ring    cudaRing            // the pipelined update's copy ring, made on first use (cuda_ring.go)
 	// ptrace is the pipelined update's timeline (STRATA_PIPELINE_TRACE,
 	// cuda_pipeline_trace.go), made on first use.
 	ptrace     *pipeTrace
@@ -80,6 +81,9 @@ func (d *cudaDevice) Synchronize() error {
 	}
 	if err := d.syncCopy(); err != nil {
 		return fmt.Errorf("tensor: synchronizing %v's copy stream: %w", d, err)
+	}
+	if err := d.syncRing(); err != nil {
+		return fmt.Errorf("tensor: synchronizing %v's copy ring: %w", d, err)
 	}
 	return d.syncLocked()
 }

@@ -113,15 +113,27 @@ func adamwRowsWith(ps, gs, ms, vs []*Tensor, decay func(i int) float64, ptr func
 			base[k] = uint64(ptr(t))
 		}
 		for lo := 0; lo < n; lo += adamwChunk {
+			var addr [4]uint64
 			for k, t := range ts {
-				rows = binary.LittleEndian.AppendUint64(rows, base[k]+uint64(lo*t.dtype.Size()))
+				addr[k] = base[k] + uint64(lo*t.dtype.Size())
 			}
-			rows = binary.LittleEndian.AppendUint64(rows, uint64(min(adamwChunk, n-lo)))
-			rows = binary.LittleEndian.AppendUint64(rows, math.Float64bits(decay(i)))
-			rows = binary.LittleEndian.AppendUint64(rows, uint64(adamwGradType(p, gs[i])))
+			rows = appendAdamWRow(rows, addr, min(adamwChunk, n-lo), decay(i), adamwGradType(p, gs[i]))
 		}
 	}
 	return rows, f
+}
+
+// appendAdamWRow appends a row of adamw_multi's table (struct AdamWChunk
+// of kernels/optim.cuh): the addresses of the parameter, gradient, first
+// and second moment of its n elements, the decay factor and the gradient's
+// type.
+func appendAdamWRow(rows []byte, addr [4]uint64, n int, decay float64, gdt int32) []byte {
+	for _, a := range addr {
+		rows = binary.LittleEndian.AppendUint64(rows, a)
+	}
+	rows = binary.LittleEndian.AppendUint64(rows, uint64(n))
+	rows = binary.LittleEndian.AppendUint64(rows, math.Float64bits(decay))
+	return binary.LittleEndian.AppendUint64(rows, uint64(gdt))
 }
 
 // adamwGradType is AdamWChunk.gdt for parameter p's gradient g

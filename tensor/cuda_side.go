@@ -130,7 +130,10 @@ func (d *cudaDevice) sideStream(op string) *cudaSide {
 			if err := s.tail.Record(s.stream); err != nil {
 				return err
 			}
-			return d.stream.WaitEvent(s.tail)
+			if err := d.stream.WaitEvent(s.tail); err != nil {
+				return err
+			}
+			return d.ringBarrier() // moments written back by the copy ring
 		})
 		s.ready.Store(true)
 	})

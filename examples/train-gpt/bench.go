@@ -125,6 +125,9 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	}
 	el := time.Since(start).Seconds()
 	tr.timer = nil
+	if on, err := tensor.PipelineRingState(dev); on || err != nil {
+		fmt.Fprintf(os.Stderr, "pipelined update's copy ring (%s): on %v, error %v\n", tensor.EnvPipelineRing, on, err)
+	}
 	if tl, err := tensor.PipelineTrace(dev); err != nil {
 		return err
 	} else if tl != "" {

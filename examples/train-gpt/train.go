@@ -96,6 +96,13 @@ func newTrainer(o *options, cfg nn.GPTConfig, dev tensor.Device, T int) (*traine
 	opt.Beta2 = 0.95
 	opt.Overlap = o.overlapOpt
 	opt.Pipeline, opt.PipelineWidth = o.pipelineOpt, o.pipelineWidth
+	if o.pipelineOpt {
+		// Its slots are held against the device budget: made now, while
+		// the budget has room (STRATA_PIPELINE_RING only).
+		if err := tensor.PreparePipelineRing(dev); err != nil {
+			fmt.Fprintf(os.Stderr, "no copy ring for the pipelined update (%s): %v; its kernel reads the moments over the bus\n", tensor.EnvPipelineRing, err)
+		}
+	}
 	B := o.batch
 	src := rand.NewPCG(o.seed, 0xDA7A)
 	var placer *nn.Placement
