@@ -81,7 +81,7 @@ func NewOffloadBackend(ctx *cuda.Context, limit int64) Backend {
 func NewPinnedOffloadBackend(ctx *cuda.Context, limit int64) Backend {
 	b := NewOffloadBackend(ctx, limit).(*offloadBackend)
 	b.pinned = true
-	b.name += "(pinned)"
+	b.name = ctx.Device().String() + " pinned"
 	return b
 }
 

@@ -53,8 +53,9 @@ func testSpillToOffload(t *testing.T, pinned bool) {
 	require.Equal(t, memory.TierOffload, b.Tier())
 	require.Len(t, events, 1)
 	t.Log(events[0])
+	assert.Equal(t, pinned, m.HostPinned(memory.TierOffload))
 	if pinned {
-		assert.Contains(t, m.Summary(), "(pinned)")
+		assert.Contains(t, m.Summary(), c.Device().String()+" pinned")
 	}
 
 	// The GPU writes the spilled bytes and reads them back; the host sees

@@ -145,8 +145,13 @@ func TestGPUCUDAManager(t *testing.T) {
 	assert.Equal(t, dev+" managed", m.Pool(memory.TierManaged).Backend().Name())
 	assert.Equal(t, dev+" staging", m.Pool(memory.TierStaging).Backend().Name())
 	if c.Properties().ManagedMemory {
-		assert.Equal(t, dev+" offload", m.Pool(memory.TierOffload).Backend().Name())
+		// Pinned memory by default (STRATA_OFFLOAD_MEMORY).
+		assert.Equal(t, dev+" pinned", m.Pool(memory.TierOffload).Backend().Name())
+		assert.True(t, m.HostPinned(memory.TierOffload))
 	}
+	assert.True(t, m.HostPinned(memory.TierStaging))
+	assert.False(t, m.HostPinned(memory.TierDevice))
+	assert.False(t, m.HostPinned(memory.TierManaged))
 	_, isCUDA := m.StreamSync().(*memory.CUDAStreams)
 	assert.True(t, isCUDA, "the CUDA manager makes its own CUDAStreams")
 

@@ -11,7 +11,8 @@
 //	             cuMemPrefetchAsync)              large, read-mostly data
 //	TierStaging  mapped pinned host memory (cuMemHostAlloc DEVICEMAP)
 //	                                              small, short-lived transfers
-//	TierOffload  unified memory preferring the host, mapped by the device
+//	TierOffload  mapped pinned host memory (or unified memory preferring
+//	             the host, STRATA_OFFLOAD_MEMORY=managed)
 //	                                              the cold tier: data touched a few
 //	                                              times a step, and overflow
 //
@@ -162,13 +163,23 @@
 //     cache goes to TierOffload instead of failing, as llm.c falls back to
 //     managed memory; the first spill is reported once (OnSpill, else a
 //     line on standard error) with the bytes and the cause, Stats.Spills
-//     counts them all. The CUDA offload backend (NewOffloadBackend) is
-//     managed memory advised to prefer the host and to be accessed by the
-//     device, so kernels read it over the bus without faulting pages over;
-//     it is bounded by host memory (DefaultOffloadShare of what the
-//     process may use), not by the device's, where the managed backend
-//     refuses to oversubscribe the device. Without managed memory the
-//     chain ends in staging memory; never in plain host memory on a GPU.
+//     counts them all. The CUDA offload backend is mapped page-locked
+//     host memory (NewPinnedOffloadBackend, the default since session 23)
+//     or, with STRATA_OFFLOAD_MEMORY=managed, managed memory advised to
+//     prefer the host and to be accessed by the device
+//     (NewOffloadBackend); kernels read either over the bus without
+//     faulting pages over, at one speed, but the copy engines reach
+//     pinned memory at the bus's full speed both ways at once, which the
+//     pipelined update's copy ring needs (Manager.HostPinned; tensor's
+//     cuda_ring.go). It is bounded by host memory (DefaultOffloadShare of
+//     what the process may use), not by the device's, where the managed
+//     backend refuses to oversubscribe the device. Without managed memory
+//     the chain ends in staging memory; never in plain host memory on a GPU.
+//   - Holds (Manager.Hold): device memory a caller allocates from the
+//     driver itself (the copy ring's slots, which the copy engines must
+//     reach and expandable segments' mapped ranges do not always let them)
+//     counts against the tier's limit and in the scheduler's demand, so a
+//     budget still covers all the device memory the process uses.
 //   - The placement scheduler (scheduler.go): the tensor layer counts
 //     every access to an allocation (Allocation.Touch, one atomic add per
 //     operand of every op); a Scheduler tracks the long-lived roles

@@ -53,7 +53,12 @@ type AdamW struct {
 	// reuses the gradients of the layers already updated instead of
 	// holding them all, as Overlap did. The results are the same bits.
 	// After a pipelined Step the updated parameters have no gradient.
-	// It takes precedence over Overlap.
+	// It takes precedence over Overlap. Moments that the placement put in
+	// pinned host memory go through the device's copy ring (the copy
+	// engines bring them in and write them back while the kernel updates
+	// them: tensor's cuda_ring.go); under a device budget call
+	// tensor.PreparePipelineRing before training, while the budget has
+	// room for the ring's slots.
 	Pipeline bool
 	// PipelineWidth is the most blocks a pipelined update runs at once on
 	// a GPU, each striding over its group's rows (0: a quarter of the SMs), so

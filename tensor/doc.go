@@ -112,7 +112,13 @@
 // small grid that stays resident beside the forward pass, and fence what
 // they write so that the first op to use a parameter or moment waits for
 // its group; see
-// cuda_side.go and adamw_pipeline.go; and MoveTo, whose copies between
+// cuda_side.go and adamw_pipeline.go; the pipelined update brings AdamW
+// moments that live in pinned host memory through a copy ring, device slots
+// that the copy engines fill and write back on two streams of their own
+// while the kernel updates each chunk on the side stream, faster than the
+// kernel reading them over the bus itself: cuda_ring.go, and
+// STRATA_PIPELINE_TRACE prints the update's timeline,
+// cuda_pipeline_trace.go; and MoveTo, whose copies between
 // memory tiers run on a copy stream and fence the moved storages the same
 // way, so that the first op to use one waits for its copy on the device:
 // cuda_move.go; on expandable device memory (memory's virtual-memory

@@ -96,9 +96,11 @@ func newTrainer(o *options, cfg nn.GPTConfig, dev tensor.Device, T int) (*traine
 	opt.Beta2 = 0.95
 	opt.Overlap = o.overlapOpt
 	opt.Pipeline, opt.PipelineWidth = o.pipelineOpt, o.pipelineWidth
-	if o.pipelineOpt {
-		// Its slots are held against the device budget: made now, while
-		// the budget has room (STRATA_PIPELINE_RING only).
+	if o.pipelineOpt && o.budget != "" {
+		// Under a budget AdamW's moments go to host memory, and the
+		// pipelined update moves them through a copy ring whose slots
+		// are held against the budget: made now, while it has room (off
+		// with STRATA_PIPELINE_RING=0).
 		if err := tensor.PreparePipelineRing(dev); err != nil {
 			fmt.Fprintf(os.Stderr, "no copy ring for the pipelined update (%s): %v; its kernel reads the moments over the bus\n", tensor.EnvPipelineRing, err)
 		}
