@@ -60,7 +60,7 @@ func (m *Manager) Hold(t Tier, n int64) (release func(), err error) {
 	}
 	if lim := p.cfg.Limit; lim > 0 && p.held()+n > lim {
 		if err := p.emptyCache(); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("memory: Hold of %s on %s: releasing the cache for room: %w", FormatBytes(n), t, err)
 		}
 		if p.held()+n > lim {
 			return nil, fmt.Errorf("memory: Hold of %s on %s: %s of its %s limit is held: %w", FormatBytes(n), t, FormatBytes(p.held()), FormatBytes(lim), ErrOutOfMemory)

@@ -53,11 +53,13 @@ func NewCUDAManager(ctx *cuda.Context, cfg Config) (*Manager, error) {
 	if props.ManagedMemory {
 		mb := NewManagedBackend(ctx).(*managedBackend)
 		mb.streams = streams
-		off := NewOffloadBackend(ctx, 0)
-		if pinned && props.CanMapHostMemory {
-			off = NewPinnedOffloadBackend(ctx, 0)
-		}
-		backends = append(backends, mb, off)
+		backends = append(backends, mb)
+	}
+	switch {
+	case pinned && props.CanMapHostMemory:
+		backends = append(backends, NewPinnedOffloadBackend(ctx, 0))
+	case props.ManagedMemory:
+		backends = append(backends, NewOffloadBackend(ctx, 0))
 	}
 	if props.CanMapHostMemory {
 		backends = append(backends, NewStagingBackend(ctx, false))

@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -130,32 +129,14 @@ func (o *offloadBackend) Alloc(size int64) (Region, error) {
 
 // allocPinned is Alloc over mapped page-locked memory.
 func (o *offloadBackend) allocPinned(size int64) (Region, error) {
-	hp, host, err := o.ctx.MemHostAlloc(int(size), cuda.HostAllocDeviceMap|cuda.HostAllocPortable)
-	if err != nil {
-		return Region{}, driverAllocError(o.name, size, err)
-	}
-	dp, err := o.ctx.MemHostGetDevicePointer(hp)
-	if err != nil {
-		ferr := o.ctx.MemFreeHost(hp)
-		return Region{}, fmt.Errorf("memory: %s: the device alias of %s of mapped memory: %w", o.name, FormatBytes(size), errors.Join(err, ferr))
-	}
-	r := Region{Addr: uintptr(dp), Host: host, Size: size}
-	o.live.add(r.Addr, size, hp)
-	return r, nil
+	return allocMapped(o.ctx, &o.live, o.name, size, cuda.HostAllocDeviceMap|cuda.HostAllocPortable)
 }
 
 func (o *offloadBackend) Free(r Region) error {
-	if !o.pinned {
-		return o.live.memFree(o.ctx, o.name, r)
+	if o.pinned {
+		return freeMapped(o.ctx, &o.live, o.name, r)
 	}
-	hp, err := o.live.remove(o.name, r)
-	if err != nil {
-		return err
-	}
-	if err := o.ctx.MemFreeHost(hp); err != nil {
-		return fmt.Errorf("memory: %s: freeing %s at %#x: %w", o.name, FormatBytes(r.Size), r.Addr, err)
-	}
-	return nil
+	return o.live.memFree(o.ctx, o.name, r)
 }
 
 // HostPinned reports whether tier t's memory is page-locked host memory,

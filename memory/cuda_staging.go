@@ -51,27 +51,37 @@ func (b *stagingBackend) Alloc(size int64) (Region, error) {
 		return Region{}, fmt.Errorf("memory: %s: cannot allocate %s of page-locked memory: the host has %s of RAM: %w",
 			b.name, FormatBytes(size), FormatBytes(total), ErrOutOfMemory)
 	}
-	hp, host, err := b.ctx.MemHostAlloc(int(size), b.flags)
+	return allocMapped(b.ctx, &b.live, b.name, size, b.flags)
+}
+
+func (b *stagingBackend) Free(r Region) error { return freeMapped(b.ctx, &b.live, b.name, r) }
+
+// allocMapped allocates size bytes of mapped page-locked host memory with
+// flags (DEVICEMAP among them) for backend name and records the region in
+// live: its Addr is the device alias, its Host the pages.
+func allocMapped(ctx *cuda.Context, live *liveRegions, name string, size int64, flags cuda.HostAllocFlags) (Region, error) {
+	hp, host, err := ctx.MemHostAlloc(int(size), flags)
 	if err != nil {
-		return Region{}, driverAllocError(b.name, size, err)
+		return Region{}, driverAllocError(name, size, err)
 	}
-	dp, err := b.ctx.MemHostGetDevicePointer(hp)
+	dp, err := ctx.MemHostGetDevicePointer(hp)
 	if err != nil {
-		ferr := b.ctx.MemFreeHost(hp)
-		return Region{}, fmt.Errorf("memory: %s: the device alias of %s of mapped memory: %w", b.name, FormatBytes(size), errors.Join(err, ferr))
+		ferr := ctx.MemFreeHost(hp)
+		return Region{}, fmt.Errorf("memory: %s: the device alias of %s of mapped memory: %w", name, FormatBytes(size), errors.Join(err, ferr))
 	}
 	r := Region{Addr: uintptr(dp), Host: host, Size: size}
-	b.live.add(r.Addr, size, hp)
+	live.add(r.Addr, size, hp)
 	return r, nil
 }
 
-func (b *stagingBackend) Free(r Region) error {
-	hp, err := b.live.remove(b.name, r)
+// freeMapped frees a region of allocMapped.
+func freeMapped(ctx *cuda.Context, live *liveRegions, name string, r Region) error {
+	hp, err := live.remove(name, r)
 	if err != nil {
 		return err
 	}
-	if err := b.ctx.MemFreeHost(hp); err != nil {
-		return fmt.Errorf("memory: %s: freeing %s at %#x: %w", b.name, FormatBytes(r.Size), r.Addr, err)
+	if err := ctx.MemFreeHost(hp); err != nil {
+		return fmt.Errorf("memory: %s: freeing %s at %#x: %w", name, FormatBytes(r.Size), r.Addr, err)
 	}
 	return nil
 }

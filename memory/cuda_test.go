@@ -136,10 +136,12 @@ func TestGPUDeviceBackendErrors(t *testing.T) {
 
 func TestGPUCUDAManager(t *testing.T) {
 	c := gpuContext(t)
+	t.Setenv(memory.EnvOffloadMemory, "") // the default backends
 	m, err := memory.NewCUDAManager(c, memory.Config{})
 	require.NoError(t, err)
 	assert.Equal(t, memory.HybridPolicy(), m.Policy())
 	dev := c.Device().String()
+
 	assert.Equal(t, dev+" device", m.Pool(memory.TierDevice).Backend().Name())
 	assert.Equal(t, "host", m.Pool(memory.TierHost).Backend().Name())
 	assert.Equal(t, dev+" managed", m.Pool(memory.TierManaged).Backend().Name())

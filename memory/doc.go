@@ -173,7 +173,12 @@
 //     pipelined update's copy ring needs (Manager.HostPinned; tensor's
 //     cuda_ring.go). It is bounded by host memory (DefaultOffloadShare of
 //     what the process may use), not by the device's, where the managed
-//     backend refuses to oversubscribe the device. Without managed memory
+//     backend refuses to oversubscribe the device. Pinned memory is
+//     page-locked: the pages the tier holds leave the host's pageable
+//     memory, and releasing its cached segments (cuMemFreeHost, on
+//     EmptyCache or an out-of-memory retry) waits for the device; on a
+//     host short of memory, or with a workload that spills and frees
+//     often, the managed backend may serve better. Without managed memory
 //     the chain ends in staging memory; never in plain host memory on a GPU.
 //   - Holds (Manager.Hold): device memory a caller allocates from the
 //     driver itself (the copy ring's slots, which the copy engines must

@@ -18,6 +18,9 @@ type OOMError struct {
 	// the bytes other tiers hold against it (the device budget also
 	// covers the managed tier, whose pages live on the device).
 	Limit, Shared int64
+	// Held is what callers hold against the limit outside the pools
+	// (Manager.Hold: the copy ring's slots).
+	Held int64
 	// Allocated and Reserved are the pool's bytes at the time of failure;
 	// ReservedUnallocated is their difference, the cached bytes that could
 	// not serve the request (fragmentation).
@@ -52,6 +55,11 @@ func (e *OOMError) Error() string {
 			b.WriteString(" (")
 			b.WriteString(FormatBytes(e.Shared))
 			b.WriteString(" of it held by managed memory)")
+		}
+		if e.Held > 0 {
+			b.WriteString(" (")
+			b.WriteString(FormatBytes(e.Held))
+			b.WriteString(" of it held outside the pools)")
 		}
 	} else {
 		b.WriteString("none")

@@ -93,6 +93,7 @@ func (p *Pool) oomError(size int64, cause error) *OOMError {
 		Requested:           size,
 		Limit:               p.cfg.Limit,
 		Shared:              p.sharedBytes(),
+		Held:                p.external,
 		Allocated:           u.Allocated.Current,
 		Reserved:            u.Reserved.Current,
 		ReservedUnallocated: u.Reserved.Current - u.Allocated.Current,

@@ -198,30 +198,46 @@ func TestOnAlloc(t *testing.T) {
 }
 
 // TestHold: bytes held outside the pools count against the device limit
-// (an allocation that would fit without them is refused), a hold past the
-// limit is refused after the cache is released, and release gives them
-// back once.
+// (an allocation that would fit without them is refused, and the error
+// says so), in the scheduler's demand, a hold past the limit is refused,
+// one that fits once the pool's cache is released gets in, and release
+// gives the bytes back once.
 func TestHold(t *testing.T) {
 	pol := memory.HybridPolicy()
 	pol.Spill = false
 	m := memory.NewHostManager(memory.Config{Segments: memory.SegmentsClassic, Policy: pol})
 	defer func() { require.NoError(t, m.Close()) }()
 	require.NoError(t, m.SetLimit(memory.TierDevice, 64*MiB))
+	s, err := m.NewScheduler(memory.SchedulerConfig{})
+	require.NoError(t, err)
 	release, err := m.Hold(memory.TierDevice, 40*MiB)
 	require.NoError(t, err)
 	_, err = m.Alloc(30*MiB, memory.RoleActivation)
 	require.ErrorIs(t, err, memory.ErrOutOfMemory, "40 held + 30 > 64")
+	var oom *memory.OOMError
+	require.ErrorAs(t, err, &oom)
+	assert.Equal(t, int64(40*MiB), oom.Held)
+	assert.Contains(t, err.Error(), "40.00 MiB of it held outside the pools")
 	a := mustManagerAlloc(t, m, 20*MiB, memory.RoleActivation)
+	plan, err := s.Step()
+	require.NoError(t, err)
+	assert.Equal(t, int64(60*MiB), plan.Demand, "the held bytes are demand")
 	_, err = m.Hold(memory.TierDevice, 8*MiB)
 	require.ErrorIs(t, err, memory.ErrOutOfMemory, "40 + 20 + 8 > 64")
 	release()
 	release() // a second call gives nothing back twice
 	b := mustManagerAlloc(t, m, 30*MiB, memory.RoleActivation)
+	_, err = m.Hold(memory.TierDevice, 15*MiB)
+	require.ErrorIs(t, err, memory.ErrOutOfMemory, "20 + 30 + 15 > 64: the 40 were given back once")
 	release2, err := m.Hold(memory.TierDevice, 8*MiB)
 	require.NoError(t, err, "20 + 30 + 8 <= 64")
 	release2()
+	require.NoError(t, b.Free()) // its 30 MiB segment stays cached
+	release3, err := m.Hold(memory.TierDevice, 40*MiB)
+	require.NoError(t, err, "20 + 40 <= 64 once the cached segment is released")
+	assert.Equal(t, int64(20*MiB), m.Stats().Tiers[memory.TierDevice].Reserved.Current, "the cache went")
+	release3()
 	require.NoError(t, a.Free())
-	require.NoError(t, b.Free())
 
 	_, err = m.Hold(memory.TierDevice, 0)
 	require.ErrorIs(t, err, memory.ErrInvalidArgument)

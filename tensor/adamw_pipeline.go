@@ -21,15 +21,17 @@ import (
 // On a GPU the groups run on the device's side stream (cuda_side.go), a
 // launch a group of at most width blocks, each striding over the group's
 // rows (width <= 0: sideGrid's default), for a kernel that waits on the
-// bus more than it computes. Each
-// group's parameters and moments are fenced on the group's event, and the
-// first op that reads one of them waits for it on the host as well as on
-// the device's stream: the host, which otherwise runs far ahead of the
+// bus more than it computes; moments in pinned host memory go through the
+// device's copy ring (cuda_ring.go), chunk by chunk, a launch a chunk. Each
+// group's parameters and moments are fenced on the group's event (moments
+// of the ring on their write-back's), and the first op that reads one of
+// them waits for it on the device's stream, and for the parameters on the
+// host as well: the host, which otherwise runs far ahead of the
 // device, then queues the next forward pass a group at a time behind the
 // update, and what it allocates for a group can reuse the gradients of the
 // groups before it (with AdamWStepsOverlapped every gradient stayed
 // pending until the whole update had run, through the forward pass). The
-// backward pass starts once the update is over (WaitOverlapped).
+// backward pass starts once the update's kernels are over (WaitOverlapped).
 //
 // On the CPU it is AdamWSteps a group at a time, done called after each.
 func AdamWStepsPipelined(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta2, eps float64, step int, ends []int, width int, done func(lo, hi int)) {
@@ -91,7 +93,7 @@ func AdamWStepsPipelined(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta
 			tracks = append(tracks, r.tr)
 		}
 		var f int
-		r.units, f = pipeUnits(cb.d.ringFor(op), &r.tr.rows, ps[r.lo:r.hi], gs[r.lo:r.hi], ms[r.lo:r.hi], vs[r.lo:r.hi], wd[r.lo:r.hi], lr)
+		r.units, f = pipeUnits(cb.d, &r.tr.rows, ps[r.lo:r.hi], gs[r.lo:r.hi], ms[r.lo:r.hi], vs[r.lo:r.hi], wd[r.lo:r.hi], lr)
 		if f >= 0 {
 			r.tr.f = f
 		}
@@ -120,6 +122,29 @@ func AdamWStepsPipelined(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta
 	}
 }
 
+// sideAfterFences makes side stream s wait for the fences, other than its
+// own, of what the group's kernels read on it: the parameters and
+// gradients, and the moments that the copy ring does not bring in (its
+// in-stream waits for theirs). A tensor moved by MoveTo just before the
+// update carries the copy stream's fence, which the rows' raw addresses
+// do not join.
+func (d *cudaDevice) sideAfterFences(op string, s *cudaSide, units []pipeUnit, ps, gs, ms, vs []*Tensor) {
+	ringed := map[*storage]bool{}
+	for _, u := range units {
+		if u.chunk != nil {
+			ringed[u.chunk.ms], ringed[u.chunk.vs] = true, true
+		}
+	}
+	for i := range ps {
+		for _, t := range [...]*Tensor{ps[i], gs[i], ms[i], vs[i]} {
+			st := t.ref.st
+			if f := st.fence.Load(); f != nil && f.on != s.stream && !ringed[st] {
+				d.check(op, "ordering the side stream after a fence", s.stream.WaitEvent(f.ev))
+			}
+		}
+	}
+}
+
 // groupStart is the first index of group i of ends.
 func groupStart(ends []int, i int) int {
 	if i == 0 {
@@ -139,6 +164,7 @@ func groupStart(ends []int, i int) int {
 func (d *cudaDevice) adamwPipelineRun(s *cudaSide, g int, tab *memory.Allocation, units []pipeUnit, f int, ps, gs, ms, vs []*Tensor, lr, beta1, beta2, eps float64, step, width int) {
 	const op = "AdamW"
 	tr := d.traceGroupStart(s, g, ps, ms, vs)
+	d.sideAfterFences(op, s, units, ps, gs, ms, vs)
 	var ringed []*storage
 	for _, u := range units {
 		if u.chunk != nil {
@@ -158,7 +184,11 @@ func (d *cudaDevice) adamwPipelineRun(s *cudaSide, g int, tab *memory.Allocation
 			}
 		}
 	}
-	d.traceGroupEnd(s, tr)
+	if len(ringed) > 0 {
+		d.traceGroupEnd(d.ring.out.stream, tr)
+	} else {
+		d.traceGroupEnd(s.stream, tr)
+	}
 	d.fenceGroup(op, s, g, true, tr, ps, gs, ms, vs)
 	if len(ringed) > 0 {
 		d.fenceRinged(op, &d.ring, g, ringed)

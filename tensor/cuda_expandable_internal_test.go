@@ -1,7 +1,6 @@
 package tensor
 
 import (
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -58,12 +57,7 @@ func TestGPUExpandableUploadOrdered(t *testing.T) {
 // its own with STRATA_EXPANDABLE_SEGMENTS=1.
 func newExpandableDevice(t *testing.T) (*cudaDevice, error) {
 	t.Helper()
-	if _, err := CUDA(0); err != nil {
-		if os.Getenv("STRATA_REQUIRE_GPU") != "" {
-			t.Fatalf("STRATA_REQUIRE_GPU is set, but cuda:0 is unavailable: %v", err)
-		}
-		t.Skipf("no CUDA device: %v", err)
-	}
+	internalCUDA(t)
 	t.Setenv(memory.EnvExpandableSegments, "1")
 	return newCUDADevice(0)
 }

@@ -134,7 +134,7 @@ func (d *cudaDevice) moveTo(op string, tier memory.Tier, sts []*storage) error {
 	ev := c.ring[c.next]
 	c.next = (c.next + 1) % len(c.ring)
 	d.check(op, "recording the copies' event", ev.Record(c.stream))
-	f := &sideFence{d: d, ev: ev}
+	f := &sideFence{d: d, ev: ev, on: c.stream}
 	for _, st := range moved {
 		st.fence.Store(f)
 	}

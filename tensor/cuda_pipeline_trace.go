@@ -88,7 +88,9 @@ func (d *cudaDevice) traceGroupStart(s *cudaSide, g int, ts ...[]*Tensor) *pipeG
 	p := d.pipeTrace()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if g == 0 && len(p.cur.groups) > 0 {
+	// A new step at group 0, unless group 0 was the last recorded: a
+	// group of parameters of several dtypes or devices is several runs.
+	if n := len(p.cur.groups); g == 0 && n > 0 && p.cur.groups[n-1].group != 0 {
 		p.recycle(p.last)
 		p.last, p.cur = p.cur, pipeStep{}
 	}
@@ -104,15 +106,17 @@ func (d *cudaDevice) traceGroupStart(s *cudaSide, g int, ts ...[]*Tensor) *pipeG
 	return r
 }
 
-// traceGroupEnd records the end of r's launch on s.
-func (d *cudaDevice) traceGroupEnd(s *cudaSide, r *pipeGroup) {
+// traceGroupEnd records the end of r's update on stream st: the side
+// stream after its launches, or the copy ring's write-back stream when
+// the group's moments went through the ring.
+func (d *cudaDevice) traceGroupEnd(st *cuda.Stream, r *pipeGroup) {
 	if r == nil {
 		return
 	}
 	p := d.pipeTrace()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	r.end = p.event(d, s.stream)
+	r.end = p.event(d, st)
 }
 
 // traceJoin records, the first time, where the device's stream waits for

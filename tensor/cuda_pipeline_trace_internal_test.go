@@ -1,7 +1,6 @@
 package tensor
 
 import (
-	"os"
 	"strings"
 	"testing"
 
@@ -14,13 +13,7 @@ import (
 // end and the device stream's first wait (the parameters read after the
 // step), and the mark recorded after it.
 func TestGPUPipelineTrace(t *testing.T) {
-	dev, err := CUDA(0)
-	if err != nil {
-		if os.Getenv("STRATA_REQUIRE_GPU") != "" {
-			t.Fatalf("STRATA_REQUIRE_GPU is set, but cuda:0 is unavailable: %v", err)
-		}
-		t.Skipf("no CUDA device: %v", err)
-	}
+	dev := internalCUDA(t)
 	defer func(on bool) { pipelineTracing = on }(pipelineTracing)
 	pipelineTracing = true
 	WithScope(func() {

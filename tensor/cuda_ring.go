@@ -1,7 +1,6 @@
 package tensor
 
 import (
-	"fmt"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -64,10 +63,12 @@ const (
 
 // cudaRing is a device's copy ring, made on first use.
 type cudaRing struct {
-	once    sync.Once
-	ready   atomic.Bool
-	err     error
-	base    cuda.DevicePtr
+	once  sync.Once
+	ready atomic.Bool
+	err   atomic.Pointer[error] // why it could not be made
+	base  cuda.DevicePtr
+	// release gives the slots' hold back; the ring lives as long as its
+	// device, as the side and copy streams do.
 	release func()
 	in, out streamQueue
 	// evIn, evKernel and evFree are each slot's copy in, update and copy
@@ -77,7 +78,6 @@ type cudaRing struct {
 	groupOut               []*cuda.Event
 	tail                   *cuda.Event
 	next                   int // the slot of the next chunk
-	d                      *cudaDevice
 }
 
 // ringFor returns d's copy ring when the pipelined update should use it:
@@ -88,9 +88,14 @@ func (d *cudaDevice) ringFor(op string) *cudaRing {
 	if !pipelineRing {
 		return nil
 	}
+	d.refuseInCapture(op, "making the pipelined update's copy ring")
 	r := &d.ring
-	r.once.Do(func() { r.err = d.makeRing() })
-	if r.err != nil {
+	r.once.Do(func() {
+		if err := d.makeRing(); err != nil {
+			r.err.Store(&err)
+		}
+	})
+	if !r.ready.Load() {
 		return nil
 	}
 	return r
@@ -101,7 +106,6 @@ func (d *cudaDevice) ringFor(op string) *cudaRing {
 // stay, as the device's others do).
 func (d *cudaDevice) makeRing() (err error) {
 	r := &d.ring
-	r.d = d
 	release, err := d.mem.Hold(memory.TierDevice, ringSlots*ringSlotBytes)
 	if err != nil {
 		return err
@@ -231,7 +235,7 @@ func (d *cudaDevice) fenceRinged(op string, r *cudaRing, g int, sts []*storage) 
 	}
 	ev := r.groupOut[g]
 	d.check(op, "recording a ring group's event", ev.Record(r.out.stream))
-	f := &sideFence{d: d, ev: ev}
+	f := &sideFence{d: d, ev: ev, on: r.out.stream}
 	for _, st := range sts {
 		st.fence.Store(f)
 	}
@@ -262,11 +266,6 @@ func (d *cudaDevice) ringBarrier() error {
 	return d.stream.WaitEvent(r.tail)
 }
 
-// ringString describes the ring for messages.
-func (r *cudaRing) String() string {
-	return fmt.Sprintf("copy ring of %d slots of %s", ringSlots, memory.FormatBytes(ringSlotBytes))
-}
-
 // pipeUnit is a launch of a pipelined update: n rows of its track's table
 // from row, and the chunk of moments the ring brings in for them (nil: the
 // rows address the moments where they are).
@@ -275,12 +274,14 @@ type pipeUnit struct {
 	chunk  *ringChunkRef
 }
 
-// pipeUnits appends the rows of a run's parameters to rows and returns
-// their launches and the dtype's float index (-1 when every parameter is
-// empty): without a ring (r nil) one launch of adamwRows' rows; with one,
-// a launch a ring chunk for each ringable parameter and one for each run
-// of the others between them. Slots are taken in launch order.
-func pipeUnits(r *cudaRing, rows *[]byte, ps, gs, ms, vs []*Tensor, wd []float64, lr float64) ([]pipeUnit, int) {
+// pipeUnits appends the rows of a run's parameters on d to rows and
+// returns their launches and the dtype's float index (-1 when every
+// parameter is empty): a launch a ring chunk for each parameter whose
+// moments can go through d's copy ring (made at the first such parameter,
+// unless PreparePipelineRing made it before), and one for each run of the
+// others between them; without a ring, one launch of adamwRows' rows.
+// Slots are taken in launch order.
+func pipeUnits(d *cudaDevice, rows *[]byte, ps, gs, ms, vs []*Tensor, wd []float64, lr float64) ([]pipeUnit, int) {
 	var units []pipeUnit
 	f := -1
 	direct := func(lo, hi int) {
@@ -294,14 +295,14 @@ func pipeUnits(r *cudaRing, rows *[]byte, ps, gs, ms, vs []*Tensor, wd []float64
 		units = append(units, pipeUnit{row: len(*rows) / adamwRowBytes, n: len(rs) / adamwRowBytes})
 		*rows = append(*rows, rs...)
 	}
-	if r == nil {
-		direct(0, len(ps))
-		return units, f
-	}
 	pending := 0
 	for i, p := range ps {
-		if !r.d.ringable(p, ms[i], vs[i]) {
+		if !pipelineRing || !d.ringable(p, ms[i], vs[i]) {
 			continue
+		}
+		r := d.ringFor("AdamW")
+		if r == nil {
+			break // no ring: every parameter's rows address its moments
 		}
 		direct(pending, i)
 		pending = i + 1
@@ -339,7 +340,16 @@ func PreparePipelineRing(dev Device) error {
 		return nil
 	}
 	d.ringFor("PreparePipelineRing")
-	return d.ring.err
+	return d.ring.failure()
+}
+
+// failure is why the ring could not be made, nil when it was or was not
+// asked for yet.
+func (r *cudaRing) failure() error {
+	if e := r.err.Load(); e != nil {
+		return *e
+	}
+	return nil
 }
 
 // PipelineRingState reports whether dev's pipelined updates use the copy
@@ -354,5 +364,5 @@ func PipelineRingState(dev Device) (bool, error) {
 	if d.ring.ready.Load() {
 		return true, nil
 	}
-	return false, d.ring.err
+	return false, d.ring.failure()
 }

@@ -2,7 +2,6 @@ package tensor
 
 import (
 	"math/rand/v2"
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -17,13 +16,7 @@ import (
 // ones between them that stay off the ring (moments on the device), a
 // bf16 gradient, and more chunks than slots.
 func TestGPUPipelineRing(t *testing.T) {
-	dev, err := CUDA(0)
-	if err != nil {
-		if os.Getenv("STRATA_REQUIRE_GPU") != "" {
-			t.Fatalf("STRATA_REQUIRE_GPU is set, but cuda:0 is unavailable: %v", err)
-		}
-		t.Skipf("no CUDA device: %v", err)
-	}
+	dev := internalCUDA(t)
 	defer func(on bool) { pipelineRing = on }(pipelineRing)
 	pipelineRing = true
 	WithScope(func() {
@@ -43,7 +36,15 @@ func TestGPUPipelineRing(t *testing.T) {
 			}
 		}
 		ends := []int{1, 3, 4, 6}
+		d := dev.(*cudaDevice)
+		// Chunks a step through the ring: the offload tier's moments when
+		// it is pinned (the default), the staging tier's always.
+		want := 2
+		if d.mem.HostPinned(memory.TierOffload) {
+			want += 4 + 2 + 4
+		}
 		for step := 1; step <= 3; step++ {
+			before := d.ring.next
 			var gs, rgs []*Tensor
 			for i, n := range sizes {
 				g := RandN(dev, Float32, rng, 1, n)
@@ -59,12 +60,40 @@ func TestGPUPipelineRing(t *testing.T) {
 				}
 			})
 			require.NoError(t, WaitOverlapped(dev))
+			require.Equal(t, want, d.ring.next-before, "step %d: chunks through the ring", step)
 			for i := range sizes {
 				require.Equal(t, rps[i].Float32s(), ps[i].Float32s(), "step %d: parameter %d", step, i)
 				require.Equal(t, rms[i].Float32s(), ms[i].Float32s(), "step %d: first moment %d (%v)", step, i, tiers[i])
 				require.Equal(t, rvs[i].Float32s(), vs[i].Float32s(), "step %d: second moment %d (%v)", step, i, tiers[i])
 			}
 		}
-		require.True(t, dev.(*cudaDevice).ring.ready.Load(), "the ring was made")
+		require.True(t, d.ring.ready.Load(), "the ring was made")
+	})
+}
+
+// TestGPUPipelineRingSteps: a parameter of fewer chunks than the ring has
+// slots, updated step after step with nothing read in between, so that
+// only its moments' fences (not the slots' reuse) order a step's copy in
+// after the step before's write-back: the same bits as AdamWSteps.
+func TestGPUPipelineRingSteps(t *testing.T) {
+	dev := internalCUDA(t)
+	defer func(on bool) { pipelineRing = on }(pipelineRing)
+	pipelineRing = true
+	WithScope(func() {
+		n := 2*ringChunk + ringChunk/2 // three chunks
+		rng := rand.New(rand.NewPCG(7, 8))
+		p := RandN(dev, Float32, rng, 1, n)
+		m, v := Zeros(dev, Float32, n), Zeros(dev, Float32, n)
+		rp, rm, rv := p.Clone(), m.Clone(), v.Clone()
+		require.NoError(t, MoveTo(memory.TierStaging, m, v))
+		for step := 1; step <= 8; step++ {
+			g := RandN(dev, Float32, rng, 1, n)
+			AdamWSteps([]*Tensor{rp}, []*Tensor{g.Clone()}, []*Tensor{rm}, []*Tensor{rv}, []float64{0.1}, 1e-2, 0.9, 0.95, 1e-8, step)
+			AdamWStepsPipelined([]*Tensor{p}, []*Tensor{g}, []*Tensor{m}, []*Tensor{v}, []float64{0.1}, 1e-2, 0.9, 0.95, 1e-8, step, []int{1}, 0, nil)
+		}
+		require.NoError(t, WaitOverlapped(dev))
+		require.Equal(t, rp.Float32s(), p.Float32s(), "parameter")
+		require.Equal(t, rm.Float32s(), m.Float32s(), "first moment")
+		require.Equal(t, rv.Float32s(), v.Float32s(), "second moment")
 	})
 }

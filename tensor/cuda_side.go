@@ -25,7 +25,9 @@ import (
 //     when the step is queued: it sees the clipped gradients, the moments'
 //     first fill and any migration queued before;
 //   - every parameter, first and second moment a group updates carries a
-//     fence (storage.fence) on the event recorded after its group: devPtr,
+//     fence (storage.fence) on the event recorded after its group (for
+//     moments that went through the pipelined update's copy ring, the
+//     event after their write-back, cuda_ring.go): devPtr,
 //     through which every op reaches device memory, makes the device's
 //     stream wait for it at the first use, as does the storage's release
 //     (the pool hands memory out on the device's stream);
@@ -38,9 +40,10 @@ import (
 //     barrier), since parameters and moments are long-lived and carry no
 //     RecordStream.
 //
-// Synchronize waits for both streams, and the backward pass starts only
-// once the update is over (WaitOverlapped): the overlap is with the
-// forward pass. The update is bound by the bus when its moments live in
+// Synchronize waits for every stream (the device's, the side stream, the
+// copy stream and the copy ring's), and the backward pass starts only
+// once the update's kernels are over (WaitOverlapped; the copy ring's last
+// write-backs may run on into it): the overlap is with the forward pass. The update is bound by the bus when its moments live in
 // host memory, and a kernel reading over the bus keeps it busy only while
 // enough of its blocks are resident: the side stream is created at the
 // greatest priority (cuda.PriorityHighest) and the device's stream one
@@ -58,6 +61,9 @@ import (
 type sideFence struct {
 	d  *cudaDevice
 	ev *cuda.Event
+	// on is the stream ev is recorded on: the side stream, the copy
+	// stream (MoveTo) or the copy ring's write-back stream.
+	on *cuda.Stream
 	// host makes the first user wait on the host too, before its wait is
 	// queued (AdamWStepsPipelined, adamw_pipeline.go): the host then
 	// queues the next forward pass group by group behind the update, and
@@ -191,6 +197,8 @@ func (d *cudaDevice) groupEvent(op string, s *cudaSide, i int) *cuda.Event {
 // the backward pass, holding the last step's gradients while the new ones
 // are made (a device budget then spills). The host waits, not the device's
 // stream, so that the pool sees the gradients' blocks free and reuses them.
+// The copy ring's last write-backs of moments (cuda_ring.go), which
+// nothing in backward reads, may still run; their fences order later uses.
 func WaitOverlapped(dev Device) error {
 	d, ok := dev.(*cudaDevice)
 	if !ok || !d.side.pending.Swap(false) {
@@ -254,7 +262,7 @@ func (d *cudaDevice) startSide(op string) *cudaSide {
 func (d *cudaDevice) fenceGroup(op string, s *cudaSide, g int, host bool, trace *pipeGroup, ps, gs, ms, vs []*Tensor) {
 	ev := d.groupEvent(op, s, g)
 	d.check(op, "recording a side-stream event", ev.Record(s.stream))
-	fence := &sideFence{d: d, ev: ev, host: host, trace: trace}
+	fence := &sideFence{d: d, ev: ev, on: s.stream, host: host, trace: trace}
 	for i := range ps {
 		for _, t := range [...]*Tensor{ps[i], ms[i], vs[i]} {
 			t.ref.st.fence.Store(fence)

@@ -18,9 +18,11 @@ type storage struct {
 	nbytes int64
 	refs   atomic.Int32
 	owner  *Ctx // the context it was allocated in, for Ctx.BytesInUse
-	// fence, when set, is work queued on a CUDA device's side stream
-	// that writes these bytes (an overlapped optimizer step,
-	// cuda_side.go): the first use on the device's stream waits for it.
+	// fence, when set, is work queued on another stream of a CUDA device
+	// that writes these bytes (an overlapped or pipelined optimizer step
+	// on the side stream, cuda_side.go; a move on the copy stream,
+	// cuda_move.go; the copy ring's write-back, cuda_ring.go): the first
+	// use on the device's stream waits for it.
 	fence atomic.Pointer[sideFence]
 	// guard is the device whose EnvMemoryGuard checks this storage (nil:
 	// none), op the op that made it (cuda_memguard.go).
