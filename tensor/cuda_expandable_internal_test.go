@@ -57,7 +57,7 @@ func TestGPUExpandableUploadOrdered(t *testing.T) {
 // its own with STRATA_EXPANDABLE_SEGMENTS=1.
 func newExpandableDevice(t *testing.T) (*cudaDevice, error) {
 	t.Helper()
-	internalCUDA(t)
+	gpuForTest(t)
 	t.Setenv(memory.EnvExpandableSegments, "1")
 	return newCUDADevice(0)
 }

@@ -13,7 +13,7 @@ import (
 // end and the device stream's first wait (the parameters read after the
 // step), and the mark recorded after it.
 func TestGPUPipelineTrace(t *testing.T) {
-	dev := internalCUDA(t)
+	dev := gpuForTest(t)
 	defer func(on bool) { pipelineTracing = on }(pipelineTracing)
 	pipelineTracing = true
 	WithScope(func() {

@@ -16,7 +16,7 @@ import (
 // ones between them that stay off the ring (moments on the device), a
 // bf16 gradient, and more chunks than slots.
 func TestGPUPipelineRing(t *testing.T) {
-	dev := internalCUDA(t)
+	dev := gpuForTest(t)
 	defer func(on bool) { pipelineRing = on }(pipelineRing)
 	pipelineRing = true
 	WithScope(func() {
@@ -36,15 +36,14 @@ func TestGPUPipelineRing(t *testing.T) {
 			}
 		}
 		ends := []int{1, 3, 4, 6}
-		d := dev.(*cudaDevice)
 		// Chunks a step through the ring: the offload tier's moments when
 		// it is pinned (the default), the staging tier's always.
 		want := 2
-		if d.mem.HostPinned(memory.TierOffload) {
+		if dev.mem.HostPinned(memory.TierOffload) {
 			want += 4 + 2 + 4
 		}
 		for step := 1; step <= 3; step++ {
-			before := d.ring.next
+			before := dev.ring.next
 			var gs, rgs []*Tensor
 			for i, n := range sizes {
 				g := RandN(dev, Float32, rng, 1, n)
@@ -60,14 +59,14 @@ func TestGPUPipelineRing(t *testing.T) {
 				}
 			})
 			require.NoError(t, WaitOverlapped(dev))
-			require.Equal(t, want, d.ring.next-before, "step %d: chunks through the ring", step)
+			require.Equal(t, want, dev.ring.next-before, "step %d: chunks through the ring", step)
 			for i := range sizes {
 				require.Equal(t, rps[i].Float32s(), ps[i].Float32s(), "step %d: parameter %d", step, i)
 				require.Equal(t, rms[i].Float32s(), ms[i].Float32s(), "step %d: first moment %d (%v)", step, i, tiers[i])
 				require.Equal(t, rvs[i].Float32s(), vs[i].Float32s(), "step %d: second moment %d (%v)", step, i, tiers[i])
 			}
 		}
-		require.True(t, d.ring.ready.Load(), "the ring was made")
+		require.True(t, dev.ring.ready.Load(), "the ring was made")
 	})
 }
 
@@ -76,7 +75,7 @@ func TestGPUPipelineRing(t *testing.T) {
 // only its moments' fences (not the slots' reuse) order a step's copy in
 // after the step before's write-back: the same bits as AdamWSteps.
 func TestGPUPipelineRingSteps(t *testing.T) {
-	dev := internalCUDA(t)
+	dev := gpuForTest(t)
 	defer func(on bool) { pipelineRing = on }(pipelineRing)
 	pipelineRing = true
 	WithScope(func() {
