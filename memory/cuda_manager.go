@@ -41,12 +41,13 @@ func NewCUDAManager(ctx *cuda.Context, cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("memory: NewCUDAManager for %s: its CUDAStreams belongs to %s: %w", ctx.Device(), streams.ctx.Device(), ErrInvalidArgument)
 	}
 
-	pinned, err := offloadPinnedFromEnv()
+	env := os.Getenv(EnvOffloadMemory)
+	pinned, err := offloadPinned(env)
 	if err != nil {
 		return nil, err
 	}
 	props := ctx.Properties()
-	if pinned && !props.CanMapHostMemory && os.Getenv(EnvOffloadMemory) != "" {
+	if pinned && !props.CanMapHostMemory && env != "" {
 		return nil, fmt.Errorf("memory: %s=pinned: %s cannot map host memory: %w", EnvOffloadMemory, ctx.Device(), ErrInvalidArgument)
 	}
 	backends := []Backend{NewDeviceBackend(ctx), NewHostBackend(TierHost)}

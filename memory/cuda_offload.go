@@ -2,7 +2,6 @@ package memory
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/strata-ml/strata/cuda"
@@ -40,9 +39,10 @@ type offloadBackend struct {
 // half the speed of the kernel reading them itself.
 const EnvOffloadMemory = "STRATA_OFFLOAD_MEMORY"
 
-// offloadPinnedFromEnv reads EnvOffloadMemory.
-func offloadPinnedFromEnv() (bool, error) {
-	switch v := os.Getenv(EnvOffloadMemory); strings.ToLower(v) {
+// offloadPinned reads v, EnvOffloadMemory's value: whether the offload
+// tier is pinned memory.
+func offloadPinned(v string) (bool, error) {
+	switch strings.ToLower(v) {
 	case "managed":
 		return false, nil
 	case "", "pinned":

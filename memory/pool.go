@@ -71,7 +71,7 @@ type Pool struct {
 	// Limit: a manager's device budget also covers its managed tier,
 	// whose pages live on the device (Manager.SetLimit).
 	shared func() int64
-	// held is what callers hold against the pool's limit outside it
+	// external is what callers hold against the pool's limit outside it
 	// (Manager.Hold): counted in held and demand like shared bytes.
 	external int64
 

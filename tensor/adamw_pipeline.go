@@ -166,29 +166,29 @@ func (d *cudaDevice) adamwPipelineRun(s *cudaSide, g int, tab *memory.Allocation
 	tr := d.traceGroupStart(s, g, ps, ms, vs)
 	d.sideAfterFences(op, s, units, ps, gs, ms, vs)
 	var ringed []*storage
+	c := adamwConstants(f, lr, beta1, beta2, eps, step)
 	for _, u := range units {
 		if u.chunk != nil {
 			d.chunkIn(op, &d.ring, s, *u.chunk)
 		}
 		if u.n > 0 {
-			c := adamwConstants(f, lr, beta1, beta2, eps, step)
 			d.launchOn(s, op, d.k.adamwMulti[f], [3]uint32{uint32(d.sideGrid(u.n, width)), 1, 1}, block1, func(a *cuda.Args) {
 				a.Ptr(scratchPtr(tab) + cuda.DevicePtr(u.row*adamwRowBytes)).Int32(int32(u.n))
 				c.args(a, f)
 			})
 		}
-		if c := u.chunk; c != nil {
-			d.chunkOut(op, &d.ring, s, *c)
-			if c.first {
-				ringed = append(ringed, c.ms, c.vs)
+		if ch := u.chunk; ch != nil {
+			d.chunkOut(op, &d.ring, s, *ch)
+			if ch.first {
+				ringed = append(ringed, ch.ms, ch.vs)
 			}
 		}
 	}
+	end := s.stream // the group's update ends on its last write-back when it has some
 	if len(ringed) > 0 {
-		d.traceGroupEnd(d.ring.out.stream, tr)
-	} else {
-		d.traceGroupEnd(s.stream, tr)
+		end = d.ring.out.stream
 	}
+	d.traceGroupEnd(end, tr)
 	d.fenceGroup(op, s, g, true, tr, ps, gs, ms, vs)
 	if len(ringed) > 0 {
 		d.fenceRinged(op, &d.ring, g, ringed)

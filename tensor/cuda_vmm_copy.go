@@ -59,7 +59,7 @@ func (v *vmmCopier) copy(dst, src uintptr, n int64, s memory.Stream) error {
 		// words held SMs for the whole copy while its loads waited on
 		// the bus (session 21: +15 ms forward, +30 ms backward for
 		// gpt2-medium's 384 MiB of block inputs).
-		grid[0] = uint32(min(int(grid[0]), d.sideGrid(int(grid[0]), 0)))
+		grid[0] = uint32(d.sideGrid(int(grid[0]), 0))
 	}
 	cudaLaunches.Add(1)
 	if err := d.ctx.LaunchKernelArgs(d.k.copy2D[kb], grid, block1, 0, st, a); err != nil {
