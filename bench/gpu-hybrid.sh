@@ -170,6 +170,10 @@
 #         and expandable), then gpt2-medium under 4 GiB, pipelined, with and
 #         without the ring, the offload tier pinned and managed, traced
 #         (STRATA_PIPELINE_TRACE=1), 10 and 40 timed steps
+# val24   session 24's first call: session 23's mends on the GPU (tensor's
+#         ring, ring-steps, trace, pipelined and move tests on classic and
+#         expandable memory; memory's CUDA manager, hold and spill tests),
+#         then gpt2-medium bf16 under 4 GiB pipelined against unconstrained
 # fin23   session 23's last call: the GPU tests of memory, tensor and nn
 #         with the new defaults (the offload tier pinned, the copy ring on),
 #         the ring's test on expandable memory, then gpt2-medium under 4 GiB
@@ -770,6 +774,23 @@ if has ck23; then
   off2 c23-plain-pinned STRATA_OFFLOAD_MEMORY=pinned $b
   off2 c23-none-b $m
   for f in $L/off2-c23-*.jsonl; do say "$(basename $f): $(jfields "$f" loss tok_s steps driver_calls_per_step peak_mib_by_tier)"; done
+fi
+
+if has val24; then
+  for e in 0 1; do
+    log=$L/val24-tensor-exp$e.log
+    (cd tensor && STRATA_EXPANDABLE_SEGMENTS=$e STRATA_REQUIRE_GPU=1 timeout 200 ../.gpu/tensor.test -test.v -test.run 'TestGPUPipelineRing|TestGPUPipelineTrace|TestAdamWStepsPipelined$|TestMoveTo$|TestAdamWStepsOverlapped|TestAdamWStepsHalfGradients' > "$log" 2>&1)
+    say "val24 tensor ring/trace/pipelined tests, STRATA_EXPANDABLE_SEGMENTS=$e: exit $?"; grep -E -- '--- (PASS|FAIL|SKIP)|Error|panic' "$log" | head -24 | tee -a "$OUT/summary.txt"
+  done
+  log=$L/val24-memory.log
+  (cd memory && STRATA_REQUIRE_GPU=1 timeout 200 ../.gpu/memory.test -test.v -test.run 'GPU|CUDA|Hold' > "$log" 2>&1)
+  say "val24 memory GPU tests: exit $?; $(grep -c -- '--- PASS' "$log") passed, $(grep -c -- '--- FAIL' "$log") failed, $(grep -c -- '--- SKIP' "$log") skipped"; grep -E -- '--- FAIL|panic' "$log" | head -12 | tee -a "$OUT/summary.txt"
+  m="-config gpt2-medium -precision bf16 -attention fused -head fused -bench-warmup 25"
+  b="STRATA_EXPANDABLE_SEGMENTS=1 $m -device-budget 4GiB -checkpoint blocks"
+  off2 v24-none $m
+  off2 v24-pipe $b -pipeline-optimizer
+  grep -E "copy ring" "$L/off2-v24-pipe.log" | tee -a "$OUT/summary.txt"
+  for f in $L/off2-v24-*.jsonl; do say "$(basename $f): $(jfields "$f" loss tok_s steps driver_calls_per_step peak_mib_by_tier)"; done
 fi
 
 if has fin23; then
