@@ -170,6 +170,14 @@
 #         and expandable), then gpt2-medium under 4 GiB, pipelined, with and
 #         without the ring, the offload tier pinned and managed, traced
 #         (STRATA_PIPELINE_TRACE=1), 10 and 40 timed steps
+# frag24  session 24: the graph capture's cache given back (tensor's capture
+#         tests), train-gpt -bench's peak reserved / peak allocated on
+#         torch_frag.py's configs and the bf16 rows, this tree's program
+#         (.gpu/train-gpt) against the one before (.gpu/train-gpt-base),
+#         then PyTorch traces of more configs (bench/torch_traces.py
+#         traces, into $OUT/traces)
+# live24  PyTorch's live peak reserved / peak allocated on the same configs
+#         (bench/torch_traces.py live)
 # val24   session 24's first call: session 23's mends on the GPU (tensor's
 #         ring, ring-steps, trace, pipelined and move tests on classic and
 #         expandable memory; memory's CUDA manager, hold and spill tests),
@@ -774,6 +782,48 @@ if has ck23; then
   off2 c23-plain-pinned STRATA_OFFLOAD_MEMORY=pinned $b
   off2 c23-none-b $m
   for f in $L/off2-c23-*.jsonl; do say "$(basename $f): $(jfields "$f" loss tok_s steps driver_calls_per_step peak_mib_by_tier)"; done
+fi
+
+if has frag24; then
+  log=$L/frag24-graph.log
+  (cd tensor && STRATA_REQUIRE_GPU=1 timeout 120 ../.gpu/tensor.test -test.v -test.run 'CaptureGraph' > "$log" 2>&1)
+  say "frag24 tensor capture tests: exit $?"; grep -E -- '--- (PASS|FAIL|SKIP)|Error|panic' "$log" | head -12 | tee -a "$OUT/summary.txt"
+  for v in "char-fp32 -config char -precision fp32 -attention plain" \
+           "char-fp16-ckpt -config char -precision fp16 -attention plain -checkpoint blocks" \
+           "gpt2-fp32 -config gpt2 -precision fp32 -attention plain" \
+           "gpt2-fp16-ckpt -config gpt2 -precision fp16 -attention plain -checkpoint blocks" \
+           "char-bf16 -config char -precision bf16 -attention fused" \
+           "gpt2-bf16 -config gpt2 -precision bf16 -attention fused" \
+           "gpt2-medium-bf16 -config gpt2-medium -precision bf16 -attention fused -head fused"; do
+    name=${v%% *} flags=${v#* }
+    for tg in train-gpt train-gpt-base; do
+      [ -x .gpu/$tg ] || continue
+      TG=$tg off2 fr24-$name-$tg $flags
+    done
+  done
+  python3 - "$L" <<'PY' | tee -a "$OUT/summary.txt"
+import glob, json, sys
+print("| run | program | graph | peak allocated MiB | peak reserved MiB | reserved/allocated | tokens/s |")
+print("|---|---|---|---:|---:|---:|---:|")
+for f in sorted(glob.glob(sys.argv[1] + "/off2-fr24-*.jsonl")):
+    for l in open(f):
+        d = json.loads(l)
+        if not d.get("peak_bytes"): continue
+        n = f.split("off2-fr24-")[1][:-6]
+        prog = "base" if n.endswith("-base") else "new"
+        print(f"| {n.replace('-train-gpt-base','').replace('-train-gpt','')} | {prog} | {d.get('graph_kernels_per_step',0)>0} | {d['peak_bytes']/2**20:,.0f} | {d['peak_reserved_bytes']/2**20:,.0f} | {d['peak_reserved_bytes']/d['peak_bytes']:.3f} | {d['tok_s']:,.0f} |")
+PY
+  if [ -f .gpu/torch_gpt.py ]; then
+    timeout 240 python3 bench/torch_traces.py .gpu traces "$OUT/traces" > "$L/torch-traces.jsonl" 2>&1
+    say "torch traces: exit $?; $(ls "$OUT/traces" 2>/dev/null | wc -l) files"; cut -c1-300 "$L/torch-traces.jsonl" | tee -a "$OUT/summary.txt"
+    (cd "$OUT" && tar -cJf traces.tar.xz traces && rm -rf traces)
+  fi
+fi
+
+if has live24 && [ -f .gpu/torch_gpt.py ]; then
+  timeout 400 python3 bench/torch_traces.py .gpu live > "$L/torch-live.jsonl" 2>&1
+  say "torch live: exit $?"; cut -c1-400 "$L/torch-live.jsonl" | tee -a "$OUT/summary.txt"
+  cat "$L/torch-live.jsonl" >> "$res"
 fi
 
 if has val24; then

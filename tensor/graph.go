@@ -29,6 +29,11 @@ import (
 //     passed as arguments: StepGuard (the clip factor and the skip flag of
 //     a non-finite loss or norm) and AdamWArgs (the learning rate and the
 //     bias corrections) exist for that.
+//   - The device's cached free memory is given back before the capture
+//     (memory.Manager.EmptyCache): blocks the eager steps freed serve no
+//     replay, and kept, they and the graph's private pool made the peak
+//     reserved bytes of a captured training step 1.6x to 2x the
+//     allocated peak.
 //   - What the ops allocate during the capture comes from a private pool
 //     (memory.CUDAStreams.Private, as PyTorch gives each graph its own):
 //     blocks freed during the capture are reused by later captured work
@@ -165,6 +170,13 @@ func CaptureGraph(dev Device, fn func()) (g *Graph, err error) {
 	// the side stream may still be pending.
 	if err := d.Synchronize(); err != nil {
 		return nil, err
+	}
+	// The eager steps' cache goes back first: the capture allocates from
+	// its own pool, which would otherwise stack on blocks the eager steps
+	// freed and no replay can use (train-gpt on the H200 reserved 1.6x
+	// to 2x its allocated peak with a graph, 1.05x without).
+	if err := d.mem.EmptyCache(); err != nil {
+		return nil, &OpError{Op: "CaptureGraph", Msg: fmt.Sprintf("giving back %v's cached memory before the capture", d), Err: err}
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
