@@ -176,6 +176,11 @@
 #         (.gpu/train-gpt) against the one before (.gpu/train-gpt-base),
 #         then PyTorch traces of more configs (bench/torch_traces.py
 #         traces, into $OUT/traces)
+# exp24   session 24: CUDA graphs on expandable device memory (the private
+#         pool grows without synchronising): tensor's capture tests and
+#         train-gpt's graph losses test with STRATA_EXPANDABLE_SEGMENTS=1
+#         and 0, then train-gpt -bench on frag24's configs, expandable
+#         against classic, peak reserved / peak allocated
 # live24  PyTorch's live peak reserved / peak allocated on the same configs
 #         (bench/torch_traces.py live)
 # val24   session 24's first call: session 23's mends on the GPU (tensor's
@@ -782,6 +787,42 @@ if has ck23; then
   off2 c23-plain-pinned STRATA_OFFLOAD_MEMORY=pinned $b
   off2 c23-none-b $m
   for f in $L/off2-c23-*.jsonl; do say "$(basename $f): $(jfields "$f" loss tok_s steps driver_calls_per_step peak_mib_by_tier)"; done
+fi
+
+if has exp24; then
+  for e in 1 0; do
+    log=$L/exp24-graph-exp$e.log
+    (cd tensor && STRATA_EXPANDABLE_SEGMENTS=$e STRATA_REQUIRE_GPU=1 timeout 120 ../.gpu/tensor.test -test.v -test.run 'CaptureGraph' > "$log" 2>&1)
+    say "exp24 tensor capture tests, STRATA_EXPANDABLE_SEGMENTS=$e: exit $?"; grep -E -- '--- (PASS|FAIL|SKIP)|Error|panic' "$log" | head -12 | tee -a "$OUT/summary.txt"
+    log=$L/exp24-tg-graph-exp$e.log
+    [ -x .gpu/train-gpt.test ] && (cd examples/train-gpt && STRATA_EXPANDABLE_SEGMENTS=$e STRATA_REQUIRE_GPU=1 timeout 200 ../../.gpu/train-gpt.test -test.v -test.run 'TestGPUCUDAGraphSameLosses' > "$log" 2>&1)
+    say "exp24 train-gpt graph losses, STRATA_EXPANDABLE_SEGMENTS=$e: exit $?"; grep -E -- '--- (PASS|FAIL|SKIP)|Error|panic|captured' "$log" | head -12 | tee -a "$OUT/summary.txt"
+  done
+  for v in "char-fp32 -config char -precision fp32 -attention plain" \
+           "char-fp16-ckpt -config char -precision fp16 -attention plain -checkpoint blocks" \
+           "gpt2-fp32 -config gpt2 -precision fp32 -attention plain" \
+           "gpt2-fp16-ckpt -config gpt2 -precision fp16 -attention plain -checkpoint blocks" \
+           "char-bf16 -config char -precision bf16 -attention fused" \
+           "gpt2-bf16 -config gpt2 -precision bf16 -attention fused" \
+           "gpt2-medium-bf16 -config gpt2-medium -precision bf16 -attention fused -head fused"; do
+    name=${v%% *} flags=${v#* }
+    for e in 1 0; do
+      off2 ex24-$name-exp$e STRATA_EXPANDABLE_SEGMENTS=$e $flags
+      grep -E "captured|continuing without" "$L/off2-ex24-$name-exp$e.log" | head -3 | cut -c1-250 | tee -a "$OUT/summary.txt"
+    done
+  done
+  python3 - "$L" <<'PY' | tee -a "$OUT/summary.txt"
+import glob, json, sys
+print("| run | segments | graph | peak allocated MiB | peak reserved MiB | reserved/allocated | tokens/s | loss |")
+print("|---|---|---|---:|---:|---:|---:|---:|")
+for f in sorted(glob.glob(sys.argv[1] + "/off2-ex24-*.jsonl")):
+    for l in open(f):
+        d = json.loads(l)
+        if not d.get("peak_bytes"): continue
+        n = f.split("off2-ex24-")[1][:-6]
+        seg = "expandable" if n.endswith("exp1") else "classic"
+        print(f"| {n[:-5]} | {seg} | {d.get('graph_kernels_per_step',0)>0} | {d['peak_bytes']/2**20:,.0f} | {d['peak_reserved_bytes']/2**20:,.0f} | {d['peak_reserved_bytes']/d['peak_bytes']:.3f} | {d['tok_s']:,.0f} | {d['loss']} |")
+PY
 fi
 
 if has frag24; then

@@ -107,8 +107,9 @@ func (p *Pool) expand(rounded int64, s Stream) (*Block, error) {
 	}
 	b := p.carve(best, bestPos)
 	// Stale address space costs no memory, only mappings: it is swept
-	// once it outgrows the memory mapped.
-	if p.staleBytes > p.sinks.own.Reserved.Current {
+	// once it outgrows the memory mapped (with a synchronisation: not
+	// while a held stream, a graph's private pool, grows in its capture).
+	if p.staleBytes > p.sinks.own.Reserved.Current && !heldBy(p.holder(), best.stream) {
 		if err := p.sweepStale(); err != nil {
 			p.insertFree(b)
 			return nil, err

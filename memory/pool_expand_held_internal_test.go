@@ -44,3 +44,61 @@ func TestExpandableStealSkipsHeld(t *testing.T) {
 	require.NoError(t, p.Free(b))
 	require.NoError(t, p.Close())
 }
+
+// syncCountVM is a VirtualMemory that counts Sync calls and fails them
+// while forbid is set, as a device capturing a CUDA graph refuses them.
+type syncCountVM struct {
+	VirtualMemory
+	syncs  int
+	forbid bool
+}
+
+func (v *syncCountVM) Sync() error {
+	v.syncs++
+	if v.forbid {
+		return errors.New("synchronised while capturing")
+	}
+	return v.VirtualMemory.Sync()
+}
+
+// TestExpandableHeldGrowsWithoutSync checks that a held stream's range (a
+// CUDA graph's private pool, growing while its graph is captured) takes
+// pages from its own free blocks or creates them, and never steals from
+// another stream's free pages or sweeps stale ranges, which would
+// synchronise the device: another stream's 40 MiB of free pages stay where
+// they are while the held stream grows by more than that.
+func TestExpandableHeldGrowsWithoutSync(t *testing.T) {
+	vm := &syncCountVM{VirtualMemory: NewHostBackend(TierDevice).(VirtualMemory)}
+	ss := &holdingSync{newLateSync(), 3}
+	p := NewPool(vm, PoolConfig{Expandable: true, StreamSync: ss})
+	b, err := p.Alloc(40<<20, 1)
+	require.NoError(t, err)
+	other := b.addr
+	require.NoError(t, p.Free(b))
+
+	vm.forbid = true
+	var live []*Block
+	for i, n := range []int64{8 << 20, 8 << 20, 3 << 20, 12 << 20, 30 << 20, 5 << 20} {
+		g, err := p.Alloc(n, ss.held)
+		require.NoError(t, err, "allocation %d of the held stream", i)
+		live = append(live, g)
+		if i == 2 { // a free block in its own range, whose pages it lends
+			require.NoError(t, p.Free(live[0]))
+			live = live[1:]
+		}
+	}
+	require.Zero(t, vm.syncs, "the held stream's growth synchronised")
+	p.mu.Lock()
+	require.Equal(t, int64(40<<20), segmentAt(p, other).mapped, "the other stream's free pages stayed mapped there")
+	checkExpandable(t, p)
+	p.mu.Unlock()
+
+	vm.forbid, ss.held = false, 0
+	for _, g := range live {
+		require.NoError(t, p.Free(g))
+	}
+	g, err := p.Alloc(64<<20, 1)
+	require.NoError(t, err, "released, the stream's pages serve others")
+	require.NoError(t, p.Free(g))
+	require.NoError(t, p.Close())
+}

@@ -71,9 +71,20 @@ func (p *Pool) stealFrom(pages []Page, n int, target *segment, lo, hi int64, spa
 	synced := false
 	var order []*segment
 	h := p.holder()
+	// A held stream's range (a CUDA graph's private pool) grows while its
+	// graph is captured, when the device must not be synchronised: it
+	// takes pages from its own free blocks only, which lending moves
+	// without a synchronisation.
+	capturing := heldBy(h, target.stream)
+	if capturing && noLending {
+		return pages, nil
+	}
 	for _, same := range [2]bool{true, false} {
+		if capturing && !same {
+			break
+		}
 		for seg := p.segs; seg != nil; seg = seg.next {
-			if seg.x != nil && (seg.stream == target.stream) == same && !heldBy(h, seg.stream) {
+			if seg.x != nil && (seg.stream == target.stream) == same && (same || !heldBy(h, seg.stream)) {
 				order = append(order, seg)
 			}
 		}

@@ -24,6 +24,7 @@ import (
 //	go test ./memory -run TestExpandableScaleSweep -v -expandable-sweep 40
 //	go test ./memory -run TestExpandableScaleSweep -v -expandable-sweep 60-other -expandable-sweep-plan
 //	go test ./memory -run TestExpandableScaleSweep -v -expandable-sweep 0.37 -expandable-sweep-dump
+//	go test ./memory -run TestExpandableScaleSweep -v -expandable-sweep 1 -expandable-sweep-traces all
 //
 // (40: 40 scales from 0.2 to 4, 0.2*20^(i/39); 60-other: 60 scales
 // between them, 0.21*(3.8/0.21)^((i+0.37)/60), another sample; else a
@@ -32,6 +33,7 @@ import (
 var anaScales = flag.String("expandable-sweep", "", "scales for TestExpandableScaleSweep: a count of log-spaced scales from 0.2 to 4, or a comma-separated list")
 var anaTiny = flag.Int64("expandable-sweep-tiny", 0, "experiment: requests up to this many bytes on stream 1 (a range and index of their own)")
 var anaPlan = flag.Bool("expandable-sweep-plan", false, "TestExpandableScaleSweep replays with PoolConfig.PlanSteps")
+var anaTraces = flag.String("expandable-sweep-traces", "", "TestExpandableScaleSweep's traces: comma-separated names in bench/traces, or all (default: the two shared ones)")
 var anaDump = flag.Bool("expandable-sweep-dump", false, "TestExpandableScaleSweep prints the partial pages at each replay's peak reserved")
 
 type anaOp struct {
@@ -187,7 +189,7 @@ func TestExpandableScaleSweep(t *testing.T) {
 			scales = append(scales, v)
 		}
 	}
-	for _, name := range []string{"trace-char-fp32.csv", "trace-char-fp16-ckpt.csv"} {
+	for _, name := range anaTraceNames(t) {
 		ops, slots := anaLoad(t, name)
 		var sum, mx float64
 		over := 0
@@ -203,4 +205,22 @@ func TestExpandableScaleSweep(t *testing.T) {
 		}
 		fmt.Printf("%s mean %.4f max %.4f over %d/%d\n%s\n", name, sum/float64(len(scales)), mx, over, len(scales), line)
 	}
+}
+
+// anaTraceNames is -expandable-sweep-traces: the traces to sweep.
+func anaTraceNames(t *testing.T) []string {
+	switch *anaTraces {
+	case "":
+		return []string{"trace-char-fp32.csv", "trace-char-fp16-ckpt.csv"}
+	case "all":
+		names, err := filepath.Glob(filepath.Join("..", "bench", "traces", "trace-*.csv"))
+		if err != nil || len(names) == 0 {
+			t.Fatalf("no traces in ../bench/traces: %v", err)
+		}
+		for i, n := range names {
+			names[i] = filepath.Base(n)
+		}
+		return names
+	}
+	return strings.Split(*anaTraces, ",")
 }

@@ -53,9 +53,13 @@ import (
 //     when the graph is released, not at once: its replays may use them.
 //   - The StepGuard and AdamWArgs a captured step reads must outlive the
 //     graph.
-//   - Expandable segments (memory.EnvExpandableSegments) are refused: they
-//     map memory with a device synchronization, which a capture cannot
-//     hold.
+//   - On expandable device memory (memory.EnvExpandableSegments) the
+//     private pool grows a range of its own during the capture by mapping
+//     pages it creates or lends from its own free blocks, never by
+//     stealing from other ranges or sweeping stale ones, which would
+//     synchronize the device (the pool's held streams, memory's
+//     stream_sync.go); the cache given back before the capture leaves
+//     those pages free to create.
 //   - While a capture runs, the device is the capturing goroutine's: ops
 //     from other goroutines on it would be captured or break the capture.
 type Graph struct {
@@ -159,9 +163,6 @@ func CaptureGraph(dev Device, fn func()) (g *Graph, err error) {
 	}
 	if d.capturing() != nil {
 		return nil, &OpError{Op: "CaptureGraph", Msg: fmt.Sprintf("%v is already capturing a graph", d), Err: ErrArgument}
-	}
-	if d.vmm {
-		return nil, &OpError{Op: "CaptureGraph", Msg: fmt.Sprintf("%v's device memory is expandable (%s): mapping more of it synchronizes the device, which a capture cannot hold (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED on the H200); capture with classic segments", d, memory.EnvExpandableSegments), Err: ErrArgument}
 	}
 	if cudaProfiling {
 		return nil, &OpError{Op: "CaptureGraph", Msg: "the kernel profiler times each launch with a synchronization: turn it off to capture", Err: ErrArgument}

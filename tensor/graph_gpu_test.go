@@ -33,9 +33,6 @@ func graphStep(c overlapCase, x *tensor.Tensor, guard *tensor.StepGuard, args *t
 // survives EmptyCache while the graph lives.
 func TestGPUCaptureGraphReplaysStep(t *testing.T) {
 	dev := cudaOrSkip(t)
-	if refusedExpandable(t, dev) {
-		return
-	}
 	tensor.WithScope(func() {
 		eager := newOverlapCase(dev, 11, 5000, 300000, 7)
 		gr := eager.clone()
@@ -83,9 +80,6 @@ func TestGPUCaptureGraphReplaysStep(t *testing.T) {
 // error that says so, the capture is discarded and the device works on.
 func TestGPUCaptureGraphRefusals(t *testing.T) {
 	dev := cudaOrSkip(t)
-	if refusedExpandable(t, dev) {
-		return
-	}
 	workspace := func() int64 { return dev.Memory().Stats().Roles[memory.RoleWorkspace].Allocated.Current }
 	ws := workspace()
 	tensor.WithScope(func() {
@@ -133,28 +127,12 @@ func TestGPUCaptureGraphRefusals(t *testing.T) {
 	assert.Equal(t, ws, workspace(), "no workspace left behind")
 }
 
-// refusedExpandable reports whether dev's memory is expandable
-// (STRATA_EXPANDABLE_SEGMENTS), after checking that CaptureGraph refuses
-// it with an error that says why.
-func refusedExpandable(t *testing.T, dev tensor.Device) bool {
-	if !dev.Memory().Pool(memory.TierDevice).Expandable() {
-		return false
-	}
-	_, err := tensor.CaptureGraph(dev, func() {})
-	require.ErrorIs(t, err, tensor.ErrArgument)
-	assert.Contains(t, err.Error(), "expandable")
-	return true
-}
-
 // TestGPUCaptureGraphGivesBackCache: the eager steps' cached memory is
 // given back before a capture, so the graph's private pool does not stack
 // on it: a captured 256 MiB temporary after an eager one of the same size
 // raises the device's peak reserved bytes by far less than 256 MiB.
 func TestGPUCaptureGraphGivesBackCache(t *testing.T) {
 	dev := cudaOrSkip(t)
-	if refusedExpandable(t, dev) {
-		return
-	}
 	const n = 64 << 20 // float32s: 256 MiB
 	tensor.Zeros(dev, tensor.Float32, n).Release()
 	require.NoError(t, dev.Synchronize())

@@ -48,8 +48,6 @@ func (o *options) graphUse(dev tensor.Device, dropout float64) (bool, error) {
 		return false, nil
 	case dev.Kind() != tensor.KindCUDA:
 		why = "CUDA graphs need a CUDA device"
-	case dev.Memory().Pool(memory.TierDevice).Expandable():
-		why = "expandable segments map memory with a device synchronization, which a capture cannot hold"
 	case dropout > 0:
 		why = "dropout's seeds are kernel arguments, which a graph replays unchanged"
 	case o.budget != "" && o.budget != "off":
