@@ -176,6 +176,9 @@
 #         (.gpu/train-gpt) against the one before (.gpu/train-gpt-base),
 #         then PyTorch traces of more configs (bench/torch_traces.py
 #         traces, into $OUT/traces)
+# suites24 session 24: the GPU tests of memory, tensor, autograd, nn, amp,
+#         checkpoint, dist and train-gpt with expandable device memory the
+#         default (STRATA_EXPANDABLE_SEGMENTS unset)
 # exp24   session 24: CUDA graphs on expandable device memory (the private
 #         pool grows without synchronising): tensor's capture tests and
 #         train-gpt's graph losses test with STRATA_EXPANDABLE_SEGMENTS=1
@@ -787,6 +790,11 @@ if has ck23; then
   off2 c23-plain-pinned STRATA_OFFLOAD_MEMORY=pinned $b
   off2 c23-none-b $m
   for f in $L/off2-c23-*.jsonl; do say "$(basename $f): $(jfields "$f" loss tok_s steps driver_calls_per_step peak_mib_by_tier)"; done
+fi
+
+if has suites24; then
+  unset STRATA_EXPANDABLE_SEGMENTS
+  run_gpu_tests memory tensor autograd nn amp checkpoint dist examples/train-gpt
 fi
 
 if has exp24; then

@@ -22,18 +22,18 @@ type deviceBackend struct {
 // NewDeviceBackend returns the TierDevice backend of ctx's device. A
 // request the device cannot hold, by the driver's answer or because it is
 // larger than the device's whole memory, fails with an error wrapping
-// ErrOutOfMemory and, when the driver was asked, its *cuda.Error. When
-// STRATA_EXPANDABLE_SEGMENTS=1 asks for them and the device has the
-// virtual memory management API (and one page goes through every call of
-// it), the backend is also a VirtualMemory, for expandable segments
-// (cuda_vmm.go). It panics if ctx is nil (a
-// programming error).
+// ErrOutOfMemory and, when the driver was asked, its *cuda.Error. When the
+// device has the virtual memory management API (and one page goes through
+// every call of it) the backend is also a VirtualMemory, for expandable
+// segments (cuda_vmm.go), unless STRATA_EXPANDABLE_SEGMENTS=0 asks for
+// classic cuMemAlloc segments. It panics if ctx is nil (a programming
+// error).
 func NewDeviceBackend(ctx *cuda.Context) Backend {
 	if ctx == nil {
 		panic("memory: NewDeviceBackend: nil *cuda.Context")
 	}
 	d := &deviceBackend{ctx: ctx, name: ctx.Device().String() + " device"}
-	if deviceVMMRequested() {
+	if deviceVMMWanted() {
 		if v := newDeviceVM(d); v != nil {
 			return v
 		}
@@ -41,16 +41,21 @@ func NewDeviceBackend(ctx *cuda.Context) Backend {
 	return d
 }
 
-// deviceVMMRequested reports whether STRATA_EXPANDABLE_SEGMENTS asks for
-// expandable segments on the device explicitly (1 or true). They are
-// opt-in there: on the H200 (2026-12-01) copies into mapped ranges failed
-// with CUDA_ERROR_INVALID_VALUE while kernels on them ran (doc.go).
-func deviceVMMRequested() bool {
+// deviceVMMWanted reports whether STRATA_EXPANDABLE_SEGMENTS leaves
+// expandable segments on for the device: unless it says 0 or false (an
+// unknown value is Config.Validate's error). They were opt-in there until
+// session 24: the H200's copy engines refused copies into mapped ranges
+// now and then (doc.go), which package tensor avoids since session 21, and
+// CUDA graphs could not be captured on them, which they can since session
+// 24; on the H200 they then reserved 1.006-1.044 of the allocated peak in
+// training where classic segments reserved 1.041-1.310, at the same speed
+// (bench/results/hybrid-2026-12-04-s24.md).
+func deviceVMMWanted() bool {
 	switch strings.ToLower(os.Getenv(EnvExpandableSegments)) {
-	case "1", "true":
-		return true
+	case "0", "false", "no", "off":
+		return false
 	}
-	return false
+	return true
 }
 
 func (d *deviceBackend) Name() string { return d.name }

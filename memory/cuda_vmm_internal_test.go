@@ -21,7 +21,7 @@ func TestGPUExpandableInvariantsRandom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(EnvExpandableSegments, "1") // opt-in on the device (doc.go)
+	t.Setenv(EnvExpandableSegments, "1") // the default, whatever the environment says
 	if _, ok := NewDeviceBackend(c).(VirtualMemory); !ok {
 		t.Skip("the device or driver lacks the virtual memory management API")
 	}

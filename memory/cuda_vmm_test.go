@@ -16,7 +16,7 @@ import (
 // skips the test.
 func gpuVM(t *testing.T) (*cuda.Context, memory.VirtualMemory) {
 	c := gpuContext(t)
-	t.Setenv(memory.EnvExpandableSegments, "1") // opt-in on the device (doc.go)
+	t.Setenv(memory.EnvExpandableSegments, "1") // the default, whatever the environment says
 	vm, ok := memory.NewDeviceBackend(c).(memory.VirtualMemory)
 	if !ok {
 		t.Skip("the device or driver lacks the virtual memory management API")
@@ -78,15 +78,17 @@ func TestGPUExpandableTraces(t *testing.T) {
 
 func TestGPUCUDAManagerSegmentsDefault(t *testing.T) {
 	c, _ := gpuVM(t)
+	for _, off := range []string{"0", "false"} {
+		t.Setenv(memory.EnvExpandableSegments, off)
+		m, err := memory.NewCUDAManager(c, memory.Config{})
+		require.NoError(t, err)
+		assert.False(t, m.Pool(memory.TierDevice).Expandable(), "classic segments on the device when %s=%s", memory.EnvExpandableSegments, off)
+		require.NoError(t, m.Close())
+	}
 	t.Setenv(memory.EnvExpandableSegments, "")
 	m, err := memory.NewCUDAManager(c, memory.Config{})
 	require.NoError(t, err)
-	assert.False(t, m.Pool(memory.TierDevice).Expandable(), "classic segments on the device unless asked for")
-	require.NoError(t, m.Close())
-	t.Setenv(memory.EnvExpandableSegments, "1")
-	m, err = memory.NewCUDAManager(c, memory.Config{})
-	require.NoError(t, err)
-	assert.True(t, m.Pool(memory.TierDevice).Expandable(), "device memory grows expandable segments when asked")
+	assert.True(t, m.Pool(memory.TierDevice).Expandable(), "device memory grows expandable segments by default")
 	a, err := m.Alloc(3<<20, memory.RoleActivation)
 	require.NoError(t, err)
 	require.NoError(t, c.MemsetD8(cuda.DevicePtr(a.Addr()), 7, 3<<20))

@@ -415,10 +415,17 @@
 // variable STRATA_EXPANDABLE_SEGMENTS, and is expandable when it is
 // unset): memory is what a GPU runs out of, and the steady state of a
 // training loop allocates from the cache like the classic pool, at the
-// same cost per call. On the GPU they are opt-in for now: the device
-// backend is a VirtualMemory only when STRATA_EXPANDABLE_SEGMENTS=1 (it
-// then probes the API with one page and falls back to cuMemAlloc segments
-// when the device or driver lacks it). On the H200 (driver 580) the copy
+// same cost per call. On the GPU too, since session 24 (opt-in before):
+// the device backend is a VirtualMemory unless STRATA_EXPANDABLE_SEGMENTS=0
+// (it probes the API with one page and falls back to cuMemAlloc segments
+// when the device or driver lacks it). A CUDA graph's private pool grows
+// its own range during the capture without synchronising (a held
+// stream's growth takes pages from its own free blocks or creates them,
+// pool_expand_pages.go): with the eager cache given back before the
+// capture (tensor.CaptureGraph), train-gpt on the H200 reserved 1.006 to
+// 1.044 of its allocated peak on seven configs where classic segments
+// reserved 1.041 to 1.310 and PyTorch, at its best setting, 1.030 to
+// 1.196 (bench/results/hybrid-2026-12-04-s24.md). On the H200 (driver 580) the copy
 // engine refuses, now and then, copies into and out of the mapped ranges
 // (cuMemcpyHtoDAsync of pageable memory, cuMemcpyDtoHAsync into it,
 // cuMemcpyDtoDAsync between ranges: CUDA_ERROR_INVALID_VALUE, a few MiB
@@ -643,8 +650,8 @@
 // addresses shows the same bytes), the random workloads over device pages
 // with the data checked on the GPU, EmptyCache giving pages back as
 // cuMemGetInfo sees it, the traces within 1.02, and the CUDA manager's
-// device pool expandable when asked (these run with
-// STRATA_EXPANDABLE_SEGMENTS=1 and skip otherwise). examples/bench-alloc times the pool
+// device pool expandable by default and classic when
+// STRATA_EXPANDABLE_SEGMENTS=0 says so. examples/bench-alloc times the pool
 // against cuMemAlloc and cuMemAllocAsync, and replays PyTorch allocation
 // traces with classic and expandable segments.
 package memory

@@ -23,8 +23,10 @@ import (
 // uploads (cuda_stage.go, session 21), not from the moves, which give
 // classic segments' losses bit for bit since. Reading and writing mapped
 // pinned memory from a kernel crosses the bus at a lower speed than the
-// copy engines and takes some of the GPU's cores, the price of the opt-in
-// expandable segments until the driver's copies are understood.
+// copy engines and takes some of the GPU's cores, the price of expandable
+// segments (the device's default since session 24;
+// STRATA_EXPANDABLE_SEGMENTS=0 gives classic segments and the copy engines
+// back) until the driver's copies are understood.
 type vmmCopier struct {
 	d    *cudaDevice
 	mu   sync.Mutex // guards args

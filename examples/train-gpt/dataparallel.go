@@ -10,6 +10,7 @@ import (
 
 	"github.com/strata-ml/strata/cuda"
 	"github.com/strata-ml/strata/dist"
+	"github.com/strata-ml/strata/memory"
 	"github.com/strata-ml/strata/nccl"
 	"github.com/strata-ml/strata/nn"
 	"github.com/strata-ml/strata/tensor"
@@ -150,6 +151,16 @@ func openDevices(o *options) (tensor.Device, error) {
 	}
 	if err := nccl.Init(); err != nil {
 		return nil, fmt.Errorf("-gpus %d: data-parallel training averages the gradients with NCCL: %w", o.gpus, err)
+	}
+	if _, set := os.LookupEnv(memory.EnvExpandableSegments); !set && o.gpus > 1 {
+		// Expandable segments map pages readable by their own GPU only
+		// (cuMemSetAccess), where NCCL's peer-to-peer transfers between
+		// the ranks' buffers want them readable by the peers: until that
+		// runs on a machine with several GPUs, the ranks take classic
+		// segments unless the variable asks otherwise.
+		if err := os.Setenv(memory.EnvExpandableSegments, "0"); err != nil {
+			return nil, fmt.Errorf("-gpus %d: %w", o.gpus, err)
+		}
 	}
 	o.gpuDevs = make([]tensor.Device, o.gpus)
 	for i := range o.gpuDevs {
