@@ -176,6 +176,10 @@
 #         (.gpu/train-gpt) against the one before (.gpu/train-gpt-base),
 #         then PyTorch traces of more configs (bench/torch_traces.py
 #         traces, into $OUT/traces)
+# main24  session 24: the main job (train-gpt with no flags) on the GPU with
+#         the new defaults, then train-gpt -bench without a graph
+#         (-cuda-graph off) on expandable and classic memory, and
+#         train-gpt's fault test alone
 # suites24 session 24: the GPU tests of memory, tensor, autograd, nn, amp,
 #         checkpoint, dist and train-gpt with expandable device memory the
 #         default (STRATA_EXPANDABLE_SEGMENTS unset)
@@ -792,9 +796,23 @@ if has ck23; then
   for f in $L/off2-c23-*.jsonl; do say "$(basename $f): $(jfields "$f" loss tok_s steps driver_calls_per_step peak_mib_by_tier)"; done
 fi
 
+if has main24; then
+  unset STRATA_EXPANDABLE_SEGMENTS
+  start=$(date +%s)
+  (cd /tmp && timeout 120 "$OLDPWD/.gpu/train-gpt" > "$L/main24.log" 2>&1)
+  say "main job (train-gpt, no flags): exit $? in $(( $(date +%s) - start ))s"
+  grep -E "^strata train-gpt|^model|held-out accuracy 100|^step +6000|captured|expandable|segments" "$L/main24.log" | head -8 | cut -c1-220 | tee -a "$OUT/summary.txt"
+  grep -A14 "strata memory summary" "$L/main24.log" | tee -a "$OUT/summary.txt"
+  for v in "char-bf16 -config char -precision bf16 -attention fused" "gpt2-bf16 -config gpt2 -precision bf16 -attention fused"; do
+    name=${v%% *} flags=${v#* }
+    for e in 1 0 1 0; do off2 m24-$name-eager-exp$e STRATA_EXPANDABLE_SEGMENTS=$e $flags -cuda-graph off; done
+  done
+  for f in $L/off2-m24-*.jsonl; do say "$(basename $f): $(jfields "$f" tok_s peak_bytes peak_reserved_bytes loss)"; done
+fi
+
 if has suites24; then
   unset STRATA_EXPANDABLE_SEGMENTS
-  run_gpu_tests memory tensor autograd nn amp checkpoint dist examples/train-gpt
+  run_gpu_tests ${SUITES:-memory tensor autograd nn amp checkpoint dist examples/train-gpt}
 fi
 
 if has exp24; then

@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-ml/strata/amp"
-	"github.com/strata-ml/strata/memory"
 	"github.com/strata-ml/strata/nn"
 	"github.com/strata-ml/strata/tensor"
 )
@@ -46,9 +45,6 @@ func TestAdamWGuardedErrors(t *testing.T) {
 // (the capture would zero them at every replay).
 func TestGPUAdamWGuardedNeedsMoments(t *testing.T) {
 	dev := cudaOrSkip(t)
-	if dev.Memory().Pool(memory.TierDevice).Expandable() {
-		t.Skip("graphs refuse expandable segments")
-	}
 	_, opt, args := guardedOne(t, dev)
 	var stepErr error
 	g, err := tensor.CaptureGraph(dev, func() { stepErr = opt.StepGuarded(args, nil) })

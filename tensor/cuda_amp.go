@@ -57,9 +57,7 @@ func (b cudaBackend) tensorTableLaunch(op string, fn *cuda.Function, ts []*Tenso
 		if maxN == 0 {
 			continue
 		}
-		tab, done := d.argTable(op, rows)
 		grid := [3]uint32{uint32(min(ceilDiv(maxN, blockThreads), 1024)), uint32(len(chunk)), 1}
-		d.launch(op, fn, grid, block1, func(a *cuda.Args) { set(a, tab) })
-		done() // the stream orders the table's reuse after the kernel
+		d.launchTable(op, fn, grid, rows, set)
 	}
 }

@@ -84,6 +84,15 @@ func (d *cudaDevice) argTable(op string, rows []byte) (cuda.DevicePtr, func()) {
 	return scratchPtr(tab), func() { freeScratch(tab) }
 }
 
+// launchTable launches fn over an argument table of rows (argTable) whose
+// address set writes into the arguments, and frees the table after the
+// launch, also when the launch fails (its panic goes on up).
+func (d *cudaDevice) launchTable(op string, fn *cuda.Function, grid [3]uint32, rows []byte, set func(a *cuda.Args, tab cuda.DevicePtr)) {
+	tab, done := d.argTable(op, rows)
+	defer done() // the stream orders the table's reuse after the kernel
+	d.launch(op, fn, grid, block1, func(a *cuda.Args) { set(a, tab) })
+}
+
 // clipGuarded is StepGuard.ClipGradNorm on the device: the sum of squares
 // into the guard, clip_guard, then scale_guarded_f32 over the gradients
 // (which returns at once when the factor is 1).

@@ -195,11 +195,9 @@ func (b cudaBackend) sumSquaresInto(st cuda.DevicePtr, srcs []*Tensor) bool {
 			if len(r) == 0 {
 				continue
 			}
-			tab, done := d.argTable("SumSquares", r)
-			d.launch("SumSquares", d.k.sumSquaresMulti[f], [3]uint32{uint32(len(r) / 32), 1, 1}, block1, func(a *cuda.Args) {
+			d.launchTable("SumSquares", d.k.sumSquaresMulti[f], [3]uint32{uint32(len(r) / 32), 1, 1}, r, func(a *cuda.Args, tab cuda.DevicePtr) {
 				a.Ptr(base).Ptr(tab)
 			})
-			done()
 		}
 	}
 	if partials {

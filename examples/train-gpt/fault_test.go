@@ -234,7 +234,7 @@ func TestCUDAErrorEveryCall(t *testing.T) {
 	failed := 0
 	for n := int64(1); n <= points; n++ {
 		m := dev.Memory()
-		inUse, before := m.InUse(), weights(tr)
+		inUse, before, roles := m.InUse(), weights(tr), inUseByRole(m)
 		cuda.FailCall("", n, 719) // CUDA_ERROR_LAUNCH_FAILED, or CUBLAS_STATUS_EXECUTION_FAILED
 		_, err := tr.step(it)
 		_, hit := cuda.FaultCalls()
@@ -252,7 +252,7 @@ func TestCUDAErrorEveryCall(t *testing.T) {
 		require.True(t, errors.As(err, &oe), "%s: %v", what, err)
 		ops[oe.Op]++
 		failed++
-		require.Equal(t, inUse, m.InUse(), what)
+		require.Equal(t, inUse, m.InUse(), "%s, failing %s (%v): bytes in use by role %v before, %v after", what, oe.Op, err, roles, inUseByRole(m))
 		if !slices.EqualFunc(before, weights(tr), slices.Equal) {
 			// The failure hit the optimizer's update itself (AdamW is one
 			// launch per parameter): the weights it updated stay updated.
@@ -264,6 +264,18 @@ func TestCUDAErrorEveryCall(t *testing.T) {
 	}
 	t.Logf("GPU driver calls: %d points, %d failed steps; failing ops %v", points, failed, ops)
 	fmt.Fprintf(os.Stderr, "GPU driver-call sweep: %d points, %d failed steps, ops %v\n", points, failed, ops)
+}
+
+// inUseByRole is m's allocated bytes by role, for failure messages.
+func inUseByRole(m *memory.Manager) map[string]int64 {
+	st := m.Stats()
+	out := map[string]int64{}
+	for r := range memory.NumRoles {
+		if n := st.Roles[r].Allocated.Current; n != 0 {
+			out[memory.Role(r).String()] = n
+		}
+	}
+	return out
 }
 
 // gpuDevice returns the first CUDA device, or skips the test without one
