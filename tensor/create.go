@@ -35,7 +35,22 @@ func (c *Ctx) Full(dev Device, dt DType, v float64, shape ...int) *Tensor {
 // full is Full for ops: c may be nil (see place).
 func full(op string, c *Ctx, dev Device, dt DType, v float64, shape ...int) *Tensor {
 	t := mustNew(op, c, dev, dt, shape)
-	dev.backend().fill(t, v)
+	return filled(t, func() { dev.backend().fill(t, v) })
+}
+
+// filled runs fill on t, a tensor just made, and returns t; when fill
+// panics (a failed launch or copy), t is released before the panic goes
+// on up, since no caller holds it yet (a tensor made outside any scope,
+// as ops make their constants, would otherwise stay allocated).
+func filled(t *Tensor, fill func()) *Tensor {
+	ok := false
+	defer func() {
+		if !ok {
+			t.Release()
+		}
+	}()
+	fill()
+	ok = true
 	return t
 }
 
@@ -85,7 +100,9 @@ func (c *Ctx) FromBytes(dev Device, dt DType, data []byte, shape ...int) (*Tenso
 	if err != nil {
 		return nil, err
 	}
-	dev.backend().upload(t, data)
+	if err := Try(func() { filled(t, func() { dev.backend().upload(t, data) }) }); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
@@ -100,7 +117,7 @@ func fromSlice[T any](op string, c *Ctx, dev Device, dt DType, data []T, shape [
 	if len(data) > 0 {
 		var z T
 		b := unsafe.Slice((*byte)(unsafe.Pointer(&data[0])), len(data)*int(unsafe.Sizeof(z)))
-		dev.backend().upload(t, b)
+		filled(t, func() { dev.backend().upload(t, b) })
 	}
 	return t
 }
