@@ -805,9 +805,9 @@ if has main24; then
   grep -A14 "strata memory summary" "$L/main24.log" | tee -a "$OUT/summary.txt"
   for v in "char-bf16 -config char -precision bf16 -attention fused" "gpt2-bf16 -config gpt2 -precision bf16 -attention fused"; do
     name=${v%% *} flags=${v#* }
-    for e in 1 0 1 0; do off2 m24-$name-eager-exp$e STRATA_EXPANDABLE_SEGMENTS=$e $flags -cuda-graph off; done
+    for r in a b; do for e in 1 0; do off2 m24-$name-eager-exp$e-$r STRATA_EXPANDABLE_SEGMENTS=$e $flags -cuda-graph off; done; done
   done
-  for f in $L/off2-m24-*.jsonl; do say "$(basename $f): $(jfields "$f" tok_s peak_bytes peak_reserved_bytes loss)"; done
+  for f in $L/off2-m24-*.jsonl; do say "$(basename $f): $(jfields "$f" tok_s peak_bytes peak_reserved_bytes loss driver_calls_per_step)"; done
 fi
 
 if has suites24; then
