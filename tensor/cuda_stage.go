@@ -33,10 +33,12 @@ import (
 // wait), else a new buffer, up to stageMaxBufs, and only then waits. With
 // two buffers and a wait for the older one, a step's third upload (its
 // batch, then the argument tables of the gradient norm and the update)
-// waited for the device to reach the step's first, so the host could no
-// longer queue ahead of the device: eager training of the char model on
-// the H200 ran 6-8% slower on expandable memory than on classic
-// segments. Buffers grow to the largest chunk they carried, up to
+// waited for the device to reach the step's first, which holds the host
+// back from queueing ahead of the device. (It was a suspect for eager
+// training of the char model running 4-7% slower on expandable memory
+// than on classic segments on the H200; the ring did not change that:
+// bench/results/hybrid-2026-12-04-s24.md, calls 6 and 9.) Buffers grow to
+// the largest chunk they carried, up to
 // stageChunk. Sizes or addresses the copy kernel cannot take (odd ones: no
 // tensor has them; the dtypes are 2 bytes or more) fall back to the
 // synchronous copy followed by a synchronisation of the context.
