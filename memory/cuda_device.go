@@ -49,7 +49,8 @@ func NewDeviceBackend(ctx *cuda.Context) Backend {
 // CUDA graphs could not be captured on them, which they can since session
 // 24; on the H200 they then reserved 1.006-1.044 of the allocated peak in
 // training where classic segments reserved 1.041-1.310, at the same speed
-// (bench/results/hybrid-2026-12-04-s24.md).
+// with a graph (eager steps of a small model: 0.91-0.96x;
+// bench/results/hybrid-2026-12-04-s24.md).
 func deviceVMMWanted() bool {
 	switch strings.ToLower(os.Getenv(EnvExpandableSegments)) {
 	case "0", "false", "no", "off":

@@ -35,7 +35,7 @@ import (
 // batch, then the argument tables of the gradient norm and the update)
 // waited for the device to reach the step's first, which holds the host
 // back from queueing ahead of the device. (It was a suspect for eager
-// training of the char model running 4-7% slower on expandable memory
+// training of the char model running 4-9% slower on expandable memory
 // than on classic segments on the H200; the ring did not change that:
 // bench/results/hybrid-2026-12-04-s24.md, calls 6 and 9.) Buffers grow to
 // the largest chunk they carried, up to
