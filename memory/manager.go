@@ -278,12 +278,18 @@ func (m *Manager) EmptyCache() error {
 	return m.eachPool("EmptyCache", (*Pool).emptyCache)
 }
 
-// EmptyStreamCache gives back the fully free classic segments of stream s
-// only (a released CUDA graph's private pool, CUDAStreams.Private), held
-// or not; other streams keep their cache.
+// EmptyStreamCache gives back the cache of stream s only (a released CUDA
+// graph's private pool, CUDAStreams.Private): its fully free classic
+// segments, held or not, and the free pages of its expandable segments
+// (those once it is held no more); other streams keep their cache.
 func (m *Manager) EmptyStreamCache(s Stream) error {
 	return m.eachPool("EmptyStreamCache", func(p *Pool) error {
-		_, err := p.releaseFree(func(t Stream) bool { return t == s })
+		only := func(t Stream) bool { return t == s }
+		_, err := p.releaseFree(only)
+		if p.vm != nil {
+			_, xerr := p.releaseExpandable(only)
+			err = errors.Join(err, xerr)
+		}
 		return err
 	})
 }

@@ -36,7 +36,7 @@ func (p *Pool) releaseCached() (int64, error) {
 	h := p.holder()
 	released, err := p.releaseFree(func(s Stream) bool { return !heldBy(h, s) })
 	if p.vm != nil {
-		n, xerr := p.releaseExpandable()
+		n, xerr := p.releaseExpandable(func(Stream) bool { return true })
 		released += n
 		err = errors.Join(err, xerr)
 	}

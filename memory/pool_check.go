@@ -28,10 +28,21 @@ type pagePlace struct {
 // in p, or nil.
 func (p *Pool) checkExpandable() error {
 	places := map[Page][]pagePlace{}
+	var stale int64
 	for seg := p.segs; seg != nil; seg = seg.next {
 		if seg.x == nil {
 			continue
 		}
+		var segStale int64
+		for _, s := range seg.x.stale {
+			if s {
+				segStale += p.page
+			}
+		}
+		if segStale != seg.x.staleBytes {
+			return fmt.Errorf("segment at %#x: %d stale bytes counted, %d on its stale pages", seg.region.Addr, seg.x.staleBytes, segStale)
+		}
+		stale += segStale
 		at := seg.region.Addr
 		used := map[int64]*Block{}
 		for b := seg.first; b != nil; b = b.next {
@@ -58,6 +69,9 @@ func (p *Pool) checkExpandable() error {
 				places[pg] = append(places[pg], pagePlace{seg: seg, i: int64(i), b: used[int64(i)]})
 			}
 		}
+	}
+	if stale != p.staleBytes {
+		return fmt.Errorf("%d stale bytes counted, %d on the segments' stale pages", p.staleBytes, stale)
 	}
 	for pg, ps := range places {
 		var live []pagePlace

@@ -25,9 +25,11 @@ import (
 // when no free block has a whole page to give are new pages created. So
 // the physical memory a pool holds grows only when live data fills every
 // whole page it has: reserved exceeds allocated by at most the partial
-// pages at the edges of free runs. Stealing synchronises the device
-// first (Sync), as the pages may still be read by queued work; steady
-// training steps allocate from cached blocks and never get there.
+// pages at the edges of free runs. Stealing another stream's pages
+// synchronises the device first (Sync), as they may still be read by
+// queued work (a stream's own are lent without one, and a held stream,
+// a graph's capture, takes only its own); steady training steps allocate
+// from cached blocks and never get there.
 //
 // EmptyCache unmaps and releases every whole page inside free blocks (and
 // the address space of segments left empty); Close releases everything.
@@ -37,12 +39,15 @@ import (
 // page ever mapped.
 type expansion struct {
 	pages []Page
-	stale []bool  // pages lent elsewhere, still mapped here too
-	tiny  []int32 // live tiny blocks starting in each page (pool_expand_tiny.go)
+	stale []bool // pages lent elsewhere, still mapped here too
+	// staleBytes is the bytes of stale pages (pool.staleBytes counts every
+	// segment's): a held stream's are kept mapped (sweepStaleSynced).
+	staleBytes int64
+	tiny       []int32 // live tiny blocks starting in each page (pool_expand_tiny.go)
 }
 
 // staleBytes is the pool's address space still mapped to pages lent
-// elsewhere; sweepStale unmaps it.
+// elsewhere; sweepStale unmaps it but for held streams' (sweepable).
 
 // expandables calls f on the expandable segments of stream s and the
 // given pool kind until it returns false.
@@ -109,7 +114,7 @@ func (p *Pool) expand(rounded int64, s Stream) (*Block, error) {
 	// Stale address space costs no memory, only mappings: it is swept
 	// once it outgrows the memory mapped (with a synchronisation: not
 	// while a held stream, a graph's private pool, grows in its capture).
-	if p.staleBytes > p.sinks.own.Reserved.Current && !heldBy(p.holder(), best.stream) {
+	if !heldBy(p.holder(), best.stream) && p.sweepable() > p.sinks.own.Reserved.Current {
 		if err := p.sweepStale(); err != nil {
 			p.insertFree(b)
 			return nil, err

@@ -102,3 +102,63 @@ func TestExpandableHeldGrowsWithoutSync(t *testing.T) {
 	require.NoError(t, p.Free(g))
 	require.NoError(t, p.Close())
 }
+
+// TestExpandableHeldKeepsStale: the address of a block a held stream freed
+// and whose pages it lent to a later block (a graph's capture) stays
+// mapped while the stream is held, through EmptyCache and other streams'
+// growth, since the graph's replays write there; once the stream is held
+// no more, the manager's EmptyStreamCache gives its pages back and sweeps
+// it, other streams' cache untouched.
+func TestExpandableHeldKeepsStale(t *testing.T) {
+	ss := &holdingSync{newLateSync(), 3}
+	m := NewHostManager(Config{StreamSync: ss, Segments: SegmentsExpandable})
+	p := m.pools[TierDevice]
+	require.NotNil(t, p.vm)
+	const mib = 1 << 20
+	a, err := m.AllocStream(8*mib, RoleActivation, ss.held)
+	require.NoError(t, err)
+	c, err := m.AllocStream(8*mib, RoleActivation, ss.held)
+	require.NoError(t, err)
+	old := a.Addr()
+	require.NoError(t, a.Free())
+	d, err := m.AllocStream(12*mib, RoleActivation, ss.held)
+	require.NoError(t, err)
+	p.mu.Lock()
+	seg := segmentAt(p, old)
+	require.Positive(t, seg.x.staleBytes, "the freed block's pages were lent to the later one")
+	stale := seg.x.staleBytes
+	p.mu.Unlock()
+
+	other, err := m.AllocStream(20*mib, RoleActivation, 1) // another stream's cache
+	require.NoError(t, err)
+	require.NoError(t, other.Free())
+	require.NoError(t, m.EmptyCache())
+	big, err := m.AllocStream(30*mib, RoleActivation, 1)
+	require.NoError(t, err)
+	p.mu.Lock()
+	require.Equal(t, stale, seg.x.staleBytes, "held: its stale range is not swept")
+	require.NotZero(t, seg.x.pages[int64(old-seg.region.Addr)/p.page], "held: the freed block's address is still mapped")
+	checkExpandable(t, p)
+	p.mu.Unlock()
+	// The replays' writes through the old address land in the page the
+	// later block holds now (one memory, as on a GPU).
+	seg.region.Host[old-seg.region.Addr] = 42
+	found := false
+	for _, v := range d.Host() {
+		found = found || v == 42
+	}
+	require.True(t, found, "the old address and the later block share the lent page")
+
+	require.NoError(t, c.Free())
+	require.NoError(t, d.Free())
+	ss.held = 0 // the graph is released
+	cached := m.Stats().Tiers[TierDevice].Reserved.Current
+	require.NoError(t, m.EmptyStreamCache(3))
+	p.mu.Lock()
+	require.Zero(t, seg.x.staleBytes, "released: swept")
+	checkExpandable(t, p)
+	p.mu.Unlock()
+	require.Less(t, m.Stats().Tiers[TierDevice].Reserved.Current, cached, "the stream's pages given back")
+	require.NoError(t, big.Free())
+	require.NoError(t, m.Close())
+}

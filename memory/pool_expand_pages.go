@@ -48,9 +48,13 @@ func (p *Pool) releasePages(pages []Page) error {
 // cached block is reused, so no synchronisation is needed. Pages of other
 // streams' segments are unmapped, after one Sync. Within a segment it
 // takes from the end first, which keeps live data packed towards the
-// start. Segments of held streams (StreamHolder) give nothing, as they
-// give nothing to EmptyCache: a captured graph's replays write their free
-// blocks, which must stay mapped where they are. Pages that the running
+// start. Segments of held streams (StreamHolder) give nothing to other
+// streams, as they give nothing to EmptyCache: a captured graph's replays
+// write their free blocks, which must stay mapped where they are. A held
+// target (a graph's private pool growing during its capture, when the
+// device must not be synchronised) takes from its own segments only, by
+// lending; the addresses it lends from stay mapped while it is held
+// (sweepStaleSynced). Pages that the running
 // step plan still needs (pool_expand_plan.go) are taken last: a lent
 // page stays mapped where it was, and mapping there again must wait for
 // a synchronisation.
@@ -205,6 +209,7 @@ func (p *Pool) lendFree(seg *segment, b *Block, lo, hi int64) []Page {
 	before := seg.inactive()
 	seg.mapped -= hi - lo
 	p.staleBytes += hi - lo
+	seg.x.staleBytes += hi - lo
 	p.sinks.inactiveSplit(seg.inactive() - before)
 	p.sinks.pagesUnmapped(hi - lo) // counted again where they are mapped
 	if p.hist != nil {
@@ -220,9 +225,10 @@ func (p *Pool) lendFree(seg *segment, b *Block, lo, hi int64) []Page {
 	return pages
 }
 
-// sweepStale unmaps every stale range, after a Sync.
+// sweepStale unmaps every stale range but held streams' (sweepable),
+// after a Sync.
 func (p *Pool) sweepStale() error {
-	if p.staleBytes == 0 {
+	if p.sweepable() == 0 {
 		return nil
 	}
 	if err := p.vm.Sync(); err != nil {
@@ -232,14 +238,20 @@ func (p *Pool) sweepStale() error {
 }
 
 // sweepStaleSynced is sweepStale once Sync has been called. The pages stay
-// mapped where they were lent.
+// mapped where they were lent. A held stream's stale ranges stay mapped
+// too: they are the addresses of blocks freed while its CUDA graph was
+// captured, which the graph's replays still write (their pages, lent to
+// later blocks of the same capture, are written there in the same order
+// as during the capture); they are swept once the stream is held no
+// more.
 func (p *Pool) sweepStaleSynced() error {
 	if p.staleBytes == 0 {
 		return nil
 	}
 	var errs []error
+	h := p.holder()
 	for seg := p.segs; seg != nil; seg = seg.next {
-		if seg.x == nil {
+		if seg.x == nil || seg.x.staleBytes == 0 || heldBy(h, seg.stream) {
 			continue
 		}
 		base := seg.region.Addr
@@ -256,6 +268,7 @@ func (p *Pool) sweepStaleSynced() error {
 				clear(seg.x.pages[first:last])
 				clear(seg.x.stale[first:last])
 				p.staleBytes -= b.size
+				seg.x.staleBytes -= b.size
 				b.state = blockHole
 				next = p.mergeState(b, blockHole).next
 			}
@@ -390,4 +403,21 @@ func (p *Pool) carve(seg *segment, pos int64) *Block {
 		tree.insert(seg.stream, left)
 	}
 	return mid
+}
+
+// sweepable is the stale bytes sweepStale would unmap: all but held
+// streams' (sweepStaleSynced).
+func (p *Pool) sweepable() int64 {
+	n := p.staleBytes
+	if n == 0 {
+		return 0
+	}
+	if h := p.holder(); h != nil {
+		for seg := p.segs; seg != nil; seg = seg.next {
+			if seg.x != nil && seg.x.staleBytes != 0 && h.Held(seg.stream) {
+				n -= seg.x.staleBytes
+			}
+		}
+	}
+	return n
 }

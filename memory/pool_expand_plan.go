@@ -268,8 +268,11 @@ func (sp *stepPlanner) makePlan(p *Pool, last *Block, rounded, from, t int64) *s
 		fixed = append(fixed, planFixed{off: int64(b.addr - base), size: size, to: to})
 	}
 	// Address space whose pages were lent elsewhere is swept now, once a
-	// period, rather than as the plan finds it.
-	_ = p.sweepStale()
+	// period, rather than as the plan finds it (not while a held stream, a
+	// graph's capture, plans: no synchronisation then).
+	if !heldBy(p.holder(), s) {
+		_ = p.sweepStale()
+	}
 	offs := sp.layout(items, fixed, seg.region.Size, p.page)
 	plan := &stepPlan{seg: seg, stream: s, start: t, sizes: make([]int64, period), offs: make([]int64, period)}
 	for i := range plan.offs {

@@ -134,6 +134,11 @@ func (p *Pool) placeAt(seg *segment, off, rounded int64) (b *Block, taken bool) 
 		}
 	}
 	if stale {
+		// A held stream (a graph's capture) keeps its stale ranges and
+		// must not synchronise: the place is not had.
+		if heldBy(p.holder(), seg.stream) {
+			return nil, true
+		}
 		if err := p.sweepStale(); err != nil {
 			return nil, false
 		}

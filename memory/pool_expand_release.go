@@ -9,14 +9,14 @@ import (
 // unmaps whole free pages, Close releases everything.
 
 // releaseExpandable unmaps and releases every whole page inside the free
-// blocks of the expandable segments (but those of held streams:
-// StreamHolder), and gives back the address space of
-// those left with no memory at all. It returns the bytes released.
-func (p *Pool) releaseExpandable() (int64, error) {
+// blocks of the expandable segments of the streams take accepts (but
+// those of held streams: StreamHolder), and gives back the address space
+// of those left with no memory at all. It returns the bytes released.
+func (p *Pool) releaseExpandable(take func(Stream) bool) (int64, error) {
 	var released int64
 	var errs []error
 	synced := false
-	if p.staleBytes > 0 {
+	if p.sweepable() > 0 {
 		if err := p.vm.Sync(); err != nil {
 			return 0, err
 		}
@@ -28,7 +28,7 @@ func (p *Pool) releaseExpandable() (int64, error) {
 	h := p.holder()
 	for seg := p.segs; seg != nil; {
 		next := seg.next
-		if seg.x == nil || heldBy(h, seg.stream) {
+		if seg.x == nil || heldBy(h, seg.stream) || !take(seg.stream) {
 			seg = next
 			continue
 		}
@@ -109,6 +109,7 @@ func (p *Pool) closeExpandable(seg *segment) error {
 		for k, pg := range pages { // a stale page is mapped elsewhere: released there
 			if i+k < len(seg.x.stale) && seg.x.stale[i+k] {
 				p.staleBytes -= p.page
+				seg.x.staleBytes -= p.page
 				continue
 			}
 			errs = append(errs, p.releasePages([]Page{pg}))

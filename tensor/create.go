@@ -91,7 +91,9 @@ func (c *Ctx) FromFloats(dev Device, dt DType, data []float64, shape ...int) *Te
 	return t.To(dt)
 }
 
-// FromBytes makes a tensor from raw little-endian element bytes.
+// FromBytes makes a tensor from raw little-endian element bytes. A failed
+// upload (a driver error, or an upload refused while the device captures
+// a CUDA graph) is returned as its error, the tensor released.
 func (c *Ctx) FromBytes(dev Device, dt DType, data []byte, shape ...int) (*Tensor, error) {
 	if n := numel(shape) * dt.Size(); n != len(data) {
 		return nil, &OpError{Op: "FromBytes", Msg: fmt.Sprintf("%d bytes for %v %v, want %d", len(data), dt, shape, n), Err: ErrShape}

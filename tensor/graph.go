@@ -3,6 +3,7 @@ package tensor
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -53,13 +54,17 @@ import (
 //     when the graph is released, not at once: its replays may use them.
 //   - The StepGuard and AdamWArgs a captured step reads must outlive the
 //     graph.
-//   - On expandable device memory (memory.EnvExpandableSegments) the
-//     private pool grows a range of its own during the capture by mapping
-//     pages it creates or lends from its own free blocks, never by
-//     stealing from other ranges or sweeping stale ones, which would
-//     synchronize the device (the pool's held streams, memory's
-//     stream_sync.go); the cache given back before the capture leaves
-//     those pages free to create.
+//   - On expandable device memory (memory.EnvExpandableSegments, the
+//     default) the private pool grows a range of its own during the
+//     capture by mapping pages it creates or lends from its own free
+//     blocks, never by stealing from other ranges or sweeping stale ones,
+//     which would synchronize the device (the pool's held streams,
+//     memory's stream_sync.go); the addresses it lent from stay mapped
+//     until the graph is released, since the replays write them. The
+//     cache given back before the capture leaves the device's free memory
+//     to the capture (which cannot take other streams' free pages).
+//     STRATA_EXPANDABLE_SYNC=1 (a synchronization at every mapping) is
+//     refused.
 //   - While a capture runs, the device is the capturing goroutine's: ops
 //     from other goroutines on it would be captured or break the capture.
 type Graph struct {
@@ -166,6 +171,9 @@ func CaptureGraph(dev Device, fn func()) (g *Graph, err error) {
 	}
 	if cudaProfiling {
 		return nil, &OpError{Op: "CaptureGraph", Msg: "the kernel profiler times each launch with a synchronization: turn it off to capture", Err: ErrArgument}
+	}
+	if d.vmm && os.Getenv(memory.EnvExpandableSync) == "1" {
+		return nil, &OpError{Op: "CaptureGraph", Msg: fmt.Sprintf("%s=1 synchronizes the device at every page mapped, which a capture cannot hold: unset it to capture", memory.EnvExpandableSync), Err: ErrArgument}
 	}
 	// Nothing queued before may be part of the capture, and nothing on
 	// the side stream may still be pending.

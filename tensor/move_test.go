@@ -17,9 +17,10 @@ import (
 // storage's once however often it is named.
 func TestMoveTo(t *testing.T) {
 	onDevices(t, func(t *testing.T, dev tensor.Device) {
-		// On expandable device memory too (STRATA_EXPANDABLE_SEGMENTS=1),
-		// where the moves copy by kernel on the copy stream (session 21
-		// lifted the refusal session 20 had put there).
+		// On expandable device memory (the default) the moves copy by
+		// kernel on the copy stream (session 21 lifted the refusal session
+		// 20 had put there); STRATA_EXPANDABLE_SEGMENTS=0 tests classic
+		// segments and the copy engines.
 		tensor.WithScope(func() {
 			rng := rand.New(rand.NewPCG(3, 4))
 			x := tensor.RandN(dev, tensor.Float32, rng, 1, 64, 1024)

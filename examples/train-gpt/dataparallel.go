@@ -157,7 +157,9 @@ func openDevices(o *options) (tensor.Device, error) {
 		// (cuMemSetAccess), where NCCL's peer-to-peer transfers between
 		// the ranks' buffers want them readable by the peers: until that
 		// runs on a machine with several GPUs, the ranks take classic
-		// segments unless the variable asks otherwise.
+		// segments unless the variable asks otherwise. The variable stays
+		// set for the rest of the process, and a device opened before
+		// (tensor.CUDA caches them) keeps the memory it was opened with.
 		if err := os.Setenv(memory.EnvExpandableSegments, "0"); err != nil {
 			return nil, fmt.Errorf("-gpus %d: %w", o.gpus, err)
 		}

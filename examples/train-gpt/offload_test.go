@@ -7,9 +7,9 @@ import "testing"
 // first use) give the losses of the same checkpointing on the device, bit
 // for bit, in float32 and bf16, selective and whole blocks; and on the
 // CPU, where the moves are plain copies between host tiers. On the GPU it
-// runs on classic segments and, with STRATA_EXPANDABLE_SEGMENTS=1 (as
-// bench/gpu-hybrid.sh fix20 does), on expandable ones, where the losses
-// differed until session 21 (staged uploads, tensor/cuda_stage.go).
+// runs on expandable segments (the default since session 24; the losses
+// differed there until session 21: staged uploads, tensor/cuda_stage.go)
+// and, with STRATA_EXPANDABLE_SEGMENTS=0, on classic ones.
 func TestCheckpointOffloadSameLosses(t *testing.T) {
 	onCPUAndGPU(t, func(t *testing.T, dev string) {
 		for _, args := range [][]string{
