@@ -181,8 +181,9 @@
 #         (-cuda-graph off) on expandable and classic memory, and
 #         train-gpt's fault test alone
 # suites24 session 24: the GPU tests of memory, tensor, autograd, nn, amp,
-#         checkpoint, dist and train-gpt with expandable device memory the
-#         default (STRATA_EXPANDABLE_SEGMENTS unset)
+#         checkpoint, dist and train-gpt (SUITES: another list) with
+#         expandable device memory the default (STRATA_EXPANDABLE_SEGMENTS
+#         unset; SEGMENTS=0 sets it to 0: classic segments)
 # exp24   session 24: CUDA graphs on expandable device memory (the private
 #         pool grows without synchronising): tensor's capture tests and
 #         train-gpt's graph losses test with STRATA_EXPANDABLE_SEGMENTS=1
@@ -812,6 +813,8 @@ fi
 
 if has suites24; then
   unset STRATA_EXPANDABLE_SEGMENTS
+  # SEGMENTS=0: the suites on classic device segments (no longer the default)
+  [ -n "${SEGMENTS:-}" ] && export STRATA_EXPANDABLE_SEGMENTS=$SEGMENTS
   run_gpu_tests ${SUITES:-memory tensor autograd nn amp checkpoint dist examples/train-gpt}
 fi
 
