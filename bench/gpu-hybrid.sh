@@ -797,6 +797,39 @@ if has ck23; then
   for f in $L/off2-c23-*.jsonl; do say "$(basename $f): $(jfields "$f" loss tok_s steps driver_calls_per_step peak_mib_by_tier)"; done
 fi
 
+# The configs of frag24 and exp24: name, then train-gpt's flags.
+frag24_configs=(
+  "char-fp32 -config char -precision fp32 -attention plain"
+  "char-fp16-ckpt -config char -precision fp16 -attention plain -checkpoint blocks"
+  "gpt2-fp32 -config gpt2 -precision fp32 -attention plain"
+  "gpt2-fp16-ckpt -config gpt2 -precision fp16 -attention plain -checkpoint blocks"
+  "char-bf16 -config char -precision bf16 -attention fused"
+  "gpt2-bf16 -config gpt2 -precision bf16 -attention fused"
+  "gpt2-medium-bf16 -config gpt2-medium -precision bf16 -attention fused -head fused"
+)
+
+# frag24_table PREFIX: a table of peak reserved / peak allocated of the
+# runs off2 named PREFIX-NAME-VARIANT (variant: exp1/exp0, or the program).
+frag24_table() {
+  python3 - "$L" "$1" <<'PY'
+import glob, json, sys
+logs, prefix = sys.argv[1], sys.argv[2]
+print("| run | variant | graph | peak allocated MiB | peak reserved MiB | reserved/allocated | tokens/s | loss |")
+print("|---|---|---|---:|---:|---:|---:|---:|")
+for f in sorted(glob.glob(f"{logs}/off2-{prefix}-*.jsonl")):
+    for l in open(f):
+        d = json.loads(l)
+        if not d.get("peak_bytes"):
+            continue
+        n = f.split(f"off2-{prefix}-")[1][:-6]
+        for v, label in (("-exp1", "expandable"), ("-exp0", "classic"), ("-train-gpt-base", "before"), ("-train-gpt", "after")):
+            if n.endswith(v):
+                n = n[:-len(v)]
+                break
+        print(f"| {n} | {label} | {d.get('graph_kernels_per_step', 0) > 0} | {d['peak_bytes']/2**20:,.0f} | {d['peak_reserved_bytes']/2**20:,.0f} | {d['peak_reserved_bytes']/d['peak_bytes']:.3f} | {d['tok_s']:,.0f} | {d['loss']} |")
+PY
+}
+
 if has main24; then
   unset STRATA_EXPANDABLE_SEGMENTS
   start=$(date +%s)
@@ -827,62 +860,28 @@ if has exp24; then
     [ -x .gpu/train-gpt.test ] && (cd examples/train-gpt && STRATA_EXPANDABLE_SEGMENTS=$e STRATA_REQUIRE_GPU=1 timeout 200 ../../.gpu/train-gpt.test -test.v -test.run 'TestGPUCUDAGraphSameLosses' > "$log" 2>&1)
     say "exp24 train-gpt graph losses, STRATA_EXPANDABLE_SEGMENTS=$e: exit $?"; grep -E -- '--- (PASS|FAIL|SKIP)|Error|panic|captured' "$log" | head -12 | tee -a "$OUT/summary.txt"
   done
-  for v in "char-fp32 -config char -precision fp32 -attention plain" \
-           "char-fp16-ckpt -config char -precision fp16 -attention plain -checkpoint blocks" \
-           "gpt2-fp32 -config gpt2 -precision fp32 -attention plain" \
-           "gpt2-fp16-ckpt -config gpt2 -precision fp16 -attention plain -checkpoint blocks" \
-           "char-bf16 -config char -precision bf16 -attention fused" \
-           "gpt2-bf16 -config gpt2 -precision bf16 -attention fused" \
-           "gpt2-medium-bf16 -config gpt2-medium -precision bf16 -attention fused -head fused"; do
+  for v in "${frag24_configs[@]}"; do
     name=${v%% *} flags=${v#* }
     for e in 1 0; do
       off2 ex24-$name-exp$e STRATA_EXPANDABLE_SEGMENTS=$e $flags
       grep -E "captured|continuing without" "$L/off2-ex24-$name-exp$e.log" | head -3 | cut -c1-250 | tee -a "$OUT/summary.txt"
     done
   done
-  python3 - "$L" <<'PY' | tee -a "$OUT/summary.txt"
-import glob, json, sys
-print("| run | segments | graph | peak allocated MiB | peak reserved MiB | reserved/allocated | tokens/s | loss |")
-print("|---|---|---|---:|---:|---:|---:|---:|")
-for f in sorted(glob.glob(sys.argv[1] + "/off2-ex24-*.jsonl")):
-    for l in open(f):
-        d = json.loads(l)
-        if not d.get("peak_bytes"): continue
-        n = f.split("off2-ex24-")[1][:-6]
-        seg = "expandable" if n.endswith("exp1") else "classic"
-        print(f"| {n[:-5]} | {seg} | {d.get('graph_kernels_per_step',0)>0} | {d['peak_bytes']/2**20:,.0f} | {d['peak_reserved_bytes']/2**20:,.0f} | {d['peak_reserved_bytes']/d['peak_bytes']:.3f} | {d['tok_s']:,.0f} | {d['loss']} |")
-PY
+  frag24_table ex24 | tee -a "$OUT/summary.txt"
 fi
 
 if has frag24; then
   log=$L/frag24-graph.log
   (cd tensor && STRATA_REQUIRE_GPU=1 timeout 120 ../.gpu/tensor.test -test.v -test.run 'CaptureGraph' > "$log" 2>&1)
   say "frag24 tensor capture tests: exit $?"; grep -E -- '--- (PASS|FAIL|SKIP)|Error|panic' "$log" | head -12 | tee -a "$OUT/summary.txt"
-  for v in "char-fp32 -config char -precision fp32 -attention plain" \
-           "char-fp16-ckpt -config char -precision fp16 -attention plain -checkpoint blocks" \
-           "gpt2-fp32 -config gpt2 -precision fp32 -attention plain" \
-           "gpt2-fp16-ckpt -config gpt2 -precision fp16 -attention plain -checkpoint blocks" \
-           "char-bf16 -config char -precision bf16 -attention fused" \
-           "gpt2-bf16 -config gpt2 -precision bf16 -attention fused" \
-           "gpt2-medium-bf16 -config gpt2-medium -precision bf16 -attention fused -head fused"; do
+  for v in "${frag24_configs[@]}"; do
     name=${v%% *} flags=${v#* }
     for tg in train-gpt train-gpt-base; do
       [ -x .gpu/$tg ] || continue
       TG=$tg off2 fr24-$name-$tg $flags
     done
   done
-  python3 - "$L" <<'PY' | tee -a "$OUT/summary.txt"
-import glob, json, sys
-print("| run | program | graph | peak allocated MiB | peak reserved MiB | reserved/allocated | tokens/s |")
-print("|---|---|---|---:|---:|---:|---:|")
-for f in sorted(glob.glob(sys.argv[1] + "/off2-fr24-*.jsonl")):
-    for l in open(f):
-        d = json.loads(l)
-        if not d.get("peak_bytes"): continue
-        n = f.split("off2-fr24-")[1][:-6]
-        prog = "base" if n.endswith("-base") else "new"
-        print(f"| {n.replace('-train-gpt-base','').replace('-train-gpt','')} | {prog} | {d.get('graph_kernels_per_step',0)>0} | {d['peak_bytes']/2**20:,.0f} | {d['peak_reserved_bytes']/2**20:,.0f} | {d['peak_reserved_bytes']/d['peak_bytes']:.3f} | {d['tok_s']:,.0f} |")
-PY
+  frag24_table fr24 | tee -a "$OUT/summary.txt"
   if [ -f .gpu/torch_gpt.py ]; then
     timeout 240 python3 bench/torch_traces.py .gpu traces "$OUT/traces" > "$L/torch-traces.jsonl" 2>&1
     say "torch traces: exit $?; $(ls "$OUT/traces" 2>/dev/null | wc -l) files"; cut -c1-300 "$L/torch-traces.jsonl" | tee -a "$OUT/summary.txt"
