@@ -6,7 +6,9 @@
 // Memory comes in five tiers (Tier), each provided by a Backend:
 //
 //	TierHost     plain host memory                the CPU device's only real tier
-//	TierDevice   device memory (cuMemAlloc)       data touched every step
+//	TierDevice   device memory (2 MiB pages mapped by the
+//	             virtual memory API, or cuMemAlloc)
+//	                                              data touched every step
 //	TierManaged  unified memory (cuMemAllocManaged, with cuMemAdvise and
 //	             cuMemPrefetchAsync)              large, read-mostly data
 //	TierStaging  mapped pinned host memory (cuMemHostAlloc DEVICEMAP)
@@ -45,7 +47,10 @@
 // same interface, and each runs the one conformance suite,
 // memtest.RunBackend:
 //
-//   - NewDeviceBackend: cuMemAlloc and cuMemFree, no host view. A request
+//   - NewDeviceBackend: cuMemAlloc and cuMemFree, no host view, and, unless
+//     STRATA_EXPANDABLE_SEGMENTS=0, a VirtualMemory too (cuda_vmm.go:
+//     cuMemAddressReserve, cuMemCreate, cuMemMap, cuMemSetAccess), over
+//     which pools grow expandable segments. A request
 //     beyond the device's whole memory is refused up front; the driver's
 //     out of memory is wrapped so that errors.Is sees both ErrOutOfMemory
 //     and cuda.ErrOutOfMemory. Info is cuMemGetInfo.
