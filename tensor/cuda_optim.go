@@ -71,13 +71,11 @@ func (b cudaBackend) adamwGuarded(ps, gs, ms, vs []*Tensor, wd []float64, a *Ada
 	if len(rows) == 0 {
 		return
 	}
-	tab, done := d.argTable("AdamW", rows)
-	defer done()
 	var g cuda.DevicePtr
 	if guard != nil {
 		g = guard.cu.dev
 	}
-	d.launch("AdamW", d.k.adamwMultiGuarded[f], [3]uint32{uint32(len(rows) / adamwRowBytes), 1, 1}, block1, func(args *cuda.Args) {
+	d.launchTable("AdamW", d.k.adamwMultiGuarded[f], [3]uint32{uint32(len(rows) / adamwRowBytes), 1, 1}, rows, func(args *cuda.Args, tab cuda.DevicePtr) {
 		args.Ptr(tab).Ptr(a.cu.dev).Ptr(g)
 	})
 }

@@ -38,10 +38,10 @@ import (
 // training of the char model running 4-9% slower on expandable memory
 // than on classic segments on the H200; the ring did not change that:
 // bench/results/hybrid-2026-12-04-s24.md, calls 6 and 9.) Buffers grow to
-// the largest chunk they carried, up to
-// stageChunk. Sizes or addresses the copy kernel cannot take (odd ones: no
-// tensor has them; the dtypes are 2 bytes or more) fall back to the
-// synchronous copy followed by a synchronisation of the context.
+// the largest chunk they carried, up to stageChunk. Sizes or addresses the
+// copy kernel cannot take (odd ones: no tensor has them; the dtypes are 2
+// bytes or more) fall back to the synchronous copy followed by a
+// synchronisation of the context.
 type uploadStager struct {
 	d    *cudaDevice
 	mu   sync.Mutex // guards the rest
