@@ -3,8 +3,6 @@ package memory
 import (
 	"errors"
 	"fmt"
-	"os"
-	"strings"
 	"sync"
 	"unsafe"
 
@@ -52,11 +50,8 @@ func NewDeviceBackend(ctx *cuda.Context) Backend {
 // with a graph (eager steps of a small model: 0.91-0.96x;
 // bench/results/hybrid-2026-12-04-s24.md).
 func deviceVMMWanted() bool {
-	switch strings.ToLower(os.Getenv(EnvExpandableSegments)) {
-	case "0", "false", "no", "off":
-		return false
-	}
-	return true
+	on, err := SegmentsDefault.expandable()
+	return on || err != nil
 }
 
 func (d *deviceBackend) Name() string { return d.name }
