@@ -436,6 +436,17 @@ off2() { # name, then flags (each optionally led by VAR=value); TG: another prog
   cat "$L/off2-$name.jsonl" >> "$res"
 }
 
+# off2_variant PREFIX BASE NAME EXTRA: off2 PREFIX-NAME with EXTRA's
+# STRATA_* settings ahead of BASE (off2 takes VAR=value words before the
+# first flag) and its flags after it; prints the copy ring's state.
+off2_variant() {
+  local prefix=$1 base=$2 name=$3 envs="" flags="" w
+  for w in $4; do case $w in STRATA_*) envs="$envs $w" ;; *) flags="$flags $w" ;; esac; done
+  # shellcheck disable=SC2086 # words on purpose
+  off2 "$prefix-$name" $envs $base $flags
+  grep -E "copy ring" "$L/off2-$prefix-$name.log" | tee -a "$OUT/summary.txt"
+}
+
 if has offload2; then
   start=$(date +%s)
   timeout 240 .gpu/memstrategies -config gpt2 -precision fp32 -steps 5 -warmup 3 -plan -strategies device,hybrid,hybrid-ckpt \
@@ -922,10 +933,7 @@ if has fin23; then
   off2 f23-none-a $m
   for v in "pipe -pipeline-optimizer" "pipe-noring STRATA_PIPELINE_RING=0 -pipeline-optimizer" "plain" "pipe-bf16g -pipeline-optimizer -grad-dtype bf16" "pipe-40 -pipeline-optimizer -steps 40" "pipe-bf16g-40 -pipeline-optimizer -grad-dtype bf16 -steps 40"; do
     name=${v%% *} extra=${v#* }; [ "$extra" = "$v" ] && extra=""
-    envs="" flags=""
-    for w in $extra; do case $w in STRATA_*) envs="$envs $w" ;; *) flags="$flags $w" ;; esac; done
-    off2 f23-$name $envs $b $flags
-    grep -E "copy ring" "$L/off2-f23-$name.log" | tee -a "$OUT/summary.txt"
+    off2_variant f23 "$b" "$name" "$extra"
     grep -A40 "pipelined update's timeline" "$L/off2-f23-$name.log" | grep -E "^update:|^mark|^the next" | tee -a "$OUT/summary.txt"
   done
   off2 f23-none-40 $m -steps 40
@@ -944,10 +952,7 @@ if has ring23; then
   off2 r23-none-a $m
   for v in "pipe-pinned STRATA_OFFLOAD_MEMORY=pinned" "ring-pinned STRATA_OFFLOAD_MEMORY=pinned STRATA_PIPELINE_RING=1" "ring-managed STRATA_PIPELINE_RING=1" "ring-pinned-40 STRATA_OFFLOAD_MEMORY=pinned STRATA_PIPELINE_RING=1 -steps 40" "pipe-pinned-40 STRATA_OFFLOAD_MEMORY=pinned -steps 40"; do
     name=${v%% *} extra=${v#* }
-    envs="" flags=""
-    for w in $extra; do case $w in STRATA_*) envs="$envs $w" ;; *) flags="$flags $w" ;; esac; done
-    off2 r23-$name $envs $b $flags
-    grep -E "copy ring" "$L/off2-r23-$name.log" | tee -a "$OUT/summary.txt"
+    off2_variant r23 "$b" "$name" "$extra"
     grep -A40 "pipelined update's timeline" "$L/off2-r23-$name.log" | grep -E "^update:|^mark|^the next|^ +(0|1|2|13|25|26) " | tee -a "$OUT/summary.txt"
   done
   off2 r23-none-b $m
