@@ -20,6 +20,8 @@ var (
 	pairMax     = flag.Int64("pair-max", 32<<20, "TestPairWindows: largest size of the mixed workload")
 	pairSeq     = flag.Int("pair-seq", 1<<16, "TestPairWindows: length of the mixed workload's repeating sequence (a power of two)")
 	pairMixed   = flag.Bool("pair-mixed", false, "TestPairWindows: time the mixed workload only")
+	pairChurn   = flag.Int("pair-churn", 0, "TestMixedChurn: replacements of the mixed workload to run")
+	pairExpand  = flag.Bool("pair-expandable", false, "TestPairWindows: pools of expandable segments (the GPU's default) instead of classic ones")
 )
 
 // TestPairWindows times BenchmarkPoolPair's loops in windows of 5000 pairs
@@ -49,7 +51,7 @@ func TestPairWindows(t *testing.T) {
 		if *pairMixed {
 			break
 		}
-		p := memory.NewPool(memory.NewHostBackend(memory.TierHost), memory.PoolConfig{})
+		p := memory.NewPool(memory.NewHostBackend(memory.TierHost), memory.PoolConfig{Expandable: *pairExpand})
 		var ns []float64
 		for w := 0; w <= *pairWindows; w++ {
 			start := time.Now()
@@ -81,7 +83,8 @@ func TestPairWindows(t *testing.T) {
 		sizes[i] = int64(math.Exp(lo + rng.Float64()*(hi-lo)))
 		slots[i] = rng.IntN(live)
 	}
-	p := memory.NewPool(memory.NewHostBackend(memory.TierHost), memory.PoolConfig{})
+	vm := &pairVM{VirtualMemory: memory.NewHostBackend(memory.TierHost).(memory.VirtualMemory)}
+	p := memory.NewPool(vm, memory.PoolConfig{Expandable: *pairExpand})
 	blocks := make([]*memory.Block, live)
 	i := 0
 	step := func() {
@@ -101,6 +104,7 @@ func TestPairWindows(t *testing.T) {
 	for range nsizes {
 		step()
 	}
+	before, vmBefore := p.Stats(), *vm
 	var ns []float64
 	for range *pairWindows {
 		start := time.Now()
@@ -110,10 +114,79 @@ func TestPairWindows(t *testing.T) {
 		ns = append(ns, float64(time.Since(start).Nanoseconds())/window)
 	}
 	report("mixed", ns)
+	st := p.Stats()
+	pairs := float64(*pairWindows * window)
+	fmt.Printf("pair-windows mixed  backend calls a pair in the timed windows: %.4f allocs, %.4f frees, %.4f pages mapped, %.4f unmapped, %.4f syncs\n",
+		float64(st.BackendAllocs-before.BackendAllocs)/pairs, float64(st.BackendFrees-before.BackendFrees)/pairs,
+		float64(vm.maps-vmBefore.maps)/pairs, float64(vm.unmaps-vmBefore.unmaps)/pairs, float64(vm.syncs-vmBefore.syncs)/pairs)
 	for _, blk := range blocks {
 		if blk != nil {
 			require.NoError(t, p.Free(blk))
 		}
 	}
 	require.NoError(t, p.Close())
+}
+
+// TestMixedChurn runs the mixed workload (256 live blocks, 512 B-32 MiB)
+// for -pair-churn replacements on a classic pool and on an expandable one,
+// and prints each one's peak reserved over peak allocated bytes and the
+// pages it mapped and created a replacement in the second half: the
+// price in memory and in page mappings of a workload that never repeats
+// (pool_expand_churn.go). Skipped without -pair-churn N:
+//
+//	go test -run TestMixedChurn ./memory -args -pair-churn 2000000
+func TestMixedChurn(t *testing.T) {
+	if *pairChurn <= 0 {
+		t.Skip("no -pair-churn")
+	}
+	for _, expandable := range []bool{false, true} {
+		rng := rand.New(rand.NewPCG(1, 2))
+		vm := &pairVM{VirtualMemory: memory.NewHostBackend(memory.TierHost).(memory.VirtualMemory)}
+		p := memory.NewPool(vm, memory.PoolConfig{Expandable: expandable})
+		blocks := make([]*memory.Block, 256)
+		lo, hi := math.Log(512), math.Log(float64(32<<20))
+		var maps, creates int64
+		for i := range *pairChurn {
+			if i == *pairChurn/2 {
+				maps, creates = vm.maps, p.Stats().BackendAllocs
+			}
+			s := rng.IntN(len(blocks))
+			if blocks[s] != nil {
+				require.NoError(t, p.Free(blocks[s]))
+			}
+			b, err := p.Alloc(int64(math.Exp(lo+rng.Float64()*(hi-lo))), 0)
+			require.NoError(t, err)
+			blocks[s] = b
+		}
+		st := p.Stats()
+		half := float64(*pairChurn - *pairChurn/2)
+		fmt.Printf("mixed churn, expandable %-5v: peak reserved / peak allocated %.4f (%s / %s); second half: %.5f pages mapped, %.5f created a replacement\n",
+			expandable, float64(st.Reserved.Peak)/float64(st.Allocated.Peak), memory.FormatBytes(st.Reserved.Peak), memory.FormatBytes(st.Allocated.Peak),
+			float64(vm.maps-maps)/half, float64(st.BackendAllocs-creates)/half)
+		for _, b := range blocks {
+			require.NoError(t, p.Free(b))
+		}
+		require.NoError(t, p.Close())
+	}
+}
+
+// pairVM counts a virtual-memory backend's page calls.
+type pairVM struct {
+	memory.VirtualMemory
+	maps, unmaps, syncs int64
+}
+
+func (c *pairVM) Map(addr uintptr, pages []memory.Page) error {
+	c.maps += int64(len(pages))
+	return c.VirtualMemory.Map(addr, pages)
+}
+
+func (c *pairVM) Unmap(addr uintptr, pages []memory.Page) error {
+	c.unmaps += int64(len(pages))
+	return c.VirtualMemory.Unmap(addr, pages)
+}
+
+func (c *pairVM) Sync() error {
+	c.syncs++
+	return c.VirtualMemory.Sync()
 }

@@ -32,8 +32,8 @@ type poolAlloc struct {
 	label  string
 }
 
-func newPoolAlloc(label string, b memory.Backend, slots int) *poolAlloc {
-	return &poolAlloc{p: memory.NewPool(b, memory.PoolConfig{}), blocks: make([]*memory.Block, slots), label: label}
+func newPoolAlloc(label string, b memory.Backend, cfg memory.PoolConfig, slots int) *poolAlloc {
+	return &poolAlloc{p: memory.NewPool(b, cfg), blocks: make([]*memory.Block, slots), label: label}
 }
 
 func (a *poolAlloc) name() string { return a.label }

@@ -85,7 +85,7 @@ func TestReplayRejectsInconsistentTrace(t *testing.T) {
 func TestBenchPairsCPU(t *testing.T) {
 	var rep report
 	require.NoError(t, benchPairs(nil, options{minTime: time.Millisecond, reps: 3, seed: 1}, &rep))
-	require.Len(t, rep.Rows, 2*len(workloads), "pool and manager on every workload")
+	require.Len(t, rep.Rows, 3*len(workloads), "pool, pool expandable and manager on every workload")
 	for _, r := range rep.Rows {
 		assert.Positive(t, r.NsPerPair, "%s/%s", r.Allocator, r.Workload)
 		assert.Positive(t, r.Pairs, "%s/%s", r.Allocator, r.Workload)
