@@ -3,6 +3,7 @@ package memory
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"sync"
 )
 
@@ -46,9 +47,11 @@ type Pool struct {
 	hist *recorder
 
 	// vm is the backend of an expandable pool (pool_expand.go), else nil;
-	// page is its granularity.
-	vm   VirtualMemory
-	page int64
+	// page is its granularity, 1<<pageShift (the hot path's page indexes
+	// shift: a division was a fifth of a 4 KiB pair through the manager).
+	vm        VirtualMemory
+	page      int64
+	pageShift uint
 	// staleBytes is address space of expandable segments still mapped to
 	// pages lent elsewhere (pool_expand.go).
 	staleBytes int64
@@ -62,6 +65,9 @@ type Pool struct {
 	// tiny blocks (pool_expand_tiny.go); 0 in a classic pool, where the
 	// test on it is all the hot path pays.
 	tinyMax int64
+	// tinyLive is the live tiny blocks counted in expandable segments'
+	// pages: with none, a tiny request takes the best fit at once.
+	tinyLive int64
 	// placeMax is the largest request an expandable pool places itself
 	// (allocPlaced: tiny ones, and all of them when it plans its steps,
 	// pool_expand_plan.go), not by the index's best fit; 0 in a classic
@@ -82,6 +88,10 @@ type Pool struct {
 	// planner records an expandable pool's allocations and plans its
 	// steps, with PlanSteps (pool_expand_plan.go); else nil.
 	planner *stepPlanner
+	// churnState is an expandable pool's record of the pages it steals,
+	// and the slack a workload that keeps stealing earned
+	// (pool_expand_churn.go).
+	churnState churn
 }
 
 // orNone returns b, or &p.none when b is nil, by index rather than by a
@@ -155,6 +165,7 @@ func newPool(b Backend, cfg PoolConfig, mu *sync.Mutex, parent *Usage) *Pool {
 			panic(fmt.Sprintf("memory: NewPool: backend %s has a page of %d bytes: want a power of two, a multiple of %d", p.name, g, MinBlockSize))
 		}
 		p.vm, p.page, p.largeRest = vm, g, MinBlockSize
+		p.pageShift = uint(bits.TrailingZeros64(uint64(g)))
 		p.unified = true
 		p.indexes[0] = &p.large
 		p.tinyMax = tinySize

@@ -212,16 +212,21 @@ func (p *Pool) newExpandable(s Stream, small bool, n int64) (*segment, error) {
 }
 
 // gatherPages returns n unmapped pages for the range [lo, hi) of seg:
-// stolen from whole pages inside free blocks elsewhere, else created. On
-// error it releases what it gathered.
+// created within the slack a churning workload earned
+// (pool_expand_churn.go), then stolen from whole pages inside free blocks
+// elsewhere, else created. On error the pages gathered become free memory
+// of the range.
 func (p *Pool) gatherPages(n int, seg *segment, lo, hi int64) ([]Page, error) {
 	if n == 0 {
 		return nil, nil
 	}
-	var pages []Page
+	pages := p.createRoom(p.churnRoom(n))
 	var err error
-	if !noStealing {
-		pages, err = p.steal(n, seg, lo, hi)
+	if !noStealing && len(pages) < n {
+		var stolen []Page
+		stolen, err = p.steal(n-len(pages), seg, lo, hi)
+		p.churnState.stolen += int64(len(stolen))
+		pages = append(pages, stolen...)
 	}
 	for err == nil && len(pages) < n {
 		held := p.held() + int64(len(pages))*p.page

@@ -30,7 +30,7 @@ func checkExpandable(t testing.TB, p *Pool) {
 	mappedAnywhere := map[Page]bool{}
 	owned := map[Page][][2]int64{} // byte ranges of each physical page owned somewhere
 	where := map[Page][]string{}
-	var mapped, stale int64
+	var mapped, stale, tinyLive int64
 	g := p.page
 	for seg := p.segs; seg != nil; seg = seg.next {
 		if seg.x == nil {
@@ -98,6 +98,7 @@ func checkExpandable(t testing.TB, p *Pool) {
 		for i, n := range seg.x.tiny {
 			require.Equal(t, tiny[int64(i)], n, "segment %#x: live tiny blocks in page %d", base, i)
 			delete(tiny, int64(i))
+			tinyLive += int64(n)
 		}
 		require.Empty(t, tiny, "segment %#x: live tiny blocks in pages beyond the counts", base)
 		for i, pg := range seg.x.pages {
@@ -128,6 +129,7 @@ func checkExpandable(t testing.TB, p *Pool) {
 		}
 	}
 	require.Equal(t, stale, p.staleBytes, "stale bytes")
+	require.Equal(t, tinyLive, p.tinyLive, "live tiny blocks counted in pages")
 	var classic int64
 	for seg := p.segs; seg != nil; seg = seg.next {
 		if seg.x == nil {

@@ -86,6 +86,9 @@ func (p *Pool) freedPlaced(b *Block) {
 // request (see above), cut to start where the request goes; nil when no
 // free block fits.
 func (p *Pool) takeTiny(rounded int64, s Stream) *Block {
+	if p.tinyLive == 0 { // no page holds one: the best fit
+		return p.takeFree(rounded, s)
+	}
 	idx := p.indexes[0]
 	hi := p.takeLimit(rounded)
 	var first, pick *Block
@@ -129,8 +132,8 @@ func (p *Pool) takeTiny(rounded int64, s Stream) *Block {
 // tinyIn reports whether n bytes at offset off lie in one page, one that
 // holds a live tiny block.
 func (p *Pool) tinyIn(x *expansion, off, n int64) bool {
-	i := off / p.page
-	return i == (off+n-1)/p.page && i < int64(len(x.tiny)) && x.tiny[i] > 0
+	i := off >> p.pageShift
+	return i == (off+n-1)>>p.pageShift && i < int64(len(x.tiny)) && x.tiny[i] > 0
 }
 
 // countTiny adds d to the count of live tiny blocks in the page where b
@@ -143,9 +146,10 @@ func (p *Pool) countTiny(b *Block, d int32) {
 	if x == nil {
 		return
 	}
-	i := int(int64(b.addr-b.seg.region.Addr) / p.page)
+	i := int((b.addr - b.seg.region.Addr) >> p.pageShift)
 	if i >= len(x.tiny) {
 		x.tiny = append(x.tiny, make([]int32, i+1-len(x.tiny))...)
 	}
 	x.tiny[i] += d
+	p.tinyLive += int64(d)
 }

@@ -1,0 +1,96 @@
+package memory
+
+// Page churn of expandable segments (pool_expand.go).
+//
+// Growth steals pages from free blocks before it creates any, so a pool
+// holds little more than its live bytes (PyTorch's traces: 1.002-1.04
+// reserved per byte requested). A training loop pays for that in its
+// first steps only: once the step repeats, every request finds a cached
+// block. A workload that never repeats (shapes that change every batch,
+// the benchmark's random mixed pair) keeps stealing: 0.005 pages a pair on
+// bench-alloc's mixed workload, forever, and on a GPU each page moved is a
+// cuMemMap, a cuMemUnmap and a share of a synchronisation: 325 ns a pair
+// where the classic pool takes 116 (bench/results/gpu-s25-call2-pair.md).
+//
+// So the pool watches how often it steals, per window of churnWindow
+// allocations. After churnStreak windows in a row that stole at least one
+// page per churnRate allocations, and for each such window after them,
+// it lets itself hold churnStep more bytes (a fraction of its peak
+// allocated bytes) by creating pages instead of stealing them, up to
+// churnMax: memory for speed, as the classic pool trades it. On the mixed
+// workload over 2 million pairs (memory's TestMixedChurn, -pair-churn):
+// 1.187x the peak allocated bytes reserved and 0.0001 pages mapped a pair
+// in the second million, where it was 1.062x and 0.0053 (53 times more)
+// without the slack, and the classic pool 1.240x and no backend call. A recorded
+// trace (a few thousand allocations) never completes a window, and a
+// training loop's warm-up settles within a window or two (a repeated
+// step of 3,000 random requests still stole a page per 450 allocations
+// in its second window, none in its third); both keep the slack at zero.
+// EmptyCache still gives every free page back; the slack only bounds what
+// growth may create.
+
+const (
+	// churnWindow is the allocations in one window.
+	churnWindow = 1 << 16
+	// churnRate: a window churns when it stole a page per churnRate
+	// allocations or more.
+	churnRate = 1 << 12
+	// churnStreak is the churning windows in a row that earn slack.
+	churnStreak = 3
+	// churnStep is the slack one more churning window adds, and churnMax
+	// the most, as fractions of the peak allocated bytes.
+	churnStep = 1.0 / 16
+	churnMax  = 3.0 / 16
+)
+
+// churn is an expandable pool's record of its stealing.
+type churn struct {
+	start  int64   // the pool's Allocs count where the window began
+	stolen int64   // pages stolen since then
+	streak int     // churning windows in a row, up to the last one closed
+	slack  float64 // the pool may create pages up to (1+slack) x its peak allocated bytes
+}
+
+// churnRoom returns how many of the n pages growth needs the pool creates
+// instead of stealing, closing the window first when it is over. A window
+// closes at the first growth after churnWindow allocations; it churned
+// when its rate of stealing, over however many allocations it lasted,
+// reached one page per churnRate.
+func (p *Pool) churnRoom(n int) int {
+	c := &p.churnState
+	if allocs := p.sinks.own.Allocs; allocs-c.start >= churnWindow {
+		c.streak++
+		if c.stolen*churnRate < allocs-c.start {
+			c.streak = 0
+		}
+		if c.streak >= churnStreak {
+			c.slack = min(c.slack+churnStep, churnMax)
+		}
+		c.start, c.stolen = allocs, 0
+	}
+	if c.slack == 0 {
+		return 0
+	}
+	u := &p.sinks.own
+	allowed := int64(float64(max(u.Allocated.Peak, u.Allocated.Current)) * (1 + c.slack))
+	return int(max(0, min((allowed-p.held())/p.page, int64(n))))
+}
+
+// createRoom creates up to k pages for growth within the slack, stopping
+// without an error at the pool's Limit or at the backend's first refusal:
+// stealing then serves the rest.
+func (p *Pool) createRoom(k int) []Page {
+	var pages []Page
+	for len(pages) < k {
+		if l := p.cfg.Limit; l > 0 && p.held()+int64(len(pages)+1)*p.page > l {
+			break
+		}
+		pg, err := p.vm.CreatePage()
+		if err != nil {
+			break
+		}
+		pages = append(pages, pg)
+		p.sinks.pagesCreated(1)
+	}
+	return pages
+}
