@@ -164,7 +164,7 @@ func newPool(b Backend, cfg PoolConfig, mu *sync.Mutex, parent *Usage) *Pool {
 		if g <= 0 || g&(g-1) != 0 || g%MinBlockSize != 0 {
 			panic(fmt.Sprintf("memory: NewPool: backend %s has a page of %d bytes: want a power of two, a multiple of %d", p.name, g, MinBlockSize))
 		}
-		p.vm, p.page, p.largeRest = vm, g, MinBlockSize
+		p.vm, p.page, p.largeRest = countedVM{VirtualMemory: vm, sinks: &p.sinks}, g, MinBlockSize
 		p.pageShift = uint(bits.TrailingZeros64(uint64(g)))
 		p.unified = true
 		p.indexes[0] = &p.large

@@ -225,7 +225,7 @@ func (p *Pool) gatherPages(n int, seg *segment, lo, hi int64) ([]Page, error) {
 	if !noStealing && len(pages) < n {
 		var stolen []Page
 		stolen, err = p.steal(n-len(pages), seg, lo, hi)
-		p.churnState.stolen += int64(len(stolen))
+		p.churnState.stole(len(stolen))
 		pages = append(pages, stolen...)
 	}
 	for err == nil && len(pages) < n {
@@ -250,3 +250,4 @@ func (p *Pool) gatherPages(n int, seg *segment, lo, hi int64) ([]Page, error) {
 	}
 	return pages, nil
 }
+

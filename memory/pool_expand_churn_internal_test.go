@@ -41,7 +41,7 @@ func TestExpandableChurnEarnsSlack(t *testing.T) {
 	defer func() { require.NoError(t, p.Close()) }()
 	blocks := make([]*Block, 256)
 	rng := rand.New(rand.NewPCG(1, 2))
-	const phase = (churnStreak + 3) * churnWindow
+	const phase = (churnStreak + 3) * (1 << 16)
 	churnWorkload(t, p, blocks, rng, phase, 32<<20)
 	first := vm.maps
 	mid := p.Stats()
@@ -89,10 +89,10 @@ func TestExpandableRepeatingStepsKeepNoSlack(t *testing.T) {
 	step()
 	warm, reserved := vm.maps, p.Stats().Reserved.Peak
 	require.Positive(t, first)
-	for range (churnStreak + 3) * churnWindow / 3000 {
+	for range (churnStreak + 3) * (1 << 16) / 3000 {
 		step()
 	}
-	t.Logf("pages mapped: %d in the first step, %d after three, %d after %d", first, warm, vm.maps, 3+(churnStreak+3)*churnWindow/3000)
+	t.Logf("pages mapped: %d in the first step, %d after three, %d after %d", first, warm, vm.maps, 3+(churnStreak+3)*(1<<16)/3000)
 	t.Logf("churn %+v allocs %d", p.churnState, p.sinks.own.Allocs)
 	assert.Zero(t, p.churnState.slack, "a repeating step does not churn")
 	assert.Equal(t, reserved, p.Stats().Reserved.Peak, "the repeating steps held no more than the first three")

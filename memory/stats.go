@@ -41,6 +41,13 @@ type Usage struct {
 	// BackendAllocs and BackendFrees count the calls that reached the
 	// backend (segments reserved and released).
 	BackendAllocs, BackendFrees int64
+	// PagesMapped and PagesUnmapped count the pages an expandable pool
+	// mapped into its ranges and unmapped from them (each a driver call on
+	// a GPU: cuMemMap, cuMemUnmap), and Syncs the device synchronisations
+	// it waited for before unmapping pages other work may still use
+	// (pool_expand.go). Steady training maps none; a step that does keeps
+	// moving pages.
+	PagesMapped, PagesUnmapped, Syncs int64
 	// OOMs counts allocations that failed for lack of memory; CacheFlushes
 	// the times the cached segments were released so that an allocation
 	// could be retried.

@@ -55,6 +55,11 @@ type benchResult struct {
 	// (-cuda-graph; 0 without a graph), launched by one graph launch.
 	GraphKernels int     `json:"graph_kernels_per_step"`
 	Driver       float64 `json:"driver_calls_per_step"`
+	// PagesMapped and Syncs are the timed steps' page mappings and device
+	// synchronisations of expandable segments (memory.Usage), a step:
+	// steady training makes none.
+	PagesMapped float64 `json:"pages_mapped_per_step"`
+	Syncs       float64 `json:"syncs_per_step"`
 	// Phases is a timed step's phases on the device and on the host
 	// (tensor.Timer's marks, phases.go): a device phase much longer than
 	// its kernels is the device waiting for the host.
@@ -111,6 +116,7 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	spills := dev.Memory().Stats().Spills.Count
 	var loss float64
 	launches, calls := tensor.CUDALaunches(), tensor.CUDADriverCalls()
+	before := dev.Memory().Stats().Total
 	timer := tensor.NewTimer(dev)
 	defer timer.Close()
 	tr.timer = timer
@@ -144,9 +150,11 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 		TokS: float64(tr.B*tr.T*o.steps) / el, StepMS: 1000 * el / float64(o.steps),
 		PeakBytes: st.Total.Allocated.Peak, PeakMiB: float64(st.Total.Allocated.Peak) / (1 << 20),
 		Reserved: st.Total.Reserved.Peak, Loss: loss, ActPeak: st.Roles[memory.RoleActivation].Allocated.Peak,
-		Launches:  float64(tensor.CUDALaunches()-launches) / float64(o.steps),
-		Driver:    float64(tensor.CUDADriverCalls()-calls) / float64(o.steps),
-		TierPeaks: map[string]float64{}, RolePeaks: map[string]float64{},
+		Launches:    float64(tensor.CUDALaunches()-launches) / float64(o.steps),
+		Driver:      float64(tensor.CUDADriverCalls()-calls) / float64(o.steps),
+		PagesMapped: float64(st.Total.PagesMapped-before.PagesMapped) / float64(o.steps),
+		Syncs:       float64(st.Total.Syncs-before.Syncs) / float64(o.steps),
+		TierPeaks:   map[string]float64{}, RolePeaks: map[string]float64{},
 		Spills: st.Spills.Count - spills,
 		Phases: phases,
 	}
