@@ -234,6 +234,22 @@
 # final19 session 19's last call: GPU suites of tensor, autograd, nn,
 #         checkpoint and memory; the checkpoint offload test; gpt2-medium
 #         bf16 under 4 GiB (expandable, blocks) twice and unconstrained
+# pair25  session 25: the pairs of the classic pool, the expandable pool
+#         (the device's default) and the manager: .gpu/mb (a mutex's
+#         Lock+Unlock and an atomic add on this host, when there), memory's
+#         TestPairWindows over host memory, classic and expandable, then
+#         bench-alloc -reps 5 before the session's pool change
+#         (.gpu/bench-alloc-base, when there) and after, alternating,
+#         PAIR_ROUNDS rounds (default 2); then memory's GPU tests
+# eager25 session 25: eager steps (-cuda-graph off) on expandable and
+#         classic device memory: char bf16 and gpt2 bf16 (fused), exp1/exp0
+#         alternating EAGER_ROUNDS rounds (default 2), then once each with
+#         STRATA_CUDA_PROFILE=1 (every launch synchronised and timed: the
+#         ops whose time differs), the profiles into $OUT/eager25-prof-*.txt
+# long25  session 25: long eager runs (-cuda-graph off, LONG_STEPS: char
+#         2000, gpt2 400) on expandable and classic device memory: the peak
+#         reserved / peak allocated of a run of many windows of the churn
+#         slack (memory's pool_expand_churn.go), the driver calls a step
 # pair    bench-alloc's pairs against cuMemAllocAsync: a process as placed,
 #         twice, then one pinned to each of PAIR_CORES (default 3)
 # wide    session 18: gpt2 fp32 selective on the device keeping the MLP's
@@ -1179,6 +1195,58 @@ if has final19; then
     off2 "final-medium-exp-$round" STRATA_EXPANDABLE_SEGMENTS=1 $m -device-budget 4GiB -checkpoint blocks -bench-warmup 25
   done
   off2 final-medium-none $m -bench-warmup 25
+fi
+
+if has pair25; then
+  [ -x .gpu/mb ] && .gpu/mb 2>&1 | tee -a "$OUT/summary.txt"
+  for e in "" -pair-expandable; do
+    (cd memory && timeout 120 ../.gpu/memory.test -test.run TestPairWindows -pair-windows 300 $e 2>&1 | grep pair-windows) | sed "s/^/${e:-classic} /" | tee -a "$OUT/summary.txt"
+  done
+  for r in $(seq "${PAIR_ROUNDS:-2}"); do
+    for b in bench-alloc-base bench-alloc; do
+      [ -x .gpu/$b ] || continue
+      timeout 150 .gpu/$b -reps 5 >> "$L/pair25-$b.jsonl" 2> "$L/pair25-one.md"
+      say "$b pairs, round $r: exit $?"
+      grep -E '^\| (pool|manager|mixed|4KiB|1MiB|64MiB)' "$L/pair25-one.md" | tee -a "$OUT/summary.txt"
+      cat "$L/pair25-one.md" >> "$L/pair25.md"
+    done
+  done
+  cat "$L"/pair25-*.jsonl >> "$res"
+  log=$L/pair25-memory.log
+  (cd memory && STRATA_REQUIRE_GPU=1 timeout 200 ../.gpu/memory.test -test.v -test.run 'GPU|CUDA|Hold' > "$log" 2>&1)
+  say "pair25 memory GPU tests: exit $?; $(grep -c -- '--- PASS' "$log") passed, $(grep -c -- '--- FAIL' "$log") failed, $(grep -c -- '--- SKIP' "$log") skipped"; grep -E -- '--- FAIL|panic' "$log" | head -12 | tee -a "$OUT/summary.txt"
+fi
+
+if has eager25; then
+  eager25_cfgs=("char -config char -precision bf16 -attention fused -cuda-graph off" "gpt2 -config gpt2 -precision bf16 -attention fused -cuda-graph off")
+  for r in $(seq "${EAGER_ROUNDS:-2}"); do
+    for v in "${eager25_cfgs[@]}"; do
+      for e in 1 0; do
+        off2 eg25-${v%% *}-exp$e-r$r STRATA_EXPANDABLE_SEGMENTS=$e ${v#* }
+        say "$(jfields "$L/off2-eg25-${v%% *}-exp$e-r$r.jsonl" tok_s driver_calls_per_step)"
+      done
+    done
+  done
+  for v in "${eager25_cfgs[@]}"; do
+    for e in 1 0; do
+      n=eg25p-${v%% *}-exp$e
+      off2 $n STRATA_CUDA_PROFILE=1 STRATA_EXPANDABLE_SEGMENTS=$e ${v#* }
+      sed -n '/^kernel profile/,$p' "$L/off2-$n.log" > "$OUT/eager25-prof-${v%% *}-exp$e.txt"
+      head -25 "$OUT/eager25-prof-${v%% *}-exp$e.txt" | tee -a "$OUT/summary.txt"
+    done
+  done
+fi
+
+if has long25; then
+  long25_cfgs=("char-bf16 -config char -precision bf16 -attention fused -steps ${LONG_STEPS:-2000}"
+    "char-fp16-ckpt -config char -precision fp16 -attention plain -checkpoint blocks -steps ${LONG_STEPS:-2000}"
+    "gpt2-fp16-ckpt -config gpt2 -precision fp16 -attention plain -checkpoint blocks -steps ${LONG_STEPS_GPT2:-400}")
+  for v in "${long25_cfgs[@]}"; do
+    for e in 1 0; do
+      off2 lg25-${v%% *}-exp$e STRATA_EXPANDABLE_SEGMENTS=$e ${v#* } -cuda-graph off
+    done
+  done
+  frag24_table lg25 | tee -a "$OUT/summary.txt"
 fi
 
 if has pair; then

@@ -250,4 +250,3 @@ func (p *Pool) gatherPages(n int, seg *segment, lo, hi int64) ([]Page, error) {
 	}
 	return pages, nil
 }
-
