@@ -4,30 +4,34 @@ package memory
 //
 // Growth steals pages from free blocks before it creates any, so a pool
 // holds little more than its live bytes (PyTorch's traces: 1.002-1.04
-// reserved per byte requested). A training loop pays for that in its
-// first steps only: once the step repeats, every request finds a cached
-// block. A workload that never repeats (shapes that change every batch,
-// the benchmark's random mixed pair) keeps stealing: 0.005 pages a pair on
-// bench-alloc's mixed workload, forever, and on a GPU each page moved is a
-// cuMemMap, a cuMemUnmap and a share of a synchronisation: 325 ns a pair
-// where the classic pool takes 116 (bench/results/gpu-s25-call2-pair.md).
+// reserved per byte requested). Some workloads pay for that at every
+// step: eager training with checkpointing lays its step out a little
+// differently each time and moves pages each step (recorded on the H200,
+// gpt2 fp16 with every block checkpointed: 556 pages a step, each a
+// cuMemMap and a cuMemUnmap, with a synchronisation every few steps; the
+// step ran 0.78x as fast as on classic segments), and a workload that
+// never repeats (shapes that change every batch, bench-alloc's random
+// mixed pair: 0.005 pages a pair, 325 ns a pair where the classic pool
+// takes 116, bench/results/gpu-s25-call2-pair.md) steals forever.
 //
-// So the pool watches how often it steals, per window of churnWindow
-// allocations. After churnStreak windows in a row that stole at least one
-// page per churnRate allocations, and for each such window after them,
-// it lets itself hold churnStep more bytes (a fraction of its peak
-// allocated bytes) by creating pages instead of stealing them, up to
-// churnMax: memory for speed, as the classic pool trades it. On the mixed
-// workload over 2 million pairs (memory's TestMixedChurn, -pair-churn):
-// 1.187x the peak allocated bytes reserved and 0.0001 pages mapped a pair
-// in the second million, where it was 1.062x and 0.0053 (53 times more)
-// without the slack, and the classic pool 1.240x and no backend call. A recorded
-// trace (a few thousand allocations) never completes a window, and a
-// training loop's warm-up settles within a window or two (a repeated
-// step of 3,000 random requests still stole a page per 450 allocations
-// in its second window, none in its third); both keep the slack at zero.
-// EmptyCache still gives every free page back; the slack only bounds what
-// growth may create.
+// So the pool watches how often it steals, per window of allocations, by
+// two detectors (churnDetectors): churnStreak churning windows in a row
+// let it hold a step more bytes (a fraction of its peak allocated bytes)
+// by creating pages instead of stealing them, up to churnMax: memory for
+// speed, as classic segments trade it. Replaying the recorded steps
+// (TestExpandableEagerStepsStopChurning): no page moved after 100 gpt2
+// steps and 150 of the char model's, at 1.094 and 1.092 reserved per
+// allocated byte where classic segments held 1.133 and 1.094 in the same
+// training. The random mixed workload over 2 million pairs (memory's
+// TestMixedChurn, -pair-churn): 1.17x reserved and 0.0004 pages mapped a
+// pair in the second million, where it was 1.062x and 0.0053 without the
+// slack, and the classic pool 1.26x and no backend call. A recorded trace
+// (at most 5,504 allocations) never completes a window, and a training
+// loop that settles does so within a window or two (a repeated step of
+// 3,000 random requests still stole a page per 450 allocations in its
+// second slow window, none in its third); both keep the slack at zero,
+// and a CUDA graph's replays allocate nothing. EmptyCache still gives
+// every free page back; the slack only bounds what growth may create.
 
 // churnDetectors are the two ways a pool notices churn: a slow one for
 // mild, persistent stealing (the random mixed workload: a page per 200
