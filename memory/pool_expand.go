@@ -220,9 +220,14 @@ func (p *Pool) gatherPages(n int, seg *segment, lo, hi int64) ([]Page, error) {
 	if n == 0 {
 		return nil, nil
 	}
-	pages := p.createRoom(p.churnRoom(n))
+	// A held stream (a graph's private pool, growing in its capture) takes
+	// no slack: pages created for it stay its own until it is released.
+	var pages []Page
 	var err error
-	if !noStealing && len(pages) < n {
+	if !heldBy(p.holder(), seg.stream) {
+		pages, err = p.createRoom(p.churnRoom(n))
+	}
+	if err == nil && !noStealing && len(pages) < n {
 		var stolen []Page
 		stolen, err = p.steal(n-len(pages), seg, lo, hi)
 		p.churnState.stole(len(stolen))

@@ -28,9 +28,11 @@ package memory
 // slack, and the classic pool 1.26x and no backend call. A recorded trace
 // (at most 5,504 allocations) never completes a window, and a training
 // loop that settles does so within a window or two (a repeated step of
-// 3,000 random requests still stole a page per 450 allocations in its
-// second slow window, none in its third); both keep the slack at zero,
-// and a CUDA graph's replays allocate nothing. EmptyCache still gives
+// 3,000 random requests stole a page per 450 allocations in its second
+// slow window, then stopped growing, so no third window closed); both keep
+// the slack at zero, and a CUDA graph's replays allocate nothing. A held
+// stream (a graph's private pool growing in its capture) takes no slack:
+// pages created for it would stay its own until it is released. EmptyCache still gives
 // every free page back; the slack only bounds what growth may create.
 
 // churnDetectors are the two ways a pool notices churn: a slow one for
@@ -113,15 +115,18 @@ func (p *Pool) churnRoom(n int) int {
 	if c.slack == 0 {
 		return 0
 	}
+	// The pool's own bytes, not held's: what shares its Limit (a manager's
+	// managed tier, Hold) would otherwise eat the slack.
 	u := &p.sinks.own
 	allowed := int64(float64(max(u.Allocated.Peak, u.Allocated.Current)) * (1 + c.slack))
-	return int(max(0, min((allowed-p.held())/p.page, int64(n))))
+	return int(max(0, min((allowed-u.Reserved.Current)/p.page, int64(n))))
 }
 
 // createRoom creates up to k pages for growth within the slack, stopping
-// without an error at the pool's Limit or at the backend's first refusal:
-// stealing then serves the rest.
-func (p *Pool) createRoom(k int) []Page {
+// at the pool's Limit or when the backend is out of memory (stealing then
+// serves the rest); another error of the backend is returned with the
+// pages created so far.
+func (p *Pool) createRoom(k int) ([]Page, error) {
 	var pages []Page
 	for len(pages) < k {
 		if l := p.cfg.Limit; l > 0 && p.held()+int64(len(pages)+1)*p.page > l {
@@ -129,10 +134,13 @@ func (p *Pool) createRoom(k int) []Page {
 		}
 		pg, err := p.vm.CreatePage()
 		if err != nil {
-			break
+			if isOOM(err) {
+				break
+			}
+			return pages, err
 		}
 		pages = append(pages, pg)
 		p.sinks.pagesCreated(1)
 	}
-	return pages
+	return pages, nil
 }

@@ -98,3 +98,51 @@ func TestExpandableRepeatingStepsKeepNoSlack(t *testing.T) {
 	assert.Equal(t, reserved, p.Stats().Reserved.Peak, "the repeating steps held no more than the first three")
 	checkExpandable(t, p)
 }
+
+// TestExpandableSlackNotForHeldNorShared checks two bounds of the slack:
+// a held stream (a graph's private pool growing in its capture) takes none,
+// lending its own free pages instead, since pages created for it stay its
+// own until it is released; and bytes that share the pool's Limit from
+// elsewhere (Hold, a manager's managed tier) do not eat it, as it is a
+// share of the pool's own peak.
+func TestExpandableSlackNotForHeldNorShared(t *testing.T) {
+	t.Run("held", func(t *testing.T) {
+		ss := &holdingSync{newLateSync(), 3}
+		p := NewPool(NewHostBackend(TierDevice), PoolConfig{Expandable: true, StreamSync: ss})
+		defer func() { require.NoError(t, p.Close()) }()
+		// Another stream's 64 MiB raise the peak allocated bytes, so the
+		// slack would leave room for every page the held stream needs.
+		o, err := p.Alloc(64<<20, 1)
+		require.NoError(t, err)
+		a, err := p.Alloc(8<<20, ss.held)
+		require.NoError(t, err)
+		b, err := p.Alloc(8<<20, ss.held)
+		require.NoError(t, err)
+		require.NoError(t, p.Free(a))
+		require.NoError(t, p.Free(o))
+		p.churnState.slack = churnMax
+		created := p.Stats().BackendAllocs
+		// 12 MiB do not fit the 8 MiB freed: the range needs 6 pages, 4
+		// of which the freed block lends.
+		c, err := p.Alloc(12<<20, ss.held)
+		require.NoError(t, err)
+		assert.Equal(t, int64(2), p.Stats().BackendAllocs-created, "pages created for the held stream: only those lending could not give")
+		require.NoError(t, p.Free(b))
+		require.NoError(t, p.Free(c))
+		checkExpandable(t, p)
+	})
+	t.Run("shared", func(t *testing.T) {
+		p := NewPool(NewHostBackend(TierDevice), PoolConfig{Expandable: true})
+		defer func() { require.NoError(t, p.Close()) }()
+		a, err := p.Alloc(64<<20, 0)
+		require.NoError(t, err)
+		require.NoError(t, p.Free(a))
+		p.churnState.slack = 1.0 / 8
+		p.external = 1 << 30 // held against the limit elsewhere
+		p.mu.Lock()
+		room := p.churnRoom(100)
+		p.mu.Unlock()
+		// 64 MiB peak, 64 MiB reserved: the slack leaves 8 MiB, 4 pages.
+		assert.Equal(t, 4, room)
+	})
+}

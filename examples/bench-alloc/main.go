@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -285,14 +286,20 @@ func cpuName() string {
 	return runtime.GOARCH
 }
 
-// expandablePool is the pool with expandable segments over b (the GPU's
-// default device memory): the same pair, plus the page mappings its
-// growth makes when no free block fits.
-func expandablePool(b memory.Backend) (allocator, error) {
-	if _, ok := b.(memory.VirtualMemory); !ok {
-		return nil, fmt.Errorf("backend %s has no virtual memory for expandable segments (STRATA_EXPANDABLE_SEGMENTS=0?)", b.Name())
+// expandablePool returns the maker of the pool with expandable segments
+// over the backends newBackend makes (the GPU's default device memory):
+// the same pair, plus the page mappings its growth makes when no free
+// block fits; nil when the backend has no virtual memory
+// (STRATA_EXPANDABLE_SEGMENTS=0, a GPU without the virtual memory API,
+// host memory off Unix), and the row is left out.
+func expandablePool(newBackend func() memory.Backend) func() (allocator, error) {
+	if _, ok := newBackend().(memory.VirtualMemory); !ok {
+		fmt.Fprintln(os.Stderr, "bench-alloc: no virtual memory for expandable segments: no 'pool expandable' row")
+		return nil
 	}
-	return newPoolAlloc("pool expandable", b, memory.PoolConfig{Expandable: true}, liveSlots), nil
+	return func() (allocator, error) {
+		return newPoolAlloc("pool expandable", newBackend(), memory.PoolConfig{Expandable: true}, liveSlots), nil
+	}
 }
 
 // benchPairs runs every allocator on every workload.
@@ -304,7 +311,7 @@ func benchPairs(ctx *cuda.Context, o options, rep *report) error {
 			func() (allocator, error) {
 				return newPoolAlloc("pool", memory.NewHostBackend(memory.TierHost), memory.PoolConfig{}, liveSlots), nil
 			},
-			func() (allocator, error) { return expandablePool(memory.NewHostBackend(memory.TierHost)) },
+			expandablePool(func() memory.Backend { return memory.NewHostBackend(memory.TierHost) }),
 			func() (allocator, error) {
 				return newManagerAlloc("manager", memory.NewHostManager(memory.Config{}), liveSlots), nil
 			},
@@ -314,7 +321,7 @@ func benchPairs(ctx *cuda.Context, o options, rep *report) error {
 			func() (allocator, error) {
 				return newPoolAlloc("pool", memory.NewDeviceBackend(ctx), memory.PoolConfig{}, liveSlots), nil
 			},
-			func() (allocator, error) { return expandablePool(memory.NewDeviceBackend(ctx)) },
+			expandablePool(func() memory.Backend { return memory.NewDeviceBackend(ctx) }),
 			func() (allocator, error) {
 				m, err := memory.NewCUDAManager(ctx, memory.Config{})
 				if err != nil {
@@ -326,6 +333,7 @@ func benchPairs(ctx *cuda.Context, o options, rep *report) error {
 			func() (allocator, error) { return newAsyncAlloc(ctx, liveSlots) },
 		}
 	}
+	makers = slices.DeleteFunc(makers, func(f func() (allocator, error)) bool { return f == nil })
 	for _, w := range workloads {
 		rows, err := timeWorkload(makers, w, seq, o)
 		if err != nil {
@@ -343,13 +351,16 @@ func benchPairs(ctx *cuda.Context, o options, rep *report) error {
 	rep.SpeedupPool, rep.SpeedupExp, rep.SpeedupMgr = map[string]float64{}, map[string]float64{}, map[string]float64{}
 	rep.Goal = &goal{MixedNs: goalMixedNs, FixedNs: goalFixedNs, Speedup: goalSpeedup, Met: map[string]bool{}, MetExpandable: map[string]bool{}}
 	for _, w := range workloads {
-		pool, exp := row(rep, "pool", w.name), row(rep, "pool expandable", w.name)
-		mgr, async := row(rep, "manager", w.name), row(rep, "cuMemAllocAsync", w.name)
+		pool, _ := row(rep, "pool", w.name)
+		mgr, _ := row(rep, "manager", w.name)
+		async, _ := row(rep, "cuMemAllocAsync", w.name)
 		rep.SpeedupPool[w.name] = async.NsPerPair / pool.NsPerPair
-		rep.SpeedupExp[w.name] = async.NsPerPair / exp.NsPerPair
 		rep.SpeedupMgr[w.name] = async.NsPerPair / mgr.NsPerPair
 		rep.Goal.Met[w.name] = pool.NsPerPair < goalNs(w) && rep.SpeedupPool[w.name] >= goalSpeedup
-		rep.Goal.MetExpandable[w.name] = exp.NsPerPair < goalNs(w) && rep.SpeedupExp[w.name] >= goalSpeedup
+		if exp, ok := row(rep, "pool expandable", w.name); ok {
+			rep.SpeedupExp[w.name] = async.NsPerPair / exp.NsPerPair
+			rep.Goal.MetExpandable[w.name] = exp.NsPerPair < goalNs(w) && rep.SpeedupExp[w.name] >= goalSpeedup
+		}
 	}
 	return nil
 }
@@ -396,12 +407,16 @@ func timeWorkload(makers []func() (allocator, error), w workload, seq mixedSeq, 
 	return rows, nil
 }
 
-// row finds the result of an allocator on a workload.
-func row(rep *report, alloc, work string) result {
+// row finds the result of an allocator on a workload; a missing "pool
+// expandable" row (no virtual memory) is reported, any other panics.
+func row(rep *report, alloc, work string) (result, bool) {
 	for _, r := range rep.Rows {
 		if r.Allocator == alloc && r.Workload == work {
-			return r
+			return r, true
 		}
+	}
+	if alloc == "pool expandable" {
+		return result{}, false
 	}
 	panic("bench-alloc: no row " + alloc + "/" + work)
 }

@@ -32,8 +32,12 @@ func printTables(w io.Writer, rep *report) {
 			return fmt.Sprintf("not met (< %.0f ns, >= %.0fx)", goalNs(w), rep.Goal.Speedup)
 		}
 		for _, wl := range workloads {
-			fmt.Fprintf(w, "| %s | %.1fx | %.1fx | %.1fx | %s | %s |\n", wl.name, rep.SpeedupPool[wl.name], rep.SpeedupExp[wl.name],
-				rep.SpeedupMgr[wl.name], met(rep.Goal.Met[wl.name], wl), met(rep.Goal.MetExpandable[wl.name], wl))
+			exp, expMet := "-", "- (no row)"
+			if x, ok := rep.SpeedupExp[wl.name]; ok {
+				exp, expMet = fmt.Sprintf("%.1fx", x), met(rep.Goal.MetExpandable[wl.name], wl)
+			}
+			fmt.Fprintf(w, "| %s | %.1fx | %s | %.1fx | %s | %s |\n", wl.name, rep.SpeedupPool[wl.name], exp,
+				rep.SpeedupMgr[wl.name], met(rep.Goal.Met[wl.name], wl), expMet)
 		}
 	}
 	if len(rep.Traces) > 0 {
