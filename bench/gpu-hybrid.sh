@@ -247,7 +247,8 @@
 #         STRATA_CUDA_PROFILE=1 (every launch synchronised and timed: the
 #         ops whose time differs), the profiles into $OUT/eager25-prof-*.txt
 # long25  session 25: long eager runs (-cuda-graph off, LONG_STEPS: char
-#         2000, gpt2 400) on expandable and classic device memory: the peak
+#         2000, LONG_STEPS_GPT2: gpt2 400; LONG_CFGS: some of them) on
+#         expandable and classic device memory: the peak
 #         reserved / peak allocated of a run of many windows of the churn
 #         slack (memory's pool_expand_churn.go), the driver calls a step
 # pair    bench-alloc's pairs against cuMemAllocAsync: a process as placed,
@@ -1240,13 +1241,20 @@ fi
 if has long25; then
   long25_cfgs=("char-bf16 -config char -precision bf16 -attention fused -steps ${LONG_STEPS:-2000}"
     "char-fp16-ckpt -config char -precision fp16 -attention plain -checkpoint blocks -steps ${LONG_STEPS:-2000}"
-    "gpt2-fp16-ckpt -config gpt2 -precision fp16 -attention plain -checkpoint blocks -steps ${LONG_STEPS_GPT2:-400}")
+    "gpt2-fp16-ckpt -config gpt2 -precision fp16 -attention plain -checkpoint blocks -steps ${LONG_STEPS_GPT2:-400}"
+    "gpt2-fp32 -config gpt2 -precision fp32 -attention plain -steps ${LONG_STEPS_GPT2:-400}")
+  # LONG_CFGS: a space-separated subset of the names above
+  if [ -n "${LONG_CFGS:-}" ]; then
+    keep=(); for v in "${long25_cfgs[@]}"; do case " $LONG_CFGS " in *" ${v%% *} "*) keep+=("$v") ;; esac; done
+    long25_cfgs=("${keep[@]}")
+  fi
   for v in "${long25_cfgs[@]}"; do
     for e in 1 0; do
       off2 lg25-${v%% *}-exp$e STRATA_EXPANDABLE_SEGMENTS=$e ${v#* } -cuda-graph off
     done
   done
   frag24_table lg25 | tee -a "$OUT/summary.txt"
+  for f in "$L"/off2-lg25-*.jsonl; do say "$(basename "$f"): $(jfields "$f" tok_s driver_calls_per_step pages_mapped_per_step syncs_per_step)"; done
 fi
 
 if has pair; then
