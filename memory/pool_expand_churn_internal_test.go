@@ -9,17 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// mapCountVM counts the pages a pool maps (created or stolen).
-type mapCountVM struct {
-	VirtualMemory
-	maps int64
-}
-
-func (v *mapCountVM) Map(addr uintptr, pages []Page) error {
-	v.maps += int64(len(pages))
-	return v.VirtualMemory.Map(addr, pages)
-}
-
 // churnWorkload replaces one of live slots with a block of a log-uniform
 // size from 512 B to max bytes, n times, drawing from rng.
 func churnWorkload(t *testing.T, p *Pool, blocks []*Block, rng *rand.Rand, n int, max float64) {
@@ -36,17 +25,16 @@ func churnWorkload(t *testing.T, p *Pool, blocks []*Block, rng *rand.Rand, n int
 }
 
 func TestExpandableChurnEarnsSlack(t *testing.T) {
-	vm := &mapCountVM{VirtualMemory: newHostBackend(TierHost, "host").(VirtualMemory)}
-	p := NewPool(vm, PoolConfig{Expandable: true})
+	p := NewPool(newHostBackend(TierHost, "host"), PoolConfig{Expandable: true})
 	defer func() { require.NoError(t, p.Close()) }()
 	blocks := make([]*Block, 256)
 	rng := rand.New(rand.NewPCG(1, 2))
 	const phase = (churnStreak + 3) * (1 << 16)
 	churnWorkload(t, p, blocks, rng, phase, 32<<20)
-	first := vm.maps
+	first := p.Stats().PagesMapped
 	mid := p.Stats()
 	churnWorkload(t, p, blocks, rng, phase, 32<<20)
-	last := vm.maps - first
+	last := p.Stats().PagesMapped - first
 	st := p.Stats()
 	for _, b := range blocks {
 		require.NoError(t, p.Free(b))
@@ -67,8 +55,7 @@ func TestExpandableChurnEarnsSlack(t *testing.T) {
 }
 
 func TestExpandableRepeatingStepsKeepNoSlack(t *testing.T) {
-	vm := &mapCountVM{VirtualMemory: newHostBackend(TierHost, "host").(VirtualMemory)}
-	p := NewPool(vm, PoolConfig{Expandable: true})
+	p := NewPool(newHostBackend(TierHost, "host"), PoolConfig{Expandable: true})
 	defer func() { require.NoError(t, p.Close()) }()
 	// A step: the mixed workload's first 3,000 replacements from one seed,
 	// then every block freed; the same step again and again, for several
@@ -84,15 +71,15 @@ func TestExpandableRepeatingStepsKeepNoSlack(t *testing.T) {
 		}
 	}
 	step()
-	first := vm.maps
+	first := p.Stats().PagesMapped
 	step()
 	step()
-	warm, reserved := vm.maps, p.Stats().Reserved.Peak
+	warm, reserved := p.Stats().PagesMapped, p.Stats().Reserved.Peak
 	require.Positive(t, first)
 	for range (churnStreak + 3) * (1 << 16) / 3000 {
 		step()
 	}
-	t.Logf("pages mapped: %d in the first step, %d after three, %d after %d", first, warm, vm.maps, 3+(churnStreak+3)*(1<<16)/3000)
+	t.Logf("pages mapped: %d in the first step, %d after three, %d after %d", first, warm, p.Stats().PagesMapped, 3+(churnStreak+3)*(1<<16)/3000)
 	t.Logf("churn %+v allocs %d", p.churnState, p.sinks.own.Allocs)
 	assert.Zero(t, p.churnState.slack, "a repeating step does not churn")
 	assert.Equal(t, reserved, p.Stats().Reserved.Peak, "the repeating steps held no more than the first three")

@@ -83,8 +83,7 @@ func TestPairWindows(t *testing.T) {
 		sizes[i] = int64(math.Exp(lo + rng.Float64()*(hi-lo)))
 		slots[i] = rng.IntN(live)
 	}
-	vm := &pairVM{VirtualMemory: memory.NewHostBackend(memory.TierHost).(memory.VirtualMemory)}
-	p := memory.NewPool(vm, memory.PoolConfig{Expandable: *pairExpand})
+	p := memory.NewPool(memory.NewHostBackend(memory.TierHost), memory.PoolConfig{Expandable: *pairExpand})
 	blocks := make([]*memory.Block, live)
 	i := 0
 	step := func() {
@@ -104,7 +103,7 @@ func TestPairWindows(t *testing.T) {
 	for range nsizes {
 		step()
 	}
-	before, vmBefore := p.Stats(), *vm
+	before := p.Stats()
 	var ns []float64
 	for range *pairWindows {
 		start := time.Now()
@@ -118,7 +117,7 @@ func TestPairWindows(t *testing.T) {
 	pairs := float64(*pairWindows * window)
 	fmt.Printf("pair-windows mixed  backend calls a pair in the timed windows: %.4f allocs, %.4f frees, %.4f pages mapped, %.4f unmapped, %.4f syncs\n",
 		float64(st.BackendAllocs-before.BackendAllocs)/pairs, float64(st.BackendFrees-before.BackendFrees)/pairs,
-		float64(vm.maps-vmBefore.maps)/pairs, float64(vm.unmaps-vmBefore.unmaps)/pairs, float64(vm.syncs-vmBefore.syncs)/pairs)
+		float64(st.PagesMapped-before.PagesMapped)/pairs, float64(st.PagesUnmapped-before.PagesUnmapped)/pairs, float64(st.Syncs-before.Syncs)/pairs)
 	for _, blk := range blocks {
 		if blk != nil {
 			require.NoError(t, p.Free(blk))
@@ -141,14 +140,14 @@ func TestMixedChurn(t *testing.T) {
 	}
 	for _, expandable := range []bool{false, true} {
 		rng := rand.New(rand.NewPCG(1, 2))
-		vm := &pairVM{VirtualMemory: memory.NewHostBackend(memory.TierHost).(memory.VirtualMemory)}
-		p := memory.NewPool(vm, memory.PoolConfig{Expandable: expandable})
+		p := memory.NewPool(memory.NewHostBackend(memory.TierHost), memory.PoolConfig{Expandable: expandable})
 		blocks := make([]*memory.Block, 256)
 		lo, hi := math.Log(512), math.Log(float64(32<<20))
 		var maps, creates int64
 		for i := range *pairChurn {
 			if i == *pairChurn/2 {
-				maps, creates = vm.maps, p.Stats().BackendAllocs
+				st := p.Stats()
+				maps, creates = st.PagesMapped, st.BackendAllocs
 			}
 			s := rng.IntN(len(blocks))
 			if blocks[s] != nil {
@@ -162,31 +161,10 @@ func TestMixedChurn(t *testing.T) {
 		half := float64(*pairChurn - *pairChurn/2)
 		fmt.Printf("mixed churn, expandable %-5v: peak reserved / peak allocated %.4f (%s / %s); second half: %.5f pages mapped, %.5f created a replacement\n",
 			expandable, float64(st.Reserved.Peak)/float64(st.Allocated.Peak), memory.FormatBytes(st.Reserved.Peak), memory.FormatBytes(st.Allocated.Peak),
-			float64(vm.maps-maps)/half, float64(st.BackendAllocs-creates)/half)
+			float64(st.PagesMapped-maps)/half, float64(st.BackendAllocs-creates)/half)
 		for _, b := range blocks {
 			require.NoError(t, p.Free(b))
 		}
 		require.NoError(t, p.Close())
 	}
-}
-
-// pairVM counts a virtual-memory backend's page calls.
-type pairVM struct {
-	memory.VirtualMemory
-	maps, unmaps, syncs int64
-}
-
-func (c *pairVM) Map(addr uintptr, pages []memory.Page) error {
-	c.maps += int64(len(pages))
-	return c.VirtualMemory.Map(addr, pages)
-}
-
-func (c *pairVM) Unmap(addr uintptr, pages []memory.Page) error {
-	c.unmaps += int64(len(pages))
-	return c.VirtualMemory.Unmap(addr, pages)
-}
-
-func (c *pairVM) Sync() error {
-	c.syncs++
-	return c.VirtualMemory.Sync()
 }

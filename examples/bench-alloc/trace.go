@@ -156,14 +156,11 @@ type poolResult struct {
 func replay(path string, res *traceResult, ops []poolOp, slots int, backend memory.Backend, expandable, plan bool) (poolResult, error) {
 	out := poolResult{Mode: "classic", Calls: len(ops)}
 	cfg := memory.PoolConfig{}
-	var counts *countingVM
 	if expandable {
-		vm, ok := backend.(memory.VirtualMemory)
-		if !ok {
+		if _, ok := backend.(memory.VirtualMemory); !ok {
 			return out, fmt.Errorf("%s: backend %s has no virtual memory API: no expandable segments", path, backend.Name())
 		}
-		counts = &countingVM{VirtualMemory: vm}
-		backend, cfg.Expandable, cfg.PlanSteps, out.Mode = counts, true, plan, "expandable"
+		cfg.Expandable, cfg.PlanSteps, out.Mode = true, plan, "expandable"
 		if plan {
 			out.Mode = "expandable, planned"
 		}
@@ -182,8 +179,8 @@ func replay(path string, res *traceResult, ops []poolOp, slots int, backend memo
 	out.PeakAllocated = st.Allocated.Peak
 	out.PeakReserved = st.Reserved.Peak
 	out.BackendAllocs, out.BackendFrees = st.BackendAllocs, st.BackendFrees
-	if counts != nil {
-		out.Maps, out.Unmaps, out.Syncs = counts.maps, counts.unmaps, counts.syncs
+	if expandable {
+		out.Maps, out.Unmaps, out.Syncs = st.PagesMapped, st.PagesUnmapped, st.Syncs
 	}
 	out.NsPerCall = float64(elapsed.Nanoseconds()) / float64(max(len(ops), 1))
 	if res.PeakRequested > 0 {
@@ -201,27 +198,6 @@ func replay(path string, res *traceResult, ops []poolOp, slots int, backend memo
 		}
 	}
 	return out, p.Close()
-}
-
-// countingVM counts a VirtualMemory backend's calls.
-type countingVM struct {
-	memory.VirtualMemory
-	maps, unmaps, syncs int64
-}
-
-func (c *countingVM) Map(addr uintptr, pages []memory.Page) error {
-	c.maps += int64(len(pages))
-	return c.VirtualMemory.Map(addr, pages)
-}
-
-func (c *countingVM) Unmap(addr uintptr, pages []memory.Page) error {
-	c.unmaps += int64(len(pages))
-	return c.VirtualMemory.Unmap(addr, pages)
-}
-
-func (c *countingVM) Sync() error {
-	c.syncs++
-	return c.VirtualMemory.Sync()
 }
 
 // poolOp is one pool call of a replay: an allocation of size bytes on
