@@ -25,7 +25,8 @@ package memory
 // training. The random mixed workload over 2 million pairs (memory's
 // TestMixedChurn, -pair-churn): 1.17x reserved and 0.0004 pages mapped a
 // pair in the second million, where it was 1.062x and 0.0053 without the
-// slack, and the classic pool 1.26x and no backend call. A recorded trace
+// slack, and the classic pool 1.24-1.27x (its best fits follow the host
+// addresses, which differ run to run) and no backend call. A recorded trace
 // (at most 5,504 allocations) never completes a window, and a training
 // loop that settles does so within a window or two (a repeated step of
 // 3,000 random requests stole a page per 450 allocations in its second

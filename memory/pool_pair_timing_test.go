@@ -142,22 +142,11 @@ func TestMixedChurn(t *testing.T) {
 		rng := rand.New(rand.NewPCG(1, 2))
 		p := memory.NewPool(memory.NewHostBackend(memory.TierHost), memory.PoolConfig{Expandable: expandable})
 		blocks := make([]*memory.Block, 256)
-		lo, hi := math.Log(512), math.Log(float64(32<<20))
-		var maps, creates int64
-		for i := range *pairChurn {
-			if i == *pairChurn/2 {
-				st := p.Stats()
-				maps, creates = st.PagesMapped, st.BackendAllocs
-			}
-			s := rng.IntN(len(blocks))
-			if blocks[s] != nil {
-				require.NoError(t, p.Free(blocks[s]))
-			}
-			b, err := p.Alloc(int64(math.Exp(lo+rng.Float64()*(hi-lo))), 0)
-			require.NoError(t, err)
-			blocks[s] = b
-		}
+		memory.MixedWorkload(t, p, blocks, rng, *pairChurn/2, 32<<20)
 		st := p.Stats()
+		maps, creates := st.PagesMapped, st.BackendAllocs
+		memory.MixedWorkload(t, p, blocks, rng, *pairChurn-*pairChurn/2, 32<<20)
+		st = p.Stats()
 		half := float64(*pairChurn - *pairChurn/2)
 		fmt.Printf("mixed churn, expandable %-5v: peak reserved / peak allocated %.4f (%s / %s); second half: %.5f pages mapped, %.5f created a replacement\n",
 			expandable, float64(st.Reserved.Peak)/float64(st.Allocated.Peak), memory.FormatBytes(st.Reserved.Peak), memory.FormatBytes(st.Allocated.Peak),
