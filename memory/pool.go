@@ -47,8 +47,8 @@ type Pool struct {
 	hist *recorder
 
 	// vm is the backend of an expandable pool (pool_expand.go), else nil;
-	// page is its granularity, 1<<pageShift (the hot path's page indexes
-	// shift: a division was a fifth of a 4 KiB pair through the manager).
+	// page is its granularity, 1<<pageShift (the tiny blocks' page
+	// indexes on the hot path shift instead of dividing).
 	vm        VirtualMemory
 	page      int64
 	pageShift uint
