@@ -47,8 +47,10 @@ func NewDeviceBackend(ctx *cuda.Context) Backend {
 // CUDA graphs could not be captured on them, which they can since session
 // 24; on the H200 they then reserved 1.006-1.044 of the allocated peak in
 // training where classic segments reserved 1.041-1.310, at the same speed
-// with a graph (eager steps of a small model: 0.91-0.96x;
-// bench/results/hybrid-2026-12-04-s24.md).
+// with a graph (bench/results/hybrid-2026-12-04-s24.md). Eager steps run
+// 0.99-1.00x of classic segments without checkpointing; with it they moved
+// pages every step until the pool earned slack (pool_expand_churn.go),
+// then 0.975-0.989x (bench/results/hybrid-2026-12-04-s25.md).
 func deviceVMMWanted() bool {
 	on, err := SegmentsDefault.expandable()
 	return on || err != nil
