@@ -356,9 +356,8 @@
 // stealing earns slack to create pages instead, up to 3/16 of its peak
 // allocated bytes above it (pool_expand_churn.go): those gpt2 steps stop
 // moving pages within 100 steps at 1.094x reserved (classic segments:
-// 1.133x).
-// Requests up to 4 KiB (tinySize) go first to free
-// blocks in pages that already hold live tiny blocks (pool_expand_tiny.go):
+// 1.133x). Requests up to 4 KiB (tinySize) go first to free blocks in
+// pages that already hold live tiny blocks (pool_expand_tiny.go):
 // the fp16 model's hundreds of long-lived blocks of 512 B to 2.5 KiB,
 // allocated once among short-lived ones, then share a few pages instead of
 // each pinning an otherwise free one. The same patterns scaled to other
