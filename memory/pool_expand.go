@@ -234,15 +234,9 @@ func (p *Pool) gatherPages(n int, seg *segment, lo, hi int64) ([]Page, error) {
 		pages = append(pages, stolen...)
 	}
 	for err == nil && len(pages) < n {
-		held := p.held() + int64(len(pages))*p.page
-		if l := p.cfg.Limit; l > 0 && held+p.page > l {
-			err = errLimit
-			break
-		}
 		var pg Page
-		if pg, err = p.vm.CreatePage(); err == nil {
+		if pg, err = p.createPage(len(pages)); err == nil {
 			pages = append(pages, pg)
-			p.sinks.pagesCreated(1)
 		}
 	}
 	if err != nil {
@@ -254,4 +248,18 @@ func (p *Pool) gatherPages(n int, seg *segment, lo, hi int64) ([]Page, error) {
 		return nil, err
 	}
 	return pages, nil
+}
+
+// createPage creates a page for growth that already gathered pending
+// pages, unless one more would pass the pool's Limit (errLimit; the
+// backend is not called).
+func (p *Pool) createPage(pending int) (Page, error) {
+	if l := p.cfg.Limit; l > 0 && p.held()+int64(pending+1)*p.page > l {
+		return 0, errLimit
+	}
+	pg, err := p.vm.CreatePage()
+	if err == nil {
+		p.sinks.pagesCreated(1)
+	}
+	return pg, err
 }

@@ -33,8 +33,9 @@ package memory
 // slow window, then stopped growing, so no third window closed); both keep
 // the slack at zero, and a CUDA graph's replays allocate nothing. A held
 // stream (a graph's private pool growing in its capture) takes no slack:
-// pages created for it would stay its own until it is released. EmptyCache still gives
-// every free page back; the slack only bounds what growth may create.
+// pages created for it would stay its own until it is released.
+// EmptyCache still gives every free page back; the slack only bounds what
+// growth may create.
 
 // churnDetectors are the two ways a pool notices churn: a slow one for
 // mild, persistent stealing (the random mixed workload: a page per 200
@@ -119,7 +120,7 @@ func (p *Pool) churnRoom(n int) int {
 	// The pool's own bytes, not held's: what shares its Limit (a manager's
 	// managed tier, Hold) would otherwise eat the slack.
 	u := &p.sinks.own
-	allowed := int64(float64(max(u.Allocated.Peak, u.Allocated.Current)) * (1 + c.slack))
+	allowed := int64(float64(u.Allocated.Peak) * (1 + c.slack))
 	return int(max(0, min((allowed-u.Reserved.Current)/p.page, int64(n))))
 }
 
@@ -130,18 +131,14 @@ func (p *Pool) churnRoom(n int) int {
 func (p *Pool) createRoom(k int) ([]Page, error) {
 	var pages []Page
 	for len(pages) < k {
-		if l := p.cfg.Limit; l > 0 && p.held()+int64(len(pages)+1)*p.page > l {
+		pg, err := p.createPage(len(pages))
+		if isOOM(err) { // the Limit or the backend's memory
 			break
 		}
-		pg, err := p.vm.CreatePage()
 		if err != nil {
-			if isOOM(err) {
-				break
-			}
 			return pages, err
 		}
 		pages = append(pages, pg)
-		p.sinks.pagesCreated(1)
 	}
 	return pages, nil
 }
