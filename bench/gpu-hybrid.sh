@@ -251,6 +251,14 @@
 #         expandable and classic device memory: the peak
 #         reserved / peak allocated of a run of many windows of the churn
 #         slack (memory's pool_expand_churn.go), the driver calls a step
+# s26     session 26: the pools' one-atomic mutex (memory/mutex.go)
+#         against sync.Mutex: the host's CPU, memory's TestPairWindows
+#         (.gpu/memory.test, and .gpu/memory-base.test when there) classic
+#         and expandable, then bench-alloc-base and bench-alloc -reps 5
+#         alternating, PAIR_ROUNDS rounds (default 3), memory's GPU tests,
+#         and (with .gpu/train-gpt) gpt2 fp16 checkpointed eager steps once
+#         the churn slack settled (-bench-warmup 120 -steps 100; session
+#         25's call 8), expandable and classic
 # pair    bench-alloc's pairs against cuMemAllocAsync: a process as placed,
 #         twice, then one pinned to each of PAIR_CORES (default 3)
 # wide    session 18: gpt2 fp32 selective on the device keeping the MLP's
@@ -1216,6 +1224,38 @@ if has pair25; then
   log=$L/pair25-memory.log
   (cd memory && STRATA_REQUIRE_GPU=1 timeout 200 ../.gpu/memory.test -test.v -test.run 'GPU|CUDA|Hold' > "$log" 2>&1)
   say "pair25 memory GPU tests: exit $?; $(grep -c -- '--- PASS' "$log") passed, $(grep -c -- '--- FAIL' "$log") failed, $(grep -c -- '--- SKIP' "$log") skipped"; grep -E -- '--- FAIL|panic' "$log" | head -12 | tee -a "$OUT/summary.txt"
+fi
+
+if has s26; then
+  say "host: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
+  for r in 1 2; do
+    for t in memory-base memory; do
+      [ -x .gpu/$t.test ] || continue
+      for e in "" -pair-expandable; do
+        (cd memory && timeout 120 ../.gpu/$t.test -test.run TestPairWindows -pair-windows 300 $e 2>&1 | grep pair-windows) | sed "s/^/$t ${e:-classic} round $r: /" | tee -a "$OUT/summary.txt"
+      done
+    done
+  done
+  for r in $(seq "${PAIR_ROUNDS:-3}"); do
+    for b in bench-alloc-base bench-alloc; do
+      [ -x .gpu/$b ] || continue
+      timeout 150 .gpu/$b -reps 5 >> "$L/s26-$b.jsonl" 2> "$L/s26-one.md"
+      say "$b pairs, round $r: exit $?"
+      grep -E '^\| (pool|manager|cuMemAllocAsync|mixed|4KiB|1MiB|64MiB)' "$L/s26-one.md" | tee -a "$OUT/summary.txt"
+      cat "$L/s26-one.md" >> "$L/s26-pairs.md"
+    done
+  done
+  cat "$L"/s26-*.jsonl >> "$res"
+  log=$L/s26-memory.log
+  (cd memory && STRATA_REQUIRE_GPU=1 timeout 200 ../.gpu/memory.test -test.v -test.run 'GPU|CUDA|Hold|ExpandableSlack|EagerSteps|Mutex' > "$log" 2>&1)
+  say "s26 memory GPU tests: exit $?; $(grep -c -- '--- PASS' "$log") passed, $(grep -c -- '--- FAIL' "$log") failed, $(grep -c -- '--- SKIP' "$log") skipped"; grep -E -- '--- FAIL|panic' "$log" | head -12 | tee -a "$OUT/summary.txt"
+  if [ -x .gpu/train-gpt ]; then
+    for e in 1 0; do
+      off2 s26-gpt2-fp16-ckpt-exp$e STRATA_EXPANDABLE_SEGMENTS=$e -config gpt2 -precision fp16 -attention plain -checkpoint blocks -cuda-graph off -bench-warmup 120 -steps 100
+      say "$(jfields "$L/off2-s26-gpt2-fp16-ckpt-exp$e.jsonl" tok_s peak_bytes peak_reserved_bytes pages_mapped_per_step syncs_per_step driver_calls_per_step)"
+    done
+    frag24_table s26 | tee -a "$OUT/summary.txt"
+  fi
 fi
 
 if has eager25; then

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 )
 
 // Config tunes a Manager.
@@ -97,9 +96,9 @@ var fallback = [NumTiers]Tier{TierHost: noTier, TierDevice: TierHost, TierManage
 // Manager is the hybrid memory manager: one Pool per tier that has a
 // backend, a Policy that places each allocation's Role in a tier, and
 // statistics per tier, per role and in total. It is safe for concurrent
-// use; one mutex guards it and its pools.
+// use; one mutex guards it and its pools (mutex.go).
 type Manager struct {
-	mu     sync.Mutex
+	mu     mutex
 	pools  [NumTiers]*Pool
 	policy Policy
 	route  [NumRoles]Tier // tier each role allocates from, after fallback
@@ -177,6 +176,7 @@ func NewManager(backends []Backend, cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("memory: NewManager needs at least one backend: %w", ErrInvalidArgument)
 	}
 	m := &Manager{sync: cfg.StreamSync}
+	m.mu.init()
 	expandable, _ := cfg.Segments.expandable() // checked by Validate
 	for i, b := range backends {
 		if b == nil {

@@ -18,7 +18,7 @@ func printTables(w io.Writer, rep *report) {
 			if r.BackendAllocsPerPair >= 0 {
 				backend = fmt.Sprintf("%.4f", r.BackendAllocsPerPair)
 			}
-			fmt.Fprintf(w, "| %s | %s | %.1f | %.1f | %.1f | %d x %d | %.2f | %s |\n", r.Allocator, r.Workload, r.NsPerPair, r.NsMin, r.NsMax,
+			fmt.Fprintf(w, "| %s | %s | %.1f | %.1f | %.1f | %d x %d | %.4f | %s |\n", r.Allocator, r.Workload, r.NsPerPair, r.NsMin, r.NsMax,
 				r.Reps, r.Pairs, r.DriverCallsPerPair, backend)
 		}
 	}

@@ -1,0 +1,24 @@
+//go:build amd64 && !race
+
+#include "textflag.h"
+#include "funcdata.h"
+
+// func unlock(m *mutex)
+//
+// Unlock's fast path: with the mutex held (state, at offset 0, not 0) and
+// no waiter (waiting, at offset 4, 0), a plain store of 0 to state
+// releases it; otherwise unlockSlow(m).
+TEXT ·unlock(SB), NOSPLIT, $8-8
+	NO_LOCAL_POINTERS
+	MOVQ m+0(FP), AX
+	CMPL 0(AX), $0
+	JEQ  slow
+	CMPL 4(AX), $0
+	JNE  slow
+	MOVL $0, 0(AX)
+	RET
+
+slow:
+	MOVQ AX, 0(SP)
+	CALL ·unlockSlow(SB)
+	RET

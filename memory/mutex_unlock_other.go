@@ -1,0 +1,16 @@
+//go:build !amd64 || race
+
+package memory
+
+import "sync/atomic"
+
+// unlock is Unlock: an atomic store when the mutex is held and no waiter
+// is at the head (which the race detector sees as a release, and which is
+// a store-release instruction on arm64), else unlockSlow.
+func unlock(m *mutex) {
+	if atomic.LoadUint32(&m.state) == 0 || atomic.LoadUint32(&m.waiting) != 0 {
+		unlockSlow(m)
+		return
+	}
+	atomic.StoreUint32(&m.state, 0)
+}
