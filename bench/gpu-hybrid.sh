@@ -259,6 +259,11 @@
 #         and (with .gpu/train-gpt) gpt2 fp16 checkpointed eager steps once
 #         the churn slack settled (-bench-warmup 120 -steps 100; session
 #         25's call 8), expandable and classic
+# s26b    session 26: the same A/B pinned (taskset) to each of PIN_CORES
+#         (default "3 4"), memory-base and memory alternating, PIN_ROUNDS
+#         rounds (default 3), classic and expandable TestPairWindows, and
+#         memory's BenchmarkMutex (uncontended, and contended from 2 and 4
+#         goroutines) on the host
 # pair    bench-alloc's pairs against cuMemAllocAsync: a process as placed,
 #         twice, then one pinned to each of PAIR_CORES (default 3)
 # wide    session 18: gpt2 fp32 selective on the device keeping the MLP's
@@ -1256,6 +1261,20 @@ if has s26; then
     done
     frag24_table s26 | tee -a "$OUT/summary.txt"
   fi
+fi
+
+if has s26b; then
+  for c in ${PIN_CORES:-3 4}; do
+    for r in $(seq "${PIN_ROUNDS:-3}"); do
+      for t in memory-base memory; do
+        [ -x .gpu/$t.test ] || continue
+        for e in "" -pair-expandable; do
+          (cd memory && timeout 120 taskset -c "$c" ../.gpu/$t.test -test.run TestPairWindows -pair-windows 300 $e 2>&1 | grep pair-windows | grep -v backend) | sed "s/^/core $c $t ${e:-classic} round $r: /" | tee -a "$OUT/summary.txt"
+        done
+      done
+    done
+  done
+  (cd memory && timeout 120 ../.gpu/memory.test -test.run XXX -test.bench 'BenchmarkMutex' -test.cpu 1,2,4 -test.count 3 2>&1 | grep Benchmark) | tee -a "$OUT/summary.txt"
 fi
 
 if has eager25; then

@@ -22,7 +22,9 @@ import (
 // Contention is rare (one goroutine drives a device's training; others
 // upload or read statistics), but a critical section can last long (a
 // driver call that reserves or maps memory, or one that waits for a
-// stream), so waiters sleep rather than spin. They queue on a sync.Mutex;
+// stream), so waiters sleep rather than spin for long: after a hundred
+// reads of the state (some 100-300 ns, about a pool call) they queue on a
+// sync.Mutex;
 // the one at its head retries the state, after a few yields sleeping
 // until Unlock wakes it (wake) or a timer fires. The timer is needed:
 // Unlock's read of waiting is not ordered after its store (that would take
@@ -48,7 +50,8 @@ type mutex struct {
 }
 
 const (
-	mutexYields     = 4 // retries with a yield before the head waiter sleeps
+	mutexSpins      = 100 // reads of the state before a waiter queues
+	mutexYields     = 4   // retries with a yield before the head waiter sleeps
 	mutexFirstSleep = 20 * time.Microsecond
 	mutexMaxSleep   = time.Millisecond
 	starveAfter     = time.Millisecond
@@ -76,8 +79,17 @@ func (m *mutex) Lock() {
 // sync.Mutex does.
 func (m *mutex) Unlock() { unlock(m) }
 
-// lockSlow waits in the queue, then at its head, for the state.
+// lockSlow waits for the state: spinning briefly first when another
+// processor may be releasing it (a pool's critical section is about as
+// long as the spin), then in the queue and at its head.
 func (m *mutex) lockSlow() {
+	if runtime.GOMAXPROCS(0) > 1 {
+		for range mutexSpins {
+			if atomic.LoadUint32(&m.state) == 0 && atomic.CompareAndSwapUint32(&m.state, 0, 1) {
+				return
+			}
+		}
+	}
 	m.queue.Lock()
 	atomic.StoreUint32(&m.waiting, 1)
 	start := time.Now()

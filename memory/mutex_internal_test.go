@@ -139,3 +139,30 @@ func TestMutexLayout(t *testing.T) {
 	require.Equal(t, uintptr(0), unsafe.Offsetof(m.state))
 	require.Equal(t, uintptr(4), unsafe.Offsetof(m.waiting))
 }
+
+// Contended: GOMAXPROCS goroutines taking the lock for a short critical
+// section each, against sync.Mutex's.
+func BenchmarkMutexContended(b *testing.B) {
+	b.Run("pool", func(b *testing.B) {
+		m := newMutex()
+		var n int
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				m.Lock()
+				n++
+				m.Unlock()
+			}
+		})
+	})
+	b.Run("sync", func(b *testing.B) {
+		var m sync.Mutex
+		var n int
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				m.Lock()
+				n++
+				m.Unlock()
+			}
+		})
+	})
+}
