@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -141,28 +142,29 @@ func TestMutexLayout(t *testing.T) {
 }
 
 // Contended: GOMAXPROCS goroutines taking the lock for a short critical
-// section each, against sync.Mutex's.
+// section each, against sync.Mutex's. "spread" is the most acquisitions
+// of one goroutine over the fewest of another (1: fair).
 func BenchmarkMutexContended(b *testing.B) {
-	b.Run("pool", func(b *testing.B) {
-		m := newMutex()
+	run := func(b *testing.B, m sync.Locker) {
 		var n int
+		var mu sync.Mutex
+		var counts []int
 		b.RunParallel(func(pb *testing.PB) {
+			mine := 0
 			for pb.Next() {
 				m.Lock()
 				n++
 				m.Unlock()
+				mine++
 			}
+			mu.Lock()
+			counts = append(counts, mine)
+			mu.Unlock()
 		})
-	})
-	b.Run("sync", func(b *testing.B) {
-		var m sync.Mutex
-		var n int
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				m.Lock()
-				n++
-				m.Unlock()
-			}
-		})
-	})
+		if len(counts) > 1 {
+			b.ReportMetric(float64(slices.Max(counts))/float64(max(slices.Min(counts), 1)), "spread")
+		}
+	}
+	b.Run("pool", func(b *testing.B) { run(b, newMutex()) })
+	b.Run("sync", func(b *testing.B) { run(b, new(sync.Mutex)) })
 }
