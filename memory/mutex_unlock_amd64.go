@@ -7,3 +7,6 @@ package memory
 //
 //go:noescape
 func unlock(m *mutex)
+
+// spinPause executes 30 PAUSE instructions (mutex_amd64.s).
+func spinPause()

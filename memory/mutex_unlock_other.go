@@ -14,3 +14,12 @@ func unlock(m *mutex) {
 	}
 	atomic.StoreUint32(&m.state, 0)
 }
+
+// spinPause is a spinning waiter's delay between reads of the state: a
+// few loads here (amd64 pauses, mutex_amd64.s).
+func spinPause() {
+	var x uint32
+	for range 30 {
+		atomic.LoadUint32(&x)
+	}
+}
