@@ -1211,24 +1211,39 @@ if has final19; then
   off2 final-medium-none $m -bench-warmup 25
 fi
 
+# pairs_ab PREFIX ROUNDS: bench-alloc-base (when there) and bench-alloc
+# -reps 5, alternating, ROUNDS rounds; tables into $L/PREFIX-pairs.md, the
+# JSON lines into the results.
+pairs_ab() {
+  local prefix=$1 rounds=$2 r b
+  for r in $(seq "$rounds"); do
+    for b in bench-alloc-base bench-alloc; do
+      [ -x .gpu/$b ] || continue
+      timeout 150 .gpu/$b -reps 5 >> "$L/$prefix-$b.jsonl" 2> "$L/$prefix-one.md"
+      say "$b pairs, round $r: exit $?"
+      grep -E '^\| (pool|manager|cuMemAllocAsync|mixed|4KiB|1MiB|64MiB)' "$L/$prefix-one.md" | tee -a "$OUT/summary.txt"
+      cat "$L/$prefix-one.md" >> "$L/$prefix-pairs.md"
+    done
+  done
+  cat "$L/$prefix"-bench-alloc*.jsonl >> "$res"
+}
+
+# memory_gpu_tests PREFIX PATTERN: memory's tests matching PATTERN on the
+# GPU, the counts into the summary.
+memory_gpu_tests() {
+  local log=$L/$1-memory.log
+  (cd memory && STRATA_REQUIRE_GPU=1 timeout 200 ../.gpu/memory.test -test.v -test.run "$2" > "$log" 2>&1)
+  say "$1 memory GPU tests: exit $?; $(grep -c -- '--- PASS' "$log") passed, $(grep -c -- '--- FAIL' "$log") failed, $(grep -c -- '--- SKIP' "$log") skipped"
+  grep -E -- '--- FAIL|panic' "$log" | head -12 | tee -a "$OUT/summary.txt"
+}
+
 if has pair25; then
   [ -x .gpu/mb ] && .gpu/mb 2>&1 | tee -a "$OUT/summary.txt"
   for e in "" -pair-expandable; do
     (cd memory && timeout 120 ../.gpu/memory.test -test.run TestPairWindows -pair-windows 300 $e 2>&1 | grep pair-windows) | sed "s/^/${e:-classic} /" | tee -a "$OUT/summary.txt"
   done
-  for r in $(seq "${PAIR_ROUNDS:-2}"); do
-    for b in bench-alloc-base bench-alloc; do
-      [ -x .gpu/$b ] || continue
-      timeout 150 .gpu/$b -reps 5 >> "$L/pair25-$b.jsonl" 2> "$L/pair25-one.md"
-      say "$b pairs, round $r: exit $?"
-      grep -E '^\| (pool|manager|mixed|4KiB|1MiB|64MiB)' "$L/pair25-one.md" | tee -a "$OUT/summary.txt"
-      cat "$L/pair25-one.md" >> "$L/pair25.md"
-    done
-  done
-  cat "$L"/pair25-*.jsonl >> "$res"
-  log=$L/pair25-memory.log
-  (cd memory && STRATA_REQUIRE_GPU=1 timeout 200 ../.gpu/memory.test -test.v -test.run 'GPU|CUDA|Hold' > "$log" 2>&1)
-  say "pair25 memory GPU tests: exit $?; $(grep -c -- '--- PASS' "$log") passed, $(grep -c -- '--- FAIL' "$log") failed, $(grep -c -- '--- SKIP' "$log") skipped"; grep -E -- '--- FAIL|panic' "$log" | head -12 | tee -a "$OUT/summary.txt"
+  pairs_ab pair25 "${PAIR_ROUNDS:-2}"
+  memory_gpu_tests pair25 'GPU|CUDA|Hold'
 fi
 
 if has s26; then
@@ -1241,19 +1256,8 @@ if has s26; then
       done
     done
   done
-  for r in $(seq "${PAIR_ROUNDS:-3}"); do
-    for b in bench-alloc-base bench-alloc; do
-      [ -x .gpu/$b ] || continue
-      timeout 150 .gpu/$b -reps 5 >> "$L/s26-$b.jsonl" 2> "$L/s26-one.md"
-      say "$b pairs, round $r: exit $?"
-      grep -E '^\| (pool|manager|cuMemAllocAsync|mixed|4KiB|1MiB|64MiB)' "$L/s26-one.md" | tee -a "$OUT/summary.txt"
-      cat "$L/s26-one.md" >> "$L/s26-pairs.md"
-    done
-  done
-  cat "$L"/s26-*.jsonl >> "$res"
-  log=$L/s26-memory.log
-  (cd memory && STRATA_REQUIRE_GPU=1 timeout 200 ../.gpu/memory.test -test.v -test.run 'GPU|CUDA|Hold|ExpandableSlack|EagerSteps|Mutex' > "$log" 2>&1)
-  say "s26 memory GPU tests: exit $?; $(grep -c -- '--- PASS' "$log") passed, $(grep -c -- '--- FAIL' "$log") failed, $(grep -c -- '--- SKIP' "$log") skipped"; grep -E -- '--- FAIL|panic' "$log" | head -12 | tee -a "$OUT/summary.txt"
+  pairs_ab s26 "${PAIR_ROUNDS:-3}"
+  memory_gpu_tests s26 'GPU|CUDA|Hold|ExpandableSlack|EagerSteps|Mutex'
   if [ -x .gpu/train-gpt ]; then
     for e in 1 0; do
       off2 s26-gpt2-fp16-ckpt-exp$e STRATA_EXPANDABLE_SEGMENTS=$e -config gpt2 -precision fp16 -attention plain -checkpoint blocks -cuda-graph off -bench-warmup 120 -steps 100
