@@ -2,20 +2,21 @@
 
 #include "textflag.h"
 #include "funcdata.h"
+#include "go_asm.h"
 
 // func unlock(m *mutex)
 //
-// Unlock's fast path: with the mutex held (state, at offset 0, not 0) and
-// no waiter (waiting, at offset 4, 0), a plain store of 0 to state
-// releases it; otherwise unlockSlow(m).
+// Unlock's fast path: with the mutex held (state not 0) and no waiter at
+// the head of the queue (waiting 0), a plain store of 0 to state releases
+// it; otherwise unlockSlow(m).
 TEXT ·unlock(SB), NOSPLIT, $8-8
 	NO_LOCAL_POINTERS
 	MOVQ m+0(FP), AX
-	CMPL 0(AX), $0
+	CMPL mutex_state(AX), $0
 	JEQ  slow
-	CMPL 4(AX), $0
+	CMPL mutex_waiting(AX), $0
 	JNE  slow
-	MOVL $0, 0(AX)
+	MOVL $0, mutex_state(AX)
 	RET
 
 slow:

@@ -3,9 +3,9 @@ package memory
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/stretchr/testify/require"
 )
@@ -84,24 +84,98 @@ func TestMutexWaiterNotStarved(t *testing.T) {
 func TestMutexWaiterWakes(t *testing.T) {
 	m := newMutex()
 	m.Lock()
-	held := 30 * time.Millisecond
 	var released time.Time
 	value := 0
-	done := make(chan time.Duration)
+	type seen struct {
+		late  time.Duration
+		value int
+	}
+	done := make(chan seen)
 	go func() {
 		m.Lock()
-		got := time.Since(released)
-		require.Equal(t, 42, value)
+		got := seen{time.Since(released), value}
 		m.Unlock()
 		done <- got
 	}()
-	time.Sleep(held)
+	time.Sleep(30 * time.Millisecond)
 	value = 42
 	released = time.Now()
 	m.Unlock()
-	late := <-done
-	require.Less(t, late, 500*time.Millisecond)
-	t.Logf("woken %v after the release", late)
+	got := <-done
+	require.Equal(t, 42, got.value)
+	require.Less(t, got.late, 500*time.Millisecond)
+	t.Logf("woken %v after the release", got.late)
+}
+
+// unlockSlow with a waiter at the head: a release and a wake, or, when the
+// head starves, a hand-off (the state stays 1: nobody else can take it) and
+// a wake; with a wake already pending, or no channel at all (the zero
+// value), the hand-off still happens.
+func TestMutexUnlockSlow(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		m                  *mutex
+		pending, starving  bool
+		wantState          uint32
+		wantHandoff, woken bool
+	}{
+		{"release", newMutex(), false, false, 0, false, true},
+		{"hand-off", newMutex(), false, true, 1, true, true},
+		{"hand-off, a wake pending", newMutex(), true, true, 1, true, true},
+		{"release, a wake pending", newMutex(), true, false, 0, false, true},
+		{"hand-off, zero value", new(mutex), false, true, 1, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := tc.m
+			m.Lock()
+			m.waiting = 1 // as a head waiter would
+			m.starving.Store(tc.starving)
+			if tc.pending {
+				m.wake <- struct{}{}
+			}
+			m.Unlock()
+			require.Equal(t, tc.wantState, m.state)
+			require.Equal(t, tc.wantHandoff, m.handoff.Load())
+			woken := false
+			select {
+			case <-m.wake: // a nil channel never is
+				woken = true
+			default:
+			}
+			require.Equal(t, tc.woken, woken)
+		})
+	}
+}
+
+// A head waiter that starves is handed the mutex: right after the
+// holder's Unlock the state is still held (a new arrival's compare-and-swap
+// fails), and the waiter then has it.
+func TestMutexHandsOffToStarvingWaiter(t *testing.T) {
+	for _, m := range []*mutex{newMutex(), new(mutex)} {
+		m.Lock()
+		got := make(chan struct{})
+		go func() {
+			m.Lock()
+			close(got)
+		}()
+		deadline := time.Now().Add(10 * time.Second)
+		for !m.starving.Load() {
+			require.True(t, time.Now().Before(deadline), "the waiter never starved")
+			time.Sleep(100 * time.Microsecond)
+		}
+		m.Unlock()
+		require.False(t, atomic.CompareAndSwapUint32(&m.state, 0, 1), "the state was released, not handed over")
+		select {
+		case <-got:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the starving waiter never got the mutex")
+		}
+		require.False(t, m.handoff.Load())
+		require.False(t, m.starving.Load())
+		require.Zero(t, m.waiting)
+		m.Unlock()
+		require.Zero(t, m.state)
+	}
 }
 
 func TestMutexUnlockOfUnlockedPanics(t *testing.T) {
@@ -132,13 +206,6 @@ func BenchmarkMutex(b *testing.B) {
 			m.Unlock()
 		}
 	})
-}
-
-// mutex_amd64.s reads state and waiting at these offsets.
-func TestMutexLayout(t *testing.T) {
-	var m mutex
-	require.Equal(t, uintptr(0), unsafe.Offsetof(m.state))
-	require.Equal(t, uintptr(4), unsafe.Offsetof(m.waiting))
 }
 
 // Contended: GOMAXPROCS goroutines taking the lock for a short critical
