@@ -284,12 +284,7 @@ func (m *Manager) EmptyCache() error {
 // (those once it is held no more); other streams keep their cache.
 func (m *Manager) EmptyStreamCache(s Stream) error {
 	return m.eachPool("EmptyStreamCache", func(p *Pool) error {
-		only := func(t Stream) bool { return t == s }
-		_, err := p.releaseFree(only)
-		if p.vm != nil {
-			_, xerr := p.releaseExpandable(only)
-			err = errors.Join(err, xerr)
-		}
+		_, err := p.releaseStreams(func(t Stream) bool { return t == s })
 		return err
 	})
 }

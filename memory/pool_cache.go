@@ -34,9 +34,17 @@ func (p *Pool) emptyCache() error {
 // streams (StreamHolder), and returns their bytes.
 func (p *Pool) releaseCached() (int64, error) {
 	h := p.holder()
-	released, err := p.releaseFree(func(s Stream) bool { return !heldBy(h, s) })
+	return p.releaseStreams(func(s Stream) bool { return !heldBy(h, s) })
+}
+
+// releaseStreams releases the cache of the streams take accepts: their
+// fully free classic segments (held streams' too, if take accepts them)
+// and the free pages of their expandable segments (never held streams':
+// releaseExpandable), and returns the bytes released.
+func (p *Pool) releaseStreams(take func(Stream) bool) (int64, error) {
+	released, err := p.releaseFree(take)
 	if p.vm != nil {
-		n, xerr := p.releaseExpandable(func(Stream) bool { return true })
+		n, xerr := p.releaseExpandable(take)
 		released += n
 		err = errors.Join(err, xerr)
 	}
