@@ -31,8 +31,8 @@ func TestExpandableChurnEarnsSlack(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	const phase = (churnStreak + 3) * (1 << 16)
 	churnWorkload(t, p, blocks, rng, phase, 32<<20)
-	first := p.Stats().PagesMapped
 	mid := p.Stats()
+	first := mid.PagesMapped
 	churnWorkload(t, p, blocks, rng, phase, 32<<20)
 	last := p.Stats().PagesMapped - first
 	st := p.Stats()
