@@ -90,6 +90,9 @@ func LinearHalf(x, w, b *Var) *Var { return linear(x, w, b, true) }
 
 func linear(x, w, b *Var, half bool) *Var {
 	xs := x.Value.Shape()
+	if len(xs) == 0 {
+		panic(&tensor.OpError{Op: "Linear", Msg: "input is a scalar: want (..., in)", Err: tensor.ErrShape})
+	}
 	pr := precisionOf(x.Value)
 	fwd := pr // the forward's products, half under autocast for LinearHalf
 	fwd.halfOut = half

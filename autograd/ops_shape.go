@@ -102,6 +102,7 @@ func Sum(x *Var, keepDim bool, axes ...int) *Var {
 
 // Mean averages over axes (all when none).
 func Mean(x *Var, keepDim bool, axes ...int) *Var {
+	out := tensor.Mean(x.Value, keepDim, axes...) // checks the axes first
 	shape := x.Value.Shape()
 	kept := keptShape(shape, axes)
 	n := 1
@@ -110,7 +111,6 @@ func Mean(x *Var, keepDim bool, axes ...int) *Var {
 			n *= shape[i]
 		}
 	}
-	out := tensor.Mean(x.Value, keepDim, axes...)
 	return Record("Mean", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
 		gk := g.Reshape(kept...)
 		e := gk.Expand(shape...)

@@ -265,6 +265,9 @@ func (b *Block) forward(x *autograd.Var, keepGelu bool) *autograd.Var {
 // Forward attends over x (B, T, C).
 func (a *CausalSelfAttention) Forward(x *autograd.Var) *autograd.Var {
 	s := x.Value.Shape()
+	if len(s) != 3 {
+		panic(&tensor.OpError{Op: "CausalSelfAttention", Msg: fmt.Sprintf("input %v: want (B, T, C)", s), Err: tensor.ErrShape})
+	}
 	B, T, C := s[0], s[1], s[2]
 	H := a.Heads
 	if a.Attention == AttentionFused {

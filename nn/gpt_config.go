@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/strata-ml/strata/tensor"
 )
 
 // GPTConfig is the shape of a GPT.
@@ -41,15 +43,16 @@ func LookupGPTConfig(name string) (GPTConfig, error) {
 	return c, nil
 }
 
-// Validate reports the first inconsistency in c.
+// Validate reports the first inconsistency in c, as an error wrapping
+// tensor.ErrArgument.
 func (c GPTConfig) Validate() error {
 	switch {
 	case c.Vocab <= 0 || c.Context <= 0 || c.Layers <= 0 || c.Heads <= 0 || c.Width <= 0:
-		return fmt.Errorf("nn: GPT config %+v: every size must be positive", c)
+		return fmt.Errorf("nn: GPT config %+v: every size must be positive: %w", c, tensor.ErrArgument)
 	case c.Width%c.Heads != 0:
-		return fmt.Errorf("nn: GPT config: width %d is not divisible by %d heads", c.Width, c.Heads)
-	case c.Dropout < 0 || c.Dropout >= 1:
-		return fmt.Errorf("nn: GPT config: dropout %v not in [0, 1)", c.Dropout)
+		return fmt.Errorf("nn: GPT config: width %d is not divisible by %d heads: %w", c.Width, c.Heads, tensor.ErrArgument)
+	case !(c.Dropout >= 0 && c.Dropout < 1): // NaN too
+		return fmt.Errorf("nn: GPT config: dropout %v not in [0, 1): %w", c.Dropout, tensor.ErrArgument)
 	}
 	return nil
 }

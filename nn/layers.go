@@ -1,7 +1,9 @@
 package nn
 
 import (
+	"fmt"
 	"math"
+	"slices"
 
 	"github.com/strata-ml/strata/autograd"
 	"github.com/strata-ml/strata/memory"
@@ -22,8 +24,8 @@ type Linear struct {
 func NewLinear(o Options, name string, in, out int, bias bool, std float64) (*Linear, error) {
 	const op = "NewLinear"
 	o, err := o.resolve(op, name, "in", in, "out", out)
-	if err == nil && !(std >= 0) {
-		err = argError(op, name, "std = %v, want >= 0", std)
+	if err == nil && !(std >= 0 && !math.IsInf(std, 1)) {
+		err = argError(op, name, "std = %v, want finite and >= 0", std)
 	}
 	if err != nil {
 		return nil, err
@@ -87,8 +89,8 @@ type Embedding struct {
 func NewEmbedding(o Options, name string, num, dim int, std float64) (*Embedding, error) {
 	const op = "NewEmbedding"
 	o, err := o.resolve(op, name, "num", num, "dim", dim)
-	if err == nil && !(std >= 0) {
-		err = argError(op, name, "std = %v, want >= 0", std)
+	if err == nil && !(std >= 0 && !math.IsInf(std, 1)) {
+		err = argError(op, name, "std = %v, want finite and >= 0", std)
 	}
 	if err != nil {
 		return nil, err
@@ -201,6 +203,12 @@ func SiLU(x *autograd.Var) *autograd.Var { return autograd.Silu(x) }
 // skipped.
 func CrossEntropy(logits *autograd.Var, targets *tensor.Tensor) *autograd.Var {
 	s := logits.Value.Shape()
+	if len(s) == 0 {
+		panic(&tensor.OpError{Op: "CrossEntropy", Msg: "logits are a scalar: want (..., C)", Err: tensor.ErrShape})
+	}
+	if ts := targets.Shape(); !slices.Equal(ts, s[:len(s)-1]) {
+		panic(&tensor.OpError{Op: "CrossEntropy", Msg: fmt.Sprintf("targets %v for logits %v: want the logits' leading shape %v", ts, s, s[:len(s)-1]), Err: tensor.ErrShape})
+	}
 	c := s[len(s)-1]
 	flat := autograd.Reshape(logits, -1, c)
 	return autograd.CrossEntropy(flat, targets.Reshape(-1))

@@ -148,6 +148,9 @@ func (o *AdamW) state(p *Parameter) (m, v *tensor.Tensor) {
 	if m, ok := o.m[p]; ok {
 		return m, o.v[p]
 	}
+	if o.m == nil { // a struct literal: no state yet
+		o.m, o.v = map[*Parameter]*tensor.Tensor{}, map[*Parameter]*tensor.Tensor{}
+	}
 	m = zerosKept(p.Value)
 	defer func() {
 		if v == nil { // the second allocation failed (a panic): free the first
@@ -210,6 +213,9 @@ func (o *SGD) Step() error {
 			var buf *tensor.Tensor
 			if o.Momentum != 0 {
 				if buf = o.buf[p]; buf == nil {
+					if o.buf == nil { // a struct literal: no state yet
+						o.buf = map[*Parameter]*tensor.Tensor{}
+					}
 					buf = zerosKept(p.Value)
 					o.buf[p] = buf
 				}

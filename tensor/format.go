@@ -28,16 +28,15 @@ func formatAxis(b *strings.Builder, vals []float64, shape []int, indent int) {
 	n, inner := shape[0], numel(shape[1:])
 	b.WriteString("[")
 	for i := range n {
-		if n > 6 && i == 3 {
-			b.WriteString("...")
-			if len(shape) > 1 {
-				b.WriteString(",\n" + strings.Repeat(" ", indent+1))
-			} else {
-				b.WriteString(", ")
-			}
-			i = n - 3
-		}
 		if n > 6 && i > 2 && i < n-3 {
+			if i == 3 { // one "..." for the elided entries
+				b.WriteString("...")
+				if len(shape) > 1 {
+					b.WriteString(",\n" + strings.Repeat(" ", indent+1))
+				} else {
+					b.WriteString(", ")
+				}
+			}
 			continue
 		}
 		formatAxis(b, vals[i*inner:(i+1)*inner], shape[1:], indent+1)

@@ -41,8 +41,11 @@ func MoveTo(tier memory.Tier, ts ...*Tensor) error {
 	var groups []*group
 	seen := map[*storage]bool{}
 	for i, t := range ts {
-		if t == nil || t.ref.released {
-			fail(op, ErrArgument, "tensor %d is nil or released", i)
+		if t == nil {
+			fail(op, ErrArgument, "tensor %d is nil", i)
+		}
+		if t.ref.released {
+			fail(op, ErrReleased, "tensor %d is released", i)
 		}
 		st := t.ref.st
 		if seen[st] || st.alloc.Tier() == tier {

@@ -54,8 +54,12 @@ func TestMoveToBadInput(t *testing.T) {
 	x := tensor.Zeros(tensor.CPU(), tensor.Float32, 4)
 	requireOpError(t, catch(func() { _ = tensor.MoveTo(memory.NumTiers, x) }), "MoveTo")
 	x.Release()
-	requireOpError(t, catch(func() { _ = tensor.MoveTo(memory.TierStaging, x) }), "MoveTo")
-	requireOpError(t, catch(func() { _ = tensor.MoveTo(memory.TierStaging, nil) }), "MoveTo")
+	err := catch(func() { _ = tensor.MoveTo(memory.TierStaging, x) })
+	requireOpError(t, err, "MoveTo")
+	require.ErrorIs(t, err, tensor.ErrReleased) // as every op names a released tensor
+	err = catch(func() { _ = tensor.MoveTo(memory.TierStaging, nil) })
+	requireOpError(t, err, "MoveTo")
+	require.ErrorIs(t, err, tensor.ErrArgument)
 }
 
 // TestMoveToOutOfMemory leaves a tensor the target tier cannot take where

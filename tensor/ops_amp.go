@@ -20,12 +20,12 @@ type multiTensor interface {
 // float32, one at a time: their value times alpha rounded once to their
 // dtype. It does not wait for the device. Nil tensors are skipped;
 // the rest must be live floating-point tensors, contiguous; panics with
-// an *OpError otherwise.
+// an *OpError otherwise, before scaling any.
 func ScaleAll(ts []*Tensor, alpha float64) {
 	const op = "ScaleAll"
 	byDev := map[Device][]*Tensor{}
 	var devs []Device
-	for _, t := range ts {
+	for _, t := range ts { // every tensor checked before any is scaled
 		if t == nil {
 			continue
 		}
@@ -33,6 +33,11 @@ func ScaleAll(ts []*Tensor, alpha float64) {
 		sameFloat(op, t)
 		if !t.IsContiguous() {
 			fail(op, ErrArgument, "tensor must be contiguous (strides %v)", t.strides)
+		}
+	}
+	for _, t := range ts {
+		if t == nil {
+			continue
 		}
 		if t.dtype.IsHalf() {
 			scaleHalf(t, alpha)

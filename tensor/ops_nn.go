@@ -486,7 +486,7 @@ func AdamWStep(p, g, m, v *Tensor, lr, beta1, beta2, eps, weightDecay float64, s
 	op := "AdamW"
 	sameDevice(op, p, g, m, v)
 	sameArith(op, p, g, m, v)
-	for _, t := range []*Tensor{g, m, v} {
+	for _, t := range []*Tensor{p, g, m, v} {
 		if !shapeEq(t.shape, p.shape) || !t.IsContiguous() {
 			fail(op, ErrShape, "parameter %v with buffer %v (contiguous %v)", p.shape, t.shape, t.IsContiguous())
 		}
@@ -599,7 +599,7 @@ func adamwCheckParam(op string, i int, p, g, m, v *Tensor, halfGrad bool) {
 	} else {
 		sameArith(op, p, g)
 	}
-	for _, t := range []*Tensor{g, m, v} {
+	for _, t := range []*Tensor{p, g, m, v} {
 		if !shapeEq(t.shape, p.shape) || !t.IsContiguous() {
 			fail(op, ErrShape, "parameter %d %v with buffer %v (contiguous %v)", i, p.shape, t.shape, t.IsContiguous())
 		}
@@ -607,7 +607,8 @@ func adamwCheckParam(op string, i int, p, g, m, v *Tensor, halfGrad bool) {
 }
 
 // SGDStep updates p in place with PyTorch's SGD rule; buf is the momentum
-// buffer (nil when momentum is 0).
+// buffer (nil when momentum is 0). p, g and buf are contiguous and of one
+// shape and dtype.
 func SGDStep(p, g, buf *Tensor, lr, momentum, weightDecay float64, nesterov bool) {
 	op := "SGD"
 	ts := []*Tensor{p, g}
@@ -616,9 +617,9 @@ func SGDStep(p, g, buf *Tensor, lr, momentum, weightDecay float64, nesterov bool
 	}
 	sameDevice(op, ts...)
 	sameArith(op, ts...)
-	for _, t := range ts[1:] {
+	for _, t := range ts {
 		if !shapeEq(t.shape, p.shape) || !t.IsContiguous() {
-			fail(op, ErrShape, "parameter %v with buffer %v", p.shape, t.shape)
+			fail(op, ErrShape, "parameter %v with buffer %v (contiguous %v)", p.shape, t.shape, t.IsContiguous())
 		}
 	}
 	if momentum != 0 && buf == nil {

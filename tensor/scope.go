@@ -104,16 +104,19 @@ func (c *Ctx) WithScope(fn func()) {
 }
 
 // Tidy runs fn inside a new scope of c and releases everything fn created
-// except the tensor it returns, which moves to the enclosing scope.
+// except the tensor it returns, which moves to the enclosing scope. A
+// returned tensor that fn did not create (a kept parameter, one of an
+// outer scope) stays where it was.
 func (c *Ctx) Tidy(fn func() *Tensor) *Tensor {
 	s := c.NewScope()
 	var out *Tensor
 	defer func() {
-		if out != nil {
+		own := out != nil && out.scope == s
+		if own {
 			untrack(out)
 		}
 		s.Close()
-		if out != nil {
+		if own {
 			c.track(out)
 		}
 	}()

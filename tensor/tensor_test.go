@@ -84,6 +84,29 @@ func TestScopesReleaseAndKeep(t *testing.T) {
 	require.ErrorIs(t, err, tensor.ErrReleased)
 }
 
+// TestTidyLeavesWhatItDidNotCreate: Tidy moves the tensor fn returns to
+// the enclosing scope only when fn created it; a kept tensor (a
+// parameter passed through) or an outer scope's stays where it was, so
+// closing the enclosing scope does not release a parameter.
+func TestTidyLeavesWhatItDidNotCreate(t *testing.T) {
+	param := tensor.Ones(cpu, tensor.Float32, 4)
+	tensor.Keep(param)
+	defer param.Release()
+	outer := tensor.NewScope()
+	x := tensor.Ones(cpu, tensor.Float32, 4)
+	s := tensor.NewScope()
+	require.Same(t, param, tensor.Tidy(func() *tensor.Tensor { return param }))
+	require.Same(t, x, tensor.Tidy(func() *tensor.Tensor { return x }))
+	require.Equal(t, 0, s.Len())
+	s.Close()
+	require.False(t, param.Released())
+	require.False(t, x.Released())
+	outer.Close()
+	require.True(t, x.Released())
+	require.False(t, param.Released())
+	require.Equal(t, []float32{1, 1, 1, 1}, param.Float32s())
+}
+
 func TestErrorsNameTheProblem(t *testing.T) {
 	tensor.WithScope(func() {
 		a := tensor.Zeros(cpu, tensor.Float32, 2, 3)
