@@ -58,11 +58,11 @@ func (m *Manager) Hold(t Tier, n int64) (release func(), err error) {
 	if p == nil {
 		return nil, fmt.Errorf("memory: Hold: tier %s has no backend: %w", t, ErrInvalidArgument)
 	}
-	if lim := p.cfg.Limit; lim > 0 && p.held()+n > lim {
+	if lim := p.cfg.Limit; lim > 0 && n > lim-p.held() { // not held+n: n may be near MaxInt64
 		if err := p.emptyCache(); err != nil {
 			return nil, fmt.Errorf("memory: Hold of %s on %s: releasing the cache for room: %w", FormatBytes(n), t, err)
 		}
-		if p.held()+n > lim {
+		if n > lim-p.held() {
 			return nil, fmt.Errorf("memory: Hold of %s on %s: %s of its %s limit is held: %w", FormatBytes(n), t, FormatBytes(p.held()), FormatBytes(lim), ErrOutOfMemory)
 		}
 	}

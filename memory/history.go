@@ -164,11 +164,12 @@ func (r *recorder) alloc(t Tier, b *Block, size int64, op string) {
 // free records b, still live with its requested bytes, being freed.
 func (r *recorder) free(t Tier, b *Block) {
 	allocSeq := r.allocSeq(t, b)
-	e := r.add(EventFree, t)
-	e.Role, e.Stream, e.Addr, e.Size, e.Block, e.AllocSeq = b.role, b.seg.stream, b.addr, b.requested, b.size, allocSeq
-	if allocSeq != NoSeq {
-		e.Op = r.ring[allocSeq%uint64(len(r.ring))].Op
+	var op string
+	if allocSeq != NoSeq { // read before add: in a full ring the free may take its slot
+		op = r.ring[allocSeq%uint64(len(r.ring))].Op
 	}
+	e := r.add(EventFree, t)
+	e.Role, e.Stream, e.Addr, e.Size, e.Block, e.AllocSeq, e.Op = b.role, b.seg.stream, b.addr, b.requested, b.size, allocSeq, op
 }
 
 // allocSeq finds the Seq of the event that allocated the live block b:

@@ -176,3 +176,54 @@ func BenchmarkManagerPairHistory(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/pair")
 }
+
+// TestHistoryFreeNamesOpWhenItsAllocationLeavesTheRing: a free whose
+// allocation's event is the oldest in a full ring overwrites that event;
+// the free still names the op that asked for the allocation.
+func TestHistoryFreeNamesOpWhenItsAllocationLeavesTheRing(t *testing.T) {
+	m := memory.NewHostManager(memory.Config{Segments: memory.SegmentsClassic})
+	defer m.Close()
+	m.RecordHistory(2)
+	a, err := m.AllocOp(4096, memory.RoleActivation, 0, "matmul") // reserve, alloc
+	require.NoError(t, err)
+	m.MarkHistory("step") // the reservation leaves the ring: alloc, mark
+	require.NoError(t, a.Free())
+	h := m.History()
+	require.Len(t, h.Events, 2)
+	free := h.Events[1]
+	require.Equal(t, memory.EventFree, free.Kind)
+	assert.Equal(t, "matmul", free.Op, "the op of the allocation freed")
+}
+
+// TestHistoryRecordsCloseReleases: Close gives every reserved byte back,
+// and the history says so in both segment modes: replayed from Before,
+// its reservations and releases end at the Stats' 0.
+func TestHistoryRecordsCloseReleases(t *testing.T) {
+	for _, seg := range []memory.SegmentMode{memory.SegmentsClassic, memory.SegmentsExpandable} {
+		m := memory.NewHostManager(memory.Config{Segments: seg})
+		m.RecordHistory(0)
+		a, err := m.Alloc(3<<20, memory.RoleActivation)
+		require.NoError(t, err)
+		_, err = m.Alloc(5000, memory.RoleGradient) // leaked
+		require.NoError(t, err)
+		require.NoError(t, a.Free())
+		require.ErrorIs(t, m.Close(), memory.ErrLeaked)
+		h := m.History()
+		reserved := [memory.NumTiers]int64{}
+		for tier := range memory.NumTiers {
+			reserved[tier] = h.Before[tier].Reserved
+		}
+		for _, e := range h.Events {
+			switch e.Kind {
+			case memory.EventReserve:
+				reserved[e.Tier] += e.Size
+			case memory.EventRelease:
+				reserved[e.Tier] -= e.Size
+			}
+		}
+		st := m.Stats()
+		for tier := range memory.NumTiers {
+			assert.Equal(t, st.Tiers[tier].Reserved.Current, reserved[tier], "segments %d, tier %s", seg, tier)
+		}
+	}
+}

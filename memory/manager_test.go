@@ -337,6 +337,21 @@ func TestManagerFreeAfterClose(t *testing.T) {
 	assert.Nil(t, a.Host())
 }
 
+// TestManagerLeakedAllocationAfterClose: a leaked allocation's accessors
+// keep working once Close released its memory (Stream dereferenced the
+// segment of a block an expandable pool's Close had recycled).
+func TestManagerLeakedAllocationAfterClose(t *testing.T) {
+	for _, seg := range []memory.SegmentMode{memory.SegmentsClassic, memory.SegmentsExpandable} {
+		m := memory.NewHostManager(memory.Config{Segments: seg})
+		a, err := m.AllocStream(100, memory.RoleActivation, 3)
+		require.NoError(t, err)
+		require.ErrorIs(t, m.Close(), memory.ErrLeaked)
+		assert.NotPanics(t, func() { a.Stream() }, "segments %d", seg)
+		assert.Zero(t, a.Addr())
+		assert.Nil(t, a.Host())
+	}
+}
+
 func TestManagerSummary(t *testing.T) {
 	m := memory.NewHostManager(memory.Config{Segments: memory.SegmentsClassic})
 	a := mustManagerAlloc(t, m, 3*MiB, memory.RoleGradient)

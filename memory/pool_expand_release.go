@@ -75,6 +75,12 @@ func (p *Pool) freeExpandable(seg *segment) error {
 		p.recycle(b)
 		b = next
 	}
+	return p.freeAddress(seg)
+}
+
+// freeAddress unlinks an expandable segment with nothing mapped, whose
+// blocks are out of the free index, and gives its address space back.
+func (p *Pool) freeAddress(seg *segment) error {
 	p.unlink(seg)
 	if p.hist != nil {
 		p.hist.segment(EventRelease, p.tier, seg, seg.region.Addr, 0)
@@ -106,21 +112,32 @@ func (p *Pool) closeExpandable(seg *segment) error {
 		if err := p.vm.Unmap(base+uintptr(int64(i)*p.page), pages); err != nil {
 			errs = append(errs, err)
 		}
+		// The history records each run of pages counted as reserved here,
+		// as unmapFree does.
+		run := i
+		recordRun := func(end int) {
+			if p.hist != nil && end > run {
+				p.hist.segment(EventRelease, p.tier, seg, base+uintptr(int64(run)*p.page), int64(end-run)*p.page)
+			}
+		}
 		for k, pg := range pages { // a stale page is mapped elsewhere: released there
 			if i+k < len(seg.x.stale) && seg.x.stale[i+k] {
 				p.staleBytes -= p.page
 				seg.x.staleBytes -= p.page
+				recordRun(i + k)
+				run = i + k + 1
 				continue
 			}
 			errs = append(errs, p.releasePages([]Page{pg}))
 			p.sinks.pagesUnmapped(p.page)
 		}
+		recordRun(j)
 		i = j
 	}
 	seg.x.pages, seg.x.stale, seg.mapped = nil, nil, 0
-	for b := seg.first; b != nil; b = b.next {
-		b.state = blockHole // nothing to take out of an index: Close clears them
-	}
-	errs = append(errs, p.freeExpandable(seg))
+	// Close cleared the blocks' states and clears the indexes; the structs
+	// are not recycled, so that a leaked block stays the pool's, as in a
+	// classic segment: its Free and RecordStream report the pool closed.
+	errs = append(errs, p.freeAddress(seg))
 	return errors.Join(errs...)
 }

@@ -485,6 +485,20 @@ func TestPoolFreeAfterClose(t *testing.T) {
 	assert.Zero(t, b.Addr())
 }
 
+// TestPoolFreeAfterCloseExpandable: as with classic segments, freeing or
+// recording a stream on a block leaked by an expandable pool's Close says
+// the pool is closed (Close used to recycle the blocks' structs, so the
+// block looked foreign: ErrDoubleFree).
+func TestPoolFreeAfterCloseExpandable(t *testing.T) {
+	p := memory.NewPool(memory.NewHostBackend(memory.TierHost), memory.PoolConfig{Expandable: true})
+	b := mustAlloc(t, p, 100, 0)
+	require.ErrorIs(t, p.Close(), memory.ErrLeaked)
+	require.ErrorIs(t, p.Free(b), memory.ErrClosed)
+	require.ErrorIs(t, p.RecordStream(b, 0), memory.ErrClosed)
+	assert.Nil(t, b.Host(), "the host view of released memory is gone")
+	assert.Zero(t, b.Addr())
+}
+
 func TestPoolDoubleFree(t *testing.T) {
 	p, fb := newAddrPool(t, memory.PoolConfig{}, 0)
 	a := mustAlloc(t, p, 4*KiB, 0)

@@ -345,6 +345,10 @@ func (s *Scheduler) Step() (Plan, error) {
 	cold := m.backed(TierOffload)
 	entries := make([]*Allocation, 0, len(s.tracked))
 	for a, st := range s.tracked {
+		if a.b == nil { // freed while another scheduler replaced this one (onFree went there)
+			delete(s.tracked, a)
+			continue
+		}
 		now := a.touches.Load()
 		d := float64(now - st.seen)
 		st.seen = now

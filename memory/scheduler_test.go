@@ -337,3 +337,24 @@ func TestSchedulerSkipsCrossStreamBlocks(t *testing.T) {
 	require.Contains(t, p.Entries[0].Why, "another stream")
 	require.NoError(t, g.Free())
 }
+
+// TestReplacedSchedulerStep: a scheduler replaced by a second one no
+// longer hears of frees; its Step forgets the allocations freed since
+// instead of crashing on them.
+func TestReplacedSchedulerStep(t *testing.T) {
+	m := memory.NewHostManager(memory.Config{})
+	defer func() { require.NoError(t, m.Close()) }()
+	s1, err := m.NewScheduler(memory.SchedulerConfig{ColdTouches: 1})
+	require.NoError(t, err)
+	a := mustManagerAlloc(t, m, 4*MiB, memory.RoleParameter)
+	b := mustManagerAlloc(t, m, 4*MiB, memory.RoleParameter)
+	s2, err := m.NewScheduler(memory.SchedulerConfig{})
+	require.NoError(t, err)
+	defer s2.Close()
+	require.NoError(t, a.Free())
+	require.NoError(t, b.Free())
+	var plan memory.Plan
+	require.NotPanics(t, func() { plan, err = s1.Step() })
+	require.NoError(t, err)
+	assert.Empty(t, plan.Entries, "the freed allocations are not planned")
+}

@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"bytes"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -195,6 +196,23 @@ func TestOnAlloc(t *testing.T) {
 		require.NoError(t, x.Free())
 	}
 	require.NoError(t, m.Close())
+}
+
+// TestHoldPastTheLimitByFar: a hold so large that adding it to the bytes
+// held overflows is refused like any hold past the limit, and the limit
+// still holds for allocations.
+func TestHoldPastTheLimitByFar(t *testing.T) {
+	pol := memory.HybridPolicy()
+	pol.Spill = false
+	m := memory.NewHostManager(memory.Config{Segments: memory.SegmentsClassic, Policy: pol})
+	defer func() { require.NoError(t, m.Close()) }()
+	require.NoError(t, m.SetLimit(memory.TierDevice, 64*MiB))
+	a := mustManagerAlloc(t, m, MiB, memory.RoleActivation)
+	_, err := m.Hold(memory.TierDevice, math.MaxInt64)
+	require.ErrorIs(t, err, memory.ErrOutOfMemory)
+	_, err = m.Alloc(100*MiB, memory.RoleActivation)
+	require.ErrorIs(t, err, memory.ErrOutOfMemory, "past the 64 MiB limit")
+	require.NoError(t, a.Free())
 }
 
 // TestHold: bytes held outside the pools count against the device limit

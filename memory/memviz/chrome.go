@@ -52,7 +52,7 @@ func WriteChromeTrace(w io.Writer, h *memory.History, o TraceOptions) error {
 	if o.Largest == 0 {
 		o.Largest = 200
 	}
-	tf := traceFile{DisplayTimeUnit: "ns", OtherData: map[string]any{
+	tf := traceFile{TraceEvents: []traceEvent{}, DisplayTimeUnit: "ns", OtherData: map[string]any{
 		"producer": "strata memory/memviz", "start": h.Start, "dropped_events": h.Dropped}}
 	meta := func(pid, tid int, kind, name string) {
 		tf.TraceEvents = append(tf.TraceEvents, traceEvent{Name: kind, Ph: "M", Pid: pid, Tid: tid, Args: map[string]any{"name": name}})

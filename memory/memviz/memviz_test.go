@@ -354,3 +354,38 @@ func TestSnapshotAtRebuildsAMoment(t *testing.T) {
 	peak := memviz.PeakEvent(w, memory.TierDevice)
 	assert.Equal(t, "backward", w.Events[peak-1].Op, "the first gradient of the backward pass, the logits freed")
 }
+
+// TestChromeTraceOfEmptyHistory: a history with no events (a recording
+// just started) still gives a trace whose traceEvents is an array, as the
+// format requires, not null.
+func TestChromeTraceOfEmptyHistory(t *testing.T) {
+	m := memory.NewHostManager(memory.Config{})
+	defer m.Close()
+	m.RecordHistory(0)
+	for _, h := range []*memory.History{m.History(), {}} {
+		var buf bytes.Buffer
+		require.NoError(t, memviz.WriteChromeTrace(&buf, h, memviz.TraceOptions{}))
+		var f map[string]any
+		require.NoError(t, json.Unmarshal(buf.Bytes(), &f), "valid JSON")
+		evs, ok := f["traceEvents"].([]any)
+		assert.True(t, ok, "a traceEvents array: %s", buf.String())
+		assert.Empty(t, evs)
+	}
+}
+
+// TestWindowFromStartToFirstEvent: with from "" the window starts at the
+// history's start, so a mark labelled to that is the first event ends it.
+func TestWindowFromStartToFirstEvent(t *testing.T) {
+	m := memory.NewHostManager(memory.Config{})
+	defer m.Close()
+	m.RecordHistory(0)
+	m.MarkHistory("step 1")
+	a, err := m.Alloc(4096, memory.RoleActivation)
+	require.NoError(t, err)
+	require.NoError(t, a.Free())
+	m.MarkHistory("step 1")
+	w, err := memviz.Window(m.History(), "", "step 1")
+	require.NoError(t, err)
+	require.Len(t, w.Events, 1, "up to the first mark step 1")
+	assert.Equal(t, memory.EventMark, w.Events[0].Kind)
+}

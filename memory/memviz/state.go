@@ -85,7 +85,11 @@ func Window(h *memory.History, from, to string) (*memory.History, error) {
 		}
 	}
 	if to != "" {
-		i := findMark(h.Events, lo+1, to)
+		start := 0 // with from "", a first event marked to ends the window
+		if from != "" {
+			start = lo + 1
+		}
+		i := findMark(h.Events, start, to)
 		if i < 0 {
 			return nil, fmt.Errorf("memviz: no mark %q after %q in the history", to, from)
 		}
