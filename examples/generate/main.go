@@ -20,6 +20,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,6 +37,7 @@ import (
 	"time"
 
 	"github.com/strata-ml/strata/autograd"
+	"github.com/strata-ml/strata/internal/atomicfile"
 	"github.com/strata-ml/strata/nn"
 	"github.com/strata-ml/strata/tensor"
 	"github.com/strata-ml/strata/tokenizer"
@@ -80,7 +82,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.heads, "heads", 0, "attention heads when the shape comes from the tensor shapes (default: config.json beside the file, else width/64)")
 	fs.StringVar(&o.layout, "layout", "auto", "weights layout: auto, nanogpt or hf")
 	fs.StringVar(&o.prompt, "prompt", "\n", "text to continue (and whose logits -dump-logits writes)")
-	fs.StringVar(&o.tokenizer, "tokenizer", "", "byte or gpt2 (default: byte for a vocabulary of 256, gpt2 for 50257 to 50304)")
+	fs.StringVar(&o.tokenizer, "tokenizer", "", "byte or gpt2 (default: the one the file's metadata names, as train-gpt records it; else byte for a vocabulary of 256, gpt2 for 50257 to 50304)")
 	fs.IntVar(&o.maxNew, "max-new", 200, "tokens to generate at most")
 	fs.Float64Var(&o.temperature, "temperature", 0.8, "sampling temperature (0: greedy)")
 	fs.IntVar(&o.topK, "top-k", 200, "sample among the k most likely tokens (0: all)")
@@ -137,7 +139,14 @@ func (o *options) check() error {
 	if err != nil {
 		return fmt.Errorf("-weights: %w", err)
 	}
+	fi, err := f.Stat()
 	f.Close()
+	switch {
+	case err != nil:
+		return fmt.Errorf("-weights: %w", err)
+	case fi.IsDir():
+		return fmt.Errorf("-weights: %s is a directory", o.weights)
+	}
 	if o.config != "" {
 		if _, err := nn.LookupGPTConfig(o.config); err != nil {
 			return fmt.Errorf("-config %q: want one of %s", o.config, strings.Join(nn.GPTConfigNames(), ", "))
@@ -154,7 +163,7 @@ func (o *options) check() error {
 			return fmt.Errorf("-tokenizer %q: want %s", o.tokenizer, strings.Join(tokenizer.Names(), " or "))
 		}
 	}
-	for _, p := range []struct{ flag, path string }{{"-dump-logits", o.dumpLogits}, {"-save", o.save}} {
+	for _, p := range []struct{ flag, path string }{{"-save", o.save}, {"-dump-logits", o.dumpLogits}} {
 		if p.path == "" {
 			continue
 		}
@@ -164,6 +173,12 @@ func (o *options) check() error {
 		if st, err := os.Stat(filepath.Dir(p.path)); err != nil || !st.IsDir() {
 			return fmt.Errorf("%s %s: its directory does not exist", p.flag, p.path)
 		}
+		if err := atomicfile.CheckWritable(p.path); err != nil {
+			return fmt.Errorf("%s: %w", p.flag, err)
+		}
+	}
+	if o.save != "" && o.dumpLogits != "" && mustAbs(o.save) == mustAbs(o.dumpLogits) {
+		return fmt.Errorf("-dump-logits %s: the same file as -save", o.dumpLogits)
 	}
 	return nil
 }
@@ -201,7 +216,7 @@ func run(o *options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	tok, err := pickTokenizer(o.tokenizer, cfg.Vocab)
+	tok, err := pickTokenizer(cmp.Or(o.tokenizer, savedTokenizer(o.weights)), cfg.Vocab)
 	if err != nil {
 		return err
 	}
@@ -224,9 +239,9 @@ func run(o *options, stdout, stderr io.Writer) error {
 		o.weights, layout, dev, cfg.Layers, cfg.Heads, cfg.Width, cfg.Context, cfg.Vocab, from, tok.Name(), time.Since(start).Round(time.Millisecond))
 	did := false
 	if o.save != "" {
-		meta := map[string]string{"config": fmt.Sprintf("%+v", cfg), "producer": "strata generate"}
+		meta := map[string]string{"config": fmt.Sprintf("%+v", cfg), "producer": "strata generate", "tokenizer": tok.Name()}
 		if err := nn.SaveWeightsLayout(context.Background(), o.save, g.Parameters(), meta, o.saveLay); err != nil {
-			return err
+			return fmt.Errorf("-save: %w", err)
 		}
 		fmt.Fprintf(stderr, "saved the weights to %s (%s layout)\n", o.save, o.saveLay)
 		did = true
@@ -319,6 +334,16 @@ func readHFHeads(path string) int {
 		return 0
 	}
 	return c.NHead
+}
+
+// savedTokenizer is the tokenizer the file's metadata names (train-gpt
+// records its -tokenizer), or "" when it names none this program knows.
+func savedTokenizer(path string) string {
+	md, err := tensor.ReadSafetensorsMetadata(path)
+	if err != nil || !slices.Contains(tokenizer.Names(), md["tokenizer"]) {
+		return ""
+	}
+	return md["tokenizer"]
 }
 
 // pickTokenizer returns -tokenizer's tokenizer, or by default the one the
@@ -487,8 +512,11 @@ func dumpLogits(o *options, g *nn.GPT, tok tokenizer.Tokenizer, layout nn.Layout
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(o.dumpLogits, b, 0o644); err != nil {
+	if err := atomicfile.Write(context.Background(), o.dumpLogits, func(w io.Writer) error {
+		_, err := w.Write(b)
 		return err
+	}); err != nil {
+		return fmt.Errorf("-dump-logits: %w", err)
 	}
 	fmt.Fprintf(stderr, "wrote the logits of %d tokens to %s\n", len(ids), o.dumpLogits)
 	return nil

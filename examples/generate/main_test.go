@@ -225,3 +225,69 @@ func TestGPT2Tokenizer(t *testing.T) {
 	_, _, err = runArgs(t, "-weights", w, "-prompt", strings.Repeat("word ", 20))
 	require.ErrorContains(t, err, "-prompt: 21 tokens, more than the model's context of 16")
 }
+
+// The files -weights reads and -save and -dump-logits write are checked
+// with the flags (status 2, naming the flag) before the model is loaded:
+// a directory, a path where no file can be created, the two outputs on
+// one file (the logits used to replace the saved weights).
+func TestFilesCheckedUpFront(t *testing.T) {
+	_, w := testWeights(t, testCfg, true, nn.LayoutNanoGPT)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "o.safetensors")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-weights", dir}, "-weights: " + dir + " is a directory"},
+		{[]string{"-weights", w, "-save", dir}, "-save: " + dir + " is a directory"},
+		{[]string{"-weights", w, "-dump-logits", dir}, "-dump-logits: " + dir + " is a directory"},
+		{[]string{"-weights", w, "-save", "/proc/x.safetensors"}, "-save: cannot write /proc/x.safetensors: cannot create files in /proc/"},
+		{[]string{"-weights", w, "-dump-logits", "/proc/l.json"}, "-dump-logits: cannot write /proc/l.json"},
+		{[]string{"-weights", w, "-save", out, "-dump-logits", dir + "/./o.safetensors"}, "-dump-logits " + dir + "/./o.safetensors: the same file as -save"},
+	} {
+		_, err := parseFlags(tc.args, io.Discard)
+		var u *usageError
+		require.True(t, errors.As(err, &u), "%v: %v", tc.args, err)
+		require.ErrorContains(t, err, tc.want, "%v", tc.args)
+	}
+	require.Empty(t, dirEntries(t, dir), "the checks leave no file behind")
+}
+
+func dirEntries(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// A model train-gpt trained on bytes with a vocabulary of GPT-2's size
+// (-config gpt2 without -tokenizer gpt2: the addition task, or text as
+// bytes) is read with the tokenizer its file names, not the one its
+// vocabulary suggests: gpt2 would feed it BPE ids it never saw.
+func TestTokenizerFromMetadata(t *testing.T) {
+	cfg := nn.GPTConfig{Vocab: 50257, Context: 16, Layers: 1, Heads: 2, Width: 16}
+	g, err := nn.NewGPT(cfg, nn.Options{Device: tensor.CPU(), DType: tensor.Float32, Rng: rand.New(rand.NewPCG(9, 9))})
+	require.NoError(t, err)
+	t.Cleanup(func() { nn.Release(g.Parameters()) })
+	w := filepath.Join(t.TempDir(), "w.safetensors")
+	meta := map[string]string{"config": fmt.Sprintf("%+v", cfg), "producer": "strata train-gpt", "tokenizer": "byte"}
+	require.NoError(t, nn.SaveWeightsLayout(context.Background(), w, g.Parameters(), meta, nn.LayoutNanoGPT))
+	_, errs, err := runArgs(t, "-weights", w, "-prompt", "12+34=", "-max-new", "0")
+	require.NoError(t, err)
+	require.Contains(t, errs, "tokenizer byte")
+	require.Contains(t, errs, "prompt 6 tokens")
+	_, errs, err = runArgs(t, "-weights", w, "-prompt", "Hello", "-max-new", "0", "-tokenizer", "gpt2")
+	require.NoError(t, err, "-tokenizer still wins")
+	require.Contains(t, errs, "tokenizer gpt2")
+	// -save keeps it.
+	hf := filepath.Join(t.TempDir(), "hf.safetensors")
+	_, _, err = runArgs(t, "-weights", w, "-save", hf)
+	require.NoError(t, err)
+	md, err := tensor.ReadSafetensorsMetadata(hf)
+	require.NoError(t, err)
+	require.Equal(t, "byte", md["tokenizer"])
+}

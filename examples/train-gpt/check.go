@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/strata-ml/strata/internal/atomicfile"
@@ -31,6 +33,24 @@ func (o *options) checkExplicit(fs *flag.FlagSet) error {
 			err = fmt.Errorf("-dropout %v: want a number in [0, 1)", o.dropout)
 		case f.Name == "dropout":
 			o.dropSet = true
+		}
+	})
+	return err
+}
+
+// checkIgnored refuses flags set on the command line that the job would
+// ignore: -data under -bench and the memory captures (they time random
+// tokens), -digits with -data (the addition task's). It runs after -bench
+// is set for the memory captures.
+func (o *options) checkIgnored(fs *flag.FlagSet) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		switch {
+		case err != nil:
+		case f.Name == "data" && o.data != "" && o.bench:
+			err = fmt.Errorf("-data: not with -bench, -memory-trace or -memory-plot, which time steps on random tokens")
+		case f.Name == "digits" && o.data != "":
+			err = fmt.Errorf("-digits %d: the built-in addition task's; not with -data", o.digits)
 		}
 	})
 	return err
@@ -131,15 +151,68 @@ func (o *options) checkFiles() error {
 	default:
 		outs = append(outs, [2]string{"-out", o.out}, [2]string{"-loss-log", o.lossLog}, [2]string{"-state", o.state}, [2]string{"-loss-plot", o.lossPlot})
 	}
-	for _, fp := range outs {
+	if o.cpuProfile != "" {
+		outs = append(outs, [2]string{"-cpuprofile", o.cpuProfile})
+	}
+	var ins [][2]string // flag, path: what the job reads
+	if !o.bench {
+		ins = append(ins, [2]string{"-data", o.data}, [2]string{"-resume", o.resume}, [2]string{"-init", o.init})
+	}
+	for i, fp := range outs {
 		if fp[1] == "" {
 			continue
 		}
 		if err := atomicfile.CheckWritable(fp[1]); err != nil {
 			return fmt.Errorf("%s: %w", fp[0], err)
 		}
+		// No output may replace an input or another output; but the
+		// state may replace the state it resumed, and -out the weights
+		// -init started from (each once the run has made the new one).
+		for _, in := range ins {
+			allowed := fp[0] == "-state" && in[0] == "-resume" || fp[0] == "-out" && in[0] == "-init"
+			if in[1] != "" && !allowed && samePath(fp[1], in[1]) {
+				return fmt.Errorf("%s %s: would overwrite %s", fp[0], fp[1], in[0])
+			}
+		}
+		for _, prev := range outs[:i] {
+			if prev[1] != "" && samePath(fp[1], prev[1]) {
+				return fmt.Errorf("%s %s: the same file as %s", fp[0], fp[1], prev[0])
+			}
+		}
 	}
 	return nil
+}
+
+// samePath reports whether a and b name the same file: the same absolute
+// path, or, when both exist, the same file through a link.
+func samePath(a, b string) bool {
+	aa, errA := filepath.Abs(a)
+	ab, errB := filepath.Abs(b)
+	if errA == nil && errB == nil && aa == ab {
+		return true
+	}
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
+}
+
+// checkDevice checks the form of -device (or $STRATA_DEVICE when -device
+// is empty), as tensor.ParseDevice reads it, without opening the device.
+func checkDevice(flagValue string) error {
+	s, what := flagValue, fmt.Sprintf("-device %q", flagValue)
+	if s == "" {
+		s = os.Getenv("STRATA_DEVICE")
+		what = fmt.Sprintf("-device (STRATA_DEVICE=%q)", s)
+	}
+	switch s = strings.ToLower(strings.TrimSpace(s)); {
+	case s == "" || s == "auto" || s == "cpu" || s == "cuda" || s == "gpu":
+		return nil
+	case strings.HasPrefix(s, "cuda:"):
+		if n, err := strconv.Atoi(s[5:]); err == nil && n >= 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: want cpu, cuda, cuda:N or auto", what)
 }
 
 // readable opens path for reading and refuses a directory.

@@ -375,3 +375,15 @@ func TestReadTokenFileArbitrary(t *testing.T) {
 	}
 	require.Greater(t, read, 10, "some of them are valid files")
 }
+
+// -out records the tokenizer (generate reads it): a byte-level model with
+// a vocabulary of GPT-2's size is not taken for a GPT-2 BPE model.
+func TestWeightsRecordTokenizer(t *testing.T) {
+	w := filepath.Join(t.TempDir(), "w.safetensors")
+	o, err := parseFlags([]string{"-steps", "1", "-batch", "2", "-vocab", "50257", "-device", "cpu", "-quiet", "-eval-every", "0", "-out", w})
+	require.NoError(t, err)
+	require.NoError(t, run(o))
+	md, err := tensor.ReadSafetensorsMetadata(w)
+	require.NoError(t, err)
+	require.Equal(t, "byte", md["tokenizer"])
+}

@@ -75,3 +75,15 @@ func (in *interrupts) received() (syscall.Signal, bool) {
 func (in *interrupts) exit(s syscall.Signal, msg string) error {
 	return &exitError{code: 128 + int(s), msg: msg}
 }
+
+// abandoned is err, a failed write, unless a second signal cancelled the
+// write (doing what): then the error that ends the run with 128 + the
+// first signal, the write abandoned (its temporary file removed, the
+// previous file kept).
+func (in *interrupts) abandoned(err error, doing string) error {
+	s, ok := in.received()
+	if !ok || in.ctx.Err() == nil {
+		return err
+	}
+	return in.exit(s, fmt.Sprintf("%v again while %s: quit without finishing it (the file there before, if any, is unchanged)", s, doing))
+}

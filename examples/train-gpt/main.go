@@ -79,6 +79,9 @@ type options struct {
 	saveEvery int
 	maxSkips  int
 	stopAt    int // tests: act as if SIGINT arrived during this step (1-based); 0: never
+	// tests: act as if SIGINT arrived twice while the training state
+	// after this step was being saved; 0: never
+	stopSaving int
 
 	tokName       string              // -tokenizer
 	tok           tokenizer.Tokenizer // what -tokenizer names
@@ -172,7 +175,13 @@ func parseFlags(args []string) (*options, error) {
 	if err := o.checkExplicit(fs); err != nil {
 		return nil, err
 	}
+	if err := checkDevice(o.device); err != nil {
+		return nil, err
+	}
 	o.bench = o.bench || o.memTrace != "" || o.memPlot != "" // memory capture runs -bench's steps (memcapture.go)
+	if err := o.checkIgnored(fs); err != nil {
+		return nil, err
+	}
 	o.setDefaults(fs)
 	o.setStateDefault(fs)
 	o.setLossPlotDefault(fs)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -191,4 +192,99 @@ func TestNonFiniteLossStops(t *testing.T) {
 func TestHelpIsNotAnError(t *testing.T) {
 	_, err := parseFlags([]string{"-h"})
 	require.Error(t, err)
+}
+
+// An output path that is an input (-data, -resume, -init) or another
+// output is refused before any work: -loss-log text.txt used to truncate
+// the text it trained on, -out text.txt to replace it with the weights.
+// The state may be the file it resumes from, and -out the weights it
+// starts from.
+func TestOutputsNeverOverwriteInputs(t *testing.T) {
+	dir := t.TempDir()
+	text := filepath.Join(dir, "text.txt")
+	body := strings.Repeat("the quick brown fox jumps over the lazy dog\n", 100)
+	require.NoError(t, os.WriteFile(text, []byte(body), 0o644))
+	w := filepath.Join(dir, "w.safetensors")
+	require.NoError(t, os.WriteFile(w, []byte("weights"), 0o644))
+	for args, want := range map[string]string{
+		"-data " + text + " -loss-log " + text:                             "-loss-log " + text + ": would overwrite -data",
+		"-data " + text + " -out " + text:                                  "-out " + text + ": would overwrite -data",
+		"-data " + text + " -loss-plot " + text:                            "-loss-plot " + text + ": would overwrite -data",
+		"-data " + text + " -state " + text:                                "-state " + text + ": would overwrite -data",
+		"-out " + w + " -loss-log " + w:                                    "-loss-log " + w + ": the same file as -out",
+		"-out " + w + " -state " + w:                                       "-state " + w + ": the same file as -out",
+		"-out " + w + " -loss-plot " + dir + "/./w.safetensors":            "-loss-plot " + dir + "/./w.safetensors: the same file as -out",
+		"-init " + w + " -loss-log " + w:                                   "-loss-log " + w + ": would overwrite -init",
+		"-resume " + w + " -out " + w:                                      "-out " + w + ": would overwrite -resume",
+		"-memory-trace " + dir + "/m.json -memory-plot " + dir + "/m.json": "-memory-plot " + dir + "/m.json: the same file as -memory-trace",
+	} {
+		o, err := parseFlags(append([]string{"-out", filepath.Join(dir, "new.safetensors"), "-steps", "3", "-device", "cpu", "-quiet"}, strings.Fields(args)...))
+		require.NoError(t, err, args)
+		err = run(o)
+		require.ErrorContains(t, err, want, args)
+		var ex *exitError
+		require.True(t, errors.As(err, &ex), args)
+		require.Equal(t, 2, ex.code, args)
+	}
+	b, err := os.ReadFile(text)
+	require.NoError(t, err)
+	require.Equal(t, body, string(b), "the data is untouched")
+	b, err = os.ReadFile(w)
+	require.NoError(t, err)
+	require.Equal(t, "weights", string(b))
+	require.ElementsMatch(t, []string{"text.txt", "w.safetensors"}, dirEntries(t, dir), "nothing written")
+	// Allowed: -state the file -resume reads, -out the weights -init read
+	// (each replaced, atomically, only when the run has made the new one).
+	for _, args := range []string{"-resume " + w + " -state " + w, "-init " + w + " -out " + w} {
+		o, err := parseFlags(append([]string{"-out", filepath.Join(dir, "new.safetensors"), "-steps", "3", "-device", "cpu", "-quiet"}, strings.Fields(args)...))
+		require.NoError(t, err, args)
+		require.NoError(t, o.checkFiles(), args)
+	}
+}
+
+// -device is checked with the flags: a name that is no device is a bad
+// flag (status 2) naming -device, and so is -cpuprofile's path.
+func TestDeviceAndProfileFlagsRefusedUpFront(t *testing.T) {
+	for _, d := range []string{"bogus", "cuda:x", "cuda:-1", "cpu0"} {
+		_, err := parseFlags([]string{"-device", d})
+		require.ErrorContains(t, err, fmt.Sprintf("-device %q: want cpu, cuda, cuda:N or auto", d), d)
+	}
+	for _, d := range []string{"cpu", "CPU", "auto", "cuda", "gpu", "cuda:1", " cuda:0 "} {
+		_, err := parseFlags([]string{"-device", d})
+		require.NoError(t, err, d)
+	}
+	t.Setenv("STRATA_DEVICE", "tpu")
+	_, err := parseFlags(nil)
+	require.ErrorContains(t, err, `-device (STRATA_DEVICE="tpu"): want cpu, cuda, cuda:N or auto`)
+	t.Setenv("STRATA_DEVICE", "")
+
+	dir := t.TempDir()
+	for _, mode := range [][]string{{"-out", filepath.Join(dir, "w.safetensors")}, {"-bench"}} {
+		o, err := parseFlags(append(mode, "-steps", "1", "-device", "cpu", "-quiet", "-cpuprofile", filepath.Join(dir, "no", "p.pprof")))
+		require.NoError(t, err)
+		err = run(o)
+		require.ErrorContains(t, err, "-cpuprofile: cannot write", mode)
+		var ex *exitError
+		require.True(t, errors.As(err, &ex), "%v", mode)
+		require.Equal(t, 2, ex.code, mode)
+	}
+	require.Empty(t, dirEntries(t, dir))
+}
+
+// A flag the job would ignore is refused, not silently dropped: -bench
+// and the memory captures time random tokens (-data was not even read),
+// and -digits is the addition task's, which -data replaces.
+func TestIgnoredFlagsRefused(t *testing.T) {
+	for args, want := range map[string]string{
+		"-bench -data text.txt":               "-data: not with -bench, -memory-trace or -memory-plot",
+		"-memory-trace m.json -data text.txt": "-data: not with -bench, -memory-trace or -memory-plot",
+		"-data text.txt -digits 4":            "-digits 4: the built-in addition task's; not with -data",
+	} {
+		_, err := parseFlags(strings.Fields(args))
+		require.ErrorContains(t, err, want, args)
+	}
+	for _, args := range []string{"-bench -data=", "-digits 4", "-data text.txt"} {
+		_, err := parseFlags(strings.Fields(args))
+		require.NoError(t, err, args)
+	}
 }

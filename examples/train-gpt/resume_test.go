@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/tensor"
 )
 
 // resumeCase is a short run: its flags (in dir) and the steps it trains.
@@ -202,4 +204,51 @@ func TestSignalsAndResume(t *testing.T) {
 			require.True(t, bytes.Equal(wantW, gotW), "weights")
 		})
 	}
+}
+
+// A signal during the last step leaves nothing to resume: the run is
+// complete, so it saves its weights (the uninterrupted run's) and exits
+// with 130, instead of saving a state that -resume refuses ("-steps 4
+// leaves nothing to train") and no weights.
+func TestInterruptInLastStepSavesWeights(t *testing.T) {
+	c := resumeCase{"last", 4, []string{"-batch", "4"}}
+	ref := t.TempDir()
+	o, err := parseFlags(c.args(ref, "cpu"))
+	require.NoError(t, err)
+	require.NoError(t, run(o))
+	want, err := os.ReadFile(filepath.Join(ref, "w.safetensors"))
+	require.NoError(t, err)
+
+	dir := t.TempDir()
+	o, err = parseFlags(c.args(dir, "cpu"))
+	require.NoError(t, err)
+	o.stopAt = c.steps
+	err = run(o)
+	var ex *exitError
+	require.True(t, errors.As(err, &ex), "%v", err)
+	require.Equal(t, 130, ex.code)
+	require.Contains(t, ex.msg, "the run is complete")
+	got, err := os.ReadFile(filepath.Join(dir, "w.safetensors"))
+	require.NoError(t, err, "the complete run's weights are saved")
+	require.True(t, bytes.Equal(want, got), "weights")
+}
+
+// A second signal while the training state is being saved quits at once:
+// the save is abandoned (no temporary file, the previous state kept) and
+// the exit status is still 128 + the signal, not 1.
+func TestSecondSignalWhileSaving(t *testing.T) {
+	dir := t.TempDir()
+	c := resumeCase{"again", 6, []string{"-batch", "4", "-save-every", "2"}}
+	o, err := parseFlags(c.args(dir, "cpu"))
+	require.NoError(t, err)
+	o.stopSaving = 4
+	err = run(o)
+	var ex *exitError
+	require.True(t, errors.As(err, &ex), "%v", err)
+	require.Equal(t, 130, ex.code)
+	require.Contains(t, ex.msg, "interrupt again while saving the training state after step 4")
+	require.Equal(t, []string{"loss.jsonl", "state.safetensors"}, dirEntries(t, dir), "no temporary file")
+	meta, err := tensor.ReadSafetensorsMetadata(filepath.Join(dir, "state.safetensors"))
+	require.NoError(t, err)
+	require.Equal(t, "2", meta[keyStep], "the state saved after step 2 is kept")
 }

@@ -339,8 +339,12 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	save := func(step int) error {
 		in.saving.Store(true)
 		defer in.saving.Store(false)
+		if o.stopSaving == step {
+			in.trigger(syscall.SIGINT)
+			in.trigger(syscall.SIGINT)
+		}
 		if err := tr.saveState(in.ctx, o.state, o, step, smooth); err != nil {
-			return fmt.Errorf("saving the training state after step %d: %w", step, err)
+			return in.abandoned(fmt.Errorf("saving the training state after step %d: %w", step, err), fmt.Sprintf("saving the training state after step %d", step))
 		}
 		return nil
 	}
@@ -393,7 +397,9 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 		if o.stopAt == it+1 {
 			in.trigger(syscall.SIGINT)
 		}
-		if s, ok := in.received(); ok {
+		// A signal during the last step finds the run complete: it saves
+		// the weights below, as the state would leave nothing to resume.
+		if s, ok := in.received(); ok && !last {
 			prog.clear()
 			if o.state == "" {
 				return in.exit(s, fmt.Sprintf("%v after step %d of %d: stopped without saving the training state (no -state)", s, it+1, o.steps))
@@ -428,7 +434,7 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 		}
 		title := fmt.Sprintf("train-gpt -config %s on %s, %d steps", o.config, on, int(hist.train[len(hist.train)-1].X))
 		if err := writeLossPlot(in.ctx, o.lossPlot, title, &hist); err != nil {
-			return err
+			return in.abandoned(err, "writing the loss curves to "+o.lossPlot)
 		}
 		fmt.Fprintf(os.Stderr, "saved the loss curves to %s\n", o.lossPlot)
 	}
@@ -448,11 +454,11 @@ func saveWeights(in *interrupts, o *options, cfg nn.GPTConfig, tr *trainer) erro
 	if bad != "" {
 		return fmt.Errorf("not saving -out %s: parameter %s is not finite", o.out, bad)
 	}
-	meta := map[string]string{"format": "pt", "config": fmt.Sprintf("%+v", cfg), "producer": "strata train-gpt"}
+	meta := map[string]string{"format": "pt", "config": fmt.Sprintf("%+v", cfg), "producer": "strata train-gpt", "tokenizer": o.tokName}
 	in.saving.Store(true)
 	defer in.saving.Store(false)
 	if err := nn.SaveWeightsContext(in.ctx, o.out, tr.params, meta); err != nil {
-		return err
+		return in.abandoned(err, "saving the weights to "+o.out)
 	}
 	fmt.Fprintf(os.Stderr, "saved weights to %s\n", o.out)
 	return nil
