@@ -31,6 +31,12 @@ type GenerateOptions struct {
 	// Seed starts the random stream of sampling: the same seed, model and
 	// options give the same tokens.
 	Seed uint64
+	// Vocab, when above 0, restricts the tokens chosen to ids below it
+	// (the logits of the others are ignored): for a tokenizer with fewer
+	// ids than the model's vocabulary, such as bytes (256) or GPT-2's
+	// 50257 ids in a vocabulary padded to 50304, whose extra ids it could
+	// not decode. 0 chooses among the whole vocabulary.
+	Vocab int
 	// StopTokens end the generation after one of them is generated (it is
 	// the last token returned). None when empty.
 	StopTokens []int
@@ -51,6 +57,11 @@ func (o GenerateOptions) Validate(vocab int) error {
 		return fmt.Errorf("nn: generate: TopK %d is negative (0 keeps every token)", o.TopK)
 	case math.IsNaN(o.TopP) || o.TopP < 0 || o.TopP > 1:
 		return fmt.Errorf("nn: generate: TopP %v: want a probability in (0, 1] (0 means 1: every token)", o.TopP)
+	case o.Vocab < 0 || o.Vocab > vocab:
+		return fmt.Errorf("nn: generate: Vocab %d: want 1 to the model's vocabulary of %d (0: all of it)", o.Vocab, vocab)
+	}
+	if o.Vocab > 0 {
+		vocab = o.Vocab
 	}
 	for _, t := range o.StopTokens {
 		if t < 0 || t >= vocab {
@@ -99,7 +110,11 @@ func (g *GPT) Generate(c *tensor.Ctx, prompt []int, o GenerateOptions) ([]int, e
 		return nil, err
 	}
 	defer d.Release()
-	s := newSampler(o, cfg.Vocab)
+	vocab := cfg.Vocab
+	if o.Vocab > 0 {
+		vocab = o.Vocab
+	}
+	s := newSampler(o, vocab)
 	seq := slices.Clone(prompt)
 	out := make([]int, 0, o.MaxNewTokens)
 	feed := prompt
@@ -113,7 +128,7 @@ func (g *GPT) Generate(c *tensor.Ctx, prompt []int, o GenerateOptions) ([]int, e
 		if err != nil {
 			return out, fmt.Errorf("nn: generate: token %d: %w", len(out), err)
 		}
-		tok, err := s.pick(logits)
+		tok, err := s.pick(logits[:vocab])
 		if err != nil {
 			return out, fmt.Errorf("nn: generate: token %d: %w", len(out), err)
 		}

@@ -185,6 +185,37 @@ func TestGenerateSampling(t *testing.T) {
 	require.Greater(t, len(seen), genCfg.Vocab/2)
 }
 
+// TestGenerateVocab: Vocab restricts the tokens chosen to ids below it,
+// greedy and sampled; the same seed without the restriction reaches the
+// ids above it.
+func TestGenerateVocab(t *testing.T) {
+	g := genGPT(t, genCfg, 7)
+	prompt := []int{1, 2, 3}
+	const below = 10
+	for _, o := range []nn.GenerateOptions{
+		{MaxNewTokens: 200, Temperature: 5, Seed: 1},
+		{MaxNewTokens: 30},
+	} {
+		all, err := g.Generate(nil, prompt, o)
+		require.NoError(t, err)
+		o.Vocab = below
+		some, err := g.Generate(nil, prompt, o)
+		require.NoError(t, err)
+		require.Len(t, some, o.MaxNewTokens)
+		for _, tok := range some {
+			require.Less(t, tok, below)
+		}
+		if o.Temperature > 0 {
+			require.Greater(t, slices.Max(all), below, "unrestricted, the sampling reaches higher ids")
+		}
+	}
+	// Greedy under the restriction is the argmax of the first ids.
+	got, err := g.Generate(nil, prompt, nn.GenerateOptions{MaxNewTokens: 1, Vocab: below})
+	require.NoError(t, err)
+	logits := lastLogits(t, g, prompt)
+	require.Equal(t, argmax(logits[:below]), got[0])
+}
+
 func TestGenerateStopAndStream(t *testing.T) {
 	g := genGPT(t, genCfg, 7)
 	prompt := []int{4, 4, 8}
@@ -228,6 +259,9 @@ func TestGenerateBadOptions(t *testing.T) {
 		{ok, nn.GenerateOptions{MaxNewTokens: 1, TopP: -0.1}, "TopP -0.1"},
 		{ok, nn.GenerateOptions{MaxNewTokens: 1, TopP: math.NaN()}, "TopP NaN"},
 		{ok, nn.GenerateOptions{MaxNewTokens: 1, StopTokens: []int{29}}, "stop token 29 is outside the vocabulary [0, 29)"},
+		{ok, nn.GenerateOptions{MaxNewTokens: 1, Vocab: 30}, "Vocab 30: want 1 to the model's vocabulary of 29"},
+		{ok, nn.GenerateOptions{MaxNewTokens: 1, Vocab: -1}, "Vocab -1"},
+		{ok, nn.GenerateOptions{MaxNewTokens: 1, Vocab: 10, StopTokens: []int{10}}, "stop token 10 is outside the vocabulary [0, 10)"},
 		{nil, nn.GenerateOptions{MaxNewTokens: 1}, "empty prompt"},
 		{make([]int, 13), nn.GenerateOptions{MaxNewTokens: 1}, "the prompt has 13 tokens, more than the model's context of 12"},
 		{[]int{1, -1}, nn.GenerateOptions{MaxNewTokens: 1}, "prompt token -1 (at 1) is outside the vocabulary [0, 29)"},

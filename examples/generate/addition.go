@@ -55,7 +55,7 @@ func additionAccuracy(o *options, g *nn.GPT, tok tokenizer.Tokenizer, stdout, st
 	var wrong []string
 	start := time.Now()
 	for i, p := range prompts {
-		out, err := g.Generate(nil, tok.Encode(p), nn.GenerateOptions{MaxNewTokens: len(answers[i]), StopTokens: []int{'\n'}})
+		out, err := g.Generate(nil, tok.Encode(p), nn.GenerateOptions{MaxNewTokens: len(answers[i]), StopTokens: []int{'\n'}, Vocab: tok.VocabSize()})
 		if err != nil {
 			return fmt.Errorf("-addition: problem %q: %w", p, err)
 		}

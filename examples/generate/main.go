@@ -404,6 +404,7 @@ func generate(o *options, g *nn.GPT, tok tokenizer.Tokenizer, stdout, stderr io.
 		var streamErr error
 		out, err := g.Generate(nil, ids, nn.GenerateOptions{
 			MaxNewTokens: o.maxNew, Temperature: o.temperature, TopK: o.topK, TopP: o.topP, Seed: o.seed, StopTokens: stop,
+			Vocab: tok.VocabSize(), // ids the tokenizer can decode (pickTokenizer checked they fit the model's)
 			OnToken: func(t int) bool {
 				if n++; n == 1 {
 					first = time.Since(start)

@@ -291,3 +291,19 @@ func TestTokenizerFromMetadata(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "byte", md["tokenizer"])
 }
+
+// TestByteModelWithLargerVocab: a byte-level model whose vocabulary has
+// more ids than bytes (train-gpt -vocab 300) samples only ids the byte
+// tokenizer decodes, at any temperature (ids of 256 and above used to
+// stop the run with "out of range").
+func TestByteModelWithLargerVocab(t *testing.T) {
+	cfg := testCfg
+	cfg.Vocab = 300
+	_, w := testWeights(t, cfg, true, nn.LayoutNanoGPT)
+	for seed := range 5 {
+		out, _, err := runArgs(t, "-weights", w, "-tokenizer", "byte", "-prompt", "12+34=", "-temperature", "3", "-top-k", "0",
+			"-max-new", "60", "-seed", fmt.Sprint(seed))
+		require.NoError(t, err, "seed %d", seed)
+		require.True(t, strings.HasPrefix(out, "12+34="))
+	}
+}
