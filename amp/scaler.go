@@ -73,9 +73,9 @@ func (s *GradScaler) Unscale(grads []*tensor.Tensor) bool {
 	if s.unscaled {
 		panic(&tensor.OpError{Op: "GradScaler.Unscale", Msg: "called twice before Update", Err: tensor.ErrArgument})
 	}
-	s.unscaled = true
-	s.found = !tensor.UnscaleGrads(grads, 1/s.Scale)
-	return !s.found
+	ok := tensor.UnscaleGrads(grads, 1/s.Scale) // a panic leaves the step unchecked
+	s.unscaled, s.found = true, !ok
+	return ok
 }
 
 // Record notes the outcome of a step whose unscale ran elsewhere (on the
@@ -95,10 +95,16 @@ func (s *GradScaler) Record(found bool) {
 
 // Update ends the step: after a skipped step the scale backs off, after
 // GrowthInterval good steps in a row it grows. A disabled scaler does
-// nothing.
+// nothing. It panics with an *tensor.OpError wrapping tensor.ErrArgument
+// when no Unscale or Record checked the step since the last Update (as
+// PyTorch's update asserts that an inf check was recorded): an unchecked
+// step is not a good one.
 func (s *GradScaler) Update() {
 	if !s.enabled {
 		return
+	}
+	if !s.unscaled {
+		panic(&tensor.OpError{Op: "GradScaler.Update", Msg: "no Unscale or Record since the last Update", Err: tensor.ErrArgument})
 	}
 	s.unscaled = false
 	if s.found {
@@ -143,27 +149,46 @@ func (s *GradScaler) Metadata() map[string]string {
 }
 
 // LoadMetadata restores the state Metadata saved; entries that are absent
-// keep their values. A malformed entry is an error naming it.
+// keep their values. A malformed entry is an error naming it, and leaves
+// the scaler unchanged: the scale and the factors must be finite and
+// positive (GrowthFactor above 1 and BackoffFactor below 1, as PyTorch's
+// GradScaler requires), GrowthInterval at least 1, the counts not
+// negative.
 func (s *GradScaler) LoadMetadata(md map[string]string) error {
-	floats := map[string]*float64{"amp.scale": &s.Scale, "amp.growth_factor": &s.GrowthFactor, "amp.backoff_factor": &s.BackoffFactor}
-	for k, p := range floats {
-		if v, ok := md[k]; ok {
+	c := *s
+	floats := []struct {
+		key    string
+		p      *float64
+		ok     func(float64) bool
+		wanted string
+	}{
+		{"amp.scale", &c.Scale, func(x float64) bool { return x > 0 }, "a finite positive number"},
+		{"amp.growth_factor", &c.GrowthFactor, func(x float64) bool { return x > 1 }, "a finite number above 1"},
+		{"amp.backoff_factor", &c.BackoffFactor, func(x float64) bool { return x > 0 && x < 1 }, "a number in (0, 1)"},
+	}
+	for _, f := range floats {
+		if v, ok := md[f.key]; ok {
 			x, err := strconv.ParseFloat(v, 64)
-			if err != nil || !(x > 0) || math.IsInf(x, 0) {
-				return fmt.Errorf("amp: GradScaler metadata %s = %q: want a finite positive number", k, v)
+			if err != nil || !f.ok(x) || math.IsInf(x, 0) {
+				return fmt.Errorf("amp: GradScaler metadata %s = %q: want %s", f.key, v, f.wanted)
 			}
-			*p = x
+			*f.p = x
 		}
 	}
-	ints := map[string]*int{"amp.growth_interval": &s.GrowthInterval, "amp.good_steps": &s.good, "amp.skipped": &s.skipped}
-	for k, p := range ints {
-		if v, ok := md[k]; ok {
+	ints := []struct {
+		key string
+		p   *int
+		min int
+	}{{"amp.growth_interval", &c.GrowthInterval, 1}, {"amp.good_steps", &c.good, 0}, {"amp.skipped", &c.skipped, 0}}
+	for _, f := range ints {
+		if v, ok := md[f.key]; ok {
 			x, err := strconv.Atoi(v)
-			if err != nil || x < 0 {
-				return fmt.Errorf("amp: GradScaler metadata %s = %q: want a non-negative integer", k, v)
+			if err != nil || x < f.min {
+				return fmt.Errorf("amp: GradScaler metadata %s = %q: want an integer of at least %d", f.key, v, f.min)
 			}
-			*p = x
+			*f.p = x
 		}
 	}
+	*s = c
 	return nil
 }

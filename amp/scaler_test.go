@@ -110,6 +110,17 @@ func TestScalerMetadataRoundTrip(t *testing.T) {
 	assert.Equal(t, md, r.Metadata())
 	require.ErrorContains(t, r.LoadMetadata(map[string]string{"amp.scale": "-1"}), "amp.scale")
 	require.ErrorContains(t, r.LoadMetadata(map[string]string{"amp.good_steps": "x"}), "amp.good_steps")
+	// Values PyTorch's GradScaler refuses, and a bad entry beside good
+	// ones: an error, and the scaler as it was.
+	for _, bad := range []map[string]string{
+		{"amp.growth_interval": "0"},
+		{"amp.growth_factor": "1"},
+		{"amp.backoff_factor": "1.5"},
+		{"amp.scale": "1024", "amp.growth_interval": "7", "amp.skipped": "-2"},
+	} {
+		require.Error(t, r.LoadMetadata(bad), "%v", bad)
+		require.Equal(t, md, r.Metadata(), "%v", bad)
+	}
 }
 
 // A step that fails with an error between Unscale and Update is dropped:
@@ -125,4 +136,30 @@ func TestScalerAbortStep(t *testing.T) {
 	})
 	assert.Equal(t, 65536.0, s.Scale, "the aborted step neither skipped nor backed off")
 	assert.Zero(t, s.Skipped())
+}
+
+// An Update with no inf check before it (no Unscale or Record since the
+// last one) is an error, as PyTorch's GradScaler.update asserts ("No inf
+// checks were recorded prior to update"): it must not count a good step
+// and grow the scale. An Unscale that failed checks nothing either.
+func TestScalerUpdateWithoutCheck(t *testing.T) {
+	s := amp.NewGradScaler(true)
+	s.GrowthInterval = 1
+	err := tensor.Try(s.Update)
+	require.ErrorIs(t, err, tensor.ErrArgument)
+	assert.Equal(t, 65536.0, s.Scale, "no step was checked: nothing grows")
+	c := tensor.NewCtx()
+	c.WithScope(func() {
+		require.True(t, s.Unscale(grads(c, []float32{1})))
+		s.Update()
+		assert.Equal(t, 131072.0, s.Scale)
+		require.ErrorIs(t, tensor.Try(s.Update), tensor.ErrArgument, "one Update per check")
+		err = tensor.Try(func() { s.Unscale([]*tensor.Tensor{c.Zeros(tensor.CPU(), tensor.Float64, 2)}) })
+		require.ErrorIs(t, err, tensor.ErrDType)
+		require.ErrorIs(t, tensor.Try(s.Update), tensor.ErrArgument, "the failed Unscale checked nothing")
+		require.True(t, s.Unscale(grads(c, []float32{1})), "and may be retried")
+		s.Update()
+	})
+	assert.Equal(t, 262144.0, s.Scale)
+	amp.NewGradScaler(false).Update() // a disabled scaler does nothing
 }

@@ -45,7 +45,9 @@ func Apply(fn Func, inputs ...*autograd.Var) *autograd.Var { return Options{}.Ap
 // forward and the backward pass. Regions nest.
 //
 // The context is that of the inputs' values (tensor.CtxOf; Background when
-// none has one). With recording off there (NoGradIn), Apply is fn(inputs...).
+// none has one). A nil input is passed to fn as nil in both passes (an
+// optional argument, as PyTorch's checkpoint passes None) and gets no
+// gradient. With recording off there (NoGradIn), Apply is fn(inputs...).
 // When fn returns one of its inputs, or a value nothing in it needs a
 // gradient for, there is nothing to recompute and the result is fn's.
 //
@@ -56,7 +58,9 @@ func Apply(fn Func, inputs ...*autograd.Var) *autograd.Var { return Options{}.Ap
 func (o Options) Apply(fn Func, inputs ...*autograd.Var) *autograd.Var {
 	vals := make([]*tensor.Tensor, len(inputs))
 	for i, x := range inputs {
-		vals[i] = x.Value
+		if x != nil { // a nil input reaches fn as nil, in both passes
+			vals[i] = x.Value
+		}
 	}
 	c := tensor.CtxOf(vals...)
 	if !autograd.GradEnabledIn(c) {
@@ -154,6 +158,9 @@ func (r *region) backward(g *tensor.Tensor) []*tensor.Tensor {
 	c.WithScope(func() {
 		det := make([]*autograd.Var, len(r.inputs))
 		for i, x := range r.inputs {
+			if x == nil {
+				continue
+			}
 			det[i] = x.Detach()
 			c.Adopt(det[i].Value) // an input may belong to no context (a kept tensor)
 			det[i].SetRequiresGrad(x.RequiresGrad())
@@ -163,7 +170,7 @@ func (r *region) backward(g *tensor.Tensor) []*tensor.Tensor {
 		// here, or they would outlive the step.
 		defer func() {
 			for _, d := range det {
-				if d.Grad != nil {
+				if d != nil && d.Grad != nil {
 					d.Grad.Release()
 					d.Grad = nil
 				}
@@ -178,7 +185,9 @@ func (r *region) backward(g *tensor.Tensor) []*tensor.Tensor {
 			panic(&tensor.OpError{Op: "checkpoint", Msg: "backward through the recomputed region", Err: err})
 		}
 		for i, d := range det {
-			grads[i], d.Grad = d.Grad, nil
+			if d != nil {
+				grads[i], d.Grad = d.Grad, nil
+			}
 		}
 	})
 	for _, gi := range grads {

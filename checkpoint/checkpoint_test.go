@@ -489,3 +489,35 @@ func TestSaveMatMulsUpTo(t *testing.T) {
 	assert.Equal(t, checkpoint.PreferRecompute, p("LayerNorm", []*tensor.Tensor{small}))
 	assert.Equal(t, checkpoint.MustSave, checkpoint.SaveMatMuls("GeluLinear", []*tensor.Tensor{large}))
 }
+
+// TestNilInput: a nil input (an optional argument the function handles,
+// as PyTorch's checkpoint passes None through) reaches the function as
+// nil in the forward pass and in the recomputation, gets no gradient, and
+// the others get the plain run's, bit for bit.
+func TestNilInput(t *testing.T) {
+	n := newNet(10)
+	defer n.release()
+	f := func(x, mask *autograd.Var) *autograd.Var {
+		if mask != nil {
+			x = autograd.Mul(x, mask)
+		}
+		return n.block(x)
+	}
+	c := tensor.NewCtx()
+	autograd.SetRandomState(c, 100)
+	want := run(t, c, n, true, func(x *autograd.Var) *autograd.Var { return f(x, nil) })
+	for _, o := range []checkpoint.Options{{}, {Policy: checkpoint.SaveMatMuls}, {Offload: &checkpoint.Offload{Keep: -1}}} {
+		c := tensor.NewCtx()
+		autograd.SetRandomState(c, 100)
+		var nils []bool
+		got := run(t, c, n, true, func(x *autograd.Var) *autograd.Var {
+			return o.Apply(func(in ...*autograd.Var) *autograd.Var {
+				nils = append(nils, in[1] == nil)
+				return f(in[0], in[1])
+			}, x, nil)
+		})
+		sameBits(t, want, got, "a nil input")
+		require.Equal(t, []bool{true, true}, nils, "nil in the forward pass and in the recomputation")
+		require.Zero(t, c.BytesInUse())
+	}
+}

@@ -64,6 +64,7 @@ type Offload struct {
 type passStats struct {
 	regions int
 	largest int64
+	ended   bool // backward reached one of its regions: the pass is over
 }
 
 // Regions reports how many regions the last forward pass had and the most
@@ -75,8 +76,8 @@ func (o *Offload) Regions() (n int, largest int64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	p := o.last
-	if o.cur.regions >= p.regions {
-		p = o.cur
+	if o.cur.ended || o.cur.regions >= p.regions {
+		p = o.cur // over, or larger than the last already
 	}
 	return p.regions, p.largest
 }
@@ -118,7 +119,7 @@ func orDefault(n, def int) int {
 func (o *Offload) add(c *tensor.Ctx, saved []*tensor.Tensor, inputs []*autograd.Var) *held {
 	h := &held{ts: saved}
 	for _, x := range inputs {
-		if x.Value.Allocation().Role() == memory.RoleActivation {
+		if x != nil && x.Value.Allocation().Role() == memory.RoleActivation {
 			h.ts = append(h.ts, x.Value) // not parameters, nor data of other roles
 		}
 	}
@@ -154,6 +155,7 @@ func (o *Offload) add(c *tensor.Ctx, saved []*tensor.Tensor, inputs []*autograd.
 func (o *Offload) enter(c *tensor.Ctx, h *held) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.cur.ended = true
 	rs := o.live[c]
 	i := len(rs) - 1
 	for i >= 0 && rs[i] != h {

@@ -130,3 +130,31 @@ func TestOffloadRegions(t *testing.T) {
 		}
 	}
 }
+
+// TestOffloadRegionsFewer: a pass with fewer (and smaller) regions than
+// the one before it is the one Regions reports once it has run, not the
+// larger pass before it.
+func TestOffloadRegionsFewer(t *testing.T) {
+	n := newNet(9)
+	defer n.release()
+	off := &checkpoint.Offload{}
+	o := checkpoint.Options{Offload: off}
+	for pass, k := range []int{4, 2} {
+		c := tensor.NewCtx()
+		var in int64
+		c.WithScope(func() {
+			y := autograd.Const(c.Full(tensor.CPU(), tensor.Float32, 0.5, 2, 5-2*pass, width))
+			in = y.Value.Allocation().Size()
+			for range k {
+				y = o.Apply(func(in ...*autograd.Var) *autograd.Var { return n.block(in[0]) }, y)
+			}
+			require.NoError(t, autograd.Sum(y, false).Backward())
+		})
+		for _, p := range n.params() {
+			p.ZeroGrad()
+		}
+		regions, largest := off.Regions()
+		assert.Equal(t, k, regions, "pass %d", pass)
+		assert.Equal(t, in, largest, "pass %d", pass)
+	}
+}
