@@ -320,7 +320,10 @@ func (d *DataParallel) broadcast() error {
 // AllReduceMean returns the mean of v over the ranks (summed in rank
 // order in float64 by the local group): for logging the global batch's
 // loss, the mean of the ranks' losses when their batches hold the same
-// number of tokens. An error aborts the group.
+// number of tokens. An error aborts the group. It uses the group's
+// Collective, which serves one call at a time: with overlap on, call it
+// after SyncGradients has returned, not while buckets of the backward
+// pass may still be in flight.
 func (d *DataParallel) AllReduceMean(v float64) (float64, error) {
 	var sum float64
 	var err error
