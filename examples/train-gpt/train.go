@@ -287,6 +287,9 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	}
 	defer tr.release()
 	if o.init != "" {
+		if md, err := tensor.ReadSafetensorsMetadata(o.init); err == nil && md[keyStep] != "" {
+			return fmt.Errorf("-init %s: a training state (after step %s), not weights: continue it with -resume", o.init, md[keyStep])
+		}
 		if _, err := nn.LoadWeights(o.init, tr.params); err != nil {
 			return fmt.Errorf("-init %s: %w (the model here is -config %s, vocabulary %d: the file's shapes must be its own)", o.init, err, o.config, cfg.Vocab)
 		}
