@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"unicode/utf8"
 
 	st "github.com/nlpodyssey/safetensors"
 
@@ -29,7 +30,10 @@ func (v stView) DataLen() uint64 { return uint64(len(v.data)) }
 
 // WriteSafetensors saves tensors under their names, with string metadata,
 // in the safetensors format (readable by PyTorch and Hugging Face tools).
-// It is WriteSafetensorsContext with a context that is never cancelled.
+// Names and metadata must be valid UTF-8, and no tensor may be named
+// "__metadata__" (the header's entry for the metadata): such input is an
+// error wrapping ErrArgument. It is WriteSafetensorsContext with a context
+// that is never cancelled.
 func WriteSafetensors(path string, tensors map[string]*Tensor, meta map[string]string) error {
 	return WriteSafetensorsContext(context.Background(), path, tensors, meta)
 }
@@ -41,9 +45,17 @@ func WriteSafetensors(path string, tensors map[string]*Tensor, meta map[string]s
 // cancelled during the write (an interrupt), the temporary file is removed
 // and path is left as it was.
 func WriteSafetensorsContext(ctx context.Context, path string, tensors map[string]*Tensor, meta map[string]string) error {
+	for k, v := range meta {
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return fmt.Errorf("tensor: safetensors %s: metadata %q: %q is not valid UTF-8: %w", path, k, v, ErrArgument)
+		}
+	}
 	views := make(map[string]stView, len(tensors))
 	for _, name := range slices.Sorted(maps.Keys(tensors)) {
 		t := tensors[name]
+		if name == stMetadataKey || !utf8.ValidString(name) {
+			return fmt.Errorf("tensor: safetensors %s: tensor name %q is %s or not valid UTF-8: %w", path, name, stMetadataKey, ErrArgument)
+		}
 		if t == nil || t.Released() {
 			return fmt.Errorf("tensor: safetensors %s: tensor %q is nil or released: %w", path, name, ErrArgument)
 		}
@@ -76,15 +88,19 @@ func ReadSafetensors(path string, dev Device) (map[string]*Tensor, map[string]st
 // ReadSafetensors loads every tensor of a safetensors file onto dev. The
 // returned tensors belong to c and are owned by its innermost scope, if
 // any. Unsupported dtypes (anything but F64, F32, F16, BF16, I32) and
-// malformed files are errors naming the file and tensor.
+// malformed files (a header that is not valid UTF-8 among them) are
+// errors naming the file and tensor.
 func (c *Ctx) ReadSafetensors(path string, dev Device) (map[string]*Tensor, map[string]string, error) {
 	buf, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("tensor: reading safetensors: %w", err)
 	}
-	_, md, err := st.ReadMetadata(buf)
+	n, md, err := st.ReadMetadata(buf)
 	if err != nil {
 		return nil, nil, fmt.Errorf("tensor: safetensors %s: bad header: %w", path, err)
+	}
+	if !utf8.Valid(buf[8 : 8+n]) {
+		return nil, nil, fmt.Errorf("tensor: safetensors %s: bad header: not valid UTF-8: %w", path, ErrArgument)
 	}
 	f, err := st.Deserialize(buf)
 	if err != nil {
@@ -131,18 +147,36 @@ func ReadSafetensorsMetadata(path string) (map[string]string, error) {
 		return nil, fmt.Errorf("tensor: safetensors %s: bad header: %w", path, err)
 	}
 	size := binary.LittleEndian.Uint64(n[:])
-	if size > 100<<20 {
-		return nil, fmt.Errorf("tensor: safetensors %s: bad header: %d bytes long: %w", path, size, ErrArgument)
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("tensor: reading safetensors: %w", err)
+	}
+	if size > 100<<20 || fi.Mode().IsRegular() && size > uint64(fi.Size())-8 {
+		return nil, fmt.Errorf("tensor: safetensors %s: bad header: %d bytes long in a file of %d: %w", path, size, fi.Size(), ErrArgument)
 	}
 	hdr := make([]byte, size)
 	if _, err := io.ReadFull(f, hdr); err != nil {
 		return nil, fmt.Errorf("tensor: safetensors %s: bad header: %w", path, err)
 	}
-	var h struct {
-		Meta map[string]string `json:"__metadata__"`
+	if !utf8.Valid(hdr) {
+		return nil, fmt.Errorf("tensor: safetensors %s: bad header: not valid UTF-8: %w", path, ErrArgument)
 	}
+	// The entries by their exact names: encoding/json would match a
+	// struct field's tag without regard to case, taking a tensor named
+	// "__METADATA__" for the metadata.
+	var h map[string]json.RawMessage
 	if err := json.Unmarshal(hdr, &h); err != nil {
 		return nil, fmt.Errorf("tensor: safetensors %s: bad header: %w", path, err)
 	}
-	return h.Meta, nil
+	var meta map[string]string
+	if raw, ok := h[stMetadataKey]; ok {
+		if err := json.Unmarshal(raw, &meta); err != nil {
+			return nil, fmt.Errorf("tensor: safetensors %s: bad header: %w", path, err)
+		}
+	}
+	return meta, nil
 }
+
+// stMetadataKey is the header entry of a safetensors file that holds its
+// string metadata.
+const stMetadataKey = "__metadata__"

@@ -415,14 +415,42 @@ var asciiClass = func() (c [utf8.RuneSelf]uint8) {
 
 func classOf(r rune) uint8 {
 	switch {
-	case unicode.IsLetter(r):
+	case unicode.IsLetter(r) || r > unicode.MaxLatin1 && unicode.Is(newerLetters, r):
 		return classLetter
-	case unicode.IsNumber(r):
+	case unicode.IsNumber(r) || r > unicode.MaxLatin1 && unicode.Is(newerNumbers, r):
 		return classNumber
 	case unicode.IsSpace(r): // White_Space: \t-\r, space, U+0085, U+00A0 and categories Zs, Zl, Zp
 		return classSpace
 	}
 	return classOther
+}
+
+// newerLetters and newerNumbers are the letters (\p{L}) and numbers
+// (\p{N}) that Unicode 15.1 and 16.0 added, which Go's unicode package
+// (Unicode 15.0) does not know and tiktoken's pattern engine does: CJK
+// Extension I, Egyptian Hieroglyphs Extended-A, the scripts of 16.0 and
+// their digits. (Unicode 17.0's are not letters or numbers in tiktoken
+// yet.)
+var newerLetters = &unicode.RangeTable{
+	R16: []unicode.Range16{
+		{0x1c89, 0x1c8a, 1}, {0xa7cb, 0xa7cd, 1}, {0xa7da, 0xa7dc, 1},
+	},
+	R32: []unicode.Range32{
+		{0x105c0, 0x105f3, 1}, {0x10d4a, 0x10d65, 1}, {0x10d6f, 0x10d85, 1},
+		{0x10ec2, 0x10ec4, 1}, {0x11380, 0x11389, 1}, {0x1138b, 0x1138e, 3},
+		{0x11390, 0x113b5, 1}, {0x113b7, 0x113d1, 26}, {0x113d3, 0x113d3, 1},
+		{0x11bc0, 0x11be0, 1}, {0x13460, 0x143fa, 1}, {0x16100, 0x1611d, 1},
+		{0x16d40, 0x16d6c, 1}, {0x18cff, 0x18cff, 1}, {0x1e5d0, 0x1e5ed, 1},
+		{0x1e5f0, 0x1e5f0, 1}, {0x2ebf0, 0x2ee5d, 1},
+	},
+}
+
+var newerNumbers = &unicode.RangeTable{
+	R32: []unicode.Range32{
+		{0x10d40, 0x10d49, 1}, {0x116d0, 0x116e3, 1}, {0x11bf0, 0x11bf9, 1},
+		{0x16130, 0x16139, 1}, {0x16d70, 0x16d79, 1}, {0x1ccf0, 0x1ccf9, 1},
+		{0x1e5f1, 0x1e5fa, 1},
+	},
 }
 
 // charAt returns the class and the width of the character at s[i]; a

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
@@ -109,8 +111,32 @@ func TestGPT2RoundTrip(t *testing.T) {
 // the pattern's engine; an invalid UTF-8 byte is U+FFFD, a character of
 // the last class, as nextPiece treats it), emulating "\s+(?!\S)", which
 // RE2 lacks: a run of spaces before a non-space gives its last space to
-// what follows, unless it is a single space.
-var gpt2Pattern = regexp.MustCompile(`'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\t\n\v\f\r \x{85}\p{Z}\p{L}\p{N}]+|[\t\n\v\f\r \x{85}\p{Z}]+`)
+// what follows, unless it is a single space. \p{L} and \p{N} include the
+// newer letters and numbers that Go's tables lack.
+var gpt2Pattern = func() *regexp.Regexp {
+	L, N := `\p{L}`+classRanges(newerLetters), `\p{N}`+classRanges(newerNumbers)
+	return regexp.MustCompile(`'s|'t|'re|'ve|'m|'ll|'d| ?[` + L + `]+| ?[` + N + `]+| ?[^\t\n\v\f\r \x{85}\p{Z}` + L + N + `]+|[\t\n\v\f\r \x{85}\p{Z}]+`)
+}()
+
+// classRanges writes the ranges of t for a regexp character class.
+func classRanges(t *unicode.RangeTable) string {
+	var sb strings.Builder
+	for _, r := range t.R16 {
+		for c := rune(r.Lo); c <= rune(r.Hi); c += rune(r.Stride) {
+			fmt.Fprintf(&sb, `\x{%x}`, c)
+		}
+	}
+	for _, r := range t.R32 {
+		if r.Stride == 1 {
+			fmt.Fprintf(&sb, `\x{%x}-\x{%x}`, r.Lo, r.Hi)
+			continue
+		}
+		for c := rune(r.Lo); c <= rune(r.Hi); c += rune(r.Stride) {
+			fmt.Fprintf(&sb, `\x{%x}`, c)
+		}
+	}
+	return sb.String()
+}
 
 func piecesByRegexp(s string) []string {
 	var out []string
@@ -294,4 +320,26 @@ func TestMergeLong(t *testing.T) {
 	back, err := g.Decode(ids)
 	require.NoError(t, err)
 	require.Equal(t, long, back)
+}
+
+// Letters and numbers that Unicode 15.1 and 16.0 added, which Go's
+// unicode tables (15.0) lack, are letters and numbers as in tiktoken:
+// the ids are tiktoken's (the npm package tiktoken 1.0.22, r50k_base,
+// encode_ordinary).
+func TestGPT2NewerUnicode(t *testing.T) {
+	tok := gpt2(t)
+	for s, want := range map[string][]int{
+		"\U0002EDC7'll":          {172, 106, 115, 229, 1183},                       // CJK Extension I (15.1)
+		"\U00013460's x":         {172, 241, 239, 254, 338, 2124},                  // Egyptian Hieroglyphs Extended-A (16.0)
+		"a\uA7DB're":             {64, 166, 253, 249, 821},                         // a Latin letter of 16.0
+		"\U000116D0\U000116D1'd": {172, 239, 249, 238, 172, 239, 249, 239, 1549},   // Myanmar Extended-C digits (16.0)
+		" \U0001E5D0\U0001E5F1!": {220, 172, 252, 245, 238, 172, 252, 245, 109, 0}, // Ol Onal: a letter, a digit
+		"x\U00010D401":           {87, 172, 238, 113, 222, 16},                     // Garay digit
+	} {
+		require.Equal(t, want, tok.Encode(s), "%q", s)
+	}
+	for _, s := range []string{"\U0002EDC7'll", "a\uA7DB're", "\U0001E5D0\U0001E5F1 \U00011390\U000113b6"} {
+		require.Equal(t, piecesByRegexp(s), pieces(s), "%q", s)
+	}
+	require.Equal(t, []string{"\U0002EDC7", "'ll"}, pieces("\U0002EDC7'll"))
 }

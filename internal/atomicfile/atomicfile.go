@@ -2,9 +2,11 @@
 // the whole new one, never a part, and a crash or power loss right after
 // Write returns keeps the new one: the bytes go to a temporary file in the
 // same directory, which is synced, renamed over the target, and the
-// directory synced. On any failure, or when the caller's context is
-// cancelled (an interrupt), the temporary file is removed and the target
-// is left as it was.
+// directory synced. On any failure (a panic of the write function
+// included), or when the caller's context is cancelled (an interrupt), the
+// temporary file is removed and the target is left as it was; the one
+// exception is a failure to sync the directory after the rename, when the
+// new file is in place but its rename may not survive a crash.
 package atomicfile
 
 import (
@@ -16,6 +18,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"unicode/utf8"
 )
 
 // Write creates or replaces path with what write writes. write's writer is
@@ -29,13 +32,15 @@ func Write(ctx context.Context, path string, write func(w io.Writer) error) (err
 	if dir == "" {
 		dir = "."
 	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	f, err := os.CreateTemp(dir, tempPattern(base))
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	tmp := f.Name()
+	renamed := false
 	defer func() {
-		if err != nil {
+		// Also when write panics, which leaves err nil.
+		if !renamed {
 			f.Close() // a second Close is harmless
 			os.Remove(tmp)
 		}
@@ -62,7 +67,24 @@ func Write(ctx context.Context, path string, write func(w io.Writer) error) (err
 	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
+	renamed = true
 	return syncDir(dir)
+}
+
+// tempPattern is the os.CreateTemp pattern of a temporary file for base:
+// ".base.tmp-*", with base cut short enough (at a character boundary)
+// that the name fits in the 255 bytes a file system allows whenever base
+// does.
+func tempPattern(base string) string {
+	const maxBase = 255 - len("..tmp-") - 20 // CreateTemp's random part has at most 20 digits
+	if len(base) > maxBase {
+		n := maxBase
+		for n > 0 && !utf8.RuneStart(base[n]) {
+			n--
+		}
+		base = base[:n]
+	}
+	return "." + base + ".tmp-*"
 }
 
 // ctxWriter fails every write once ctx is done.
@@ -127,7 +149,7 @@ func CheckWritable(path string) error {
 	case !fi.IsDir():
 		return fmt.Errorf("cannot write %s: %s is not a directory", path, dir)
 	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	f, err := os.CreateTemp(dir, tempPattern(base))
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {

@@ -95,3 +95,41 @@ func TestCheckWritable(t *testing.T) {
 		require.ErrorContains(t, CheckWritable(filepath.Join(ro, "w.bin")), "cannot create files in "+ro+"/: permission denied")
 	}
 }
+
+// A write that panics leaves the old file and no temporary; the panic
+// goes on to the caller.
+func TestWritePanicKeepsOldFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "w.bin")
+	require.NoError(t, os.WriteFile(path, []byte("old"), 0o600))
+	require.PanicsWithValue(t, "boom", func() {
+		Write(context.Background(), path, func(w io.Writer) error {
+			io.WriteString(w, "partial")
+			panic("boom")
+		})
+	})
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, "old", string(b))
+	require.Equal(t, []string{"w.bin"}, entries(t, dir), "no temporary file is left")
+}
+
+// A file name near the 255-byte limit is written: the temporary file's
+// name, longer than the target's, is cut short to fit.
+func TestWriteLongName(t *testing.T) {
+	dir := t.TempDir()
+	for _, base := range []string{strings.Repeat("a", 243) + ".bin", strings.Repeat("é", 120) + ".bin"} {
+		path := filepath.Join(dir, base)
+		require.NoError(t, os.WriteFile(path, []byte("old"), 0o644), "the name itself is valid")
+		require.NoError(t, CheckWritable(path))
+		require.NoError(t, Write(context.Background(), path, func(w io.Writer) error {
+			_, err := io.WriteString(w, "new")
+			return err
+		}))
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		require.Equal(t, "new", string(b))
+		require.Equal(t, []string{base}, entries(t, dir))
+		require.NoError(t, os.Remove(path))
+	}
+}
