@@ -13,7 +13,10 @@ import (
 // page-locked buffers alive and untouched until the stream has passed the
 // copy. A zero-length copy does nothing.
 
-func checkCopy(op string, dev DevicePtr, host bool, n int) error {
+// checkCopy validates a copy of n bytes: dev is its device address, and
+// other says whether the other side (host memory, or the source of a
+// device-to-device copy, named otherName) is given.
+func checkCopy(op string, dev DevicePtr, other bool, otherName string, n int) error {
 	if n < 0 {
 		return invalidArg(op, "negative length %d", n)
 	}
@@ -23,8 +26,8 @@ func checkCopy(op string, dev DevicePtr, host bool, n int) error {
 	if dev == 0 {
 		return invalidArg(op, "nil device pointer for %d bytes", n)
 	}
-	if !host {
-		return invalidArg(op, "nil host pointer for %d bytes", n)
+	if !other {
+		return invalidArg(op, "nil %s pointer for %d bytes", otherName, n)
 	}
 	return nil
 }
@@ -43,7 +46,7 @@ func (c *Context) MemcpyHtoD(dst DevicePtr, src []byte) error {
 
 // MemcpyHtoDPtr copies n bytes from host memory at src to dst.
 func (c *Context) MemcpyHtoDPtr(dst DevicePtr, src unsafe.Pointer, n int) error {
-	if err := checkCopy("MemcpyHtoD", dst, src != nil, n); err != nil || n == 0 {
+	if err := checkCopy("MemcpyHtoD", dst, src != nil, "host", n); err != nil || n == 0 {
 		return err
 	}
 	if s := c.invokeGo(c.drv.memcpyHtoD, uintptr(dst), uintptr(src), uintptr(n)); !s.ok() {
@@ -62,7 +65,7 @@ func (c *Context) MemcpyDtoH(dst []byte, src DevicePtr) error {
 
 // MemcpyDtoHPtr copies n bytes from src to host memory at dst.
 func (c *Context) MemcpyDtoHPtr(dst unsafe.Pointer, src DevicePtr, n int) error {
-	if err := checkCopy("MemcpyDtoH", src, dst != nil, n); err != nil || n == 0 {
+	if err := checkCopy("MemcpyDtoH", src, dst != nil, "host", n); err != nil || n == 0 {
 		return err
 	}
 	if s := c.invokeGo(c.drv.memcpyDtoH, uintptr(dst), uintptr(src), uintptr(n)); !s.ok() {
@@ -73,7 +76,7 @@ func (c *Context) MemcpyDtoHPtr(dst unsafe.Pointer, src DevicePtr, n int) error 
 
 // MemcpyDtoD copies n bytes between device addresses.
 func (c *Context) MemcpyDtoD(dst, src DevicePtr, n int) error {
-	if err := checkCopy("MemcpyDtoD", dst, src != 0, n); err != nil || n == 0 {
+	if err := checkCopy("MemcpyDtoD", dst, src != 0, "source device", n); err != nil || n == 0 {
 		return err
 	}
 	f := getFrame()
@@ -95,7 +98,7 @@ func (c *Context) MemcpyHtoDAsync(dst DevicePtr, src []byte, s *Stream) error {
 // MemcpyHtoDAsyncPtr copies n bytes from host memory at src to dst,
 // ordered on stream s.
 func (c *Context) MemcpyHtoDAsyncPtr(dst DevicePtr, src unsafe.Pointer, n int, s *Stream) error {
-	if err := checkCopy("MemcpyHtoDAsync", dst, src != nil, n); err != nil || n == 0 {
+	if err := checkCopy("MemcpyHtoDAsync", dst, src != nil, "host", n); err != nil || n == 0 {
 		return err
 	}
 	sh, err := c.streamHandle("MemcpyHtoDAsync", s)
@@ -120,7 +123,7 @@ func (c *Context) MemcpyDtoHAsync(dst []byte, src DevicePtr, s *Stream) error {
 // MemcpyDtoHAsyncPtr copies n bytes from src to host memory at dst,
 // ordered on stream s.
 func (c *Context) MemcpyDtoHAsyncPtr(dst unsafe.Pointer, src DevicePtr, n int, s *Stream) error {
-	if err := checkCopy("MemcpyDtoHAsync", src, dst != nil, n); err != nil || n == 0 {
+	if err := checkCopy("MemcpyDtoHAsync", src, dst != nil, "host", n); err != nil || n == 0 {
 		return err
 	}
 	sh, err := c.streamHandle("MemcpyDtoHAsync", s)
@@ -136,7 +139,7 @@ func (c *Context) MemcpyDtoHAsyncPtr(dst unsafe.Pointer, src DevicePtr, n int, s
 // MemcpyDtoDAsync copies n bytes between device addresses, ordered on
 // stream s.
 func (c *Context) MemcpyDtoDAsync(dst, src DevicePtr, n int, s *Stream) error {
-	if err := checkCopy("MemcpyDtoDAsync", dst, src != 0, n); err != nil || n == 0 {
+	if err := checkCopy("MemcpyDtoDAsync", dst, src != 0, "source device", n); err != nil || n == 0 {
 		return err
 	}
 	sh, err := c.streamHandle("MemcpyDtoDAsync", s)

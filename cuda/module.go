@@ -205,8 +205,23 @@ const (
 	FuncMaxDynamicSharedSizeBytes FuncAttribute = 8
 )
 
+// usable refuses a nil function and one whose module was unloaded, before
+// any driver call.
+func (fn *Function) usable(op string) error {
+	if fn == nil || fn.mod == nil {
+		return invalidArg(op, "nil function")
+	}
+	if fn.mod.unloaded {
+		return invalidArg(op, "kernel %s: its module was unloaded", fn.name)
+	}
+	return nil
+}
+
 // Attribute returns one attribute of the kernel, e.g. FuncNumRegs.
 func (fn *Function) Attribute(a FuncAttribute) (int, error) {
+	if err := fn.usable("Function.Attribute"); err != nil {
+		return 0, err
+	}
 	c := fn.mod.ctx
 	f := getFrame()
 	defer f.release()
@@ -219,6 +234,9 @@ func (fn *Function) Attribute(a FuncAttribute) (int, error) {
 // SetMaxDynamicSharedMem lets launches of the kernel use up to bytes of
 // dynamic shared memory; beyond 48 KiB this opt-in is required.
 func (fn *Function) SetMaxDynamicSharedMem(bytes int) error {
+	if err := fn.usable("SetMaxDynamicSharedMem"); err != nil {
+		return err
+	}
 	c := fn.mod.ctx
 	if bytes < 0 || bytes > c.props.MaxSharedMemOptIn {
 		return invalidArg("SetMaxDynamicSharedMem", "%d bytes: %s allows 0 to %d", bytes, c.dev, c.props.MaxSharedMemOptIn)

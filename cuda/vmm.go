@@ -123,6 +123,9 @@ func (c *Context) MemAddressReserve(size, alignment int) (DevicePtr, error) {
 	if err := checkSize("MemAddressReserve", size); err != nil {
 		return 0, err
 	}
+	if alignment < 0 {
+		return 0, invalidArg("MemAddressReserve", "alignment %d bytes: must be 0 (the default) or positive", alignment)
+	}
 	a := getVMMArgs()
 	defer vmmArgsPool.Put(a)
 	s, err := c.vmmCall("MemAddressReserve", c.drv.vmm.addressReserve, a,
@@ -141,6 +144,9 @@ func (c *Context) MemAddressReserve(size, alignment int) (DevicePtr, error) {
 func (c *Context) MemAddressFree(p DevicePtr, size int) error {
 	if p == 0 {
 		return invalidArg("MemAddressFree", "nil device pointer")
+	}
+	if err := checkSize("MemAddressFree", size); err != nil {
+		return err
 	}
 	f := getFrame()
 	defer f.release()
@@ -198,6 +204,9 @@ func (c *Context) MemMap(p DevicePtr, size int, h MemHandle) error {
 	if p == 0 || h == 0 {
 		return invalidArg("MemMap", "nil device pointer or handle")
 	}
+	if err := checkSize("MemMap", size); err != nil {
+		return err
+	}
 	if c.drv.vmm.mapMem.addr == 0 {
 		return c.missing("MemMap", c.drv.vmm.mapMem)
 	}
@@ -215,6 +224,9 @@ func (c *Context) MemMap(p DevicePtr, size int, h MemHandle) error {
 func (c *Context) MemSetAccess(p DevicePtr, size int) error {
 	if p == 0 {
 		return invalidArg("MemSetAccess", "nil device pointer")
+	}
+	if err := checkSize("MemSetAccess", size); err != nil {
+		return err
 	}
 	a := getVMMArgs()
 	defer vmmArgsPool.Put(a)
@@ -234,6 +246,9 @@ func (c *Context) MemSetAccess(p DevicePtr, size int) error {
 func (c *Context) MemUnmap(p DevicePtr, size int) error {
 	if p == 0 {
 		return invalidArg("MemUnmap", "nil device pointer")
+	}
+	if err := checkSize("MemUnmap", size); err != nil {
+		return err
 	}
 	if c.drv.vmm.unmap.addr == 0 {
 		return c.missing("MemUnmap", c.drv.vmm.unmap)

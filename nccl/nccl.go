@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -34,7 +35,7 @@ type Comm struct {
 	rank, count, device int
 
 	mu        sync.Mutex
-	destroyed bool
+	destroyed bool        // guarded by mu
 	aborted   atomic.Bool // Abort ran (or runs): every method refuses
 }
 
@@ -53,6 +54,9 @@ func CommInitRank(nranks int, id UniqueID, rank int) (*Comm, error) {
 	const op = "CommInitRank"
 	if nranks < 1 {
 		return nil, invalidArg(op, "%d ranks: a communicator has at least 1", nranks)
+	}
+	if nranks > math.MaxInt32 {
+		return nil, invalidArg(op, "%d ranks: more than NCCL's limit of %d (a C int)", nranks, math.MaxInt32)
 	}
 	if rank < 0 || rank >= nranks {
 		return nil, invalidArg(op, "rank %d out of range [0, %d)", rank, nranks)
@@ -123,11 +127,17 @@ func CommInitAll(devices []int) ([]*Comm, error) {
 	if len(devices) == 0 {
 		return nil, invalidArg(op, "no devices")
 	}
+	if len(devices) > math.MaxInt32 {
+		return nil, invalidArg(op, "%d devices: more than a C int counts", len(devices))
+	}
 	seen := make(map[int]bool, len(devices))
 	dev32 := make([]int32, len(devices))
 	for i, d := range devices {
 		if d < 0 {
 			return nil, invalidArg(op, "negative device ordinal %d", d)
+		}
+		if d > math.MaxInt32 {
+			return nil, invalidArg(op, "device ordinal %d does not fit a C int", d)
 		}
 		if seen[d] {
 			return nil, invalidArg(op, "device %d listed twice", d)
@@ -277,12 +287,16 @@ func (c *Comm) AsyncError() error {
 	if err := c.usable("Comm.AsyncError"); err != nil {
 		return err
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// Again under the lock: a Destroy may have run while this call waited.
+	if err := c.usableLocked("Comm.AsyncError"); err != nil {
+		return err
+	}
 	l := c.lib
 	if l.commGetAsyncError.addr == 0 {
 		return nil
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	var async int32
 	if r := Result(ccall(l.commGetAsyncError.addr, c.h, uintptr(unsafe.Pointer(&async)))); r != Success {
 		return l.newError(l.commGetAsyncError.name, c.String(), r, c.h)
@@ -293,12 +307,23 @@ func (c *Comm) AsyncError() error {
 	return nil
 }
 
+// usable is the check made before taking the lock: a nil or aborted
+// communicator. Whether it was destroyed is known only under the lock
+// (usableLocked), which every call into NCCL takes.
 func (c *Comm) usable(op string) error {
 	if c == nil {
 		return invalidArg(op, "nil communicator")
 	}
 	if c.aborted.Load() {
 		return invalidArg(op, "%s was aborted", c)
+	}
+	return nil
+}
+
+// usableLocked is usable for a caller that holds c.mu.
+func (c *Comm) usableLocked(op string) error {
+	if err := c.usable(op); err != nil {
+		return err
 	}
 	if c.destroyed {
 		return invalidArg(op, "%s was destroyed", c)
@@ -326,16 +351,13 @@ func (c *Comm) check(op string, count int, dt DataType, s *cuda.Stream) error {
 	return nil
 }
 
-// collective runs one collective under the communicator's lock, on a
-// locked thread.
-func (c *Comm) collective(sym *symbol, detail func() string, args ...uintptr) error {
+// collective runs one collective (op names it) under the communicator's
+// lock, on a locked thread.
+func (c *Comm) collective(op string, sym *symbol, detail func() string, args ...uintptr) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.aborted.Load() {
-		return invalidArg(sym.name, "%s was aborted", c)
-	}
-	if c.destroyed {
-		return invalidArg(sym.name, "%s was destroyed", c)
+	if err := c.usableLocked(op); err != nil {
+		return err
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -361,7 +383,7 @@ func (c *Comm) AllReduce(send, recv cuda.DevicePtr, count int, dt DataType, op R
 	if send == 0 || recv == 0 {
 		return invalidArg(name, "null buffer (send %s, recv %s)", send, recv)
 	}
-	return c.collective(&c.lib.allReduce, func() string {
+	return c.collective(name, &c.lib.allReduce, func() string {
 		return fmt.Sprintf("%d %s %s, %s", count, dt, op, c)
 	}, uintptr(send), uintptr(recv), uintptr(count), uintptr(dt), uintptr(op), c.h, s.Handle())
 }
@@ -380,7 +402,7 @@ func (c *Comm) ReduceScatter(send, recv cuda.DevicePtr, recvCount int, dt DataTy
 	if send == 0 || recv == 0 {
 		return invalidArg(name, "null buffer (send %s, recv %s)", send, recv)
 	}
-	return c.collective(&c.lib.reduceScatter, func() string {
+	return c.collective(name, &c.lib.reduceScatter, func() string {
 		return fmt.Sprintf("%d %s %s per rank, %s", recvCount, dt, op, c)
 	}, uintptr(send), uintptr(recv), uintptr(recvCount), uintptr(dt), uintptr(op), c.h, s.Handle())
 }
@@ -395,7 +417,7 @@ func (c *Comm) AllGather(send, recv cuda.DevicePtr, sendCount int, dt DataType, 
 	if send == 0 || recv == 0 {
 		return invalidArg(name, "null buffer (send %s, recv %s)", send, recv)
 	}
-	return c.collective(&c.lib.allGather, func() string {
+	return c.collective(name, &c.lib.allGather, func() string {
 		return fmt.Sprintf("%d %s per rank, %s", sendCount, dt, c)
 	}, uintptr(send), uintptr(recv), uintptr(sendCount), uintptr(dt), c.h, s.Handle())
 }
@@ -413,7 +435,7 @@ func (c *Comm) Broadcast(send, recv cuda.DevicePtr, count int, dt DataType, root
 	if recv == 0 || (send == 0 && c.rank == root) {
 		return invalidArg(name, "null buffer (send %s, recv %s) on rank %d, root %d", send, recv, c.rank, root)
 	}
-	return c.collective(&c.lib.broadcast, func() string {
+	return c.collective(name, &c.lib.broadcast, func() string {
 		return fmt.Sprintf("%d %s from root %d, %s", count, dt, root, c)
 	}, uintptr(send), uintptr(recv), uintptr(count), uintptr(dt), uintptr(root), c.h, s.Handle())
 }

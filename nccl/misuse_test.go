@@ -1,0 +1,75 @@
+package nccl
+
+import (
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// ncclCommInitRank and ncclCommInitAll take C ints: a rank count or a
+// device ordinal past math.MaxInt32 is refused, not truncated (2^32+2
+// ranks would reach NCCL as 2, device 2^32 as device 0, past the check
+// for duplicates).
+func TestInitRefusesValuesPastCInt(t *testing.T) {
+	id := UniqueID{1}
+	_, err := CommInitRank(1<<32+2, id, 1)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	assert.ErrorContains(t, err, "nccl: CommInitRank: 4294967298 ranks: more than NCCL's limit of 2147483647")
+	_, err = CommInitRank(math.MaxInt32+1, id, 0)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+
+	_, err = CommInitAll([]int{0, 1 << 32})
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	assert.ErrorContains(t, err, "nccl: CommInitAll: device ordinal 4294967296 does not fit a C int")
+}
+
+// The same, through the fake library: nothing reaches NCCL.
+func TestFakeInitRefusesValuesPastCInt(t *testing.T) {
+	f := useFakeNCCL(t)
+	calls := f.calls
+	_, err := CommInitRank(1<<32+2, UniqueID{9}, 1)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	_, err = CommInitAll([]int{0, 1 << 32})
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	assert.Equal(t, calls, f.calls, "NCCL was not called")
+}
+
+// A communicator's methods may be called from any goroutine: Destroy
+// racing a collective or AsyncError is no data race (run with -race).
+func TestFakeDestroyConcurrentWithCalls(t *testing.T) {
+	useFakeNCCL(t)
+	for range 100 {
+		c, err := CommInitRank(2, UniqueID{9}, 1)
+		require.NoError(t, err)
+		var wg sync.WaitGroup
+		wg.Go(func() { _ = c.AllReduce(1, 1, 4, Float32, Sum, nil) })
+		wg.Go(func() { _ = c.AsyncError() })
+		wg.Go(func() { _ = c.Destroy() })
+		wg.Wait()
+	}
+}
+
+// AsyncError checks the communicator under its lock: one destroyed while
+// AsyncError waited for the lock is refused, not handed to NCCL.
+func TestFakeAsyncErrorAfterDestroyWhileWaiting(t *testing.T) {
+	f := useFakeNCCL(t)
+	c, err := CommInitRank(2, UniqueID{9}, 1)
+	require.NoError(t, err)
+	c.mu.Lock() // a call in progress, e.g. Destroy
+	done := make(chan error)
+	go func() { done <- c.AsyncError() }()
+	time.Sleep(50 * time.Millisecond) // AsyncError has passed its checks and waits
+	// What Destroy does under the lock.
+	require.Equal(t, Success, Result(ccall(c.lib.commDestroy.addr, c.h)))
+	c.destroyed = true
+	f.nextResult = int32(RemoteError) // what the fake would report if called
+	c.mu.Unlock()
+	err = <-done
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	assert.ErrorContains(t, err, "was destroyed")
+	f.nextResult = 0
+}
