@@ -49,10 +49,19 @@ func (cpuBackend) fill(dst *Tensor, v float64) {
 	case Float64:
 		cpukern.Fill(f64(dst), v)
 	case Int32:
-		cpukern.Fill(i32(dst), int32(v))
+		cpukern.Fill(i32(dst), int32Of(v))
 	case Float16, BFloat16:
 		cpukern.Fill(hostData[uint16](dst), halfBits(dst.dtype, v))
 	}
+}
+
+// int32Of is v converted to int32 as Cast converts it (truncated toward
+// zero, saturated, NaN giving 0; Go's int32(v) is unspecified out of
+// range): the int32 fill value of both backends.
+func int32Of(v float64) int32 {
+	i := []int32{0}
+	cpukern.Convert(i, []float64{v})
+	return i[0]
 }
 
 // halfBits is v rounded to the half dtype dt, as its bits (the fill value

@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"unsafe"
@@ -156,11 +157,15 @@ func randCount(op string, rng *rand.Rand, shape []int) int {
 }
 
 // Arange returns the int32 or float values start, start+1, ..., start+n-1.
+// For int32 they must lie in its range (ErrArgument otherwise).
 func (c *Ctx) Arange(dev Device, dt DType, start, n int) *Tensor {
 	if n < 0 {
 		fail("Arange", ErrShape, "negative length %d", n)
 	}
 	if dt == Int32 {
+		if n > 0 && (start < math.MinInt32 || start > math.MaxInt32-(n-1)) {
+			fail("Arange", ErrArgument, "%d values from %d do not fit in int32", n, start)
+		}
 		ids := make([]int32, n)
 		for i := range ids {
 			ids[i] = int32(start + i)

@@ -162,7 +162,7 @@ func (b cudaBackend) fill(dst *Tensor, v float64) {
 	case Float64:
 		bits = math.Float64bits(v)
 	case Int32:
-		bits = uint64(uint32(int32(v)))
+		bits = uint64(uint32(int32Of(v)))
 	case Float16, BFloat16:
 		bits = uint64(halfBits(dst.dtype, v))
 	}

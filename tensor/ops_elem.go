@@ -270,11 +270,18 @@ func (t *Tensor) Fill(v float64) {
 }
 
 // AddInPlace performs t += u (same shape, dtype and device; t contiguous).
+// u may view t's storage: it is added as it was before the op.
 func (t *Tensor) AddInPlace(u *Tensor) {
 	sameDevice("AddInPlace", t, u)
 	sameArith("AddInPlace", t, u)
 	if !shapeEq(t.shape, u.shape) || !t.IsContiguous() {
 		fail("AddInPlace", ErrShape, "destination %v (contiguous %v), source %v", t.shape, t.IsContiguous(), u.shape)
+	}
+	if u.SharesStorage(t) && !(u.offset == t.offset && u.IsContiguous()) {
+		// The kernel may write an element of t before reading it through
+		// u (x[1:] += x[:-1], t += t.T()): add a copy.
+		u = u.Clone()
+		defer u.Release()
 	}
 	t.dev.backend().binary(OpAdd, t, t, u, mergeDims("AddInPlace", t.shape, t.strides, u.strides))
 }

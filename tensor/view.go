@@ -93,12 +93,16 @@ func (t *Tensor) Narrow(axis, start, length int) *Tensor {
 }
 
 // Split cuts axis into pieces of the given size (the last may be
-// shorter). Each piece is a view.
+// shorter). Each piece is a view. An empty axis gives one empty piece, as
+// torch.split does.
 func (t *Tensor) Split(size, axis int) []*Tensor {
 	t.live("Split")
 	axis = t.axis("Split", axis)
 	if size <= 0 {
 		fail("Split", ErrArgument, "split size %d", size)
+	}
+	if t.shape[axis] == 0 {
+		return []*Tensor{t.Narrow(axis, 0, 0)}
 	}
 	var out []*Tensor
 	for s := 0; s < t.shape[axis]; s += size {
@@ -113,6 +117,13 @@ func (t *Tensor) Expand(shape ...int) *Tensor {
 	b, err := BroadcastShapes(t.shape, shape)
 	if err != nil || !shapeEq(b, shape) || slices.ContainsFunc(shape, func(d int) bool { return d < 0 }) {
 		fail("Expand", ErrShape, "cannot expand %v to %v", t.shape, shape)
+	}
+	n := 1
+	for _, d := range shape {
+		if d > 0 && n > (1<<62)/d {
+			fail("Expand", ErrShape, "shape %v has too many elements", shape)
+		}
+		n *= d
 	}
 	return t.view("Expand", slices.Clone(shape), broadcastStrides(t, shape), t.offset)
 }
@@ -167,7 +178,8 @@ func (t *Tensor) Clone() *Tensor {
 }
 
 // CopyFrom copies src's elements into t (same shape; dtypes are
-// converted; devices may differ). t must be contiguous.
+// converted; devices may differ). t must be contiguous. src may view t's
+// storage: its values from before the copy are copied.
 func (t *Tensor) CopyFrom(src *Tensor) {
 	t.live("CopyFrom")
 	src.live("CopyFrom")
@@ -180,6 +192,13 @@ func (t *Tensor) CopyFrom(src *Tensor) {
 	s := src
 	if s.dev != t.dev {
 		s = s.ToDevice(t.dev)
+		defer s.Release()
+	}
+	if s.SharesStorage(t) { // the copy kernels' dst must not overlap their src
+		if s.dtype == t.dtype && s.offset == t.offset && slices.Equal(s.strides, t.strides) {
+			return // t itself
+		}
+		s = s.Clone()
 		defer s.Release()
 	}
 	switch {
@@ -239,7 +258,8 @@ func (t *Tensor) Alias() *Tensor {
 
 // WriteNarrow copies src into elements [start, start+src.Dim(axis)) of
 // axis of t, in place: the inverse of Narrow. t must be contiguous; src
-// must match t's shape except along axis.
+// must match t's shape except along axis. src may view t's storage: its
+// values from before the write are copied.
 func (t *Tensor) WriteNarrow(axis, start int, src *Tensor) {
 	op := "WriteNarrow"
 	sameDevice(op, t, src)
@@ -257,6 +277,10 @@ func (t *Tensor) WriteNarrow(axis, start int, src *Tensor) {
 		fail(op, ErrShape, "cannot write %v at %d along axis %d of %v (contiguous %v)", src.shape, start, axis, t.shape, t.IsContiguous())
 	}
 	c, done := contig(src)
+	if c.SharesStorage(t) { // a row copied early would overwrite rows still to read
+		c = src.Clone()
+		done = c.Release
+	}
 	defer done()
 	inner := numel(t.shape[axis+1:])
 	rows := numel(t.shape[:axis])
