@@ -210,6 +210,9 @@ func parseFlags(args []string) (*options, error) {
 	if o.graph != "auto" && o.graph != "on" && o.graph != "off" {
 		return nil, fmt.Errorf("-cuda-graph %q: want on, off or auto", o.graph)
 	}
+	if dev := cmp.Or(o.device, os.Getenv("STRATA_DEVICE")); o.graph == "on" && strings.EqualFold(strings.TrimSpace(dev), "cpu") {
+		return nil, fmt.Errorf("-cuda-graph on: CUDA graphs need a CUDA device, not -device cpu")
+	}
 	if err := o.checkPipeline(); err != nil {
 		return nil, err
 	}

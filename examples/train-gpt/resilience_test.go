@@ -257,6 +257,8 @@ func TestDeviceAndProfileFlagsRefusedUpFront(t *testing.T) {
 	_, err := parseFlags(nil)
 	require.ErrorContains(t, err, `-device (STRATA_DEVICE="tpu"): want cpu, cuda, cuda:N or auto`)
 	t.Setenv("STRATA_DEVICE", "")
+	_, err = parseFlags([]string{"-device", "cpu", "-cuda-graph", "on"})
+	require.ErrorContains(t, err, "-cuda-graph on: CUDA graphs need a CUDA device, not -device cpu")
 
 	dir := t.TempDir()
 	for _, mode := range [][]string{{"-out", filepath.Join(dir, "w.safetensors")}, {"-bench"}} {
