@@ -9,7 +9,10 @@ import (
 )
 
 // ErrNoGraph: Backward on a var that has no graph (a leaf, a var made
-// under NoGrad, or a graph already consumed by an earlier Backward).
+// under NoGrad, or a graph already consumed by an earlier Backward), or
+// whose graph reaches a var whose own graph an earlier Backward consumed
+// (PyTorch raises there too, or differentiates through the freed graph;
+// nothing here would reach the leaves below that var).
 var ErrNoGraph = errors.New("autograd: no graph to differentiate")
 
 // Backward computes the gradient of the scalar v with respect to every
@@ -71,6 +74,13 @@ func (v *Var) propagate(grad *tensor.Tensor) error {
 		return err
 	}
 	order := topo(v)
+	for _, u := range order {
+		for _, in := range u.node.inputs {
+			if in != nil && in.consumed {
+				return fmt.Errorf("%w: %s, an input of %s, was consumed by an earlier Backward (Detach a retained var to use it as a leaf)", ErrNoGraph, in, u.Name())
+			}
+		}
+	}
 	c := v.Value.Ctx()
 	if c == nil {
 		c = tensor.Background()
@@ -152,7 +162,9 @@ func step(v *Var, isRoot bool) {
 				}
 			}
 			for _, gi := range grads {
-				gi.Release()
+				if gi != g { // g itself handed on (an identity's backward) is released below
+					gi.Release()
+				}
 			}
 		}
 		if v.retain {
@@ -163,7 +175,7 @@ func step(v *Var, isRoot bool) {
 	for _, s := range n.saved {
 		s.Release()
 	}
-	v.node = nil
+	v.node, v.consumed = nil, true
 	if !isRoot && !v.retain {
 		v.Value.Release()
 	}

@@ -168,7 +168,8 @@ func Dropout(x *Var, p float64, seed, offset uint64) *Var {
 	})
 }
 
-// Cast converts x to dtype dt; the gradient is cast back.
+// Cast converts x to dtype dt; the gradient is cast back. A cast to an
+// integer dtype is not differentiable: its result requires no gradient.
 func Cast(x *Var, dt tensor.DType) *Var {
 	src := x.Value.DType()
 	out := x.Value.To(dt)

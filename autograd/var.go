@@ -23,6 +23,7 @@ type Var struct {
 	requiresGrad bool
 	retain       bool
 	node         *node
+	consumed     bool           // node was consumed by a backward pass: not a leaf, though node is nil
 	pending      *tensor.Tensor // gradient being summed during Backward
 	slices       *sliceSpans    // pending assembled from Narrow slices (see narrow.go)
 	name         string
@@ -213,10 +214,12 @@ func GradEnabled() bool { return GradEnabledIn(tensor.Background()) }
 //
 // An output that belongs to no context (an op on parameters alone, see
 // tensor.Ctx) is recorded whenever an input requires gradients: whether
-// it is differentiated is decided by the context it meets next.
+// it is differentiated is decided by the context it meets next. An
+// output of an integer dtype (a Cast to int32) is not differentiable and
+// is never recorded, as in PyTorch.
 func Record(op string, out *tensor.Tensor, inputs []*Var, backward BackwardFunc, saved ...*tensor.Tensor) *Var {
 	v := &Var{Value: out}
-	if c := out.Ctx(); c != nil && !GradEnabledIn(c) {
+	if c := out.Ctx(); c != nil && !GradEnabledIn(c) || !out.DType().IsFloat() {
 		return v
 	}
 	for _, in := range inputs {
