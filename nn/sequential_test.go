@@ -2,6 +2,7 @@ package nn_test
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -108,7 +109,10 @@ func TestSequentialGradCheck(t *testing.T) {
 }
 
 func TestFeedForward(t *testing.T) {
-	o := nn.Options{}
+	// A seed of its own: the spread check below fails for some draws of a
+	// 3-element bias, and the shared default stream's position depends on
+	// the tests before this one.
+	o := nn.Options{Rng: rand.New(rand.NewPCG(11, 12))}
 	m, err := nn.NewFeedForward(o, "mlp", nil, 4, 16, 16, 3)
 	require.NoError(t, err)
 	defer nn.Release(m.Parameters())

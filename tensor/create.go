@@ -118,46 +118,85 @@ func fromSlice[T any](op string, c *Ctx, dev Device, dt DType, data []T, shape [
 	}
 	t := mustNew(op, c, dev, dt, shape)
 	if len(data) > 0 {
-		var z T
-		b := unsafe.Slice((*byte)(unsafe.Pointer(&data[0])), len(data)*int(unsafe.Sizeof(z)))
-		filled(t, func() { dev.backend().upload(t, b) })
+		filled(t, func() { uploadSlice(t, data) })
 	}
 	return t
+}
+
+// uploadSlice copies data, t's elements in its dtype, into contiguous t.
+func uploadSlice[T any](t *Tensor, data []T) {
+	if len(data) == 0 {
+		return
+	}
+	var z T
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&data[0])), len(data)*int(unsafe.Sizeof(z)))
+	t.dev.backend().upload(t, b)
+}
+
+// generated returns a tensor of dtype dt and the given shape ([1] when
+// empty, as FromFloats makes it) holding the float64 values that gen
+// writes, converted as FromFloats converts them. The memory manager is
+// asked for the tensor, and for dtypes other than float64 a float64
+// staging tensor, before the host buffer of the values is made: a shape
+// too large fails with the manager's error (an *OpError wrapping
+// memory.ErrOutOfMemory, or ErrShape), where a host buffer made first
+// could end the process in Go's fatal out-of-memory.
+func (c *Ctx) generated(op string, dev Device, dt DType, shape []int, gen func(v []float64)) *Tensor {
+	if len(shape) == 0 {
+		shape = []int{1}
+	}
+	out := mustNew(op, c, dev, dt, shape)
+	return filled(out, func() {
+		f := out
+		if dt != Float64 {
+			f = mustNew(op, c, dev, Float64, shape)
+			defer f.Release()
+		}
+		v := make([]float64, f.Numel())
+		gen(v)
+		uploadSlice(f, v)
+		if f != out {
+			dev.backend().cast(out, f) // as To converts
+		}
+	})
 }
 
 // RandN returns normal(0, std) samples drawn from rng (deterministic for a
 // seeded rng, the same on every device: they are drawn on the host).
 func (c *Ctx) RandN(dev Device, dt DType, rng *rand.Rand, std float64, shape ...int) *Tensor {
-	v := make([]float64, randCount("RandN", rng, shape))
-	for i := range v {
-		v[i] = rng.NormFloat64() * std
-	}
-	return c.FromFloats(dev, dt, v, shape...)
+	randCheck("RandN", rng, shape)
+	return c.generated("RandN", dev, dt, shape, func(v []float64) {
+		for i := range v {
+			v[i] = rng.NormFloat64() * std
+		}
+	})
 }
 
 // RandUniform returns uniform [lo, hi) samples drawn from rng.
 func (c *Ctx) RandUniform(dev Device, dt DType, rng *rand.Rand, lo, hi float64, shape ...int) *Tensor {
-	v := make([]float64, randCount("RandUniform", rng, shape))
-	for i := range v {
-		v[i] = lo + (hi-lo)*rng.Float64()
-	}
-	return c.FromFloats(dev, dt, v, shape...)
+	randCheck("RandUniform", rng, shape)
+	return c.generated("RandUniform", dev, dt, shape, func(v []float64) {
+		for i := range v {
+			v[i] = lo + (hi-lo)*rng.Float64()
+		}
+	})
 }
 
-// randCount checks the arguments of RandN and RandUniform and returns the
-// number of samples to draw (on the host, before the tensor exists).
-func randCount(op string, rng *rand.Rand, shape []int) int {
+// randCheck checks the arguments of RandN and RandUniform (the tensor's
+// allocation checks the element count).
+func randCheck(op string, rng *rand.Rand, shape []int) {
 	if rng == nil {
 		fail(op, ErrArgument, "nil random source")
 	}
 	if slices.ContainsFunc(shape, func(d int) bool { return d < 0 }) {
 		fail(op, ErrShape, "negative dimension in shape %v", shape)
 	}
-	return numel(shape)
 }
 
 // Arange returns the int32 or float values start, start+1, ..., start+n-1.
-// For int32 they must lie in its range (ErrArgument otherwise).
+// For int32 they must lie in its range (ErrArgument otherwise). The
+// tensor is allocated before the host buffer of its values (see
+// generated).
 func (c *Ctx) Arange(dev Device, dt DType, start, n int) *Tensor {
 	if n < 0 {
 		fail("Arange", ErrShape, "negative length %d", n)
@@ -166,17 +205,20 @@ func (c *Ctx) Arange(dev Device, dt DType, start, n int) *Tensor {
 		if n > 0 && (start < math.MinInt32 || start > math.MaxInt32-(n-1)) {
 			fail("Arange", ErrArgument, "%d values from %d do not fit in int32", n, start)
 		}
-		ids := make([]int32, n)
-		for i := range ids {
-			ids[i] = int32(start + i)
+		t := mustNew("Arange", c, dev, Int32, []int{n})
+		return filled(t, func() {
+			ids := make([]int32, n)
+			for i := range ids {
+				ids[i] = int32(start + i)
+			}
+			uploadSlice(t, ids)
+		})
+	}
+	return c.generated("Arange", dev, dt, []int{n}, func(v []float64) {
+		for i := range v {
+			v[i] = float64(start + i)
 		}
-		return c.FromInt32s(dev, ids, n)
-	}
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = float64(start + i)
-	}
-	return c.FromFloats(dev, dt, v, n)
+	})
 }
 
 // ZerosLike returns zeros of t's shape, dtype and device, in t's context.

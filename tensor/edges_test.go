@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-ml/strata/memory"
 	"github.com/strata-ml/strata/tensor"
 )
 
@@ -109,4 +110,16 @@ func TestArangeInt32Range(t *testing.T) {
 			require.True(t, errors.Is(err, tensor.ErrArgument), "%v", err)
 		}
 	})
+}
+
+// TestShapeWhoseBytesOverflow: a shape whose element count is allowed but
+// whose bytes overflow int64 (2^61 float64s) is refused, not backed by a
+// wrapped-around, tiny allocation.
+func TestShapeWhoseBytesOverflow(t *testing.T) {
+	for _, dt := range []tensor.DType{tensor.Float64, tensor.Float32, tensor.Int32} {
+		_, err := tensor.NewCtx().New(cpu, dt, memory.RoleActivation, 1<<61)
+		require.ErrorIs(t, err, tensor.ErrShape, "%v", dt)
+	}
+	err := tensor.Try(func() { tensor.Empty(cpu, tensor.Float64, 1<<61) })
+	require.ErrorIs(t, err, tensor.ErrShape)
 }

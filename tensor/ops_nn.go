@@ -254,7 +254,8 @@ func EmbeddingBackward(ids, dout *Tensor, rows int) *Tensor {
 // that already holds other contributions (a tied embedding's, whose output
 // head gave it first). Each row gets its contributions in the order of
 // ids, after what it held. dtable must be contiguous, of dout's dtype and
-// device.
+// device. dout may view dtable's storage: its values from before the op
+// are added.
 func EmbeddingBackwardInto(dtable, ids, dout *Tensor) {
 	op := "EmbeddingBackwardInto"
 	dtable.live(op)
@@ -287,11 +288,18 @@ func embeddingBackwardCheck(op string, ids, dout *Tensor, rows int) int {
 }
 
 // embeddingScatter adds dout's rows into dtable at ids; a bad id calls
-// undo (releasing what the caller made) and fails.
+// undo (releasing what the caller made) and fails. A dout that views
+// dtable's storage is added as it was before the op (a copy: the kernel
+// would read rows it has already added to).
 func embeddingScatter(op string, dtable, ids, dout *Tensor, rows, d int, undo func()) {
 	cs, release := contigAll(dout, ids)
 	defer release()
-	if err := dout.dev.backend().scatterAdd(dtable, cs[0], cs[1], d, rows); err != nil {
+	src := cs[0]
+	if src.SharesStorage(dtable) {
+		src = src.Clone()
+		defer src.Release()
+	}
+	if err := dout.dev.backend().scatterAdd(dtable, src, cs[1], d, rows); err != nil {
 		undo()
 		fail(op, ErrArgument, "%v", err)
 	}

@@ -132,6 +132,9 @@ func newTensor(op string, c *Ctx, dev Device, dt DType, role memory.Role, shape 
 		}
 		n *= d
 	}
+	if n > (1<<62)/dt.Size() { // the bytes must not overflow either
+		return nil, &OpError{Op: op, Msg: fmt.Sprintf("shape %v of %v is more bytes than memory can address", shape, dt), Err: ErrShape}
+	}
 	st, err := newStorage(op, dev, int64(n)*int64(dt.Size()), role)
 	if err != nil {
 		return nil, &OpError{Op: op, Msg: fmt.Sprintf("allocating %v %v on %v", dt, shape, dev), Err: err}
