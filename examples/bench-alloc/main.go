@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -81,43 +82,25 @@ type goal struct {
 	MetExpandable map[string]bool `json:"met_expandable"`
 }
 
+// main exits with 0 on success and for -h, 2 for a bad flag (or a -trace
+// or -plots that cannot be used), 1 for a failure of the run.
 func main() {
-	if err := mainErr(os.Args[1:]); err != nil {
+	err := mainErr(os.Args[1:])
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "bench-alloc:", err)
-		os.Exit(1)
 	}
+	os.Exit(exitCode(err))
 }
 
+// usageError is a bad flag: exit status 2.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
 func mainErr(args []string) error {
-	var o options
-	fs := flag.NewFlagSet("bench-alloc", flag.ContinueOnError)
-	fs.StringVar(&o.device, "device", "cuda", "cuda (device 0) or cpu (the pool over host memory only)")
-	fs.DurationVar(&o.minTime, "mintime", 200*time.Millisecond, "shortest timed run")
-	fs.IntVar(&o.reps, "reps", 5, "timed runs per row, and replays per trace and mode; the median is reported")
-	fs.Uint64Var(&o.seed, "seed", 1, "seed of the mixed workload")
-	fs.Var(&o.traces, "trace", "a PyTorch allocation trace (CSV: action,addr,size,stream) to replay; repeatable")
-	fs.BoolVar(&o.noBench, "no-bench", false, "skip the allocation pairs (replay traces only)")
-	fs.StringVar(&o.segments, "segments", "both", "trace replays with classic segments, expandable ones, or both")
-	fs.StringVar(&o.plots, "plots", "", "write each trace replay's Chrome trace, timeline and peak segment map into this folder")
-	fs.BoolVar(&o.plan, "plan-steps", false, "expandable replays plan the steps of the trace (memory.PoolConfig.PlanSteps)")
-	fs.Float64Var(&o.scale, "scale", 1, "multiply every allocation size of the traces by this: a model of another size with the same pattern (PyTorch's figures stay those of the trace as recorded)")
-	if err := fs.Parse(args); err != nil {
+	o, err := parseOptions(args)
+	if err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if o.minTime <= 0 {
-		return fmt.Errorf("-mintime %v must be positive", o.minTime)
-	}
-	if !(o.scale > 0 && o.scale <= 64) {
-		return fmt.Errorf("-scale %v: want more than 0 and at most 64", o.scale)
-	}
-	if o.segments != "both" && o.segments != "classic" && o.segments != "expandable" {
-		return fmt.Errorf("-segments %q: want both, classic or expandable", o.segments)
-	}
-	if o.reps < 1 || o.reps > 1000 {
-		return fmt.Errorf("-reps %d: want 1 to 1000", o.reps)
 	}
 	rep := report{Rows: []result{}, Bench: "bench-alloc", Date: time.Now().UTC().Format(time.RFC3339), Go: runtime.Version(),
 		CPUs: runtime.NumCPU(), Seed: o.seed, Reps: o.reps, MinTimeMs: float64(o.minTime) / float64(time.Millisecond)}
@@ -174,6 +157,116 @@ func mainErr(args []string) error {
 	return nil
 }
 
+// parseOptions reads the flags and checks them, and the inputs and
+// outputs they name, before any work; its errors are usageErrors.
+func parseOptions(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("bench-alloc", flag.ContinueOnError)
+	fs.StringVar(&o.device, "device", "cuda", "cuda (device 0) or cpu (the pool over host memory only)")
+	fs.DurationVar(&o.minTime, "mintime", 200*time.Millisecond, "shortest timed run")
+	fs.IntVar(&o.reps, "reps", 5, "timed runs per row, and replays per trace and mode; the median is reported")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the mixed workload")
+	fs.Var(&o.traces, "trace", "a PyTorch allocation trace (CSV: action,addr,size,stream) to replay; repeatable")
+	fs.BoolVar(&o.noBench, "no-bench", false, "skip the allocation pairs (replay traces only)")
+	fs.StringVar(&o.segments, "segments", "both", "trace replays with classic segments, expandable ones, or both")
+	fs.StringVar(&o.plots, "plots", "", "write each trace replay's Chrome trace, timeline and peak segment map into this folder")
+	fs.BoolVar(&o.plan, "plan-steps", false, "expandable replays plan the steps of the trace (memory.PoolConfig.PlanSteps)")
+	fs.Float64Var(&o.scale, "scale", 1, "multiply every allocation size of the traces by this: a model of another size with the same pattern (PyTorch's figures stay those of the trace as recorded)")
+	if err := fs.Parse(args); err != nil {
+		return o, usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return o, usageErrorf("unexpected arguments %q", fs.Args())
+	}
+	if o.minTime <= 0 {
+		return o, usageErrorf("-mintime %v must be positive", o.minTime)
+	}
+	if !(o.scale > 0 && o.scale <= 64) {
+		return o, usageErrorf("-scale %v: want more than 0 and at most 64", o.scale)
+	}
+	if o.segments != "both" && o.segments != "classic" && o.segments != "expandable" {
+		return o, usageErrorf("-segments %q: want both, classic or expandable", o.segments)
+	}
+	if o.reps < 1 || o.reps > 1000 {
+		return o, usageErrorf("-reps %d: want 1 to 1000", o.reps)
+	}
+	if o.device != "cuda" && o.device != "cpu" {
+		return o, usageErrorf("-device %q: want cuda or cpu", o.device)
+	}
+	// The flags only a trace replay uses, without a trace, would be ignored.
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if len(o.traces) == 0 {
+		if o.noBench {
+			return o, usageErrorf("-no-bench without -trace: nothing to run")
+		}
+		for _, name := range []string{"plots", "scale", "segments", "plan-steps"} {
+			if set[name] {
+				return o, usageErrorf("-%s: only with -trace", name)
+			}
+		}
+	}
+	if o.plan && o.segments == "classic" {
+		return o, usageErrorf("-plan-steps plans expandable replays: not with -segments classic")
+	}
+	// Every trace is read and checked, and -plots made writable, before
+	// the benchmark: a bad one fails in a second, not after the pairs.
+	for _, path := range o.traces {
+		evs, err := readTrace(path)
+		if err == nil {
+			_, _, _, err = scanTrace(path, evs)
+		}
+		if err != nil {
+			return o, usageErrorf("-trace: %w", err)
+		}
+	}
+	if o.plots != "" {
+		// plotReplay names the files after the trace's base name.
+		names := map[string]string{}
+		for _, path := range o.traces {
+			name := strings.TrimSuffix(filepath.Base(path), ".csv")
+			if prev, ok := names[name]; ok && filepath.Clean(prev) != filepath.Clean(path) {
+				return o, usageErrorf("-plots: -trace %s and -trace %s would both write %s-* there", prev, path, name)
+			}
+			names[name] = path
+		}
+		if err := checkDir(o.plots); err != nil {
+			return o, usageErrorf("-plots: %w", err)
+		}
+	}
+	return o, nil
+}
+
+// usageErrorf is a usageError with fmt.Errorf's message.
+func usageErrorf(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// exitCode is main's exit status for mainErr's error: 0 for none and for
+// -h, 2 for a bad flag, 1 for any other failure.
+func exitCode(err error) int {
+	var ue usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		return 2
+	}
+	return 1
+}
+
+// checkDir makes dir if need be and checks that files can be made in it.
+func checkDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".bench-alloc-check-*")
+	if err != nil {
+		return err
+	}
+	return errors.Join(f.Close(), os.Remove(f.Name()))
+}
+
 // traceLine is the JSON line of one trace.
 type traceLine struct {
 	Bench   string `json:"bench"`
@@ -203,7 +296,11 @@ func replayTrace(path string, newBackend func() memory.Backend, o options) (trac
 		var live int64
 		for i := range ops {
 			if !ops[i].free {
-				ops[i].size = max(1, int64(math.Round(float64(ops[i].size)*o.scale)))
+				scaled := math.Round(float64(ops[i].size) * o.scale)
+				if scaled >= math.MaxInt64 {
+					return res, fmt.Errorf("%s: event %d: -scale %g makes its allocation of %d bytes more than the largest size", path, ops[i].event+1, o.scale, ops[i].size)
+				}
+				ops[i].size = max(1, int64(scaled))
 			}
 		}
 		sizes := make([]int64, slots)

@@ -155,3 +155,117 @@ func TestReplayScaled(t *testing.T) {
 	assert.Equal(t, one.TorchPeakReserved, half.TorchPeakReserved, "PyTorch's figures are the trace's")
 	require.ErrorContains(t, mainErr([]string{"-device", "cpu", "-scale", "0"}), "-scale")
 }
+
+// The replay's times are appended in run order: median must not assume
+// them sorted.
+func TestMedianUnsorted(t *testing.T) {
+	assert.Equal(t, 2.0, median([]float64{9, 1, 2}))
+	assert.Equal(t, 2.5, median([]float64{9, 3, 1, 2}))
+	ns := []float64{9, 1, 2}
+	median(ns)
+	assert.Equal(t, []float64{9, 1, 2}, ns, "the caller's slice is left as it was")
+}
+
+// Flag errors exit with 2, -h with 0, failures of the run with 1, as
+// train-gpt does.
+func TestExitCodes(t *testing.T) {
+	for _, c := range []struct {
+		args string
+		code int
+	}{
+		{"-h", 0},
+		{"-bogus", 2},
+		{"-reps 0", 2},
+		{"-device tpu", 2},
+		{"-segments some", 2},
+		{"extra", 2},
+	} {
+		err := mainErr(strings.Fields(c.args))
+		require.Error(t, err, c.args)
+		assert.Equal(t, c.code, exitCode(err), c.args)
+	}
+	assert.Equal(t, 0, exitCode(nil))
+	assert.Equal(t, 1, exitCode(os.ErrNotExist))
+}
+
+// A trace without a single allocation has nothing to replay: its report
+// would be all zeros (ratios over a peak of 0 bytes).
+func TestReplayRejectsTraceWithoutAllocations(t *testing.T) {
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		"segments": "action,addr,size,stream\nsegment_alloc,4096,2097152,0\nsegment_free,4096,2097152,0\n",
+		"frees":    "action,addr,size,stream\nfree_completed,4096,512,0\n",
+	} {
+		path := filepath.Join(dir, name+".csv")
+		require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+		_, err := replayTrace(path, func() memory.Backend { return memory.NewHostBackend(memory.TierDevice) }, options{segments: "both", reps: 1, scale: 1})
+		require.ErrorContains(t, err, "no allocations", name)
+	}
+}
+
+// -scale must not turn a huge allocation into a tiny one by overflowing
+// the conversion back to an integer.
+func TestReplayScaledOverflow(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "big.csv")
+	require.NoError(t, os.WriteFile(path, []byte("action,addr,size,stream\nalloc,4096,144115188075855872,0\nfree_completed,4096,144115188075855872,0\n"), 0o644))
+	_, err := replayTrace(path, func() memory.Backend { return memory.NewHostBackend(memory.TierDevice) }, options{segments: "classic", reps: 1, scale: 64})
+	require.ErrorContains(t, err, "-scale")
+}
+
+// -plots that cannot be written, a -trace that cannot be read or is
+// malformed, and the flags that only a trace replay uses without any
+// -trace are refused before any benchmark runs, naming the flag.
+func TestFlagsCheckedBeforeWork(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	bad := filepath.Join(dir, "bad.csv")
+	require.NoError(t, os.WriteFile(bad, []byte("action,addr,size,stream\nalloc,4096,512,0\nalloc,4096,512,0\n"), 0o644))
+	trace := filepath.Join(traceDir, "trace-char-fp32.csv")
+	other := filepath.Join(dir, "other")
+	require.NoError(t, os.Mkdir(other, 0o755))
+	data, err := os.ReadFile(trace)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(other, "trace-char-fp32.csv"), data, 0o644))
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-plots", filepath.Join(file, "sub"), "-trace", trace}, "-plots"},
+		{[]string{"-trace", filepath.Join(dir, "missing.csv")}, "-trace"},
+		{[]string{"-trace", bad}, "which is live"},
+		{[]string{"-no-bench"}, "-no-bench"},
+		{[]string{"-plots", dir}, "-plots"},
+		{[]string{"-scale", "2"}, "-scale"},
+		{[]string{"-segments", "classic"}, "-segments"},
+		{[]string{"-plan-steps"}, "-plan-steps"},
+		{[]string{"-plan-steps", "-segments", "classic", "-trace", trace}, "-plan-steps"},
+		// Both would write trace-char-fp32-*.png into -plots, the second over the first.
+		{[]string{"-plots", dir, "-trace", trace, "-trace", filepath.Join(other, "trace-char-fp32.csv")}, "-plots"},
+	} {
+		start := time.Now()
+		// No -no-bench: the pairs would take seconds if they ran first.
+		err := mainErr(append([]string{"-device", "cpu"}, c.args...))
+		require.Error(t, err, "%q", c.args)
+		assert.Contains(t, err.Error(), c.want, "%q", c.args)
+		assert.Equal(t, 2, exitCode(err), "%q: %v", c.args, err)
+		assert.Less(t, time.Since(start), 2*time.Second, "%q: refused before the benchmark", c.args)
+	}
+}
+
+// With -segments expandable the classic pool does not run: the table
+// must not print its figures as zeros.
+func TestTableWithoutClassic(t *testing.T) {
+	res, err := replayTrace(filepath.Join(traceDir, "trace-char-fp32.csv"),
+		func() memory.Backend { return memory.NewHostBackend(memory.TierDevice) }, options{segments: "expandable", reps: 1, scale: 1})
+	require.NoError(t, err)
+	var b strings.Builder
+	printTables(&b, &report{Traces: []traceResult{res}})
+	for line := range strings.Lines(b.String()) {
+		if strings.HasPrefix(line, "| trace-char-fp32.csv") {
+			assert.NotContains(t, line, "| 0 B | 0.0000 | 0 |", "classic not replayed: %s", line)
+			return
+		}
+	}
+	t.Fatalf("no row for the trace in\n%s", b.String())
+}

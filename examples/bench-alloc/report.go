@@ -53,14 +53,18 @@ func printTables(w io.Writer, rep *report) {
 				exp = fmt.Sprintf("%s | %.4f | %.0f | %d / %d / %d", memory.FormatBytes(x.PeakReserved), x.Ratio, x.NsPerCall, x.Maps, x.Unmaps, x.Syncs)
 			}
 			c := t.Classic
+			classic := fmt.Sprintf("%s | %.4f | %.0f", memory.FormatBytes(c.PeakReserved), c.Ratio, c.NsPerCall)
+			if c.Mode == "" {
+				classic = "- | - | -" // not replayed (-segments expandable)
+			}
 			file := t.File
 			if t.Scale != 0 {
 				file += fmt.Sprintf(" x%g", t.Scale)
 				bound, boundRatio = "-", "-" // PyTorch's figures are of the trace as recorded
 			}
-			fmt.Fprintf(w, "| %s | %d | %s | %s | %.3f | %s | %s | %s | %.4f | %.0f | %s |\n", file, t.Allocs,
+			fmt.Fprintf(w, "| %s | %d | %s | %s | %.3f | %s | %s | %s | %s |\n", file, t.Allocs,
 				memory.FormatBytes(t.PeakRequested), memory.FormatBytes(t.TorchPeakReserved), t.TorchRatio, bound, boundRatio,
-				memory.FormatBytes(c.PeakReserved), c.Ratio, c.NsPerCall, exp)
+				classic, exp)
 		}
 		fmt.Fprintln(w, "\nRatios are peak reserved over peak requested bytes. PyTorch served some blocks from segments it reserved")
 		fmt.Fprintln(w, "before the trace began; the trace's segment events miss those, so its in-trace figure is too low and the")

@@ -290,6 +290,9 @@ func scanTrace(path string, evs []traceEvent) (res traceResult, ops []poolOp, sl
 			reserved -= ev.size
 		}
 	}
+	if res.Allocs == 0 {
+		return res, nil, 0, fmt.Errorf("%s: no allocations to replay", path)
+	}
 	res.LiveAtEnd = len(live)
 	res.TorchPeakReservedLowerBound = -1
 	if !preexistingFreed {

@@ -189,9 +189,10 @@ func (t *timer) finish() (result, error) {
 	return res, nil
 }
 
-// median returns the middle of sorted values (the mean of the two middle
-// ones for an even count).
-func median(sorted []float64) float64 {
+// median returns the middle of the values, in any order (the mean of the
+// two middle ones for an even count); it leaves values as they are.
+func median(values []float64) float64 {
+	sorted := slices.Sorted(slices.Values(values))
 	n := len(sorted)
 	if n%2 == 1 {
 		return sorted[n/2]

@@ -16,11 +16,13 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,11 +51,32 @@ type result struct {
 	MaxErr    float64 `json:"max_rel_err_vs_plain"` // output and gradients, relative to each one's largest element; fused-qkv against fused+split, 0 for the references
 }
 
+// main exits with 0 on success and for -h, 2 for a bad flag, 1 for a
+// failure of the run.
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	err := run(os.Args[1:])
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "bench-attention:", err)
-		os.Exit(1)
 	}
+	os.Exit(exitCode(err))
+}
+
+// usageError is a bad flag: exit status 2.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+// exitCode is main's exit status for run's error: 0 for none and for -h,
+// 2 for a bad flag, 1 for any other failure.
+func exitCode(err error) int {
+	var ue usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		return 2
+	}
+	return 1
 }
 
 func run(args []string) error {
@@ -67,18 +90,40 @@ func run(args []string) error {
 	iters := fs.Int("iters", 10, "timed iterations (after 2 untimed)")
 	precs := fs.String("precision", "fp32,bf16,fp16", "comma-separated: fp32, fp16, bf16 (autocast)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"B", *B}, {"H", *H}, {"T", *T}, {"hd", *hd}, {"iters", *iters}} {
+		if f.v < 1 {
+			return usageError{fmt.Errorf("-%s %d: want 1 or more", f.name, f.v)}
+		}
+	}
+	if !(*p >= 0 && *p < 1) {
+		return usageError{fmt.Errorf("-dropout %v: want a probability in [0, 1)", *p)}
+	}
+	var states []amp.State
+	for _, prec := range strings.Split(*precs, ",") {
+		st, err := parsePrecision(prec)
+		if err != nil {
+			return usageError{err}
+		}
+		states = append(states, st)
+	}
+	if err := checkDevice(*device); err != nil {
+		return usageError{err}
 	}
 	dev, err := tensor.ParseDevice(*device)
 	if err != nil {
 		return err
 	}
 	var rows []result
-	for _, prec := range strings.Split(*precs, ",") {
-		st, err := parsePrecision(prec)
-		if err != nil {
-			return err
-		}
+	for i, prec := range strings.Split(*precs, ",") {
+		st := states[i]
 		var plain, split [][]float64
 		for _, name := range []string{"plain", "fused", "fused+split", "fused-qkv"} {
 			r := result{Device: dev.String(), Attention: name, Kernels: "gemm+softmax", Precision: prec, B: *B, H: *H, T: *T, HD: *hd, Dropout: *p, Iters: *iters}
@@ -108,7 +153,10 @@ func run(args []string) error {
 			case "fused-qkv":
 				r.MaxErr = maxErr(vals, split)
 			}
-			line, _ := json.Marshal(r)
+			line, err := json.Marshal(r)
+			if err != nil {
+				return fmt.Errorf("%s %s: %w", prec, r.Attention, err)
+			}
 			fmt.Println(string(line))
 			rows = append(rows, r)
 		}
@@ -123,6 +171,25 @@ func run(args []string) error {
 			r.Device, r.Precision, r.Attention, r.Kernels, r.B, r.H, r.T, r.HD, r.FwdMS, r.FwdBwdMS, r.TFLOPS, r.PeakMiB, r.ActMiB, errCol)
 	}
 	return nil
+}
+
+// checkDevice checks the form of -device, as tensor.ParseDevice reads it
+// (the empty string is $STRATA_DEVICE), without opening the device.
+func checkDevice(flagValue string) error {
+	s, what := flagValue, fmt.Sprintf("-device %q", flagValue)
+	if s == "" {
+		s = os.Getenv("STRATA_DEVICE")
+		what = fmt.Sprintf("-device (STRATA_DEVICE=%q)", s)
+	}
+	switch s = strings.ToLower(strings.TrimSpace(s)); {
+	case s == "" || s == "auto" || s == "cpu" || s == "cuda" || s == "gpu":
+		return nil
+	case strings.HasPrefix(s, "cuda:"):
+		if n, err := strconv.Atoi(s[5:]); err == nil && n >= 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: want cpu, cuda or cuda:N", what)
 }
 
 func parsePrecision(s string) (amp.State, error) {

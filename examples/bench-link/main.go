@@ -39,35 +39,58 @@ type row struct {
 	Device    string  `json:"device"`
 }
 
+// options are the flags: -size in bytes, -reps and the -device ordinal.
+type options struct {
+	size, reps, device int
+}
+
+// main exits with 0 on success and for -h, 2 for a bad flag, 1 for a
+// failure of the measurement.
 func main() {
+	o, err := parseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench-link:", err)
+		os.Exit(2)
+	}
+	rows, err := measure(cuda.Device(o.device), o.size, o.reps)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench-link:", err)
+		os.Exit(1)
+	}
+	report(os.Stdout, os.Stderr, rows)
+}
+
+// parseFlags reads and checks the flags; the flag package's own errors
+// and the usage go to stderr.
+func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("bench-link", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	size := fs.String("size", "1GiB", "bytes each direction moves (a size such as 1GiB or 512MiB)")
 	reps := fs.Int("reps", 5, "repetitions of each measurement (the median is reported)")
 	ordinal := fs.Int("device", 0, "CUDA device ordinal")
-	if err := fs.Parse(os.Args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		os.Exit(2)
+	if err := fs.Parse(args); err != nil {
+		return options{}, err
+	}
+	if fs.NArg() > 0 {
+		return options{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	n, err := memory.ParseBudget(*size, 0)
 	if err == nil && (n <= 0 || n%4 != 0) {
 		err = fmt.Errorf("want a positive multiple of 4 bytes, got %d", n)
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "bench-link: -size %q: %v\n", *size, err)
-		os.Exit(2)
+		return options{}, fmt.Errorf("-size %q: %v", *size, err)
 	}
 	if *reps < 1 {
-		fmt.Fprintf(os.Stderr, "bench-link: -reps %d: want at least 1\n", *reps)
-		os.Exit(2)
+		return options{}, fmt.Errorf("-reps %d: want at least 1", *reps)
 	}
-	rows, err := measure(cuda.Device(*ordinal), int(n), *reps)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench-link:", err)
-		os.Exit(1)
+	if *ordinal < 0 {
+		return options{}, fmt.Errorf("-device %d: want a CUDA device ordinal, 0 or more", *ordinal)
 	}
-	report(os.Stdout, os.Stderr, rows)
+	return options{size: int(n), reps: *reps, device: *ordinal}, nil
 }
 
 // buffers is what one measurement copies between: two device buffers,
@@ -112,12 +135,22 @@ func measure(dev cuda.Device, size, reps int) ([]row, error) {
 			if dir == "both" {
 				moved *= 2
 			}
-			med := times[len(times)/2]
+			med := median(times)
 			rows = append(rows, row{Host: host, Direction: dir, Bytes: moved, BestMS: ms(times[0]), MedianMS: ms(med),
 				GBs: float64(moved) / med.Seconds() / 1e9, Device: b.deviceString})
 		}
 	}
 	return rows, nil
+}
+
+// median is the middle of sorted times (the mean of the two middle ones
+// for an even count).
+func median(sorted []time.Duration) time.Duration {
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
 }
 
 func ms(d time.Duration) float64 { return d.Seconds() * 1000 }

@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
+	"io"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -42,4 +45,34 @@ func TestMeasure(t *testing.T) {
 	for _, r := range rows {
 		assert.Positive(t, r.GBs, "%+v", r)
 	}
+}
+
+// The median of an even number of repetitions is the mean of the two
+// middle ones, not the slower of them.
+func TestMedianEven(t *testing.T) {
+	assert.Equal(t, 15*time.Millisecond, median([]time.Duration{10 * time.Millisecond, 20 * time.Millisecond}))
+	assert.Equal(t, 25*time.Millisecond, median([]time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 30 * time.Millisecond, 90 * time.Millisecond}))
+	assert.Equal(t, 20*time.Millisecond, median([]time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 90 * time.Millisecond}))
+}
+
+// Bad flags are refused with exit status 2, naming the flag; -h exits 0.
+func TestFlags(t *testing.T) {
+	for args, want := range map[string]string{
+		"-size 3":      "-size",
+		"-size 0":      "-size",
+		"-size 50%":    "-size",
+		"-reps 0":      "-reps",
+		"-device -1":   "-device",
+		"extra":        "unexpected arguments",
+		"-size 1GiB x": "unexpected arguments",
+	} {
+		_, err := parseFlags(strings.Fields(args), io.Discard)
+		require.Error(t, err, args)
+		assert.Contains(t, err.Error(), want, args)
+	}
+	o, err := parseFlags([]string{"-size", "8MiB", "-reps", "2", "-device", "1"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, options{size: 8 << 20, reps: 2, device: 1}, o)
+	_, err = parseFlags([]string{"-h"}, io.Discard)
+	require.ErrorIs(t, err, flag.ErrHelp)
 }

@@ -38,6 +38,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -63,6 +64,10 @@ type options struct {
 	attention                             string
 	overlap, pipeline                     bool
 }
+
+// maxBatchTokens bounds -batch times the context: 16M tokens a step, far
+// past what any device trains in one step.
+const maxBatchTokens = 1 << 24
 
 func parse(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
@@ -120,8 +125,15 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 		}
 		o.keepN = n
 	}
-	if _, err := nn.LookupGPTConfig(o.config); err != nil {
+	cfg, err := nn.LookupGPTConfig(o.config)
+	if err != nil {
 		return nil, fmt.Errorf("-config: %w", err)
+	}
+	// A step's token ids and targets are host slices of batch x context
+	// int32s, made before any tensor: past maxBatchTokens they would
+	// crash the Go runtime (out of memory) instead of failing.
+	if o.batch > maxBatchTokens/cfg.Context {
+		return nil, fmt.Errorf("-batch %d: %s's batch holds at most %d rows of %d tokens (%d tokens)", o.batch, o.config, maxBatchTokens/cfg.Context, cfg.Context, maxBatchTokens)
 	}
 	if _, err := parsePrecision(o.precision); err != nil {
 		return nil, err
@@ -138,8 +150,23 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	if _, err := nn.ParseHeadLoss(o.hybridHead); err != nil {
 		return nil, fmt.Errorf("-hybrid-head: %w", err)
 	}
-	if _, err := strategyList(o.strategies); err != nil {
+	names, err := strategyList(o.strategies)
+	if err != nil {
 		return nil, err
+	}
+	if err := checkDevice(o.device); err != nil {
+		return nil, err
+	}
+	// -budget auto is half the device strategy's peak: the device
+	// strategy must run before the hybrid ones that use it.
+	for i, name := range names {
+		flagName, budget := "-budget", o.budget
+		if name == "hybrid-ckpt" && o.ckptBudget != "same" {
+			flagName, budget = "-hybrid-ckpt-budget", o.ckptBudget
+		}
+		if strings.HasPrefix(name, "hybrid") && budget == "auto" && !slices.Contains(names[:i], "device") {
+			return nil, fmt.Errorf("%s auto (half the device strategy's peak) needs the device strategy before %s in -strategies, or a size", flagName, name)
+		}
 	}
 	if o.budget != "auto" {
 		if _, err := parseBudget(o.budget, 1<<40); err != nil {
@@ -158,6 +185,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 		}
 	}
 	if o.jsonOut != "" {
+		if o.pngOut != "" && samePath(o.jsonOut, o.pngOut) {
+			return nil, fmt.Errorf("-json %s: the same file as -png", o.jsonOut)
+		}
 		if err := checkWritable(o.jsonOut); err != nil {
 			return nil, fmt.Errorf("-json: %w", err)
 		}
@@ -165,14 +195,53 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	return o, nil
 }
 
-// checkWritable creates path's file up front, so that a bad path fails
-// before any training; it is rewritten at the end.
+// checkWritable checks up front that path's file can be written, so that
+// a bad path fails before any training; a file it had to create is
+// removed again, so that a run that fails leaves none.
 func checkWritable(path string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, os.ErrExist) {
+		f, err = os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		return f.Close()
+	}
 	if err != nil {
 		return err
 	}
-	return f.Close()
+	return errors.Join(f.Close(), os.Remove(path))
+}
+
+// samePath reports whether a and b name the same file.
+func samePath(a, b string) bool {
+	aa, errA := filepath.Abs(a)
+	ab, errB := filepath.Abs(b)
+	if errA == nil && errB == nil && aa == ab {
+		return true
+	}
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
+}
+
+// checkDevice checks the form of -device, as tensor.ParseDevice reads it
+// (the empty string is $STRATA_DEVICE), without opening the device.
+func checkDevice(flagValue string) error {
+	s, what := flagValue, fmt.Sprintf("-device %q", flagValue)
+	if s == "" {
+		s = os.Getenv("STRATA_DEVICE")
+		what = fmt.Sprintf("-device (STRATA_DEVICE=%q)", s)
+	}
+	switch s = strings.ToLower(strings.TrimSpace(s)); {
+	case s == "" || s == "auto" || s == "cpu" || s == "cuda" || s == "gpu":
+		return nil
+	case strings.HasPrefix(s, "cuda:"):
+		if n, err := strconv.Atoi(s[5:]); err == nil && n >= 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: want cpu, cuda, cuda:N or auto", what)
 }
 
 func main() {

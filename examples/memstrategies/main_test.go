@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -84,4 +85,58 @@ func runRows(t *testing.T, args ...string) ([]result, string) {
 		rows = append(rows, r)
 	}
 	return rows, stderr.String()
+}
+
+// Flags checked before any strategy trains: a malformed -device, a
+// -budget auto with no device strategy before the hybrid ones (it is half
+// the device strategy's peak), one file for -png and -json.
+func TestFlagsBeforeWork(t *testing.T) {
+	dir := t.TempDir()
+	same := filepath.Join(dir, "same")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-device", "tpu"}, "-device"},
+		{[]string{"-device", "cuda:x"}, "-device"},
+		{[]string{"-strategies", "hybrid"}, "-budget auto"},
+		{[]string{"-strategies", "zerocopy,hybrid"}, "-budget auto"},
+		{[]string{"-strategies", "hybrid,device"}, "-budget auto"},
+		{[]string{"-strategies", "device-fused,hybrid-ckpt"}, "-budget auto"},
+		{[]string{"-strategies", "hybrid-ckpt", "-budget", "1GiB", "-hybrid-ckpt-budget", "auto"}, "-hybrid-ckpt-budget auto"},
+		{[]string{"-png", same, "-json", same}, "-json"},
+		// The batch's token ids are Go slices: a batch past any memory
+		// crashed the runtime (fatal error: out of memory, a stack trace).
+		{[]string{"-batch", "100000000000"}, "-batch"},
+		{[]string{"-batch", "9223372036854775807"}, "-batch"},
+	} {
+		_, err := parse(append([]string{"-config", "tiny"}, c.args...), &bytes.Buffer{})
+		require.Error(t, err, "%q", c.args)
+		assert.Contains(t, err.Error(), c.want, "%q", c.args)
+	}
+	for _, args := range [][]string{
+		{"-strategies", "device,hybrid"},
+		{"-strategies", "hybrid", "-budget", "1GiB"},
+		{"-strategies", "hybrid-ckpt", "-hybrid-ckpt-budget", "off"},
+		{"-strategies", "device,hybrid-ckpt", "-hybrid-ckpt-budget", "auto"},
+		{"-device", "cuda:1"},
+	} {
+		_, err := parse(append([]string{"-config", "tiny", "-png", ""}, args...), &bytes.Buffer{})
+		require.NoError(t, err, "%q", args)
+	}
+}
+
+// Checking that -png and -json can be written leaves no empty file
+// behind (a run that then fails, -device cuda without a GPU, would leave
+// it), and keeps a file that was there.
+func TestCheckWritableLeavesNoFile(t *testing.T) {
+	dir := t.TempDir()
+	png, js := filepath.Join(dir, "m.png"), filepath.Join(dir, "m.jsonl")
+	require.NoError(t, os.WriteFile(js, []byte("old\n"), 0o644))
+	_, err := parse([]string{"-png", png, "-json", js}, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.NoFileExists(t, png)
+	data, err := os.ReadFile(js)
+	require.NoError(t, err)
+	assert.Equal(t, "old\n", string(data))
 }
