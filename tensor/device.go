@@ -76,27 +76,50 @@ func CUDA(ordinal int) (Device, error) {
 // "auto" (the first CUDA device when one works, else the CPU). The empty
 // string means the STRATA_DEVICE environment variable, or "auto".
 func ParseDevice(s string) (Device, error) {
+	kind, n, err := deviceName(s)
+	switch {
+	case err != nil:
+		return nil, err
+	case kind == "auto":
+		if d, err := CUDA(0); err == nil {
+			return d, nil
+		}
+		return CPU(), nil
+	case kind == "cpu":
+		return CPU(), nil
+	}
+	return CUDA(n)
+}
+
+// CheckDeviceName reports whether s names a device as ParseDevice reads
+// it (the empty string is $STRATA_DEVICE), without opening the device:
+// for checking a flag before any work.
+func CheckDeviceName(s string) error {
+	_, _, err := deviceName(s)
+	return err
+}
+
+// deviceName parses a device name for ParseDevice: kind is auto, cpu or
+// cuda, with the CUDA ordinal.
+func deviceName(s string) (kind string, ordinal int, err error) {
 	if s == "" {
 		s = os.Getenv("STRATA_DEVICE")
 	}
 	switch s = strings.ToLower(strings.TrimSpace(s)); {
 	case s == "" || s == "auto":
-		if d, err := CUDA(0); err == nil {
-			return d, nil
-		}
-		return CPU(), nil
+		return "auto", 0, nil
 	case s == "cpu":
-		return CPU(), nil
+		return "cpu", 0, nil
 	case s == "cuda" || s == "gpu":
-		return CUDA(0)
+		return "cuda", 0, nil
 	case strings.HasPrefix(s, "cuda:"):
 		n, err := strconv.Atoi(s[5:])
 		if err != nil || n < 0 {
-			return nil, fmt.Errorf("tensor: bad device %q: want cuda:N with N >= 0: %w", s, ErrDevice)
+			return "", 0, fmt.Errorf("tensor: bad device %q: want cuda:N with N >= 0: %w", s, ErrDevice)
 		}
-		return CUDA(n)
+		return "cuda", n, nil
 	}
-	return nil, fmt.Errorf("tensor: unknown device %q (want cpu, cuda, cuda:N or auto): %w", s, ErrDevice)
+	return "", 0, fmt.Errorf("tensor: unknown device %q (want cpu, cuda, cuda:N or auto): %w", s, ErrDevice)
 }
 
 // DeviceModel is the hardware's name: the GPU's marketing name for a CUDA

@@ -22,12 +22,12 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/strata-ml/strata/amp"
 	"github.com/strata-ml/strata/autograd"
+	"github.com/strata-ml/strata/internal/cli"
 	"github.com/strata-ml/strata/memory"
 	"github.com/strata-ml/strata/tensor"
 )
@@ -114,7 +114,7 @@ func run(args []string) error {
 		}
 		states = append(states, st)
 	}
-	if err := checkDevice(*device); err != nil {
+	if err := cli.CheckDevice(*device); err != nil {
 		return usageError{err}
 	}
 	dev, err := tensor.ParseDevice(*device)
@@ -171,25 +171,6 @@ func run(args []string) error {
 			r.Device, r.Precision, r.Attention, r.Kernels, r.B, r.H, r.T, r.HD, r.FwdMS, r.FwdBwdMS, r.TFLOPS, r.PeakMiB, r.ActMiB, errCol)
 	}
 	return nil
-}
-
-// checkDevice checks the form of -device, as tensor.ParseDevice reads it
-// (the empty string is $STRATA_DEVICE), without opening the device.
-func checkDevice(flagValue string) error {
-	s, what := flagValue, fmt.Sprintf("-device %q", flagValue)
-	if s == "" {
-		s = os.Getenv("STRATA_DEVICE")
-		what = fmt.Sprintf("-device (STRATA_DEVICE=%q)", s)
-	}
-	switch s = strings.ToLower(strings.TrimSpace(s)); {
-	case s == "" || s == "auto" || s == "cpu" || s == "cuda" || s == "gpu":
-		return nil
-	case strings.HasPrefix(s, "cuda:"):
-		if n, err := strconv.Atoi(s[5:]); err == nil && n >= 0 {
-			return nil
-		}
-	}
-	return fmt.Errorf("%s: want cpu, cuda or cuda:N", what)
 }
 
 func parsePrecision(s string) (amp.State, error) {

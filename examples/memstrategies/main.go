@@ -38,11 +38,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/strata-ml/strata/internal/cli"
 	"github.com/strata-ml/strata/nn"
 	"github.com/strata-ml/strata/tensor"
 )
@@ -154,7 +154,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkDevice(o.device); err != nil {
+	if err := cli.CheckDevice(o.device); err != nil {
 		return nil, err
 	}
 	// -budget auto is half the device strategy's peak: the device
@@ -185,7 +185,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 		}
 	}
 	if o.jsonOut != "" {
-		if o.pngOut != "" && samePath(o.jsonOut, o.pngOut) {
+		if o.pngOut != "" && cli.SamePath(o.jsonOut, o.pngOut) {
 			return nil, fmt.Errorf("-json %s: the same file as -png", o.jsonOut)
 		}
 		if err := checkWritable(o.jsonOut); err != nil {
@@ -211,37 +211,6 @@ func checkWritable(path string) error {
 		return err
 	}
 	return errors.Join(f.Close(), os.Remove(path))
-}
-
-// samePath reports whether a and b name the same file.
-func samePath(a, b string) bool {
-	aa, errA := filepath.Abs(a)
-	ab, errB := filepath.Abs(b)
-	if errA == nil && errB == nil && aa == ab {
-		return true
-	}
-	fa, errA := os.Stat(a)
-	fb, errB := os.Stat(b)
-	return errA == nil && errB == nil && os.SameFile(fa, fb)
-}
-
-// checkDevice checks the form of -device, as tensor.ParseDevice reads it
-// (the empty string is $STRATA_DEVICE), without opening the device.
-func checkDevice(flagValue string) error {
-	s, what := flagValue, fmt.Sprintf("-device %q", flagValue)
-	if s == "" {
-		s = os.Getenv("STRATA_DEVICE")
-		what = fmt.Sprintf("-device (STRATA_DEVICE=%q)", s)
-	}
-	switch s = strings.ToLower(strings.TrimSpace(s)); {
-	case s == "" || s == "auto" || s == "cpu" || s == "cuda" || s == "gpu":
-		return nil
-	case strings.HasPrefix(s, "cuda:"):
-		if n, err := strconv.Atoi(s[5:]); err == nil && n >= 0 {
-			return nil
-		}
-	}
-	return fmt.Errorf("%s: want cpu, cuda, cuda:N or auto", what)
 }
 
 func main() {

@@ -4,11 +4,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/strata-ml/strata/internal/atomicfile"
+	"github.com/strata-ml/strata/internal/cli"
 	"github.com/strata-ml/strata/nn"
 )
 
@@ -170,49 +169,17 @@ func (o *options) checkFiles() error {
 		// -init started from (each once the run has made the new one).
 		for _, in := range ins {
 			allowed := fp[0] == "-state" && in[0] == "-resume" || fp[0] == "-out" && in[0] == "-init"
-			if in[1] != "" && !allowed && samePath(fp[1], in[1]) {
+			if in[1] != "" && !allowed && cli.SamePath(fp[1], in[1]) {
 				return fmt.Errorf("%s %s: would overwrite %s", fp[0], fp[1], in[0])
 			}
 		}
 		for _, prev := range outs[:i] {
-			if prev[1] != "" && samePath(fp[1], prev[1]) {
+			if prev[1] != "" && cli.SamePath(fp[1], prev[1]) {
 				return fmt.Errorf("%s %s: the same file as %s", fp[0], fp[1], prev[0])
 			}
 		}
 	}
 	return nil
-}
-
-// samePath reports whether a and b name the same file: the same absolute
-// path, or, when both exist, the same file through a link.
-func samePath(a, b string) bool {
-	aa, errA := filepath.Abs(a)
-	ab, errB := filepath.Abs(b)
-	if errA == nil && errB == nil && aa == ab {
-		return true
-	}
-	fa, errA := os.Stat(a)
-	fb, errB := os.Stat(b)
-	return errA == nil && errB == nil && os.SameFile(fa, fb)
-}
-
-// checkDevice checks the form of -device (or $STRATA_DEVICE when -device
-// is empty), as tensor.ParseDevice reads it, without opening the device.
-func checkDevice(flagValue string) error {
-	s, what := flagValue, fmt.Sprintf("-device %q", flagValue)
-	if s == "" {
-		s = os.Getenv("STRATA_DEVICE")
-		what = fmt.Sprintf("-device (STRATA_DEVICE=%q)", s)
-	}
-	switch s = strings.ToLower(strings.TrimSpace(s)); {
-	case s == "" || s == "auto" || s == "cpu" || s == "cuda" || s == "gpu":
-		return nil
-	case strings.HasPrefix(s, "cuda:"):
-		if n, err := strconv.Atoi(s[5:]); err == nil && n >= 0 {
-			return nil
-		}
-	}
-	return fmt.Errorf("%s: want cpu, cuda, cuda:N or auto", what)
 }
 
 // readable opens path for reading and refuses a directory.

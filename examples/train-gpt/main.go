@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/strata-ml/strata/amp"
+	"github.com/strata-ml/strata/internal/cli"
 	"github.com/strata-ml/strata/memory"
 	"github.com/strata-ml/strata/nn"
 	"github.com/strata-ml/strata/tensor"
@@ -175,7 +176,7 @@ func parseFlags(args []string) (*options, error) {
 	if err := o.checkExplicit(fs); err != nil {
 		return nil, err
 	}
-	if err := checkDevice(o.device); err != nil {
+	if err := cli.CheckDevice(o.device); err != nil {
 		return nil, err
 	}
 	o.bench = o.bench || o.memTrace != "" || o.memPlot != "" // memory capture runs -bench's steps (memcapture.go)
