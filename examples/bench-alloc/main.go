@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/strata-ml/strata/cuda"
+	"github.com/strata-ml/strata/internal/cli"
 	"github.com/strata-ml/strata/memory"
 )
 
@@ -89,13 +90,8 @@ func main() {
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "bench-alloc:", err)
 	}
-	os.Exit(exitCode(err))
+	os.Exit(cli.ExitCode(err))
 }
-
-// usageError is a bad flag: exit status 2.
-type usageError struct{ error }
-
-func (e usageError) Unwrap() error { return e.error }
 
 func mainErr(args []string) error {
 	o, err := parseOptions(args)
@@ -173,41 +169,41 @@ func parseOptions(args []string) (options, error) {
 	fs.BoolVar(&o.plan, "plan-steps", false, "expandable replays plan the steps of the trace (memory.PoolConfig.PlanSteps)")
 	fs.Float64Var(&o.scale, "scale", 1, "multiply every allocation size of the traces by this: a model of another size with the same pattern (PyTorch's figures stay those of the trace as recorded)")
 	if err := fs.Parse(args); err != nil {
-		return o, usageError{err}
+		return o, cli.UsageError{Err: err}
 	}
 	if fs.NArg() > 0 {
-		return o, usageErrorf("unexpected arguments %q", fs.Args())
+		return o, cli.Usagef("unexpected arguments %q", fs.Args())
 	}
 	if o.minTime <= 0 {
-		return o, usageErrorf("-mintime %v must be positive", o.minTime)
+		return o, cli.Usagef("-mintime %v must be positive", o.minTime)
 	}
 	if !(o.scale > 0 && o.scale <= 64) {
-		return o, usageErrorf("-scale %v: want more than 0 and at most 64", o.scale)
+		return o, cli.Usagef("-scale %v: want more than 0 and at most 64", o.scale)
 	}
 	if o.segments != "both" && o.segments != "classic" && o.segments != "expandable" {
-		return o, usageErrorf("-segments %q: want both, classic or expandable", o.segments)
+		return o, cli.Usagef("-segments %q: want both, classic or expandable", o.segments)
 	}
 	if o.reps < 1 || o.reps > 1000 {
-		return o, usageErrorf("-reps %d: want 1 to 1000", o.reps)
+		return o, cli.Usagef("-reps %d: want 1 to 1000", o.reps)
 	}
 	if o.device != "cuda" && o.device != "cpu" {
-		return o, usageErrorf("-device %q: want cuda or cpu", o.device)
+		return o, cli.Usagef("-device %q: want cuda or cpu", o.device)
 	}
 	// The flags only a trace replay uses, without a trace, would be ignored.
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if len(o.traces) == 0 {
 		if o.noBench {
-			return o, usageErrorf("-no-bench without -trace: nothing to run")
+			return o, cli.Usagef("-no-bench without -trace: nothing to run")
 		}
 		for _, name := range []string{"plots", "scale", "segments", "plan-steps"} {
 			if set[name] {
-				return o, usageErrorf("-%s: only with -trace", name)
+				return o, cli.Usagef("-%s: only with -trace", name)
 			}
 		}
 	}
 	if o.plan && o.segments == "classic" {
-		return o, usageErrorf("-plan-steps plans expandable replays: not with -segments classic")
+		return o, cli.Usagef("-plan-steps plans expandable replays: not with -segments classic")
 	}
 	// Every trace is read and checked, and -plots made writable, before
 	// the benchmark: a bad one fails in a second, not after the pairs.
@@ -217,7 +213,7 @@ func parseOptions(args []string) (options, error) {
 			_, _, _, err = scanTrace(path, evs)
 		}
 		if err != nil {
-			return o, usageErrorf("-trace: %w", err)
+			return o, cli.Usagef("-trace: %w", err)
 		}
 	}
 	if o.plots != "" {
@@ -226,33 +222,15 @@ func parseOptions(args []string) (options, error) {
 		for _, path := range o.traces {
 			name := strings.TrimSuffix(filepath.Base(path), ".csv")
 			if prev, ok := names[name]; ok && filepath.Clean(prev) != filepath.Clean(path) {
-				return o, usageErrorf("-plots: -trace %s and -trace %s would both write %s-* there", prev, path, name)
+				return o, cli.Usagef("-plots: -trace %s and -trace %s would both write %s-* there", prev, path, name)
 			}
 			names[name] = path
 		}
 		if err := checkDir(o.plots); err != nil {
-			return o, usageErrorf("-plots: %w", err)
+			return o, cli.Usagef("-plots: %w", err)
 		}
 	}
 	return o, nil
-}
-
-// usageErrorf is a usageError with fmt.Errorf's message.
-func usageErrorf(format string, args ...any) error {
-	return usageError{fmt.Errorf(format, args...)}
-}
-
-// exitCode is main's exit status for mainErr's error: 0 for none and for
-// -h, 2 for a bad flag, 1 for any other failure.
-func exitCode(err error) int {
-	var ue usageError
-	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.As(err, &ue):
-		return 2
-	}
-	return 1
 }
 
 // checkDir makes dir if need be and checks that files can be made in it.

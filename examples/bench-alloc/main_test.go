@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-ml/strata/internal/cli"
 	"github.com/strata-ml/strata/memory"
 )
 
@@ -182,10 +183,10 @@ func TestExitCodes(t *testing.T) {
 	} {
 		err := mainErr(strings.Fields(c.args))
 		require.Error(t, err, c.args)
-		assert.Equal(t, c.code, exitCode(err), c.args)
+		assert.Equal(t, c.code, cli.ExitCode(err), c.args)
 	}
-	assert.Equal(t, 0, exitCode(nil))
-	assert.Equal(t, 1, exitCode(os.ErrNotExist))
+	assert.Equal(t, 0, cli.ExitCode(nil))
+	assert.Equal(t, 1, cli.ExitCode(os.ErrNotExist))
 }
 
 // A trace without a single allocation has nothing to replay: its report
@@ -248,7 +249,7 @@ func TestFlagsCheckedBeforeWork(t *testing.T) {
 		err := mainErr(append([]string{"-device", "cpu"}, c.args...))
 		require.Error(t, err, "%q", c.args)
 		assert.Contains(t, err.Error(), c.want, "%q", c.args)
-		assert.Equal(t, 2, exitCode(err), "%q: %v", c.args, err)
+		assert.Equal(t, 2, cli.ExitCode(err), "%q: %v", c.args, err)
 		assert.Less(t, time.Since(start), 2*time.Second, "%q: refused before the benchmark", c.args)
 	}
 }

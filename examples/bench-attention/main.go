@@ -58,25 +58,7 @@ func main() {
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "bench-attention:", err)
 	}
-	os.Exit(exitCode(err))
-}
-
-// usageError is a bad flag: exit status 2.
-type usageError struct{ error }
-
-func (e usageError) Unwrap() error { return e.error }
-
-// exitCode is main's exit status for run's error: 0 for none and for -h,
-// 2 for a bad flag, 1 for any other failure.
-func exitCode(err error) int {
-	var ue usageError
-	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.As(err, &ue):
-		return 2
-	}
-	return 1
+	os.Exit(cli.ExitCode(err))
 }
 
 func run(args []string) error {
@@ -90,32 +72,32 @@ func run(args []string) error {
 	iters := fs.Int("iters", 10, "timed iterations (after 2 untimed)")
 	precs := fs.String("precision", "fp32,bf16,fp16", "comma-separated: fp32, fp16, bf16 (autocast)")
 	if err := fs.Parse(args); err != nil {
-		return usageError{err}
+		return cli.UsageError{Err: err}
 	}
 	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+		return cli.Usagef("unexpected arguments %q", fs.Args())
 	}
 	for _, f := range []struct {
 		name string
 		v    int
 	}{{"B", *B}, {"H", *H}, {"T", *T}, {"hd", *hd}, {"iters", *iters}} {
 		if f.v < 1 {
-			return usageError{fmt.Errorf("-%s %d: want 1 or more", f.name, f.v)}
+			return cli.Usagef("-%s %d: want 1 or more", f.name, f.v)
 		}
 	}
 	if !(*p >= 0 && *p < 1) {
-		return usageError{fmt.Errorf("-dropout %v: want a probability in [0, 1)", *p)}
+		return cli.Usagef("-dropout %v: want a probability in [0, 1)", *p)
 	}
 	var states []amp.State
 	for _, prec := range strings.Split(*precs, ",") {
 		st, err := parsePrecision(prec)
 		if err != nil {
-			return usageError{err}
+			return cli.UsageError{Err: err}
 		}
 		states = append(states, st)
 	}
 	if err := cli.CheckDevice(*device); err != nil {
-		return usageError{err}
+		return cli.UsageError{Err: err}
 	}
 	dev, err := tensor.ParseDevice(*device)
 	if err != nil {

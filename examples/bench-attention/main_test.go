@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/internal/cli"
 )
 
 // Every bad flag is refused before any row runs, naming the flag, with
@@ -35,12 +37,12 @@ func TestFlags(t *testing.T) {
 		err := run(strings.Fields(base + c.args))
 		require.Error(t, err, c.args)
 		assert.Contains(t, err.Error(), c.want, c.args)
-		assert.Equal(t, 2, exitCode(err), "%s: %v", c.args, err)
+		assert.Equal(t, 2, cli.ExitCode(err), "%s: %v", c.args, err)
 	}
 	err := run([]string{"-h"})
 	require.Error(t, err)
-	assert.Equal(t, 0, exitCode(err))
-	assert.Equal(t, 0, exitCode(nil))
+	assert.Equal(t, 0, cli.ExitCode(err))
+	assert.Equal(t, 0, cli.ExitCode(nil))
 }
 
 // A small run on the CPU succeeds.

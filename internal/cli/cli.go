@@ -1,10 +1,13 @@
-// Package cli holds the checks the example programs share for their
-// flags: that a -device names a device (without opening it) and that two
-// file flags do not name one file. Each program refuses a flag that fails
-// them before any work, with exit status 2.
+// Package cli holds what the example programs share for their flags: the
+// checks that a -device names a device (without opening it) and that two
+// file flags do not name one file, and the exit statuses (0 for -h, 2 for
+// a bad flag, 1 for a failure). Each program refuses a bad flag before
+// any work.
 package cli
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -37,4 +40,29 @@ func SamePath(a, b string) bool {
 	fa, errA := os.Stat(a)
 	fb, errB := os.Stat(b)
 	return errA == nil && errB == nil && os.SameFile(fa, fb)
+}
+
+// UsageError marks a bad flag: the programs exit with status 2 on it.
+type UsageError struct{ Err error }
+
+func (e UsageError) Error() string { return e.Err.Error() }
+func (e UsageError) Unwrap() error { return e.Err }
+
+// Usagef is a UsageError with fmt.Errorf's message.
+func Usagef(format string, args ...any) error {
+	return UsageError{fmt.Errorf(format, args...)}
+}
+
+// ExitCode is a program's exit status for the error that ended it: 0 for
+// none and for -h (flag.ErrHelp), 2 for a bad flag (a UsageError), 1 for
+// any other failure.
+func ExitCode(err error) int {
+	var ue UsageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		return 2
+	}
+	return 1
 }
