@@ -131,8 +131,9 @@ func SaveWeightsLayout(ctx context.Context, path string, ps []*Parameter, meta m
 			t := p.Value
 			if isConv1D(p) {
 				v := p.Value.T()
+				temps = append(temps, v) // before Contiguous, which may run out of memory
 				t = v.Contiguous()
-				temps = append(temps, v, t)
+				temps = append(temps, t)
 			}
 			m[name] = t
 		}
@@ -160,7 +161,8 @@ func SaveWeightsLayout(ctx context.Context, path string, ps []*Parameter, meta m
 // are an error too (strict, like PyTorch's load_state_dict), except the
 // attention's mask buffers (h.N.attn.bias, h.N.attn.masked_bias) and a
 // tied head, lm_head.weight, which must equal the token table when the
-// parameters have one. A refused file changes no parameter.
+// parameters have one. A refused file changes no parameter, and neither
+// does running out of memory while reading it.
 func LoadWeights(path string, ps []*Parameter) (meta map[string]string, err error) {
 	meta, _, err = LoadWeightsLayout(path, ps, LayoutAuto)
 	return meta, err
@@ -219,6 +221,10 @@ func LoadWeightsLayout(path string, ps []*Parameter, layout Layout) (meta map[st
 	c := tensor.NewCtx()
 	if e := tensor.Try(func() {
 		c.WithScope(func() {
+			// Every tensor is made on the device first, contiguous in
+			// the parameter's shape, so that running out of memory
+			// changes no parameter; the copies then allocate nothing.
+			src := make([]*tensor.Tensor, len(ps))
 			for i, p := range ps {
 				s := pl[i]
 				t, err2 := c.FromBytes(p.Value.Device(), s.dt, s.view.Data(), s.shape...)
@@ -226,9 +232,16 @@ func LoadWeightsLayout(path string, ps []*Parameter, layout Layout) (meta map[st
 					panic(err2)
 				}
 				if s.transposed {
-					t = t.T()
+					v := t.T()
+					u := v.Contiguous()
+					v.Release()
+					t.Release()
+					t = u
 				}
-				p.Value.CopyFrom(t)
+				src[i] = t
+			}
+			for i, p := range ps {
+				p.Value.CopyFrom(src[i])
 			}
 		})
 	}); e != nil {
