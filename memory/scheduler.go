@@ -34,7 +34,9 @@ import (
 //   - a cold tensor is promoted back, hottest first, once it has fitted
 //     under the budget less Margin for Patience steps in a row: the margin
 //     and the patience are the hysteresis that keeps a tensor from moving
-//     every step;
+//     every step; only tensors whose role the policy places in the device
+//     tier are promoted (those demoted or spilled), never one the policy
+//     places elsewhere (an embedding table in managed memory);
 //   - when the device tier refuses an allocation below the budget
 //     (fragmentation: a classic pool's segments hold free bytes that no
 //     request fits), the target drops under the level it held then; after
@@ -446,6 +448,13 @@ func (s *Scheduler) move(plan *Plan, entries []*Allocation, budget int64, cold T
 		a := entries[i]
 		st := s.tracked[a]
 		if a.tier == TierDevice || st.changed {
+			continue
+		}
+		if r := s.m.route[a.role]; r != TierDevice {
+			// Not demoted nor spilled: the policy placed it there (an
+			// embedding table in managed memory, with its advice).
+			st.why = fmt.Sprintf("%s: the policy places %s there", a.tier, a.role)
+			st.fits = 0
 			continue
 		}
 		if s.cfg.ColdTouches > 0 && st.rate <= s.cfg.ColdTouches {

@@ -57,7 +57,16 @@ func (m *Manager) OnSpill(fn func(SpillEvent)) {
 // but neither from itself nor plain host memory on a manager whose device
 // tier is not host memory standing in for it.
 func (m *Manager) spillTier(from Tier) Tier {
-	if !m.policy.Spill || from != TierDevice {
+	if !m.policy.Spill {
+		return noTier
+	}
+	return m.spillDest(from)
+}
+
+// spillDest is spillTier under a spilling policy: where the device tier's
+// overflow goes on this manager (noTier: nowhere).
+func (m *Manager) spillDest(from Tier) Tier {
+	if from != TierDevice {
 		return noTier
 	}
 	hostOnly := m.pools[from] != nil && isHostBackend(m.pools[from].backend)

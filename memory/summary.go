@@ -24,6 +24,7 @@ func (m *Manager) Summary() string {
 		}
 	}
 	closed := m.closed
+	spilledTo := m.spillDest(TierDevice)
 	m.mu.Unlock()
 
 	const (
@@ -136,7 +137,7 @@ func (m *Manager) Summary() string {
 	if s.Spills.Count > 0 {
 		rule("-")
 		fmt.Fprintf(&b, "spilled to %s: %d allocations, %s (the device tier was full; Policy.Spill)\n",
-			TierOffload, s.Spills.Count, FormatBytes(s.Spills.Bytes))
+			spilledTo, s.Spills.Count, FormatBytes(s.Spills.Bytes))
 	}
 	rule("=")
 	return b.String()
