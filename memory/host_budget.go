@@ -228,7 +228,11 @@ func ParseHostMemory(s string, limit int64) (int64, error) {
 		case limit <= 0:
 			return 0, fmt.Errorf("a percentage needs the machine's memory, which cannot be read here")
 		}
-		return int64(float64(limit) * f / 100), nil
+		n := int64(float64(limit) * f / 100)
+		if n < 1 {
+			return 0, fmt.Errorf("%g%% of %s is less than a byte", f, FormatBytes(limit))
+		}
+		return n, nil
 	}
 	i := len(s)
 	for i > 0 && (s[i-1] < '0' || s[i-1] > '9') && s[i-1] != '.' {

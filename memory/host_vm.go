@@ -31,11 +31,16 @@ const hostAddressSpace = 64 << 30
 // all the pool's accounting needs but hides two live mappings of a page.
 type hostVM struct {
 	hostBackend
-	reservations map[uintptr][]byte
+	reservations map[uintptr]reservation
 	nextPage     Page
 	pages        map[Page]hostPage // created pages
 	file         pageFile
 }
+
+// reservation is reserved address space: b, page-aligned, within the
+// whole mapping (one page longer, so that an aligned start exists on
+// kernels that do not align large anonymous mappings themselves).
+type reservation struct{ whole, b []byte }
 
 // hostPage is a created page: the number of places it is mapped at, and
 // its offset in the page file (-1: anonymous memory at each place).
@@ -45,7 +50,7 @@ type hostPage struct {
 }
 
 func newHostBackend(tier Tier, name string) Backend {
-	return &hostVM{hostBackend: hostBackend{tier: tier, name: name}, reservations: map[uintptr][]byte{}, pages: map[Page]hostPage{}}
+	return &hostVM{hostBackend: hostBackend{tier: tier, name: name}, reservations: map[uintptr]reservation{}, pages: map[Page]hostPage{}}
 }
 
 func (h *hostVM) Granularity() int64  { return HostPageSize }
@@ -55,22 +60,35 @@ func (h *hostVM) ReserveAddress(size int64) (Region, error) {
 	if err := checkRegionSize(h.name, size); err != nil || size%HostPageSize != 0 {
 		return Region{}, fmt.Errorf("memory: %s: cannot reserve %d bytes of address space: %w", h.name, size, ErrInvalidArgument)
 	}
-	b, err := syscall.Mmap(-1, 0, int(size), syscall.PROT_NONE, syscall.MAP_ANON|syscall.MAP_PRIVATE|syscall.MAP_NORESERVE)
+	// A page more than asked, and the first page-aligned address in it:
+	// Linux aligns large anonymous mappings to 2 MiB only since 6.7.
+	whole, err := syscall.Mmap(-1, 0, int(size+HostPageSize), syscall.PROT_NONE, syscall.MAP_ANON|syscall.MAP_PRIVATE|syscall.MAP_NORESERVE)
 	if err != nil {
 		return Region{}, fmt.Errorf("memory: %s: reserving %s of address space: %w (%w)", h.name, FormatBytes(size), ErrOutOfMemory, err)
 	}
+	off := -uintptr(unsafe.Pointer(&whole[0])) & (HostPageSize - 1)
+	b := whole[off : off+uintptr(size) : off+uintptr(size)]
 	addr := uintptr(unsafe.Pointer(&b[0]))
-	h.reservations[addr] = b
+	h.reservations[addr] = reservation{whole: whole, b: b}
 	return Region{Addr: addr, Host: b, Size: size}, nil
 }
 
+// Free returns a region from Alloc; a reservation is FreeAddress's (the
+// mapping would go, the record of it stay).
+func (h *hostVM) Free(r Region) error {
+	if _, ok := h.reservations[r.Addr]; ok {
+		return fmt.Errorf("memory: %s: Free of address space it reserved (%#x, %d bytes), which FreeAddress gives back: %w", h.name, r.Addr, r.Size, ErrDoubleFree)
+	}
+	return h.hostBackend.Free(r)
+}
+
 func (h *hostVM) FreeAddress(r Region) error {
-	b, ok := h.reservations[r.Addr]
-	if !ok || int64(len(b)) != r.Size {
+	res, ok := h.reservations[r.Addr]
+	if !ok || int64(len(res.b)) != r.Size {
 		return fmt.Errorf("memory: %s: free of address space it did not reserve (%#x, %d bytes): %w", h.name, r.Addr, r.Size, ErrDoubleFree)
 	}
 	delete(h.reservations, r.Addr)
-	return unmapHost(b)
+	return unmapHost(res.whole)
 }
 
 func (h *hostVM) CreatePage() (Page, error) {
@@ -103,8 +121,8 @@ func (h *hostVM) ReleasePage(p Page) error {
 
 // span returns the bytes [addr, addr+n) of the reservation holding them.
 func (h *hostVM) span(addr uintptr, n int64) ([]byte, error) {
-	for base, b := range h.reservations {
-		if addr >= base && addr%HostPageSize == 0 && int64(addr-base)+n <= int64(len(b)) {
+	for base, res := range h.reservations {
+		if b := res.b; addr >= base && addr%HostPageSize == 0 && int64(addr-base)+n <= int64(len(b)) {
 			off := addr - base
 			return b[off : off+uintptr(n)], nil
 		}

@@ -23,7 +23,7 @@ import (
 // pages still made: an *os.File closes itself; the mappings outlive it).
 type pageFile struct {
 	file *os.File
-	fd   int     // file's descriptor while open, 0 when closed
+	fd   int     // file's descriptor while open (which may be 0: file says whether it is)
 	size int64   // the file's length
 	free []int64 // offsets of released pages, for reuse
 }
@@ -31,7 +31,7 @@ type pageFile struct {
 // open makes the memfd; false when the kernel has none (the host backend
 // then maps anonymous memory at each place).
 func (f *pageFile) open() bool {
-	if f.fd > 0 {
+	if f.file != nil {
 		return true
 	}
 	fd, err := unix.MemfdCreate("strata-host-pages", unix.MFD_CLOEXEC)
