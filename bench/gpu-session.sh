@@ -56,7 +56,7 @@ if has tests; then
   timeout 240 .gpu/train-gpt -config char -device cuda -batch 8 -steps 50 -eval-every 0 -quiet -out "" \
     -data /tmp/strata-seq.txt -sample 0 -loss-log "$L/char-gpu-50.jsonl" > "$L/char-gpu-50.log" 2>&1
   say "char 50 steps on cuda: exit $?"
-  python3 - "$L/char-gpu-50.jsonl" bench/results/char-cpu-b8-50steps-seq.jsonl <<'PY' | tee -a "$L/summary.txt"
+  python3 - "$L/char-gpu-50.jsonl" bench/results/char-cpu-b8-50steps-seq-s27.jsonl <<'PY' | tee -a "$L/summary.txt"
 import json, sys
 g = [json.loads(l)["loss"] for l in open(sys.argv[1])]
 c = [json.loads(l)["loss"] for l in open(sys.argv[2])]

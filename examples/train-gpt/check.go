@@ -184,17 +184,34 @@ func (o *options) checkFiles() error {
 
 // readable opens path for reading and refuses a directory.
 func readable(path string) error {
+	fi, err := os.Stat(path) // not Open first: opening a pipe with no writer blocks
+	if err != nil {
+		return err
+	}
+	switch m := fi.Mode(); {
+	case m.IsDir():
+		return fmt.Errorf("%s is a directory", path)
+	case !m.IsRegular():
+		return fmt.Errorf("%s is not a regular file (%s)", path, fileKind(m))
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return err
+	return f.Close()
+}
+
+// fileKind names what a file that is not a regular one is.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	case m&os.ModeSocket != 0:
+		return "a socket"
 	}
-	if fi.IsDir() {
-		return fmt.Errorf("%s is a directory", path)
-	}
-	return nil
+	return "not a file"
 }

@@ -140,7 +140,7 @@ type tokenData struct {
 
 // loadTokens reads -data: a .bin file is token ids already, anything else
 // text for tok. Both parts must hold a window of T+1 tokens with more
-// than one start (fill draws one among len-T-1).
+// than one start (fill draws one among len-T).
 func loadTokens(path string, tok tokenizer.Tokenizer, T int) (*tokenData, error) {
 	var ids []uint16
 	var what string
@@ -162,9 +162,19 @@ func loadTokens(path string, tok tokenizer.Tokenizer, T int) (*tokenData, error)
 
 // tokenizeFile reads a text file and encodes it with tok.
 func tokenizeFile(path string, tok tokenizer.Tokenizer) ([]uint16, string, error) {
-	b, err := os.ReadFile(path)
+	b, err := readData(path)
 	if err != nil {
-		return nil, "", fmt.Errorf("-data: %w", err)
+		return nil, "", err
+	}
+	what := fmt.Sprintf("text, %d bytes", len(b))
+	if _, ok := tok.(tokenizer.Byte); ok {
+		// The ids are the bytes: no ints of 8 bytes a byte in between
+		// (they made a text take 19 times its size).
+		out := make([]uint16, len(b))
+		for i, c := range b {
+			out[i] = uint16(c)
+		}
+		return out, what, nil
 	}
 	start := time.Now()
 	ids := encodeText(tok, string(b))
@@ -172,10 +182,7 @@ func tokenizeFile(path string, tok tokenizer.Tokenizer) ([]uint16, string, error
 	for i, id := range ids {
 		out[i] = uint16(id) // VocabSize <= 65536: checked with the flags
 	}
-	what := fmt.Sprintf("text, %d bytes", len(b))
-	if tok.Name() != "byte" {
-		what += fmt.Sprintf(" in %d %s tokens, tokenized in %v", len(ids), tok.Name(), time.Since(start).Round(time.Millisecond))
-	}
+	what += fmt.Sprintf(" in %d %s tokens, tokenized in %v", len(ids), tok.Name(), time.Since(start).Round(time.Millisecond))
 	return out, what, nil
 }
 
@@ -189,10 +196,29 @@ func (d *tokenData) batch(rng *rand.Rand, xs, ys []int32, B, T int) {
 	fill(d.train, rng, xs, ys, B, T)
 }
 
-// fill writes B windows of T+1 tokens at random offsets of src.
+// readData reads -data, which must be a regular file: a named pipe
+// blocks until something writes to it, and a device may never end
+// (/dev/zero was read until the process ran out of memory).
+func readData(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("-data: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("-data %s: not a regular file (%s)", path, fileKind(fi.Mode()))
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("-data: %w", err)
+	}
+	return b, nil
+}
+
+// fill writes B windows of T+1 tokens at random offsets of src: any of
+// its len(src)-T windows, the last one included.
 func fill(src []uint16, rng *rand.Rand, xs, ys []int32, B, T int) {
 	for b := range B {
-		o := rng.IntN(len(src) - T - 1)
+		o := rng.IntN(len(src) - T)
 		for t := range T {
 			xs[b*T+t] = int32(src[o+t])
 			ys[b*T+t] = int32(src[o+t+1])

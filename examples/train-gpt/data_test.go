@@ -282,7 +282,7 @@ func TestInitFlag(t *testing.T) {
 	var ex *exitError
 	require.True(t, errors.As(err, &ex))
 	require.Equal(t, 2, ex.code)
-	require.Contains(t, ex.msg, "-init: open ")
+	require.Contains(t, ex.msg, "-init: stat ")
 }
 
 // -loss-plot: a PNG next to -out by default, a path of one's own, "off";

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/binary"
 	"fmt"
-	"os"
 
 	"github.com/strata-ml/strata/tokenizer"
 )
@@ -27,9 +26,9 @@ const (
 
 // readTokenFile reads a token file and checks it against tok.
 func readTokenFile(path string, tok tokenizer.Tokenizer) ([]uint16, string, error) {
-	b, err := os.ReadFile(path)
+	b, err := readData(path)
 	if err != nil {
-		return nil, "", fmt.Errorf("-data: %w", err)
+		return nil, "", err
 	}
 	what := "nanoGPT token file (uint16, no header)"
 	body := b
