@@ -2,11 +2,13 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -103,4 +105,32 @@ func TestByteTextMemory(t *testing.T) {
 		}
 	}
 	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(4*len(text)), "bytes allocated to read %d bytes", len(text))
+}
+
+// A state saved on a -data file that has changed since (text appended:
+// the old held-out tail now trains) is refused on -resume, as a state of
+// another run is.
+func TestResumeRefusesChangedData(t *testing.T) {
+	dir := t.TempDir()
+	text := filepath.Join(dir, "text.txt")
+	var sb strings.Builder
+	for i := range 800 {
+		fmt.Fprintf(&sb, "%d\n", i)
+	}
+	require.NoError(t, os.WriteFile(text, []byte(sb.String()), 0o644))
+	state := filepath.Join(dir, "s.state.safetensors")
+	args := []string{"-data", text, "-steps", "4", "-batch", "2", "-device", "cpu", "-quiet", "-out", "", "-state", state,
+		"-eval-every", "0", "-sample", "0", "-loss-plot", "off"}
+	o, err := parseFlags(args)
+	require.NoError(t, err)
+	o.stopAt = 2
+	require.Error(t, run(o)) // interrupted after step 2, its state saved
+	f, err := os.OpenFile(text, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(strings.Repeat("more text\n", 100))
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	o, err = parseFlags(append(args, "-resume", state))
+	require.NoError(t, err)
+	require.ErrorContains(t, run(o), "has changed since the state was saved")
 }

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -46,23 +47,27 @@ const (
 // stream or weights meaningless); the other fields may change, with a
 // note, and the resumed run is then no longer the saved one.
 type runIdentity struct {
-	Config    string  `json:"config"`
-	Data      string  `json:"data"` // absolute path; "" for the addition task
-	Digits    int     `json:"digits"`
-	Tokenizer string  `json:"tokenizer,omitempty"` // "" in states saved before -tokenizer: byte
-	Vocab     int     `json:"vocab,omitempty"`     // the model's; 0 in states saved before -vocab: the config's
-	Batch     int     `json:"batch"`
-	SeqLen    int     `json:"seq_len"`
-	Precision string  `json:"precision"`
-	Attention string  `json:"attention"`
-	Dropout   float64 `json:"dropout"`
-	Steps     int     `json:"steps"`
-	LR        float64 `json:"lr"`
-	MinLR     float64 `json:"min_lr"`
-	Warmup    int     `json:"warmup"`
-	WD        float64 `json:"weight_decay"`
-	Clip      float64 `json:"clip"`
-	Seed      uint64  `json:"seed"`
+	Config string `json:"config"`
+	Data   string `json:"data"` // absolute path; "" for the addition task
+	// DataTokens is -data's training and held-out token counts: the same
+	// path with other contents is other data (nil in states saved before
+	// it was recorded, and for the addition task).
+	DataTokens []int   `json:"data_tokens,omitempty"`
+	Digits     int     `json:"digits"`
+	Tokenizer  string  `json:"tokenizer,omitempty"` // "" in states saved before -tokenizer: byte
+	Vocab      int     `json:"vocab,omitempty"`     // the model's; 0 in states saved before -vocab: the config's
+	Batch      int     `json:"batch"`
+	SeqLen     int     `json:"seq_len"`
+	Precision  string  `json:"precision"`
+	Attention  string  `json:"attention"`
+	Dropout    float64 `json:"dropout"`
+	Steps      int     `json:"steps"`
+	LR         float64 `json:"lr"`
+	MinLR      float64 `json:"min_lr"`
+	Warmup     int     `json:"warmup"`
+	WD         float64 `json:"weight_decay"`
+	Clip       float64 `json:"clip"`
+	Seed       uint64  `json:"seed"`
 }
 
 func identity(o *options, tr *trainer) runIdentity {
@@ -74,7 +79,7 @@ func identity(o *options, tr *trainer) runIdentity {
 	if o.data != "" {
 		digits = 0
 	}
-	return runIdentity{Config: o.config, Data: data, Digits: digits, Tokenizer: o.tokName, Vocab: tr.model.Config.Vocab, Batch: tr.B, SeqLen: tr.T,
+	return runIdentity{Config: o.config, Data: data, DataTokens: tr.dataTokens, Digits: digits, Tokenizer: o.tokName, Vocab: tr.model.Config.Vocab, Batch: tr.B, SeqLen: tr.T,
 		Precision: o.precision, Attention: o.attn.String(), Dropout: tr.model.Config.Dropout,
 		Steps: o.steps, LR: o.lr, MinLR: o.minLR, Warmup: o.warmup, WD: o.wd, Clip: o.clip, Seed: o.seed}
 }
@@ -189,6 +194,8 @@ func compareRuns(saved, now runIdentity) error {
 		return fmt.Errorf("saved by a run with a vocabulary of %d, this one has %d", saved.Vocab, now.Vocab)
 	case saved.Batch != now.Batch || saved.SeqLen != now.SeqLen:
 		return fmt.Errorf("saved by a run with batches of %d x %d tokens, this one has %d x %d", saved.Batch, saved.SeqLen, now.Batch, now.SeqLen)
+	case saved.DataTokens != nil && !slices.Equal(saved.DataTokens, now.DataTokens):
+		return fmt.Errorf("-data %s has changed since the state was saved: %v training and held-out tokens then, %v now", now.Data, saved.DataTokens, now.DataTokens)
 	}
 	var a, b map[string]any
 	ja, _ := json.Marshal(saved)

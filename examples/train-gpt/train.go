@@ -29,9 +29,12 @@ type trainer struct {
 	dev    tensor.Device
 	B, T   int
 	xs, ys []int32
-	c      *tensor.Ctx
-	prec   amp.State
-	scaler *amp.GradScaler
+	// dataTokens is -data's training and held-out token counts (the run's
+	// identity, resume.go); nil for the addition task.
+	dataTokens []int
+	c          *tensor.Ctx
+	prec       amp.State
+	scaler     *amp.GradScaler
 
 	// The data generator (a PCG, whose state the training state saves).
 	dataSrc *rand.PCG
@@ -286,6 +289,9 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 		return err
 	}
 	defer tr.release()
+	if td, ok := data.(*tokenData); ok {
+		tr.dataTokens = []int{len(td.train), len(td.test)}
+	}
 	if o.init != "" {
 		if md, err := tensor.ReadSafetensorsMetadata(o.init); err == nil && md[keyStep] != "" {
 			return fmt.Errorf("-init %s: a training state (after step %s), not weights: continue it with -resume", o.init, md[keyStep])
