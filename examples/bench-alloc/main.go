@@ -51,6 +51,9 @@ type options struct {
 	plots    string
 	scale    float64
 	plan     bool
+	// events is each -trace's events, read once by parseOptions when it
+	// checks them; replayTrace reads a trace that is not here.
+	events map[string][]traceEvent
 }
 
 // report is the JSON line.
@@ -207,6 +210,7 @@ func parseOptions(args []string) (options, error) {
 	}
 	// Every trace is read and checked, and -plots made writable, before
 	// the benchmark: a bad one fails in a second, not after the pairs.
+	o.events = map[string][]traceEvent{}
 	for _, path := range o.traces {
 		evs, err := readTrace(path)
 		if err == nil {
@@ -215,6 +219,7 @@ func parseOptions(args []string) (options, error) {
 		if err != nil {
 			return o, cli.Usagef("-trace: %w", err)
 		}
+		o.events[path] = evs
 	}
 	if o.plots != "" {
 		// plotReplay names the files after the trace's base name.
@@ -256,13 +261,17 @@ type traceLine struct {
 	traceResult
 }
 
-// replayTrace reads a trace and replays it with classic segments and,
+// replayTrace reads a trace (unless parseOptions read it) and replays it
+// with classic segments and,
 // when the backend has the virtual memory API, with expandable ones, each
 // over a fresh backend; with -plots it also writes the pictures of each.
 func replayTrace(path string, newBackend func() memory.Backend, o options) (traceResult, error) {
-	evs, err := readTrace(path)
-	if err != nil {
-		return traceResult{}, err
+	evs, ok := o.events[path]
+	if !ok {
+		var err error
+		if evs, err = readTrace(path); err != nil {
+			return traceResult{}, err
+		}
 	}
 	res, ops, slots, err := scanTrace(path, evs)
 	if err != nil {
