@@ -262,9 +262,8 @@ type traceLine struct {
 }
 
 // replayTrace reads a trace (unless parseOptions read it) and replays it
-// with classic segments and,
-// when the backend has the virtual memory API, with expandable ones, each
-// over a fresh backend; with -plots it also writes the pictures of each.
+// with classic segments and, when the backend has the virtual memory API,
+// with expandable ones, each over a fresh backend; with -plots it also writes the pictures of each.
 func replayTrace(path string, newBackend func() memory.Backend, o options) (traceResult, error) {
 	evs, ok := o.events[path]
 	if !ok {
