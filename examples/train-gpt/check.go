@@ -182,7 +182,8 @@ func (o *options) checkFiles() error {
 	return nil
 }
 
-// readable opens path for reading and refuses a directory.
+// readable opens path for reading and refuses what is not a regular file
+// (a directory, a pipe, a device).
 func readable(path string) error {
 	fi, err := os.Stat(path) // not Open first: opening a pipe with no writer blocks
 	if err != nil {
