@@ -73,13 +73,9 @@ func (v *Var) propagate(grad *tensor.Tensor) error {
 	if err := tensor.WaitOverlapped(v.Value.Device()); err != nil {
 		return err
 	}
-	order := topo(v)
-	for _, u := range order {
-		for _, in := range u.node.inputs {
-			if in != nil && in.consumed {
-				return fmt.Errorf("%w: %s, an input of %s, was consumed by an earlier Backward (Detach a retained var to use it as a leaf)", ErrNoGraph, in, u.Name())
-			}
-		}
+	order, err := topo(v)
+	if err != nil {
+		return err
 	}
 	c := v.Value.Ctx()
 	if c == nil {
@@ -106,8 +102,9 @@ func (v *Var) propagate(grad *tensor.Tensor) error {
 }
 
 // topo returns the vars with nodes reachable from root, inputs before
-// the vars computed from them.
-func topo(root *Var) []*Var {
+// the vars computed from them; or an error wrapping ErrNoGraph when one of
+// their inputs had its graph consumed by an earlier Backward.
+func topo(root *Var) ([]*Var, error) {
 	var order []*Var
 	seen := map[*Var]bool{}
 	type frame struct {
@@ -121,6 +118,9 @@ func topo(root *Var) []*Var {
 		if f.next < len(f.v.node.inputs) {
 			in := f.v.node.inputs[f.next]
 			f.next++
+			if in != nil && in.consumed {
+				return nil, fmt.Errorf("%w: %s, an input of %s, was consumed by an earlier Backward (Detach a retained var to use it as a leaf)", ErrNoGraph, in, f.v.Name())
+			}
 			if in != nil && in.node != nil && !seen[in] {
 				seen[in] = true
 				stack = append(stack, frame{v: in})
@@ -130,7 +130,7 @@ func topo(root *Var) []*Var {
 		order = append(order, f.v)
 		stack = stack[:len(stack)-1]
 	}
-	return order
+	return order, nil
 }
 
 // step runs one node's backward and hands the gradients to its inputs.
