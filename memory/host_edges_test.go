@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // The page file may get descriptor 0 (a program that closed its standard
@@ -20,7 +21,7 @@ func TestHostPageFileOnDescriptorZero(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, syscall.Close(0))
 	defer func() {
-		_ = syscall.Dup2(saved, 0)
+		_ = unix.Dup2(saved, 0) // syscall has no Dup2 on linux/arm64
 		_ = syscall.Close(saved)
 	}()
 	h := newHostBackend(TierHost, "host").(*hostVM)
