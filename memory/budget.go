@@ -7,9 +7,17 @@ import (
 
 // SetLimit caps the bytes tier t's pool may reserve from its backend (0:
 // no cap): the device budget of the hybrid placement, enforced by the
-// pool before the backend is asked. The device tier's limit also covers
-// the managed tier's reserved bytes (unified memory lives on the device
-// that uses it): the budget is all device memory the manager holds.
+// pool before the backend is asked. The device tier's limit also counts
+// the managed tier's reserved bytes (unified memory's pages live on the
+// device that touches them): a device allocation is refused (or spills,
+// under a spilling policy) when device and managed memory together would
+// exceed it. A managed allocation is not refused by it (only by the
+// managed backend's own rule against oversubscribing the device): past
+// the budget it leaves the device pool that much less room, and a
+// Scheduler, which counts managed bytes in its demand, demotes colder
+// tensors to bring the total back under it (as far as tensors below its
+// HotTouches are there to demote). SetLimit(TierManaged, n) caps the
+// managed tier itself.
 // Lowering it below what the pool holds releases the pool's cached
 // segments; live memory stays, and later allocations fail (or spill,
 // under a spilling policy) until enough is freed.

@@ -159,10 +159,12 @@
 //   - A device budget: Config.Limits[TierDevice], or SetLimit at run time
 //     (ParseBudget reads "4GiB", "50%", "0.5"), enforced by the pool before
 //     the backend is asked; Stats.Limits and the summary show it. It
-//     covers all device memory the manager holds: the device tier's
+//     counts all device memory the manager holds: the device tier's
 //     reserved bytes and the managed tier's, whose unified memory lives on
 //     the device that uses it (the hybrid policy advises it to prefer the
-//     device), so cuMemGetInfo's count stays under it too.
+//     device). Device allocations are refused while the two together
+//     would pass it; managed ones are not (SetLimit), and the scheduler
+//     demotes colder tensors to bring the total back under it.
 //   - Spilling (spill.go): under a Policy with Spill (HybridPolicy), an
 //     allocation the device tier cannot serve even after releasing its
 //     cache goes to TierOffload instead of failing, as llm.c falls back to
