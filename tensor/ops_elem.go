@@ -83,9 +83,9 @@ func Binary(op BinaryOp, a, b *Tensor) *Tensor {
 	}
 	sameDevice(name, a, b)
 	sameArith(name, a, b)
-	shape, err := BroadcastShapes(a.shape, b.shape)
-	if err != nil {
-		fail(name, ErrShape, "%v", err)
+	shape, problem := broadcast(a.shape, b.shape)
+	if problem != "" {
+		fail(name, ErrShape, "%s", problem)
 	}
 	l := mergeDims(name, shape, broadcastStrides(a, shape), broadcastStrides(b, shape))
 	out := mustNew(name, ctxOf(name, a, b), a.dev, a.dtype, shape)

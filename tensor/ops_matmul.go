@@ -113,9 +113,9 @@ func MatMulWith(a, b *Tensor, alpha float64, mode MatMulMode) *Tensor {
 	if k != k2 {
 		fail("MatMul", ErrShape, "%v @ %v: inner dimensions %d and %d differ", a.shape, b.shape, k, k2)
 	}
-	bshape, err := BroadcastShapes(a.shape[:ra-2], b.shape[:rb-2])
-	if err != nil {
-		fail("MatMul", ErrShape, "batch axes of %v and %v: %v", a.shape, b.shape, err)
+	bshape, problem := broadcast(a.shape[:ra-2], b.shape[:rb-2])
+	if problem != "" {
+		fail("MatMul", ErrShape, "batch axes of %v and %v: %s", a.shape, b.shape, problem)
 	}
 	out := mustNew("MatMul", ctxOf("MatMul", a, b), a.dev, outDT, append(slices.Clone(bshape), m, n))
 	defer releaseOnPanic(out) // an operand that cannot be copied (operand)

@@ -52,8 +52,18 @@ func mergeDims(op string, shape []int, strides ...[]int) layout.Layout {
 
 // BroadcastShapes returns the NumPy broadcast of shapes a and b.
 func BroadcastShapes(a, b []int) ([]int, error) {
+	out, problem := broadcast(a, b)
+	if problem != "" {
+		return nil, fmt.Errorf("%s: %w", problem, ErrShape)
+	}
+	return out, nil
+}
+
+// broadcast is BroadcastShapes for the ops, which wrap ErrShape
+// themselves: the broadcast shape, or what prevents it.
+func broadcast(a, b []int) (out []int, problem string) {
 	n := max(len(a), len(b))
-	out := make([]int, n)
+	out = make([]int, n)
 	for i := range n {
 		da, db := 1, 1
 		if j := len(a) - n + i; j >= 0 {
@@ -68,10 +78,10 @@ func BroadcastShapes(a, b []int) ([]int, error) {
 		case da == 1:
 			out[i] = db
 		default:
-			return nil, fmt.Errorf("shapes %v and %v do not broadcast (dim %d: %d vs %d): %w", a, b, i, da, db, ErrShape)
+			return nil, fmt.Sprintf("shapes %v and %v do not broadcast (dim %d: %d vs %d)", a, b, i, da, db)
 		}
 	}
-	return out, nil
+	return out, ""
 }
 
 // broadcastStrides gives t's strides for viewing it as shape (stride 0 on

@@ -178,11 +178,12 @@ func (t *Tensor) view(op string, shape, strides []int, offset int) *Tensor {
 // axis normalises a possibly negative axis, panicking when out of range.
 func (t *Tensor) axis(op string, a int) int {
 	r := len(t.shape)
-	if a < 0 {
-		a += r
+	n := a
+	if n < 0 {
+		n += r
 	}
-	if a < 0 || a >= r {
+	if n < 0 || n >= r {
 		fail(op, ErrShape, "axis %d out of range for shape %v", a, t.shape)
 	}
-	return a
+	return n
 }

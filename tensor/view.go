@@ -131,11 +131,12 @@ func (t *Tensor) Expand(shape ...int) *Tensor {
 // Unsqueeze inserts a size-1 axis at position axis (0..Rank). A view.
 func (t *Tensor) Unsqueeze(axis int) *Tensor {
 	t.live("Unsqueeze")
+	given := axis
 	if axis < 0 {
 		axis += len(t.shape) + 1
 	}
 	if axis < 0 || axis > len(t.shape) {
-		fail("Unsqueeze", ErrShape, "axis %d for shape %v", axis, t.shape)
+		fail("Unsqueeze", ErrShape, "axis %d for shape %v", given, t.shape)
 	}
 	stride := 1
 	if axis < len(t.shape) {
