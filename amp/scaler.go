@@ -21,7 +21,7 @@ import (
 // step good without touching the gradients, so the training loop is the
 // same code for every precision:
 //
-//	loss.BackwardScaled(s.LossScale())
+//	loss.BackwardWith(c.Full(dev, tensor.Float32, s.LossScale()))
 //	if s.Unscale(grads) { clip; opt.Step() }
 //	s.Update()
 type GradScaler struct {

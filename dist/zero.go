@@ -21,7 +21,8 @@ import (
 // It implements nn.Optimizer. Call Step on every rank after
 // DataParallel.SyncGradients (and clipping): it needs every rank's
 // gradients equal, and skips, as nn.AdamW does, the parameters without a
-// gradient (after SyncGradients the same ones on every rank). The
+// gradient (after SyncGradients the same ones on every rank); as there,
+// each parameter's bias correction counts its own updates. The
 // trainable parameters must share one float dtype and device. Besides
 // the moments it holds two flat buffers of Size·k elements (parameters
 // and gradients); the gradient one could shrink to k with a
@@ -38,7 +39,8 @@ type ZeroAdamW struct {
 	n, k         int             // elements, elements per rank
 	flatP, flatG *tensor.Tensor  // Size·k each, kept
 	m, v         *tensor.Tensor  // k each: this rank's shard of the moments
-	step         int
+	step         int             // Step calls
+	steps        []int           // updates of each parameter: its bias correction, as nn.AdamW
 }
 
 // NewZeroAdamW returns rank coll.Rank()'s sharded AdamW over params with
@@ -123,6 +125,7 @@ func (o *ZeroAdamW) Release() {
 		}
 	}
 	o.flatP, o.flatG, o.m, o.v = nil, nil, nil, nil
+	o.steps = nil
 }
 
 // Step updates this rank's shard and all-gathers the parameters. On an
@@ -141,6 +144,16 @@ func (o *ZeroAdamW) doStep() error {
 	}
 	lo, hi := o.coll.Rank()*o.k, (o.coll.Rank()+1)*o.k
 	o.step++
+	if o.steps == nil {
+		o.steps = make([]int, len(o.params))
+	}
+	// Every rank counts every parameter with a gradient (the same ones on
+	// every rank), whether its shard holds some of it or not.
+	for i, p := range o.params {
+		if p.Grad != nil {
+			o.steps[i]++
+		}
+	}
 	if err := tensor.Try(func() {
 		for i, p := range o.params {
 			a, b := max(o.offs[i], lo), min(o.offs[i]+p.Value.Numel(), hi)
@@ -165,7 +178,7 @@ func (o *ZeroAdamW) doStep() error {
 			if p.Decay {
 				wd = o.WeightDecay
 			}
-			tensor.AdamWStep(dst, g, m, v, o.LR, o.Beta1, o.Beta2, o.Eps, wd, o.step)
+			tensor.AdamWStep(dst, g, m, v, o.LR, o.Beta1, o.Beta2, o.Eps, wd, o.steps[i])
 			for _, t := range []*tensor.Tensor{dst, gv, g, m, v} {
 				t.Release()
 			}

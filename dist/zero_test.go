@@ -2,6 +2,8 @@ package dist_test
 
 import (
 	"fmt"
+	"math"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/strata-ml/strata/dist"
 	"github.com/strata-ml/strata/nn"
+	"github.com/strata-ml/strata/tensor"
 )
 
 // TestZeroAdamWMatchesAdamW: with the optimizer state sharded (ZeRO-1),
@@ -49,4 +52,80 @@ func TestZeroAdamWShards(t *testing.T) {
 	}
 	_, err := dist.NewZeroAdamW(nil, g.Parameters(), 1e-3, 0)
 	assert.Error(t, err)
+}
+
+// A parameter that first gets a gradient at the second step is
+// bias-corrected from its own first update, as nn.AdamW does (PyTorch's
+// per-parameter step): the ranks' parameters equal nn.AdamW's bit for bit.
+func TestZeroAdamWLateParameter(t *testing.T) {
+	const n, steps = 2, 3
+	grad := func(p *nn.Parameter, s int) {
+		g := tensor.Full(tensor.CPU(), tensor.Float32, 0, p.Value.Numel())
+		vals := g.Float32s()
+		for i := range vals {
+			vals[i] = float32(math.Sin(float64(7*i+13*s+1))) * 0.01
+		}
+		g.CopyFrom(tensor.FromFloat32s(tensor.CPU(), vals, p.Value.Numel()))
+		tensor.Keep(g)
+		p.ZeroGrad()
+		p.Grad = g.Reshape(p.Value.Shape()...)
+		tensor.Keep(p.Grad)
+		g.Release()
+	}
+	// late is the last parameter: no gradient at the first step.
+	setGrads := func(ps []*nn.Parameter, s int) {
+		for i, p := range ps {
+			if s == 0 && i == len(ps)-1 {
+				p.ZeroGrad()
+				continue
+			}
+			grad(p, s)
+		}
+	}
+	ref := newGPT(t, tinyGPT, 3)
+	opt := nn.NewAdamW(ref.Parameters(), 1e-2, 0.1)
+	defer opt.Release()
+	var want [][]float32
+	tensor.WithScope(func() {
+		for s := range steps {
+			setGrads(ref.Parameters(), s)
+			require.NoError(t, opt.Step())
+		}
+		for _, p := range ref.Parameters() {
+			want = append(want, p.Value.Float32s())
+		}
+	})
+	group := dist.NewLocalGroup(n)
+	got := make([][][]float32, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for r := range n {
+		g := newGPT(t, tinyGPT, 3)
+		wg.Go(func() {
+			tensor.WithScope(func() {
+				z, err := dist.NewZeroAdamW(group[r], g.Parameters(), 1e-2, 0.1)
+				if err != nil {
+					errs[r] = err
+					return
+				}
+				defer z.Release()
+				for s := range steps {
+					setGrads(g.Parameters(), s)
+					if errs[r] = z.Step(); errs[r] != nil {
+						return
+					}
+				}
+				for _, p := range g.Parameters() {
+					got[r] = append(got[r], p.Value.Float32s())
+				}
+			})
+		})
+	}
+	wg.Wait()
+	for r := range n {
+		require.NoError(t, errs[r], "rank %d", r)
+		for i := range want {
+			require.True(t, equalBits(want[i], got[r][i]), "rank %d, parameter %d differs from nn.AdamW's", r, i)
+		}
+	}
 }

@@ -262,7 +262,8 @@ func (b *Block) forward(x *autograd.Var, keepGelu bool) *autograd.Var {
 	return autograd.Add(x, b.Drop.Forward(h))
 }
 
-// Forward attends over x (B, T, C).
+// Forward attends over x (B, T, C). It panics with an *tensor.OpError
+// wrapping tensor.ErrShape when x is not 3-D or Heads does not divide C.
 func (a *CausalSelfAttention) Forward(x *autograd.Var) *autograd.Var {
 	s := x.Value.Shape()
 	if len(s) != 3 {
@@ -270,6 +271,9 @@ func (a *CausalSelfAttention) Forward(x *autograd.Var) *autograd.Var {
 	}
 	B, T, C := s[0], s[1], s[2]
 	H := a.Heads
+	if H <= 0 || C%H != 0 {
+		panic(&tensor.OpError{Op: "CausalSelfAttention", Msg: fmt.Sprintf("%d heads for width %d: want a positive number of heads dividing the width", H, C), Err: tensor.ErrShape})
+	}
 	if a.Attention == AttentionFused {
 		// The heads of qkv in place, y (B, T, C) with its heads side by
 		// side: no split or merge copies. The op takes qkv in the

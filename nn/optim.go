@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/strata-ml/strata/autograd"
 	"github.com/strata-ml/strata/memory"
@@ -23,6 +24,10 @@ type Optimizer interface {
 // AdamW is PyTorch's torch.optim.AdamW (decoupled weight decay), applied
 // to parameters with Decay set; others get weight decay 0 (nanoGPT's
 // grouping). Moments are allocated on first use with role optimizer.
+// As in PyTorch, each parameter counts its own updates (state["step"]),
+// which its bias correction uses: a parameter that first gets a gradient
+// at a later step (one unfrozen, or not reached by the first steps'
+// losses) starts its bias correction at 1 as well.
 type AdamW struct {
 	Params                []*Parameter
 	LR, Beta1, Beta2, Eps float64
@@ -65,14 +70,16 @@ type AdamW struct {
 	// that an update bound by the bus stays resident and busy while the
 	// forward pass beside it has the other SMs.
 	PipelineWidth int
-	step          int
+	step          int                // Step calls
+	steps         map[*Parameter]int // updates of each parameter: its bias correction
+	guarded       []*Parameter       // what the last StepGuarded queued, for CommitGuarded
 	m, v          map[*Parameter]*tensor.Tensor
 }
 
 // NewAdamW returns AdamW with PyTorch's defaults for the betas and eps.
 func NewAdamW(ps []*Parameter, lr, weightDecay float64) *AdamW {
 	return &AdamW{Params: ps, LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: weightDecay,
-		m: map[*Parameter]*tensor.Tensor{}, v: map[*Parameter]*tensor.Tensor{}}
+		steps: map[*Parameter]int{}, m: map[*Parameter]*tensor.Tensor{}, v: map[*Parameter]*tensor.Tensor{}}
 }
 
 // SetLR sets the learning rate.
@@ -81,42 +88,67 @@ func (o *AdamW) SetLR(lr float64) { o.LR = lr }
 // Steps is the number of steps taken.
 func (o *AdamW) Steps() int { return o.step }
 
-// Step updates every parameter with a gradient. The moments a first step
-// needs are allocated before any parameter changes, so a step that runs
-// out of memory leaves the parameters and the step count as they were.
+// Step updates every parameter with a gradient, each bias-corrected by its
+// own update count (one launch per count when they differ). The moments a
+// first step needs are allocated before any parameter changes, so a step
+// that runs out of memory leaves the parameters and the step counts as
+// they were.
 func (o *AdamW) Step() error {
 	return tensor.Try(func() {
-		pp, ps, gs, ms, vs, wds := o.updates()
-		// One launch for every parameter of a device and dtype
-		// (tensor.AdamWSteps checks them all before changing any), or one
-		// a group when overlapped or pipelined.
-		switch {
-		case o.Pipeline:
-			tensor.AdamWStepsPipelined(ps, gs, ms, vs, wds, o.LR, o.Beta1, o.Beta2, o.Eps, o.step+1, PipelineGroups(pp), o.PipelineWidth,
-				func(lo, hi int) {
-					for _, p := range pp[lo:hi] {
-						p.ZeroGrad()
-					}
-				})
-		case o.Overlap:
-			tensor.AdamWStepsOverlapped(ps, gs, ms, vs, wds, o.LR, o.Beta1, o.Beta2, o.Eps, o.step+1, overlapGroup(ps))
-		default:
-			tensor.AdamWSteps(ps, gs, ms, vs, wds, o.LR, o.Beta1, o.Beta2, o.Eps, o.step+1)
+		us := o.updates()
+		for _, u := range us {
+			o.apply(u)
 		}
 		o.step++
+		for _, u := range us {
+			for _, p := range u.pp {
+				o.steps[p]++
+			}
+		}
 	})
 }
 
+// apply runs one update of u's parameters: one launch for every
+// parameter of a device and dtype (tensor.AdamWSteps checks them all
+// before changing any), or one a group when overlapped or pipelined.
+func (o *AdamW) apply(u adamwUpdate) {
+	switch {
+	case o.Pipeline:
+		tensor.AdamWStepsPipelined(u.ps, u.gs, u.ms, u.vs, u.wds, o.LR, o.Beta1, o.Beta2, o.Eps, u.step, PipelineGroups(u.pp), o.PipelineWidth,
+			func(lo, hi int) {
+				for _, p := range u.pp[lo:hi] {
+					p.ZeroGrad()
+				}
+			})
+	case o.Overlap:
+		tensor.AdamWStepsOverlapped(u.ps, u.gs, u.ms, u.vs, u.wds, o.LR, o.Beta1, o.Beta2, o.Eps, u.step, overlapGroup(u.ps))
+	default:
+		tensor.AdamWSteps(u.ps, u.gs, u.ms, u.vs, u.wds, o.LR, o.Beta1, o.Beta2, o.Eps, u.step)
+	}
+}
+
+// adamwUpdate is the parameters of one step that share a step count: their
+// values, gradients, moments and weight decays, in the order of Params.
+type adamwUpdate struct {
+	step           int // the count this update makes them (1-based)
+	pp             []*Parameter
+	ps, gs, ms, vs []*tensor.Tensor
+	wds            []float64
+}
+
 // updates lists the parameters with a gradient, with their values,
-// gradients, moments and weight decays. The moments a first step needs
-// are allocated before any list is made (panicking with an *OpError when
-// memory runs out), so a step that fails leaves everything as it was.
-func (o *AdamW) updates() (pp []*Parameter, ps, gs, ms, vs []*tensor.Tensor, wds []float64) {
+// gradients, moments and weight decays, one list per step count (one in a
+// run where every parameter is updated at every step). The moments a
+// first step needs are allocated before any list is made (panicking with
+// an *OpError when memory runs out), so a step that fails leaves
+// everything as it was.
+func (o *AdamW) updates() []adamwUpdate {
 	for _, p := range o.Params {
 		if p.Grad != nil && p.RequiresGrad() {
 			o.state(p)
 		}
 	}
+	var us []adamwUpdate
 	for _, p := range o.Params {
 		if p.Grad == nil || !p.RequiresGrad() {
 			continue
@@ -126,11 +158,17 @@ func (o *AdamW) updates() (pp []*Parameter, ps, gs, ms, vs []*tensor.Tensor, wds
 		if p.Decay {
 			wd = o.WeightDecay
 		}
-		pp = append(pp, p)
-		ps, gs, ms, vs = append(ps, p.Value), append(gs, p.Grad), append(ms, m), append(vs, v)
-		wds = append(wds, wd)
+		i := slices.IndexFunc(us, func(u adamwUpdate) bool { return u.step == o.steps[p]+1 })
+		if i < 0 {
+			i = len(us)
+			us = append(us, adamwUpdate{step: o.steps[p] + 1})
+		}
+		u := &us[i]
+		u.pp = append(u.pp, p)
+		u.ps, u.gs, u.ms, u.vs = append(u.ps, p.Value), append(u.gs, p.Grad), append(u.ms, m), append(u.vs, v)
+		u.wds = append(u.wds, wd)
 	}
-	return pp, ps, gs, ms, vs, wds
+	return us
 }
 
 // overlapGroup is the group size of an overlapped step: a 32nd of the
@@ -150,6 +188,9 @@ func (o *AdamW) state(p *Parameter) (m, v *tensor.Tensor) {
 	}
 	if o.m == nil { // a struct literal: no state yet
 		o.m, o.v = map[*Parameter]*tensor.Tensor{}, map[*Parameter]*tensor.Tensor{}
+	}
+	if o.steps == nil {
+		o.steps = map[*Parameter]int{}
 	}
 	m = zerosKept(p.Value)
 	defer func() {
@@ -174,7 +215,8 @@ func zerosKept(t *tensor.Tensor) *tensor.Tensor {
 	return z
 }
 
-// Release frees the moment buffers.
+// Release frees the moment buffers and forgets the parameters' step
+// counts (moments made again start from zero, at step 1).
 func (o *AdamW) Release() {
 	for _, m := range []map[*Parameter]*tensor.Tensor{o.m, o.v} {
 		for p, t := range m {
@@ -182,6 +224,7 @@ func (o *AdamW) Release() {
 			delete(m, p)
 		}
 	}
+	clear(o.steps)
 }
 
 // SGD is torch.optim.SGD with momentum, weight decay and Nesterov.

@@ -41,18 +41,25 @@ func (o *AdamW) PrepareGuarded(a *tensor.AdamWArgs) error {
 
 // CommitGuarded counts the guarded step that ran, unless its guard skipped
 // the update (tensor.StepResult.Skipped): a skipped step is not a step, as
-// for Step, which is not called then.
+// for Step, which is not called then. The parameters the last StepGuarded
+// queued count it (a replayed graph updates the same ones).
 func (o *AdamW) CommitGuarded(skipped bool) {
 	if !skipped {
 		o.step++
+		for _, p := range o.guarded {
+			o.steps[p]++
+		}
 	}
 }
 
 // StepGuarded queues the update of every parameter with a gradient, as
 // Step, with the constants PrepareGuarded wrote into a read when it runs,
-// and nothing done when guard's skip flag is set (nil: never). It does not
-// count the step (CommitGuarded does). While a graph is captured the
-// moments must exist already: take one step before capturing.
+// and nothing done when guard's skip flag is set (nil: never). Every
+// parameter it updates must have been updated Steps() times (the bias
+// corrections PrepareGuarded wrote are the optimizer's step's); one that
+// has fewer updates (its first gradient came later) is an error: use
+// Step. It does not count the step (CommitGuarded does). While a graph is
+// captured the moments must exist already: take one step before capturing.
 func (o *AdamW) StepGuarded(a *tensor.AdamWArgs, guard *tensor.StepGuard) error {
 	for _, p := range o.Params {
 		if p.Grad != nil && p.Grad.DType() != p.Value.DType() {
@@ -67,7 +74,14 @@ func (o *AdamW) StepGuarded(a *tensor.AdamWArgs, guard *tensor.StepGuard) error 
 				}
 			}
 		}
-		_, ps, gs, ms, vs, wds := o.updates()
-		tensor.AdamWStepsGuarded(ps, gs, ms, vs, wds, a, guard)
+		us := o.updates()
+		if len(us) > 1 || len(us) == 1 && us[0].step != o.step+1 {
+			panic(&tensor.OpError{Op: "AdamW", Msg: "the guarded update takes every parameter at the optimizer's step (PrepareGuarded's bias corrections); some have been updated fewer times: use Step", Err: tensor.ErrArgument})
+		}
+		o.guarded = nil
+		for _, u := range us {
+			o.guarded = u.pp
+			tensor.AdamWStepsGuarded(u.ps, u.gs, u.ms, u.vs, u.wds, a, guard)
+		}
 	})
 }

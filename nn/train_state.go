@@ -3,6 +3,7 @@ package nn
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -24,6 +25,10 @@ const (
 	ExpAvgSqPrefix = "optimizer.exp_avg_sq."
 	// OptimizerStepKey is the metadata entry with AdamW's step count.
 	OptimizerStepKey = "optimizer.step"
+	// ParamStepPrefix names the metadata entry with a parameter's own
+	// update count ("optimizer.step.<name>"), written for the parameters
+	// with moments whose count differs from OptimizerStepKey's.
+	ParamStepPrefix = OptimizerStepKey + "."
 )
 
 // SaveTrainState writes ps and opt's state to path, atomically (see
@@ -42,6 +47,12 @@ func SaveTrainState(ctx context.Context, path string, ps []*Parameter, opt *Adam
 			ts[ExpAvgPrefix+name], ts[ExpAvgSqPrefix+name] = m, opt.v[p]
 		}
 	}
+	steps := map[string]string{}
+	for name, p := range byName {
+		if _, ok := opt.m[p]; ok && opt.steps[p] != opt.step {
+			steps[ParamStepPrefix+name] = strconv.Itoa(opt.steps[p])
+		}
+	}
 	md := map[string]string{"format": "pt"}
 	for k, v := range meta {
 		if strings.HasPrefix(k, "optimizer.") {
@@ -52,6 +63,7 @@ func SaveTrainState(ctx context.Context, path string, ps []*Parameter, opt *Adam
 	f := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 	md["optimizer"] = "AdamW"
 	md[OptimizerStepKey] = strconv.Itoa(opt.step)
+	maps.Copy(md, steps)
 	md["optimizer.lr"], md["optimizer.betas"] = f(opt.LR), f(opt.Beta1)+","+f(opt.Beta2)
 	md["optimizer.eps"], md["optimizer.weight_decay"] = f(opt.Eps), f(opt.WeightDecay)
 	return tensor.WriteSafetensorsContext(ctx, path, ts, md)
@@ -60,7 +72,8 @@ func SaveTrainState(ctx context.Context, path string, ps []*Parameter, opt *Adam
 // LoadTrainState reads a file SaveTrainState wrote into ps and opt: every
 // parameter must be there with its shape, each parameter's moments both or
 // neither, and nothing else (strict, like LoadWeights). It restores opt's
-// step and moments; opt's learning rate, betas, eps and weight decay are
+// step, moments and each parameter's update count (the step, unless the
+// file has one of its own under ParamStepPrefix); opt's learning rate, betas, eps and weight decay are
 // left as the caller set them (the metadata has the saved ones). On error
 // ps and opt are unchanged.
 func LoadTrainState(path string, ps []*Parameter, opt *AdamW) (meta map[string]string, err error) {
@@ -108,6 +121,10 @@ func loadTrainState(path string, byName map[string]*Parameter, opt *AdamW, ts ma
 			return nil, fmt.Errorf("nn: loading %s: %q has one AdamW moment but not the other", path, name)
 		}
 	}
+	steps, err := paramSteps(byName, moments, meta, step)
+	if err != nil {
+		return nil, fmt.Errorf("nn: loading %s: %w", path, err)
+	}
 	if len(missing) > 0 || len(unexpected) > 0 {
 		slices.Sort(missing)
 		slices.Sort(unexpected)
@@ -122,9 +139,36 @@ func loadTrainState(path string, byName map[string]*Parameter, opt *AdamW, ts ma
 		m, v := opt.state(p)
 		m.CopyFrom(mv[0])
 		v.CopyFrom(mv[1])
+		opt.steps[p] = steps[p]
 	}
 	opt.step = step
 	return meta, nil
+}
+
+// paramSteps is the update count of each parameter with moments: its
+// ParamStepPrefix entry in meta, or step. An entry for a parameter
+// without moments, or one that is not a non-negative integer, is an error.
+func paramSteps(byName map[string]*Parameter, moments map[*Parameter][2]*tensor.Tensor, meta map[string]string, step int) (map[*Parameter]int, error) {
+	steps := make(map[*Parameter]int, len(moments))
+	for p := range moments {
+		steps[p] = step
+	}
+	for k, v := range meta {
+		name, ok := strings.CutPrefix(k, ParamStepPrefix)
+		if !ok {
+			continue
+		}
+		p := byName[name]
+		if _, has := moments[p]; !has {
+			return nil, fmt.Errorf("metadata %s: no parameter %q with AdamW moments", k, name)
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("metadata %s = %q: want a non-negative integer", k, v)
+		}
+		steps[p] = n
+	}
+	return steps, nil
 }
 
 // NonFinite returns the name of the first parameter holding a NaN or an
