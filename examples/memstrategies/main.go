@@ -32,6 +32,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -42,6 +44,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/strata-ml/strata/internal/atomicfile"
 	"github.com/strata-ml/strata/internal/cli"
 	"github.com/strata-ml/strata/nn"
 	"github.com/strata-ml/strata/tensor"
@@ -255,15 +258,7 @@ func run(o *options, dev tensor.Device, stdout, stderr io.Writer) error {
 		o.config, cfg.NumParams(), o.batch, cfg.Context, o.precision, o.attention, dev, o.warmup, o.steps)
 	var rows []result
 	var devicePeak int64
-	var jsonW io.Writer = io.Discard
-	if o.jsonOut != "" {
-		f, err := os.Create(o.jsonOut)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		jsonW = f
-	}
+	var lines bytes.Buffer // -json's, written once every strategy has run
 	for _, name := range names {
 		r, err := runStrategy(o, cfg, dev, name, devicePeak, stderr)
 		if err != nil {
@@ -275,9 +270,17 @@ func run(o *options, dev tensor.Device, stdout, stderr io.Writer) error {
 		rows = append(rows, r)
 		line, _ := json.Marshal(r)
 		fmt.Fprintln(stdout, string(line))
-		fmt.Fprintln(jsonW, string(line))
+		fmt.Fprintln(&lines, string(line))
 	}
 	fmt.Fprint(stderr, "\n"+table(rows))
+	if o.jsonOut != "" {
+		if err := atomicfile.Write(context.Background(), o.jsonOut, func(w io.Writer) error {
+			_, err := w.Write(lines.Bytes())
+			return err
+		}); err != nil {
+			return fmt.Errorf("-json: %w", err)
+		}
+	}
 	if o.pngOut != "" {
 		if err := plotRows(rows, o.pngOut, fmt.Sprintf("%s B%d T%d %s on %v", o.config, o.batch, cfg.Context, o.precision, dev)); err != nil {
 			return err

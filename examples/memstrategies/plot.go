@@ -1,14 +1,17 @@
 package main
 
 import (
+	"context"
 	"fmt"
-	"os"
+	"io"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/strata-ml/strata/internal/atomicfile"
 )
 
 // plotRows draws two bar charts side by side: peak device memory (MiB)
@@ -53,15 +56,11 @@ func plotRows(rows []result, path, title string) error {
 	return savePNG(img, path)
 }
 
-// savePNG writes img to path as a PNG.
+// savePNG writes img to path as a PNG (atomically: a failure leaves the
+// file that was there).
 func savePNG(img *vgimg.Canvas, path string) error {
-	f, err := os.Create(path)
-	if err != nil {
+	return atomicfile.Write(context.Background(), path, func(w io.Writer) error {
+		_, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(w)
 		return err
-	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return f.Close()
+	})
 }

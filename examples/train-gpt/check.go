@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/strata-ml/strata/internal/atomicfile"
@@ -38,22 +39,35 @@ func (o *options) checkExplicit(fs *flag.FlagSet) error {
 }
 
 // checkIgnored refuses flags set on the command line that the job would
-// ignore: -data under -bench and the memory captures (they time random
-// tokens), -digits with -data (the addition task's). It runs after -bench
-// is set for the memory captures.
+// ignore: -data and the training flags under -bench and the memory
+// captures (they time random tokens at a constant learning rate and save
+// nothing), -steps and -bench-warmup under the memory captures (they run
+// -memory-step steps), -digits with -data (the addition task's). It runs
+// after -bench is set for the memory captures. An empty value (-out=) asks
+// for nothing and is no conflict.
 func (o *options) checkIgnored(fs *flag.FlagSet) error {
+	capture := o.memTrace != "" || o.memPlot != ""
 	var err error
 	fs.Visit(func(f *flag.Flag) {
-		switch {
-		case err != nil:
-		case f.Name == "data" && o.data != "" && o.bench:
+		switch n := f.Name; {
+		case err != nil || f.Value.String() == "":
+		case n == "data" && o.bench:
 			err = fmt.Errorf("-data: not with -bench, -memory-trace or -memory-plot, which time steps on random tokens")
-		case f.Name == "digits" && o.data != "":
+		case o.bench && slices.Contains(trainingFlags, n):
+			err = fmt.Errorf("-%s: a training flag; not with -bench, -memory-trace or -memory-plot, which time steps on random tokens at a constant learning rate and save nothing", n)
+		case capture && (n == "steps" || n == "bench-warmup"):
+			err = fmt.Errorf("-%s: not with -memory-trace or -memory-plot, which run -memory-step steps", n)
+		case n == "digits" && o.data != "":
 			err = fmt.Errorf("-digits %d: the built-in addition task's; not with -data", o.digits)
 		}
 	})
 	return err
 }
+
+// trainingFlags are the flags of a training run that -bench and the
+// memory captures ignore.
+var trainingFlags = []string{"digits", "warmup", "min-lr", "eval-every", "sample", "max-time", "progress-every",
+	"out", "loss-log", "loss-plot", "state", "save-every"}
 
 // check validates every numeric flag (after setDefaults) and the names of
 // the -config and -policy values.

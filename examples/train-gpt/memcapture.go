@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
+	"github.com/strata-ml/strata/internal/atomicfile"
 	"github.com/strata-ml/strata/memory"
 	"github.com/strata-ml/strata/memory/memviz"
 	"github.com/strata-ml/strata/nn"
@@ -70,35 +73,30 @@ func memoryCapture(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 		return err
 	}
 	title := fmt.Sprintf("train-gpt -config %s on %v, %s (batch %d x %d)", o.config, dev, label, tr.B, tr.T)
-	write := func(path string, f func(*os.File) error) error {
-		file, err := os.Create(path)
-		if err != nil {
+	write := func(path string, f func(io.Writer) error) error {
+		if err := atomicfile.Write(context.Background(), path, f); err != nil {
 			return err
 		}
-		if err := f(file); err != nil {
-			file.Close()
-			return fmt.Errorf("%s: %w", path, err)
-		}
 		fmt.Fprintf(os.Stderr, "train-gpt: wrote %s\n", path)
-		return file.Close()
+		return nil
 	}
 	if o.memTrace != "" {
-		if err := write(o.memTrace, func(f *os.File) error { return memviz.WriteChromeTrace(f, h, memviz.TraceOptions{}) }); err != nil {
+		if err := write(o.memTrace, func(f io.Writer) error { return memviz.WriteChromeTrace(f, h, memviz.TraceOptions{}) }); err != nil {
 			return err
 		}
 		snapPath := strings.TrimSuffix(o.memTrace, ".json") + ".snapshot.json"
-		if err := write(snapPath, func(f *os.File) error { return memviz.WriteSnapshotJSON(f, peak) }); err != nil {
+		if err := write(snapPath, func(f io.Writer) error { return memviz.WriteSnapshotJSON(f, peak) }); err != nil {
 			return err
 		}
 	}
 	if o.memPlot != "" {
-		if err := write(o.memPlot, func(f *os.File) error {
+		if err := write(o.memPlot, func(f io.Writer) error {
 			return memviz.WriteTimelinePNG(f, h, memviz.PlotOptions{Title: title + ": memory timeline"})
 		}); err != nil {
 			return err
 		}
 		mapPath := strings.TrimSuffix(o.memPlot, ".png") + "-segments.png"
-		if err := write(mapPath, func(f *os.File) error {
+		if err := write(mapPath, func(f io.Writer) error {
 			return memviz.WriteSegmentMapPNG(f, peak, memviz.PlotOptions{Title: title + ": segments at the peak of " + tier.String() + " memory"})
 		}); err != nil {
 			return err

@@ -107,7 +107,11 @@ func TestBadFlagsRefusedUpFront(t *testing.T) {
 		"-out " + sub + "/w.safetensors -state " + sub: "-state: " + sub + " is a directory",
 	}
 	for args, want := range files {
-		o, err := parseFlags(append(strings.Fields(args), "-steps", "3", "-device", "cpu", "-quiet"))
+		steps := []string{"-steps", "3"}
+		if strings.HasPrefix(args, "-memory-") {
+			steps = []string{"-memory-step", "3"}
+		}
+		o, err := parseFlags(append(append(strings.Fields(args), steps...), "-device", "cpu", "-quiet"))
 		require.NoError(t, err, args)
 		start := time.Now()
 		err = run(o)
@@ -218,7 +222,11 @@ func TestOutputsNeverOverwriteInputs(t *testing.T) {
 		"-resume " + w + " -out " + w:                                      "-out " + w + ": would overwrite -resume",
 		"-memory-trace " + dir + "/m.json -memory-plot " + dir + "/m.json": "-memory-plot " + dir + "/m.json: the same file as -memory-trace",
 	} {
-		o, err := parseFlags(append([]string{"-out", filepath.Join(dir, "new.safetensors"), "-steps", "3", "-device", "cpu", "-quiet"}, strings.Fields(args)...))
+		common := []string{"-device", "cpu", "-quiet"}
+		if !strings.HasPrefix(args, "-memory-") { // training flags, which the memory captures refuse
+			common = append(common, "-out", filepath.Join(dir, "new.safetensors"), "-steps", "3")
+		}
+		o, err := parseFlags(append(common, strings.Fields(args)...))
 		require.NoError(t, err, args)
 		err = run(o)
 		require.ErrorContains(t, err, want, args)
@@ -274,18 +282,24 @@ func TestDeviceAndProfileFlagsRefusedUpFront(t *testing.T) {
 }
 
 // A flag the job would ignore is refused, not silently dropped: -bench
-// and the memory captures time random tokens (-data was not even read),
-// and -digits is the addition task's, which -data replaces.
+// and the memory captures time random tokens (-data was not even read)
+// and save nothing (-loss-log used to be dropped without a word), and
+// -digits is the addition task's, which -data replaces.
 func TestIgnoredFlagsRefused(t *testing.T) {
 	for args, want := range map[string]string{
 		"-bench -data text.txt":               "-data: not with -bench, -memory-trace or -memory-plot",
 		"-memory-trace m.json -data text.txt": "-data: not with -bench, -memory-trace or -memory-plot",
 		"-data text.txt -digits 4":            "-digits 4: the built-in addition task's; not with -data",
+		"-bench -loss-log l.jsonl":            "-loss-log: a training flag; not with -bench",
+		"-bench -out w.safetensors":           "-out: a training flag; not with -bench",
+		"-bench -save-every 5":                "-save-every: a training flag; not with -bench",
+		"-memory-plot m.png -eval-every 5":    "-eval-every: a training flag; not with -bench, -memory-trace",
+		"-memory-trace m.json -steps 5":       "-steps: not with -memory-trace or -memory-plot",
 	} {
 		_, err := parseFlags(strings.Fields(args))
 		require.ErrorContains(t, err, want, args)
 	}
-	for _, args := range []string{"-bench -data=", "-digits 4", "-data text.txt"} {
+	for _, args := range []string{"-bench -data=", "-bench -out=", "-bench -steps 5 -bench-warmup 1", "-digits 4", "-data text.txt"} {
 		_, err := parseFlags(strings.Fields(args))
 		require.NoError(t, err, args)
 	}

@@ -376,7 +376,8 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 		}
 		smooth = 0.95*smooth + 0.05*loss
 		el := time.Since(start).Seconds()
-		last := it == o.steps-1 || o.maxTime > 0 && time.Since(start) > o.maxTime
+		timeUp := it < o.steps-1 && o.maxTime > 0 && time.Since(start) > o.maxTime
+		last := it == o.steps-1 || timeUp
 		held, metric := math.NaN(), ""
 		if o.evalEvery > 0 && (it+1)%o.evalEvery == 0 || last {
 			prog.clear()
@@ -402,6 +403,22 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 				return err
 			}
 			saved = true
+		}
+		if timeUp {
+			// The run ends here, short of -steps: its state, as an
+			// interrupt's, lets -resume train the rest.
+			prog.clear()
+			msg := fmt.Sprintf("-max-time %v reached after step %d of %d", o.maxTime, it+1, o.steps)
+			if o.state != "" && !saved {
+				if err := save(it + 1); err != nil {
+					return err
+				}
+				saved = true
+			}
+			if saved {
+				msg += fmt.Sprintf("; saved the training state to %s: continue the run with -resume %s", o.state, o.state)
+			}
+			fmt.Fprintln(os.Stderr, "train-gpt:", msg)
 		}
 		if o.stopAt == it+1 {
 			in.trigger(syscall.SIGINT)
