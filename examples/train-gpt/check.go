@@ -42,7 +42,8 @@ func (o *options) checkExplicit(fs *flag.FlagSet) error {
 // ignore: -data and the training flags under -bench and the memory
 // captures (they time random tokens at a constant learning rate and save
 // nothing), -steps and -bench-warmup under the memory captures (they run
-// -memory-step steps), -digits with -data (the addition task's). It runs
+// -memory-step steps), -digits with -data (the addition task's), a
+// non-zero -sample without -data (text's). It runs
 // after -bench is set for the memory captures. An empty value (-out=) asks
 // for nothing and is no conflict.
 func (o *options) checkIgnored(fs *flag.FlagSet) error {
@@ -59,6 +60,8 @@ func (o *options) checkIgnored(fs *flag.FlagSet) error {
 			err = fmt.Errorf("-%s: not with -memory-trace or -memory-plot, which run -memory-step steps", n)
 		case n == "digits" && o.data != "":
 			err = fmt.Errorf("-digits %d: the built-in addition task's; not with -data", o.digits)
+		case n == "sample" && o.data == "" && o.sample > 0:
+			err = fmt.Errorf("-sample %d: samples text of -data; the built-in addition task reports held-out answers instead", o.sample)
 		}
 	})
 	return err

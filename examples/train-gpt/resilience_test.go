@@ -295,11 +295,12 @@ func TestIgnoredFlagsRefused(t *testing.T) {
 		"-bench -save-every 5":                "-save-every: a training flag; not with -bench",
 		"-memory-plot m.png -eval-every 5":    "-eval-every: a training flag; not with -bench, -memory-trace",
 		"-memory-trace m.json -steps 5":       "-steps: not with -memory-trace or -memory-plot",
+		"-sample 5":                           "-sample 5: samples text of -data",
 	} {
 		_, err := parseFlags(strings.Fields(args))
 		require.ErrorContains(t, err, want, args)
 	}
-	for _, args := range []string{"-bench -data=", "-bench -out=", "-bench -steps 5 -bench-warmup 1", "-digits 4", "-data text.txt"} {
+	for _, args := range []string{"-bench -data=", "-bench -out=", "-bench -steps 5 -bench-warmup 1", "-digits 4", "-data text.txt", "-sample 0", "-data text.txt -sample 5"} {
 		_, err := parseFlags(strings.Fields(args))
 		require.NoError(t, err, args)
 	}
