@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/strata-ml/strata/internal/atomicfile"
 	"github.com/strata-ml/strata/memory"
 	"github.com/strata-ml/strata/memory/memviz"
 )
@@ -41,21 +44,18 @@ func plotReplay(path string, ops []poolOp, slots int, backend memory.Backend, ex
 	stem := filepath.Join(dir, name+"-"+mode)
 	for _, f := range []struct {
 		suffix string
-		write  func(*os.File) error
+		write  func(io.Writer) error
 	}{
-		{".trace.json", func(f *os.File) error { return memviz.WriteChromeTrace(f, h, memviz.TraceOptions{}) }},
-		{"-timeline.png", func(f *os.File) error {
+		{".trace.json", func(f io.Writer) error { return memviz.WriteChromeTrace(f, h, memviz.TraceOptions{}) }},
+		{"-timeline.png", func(f io.Writer) error {
 			return memviz.WriteTimelinePNG(f, h, memviz.PlotOptions{Title: title + ": timeline", ByEvent: true})
 		}},
-		{"-segments.png", func(f *os.File) error {
+		{"-segments.png", func(f io.Writer) error {
 			return memviz.WriteSegmentMapPNG(f, peak, memviz.PlotOptions{Title: title + ": at the peak"})
 		}},
 	} {
-		file, err := os.Create(stem + f.suffix)
-		if err != nil {
-			return err
-		}
-		if err := errors.Join(f.write(file), file.Close()); err != nil {
+		// Atomically: an interrupted run leaves the previous file.
+		if err := atomicfile.Write(context.Background(), stem+f.suffix, f.write); err != nil {
 			return fmt.Errorf("%s: %w", stem+f.suffix, err)
 		}
 	}
