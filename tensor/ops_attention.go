@@ -23,7 +23,8 @@ func AccumDType(dt DType) DType {
 }
 
 // FusedCausalAttention is causal self-attention over q, k, v of shape
-// (..., T, hd) in one pass that never holds the (..., T, T) scores:
+// (..., T, hd), hd at least 1 (a zero head dimension is an *OpError
+// wrapping ErrShape), in one pass that never holds the (..., T, T) scores:
 //
 //	out = dropout(softmax(mask(q kᵀ / √hd))) v
 //
@@ -94,8 +95,9 @@ func FusedCausalAttentionBackward(q, k, v, out, lse, dout *Tensor, p float64, se
 	return dq, dk, dv
 }
 
-// attentionShape checks q, k, v and p and returns the number of heads
-// (the product of the leading dims), T and hd.
+// attentionShape checks q, k, v and p, refusing head dimension 0 (lse,
+// the log-sum-exp over no scores, would be undefined), and returns the
+// number of heads (the product of the leading dims), T and hd.
 func attentionShape(op string, q, k, v *Tensor, p float64) (bh, t, hd int) {
 	sameDevice(op, q, k, v)
 	sameFloat(op, q, k, v)
@@ -106,7 +108,10 @@ func attentionShape(op string, q, k, v *Tensor, p float64) (bh, t, hd int) {
 		fail(op, ErrArgument, "dropout probability %v not in [0, 1)", p)
 	}
 	t, hd = q.shape[q.Rank()-2], q.shape[q.Rank()-1]
-	if t*hd == 0 {
+	if hd == 0 {
+		fail(op, ErrShape, "q %v has head dimension 0: want (..., T, hd), hd >= 1", q.shape)
+	}
+	if t == 0 {
 		return 0, t, hd
 	}
 	return q.Numel() / (t * hd), t, hd

@@ -169,13 +169,16 @@ func inPlace(op string, fa fusedAttention, dt DType, b, t, c, heads int, mode At
 	return fr, rows
 }
 
-// qkvShape checks the operand of the QKV ops and returns B, T, C and the
-// head size.
+// qkvShape checks the operand of the QKV ops (a head size of 0 refused,
+// as attentionShape refuses it) and returns B, T, C and the head size.
 func qkvShape(op string, qkv *Tensor, heads int, p float64) (b, t, c, hd int) {
 	qkv.live(op)
 	sameFloat(op, qkv)
 	if qkv.Rank() != 3 || heads <= 0 || qkv.shape[2]%(3*heads) != 0 {
 		fail(op, ErrShape, "qkv %v with %d heads: want (B, T, 3C), C a multiple of the heads", qkv.shape, heads)
+	}
+	if qkv.shape[2] == 0 {
+		fail(op, ErrShape, "qkv %v with %d heads has head dimension 0: want C >= heads", qkv.shape, heads)
 	}
 	if p < 0 || p >= 1 || math.IsNaN(p) {
 		fail(op, ErrArgument, "dropout probability %v not in [0, 1)", p)

@@ -88,12 +88,17 @@ func ReadSafetensors(path string, dev Device) (map[string]*Tensor, map[string]st
 // ReadSafetensors loads every tensor of a safetensors file onto dev. The
 // returned tensors belong to c and are owned by its innermost scope, if
 // any. Unsupported dtypes (anything but F64, F32, F16, BF16, I32) and
-// malformed files (a header that is not valid UTF-8 among them) are
-// errors naming the file and tensor.
+// malformed files (a header that is not valid UTF-8 or longer than
+// 100,000,000 bytes among them) are errors naming the file and tensor.
 func (c *Ctx) ReadSafetensors(path string, dev Device) (map[string]*Tensor, map[string]string, error) {
 	buf, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("tensor: reading safetensors: %w", err)
+	}
+	if len(buf) >= 8 {
+		if err := checkHeaderLen(path, binary.LittleEndian.Uint64(buf), int64(len(buf))); err != nil {
+			return nil, nil, err
+		}
 	}
 	n, md, err := st.ReadMetadata(buf)
 	if err != nil {
@@ -135,7 +140,8 @@ func releaseMap(m map[string]*Tensor) {
 
 // ReadSafetensorsMetadata reads only the string metadata of a safetensors
 // file (its "__metadata__" header entry), without the tensors: a quick look
-// at what a file is before loading it.
+// at what a file is before loading it. A header longer than the file or
+// than 100,000,000 bytes is refused (ErrArgument) before it is read.
 func ReadSafetensorsMetadata(path string) (map[string]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -151,8 +157,12 @@ func ReadSafetensorsMetadata(path string) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tensor: reading safetensors: %w", err)
 	}
-	if size > 100<<20 || fi.Mode().IsRegular() && size > uint64(fi.Size())-8 {
-		return nil, fmt.Errorf("tensor: safetensors %s: bad header: %d bytes long in a file of %d: %w", path, size, fi.Size(), ErrArgument)
+	fileSize := int64(-1)
+	if fi.Mode().IsRegular() {
+		fileSize = fi.Size()
+	}
+	if err := checkHeaderLen(path, size, fileSize); err != nil {
+		return nil, err
 	}
 	hdr := make([]byte, size)
 	if _, err := io.ReadFull(f, hdr); err != nil {
