@@ -40,9 +40,11 @@ func Apply(fn Func, inputs ...*autograd.Var) *autograd.Var { return Options{}.Ap
 // autocast state of the first run) and the gradient is back-propagated
 // through that recomputed graph. Gradients reach every input that requires
 // them and every parameter fn uses (into its Grad, as without
-// checkpointing), bit for bit the same as without checkpointing; only the
-// inputs, the result and the outputs o.Policy saves are held between the
-// forward and the backward pass. Regions nest.
+// checkpointing), bit for bit the same as without checkpointing when each
+// input and parameter takes gradients from this region only (the package
+// doc says when the last bits can differ); only the inputs, the result and
+// the outputs o.Policy saves are held between the forward and the backward
+// pass. Regions nest.
 //
 // The context is that of the inputs' values (tensor.CtxOf; Background when
 // none has one). A nil input is passed to fn as nil in both passes (an
@@ -161,6 +163,13 @@ func (r *region) backward(g *tensor.Tensor) []*tensor.Tensor {
 			if x == nil {
 				continue
 			}
+			if j := slices.Index(r.inputs, x); j < i {
+				// An input passed twice is one leaf, as it is one var in
+				// the plain graph: its uses' gradients add up in the
+				// plain graph's order, and the first place returns them.
+				det[i] = det[j]
+				continue
+			}
 			det[i] = x.Detach()
 			c.Adopt(det[i].Value) // an input may belong to no context (a kept tensor)
 			det[i].SetRequiresGrad(x.RequiresGrad())
@@ -186,7 +195,7 @@ func (r *region) backward(g *tensor.Tensor) []*tensor.Tensor {
 		}
 		for i, d := range det {
 			if d != nil {
-				grads[i], d.Grad = d.Grad, nil
+				grads[i], d.Grad = d.Grad, nil // nil for a repeated input
 			}
 		}
 	})

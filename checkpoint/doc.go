@@ -10,7 +10,8 @@
 //
 // y is what block.Forward(x) would return, gradients reach x and every
 // parameter the block uses, and the results are bit for bit those of the
-// plain call. Sequential checkpoints every k-th of a list of layers;
+// plain call (with the exceptions "When gradients are bit for bit" names).
+// Sequential checkpoints every k-th of a list of layers;
 // Options{Policy: SaveMatMuls} keeps the outputs of the matrix products
 // and recomputes the rest (selective checkpointing). nn.GPT's Checkpoint
 // field picks one of these for its blocks.
@@ -74,6 +75,25 @@
 // region recomputes inside the outer's recomputation), and nothing else
 // changes for the caller: the random stream ends where the plain run
 // leaves it and the result is the same value.
+//
+// # When gradients are bit for bit
+//
+// The region's node hands each input one gradient: the sum of its uses
+// in fn, added in the plain graph's order (an input passed twice,
+// Apply(fn, x, x), is one leaf in the recomputation, as it is one var in
+// the plain graph). The plain graph instead adds those uses one at a time
+// among the input's other gradients. So every gradient is the plain
+// run's bit for bit when each input that needs a gradient takes
+// gradients from this region only: a value the graph computed, or a leaf
+// whose Grad is empty and of its value's dtype. An input also used
+// outside the region or by another region, or a leaf that already holds
+// a gradient, gets the same sum grouped otherwise, and it (and whatever
+// is upstream of it) can differ in the last bits, float addition not
+// being associative. Parameters fn uses accumulate into Grad in the
+// recomputation in the plain graph's order; one that also takes
+// gradients from outside the region in the same backward pass can get
+// them in another order, with the same effect. nn.GPT's blocks are of
+// the first kind: each block's input goes to its region alone.
 //
 // # Selective checkpointing
 //

@@ -81,7 +81,9 @@
 // GPTConfigOfWeights reads a file's shape. Generate continues a prompt
 // with a KV cache (a Decoder preallocated to the context): greedy or
 // sampled with temperature, top-k and top-p, a seed, stop tokens and a
-// callback per token; each new token costs one position of attention.
+// callback per token; each new token costs one position of attention
+// while the sequence fits the context, past which the model sees its
+// last Context tokens, as nanoGPT's generate crops.
 //
 // AdamW and SGD follow torch.optim exactly (tested against PyTorch's
 // values); AdamW decays only parameters with Decay set (2-D weights),

@@ -78,12 +78,15 @@ func (o GenerateOptions) Validate(vocab int) error {
 // is fed once, then each token costs one position. Only the last
 // position's logits are copied to the host, where the token is chosen.
 //
-// The prompt must hold 1 to Config.Context tokens of the vocabulary.
-// When the sequence outgrows the context, the model sees its last
-// Context tokens, as nanoGPT's generate crops: the cache is refilled with
-// that window at positions 0..Context-1 for every further token (a full
-// forward of Context positions per token from then on). The tokens are
-// those of recomputing the whole (cropped) sequence at every step.
+// The prompt must hold at least one token, every one of the vocabulary;
+// it may be longer than Config.Context. The model sees the last Context
+// tokens of the sequence (the prompt, then the prompt and the tokens
+// generated so far), as nanoGPT's generate crops its conditioning: a
+// longer prompt is fed from its last Context tokens, and once the
+// sequence outgrows the context the cache is refilled with that window at
+// positions 0..Context-1 for every further token (a full forward of
+// Context positions per token from then on). The tokens are those of
+// recomputing the whole (cropped) sequence at every step.
 //
 // On an error the tokens generated so far are returned with it.
 func (g *GPT) Generate(c *tensor.Ctx, prompt []int, o GenerateOptions) ([]int, error) {
@@ -93,9 +96,6 @@ func (g *GPT) Generate(c *tensor.Ctx, prompt []int, o GenerateOptions) ([]int, e
 	}
 	if len(prompt) == 0 {
 		return nil, errors.New("nn: generate: empty prompt")
-	}
-	if len(prompt) > cfg.Context {
-		return nil, fmt.Errorf("nn: generate: the prompt has %d tokens, more than the model's context of %d", len(prompt), cfg.Context)
 	}
 	for i, t := range prompt {
 		if t < 0 || t >= cfg.Vocab {
@@ -117,7 +117,7 @@ func (g *GPT) Generate(c *tensor.Ctx, prompt []int, o GenerateOptions) ([]int, e
 	s := newSampler(o, vocab)
 	seq := slices.Clone(prompt)
 	out := make([]int, 0, o.MaxNewTokens)
-	feed := prompt
+	feed := prompt[max(0, len(prompt)-cfg.Context):] // the conditioning: at most Context tokens
 	for len(out) < o.MaxNewTokens {
 		if d.Len()+len(feed) > cfg.Context {
 			// Crop: the last Context tokens, from position 0.

@@ -160,6 +160,26 @@ func TestGenerateGreedyMatchesRecompute(t *testing.T) {
 	require.Equal(t, greedyByRecompute(t, g, long, 4), got)
 }
 
+// TestGeneratePromptPastContext: a prompt longer than the context is
+// cropped to its last Context tokens, as nanoGPT's generate crops the
+// conditioning: the tokens of recomputing the cropped sequence, and of
+// generating from the cropped prompt itself.
+func TestGeneratePromptPastContext(t *testing.T) {
+	g := genGPT(t, genCfg, 7)
+	long := make([]int, genCfg.Context+5)
+	for i := range long {
+		long[i] = (5*i + 2) % genCfg.Vocab
+	}
+	got, err := g.Generate(nil, long, nn.GenerateOptions{MaxNewTokens: 6})
+	require.NoError(t, err)
+	require.Equal(t, greedyByRecompute(t, g, long, 6), got)
+	cropped, err := g.Generate(nil, long[5:], nn.GenerateOptions{MaxNewTokens: 6})
+	require.NoError(t, err)
+	require.Equal(t, cropped, got)
+	_, err = g.Generate(nil, append(long, genCfg.Vocab), nn.GenerateOptions{MaxNewTokens: 1})
+	require.ErrorContains(t, err, "prompt token 29 (at 17) is outside the vocabulary")
+}
+
 func TestGenerateSampling(t *testing.T) {
 	g := genGPT(t, genCfg, 7)
 	prompt := []int{1, 2, 3}
@@ -263,7 +283,6 @@ func TestGenerateBadOptions(t *testing.T) {
 		{ok, nn.GenerateOptions{MaxNewTokens: 1, Vocab: -1}, "Vocab -1"},
 		{ok, nn.GenerateOptions{MaxNewTokens: 1, Vocab: 10, StopTokens: []int{10}}, "stop token 10 is outside the vocabulary [0, 10)"},
 		{nil, nn.GenerateOptions{MaxNewTokens: 1}, "empty prompt"},
-		{make([]int, 13), nn.GenerateOptions{MaxNewTokens: 1}, "the prompt has 13 tokens, more than the model's context of 12"},
 		{[]int{1, -1}, nn.GenerateOptions{MaxNewTokens: 1}, "prompt token -1 (at 1) is outside the vocabulary [0, 29)"},
 		{[]int{29}, nn.GenerateOptions{MaxNewTokens: 1}, "prompt token 29 (at 0) is outside"},
 	} {

@@ -18,7 +18,9 @@ import (
 // The cache is preallocated to the model's context: per layer a key and a
 // value tensor of (1, heads, context, head width) on the parameters'
 // device and in their dtype, 2·layers·context·width elements in all
-// (memory role activation). A Decoder holds one sequence (batch 1).
+// (memory role activation). The heads are each block's attention layer's
+// (CausalSelfAttention.Heads, which its Forward splits by) as NewDecoder
+// finds them; the cache's shape is then the one place Feed reads them. A Decoder holds one sequence (batch 1).
 // It reads the GPT's parameters and never writes them; it computes the
 // eval-mode forward (no dropout, whatever the GPT's training flag) with
 // plain attention, under no-grad. Many Decoders, each with its own Ctx,
@@ -43,11 +45,17 @@ func (g *GPT) NewDecoder(c *tensor.Ctx) (*Decoder, error) {
 	if len(g.Blocks) != cfg.Layers {
 		return nil, fmt.Errorf("nn: decoder: the GPT has %d blocks, its config says %d layers", len(g.Blocks), cfg.Layers)
 	}
+	for i, b := range g.Blocks {
+		if h := b.Attn.Heads; h <= 0 || cfg.Width%h != 0 {
+			return nil, fmt.Errorf("nn: decoder: block %d attends with %d heads: want a positive number of heads dividing the width %d", i, h, cfg.Width)
+		}
+	}
 	d := &Decoder{g: g, c: c}
 	w := g.Wte.Weight.Value
-	for range cfg.Layers {
+	for _, b := range g.Blocks {
+		H := b.Attn.Heads
 		for _, kv := range []*[]*tensor.Tensor{&d.k, &d.v} {
-			t, err := tensor.NewKept(w.Device(), w.DType(), memory.RoleActivation, 1, cfg.Heads, cfg.Context, cfg.Width/cfg.Heads)
+			t, err := tensor.NewKept(w.Device(), w.DType(), memory.RoleActivation, 1, H, cfg.Context, cfg.Width/H)
 			if err != nil {
 				d.Release()
 				return nil, fmt.Errorf("nn: decoder: allocating the KV cache: %w", err)
@@ -136,12 +144,11 @@ func (d *Decoder) forward(ids []int32) []float32 {
 
 // attend is block i's attention for x (1, T, C) at positions d.n..d.n+T-1
 // against every cached position, as CausalSelfAttention.Forward computes
-// it for the whole sequence.
+// it for the whole sequence; the heads are the cache's.
 func (d *Decoder) attend(i int, a *CausalSelfAttention, x *autograd.Var) *autograd.Var {
 	c := d.c
 	T, C := x.Value.Dim(1), x.Value.Dim(2)
-	H := a.Heads
-	hd := C / H
+	H, hd := d.k[i].Dim(1), d.k[i].Dim(3)
 	qkv := a.CAttn.Forward(x).Value // (1, T, 3C)
 	heads := qkv.Reshape(1, T, 3, H, hd).Permute(2, 0, 3, 1, 4).Contiguous()
 	part := func(j int) *tensor.Tensor { return heads.Narrow(0, j, 1).Reshape(1, H, T, hd) }

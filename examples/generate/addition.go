@@ -42,7 +42,8 @@ func heldOutProblems(digits, n int) (prompts, answers []string) {
 
 // additionAccuracy answers -addition held-out problems greedily with the
 // KV cache, one at a time, and prints the exact-match accuracy and the
-// speed.
+// speed; unless -quiet, also the first three answers and up to five
+// wrong ones.
 func additionAccuracy(o *options, g *nn.GPT, tok tokenizer.Tokenizer, stdout, stderr io.Writer) error {
 	if tok.Name() != "byte" {
 		return &usageError{fmt.Sprintf("-addition: train-gpt's task is byte-level; -tokenizer is %s", tok.Name())}
@@ -66,10 +67,10 @@ func additionAccuracy(o *options, g *nn.GPT, tok tokenizer.Tokenizer, stdout, st
 		}
 		if got == answers[i] {
 			right++
-		} else if len(wrong) < 5 {
+		} else if len(wrong) < 5 && !o.quiet {
 			wrong = append(wrong, fmt.Sprintf("%s%s (want %s)", p, printable(got), printable(answers[i])))
 		}
-		if i < 3 {
+		if i < 3 && !o.quiet {
 			fmt.Fprintf(stdout, "%s%s\n", p, printable(got))
 		}
 	}

@@ -38,6 +38,7 @@ import (
 
 	"github.com/strata-ml/strata/autograd"
 	"github.com/strata-ml/strata/internal/atomicfile"
+	"github.com/strata-ml/strata/internal/cli"
 	"github.com/strata-ml/strata/nn"
 	"github.com/strata-ml/strata/tensor"
 	"github.com/strata-ml/strata/tokenizer"
@@ -91,7 +92,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.device, "device", "", "cpu, cuda, cuda:N or auto (default: $STRATA_DEVICE, else auto)")
 	fs.BoolVar(&o.stopEOT, "stop-eot", true, "stop at the tokenizer's end-of-text token (gpt2's <|endoftext|>)")
 	fs.IntVar(&o.runs, "runs", 1, "generate this many times (the same tokens) and report each run's tokens/s: the first run warms up")
-	fs.BoolVar(&o.quiet, "quiet", false, "do not print the generated text")
+	fs.BoolVar(&o.quiet, "quiet", false, "do not print the generated text (with -addition: only the accuracy)")
 	fs.IntVar(&o.addition, "addition", 0, "answer N held-out problems of train-gpt's addition task greedily and print the accuracy")
 	fs.IntVar(&o.digits, "digits", 3, "with -addition: digits per operand (train-gpt's -digits)")
 	fs.StringVar(&o.dumpLogits, "dump-logits", "", "write the prompt's tokens and logits (full forward and KV cache) to this JSON file, for tools/check_gpt2_logits.py")
@@ -167,7 +168,7 @@ func (o *options) check() error {
 		if p.path == "" {
 			continue
 		}
-		if abs, _ := filepath.Abs(p.path); abs == mustAbs(o.weights) {
+		if cli.SamePath(p.path, o.weights) { // a link to it too
 			return fmt.Errorf("%s %s: would overwrite -weights", p.flag, p.path)
 		}
 		if st, err := os.Stat(filepath.Dir(p.path)); err != nil || !st.IsDir() {
@@ -177,18 +178,10 @@ func (o *options) check() error {
 			return fmt.Errorf("%s: %w", p.flag, err)
 		}
 	}
-	if o.save != "" && o.dumpLogits != "" && mustAbs(o.save) == mustAbs(o.dumpLogits) {
+	if o.save != "" && o.dumpLogits != "" && cli.SamePath(o.save, o.dumpLogits) {
 		return fmt.Errorf("-dump-logits %s: the same file as -save", o.dumpLogits)
 	}
 	return nil
-}
-
-func mustAbs(p string) string {
-	a, err := filepath.Abs(p)
-	if err != nil {
-		return p
-	}
-	return a
 }
 
 func main() {
@@ -369,24 +362,27 @@ func pickTokenizer(name string, vocab int) (tokenizer.Tokenizer, error) {
 	return t, nil
 }
 
-// encode is the prompt's tokens, which must fit the context.
-func encode(tok tokenizer.Tokenizer, prompt string, context int) ([]int, error) {
+// encode is the prompt's tokens: at least one, and any number (past the
+// context, generation sees the last Context tokens).
+func encode(tok tokenizer.Tokenizer, prompt string) ([]int, error) {
 	ids := tok.Encode(prompt)
 	if len(ids) == 0 {
 		return nil, &usageError{"-prompt: empty (it must hold at least one token)"}
-	}
-	if len(ids) > context {
-		return nil, &usageError{fmt.Sprintf("-prompt: %d tokens, more than the model's context of %d", len(ids), context)}
 	}
 	return ids, nil
 }
 
 // generate continues -prompt, streaming the text to stdout, and reports
-// the speed on stderr.
+// the speed on stderr. A prompt longer than the context is printed whole
+// and continued from its last Context tokens, as nanoGPT's generate crops.
 func generate(o *options, g *nn.GPT, tok tokenizer.Tokenizer, stdout, stderr io.Writer) error {
-	ids, err := encode(tok, o.prompt, g.Config.Context)
+	ids, err := encode(tok, o.prompt)
 	if err != nil {
 		return err
+	}
+	promptInfo := fmt.Sprintf("prompt %d tokens", len(ids))
+	if len(ids) > g.Config.Context {
+		promptInfo += fmt.Sprintf(" (the last %d seen)", g.Config.Context)
 	}
 	var stop []int
 	if e, ok := tok.EOT(); ok && o.stopEOT {
@@ -434,12 +430,15 @@ func generate(o *options, g *nn.GPT, tok tokenizer.Tokenizer, stdout, stderr io.
 		}
 		rate := float64(len(out)) / total.Seconds()
 		rates = append(rates, rate)
-		decode := "-"
-		if len(out) > 1 {
-			decode = fmt.Sprintf("%.1f", float64(len(out)-1)/(total-first).Seconds())
+		fmt.Fprintf(stderr, "run %d: %s, generated %d tokens in %v", run+1, promptInfo, len(out), total.Round(time.Microsecond))
+		if len(out) > 0 { // no token, no first-token time
+			decode := "-"
+			if len(out) > 1 {
+				decode = fmt.Sprintf("%.1f", float64(len(out)-1)/(total-first).Seconds())
+			}
+			fmt.Fprintf(stderr, ": %.1f tokens/s (first token after %v, then %s tokens/s)", rate, first.Round(time.Microsecond), decode)
 		}
-		fmt.Fprintf(stderr, "run %d: prompt %d tokens, generated %d tokens in %v: %.1f tokens/s (first token after %v, then %s tokens/s)\n",
-			run+1, len(ids), len(out), total.Round(time.Microsecond), rate, first.Round(time.Microsecond), decode)
+		fmt.Fprintln(stderr)
 	}
 	if len(rates) > 1 {
 		rest := slices.Clone(rates[1:])
@@ -471,11 +470,14 @@ type dumpConfig struct {
 }
 
 func dumpLogits(o *options, g *nn.GPT, tok tokenizer.Tokenizer, layout nn.Layout, stderr io.Writer) error {
-	ids, err := encode(tok, o.prompt, g.Config.Context)
+	ids, err := encode(tok, o.prompt)
 	if err != nil {
 		return err
 	}
 	cfg := g.Config
+	if len(ids) > cfg.Context { // the full forward takes at most the context
+		return &usageError{fmt.Sprintf("-dump-logits: the prompt has %d tokens, more than the model's context of %d", len(ids), cfg.Context)}
+	}
 	d := dumpFile{
 		Weights: o.weights, Layout: layout.String(), Device: fmt.Sprint(g.Wte.Weight.Value.Device()), Tokens: ids,
 		Config: dumpConfig{Vocab: cfg.Vocab, Context: cfg.Context, Layers: cfg.Layers, Heads: cfg.Heads, Width: cfg.Width},

@@ -122,11 +122,35 @@ func TestGenerateGreedy(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, a, b)
 
-	// A prompt longer than the context; an empty one.
-	_, _, err = runArgs(t, "-weights", w, "-prompt", strings.Repeat("x", 17))
-	require.ErrorContains(t, err, "-prompt: 17 tokens, more than the model's context of 16")
+	// An empty prompt.
 	_, _, err = runArgs(t, "-weights", w, "-prompt", "")
 	require.ErrorContains(t, err, "-prompt: empty")
+}
+
+// TestPromptPastContext: a prompt longer than the context is printed
+// whole and continued from its last Context tokens, as README says and
+// nanoGPT's generate does (it used to be refused); -dump-logits, whose
+// full forward takes at most the context, refuses it.
+func TestPromptPastContext(t *testing.T) {
+	g, w := testWeights(t, testCfg, true, nn.LayoutNanoGPT)
+	prompt := "123+456=579\n98+76="
+	require.Greater(t, len(prompt), testCfg.Context)
+	ids := make([]int, len(prompt))
+	for i := range prompt {
+		ids[i] = int(prompt[i])
+	}
+	want, err := g.Generate(nil, ids[len(ids)-testCfg.Context:], nn.GenerateOptions{MaxNewTokens: 10})
+	require.NoError(t, err)
+	text := make([]byte, len(want))
+	for i, b := range want {
+		text[i] = byte(b)
+	}
+	out, errs, err := runArgs(t, "-weights", w, "-prompt", prompt, "-temperature", "0", "-max-new", "10")
+	require.NoError(t, err)
+	require.Equal(t, prompt+string(text)+"\n", out)
+	require.Contains(t, errs, fmt.Sprintf("prompt %d tokens (the last 16 seen)", len(prompt)))
+	_, _, err = runArgs(t, "-weights", w, "-prompt", prompt, "-dump-logits", filepath.Join(t.TempDir(), "l.json"))
+	require.ErrorContains(t, err, fmt.Sprintf("-dump-logits: the prompt has %d tokens, more than the model's context of 16", len(prompt)))
 }
 
 func TestSaveDumpAndLayouts(t *testing.T) {
@@ -222,8 +246,11 @@ func TestGPT2Tokenizer(t *testing.T) {
 	require.Contains(t, errs, "tokenizer gpt2")
 	require.Contains(t, errs, "(hf layout)")
 	require.True(t, strings.HasPrefix(out, "Hello, world"), out)
-	_, _, err = runArgs(t, "-weights", w, "-prompt", strings.Repeat("word ", 20))
-	require.ErrorContains(t, err, "-prompt: 21 tokens, more than the model's context of 16")
+	long := strings.Repeat("word ", 20)
+	out, errs, err = runArgs(t, "-weights", w, "-prompt", long, "-max-new", "3")
+	require.NoError(t, err, "a prompt past the context is cropped")
+	require.True(t, strings.HasPrefix(out, long), out)
+	require.Contains(t, errs, "prompt 21 tokens (the last 16 seen)")
 }
 
 // The files -weights reads and -save and -dump-logits write are checked
@@ -306,4 +333,56 @@ func TestByteModelWithLargerVocab(t *testing.T) {
 		require.NoError(t, err, "seed %d", seed)
 		require.True(t, strings.HasPrefix(out, "12+34="))
 	}
+}
+
+// TestLinkedOutputsRefused: -save or -dump-logits naming -weights through
+// a hard link or a symbolic link is refused as the same path is (cli.SamePath,
+// as the other programs check), and so are the two outputs on one file.
+func TestLinkedOutputsRefused(t *testing.T) {
+	_, w := testWeights(t, testCfg, true, nn.LayoutNanoGPT)
+	dir := t.TempDir()
+	hard, soft := filepath.Join(dir, "hard.safetensors"), filepath.Join(dir, "soft.safetensors")
+	require.NoError(t, os.Link(w, hard))
+	require.NoError(t, os.Symlink(w, soft))
+	for _, flagName := range []string{"-save", "-dump-logits"} {
+		for _, p := range []string{hard, soft} {
+			_, err := parseFlags([]string{"-weights", w, flagName, p}, io.Discard)
+			var u *usageError
+			require.True(t, errors.As(err, &u), "%s %s: %v", flagName, p, err)
+			require.ErrorContains(t, err, flagName+" "+p+": would overwrite -weights")
+		}
+	}
+	out := filepath.Join(dir, "o.safetensors")
+	require.NoError(t, os.WriteFile(out, nil, 0o644))
+	link := filepath.Join(dir, "o-link.json")
+	require.NoError(t, os.Link(out, link))
+	_, err := parseFlags([]string{"-weights", w, "-save", out, "-dump-logits", link}, io.Discard)
+	require.ErrorContains(t, err, "-dump-logits "+link+": the same file as -save")
+}
+
+// TestQuiet: -quiet prints no generated text: with -addition only the
+// accuracy line (the example problems and wrong answers used to be
+// printed anyway). -max-new 0 reports no first-token time (it used to
+// print "first token after 0s" for a token never generated).
+func TestQuiet(t *testing.T) {
+	cfg := testCfg
+	cfg.Context = 12
+	_, w := testWeights(t, cfg, true, nn.LayoutNanoGPT)
+	out, _, err := runArgs(t, "-weights", w, "-addition", "10")
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, strings.Count(out, "\n"), 4, "three examples and the accuracy: %q", out)
+	out, errs, err := runArgs(t, "-weights", w, "-addition", "10", "-quiet")
+	require.NoError(t, err)
+	require.Equal(t, 1, strings.Count(out, "\n"), "%q", out)
+	require.True(t, strings.HasPrefix(out, "held-out accuracy: "), out)
+	require.Contains(t, errs, "tokens/s")
+
+	out, errs, err = runArgs(t, "-weights", w, "-prompt", "12+", "-quiet")
+	require.NoError(t, err)
+	require.Empty(t, out)
+	require.Contains(t, errs, "first token after")
+	_, errs, err = runArgs(t, "-weights", w, "-prompt", "12+", "-max-new", "0")
+	require.NoError(t, err)
+	require.Contains(t, errs, "generated 0 tokens")
+	require.NotContains(t, errs, "first token")
 }
