@@ -273,8 +273,12 @@ func (a *Allocation) Size() int64 { return a.size }
 // Manager is the manager that made a.
 func (a *Allocation) Manager() *Manager { return a.m }
 
-// Stream is the pool stream a's block belongs to (0 once freed).
+// Stream is the pool stream a's block belongs to (0 once freed, or for an
+// Allocation no manager made).
 func (a *Allocation) Stream() Stream {
+	if a.m == nil {
+		return 0
+	}
 	a.m.mu.Lock()
 	defer a.m.mu.Unlock()
 	if a.b == nil {

@@ -650,7 +650,8 @@
 // call of random workloads, with limits and two streams, and of PyTorch's
 // traces (also at 16 scales from 0.2 to 4, with reserved/requested
 // bounded: 1.02 where the pool reaches it, today's figure elsewhere), and
-// the virtual memory conformance suite on the host. The CUDA tests
+// of random workloads whose virtual memory fails a tenth of its calls of
+// each kind, and the virtual memory conformance suite on the host. The CUDA tests
 // (cuda_*_test.go, TestGPU*) skip with the reason where no GPU is usable;
 // on one they run the conformance suite on the device, managed, staging
 // and write-combined staging backends; the pool over device memory (split,

@@ -344,7 +344,8 @@ var errShort = errors.New("not enough pages")
 // page-aligned; the rest of the range is free), in address order, which
 // become free blocks merged with their free neighbours. With too few
 // pages it maps what it has and returns errShort; pages it could not map
-// (the driver refused) are released.
+// (the driver refused) are released, or free memory again where they were
+// lent from (unlend).
 func (p *Pool) mapRun(seg *segment, lo, hi int64, pages []Page) error {
 	base := seg.region.Addr
 	for at := lo; at < hi; {
@@ -363,7 +364,7 @@ func (p *Pool) mapRun(seg *segment, lo, hi int64, pages []Page) error {
 			k, h = len(pages), l+int64(len(pages))*p.page
 		}
 		if err := p.vm.Map(base+uintptr(l), pages[:k]); err != nil {
-			return errors.Join(err, p.releasePages(pages))
+			return errors.Join(err, p.releasePages(p.unlend(pages)))
 		}
 		first := int(l / p.page)
 		if need := first + k; need > len(seg.x.pages) {
@@ -386,7 +387,7 @@ func (p *Pool) mapRun(seg *segment, lo, hi int64, pages []Page) error {
 		}
 	}
 	if len(pages) > 0 {
-		return errors.Join(fmt.Errorf("memory: pool %s: %d pages gathered but not mapped", p.name, len(pages)), p.releasePages(pages))
+		return errors.Join(fmt.Errorf("memory: pool %s: %d pages gathered but not mapped", p.name, len(pages)), p.releasePages(p.unlend(pages)))
 	}
 	return nil
 }

@@ -46,12 +46,12 @@ func (p *Pool) releaseExpandable(take func(Stream) bool) (int64, error) {
 					}
 					pages, err := p.unmapFree(seg, b, lo, hi)
 					if err != nil {
-						errs = append(errs, err)
+						errs = append(errs, err) // b is as it was: on to b.next
 					} else {
 						released += hi - lo
 						errs = append(errs, p.releasePages(pages))
+						nb = blockAt(seg, seg.region.Addr+uintptr(hi)) // b's blocks were recut
 					}
-					nb = blockAt(seg, seg.region.Addr+uintptr(hi)) // b's blocks were recut
 				}
 			}
 			b = nb
