@@ -131,7 +131,8 @@ func (d *DataParallel) Release() {
 // had a gradient, all-reduced with one more call, decides afterwards:
 // a parameter that no rank gave a gradient keeps none (as in a
 // single-process run, the optimizer skips it), any other gets the mean
-// on every rank (allocated, role gradient, where it had none).
+// on every rank (allocated, role gradient, in the parameter's gradient
+// dtype (autograd.Var.SetGradDType), where it had none).
 //
 // With the overlap (the default; Options.NoOverlap turns it off) most
 // of that has happened during backward: each bucket was copied and its
@@ -224,7 +225,7 @@ func (d *DataParallel) finish(present []float32) error {
 				continue
 			}
 			if p.Grad == nil {
-				g, err := tensor.NewKept(p.Value.Device(), p.Value.DType(), memory.RoleGradient, p.Value.Shape()...)
+				g, err := tensor.NewKept(p.Value.Device(), p.GradDType(), memory.RoleGradient, p.Value.Shape()...)
 				if err != nil {
 					return err
 				}

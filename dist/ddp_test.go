@@ -350,6 +350,45 @@ func TestSyncGradientsMissing(t *testing.T) {
 	}
 }
 
+// A parameter whose gradient is kept in bfloat16 (SetGradDType) and that
+// has no gradient on some ranks gets the mean there in bfloat16 too: the
+// ranks' gradients are equal in dtype and bits (not float32 on some).
+func TestSyncGradientsHalfGrad(t *testing.T) {
+	const n = 3
+	dts := make([]tensor.DType, n)
+	vals := make([][]float32, n)
+	errs := runRanks(t, n, 10*time.Second, func(c *tensor.Ctx, coll dist.Collective) error {
+		p := param(t, "w", tensor.Float32, 2)
+		if err := p.Var.SetGradDType(tensor.BFloat16); err != nil {
+			return err
+		}
+		d, err := dist.New(coll, []*nn.Parameter{p}, dist.Options{})
+		if err != nil {
+			return err
+		}
+		defer d.Release()
+		return inScope(c, func() error {
+			if coll.Rank() == 0 {
+				x := autograd.Const(c.FromFloat32s(tensor.CPU(), []float32{0.1, 0.7}, 2))
+				if err := autograd.Sum(autograd.Mul(x, p.Var), false).Backward(); err != nil {
+					return err
+				}
+			}
+			if err := d.SyncGradients(); err != nil {
+				return err
+			}
+			dts[coll.Rank()], vals[coll.Rank()] = p.Grad.DType(), p.Grad.Float32s()
+			p.ZeroGrad()
+			return nil
+		})
+	})
+	for r := range n {
+		require.NoError(t, errs[r], "rank %d", r)
+		require.Equal(t, tensor.BFloat16, dts[r], "rank %d", r)
+		require.Equal(t, vals[0], vals[r], "rank %d", r)
+	}
+}
+
 // TestDataParallelErrors: ranks whose models differ, or a rank whose step
 // fails, give errors on every rank, without hanging.
 func TestDataParallelErrors(t *testing.T) {

@@ -223,15 +223,17 @@
 // gradients missing on some or all ranks, and errors (ranks with
 // different models, a rank that aborts) returned on every rank; each
 // rank's Ctx holds the same bytes after every step, and every bucket
-// was started during backward. overlap_test.go: the overlapped path
+// was started during backward; a gradient kept in bfloat16 that some
+// ranks lack gets the mean there in bfloat16 too. overlap_test.go: the overlapped path
 // against NoOverlap with 2 and 4 ranks, AdamW and ZeRO-1: losses and
 // parameters equal bit for bit on every rank after every step, and the
 // same collective calls in the same order; a backward pass whose last
 // node waits until the rank's collective is called (it is, with the
 // overlap: the first bucket started before backward ended; without, the
 // wait times out); NoSync's accumulation equal to NoOverlap's bit for
-// bit, a second backward pass outside it an error on every rank; the
-// hooks set by New and removed by Release. zero_test.go:
+// bit, a second backward pass outside it, or one in it after a pass
+// outside it, an error on every rank; the hooks set by New and removed
+// by Release. zero_test.go:
 // ZeroAdamW on 2, 3 (padded shards) and 4 ranks gives nn.AdamW's losses
 // and parameters bit for bit; the shard sizes. nccl_internal_test.go,
 // on the CPU: NewNCCLGroup's and each call's checks (each failing the

@@ -113,16 +113,17 @@ func (d *DataParallel) NoSync(fn func() error) error {
 // started in order: bucket i only after bucket i-1, so every rank starts
 // them in the same order whatever order backward finished them in.
 func (ov *overlap) gradReady(i, j int) {
-	if ov.noSync || ov.err != nil {
+	if ov.err != nil {
+		return
+	}
+	if i < ov.next { // started: in NoSync too, this pass changed what was sent
+		p := ov.d.buckets[i].Params[j]
+		ov.err = fmt.Errorf("dist: the gradient of %q changed after its bucket's all-reduce had started: a second backward pass before SyncGradients (for gradient accumulation, run all micro-batches but the last in DataParallel.NoSync): %w", p.Name, tensor.ErrArgument)
 		return
 	}
 	k := ov.d.first[i] + j
-	if ov.ready[k] {
-		if i < ov.next {
-			p := ov.d.buckets[i].Params[j]
-			ov.err = fmt.Errorf("dist: the gradient of %q changed after its bucket's all-reduce had started: a second backward pass before SyncGradients (for gradient accumulation, run all micro-batches but the last in DataParallel.NoSync): %w", p.Name, tensor.ErrArgument)
-		}
-		return // a second pass, before its bucket started: read at the start
+	if ov.noSync || ov.ready[k] {
+		return // NoSync, or a second pass before its bucket started: read at the start
 	}
 	ov.ready[k] = true
 	if ov.left[i]--; ov.left[i] > 0 || i != ov.next {

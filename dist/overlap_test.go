@@ -301,6 +301,36 @@ func TestOverlapAccumulation(t *testing.T) {
 	}
 }
 
+// A micro-batch's backward pass in NoSync after a pass outside it (whose
+// buckets were started) also changes gradients already sent: an error on
+// every rank, not a mean silently missing that micro-batch.
+func TestOverlapNoSyncAfterStart(t *testing.T) {
+	const n, k = 2, 3
+	errs := runRanks(t, n, 30*time.Second, func(c *tensor.Ctx, coll dist.Collective) error {
+		ps := chain(t, k, coll.Rank())
+		d, err := dist.New(coll, ps, dist.Options{BucketBytes: 16})
+		if err != nil {
+			return err
+		}
+		defer d.Release()
+		return inScope(c, func() error {
+			if err := chainLoss(c, ps, func() {}).Backward(); err != nil {
+				return err
+			}
+			if err := d.NoSync(func() error { return chainLoss(c, ps, func() {}).Backward() }); err != nil {
+				return err
+			}
+			return d.SyncGradients()
+		})
+	})
+	for r, err := range errs {
+		require.Error(t, err, "rank %d", r)
+		if !errors.Is(err, dist.ErrAborted) {
+			assert.ErrorContains(t, err, "changed after its bucket's all-reduce had started", "rank %d", r)
+		}
+	}
+}
+
 // A parameter given to two DataParallels with the overlap is refused
 // (one gradient hook a parameter); Release removes the hooks.
 func TestOverlapHooks(t *testing.T) {

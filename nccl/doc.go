@@ -92,7 +92,8 @@
 // arguments: the tests check through it the whole calling layer, the
 // unique id passed by value to ncclCommInitRank byte for byte, each
 // collective's arguments in C order, group calls, Abort (once; every
-// later call refused), and failures carrying
+// later call refused; racing Destroy, the communicator freed once), and
+// failures carrying
 // ncclGetErrorString and ncclGetLastError's text. With NCCL and a GPU
 // (gpu_test.go, skipped without them; STRATA_REQUIRE_GPU=1 makes a skip a
 // failure): a 1-rank communicator's AllReduce, Broadcast, AllGather and

@@ -19,6 +19,9 @@ type fakeState struct {
 	op         [32]byte
 	args       [8]uint64
 	id         [128]byte
+
+	destroyUsleep int32 // how long ncclCommDestroy takes
+	freedTwice    int32 // communicators destroyed or aborted twice
 }
 
 func (f *fakeState) lastOp() string {

@@ -39,9 +39,11 @@ func TestFakeInitRefusesValuesPastCInt(t *testing.T) {
 }
 
 // A communicator's methods may be called from any goroutine: Destroy
-// racing a collective or AsyncError is no data race (run with -race).
+// racing a collective, AsyncError or Abort is no data race (run with
+// -race), and the communicator is freed once.
 func TestFakeDestroyConcurrentWithCalls(t *testing.T) {
-	useFakeNCCL(t)
+	f := useFakeNCCL(t)
+	defer func() { f.freedTwice = 0 }()
 	for range 100 {
 		c, err := CommInitRank(2, UniqueID{9}, 1)
 		require.NoError(t, err)
@@ -49,8 +51,10 @@ func TestFakeDestroyConcurrentWithCalls(t *testing.T) {
 		wg.Go(func() { _ = c.AllReduce(1, 1, 4, Float32, Sum, nil) })
 		wg.Go(func() { _ = c.AsyncError() })
 		wg.Go(func() { _ = c.Destroy() })
+		wg.Go(func() { _ = c.Abort() })
 		wg.Wait()
 	}
+	assert.Zero(t, f.freedTwice, "communicators freed twice")
 }
 
 // AsyncError checks the communicator under its lock: one destroyed while
@@ -72,4 +76,23 @@ func TestFakeAsyncErrorAfterDestroyWhileWaiting(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidArgument)
 	assert.ErrorContains(t, err, "was destroyed")
 	f.nextResult = 0
+}
+
+// Abort while Destroy is inside ncclCommDestroy (holding the lock) does
+// not free the communicator a second time with ncclCommAbort.
+func TestFakeAbortDuringDestroy(t *testing.T) {
+	f := useFakeNCCL(t)
+	f.destroyUsleep = 100_000
+	defer func() { f.destroyUsleep, f.freedTwice = 0, 0 }()
+	c, err := CommInitRank(2, UniqueID{9}, 1)
+	require.NoError(t, err)
+	done := make(chan error)
+	go func() { done <- c.Destroy() }()
+	time.Sleep(30 * time.Millisecond) // Destroy is in ncclCommDestroy
+	require.NoError(t, c.Abort())
+	require.NoError(t, <-done)
+	assert.Zero(t, f.freedTwice, "the communicator was freed twice")
+	require.NoError(t, c.Destroy())
+	require.NoError(t, c.Abort())
+	assert.Zero(t, f.freedTwice)
 }

@@ -36,6 +36,7 @@ type Comm struct {
 
 	mu        sync.Mutex
 	destroyed bool        // guarded by mu
+	freeing   atomic.Bool // set by the one Destroy or Abort that frees the communicator
 	aborted   atomic.Bool // Abort ran (or runs): every method refuses
 }
 
@@ -226,12 +227,16 @@ func (c *Comm) Destroy() error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.destroyed || c.aborted.Load() {
+	if c.destroyed {
 		return nil
+	}
+	if !c.freeing.CompareAndSwap(false, true) {
+		return nil // aborted
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if r := Result(ccall(c.lib.commDestroy.addr, c.h)); r != Success {
+		c.freeing.Store(false)
 		return c.lib.newError(c.lib.commDestroy.name, c.String(), r, c.h)
 	}
 	c.destroyed = true
@@ -246,7 +251,8 @@ func (c *Comm) Destroy() error {
 // whose member failed between collectives unblocks the others, whose
 // kernels would otherwise wait on the GPU for the missing peer forever.
 // Every later method returns an error naming the abort; Destroy after it
-// does nothing; aborting twice, or a destroyed communicator, is a no-op.
+// does nothing; aborting twice, or a destroyed communicator, is a no-op,
+// and so is aborting one that a Destroy is freeing.
 //
 // A call of another method that is inside NCCL when Abort frees the
 // communicator is NCCL's concern: ncclCommAbort is documented to stop a
@@ -266,9 +272,9 @@ func (c *Comm) Abort() error {
 	// with it otherwise, so that no call starts while NCCL frees.
 	if c.mu.TryLock() {
 		defer c.mu.Unlock()
-		if c.destroyed {
-			return nil
-		}
+	}
+	if !c.freeing.CompareAndSwap(false, true) {
+		return nil // destroyed, or a Destroy holding the lock frees it
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct fake_state {
 	int32_t next_result; /* returned by the next call, then reset to 0 */
@@ -12,12 +13,14 @@ struct fake_state {
 	char op[32];
 	uint64_t args[8];
 	unsigned char id[128];
+	int32_t destroy_usleep; /* how long ncclCommDestroy takes */
+	int32_t freed_twice;    /* comms destroyed or aborted more than once */
 };
 struct fake_state fake;
 struct fake_state *fake_get(void) { return &fake; }
 
 typedef struct { char internal[128]; } ncclUniqueId;
-struct comm { int nranks, rank, dev; };
+struct comm { int nranks, rank, dev, freed; };
 
 static int ret(const char *op) {
 	int r = fake.next_result;
@@ -38,7 +41,7 @@ int ncclCommInitRank(struct comm **c, int nranks, ncclUniqueId id, int rank) {
 	fake.args[1] = (uint64_t)rank;
 	int r = ret("ncclCommInitRank");
 	if (r) return r;
-	*c = malloc(sizeof **c);
+	*c = calloc(1, sizeof **c);
 	(*c)->nranks = nranks; (*c)->rank = rank; (*c)->dev = rank;
 	return 0;
 }
@@ -46,13 +49,24 @@ int ncclCommInitAll(struct comm **c, int n, const int *devs) {
 	int r = ret("ncclCommInitAll");
 	if (r) return r;
 	for (int i = 0; i < n; i++) {
-		c[i] = malloc(sizeof *c[i]);
+		c[i] = calloc(1, sizeof *c[i]);
 		c[i]->nranks = n; c[i]->rank = i; c[i]->dev = devs[i];
 	}
 	return 0;
 }
-int ncclCommDestroy(struct comm *c) { int r = ret("ncclCommDestroy"); if (!r) free(c); return r; }
-int ncclCommAbort(struct comm *c) { int r = ret("ncclCommAbort"); if (!r) free(c); return r; }
+/* A comm is marked freed, not freed, so that a second free is counted,
+   not a crash. */
+static int release(struct comm *c, int r) {
+	if (r) return r;
+	if (__atomic_fetch_add(&c->freed, 1, __ATOMIC_SEQ_CST)) __atomic_fetch_add(&fake.freed_twice, 1, __ATOMIC_SEQ_CST);
+	return 0;
+}
+int ncclCommDestroy(struct comm *c) {
+	int r = ret("ncclCommDestroy");
+	if (fake.destroy_usleep) usleep(fake.destroy_usleep);
+	return release(c, r);
+}
+int ncclCommAbort(struct comm *c) { return release(c, ret("ncclCommAbort")); }
 int ncclCommCount(struct comm *c, int *n) { *n = c->nranks; return 0; }
 int ncclCommCuDevice(struct comm *c, int *d) { *d = c->dev; return 0; }
 int ncclCommUserRank(struct comm *c, int *r) { *r = c->rank; return 0; }
