@@ -28,7 +28,7 @@ func driverSpec() libSpec {
 		Env:   EnvCUDALib,
 		Names: []string{"libcuda.so.1", "libcuda.so"},
 		Dirs:  []string{"/usr/lib/" + archTriplet(), "/usr/lib64", "/usr/lib/wsl/lib", "/usr/local/nvidia/lib64"},
-		Fix: "install the NVIDIA driver for CUDA 12 or newer (it provides libcuda.so.1) " +
+		Fix: "install the NVIDIA driver for CUDA 13 or newer (it provides libcuda.so.1; strata's kernels are built with CUDA 13) " +
 			"or set " + EnvCUDALib + " to the full path of libcuda.so.1",
 		Kind: ErrNoDriver,
 	}
