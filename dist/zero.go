@@ -23,12 +23,12 @@ import (
 // gradients equal, and skips, as nn.AdamW does, the parameters without a
 // gradient (after SyncGradients the same ones on every rank); as there,
 // each parameter's bias correction counts its own updates. The
-// trainable parameters must share one float dtype and device. Besides
-// the moments it holds two flat buffers of Size·k elements (parameters
-// and gradients); the gradient one could shrink to k with a
-// ReduceScatterSum in place of SyncGradients' all-reduce (ZeRO stage 2),
-// which the clipping's global norm would then need one more all-reduce
-// for.
+// trainable parameters must be distinct and contiguous and share one
+// float dtype and device. Besides the moments it holds two flat buffers
+// of Size·k elements (parameters and gradients); the gradient one could
+// shrink to k with a ReduceScatterSum in place of SyncGradients'
+// all-reduce (ZeRO stage 2), which the clipping's global norm would then
+// need one more all-reduce for.
 type ZeroAdamW struct {
 	LR, Beta1, Beta2, Eps float64
 	WeightDecay           float64
@@ -45,16 +45,26 @@ type ZeroAdamW struct {
 
 // NewZeroAdamW returns rank coll.Rank()'s sharded AdamW over params with
 // PyTorch's defaults for the betas and eps (as nn.NewAdamW). Errors: a
-// nil collective, parameters of different dtypes or devices, no
-// trainable parameter, or the memory error.
+// nil collective, a parameter given twice, a trainable parameter whose
+// value is not contiguous (Step writes the update back through a flat
+// view of it), parameters of different dtypes or devices, no trainable
+// parameter, or the memory error.
 func NewZeroAdamW(coll Collective, params []*nn.Parameter, lr, weightDecay float64) (*ZeroAdamW, error) {
 	if coll == nil {
 		return nil, fmt.Errorf("dist: NewZeroAdamW: nil Collective: %w", tensor.ErrArgument)
 	}
 	o := &ZeroAdamW{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: weightDecay, coll: coll}
+	seen := map[*nn.Parameter]bool{}
 	for _, p := range params {
 		if p == nil || !p.RequiresGrad() {
 			continue
+		}
+		if seen[p] {
+			return nil, fmt.Errorf("dist: NewZeroAdamW: parameter %q given twice: %w", p.Name, tensor.ErrArgument)
+		}
+		seen[p] = true
+		if !p.Value.IsContiguous() {
+			return nil, fmt.Errorf("dist: NewZeroAdamW: parameter %q is not contiguous (a view): its update would go to a copy: %w", p.Name, tensor.ErrArgument)
 		}
 		if q := o.params; len(q) > 0 && (p.Value.DType() != q[0].Value.DType() || p.Value.Device() != q[0].Value.Device()) {
 			return nil, fmt.Errorf("dist: NewZeroAdamW: %q is %v on %v, %q %v on %v: want one dtype and device: %w",
@@ -200,7 +210,8 @@ func (o *ZeroAdamW) doStep() error {
 	})
 }
 
-// flatView is elements [off, off+n) of contiguous t, as a 1-D view.
+// flatView is elements [off, off+n) of t, as a 1-D view: of t itself
+// when t is contiguous, else of a copy (only to read from).
 func flatView(t *tensor.Tensor, off, n int) *tensor.Tensor {
 	f := t.Reshape(t.Numel())
 	v := f.Narrow(0, off, n)

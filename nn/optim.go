@@ -73,6 +73,7 @@ type AdamW struct {
 	step          int                // Step calls
 	steps         map[*Parameter]int // updates of each parameter: its bias correction
 	guarded       []*Parameter       // what the last StepGuarded queued, for CommitGuarded
+	checked       checkedParams      // Params as last found free of duplicates
 	m, v          map[*Parameter]*tensor.Tensor
 }
 
@@ -91,19 +92,29 @@ func (o *AdamW) Steps() int { return o.step }
 // Step updates every parameter with a gradient, each bias-corrected by its
 // own update count (one launch per count when they differ). The moments a
 // first step needs are allocated before any parameter changes, so a step
-// that runs out of memory leaves the parameters and the step counts as
-// they were.
+// that runs out of memory for them leaves the parameters and the step
+// counts as they were; when the counts differ and a later launch fails,
+// the step is taken for the parameters an earlier one updated (they and
+// Steps count it), so that no parameter's count exceeds Steps. A
+// parameter listed twice in Params is an error (wrapping
+// tensor.ErrArgument), checked again whenever Params changes.
 func (o *AdamW) Step() error {
+	if err := o.checked.check("AdamW", o.Params); err != nil {
+		return err
+	}
 	return tensor.Try(func() {
 		us := o.updates()
-		for _, u := range us {
+		for i, u := range us {
 			o.apply(u)
-		}
-		o.step++
-		for _, u := range us {
+			if i == 0 {
+				o.step++ // taken once a parameter has changed
+			}
 			for _, p := range u.pp {
 				o.steps[p]++
 			}
+		}
+		if len(us) == 0 {
+			o.step++
 		}
 	})
 }
@@ -140,7 +151,7 @@ type adamwUpdate struct {
 // gradients, moments and weight decays, one list per step count (one in a
 // run where every parameter is updated at every step). The moments a
 // first step needs are allocated before any list is made (panicking with
-// an *OpError when memory runs out), so a step that fails leaves
+// an *OpError when memory runs out), so a step that fails there leaves
 // everything as it was.
 func (o *AdamW) updates() []adamwUpdate {
 	for _, p := range o.Params {
@@ -233,6 +244,7 @@ type SGD struct {
 	LR, Momentum, WeightDecay float64
 	Nesterov                  bool
 	buf                       map[*Parameter]*tensor.Tensor
+	checked                   checkedParams // Params as last found free of duplicates
 }
 
 // NewSGD returns plain SGD with the given momentum.
@@ -243,10 +255,15 @@ func NewSGD(ps []*Parameter, lr, momentum float64) *SGD {
 // SetLR sets the learning rate.
 func (o *SGD) SetLR(lr float64) { o.LR = lr }
 
-// Step updates every parameter with a gradient.
+// Step updates every parameter with a gradient. A parameter listed twice
+// in Params is an error (wrapping tensor.ErrArgument), checked again
+// whenever Params changes.
 func (o *SGD) Step() error {
 	if o.Nesterov && o.Momentum == 0 {
 		return fmt.Errorf("nn: SGD: Nesterov needs momentum > 0")
+	}
+	if err := o.checked.check("SGD", o.Params); err != nil {
+		return err
 	}
 	return tensor.Try(func() {
 		for _, p := range o.Params {
@@ -279,7 +296,11 @@ func (o *SGD) Release() {
 // ClipGradNorm scales all gradients so that their joint L2 norm is at
 // most maxNorm, as torch.nn.utils.clip_grad_norm_ (scale maxNorm/(n+1e-6)
 // applied only when it is below 1). It returns the norm before clipping.
+// A parameter listed twice in ps is an error (wrapping tensor.ErrArgument).
 func ClipGradNorm(ps []*Parameter, maxNorm float64) (float64, error) {
+	if err := distinct("ClipGradNorm", ps); err != nil {
+		return 0, err
+	}
 	var total float64
 	err := tensor.Try(func() {
 		// One reduction and one wait for all gradients of a device (on a

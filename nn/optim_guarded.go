@@ -18,8 +18,12 @@ import (
 // above maxNorm (+Inf: never), and loss (a float32 scalar, or nil)
 // recorded; a loss or norm that is not finite sets the guard's skip flag,
 // which makes StepGuarded do nothing. Read them with g.Result after the
-// step has run.
+// step has run. A parameter listed twice in ps is an error (wrapping
+// tensor.ErrArgument).
 func ClipGradNormGuarded(ps []*Parameter, loss *tensor.Tensor, maxNorm float64, g *tensor.StepGuard) error {
+	if err := distinct("ClipGradNormGuarded", ps); err != nil {
+		return err
+	}
 	return tensor.Try(func() {
 		var gs []*tensor.Tensor
 		for _, p := range ps {
@@ -60,7 +64,11 @@ func (o *AdamW) CommitGuarded(skipped bool) {
 // has fewer updates (its first gradient came later) is an error: use
 // Step. It does not count the step (CommitGuarded does). While a graph is
 // captured the moments must exist already: take one step before capturing.
+// A parameter listed twice in Params is an error, as for Step.
 func (o *AdamW) StepGuarded(a *tensor.AdamWArgs, guard *tensor.StepGuard) error {
+	if err := o.checked.check("AdamW", o.Params); err != nil {
+		return err
+	}
 	for _, p := range o.Params {
 		if p.Grad != nil && p.Grad.DType() != p.Value.DType() {
 			return fmt.Errorf("nn: AdamW: the guarded update takes gradients in their parameters' dtype; %s has a %v gradient (autograd's SetGradDType): use Step", p.Name, p.Grad.DType())
