@@ -200,11 +200,7 @@ func NewManager(backends []Backend, cfg Config) (*Manager, error) {
 		// counts them.
 		dev.shared = func() int64 { return man.sinks.own.Reserved.Current }
 	}
-	p := cfg.Policy
-	if p.isZero() {
-		p = HybridPolicy()
-	}
-	m.setPolicy(p)
+	m.setPolicy(cfg.Policy)
 	return m, nil
 }
 
@@ -232,14 +228,19 @@ func (m *Manager) Policy() Policy {
 }
 
 // SetPolicy changes the placement of later allocations; live ones stay
-// where they are. Roles placed on unknown tiers fail to allocate.
+// where they are. The zero Policy means HybridPolicy(), as in Config.
+// Roles placed on unknown tiers fail to allocate.
 func (m *Manager) SetPolicy(p Policy) {
 	m.mu.Lock()
 	m.setPolicy(p)
 	m.mu.Unlock()
 }
 
+// setPolicy installs p, or HybridPolicy() for the zero Policy.
 func (m *Manager) setPolicy(p Policy) {
+	if p.isZero() {
+		p = HybridPolicy()
+	}
 	m.policy = p
 	for r, pl := range p.Placements {
 		m.route[r] = m.backed(pl.Tier)

@@ -78,8 +78,8 @@ func (p Placement) String() string {
 }
 
 // Policy maps every role to a placement. The zero Policy stands for
-// HybridPolicy where a Config takes one; build policies with HybridPolicy
-// or SingleTierPolicy and change single roles from there.
+// HybridPolicy, both in Config and in Manager.SetPolicy; build policies
+// with HybridPolicy or SingleTierPolicy and change single roles from there.
 type Policy struct {
 	Placements [NumRoles]Placement
 	// Spill lets an allocation that the device tier cannot serve (its

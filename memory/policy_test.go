@@ -83,3 +83,17 @@ func TestRoleAndTierNames(t *testing.T) {
 	require.ErrorIs(t, err, memory.ErrInvalidArgument)
 	assert.Equal(t, "Tier(9)", memory.Tier(9).String())
 }
+
+// TestSetPolicyZeroMeansHybrid: the zero Policy means HybridPolicy in
+// SetPolicy as it does in Config.
+func TestSetPolicyZeroMeansHybrid(t *testing.T) {
+	m := memory.NewHostManager(memory.Config{})
+	require.Equal(t, memory.HybridPolicy(), m.Policy())
+	m.SetPolicy(memory.SingleTierPolicy(memory.TierHost))
+	m.SetPolicy(memory.Policy{})
+	require.Equal(t, memory.HybridPolicy(), m.Policy())
+	a := mustManagerAlloc(t, m, 100, memory.RoleEmbedding)
+	require.Equal(t, memory.TierManaged, a.Tier())
+	require.NoError(t, a.Free())
+	require.NoError(t, m.Close())
+}

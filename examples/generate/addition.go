@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/strata-ml/strata/internal/addition"
 	"github.com/strata-ml/strata/nn"
+	"github.com/strata-ml/strata/tensor"
 	"github.com/strata-ml/strata/tokenizer"
 )
 
@@ -21,6 +23,33 @@ import (
 // with train-gpt, and the problems' random stream (PCG(11, 11), a and b
 // drawn in [0, 10^digits)) is train-gpt's, so -addition 256 asks the
 // problems train-gpt's evaluation asks.
+
+// savedDigits is the addition task's digits per operand that the file's
+// metadata records (train-gpt records its -digits when it trains on the
+// task), or 0 when it records none from 1 to 6.
+func savedDigits(path string) int {
+	md, err := tensor.ReadSafetensorsMetadata(path)
+	if err != nil {
+		return 0
+	}
+	d, err := strconv.Atoi(md["digits"])
+	if err != nil || d < 1 || d > 6 {
+		return 0
+	}
+	return d
+}
+
+// settleDigits sets -digits to the digits the file records when it is not
+// given (else to 3) and refuses a -digits that differs from them. It
+// returns the recorded digits, 0 when none.
+func settleDigits(o *options) (int, error) {
+	saved := savedDigits(o.weights)
+	if o.digits != 0 && saved != 0 && o.digits != saved {
+		return 0, &usageError{fmt.Sprintf("-digits %d disagrees with the file's metadata (%d-digit addition)", o.digits, saved)}
+	}
+	o.digits = cmp.Or(o.digits, saved, 3)
+	return saved, nil
+}
 
 // heldOutProblems draws n held-out problems as train-gpt's evaluation
 // does.

@@ -33,6 +33,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -94,7 +95,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.runs, "runs", 1, "generate this many times (the same tokens) and report each run's tokens/s: the first run warms up")
 	fs.BoolVar(&o.quiet, "quiet", false, "do not print the generated text (with -addition: only the accuracy)")
 	fs.IntVar(&o.addition, "addition", 0, "answer N held-out problems of train-gpt's addition task greedily and print the accuracy")
-	fs.IntVar(&o.digits, "digits", 3, "with -addition: digits per operand (train-gpt's -digits)")
+	fs.IntVar(&o.digits, "digits", 0, "with -addition: digits per operand (default: the -digits train-gpt recorded in the file's metadata, else 3)")
 	fs.StringVar(&o.dumpLogits, "dump-logits", "", "write the prompt's tokens and logits (full forward and KV cache) to this JSON file, for tools/check_gpt2_logits.py")
 	fs.StringVar(&o.save, "save", "", "save the loaded weights to this safetensors file in -save-layout")
 	fs.StringVar(&o.saveLayout, "save-layout", "hf", "layout of -save: nanogpt or hf")
@@ -133,8 +134,8 @@ func (o *options) check() error {
 		return fmt.Errorf("-runs %d: want 1 or more", o.runs)
 	case o.addition < 0:
 		return fmt.Errorf("-addition %d: want 0 (off) or a number of problems", o.addition)
-	case o.digits < 1 || o.digits > 6:
-		return fmt.Errorf("-digits %d: want 1 to 6", o.digits)
+	case o.digits < 0 || o.digits > 6:
+		return fmt.Errorf("-digits %d: want 1 to 6 (0: the default)", o.digits)
 	}
 	f, err := os.Open(o.weights)
 	if err != nil {
@@ -209,6 +210,10 @@ func run(o *options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	digits, err := settleDigits(o)
+	if err != nil {
+		return err
+	}
 	tok, err := pickTokenizer(cmp.Or(o.tokenizer, savedTokenizer(o.weights)), cfg.Vocab)
 	if err != nil {
 		return err
@@ -233,6 +238,9 @@ func run(o *options, stdout, stderr io.Writer) error {
 	did := false
 	if o.save != "" {
 		meta := map[string]string{"config": fmt.Sprintf("%+v", cfg), "producer": "strata generate", "tokenizer": tok.Name()}
+		if digits > 0 {
+			meta["digits"] = strconv.Itoa(digits)
+		}
 		if err := nn.SaveWeightsLayout(context.Background(), o.save, g.Parameters(), meta, o.saveLay); err != nil {
 			return fmt.Errorf("-save: %w", err)
 		}

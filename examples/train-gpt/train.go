@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -471,7 +472,9 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 }
 
 // saveWeights writes -out, unless a weight is not finite (a run that went
-// wrong must not replace good weights).
+// wrong must not replace good weights). Its metadata records the model's
+// config, the tokenizer and, for the addition task, -digits (generate
+// reads them).
 func saveWeights(in *interrupts, o *options, cfg nn.GPTConfig, tr *trainer) error {
 	bad, err := nn.NonFinite(tr.params)
 	if err != nil {
@@ -481,6 +484,9 @@ func saveWeights(in *interrupts, o *options, cfg nn.GPTConfig, tr *trainer) erro
 		return fmt.Errorf("not saving -out %s: parameter %s is not finite", o.out, bad)
 	}
 	meta := map[string]string{"format": "pt", "config": fmt.Sprintf("%+v", cfg), "producer": "strata train-gpt", "tokenizer": o.tokName}
+	if o.data == "" {
+		meta["digits"] = strconv.Itoa(o.digits)
+	}
 	in.saving.Store(true)
 	defer in.saving.Store(false)
 	if err := nn.SaveWeightsContext(in.ctx, o.out, tr.params, meta); err != nil {
