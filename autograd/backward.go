@@ -27,7 +27,10 @@ var ErrNoGraph = errors.New("autograd: no graph to differentiate")
 // v's context (tensor.Ctx); gradients of leaves are kept out of it.
 //
 // Errors: ErrNoGraph, a non-scalar v, or an *tensor.OpError raised by a
-// backward function (out of memory, say).
+// backward function (out of memory, say). A pass that fails midway keeps
+// what it had done (leaves keep the gradients they received, stepped
+// nodes stay consumed); the vars it did not step keep their graph and no
+// gradient of it.
 func (v *Var) Backward() error {
 	if v.node == nil {
 		return fmt.Errorf("%w: %s", ErrNoGraph, v)
@@ -77,6 +80,7 @@ func (v *Var) propagate(grad *tensor.Tensor) error {
 	if err != nil {
 		return err
 	}
+	defer dropPending(order)
 	c := v.Value.Ctx()
 	if c == nil {
 		c = tensor.Background()
@@ -99,6 +103,16 @@ func (v *Var) propagate(grad *tensor.Tensor) error {
 			})
 		})
 	})
+}
+
+// dropPending forgets the gradients a failed pass left pending on the
+// vars it did not step (the pass's scope released them), so that a later
+// pass through those vars starts from none. After a pass that completed
+// there are none.
+func dropPending(order []*Var) {
+	for _, u := range order {
+		u.pending, u.slices = nil, nil
+	}
 }
 
 // topo returns the vars with nodes reachable from root, inputs before

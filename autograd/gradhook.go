@@ -84,7 +84,7 @@ func (v *Var) SetGradHook(fn func(*Var)) {
 	switch {
 	case v == nil:
 		panic("autograd: SetGradHook on a nil Var")
-	case v.node != nil:
+	case !v.IsLeaf():
 		panic(fmt.Sprintf("autograd: SetGradHook on %s, which is not a leaf (hooks report leaves' accumulated gradients)", v))
 	case !v.requiresGrad && fn != nil:
 		panic(fmt.Sprintf("autograd: SetGradHook on %s, which does not require gradients", v))

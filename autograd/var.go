@@ -79,14 +79,15 @@ func (v *Var) RequiresGrad() bool { return v.requiresGrad }
 // SetRequiresGrad turns gradient tracking of a leaf on or off (freezing a
 // parameter). Panics on a non-leaf.
 func (v *Var) SetRequiresGrad(b bool) {
-	if v.node != nil {
+	if !v.IsLeaf() {
 		panic(fmt.Sprintf("autograd: SetRequiresGrad on non-leaf %s", v))
 	}
 	v.requiresGrad = b
 }
 
-// IsLeaf reports whether v was not produced by a recorded op.
-func (v *Var) IsLeaf() bool { return v.node == nil }
+// IsLeaf reports whether v was not produced by a recorded op; a var whose
+// node a Backward consumed is still no leaf, as in PyTorch.
+func (v *Var) IsLeaf() bool { return v.node == nil && !v.consumed }
 
 // Retain keeps v's value and its gradient (in Grad) through Backward.
 func (v *Var) Retain() *Var { v.retain = true; return v }
@@ -121,7 +122,7 @@ func (v *Var) String() string {
 // any other dtype.
 func (v *Var) SetGradDType(dt tensor.DType) error {
 	switch {
-	case v.node != nil:
+	case !v.IsLeaf():
 		return fmt.Errorf("autograd: SetGradDType on non-leaf %s: only leaves keep a Grad", v)
 	case v.Grad != nil && v.Grad.DType() != dt:
 		return fmt.Errorf("autograd: SetGradDType(%v) on %s, which holds a %v gradient: ZeroGrad first", dt, v, v.Grad.DType())
