@@ -65,7 +65,7 @@ GPU_PKGS := ./cuda ./nccl ./memory ./tensor ./tensor/internal/cpukern ./autograd
 gpu:
 	rm -rf $(GPU_OUT) && mkdir -p $(GPU_OUT)/bin
 	CGO_ENABLED=0 $(GO) test -c -ldflags='-s -w' -o $(GPU_OUT)/bin/ $(GPU_PKGS)
-	cd interop/gorgonia && CGO_ENABLED=0 $(GO) test -c -ldflags='-s -w' -o $(CURDIR)/$(GPU_OUT)/bin/ .
+	cd interop/gorgonia && CGO_ENABLED=0 $(GO) test -c -ldflags='-s -w' -o $(abspath $(GPU_OUT))/bin/ .
 	CGO_ENABLED=0 $(GO) build -ldflags='-s -w' -o $(GPU_OUT)/bin/ ./examples/...
 	XZ_OPT=-9e tar -C $(GPU_OUT)/bin -cJf $(GPU_OUT)/strata-gpu.tar.xz . && rm -rf $(GPU_OUT)/bin
 	@ls -l $(GPU_OUT)

@@ -7,6 +7,7 @@
 #   CGO_ENABLED=0 go build -ldflags='-s -w' -o .gpu/bin/ ./examples/bench-attention ./examples/train-gpt
 #   tar -C .gpu/bin -cJf .gpu/attn.tar.xz . && rm -rf .gpu/bin
 #
+# (or make gpu: without .gpu/attn.tar.xz it unpacks .gpu/strata-gpu.tar.xz)
 # then run from the repository root there (carry .gpu):
 #
 #   bash bench/attention-gpu.sh
@@ -16,7 +17,10 @@
 set -u
 OUT=${OUT:-/tmp/strata-attn}
 mkdir -p "$OUT" .gpu/bin
-tar -C .gpu/bin -xJf .gpu/attn.tar.xz
+# The reduced bundle above, else make gpu's whole one.
+for bundle in .gpu/attn.tar.xz .gpu/strata-gpu.tar.xz; do
+  if [ -f "$bundle" ]; then tar -C .gpu/bin -xJf "$bundle"; break; fi
+done
 B=$PWD/.gpu/bin
 say() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$OUT/summary.txt"

@@ -19,7 +19,8 @@ OUT=${OUT:-/tmp/strata-gpu}
 L=/tmp/strata-logs
 rm -rf "$L"; mkdir -p "$L" "$OUT"
 phases="${*:-tests}"
-has() { case " $phases " in *" $1 "*|*" all "*) return 0;; esac; return 1; }
+# all: every phase, but not the no* switches (notorch, notorchfused).
+has() { case " $phases " in *" $1 "*) return 0;; esac; case $1 in no*) return 1;; esac; case " $phases " in *" all "*) return 0;; esac; return 1; }
 res=$OUT/results.jsonl
 say() { echo "== $*" | tee -a "$L/summary.txt" "$OUT/summary.txt"; }  # $OUT's copy survives a timeout
 
