@@ -106,10 +106,13 @@ func (c *Context) NewBLAS() (*BLAS, error) {
 		return nil, newBLASError(lib, lib.create.name, st, c.dev.String())
 	}
 	b.h = uintptr(f.out[0])
-	if st, err := b.invoke(f, lib.getVersion, b.h, f.outAddr(1)); err != nil {
+	st, err := b.invoke(f, lib.getVersion, b.h, f.outAddr(1))
+	if err == nil && st != cublasStatusSuccess {
+		err = newBLASError(lib, lib.getVersion.name, st, "")
+	}
+	if err != nil {
+		_, _ = b.invoke(f, lib.destroy, b.h) // do not leak the handle
 		return nil, err
-	} else if st != cublasStatusSuccess {
-		return nil, newBLASError(lib, lib.getVersion.name, st, "")
 	}
 	b.version = int(f.out32(1))
 	return b, nil
@@ -214,6 +217,9 @@ func (b *BLAS) SetWorkspace(p DevicePtr, size int) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if p == 0 {
+		if err := boundStream("BLAS.SetWorkspace", b.stream); err != nil {
+			return err
+		}
 		// cublasSetStream resets the workspace to cuBLAS's default pool.
 		err := b.call("BLAS.SetWorkspace", b.lib.setStream, b.stream.String, b.h, b.stream.Handle())
 		if err == nil {

@@ -144,6 +144,9 @@ func (bl *BLAS) run(g gemm) error {
 	if bl.destroyed {
 		return invalidArg(g.op, "cuBLAS handle was destroyed")
 	}
+	if err := boundStream(g.op, bl.stream); err != nil {
+		return err
+	}
 	f := getFrame()
 	defer f.release()
 	f.scal[0], f.scal[1] = cm.alpha, cm.beta

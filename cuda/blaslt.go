@@ -412,6 +412,9 @@ func (b *BLASLt) run(g *LtMatmul) error {
 	if b.destroyed {
 		return invalidArg(ltOp, "cuBLASLt handle was destroyed")
 	}
+	if err := boundStream(ltOp, b.stream); err != nil {
+		return err
+	}
 	f := getFrame()
 	defer f.release()
 	p, err := b.plan(f, &c)

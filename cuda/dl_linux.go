@@ -34,8 +34,12 @@ func ccall(fn uintptr, args ...uintptr) uintptr {
 // handles, device pointers and addresses of memory that is not on a Go
 // stack (C memory, or the frame's own out slots). The arguments are copied
 // into the frame, so neither the variadic slice nor the frame escape per
-// call: no Go allocation.
+// call: no Go allocation. More than maxCallArgs is a binding bug: it
+// panics rather than drop the excess.
 func (f *frame) call(fn uintptr, args ...uintptr) uintptr {
+	if len(args) > maxCallArgs {
+		panic("cuda: C call with more than maxCallArgs arguments")
+	}
 	n := copy(f.args[:], args)
 	r, _, _ := purego.SyscallN(fn, f.args[:n]...)
 	driverCalls.Add(1)

@@ -19,7 +19,9 @@ const (
 )
 
 // Event is a CUDA event of one context: a marker in a stream that the
-// host can wait for or time, and that other streams can wait on.
+// host can wait for or time, and that other streams can wait on. Its
+// methods may run concurrently, except Destroy, which must not race with
+// any other use of the event.
 type Event struct {
 	ctx       *Context
 	h         uintptr
@@ -51,6 +53,9 @@ func (e *Event) usable(op string) error {
 	}
 	if e.destroyed {
 		return invalidArg(op, "%s was destroyed", e)
+	}
+	if e.ctx == nil {
+		return invalidArg(op, "%s was not made by NewEvent", e)
 	}
 	return nil
 }
@@ -105,11 +110,11 @@ func (e *Event) Query() (bool, error) {
 
 // Destroy releases the event. Destroying a destroyed event is a no-op.
 func (e *Event) Destroy() error {
-	if e == nil {
-		return invalidArg("Event.Destroy", "nil event")
-	}
-	if e.destroyed {
+	if e != nil && e.destroyed {
 		return nil
+	}
+	if err := e.usable("Event.Destroy"); err != nil {
+		return err
 	}
 	f := getFrame()
 	defer f.release()

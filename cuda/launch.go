@@ -10,14 +10,11 @@ import (
 // read when the context was retained, so mistakes get a message naming
 // the limit instead of a bare CUDA_ERROR_INVALID_VALUE.
 func (c *Context) checkLaunch(fn *Function, grid, block [3]uint32, sharedMem int) error {
-	if fn == nil {
-		return invalidArg("LaunchKernel", "nil function")
+	if err := fn.usable("LaunchKernel"); err != nil {
+		return err
 	}
 	if fn.mod.ctx != c {
 		return invalidArg("LaunchKernel", "kernel %s was loaded in %s, not %s", fn.name, fn.mod.ctx.dev, c.dev)
-	}
-	if fn.mod.unloaded {
-		return invalidArg("LaunchKernel", "kernel %s: its module was unloaded", fn.name)
 	}
 	p := &c.props
 	threads := uint64(1)

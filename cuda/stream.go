@@ -7,7 +7,9 @@ const streamNonBlocking = 0x1
 
 // Stream is a CUDA stream of one context. A nil *Stream, wherever a stream
 // is taken, means the context's legacy default stream (handle 0), which
-// the non-blocking streams made by NewStream do not wait for.
+// the non-blocking streams made by NewStream do not wait for. Its methods
+// may run concurrently, except Destroy, which must not race with any other
+// use of the stream (the destroyed mark is not synchronised).
 type Stream struct {
 	ctx       *Context
 	h         uintptr
@@ -96,8 +98,8 @@ func (c *Context) streamHandle(op string, s *Stream) (uintptr, error) {
 	if s == nil {
 		return 0, nil
 	}
-	if s.destroyed {
-		return 0, invalidArg(op, "%s was destroyed", s)
+	if err := s.usable(op); err != nil {
+		return 0, err
 	}
 	if s.ctx != c {
 		return 0, invalidArg(op, "%s belongs to %s, not %s", s, s.ctx.dev, c.dev)
@@ -162,6 +164,9 @@ func (s *Stream) Destroy() error {
 	if s.destroyed {
 		return nil
 	}
+	if err := s.usable("Stream.Destroy"); err != nil {
+		return err
+	}
 	f := getFrame()
 	defer f.release()
 	if st := s.ctx.invoke(f, s.ctx.drv.streamDestroy, s.h); !st.ok() {
@@ -171,12 +176,25 @@ func (s *Stream) Destroy() error {
 	return nil
 }
 
+// boundStream checks s, the stream a cuBLAS or cuBLASLt handle was bound
+// to by SetStream, before work is queued on it: a stream destroyed since
+// is a dangling CUstream (possibly reused by a newer stream), refused.
+func boundStream(op string, s *Stream) error {
+	if s != nil && s.destroyed {
+		return invalidArg(op, "the handle's %s was destroyed: call SetStream with a live stream", s)
+	}
+	return nil
+}
+
 func (s *Stream) usable(op string) error {
 	if s == nil {
 		return invalidArg(op, "nil stream: use Context.Synchronize for the default stream")
 	}
 	if s.destroyed {
 		return invalidArg(op, "%s was destroyed", s)
+	}
+	if s.ctx == nil {
+		return invalidArg(op, "%s was not made by NewStream", s)
 	}
 	return nil
 }

@@ -1,0 +1,95 @@
+package cuda
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeBLAS and fakeBLASLt are handles whose cuBLAS entry points are all
+// labs, like fakeContext's driver: a call "succeeds" with status 0 when
+// its first argument (the handle) is 0.
+func fakeBLAS(t *testing.T, c *Context) *BLAS {
+	lib := &blasLib{path: "fake"}
+	labs := libcSym(t, "labs")
+	for _, s := range lib.symbols() {
+		*s.dst = symbol{name: s.names[0], addr: labs.addr}
+	}
+	return &BLAS{ctx: c, lib: lib}
+}
+
+func fakeBLASLt(t *testing.T, c *Context) *BLASLt {
+	lib := &ltLib{path: "fake"}
+	labs := libcSym(t, "labs")
+	for _, s := range lib.symbols() {
+		*s.dst = symbol{name: s.names[0], addr: labs.addr}
+	}
+	return &BLASLt{ctx: c, lib: lib}
+}
+
+// A stream destroyed after a cuBLAS or cuBLASLt handle was bound to it is
+// refused before any call: its CUstream dangles, and the driver may have
+// handed the same value to a newer stream.
+func TestBLASBoundStreamDestroyed(t *testing.T) {
+	c := fakeContext(t)
+	s := &Stream{ctx: c, h: 0x10}
+	bl := fakeBLAS(t, c)
+	bl.stream = s
+	gemm := func() error {
+		return bl.SgemmStridedBatchedRowMajor(OpN, OpN, 2, 2, 2, 1, 0x100, 2, 4, 0x200, 2, 4, 0, 0x300, 2, 4, 1)
+	}
+	require.NoError(t, gemm(), "live stream: reaches the fake library")
+	s.destroyed = true
+	before := DriverCalls()
+	requireArgError(t, gemm(), "SgemmStridedBatchedRowMajor: the handle's stream 0x10 was destroyed")
+	requireArgError(t, bl.SetWorkspace(0, 0), "BLAS.SetWorkspace: the handle's stream 0x10 was destroyed")
+
+	lt := fakeBLASLt(t, c)
+	lt.stream = s
+	err := lt.Matmul(LtMatmul{M: 2, N: 2, K: 2, A: 0x100, LDA: 2, B: 0x200, LDB: 2, C: 0x300, LDC: 2, Compute: Compute32F})
+	requireArgError(t, err, "BLASLt.Matmul: the handle's stream 0x10 was destroyed")
+	assert.Equal(t, uint64(0), DriverCalls()-before, "no driver or cuBLAS call")
+}
+
+// A Function not obtained from Module.Function (the zero value) is an
+// error at launch, not a nil dereference.
+func TestLaunchZeroFunction(t *testing.T) {
+	c := fakeContext(t)
+	a, err := NewArgs()
+	require.NoError(t, err)
+	defer a.Free()
+	require.NotPanics(t, func() {
+		err = c.LaunchKernelArgs(&Function{}, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, nil, a)
+	})
+	requireArgError(t, err, "LaunchKernel: nil function")
+}
+
+// A binding with more arguments than a frame holds panics instead of
+// silently dropping the excess.
+func TestFrameCallTooManyArgs(t *testing.T) {
+	labs := libcSym(t, "labs")
+	f := getFrame()
+	defer f.release()
+	require.Panics(t, func() { f.call(labs.addr, make([]uintptr, maxCallArgs+1)...) })
+	assert.Equal(t, uintptr(3), f.call(labs.addr, append([]uintptr{3}, make([]uintptr, maxCallArgs-1)...)...))
+}
+
+// A Stream or Event not made by NewStream or NewEvent (the zero value)
+// is an error wherever it is used or destroyed, not a nil dereference.
+func TestZeroStreamAndEvent(t *testing.T) {
+	c := fakeContext(t)
+	s, e := &Stream{}, &Event{}
+	before := DriverCalls()
+	for _, call := range []func() error{
+		s.Synchronize, s.Destroy, e.Synchronize, e.Destroy,
+		func() error { return c.MemsetD8Async(0x100, 0, 4, s) },
+		func() error { return e.Record(nil) },
+		func() error { return s.WaitEvent(e) },
+	} {
+		var err error
+		require.NotPanics(t, func() { err = call() })
+		requireArgError(t, err, "was not made by New")
+	}
+	assert.Equal(t, uint64(0), DriverCalls()-before, "no driver call")
+}
