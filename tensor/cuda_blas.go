@@ -20,16 +20,27 @@ func (b cudaBackend) matmul(c, a, bm *Tensor, tA, tB bool, m, n, k, batch, sA, s
 	}
 	lda, ldb := leadingDims(tA, tB, m, n, k)
 	if a.dtype == Float64 {
-		grid := [3]uint32{uint32(ceilDiv(n, 16)), uint32(ceilDiv(m, 16)), uint32(min(batch, maxGridYZ))}
-		if grid[1] > maxGridYZ {
-			fail("MatMul", ErrShape, "%d rows exceed the float64 kernel's grid (%d) on %v", m, maxGridYZ*16, d)
+		// The kernel's grid covers the rows with blockIdx.y (at most
+		// maxGridYZ tiles of 16) without striding: taller products run
+		// as bands of rows, each a launch on its own rows of A and C
+		// (the CPU has no such limit; a batch folded into the rows by
+		// MatMul reaches it at a million rows).
+		const band = maxGridYZ * 16
+		pa, pb, pc := devPtr(a), devPtr(bm), devPtr(c) // one access each, however many bands
+		for r0 := 0; r0 < m; r0 += band {
+			rows := min(band, m-r0)
+			offA := r0 * lda // row r0 of A, or column r0 of the stored k x m A
+			if tA {
+				offA = r0
+			}
+			grid := [3]uint32{uint32(ceilDiv(n, 16)), uint32(ceilDiv(rows, 16)), uint32(min(batch, maxGridYZ))}
+			d.launch("MatMul", d.k.gemmF64, grid, [3]uint32{16, 16, 1}, func(x *cuda.Args) {
+				x.Int32(boolArg(tA)).Int32(boolArg(tB)).Int64(int64(rows)).Int64(int64(n)).Int64(int64(k)).Float64(alpha).
+					Ptr(pa.Add(offA * 8)).Int64(int64(lda)).Int64(int64(sA)).
+					Ptr(pb).Int64(int64(ldb)).Int64(int64(sB)).
+					Float64(beta).Ptr(pc.Add(r0 * n * 8)).Int64(int64(n)).Int64(int64(m * n)).Int64(int64(batch))
+			})
 		}
-		d.launch("MatMul", d.k.gemmF64, grid, [3]uint32{16, 16, 1}, func(x *cuda.Args) {
-			x.Int32(boolArg(tA)).Int32(boolArg(tB)).Int64(int64(m)).Int64(int64(n)).Int64(int64(k)).Float64(alpha).
-				Ptr(devPtr(a)).Int64(int64(lda)).Int64(int64(sA)).
-				Ptr(devPtr(bm)).Int64(int64(ldb)).Int64(int64(sB)).
-				Float64(beta).Ptr(devPtr(c)).Int64(int64(n)).Int64(int64(m * n)).Int64(int64(batch))
-		})
 		return
 	}
 	blas, err := d.cuBLAS()

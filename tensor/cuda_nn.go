@@ -175,7 +175,7 @@ func lnRegWords(f, cols int, ts ...*Tensor) (int, bool) {
 // here is always nil.
 func (b cudaBackend) gather(dst, table, ids *Tensor, dim, rows int) error {
 	d, nids := b.d, ids.Numel()
-	if nids*dim == 0 {
+	if nids == 0 { // rows of 0 elements still have their ids checked, as on the CPU
 		return nil
 	}
 	// A block a row (kernels/embedding.cuh), the grid striding past maxGridX.
@@ -201,7 +201,7 @@ func (b cudaBackend) scatterAdd(dtable, dout, ids *Tensor, dim, rows int) error 
 	const op = "EmbeddingBackward"
 	d, nids := b.d, ids.Numel()
 	f := floatIndex(op, dtable.dtype)
-	if nids*dim == 0 {
+	if nids == 0 {
 		return nil
 	}
 	if nids > math.MaxUint32 {
@@ -215,6 +215,9 @@ func (b cudaBackend) scatterAdd(dtable, dout, ids *Tensor, dim, rows int) error 
 		a.Ptr(kp).Ptr(devPtr(ids)).Int64(int64(nids)).Int64(int64(npad)).Int64(int64(rows))
 		d.status.args(a)
 	})
+	if dim == 0 { // nothing to add: the keys kernel has checked the ids, as the CPU does
+		return nil
+	}
 	tile := min(npad, sortTile)
 	sortTiles := func(kmin int) {
 		d.launch(op, d.k.sortKeysTile, [3]uint32{uint32(npad / tile), 1, 1}, [3]uint32{1024, 1, 1}, func(a *cuda.Args) {
@@ -356,7 +359,7 @@ func ceFusedIndex(op string, lt, gt DType) int {
 func (b cudaBackend) crossEntropyBackward(dlogits, logits, targets, dloss *Tensor, rows, cols, ld int, ignore int32) {
 	d := b.d
 	f := floatIndex("CrossEntropyBackward", logits.dtype)
-	if rows*cols == 0 {
+	if rows == 0 { // rows of 0 classes still have their targets checked, as on the CPU
 		return
 	}
 	v, grid, block := rowShape(rows, cols)

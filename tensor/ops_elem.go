@@ -89,6 +89,7 @@ func Binary(op BinaryOp, a, b *Tensor) *Tensor {
 	}
 	l := mergeDims(name, shape, broadcastStrides(a, shape), broadcastStrides(b, shape))
 	out := mustNew(name, ctxOf(name, a, b), a.dev, a.dtype, shape)
+	defer releaseOnPanic(out) // a layout the device's kernels refuse (CUDA: more than 8 merged dims)
 	a.dev.backend().binary(op, out, a, b, l)
 	return out
 }

@@ -1,6 +1,9 @@
 package tensor
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
 // matOperand describes one GEMM operand: its storage window, whether the
 // last two axes are stored transposed, and the element stride between
@@ -124,8 +127,10 @@ func MatMulWith(a, b *Tensor, alpha float64, mode MatMulMode) *Tensor {
 	}
 	batch := numel(bshape)
 	// Fold the batch of a into its rows when b is one shared matrix and a
-	// is plainly laid out: one large GEMM instead of many small ones.
-	if rb == 2 && ra > 2 && a.IsContiguous() {
+	// is plainly laid out: one large GEMM instead of many small ones, as
+	// long as the rows stay within a GEMM's 32-bit sizes (cuBLAS refuses
+	// m above MaxInt32, where the batch of smaller products runs).
+	if rb == 2 && ra > 2 && a.IsContiguous() && m*batch <= math.MaxInt32 {
 		m, batch, bshape = m*batch, 1, nil
 	}
 	if k == 0 {

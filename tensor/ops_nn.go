@@ -245,6 +245,7 @@ func EmbeddingBackward(ids, dout *Tensor, rows int) *Tensor {
 	op := "EmbeddingBackward"
 	d := embeddingBackwardCheck(op, ids, dout, rows)
 	out := full(op, ctxOf(op, dout, ids), dout.dev, dout.dtype, 0, rows, d)
+	defer releaseOnPanic(out) // also a backend's refusal (CUDA: more than 2^32 ids) or failed scratch
 	embeddingScatter(op, out, ids, dout, rows, d, out.Release)
 	return out
 }

@@ -174,6 +174,7 @@ func (t *Tensor) Clone() *Tensor {
 	t.live("Clone")
 	l := mergeDims("Clone", t.shape, t.strides)
 	out := mustNew("Clone", ctxOf("Clone", t), t.dev, t.dtype, t.shape)
+	defer releaseOnPanic(out) // a layout the device's kernels refuse (CUDA: more than 8 merged dims)
 	t.dev.backend().copyStrided(out, t, l)
 	return out
 }
