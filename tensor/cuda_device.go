@@ -123,7 +123,10 @@ var cudaDevices struct {
 	open map[int]*cudaDevice
 }
 
-func init() { cudaOpener = openCUDA }
+func init() {
+	cudaOpener = openCUDA
+	cudaAbsent = func(err error) bool { return errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) }
+}
 
 // openCUDA returns device ordinal, opening it on first use. Failures are
 // not cached: a later call tries again.

@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -60,8 +61,20 @@ func CPU() Device {
 // in one op (copy with ToDevice).
 func NewCPUDevice(m *memory.Manager) Device { return &cpuDevice{mem: m} }
 
-// cudaOpener opens a CUDA device; cuda_device.go's init sets it in every build.
-var cudaOpener func(ordinal int) (Device, error)
+// cudaOpener opens a CUDA device; cuda_device.go's init sets it in every
+// build. cudaAbsent, set beside it, reports whether an error of it means
+// no driver or no GPU at all (ParseDevice's "auto" then picks the CPU
+// silently).
+var (
+	cudaOpener func(ordinal int) (Device, error)
+	cudaAbsent func(error) bool
+)
+
+// autoNote prints ParseDevice's fallback note once, to autoNoteTo.
+var (
+	autoNote   sync.Once
+	autoNoteTo io.Writer = os.Stderr
+)
 
 // CUDA returns CUDA device number ordinal, or an error wrapping ErrDevice
 // when no usable driver or device is present.
@@ -74,15 +87,26 @@ func CUDA(ordinal int) (Device, error) {
 
 // ParseDevice returns the device named s: "cpu", "cuda", "cuda:N", or
 // "auto" (the first CUDA device when one works, else the CPU). The empty
-// string means the STRATA_DEVICE environment variable, or "auto".
+// string means the STRATA_DEVICE environment variable, or "auto". When
+// "auto" falls back to the CPU for another reason than an absent driver
+// or GPU (a driver that fails to initialise, a device busy or out of
+// memory, kernels the driver cannot load), it says so once on standard
+// error, with the cause: a broken GPU setup is not mistaken for a machine
+// without one.
 func ParseDevice(s string) (Device, error) {
 	kind, n, err := deviceName(s)
 	switch {
 	case err != nil:
 		return nil, err
 	case kind == "auto":
-		if d, err := CUDA(0); err == nil {
+		d, err := CUDA(0)
+		if err == nil {
 			return d, nil
+		}
+		if cudaAbsent == nil || !cudaAbsent(err) {
+			autoNote.Do(func() {
+				fmt.Fprintf(autoNoteTo, "strata: device auto: the CPU, since CUDA device 0 is not usable: %v\n", err)
+			})
 		}
 		return CPU(), nil
 	case kind == "cpu":

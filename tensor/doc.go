@@ -91,7 +91,8 @@
 // block, and a cuBLAS handle bound to the stream with a workspace from the
 // manager. Without a driver or a GPU, CUDA returns an error wrapping
 // ErrDevice and the cuda package's cause, and ParseDevice("auto") picks
-// the CPU. The binding is package cuda (purego, no cgo): one
+// the CPU (with a note on standard error when a GPU is there but not
+// usable, naming the cause). The binding is package cuda (purego, no cgo): one
 // CGO_ENABLED=0 build runs everywhere.
 //
 // The kernels are CUDA C under kernels/ (all.cu includes the rest), one
