@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/strata-ml/strata/nn"
 	"github.com/strata-ml/strata/tensor"
 )
 
@@ -17,12 +16,7 @@ import (
 // the updates they had (a retried step does not reuse the count).
 func TestAdamWFailedStepCountsWhatItUpdated(t *testing.T) {
 	tensor.WithScope(func() {
-		a := f64Param("a", []float64{0.5, -1, 2, 0.25}, 2, 2)
-		b := f64Param("b", []float64{1, 2, -3, 4}, 2, 2)
-		ps := []*nn.Parameter{a, b}
-		defer nn.Release(ps)
-		opt := nn.NewAdamW(ps, 0.1, 0.1)
-		defer opt.Release()
+		a, b, _, opt := twoParams(t)
 		pa := a.Value.Float64s()
 		var ra adamRef
 		update := func(g []float64) { ra.update(pa, g, 0.1, 0.9, 0.999, 1e-8, 0.1) }

@@ -26,6 +26,21 @@ func f64Param(name string, vals []float64, shape ...int) *nn.Parameter {
 	return l.Weight
 }
 
+// twoParams makes the float64 parameters a and b of the AdamW step tests
+// and an AdamW over them (lr 0.1, weight decay 0.1), released when the
+// test ends.
+func twoParams(t *testing.T) (a, b *nn.Parameter, ps []*nn.Parameter, opt *nn.AdamW) {
+	a = f64Param("a", []float64{0.5, -1, 2, 0.25}, 2, 2)
+	b = f64Param("b", []float64{1, 2, -3, 4}, 2, 2)
+	ps = []*nn.Parameter{a, b}
+	opt = nn.NewAdamW(ps, 0.1, 0.1)
+	t.Cleanup(func() {
+		opt.Release()
+		nn.Release(ps)
+	})
+	return a, b, ps, opt
+}
+
 // adamRef is torch.optim.AdamW for one parameter with its own step count.
 type adamRef struct {
 	m, v []float64
@@ -52,12 +67,7 @@ func (r *adamRef) update(p, g []float64, lr, b1, b2, eps, wd float64) {
 // bias-corrected as at step 1; a training state file keeps the counts.
 func TestAdamWStepPerParameter(t *testing.T) {
 	tensor.WithScope(func() {
-		a := f64Param("a", []float64{0.5, -1, 2, 0.25}, 2, 2)
-		b := f64Param("b", []float64{1, 2, -3, 4}, 2, 2)
-		ps := []*nn.Parameter{a, b}
-		defer nn.Release(ps)
-		opt := nn.NewAdamW(ps, 0.1, 0.1)
-		defer opt.Release()
+		a, b, ps, opt := twoParams(t)
 		pa, pb := a.Value.Float64s(), b.Value.Float64s()
 		var ra, rb adamRef
 		grads := [][]float64{{0.1, -0.2, 0.3, 1e-3}, {-0.5, 0.7, 0.01, 2}, {0.3, 0.3, -0.3, 0.1}}
@@ -105,12 +115,7 @@ func TestAdamWStepPerParameter(t *testing.T) {
 // parameters the guarded update queued.
 func TestAdamWGuardedRefusesLateParameter(t *testing.T) {
 	tensor.WithScope(func() {
-		a := f64Param("a", []float64{0.5, -1, 2, 0.25}, 2, 2)
-		b := f64Param("b", []float64{1, 2, -3, 4}, 2, 2)
-		ps := []*nn.Parameter{a, b}
-		defer nn.Release(ps)
-		opt := nn.NewAdamW(ps, 0.1, 0.1)
-		defer opt.Release()
+		a, b, _, opt := twoParams(t)
 		args, err := tensor.NewAdamWArgs(tensor.CPU())
 		require.NoError(t, err)
 		defer args.Release()
