@@ -12,7 +12,8 @@ import (
 // torch.amp.GradScaler: the loss is multiplied by Scale before backward
 // so small gradients survive float16; Unscale divides the gradients by it
 // again in one fused pass that also finds inf and NaN; a step with a
-// non-finite gradient is skipped and the scale halved (BackoffFactor),
+// non-finite gradient is skipped and the scale halved (BackoffFactor; not
+// below float32's smallest normal, 2^-126),
 // and after GrowthInterval good steps in a row the scale doubles
 // (GrowthFactor).
 //
@@ -108,7 +109,10 @@ func (s *GradScaler) Update() {
 	}
 	s.unscaled = false
 	if s.found {
-		s.Scale *= s.BackoffFactor
+		// Not below float32's smallest normal: a scale that reached 0
+		// would zero every gradient (steps of nothing, counted as good)
+		// and could not be loaded again.
+		s.Scale = max(s.Scale*s.BackoffFactor, minScale)
 		s.good = 0
 		s.skipped++
 		s.found = false
@@ -122,6 +126,10 @@ func (s *GradScaler) Update() {
 		s.good = 0
 	}
 }
+
+// minScale is the smallest scale Update backs off to: float32's smallest
+// normal number.
+const minScale = 0x1p-126
 
 // AbortStep forgets a step that failed with an error (out of memory, a
 // device error) after Unscale and before Update: the scale and the counts

@@ -163,3 +163,18 @@ func TestScalerUpdateWithoutCheck(t *testing.T) {
 	assert.Equal(t, 262144.0, s.Scale)
 	amp.NewGradScaler(false).Update() // a disabled scaler does nothing
 }
+
+// A run that overflows at every step backs the scale off to float32's
+// smallest normal and no further: a scale of 0 would zero every gradient
+// (steps of nothing that count as good) and could not be saved and loaded.
+func TestScalerBackoffStopsAboveZero(t *testing.T) {
+	s := amp.NewGradScaler(true)
+	for range 2000 {
+		s.Record(true)
+		s.Update()
+	}
+	require.Equal(t, 0x1p-126, s.Scale)
+	restored := amp.NewGradScaler(true)
+	require.NoError(t, restored.LoadMetadata(s.Metadata()))
+	require.Equal(t, s.Scale, restored.Scale)
+}
