@@ -30,7 +30,10 @@ import (
 // to no Ctx (an op on parameters alone) also uses Background; the result
 // is adopted by the Ctx of the first op that combines it with a tensor of
 // another Ctx, as long as no scope of Background owns it. Mixing tensors
-// of two different Ctx values in one op panics with ErrArgument.
+// of two different Ctx values in an op that makes a tensor panics with
+// ErrArgument (its result would have no one owner); the in-place ops
+// (CopyFrom, WriteNarrow, AddInPlace, the optimizer steps, ...) make none
+// and take operands of any contexts.
 //
 // A Ctx's methods are safe for concurrent use (one mutex guards its
 // stack), but its scopes nest in program order: give each goroutine its

@@ -136,7 +136,8 @@ func (g *StepGuard) Unscale(grads []*Tensor) {
 	}
 }
 
-// float32Grads checks grads for a guarded op and returns the non-nil ones.
+// float32Grads checks grads for a guarded op (contiguous float32 on g's
+// device, no two sharing an element) and returns the non-nil ones.
 func (g *StepGuard) float32Grads(op string, grads []*Tensor) []*Tensor {
 	var ts []*Tensor
 	for i, t := range grads {
@@ -152,6 +153,7 @@ func (g *StepGuard) float32Grads(op string, grads []*Tensor) []*Tensor {
 		}
 		ts = append(ts, t)
 	}
+	disjoint(op, "the non-nil gradients", ts, nil)
 	return ts
 }
 
@@ -265,6 +267,7 @@ func AdamWStepsGuarded(ps, gs, ms, vs []*Tensor, wd []float64, a *AdamWArgs, gua
 			fail(op, ErrArgument, "parameter %d is %v on %v: a guarded update takes one float dtype (%v) on the constants' device %v", i, p.dtype, p.dev, ps[0].dtype, a.dev)
 		}
 	}
+	adamwCheckDisjoint(op, ps, gs, ms, vs)
 	if len(ps) == 0 {
 		return
 	}

@@ -19,8 +19,9 @@ type multiTensor interface {
 // launches). Half tensors (bf16 or fp16 gradients) are scaled through
 // float32, one at a time: their value times alpha rounded once to their
 // dtype. It does not wait for the device. Nil tensors are skipped;
-// the rest must be live floating-point tensors, contiguous; panics with
-// an *OpError otherwise, before scaling any.
+// the rest must be live floating-point tensors, contiguous, no two
+// sharing an element (ErrArgument: one launch scales them in parallel);
+// panics with an *OpError otherwise, before scaling any.
 func ScaleAll(ts []*Tensor, alpha float64) {
 	const op = "ScaleAll"
 	byDev := map[Device][]*Tensor{}
@@ -35,6 +36,7 @@ func ScaleAll(ts []*Tensor, alpha float64) {
 			fail(op, ErrArgument, "tensor must be contiguous (strides %v)", t.strides)
 		}
 	}
+	disjoint(op, "the tensors", ts, nil)
 	for _, t := range ts {
 		if t == nil {
 			continue
@@ -61,8 +63,8 @@ func ScaleAll(ts []*Tensor, alpha float64) {
 // whether all their elements were finite before (the gradient scaler's
 // fused unscale and inf/NaN check: on a GPU one kernel launch for all
 // tensors and one synchronization). Nil tensors are skipped. The tensors
-// must be contiguous float32 on one device; panics with an *OpError
-// otherwise.
+// must be contiguous float32 on one device, no two sharing an element
+// (ErrArgument); panics with an *OpError otherwise.
 func UnscaleGrads(ts []*Tensor, inv float64) bool {
 	const op = "UnscaleGrads"
 	var live []*Tensor
@@ -79,6 +81,7 @@ func UnscaleGrads(ts []*Tensor, inv float64) bool {
 		}
 		live = append(live, t)
 	}
+	disjoint(op, "the non-nil gradients", live, nil)
 	if len(live) == 0 {
 		return true
 	}

@@ -490,7 +490,8 @@ func Dropout(t *Tensor, p float64, seed, offset uint64) *Tensor {
 
 // AdamWStep updates p in place with PyTorch's AdamW rule (decoupled weight
 // decay, bias correction with the 1-based step), given gradient g and the
-// moment buffers m and v, all contiguous and of one shape and dtype.
+// moment buffers m and v, all contiguous and of one shape and dtype, no
+// two sharing an element (ErrArgument).
 func AdamWStep(p, g, m, v *Tensor, lr, beta1, beta2, eps, weightDecay float64, step int) {
 	op := "AdamW"
 	sameDevice(op, p, g, m, v)
@@ -503,6 +504,7 @@ func AdamWStep(p, g, m, v *Tensor, lr, beta1, beta2, eps, weightDecay float64, s
 	if step < 1 {
 		fail(op, ErrArgument, "step %d: steps count from 1", step)
 	}
+	disjoint(op, "p, m, v", []*Tensor{p, m, v}, []*Tensor{g})
 	p.dev.backend().adamw(p, g, m, v, lr, beta1, beta2, eps, weightDecay, step)
 }
 
@@ -514,7 +516,8 @@ func AdamWStep(p, g, m, v *Tensor, lr, beta1, beta2, eps, weightDecay float64, s
 // update's results for their values: a GPU's kernel reads them as they
 // are, the CPU widens them to float32 64 MiB at a time
 // (ops_half_widen.go). Every argument is checked before any parameter
-// changes.
+// changes; no parameter or moment may share an element with another
+// tensor of the call (ErrArgument), gradients only with each other.
 func AdamWSteps(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta2, eps float64, step int) {
 	adamwSteps(ps, gs, ms, vs, wd, lr, beta1, beta2, eps, step, 0)
 }
@@ -547,6 +550,7 @@ func adamwSteps(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta2, eps fl
 	for i, p := range ps {
 		adamwCheckParam(op, i, p, gs[i], ms[i], vs[i], true)
 	}
+	adamwCheckDisjoint(op, ps, gs, ms, vs)
 	for i, p := range ps {
 		var g *group
 		for _, h := range groups {
@@ -615,9 +619,17 @@ func adamwCheckParam(op string, i int, p, g, m, v *Tensor, halfGrad bool) {
 	}
 }
 
+// adamwCheckDisjoint fails unless the parameters and moments (checked by
+// adamwCheckParam) share no element with each other or with a gradient:
+// the update writes them all at once.
+func adamwCheckDisjoint(op string, ps, gs, ms, vs []*Tensor) {
+	writes := append(append(append([]*Tensor(nil), ps...), ms...), vs...)
+	disjoint(op, "the parameters, then the first moments, then the second", writes, gs)
+}
+
 // SGDStep updates p in place with PyTorch's SGD rule; buf is the momentum
 // buffer (nil when momentum is 0). p, g and buf are contiguous and of one
-// shape and dtype.
+// shape and dtype, no two sharing an element (ErrArgument).
 func SGDStep(p, g, buf *Tensor, lr, momentum, weightDecay float64, nesterov bool) {
 	op := "SGD"
 	ts := []*Tensor{p, g}
@@ -637,6 +649,7 @@ func SGDStep(p, g, buf *Tensor, lr, momentum, weightDecay float64, nesterov bool
 	if nesterov && momentum == 0 {
 		fail(op, ErrArgument, "nesterov momentum requires a momentum")
 	}
+	disjoint(op, "p, buf", []*Tensor{p, buf}, []*Tensor{g})
 	p.dev.backend().sgd(p, g, buf, lr, momentum, weightDecay, nesterov)
 }
 
