@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-ml/strata/internal/addition"
+	"github.com/strata-ml/strata/internal/testfs"
 	"github.com/strata-ml/strata/nn"
 	"github.com/strata-ml/strata/tensor"
 )
@@ -277,18 +278,7 @@ func TestFilesCheckedUpFront(t *testing.T) {
 		require.True(t, errors.As(err, &u), "%v: %v", tc.args, err)
 		require.ErrorContains(t, err, tc.want, "%v", tc.args)
 	}
-	require.Empty(t, dirEntries(t, dir), "the checks leave no file behind")
-}
-
-func dirEntries(t *testing.T, dir string) []string {
-	t.Helper()
-	es, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	var names []string
-	for _, e := range es {
-		names = append(names, e.Name())
-	}
-	return names
+	require.Empty(t, testfs.Names(t, dir), "the checks leave no file behind")
 }
 
 // A model train-gpt trained on bytes with a vocabulary of GPT-2's size

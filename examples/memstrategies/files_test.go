@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-ml/strata/internal/testfs"
 	"github.com/strata-ml/strata/tensor"
 )
 
@@ -26,15 +27,5 @@ func TestFailedRunKeepsOutputs(t *testing.T) {
 	data, err := os.ReadFile(js)
 	require.NoError(t, err)
 	require.Equal(t, "old\n", string(data))
-	require.Equal(t, []string{"m.jsonl"}, names(t, dir), "no -png, no temporary file")
-}
-
-func names(t *testing.T, dir string) []string {
-	es, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	var n []string
-	for _, e := range es {
-		n = append(n, e.Name())
-	}
-	return n
+	require.Equal(t, []string{"m.jsonl"}, testfs.Names(t, dir), "no -png, no temporary file")
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-ml/strata/internal/testfs"
 	"github.com/strata-ml/strata/tensor"
 )
 
@@ -122,18 +123,7 @@ func TestBadFlagsRefusedUpFront(t *testing.T) {
 		require.Less(t, time.Since(start), time.Second, args)
 	}
 	require.Equal(t, before, allocs(), "nothing was allocated")
-	require.Empty(t, dirEntries(t, sub), "the checks leave no file behind")
-}
-
-func dirEntries(t *testing.T, dir string) []string {
-	t.Helper()
-	es, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	var names []string
-	for _, e := range es {
-		names = append(names, e.Name())
-	}
-	return names
+	require.Empty(t, testfs.Names(t, sub), "the checks leave no file behind")
 }
 
 // The program's exit codes: 0 for -h, 2 for a bad flag (one line on
@@ -240,7 +230,7 @@ func TestOutputsNeverOverwriteInputs(t *testing.T) {
 	b, err = os.ReadFile(w)
 	require.NoError(t, err)
 	require.Equal(t, "weights", string(b))
-	require.ElementsMatch(t, []string{"text.txt", "w.safetensors"}, dirEntries(t, dir), "nothing written")
+	require.ElementsMatch(t, []string{"text.txt", "w.safetensors"}, testfs.Names(t, dir), "nothing written")
 	// Allowed: -state the file -resume reads, -out the weights -init read
 	// (each replaced, atomically, only when the run has made the new one).
 	for _, args := range []string{"-resume " + w + " -state " + w, "-init " + w + " -out " + w} {
@@ -278,7 +268,7 @@ func TestDeviceAndProfileFlagsRefusedUpFront(t *testing.T) {
 		require.True(t, errors.As(err, &ex), "%v", mode)
 		require.Equal(t, 2, ex.code, mode)
 	}
-	require.Empty(t, dirEntries(t, dir))
+	require.Empty(t, testfs.Names(t, dir))
 }
 
 // A flag the job would ignore is refused, not silently dropped: -bench

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-ml/strata/internal/testfs"
 	"github.com/strata-ml/strata/tensor"
 )
 
@@ -74,7 +75,7 @@ func runResume(t *testing.T, c resumeCase, device string, stop int) (full, resum
 	require.Contains(t, ex.msg, fmt.Sprintf("after step %d of %d: saved the training state to %s", stop, c.steps, filepath.Join(b, "state.safetensors")))
 	_, err = os.Stat(filepath.Join(b, "w.safetensors"))
 	require.ErrorIs(t, err, os.ErrNotExist, "an interrupted run does not write -out")
-	require.Equal(t, []string{"loss.jsonl", "state.safetensors"}, dirEntries(t, b), "no temporary files")
+	require.Equal(t, []string{"loss.jsonl", "state.safetensors"}, testfs.Names(t, b), "no temporary files")
 
 	o, err = parseFlags(c.args(b, device, "-resume", filepath.Join(b, "state.safetensors")))
 	require.NoError(t, err)
@@ -191,7 +192,7 @@ func TestSignalsAndResume(t *testing.T) {
 			default:
 				require.Equal(t, 128+int(sig), ee.ExitCode(), stderr.String())
 				require.Contains(t, stderr.String(), "saved the training state to")
-				require.Equal(t, []string{"loss.jsonl", "state.safetensors"}, dirEntries(t, dir), "no temporary file")
+				require.Equal(t, []string{"loss.jsonl", "state.safetensors"}, testfs.Names(t, dir), "no temporary file")
 			}
 			cmd = mainCmd(t, dir, nil, c.args(dir, "cpu", "-resume", filepath.Join(dir, "state.safetensors"))...)
 			out, err := cmd.CombinedOutput()
@@ -247,7 +248,7 @@ func TestSecondSignalWhileSaving(t *testing.T) {
 	require.True(t, errors.As(err, &ex), "%v", err)
 	require.Equal(t, 130, ex.code)
 	require.Contains(t, ex.msg, "interrupt again while saving the training state after step 4")
-	require.Equal(t, []string{"loss.jsonl", "state.safetensors"}, dirEntries(t, dir), "no temporary file")
+	require.Equal(t, []string{"loss.jsonl", "state.safetensors"}, testfs.Names(t, dir), "no temporary file")
 	meta, err := tensor.ReadSafetensorsMetadata(filepath.Join(dir, "state.safetensors"))
 	require.NoError(t, err)
 	require.Equal(t, "2", meta[keyStep], "the state saved after step 2 is kept")

@@ -10,19 +10,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-)
 
-// entries lists a directory's file names.
-func entries(t *testing.T, dir string) []string {
-	t.Helper()
-	es, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	var names []string
-	for _, e := range es {
-		names = append(names, e.Name())
-	}
-	return names
-}
+	"github.com/strata-ml/strata/internal/testfs"
+)
 
 func TestWriteReplacesWhole(t *testing.T) {
 	dir := t.TempDir()
@@ -38,7 +28,7 @@ func TestWriteReplacesWhole(t *testing.T) {
 	fi, err := os.Stat(path)
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o644), fi.Mode().Perm())
-	require.Equal(t, []string{"w.bin"}, entries(t, dir), "no temporary file is left")
+	require.Equal(t, []string{"w.bin"}, testfs.Names(t, dir), "no temporary file is left")
 }
 
 // A failing writer, a cancelled context (an interrupt) and a target that
@@ -70,19 +60,19 @@ func TestWriteFailureKeepsOldFile(t *testing.T) {
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	require.Equal(t, "old", string(b))
-	require.Equal(t, []string{"w.bin"}, entries(t, dir))
+	require.Equal(t, []string{"w.bin"}, testfs.Names(t, dir))
 
 	sub := filepath.Join(dir, "sub")
 	require.NoError(t, os.Mkdir(sub, 0o755))
 	err = Write(context.Background(), sub, func(w io.Writer) error { return nil })
 	require.ErrorContains(t, err, "is a directory")
-	require.Empty(t, entries(t, sub))
+	require.Empty(t, testfs.Names(t, sub))
 }
 
 func TestCheckWritable(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, CheckWritable(filepath.Join(dir, "new.bin")))
-	require.Empty(t, entries(t, dir), "the check leaves nothing behind and does not create the file")
+	require.Empty(t, testfs.Names(t, dir), "the check leaves nothing behind and does not create the file")
 	require.ErrorContains(t, CheckWritable(dir), "is a directory")
 	require.ErrorContains(t, CheckWritable(filepath.Join(dir, "no", "such", "w.bin")), "no/such/ does not exist")
 	file := filepath.Join(dir, "f")
@@ -111,7 +101,7 @@ func TestWritePanicKeepsOldFile(t *testing.T) {
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	require.Equal(t, "old", string(b))
-	require.Equal(t, []string{"w.bin"}, entries(t, dir), "no temporary file is left")
+	require.Equal(t, []string{"w.bin"}, testfs.Names(t, dir), "no temporary file is left")
 }
 
 // A file name near the 255-byte limit is written: the temporary file's
@@ -129,7 +119,7 @@ func TestWriteLongName(t *testing.T) {
 		b, err := os.ReadFile(path)
 		require.NoError(t, err)
 		require.Equal(t, "new", string(b))
-		require.Equal(t, []string{base}, entries(t, dir))
+		require.Equal(t, []string{base}, testfs.Names(t, dir))
 		require.NoError(t, os.Remove(path))
 	}
 }
