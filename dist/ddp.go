@@ -55,15 +55,13 @@ func New(coll Collective, params []*nn.Parameter, opts Options) (*DataParallel, 
 	if coll == nil {
 		return nil, fmt.Errorf("dist: New: nil Collective: %w", tensor.ErrArgument)
 	}
-	seen := map[*nn.Parameter]bool{}
 	for i, p := range params {
 		if p == nil || p.Var == nil || p.Value == nil {
 			return nil, fmt.Errorf("dist: New: parameter %d is nil: %w", i, tensor.ErrArgument)
 		}
-		if seen[p] {
-			return nil, fmt.Errorf("dist: New: parameter %q given twice: %w", p.Name, tensor.ErrArgument)
-		}
-		seen[p] = true
+	}
+	if err := nn.Distinct(params); err != nil {
+		return nil, fmt.Errorf("dist: New: %w", err)
 	}
 	d := &DataParallel{coll: coll, params: params, buckets: AssignBuckets(params, opts.BucketBytes),
 		bytes: opts.BucketBytes, ctx: tensor.NewCtx()}

@@ -54,15 +54,16 @@ func NewZeroAdamW(coll Collective, params []*nn.Parameter, lr, weightDecay float
 		return nil, fmt.Errorf("dist: NewZeroAdamW: nil Collective: %w", tensor.ErrArgument)
 	}
 	o := &ZeroAdamW{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: weightDecay, coll: coll}
-	seen := map[*nn.Parameter]bool{}
+	var trainable []*nn.Parameter
 	for _, p := range params {
-		if p == nil || !p.RequiresGrad() {
-			continue
+		if p != nil && p.RequiresGrad() {
+			trainable = append(trainable, p)
 		}
-		if seen[p] {
-			return nil, fmt.Errorf("dist: NewZeroAdamW: parameter %q given twice: %w", p.Name, tensor.ErrArgument)
-		}
-		seen[p] = true
+	}
+	if err := nn.Distinct(trainable); err != nil {
+		return nil, fmt.Errorf("dist: NewZeroAdamW: %w", err)
+	}
+	for _, p := range trainable {
 		if !p.Value.IsContiguous() {
 			return nil, fmt.Errorf("dist: NewZeroAdamW: parameter %q is not contiguous (a view): its update would go to a copy: %w", p.Name, tensor.ErrArgument)
 		}

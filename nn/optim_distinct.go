@@ -7,19 +7,29 @@ import (
 	"github.com/strata-ml/strata/tensor"
 )
 
-// distinct returns an error wrapping tensor.ErrArgument that names the
-// first parameter ps lists twice (an optimizer would update it twice a
-// step, a global norm count its gradient twice), or nil when none is.
-func distinct(op string, ps []*Parameter) error {
+// Distinct returns an error wrapping tensor.ErrArgument that names the
+// first parameter ps lists twice, by pointer (an optimizer would update
+// it twice a step, a global norm count its gradient twice, a data-parallel
+// group reduce it twice), or nil when none is; nil entries are skipped.
+// Callers prefix the error with their own name.
+func Distinct(ps []*Parameter) error {
 	seen := make(map[*Parameter]int, len(ps))
 	for i, p := range ps {
 		if p == nil {
 			continue
 		}
 		if j, dup := seen[p]; dup {
-			return fmt.Errorf("nn: %s: parameter %q listed twice (at %d and %d): %w", op, p.Name, j, i, tensor.ErrArgument)
+			return fmt.Errorf("parameter %q listed twice (at %d and %d): %w", p.Name, j, i, tensor.ErrArgument)
 		}
 		seen[p] = i
+	}
+	return nil
+}
+
+// distinct is Distinct for nn's op: its error begins "nn: op: ".
+func distinct(op string, ps []*Parameter) error {
+	if err := Distinct(ps); err != nil {
+		return fmt.Errorf("nn: %s: %w", op, err)
 	}
 	return nil
 }
