@@ -11,7 +11,6 @@ import (
 
 	"github.com/strata-ml/strata/internal/addition"
 	"github.com/strata-ml/strata/nn"
-	"github.com/strata-ml/strata/tensor"
 	"github.com/strata-ml/strata/tokenizer"
 )
 
@@ -24,14 +23,10 @@ import (
 // drawn in [0, 10^digits)) is train-gpt's, so -addition 256 asks the
 // problems train-gpt's evaluation asks.
 
-// savedDigits is the addition task's digits per operand that the file's
-// metadata records (train-gpt records its -digits when it trains on the
-// task), or 0 when it records none from 1 to 6.
-func savedDigits(path string) int {
-	md, err := tensor.ReadSafetensorsMetadata(path)
-	if err != nil {
-		return 0
-	}
+// savedDigits is the addition task's digits per operand that the weights'
+// metadata md records (train-gpt records its -digits when it trains on
+// the task), or 0 when it records none from 1 to 6.
+func savedDigits(md map[string]string) int {
 	d, err := strconv.Atoi(md["digits"])
 	if err != nil || d < 1 || d > 6 {
 		return 0
@@ -39,11 +34,11 @@ func savedDigits(path string) int {
 	return d
 }
 
-// settleDigits sets -digits to the digits the file records when it is not
-// given (else to 3) and refuses a -digits that differs from them. It
-// returns the recorded digits, 0 when none.
-func settleDigits(o *options) (int, error) {
-	saved := savedDigits(o.weights)
+// settleDigits sets -digits to the digits the weights' metadata md
+// records when it is not given (else to 3) and refuses a -digits that
+// differs from them. It returns the recorded digits, 0 when none.
+func settleDigits(o *options, md map[string]string) (int, error) {
+	saved := savedDigits(md)
 	if o.digits != 0 && saved != 0 && o.digits != saved {
 		return 0, &usageError{fmt.Sprintf("-digits %d disagrees with the file's metadata (%d-digit addition)", o.digits, saved)}
 	}

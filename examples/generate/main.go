@@ -210,11 +210,14 @@ func run(o *options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	digits, err := settleDigits(o)
+	// What train-gpt recorded beside the weights (none when the file has
+	// no metadata header or another program wrote it).
+	md, _ := tensor.ReadSafetensorsMetadata(o.weights)
+	digits, err := settleDigits(o, md)
 	if err != nil {
 		return err
 	}
-	tok, err := pickTokenizer(cmp.Or(o.tokenizer, savedTokenizer(o.weights)), cfg.Vocab)
+	tok, err := pickTokenizer(cmp.Or(o.tokenizer, savedTokenizer(md)), cfg.Vocab)
 	if err != nil {
 		return err
 	}
@@ -337,11 +340,11 @@ func readHFHeads(path string) int {
 	return c.NHead
 }
 
-// savedTokenizer is the tokenizer the file's metadata names (train-gpt
-// records its -tokenizer), or "" when it names none this program knows.
-func savedTokenizer(path string) string {
-	md, err := tensor.ReadSafetensorsMetadata(path)
-	if err != nil || !slices.Contains(tokenizer.Names(), md["tokenizer"]) {
+// savedTokenizer is the tokenizer the weights' metadata md names
+// (train-gpt records its -tokenizer), or "" when it names none this
+// program knows.
+func savedTokenizer(md map[string]string) string {
+	if !slices.Contains(tokenizer.Names(), md["tokenizer"]) {
 		return ""
 	}
 	return md["tokenizer"]
