@@ -262,6 +262,15 @@ func (b *Block) forward(x *autograd.Var, keepGelu bool) *autograd.Var {
 	return autograd.Add(x, b.Drop.Forward(h))
 }
 
+// checkHeads refuses a head count that is not positive or does not divide
+// width: the attention splits the width into heads of equal size.
+func checkHeads(heads, width int) error {
+	if heads <= 0 || width%heads != 0 {
+		return fmt.Errorf("%d heads for width %d: want a positive number of heads dividing the width", heads, width)
+	}
+	return nil
+}
+
 // Forward attends over x (B, T, C). It panics with an *tensor.OpError
 // wrapping tensor.ErrShape when x is not 3-D or Heads does not divide C.
 func (a *CausalSelfAttention) Forward(x *autograd.Var) *autograd.Var {
@@ -271,8 +280,8 @@ func (a *CausalSelfAttention) Forward(x *autograd.Var) *autograd.Var {
 	}
 	B, T, C := s[0], s[1], s[2]
 	H := a.Heads
-	if H <= 0 || C%H != 0 {
-		panic(&tensor.OpError{Op: "CausalSelfAttention", Msg: fmt.Sprintf("%d heads for width %d: want a positive number of heads dividing the width", H, C), Err: tensor.ErrShape})
+	if err := checkHeads(H, C); err != nil {
+		panic(&tensor.OpError{Op: "CausalSelfAttention", Msg: err.Error(), Err: tensor.ErrShape})
 	}
 	if a.Attention == AttentionFused {
 		// The heads of qkv in place, y (B, T, C) with its heads side by

@@ -46,8 +46,8 @@ func (g *GPT) NewDecoder(c *tensor.Ctx) (*Decoder, error) {
 		return nil, fmt.Errorf("nn: decoder: the GPT has %d blocks, its config says %d layers", len(g.Blocks), cfg.Layers)
 	}
 	for i, b := range g.Blocks {
-		if h := b.Attn.Heads; h <= 0 || cfg.Width%h != 0 {
-			return nil, fmt.Errorf("nn: decoder: block %d attends with %d heads: want a positive number of heads dividing the width %d", i, h, cfg.Width)
+		if err := checkHeads(b.Attn.Heads, cfg.Width); err != nil {
+			return nil, fmt.Errorf("nn: decoder: block %d: %w", i, err)
 		}
 	}
 	d := &Decoder{g: g, c: c}
