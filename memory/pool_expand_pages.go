@@ -337,6 +337,22 @@ func blockAt(seg *segment, a uintptr) *Block {
 	return nil
 }
 
+// freeMapped counts [lo, hi) (offsets, page-aligned) of seg, inside its
+// block b (a hole or stale address space), as mapped again and makes it a
+// free block, merged with its free neighbours into the index.
+func (p *Pool) freeMapped(seg *segment, b *Block, lo, hi int64) {
+	base := seg.region.Addr
+	before := seg.inactive()
+	seg.mapped += hi - lo
+	p.sinks.inactiveSplit(seg.inactive() - before)
+	p.sinks.pagesMapped(hi - lo)
+	if p.hist != nil {
+		p.hist.segment(EventReserve, p.tier, seg, base+uintptr(lo), hi-lo)
+	}
+	_, mid, _ := p.cut(b, base+uintptr(lo), base+uintptr(hi), blockFree)
+	p.insertFree(mid)
+}
+
 // errShort: mapRun had fewer pages than holes to fill.
 var errShort = errors.New("not enough pages")
 
@@ -372,15 +388,7 @@ func (p *Pool) mapRun(seg *segment, lo, hi int64, pages []Page) error {
 		}
 		copy(seg.x.pages[first:], pages[:k])
 		pages = pages[k:]
-		before := seg.inactive()
-		seg.mapped += h - l
-		p.sinks.inactiveSplit(seg.inactive() - before)
-		p.sinks.pagesMapped(h - l)
-		if p.hist != nil {
-			p.hist.segment(EventReserve, p.tier, seg, base+uintptr(l), h-l)
-		}
-		_, mid, _ := p.cut(b, base+uintptr(l), base+uintptr(h), blockFree)
-		p.insertFree(mid) // merges with free neighbours, into the index
+		p.freeMapped(seg, b, l, h)
 		at = h
 		if len(pages) == 0 && h < min(hi, bEnd) {
 			return errShort

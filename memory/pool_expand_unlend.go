@@ -38,17 +38,10 @@ func (p *Pool) unlend(pages []Page) []Page {
 // restoreStale makes the stale page i of seg a mapped page of free memory
 // again (lendFree undone for one page).
 func (p *Pool) restoreStale(seg *segment, i int64) {
-	addr := seg.region.Addr + uintptr(i*p.page)
+	lo := i * p.page
 	seg.x.stale[i] = false
 	seg.x.staleBytes -= p.page
 	p.staleBytes -= p.page
-	before := seg.inactive()
-	seg.mapped += p.page
-	p.sinks.inactiveSplit(seg.inactive() - before)
-	p.sinks.pagesMapped(p.page)
-	if p.hist != nil {
-		p.hist.segment(EventReserve, p.tier, seg, addr, p.page)
-	}
-	_, mid, _ := p.cut(p.blockAt(seg, addr), addr, addr+uintptr(p.page), blockFree)
-	p.insertFree(mid) // the stale parts around it stay stale
+	// The stale parts around it stay stale.
+	p.freeMapped(seg, p.blockAt(seg, seg.region.Addr+uintptr(lo)), lo, lo+p.page)
 }
