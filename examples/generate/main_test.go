@@ -300,13 +300,18 @@ func TestTokenizerFromMetadata(t *testing.T) {
 	_, errs, err = runArgs(t, "-weights", w, "-prompt", "Hello", "-max-new", "0", "-tokenizer", "gpt2")
 	require.NoError(t, err, "-tokenizer still wins")
 	require.Contains(t, errs, "tokenizer gpt2")
-	// -save keeps it.
-	hf := filepath.Join(t.TempDir(), "hf.safetensors")
-	_, _, err = runArgs(t, "-weights", w, "-save", hf)
+	require.Equal(t, "byte", resavedMetadata(t, w)["tokenizer"], "-save keeps it")
+}
+
+// resavedMetadata is the metadata of the file -save writes from w.
+func resavedMetadata(t *testing.T, w string) map[string]string {
+	t.Helper()
+	saved := filepath.Join(t.TempDir(), "hf.safetensors")
+	_, _, err := runArgs(t, "-weights", w, "-save", saved)
 	require.NoError(t, err)
-	md, err := tensor.ReadSafetensorsMetadata(hf)
+	md, err := tensor.ReadSafetensorsMetadata(saved)
 	require.NoError(t, err)
-	require.Equal(t, "byte", md["tokenizer"])
+	return md
 }
 
 // TestByteModelWithLargerVocab: a byte-level model whose vocabulary has
