@@ -15,8 +15,10 @@
 // memory only.
 //
 // -trace FILE (repeatable) replays a PyTorch allocation trace, the CSV
-// format of bench/traces (action,addr,size,stream): allocations and
-// completed frees go through a fresh pool over the device backend (host
+// format of bench/traces (action,addr,size,stream, with every action
+// PyTorch's recorder writes: a trace of expandable_segments:True maps
+// and unmaps pieces of segments, and oom events are counted): allocations
+// and completed frees go through a fresh pool over the device backend (host
 // memory on the CPU), once with classic segments and once with expandable
 // ones (-segments picks one), and the peak reserved bytes are compared
 // with the peak requested and with PyTorch's own, from the trace's segment

@@ -23,15 +23,25 @@ type traceEvent struct {
 	stream uint64
 }
 
-// Trace actions. free_requested is when a tensor dies; free_completed when
-// its block is back in the pool (after any stream events): the replay
-// frees at free_completed, as PyTorch's pool does.
+// Trace actions, every one PyTorch's recorder writes (TraceEntry in
+// CUDACachingAllocator.h). free_requested is when a tensor dies;
+// free_completed when its block is back in the pool (after any stream
+// events): the replay frees at free_completed, as PyTorch's pool does.
+// Classic segments come and go whole (segment_alloc, segment_free);
+// expandable ones (expandable_segments:True) map and unmap pages
+// (segment_map, segment_unmap). snapshot marks a call to _snapshot() and
+// oom an allocation PyTorch failed (addr is then the device's free bytes,
+// size the request): neither changes what the replay does.
 const (
 	actAlloc         = "alloc"
 	actFreeRequested = "free_requested"
 	actFreeCompleted = "free_completed"
 	actSegmentAlloc  = "segment_alloc"
 	actSegmentFree   = "segment_free"
+	actSegmentMap    = "segment_map"
+	actSegmentUnmap  = "segment_unmap"
+	actSnapshot      = "snapshot"
+	actOOM           = "oom"
 )
 
 // readTrace parses a trace file; errors name the file and the line.
@@ -61,16 +71,27 @@ func readTrace(path string) ([]traceEvent, error) {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		ev := traceEvent{action: rec[0]}
+		// A snapshot's addr and size are 0, and an oom's size may be.
+		minSize := int64(1)
 		switch ev.action {
-		case actAlloc, actFreeRequested, actFreeCompleted, actSegmentAlloc, actSegmentFree:
+		case actAlloc, actFreeRequested, actFreeCompleted, actSegmentAlloc, actSegmentFree, actSegmentMap, actSegmentUnmap:
+		case actSnapshot, actOOM:
+			minSize = 0
 		default:
 			return nil, fmt.Errorf("%s:%d: unknown action %q", path, line, rec[0])
 		}
 		if ev.addr, err = strconv.ParseUint(rec[1], 10, 64); err != nil {
 			return nil, fmt.Errorf("%s:%d: address %q: %w", path, line, rec[1], err)
 		}
-		if ev.size, err = strconv.ParseInt(rec[2], 10, 64); err != nil || ev.size <= 0 {
-			return nil, fmt.Errorf("%s:%d: size %q must be a positive integer", path, line, rec[2])
+		if ev.size, err = strconv.ParseInt(rec[2], 10, 64); err != nil || ev.size < minSize {
+			what := "a positive integer"
+			if minSize == 0 {
+				what = "a non-negative integer"
+			}
+			return nil, fmt.Errorf("%s:%d: size %q of %s must be %s", path, line, rec[2], ev.action, what)
+		}
+		if minSize > 0 && ev.addr+uint64(ev.size) < ev.addr {
+			return nil, fmt.Errorf("%s:%d: %s at %#x of %d bytes runs past the end of the address space", path, line, ev.action, ev.addr, ev.size)
 		}
 		if ev.stream, err = strconv.ParseUint(rec[3], 10, 64); err != nil {
 			return nil, fmt.Errorf("%s:%d: stream %q: %w", path, line, rec[3], err)
@@ -93,13 +114,17 @@ type traceResult struct {
 	UnmatchedFrees int `json:"unmatched_frees"`
 	// LiveAtEnd is blocks still allocated when the trace ends.
 	LiveAtEnd int `json:"live_at_end"`
+	// TorchOOMs counts the allocations PyTorch failed in the trace (oom
+	// events); the replay serves every allocation the trace shows made.
+	TorchOOMs int `json:"torch_ooms,omitempty"`
 
 	// PeakRequested is the most bytes requested at once (the sum of live
 	// allocation sizes, the trace's own measure), the same for both.
 	PeakRequested int64 `json:"peak_requested_bytes"`
 
 	// TorchPeakReserved is the peak of the bytes in segments the trace
-	// shows PyTorch reserving (segment_alloc minus segment_free).
+	// shows PyTorch reserving (segment_alloc and segment_map minus
+	// segment_free and segment_unmap).
 	TorchPeakReserved int64   `json:"torch_peak_reserved_bytes"`
 	TorchRatio        float64 `json:"torch_reserved_over_requested"`
 	// TorchPreexistingPeak is the most bytes live at once in blocks that
@@ -242,7 +267,7 @@ func scanTrace(path string, evs []traceEvent) (res traceResult, ops []poolOp, sl
 	live := map[uint64]liveBlock{}
 	var freeSlots []int
 	var requested, reserved, outsideLive int64
-	segs := map[uint64]int64{} // PyTorch's segments reserved in the trace, by address
+	var segs rangeSet // the memory the trace shows PyTorch reserving
 	preexistingFreed := false
 	for i, ev := range evs {
 		switch ev.action {
@@ -250,7 +275,7 @@ func scanTrace(path string, evs []traceEvent) (res traceResult, ops []poolOp, sl
 			if _, dup := live[ev.addr]; dup {
 				return res, nil, 0, fmt.Errorf("%s: event %d allocates address %#x, which is live", path, i+1, ev.addr)
 			}
-			lb := liveBlock{slot: slots, size: ev.size, outside: !inSegment(segs, ev.addr)}
+			lb := liveBlock{slot: slots, size: ev.size, outside: !segs.contains(ev.addr)}
 			if k := len(freeSlots); k > 0 {
 				lb.slot, freeSlots = freeSlots[k-1], freeSlots[:k-1]
 			} else {
@@ -278,16 +303,17 @@ func scanTrace(path string, evs []traceEvent) (res traceResult, ops []poolOp, sl
 			if lb.outside {
 				outsideLive -= lb.size
 			}
-		case actSegmentAlloc:
-			segs[ev.addr] = ev.size
+		case actSegmentAlloc, actSegmentMap:
+			segs.add(ev.addr, ev.size)
 			reserved += ev.size
 			res.TorchPeakReserved = max(res.TorchPeakReserved, reserved)
-		case actSegmentFree:
-			if _, ok := segs[ev.addr]; !ok {
+		case actSegmentFree, actSegmentUnmap:
+			if segs.remove(ev.addr, ev.size) < ev.size {
 				preexistingFreed = true
 			}
-			delete(segs, ev.addr)
 			reserved -= ev.size
+		case actOOM:
+			res.TorchOOMs++
 		}
 	}
 	if res.Allocs == 0 {
@@ -303,14 +329,4 @@ func scanTrace(path string, evs []traceEvent) (res traceResult, ops []poolOp, sl
 		res.TorchRatioLowerBound = float64(res.TorchPeakReservedLowerBound) / float64(res.PeakRequested)
 	}
 	return res, ops, slots, nil
-}
-
-// inSegment reports whether addr lies in one of the segments.
-func inSegment(segs map[uint64]int64, addr uint64) bool {
-	for base, size := range segs {
-		if addr >= base && addr-base < uint64(size) {
-			return true
-		}
-	}
-	return false
 }
