@@ -86,7 +86,7 @@ func anaReplay(t *testing.T, ops []anaOp, slots int, scale float64, dump bool) (
 	p := NewPool(NewHostBackend(TierDevice), PoolConfig{Expandable: true, PlanSteps: *anaPlan})
 	blocks := make([]*Block, slots)
 	born := map[*Block]int{}
-	var peakRes int64
+	var peakRes, stitched int64
 	var snap string
 	for _, op := range ops {
 		if op.free {
@@ -107,6 +107,9 @@ func anaReplay(t *testing.T, ops []anaOp, slots int, scale float64, dump bool) (
 		}
 		blocks[op.slot] = b
 		born[b] = op.ev + 2 // the trace line
+		if *anaStitch {
+			stitched = max(stitched, stitchedPages(p))
+		}
 		if r := p.Stats().Reserved.Current; r > peakRes {
 			peakRes = r
 			if dump {
@@ -125,6 +128,9 @@ func anaReplay(t *testing.T, ops []anaOp, slots int, scale float64, dump bool) (
 		fmt.Println(snap)
 	}
 	pages := (st.Allocated.Peak + p.page - 1) / p.page
+	if *anaStitch {
+		anaStitched = float64(stitched*p.page) / float64(st.Requested.Peak)
+	}
 	return float64(st.Reserved.Peak) / float64(st.Requested.Peak), st.Requested.Peak,
 		float64(pages*p.page) / float64(st.Requested.Peak)
 }
@@ -215,12 +221,18 @@ func TestExpandableScaleSweep(t *testing.T) {
 				bover++
 			}
 			line += fmt.Sprintf(" %.3g:%.4f", s, r)
+			if *anaStitch {
+				line += fmt.Sprintf("/%.4f", anaStitched)
+			}
 		}
 		n := float64(len(scales))
 		fmt.Printf("%s mean %.4f max %.4f over %d/%d (whole pages of the peak allocated: mean %.4f max %.4f over %d)\n%s\n",
 			name, sum/n, mx, over, len(scales), bsum/n, bmx, bover, line)
 	}
 }
+
+// anaStitched is the last replay's stitching bound (-expandable-sweep-stitch).
+var anaStitched float64
 
 // anaTraceNames is -expandable-sweep-traces: the traces to sweep.
 func anaTraceNames(t *testing.T) []string {
