@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -49,6 +50,9 @@ func micros(ns int64) float64 { return float64(ns) / 1000 }
 // WriteChromeTrace writes h as a Chrome trace-event JSON file (see the
 // package doc for what it shows).
 func WriteChromeTrace(w io.Writer, h *memory.History, o TraceOptions) error {
+	if err := errors.Join(checkWriter("WriteChromeTrace", w), checkHistory("WriteChromeTrace", h)); err != nil {
+		return err
+	}
 	if o.Largest == 0 {
 		o.Largest = 200
 	}

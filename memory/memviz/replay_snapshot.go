@@ -19,6 +19,9 @@ import (
 // does not record when they become reusable), and the usage of each tier
 // holds current values only (its peaks are the current values).
 func SnapshotAt(start memory.Snapshot, h *memory.History, n int) (memory.Snapshot, error) {
+	if err := checkHistory("SnapshotAt", h); err != nil {
+		return memory.Snapshot{}, err
+	}
 	if n < 0 || n > len(h.Events) {
 		return memory.Snapshot{}, fmt.Errorf("memviz: SnapshotAt %d of %d events", n, len(h.Events))
 	}
@@ -212,8 +215,11 @@ func intervalAt(ivs [][2]int64, pos, end int64) (bool, int64) {
 
 // PeakEvent returns the number of events of h up to and including the
 // one after which the tier's allocated bytes were highest (the first such
-// moment), for SnapshotAt; 0 when no event raised them.
+// moment), for SnapshotAt; 0 when no event raised them (or h is nil).
 func PeakEvent(h *memory.History, t memory.Tier) int {
+	if h == nil {
+		return 0
+	}
 	r := newReplayer(h)
 	best, at := r.tiers[t].total(), 0
 	for i := range h.Events {

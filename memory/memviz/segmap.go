@@ -20,6 +20,9 @@ import (
 
 // WriteSnapshotJSON writes s as indented JSON.
 func WriteSnapshotJSON(w io.Writer, s memory.Snapshot) error {
+	if err := checkWriter("WriteSnapshotJSON", w); err != nil {
+		return err
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", " ")
 	return enc.Encode(s)
@@ -46,6 +49,9 @@ func mapped(s *memory.SegmentInfo) ([]memory.BlockInfo, int64) {
 // role's colour, free blocks grey, pending ones dark grey and unmapped
 // pages of expandable segments white.
 func WriteSegmentMapPNG(w io.Writer, s memory.Snapshot, o PlotOptions) error {
+	if err := checkWriter("WriteSegmentMapPNG", w); err != nil {
+		return err
+	}
 	o.defaults(11*vg.Inch, 0)
 	type section struct {
 		ts    *memory.TierSnapshot

@@ -77,6 +77,9 @@ func moved(evs []memory.Event, i int) bool {
 // is the state at the window's start, so it replays on its own. It is an
 // error when a named mark is missing.
 func Window(h *memory.History, from, to string) (*memory.History, error) {
+	if err := checkHistory("Window", h); err != nil {
+		return nil, err
+	}
 	lo, hi := 0, len(h.Events)
 	if from != "" {
 		lo = findMark(h.Events, 0, from)
@@ -99,8 +102,12 @@ func Window(h *memory.History, from, to string) (*memory.History, error) {
 }
 
 // WindowTime returns the part of h with from <= Event.Time < to (ns since
-// History.Start); to <= 0 means the end.
+// History.Start); to <= 0 means the end. A nil h gives nil, which the
+// writers refuse.
 func WindowTime(h *memory.History, from, to int64) *memory.History {
+	if h == nil {
+		return nil
+	}
 	lo, hi := 0, len(h.Events)
 	for lo < hi && h.Events[lo].Time < from {
 		lo++

@@ -1,6 +1,7 @@
 package memviz
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -125,6 +126,9 @@ func sum(a [memory.NumRoles]int64) int64 {
 // event) with the tier's reserved bytes as a black line and marks as
 // dashed vertical lines, like memory_viz's active-memory timeline.
 func WriteTimelinePNG(w io.Writer, h *memory.History, o PlotOptions) error {
+	if err := errors.Join(checkWriter("WriteTimelinePNG", w), checkHistory("WriteTimelinePNG", h)); err != nil {
+		return err
+	}
 	o.defaults(11*vg.Inch, 3.6*vg.Inch)
 	tiers := usedTiers(h)
 	if len(tiers) == 0 {
