@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 )
@@ -107,8 +108,12 @@ func ParseBudget(s string, whole int64) (int64, error) {
 		return int64(float64(whole) * f), nil
 	}
 	n, err := ParseHostMemory(s, whole)
-	if err != nil {
-		return 0, fmt.Errorf("memory: budget %q: %v (want a size such as 4GiB or 500MB, a share such as 50%% or 0.5, or off): %w", s, err, ErrInvalidArgument)
+	const forms = "want a size such as 4GiB or 500MB, a share such as 50% or 0.5, or off"
+	switch {
+	case errors.Is(err, errSizeForm): // its forms are ours, but for the fraction
+		return 0, fmt.Errorf("memory: budget %q: %s: %w", s, forms, ErrInvalidArgument)
+	case err != nil:
+		return 0, fmt.Errorf("memory: budget %q: %v (%s): %w", s, err, forms, ErrInvalidArgument)
 	}
 	return n, nil
 }

@@ -345,9 +345,14 @@
 // needs no synchronisation; stale ranges are unmapped together, after one
 // device synchronisation, once they outgrow the mapped memory, and in
 // EmptyCache and Close. Pages of other streams' segments are unmapped
-// after a synchronisation. Physical memory thus grows only when the whole
-// pages the pool holds are all in use: reserved exceeds allocated by the
-// partial pages at the edges of free runs. On PyTorch's traces
+// after a synchronisation. A request whose pages cannot all be had keeps
+// nothing: one that the limit (or the host budget) has no room for, even
+// with every free page taken, is refused before a page moves, and one that
+// runs out on the way gives back the pages it created, so a failed
+// allocation leaves the bytes reserved where they were. Physical memory
+// thus grows only when the whole pages the pool holds are all in use:
+// reserved exceeds allocated by the partial pages at the edges of free
+// runs. On PyTorch's traces
 // (examples/bench-alloc) the peak reserved is 1.003 and 1.015 times the
 // requested peak (classic: 1.112 and 1.343; PyTorch's expandable
 // segments in live runs 1.030 and 1.179), with 3 synchronisations in 3

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -47,13 +48,52 @@ func (b *HostBudget) String() string {
 func (b *HostBudget) charge(name string, n int64) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if n > b.limit-b.used {
-		return fmt.Errorf("memory: %s: allocating %s would pass the %s: %s held by the CPU device's pools: %w",
-			name, FormatBytes(n), b, FormatBytes(b.used), ErrOutOfMemory)
+	if err := b.refuse(name, n); err != nil {
+		return err
 	}
 	b.used += n
 	b.peak = max(b.peak, b.used)
 	return nil
+}
+
+// check is charge's refusal of n bytes without the charge: an expandable
+// pool asks it before it moves any page for growth that needs n bytes of
+// new pages (Pool.checkRoom).
+func (b *HostBudget) check(name string, n int64) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.refuse(name, n)
+}
+
+// refuse is the error of n bytes that would pass the budget, nil when
+// they fit; with b.mu held.
+func (b *HostBudget) refuse(name string, n int64) error {
+	if n > b.limit-b.used {
+		return fmt.Errorf("memory: %s: allocating %s would pass the %s: %s held by the CPU device's pools: %w",
+			name, FormatBytes(n), b, FormatBytes(b.used), ErrOutOfMemory)
+	}
+	return nil
+}
+
+// budgetOf returns the budget a backend of NewBudgetBackend charges, nil
+// for other backends.
+func budgetOf(b Backend) *HostBudget {
+	if w, ok := b.(interface{ hostBudget() *HostBudget }); ok {
+		return w.hostBudget()
+	}
+	return nil
+}
+
+// hostMemory reports whether b hands out plain host memory: a host
+// backend, alone or charged to a budget.
+func hostMemory(b Backend) bool {
+	switch w := b.(type) {
+	case *budgetBackend:
+		return hostOnly(w.up)
+	case *budgetVM:
+		return hostOnly(w.up)
+	}
+	return hostOnly(b)
 }
 
 func (b *HostBudget) release(n int64) {
@@ -83,6 +123,9 @@ type budgetBackend struct {
 
 func (w *budgetBackend) Name() string { return w.up.Name() }
 func (w *budgetBackend) Tier() Tier   { return w.up.Tier() }
+
+// hostBudget is the budget charged (budgetOf).
+func (w *budgetBackend) hostBudget() *HostBudget { return w.budget }
 
 func (w *budgetBackend) Alloc(size int64) (Region, error) {
 	if size <= 0 {
@@ -168,6 +211,12 @@ func NewBudgetHostManager(cfg Config, b *HostBudget) *Manager {
 // the memory this process may use ("50%"), or "off".
 const EnvHostMemory = "STRATA_HOST_MEMORY"
 
+// MinHostBudget is the smallest budget EnvHostMemory accepts: a page of
+// the host backend's virtual memory (HostPageSize) and the smallest
+// segment of a classic pool (SmallBuffer), less than which no allocation
+// can be served.
+const MinHostBudget = 2 << 20
+
 // DefaultHostShare is the share of the memory this process may use that
 // the default budget allows: the rest is for the Go heap, BLAS buffers,
 // the program's own data and the page cache.
@@ -179,12 +228,17 @@ const DefaultHostShare = 0.75
 // memory.limit_in_bytes, of its cgroup and every ancestor), and at most
 // 9/10 of the memory available when it is asked. It returns nil (no
 // budget) for "off" or when neither the RAM nor a limit can be read, and
-// an error for a malformed EnvHostMemory, with the default budget.
+// an error for a malformed EnvHostMemory or one below MinHostBudget, with
+// the default budget.
 func DefaultHostBudget() (*HostBudget, error) {
 	limit, what := hostMemoryLimit()
 	avail, _, okAvail := hostMemInfo()
 	if v := strings.TrimSpace(os.Getenv(EnvHostMemory)); v != "" {
 		n, err := ParseHostMemory(v, limit)
+		if err == nil && n > 0 && n < MinHostBudget {
+			err = fmt.Errorf("a budget of %s is less than the smallest accepted, %s (a page of host memory, which every allocation needs at least)",
+				FormatBytes(n), FormatBytes(MinHostBudget))
+		}
 		if err == nil {
 			if n == 0 {
 				return nil, nil
@@ -210,6 +264,10 @@ func defaultBudget(limit int64, what string, avail int64, okAvail bool) (*HostBu
 	return NewHostBudget(n, src), nil
 }
 
+// errSizeForm is ParseHostMemory's error for a value of no form it
+// reads; ParseBudget, which reads more forms, says its own instead.
+var errSizeForm = errors.New("want a size such as 8GiB, 500MB or 1073741824, a share such as 50%, or off")
+
 // ParseHostMemory reads an EnvHostMemory value: "off", "none" or "0" (no
 // budget: 0), a percentage of limit ("50%"), or a byte count with an
 // optional unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB; K, M, G, T are
@@ -224,7 +282,7 @@ func ParseHostMemory(s string, limit int64) (int64, error) {
 		f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
 		switch {
 		case err != nil || !(f > 0 && f <= 100):
-			return 0, fmt.Errorf("want a percentage in (0, 100]")
+			return 0, fmt.Errorf("a percentage must be in (0, 100]")
 		case limit <= 0:
 			return 0, fmt.Errorf("a percentage needs the machine's memory, which cannot be read here")
 		}
@@ -243,7 +301,7 @@ func ParseHostMemory(s string, limit int64) (int64, error) {
 		"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}[unit]
 	f, err := strconv.ParseFloat(num, 64)
 	if mult == 0 || err != nil || !(f*mult >= 1) || f*mult > 1<<62 {
-		return 0, fmt.Errorf("want a size such as 8GiB, 500MB or 1073741824, a share such as 50%%, or off")
+		return 0, errSizeForm
 	}
 	return int64(f * mult), nil
 }

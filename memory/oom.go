@@ -31,6 +31,14 @@ type OOMError struct {
 	// Cause is the backend's error, or nil when the limit refused the
 	// allocation before the backend was asked.
 	Cause error
+	// Host says the memory is plain host memory (the CPU device's tiers
+	// are), which the message calls so rather than a device.
+	Host bool
+	// Budget is the limit of the HostBudget the backend charges, 0 for
+	// none, and BudgetSource where it came from (HostBudget's source);
+	// DeviceFree and DeviceTotal are then the budget's.
+	Budget       int64
+	BudgetSource string
 }
 
 // Error reads like PyTorch's message, for example
@@ -40,16 +48,35 @@ type OOMError struct {
 //	reserved but unallocated); device free 0 B of 80.00 GiB
 //
 // (on one line), followed by the limit or the backend's error as the cause.
+// Host memory (the CPU device's) reads
+//
+//	memory: out of host memory for the device tier (host(device)): tried to
+//	allocate 200.00 MiB; host memory budget of 17.66 GiB (75% of ...); ...;
+//	budget free 972.00 KiB of 17.66 GiB
+//
+// naming the budget that applies, and what is left of it.
 func (e *OOMError) Error() string {
 	var b strings.Builder
-	b.WriteString("memory: out of memory on ")
-	b.WriteString(e.Tier.String())
+	switch {
+	case !e.Host:
+		b.WriteString("memory: out of memory on ")
+		b.WriteString(e.Tier.String())
+	case e.Tier == TierHost:
+		b.WriteString("memory: out of host memory")
+	default:
+		b.WriteString("memory: out of host memory for the ")
+		b.WriteString(e.Tier.String())
+		b.WriteString(" tier")
+	}
 	b.WriteString(" (")
 	b.WriteString(e.Backend)
 	b.WriteString("): tried to allocate ")
 	b.WriteString(FormatBytes(e.Requested))
-	b.WriteString("; limit ")
-	if e.Limit > 0 {
+	// The pool's limit, and the host budget where one applies: "limit
+	// none" only when neither does.
+	switch {
+	case e.Limit > 0:
+		b.WriteString("; limit ")
 		b.WriteString(FormatBytes(e.Limit))
 		if e.Shared > 0 {
 			b.WriteString(" (")
@@ -61,8 +88,12 @@ func (e *OOMError) Error() string {
 			b.WriteString(FormatBytes(e.Held))
 			b.WriteString(" of it held outside the pools)")
 		}
-	} else {
-		b.WriteString("none")
+	case e.Budget <= 0:
+		b.WriteString("; limit none")
+	}
+	if e.Budget > 0 {
+		b.WriteString("; ")
+		b.WriteString(e.budget())
 	}
 	b.WriteString("; ")
 	b.WriteString(FormatBytes(e.Allocated))
@@ -72,7 +103,14 @@ func (e *OOMError) Error() string {
 	b.WriteString(FormatBytes(e.ReservedUnallocated))
 	b.WriteString(" reserved but unallocated)")
 	if e.DeviceTotal >= 0 {
-		b.WriteString("; device free ")
+		switch {
+		case e.Budget > 0:
+			b.WriteString("; budget free ")
+		case e.Host:
+			b.WriteString("; host free ")
+		default:
+			b.WriteString("; device free ")
+		}
 		b.WriteString(FormatBytes(e.DeviceFree))
 		b.WriteString(" of ")
 		b.WriteString(FormatBytes(e.DeviceTotal))
@@ -93,4 +131,13 @@ func (e *OOMError) Unwrap() []error {
 		return []error{ErrOutOfMemory}
 	}
 	return []error{ErrOutOfMemory, e.Cause}
+}
+
+// budget names the host memory budget, as HostBudget.String does.
+func (e *OOMError) budget() string {
+	s := "host memory budget of " + FormatBytes(e.Budget)
+	if e.BudgetSource != "" {
+		s += " (" + e.BudgetSource + ")"
+	}
+	return s
 }

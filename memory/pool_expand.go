@@ -214,40 +214,73 @@ func (p *Pool) newExpandable(s Stream, small bool, n int64) (*segment, error) {
 // gatherPages returns n unmapped pages for the range [lo, hi) of seg:
 // created within the slack a churning workload earned
 // (pool_expand_churn.go), then stolen from whole pages inside free blocks
-// elsewhere, else created. On error the pages gathered become free memory
-// of the range.
+// elsewhere, else created. A request that cannot have them all keeps
+// nothing: one that the limit or the host budget has no room for, even
+// with every free page taken, is refused before any page moves
+// (checkRoom); when the pages run out on the way, those it created go
+// back to the backend, those lent by the stream's own free blocks are
+// free memory where they were again (unlend), and those stolen from other
+// streams' (unmapped there) become free memory of the range, so the bytes
+// reserved are what they were.
 func (p *Pool) gatherPages(n int, seg *segment, lo, hi int64) ([]Page, error) {
 	if n == 0 {
 		return nil, nil
 	}
+	if err := p.checkRoom(n); err != nil {
+		return nil, err
+	}
 	// A held stream (a graph's private pool, growing in its capture) takes
 	// no slack: pages created for it stay its own until it is released.
-	var pages []Page
+	var room, stolen, created []Page
 	var err error
 	if !heldBy(p.holder(), seg.stream) {
-		pages, err = p.createRoom(p.churnRoom(n))
+		room, err = p.createRoom(p.churnRoom(n))
 	}
-	if err == nil && !noStealing && len(pages) < n {
-		var stolen []Page
-		stolen, err = p.steal(n-len(pages), seg, lo, hi)
+	if err == nil && !noStealing && len(room) < n {
+		stolen, err = p.steal(n-len(room), seg, lo, hi)
 		p.churnState.stole(len(stolen))
-		pages = append(pages, stolen...)
 	}
-	for err == nil && len(pages) < n {
+	for err == nil && len(room)+len(stolen)+len(created) < n {
 		var pg Page
-		if pg, err = p.createPage(len(pages)); err == nil {
-			pages = append(pages, pg)
+		if pg, err = p.createPage(len(room) + len(stolen) + len(created)); err == nil {
+			created = append(created, pg)
 		}
 	}
 	if err != nil {
-		// The pages gathered so far (some lent, still mapped where they
-		// were) become free memory of the range instead of being lost.
-		if merr := p.mapRun(seg, lo, hi, pages); merr != nil && !errors.Is(merr, errShort) {
+		if rerr := p.releasePages(append(room, created...)); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		if merr := p.mapRun(seg, lo, hi, p.unlend(stolen)); merr != nil && !errors.Is(merr, errShort) {
 			err = errors.Join(err, merr)
 		}
 		return nil, err
 	}
-	return pages, nil
+	return append(append(room, stolen...), created...), nil
+}
+
+// checkRoom refuses growth that needs n new pages when the pool's Limit,
+// or the host budget its backend charges (HostBudget), has no room for
+// the pages that stealing could not give even if every free byte of the
+// pool were whole free pages: the allocation would fail after moving
+// pages for nothing. The Limit's refusal is errLimit, the budget's its
+// ErrOutOfMemory; the backend is not called.
+func (p *Pool) checkRoom(n int) error {
+	var free int64 // an upper bound of the pages stealing may give
+	if !noStealing {
+		u := &p.sinks.own
+		free = max(0, u.Reserved.Current-u.Allocated.Current) / p.page
+	}
+	need := int64(n) - free
+	if need <= 0 {
+		return nil
+	}
+	if l := p.cfg.Limit; l > 0 && need*p.page > l-p.held() {
+		return errLimit
+	}
+	if b := budgetOf(p.backend); b != nil {
+		return b.check(p.name, need*p.page)
+	}
+	return nil
 }
 
 // createPage creates a page for growth that already gathered pending

@@ -104,5 +104,9 @@ func (p *Pool) oomError(size int64, cause error) *OOMError {
 	if free, total, ok := p.backend.Info(); ok {
 		e.DeviceFree, e.DeviceTotal = free, total
 	}
+	e.Host = hostMemory(p.backend)
+	if b := budgetOf(p.backend); b != nil {
+		e.Budget, e.BudgetSource = b.limit, b.source
+	}
 	return e
 }

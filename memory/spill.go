@@ -153,6 +153,9 @@ func limitWhat(o *OOMError) string {
 		}
 		return "limit of " + FormatBytes(o.Limit)
 	}
+	if o.Cause != nil && o.Budget > 0 {
+		return o.budget()
+	}
 	return "memory of " + o.Backend
 }
 
