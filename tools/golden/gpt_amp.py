@@ -25,37 +25,44 @@ import readback
 import safetensors_io
 
 
-def main():
-    ap = argparse.ArgumentParser(description="Write PyTorch autocast golden values for the GPT model.")
-    ap.add_argument("--dtype", choices=["bf16", "fp16"], required=True)
-    ap.add_argument("--device", default="cpu")
-    ap.add_argument("-o", "--outdir", default=os.path.normpath(gpt.DEFAULT_DIR))
-    a = ap.parse_args()
+def build(dtype, device="cpu"):
+    """(tensors, metadata, logits dtype) of the autocast run, dtype "bf16"
+    or "fp16" (verify.py compares a fresh bf16 build with the file)."""
     torch.manual_seed(0)
-    if a.device == "cpu":
+    if device == "cpu":
         torch.set_num_threads(1)
-    dt = {"bf16": torch.bfloat16, "fp16": torch.float16}[a.dtype]
-    model = copy.deepcopy(gpt.base_model()).to(a.device)
+    dt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
+    model = copy.deepcopy(gpt.base_model()).to(device)
     idx, targets = gpt.batch()
-    idx, targets = idx.to(a.device), targets.to(a.device)
+    idx, targets = idx.to(device), targets.to(device)
     out = {}
     names = [n for n, _ in model.named_parameters()]
     for n, p in model.named_parameters():
         out[n] = p.detach().float().cpu().clone()
     out["idx"], out["targets"] = idx.to(torch.int32).cpu(), targets.to(torch.int32).cpu()
-    with torch.autocast(device_type=a.device.split(":")[0], dtype=dt):
+    with torch.autocast(device_type=device.split(":")[0], dtype=dt):
         logits, loss = model(idx, targets)
     loss.backward()
     out["logits"], out["loss"] = logits.detach().float().cpu(), loss.detach().float().reshape(()).cpu()
     for n, p in model.named_parameters():
         out["grad." + n] = p.grad.detach().float().cpu().clone()
     meta = gpt.metadata(names, "F32")
-    meta.update({"autocast": a.dtype, "autocast_device": a.device, "logits_dtype": str(logits.dtype),
+    meta.update({"autocast": dtype, "autocast_device": device, "logits_dtype": str(logits.dtype),
                  "generator": "tools/golden/gpt_amp.py"})
+    return out, meta, logits.dtype
+
+
+def main():
+    ap = argparse.ArgumentParser(description="Write PyTorch autocast golden values for the GPT model.")
+    ap.add_argument("--dtype", choices=["bf16", "fp16"], required=True)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("-o", "--outdir", default=os.path.normpath(gpt.DEFAULT_DIR))
+    a = ap.parse_args()
+    out, meta, ldt = build(a.dtype, a.device)
     path = os.path.join(a.outdir, f"golden_gpt_amp_{a.dtype}.safetensors")
     size = safetensors_io.save(path, out, meta)
     readback.check_roundtrip(path, out, meta)
-    print(f"wrote {path}: {len(out)} tensors, {size} bytes, loss {out['loss'].item():.10f} (logits {logits.dtype})")
+    print(f"wrote {path}: {len(out)} tensors, {size} bytes, loss {out['loss'].item():.10f} (logits {ldt})")
 
 
 if __name__ == "__main__":

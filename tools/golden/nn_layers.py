@@ -125,18 +125,25 @@ def seq_case(out, meta):
                               "loss": "mse_loss mean", "params": names})
 
 
-def main():
-    torch.set_num_threads(1)
-    torch.use_deterministic_algorithms(True)
-    ap = argparse.ArgumentParser(description="Write the PyTorch golden values for nn's layers and losses.")
-    ap.add_argument("-o", "--output", default=os.path.normpath(DEFAULT_OUT))
-    path = ap.parse_args().output
+def build():
+    """All cases: (tensors, metadata), as the file holds them (verify.py
+    compares a fresh build with the file)."""
     out, meta = {}, {}
     mse_cases(out, meta)
     rmsnorm_cases(out, meta)
     seq_case(out, meta)
     meta["torch_version"] = torch.__version__
     meta["generator"] = "tools/golden/nn_layers.py"
+    return out, meta
+
+
+def main():
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    ap = argparse.ArgumentParser(description="Write the PyTorch golden values for nn's layers and losses.")
+    ap.add_argument("-o", "--output", default=os.path.normpath(DEFAULT_OUT))
+    path = ap.parse_args().output
+    out, meta = build()
     size = safetensors_io.save(path, out, meta)
     readback.check_roundtrip(path, out, meta)
     print(f"wrote {path}: {len(out)} tensors, {size} bytes")

@@ -2,8 +2,9 @@
 
 For every case in ops_cases.CASES: float64 inputs, the forward output y, a
 random upstream gradient dy, and the input gradients d<input> from autograd,
-stored as "<case>.<tensor>".  Every gradient is checked against a central
-finite difference along a random direction before it is written.  The
+stored as "<case>.<tensor>" (forward-only cases: inputs and y).  Every
+gradient is checked against a central finite difference along a random
+direction before it is written (but a cast's, which is dy rounded).  The
 optimizer/clipping cases of optim_cases.CASES follow.  Each case draws from
 its own generator seeded by crc32(case name), so adding a case never changes
 the others.  Metadata: "<case>" -> JSON description, "cases" -> JSON list of
@@ -62,19 +63,23 @@ def run_autograd_case(case):
     for k in ("y", "dy") + tuple("d" + k for k in inputs):
         if k in inputs:
             raise ValueError(f"{case.name}: input name {k!r} collides with an output name")
-    leaves = {k: v.clone().requires_grad_(v.is_floating_point()) for k, v in inputs.items()}
+    leaves = {k: v.clone().requires_grad_(case.grad and v.is_floating_point()) for k, v in inputs.items()}
     y = case.fn(leaves)
+    out = {k: (v if v.is_floating_point() else as_i32(f"{case.name}.{k}", v)) for k, v in inputs.items()}
+    out["y"] = y.detach()
+    meta = {**case.meta, "inputs": list(inputs), "outputs": ["y"],
+            "dtype": safetensors_io.DTYPES[y.dtype][0]}
+    if not case.grad:  # forward only: no dy, no gradients
+        return {**meta, "forward_only": True}, out
     dy = torch.randn(y.shape, generator=g, dtype=y.dtype)
     diff = [k for k, v in leaves.items() if v.requires_grad]
     grads = dict(zip(diff, torch.autograd.grad(y, [leaves[k] for k in diff], dy)))
-    with torch.no_grad():
-        fd_check(case, inputs, grads, dy)
-    out = {k: (v if v.is_floating_point() else as_i32(f"{case.name}.{k}", v)) for k, v in inputs.items()}
-    out["y"], out["dy"] = y.detach(), dy
+    if case.fd:
+        with torch.no_grad():
+            fd_check(case, inputs, grads, dy)
+    out["dy"] = dy
     out.update({"d" + k: v for k, v in grads.items()})
-    meta = {**case.meta, "inputs": list(inputs), "outputs": ["y"], "grads": ["d" + k for k in diff],
-            "dtype": "F64"}
-    return meta, out
+    return {**meta, "grads": ["d" + k for k in diff]}, out
 
 
 def kept_case(old, name):

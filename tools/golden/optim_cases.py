@@ -42,14 +42,20 @@ def adamw(g, dtype):
     return meta, out
 
 
-def sgd(g, dtype):
-    kw = {"lr": 0.1, "momentum": 0.9, "weight_decay": 0.01, "dampening": 0.0, "nesterov": False}
+def sgd(g, dtype, momentum=0.9, nesterov=False):
+    kw = {"lr": 0.1, "momentum": momentum, "weight_decay": 0.01, "dampening": 0.0, "nesterov": nesterov}
     state, out = _steps(torch.optim.SGD, dtype, g, kw)
-    out["buf3"] = state["momentum_buffer"].clone()
-    meta = {"op": "sgd", **kw, "steps": 3, "same_grad_each_step": True,
-            "update": "d=g+wd*p; buf=d at step 1 else momentum*buf+d; p-=lr*buf",
-            "inputs": ["p0", "g"], "outputs": ["p1", "p2", "p3", "buf3"],
-            "notes": "buf3: momentum buffer after step 3", "dtype": _code(dtype)}
+    outputs = ["p1", "p2", "p3"]
+    if momentum:
+        out["buf3"] = state["momentum_buffer"].clone()
+        outputs.append("buf3")
+    update = {(False, True): "d=g+wd*p; buf=d at step 1 else momentum*buf+d; p-=lr*buf",
+              (True, True): "d=g+wd*p; buf=d at step 1 else momentum*buf+d; p-=lr*(d+momentum*buf)",
+              (False, False): "d=g+wd*p; p-=lr*d"}[nesterov, bool(momentum)]
+    meta = {"op": "sgd", **kw, "steps": 3, "same_grad_each_step": True, "update": update,
+            "inputs": ["p0", "g"], "outputs": outputs, "dtype": _code(dtype)}
+    if momentum:
+        meta["notes"] = "buf3: momentum buffer after step 3"
     return meta, out
 
 
@@ -76,4 +82,10 @@ CASES = [
     ("sgd64", lambda g: sgd(g, torch.float64)),
     ("clip", lambda g: clip(g, 1.0)),
     ("clip_noop", lambda g: clip(g, 100.0)),
+    # PyTorch (and strata) reject nesterov=True with momentum 0: Nesterov
+    # runs with momentum, and momentum 0 (no buffer) is a case of its own.
+    ("sgd_nesterov", lambda g: sgd(g, torch.float32, nesterov=True)),
+    ("sgd_nesterov64", lambda g: sgd(g, torch.float64, nesterov=True)),
+    ("sgd_plain", lambda g: sgd(g, torch.float32, momentum=0.0)),
+    ("sgd_plain64", lambda g: sgd(g, torch.float64, momentum=0.0)),
 ]

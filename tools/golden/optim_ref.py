@@ -20,14 +20,16 @@ def adamw(p, g, steps, lr, betas, eps, weight_decay, **_):
     return out, {"m3": m, "v3": v}
 
 
-def sgd(p, g, steps, lr, momentum, weight_decay, **_):
+def sgd(p, g, steps, lr, momentum, weight_decay, nesterov=False, **_):
     buf, out = None, []
     for _ in range(steps):
         d = g + weight_decay * p
-        buf = d if buf is None else momentum * buf + d
-        p = p - lr * buf
+        if momentum:
+            buf = d if buf is None else momentum * buf + d
+            d = d + momentum * buf if nesterov else buf
+        p = p - lr * d
         out.append(p)
-    return out, {"buf3": buf}
+    return out, ({"buf3": buf} if momentum else {})
 
 
 def clip(grads, max_norm):

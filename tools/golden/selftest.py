@@ -2,7 +2,8 @@
 
 Writes small files to a temporary directory and confirms that readback.load
 rejects each kind of corruption, that safetensors_io.save rejects bad input,
-and that ops.fd_check catches a wrong gradient.
+that ops.fd_check catches a wrong gradient, and that verify.check_case
+catches a wrong forward-only output and a wrong cast gradient.
 
 Run: /usr/bin/python3 tools/golden/selftest.py
 """
@@ -12,12 +13,14 @@ import os
 import struct
 import tempfile
 
+import numpy as np
 import torch
 
 import ops
 import ops_cases
 import readback
 import safetensors_io
+import verify
 
 
 def expect(exc, fn, what):
@@ -83,6 +86,16 @@ def main():
     ops.fd_check(case, inputs, grads, dy)
     grads["w"] = grads["w"] * (1 + 1e-4)
     expect(AssertionError, lambda: ops.fd_check(case, inputs, grads, dy), "gradient off by 1e-4 relative")
+    # verify.check_case on a forward-only case and on the cast (no finite
+    # differences): a stored value one ulp off is caught.
+    for name, k in (("maximum", "y"), ("cast_bf16", "y"), ("cast_bf16", "dx")):
+        case = next(c for c in ops_cases.CASES if c.name == name)
+        meta, out = ops.run_autograd_case(case)
+        stored = {n: v.detach().contiguous().numpy().copy() for n, v in out.items()}
+        verify.check_case(case, meta, stored)
+        flat = stored[k].reshape(-1)
+        flat[-1] = np.nextafter(flat[-1], flat.dtype.type(np.inf))
+        expect(AssertionError, lambda: verify.check_case(case, meta, stored), f"{name}.{k} one ulp off")
     print("selftest: ok")
 
 

@@ -3,25 +3,42 @@
 Checks, beyond the strict format checks of readback.load:
   * every file is under 1 MiB and records torch_version;
   * golden_ops: the tensors are exactly those the case metadata lists
-    (inputs, outputs, dy, grads), each autograd case's y is recomputed from the stored
-    inputs (bit-exact) and its stored gradients pass a finite-difference
-    check against the stored dy; optimizer and clipping cases match the
-    numpy reference of optim_ref.py;
-  * golden_gpt*: the parameter set is exactly nanoGPT's, each parameter has
-    a gradient of its shape, and loading the stored parameters into a fresh
-    model reproduces the stored logits, loss and gradients.
+    (inputs, outputs, dy, grads), each autograd case's y is recomputed from
+    the stored inputs (bit-exact) and its stored gradients pass a
+    finite-difference check against the stored dy (a cast's, which is dy
+    rounded, are recomputed with autograd, bit-exact); forward-only cases
+    recompute y; optimizer and clipping cases match the numpy reference of
+    optim_ref.py.  Every case is checked; the failing ones are listed;
+  * golden_gpt, golden_gpt64: the parameter set is exactly nanoGPT's, each
+    parameter has a gradient of its shape, and loading the stored
+    parameters into a fresh model reproduces the stored logits, loss and
+    gradients;
+  * golden_layers: nn_layers.py rebuilds every tensor and the metadata
+    bit-exactly;
+  * golden_gpt_amp_*: the tensor set, the parameters and the batch are
+    gpt.py's (bit-exact); the CPU bf16 file is rebuilt bit-exactly by
+    gpt_amp.py; a CUDA file (fp16, made on a GPU host with another torch)
+    cannot be recomputed here, so its logits, loss and gradients are
+    checked against the float32 golden_gpt within the dtype's rounding.
 
-Run: /usr/bin/python3 tools/golden/verify.py [-q]
+A failing file does not stop the others; the exit status is 1 if any failed.
+
+Run: /usr/bin/python3 tools/golden/verify.py [-q] [FILE ...]   (FILE: relative to the repository root)
 """
 
 import argparse
 import json
 import os
+import sys
+import traceback
 
 import numpy as np
 import torch
 
+import gpt
+import gpt_amp
 import nanogpt
+import nn_layers
 import ops
 import ops_cases
 import optim_ref
@@ -29,7 +46,8 @@ import readback
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 FILES = ["tensor/testdata/golden_ops.safetensors", "nn/testdata/golden_gpt.safetensors",
-         "nn/testdata/golden_gpt64.safetensors"]
+         "nn/testdata/golden_gpt64.safetensors", "nn/testdata/golden_layers.safetensors",
+         "nn/testdata/golden_gpt_amp_bf16.safetensors", "nn/testdata/golden_gpt_amp_fp16.safetensors"]
 
 
 def summary(tensors):
@@ -49,23 +67,40 @@ def check_ops(tensors, meta):
                                                                                if "grads" in info else [])}
     assert listed == set(tensors), f"metadata and tensors disagree: {sorted(listed ^ set(tensors))}"
     table = {c.name: c for c in ops_cases.CASES}
+    failed = []
     for name in cases:
         info = json.loads(meta[name])
-        if name not in table:
-            continue
-        case = table[name]
-        t = lambda k: torch.from_numpy(tensors[f"{name}.{k}"].copy()).to(
-            torch.float64 if tensors[f"{name}.{k}"].dtype.kind == "f" else torch.int64)
-        inputs = {k: t(k) for k in info["inputs"]}
-        y = case.fn(inputs)
-        assert y.numpy().tobytes() == tensors[f"{name}.y"].tobytes(), f"{name}: y does not recompute"
-        grads = {g[1:]: t(g) for g in info["grads"]}
-        ops.fd_check(case, inputs, grads, t("dy"))
-    for name in cases:
-        if name not in table:
-            check_optim(name, json.loads(meta[name]), {k.split(".", 1)[1]: v for k, v in tensors.items()
-                                                      if k.split(".", 1)[0] == name})
+        own = {k.split(".", 1)[1]: v for k, v in tensors.items() if k.split(".", 1)[0] == name}
+        try:
+            if name in table:
+                check_case(table[name], info, own)
+            else:
+                check_optim(name, info, own)
+        except AssertionError as e:
+            failed.append(str(e))
+    assert not failed, f"{len(failed)} of {len(cases)} ops cases fail:\n    " + "\n    ".join(failed)
     print(f"  ops: {len(cases)} cases consistent ({len(table)} recomputed, gradients finite-difference checked)")
+
+
+def check_case(case, info, stored):
+    """Recompute y of one ops case from its stored inputs (bit-exact) and
+    check its stored gradients."""
+    def t(k):
+        a = stored[k]
+        return torch.from_numpy(a.copy()) if a.dtype.kind == "f" else torch.from_numpy(a.astype(np.int64))
+    inputs = {k: t(k) for k in info["inputs"]}
+    y = case.fn(inputs)
+    assert y.numpy().tobytes() == stored["y"].tobytes(), f"{case.name}: y does not recompute"
+    if info.get("forward_only"):
+        return
+    grads = {g[1:]: t(g) for g in info["grads"]}
+    if case.fd:
+        ops.fd_check(case, inputs, grads, t("dy"))
+        return
+    leaves = {k: v.clone().requires_grad_(v.is_floating_point()) for k, v in inputs.items()}
+    got = torch.autograd.grad(case.fn(leaves), [leaves[k] for k in grads], t("dy"))
+    for (k, want), g in zip(grads.items(), got):
+        assert g.numpy().tobytes() == want.numpy().tobytes(), f"{case.name}: d{k} does not recompute"
 
 
 def close(name, got, want):
@@ -116,12 +151,61 @@ def check_gpt(tensors, meta):
     print(f"  gpt: {len(names)} parameters; logits, loss and gradients recompute bit-exactly")
 
 
+def same(name, got, want):
+    """got (torch) equals want (numpy) bit for bit, dtype included."""
+    g = got.detach().cpu().contiguous().numpy()
+    assert g.dtype == want.dtype and g.shape == want.shape and g.tobytes() == want.tobytes(), \
+        f"{name} does not recompute"
+
+
+def check_layers(tensors, meta):
+    want, wmeta = nn_layers.build()
+    assert wmeta == meta, "metadata differs from nn_layers.py's"
+    assert set(want) == set(tensors), f"unexpected or missing tensors: {sorted(set(want) ^ set(tensors))}"
+    for k, v in want.items():
+        same(k, v.to(torch.int32) if not v.is_floating_point() else v, tensors[k])
+    print(f"  layers: {len(want)} tensors and the metadata rebuild bit-exactly (nn_layers.py)")
+
+
+def check_amp(tensors, meta):
+    dtype, device = meta["autocast"], meta["autocast_device"]
+    names = json.loads(meta["params"])
+    want = set(names) | {"grad." + n for n in names} | {"idx", "targets", "logits", "loss"}
+    assert want == set(tensors), f"unexpected or missing tensors: {sorted(want ^ set(tensors))}"
+    for n, p in gpt.base_model().named_parameters():
+        same(n, p, tensors[n])
+    idx, targets = gpt.batch()
+    same("idx", idx.to(torch.int32), tensors["idx"])
+    same("targets", targets.to(torch.int32), tensors["targets"])
+    if device == "cpu":
+        out, wmeta, _ = gpt_amp.build(dtype, device)
+        assert wmeta == meta, "metadata differs from gpt_amp.py's"
+        for k, v in out.items():
+            same(k, v, tensors[k])
+        print(f"  amp {dtype} ({device}): parameters, batch, logits, loss and gradients rebuild bit-exactly")
+        return
+    # Made on a GPU host with another torch: not recomputable here. Checked
+    # against the float32 run of the same model within the dtype's rounding
+    # (the bounds of nn/amp_golden_test.go: 8u for logits and loss, 40u for
+    # gradients).
+    ref, _, _ = readback.load(os.path.join(ROOT, "nn/testdata/golden_gpt.safetensors"))
+    u = {"fp16": 2.0 ** -11, "bf16": 2.0 ** -8}[dtype]
+    for k, bound in [("loss", 8 * u), ("logits", 8 * u)] + [("grad." + n, 40 * u) for n in names]:
+        e = np.max(np.abs(tensors[k] - ref[k])) / np.max(np.abs(ref[k]))
+        assert e < bound, f"{k}: {e:.3g} from the float32 golden run, over {bound:.3g}"
+    print(f"  amp {dtype} ({device}, torch {meta['torch_version']}): parameters and batch are gpt.py's; "
+          f"logits, loss and gradients not recomputed (needs {device} and that torch), "
+          f"within 8u/40u of golden_gpt's float32 run")
+
+
 def main():
     torch.set_num_threads(1)
     ap = argparse.ArgumentParser(description="Check the golden files and print a summary.")
     ap.add_argument("-q", "--quiet", action="store_true", help="no per-tensor listing")
-    quiet = ap.parse_args().quiet
-    for rel in FILES:
+    ap.add_argument("files", nargs="*", default=FILES, help="files to check, relative to the repository root")
+    a = ap.parse_args()
+    failed = []
+    for rel in a.files:
         path = os.path.join(ROOT, rel)
         tensors, meta, hlen = readback.load(path)
         size = os.path.getsize(path)
@@ -130,9 +214,19 @@ def main():
         dts = sorted({readback._NP_NAME[a.dtype.str] for a in tensors.values()})
         print(f"{rel}: {size} bytes, header {hlen} bytes, {len(tensors)} tensors, dtypes {dts}, "
               f"torch {meta['torch_version']}")
-        if not quiet:
+        if not a.quiet:
             summary(tensors)
-        (check_ops if "ops" in rel else check_gpt)(tensors, meta)
+        base = os.path.basename(rel)
+        check = (check_ops if base.startswith("golden_ops") else check_layers if base.startswith("golden_layers")
+                 else check_amp if base.startswith("golden_gpt_amp") else check_gpt)
+        try:
+            check(tensors, meta)
+        except AssertionError:
+            traceback.print_exc(limit=0)
+            failed.append(rel)
+    if failed:
+        sys.exit(f"verify: FAILED: {', '.join(failed)}")
+    print(f"verify: {len(a.files)} files ok")
 
 
 if __name__ == "__main__":
