@@ -19,8 +19,12 @@
 // Every constructor (NewLinear, NewEmbedding, NewLayerNorm, NewRMSNorm,
 // NewMLP, NewSequential, NewFeedForward, NewGPT) returns an error instead
 // of panicking: a size that is not positive, a negative or NaN std, a
-// non-float dtype or a layer given twice is an error wrapping
-// tensor.ErrArgument (errors.Is), and running out of memory returns the
+// non-float dtype, a half-precision one (bfloat16, float16) for the
+// layers that cannot run with it (NewGPT, NewLayerNorm, NewRMSNorm: their
+// arithmetic is float32 or float64; keep float32 parameters and use
+// amp.Autocast for half-precision compute; Linear and Embedding do run
+// with half parameters on half inputs) or a layer given twice is an error
+// wrapping tensor.ErrArgument (errors.Is), and running out of memory returns the
 // memory error (memory.ErrOutOfMemory) with nothing left allocated. Must
 // wraps a constructor for programs and tests that treat such a mistake as
 // a bug:
@@ -78,7 +82,8 @@
 // Hugging Face's GPT-2 checkpoints (Conv1D projections stored (in, out),
 // with or without "transformer."), telling the layout from the shapes;
 // LoadWeightsLayout says which it read, SaveWeightsLayout writes either,
-// GPTConfigOfWeights reads a file's shape. Generate continues a prompt
+// GPT.SaveWeights writes a model's with its config in the metadata (as
+// train-gpt does), GPTConfigOfWeights reads a file's shape. Generate continues a prompt
 // with a KV cache (a Decoder preallocated to the context): greedy or
 // sampled with temperature, top-k and top-p, a seed, stop tokens and a
 // callback per token; each new token costs one position of attention

@@ -105,12 +105,18 @@ type CausalSelfAttention struct {
 // NewGPT builds a GPT with GPT-2 initialisation: normal(0, 0.02) weights,
 // residual projections (c_proj) scaled by 1/√(2·layers), zero biases,
 // LayerNorms at 1 and 0. It returns the config's error (GPTConfig.Validate),
-// a bad option's, or the memory error; nothing stays allocated then.
+// a bad option's (a half-precision dtype among them: the model's
+// arithmetic is float32 or float64, so keep float32 parameters and run
+// its products in bfloat16 or float16 under amp.Autocast), or the memory
+// error; nothing stays allocated then.
 func NewGPT(c GPTConfig, o Options) (*GPT, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	o, err := o.resolve("NewGPT", "")
+	if err == nil {
+		err = o.fullPrecision("NewGPT", "")
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -216,6 +222,9 @@ func (g *GPT) Forward(idx *tensor.Tensor) *autograd.Var {
 // Trunk maps token ids (B, T) to the final normalised hidden states
 // (B, T, C), before the output head.
 func (g *GPT) Trunk(idx *tensor.Tensor) *autograd.Var {
+	if idx == nil {
+		panic(&tensor.OpError{Op: "GPT.Forward", Msg: "ids are nil: want int32 (B, T)", Err: tensor.ErrArgument})
+	}
 	if idx.Rank() != 2 || idx.DType() != tensor.Int32 {
 		panic(&tensor.OpError{Op: "GPT.Forward", Msg: fmt.Sprintf("ids %v %v: want int32 (B, T)", idx.DType(), idx.Shape()), Err: tensor.ErrShape})
 	}
@@ -228,7 +237,15 @@ func (g *GPT) Trunk(idx *tensor.Tensor) *autograd.Var {
 	}
 	// Positions 0..T-1 are the first T rows of Wpe: a view, not a gather
 	// of ids uploaded every step (Narrow's backward writes the same rows).
+	// The slice is made from a parameter alone, so it belongs to no
+	// context until Add meets the ids' embeddings; the ids' context owns
+	// it from now, so that a failure before Add (an id past the
+	// vocabulary) leaves it to their scope, not to the GC (the Decoder
+	// does the same).
 	pos := autograd.Narrow(g.Wpe.Weight.Var, 0, 0, T)
+	if c := idx.Ctx(); c != nil {
+		c.Adopt(pos.Value)
+	}
 	x := autograd.Add(g.Wte.Forward(idx), pos) // (B, T, C) + (T, C)
 	x = g.Drop.Forward(x)
 	x = g.blocks(x) // checkpointed as g.Checkpoint says
@@ -241,8 +258,16 @@ func (g *GPT) Head(h *autograd.Var) *autograd.Var {
 }
 
 // Loss is the mean next-token cross-entropy of the logits for idx against
-// targets (both int32 (B, T)).
+// targets (both int32 (B, T)). An empty batch (B or T 0), whose mean is
+// undefined (NaN in PyTorch), panics with a *tensor.OpError wrapping
+// tensor.ErrShape, as nil targets do with tensor.ErrArgument.
 func (g *GPT) Loss(idx, targets *tensor.Tensor) *autograd.Var {
+	if targets == nil {
+		panic(&tensor.OpError{Op: "GPT.Loss", Msg: "targets are nil: want int32 (B, T)", Err: tensor.ErrArgument})
+	}
+	if idx != nil && idx.Numel() == 0 {
+		panic(&tensor.OpError{Op: "GPT.Loss", Msg: fmt.Sprintf("empty batch: ids %v: the mean loss of no tokens is undefined", idx.Shape()), Err: tensor.ErrShape})
+	}
 	if g.HeadLoss.Fused {
 		return g.HeadLoss.loss(g.Trunk(idx), g.Wte.Weight.Var, targets)
 	}

@@ -120,10 +120,16 @@ type LayerNorm struct {
 }
 
 // NewLayerNorm makes a LayerNorm of width dim (weight 1, bias 0, eps
-// 1e-5, as torch.nn.LayerNorm). Errors as NewLinear (dim must be > 0).
+// 1e-5, as torch.nn.LayerNorm). Errors as NewLinear (dim must be > 0);
+// a half-precision dtype (bfloat16, float16) is an error too, since the
+// norm computes in float32 or float64: keep float32 parameters and use
+// amp.Autocast for half-precision compute.
 func NewLayerNorm(o Options, name string, dim int) (*LayerNorm, error) {
 	const op = "NewLayerNorm"
 	o, err := o.resolve(op, name, "dim", dim)
+	if err == nil {
+		err = o.fullPrecision(op, name)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -202,6 +208,9 @@ func SiLU(x *autograd.Var) *autograd.Var { return autograd.Silu(x) }
 // targets of the leading shape; targets equal to autograd.IgnoreIndex are
 // skipped.
 func CrossEntropy(logits *autograd.Var, targets *tensor.Tensor) *autograd.Var {
+	if logits == nil || logits.Value == nil || targets == nil {
+		panic(&tensor.OpError{Op: "CrossEntropy", Msg: fmt.Sprintf("logits or targets are nil (logits nil: %v, targets nil: %v)", logits == nil || logits.Value == nil, targets == nil), Err: tensor.ErrArgument})
+	}
 	s := logits.Value.Shape()
 	if len(s) == 0 {
 		panic(&tensor.OpError{Op: "CrossEntropy", Msg: "logits are a scalar: want (..., C)", Err: tensor.ErrShape})

@@ -59,7 +59,8 @@ func (s *lockedSource) Uint64() uint64 {
 }
 
 // resolve fills in the defaults (CPU, the default stream) and checks the
-// dtype (parameters are float32, float64, float16 or bfloat16), then the
+// dtype (parameters are float32, float64, float16 or bfloat16; the layers
+// that cannot run with half precision refuse it with fullPrecision), then the
 // named sizes, pairs of a name and an int that must be > 0 (positive).
 func (o Options) resolve(op, name string, sizes ...any) (Options, error) {
 	if o.Device == nil {
@@ -72,6 +73,18 @@ func (o Options) resolve(op, name string, sizes ...any) (Options, error) {
 		return o, argError(op, name, "dtype %v: want a floating-point dtype", o.DType)
 	}
 	return o, positive(op, name, sizes...)
+}
+
+// fullPrecision refuses half-precision parameters (bfloat16, float16) in
+// the constructors of layers that cannot run with them: their ops
+// compute in float32 and float64, so every Forward would fail. Mixed
+// precision keeps float32 parameters and runs the products in the half
+// type under amp.Autocast.
+func (o Options) fullPrecision(op, name string) error {
+	if o.DType.IsHalf() {
+		return argError(op, name, "dtype %v: cannot run with half-precision parameters (the arithmetic is float32 or float64): keep float32 parameters and use amp.Autocast for %v compute", o.DType, o.DType)
+	}
+	return nil
 }
 
 // argError is a constructor's error for a bad argument; it wraps
@@ -206,10 +219,14 @@ func Release(ps []*Parameter) {
 	}
 }
 
-// ByName indexes parameters by name; duplicate names are an error.
+// ByName indexes parameters by name; duplicate names are an error, and
+// so is a nil entry (wrapping tensor.ErrArgument).
 func ByName(ps []*Parameter) (map[string]*Parameter, error) {
 	m := make(map[string]*Parameter, len(ps))
-	for _, p := range ps {
+	for i, p := range ps {
+		if err := notNil(i, p); err != nil {
+			return nil, fmt.Errorf("nn: %w", err)
+		}
 		if _, dup := m[p.Name]; dup {
 			return nil, fmt.Errorf("nn: duplicate parameter name %q", p.Name)
 		}

@@ -25,10 +25,14 @@ type RMSNorm struct {
 }
 
 // NewRMSNorm makes an RMSNorm of width dim with weight 1 and Eps 0 (the
-// dtype's machine epsilon). Errors as NewLinear (dim must be > 0).
+// dtype's machine epsilon). Errors as NewLinear (dim must be > 0), and a
+// half-precision dtype is refused as by NewLayerNorm.
 func NewRMSNorm(o Options, name string, dim int) (*RMSNorm, error) {
 	const op = "NewRMSNorm"
 	o, err := o.resolve(op, name, "dim", dim)
+	if err == nil {
+		err = o.fullPrecision(op, name)
+	}
 	if err != nil {
 		return nil, err
 	}

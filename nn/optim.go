@@ -78,12 +78,19 @@ type AdamW struct {
 }
 
 // NewAdamW returns AdamW with PyTorch's defaults for the betas and eps.
+// It returns no error: Step checks the settings (these and any set later,
+// with SetLR or in the fields) before it changes anything, and refuses
+// what torch.optim.AdamW refuses with ValueError, and the infinities
+// (which make every weight NaN) too: a learning rate, weight decay or eps
+// that is NaN, infinite or negative, a beta outside [0, 1), and an empty
+// parameter list, each an error wrapping tensor.ErrArgument.
 func NewAdamW(ps []*Parameter, lr, weightDecay float64) *AdamW {
 	return &AdamW{Params: ps, LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: weightDecay,
 		steps: map[*Parameter]int{}, m: map[*Parameter]*tensor.Tensor{}, v: map[*Parameter]*tensor.Tensor{}}
 }
 
-// SetLR sets the learning rate.
+// SetLR sets the learning rate; the next Step refuses one that is NaN,
+// infinite or negative.
 func (o *AdamW) SetLR(lr float64) { o.LR = lr }
 
 // Steps is the number of steps taken.
@@ -99,7 +106,7 @@ func (o *AdamW) Steps() int { return o.step }
 // parameter listed twice in Params is an error (wrapping
 // tensor.ErrArgument), checked again whenever Params changes.
 func (o *AdamW) Step() error {
-	if err := o.checked.check("AdamW", o.Params); err != nil {
+	if err := o.check(); err != nil {
 		return err
 	}
 	return tensor.Try(func() {
@@ -117,6 +124,66 @@ func (o *AdamW) Step() error {
 			o.step++
 		}
 	})
+}
+
+// check is what every step checks first: the settings (checkSettings),
+// then the parameters (at least one, each listed once).
+func (o *AdamW) check() error {
+	if o == nil {
+		return fmt.Errorf("nn: AdamW: nil optimizer: %w", tensor.ErrArgument)
+	}
+	if err := o.checkSettings(); err != nil {
+		return err
+	}
+	if err := nonEmpty("AdamW", o.Params); err != nil {
+		return err
+	}
+	return o.checked.check("AdamW", o.Params)
+}
+
+// nonEmpty refuses an optimizer over no parameters (PyTorch's "optimizer
+// got an empty parameter list"): its steps would update nothing.
+func nonEmpty(op string, ps []*Parameter) error {
+	if len(ps) == 0 {
+		return fmt.Errorf("nn: %s: optimizer got an empty parameter list: %w", op, tensor.ErrArgument)
+	}
+	return nil
+}
+
+// checkSettings refuses the settings torch.optim.AdamW refuses, and the
+// infinities: errors wrapping tensor.ErrArgument that name the setting
+// and its value, as PyTorch's ValueError does.
+func (o *AdamW) checkSettings() error {
+	const op = "AdamW"
+	if err := finiteNonNegative(op, "lr", o.LR); err != nil {
+		return err
+	}
+	if err := finiteNonNegative(op, "eps", o.Eps); err != nil {
+		return err
+	}
+	if err := beta(op, "beta1", o.Beta1); err != nil {
+		return err
+	}
+	if err := beta(op, "beta2", o.Beta2); err != nil {
+		return err
+	}
+	return finiteNonNegative(op, "weight_decay", o.WeightDecay)
+}
+
+// finiteNonNegative refuses a setting that is NaN, infinite or negative.
+func finiteNonNegative(op, name string, v float64) error {
+	if !(v >= 0) || math.IsInf(v, 1) {
+		return fmt.Errorf("nn: %s: %s = %v: want a finite value >= 0: %w", op, name, v, tensor.ErrArgument)
+	}
+	return nil
+}
+
+// beta refuses a beta outside [0, 1) (PyTorch's "Invalid beta parameter").
+func beta(op, name string, v float64) error {
+	if !(v >= 0 && v < 1) {
+		return fmt.Errorf("nn: %s: %s = %v: want 0 <= %s < 1: %w", op, name, v, name, tensor.ErrArgument)
+	}
+	return nil
 }
 
 // apply runs one update of u's parameters: one launch for every
@@ -247,22 +314,26 @@ type SGD struct {
 	checked                   checkedParams // Params as last found free of duplicates
 }
 
-// NewSGD returns plain SGD with the given momentum.
+// NewSGD returns plain SGD with the given momentum. It returns no error:
+// Step checks the settings (these and any set later, with SetLR or in the
+// fields) before it changes anything, and refuses what torch.optim.SGD
+// refuses with ValueError, and NaN and the infinities too: a learning
+// rate, momentum or weight decay that is NaN, infinite or negative,
+// Nesterov without momentum, and an empty parameter list, each an error
+// wrapping tensor.ErrArgument.
 func NewSGD(ps []*Parameter, lr, momentum float64) *SGD {
 	return &SGD{Params: ps, LR: lr, Momentum: momentum, buf: map[*Parameter]*tensor.Tensor{}}
 }
 
-// SetLR sets the learning rate.
+// SetLR sets the learning rate; the next Step refuses one that is NaN,
+// infinite or negative.
 func (o *SGD) SetLR(lr float64) { o.LR = lr }
 
 // Step updates every parameter with a gradient. A parameter listed twice
 // in Params is an error (wrapping tensor.ErrArgument), checked again
 // whenever Params changes.
 func (o *SGD) Step() error {
-	if o.Nesterov && o.Momentum == 0 {
-		return fmt.Errorf("nn: SGD: Nesterov needs momentum > 0")
-	}
-	if err := o.checked.check("SGD", o.Params); err != nil {
+	if err := o.check(); err != nil {
 		return err
 	}
 	return tensor.Try(func() {
@@ -285,6 +356,30 @@ func (o *SGD) Step() error {
 	})
 }
 
+// check is what every step checks first: the settings, then the
+// parameters (at least one, each listed once).
+func (o *SGD) check() error {
+	const op = "SGD"
+	if o == nil {
+		return fmt.Errorf("nn: SGD: nil optimizer: %w", tensor.ErrArgument)
+	}
+	for _, s := range []struct {
+		name string
+		v    float64
+	}{{"lr", o.LR}, {"momentum", o.Momentum}, {"weight_decay", o.WeightDecay}} {
+		if err := finiteNonNegative(op, s.name, s.v); err != nil {
+			return err
+		}
+	}
+	if o.Nesterov && o.Momentum == 0 {
+		return fmt.Errorf("nn: SGD: Nesterov needs momentum > 0: %w", tensor.ErrArgument)
+	}
+	if err := nonEmpty(op, o.Params); err != nil {
+		return err
+	}
+	return o.checked.check(op, o.Params)
+}
+
 // Release frees the momentum buffers.
 func (o *SGD) Release() {
 	for p, t := range o.buf {
@@ -296,8 +391,14 @@ func (o *SGD) Release() {
 // ClipGradNorm scales all gradients so that their joint L2 norm is at
 // most maxNorm, as torch.nn.utils.clip_grad_norm_ (scale maxNorm/(n+1e-6)
 // applied only when it is below 1). It returns the norm before clipping.
-// A parameter listed twice in ps is an error (wrapping tensor.ErrArgument).
+// As in PyTorch, a maxNorm of +Inf never clips and 0 zeroes the
+// gradients; a negative or NaN one is an error, as is a parameter listed
+// twice in ps (both wrapping tensor.ErrArgument), and the gradients are
+// left as they were.
 func ClipGradNorm(ps []*Parameter, maxNorm float64) (float64, error) {
+	if !(maxNorm >= 0) {
+		return 0, fmt.Errorf("nn: ClipGradNorm: max norm = %v: want >= 0 (+Inf: no clipping): %w", maxNorm, tensor.ErrArgument)
+	}
 	if err := distinct("ClipGradNorm", ps); err != nil {
 		return 0, err
 	}
@@ -375,16 +476,23 @@ var ErrNonFinite = errors.New("non-finite loss")
 // parameters, and returns the loss's value. It returns Step's errors,
 // Backward's and opt.Step's; a NaN or infinite loss is an error wrapping
 // ErrNonFinite, returned before backward, so the parameters stay as they
-// were. The gradients stay in ps after the step (for inspection) until
+// were; a nil opt or loss, or a loss that returns nil, is an error
+// wrapping tensor.ErrArgument. The gradients stay in ps after the step (for inspection) until
 // the next TrainStep or ZeroGrad. For gradient clipping, a gradient
 // scaler or accumulation over several batches, write the step with Step:
 // it is the same five lines with the extra call between Backward and
 // opt.Step.
 func TrainStep(c *tensor.Ctx, ps []*Parameter, opt Optimizer, loss func() *autograd.Var) (float64, error) {
+	if opt == nil || loss == nil {
+		return 0, fmt.Errorf("nn: TrainStep: nil optimizer or loss function (optimizer nil: %v, loss nil: %v): %w", opt == nil, loss == nil, tensor.ErrArgument)
+	}
 	var v float64
 	err := Step(c, func() error {
 		ZeroGrad(ps)
 		l := loss()
+		if l == nil || l.Value == nil {
+			return fmt.Errorf("nn: TrainStep: the loss function returned nil: %w", tensor.ErrArgument)
+		}
 		if v = l.Item(); math.IsNaN(v) || math.IsInf(v, 0) {
 			return fmt.Errorf("nn: TrainStep: loss = %v: %w", v, ErrNonFinite)
 		}

@@ -10,18 +10,28 @@ import (
 // Distinct returns an error wrapping tensor.ErrArgument that names the
 // first parameter ps lists twice, by pointer (an optimizer would update
 // it twice a step, a global norm count its gradient twice, a data-parallel
-// group reduce it twice), or nil when none is; nil entries are skipped.
-// Callers prefix the error with their own name.
+// group reduce it twice), or nil when none is. A nil entry is an error
+// wrapping tensor.ErrArgument too, naming its index. Callers prefix the
+// error with their own name.
 func Distinct(ps []*Parameter) error {
 	seen := make(map[*Parameter]int, len(ps))
 	for i, p := range ps {
-		if p == nil {
-			continue
+		if err := notNil(i, p); err != nil {
+			return err
 		}
 		if j, dup := seen[p]; dup {
 			return fmt.Errorf("parameter %q listed twice (at %d and %d): %w", p.Name, j, i, tensor.ErrArgument)
 		}
 		seen[p] = i
+	}
+	return nil
+}
+
+// notNil refuses a nil parameter (or one without its var), entry i of a
+// list.
+func notNil(i int, p *Parameter) error {
+	if p == nil || p.Var == nil || p.Value == nil {
+		return fmt.Errorf("parameter %d is nil: %w", i, tensor.ErrArgument)
 	}
 	return nil
 }

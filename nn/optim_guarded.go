@@ -40,6 +40,9 @@ func ClipGradNormGuarded(ps []*Parameter, loss *tensor.Tensor, maxNorm float64, 
 // before each guarded step, or before each replay of a graph that
 // captured one, and CommitGuarded after it.
 func (o *AdamW) PrepareGuarded(a *tensor.AdamWArgs) error {
+	if err := o.checkSettings(); err != nil {
+		return err
+	}
 	return a.Set(o.LR, o.Beta1, o.Beta2, o.Eps, o.step+1)
 }
 
@@ -66,7 +69,7 @@ func (o *AdamW) CommitGuarded(skipped bool) {
 // captured the moments must exist already: take one step before capturing.
 // A parameter listed twice in Params is an error, as for Step.
 func (o *AdamW) StepGuarded(a *tensor.AdamWArgs, guard *tensor.StepGuard) error {
-	if err := o.checked.check("AdamW", o.Params); err != nil {
+	if err := o.check(); err != nil {
 		return err
 	}
 	for _, p := range o.Params {

@@ -34,8 +34,16 @@ const (
 // SaveTrainState writes ps and opt's state to path, atomically (see
 // tensor.WriteSafetensorsContext: a cancelled ctx leaves the old file),
 // with meta added to the metadata. Keys starting with "optimizer." are
-// reserved.
+// reserved. opt's Params must be among ps (an optimizer over a subset,
+// with the others frozen, is fine; one built over another model's
+// parameters is an error wrapping tensor.ErrArgument).
 func SaveTrainState(ctx context.Context, path string, ps []*Parameter, opt *AdamW, meta map[string]string) error {
+	if ctx == nil {
+		return fmt.Errorf("nn: saving %s: nil context (context.Background() for none): %w", path, tensor.ErrArgument)
+	}
+	if err := sameParams(ps, opt); err != nil {
+		return fmt.Errorf("nn: saving %s: %w", path, err)
+	}
 	byName, err := ByName(ps)
 	if err != nil {
 		return fmt.Errorf("nn: saving %s: %w", path, err)
@@ -74,9 +82,15 @@ func SaveTrainState(ctx context.Context, path string, ps []*Parameter, opt *Adam
 // neither, and nothing else (strict, like LoadWeights). It restores opt's
 // step, moments and each parameter's update count (the step, unless the
 // file has one of its own under ParamStepPrefix); opt's learning rate, betas, eps and weight decay are
-// left as the caller set them (the metadata has the saved ones). On error
-// ps and opt are unchanged.
+// left as the caller set them (the metadata has the saved ones). opt's
+// Params must be among ps (as for SaveTrainState), and the moments must be finite,
+// exp_avg_sq's entries >= 0 (a step from a negative one makes the weights
+// NaN): either is an error wrapping tensor.ErrArgument. On error ps and
+// opt are unchanged.
 func LoadTrainState(path string, ps []*Parameter, opt *AdamW) (meta map[string]string, err error) {
+	if err := sameParams(ps, opt); err != nil {
+		return nil, fmt.Errorf("nn: loading %s: %w", path, err)
+	}
 	return readInto(path, ps, func(byName map[string]*Parameter, ts map[string]*tensor.Tensor, meta map[string]string) (map[string]string, error) {
 		return loadTrainState(path, byName, opt, ts, meta)
 	})
@@ -121,6 +135,13 @@ func loadTrainState(path string, byName map[string]*Parameter, opt *AdamW, ts ma
 			return nil, fmt.Errorf("nn: loading %s: %q has one AdamW moment but not the other", path, name)
 		}
 	}
+	for name, p := range byName {
+		if mv, ok := moments[p]; ok {
+			if err := checkMoments(name, mv); err != nil {
+				return nil, fmt.Errorf("nn: loading %s: %w", path, err)
+			}
+		}
+	}
 	steps, err := paramSteps(byName, moments, meta, step)
 	if err != nil {
 		return nil, fmt.Errorf("nn: loading %s: %w", path, err)
@@ -143,6 +164,59 @@ func loadTrainState(path string, byName map[string]*Parameter, opt *AdamW, ts ma
 	}
 	opt.step = step
 	return meta, nil
+}
+
+// sameParams refuses an optimizer with a parameter that is not among ps
+// (an optimizer built over another model): its state would be saved or
+// loaded for parameters it does not update. An optimizer over a subset
+// of ps (the others frozen) is accepted.
+func sameParams(ps []*Parameter, opt *AdamW) error {
+	if opt == nil {
+		return fmt.Errorf("nil optimizer: %w", tensor.ErrArgument)
+	}
+	in := make(map[*Parameter]bool, len(ps))
+	for i, p := range ps {
+		if err := notNil(i, p); err != nil {
+			return err
+		}
+		in[p] = true
+	}
+	for i, p := range opt.Params {
+		if err := notNil(i, p); err != nil {
+			return fmt.Errorf("the optimizer's %w", err)
+		}
+		if !in[p] {
+			return fmt.Errorf("the optimizer's parameter %q is not among the %d parameters given (an optimizer built over another model?): %w", p.Name, len(ps), tensor.ErrArgument)
+		}
+	}
+	return nil
+}
+
+// checkMoments refuses a parameter's moments (read from a file) that a
+// step would turn into NaN weights: an entry of exp_avg that is not
+// finite, or one of exp_avg_sq that is not finite or is negative.
+func checkMoments(name string, mv [2]*tensor.Tensor) error {
+	var err error
+	tensor.CtxOf(mv[0], mv[1]).WithScope(func() {
+		for i, t := range mv {
+			key := []string{ExpAvgPrefix, ExpAvgSqPrefix}[i] + name
+			if t.DType() != tensor.Float32 && t.DType() != tensor.Float64 {
+				t = t.To(tensor.Float32)
+			}
+			hi, lo := tensor.Max(t, false).Item(), -tensor.Max(tensor.Neg(t), false).Item()
+			ss := tensor.SumSquares(t)
+			switch {
+			case math.IsNaN(ss) || math.IsNaN(hi) || math.IsNaN(lo) || math.IsInf(hi, 0) || math.IsInf(lo, 0):
+				err = fmt.Errorf("%q has an entry that is NaN or infinite: %w", key, tensor.ErrArgument)
+			case i == 1 && lo < 0:
+				err = fmt.Errorf("%q has a negative entry (%v): a second moment is >= 0: %w", key, lo, tensor.ErrArgument)
+			}
+			if err != nil {
+				return
+			}
+		}
+	})
+	return err
 }
 
 // paramSteps is the update count of each parameter with moments: its

@@ -11,7 +11,8 @@ import (
 // names (nanoGPT's keys for a GPT, so PyTorch's
 // safetensors.torch.load_file and Hugging Face tools can read them):
 // LayoutNanoGPT. SaveWeightsLayout writes Hugging Face's GPT-2 layout too;
-// LoadWeights reads both.
+// LoadWeights reads both. The parameters do not tell a GPT's number of
+// heads: GPT.SaveWeights records its config in the metadata too.
 func SaveWeights(path string, ps []*Parameter, meta map[string]string) error {
 	return SaveWeightsContext(context.Background(), path, ps, meta)
 }
@@ -20,6 +21,9 @@ func SaveWeights(path string, ps []*Parameter, meta map[string]string) error {
 // tensor.WriteSafetensorsContext: a failure, or ctx cancelled during the
 // write (an interrupt), leaves the previous file and no temporary one.
 func SaveWeightsContext(ctx context.Context, path string, ps []*Parameter, meta map[string]string) error {
+	if ctx == nil {
+		return fmt.Errorf("nn: saving %s: nil context (context.Background() for none): %w", path, tensor.ErrArgument)
+	}
 	byName, err := ByName(ps)
 	if err != nil {
 		return fmt.Errorf("nn: saving %s: %w", path, err)

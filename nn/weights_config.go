@@ -1,14 +1,18 @@
 package nn
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/strata-ml/strata/tensor"
 )
 
 // ParseGPTConfig reads a GPT shape written as train-gpt writes it in its
@@ -58,12 +62,34 @@ func ParseGPTConfig(s string) (GPTConfig, error) {
 	return c, c.Validate()
 }
 
+// configKey is the metadata entry with a GPT's config, as train-gpt and
+// GPT.SaveWeights write it (fmt.Sprintf("%+v", cfg)).
+const configKey = "config"
+
+// SaveWeights writes the model's parameters as SaveWeightsLayout does,
+// with its config recorded in the metadata's "config" entry in
+// train-gpt's format, so that GPTConfigOfWeights reads the whole shape
+// back, heads included (the tensor shapes do not tell them). meta is
+// added (it is not changed); a "config" entry in it that is not the
+// model's is an error wrapping tensor.ErrArgument.
+func (g *GPT) SaveWeights(ctx context.Context, path string, meta map[string]string, layout Layout) error {
+	cfg := fmt.Sprintf("%+v", g.Config)
+	if s, ok := meta[configKey]; ok && s != cfg {
+		return fmt.Errorf("nn: saving %s: metadata %s = %q, the model's is %q: %w", path, configKey, s, cfg, tensor.ErrArgument)
+	}
+	md := make(map[string]string, len(meta)+1)
+	maps.Copy(md, meta)
+	md[configKey] = cfg
+	return SaveWeightsLayout(ctx, path, g.Parameters(), md, layout)
+}
+
 // blockName matches a block's parameter and captures its number.
 var blockName = regexp.MustCompile(`^(?:transformer\.)?h\.([0-9]+)\.`)
 
 // GPTConfigOfWeights returns the shape of the GPT in a weights file
 // without reading its tensors: from its metadata's "config" entry when it
-// has one (train-gpt writes it; fromMeta is then true), else from the
+// has one (train-gpt and GPT.SaveWeights write it; fromMeta is then
+// true), else from the
 // tensor shapes in either layout: vocabulary and width from the token
 // table, context from the position table, layers from the block numbers.
 // Shapes do not tell the number of heads: it is 0 then, for the caller
@@ -73,7 +99,7 @@ func GPTConfigOfWeights(path string) (cfg GPTConfig, fromMeta bool, err error) {
 	if err != nil {
 		return cfg, false, err
 	}
-	if s, ok := meta["config"]; ok {
+	if s, ok := meta[configKey]; ok {
 		cfg, err = ParseGPTConfig(s)
 		if err != nil {
 			return cfg, false, fmt.Errorf("nn: %s: metadata config: %w", path, err)

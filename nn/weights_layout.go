@@ -104,6 +104,9 @@ var attnBuffer = regexp.MustCompile(`^(transformer\.)?h\.[0-9]+\.attn\.(bias|mas
 // from_pretrained requires; the tied head (lm_head.weight) is not
 // written, as save_pretrained does not.
 func SaveWeightsLayout(ctx context.Context, path string, ps []*Parameter, meta map[string]string, layout Layout) (err error) {
+	if ctx == nil {
+		return fmt.Errorf("nn: saving %s: nil context (context.Background() for none): %w", path, tensor.ErrArgument)
+	}
 	switch layout {
 	case LayoutNanoGPT:
 		return SaveWeightsContext(ctx, path, ps, meta)
