@@ -45,7 +45,7 @@ type ZeroAdamW struct {
 
 // NewZeroAdamW returns rank coll.Rank()'s sharded AdamW over params with
 // PyTorch's defaults for the betas and eps (as nn.NewAdamW). Errors: a
-// nil collective, a parameter given twice, a trainable parameter whose
+// nil collective, a nil parameter, a parameter given twice, a trainable parameter whose
 // value is not contiguous (Step writes the update back through a flat
 // view of it), parameters of different dtypes or devices, no trainable
 // parameter, or the memory error.
@@ -55,8 +55,11 @@ func NewZeroAdamW(coll Collective, params []*nn.Parameter, lr, weightDecay float
 	}
 	o := &ZeroAdamW{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: weightDecay, coll: coll}
 	var trainable []*nn.Parameter
-	for _, p := range params {
-		if p != nil && p.RequiresGrad() {
+	for i, p := range params {
+		if p == nil || p.Var == nil || p.Value == nil {
+			return nil, fmt.Errorf("dist: NewZeroAdamW: parameter %d is nil: %w", i, tensor.ErrArgument)
+		}
+		if p.RequiresGrad() {
 			trainable = append(trainable, p)
 		}
 	}

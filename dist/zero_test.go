@@ -52,6 +52,10 @@ func TestZeroAdamWShards(t *testing.T) {
 	}
 	_, err := dist.NewZeroAdamW(nil, g.Parameters(), 1e-3, 0)
 	assert.Error(t, err)
+	// A nil parameter is refused with its index, as nn's optimizers do.
+	_, err = dist.NewZeroAdamW(dist.NewLocalGroup(1)[0], append(g.Parameters()[:1:1], nil), 1e-3, 0)
+	require.ErrorIs(t, err, tensor.ErrArgument)
+	require.ErrorContains(t, err, "parameter 1 is nil")
 }
 
 // A parameter that first gets a gradient at the second step is
