@@ -27,11 +27,17 @@ var ErrNoGraph = errors.New("autograd: no graph to differentiate")
 // v's context (tensor.Ctx); gradients of leaves are kept out of it.
 //
 // Errors: ErrNoGraph, a non-scalar v, or an *tensor.OpError raised by a
-// backward function (out of memory, say). A pass that fails midway keeps
+// backward function (out of memory, say) or naming what one returned
+// wrongly (a custom op's, see Record: a gradient count other than its
+// inputs' wraps tensor.ErrArgument, a gradient of another shape than its
+// input's tensor.ErrShape, an integer one tensor.ErrDType). A pass that fails midway keeps
 // what it had done (leaves keep the gradients they received, stepped
 // nodes stay consumed); the vars it did not step keep their graph and no
 // gradient of it.
 func (v *Var) Backward() error {
+	if v == nil || v.Value == nil {
+		return &tensor.OpError{Op: "autograd.Backward", Msg: "nil *autograd.Var or one with no value", Err: tensor.ErrArgument}
+	}
 	if v.node == nil {
 		return fmt.Errorf("%w: %s", ErrNoGraph, v)
 	}
@@ -54,6 +60,9 @@ func (v *Var) Backward() error {
 // Errors: ErrNoGraph, a nil grad or one of another shape or dtype, or an
 // *tensor.OpError raised by a backward function.
 func (v *Var) BackwardWith(grad *tensor.Tensor) error {
+	if v == nil || v.Value == nil {
+		return &tensor.OpError{Op: "autograd.BackwardWith", Msg: "nil *autograd.Var or one with no value", Err: tensor.ErrArgument}
+	}
 	if v.node == nil {
 		return fmt.Errorf("%w: %s", ErrNoGraph, v)
 	}
@@ -159,9 +168,7 @@ func step(v *Var, isRoot bool) {
 		}
 		if n.narrow == nil || !depositNarrow(n, g) { // a Narrow writes g into its input's pending gradient
 			grads := n.backward(g)
-			if len(grads) != len(n.inputs) {
-				panic(fmt.Sprintf("autograd: backward of %s returned %d gradients for %d inputs", n.op, len(grads), len(n.inputs)))
-			}
+			checkGrads(n, g, grads)
 			for i := 1; i < len(grads); i++ {
 				if grads[i] != nil && slices.Contains(grads[:i], grads[i]) {
 					// One tensor for two inputs: each gets a view of its
@@ -195,6 +202,63 @@ func step(v *Var, isRoot bool) {
 	}
 }
 
+// checkGrads checks what n's backward returned for g before any of it is
+// handed on: one gradient per input, each (where it is used) live, of its
+// input's shape, a float dtype and its input's device. A backward written
+// by a user (Record) that gets this wrong fails the pass with an
+// *tensor.OpError naming the op, as a failing op would: its node is not
+// stepped, so its inputs receive none of its gradients, and the returned
+// tensors (the engine's) are released.
+func checkGrads(n *node, g *tensor.Tensor, grads []*tensor.Tensor) {
+	var err *tensor.OpError
+	if len(grads) != len(n.inputs) {
+		err = &tensor.OpError{Op: "autograd.Backward", Err: tensor.ErrArgument,
+			Msg: fmt.Sprintf("backward of %s returned %d gradients for its %d inputs", n.op, len(grads), len(n.inputs))}
+	} else {
+		for i, in := range n.inputs {
+			if in != nil && in.requiresGrad && grads[i] != nil {
+				if err = gradProblem(n.op, i, in, grads[i]); err != nil {
+					break
+				}
+			}
+		}
+	}
+	if err == nil {
+		return
+	}
+	for _, gi := range grads {
+		if gi != g {
+			gi.Release()
+		}
+	}
+	panic(err)
+}
+
+// gradProblem is the error of gradient g that op's backward gave for its
+// input i (i < 0: not known), or nil when g fits in.
+func gradProblem(op string, i int, in *Var, g *tensor.Tensor) *tensor.OpError {
+	what := fmt.Sprintf("backward of %s gave", op)
+	input := fmt.Sprintf("input %s", in)
+	if i >= 0 {
+		input = fmt.Sprintf("input %d, %s", i, in)
+	}
+	switch {
+	case g.Released():
+		return &tensor.OpError{Op: "autograd.Backward", Err: tensor.ErrReleased,
+			Msg: fmt.Sprintf("%s a released gradient for %s", what, input)}
+	case !slices.Equal(g.Shape(), in.Value.Shape()):
+		return &tensor.OpError{Op: "autograd.Backward", Err: tensor.ErrShape,
+			Msg: fmt.Sprintf("%s a gradient of shape %v for %s: want its shape", what, g.Shape(), input)}
+	case !g.DType().IsFloat():
+		return &tensor.OpError{Op: "autograd.Backward", Err: tensor.ErrDType,
+			Msg: fmt.Sprintf("%s a gradient of dtype %v for %s: want a floating-point one", what, g.DType(), input)}
+	case g.Device() != in.Value.Device():
+		return &tensor.OpError{Op: "autograd.Backward", Err: tensor.ErrDevice,
+			Msg: fmt.Sprintf("%s a gradient on %v for %s on %v", what, g.Device(), input, in.Value.Device())}
+	}
+	return nil
+}
+
 // accumulate adds gradient g (owned by the caller) to input in. A float
 // gradient in another dtype than in's value (a half gradient of a float32
 // value, see takesHalfGrad; a float32 one of a half value, LayerNormHalf)
@@ -203,11 +267,8 @@ func step(v *Var, isRoot bool) {
 // backward the dtype it takes), and a leaf's Grad is in its value's
 // dtype.
 func accumulate(op string, in *Var, g *tensor.Tensor) {
-	if !slices.Equal(g.Shape(), in.Value.Shape()) {
-		panic(fmt.Sprintf("autograd: backward of %s gave gradient %v for input %s", op, g.Shape(), in))
-	}
-	if !g.DType().IsFloat() {
-		panic(fmt.Sprintf("autograd: backward of %s gave a %v gradient for input %s", op, g.DType(), in))
+	if err := gradProblem(op, -1, in, g); err != nil {
+		panic(err)
 	}
 	if in.node == nil { // a leaf: the gradient outlives this backward pass
 		keepGrad(in, g)

@@ -17,7 +17,16 @@ import (
 // whose Var should not get a gradient can be left out of wrt (nil means
 // all).
 func GradCheck(f func(xs []*Var) *Var, xs []*tensor.Tensor, wrt []bool, eps, atol, rtol float64) error {
+	if f == nil {
+		return fmt.Errorf("autograd: GradCheck: nil function: %w", tensor.ErrArgument)
+	}
+	if wrt != nil && len(wrt) != len(xs) {
+		return fmt.Errorf("autograd: GradCheck: %d wrt flags for %d inputs: %w", len(wrt), len(xs), tensor.ErrArgument)
+	}
 	for i, x := range xs {
+		if x == nil {
+			return fmt.Errorf("autograd: GradCheck: input %d is a nil tensor: %w", i, tensor.ErrArgument)
+		}
 		if x.DType() != tensor.Float64 && (wrt == nil || wrt[i]) {
 			return fmt.Errorf("autograd: GradCheck: input %d is %v; gradient checks run in float64", i, x.DType())
 		}
@@ -53,7 +62,7 @@ func GradCheck(f func(xs []*Var) *Var, xs []*tensor.Tensor, wrt []bool, eps, ato
 				out = s.Item()
 				if grad {
 					if err := s.Backward(); err != nil {
-						panic(&tensor.OpError{Op: "GradCheck", Msg: "backward", Err: err})
+						panic(&tensor.OpError{Op: "autograd.GradCheck", Msg: "backward", Err: err})
 					}
 					grads = make([]*tensor.Tensor, len(vars))
 					for i, v := range vars {

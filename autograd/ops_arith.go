@@ -9,6 +9,7 @@ func needs(v *Var) bool { return v != nil && v.requiresGrad }
 
 // Add returns a + b with broadcasting.
 func Add(a, b *Var) *Var {
+	args("Add", "a b", a, b)
 	out := tensor.Add(a.Value, b.Value)
 	as, bs := a.Value.Shape(), b.Value.Shape()
 	return Record("Add", out, []*Var{a, b}, func(g *tensor.Tensor) []*tensor.Tensor {
@@ -18,6 +19,7 @@ func Add(a, b *Var) *Var {
 
 // Sub returns a - b with broadcasting.
 func Sub(a, b *Var) *Var {
+	args("Sub", "a b", a, b)
 	out := tensor.Sub(a.Value, b.Value)
 	as, bs := a.Value.Shape(), b.Value.Shape()
 	return Record("Sub", out, []*Var{a, b}, func(g *tensor.Tensor) []*tensor.Tensor {
@@ -33,6 +35,7 @@ func Sub(a, b *Var) *Var {
 
 // Mul returns a * b elementwise with broadcasting.
 func Mul(a, b *Var) *Var {
+	args("Mul", "a b", a, b)
 	out := tensor.Mul(a.Value, b.Value)
 	return Record("Mul", out, []*Var{a, b}, func(g *tensor.Tensor) []*tensor.Tensor {
 		return []*tensor.Tensor{
@@ -44,6 +47,7 @@ func Mul(a, b *Var) *Var {
 
 // Div returns a / b elementwise with broadcasting.
 func Div(a, b *Var) *Var {
+	args("Div", "a b", a, b)
 	out := tensor.Div(a.Value, b.Value)
 	return Record("Div", out, []*Var{a, b}, func(g *tensor.Tensor) []*tensor.Tensor {
 		var ga, gb *tensor.Tensor
@@ -67,6 +71,7 @@ func Div(a, b *Var) *Var {
 
 // Affine returns alpha*x + beta.
 func Affine(x *Var, alpha, beta float64) *Var {
+	args("Affine", "x", x)
 	out := tensor.Affine(x.Value, alpha, beta)
 	return Record("Affine", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
 		return []*tensor.Tensor{tensor.Scale(g, alpha)}
@@ -74,10 +79,16 @@ func Affine(x *Var, alpha, beta float64) *Var {
 }
 
 // Scale returns alpha*x.
-func Scale(x *Var, alpha float64) *Var { return Affine(x, alpha, 0) }
+func Scale(x *Var, alpha float64) *Var {
+	args("Scale", "x", x)
+	return Affine(x, alpha, 0)
+}
 
 // Neg returns -x.
-func Neg(x *Var) *Var { return Affine(x, -1, 0) }
+func Neg(x *Var) *Var {
+	args("Neg", "x", x)
+	return Affine(x, -1, 0)
+}
 
 func sumToIf(need bool, g *tensor.Tensor, shape []int) *tensor.Tensor {
 	if !need {

@@ -24,6 +24,7 @@ import (
 // softmax and its backward stay in float32, as PyTorch's autocast lists
 // say.
 func CausalAttention(q, k, v *Var, p float64, seed, offset uint64) *Var {
+	args("CausalAttention", "q k v", q, k, v)
 	hd := q.Value.Dim(-1)
 	scale := 1 / math.Sqrt(float64(hd))
 	pr := precisionOf(q.Value, k.Value, v.Value)

@@ -19,6 +19,7 @@ import (
 // casts are made again in backward, outside the region). Gradients of
 // half-precision inputs are returned in their dtype.
 func FusedCausalAttention(q, k, v *Var, p float64, seed, offset uint64) *Var {
+	args("FusedCausalAttention", "q k v", q, k, v)
 	const op = "FusedCausalAttention"
 	pr := precisionOf(q.Value, k.Value, v.Value)
 	y, lse := hooked2(op, pr.c, func() (*tensor.Tensor, *tensor.Tensor) {

@@ -23,6 +23,7 @@ import (
 // runs the TF32 tensor-core kernels (tensor.AttentionMode), forward and
 // backward alike.
 func FusedCausalAttentionQKV(qkv *Var, heads int, p float64, seed, offset uint64) *Var {
+	args("FusedCausalAttentionQKV", "qkv", qkv)
 	const op = "FusedCausalAttention"
 	pr := precisionOf(qkv.Value)
 	mode := tensor.AttentionMode{TF32: pr.st.TF32}

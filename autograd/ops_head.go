@@ -64,17 +64,21 @@ var headPadAlways = false
 // order of floating-point sums.
 func LinearCrossEntropy(h, w *Var, targets *tensor.Tensor, chunkRows int) *Var {
 	op := "LinearCrossEntropy"
+	args(op, "h w", h, w)
+	if targets == nil {
+		panic(&tensor.OpError{Op: "autograd." + op, Msg: "targets: nil tensor", Err: tensor.ErrArgument})
+	}
 	hs, ws := h.Value.Shape(), w.Value.Shape()
 	if len(hs) < 1 || len(ws) != 2 || hs[len(hs)-1] != ws[1] {
-		panic(&tensor.OpError{Op: op, Msg: fmt.Sprintf("h %v, w %v: want (..., C) and (V, C)", hs, ws), Err: tensor.ErrShape})
+		panic(&tensor.OpError{Op: "autograd." + op, Msg: fmt.Sprintf("h %v, w %v: want (..., C) and (V, C)", hs, ws), Err: tensor.ErrShape})
 	}
 	C, V := ws[1], ws[0]
 	N := h.Value.Numel() / C
 	if targets.Numel() != N {
-		panic(&tensor.OpError{Op: op, Msg: fmt.Sprintf("targets %v for %d rows of h %v", targets.Shape(), N, hs), Err: tensor.ErrShape})
+		panic(&tensor.OpError{Op: "autograd." + op, Msg: fmt.Sprintf("targets %v for %d rows of h %v", targets.Shape(), N, hs), Err: tensor.ErrShape})
 	}
 	if chunkRows < 0 {
-		panic(&tensor.OpError{Op: op, Msg: fmt.Sprintf("chunk of %d rows", chunkRows), Err: tensor.ErrArgument})
+		panic(&tensor.OpError{Op: "autograd." + op, Msg: fmt.Sprintf("chunk of %d rows", chunkRows), Err: tensor.ErrArgument})
 	}
 	pr := precisionOf(h.Value, w.Value)
 	c := pr.c

@@ -15,6 +15,7 @@ import (
 // region's dtype and the product accumulates and is returned in float32;
 // backward runs its products the same way (precision.go).
 func MatMul(a, b *Var) *Var {
+	args("MatMul", "a b", a, b)
 	pr := precisionOf(a.Value, b.Value)
 	out := hooked("MatMul", pr.c, func() *tensor.Tensor { return pr.mm(a.Value, b.Value, false, false, 1) })
 	return takesHalfGrad(Record("MatMul", out, []*Var{a, b}, func(g *tensor.Tensor) []*tensor.Tensor {
@@ -76,7 +77,10 @@ func as2D(x *tensor.Tensor) *tensor.Tensor {
 // Linear returns x @ wᵀ + b for x (..., in), w (out, in) and optional b
 // (out), the layout of PyTorch's nn.Linear. The batch axes of x are folded
 // into one GEMM for the forward and each backward product.
-func Linear(x, w, b *Var) *Var { return linear(x, w, b, false) }
+func Linear(x, w, b *Var) *Var {
+	args("Linear", "x w b?", x, w, b)
+	return linear(x, w, b, false)
+}
 
 // LinearHalf is Linear for an output whose only consumer takes it in the
 // autocast dtype anyway (the fused attention's q/k/v product): under
@@ -86,12 +90,15 @@ func Linear(x, w, b *Var) *Var { return linear(x, w, b, false) }
 // the consumer: one write of half the bytes and no cast pass. Its
 // gradient comes in that dtype and is multiplied as it is. Outside
 // autocast it is Linear.
-func LinearHalf(x, w, b *Var) *Var { return linear(x, w, b, true) }
+func LinearHalf(x, w, b *Var) *Var {
+	args("LinearHalf", "x w b?", x, w, b)
+	return linear(x, w, b, true)
+}
 
 func linear(x, w, b *Var, half bool) *Var {
 	xs := x.Value.Shape()
 	if len(xs) == 0 {
-		panic(&tensor.OpError{Op: "Linear", Msg: "input is a scalar: want (..., in)", Err: tensor.ErrShape})
+		panic(&tensor.OpError{Op: "autograd.Linear", Msg: "input is a scalar: want (..., in)", Err: tensor.ErrShape})
 	}
 	pr := precisionOf(x.Value)
 	fwd := pr // the forward's products, half under autocast for LinearHalf
@@ -159,14 +166,20 @@ func releaseUnrecorded(v *Var, saved ...*tensor.Tensor) {
 // hidden product made by LinearHalf, as PyTorch's autocast makes it): the
 // GELU and its gradient read it widened to float32, and the gradient of u
 // is in its dtype.
-func GeluLinear(u, w, b *Var) *Var { return geluLinear(u, w, b, false) }
+func GeluLinear(u, w, b *Var) *Var {
+	args("GeluLinear", "u w b?", u, w, b)
+	return geluLinear(u, w, b, false)
+}
 
 // GeluLinearKept is GeluLinear keeping the GELU output for backward, as
 // the two ops would: one activation more per block (u's size, in the
 // products' dtype) until backward, one GELU pass less there (GPT-2's
 // twelve were 0.43 ms of a 25 ms bf16 step on the H200). The same bits as
 // GeluLinear.
-func GeluLinearKept(u, w, b *Var) *Var { return geluLinear(u, w, b, true) }
+func GeluLinearKept(u, w, b *Var) *Var {
+	args("GeluLinearKept", "u w b?", u, w, b)
+	return geluLinear(u, w, b, true)
+}
 
 func geluLinear(u, w, b *Var, keep bool) *Var {
 	us := u.Value.Shape()

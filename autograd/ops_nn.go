@@ -6,6 +6,7 @@ import (
 
 // Softmax over the last axis.
 func Softmax(x *Var) *Var {
+	args("Softmax", "x", x)
 	out := hooked("Softmax", tensor.CtxOf(x.Value), func() *tensor.Tensor { return tensor.Softmax(x.Value) })
 	return Record("Softmax", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
 		return []*tensor.Tensor{tensor.SoftmaxBackward(out, g, false)}
@@ -14,6 +15,7 @@ func Softmax(x *Var) *Var {
 
 // LogSoftmax over the last axis.
 func LogSoftmax(x *Var) *Var {
+	args("LogSoftmax", "x", x)
 	out := tensor.LogSoftmax(x.Value)
 	return Record("LogSoftmax", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
 		return []*tensor.Tensor{tensor.SoftmaxBackward(out, g, true)}
@@ -24,6 +26,7 @@ func LogSoftmax(x *Var) *Var {
 // over the last axis of x (..., T1, T2) of the positions j <= i + T2 - T1,
 // zero at the others (tensor.CausalSoftmax).
 func CausalSoftmax(x *Var) *Var {
+	args("CausalSoftmax", "x", x)
 	out := hooked("CausalSoftmax", tensor.CtxOf(x.Value), func() *tensor.Tensor { return tensor.CausalSoftmax(x.Value) })
 	return Record("CausalSoftmax", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
 		return []*tensor.Tensor{tensor.CausalSoftmaxBackward(out, g)}
@@ -33,6 +36,7 @@ func CausalSoftmax(x *Var) *Var {
 // CausalMask sets future positions (j > i) of the last two axes to fill
 // (use tensor.NegInf before a softmax).
 func CausalMask(x *Var, fill float64) *Var {
+	args("CausalMask", "x", x)
 	out := tensor.CausalMask(x.Value, fill)
 	return Record("CausalMask", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
 		return []*tensor.Tensor{tensor.CausalMask(g, 0)}
@@ -41,7 +45,10 @@ func CausalMask(x *Var, fill float64) *Var {
 
 // LayerNorm normalises over the last axis with optional weight and bias
 // (each of shape [C]); like PyTorch's F.layer_norm.
-func LayerNorm(x, w, b *Var, eps float64) *Var { return layerNorm(x, w, b, eps, x.Value.DType()) }
+func LayerNorm(x, w, b *Var, eps float64) *Var {
+	args("LayerNorm", "x w? b?", x, w, b)
+	return layerNorm(x, w, b, eps, x.Value.DType())
+}
 
 // LayerNormHalf is LayerNorm for an output that feeds only matrix
 // products (a transformer block's q/k/v and MLP projections): under
@@ -53,6 +60,7 @@ func LayerNorm(x, w, b *Var, eps float64) *Var { return layerNorm(x, w, b, eps, 
 // as it comes. The same bits as LayerNorm followed by the products;
 // outside autocast it is LayerNorm.
 func LayerNormHalf(x, w, b *Var, eps float64) *Var {
+	args("LayerNormHalf", "x w? b?", x, w, b)
 	pr := precisionOf(x.Value)
 	v := layerNorm(x, w, b, eps, pr.operandDType(x.Value))
 	if v.node != nil && v.Value.DType() != x.Value.DType() {
@@ -95,6 +103,7 @@ func layerNorm(x, w, b *Var, eps float64, dt tensor.DType) *Var {
 
 // Embedding gathers rows of table (V, D) at int32 ids.
 func Embedding(table *Var, ids *tensor.Tensor) *Var {
+	args("Embedding", "table", table)
 	out := tensor.Embedding(table.Value, ids)
 	rows := table.Value.Dim(0)
 	return Record("Embedding", out, []*Var{table}, func(g *tensor.Tensor) []*tensor.Tensor {
@@ -138,6 +147,7 @@ func meanScale(n int) float64 {
 // PyTorch's F.cross_entropy. The softmax is recomputed in backward rather
 // than stored, which saves an (N, C) activation.
 func CrossEntropy(logits *Var, targets *tensor.Tensor) *Var {
+	args("CrossEntropy", "logits", logits)
 	losses, n := tensor.CrossEntropy(logits.Value, targets, IgnoreIndex)
 	sum := tensor.Sum(losses, false)
 	losses.Release()
@@ -159,6 +169,7 @@ func CrossEntropy(logits *Var, targets *tensor.Tensor) *Var {
 // 1/(1-p)). The mask is a function of (seed, offset, index), so nothing is
 // stored for backward. p == 0 returns x itself.
 func Dropout(x *Var, p float64, seed, offset uint64) *Var {
+	args("Dropout", "x", x)
 	if p == 0 {
 		return x
 	}
@@ -171,6 +182,7 @@ func Dropout(x *Var, p float64, seed, offset uint64) *Var {
 // Cast converts x to dtype dt; the gradient is cast back. A cast to an
 // integer dtype is not differentiable: its result requires no gradient.
 func Cast(x *Var, dt tensor.DType) *Var {
+	args("Cast", "x", x)
 	src := x.Value.DType()
 	out := x.Value.To(dt)
 	return Record("Cast", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {

@@ -8,6 +8,7 @@ import (
 
 // Reshape returns x with a new shape (one dimension may be -1).
 func Reshape(x *Var, shape ...int) *Var {
+	args("Reshape", "x", x)
 	in := x.Value.Shape()
 	out := x.Value.Reshape(shape...)
 	return Record("Reshape", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
@@ -17,6 +18,7 @@ func Reshape(x *Var, shape ...int) *Var {
 
 // Transpose swaps two axes (a view).
 func Transpose(x *Var, a, b int) *Var {
+	args("Transpose", "x", x)
 	out := x.Value.Transpose(a, b)
 	return Record("Transpose", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
 		return []*tensor.Tensor{g.Transpose(a, b)}
@@ -25,6 +27,7 @@ func Transpose(x *Var, a, b int) *Var {
 
 // Permute reorders axes (a view).
 func Permute(x *Var, perm ...int) *Var {
+	args("Permute", "x", x)
 	out := x.Value.Permute(perm...)
 	inv := make([]int, len(perm))
 	for i, p := range perm {
@@ -40,6 +43,7 @@ func Permute(x *Var, perm ...int) *Var {
 
 // Contiguous returns x laid out densely (a copy when it was a strided view).
 func Contiguous(x *Var) *Var {
+	args("Contiguous", "x", x)
 	out := x.Value.Contiguous()
 	return Record("Contiguous", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
 		return []*tensor.Tensor{g.Alias()}
@@ -48,6 +52,7 @@ func Contiguous(x *Var) *Var {
 
 // Narrow returns elements [start, start+length) of axis (a view).
 func Narrow(x *Var, axis, start, length int) *Var {
+	args("Narrow", "x", x)
 	out := x.Value.Narrow(axis, start, length)
 	shape := x.Value.Shape()
 	dt, dev := x.Value.DType(), x.Value.Device()
@@ -74,8 +79,9 @@ func normAxis(axis, rank int) int {
 // below 1 panics with a *tensor.OpError wrapping tensor.ErrArgument, as
 // Tensor.Split does.
 func Split(x *Var, size, axis int) []*Var {
+	args("Split", "x", x)
 	if size <= 0 {
-		panic(&tensor.OpError{Op: "Split", Msg: fmt.Sprintf("split size %d", size), Err: tensor.ErrArgument})
+		panic(&tensor.OpError{Op: "autograd.Split", Msg: fmt.Sprintf("split size %d", size), Err: tensor.ErrArgument})
 	}
 	n := x.Value.Dim(axis)
 	var out []*Var
@@ -87,6 +93,7 @@ func Split(x *Var, size, axis int) []*Var {
 
 // Sum sums over axes (all when none).
 func Sum(x *Var, keepDim bool, axes ...int) *Var {
+	args("Sum", "x", x)
 	out := tensor.Sum(x.Value, keepDim, axes...)
 	shape := x.Value.Shape()
 	kept := keptShape(shape, axes)
@@ -102,6 +109,7 @@ func Sum(x *Var, keepDim bool, axes ...int) *Var {
 
 // Mean averages over axes (all when none).
 func Mean(x *Var, keepDim bool, axes ...int) *Var {
+	args("Mean", "x", x)
 	out := tensor.Mean(x.Value, keepDim, axes...) // checks the axes first
 	shape := x.Value.Shape()
 	kept := keptShape(shape, axes)

@@ -8,6 +8,7 @@ import (
 // derivative is the kernels' UnaryBackward, which reads the saved input,
 // the output or neither, as op.BackwardUses says.
 func Unary(op tensor.UnaryOp, x *Var) *Var {
+	args(op.String(), "x", x)
 	out := tensor.Unary(op, x.Value)
 	useX, useY := op.BackwardUses()
 	return Record(op.String(), out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {

@@ -1,6 +1,8 @@
 package autograd
 
 import (
+	"fmt"
+
 	"github.com/strata-ml/strata/tensor"
 )
 
@@ -20,10 +22,16 @@ import (
 // none is needed; saved are released after it runs, or by the scope.
 // With recording off in out's context it returns a plain leaf, as Record.
 func RecordRegion(op string, out *tensor.Tensor, inputs []*Var, backward BackwardFunc, saved ...*tensor.Tensor) *Var {
+	if out == nil {
+		panic(&tensor.OpError{Op: "autograd.RecordRegion", Msg: fmt.Sprintf("op %s: nil output", op), Err: tensor.ErrArgument})
+	}
 	v := &Var{Value: out}
 	c := out.Ctx()
 	if c != nil && !GradEnabledIn(c) {
 		return v
+	}
+	if backward == nil {
+		panic(&tensor.OpError{Op: "autograd.RecordRegion", Msg: fmt.Sprintf("op %s: nil backward function", op), Err: tensor.ErrArgument})
 	}
 	if c == nil {
 		c = tensor.Background()

@@ -2,6 +2,7 @@ package autograd
 
 import (
 	"fmt"
+	"strings"
 	"sync/atomic"
 
 	"github.com/strata-ml/strata/memory"
@@ -65,13 +66,55 @@ type BackwardFunc func(g *tensor.Tensor) []*tensor.Tensor
 
 // Param returns a leaf that requires gradients (a trainable parameter).
 // The tensor is taken out of scope tracking: it lives until released.
+// Only a floating-point tensor can require gradients, as in PyTorch: a
+// nil t panics with an *tensor.OpError wrapping tensor.ErrArgument, an
+// integer one with one wrapping tensor.ErrDType (use Const for ids).
 func Param(t *tensor.Tensor, name string) *Var {
+	if t == nil {
+		panic(&tensor.OpError{Op: "autograd.Param", Msg: fmt.Sprintf("%q: nil tensor", name), Err: tensor.ErrArgument})
+	}
+	if !t.DType().IsFloat() {
+		panic(&tensor.OpError{Op: "autograd.Param", Err: tensor.ErrDType,
+			Msg: fmt.Sprintf("%q has dtype %v: only tensors of a floating-point dtype can require gradients (Const takes any)", name, t.DType())})
+	}
 	tensor.Keep(t)
 	return &Var{Value: t, requiresGrad: true, name: name}
 }
 
 // Const returns a leaf without gradient (inputs, targets, frozen weights).
-func Const(t *tensor.Tensor) *Var { return &Var{Value: t} }
+// A nil t panics with an *tensor.OpError wrapping tensor.ErrArgument.
+func Const(t *tensor.Tensor) *Var {
+	if t == nil {
+		panic(&tensor.OpError{Op: "autograd.Const", Msg: "nil tensor", Err: tensor.ErrArgument})
+	}
+	return &Var{Value: t}
+}
+
+// args checks the *Var arguments of op, vs, named in names (separated by
+// spaces; a name ending in "?" is an optional argument, which may be nil):
+// a nil argument that is not optional, or a Var that holds no value,
+// panics with an *tensor.OpError wrapping tensor.ErrArgument, as a nil
+// tensor does in the tensor ops.
+func args(op, names string, vs ...*Var) {
+	for i, v := range vs {
+		if v != nil && v.Value != nil {
+			continue
+		}
+		name, rest, _ := strings.Cut(names, " ")
+		for range i {
+			name, rest, _ = strings.Cut(rest, " ")
+		}
+		name, optional := strings.CutSuffix(name, "?")
+		switch {
+		case v == nil && optional:
+			continue
+		case v == nil:
+			panic(&tensor.OpError{Op: "autograd." + op, Msg: fmt.Sprintf("%s is a nil *autograd.Var", name), Err: tensor.ErrArgument})
+		default:
+			panic(&tensor.OpError{Op: "autograd." + op, Msg: fmt.Sprintf("%s is a Var with no value (make one with Param, Const or an op)", name), Err: tensor.ErrArgument})
+		}
+	}
+}
 
 // RequiresGrad reports whether gradients flow to v.
 func (v *Var) RequiresGrad() bool { return v.requiresGrad }
@@ -219,6 +262,9 @@ func GradEnabled() bool { return GradEnabledIn(tensor.Background()) }
 // output of an integer dtype (a Cast to int32) is not differentiable and
 // is never recorded, as in PyTorch.
 func Record(op string, out *tensor.Tensor, inputs []*Var, backward BackwardFunc, saved ...*tensor.Tensor) *Var {
+	if out == nil {
+		panic(&tensor.OpError{Op: "autograd.Record", Msg: fmt.Sprintf("op %s: nil output", op), Err: tensor.ErrArgument})
+	}
 	v := &Var{Value: out}
 	if c := out.Ctx(); c != nil && !GradEnabledIn(c) || !out.DType().IsFloat() {
 		return v
@@ -230,6 +276,10 @@ func Record(op string, out *tensor.Tensor, inputs []*Var, backward BackwardFunc,
 		}
 	}
 	if v.requiresGrad {
+		if backward == nil {
+			panic(&tensor.OpError{Op: "autograd.Record", Err: tensor.ErrArgument,
+				Msg: fmt.Sprintf("op %s: nil backward function for inputs that require gradients", op)})
+		}
 		v.node = &node{op: op, inputs: inputs, backward: backward, saved: saved}
 	}
 	return v

@@ -63,13 +63,15 @@ func TestZeroAdamWShards(t *testing.T) {
 // per-parameter step): the ranks' parameters equal nn.AdamW's bit for bit.
 func TestZeroAdamWLateParameter(t *testing.T) {
 	const n, steps = 2, 3
-	grad := func(p *nn.Parameter, s int) {
-		g := tensor.Full(tensor.CPU(), tensor.Float32, 0, p.Value.Numel())
+	// Each rank's goroutine has its own context (c): scopes of one Ctx are
+	// a stack that one goroutine uses at a time.
+	grad := func(c *tensor.Ctx, p *nn.Parameter, s int) {
+		g := c.Full(tensor.CPU(), tensor.Float32, 0, p.Value.Numel())
 		vals := g.Float32s()
 		for i := range vals {
 			vals[i] = float32(math.Sin(float64(7*i+13*s+1))) * 0.01
 		}
-		g.CopyFrom(tensor.FromFloat32s(tensor.CPU(), vals, p.Value.Numel()))
+		g.CopyFrom(c.FromFloat32s(tensor.CPU(), vals, p.Value.Numel()))
 		tensor.Keep(g)
 		p.ZeroGrad()
 		p.Grad = g.Reshape(p.Value.Shape()...)
@@ -77,13 +79,13 @@ func TestZeroAdamWLateParameter(t *testing.T) {
 		g.Release()
 	}
 	// late is the last parameter: no gradient at the first step.
-	setGrads := func(ps []*nn.Parameter, s int) {
+	setGrads := func(c *tensor.Ctx, ps []*nn.Parameter, s int) {
 		for i, p := range ps {
 			if s == 0 && i == len(ps)-1 {
 				p.ZeroGrad()
 				continue
 			}
-			grad(p, s)
+			grad(c, p, s)
 		}
 	}
 	ref := newGPT(t, tinyGPT, 3)
@@ -92,7 +94,7 @@ func TestZeroAdamWLateParameter(t *testing.T) {
 	var want [][]float32
 	tensor.WithScope(func() {
 		for s := range steps {
-			setGrads(ref.Parameters(), s)
+			setGrads(tensor.Background(), ref.Parameters(), s)
 			require.NoError(t, opt.Step())
 		}
 		for _, p := range ref.Parameters() {
@@ -106,7 +108,8 @@ func TestZeroAdamWLateParameter(t *testing.T) {
 	for r := range n {
 		g := newGPT(t, tinyGPT, 3)
 		wg.Go(func() {
-			tensor.WithScope(func() {
+			c := tensor.NewCtx()
+			c.WithScope(func() {
 				z, err := dist.NewZeroAdamW(group[r], g.Parameters(), 1e-2, 0.1)
 				if err != nil {
 					errs[r] = err
@@ -114,7 +117,7 @@ func TestZeroAdamWLateParameter(t *testing.T) {
 				}
 				defer z.Release()
 				for s := range steps {
-					setGrads(g.Parameters(), s)
+					setGrads(c, g.Parameters(), s)
 					if errs[r] = z.Step(); errs[r] != nil {
 						return
 					}

@@ -8,10 +8,11 @@ import (
 // cpuDevice runs ops with the Go kernels of internal/cpukern and the BLAS
 // of internal/blas on host memory.
 type cpuDevice struct {
-	mem *memory.Manager
+	mem  *memory.Manager
+	name string // "cpu" for CPU(), "cpu#2", "cpu#3", ... for NewCPUDevice's
 }
 
-func (d *cpuDevice) String() string          { return "cpu" }
+func (d *cpuDevice) String() string          { return d.name }
 func (d *cpuDevice) Kind() DeviceKind        { return KindCPU }
 func (d *cpuDevice) Memory() *memory.Manager { return d.mem }
 func (d *cpuDevice) Synchronize() error      { return nil }

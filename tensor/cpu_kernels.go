@@ -405,7 +405,7 @@ func (cpuBackend) crossEntropyBackward(dlogits, logits, targets, dloss *Tensor, 
 			err = cpukern.CrossEntropyBackwardLD(f64(dlogits), f64(logits), i32(targets), f64(dloss), rows, cols, ld, ignore)
 		})
 	if err != nil {
-		fail("CrossEntropyBackward", ErrArgument, "%v", err)
+		fail("CrossEntropyBackward", ErrArgument, "%s", kernelFault(err))
 	}
 }
 
@@ -420,7 +420,7 @@ func (c cpuBackend) crossEntropyFused(loss, dlogits, logits, targets, dloss *Ten
 		return
 	}
 	if _, err := c.crossEntropy(loss, logits, targets, rows, cols, ld, ignore); err != nil {
-		fail(op, ErrArgument, "%v", err)
+		fail(op, ErrArgument, "%s", kernelFault(err))
 	}
 	g := dlogits
 	if g.dtype != logits.dtype {

@@ -26,7 +26,7 @@ import (
 //
 // The package-level functions (WithScope, Tidy, Zeros, ...) use the
 // process's default context, Background: a convenience for programs that
-// do all their tensor work on one goroutine. An op whose operands belong
+// do all their tensor work on one goroutine at a time. An op whose operands belong
 // to no Ctx (an op on parameters alone) also uses Background; the result
 // is adopted by the Ctx of the first op that combines it with a tensor of
 // another Ctx, as long as no scope of Background owns it. Mixing tensors
@@ -35,15 +35,28 @@ import (
 // (CopyFrom, WriteNarrow, AddInPlace, the optimizer steps, ...) make none
 // and take operands of any contexts.
 //
-// A Ctx's methods are safe for concurrent use (one mutex guards its
-// stack), but its scopes nest in program order: give each goroutine its
-// own Ctx.
+// What is safe: a Ctx's methods do not corrupt its state when called
+// concurrently (one mutex guards its stack), but a Ctx has one stack of
+// scopes, and a scope owns whatever is made in the Ctx while it is the
+// innermost: two goroutines working in one Ctx at once put their tensors
+// in each other's scopes, which release them while they are in use. So
+// one goroutine at a time works in a Ctx (a goroutine may hand it to
+// another and wait, as a test does to its subtests): give each goroutine
+// its own Ctx. Misuse is reported, not silently obeyed: closing a scope
+// that is not the innermost panics with an *OpError wrapping ErrArgument
+// ("scope closed out of order", see Scope.Close), and in Background,
+// whose scopes record the goroutine that opened them, an op of one
+// goroutine while another's scope is the innermost fails the same way
+// instead of handing its result to that scope. A goroutine that opens no
+// scope of its own is not caught: its tensors go to the innermost scope
+// of whichever goroutine has one open.
 type Ctx struct {
-	mu   sync.Mutex
-	top  *Scope          // innermost open scope, nil when none
-	ext  [maxCtxKeys]any // guarded by mu
-	name string
-	live atomic.Int64 // bytes of storage allocated in c and not yet freed
+	mu       sync.Mutex
+	top      *Scope          // innermost open scope, nil when none
+	handoffs int             // open scopes opened by another goroutine than their parent (Background only)
+	ext      [maxCtxKeys]any // guarded by mu
+	name     string
+	live     atomic.Int64 // bytes of storage allocated in c and not yet freed
 }
 
 // NewCtx returns an empty context: no open scope, role memory.RoleOther
@@ -53,7 +66,11 @@ func NewCtx() *Ctx { return &Ctx{name: "ctx"} }
 var background = &Ctx{name: "background"}
 
 // Background is the process's default context, used by the package-level
-// functions and by ops on tensors that belong to no context.
+// functions and by ops on tensors that belong to no context. It is for
+// one goroutine at a time, as every Ctx (see Ctx for what is safe): two
+// goroutines that open scopes in it at once get an *OpError wrapping
+// ErrArgument that says so. Concurrent programs give each goroutine its
+// own context (NewCtx).
 func Background() *Ctx { return background }
 
 func (c *Ctx) String() string { return fmt.Sprintf("tensor.Ctx(%s %p)", c.name, c) }
@@ -173,13 +190,22 @@ func CtxOf(ts ...*Tensor) *Ctx {
 
 // place gives t, just made, to c (see ctxOf): to c's innermost scope, or
 // for c == nil to Background's, as an orphan when Background has none.
-func place(t *Tensor, c *Ctx) {
-	if c == nil {
-		background.track(t)
-		t.orphan = t.scope == nil
-		return
+//
+// When c's innermost scope is another goroutine's (see Ctx.track), t is
+// released and the error returned.
+func place(op string, t *Tensor, c *Ctx) *OpError {
+	orphan := c == nil
+	if orphan {
+		c = background
 	}
-	c.track(t)
+	if err := c.track(op, t); err != nil {
+		t.Release()
+		return err
+	}
+	if orphan {
+		t.orphan = t.scope == nil
+	}
+	return nil
 }
 
 // Ctx is the context the tensor belongs to: nil for a kept tensor and for
@@ -194,12 +220,27 @@ func (t *Tensor) Ctx() *Ctx {
 }
 
 // track hands t, just made in c, to c's innermost scope; with no scope
-// open, t gets the leak safety net (guard).
-func (c *Ctx) track(t *Tensor) {
+// open, t gets the leak safety net (guard). While c's stack holds scopes
+// of two goroutines (handoffs > 0: only Background's scopes record their
+// goroutine, see NewScope), t goes to the innermost scope only from the
+// goroutine that opened it: from another, track returns the misuse as an
+// error (t untracked), where it would otherwise put t in a scope that
+// another goroutine closes while t is in use.
+func (c *Ctx) track(op string, t *Tensor) *OpError {
 	t.ctx = c
 	t.orphan = false
+	var g uint64
 	c.mu.Lock()
+	for c.handoffs > 0 && g == 0 {
+		c.mu.Unlock()
+		g = goid()
+		c.mu.Lock()
+	}
 	s := c.top
+	if s != nil && c.handoffs > 0 && s.gid != g {
+		c.mu.Unlock()
+		return errSharedCtx(op, c)
+	}
 	if s != nil {
 		t.scope = s
 		t.scopeIdx = len(s.tensors)
@@ -209,6 +250,7 @@ func (c *Ctx) track(t *Tensor) {
 	if s == nil {
 		guard(t)
 	}
+	return nil
 }
 
 // untrack takes t out of its scope; it keeps its context.
@@ -228,10 +270,14 @@ func untrack(t *Tensor) {
 	c.mu.Unlock()
 }
 
-// adopt moves t into c's innermost scope.
+// adopt moves t into c's innermost scope. It panics with track's error,
+// t then owned by no scope.
 func (c *Ctx) adopt(t *Tensor) {
 	untrack(t)
-	c.track(t)
+	if err := c.track("Adopt", t); err != nil {
+		guard(t)
+		panic(err)
+	}
 }
 
 // Adopt hands t to c's innermost scope (after Keep, or for a tensor made

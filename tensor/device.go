@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/strata-ml/strata/memory"
 )
@@ -50,7 +51,7 @@ func CPU() Device {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "strata:", err)
 		}
-		cpuDev = &cpuDevice{mem: memory.NewBudgetHostManager(memory.Config{}, b)}
+		cpuDev = &cpuDevice{mem: memory.NewBudgetHostManager(memory.Config{}, b), name: "cpu"}
 	})
 	return cpuDev
 }
@@ -58,8 +59,19 @@ func CPU() Device {
 // NewCPUDevice returns a CPU device whose tensors come from m instead of
 // CPU()'s manager: a manager of one's own, with other limits, or with
 // fault-injecting backends in tests. Tensors of two CPU devices do not mix
-// in one op (copy with ToDevice).
-func NewCPUDevice(m *memory.Manager) Device { return &cpuDevice{mem: m} }
+// in one op (copy with ToDevice); the devices are named apart in messages:
+// CPU() is "cpu", the devices NewCPUDevice returns "cpu#2", "cpu#3", and so
+// on. A nil m panics with an *OpError wrapping ErrArgument (CPU() is the
+// device of the default manager).
+func NewCPUDevice(m *memory.Manager) Device {
+	if m == nil {
+		fail("NewCPUDevice", ErrArgument, "nil memory manager (tensor.CPU() is the CPU device of the default one)")
+	}
+	return &cpuDevice{mem: m, name: fmt.Sprintf("cpu#%d", cpuDevices.Add(1)+1)}
+}
+
+// cpuDevices counts the devices NewCPUDevice made.
+var cpuDevices atomic.Int64
 
 // cudaOpener opens a CUDA device; cuda_device.go's init sets it in every
 // build. cudaAbsent, set beside it, reports whether an error of it means

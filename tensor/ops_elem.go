@@ -10,7 +10,7 @@ func sameDevice(op string, ts ...*Tensor) {
 	}
 	for _, t := range ts[1:] {
 		if t.dev != ts[0].dev {
-			fail(op, ErrDevice, "operands on %v and %v", ts[0].dev, t.dev)
+			fail(op, ErrDevice, "operands on %v and %v (tensors of two devices do not mix in one op: copy with ToDevice)", ts[0].dev, t.dev)
 		}
 	}
 }

@@ -234,7 +234,7 @@ func Embedding(table, ids *Tensor) *Tensor {
 	out := mustNew(op, ctxOf(op, table, ids), table.dev, table.dtype, append(ids.Shape(), table.shape[1]))
 	if err := table.dev.backend().gather(out, ct, ci, table.shape[1], table.shape[0]); err != nil {
 		out.Release()
-		fail(op, ErrArgument, "%v", err)
+		fail(op, ErrArgument, "%s", kernelFault(err))
 	}
 	return out
 }
@@ -302,7 +302,7 @@ func embeddingScatter(op string, dtable, ids, dout *Tensor, rows, d int, undo fu
 	}
 	if err := dout.dev.backend().scatterAdd(dtable, src, cs[1], d, rows); err != nil {
 		undo()
-		fail(op, ErrArgument, "%v", err)
+		fail(op, ErrArgument, "%s", kernelFault(err))
 	}
 }
 
@@ -341,7 +341,7 @@ func crossEntropy(op string, logits *Tensor, classes int, targets *Tensor, ignor
 	n, err := logits.dev.backend().crossEntropy(loss, cl, ct, logits.shape[0], classes, ld, ignore)
 	if err != nil {
 		loss.Release()
-		fail(op, ErrArgument, "%v", err)
+		fail(op, ErrArgument, "%s", kernelFault(err))
 	}
 	return loss, n
 }
@@ -445,7 +445,7 @@ func CountTargets(targets *Tensor, ignore int32) int {
 	defer release()
 	n, err := targets.dev.backend().countTargets(c[0], targets.Numel(), ignore)
 	if err != nil {
-		fail(op, ErrArgument, "%v", err)
+		fail(op, ErrArgument, "%s", kernelFault(err))
 	}
 	return n
 }

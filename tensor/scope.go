@@ -1,6 +1,10 @@
 package tensor
 
 import (
+	"bytes"
+	"fmt"
+	"runtime"
+
 	"github.com/strata-ml/strata/memory"
 )
 
@@ -10,29 +14,73 @@ import (
 // user never frees by hand: parameters, gradients of parameters and
 // optimizer state are created outside it or kept with Keep.
 //
-// Scopes nest per context (Ctx): open and close them on the goroutine
-// that uses the context. Kernels may use many goroutines internally; that
-// does not matter to scopes.
+// Scopes nest per context (Ctx) and close innermost first: a Ctx's
+// scopes are a stack, so open and close them on the one goroutine that
+// uses the context (a goroutine may hand the context on to another while
+// it waits, as a test does to its subtests). Kernels may use many
+// goroutines internally; that does not matter to scopes.
 type Scope struct {
 	ctx     *Ctx
 	parent  *Scope
 	tensors []*Tensor
 	role    memory.Role
 	closed  bool
+	gid     uint64 // the goroutine that opened it (Background's scopes only)
+	handoff bool   // opened by another goroutine than its parent (counted in ctx.handoffs)
 }
 
 // NewScope opens a scope in c nested in its innermost one; it inherits
 // that scope's allocation role (memory.RoleActivation for an outermost
 // scope).
+//
+// A scope of Background records the goroutine that opens it (a few
+// microseconds), so that two goroutines using Background at once are
+// told so (see Ctx) instead of releasing each other's tensors.
 func (c *Ctx) NewScope() *Scope {
+	var g uint64
+	if c == background {
+		g = goid()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := &Scope{ctx: c, parent: c.top, role: memory.RoleActivation}
+	s := &Scope{ctx: c, parent: c.top, role: memory.RoleActivation, gid: g}
 	if c.top != nil {
 		s.role = c.top.role
+		c.setHandoff(s)
 	}
 	c.top = s
 	return s
+}
+
+// setHandoff sets s.handoff for s's parent now, keeping c.handoffs (c.mu
+// held).
+func (c *Ctx) setHandoff(s *Scope) {
+	h := s.parent != nil && s.parent.gid != s.gid
+	switch {
+	case h && !s.handoff:
+		c.handoffs++
+	case !h && s.handoff:
+		c.handoffs--
+	}
+	s.handoff = h
+}
+
+// goid is the calling goroutine's id, read from the header of its stack
+// trace ("goroutine 7 [running]:"). It costs a walk of the stack, so only
+// Background's NewScope calls it, and track only while Background's stack
+// holds scopes of two goroutines.
+func goid() uint64 {
+	var buf [64]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	b = bytes.TrimPrefix(b, []byte("goroutine "))
+	var id uint64
+	for _, ch := range b {
+		if ch < '0' || ch > '9' {
+			break
+		}
+		id = id*10 + uint64(ch-'0')
+	}
+	return id
 }
 
 // SetRole sets the memory role of tensors created in s from now on.
@@ -43,42 +91,99 @@ func (s *Scope) SetRole(r memory.Role) {
 }
 
 // Close releases every tensor still owned by s and makes its parent
-// current. Closing a scope that has open children closes them too. Close
-// is idempotent.
+// current. Close is idempotent.
+//
+// Closing a scope that is not the innermost open one of its context (a
+// child opened after it is still open) is a misuse: s is closed all the
+// same, its tensors released and the children left open (they are closed
+// by whoever opened them), and Close then panics with an *OpError
+// wrapping ErrArgument ("scope closed out of order"). It is what two
+// goroutines sharing one Ctx do (Background, say, through the
+// package-level functions), their scopes interleaved on its one stack, or
+// a scope opened with NewScope and never closed.
 func (s *Scope) Close() {
+	if err := s.close(); err != nil {
+		panic(err)
+	}
+}
+
+// close is Close returning the out-of-order error instead of panicking.
+func (s *Scope) close() *OpError {
 	c := s.ctx
 	c.mu.Lock()
 	if s.closed {
 		c.mu.Unlock()
-		return
-	}
-	// Close open children first (they are above s on the stack).
-	for c.top != nil && c.top != s {
-		ch := c.top
-		c.top = ch.parent
-		ch.closed = true
-		ts := ch.tensors
-		ch.tensors = nil
-		c.mu.Unlock()
-		releaseAll(ts)
-		c.mu.Lock()
+		return nil
 	}
 	s.closed = true
+	innermost := c.unlink(s)
 	ts := s.tensors
 	s.tensors = nil
-	if c.top == s {
-		c.top = s.parent
-	}
 	c.mu.Unlock()
 	releaseAll(ts)
+	if !innermost {
+		return errScopeOrder(c)
+	}
+	return nil
 }
 
+// unlink takes s off c's stack of open scopes (c.mu held) and reports
+// whether it was the innermost. A scope above s (opened later, still open)
+// gets s's parent as its own.
+func (c *Ctx) unlink(s *Scope) (innermost bool) {
+	if s.handoff {
+		s.handoff = false
+		c.handoffs--
+	}
+	if c.top == s {
+		c.top = s.parent
+		return true
+	}
+	for ch := c.top; ch != nil; ch = ch.parent {
+		if ch.parent == s {
+			ch.parent = s.parent
+			c.setHandoff(ch)
+			break
+		}
+	}
+	return false
+}
+
+// errSharedCtx is the error of an op of one goroutine that would put its
+// result in an open scope of another goroutine (see Ctx.track).
+func errSharedCtx(op string, c *Ctx) *OpError {
+	return &OpError{Op: op, Err: ErrArgument, Msg: fmt.Sprintf(
+		"the innermost open scope of %v was opened by another goroutine, which would release this goroutine's tensors "+
+			"when it closes: a Ctx's scopes are a stack, used by one goroutine at a time: give each goroutine its own Ctx "+
+			"(tensor.NewCtx) instead of sharing one (Background, which the package-level functions use, is one)", c)}
+}
+
+// errScopeOrder is the error of a scope of c closed while a scope opened
+// after it is still open.
+func errScopeOrder(c *Ctx) *OpError {
+	return &OpError{Op: "Scope.Close", Err: ErrArgument, Msg: fmt.Sprintf(
+		"scope closed out of order: a scope opened after it in %v is still open; a Ctx's scopes are a stack, "+
+			"closed innermost first, by the one goroutine that uses it: give each goroutine its own Ctx (tensor.NewCtx) "+
+			"instead of sharing one (Background, which the package-level functions use, is one)", c)}
+}
+
+// releaseAll releases the tensors a closing scope owned.
 func releaseAll(ts []*Tensor) {
 	for _, t := range ts {
 		if t != nil {
 			t.scope = nil
+			t.ref.byScope = true
 			t.Release()
 		}
+	}
+}
+
+// closeAfter closes s at the end of a call that ran fn inside it
+// (WithScope, Tidy): the out-of-order error (see Close) is raised when fn
+// returned, and dropped when fn panicked, whose panic goes on.
+func closeAfter(s *Scope, returned bool) {
+	if err := s.close(); err != nil && returned {
+		panic(err)
 	}
 }
 
@@ -96,11 +201,14 @@ func (s *Scope) Len() int {
 }
 
 // WithScope runs fn inside a new scope of c and closes it afterwards, also
-// when fn panics.
+// when fn panics. A scope fn opened and left open (or another goroutine's,
+// see Ctx) makes it panic as Scope.Close does, after fn returned.
 func (c *Ctx) WithScope(fn func()) {
 	s := c.NewScope()
-	defer s.Close()
+	returned := false
+	defer func() { closeAfter(s, returned) }()
 	fn()
+	returned = true
 }
 
 // Tidy runs fn inside a new scope of c and releases everything fn created
@@ -110,17 +218,29 @@ func (c *Ctx) WithScope(fn func()) {
 func (c *Ctx) Tidy(fn func() *Tensor) *Tensor {
 	s := c.NewScope()
 	var out *Tensor
+	returned := false
 	defer func() {
 		own := out != nil && out.scope == s
 		if own {
 			untrack(out)
 		}
-		s.Close()
+		if err := s.close(); err != nil && returned {
+			if own {
+				out.Release()
+			}
+			panic(err)
+		}
 		if own {
-			c.track(out)
+			if err := c.track("Tidy", out); err != nil {
+				out.Release()
+				if returned {
+					panic(err)
+				}
+			}
 		}
 	}()
 	out = fn()
+	returned = true
 	return out
 }
 
@@ -140,6 +260,7 @@ func (c *Ctx) WithRole(r memory.Role, fn func()) {
 	if s == nil {
 		tmp := c.NewScope()
 		tmp.SetRole(r)
+		returned := false
 		defer func() {
 			c.mu.Lock()
 			ts := tmp.tensors
@@ -150,15 +271,19 @@ func (c *Ctx) WithRole(r memory.Role, fn func()) {
 			}
 			tmp.tensors = nil
 			tmp.closed = true
-			c.top = tmp.parent
+			innermost := c.unlink(tmp)
 			c.mu.Unlock()
 			for _, t := range ts {
 				if t != nil && !t.ref.released {
 					guard(t) // owned by no scope now
 				}
 			}
+			if !innermost && returned {
+				panic(errScopeOrder(c))
+			}
 		}()
 		fn()
+		returned = true
 		return
 	}
 	defer func() {
@@ -169,10 +294,16 @@ func (c *Ctx) WithRole(r memory.Role, fn func()) {
 	fn()
 }
 
-// NewScope opens a scope of Background (see Ctx.NewScope).
+// NewScope opens a scope of Background (see Ctx.NewScope). Background is
+// for one goroutine at a time: a goroutine of a concurrent program opens
+// its scopes in a Ctx of its own (NewCtx).
 func NewScope() *Scope { return background.NewScope() }
 
-// WithScope runs fn inside a new scope of Background (see Ctx.WithScope).
+// WithScope runs fn inside a new scope of Background (see Ctx.WithScope),
+// for programs that do their tensor work on one goroutine at a time: two
+// goroutines calling it at once get an *OpError wrapping ErrArgument
+// naming the misuse (see Ctx); give each its own Ctx (NewCtx) and call
+// its WithScope.
 func WithScope(fn func()) { background.WithScope(fn) }
 
 // Tidy is Background().Tidy(fn).

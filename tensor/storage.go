@@ -66,6 +66,7 @@ func (s *storage) host() []byte {
 type ref struct {
 	st       *storage
 	released bool
+	byScope  bool   // released by the closing of the scope that owned it
 	op       string // the op that made the tensor, for leak reports
 	stack    string // where it was made, when STRATA_DEBUG is set
 }

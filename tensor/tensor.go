@@ -103,6 +103,11 @@ func (t *Tensor) live(op string) {
 		fail(op, ErrArgument, "nil tensor")
 	}
 	if t.ref.released {
+		if t.ref.byScope {
+			fail(op, ErrReleased, "tensor %v %v (made by %s) was released when the scope that owned it closed "+
+				"(Keep a tensor to use it after its scope; if two goroutines share a Ctx, Background say, one's scope "+
+				"releases the other's tensors: give each goroutine its own Ctx, tensor.NewCtx)", t.dtype, t.shape, t.ref.op)
+		}
 		fail(op, ErrReleased, "tensor %v %v (made by %s) was released", t.dtype, t.shape, t.ref.op)
 	}
 }
@@ -148,7 +153,9 @@ func newTensor(op string, c *Ctx, dev Device, dt DType, role memory.Role, shape 
 	sh := slices.Clone(shape)
 	t := &Tensor{ref: &ref{st: st, op: op}, shape: sh, strides: contiguousStrides(sh), dtype: dt, dev: dev}
 	noteOrigin(t)
-	place(t, c)
+	if err := place(op, t, c); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
@@ -171,7 +178,9 @@ func (t *Tensor) view(op string, shape, strides []int, offset int) *Tensor {
 	t.ref.st.retain()
 	v := &Tensor{ref: &ref{st: t.ref.st, op: op}, shape: shape, strides: strides, offset: offset, dtype: t.dtype, dev: t.dev}
 	noteOrigin(v)
-	place(v, ctxOf(op, t))
+	if err := place(op, v, ctxOf(op, t)); err != nil {
+		panic(err)
+	}
 	return v
 }
 
