@@ -72,7 +72,7 @@ func (s *GradScaler) Unscale(grads []*tensor.Tensor) bool {
 		return true
 	}
 	if s.unscaled {
-		panic(&tensor.OpError{Op: "GradScaler.Unscale", Msg: "called twice before Update", Err: tensor.ErrArgument})
+		panic(&tensor.OpError{Op: "amp.GradScaler.Unscale", Msg: "called twice before Update", Err: tensor.ErrArgument})
 	}
 	ok := tensor.UnscaleGrads(grads, 1/s.Scale) // a panic leaves the step unchecked
 	s.unscaled, s.found = true, !ok
@@ -89,7 +89,7 @@ func (s *GradScaler) Record(found bool) {
 		return
 	}
 	if s.unscaled {
-		panic(&tensor.OpError{Op: "GradScaler.Record", Msg: "called twice, or after Unscale, before Update", Err: tensor.ErrArgument})
+		panic(&tensor.OpError{Op: "amp.GradScaler.Record", Msg: "called twice, or after Unscale, before Update", Err: tensor.ErrArgument})
 	}
 	s.unscaled, s.found = true, found
 }
@@ -105,7 +105,7 @@ func (s *GradScaler) Update() {
 		return
 	}
 	if !s.unscaled {
-		panic(&tensor.OpError{Op: "GradScaler.Update", Msg: "no Unscale or Record since the last Update", Err: tensor.ErrArgument})
+		panic(&tensor.OpError{Op: "amp.GradScaler.Update", Msg: "no Unscale or Record since the last Update", Err: tensor.ErrArgument})
 	}
 	s.unscaled = false
 	if s.found {

@@ -191,7 +191,7 @@ func (r *region) backward(g *tensor.Tensor) []*tensor.Tensor {
 			if oe, ok := err.(*tensor.OpError); ok {
 				panic(oe)
 			}
-			panic(&tensor.OpError{Op: "checkpoint", Msg: "backward through the recomputed region", Err: err})
+			panic(&tensor.OpError{Op: "checkpoint.Apply", Msg: "backward through the recomputed region", Err: err})
 		}
 		for i, d := range det {
 			if d != nil {
@@ -240,6 +240,6 @@ func (r *region) check(out *autograd.Var, drew uint64) {
 		msg = r.rec.unfinished()
 	}
 	if msg != "" {
-		panic(&tensor.OpError{Op: "checkpoint", Msg: "the recomputation " + msg + ": the checkpointed function is not deterministic", Err: tensor.ErrArgument})
+		panic(&tensor.OpError{Op: "checkpoint.Apply", Msg: "the recomputation " + msg + ": the checkpointed function is not deterministic", Err: tensor.ErrArgument})
 	}
 }

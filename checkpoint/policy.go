@@ -141,7 +141,7 @@ func (r *recorder) Enter(op string) []*tensor.Tensor {
 		if r.next < len(r.entries) {
 			want = r.entries[r.next].op
 		}
-		panic(&tensor.OpError{Op: "checkpoint", Msg: fmt.Sprintf("the recomputation ran %s where the forward pass ran %s (op %d): the checkpointed function is not deterministic", op, want, r.next), Err: tensor.ErrArgument})
+		panic(&tensor.OpError{Op: "checkpoint.Apply", Msg: fmt.Sprintf("the recomputation ran %s where the forward pass ran %s (op %d): the checkpointed function is not deterministic", op, want, r.next), Err: tensor.ErrArgument})
 	}
 	e := r.entries[r.next]
 	r.next++

@@ -223,17 +223,21 @@ func (g *GPT) Forward(idx *tensor.Tensor) *autograd.Var {
 // (B, T, C), before the output head.
 func (g *GPT) Trunk(idx *tensor.Tensor) *autograd.Var {
 	if idx == nil {
-		panic(&tensor.OpError{Op: "GPT.Forward", Msg: "ids are nil: want int32 (B, T)", Err: tensor.ErrArgument})
+		panic(&tensor.OpError{Op: "nn.GPT.Forward", Msg: "ids are nil: want int32 (B, T)", Err: tensor.ErrArgument})
 	}
 	if idx.Rank() != 2 || idx.DType() != tensor.Int32 {
-		panic(&tensor.OpError{Op: "GPT.Forward", Msg: fmt.Sprintf("ids %v %v: want int32 (B, T)", idx.DType(), idx.Shape()), Err: tensor.ErrShape})
+		kind := tensor.ErrShape
+		if idx.DType() != tensor.Int32 {
+			kind = tensor.ErrDType
+		}
+		panic(&tensor.OpError{Op: "nn.GPT.Forward", Msg: fmt.Sprintf("ids %v %v: want int32 (B, T)", idx.DType(), idx.Shape()), Err: kind})
 	}
 	if err := g.Checkpoint.Validate(); err != nil {
-		panic(&tensor.OpError{Op: "GPT.Forward", Msg: err.Error(), Err: tensor.ErrArgument})
+		panic(&tensor.OpError{Op: "nn.GPT.Forward", Msg: err.Error(), Err: tensor.ErrArgument})
 	}
 	T := idx.Dim(1)
 	if T > g.Config.Context {
-		panic(&tensor.OpError{Op: "GPT.Forward", Msg: fmt.Sprintf("sequence length %d exceeds the context %d", T, g.Config.Context), Err: tensor.ErrShape})
+		panic(&tensor.OpError{Op: "nn.GPT.Forward", Msg: fmt.Sprintf("sequence length %d exceeds the context %d", T, g.Config.Context), Err: tensor.ErrShape})
 	}
 	// Positions 0..T-1 are the first T rows of Wpe: a view, not a gather
 	// of ids uploaded every step (Narrow's backward writes the same rows).
@@ -263,10 +267,10 @@ func (g *GPT) Head(h *autograd.Var) *autograd.Var {
 // tensor.ErrShape, as nil targets do with tensor.ErrArgument.
 func (g *GPT) Loss(idx, targets *tensor.Tensor) *autograd.Var {
 	if targets == nil {
-		panic(&tensor.OpError{Op: "GPT.Loss", Msg: "targets are nil: want int32 (B, T)", Err: tensor.ErrArgument})
+		panic(&tensor.OpError{Op: "nn.GPT.Loss", Msg: "targets are nil: want int32 (B, T)", Err: tensor.ErrArgument})
 	}
 	if idx != nil && idx.Numel() == 0 {
-		panic(&tensor.OpError{Op: "GPT.Loss", Msg: fmt.Sprintf("empty batch: ids %v: the mean loss of no tokens is undefined", idx.Shape()), Err: tensor.ErrShape})
+		panic(&tensor.OpError{Op: "nn.GPT.Loss", Msg: fmt.Sprintf("empty batch: ids %v: the mean loss of no tokens is undefined", idx.Shape()), Err: tensor.ErrShape})
 	}
 	if g.HeadLoss.Fused {
 		return g.HeadLoss.loss(g.Trunk(idx), g.Wte.Weight.Var, targets)
@@ -301,12 +305,12 @@ func checkHeads(heads, width int) error {
 func (a *CausalSelfAttention) Forward(x *autograd.Var) *autograd.Var {
 	s := x.Value.Shape()
 	if len(s) != 3 {
-		panic(&tensor.OpError{Op: "CausalSelfAttention", Msg: fmt.Sprintf("input %v: want (B, T, C)", s), Err: tensor.ErrShape})
+		panic(&tensor.OpError{Op: "nn.CausalSelfAttention", Msg: fmt.Sprintf("input %v: want (B, T, C)", s), Err: tensor.ErrShape})
 	}
 	B, T, C := s[0], s[1], s[2]
 	H := a.Heads
 	if err := checkHeads(H, C); err != nil {
-		panic(&tensor.OpError{Op: "CausalSelfAttention", Msg: err.Error(), Err: tensor.ErrShape})
+		panic(&tensor.OpError{Op: "nn.CausalSelfAttention", Msg: err.Error(), Err: tensor.ErrShape})
 	}
 	if a.Attention == AttentionFused {
 		// The heads of qkv in place, y (B, T, C) with its heads side by

@@ -209,14 +209,14 @@ func SiLU(x *autograd.Var) *autograd.Var { return autograd.Silu(x) }
 // skipped.
 func CrossEntropy(logits *autograd.Var, targets *tensor.Tensor) *autograd.Var {
 	if logits == nil || logits.Value == nil || targets == nil {
-		panic(&tensor.OpError{Op: "CrossEntropy", Msg: fmt.Sprintf("logits or targets are nil (logits nil: %v, targets nil: %v)", logits == nil || logits.Value == nil, targets == nil), Err: tensor.ErrArgument})
+		panic(&tensor.OpError{Op: "nn.CrossEntropy", Msg: fmt.Sprintf("logits or targets are nil (logits nil: %v, targets nil: %v)", logits == nil || logits.Value == nil, targets == nil), Err: tensor.ErrArgument})
 	}
 	s := logits.Value.Shape()
 	if len(s) == 0 {
-		panic(&tensor.OpError{Op: "CrossEntropy", Msg: "logits are a scalar: want (..., C)", Err: tensor.ErrShape})
+		panic(&tensor.OpError{Op: "nn.CrossEntropy", Msg: "logits are a scalar: want (..., C)", Err: tensor.ErrShape})
 	}
 	if ts := targets.Shape(); !slices.Equal(ts, s[:len(s)-1]) {
-		panic(&tensor.OpError{Op: "CrossEntropy", Msg: fmt.Sprintf("targets %v for logits %v: want the logits' leading shape %v", ts, s, s[:len(s)-1]), Err: tensor.ErrShape})
+		panic(&tensor.OpError{Op: "nn.CrossEntropy", Msg: fmt.Sprintf("targets %v for logits %v: want the logits' leading shape %v", ts, s, s[:len(s)-1]), Err: tensor.ErrShape})
 	}
 	c := s[len(s)-1]
 	flat := autograd.Reshape(logits, -1, c)

@@ -55,8 +55,8 @@ func reduce(op string, l *autograd.Var, r Reduction) *autograd.Var {
 // every op; tensor.Try, Step and TrainStep turn it into an error.
 func MSELoss(input, target *autograd.Var, r Reduction) *autograd.Var {
 	if a, b := input.Value.Shape(), target.Value.Shape(); !slices.Equal(a, b) {
-		panic(&tensor.OpError{Op: "MSELoss", Msg: fmt.Sprintf("input %v and target %v: want the same shape", a, b), Err: tensor.ErrShape})
+		panic(&tensor.OpError{Op: "nn.MSELoss", Msg: fmt.Sprintf("input %v and target %v: want the same shape", a, b), Err: tensor.ErrShape})
 	}
 	d := autograd.Sub(input, target)
-	return reduce("MSELoss", autograd.Mul(d, d), r)
+	return reduce("nn.MSELoss", autograd.Mul(d, d), r)
 }

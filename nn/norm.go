@@ -48,7 +48,7 @@ func NewRMSNorm(o Options, name string, dim int) (*RMSNorm, error) {
 func (n *RMSNorm) Forward(x *autograd.Var) *autograd.Var {
 	eps := n.Eps
 	if !(eps >= 0) {
-		panic(&tensor.OpError{Op: "RMSNorm", Msg: fmt.Sprintf("eps = %v, want >= 0", eps), Err: tensor.ErrArgument})
+		panic(&tensor.OpError{Op: "nn.RMSNorm", Msg: fmt.Sprintf("eps = %v, want >= 0", eps), Err: tensor.ErrArgument})
 	}
 	if eps == 0 {
 		eps = machineEps(x.Value.DType())

@@ -81,13 +81,13 @@ func (o *AdamW) StepGuarded(a *tensor.AdamWArgs, guard *tensor.StepGuard) error 
 		for _, p := range o.Params {
 			if p.Grad != nil && p.RequiresGrad() {
 				if _, ok := o.m[p]; !ok && tensor.Capturing(p.Value.Device()) {
-					panic(&tensor.OpError{Op: "AdamW", Msg: fmt.Sprintf("parameter %s has no moments yet, and making them inside a captured graph would zero them at every replay: take one step before capturing", p.Name), Err: tensor.ErrArgument})
+					panic(&tensor.OpError{Op: "nn.AdamW", Msg: fmt.Sprintf("parameter %s has no moments yet, and making them inside a captured graph would zero them at every replay: take one step before capturing", p.Name), Err: tensor.ErrArgument})
 				}
 			}
 		}
 		us := o.updates()
 		if len(us) > 1 || len(us) == 1 && us[0].step != o.step+1 {
-			panic(&tensor.OpError{Op: "AdamW", Msg: "the guarded update takes every parameter at the optimizer's step (PrepareGuarded's bias corrections); some have been updated fewer times: use Step", Err: tensor.ErrArgument})
+			panic(&tensor.OpError{Op: "nn.AdamW", Msg: "the guarded update takes every parameter at the optimizer's step (PrepareGuarded's bias corrections); some have been updated fewer times: use Step", Err: tensor.ErrArgument})
 		}
 		o.guarded = nil
 		for _, u := range us {

@@ -416,3 +416,17 @@ func TestGPTSaveWeightsRecordsConfig(t *testing.T) {
 	err = g.SaveWeights(context.Background(), filepath.Join(dir, "x.safetensors"), map[string]string{"config": "{Vocab:1}"}, nn.LayoutNanoGPT)
 	require.ErrorIs(t, err, tensor.ErrArgument)
 }
+
+// TestGPTForwardIdsErrorKinds: float ids are a dtype error, int32 ids of
+// the wrong rank a shape error.
+func TestGPTForwardIdsErrorKinds(t *testing.T) {
+	g, err := nn.NewGPT(nn.GPTConfig{Vocab: 16, Context: 8, Layers: 1, Heads: 2, Width: 8}, nn.Options{})
+	require.NoError(t, err)
+	defer nn.Release(g.Parameters())
+	tensor.WithScope(func() {
+		err := tensor.Try(func() { g.Forward(tensor.FromFloat32s(tensor.CPU(), []float32{1, 2}, 1, 2)) })
+		require.ErrorIs(t, err, tensor.ErrDType)
+		err = tensor.Try(func() { g.Forward(tensor.FromInt32s(tensor.CPU(), []int32{1, 2}, 2)) })
+		require.ErrorIs(t, err, tensor.ErrShape)
+	})
+}
