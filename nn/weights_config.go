@@ -104,8 +104,41 @@ func GPTConfigOfWeights(path string) (cfg GPTConfig, fromMeta bool, err error) {
 		if err != nil {
 			return cfg, false, fmt.Errorf("nn: %s: metadata config: %w", path, err)
 		}
+		if err := checkConfigShapes(path, cfg, shapes); err != nil {
+			return cfg, false, err
+		}
 		return cfg, true, nil
 	}
+	return configOfShapes(path, shapes)
+}
+
+// checkConfigShapes refuses a metadata config that the tensor shapes
+// contradict (a context of 10^9 over a position table of 64 rows would
+// build the model before the load saw the mismatch, running out of memory
+// instead). Shapes that tell no GPT are left for the load to report.
+func checkConfigShapes(path string, cfg GPTConfig, shapes map[string][]int) error {
+	got, _, err := configOfShapes(path, shapes)
+	if err != nil {
+		return nil
+	}
+	var diff []string
+	for _, f := range []struct {
+		name      string
+		meta, got int
+	}{{"vocabulary", cfg.Vocab, got.Vocab}, {"context", cfg.Context, got.Context}, {"layers", cfg.Layers, got.Layers}, {"width", cfg.Width, got.Width}} {
+		if f.meta != f.got {
+			diff = append(diff, fmt.Sprintf("%s %d in the metadata, %d in the tensors", f.name, f.meta, f.got))
+		}
+	}
+	if len(diff) == 0 {
+		return nil
+	}
+	return &mismatchError{fmt.Sprintf("nn: %s: the metadata's config disagrees with the tensor shapes: %s", path, strings.Join(diff, ", "))}
+}
+
+// configOfShapes is the shape of the GPT whose tensors have shapes, all
+// but the heads.
+func configOfShapes(path string, shapes map[string][]int) (cfg GPTConfig, fromMeta bool, err error) {
 	table := func(name string) ([]int, error) {
 		for _, n := range []string{hfPrefix + name, name} {
 			if s, ok := shapes[n]; ok {

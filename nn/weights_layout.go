@@ -164,8 +164,11 @@ func SaveWeightsLayout(ctx context.Context, path string, ps []*Parameter, meta m
 // are an error too (strict, like PyTorch's load_state_dict), except the
 // attention's mask buffers (h.N.attn.bias, h.N.attn.masked_bias) and a
 // tied head, lm_head.weight, which must equal the token table when the
-// parameters have one. A refused file changes no parameter, and neither
-// does running out of memory while reading it.
+// parameters have one. Names or shapes that are not the parameters' are
+// an error wrapping tensor.ErrShape (IsTrainStateFile tells a training
+// state, whose moments are unexpected names), and a NaN or an infinity in a tensor one
+// naming it, wrapping tensor.ErrArgument. A refused file changes no
+// parameter, and neither does running out of memory while reading it.
 func LoadWeights(path string, ps []*Parameter) (meta map[string]string, err error) {
 	meta, _, err = LoadWeightsLayout(path, ps, LayoutAuto)
 	return meta, err
@@ -349,9 +352,12 @@ func planLoad(ps []*Parameter, files map[string]st.TensorView, layout Layout, pr
 			if s.transposed {
 				how = fmt.Sprintf(" (Conv1D (in, out) of the model's %v)", p.Value.Shape())
 			}
-			return nil, fmt.Errorf("%q has shape %v in the file, the model wants %v%s", name, s.shape, want, how)
+			return nil, &mismatchError{fmt.Sprintf("%q has shape %v in the file, the model wants %v%s", name, s.shape, want, how)}
 		}
 		dt, err := floatDType(v)
+		if err == nil {
+			err = checkFinite(v, dt)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%q: %w", name, err)
 		}
@@ -373,7 +379,7 @@ func planLoad(ps []*Parameter, files map[string]st.TensorView, layout Layout, pr
 	}
 	if len(missing) > 0 || len(unexpected) > 0 {
 		slices.Sort(missing)
-		return nil, fmt.Errorf("missing %v, unexpected %v", short(missing), short(unexpected))
+		return nil, &mismatchError{fmt.Sprintf("missing %v, unexpected %v", short(missing), short(unexpected))}
 	}
 	return steps, nil
 }
@@ -402,7 +408,7 @@ func checkTied(files map[string]st.TensorView, wte *Parameter, layout Layout, pr
 		return nil // reported as missing
 	}
 	if !slices.Equal(fileShape(head), fileShape(table)) {
-		return fmt.Errorf("%q has shape %v, the token table %q %v: the GPT ties its output head to the token table", tiedHead, fileShape(head), name, fileShape(table))
+		return &mismatchError{fmt.Sprintf("%q has shape %v, the token table %q %v: the GPT ties its output head to the token table", tiedHead, fileShape(head), name, fileShape(table))}
 	}
 	if head.DType() == table.DType() && bytes.Equal(head.Data(), table.Data()) {
 		return nil

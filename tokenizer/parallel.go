@@ -21,9 +21,27 @@ func EncodeParallel(tok Tokenizer, text string, workers int) []int {
 }
 
 func encodeParallel(tok Tokenizer, text string, workers, chunk int) []int {
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
+	parts := chunks(tok, text, chunk)
+	if len(parts) < 2 || workers == 1 {
+		return tok.Encode(text)
 	}
+	out := make([][]int, len(parts))
+	each(len(parts), workers, func(i int) { out[i] = tok.Encode(parts[i]) })
+	n := 0
+	for _, o := range out {
+		n += len(o)
+	}
+	ids := make([]int, 0, n)
+	for _, o := range out {
+		ids = append(ids, o...)
+	}
+	return ids
+}
+
+// chunks cuts text into parts of about chunk bytes that encode as the
+// whole does (EncodeParallel), or returns it whole when tok is not one of
+// this package's or the text is shorter than two chunks.
+func chunks(tok Tokenizer, text string, chunk int) []string {
 	var cut func(s string, from int) int
 	switch tok.(type) {
 	case Byte:
@@ -31,8 +49,8 @@ func encodeParallel(tok Tokenizer, text string, workers, chunk int) []int {
 	case *GPT2:
 		cut = gpt2Cut
 	}
-	if cut == nil || workers == 1 || len(text) < 2*chunk {
-		return tok.Encode(text)
+	if cut == nil || len(text) < 2*chunk {
+		return []string{text}
 	}
 	var parts []string
 	for len(text) > 0 {
@@ -43,30 +61,29 @@ func encodeParallel(tok Tokenizer, text string, workers, chunk int) []int {
 		parts = append(parts, text[:end])
 		text = text[end:]
 	}
-	out := make([][]int, len(parts))
-	next := make(chan int, len(parts))
-	for i := range parts {
+	return parts
+}
+
+// each calls f(i) for i in [0, n) on up to workers goroutines (0:
+// GOMAXPROCS).
+func each(n, workers int, f func(i int)) {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	next := make(chan int, n)
+	for i := range n {
 		next <- i
 	}
 	close(next)
 	var wg sync.WaitGroup
-	for range min(workers, len(parts)) {
+	for range min(workers, n) {
 		wg.Go(func() {
 			for i := range next {
-				out[i] = tok.Encode(parts[i])
+				f(i)
 			}
 		})
 	}
 	wg.Wait()
-	n := 0
-	for _, o := range out {
-		n += len(o)
-	}
-	ids := make([]int, 0, n)
-	for _, o := range out {
-		ids = append(ids, o...)
-	}
-	return ids
 }
 
 // gpt2Cut returns the first place at or after from (and after the first

@@ -84,7 +84,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.heads, "heads", 0, "attention heads when the shape comes from the tensor shapes (default: config.json beside the file, else width/64)")
 	fs.StringVar(&o.layout, "layout", "auto", "weights layout: auto, nanogpt or hf")
 	fs.StringVar(&o.prompt, "prompt", "\n", "text to continue (and whose logits -dump-logits writes)")
-	fs.StringVar(&o.tokenizer, "tokenizer", "", "byte or gpt2 (default: the one the file's metadata names, as train-gpt records it; else byte for a vocabulary of 256, gpt2 for 50257 to 50304)")
+	fs.StringVar(&o.tokenizer, "tokenizer", "", "byte or gpt2 (default: the one the file's metadata names, as train-gpt records it, and no other is accepted then; else byte for a vocabulary of 256, gpt2 for 50257 to 50304)")
 	fs.IntVar(&o.maxNew, "max-new", 200, "tokens to generate at most")
 	fs.Float64Var(&o.temperature, "temperature", 0.8, "sampling temperature (0: greedy)")
 	fs.IntVar(&o.topK, "top-k", 200, "sample among the k most likely tokens (0: all)")
@@ -137,17 +137,11 @@ func (o *options) check() error {
 	case o.digits < 0 || o.digits > 6:
 		return fmt.Errorf("-digits %d: want 1 to 6 (0: the default)", o.digits)
 	}
-	f, err := os.Open(o.weights)
-	if err != nil {
+	if err := cli.Readable(o.weights); err != nil { // a pipe is refused unopened: it would block, or be read twice
 		return fmt.Errorf("-weights: %w", err)
 	}
-	fi, err := f.Stat()
-	f.Close()
-	switch {
-	case err != nil:
-		return fmt.Errorf("-weights: %w", err)
-	case fi.IsDir():
-		return fmt.Errorf("-weights: %s is a directory", o.weights)
+	if nn.IsTrainStateFile(o.weights) {
+		return fmt.Errorf("-weights %s: a training state of train-gpt (-state: weights and optimizer moments), not weights: give the weights it saved (-out), or continue the run with train-gpt -resume", o.weights)
 	}
 	if o.config != "" {
 		if _, err := nn.LookupGPTConfig(o.config); err != nil {
@@ -217,7 +211,11 @@ func run(o *options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	tok, err := pickTokenizer(cmp.Or(o.tokenizer, savedTokenizer(md)), cfg.Vocab)
+	saved := savedTokenizer(md)
+	if o.tokenizer != "" && saved != "" && o.tokenizer != saved {
+		return &usageError{fmt.Sprintf("-tokenizer %s disagrees with the file's metadata (trained with -tokenizer %s)", o.tokenizer, saved)}
+	}
+	tok, err := pickTokenizer(cmp.Or(o.tokenizer, saved), cfg.Vocab)
 	if err != nil {
 		return err
 	}
@@ -400,10 +398,11 @@ func generate(o *options, g *nn.GPT, tok tokenizer.Tokenizer, stdout, stderr io.
 		stop = []int{e}
 	}
 	var rates []float64
+	text := textOut(stdout)
 	for run := range o.runs {
 		show := run == 0 && !o.quiet
 		if show {
-			fmt.Fprint(stdout, o.prompt)
+			fmt.Fprint(text, o.prompt)
 		}
 		var first time.Duration
 		n := 0
@@ -419,7 +418,7 @@ func generate(o *options, g *nn.GPT, tok tokenizer.Tokenizer, stdout, stderr io.
 				if show {
 					s, err := tok.Decode([]int{t})
 					if err == nil {
-						_, err = io.WriteString(stdout, s)
+						_, err = io.WriteString(text, s)
 					}
 					if err != nil {
 						streamErr = err
@@ -431,6 +430,9 @@ func generate(o *options, g *nn.GPT, tok tokenizer.Tokenizer, stdout, stderr io.
 		})
 		total := time.Since(start)
 		if show {
+			if e, ok := text.(*cli.Escaper); ok && streamErr == nil {
+				streamErr = e.Flush()
+			}
 			fmt.Fprintln(stdout)
 		}
 		if err != nil {
@@ -457,6 +459,16 @@ func generate(o *options, g *nn.GPT, tok tokenizer.Tokenizer, stdout, stderr io.
 		fmt.Fprintf(stderr, "median of runs 2-%d: %.1f tokens/s\n", len(rates), rest[len(rest)/2])
 	}
 	return nil
+}
+
+// textOut is where the generated text goes: on a terminal, escaped
+// (cli.Escaper: a model's control characters would act on it), else as
+// it is (a file or a pipe gets the bytes the model made).
+func textOut(stdout io.Writer) io.Writer {
+	if f, ok := stdout.(*os.File); ok && cli.IsTerminal(f) {
+		return &cli.Escaper{W: stdout}
+	}
+	return stdout
 }
 
 // dumpFile is what -dump-logits writes: the prompt's tokens and the

@@ -54,7 +54,7 @@ func TestFlagsCheckedUpFront(t *testing.T) {
 		want string
 	}{
 		{nil, "-weights: a safetensors file is required"},
-		{[]string{"-weights", filepath.Join(dir, "none.safetensors")}, "-weights: open"},
+		{[]string{"-weights", filepath.Join(dir, "none.safetensors")}, "-weights: stat " + filepath.Join(dir, "none.safetensors") + ": no such file or directory"},
 		{[]string{"-weights", w, "-max-new", "-1"}, "-max-new -1"},
 		{[]string{"-weights", w, "-temperature", "-1"}, "-temperature -1"},
 		{[]string{"-weights", w, "-temperature", "NaN"}, "-temperature NaN"},
@@ -284,7 +284,9 @@ func TestFilesCheckedUpFront(t *testing.T) {
 // A model train-gpt trained on bytes with a vocabulary of GPT-2's size
 // (-config gpt2 without -tokenizer gpt2: the addition task, or text as
 // bytes) is read with the tokenizer its file names, not the one its
-// vocabulary suggests: gpt2 would feed it BPE ids it never saw.
+// vocabulary suggests: gpt2 would feed it BPE ids it never saw. A
+// -tokenizer other than the recorded one is refused, as -digits is (it
+// used to run and print nonsense).
 func TestTokenizerFromMetadata(t *testing.T) {
 	cfg := nn.GPTConfig{Vocab: 50257, Context: 16, Layers: 1, Heads: 2, Width: 16}
 	g, err := nn.NewGPT(cfg, nn.Options{Device: tensor.CPU(), DType: tensor.Float32, Rng: rand.New(rand.NewPCG(9, 9))})
@@ -297,9 +299,13 @@ func TestTokenizerFromMetadata(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, errs, "tokenizer byte")
 	require.Contains(t, errs, "prompt 6 tokens")
-	_, errs, err = runArgs(t, "-weights", w, "-prompt", "Hello", "-max-new", "0", "-tokenizer", "gpt2")
-	require.NoError(t, err, "-tokenizer still wins")
-	require.Contains(t, errs, "tokenizer gpt2")
+	_, _, err = runArgs(t, "-weights", w, "-prompt", "Hello", "-max-new", "0", "-tokenizer", "gpt2")
+	var u *usageError
+	require.True(t, errors.As(err, &u), "a -tokenizer other than the recorded one is refused (exit 2): %v", err)
+	require.EqualError(t, err, "-tokenizer gpt2 disagrees with the file's metadata (trained with -tokenizer byte)")
+	_, errs, err = runArgs(t, "-weights", w, "-prompt", "12", "-max-new", "0", "-tokenizer", "byte")
+	require.NoError(t, err, "the recorded one, given")
+	require.Contains(t, errs, "tokenizer byte")
 	require.Equal(t, "byte", resavedMetadata(t, w)["tokenizer"], "-save keeps it")
 }
 

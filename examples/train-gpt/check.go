@@ -3,7 +3,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
@@ -140,17 +139,17 @@ func (o *options) check() error {
 // the job replaces it (atomically) at the end.
 func (o *options) checkFiles() error {
 	if o.data != "" && !o.bench && o.memTrace == "" && o.memPlot == "" {
-		if err := readable(o.data); err != nil {
+		if err := cli.Readable(o.data); err != nil {
 			return fmt.Errorf("-data: %w", err)
 		}
 	}
 	if o.resume != "" {
-		if err := readable(o.resume); err != nil {
+		if err := cli.Readable(o.resume); err != nil {
 			return fmt.Errorf("-resume: %w", err)
 		}
 	}
 	if o.init != "" {
-		if err := readable(o.init); err != nil {
+		if err := cli.Readable(o.init); err != nil {
 			return fmt.Errorf("-init: %w", err)
 		}
 	}
@@ -199,37 +198,23 @@ func (o *options) checkFiles() error {
 	return nil
 }
 
-// readable opens path for reading and refuses what is not a regular file
-// (a directory, a pipe, a device).
-func readable(path string) error {
-	fi, err := os.Stat(path) // not Open first: opening a pipe with no writer blocks
-	if err != nil {
-		return err
+// vocabHint says how to make the model's vocabulary hold -tokenizer's
+// ids: a larger -vocab, or leaving -vocab out when the -config's own
+// holds them, or else the first preset that holds them.
+func (o *options) vocabHint() string {
+	need := o.tok.VocabSize()
+	var fit []string
+	for _, name := range nn.GPTConfigNames() {
+		if c, err := nn.LookupGPTConfig(name); err == nil && c.Vocab >= need {
+			fit = append(fit, "-config "+name)
+		}
 	}
-	switch m := fi.Mode(); {
-	case m.IsDir():
-		return fmt.Errorf("%s is a directory", path)
-	case !m.IsRegular():
-		return fmt.Errorf("%s is not a regular file (%s)", path, fileKind(m))
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	return f.Close()
-}
-
-// fileKind names what a file that is not a regular one is.
-func fileKind(m os.FileMode) string {
+	own, _ := nn.LookupGPTConfig(o.config)
 	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&os.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&os.ModeDevice != 0:
-		return "a device"
-	case m&os.ModeSocket != 0:
-		return "a socket"
+	case o.vocab > 0 && own.Vocab >= need:
+		return fmt.Sprintf("use -vocab %d or more, or leave -vocab out (-config %s has %d)", need, o.config, own.Vocab)
+	case o.vocab > 0 || len(fit) == 0:
+		return fmt.Sprintf("use -vocab %d or more", need)
 	}
-	return "not a file"
+	return fmt.Sprintf("use %s, or -vocab %d or more", fit[0], need)
 }

@@ -1,15 +1,19 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
 	"github.com/strata-ml/strata/autograd"
 	"github.com/strata-ml/strata/internal/addition"
+	"github.com/strata-ml/strata/internal/cli"
 	"github.com/strata-ml/strata/tokenizer"
 )
 
@@ -134,6 +138,7 @@ func (a *additionTask) rows(rng *rand.Rand, xs, ys []int32, B, T int, held bool)
 type tokenData struct {
 	name        string
 	what        string // "text, 1234 bytes" or "llm.c token file"
+	sha256      string // of the file's bytes, in hex: the run's identity (resume.go)
 	tok         tokenizer.Tokenizer
 	train, test []uint16
 }
@@ -142,13 +147,18 @@ type tokenData struct {
 // text for tok. Both parts must hold a window of T+1 tokens with more
 // than one start (fill draws one among len-T).
 func loadTokens(path string, tok tokenizer.Tokenizer, T int) (*tokenData, error) {
+	bin := strings.EqualFold(filepath.Ext(path), ".bin")
+	b, err := readData(path, func(size int64) error { return checkDataMemory(path, size, tok, bin) })
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(b) // about 1 s a GB: small beside tokenizing
 	var ids []uint16
 	var what string
-	var err error
-	if strings.EqualFold(filepath.Ext(path), ".bin") {
-		ids, what, err = readTokenFile(path, tok)
+	if bin {
+		ids, what, err = readTokenFile(path, b, tok)
 	} else {
-		ids, what, err = tokenizeFile(path, tok)
+		ids, what, err = tokenizeText(b, tok)
 	}
 	if err != nil {
 		return nil, err
@@ -157,15 +167,11 @@ func loadTokens(path string, tok tokenizer.Tokenizer, T int) (*tokenData, error)
 		return nil, fmt.Errorf("-data %s: %d tokens is too short for context %d (need at least %d)", path, len(ids), T, 10*(T+2))
 	}
 	cut := len(ids) * 9 / 10
-	return &tokenData{name: path, what: what, tok: tok, train: ids[:cut], test: ids[cut:]}, nil
+	return &tokenData{name: path, what: what, sha256: hex.EncodeToString(sum[:]), tok: tok, train: ids[:cut], test: ids[cut:]}, nil
 }
 
-// tokenizeFile reads a text file and encodes it with tok.
-func tokenizeFile(path string, tok tokenizer.Tokenizer) ([]uint16, string, error) {
-	b, err := readData(path)
-	if err != nil {
-		return nil, "", err
-	}
+// tokenizeText encodes the bytes b of a text file with tok.
+func tokenizeText(b []byte, tok tokenizer.Tokenizer) ([]uint16, string, error) {
 	what := fmt.Sprintf("text, %d bytes", len(b))
 	if _, ok := tok.(tokenizer.Byte); ok {
 		// The ids are the bytes: no ints of 8 bytes a byte in between
@@ -176,14 +182,21 @@ func tokenizeFile(path string, tok tokenizer.Tokenizer) ([]uint16, string, error
 		}
 		return out, what, nil
 	}
+	// The chunks' ids are garbage as soon as they are narrowed: collect
+	// them at Go's default pace, not main's gcPercent (which let the heap
+	// grow to 5 times what is live: 1.75 GB for 100 MB of text).
+	if prev := debug.SetGCPercent(100); prev >= 0 && prev < 100 {
+		debug.SetGCPercent(prev)
+	} else {
+		defer debug.SetGCPercent(prev)
+	}
 	start := time.Now()
-	ids := encodeText(tok, string(b))
-	out := make([]uint16, len(ids))
-	for i, id := range ids {
-		out[i] = uint16(id) // VocabSize <= 65536: checked with the flags
+	ids, err := tokenizer.EncodeUint16(tok, b, 0) // VocabSize <= 65536: checked with the flags
+	if err != nil {
+		return nil, "", err
 	}
 	what += fmt.Sprintf(" in %d %s tokens, tokenized in %v", len(ids), tok.Name(), time.Since(start).Round(time.Millisecond))
-	return out, what, nil
+	return ids, what, nil
 }
 
 func (d *tokenData) describe() string {
@@ -198,14 +211,18 @@ func (d *tokenData) batch(rng *rand.Rand, xs, ys []int32, B, T int) {
 
 // readData reads -data, which must be a regular file: a named pipe
 // blocks until something writes to it, and a device may never end
-// (/dev/zero was read until the process ran out of memory).
-func readData(path string) ([]byte, error) {
+// (/dev/zero was read until the process ran out of memory). fits checks
+// its size first (checkDataMemory).
+func readData(path string, fits func(size int64) error) ([]byte, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("-data: %w", err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("-data %s: not a regular file (%s)", path, fileKind(fi.Mode()))
+		return nil, fmt.Errorf("-data %s: not a regular file (%s)", path, cli.FileKind(fi.Mode()))
+	}
+	if err := fits(fi.Size()); err != nil {
+		return nil, err
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {

@@ -371,7 +371,7 @@ func TestReadTokenFileArbitrary(t *testing.T) {
 		}
 		path := filepath.Join(dir, fmt.Sprintf("f%d.bin", i))
 		require.NoError(t, os.WriteFile(path, b, 0o644))
-		ids, _, err := readTokenFile(path, tok)
+		ids, _, err := readTokenFile(path, b, tok)
 		if err != nil {
 			require.Contains(t, err.Error(), path)
 			continue

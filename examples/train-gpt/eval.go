@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/strata-ml/strata/autograd"
+	"github.com/strata-ml/strata/internal/cli"
 	"github.com/strata-ml/strata/tensor"
 )
 
@@ -181,7 +182,8 @@ func showSamples(tr *trainer, data dataset, task *additionTask, o *options) erro
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "sample (prompt from held-out text, %d %s tokens generated):\n%s%s\n", len(got[0]), td.tok.Name(), ptext, text[len(ptext):])
+	// Escaped: the model's text may hold control characters (an ESC).
+	fmt.Fprintf(os.Stderr, "sample (prompt from held-out text, %d %s tokens generated):\n%s%s\n", len(got[0]), td.tok.Name(), cli.Printable(ptext), cli.Printable(text[len(ptext):]))
 	return nil
 }
 

@@ -5,7 +5,9 @@
 // accuracy, shows a few answers and saves the weights and a plot of the
 // loss curves. -data trains a language model on a text file (tokenized
 // with -tokenizer: bytes or GPT-2's BPE) or a token file (llm.c's or
-// nanoGPT's .bin) instead. -bench times training steps on random tokens
+// nanoGPT's .bin) instead, held in memory whole with its token ids
+// (about 2.5 times its size with -tokenizer byte, 4 to 8 times with gpt2,
+// 2 times for a .bin: datamem.go). -bench times training steps on random tokens
 // and prints one JSON line. -device-budget caps the device memory: under
 // the hybrid placement what does not fit spills to host-resident memory
 // and a scheduler moves the least used tensors there between steps.
@@ -125,7 +127,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.Float64Var(&o.clip, "clip", 1.0, "gradient-norm clipping (0: off)")
 	fs.Uint64Var(&o.seed, "seed", 1, "random seed (weights, data, dropout)")
 	fs.StringVar(&o.device, "device", "", "cpu, cuda, cuda:N or auto (default: $STRATA_DEVICE, else auto)")
-	fs.StringVar(&o.data, "data", "", "a text file to train on, tokenized with -tokenizer, or a token file FILE.bin (llm.c's with its header, or nanoGPT's raw uint16); the last tenth is held out (default: the addition task)")
+	fs.StringVar(&o.data, "data", "", "a text file to train on, tokenized with -tokenizer, or a token file FILE.bin (llm.c's with its header, or nanoGPT's raw uint16); the last tenth is held out (default: the addition task). Loading it needs memory: about 2.5 times its size for text with -tokenizer byte, 4 (prose, code) to 8 (a token a byte) times with gpt2, 2 times for a .bin; a file whose estimate passes the host memory budget is refused")
 	fs.StringVar(&o.tokName, "tokenizer", "byte", "how -data is tokenized (and samples decoded): byte (256 ids, one per byte) or gpt2 (GPT-2's BPE, 50257 ids; needs a model vocabulary of at least 50257: -config gpt2 or -vocab)")
 	fs.IntVar(&o.vocab, "vocab", 0, "the model's vocabulary size (default: the config's; at least the tokenizer's)")
 	fs.StringVar(&o.init, "init", "", "start from the weights in this safetensors file (strata's, nanoGPT's or Hugging Face GPT-2's names; the shapes must match the model); not with -resume")
@@ -419,7 +421,7 @@ func run(o *options) error {
 		cfg.Vocab = o.vocab
 	}
 	if !o.bench && cfg.Vocab < o.tok.VocabSize() {
-		return &exitError{code: 2, msg: fmt.Sprintf("-tokenizer %s has %d ids, more than the model's vocabulary of %d (-config %s): use -config gpt2, or -vocab %d or more", o.tokName, o.tok.VocabSize(), cfg.Vocab, o.config, o.tok.VocabSize())}
+		return &exitError{code: 2, msg: fmt.Sprintf("-tokenizer %s has %d ids, more than the model's vocabulary of %d (-config %s): %s", o.tokName, o.tok.VocabSize(), cfg.Vocab, o.config, o.vocabHint())}
 	}
 	if o.batch == 0 {
 		o.batch = cfg.Batch

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+
+	"github.com/strata-ml/strata/internal/cli"
 )
 
 // progress shows how training goes: a progress bar on a terminal; where
@@ -33,7 +35,7 @@ func newProgress(o *options, done int) *progress {
 	p.last = p.start
 	switch {
 	case o.quiet:
-	case isTerminal(os.Stderr):
+	case cli.IsTerminal(os.Stderr):
 		p.bar = progressbar.NewOptions(o.steps, progressbar.OptionSetWriter(os.Stderr),
 			progressbar.OptionSetWidth(30), progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true),
 			progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
@@ -42,13 +44,6 @@ func newProgress(o *options, done int) *progress {
 		p.w = os.Stderr
 	}
 	return p
-}
-
-// isTerminal reports whether f is a character device, as a terminal is
-// (so is /dev/null, where a bar costs nothing).
-func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // update reports step (1-based) done, with the smoothed loss and the

@@ -52,7 +52,11 @@ type runIdentity struct {
 	// DataTokens is -data's training and held-out token counts: the same
 	// path with other contents is other data (nil in states saved before
 	// it was recorded, and for the addition task).
-	DataTokens []int   `json:"data_tokens,omitempty"`
+	DataTokens []int `json:"data_tokens,omitempty"`
+	// DataSHA256 is the SHA-256 of -data's bytes: other contents are other
+	// data, the same at another path the same ("" in states saved before
+	// it was recorded, and for the addition task).
+	DataSHA256 string  `json:"data_sha256,omitempty"`
 	Digits     int     `json:"digits"`
 	Tokenizer  string  `json:"tokenizer,omitempty"` // "" in states saved before -tokenizer: byte
 	Vocab      int     `json:"vocab,omitempty"`     // the model's; 0 in states saved before -vocab: the config's
@@ -79,7 +83,7 @@ func identity(o *options, tr *trainer) runIdentity {
 	if o.data != "" {
 		digits = 0
 	}
-	return runIdentity{Config: o.config, Data: data, DataTokens: tr.dataTokens, Digits: digits, Tokenizer: o.tokName, Vocab: tr.model.Config.Vocab, Batch: tr.B, SeqLen: tr.T,
+	return runIdentity{Config: o.config, Data: data, DataTokens: tr.dataTokens, DataSHA256: tr.dataSHA256, Digits: digits, Tokenizer: o.tokName, Vocab: tr.model.Config.Vocab, Batch: tr.B, SeqLen: tr.T,
 		Precision: o.precision, Attention: o.attn.String(), Dropout: tr.model.Config.Dropout,
 		Steps: o.steps, LR: o.lr, MinLR: o.minLR, Warmup: o.warmup, WD: o.wd, Clip: o.clip, Seed: o.seed}
 }
@@ -143,7 +147,7 @@ func (t *trainer) restoreState(path string, o *options) (step int, smooth float6
 	if err := json.Unmarshal([]byte(meta[keyRun]), &saved); err != nil {
 		return 0, 0, bad(keyRun)
 	}
-	if err := compareRuns(saved, identity(o, t)); err != nil {
+	if err := compareRuns(saved, identity(o, t), os.Stderr); err != nil {
 		return 0, 0, fmt.Errorf("-resume %s: %w", path, err)
 	}
 	if meta, err = nn.LoadTrainState(path, t.params, t.opt); err != nil {
@@ -178,14 +182,20 @@ func (t *trainer) restoreState(path string, o *options) (step int, smooth float6
 	return step, smooth, nil
 }
 
-// compareRuns refuses a state of another run and prints a note for each
-// setting that changed.
-func compareRuns(saved, now runIdentity) error {
+// compareRuns refuses a state of another run and writes to w a note for
+// each setting that changed.
+func compareRuns(saved, now runIdentity, w io.Writer) error {
 	switch {
 	case saved.Config != now.Config:
 		return fmt.Errorf("saved by a -config %s run, this one is -config %s", saved.Config, now.Config)
-	case saved.Data != now.Data:
-		return fmt.Errorf("saved by a run on -data %q, this one trains on %q", saved.Data, now.Data)
+	case (saved.Data == "") != (now.Data == ""):
+		return fmt.Errorf("saved by a run on %s, this one trains on %s", dataName(saved), dataName(now))
+	case saved.DataSHA256 != "" && saved.DataSHA256 != now.DataSHA256 && saved.Data == now.Data:
+		return fmt.Errorf("-data %s has changed since the state was saved: sha256 %s then, %s now", now.Data, short(saved.DataSHA256), short(now.DataSHA256))
+	case saved.DataSHA256 != "" && saved.DataSHA256 != now.DataSHA256:
+		return fmt.Errorf("-data %s (sha256 %s) is not the data the state was saved with: %s (sha256 %s)", now.Data, short(now.DataSHA256), saved.Data, short(saved.DataSHA256))
+	case saved.DataSHA256 == "" && saved.Data != now.Data:
+		return fmt.Errorf("saved by a run on -data %s, this one trains on -data %s", saved.Data, now.Data)
 	case saved.Digits != now.Digits:
 		return fmt.Errorf("saved by a -digits %d run, this one is -digits %d", saved.Digits, now.Digits)
 	case cmp.Or(saved.Tokenizer, "byte") != now.Tokenizer:
@@ -197,18 +207,35 @@ func compareRuns(saved, now runIdentity) error {
 	case saved.DataTokens != nil && !slices.Equal(saved.DataTokens, now.DataTokens):
 		return fmt.Errorf("-data %s has changed since the state was saved: %v training and held-out tokens then, %v now", now.Data, saved.DataTokens, now.DataTokens)
 	}
+	switch {
+	case saved.Data != "" && saved.DataSHA256 == "":
+		fmt.Fprintf(w, "train-gpt: note: the state records no hash of -data (saved by an older train-gpt): only its token counts were compared\n")
+	case saved.Data != now.Data:
+		fmt.Fprintf(w, "train-gpt: note: -data is %s now, %s in the saved run: the same contents (sha256 %s)\n", now.Data, saved.Data, short(now.DataSHA256))
+	}
 	var a, b map[string]any
 	ja, _ := json.Marshal(saved)
 	jb, _ := json.Marshal(now)
 	json.Unmarshal(ja, &a)
 	json.Unmarshal(jb, &b)
 	for k, v := range a {
-		if fmt.Sprint(v) != fmt.Sprint(b[k]) {
-			fmt.Fprintf(os.Stderr, "train-gpt: note: %s is %v now, %v in the saved run; the resumed run follows the new value\n", k, b[k], v)
+		if k != "data" && fmt.Sprint(v) != fmt.Sprint(b[k]) {
+			fmt.Fprintf(w, "train-gpt: note: %s is %v now, %v in the saved run; the resumed run follows the new value\n", k, b[k], v)
 		}
 	}
 	return nil
 }
+
+// dataName is what a run trains on, for messages.
+func dataName(r runIdentity) string {
+	if r.Data == "" {
+		return fmt.Sprintf("the built-in addition task (-digits %d)", r.Digits)
+	}
+	return "-data " + r.Data
+}
+
+// short is a SHA-256 in hex cut to 16 digits, enough to tell files apart.
+func short(sum string) string { return sum[:min(len(sum), 16)] }
 
 // openLossLog opens -loss-log: truncated for a new run; for a run resumed
 // after step done, with the lines of later steps (written after the state

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/strata-ml/strata/tokenizer"
 )
@@ -24,12 +26,9 @@ const (
 	llmcHeaderBytes = 256 * 4
 )
 
-// readTokenFile reads a token file and checks it against tok.
-func readTokenFile(path string, tok tokenizer.Tokenizer) ([]uint16, string, error) {
-	b, err := readData(path)
-	if err != nil {
-		return nil, "", err
-	}
+// readTokenFile reads the bytes b of the token file path and checks them
+// against tok.
+func readTokenFile(path string, b []byte, tok tokenizer.Tokenizer) ([]uint16, string, error) {
 	what := "nanoGPT token file (uint16, no header)"
 	body := b
 	if len(b) >= 4 && binary.LittleEndian.Uint32(b) == llmcMagic {
@@ -49,6 +48,8 @@ func readTokenFile(path string, tok tokenizer.Tokenizer) ([]uint16, string, erro
 		}
 		what = "llm.c token file, version 1"
 		body = b[llmcHeaderBytes:]
+	} else if looksLikeText(b[:min(len(b), textSample)]) {
+		return nil, "", fmt.Errorf("-data %s: no llm.c header, and its first %d bytes look like text, not uint16 token ids (no NUL byte, nearly all printable or UTF-8): rename it to .txt, or give an llm.c or nanoGPT token file", path, min(len(b), textSample))
 	} else if len(b)%2 != 0 {
 		return nil, "", fmt.Errorf("-data %s: %d bytes, an odd number: not a token file (llm.c's start with the magic %d; nanoGPT's are uint16 tokens, 2 bytes each)", path, len(b), llmcMagic)
 	}
@@ -68,7 +69,32 @@ func readTokenFile(path string, tok tokenizer.Tokenizer) ([]uint16, string, erro
 	return ids, what, nil
 }
 
-// encodeText tokenizes a text file's contents on every core.
-func encodeText(tok tokenizer.Tokenizer, text string) []int {
-	return tokenizer.EncodeParallel(tok, text, 0)
+// textSample is how much of a .bin without llm.c's header looksLikeText
+// reads.
+const textSample = 64 << 10
+
+// looksLikeText reports whether b reads as text rather than uint16 token
+// ids: no NUL byte (every id below 256 has one, and GPT-2's common ids
+// are) and at least 95% of the bytes printable ASCII, white space or
+// valid UTF-8 (ids of 256 and above mostly have a control character for
+// their high byte). A text named .bin used to train on the ids of its
+// byte pairs.
+func looksLikeText(b []byte) bool {
+	if len(b) == 0 || bytes.IndexByte(b, 0) >= 0 {
+		return false
+	}
+	texty := 0
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1 && len(b)-i < utf8.UTFMax && !utf8.FullRune(b[i:]):
+			texty += len(b) - i // a character cut by the sample's end
+			n = len(b) - i
+		case r == utf8.RuneError && n <= 1:
+		case r >= 0x20 && r != 0x7f || r == '\n' || r == '\r' || r == '\t' || r == '\f':
+			texty += n
+		}
+		i += n
+	}
+	return texty >= len(b)*95/100
 }

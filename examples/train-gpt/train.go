@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -30,9 +31,11 @@ type trainer struct {
 	dev    tensor.Device
 	B, T   int
 	xs, ys []int32
-	// dataTokens is -data's training and held-out token counts (the run's
-	// identity, resume.go); nil for the addition task.
+	// dataTokens is -data's training and held-out token counts and
+	// dataSHA256 the hash of its bytes (the run's identity, resume.go);
+	// nil and "" for the addition task.
 	dataTokens []int
+	dataSHA256 string
 	c          *tensor.Ctx
 	prec       amp.State
 	scaler     *amp.GradScaler
@@ -291,14 +294,21 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	}
 	defer tr.release()
 	if td, ok := data.(*tokenData); ok {
-		tr.dataTokens = []int{len(td.train), len(td.test)}
+		tr.dataTokens, tr.dataSHA256 = []int{len(td.train), len(td.test)}, td.sha256
 	}
 	if o.init != "" {
-		if md, err := tensor.ReadSafetensorsMetadata(o.init); err == nil && md[keyStep] != "" {
-			return fmt.Errorf("-init %s: a training state (after step %s), not weights: continue it with -resume", o.init, md[keyStep])
+		if md, _ := tensor.ReadSafetensorsMetadata(o.init); md[keyStep] != "" || nn.IsTrainStateFile(o.init) {
+			after := ""
+			if md[keyStep] != "" {
+				after = " (after step " + md[keyStep] + ")"
+			}
+			return fmt.Errorf("-init %s: a training state%s, not weights: continue it with -resume", o.init, after)
 		}
 		if _, err := nn.LoadWeights(o.init, tr.params); err != nil {
-			return fmt.Errorf("-init %s: %w (the model here is -config %s, vocabulary %d: the file's shapes must be its own)", o.init, err, o.config, cfg.Vocab)
+			if errors.Is(err, tensor.ErrShape) { // names or shapes: not a truncated or corrupt file
+				return fmt.Errorf("-init %s: %w (the model here is -config %s, vocabulary %d: the file's shapes must be its own)", o.init, err, o.config, cfg.Vocab)
+			}
+			return fmt.Errorf("-init %s: %w", o.init, err)
 		}
 		fmt.Fprintf(os.Stderr, "initial weights from %s\n", o.init)
 	}

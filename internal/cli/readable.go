@@ -1,0 +1,44 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+)
+
+// Readable checks that path is a regular file that can be opened for
+// reading. It refuses a directory, a named pipe, a device or a socket
+// before opening it: opening a pipe with no writer blocks, reading an
+// open pipe (/dev/stdin) consumes what a second read would need, and a
+// device may never end (/dev/zero).
+func Readable(path string) error {
+	fi, err := os.Stat(path) // not Open first: see above
+	if err != nil {
+		return err
+	}
+	switch m := fi.Mode(); {
+	case m.IsDir():
+		return fmt.Errorf("%s is a directory", path)
+	case !m.IsRegular():
+		return fmt.Errorf("%s is not a regular file (%s)", path, FileKind(m))
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// FileKind names what a file that is not a regular one is.
+func FileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	}
+	return "not a file"
+}
