@@ -310,7 +310,8 @@ func TestNilArgumentsAreErrors(t *testing.T) {
 			return err
 		},
 		"SaveTrainState nil ctx": func() error {
-			return nn.SaveTrainState(nil, path, ps, opt, nil) //nolint:staticcheck // the misuse under test
+			//lint:ignore SA1012 the misuse under test
+			return nn.SaveTrainState(nil, path, ps, opt, nil)
 		},
 		"SaveTrainState nil optimizer": func() error { return nn.SaveTrainState(context.Background(), path, ps, nil, nil) },
 		"LoadTrainState nil optimizer": func() error { _, err := nn.LoadTrainState(path, ps, nil); return err },
@@ -320,7 +321,8 @@ func TestNilArgumentsAreErrors(t *testing.T) {
 		"SaveWeights nil entry":        func() error { return nn.SaveWeights(path, withNil, nil) },
 		"SaveTrainState nil entry":     func() error { return nn.SaveTrainState(context.Background(), path, withNil, opt, nil) },
 		"SaveWeightsLayout nil ctx": func() error {
-			return nn.SaveWeightsLayout(nil, path, ps, nil, nn.LayoutHF) //nolint:staticcheck // the misuse under test
+			//lint:ignore SA1012 the misuse under test
+			return nn.SaveWeightsLayout(nil, path, ps, nil, nn.LayoutHF)
 		},
 	} {
 		var err error

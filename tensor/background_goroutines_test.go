@@ -24,7 +24,7 @@ import (
 // scope for its data, then steps that each run in a scope of their own.
 // It returns the first error of its steps and a panic that was no
 // *OpError, if any.
-func backgroundWorker(steps int) (err error, crash any) {
+func backgroundWorker(steps int) (crash any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			if oe, ok := r.(*tensor.OpError); ok {
@@ -50,7 +50,7 @@ func backgroundWorker(steps int) (err error, crash any) {
 			})
 		})
 		if e != nil {
-			return e, nil
+			return nil, e
 		}
 	}
 	return nil, nil
@@ -63,7 +63,7 @@ func TestBackgroundFromTwoGoroutines(t *testing.T) {
 		errs := make([]error, 2)
 		crashes := make([]any, 2)
 		for g := range 2 {
-			wg.Go(func() { errs[g], crashes[g] = backgroundWorker(20) })
+			wg.Go(func() { crashes[g], errs[g] = backgroundWorker(20) })
 		}
 		wg.Wait()
 		for g := range 2 {
