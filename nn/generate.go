@@ -14,7 +14,9 @@ import (
 // GenerateOptions say how GPT.Generate continues a prompt. The zero value
 // (with MaxNewTokens set) is greedy decoding without stop tokens.
 type GenerateOptions struct {
-	// MaxNewTokens is the most tokens to generate (0 generates none).
+	// MaxNewTokens is the most tokens to generate (0 generates none): a
+	// bound, so a huge one with StopTokens or OnToken generates until
+	// they stop it.
 	MaxNewTokens int
 	// Temperature 0 is greedy decoding: the most likely token each step
 	// (the lowest id among equals); TopK, TopP and Seed are not used.
@@ -116,7 +118,9 @@ func (g *GPT) Generate(c *tensor.Ctx, prompt []int, o GenerateOptions) ([]int, e
 	}
 	s := newSampler(o, vocab)
 	seq := slices.Clone(prompt)
-	out := make([]int, 0, o.MaxNewTokens)
+	// MaxNewTokens is a bound, not a size: "until a stop token" is often
+	// asked as a huge one, so the output grows as tokens come.
+	out := make([]int, 0, min(o.MaxNewTokens, 1024))
 	feed := prompt[max(0, len(prompt)-cfg.Context):] // the conditioning: at most Context tokens
 	for len(out) < o.MaxNewTokens {
 		if d.Len()+len(feed) > cfg.Context {

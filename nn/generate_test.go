@@ -336,3 +336,24 @@ func TestGenerateConcurrent(t *testing.T) {
 		require.Equal(t, want, got[i])
 	}
 }
+
+// TestGenerateHugeBoundWithStop: "until a stop token" asked with a huge
+// MaxNewTokens allocated the whole bound up front (a fatal out of memory,
+// or a makeslice panic for math.MaxInt); the output now grows as tokens
+// come.
+func TestGenerateHugeBoundWithStop(t *testing.T) {
+	g := genGPT(t, genCfg, 7)
+	every := make([]int, genCfg.Vocab)
+	for i := range every {
+		every[i] = i
+	}
+	for _, n := range []int{1 << 40, math.MaxInt} {
+		got, err := g.Generate(nil, []int{1}, nn.GenerateOptions{MaxNewTokens: n, StopTokens: every})
+		require.NoError(t, err)
+		require.Len(t, got, 1, "the first token is a stop token")
+		calls := 0
+		got, err = g.Generate(nil, []int{1}, nn.GenerateOptions{MaxNewTokens: n, OnToken: func(int) bool { calls++; return calls < 5 }})
+		require.NoError(t, err)
+		require.Len(t, got, 5)
+	}
+}
