@@ -22,7 +22,7 @@ var layoutCfg = nn.GPTConfig{Vocab: 23, Context: 9, Layers: 2, Heads: 2, Width: 
 
 // layoutGPT is a GPT of cfg with weights drawn from seed, released at the
 // end of the test.
-func layoutGPT(t *testing.T, cfg nn.GPTConfig, seed uint64) *nn.GPT {
+func layoutGPT(t testing.TB, cfg nn.GPTConfig, seed uint64) *nn.GPT {
 	t.Helper()
 	g, err := nn.NewGPT(cfg, nn.Options{Device: tensor.CPU(), DType: tensor.Float32, Rng: rand.New(rand.NewPCG(seed, 3))})
 	require.NoError(t, err)
