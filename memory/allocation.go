@@ -179,6 +179,9 @@ func (m *Manager) free(a *Allocation) error {
 	// Freed, though possibly with an error (a block used on other streams
 	// whose events could not be recorded is quarantined).
 	a.b = nil
+	if a.label != "" {
+		delete(m.labeled, b)
+	}
 	m.unspill(a)
 	if m.sched != nil {
 		m.sched.onFree(a)
@@ -250,9 +253,13 @@ func (a *Allocation) Free() error {
 	return a.m.Free(a)
 }
 
-// Addr is the address for the tier's device; 0 once freed.
+// The methods of Allocation are safe on a nil *Allocation, as Free is:
+// they return zero values ("" and 0; Free, ErrDoubleFree), and Touch and
+// SetLabel do nothing.
+
+// Addr is the address for the tier's device; 0 once freed (or for nil).
 func (a *Allocation) Addr() uintptr {
-	if a.b == nil {
+	if a == nil || a.b == nil {
 		return 0
 	}
 	return a.b.Addr()
@@ -261,22 +268,32 @@ func (a *Allocation) Addr() uintptr {
 // Host is the CPU view of exactly Size bytes, nil when the tier is not
 // host-accessible or the allocation is freed. The bytes are not zeroed.
 func (a *Allocation) Host() []byte {
-	if a.b == nil {
+	if a == nil || a.b == nil {
 		return nil
 	}
 	return a.b.Host()
 }
 
 // Size is the requested size in bytes.
-func (a *Allocation) Size() int64 { return a.size }
+func (a *Allocation) Size() int64 {
+	if a == nil {
+		return 0
+	}
+	return a.size
+}
 
 // Manager is the manager that made a.
-func (a *Allocation) Manager() *Manager { return a.m }
+func (a *Allocation) Manager() *Manager {
+	if a == nil {
+		return nil
+	}
+	return a.m
+}
 
 // Stream is the pool stream a's block belongs to (0 once freed, or for an
 // Allocation no manager made).
 func (a *Allocation) Stream() Stream {
-	if a.m == nil {
+	if a == nil || a.m == nil {
 		return 0
 	}
 	a.m.mu.Lock()
@@ -288,16 +305,36 @@ func (a *Allocation) Stream() Stream {
 }
 
 // Op is the name of the op that asked for the allocation (AllocOp), or "".
-func (a *Allocation) Op() string { return a.op }
+func (a *Allocation) Op() string {
+	if a == nil {
+		return ""
+	}
+	return a.op
+}
 
 // Role is the role the allocation was made for.
-func (a *Allocation) Role() Role { return a.role }
+func (a *Allocation) Role() Role {
+	if a == nil {
+		return 0
+	}
+	return a.role
+}
 
 // Tier is the tier the allocation landed in (after any fallback).
-func (a *Allocation) Tier() Tier { return a.tier }
+func (a *Allocation) Tier() Tier {
+	if a == nil {
+		return 0
+	}
+	return a.tier
+}
 
 // Advice is the managed-memory advice of the role's placement when the
 // allocation was made, 0 unless it landed in TierManaged. The pool applied
 // it to the allocation's pages when its backend takes advice (the CUDA
 // managed backend; see Adviser).
-func (a *Allocation) Advice() Advice { return a.advice }
+func (a *Allocation) Advice() Advice {
+	if a == nil {
+		return 0
+	}
+	return a.advice
+}

@@ -20,8 +20,9 @@ import (
 // HotTouches are there to demote). SetLimit(TierManaged, n) caps the
 // managed tier itself.
 // Lowering it below what the pool holds releases the pool's cached
-// segments; live memory stays, and later allocations fail (or spill,
-// under a spilling policy) until enough is freed.
+// segments (and the managed tier's, when the device limit still has no
+// room); live memory stays, and later allocations fail (or spill, under
+// a spilling policy) until enough is freed.
 func (m *Manager) SetLimit(t Tier, limit int64) error {
 	if t >= NumTiers {
 		return fmt.Errorf("memory: SetLimit on unknown %s: %w", t, ErrInvalidArgument)
@@ -40,9 +41,21 @@ func (m *Manager) SetLimit(t Tier, limit int64) error {
 	}
 	p.cfg.Limit = limit
 	if limit > 0 && p.held() > limit {
-		return p.emptyCache()
+		return p.emptyLimitCache(0)
 	}
 	return nil
+}
+
+// emptyLimitCache empties the cache of p and then, while its limit still
+// has less than room bytes free, the cache of the pools that share the
+// limit (releaseShared); with the manager's lock held.
+func (p *Pool) emptyLimitCache(room int64) error {
+	err := p.emptyCache()
+	if room > p.cfg.Limit-p.held() {
+		_, serr := p.releaseSharedCache(true)
+		err = errors.Join(err, serr)
+	}
+	return err
 }
 
 // Hold counts n bytes that the caller holds outside the pools (memory it
@@ -52,7 +65,8 @@ func (m *Manager) SetLimit(t Tier, limit int64) error {
 // budget covers all the device memory the process uses: the pool then
 // holds n bytes less, and the placement scheduler sees them in its demand.
 // It fails, wrapping ErrOutOfMemory, when the limit has no room for them
-// even after the pool's cached segments are released. release gives the
+// even after the pool's cached segments are released, and those of the
+// pools the limit also covers (the device limit's managed tier). release gives the
 // bytes back (once; later calls do nothing).
 func (m *Manager) Hold(t Tier, n int64) (release func(), err error) {
 	if t >= NumTiers || n <= 0 {
@@ -68,7 +82,7 @@ func (m *Manager) Hold(t Tier, n int64) (release func(), err error) {
 		return nil, fmt.Errorf("memory: Hold: tier %s has no backend: %w", t, ErrInvalidArgument)
 	}
 	if lim := p.cfg.Limit; lim > 0 && n > lim-p.held() { // not held+n: n may be near MaxInt64
-		if err := p.emptyCache(); err != nil {
+		if err := p.emptyLimitCache(n); err != nil {
 			return nil, fmt.Errorf("memory: Hold of %s on %s: releasing the cache for room: %w", FormatBytes(n), t, err)
 		}
 		if n > lim-p.held() {
@@ -99,16 +113,23 @@ func (m *Manager) Limit(t Tier) int64 {
 // ParseBudget reads a memory budget: a byte count with an optional unit
 // ("4GiB", "500MB", "1073741824"; K, M, G, T are binary), or a share of
 // whole ("50%", or a fraction such as "0.5"); "off", "none" or "0" is no
-// budget (0). Errors name the accepted forms.
+// budget (0). A number above 1 with a fraction and no unit ("1.5") is
+// neither a share nor a whole byte count, and a share that comes to less
+// than a byte of whole would be no budget at all: both are refused.
+// Errors name the accepted forms.
 func ParseBudget(s string, whole int64) (int64, error) {
+	const forms = "want a size such as 4GiB or 500MB, a share such as 50% or 0.5, or off"
 	if f, ok := parseFraction(s); ok {
 		if whole <= 0 {
 			return 0, fmt.Errorf("memory: budget %q is a share, but the memory it is a share of is unknown: %w", s, ErrInvalidArgument)
 		}
-		return int64(float64(whole) * f), nil
+		n := int64(float64(whole) * f)
+		if n < 1 {
+			return 0, fmt.Errorf("memory: budget %q: a share of %s that is less than a byte (%s): %w", s, FormatBytes(whole), forms, ErrInvalidArgument)
+		}
+		return n, nil
 	}
 	n, err := ParseHostMemory(s, whole)
-	const forms = "want a size such as 4GiB or 500MB, a share such as 50% or 0.5, or off"
 	switch {
 	case errors.Is(err, errSizeForm): // its forms are ours, but for the fraction
 		return 0, fmt.Errorf("memory: budget %q: %s: %w", s, forms, ErrInvalidArgument)

@@ -593,8 +593,9 @@
 // requested and rounded size, address, tier, role, stream, and the op
 // that asked, which callers pass with AllocOp), every reservation and
 // release of backend memory, and MarkHistory's labels go into a ring of a
-// fixed number of events (DefaultHistoryCapacity, about 13 MiB); once it
-// is full the oldest events make room, and what they did to each tier's
+// fixed number of events (DefaultHistoryCapacity, about 13 MiB when full;
+// at most MaxHistoryCapacity), which takes memory as events come, by
+// doubling, not all at once; once it is full the oldest events make room, and what they did to each tier's
 // bytes per role is folded into the History's Before state, so the bytes
 // can always be followed from the oldest event kept. Off, the hot path
 // pays one nil test per Alloc and per Free; on, a clock read and a

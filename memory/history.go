@@ -3,6 +3,7 @@ package memory
 import (
 	"fmt"
 	"time"
+	"unsafe"
 )
 
 // EventKind is what an Event of the allocation history records.
@@ -97,42 +98,100 @@ type History struct {
 	Before [NumTiers]TierState `json:"before"`
 	// Dropped counts the events of this recording overwritten in the
 	// ring before the copy was made.
-	Dropped uint64  `json:"dropped"`
-	Events  []Event `json:"events"`
+	Dropped uint64 `json:"dropped"`
+	// Capacity is the events the ring holds: RecordHistory's capacity,
+	// DefaultHistoryCapacity for 0, or the clamped size of one too large
+	// (MaxHistoryCapacity).
+	Capacity int     `json:"capacity"`
+	Events   []Event `json:"events"`
 }
 
 // DefaultHistoryCapacity is the ring size RecordHistory uses for 0 or
-// less: at about 100 bytes an event, some 13 MiB, which holds many
-// training steps of a GPT-2 (a few thousand allocations each).
+// less: at about 100 bytes an event, at most some 13 MiB once full, which
+// holds many training steps of a GPT-2 (a few thousand allocations each).
 const DefaultHistoryCapacity = 1 << 17
+
+// MaxHistoryCapacity is the largest ring RecordHistory makes: some 1.6
+// GiB of events once full. A larger capacity is clamped to it, and to
+// what fits in an eighth of the memory this process may use (the
+// machine's RAM or its cgroup's limit, when they can be read), so that
+// no capacity can exhaust the host; History.Capacity reports the ring
+// size used.
+const MaxHistoryCapacity = 1 << 24
+
+// historyMemoryShare is the share of the host memory (1/historyMemoryShare)
+// a full history ring may take at most.
+const historyMemoryShare = 8
+
+// historyFirstRing is the events the ring holds before it first grows.
+const historyFirstRing = 256
+
+// historyCapacity is the ring size for a RecordHistory(capacity):
+// DefaultHistoryCapacity for 0 or less, else capacity clamped to
+// MaxHistoryCapacity and to a historyMemoryShare of the host's memory.
+func historyCapacity(capacity int) uint64 {
+	if capacity <= 0 {
+		return DefaultHistoryCapacity
+	}
+	c := uint64(min(capacity, MaxHistoryCapacity))
+	if c > DefaultHistoryCapacity {
+		if limit, _ := hostMemoryLimit(); limit > 0 {
+			fit := uint64(limit) / historyMemoryShare / uint64(unsafe.Sizeof(Event{}))
+			c = max(min(c, fit), DefaultHistoryCapacity)
+		}
+	}
+	return c
+}
 
 // recorder is the ring of an allocation history. Its pools call it with
 // their mutex held, and only when it is on: a pool's hist field is nil
 // otherwise, and recording costs one branch per Alloc and Free.
+//
+// The ring grows as events come, doubling up to its capacity, so that a
+// large capacity costs memory only once that many events were recorded:
+// the event of Seq seq is at ring[(seq-first)%capacity], and pos is the
+// slot of the next one.
 type recorder struct {
-	start  time.Time
-	ring   []Event
-	n      uint64 // Seq of the next event
-	first  uint64 // Seq of the recording's first event
-	before [NumTiers]TierState
+	start    time.Time
+	ring     []Event // len(ring) <= capacity; == capacity once it wrapped
+	capacity uint64
+	pos      int    // ring index of the next event: (n-first) % capacity
+	n        uint64 // Seq of the next event
+	first    uint64 // Seq of the recording's first event
+	before   [NumTiers]TierState
 }
 
 func newRecorder(capacity int, nextSeq uint64) *recorder {
-	if capacity <= 0 {
-		capacity = DefaultHistoryCapacity
-	}
-	return &recorder{start: time.Now(), ring: make([]Event, capacity), n: nextSeq, first: nextSeq}
+	c := historyCapacity(capacity)
+	return &recorder{start: time.Now(), ring: make([]Event, min(c, historyFirstRing)), capacity: c, n: nextSeq, first: nextSeq}
+}
+
+// at is the ring slot of the event of Seq seq, which must be in the ring.
+func (r *recorder) at(seq uint64) *Event { return &r.ring[(seq-r.first)%r.capacity] }
+
+// grow doubles the ring (up to its capacity) once its events fill it,
+// before the ring wraps: the events are at the start, in order.
+func (r *recorder) grow() {
+	ring := make([]Event, min(2*uint64(len(r.ring)), r.capacity))
+	copy(ring, r.ring)
+	r.ring = ring
 }
 
 // add returns the ring slot of a new event, stamped with its Seq and time.
 // An event it overwrites moves into the before state.
 func (r *recorder) add(k EventKind, t Tier) *Event {
-	e := &r.ring[r.n%uint64(len(r.ring))]
-	if r.n-r.first >= uint64(len(r.ring)) {
+	if r.pos == len(r.ring) { // full before wrapping: it grows (amortised)
+		r.grow()
+	}
+	e := &r.ring[r.pos]
+	if r.n-r.first >= r.capacity {
 		r.forget(e)
 	}
 	*e = Event{Seq: r.n, Time: int64(time.Since(r.start)), Kind: k, Tier: t}
 	r.n++
+	if r.pos++; uint64(r.pos) == r.capacity {
+		r.pos = 0
+	}
 	return e
 }
 
@@ -166,7 +225,7 @@ func (r *recorder) free(t Tier, b *Block) {
 	allocSeq := r.allocSeq(t, b)
 	var op string
 	if allocSeq != NoSeq { // read before add: in a full ring the free may take its slot
-		op = r.ring[allocSeq%uint64(len(r.ring))].Op
+		op = r.at(allocSeq).Op
 	}
 	e := r.add(EventFree, t)
 	e.Role, e.Stream, e.Addr, e.Size, e.Block, e.AllocSeq, e.Op = b.role, b.seg.stream, b.addr, b.requested, b.size, allocSeq, op
@@ -180,11 +239,11 @@ func (r *recorder) allocSeq(t Tier, b *Block) uint64 {
 		return NoSeq
 	}
 	back := uint64(uint32(r.n) - (b.hist - 1)) // events since, mod 2^32
-	if back == 0 || back > r.n-r.first || back > uint64(len(r.ring)) {
+	if back == 0 || back > r.n-r.first || back > r.capacity {
 		return NoSeq
 	}
 	seq := r.n - back
-	e := &r.ring[seq%uint64(len(r.ring))]
+	e := r.at(seq)
 	if e.Seq != seq || e.Kind != EventAlloc || e.Tier != t || e.Addr != b.addr || e.Block != b.size {
 		return NoSeq
 	}
@@ -201,15 +260,15 @@ func (r *recorder) segment(k EventKind, t Tier, seg *segment, addr uintptr, size
 
 // history copies the ring out, oldest event first.
 func (r *recorder) history(backends [NumTiers]string) *History {
-	h := &History{Start: r.start, Backends: backends, Before: r.before}
+	h := &History{Start: r.start, Backends: backends, Before: r.before, Capacity: int(r.capacity)}
 	count := r.n - r.first
-	if c := uint64(len(r.ring)); count > c {
+	if c := r.capacity; count > c {
 		h.Dropped = count - c
 		count = c
 	}
 	h.Events = make([]Event, 0, count)
 	for seq := r.n - count; seq < r.n; seq++ {
-		h.Events = append(h.Events, r.ring[seq%uint64(len(r.ring))])
+		h.Events = append(h.Events, *r.at(seq))
 	}
 	return h
 }
@@ -239,9 +298,13 @@ func startState(pools []*Pool) [NumTiers]TierState {
 // RecordHistory starts recording every allocation, free, reservation and
 // release of the manager's pools, and MarkHistory's marks, in a ring of
 // capacity events (DefaultHistoryCapacity when capacity <= 0); once full,
-// the oldest events make room. A recording already on is replaced (its
-// events dropped). Recording costs about a clock read and a 100-byte
-// write per call (BenchmarkManagerPairHistory); off, one branch.
+// the oldest events make room. The ring takes memory as events come (it
+// grows by doubling, about 100 bytes an event), not all at once; a
+// capacity past MaxHistoryCapacity, or past what fits in an eighth of the
+// host's memory, is clamped to it (History.Capacity says to what). A
+// recording already on is replaced (its events dropped). Recording costs
+// about a clock read and a 100-byte write per call
+// (BenchmarkManagerPairHistory); off, one branch.
 func (m *Manager) RecordHistory(capacity int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

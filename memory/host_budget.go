@@ -3,6 +3,7 @@ package memory
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -271,7 +272,8 @@ var errSizeForm = errors.New("want a size such as 8GiB, 500MB or 1073741824, a s
 // ParseHostMemory reads an EnvHostMemory value: "off", "none" or "0" (no
 // budget: 0), a percentage of limit ("50%"), or a byte count with an
 // optional unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB; K, M, G, T are
-// binary).
+// binary). A byte count without a unit (or in B) must be whole: "1.5"
+// is refused, not read as 1 byte.
 func ParseHostMemory(s string, limit int64) (int64, error) {
 	s = strings.TrimSpace(s)
 	switch strings.ToLower(s) {
@@ -302,6 +304,9 @@ func ParseHostMemory(s string, limit int64) (int64, error) {
 	f, err := strconv.ParseFloat(num, 64)
 	if mult == 0 || err != nil || !(f*mult >= 1) || f*mult > 1<<62 {
 		return 0, errSizeForm
+	}
+	if mult == 1 && f != math.Trunc(f) {
+		return 0, fmt.Errorf("%s is not a whole number of bytes (a share is written 0.5 or 50%%, a size with a unit as 1.5GiB)", num)
 	}
 	return int64(f * mult), nil
 }

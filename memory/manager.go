@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -109,6 +111,10 @@ type Manager struct {
 	sync   StreamSync
 	owned  []func() error // resources made for the manager, released by Close
 	slab   []Allocation   // not yet handed out (allocation.go)
+	// labeled holds the live allocations with a label (SetLabel), by
+	// their block, for snapshots and leak reports; the label stays off
+	// the Block, whose struct fits a cache line.
+	labeled map[*Block]*Allocation
 
 	// hist is the history being recorded, shared by the pools; lastHist
 	// the one StopHistory ended (history.go).
@@ -193,12 +199,24 @@ func NewManager(backends []Backend, cfg Config) (*Manager, error) {
 		_, vm := b.(VirtualMemory)
 		m.pools[t] = newPool(b, PoolConfig{Limit: cfg.Limits[t], MaxSplitSize: cfg.MaxSplitSize, StreamSync: cfg.StreamSync,
 			Expandable: expandable && vm}, &m.mu, &m.total)
+		m.pools[t].labelOf = m.labelOf
 	}
 	if dev, man := m.pools[TierDevice], m.pools[TierManaged]; dev != nil && man != nil {
 		// Unified memory's pages live on the device that touches them (the
 		// hybrid policy advises it to prefer the device): the device budget
 		// counts them.
 		dev.shared = func() int64 { return man.sinks.own.Reserved.Current }
+		dev.releaseShared = func(wait bool) (int64, error) {
+			var werr error
+			if wait && len(man.pending) > 0 {
+				werr = man.processEvents(true)
+			}
+			n, err := man.releaseCached()
+			if n > 0 {
+				man.sinks.cacheFlush()
+			}
+			return n, errors.Join(werr, err)
+		}
 	}
 	m.setPolicy(cfg.Policy)
 	return m, nil
@@ -384,6 +402,7 @@ func (m *Manager) Close() error {
 		m.roles[r].Requested.Current = 0
 	}
 	m.live = 0
+	m.labeled = nil
 	for _, release := range m.owned {
 		if err := release(); err != nil {
 			errs = append(errs, err)
@@ -397,11 +416,41 @@ func (m *Manager) Close() error {
 func (m *Manager) leakError() error {
 	msg := fmt.Sprintf("memory: manager closed with %d live allocations (%s requested):", m.live, FormatBytes(m.total.Requested.Current))
 	sep := " "
+	var labels [NumRoles][]string
+	for _, a := range m.labeled {
+		labels[a.role] = append(labels[a.role], strconv.Quote(a.label))
+	}
 	for r, u := range m.roles {
 		if n := u.Allocs - u.Frees; n > 0 {
-			msg += fmt.Sprintf("%s%s %d (%s)", sep, Role(r), n, FormatBytes(u.Requested.Current))
+			msg += fmt.Sprintf("%s%s %d (%s%s)", sep, Role(r), n, FormatBytes(u.Requested.Current), leakLabels(labels[r]))
 			sep = ", "
 		}
 	}
 	return fmt.Errorf("%s; their memory was released: %w", msg, ErrLeaked)
+}
+
+// maxLeakLabels is how many labels a leak report names per role.
+const maxLeakLabels = 8
+
+// leakLabels lists the quoted labels of a role's leaked allocations, in
+// order, for leakError: "" without any.
+func leakLabels(labels []string) string {
+	if len(labels) == 0 {
+		return ""
+	}
+	slices.Sort(labels)
+	more := ""
+	if n := len(labels) - maxLeakLabels; n > 0 {
+		labels, more = labels[:maxLeakLabels], fmt.Sprintf(" and %d more", n)
+	}
+	return "; labelled " + strings.Join(labels, ", ") + more
+}
+
+// labelOf is the label of the live allocation whose block is b, or "";
+// with m.mu held.
+func (m *Manager) labelOf(b *Block) string {
+	if a := m.labeled[b]; a != nil {
+		return a.label
+	}
+	return ""
 }

@@ -41,25 +41,46 @@ func (m *Manager) SetMigrateBarrier(fn func(s Stream) error) {
 // Touch records one access to a's bytes: the tensor layer calls it for
 // every operand of every op, so that a Scheduler knows how often each
 // tracked allocation is used a step. It is an atomic add.
-func (a *Allocation) Touch() { a.touches.Add(1) }
+func (a *Allocation) Touch() {
+	if a != nil {
+		a.touches.Add(1)
+	}
+}
 
 // Touches is how many times a was touched since it was made.
-func (a *Allocation) Touches() int64 { return a.touches.Load() }
+func (a *Allocation) Touches() int64 {
+	if a == nil {
+		return 0
+	}
+	return a.touches.Load()
+}
 
-// SetLabel names a for plans, snapshots and leak reports (a parameter's
-// name, "adamw.m:" and the name); the op that made it stays in Op.
+// SetLabel names a for plans, snapshots (BlockInfo.Label) and leak
+// reports (a parameter's name, "adamw.m:" and the name); the op that made
+// it stays in Op. "" removes the name.
 func (a *Allocation) SetLabel(s string) {
-	if a.m == nil {
+	if a == nil || a.m == nil {
 		return
 	}
-	a.m.mu.Lock()
+	m := a.m
+	m.mu.Lock()
 	a.label = s
-	a.m.mu.Unlock()
+	if a.b != nil && !m.closed {
+		if s == "" {
+			delete(m.labeled, a.b)
+		} else {
+			if m.labeled == nil {
+				m.labeled = map[*Block]*Allocation{}
+			}
+			m.labeled[a.b] = a
+		}
+	}
+	m.mu.Unlock()
 }
 
 // Label is the name SetLabel gave a, or "".
 func (a *Allocation) Label() string {
-	if a.m == nil {
+	if a == nil || a.m == nil {
 		return ""
 	}
 	a.m.mu.Lock()
@@ -127,6 +148,10 @@ func (m *Manager) rehome(a *Allocation, old, nb *Block, t Tier, moved *Moved) er
 		return err
 	}
 	u.Allocated.add(nb.size)
+	if a.label != "" {
+		delete(m.labeled, old)
+		m.labeled[nb] = a
+	}
 	a.b, a.tier, a.advice = nb, t, 0
 	m.unspill(a) // placed on purpose now: no longer an overflow
 	moved.Count++

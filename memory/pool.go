@@ -77,9 +77,19 @@ type Pool struct {
 	// Limit: a manager's device budget also covers its managed tier,
 	// whose pages live on the device (Manager.SetLimit).
 	shared func() int64
+	// releaseShared, set with shared, releases the cache of the pools
+	// whose bytes shared counts (their fully free segments and free
+	// pages; with wait, after waiting for their blocks pending on other
+	// streams, as EmptyCache does) and returns the bytes released: room
+	// under this pool's Limit that costs no live memory.
+	releaseShared func(wait bool) (int64, error)
 	// external is what callers hold against the pool's limit outside it
 	// (Manager.Hold): counted in held and demand like shared bytes.
 	external int64
+	// labelOf, in a manager's pool, is the label of a live block's
+	// allocation (Manager.labelOf), for snapshots; nil in a pool of its
+	// own.
+	labelOf func(*Block) string
 
 	// none stands in for a missing neighbour when free and insertFree
 	// read the neighbours' states (see orNone): it is never free.
@@ -120,6 +130,15 @@ func (p *Pool) sharedBytes() int64 {
 		return 0
 	}
 	return p.shared()
+}
+
+// releaseSharedCache releases the cache of the pools that share the
+// pool's Limit (releaseShared) and returns the bytes released.
+func (p *Pool) releaseSharedCache(wait bool) (int64, error) {
+	if p.releaseShared == nil {
+		return 0, nil
+	}
+	return p.releaseShared(wait)
 }
 
 // demand is the pool's allocated bytes and what shares its limit: the

@@ -74,6 +74,17 @@ func (p *Pool) growExpandable(size, rounded int64, s Stream) (*Block, error) {
 		}
 		b, err = p.expand(rounded, s)
 	}
+	if err != nil && isOOM(err) {
+		// The pools that share the Limit (a device pool's managed tier)
+		// may cache what makes room.
+		shared, relErr := p.releaseSharedCache(false)
+		if relErr != nil {
+			return nil, relErr
+		}
+		if shared > 0 {
+			b, err = p.expand(rounded, s)
+		}
+	}
 	if err != nil {
 		if !isOOM(err) {
 			return nil, fmt.Errorf("memory: pool %s: mapping memory for %s: %w", p.name, FormatBytes(size), err)

@@ -14,8 +14,9 @@ var errLimit = errors.New("limit")
 // pending on other streams' work by making s wait for that work on the
 // device (reclaimOnStream), then waits for the rest on the host, the
 // oldest first, until a cached block fits (waitFor); else it
-// releases every cached segment and tries once more; if that fails too the
-// error is an *OOMError.
+// releases every cached segment, and the cache of the pools that share its
+// Limit (a device pool's managed tier: releaseShared), and tries once
+// more; if that fails too the error is an *OOMError.
 func (p *Pool) grow(size, rounded int64, s Stream) (*Block, error) {
 	if p.vm != nil {
 		return p.growExpandable(size, rounded, s)
@@ -34,6 +35,12 @@ func (p *Pool) grow(size, rounded int64, s Stream) (*Block, error) {
 		}
 		if released > 0 {
 			p.sinks.cacheFlush()
+		}
+		shared, relErr := p.releaseSharedCache(false)
+		if relErr != nil {
+			return nil, relErr
+		}
+		if released+shared > 0 {
 			r, err = p.reserve(segSize)
 		}
 	}

@@ -38,6 +38,9 @@ type BlockInfo struct {
 	Recorded bool   `json:"recorded,omitempty"`
 	AllocSeq uint64 `json:"alloc_seq,omitempty"`
 	Op       string `json:"op,omitempty"`
+	// Label is the name Allocation.SetLabel gave the live block's
+	// allocation ("" without one, and in a pool of its own).
+	Label string `json:"label,omitempty"`
 }
 
 // Segments returns a snapshot of the pool's segments, newest first. It
@@ -59,9 +62,12 @@ func (p *Pool) segments() []SegmentInfo {
 				Live: b.state == blockLive, Pending: b.state == blockPending, Unmapped: b.state == blockHole || b.state == blockStale}
 			if bi.Live {
 				bi.Role = b.role
+				if p.labelOf != nil {
+					bi.Label = p.labelOf(b)
+				}
 				if p.hist != nil {
 					if seq := p.hist.allocSeq(p.tier, b); seq != NoSeq {
-						bi.Recorded, bi.AllocSeq, bi.Op = true, seq, p.hist.ring[seq%uint64(len(p.hist.ring))].Op
+						bi.Recorded, bi.AllocSeq, bi.Op = true, seq, p.hist.at(seq).Op
 					}
 				}
 			}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -63,10 +64,12 @@ type SchedulerConfig struct {
 	// Margin is the share of Budget kept free (0: DefaultSchedulerMargin).
 	Margin float64
 	// HotTouches: tensors touched more often a step are never demoted
-	// (0: no such bound).
+	// (0: no such bound). Finite.
 	HotTouches float64
 	// ColdTouches: tensors touched at most this often a step are demoted
-	// even without pressure (0: only under pressure).
+	// even without pressure (0: only under pressure). Finite, and with
+	// HotTouches set no more than it: a tensor cannot be both hot and
+	// cold.
 	ColdTouches float64
 	// MinBytes: smaller allocations are not tracked (default 1 MiB).
 	MinBytes int64
@@ -88,9 +91,36 @@ type SchedulerConfig struct {
 }
 
 func (c *SchedulerConfig) defaults() error {
-	inUnit := func(x float64) bool { return x >= 0 && x < 1 } // false for NaN
-	if c.Budget < 0 || !inUnit(c.Margin) || !(c.HotTouches >= 0) || !(c.ColdTouches >= 0) || c.MinBytes < 0 || c.Patience < 0 || !inUnit(c.Decay) {
-		return fmt.Errorf("memory: scheduler config %+v: budget, touches, sizes and patience must be >= 0, margin and decay in [0, 1): %w", *c, ErrInvalidArgument)
+	inUnit := func(x float64) bool { return x >= 0 && x < 1 }                 // false for NaN
+	touches := func(x float64) bool { return x >= 0 && x <= math.MaxFloat64 } // finite, not NaN
+	var bad []string
+	if c.Budget < 0 {
+		bad = append(bad, fmt.Sprintf("Budget %d is negative", c.Budget))
+	}
+	if !inUnit(c.Margin) {
+		bad = append(bad, fmt.Sprintf("Margin %g is not in [0, 1)", c.Margin))
+	}
+	if !touches(c.HotTouches) {
+		bad = append(bad, fmt.Sprintf("HotTouches %g is not a finite count >= 0", c.HotTouches))
+	}
+	if !touches(c.ColdTouches) {
+		bad = append(bad, fmt.Sprintf("ColdTouches %g is not a finite count >= 0", c.ColdTouches))
+	}
+	if c.HotTouches > 0 && c.ColdTouches > c.HotTouches {
+		bad = append(bad, fmt.Sprintf("ColdTouches %g is above HotTouches %g: a tensor touched between them would be both hot (never demoted) and cold (always demoted)",
+			c.ColdTouches, c.HotTouches))
+	}
+	if c.MinBytes < 0 {
+		bad = append(bad, fmt.Sprintf("MinBytes %d is negative", c.MinBytes))
+	}
+	if c.Patience < 0 {
+		bad = append(bad, fmt.Sprintf("Patience %d is negative", c.Patience))
+	}
+	if !inUnit(c.Decay) {
+		bad = append(bad, fmt.Sprintf("Decay %g is not in [0, 1)", c.Decay))
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("memory: scheduler config: %s: %w", strings.Join(bad, "; "), ErrInvalidArgument)
 	}
 	if c.Margin == 0 {
 		c.Margin = DefaultSchedulerMargin
@@ -148,6 +178,9 @@ type Scheduler struct {
 	forgotten      bool // capacity forgotten at least once
 	// moved is the manager's MigrateOn bytes at the last Step.
 	moved int64
+	// closed: Close was called; replaced: a later NewScheduler took its
+	// place. Either way Step and Track fail with ErrClosed.
+	closed, replaced bool
 }
 
 // trackState is what the scheduler knows of one allocation.
@@ -161,8 +194,11 @@ type trackState struct {
 }
 
 // NewScheduler attaches a placement scheduler to m (one per manager; a
-// second replaces the first). Allocations of the tracked roles made from
-// now on are tracked; Track adds earlier ones.
+// second replaces the first, whose Step and Track then fail with
+// ErrClosed). Allocations of the tracked roles made from now on are
+// tracked; Track adds earlier ones. A config with a negative, NaN or
+// infinite setting, or with ColdTouches above HotTouches, is refused
+// (ErrInvalidArgument, naming the settings).
 func (m *Manager) NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
@@ -177,8 +213,26 @@ func (m *Manager) NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 		return nil, fmt.Errorf("memory: NewScheduler after close: %w", ErrClosed)
 	}
 	s.peak = s.demand()
+	if old := m.sched; old != nil {
+		old.replaced = true
+		old.tracked = map[*Allocation]*trackState{}
+	}
 	m.sched = s
 	return s, nil
+}
+
+// usable is the error of a Step or Track on a scheduler closed or
+// replaced, else nil; with m.mu held.
+func (s *Scheduler) usable(op string) error {
+	switch {
+	case s.m.closed:
+		return fmt.Errorf("memory: scheduler %s after the manager's close: %w", op, ErrClosed)
+	case s.closed:
+		return fmt.Errorf("memory: scheduler %s after the scheduler was closed: %w", op, ErrClosed)
+	case s.replaced:
+		return fmt.Errorf("memory: scheduler %s on a scheduler replaced by a later NewScheduler (use that one): %w", op, ErrClosed)
+	}
+	return nil
 }
 
 // Track adds a live allocation made before the scheduler (of any role).
@@ -187,6 +241,9 @@ func (s *Scheduler) Track(a *Allocation) error {
 		return err
 	}
 	defer s.m.mu.Unlock()
+	if err := s.usable("Track"); err != nil {
+		return err
+	}
 	if _, ok := s.tracked[a]; !ok {
 		s.tracked[a] = &trackState{seen: a.touches.Load()}
 	}
@@ -194,11 +251,13 @@ func (s *Scheduler) Track(a *Allocation) error {
 }
 
 // Close detaches the scheduler; tracked allocations stay where they are.
+// Later Steps and Tracks fail with ErrClosed; a second Close does nothing.
 func (s *Scheduler) Close() {
 	s.m.mu.Lock()
 	if s.m.sched == s {
 		s.m.sched = nil
 	}
+	s.closed = true
 	s.tracked = map[*Allocation]*trackState{}
 	s.m.mu.Unlock()
 }
@@ -329,12 +388,14 @@ func (p Plan) OffloadTraffic() int64 {
 // Step observes the step that just ended and moves tracked allocations
 // between the device and offload tiers; it returns the plan. A failed move
 // ends the Step with its error (allocations moved before it stay moved).
+// On a scheduler closed, or replaced by a later NewScheduler, or after the
+// manager's Close, it fails with ErrClosed.
 func (s *Scheduler) Step() (Plan, error) {
 	m := s.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed {
-		return Plan{}, fmt.Errorf("memory: scheduler step after close: %w", ErrClosed)
+	if err := s.usable("step"); err != nil {
+		return Plan{}, err
 	}
 	s.steps++
 	budget := s.cfg.Budget
