@@ -77,6 +77,13 @@
 // a disabled scaler is a no-op, so a training loop is one code path for
 // every precision.
 //
+// Loss scaling needs float32 gradients: an enabled scaler unscales and
+// checks contiguous float32 gradients only. Half gradients
+// (nn.GPT.SetBlockGradDType, autograd's Var.SetGradDType) are for
+// bfloat16 autocast, which needs no scaler; under float16 autocast keep
+// the gradients in float32. Unscale refuses a half gradient with an error
+// saying so, before changing any.
+//
 // Layering: amp imports only tensor, so autograd's ops can consult the
 // autocast state; checkpoint and nn sit above both.
 package amp

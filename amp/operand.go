@@ -9,8 +9,12 @@ import "github.com/strata-ml/strata/tensor"
 // closes; else a fresh cast. The result belongs to c; the caller
 // releases it or leaves it to c's scope. Autograd's products use it, in
 // the forward inside a region and in backward, outside any region, with
-// the dtype their forward ran in.
+// the dtype their forward ran in. A nil c means tensor.Background(); a
+// nil x panics with an *tensor.OpError wrapping tensor.ErrArgument.
 func Cast(c *tensor.Ctx, x *tensor.Tensor, dt tensor.DType) *tensor.Tensor {
+	if x == nil {
+		panic(&tensor.OpError{Op: "amp.Cast", Msg: "nil tensor x", Err: tensor.ErrArgument})
+	}
 	if c == nil {
 		c = tensor.Background()
 	}

@@ -63,39 +63,80 @@ func (s *GradScaler) LossScale() float64 {
 
 // Unscale divides every gradient by the loss scale in place, in one fused
 // pass (one kernel launch on a GPU for all of them) that also checks them,
-// and reports whether all were finite: false means skip this optimizer
-// step. Call it once per step, after backward and before gradient
-// clipping; nil gradients are skipped. A disabled scaler returns true at
-// once.
+// and reports whether all the unscaled gradients are finite: false means
+// skip this optimizer step. Call it once per step, after backward and
+// before gradient clipping; nil gradients are skipped. A disabled scaler
+// returns true at once.
+//
+// The fused pass checks the gradients as it reads them, before dividing;
+// the division cannot make a finite gradient non-finite while Scale is
+// at least 1 (every step of PyTorch's schedule short of a long run of
+// overflows). Below 1, where dividing multiplies, a second pass checks
+// what the first wrote. It panics with an *tensor.OpError wrapping
+// tensor.ErrArgument, before changing any gradient, when Scale is not a
+// float32 the gradients can be divided by (NaN, infinite, or outside
+// [2^-126, max float32], as set in the field: its reciprocal would be 0,
+// infinite or NaN in float32), and with one wrapping tensor.ErrDType when
+// a gradient is not float32: float16 loss scaling needs float32
+// gradients, and half gradients (nn.GPT.SetBlockGradDType) are for
+// bfloat16 autocast, which needs no scaler.
 func (s *GradScaler) Unscale(grads []*tensor.Tensor) bool {
+	const op = "amp.GradScaler.Unscale"
 	if !s.enabled {
 		return true
 	}
 	if s.unscaled {
-		panic(&tensor.OpError{Op: "amp.GradScaler.Unscale", Msg: "called twice before Update", Err: tensor.ErrArgument})
+		panic(&tensor.OpError{Op: op, Msg: "called twice before Update", Err: tensor.ErrArgument})
+	}
+	s.checkScale(op)
+	for i, g := range grads {
+		if g != nil && g.DType().IsHalf() {
+			panic(&tensor.OpError{Op: op, Msg: fmt.Sprintf("gradient %d is %v %v: float16 loss scaling needs float32 gradients; "+
+				"half gradients are for bfloat16 autocast, which needs no scaler", i, g.DType(), g.Shape()), Err: tensor.ErrDType})
+		}
 	}
 	ok := tensor.UnscaleGrads(grads, 1/s.Scale) // a panic leaves the step unchecked
+	if ok && s.Scale < 1 {
+		// Dividing multiplied: a finite gradient may have overflowed.
+		// Multiplying by 1 changes nothing and checks what is there.
+		ok = tensor.UnscaleGrads(grads, 1)
+	}
 	s.unscaled, s.found = true, !ok
 	return ok
+}
+
+// checkScale panics with an *tensor.OpError wrapping tensor.ErrArgument
+// when Scale is not in [2^-126, max float32] (NaN included): the scales
+// whose reciprocal, and the scale itself, are finite and non-zero in
+// float32.
+func (s *GradScaler) checkScale(op string) {
+	if !(s.Scale >= minScale && s.Scale <= math.MaxFloat32) {
+		panic(&tensor.OpError{Op: op, Msg: fmt.Sprintf("Scale = %v: want a float32 scale in [2^-126, %v]", s.Scale, math.MaxFloat32),
+			Err: tensor.ErrArgument})
+	}
 }
 
 // Record notes the outcome of a step whose unscale ran elsewhere (on the
 // device, in a captured CUDA graph: tensor.StepGuard.Unscale with the
 // factor 1/LossScale): found says a gradient was not finite, so the step
 // was skipped. Call it in place of Unscale, once per step, then Update. A
-// disabled scaler ignores it.
+// disabled scaler ignores it. A Scale Unscale would refuse is refused
+// here too (the step it seeded and unscaled is not one to count).
 func (s *GradScaler) Record(found bool) {
+	const op = "amp.GradScaler.Record"
 	if !s.enabled {
 		return
 	}
 	if s.unscaled {
-		panic(&tensor.OpError{Op: "amp.GradScaler.Record", Msg: "called twice, or after Unscale, before Update", Err: tensor.ErrArgument})
+		panic(&tensor.OpError{Op: op, Msg: "called twice, or after Unscale, before Update", Err: tensor.ErrArgument})
 	}
+	s.checkScale(op)
 	s.unscaled, s.found = true, found
 }
 
 // Update ends the step: after a skipped step the scale backs off, after
-// GrowthInterval good steps in a row it grows. A disabled scaler does
+// GrowthInterval good steps in a row it grows, up to float32's largest
+// finite number. A disabled scaler does
 // nothing. It panics with an *tensor.OpError wrapping tensor.ErrArgument
 // when no Unscale or Record checked the step since the last Update (as
 // PyTorch's update asserts that an inf check was recorded): an unchecked
@@ -120,7 +161,9 @@ func (s *GradScaler) Update() {
 	}
 	s.good++
 	if s.good >= s.GrowthInterval {
-		if grown := s.Scale * s.GrowthFactor; !math.IsInf(grown, 0) {
+		// Not above float32's largest: LossScale seeds backward in
+		// float32, where a larger scale is +Inf.
+		if grown := s.Scale * s.GrowthFactor; grown <= math.MaxFloat32 {
 			s.Scale = grown
 		}
 		s.good = 0
@@ -158,7 +201,8 @@ func (s *GradScaler) Metadata() map[string]string {
 
 // LoadMetadata restores the state Metadata saved; entries that are absent
 // keep their values. A malformed entry is an error naming it, and leaves
-// the scaler unchanged: the scale and the factors must be finite and
+// the scaler unchanged: the scale must be one float32 can use, in
+// [2^-126, max float32] (what Unscale accepts), the factors finite and
 // positive (GrowthFactor above 1 and BackoffFactor below 1, as PyTorch's
 // GradScaler requires), GrowthInterval at least 1, the counts not
 // negative.
@@ -170,7 +214,8 @@ func (s *GradScaler) LoadMetadata(md map[string]string) error {
 		ok     func(float64) bool
 		wanted string
 	}{
-		{"amp.scale", &c.Scale, func(x float64) bool { return x > 0 }, "a finite positive number"},
+		{"amp.scale", &c.Scale, func(x float64) bool { return x >= minScale && x <= math.MaxFloat32 },
+			fmt.Sprintf("a number in [2^-126, %v] (float32's normal range)", math.MaxFloat32)},
 		{"amp.growth_factor", &c.GrowthFactor, func(x float64) bool { return x > 1 }, "a finite number above 1"},
 		{"amp.backoff_factor", &c.BackoffFactor, func(x float64) bool { return x > 0 && x < 1 }, "a number in (0, 1)"},
 	}

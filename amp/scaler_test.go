@@ -178,3 +178,98 @@ func TestScalerBackoffStopsAboveZero(t *testing.T) {
 	require.NoError(t, restored.LoadMetadata(s.Metadata()))
 	require.Equal(t, s.Scale, restored.Scale)
 }
+
+// Unscale reports a step good only if the gradients it leaves are finite.
+// A scale that float32 cannot divide by (0, NaN, infinite, negative, or
+// below float32's smallest normal, whose reciprocal overflows float32) is
+// refused before any gradient changes; a scale below 1 that makes a
+// finite gradient overflow as it is unscaled reports the step bad.
+func TestScalerUnscaleReportsTheUnscaledGradients(t *testing.T) {
+	c := tensor.NewCtx()
+	c.WithScope(func() {
+		for _, bad := range []float64{0, math.NaN(), math.Inf(1), math.Inf(-1), -1, 1e-300, 1e-45, 0x1p-127, 1e39} {
+			s := amp.NewGradScaler(true)
+			s.Scale = bad
+			g := grads(c, []float32{0, 1e-3})
+			err := tensor.Try(func() { s.Unscale(g) })
+			require.ErrorIs(t, err, tensor.ErrArgument, "Scale %v", bad)
+			require.ErrorContains(t, err, "amp.GradScaler.Unscale", "Scale %v", bad)
+			require.ErrorContains(t, err, "Scale", "Scale %v", bad)
+			assert.Equal(t, []float32{0, 1e-3}, g[0].Float32s(), "Scale %v: the gradients changed", bad)
+			require.ErrorIs(t, tensor.Try(s.Update), tensor.ErrArgument, "Scale %v: the refused Unscale checked nothing", bad)
+			require.ErrorIs(t, tensor.Try(func() { s.Record(false) }), tensor.ErrArgument, "Record, Scale %v", bad)
+		}
+		// The extremes of the range are used.
+		for _, sc := range []float64{0x1p-126, math.MaxFloat32} {
+			s := amp.NewGradScaler(true)
+			s.Scale = sc
+			g := grads(c, []float32{0, 1e-30})
+			require.True(t, s.Unscale(g), "Scale %v", sc)
+			for _, v := range g[0].Float32s() {
+				assert.False(t, math.IsInf(float64(v), 0) || v != v, "Scale %v: %v", sc, v)
+			}
+			s.Update()
+		}
+		// A finite gradient that overflows as it is divided by a small scale.
+		s := amp.NewGradScaler(true)
+		s.Scale = 0x1p-100
+		g := grads(c, []float32{1, 1e30})
+		require.False(t, s.Unscale(g), "1e30 / 2^-100 is +Inf")
+		s.Update()
+		assert.Equal(t, 1, s.Skipped())
+	})
+}
+
+// LoadMetadata refuses a scale float32 cannot use (outside [2^-126, max
+// float32]: "1e-300" became 0 in float32, NaN gradients reported good)
+// and non-finite growth settings.
+func TestScalerLoadMetadataRefusesUnusableScales(t *testing.T) {
+	r := amp.NewGradScaler(true)
+	md := r.Metadata()
+	for _, bad := range []map[string]string{
+		{"amp.scale": "1e-300"}, {"amp.scale": "1e-45"}, {"amp.scale": "0x1p-127"}, {"amp.scale": "1e39"},
+		{"amp.scale": "0"}, {"amp.scale": "NaN"}, {"amp.scale": "+Inf"},
+		{"amp.growth_factor": "NaN"}, {"amp.growth_factor": "+Inf"}, {"amp.growth_factor": "Inf"},
+		{"amp.backoff_factor": "NaN"}, {"amp.backoff_factor": "-Inf"},
+	} {
+		require.Error(t, r.LoadMetadata(bad), "%v", bad)
+		require.Equal(t, md, r.Metadata(), "%v", bad)
+	}
+	for _, good := range []string{"0x1p-126", "3.4028234663852886e+38", "1"} {
+		require.NoError(t, r.LoadMetadata(map[string]string{"amp.scale": good}), good)
+	}
+}
+
+// Growth stops at float32's largest finite number: a scale above it
+// would seed backward with +Inf.
+func TestScalerGrowthStopsAtMaxFloat32(t *testing.T) {
+	s := amp.NewGradScaler(true)
+	s.GrowthInterval = 1
+	s.Scale = math.MaxFloat32 / 1.5
+	for range 3 {
+		s.Record(false)
+		s.Update()
+	}
+	require.Equal(t, math.MaxFloat32/1.5, s.Scale)
+}
+
+// A float16 scaler cannot unscale half gradients (a GPT's block weights
+// after SetBlockGradDType(bf16)): the first Unscale says why, naming the
+// gradient, before changing any, and checks nothing.
+func TestScalerRefusesHalfGradients(t *testing.T) {
+	s := amp.ScalerFor(amp.State{Enabled: true, DType: tensor.Float16})
+	c := tensor.NewCtx()
+	c.WithScope(func() {
+		for _, dt := range []tensor.DType{tensor.BFloat16, tensor.Float16} {
+			g := grads(c, []float32{65536})
+			half := c.Zeros(tensor.CPU(), dt, 96, 32)
+			err := tensor.Try(func() { s.Unscale([]*tensor.Tensor{g[0], nil, half}) })
+			require.ErrorIs(t, err, tensor.ErrDType, "%v", dt)
+			require.ErrorContains(t, err, "gradient 2 is "+dt.String())
+			require.ErrorContains(t, err, "float16 loss scaling needs float32 gradients")
+			require.ErrorContains(t, err, "bfloat16 autocast, which needs no scaler")
+			assert.Equal(t, []float32{65536}, g[0].Float32s(), "%v: a gradient changed", dt)
+			require.ErrorIs(t, tensor.Try(s.Update), tensor.ErrArgument, "%v: nothing was checked", dt)
+		}
+	})
+}

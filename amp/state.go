@@ -61,13 +61,22 @@ func Current(c *tensor.Ctx) State {
 // checkpointed region's forward pass (so that its weight copies are freed
 // as it returns) and to recompute it in the state its forward ran in. It panics with an
 // *tensor.OpError wrapping tensor.ErrDType when s enables autocast in a
-// dtype other than float16 or bfloat16.
+// dtype other than float16 or bfloat16, and with one wrapping
+// tensor.ErrArgument when fn is nil. A nil c means tensor.Background().
 func With(c *tensor.Ctx, s State, fn func()) {
+	with("amp.With", c, s, fn)
+}
+
+// with is With, its errors naming op.
+func with(op string, c *tensor.Ctx, s State, fn func()) {
+	if fn == nil {
+		panic(&tensor.OpError{Op: op, Msg: "nil fn", Err: tensor.ErrArgument})
+	}
 	if c == nil {
 		c = tensor.Background()
 	}
 	if s.Enabled && s.DType != tensor.Float16 && s.DType != tensor.BFloat16 {
-		panic(&tensor.OpError{Op: "amp.With", Msg: fmt.Sprintf("autocast dtype %v: want float16 or bfloat16", s.DType), Err: tensor.ErrDType})
+		panic(&tensor.OpError{Op: op, Msg: fmt.Sprintf("autocast dtype %v: want float16 or bfloat16", s.DType), Err: tensor.ErrDType})
 	}
 	r := &region{State: s}
 	old := c.SetValue(key, r)
@@ -81,7 +90,7 @@ func With(c *tensor.Ctx, s State, fn func()) {
 }
 
 // Autocast runs fn in an autocast region of c in dtype dt (tensor.Float16
-// or tensor.BFloat16); see With.
+// or tensor.BFloat16); see With (its errors name amp.Autocast).
 func Autocast(c *tensor.Ctx, dt tensor.DType, fn func()) {
-	With(c, State{Enabled: true, DType: dt}, fn)
+	with("amp.Autocast", c, State{Enabled: true, DType: dt}, fn)
 }

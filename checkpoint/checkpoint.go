@@ -47,17 +47,22 @@ func Apply(fn Func, inputs ...*autograd.Var) *autograd.Var { return Options{}.Ap
 // pass. Regions nest.
 //
 // The context is that of the inputs' values (tensor.CtxOf; Background when
-// none has one). A nil input is passed to fn as nil in both passes (an
+// none has one, whatever the caller's: fn must then not draw randomness
+// from the caller's context, see the package doc's Contexts). A nil input is passed to fn as nil in both passes (an
 // optional argument, as PyTorch's checkpoint passes None) and gets no
 // gradient. With recording off there (NoGradIn), Apply is fn(inputs...).
 // When fn returns one of its inputs, or a value nothing in it needs a
 // gradient for, there is nothing to recompute and the result is fn's.
 //
-// Panics as fn does; backward panics (Backward returns the error) with an
+// Panics with an *tensor.OpError wrapping tensor.ErrArgument when fn is
+// nil, and as fn does; backward panics (Backward returns the error) with an
 // *tensor.OpError wrapping tensor.ErrArgument when the recomputation does
 // not repeat the forward pass (another shape, other random draws, other
 // saved ops): fn was not deterministic.
 func (o Options) Apply(fn Func, inputs ...*autograd.Var) *autograd.Var {
+	if fn == nil {
+		panic(&tensor.OpError{Op: "checkpoint.Apply", Msg: "nil Func fn", Err: tensor.ErrArgument})
+	}
 	vals := make([]*tensor.Tensor, len(inputs))
 	for i, x := range inputs {
 		if x != nil { // a nil input reaches fn as nil, in both passes

@@ -150,4 +150,19 @@
 // All state a region touches is its context's: the scope stack, the
 // random stream, the autocast state and the op hook. Goroutines with
 // their own contexts checkpoint independently.
+//
+// A region's context is its inputs' (tensor.CtxOf), not the caller's:
+// Apply takes no context. When every input is a kept tensor (a
+// parameter, a value made with tensor.Keep or NewKept) or nil, the
+// region's context is tensor.Background(), even when the caller works in
+// a context of its own. Apply then notes and replays Background's random
+// stream, and a function that draws randomness from the caller's own
+// context (a closure over it calling autograd.RandomOffset(c, n)) draws
+// fresh numbers when backward recomputes it: other masks than the
+// forward pass used, and wrong gradients, which the replay check cannot
+// see (it watches the region's stream, from which nothing was drawn). Have fn draw from its inputs' context
+// (tensor.CtxOf of their values, which is the region's), or make sure an
+// input belongs to the caller's context (pass a value computed in it,
+// rather than a kept one), so that the region runs in that context and
+// replays its stream.
 package checkpoint

@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"errors"
 	"runtime"
 	"sync"
 )
@@ -15,8 +16,11 @@ import (
 // white space ("x\ny"): no piece of GPT-2's pattern crosses it, and the
 // newline is a piece of its own whether or not the text ends there. A
 // text without such a place is encoded whole. Tokenizers of other
-// packages are encoded whole.
+// packages are encoded whole. A nil tok panics with an error saying so.
 func EncodeParallel(tok Tokenizer, text string, workers int) []int {
+	if tok == nil {
+		panic(errors.New("tokenizer: EncodeParallel: nil Tokenizer tok"))
+	}
 	return encodeParallel(tok, text, workers, 1<<20)
 }
 

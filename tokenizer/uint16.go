@@ -10,8 +10,12 @@ import (
 // string; text must not change during the call) and narrows each
 // chunk's ids as soon as the chunk is encoded, so that a long text costs
 // 2 bytes a token, not the 8 of an int, twice over (the chunks' ids and
-// their concatenation). It refuses a tokenizer of more than 65536 ids.
+// their concatenation). It refuses a nil tokenizer and one of more than
+// 65536 ids.
 func EncodeUint16(tok Tokenizer, text []byte, workers int) ([]uint16, error) {
+	if tok == nil {
+		return nil, fmt.Errorf("tokenizer: EncodeUint16: nil Tokenizer tok")
+	}
 	return encodeUint16(tok, text, workers, 1<<20)
 }
 

@@ -95,7 +95,10 @@ func FromDense(dev tensor.Device, d *gt.Dense) (*tensor.Tensor, error) {
 // (owned by c's innermost scope, with c's memory role), in the Dense's
 // logical order: transposed and sliced views and column-major data come
 // out as the elements At reads, row-major like every strata tensor. A
-// scalar Dense becomes a rank-0 tensor. Errors: element types other than
+// scalar Dense becomes a rank-0 tensor, a Dense of no elements a tensor of
+// its shape. A nil c means tensor.Background(). Errors: a nil or
+// zero-value Dense (&gt.Dense{}, which has no element type) wraps
+// tensor.ErrArgument; element types other than
 // float32, float64 and int32 wrap tensor.ErrDType; a masked Dense wraps
 // tensor.ErrArgument (strata tensors have no masks); a Dense in memory the
 // CPU cannot address (an Engine's device memory) wraps ErrInaccessible;
@@ -104,6 +107,14 @@ func FromDenseCtx(c *tensor.Ctx, dev tensor.Device, d *gt.Dense) (*tensor.Tensor
 	if d == nil {
 		return nil, fmt.Errorf("gorgonia: FromDense of a nil Dense: %w", tensor.ErrArgument)
 	}
+	if c == nil {
+		c = tensor.Background()
+	}
+	if d.Dtype().Type == nil {
+		// A zero-value Dense: no element type, no shape (formatting
+		// either panics inside gorgonia).
+		return nil, fmt.Errorf("gorgonia: FromDense of an empty (zero-value) Dense: %w", tensor.ErrArgument)
+	}
 	dt, ok := fromGorgonia(d.Dtype())
 	if !ok {
 		return nil, fmt.Errorf("gorgonia: FromDense: element type %v (want float32, float64 or int32): %w", d.Dtype(), tensor.ErrDType)
@@ -111,7 +122,9 @@ func FromDenseCtx(c *tensor.Ctx, dev tensor.Device, d *gt.Dense) (*tensor.Tensor
 	if !d.IsNativelyAccessible() {
 		return nil, fmt.Errorf("gorgonia: FromDense of a %v Dense the CPU cannot address (copy it to host memory first): %w", d.Shape(), ErrInaccessible)
 	}
-	if d.IsMasked() {
+	// gorgonia's IsMasked is len(mask) == len(data): true for every Dense
+	// of no elements, which has nothing to mask.
+	if d.IsMasked() && d.DataSize() > 0 {
 		return nil, fmt.Errorf("gorgonia: FromDense of a masked %v Dense: strata tensors have no masks: %w", d.Shape(), tensor.ErrArgument)
 	}
 	raw, shape, err := logicalBytes(d, dt.Size())
