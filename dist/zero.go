@@ -48,12 +48,16 @@ type ZeroAdamW struct {
 // nil collective, a nil parameter, a parameter given twice, a trainable parameter whose
 // value is not contiguous (Step writes the update back through a flat
 // view of it), parameters of different dtypes or devices, no trainable
-// parameter, or the memory error.
+// parameter, a learning rate or weight decay that nn.AdamW's Step would
+// refuse (NaN, infinite or negative), or the memory error.
 func NewZeroAdamW(coll Collective, params []*nn.Parameter, lr, weightDecay float64) (*ZeroAdamW, error) {
 	if coll == nil {
 		return nil, fmt.Errorf("dist: NewZeroAdamW: nil Collective: %w", tensor.ErrArgument)
 	}
 	o := &ZeroAdamW{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: weightDecay, coll: coll}
+	if err := o.checkSettings("NewZeroAdamW"); err != nil {
+		return nil, err
+	}
 	var trainable []*nn.Parameter
 	for i, p := range params {
 		if p == nil || p.Var == nil || p.Value == nil {
@@ -121,7 +125,8 @@ func NewZeroAdamW(coll Collective, params []*nn.Parameter, lr, weightDecay float
 
 type allocError struct{ err error }
 
-// SetLR sets the learning rate.
+// SetLR sets the learning rate; the next Step refuses one that is NaN,
+// infinite or negative.
 func (o *ZeroAdamW) SetLR(lr float64) { o.LR = lr }
 
 // Steps is the number of steps taken.
@@ -142,8 +147,14 @@ func (o *ZeroAdamW) Release() {
 	o.steps = nil
 }
 
-// Step updates this rank's shard and all-gathers the parameters. On an
-// error the group is aborted (the other ranks' Step returns an error).
+// Step updates this rank's shard and all-gathers the parameters. It
+// first checks the settings (those given to NewZeroAdamW and any set
+// later, with SetLR or in the fields) and refuses, as nn.AdamW's Step
+// does, before it changes anything: a learning rate, eps or weight decay
+// that is NaN, infinite or negative, or a beta outside [0, 1), each an
+// error wrapping tensor.ErrArgument that names the setting and its
+// value. On an error the group is aborted (the other ranks' Step returns
+// an error), as a rank that skips the step's AllGather must.
 func (o *ZeroAdamW) Step() error {
 	err := o.doStep()
 	if err != nil {
@@ -155,6 +166,9 @@ func (o *ZeroAdamW) Step() error {
 func (o *ZeroAdamW) doStep() error {
 	if o.flatP == nil {
 		return fmt.Errorf("dist: ZeroAdamW.Step after Release: %w", tensor.ErrArgument)
+	}
+	if err := o.checkSettings("ZeroAdamW.Step"); err != nil {
+		return err
 	}
 	lo, hi := o.coll.Rank()*o.k, (o.coll.Rank()+1)*o.k
 	o.step++
@@ -212,6 +226,12 @@ func (o *ZeroAdamW) doStep() error {
 			dst.Release()
 		}
 	})
+}
+
+// checkSettings refuses what nn.AdamW's Step refuses
+// (nn.CheckAdamWSettings), before anything changes.
+func (o *ZeroAdamW) checkSettings(op string) error {
+	return nn.CheckAdamWSettings("dist: "+op, o.LR, o.Beta1, o.Beta2, o.Eps, o.WeightDecay)
 }
 
 // flatView is elements [off, off+n) of t, as a 1-D view: of t itself

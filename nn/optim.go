@@ -151,37 +151,44 @@ func nonEmpty(op string, ps []*Parameter) error {
 }
 
 // checkSettings refuses the settings torch.optim.AdamW refuses, and the
-// infinities: errors wrapping tensor.ErrArgument that name the setting
-// and its value, as PyTorch's ValueError does.
+// infinities (CheckAdamWSettings).
 func (o *AdamW) checkSettings() error {
-	const op = "AdamW"
-	if err := finiteNonNegative(op, "lr", o.LR); err != nil {
-		return err
+	return CheckAdamWSettings("nn: AdamW", o.LR, o.Beta1, o.Beta2, o.Eps, o.WeightDecay)
+}
+
+// CheckAdamWSettings refuses AdamW settings that torch.optim.AdamW
+// refuses with ValueError, and the infinities, which make every weight
+// NaN: a learning rate, eps or weight decay that is NaN, infinite or
+// negative, a beta outside [0, 1). The error, wrapping tensor.ErrArgument,
+// starts with who (as "nn: AdamW") and names the setting by PyTorch's
+// name and its value. AdamW's Step and dist's ZeroAdamW check with it.
+func CheckAdamWSettings(who string, lr, beta1, beta2, eps, weightDecay float64) error {
+	for _, err := range []error{
+		finiteNonNegative(who, "lr", lr),
+		finiteNonNegative(who, "eps", eps),
+		beta(who, "beta1", beta1),
+		beta(who, "beta2", beta2),
+		finiteNonNegative(who, "weight_decay", weightDecay),
+	} {
+		if err != nil {
+			return err
+		}
 	}
-	if err := finiteNonNegative(op, "eps", o.Eps); err != nil {
-		return err
-	}
-	if err := beta(op, "beta1", o.Beta1); err != nil {
-		return err
-	}
-	if err := beta(op, "beta2", o.Beta2); err != nil {
-		return err
-	}
-	return finiteNonNegative(op, "weight_decay", o.WeightDecay)
+	return nil
 }
 
 // finiteNonNegative refuses a setting that is NaN, infinite or negative.
-func finiteNonNegative(op, name string, v float64) error {
+func finiteNonNegative(who, name string, v float64) error {
 	if !(v >= 0) || math.IsInf(v, 1) {
-		return fmt.Errorf("nn: %s: %s = %v: want a finite value >= 0: %w", op, name, v, tensor.ErrArgument)
+		return fmt.Errorf("%s: %s = %v: want a finite value >= 0: %w", who, name, v, tensor.ErrArgument)
 	}
 	return nil
 }
 
 // beta refuses a beta outside [0, 1) (PyTorch's "Invalid beta parameter").
-func beta(op, name string, v float64) error {
+func beta(who, name string, v float64) error {
 	if !(v >= 0 && v < 1) {
-		return fmt.Errorf("nn: %s: %s = %v: want 0 <= %s < 1: %w", op, name, v, name, tensor.ErrArgument)
+		return fmt.Errorf("%s: %s = %v: want 0 <= %s < 1: %w", who, name, v, name, tensor.ErrArgument)
 	}
 	return nil
 }
@@ -359,7 +366,7 @@ func (o *SGD) Step() error {
 // check is what every step checks first: the settings, then the
 // parameters (at least one, each listed once).
 func (o *SGD) check() error {
-	const op = "SGD"
+	const who = "nn: SGD"
 	if o == nil {
 		return fmt.Errorf("nn: SGD: nil optimizer: %w", tensor.ErrArgument)
 	}
@@ -367,17 +374,17 @@ func (o *SGD) check() error {
 		name string
 		v    float64
 	}{{"lr", o.LR}, {"momentum", o.Momentum}, {"weight_decay", o.WeightDecay}} {
-		if err := finiteNonNegative(op, s.name, s.v); err != nil {
+		if err := finiteNonNegative(who, s.name, s.v); err != nil {
 			return err
 		}
 	}
 	if o.Nesterov && o.Momentum == 0 {
 		return fmt.Errorf("nn: SGD: Nesterov needs momentum > 0: %w", tensor.ErrArgument)
 	}
-	if err := nonEmpty(op, o.Params); err != nil {
+	if err := nonEmpty("SGD", o.Params); err != nil {
 		return err
 	}
-	return o.checked.check(op, o.Params)
+	return o.checked.check("SGD", o.Params)
 }
 
 // Release frees the momentum buffers.
