@@ -196,6 +196,8 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 		fmt.Fprintf(os.Stderr, "kernel profile of the %d timed steps (%s):\n%s\n", o.steps, tensor.EnvCUDAProfile, prof)
 	}
 	b, _ := json.Marshal(r)
-	fmt.Println(string(b))
+	if _, err := fmt.Fprintln(stdout, string(b)); err != nil {
+		return fmt.Errorf("writing the results to stdout: %w", err)
+	}
 	return nil
 }

@@ -3,11 +3,13 @@ package main
 import (
 	"flag"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
 	"github.com/strata-ml/strata/internal/atomicfile"
 	"github.com/strata-ml/strata/internal/cli"
+	"github.com/strata-ml/strata/memory"
 	"github.com/strata-ml/strata/nn"
 )
 
@@ -32,6 +34,10 @@ func (o *options) checkExplicit(fs *flag.FlagSet) error {
 			err = fmt.Errorf("-dropout %v: want a number in [0, 1)", o.dropout)
 		case f.Name == "dropout":
 			o.dropSet = true
+		case f.Name == "device-budget" && o.budget != "" && !o.budgetOff() && !o.budgetOn():
+			if _, perr := memory.ParseBudget(o.budget, 1<<40); perr == nil { // else checkBudget names the forms
+				err = fmt.Errorf("-device-budget %s: want a size such as 4GiB, a share such as 50%%, or off for no budget", o.budget)
+			}
 		}
 	})
 	return err
@@ -61,9 +67,32 @@ func (o *options) checkIgnored(fs *flag.FlagSet) error {
 			err = fmt.Errorf("-digits %d: the built-in addition task's; not with -data", o.digits)
 		case n == "sample" && o.data == "" && o.sample > 0:
 			err = fmt.Errorf("-sample %d: samples text of -data; the built-in addition task reports held-out answers instead", o.sample)
+		case n == "bench-warmup" && !o.bench:
+			err = fmt.Errorf("-bench-warmup %d: the warm-up steps of -bench; only with -bench", o.benchWarm)
+		case n == "memory-step" && !capture:
+			err = fmt.Errorf("-memory-step %d: the step -memory-trace and -memory-plot record; only with one of them", o.memStep)
+		case n == "tokenizer" && o.bench:
+			err = fmt.Errorf("-tokenizer %s: tokenizes -data; not with -bench, -memory-trace or -memory-plot, which time steps on random tokens", o.tokName)
+		case n == "max-skips" && o.precision != "fp16":
+			err = fmt.Errorf("-max-skips %d: counts the steps the fp16 gradient scaler skips; only with -precision fp16, not %s", o.maxSkips, o.precision)
+		case n == "placement-plan" && o.placementPlan && !o.budgetOn():
+			err = fmt.Errorf("-placement-plan: prints the placement scheduler's plans, which run only under -device-budget (a size or a share)")
 		}
 	})
 	return err
+}
+
+// budgetOn reports whether -device-budget asks for a budget: a size or a
+// share (a share resolves against the device's memory later; any is more
+// than 0). budgetOff reports its explicit "no budget" words.
+func (o *options) budgetOn() bool {
+	n, err := memory.ParseBudget(o.budget, 1<<40)
+	return o.budget != "" && err == nil && n > 0
+}
+
+func (o *options) budgetOff() bool {
+	b := strings.ToLower(strings.TrimSpace(o.budget))
+	return b == "off" || b == "none"
 }
 
 // trainingFlags are the flags of a training run that -bench and the
@@ -217,4 +246,43 @@ func (o *options) vocabHint() string {
 		return fmt.Sprintf("use -vocab %d or more", need)
 	}
 	return fmt.Sprintf("use %s, or -vocab %d or more", fit[0], need)
+}
+
+// checkBatch refuses a -batch whose tokens a step cannot be held: B rows
+// of T tokens (the addition task's problem length, else the -config's
+// context) whose count overflows an int, or whose token ids and targets
+// (an int32 each, 8 bytes a token, before any activation) pass the host
+// memory budget (memory.DefaultHostBudget, the CPU device's). Without
+// it, -batch 1e12 died of a fatal out-of-memory error with pages of
+// goroutine stacks, and -batch 2^63-1 of a makeslice panic. An unset
+// -batch (0 here) is the config's, which fits.
+func (o *options) checkBatch() error {
+	if o.batch <= 0 {
+		return nil
+	}
+	cfg, err := nn.LookupGPTConfig(o.config)
+	if err != nil {
+		return nil // check refuses the name
+	}
+	T := cfg.Context
+	if !o.bench && o.data == "" {
+		if a, err := newAdditionTask(o.digits); err == nil {
+			T = min(T, a.rowLen())
+		}
+	}
+	const bytesPerToken = 8 // the int32 ids and targets
+	if T <= 0 {
+		return nil
+	}
+	if o.batch > math.MaxInt/T || o.batch*T > math.MaxInt64/bytesPerToken {
+		return fmt.Errorf("-batch %d: %d tokens a row make more tokens a step than an int holds: use a smaller -batch", o.batch, T)
+	}
+	tokens := int64(o.batch) * int64(T)
+	need := tokens * bytesPerToken
+	b, _ := memory.DefaultHostBudget() // a malformed variable: its default, as the device has it
+	if b != nil && need > b.Limit() {
+		return fmt.Errorf("-batch %d: %d tokens a step need %s for their ids and targets alone, more than the %s: use a smaller -batch",
+			o.batch, tokens, memory.FormatBytes(need), b)
+	}
+	return nil
 }

@@ -123,7 +123,11 @@ func (o *options) checkDist(fs *flag.FlagSet) error {
 // (o.gpuDevs).
 func openDevices(o *options) (tensor.Device, error) {
 	if !o.dataParallel() {
-		return tensor.ParseDevice(o.device)
+		dev, err := tensor.ParseDevice(o.device)
+		if err != nil { // no such device here (no GPU, no driver): a bad flag, as in generate
+			return nil, &exitError{code: 2, msg: "-device: " + err.Error()}
+		}
+		return dev, nil
 	}
 	if o.batch%o.gpus != 0 {
 		return nil, &exitError{code: 2, msg: fmt.Sprintf("-batch %d: not divisible by -gpus %d: each GPU trains an equal share of the global batch (-batch)", o.batch, o.gpus)}
@@ -135,8 +139,9 @@ func openDevices(o *options) (tensor.Device, error) {
 		}
 		return o.gpuDevs[0], nil
 	}
+	// The GPUs or NCCL not there: a bad flag (status 2), before any work.
 	if err := cuda.Init(); err != nil {
-		return nil, fmt.Errorf("-gpus %d: data-parallel training needs CUDA GPUs, and the CUDA driver does not load: %w", o.gpus, err)
+		return nil, &exitError{code: 2, msg: fmt.Sprintf("-gpus %d: data-parallel training needs CUDA GPUs, and the CUDA driver does not load: %v", o.gpus, err)}
 	}
 	n, err := cuda.DeviceCount()
 	if err != nil {
@@ -147,10 +152,10 @@ func openDevices(o *options) (tensor.Device, error) {
 		if v, ok := os.LookupEnv("CUDA_VISIBLE_DEVICES"); ok {
 			vis = fmt.Sprintf(" (CUDA_VISIBLE_DEVICES=%q)", v)
 		}
-		return nil, fmt.Errorf("-gpus %d: the CUDA driver sees %d GPUs%s", o.gpus, n, vis)
+		return nil, &exitError{code: 2, msg: fmt.Sprintf("-gpus %d: the CUDA driver sees %d GPUs%s", o.gpus, n, vis)}
 	}
 	if err := nccl.Init(); err != nil {
-		return nil, fmt.Errorf("-gpus %d: data-parallel training averages the gradients with NCCL: %w", o.gpus, err)
+		return nil, &exitError{code: 2, msg: fmt.Sprintf("-gpus %d: data-parallel training averages the gradients with NCCL: %v", o.gpus, err)}
 	}
 	if _, set := os.LookupEnv(memory.EnvExpandableSegments); !set && o.gpus > 1 {
 		// Expandable segments map pages readable by their own GPU only

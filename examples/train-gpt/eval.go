@@ -142,7 +142,8 @@ func generate(tr *trainer, prompts [][]int32, max int, temperature float64, rng 
 	return out, err
 }
 
-// showSamples prints a few held-out answers, or a text sample.
+// showSamples prints a few held-out answers, or a text sample of
+// -sample tokens (none for -sample 0).
 func showSamples(tr *trainer, data dataset, task *additionTask, o *options) error {
 	tr.model.SetTraining(false)
 	if task != nil {
@@ -155,6 +156,9 @@ func showSamples(tr *trainer, data dataset, task *additionTask, o *options) erro
 			fmt.Fprintf(os.Stderr, "  %s%s  %s\n", p, printable(got), mark)
 		})
 		return err
+	}
+	if o.sample <= 0 { // -sample 0: no sample, nor its header
+		return nil
 	}
 	td := data.(*tokenData)
 	prompt := td.test[:min(len(td.test), tr.T/2)]

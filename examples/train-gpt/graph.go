@@ -50,7 +50,7 @@ func (o *options) graphUse(dev tensor.Device, dropout float64) (bool, error) {
 		why = "CUDA graphs need a CUDA device"
 	case dropout > 0:
 		why = "dropout's seeds are kernel arguments, which a graph replays unchanged"
-	case o.budget != "" && o.budget != "off":
+	case o.budgetOn():
 		why = "the placement under -device-budget moves tensors between steps"
 	case o.ckptOff:
 		why = "checkpoint offload moves activations between tiers on the copy stream while the step runs"

@@ -169,11 +169,11 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run (the host's side: graph building, kernel launches, waits) to this file, for go tool pprof")
 	fs.IntVar(&o.maxSkips, "max-skips", 20, "stop after this many steps in a row skipped by the fp16 gradient scaler for overflowing gradients")
 	o.distFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := cli.ParseFlags(fs, args); err != nil { // one line for a bad flag; -h: the usage
 		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %v", fs.Args())
+		return nil, cli.UsageHint(fs, fmt.Errorf("unexpected arguments %v", fs.Args()))
 	}
 	if err := o.checkExplicit(fs); err != nil {
 		return nil, err
@@ -189,6 +189,9 @@ func parseFlags(args []string) (*options, error) {
 	o.setStateDefault(fs)
 	o.setLossPlotDefault(fs)
 	if err := o.check(); err != nil {
+		return nil, err
+	}
+	if err := o.checkBatch(); err != nil {
 		return nil, err
 	}
 	if err := o.checkCheckpoint(fs); err != nil {
@@ -243,6 +246,10 @@ func parseFlags(args []string) (*options, error) {
 // checkCheckpoint reads -checkpoint, -checkpoint-every and the keeps
 // (-checkpoint-offload-keep, -checkpoint-keep-wide).
 func (o *options) checkCheckpoint(fs *flag.FlagSet) error {
+	layers := 0
+	if cfg, err := nn.LookupGPTConfig(o.config); err == nil { // check refused any other
+		layers = cfg.Layers
+	}
 	everySet, keepSet, wideSet := false, false, false
 	fs.Visit(func(f *flag.Flag) {
 		everySet = everySet || f.Name == "checkpoint-every"
@@ -258,7 +265,7 @@ func (o *options) checkCheckpoint(fs *flag.FlagSet) error {
 	case wideSet && o.ckptOff:
 		return fmt.Errorf("-checkpoint-keep-wide %s: not with -checkpoint-offload (which keeps every product and moves them)", o.ckptWide)
 	}
-	o.wideN, o.wideAuto = 0, o.ckptWide == "auto" && o.budget != ""
+	o.wideN, o.wideAuto = 0, o.ckptWide == "auto" && o.budgetOn()
 	switch o.ckptWide {
 	case "auto":
 	case "all":
@@ -268,9 +275,12 @@ func (o *options) checkCheckpoint(fs *flag.FlagSet) error {
 		if err != nil || n < 0 {
 			return fmt.Errorf("-checkpoint-keep-wide %q: want auto, all or a count of blocks, 0 or more", o.ckptWide)
 		}
+		if n > layers {
+			return fmt.Errorf("-checkpoint-keep-wide %d: more than the %d blocks of -config %s (want at most %d, or all)", n, layers, o.config, layers)
+		}
 		o.wideN = n
 	}
-	o.keepN, o.keepAuto = 2, o.ckptKeep == "auto" && o.budget != ""
+	o.keepN, o.keepAuto = 2, o.ckptKeep == "auto" && o.budgetOn()
 	if o.ckptKeep != "auto" {
 		n, err := strconv.Atoi(o.ckptKeep)
 		if err != nil || n < 0 {
@@ -281,7 +291,7 @@ func (o *options) checkCheckpoint(fs *flag.FlagSet) error {
 	if o.ckpt == "auto" {
 		// Start with none; the placement raises it (placement.go).
 		switch {
-		case o.budget == "" || o.policy != "hybrid":
+		case !o.budgetOn() || o.policy != "hybrid":
 			return fmt.Errorf("-checkpoint auto: needs -device-budget under -policy hybrid (it raises the checkpointing while a step does not fit the budget)")
 		case everySet:
 			return fmt.Errorf("-checkpoint-every %d: not with -checkpoint auto, which chooses it", o.ckptEvery)
@@ -301,6 +311,8 @@ func (o *options) checkCheckpoint(fs *flag.FlagSet) error {
 		return fmt.Errorf("-checkpoint-every %d: must be at least 1", o.ckptEvery)
 	case everySet && m == nn.CheckpointNone:
 		return fmt.Errorf("-checkpoint-every %d: needs -checkpoint blocks or selective", o.ckptEvery)
+	case o.ckptEvery > layers:
+		return fmt.Errorf("-checkpoint-every %d: more than the %d blocks of -config %s (no block would be checkpointed)", o.ckptEvery, layers, o.config)
 	case o.ckptOff && m == nn.CheckpointNone:
 		return fmt.Errorf("-checkpoint-offload: needs -checkpoint blocks or selective")
 	}
@@ -352,7 +364,7 @@ const gcPercent = 400
 func main() {
 	o, err := parseFlags(os.Args[1:])
 	switch {
-	case err == flag.ErrHelp:
+	case errors.Is(err, flag.ErrHelp): // cli.ParseFlags printed the usage
 		os.Exit(0)
 	case err != nil:
 		fmt.Fprintln(os.Stderr, "train-gpt:", err)
@@ -400,7 +412,7 @@ func setPolicy(dev tensor.Device, name string) error {
 	return nil
 }
 
-func run(o *options) error {
+func run(o *options) (rerr error) {
 	cfg, err := nn.LookupGPTConfig(o.config)
 	if err != nil {
 		return err
@@ -434,6 +446,13 @@ func run(o *options) error {
 	if err != nil {
 		return err
 	}
+	if o.graph == "on" {
+		// Known now that the device is: a bad flag, before any work (as
+		// -cuda-graph on -device cpu is in parseFlags).
+		if _, err := o.graphUse(dev, cfg.Dropout); err != nil {
+			return &exitError{code: 2, msg: err.Error()}
+		}
+	}
 	if err := setPolicy(dev, o.policy); err != nil {
 		return err
 	}
@@ -448,7 +467,13 @@ func run(o *options) error {
 		if err != nil {
 			return err
 		}
-		defer stop()
+		defer func() {
+			if err := stop(); err != nil && rerr == nil {
+				rerr = err // a failure of the run: the profile is incomplete
+			} else if err != nil {
+				fmt.Fprintln(os.Stderr, "train-gpt:", err) // besides the run's own error
+			}
+		}()
 	}
 	if o.memTrace != "" || o.memPlot != "" {
 		return memoryCapture(o, cfg, dev)

@@ -155,7 +155,7 @@ func TestCheckpointFlags(t *testing.T) {
 	o, err := parseFlags(nil)
 	require.NoError(t, err)
 	require.Equal(t, nn.CheckpointNone, o.ckptMode)
-	for args, want := range map[string]int{"-checkpoint selective -checkpoint-keep-wide 3": 3, "-checkpoint selective -checkpoint-keep-wide all": -1, "-checkpoint selective": 0} {
+	for args, want := range map[string]int{"-config char -checkpoint selective -checkpoint-keep-wide 3": 3, "-checkpoint selective -checkpoint-keep-wide all": -1, "-checkpoint selective": 0} {
 		o, err := parseFlags(strings.Fields(args))
 		require.NoError(t, err, args)
 		require.Equal(t, want, o.wideN, args)

@@ -150,6 +150,7 @@ func (t *trainer) restoreState(path string, o *options) (step int, smooth float6
 	if err := compareRuns(saved, identity(o, t), os.Stderr); err != nil {
 		return 0, 0, fmt.Errorf("-resume %s: %w", path, err)
 	}
+	o.seed = saved.Seed // compareRuns noted a new -seed as ignored
 	if meta, err = nn.LoadTrainState(path, t.params, t.opt); err != nil {
 		return 0, 0, fmt.Errorf("-resume: %w", err)
 	}
@@ -218,8 +219,14 @@ func compareRuns(saved, now runIdentity, w io.Writer) error {
 	jb, _ := json.Marshal(now)
 	json.Unmarshal(ja, &a)
 	json.Unmarshal(jb, &b)
+	if saved.Seed != now.Seed {
+		// The weights are the saved ones and the data's and dropout's
+		// generators are restored: the seed changes nothing, and resume
+		// keeps the saved one (for the end's sample too).
+		fmt.Fprintf(w, "train-gpt: note: -seed %d is ignored: a resumed run continues the saved run's random generators (-seed %d)\n", now.Seed, saved.Seed)
+	}
 	for k, v := range a {
-		if k != "data" && fmt.Sprint(v) != fmt.Sprint(b[k]) {
+		if k != "data" && k != "seed" && fmt.Sprint(v) != fmt.Sprint(b[k]) {
 			fmt.Fprintf(w, "train-gpt: note: %s is %v now, %v in the saved run; the resumed run follows the new value\n", k, b[k], v)
 		}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -325,17 +326,28 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	fmt.Fprintf(os.Stderr, "model: %d parameters (%d layers, %d heads, width %d, context %d, vocabulary %d); batch %d x %d tokens; %v; checkpointing %s; data: %s; tokenizer %s\n",
 		nn.CountParams(tr.params), cfg.Layers, cfg.Heads, cfg.Width, cfg.Context, cfg.Vocab, tr.B, tr.T, o.prec, describeCheckpoint(o), data.describe(), o.tokName)
 	var hist lossHistory
-	var lossLog *os.File
+	var lossLog io.WriteCloser // closed, and its error checked, after the last step
 	if o.lossLog != "" {
 		if done > 0 {
 			if err := hist.load(o.lossLog, done); err != nil {
 				return err
 			}
 		}
-		if lossLog, err = openLossLog(o.lossLog, done); err != nil {
+		f, err := openLossLog(o.lossLog, done)
+		if err != nil {
 			return err
 		}
-		defer lossLog.Close()
+		lossLog = wrapOutput(f)
+		defer func() {
+			if lossLog == nil {
+				return
+			}
+			// A run that stops early (an interrupt, an error): the run's
+			// status stands, but a failed close is not dropped.
+			if err := lossLog.Close(); err != nil {
+				fmt.Fprintf(os.Stderr, "train-gpt: -loss-log %s: %v\n", o.lossLog, err)
+			}
+		}()
 	}
 	if tr.dataPos, err = tr.dataSrc.MarshalBinary(); err != nil {
 		return err
@@ -398,10 +410,15 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 		}
 		hist.add(it+1, loss, held)
 		if lossLog != nil {
+			var err error
 			if math.IsNaN(held) {
-				fmt.Fprintf(lossLog, "{\"step\": %d, \"loss\": %.9g}\n", it+1, loss)
+				_, err = fmt.Fprintf(lossLog, "{\"step\": %d, \"loss\": %.9g}\n", it+1, loss)
 			} else {
-				fmt.Fprintf(lossLog, "{\"step\": %d, \"loss\": %.9g, \"held_out_loss\": %.9g}\n", it+1, loss, held)
+				_, err = fmt.Fprintf(lossLog, "{\"step\": %d, \"loss\": %.9g, \"held_out_loss\": %.9g}\n", it+1, loss, held)
+			}
+			if err != nil {
+				prog.clear()
+				return fmt.Errorf("-loss-log %s: %w", o.lossLog, err)
 			}
 		}
 		if metric != "" {
@@ -455,6 +472,13 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	prog.finish()
 	ld.stop()
 	ld = nil
+	if lossLog != nil {
+		err := lossLog.Close()
+		lossLog = nil
+		if err != nil {
+			return fmt.Errorf("-loss-log %s: %w", o.lossLog, err)
+		}
+	}
 	if err := showSamples(tr, data, task, o); err != nil {
 		return err
 	}

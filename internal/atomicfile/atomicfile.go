@@ -7,6 +7,15 @@
 // temporary file is removed and the target is left as it was; the one
 // exception is a failure to sync the directory after the rename, when the
 // new file is in place but its rename may not survive a crash.
+//
+// The target must be a regular file or not exist: a directory, a named
+// pipe, a socket or a device is refused (renaming over /dev/full would
+// replace the device with a file). A symbolic link is followed, through
+// every link of a chain, and the file it ends at is replaced, its
+// temporary file made in that file's directory so that the rename stays
+// atomic; the links stay as they are. A link whose end does not exist
+// (dangling) is refused rather than followed to create a file wherever it
+// points, which is seldom what an output flag meant.
 package atomicfile
 
 import (
@@ -25,10 +34,11 @@ import (
 // buffered; it returns ctx.Err() (wrapped) once ctx is done, so a long
 // write stops at the next Write call. The file gets mode 0644.
 func Write(ctx context.Context, path string, write func(w io.Writer) error) (err error) {
-	if err := checkTarget(path); err != nil {
+	target, err := checkTarget(path)
+	if err != nil {
 		return err
 	}
-	dir, base := filepath.Split(path)
+	dir, base := filepath.Split(target)
 	if dir == "" {
 		dir = "."
 	}
@@ -64,7 +74,7 @@ func Write(ctx context.Context, path string, write func(w io.Writer) error) (err
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := os.Rename(tmp, target); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	renamed = true
@@ -116,27 +126,71 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// checkTarget refuses a target that is a directory.
-func checkTarget(path string) error {
+// checkTarget returns the path Write replaces for path: path itself, or
+// where its symbolic links end. It refuses an empty name, a target that
+// exists and is not a regular file (a directory, a named pipe, a socket,
+// a device), a dangling link and a link that cannot be followed (a loop).
+// A path that cannot be examined otherwise (a missing directory, say) is
+// returned as it is, for the write or CheckWritable to report.
+func checkTarget(path string) (string, error) {
 	if path == "" {
-		return fmt.Errorf("empty file name")
+		return "", fmt.Errorf("empty file name")
 	}
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return fmt.Errorf("%s is a directory", path)
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return path, nil
 	}
-	return nil
+	target := path
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		if target, err = filepath.EvalSymlinks(path); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				if dest, rerr := os.Readlink(path); rerr == nil {
+					return "", fmt.Errorf("%s is a symbolic link to %s, which does not exist", path, dest)
+				}
+			}
+			return "", fmt.Errorf("cannot follow the symbolic link %s: %w", path, err)
+		}
+		if fi, err = os.Lstat(target); err != nil {
+			return "", fmt.Errorf("cannot follow the symbolic link %s: %w", path, err)
+		}
+	}
+	switch m := fi.Mode(); {
+	case m.IsDir():
+		return "", fmt.Errorf("%s is a directory", path)
+	case !m.IsRegular():
+		return "", fmt.Errorf("%s is not a regular file (%s)", path, FileKind(m))
+	}
+	return target, nil
+}
+
+// FileKind names what a file that is not a regular one is ("a named
+// pipe"), for messages that refuse it.
+func FileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return "not a file"
 }
 
 // CheckWritable reports, without touching path, whether Write could
-// create or replace it: path is not a directory, and a temporary file can
-// be created (and is removed again) in its directory. Programs call it on
-// their output paths before any work, so a bad path fails at once rather
-// than after hours of it.
+// create or replace it: path is a regular file, a symbolic link to one
+// (the file is checked) or does not exist, and a temporary file can be
+// created (and is removed again) in the directory of the file Write would
+// replace. Programs call it on their output paths before any work, so a
+// bad path fails at once rather than after hours of it.
 func CheckWritable(path string) error {
-	if err := checkTarget(path); err != nil {
+	target, err := checkTarget(path)
+	if err != nil {
 		return err
 	}
-	dir, base := filepath.Split(path)
+	dir, base := filepath.Split(target)
 	if dir == "" {
 		dir = "."
 	}

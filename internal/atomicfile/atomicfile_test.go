@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -122,4 +124,101 @@ func TestWriteLongName(t *testing.T) {
 		require.Equal(t, []string{base}, testfs.Names(t, dir))
 		require.NoError(t, os.Remove(path))
 	}
+}
+
+// specialFiles makes, in dir, a named pipe, a socket and (where the
+// process may) a character device, each a stand-in for a target that is
+// not a regular file; the device is skipped where mknod is not allowed.
+func specialFiles(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	fifo := filepath.Join(dir, "fifo")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o644))
+	m[fifo] = "a named pipe"
+	sock := filepath.Join(dir, "sock")
+	l, err := net.Listen("unix", sock)
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Close() })
+	m[sock] = "a socket"
+	dev := filepath.Join(dir, "chardev")
+	// A character device node made here, in the test's own directory (1, 3:
+	// the null device's numbers); it is never opened.
+	if err := syscall.Mknod(dev, syscall.S_IFCHR|0o644, 1<<8|3); err == nil {
+		m[dev] = "a device"
+	} else {
+		t.Logf("no device stand-in: %v", err)
+	}
+	return m
+}
+
+// A target that is not a regular file (a named pipe, a socket, a device)
+// is refused by Write and CheckWritable and left as it was: train-gpt
+// -out /dev/full used to replace the device with a regular file.
+func TestWriteRefusesSpecialFiles(t *testing.T) {
+	dir := t.TempDir()
+	for path, kind := range specialFiles(t, dir) {
+		before, err := os.Lstat(path)
+		require.NoError(t, err)
+		err = Write(context.Background(), path, func(w io.Writer) error {
+			_, err := io.WriteString(w, "new")
+			return err
+		})
+		require.ErrorContains(t, err, path+" is not a regular file ("+kind+")")
+		require.ErrorContains(t, CheckWritable(path), path+" is not a regular file ("+kind+")")
+		after, err := os.Lstat(path)
+		require.NoError(t, err)
+		require.Equal(t, before.Mode(), after.Mode(), path)
+		require.True(t, os.SameFile(before, after), path)
+		// Through a symbolic link as well.
+		link := path + ".link"
+		require.NoError(t, os.Symlink(filepath.Base(path), link))
+		require.ErrorContains(t, Write(context.Background(), link, func(w io.Writer) error { return nil }), "is not a regular file ("+kind+")")
+		require.ErrorContains(t, CheckWritable(link), "is not a regular file ("+kind+")")
+	}
+	names := testfs.Names(t, dir)
+	for _, n := range names {
+		require.NotContains(t, n, ".tmp-", "no temporary file is left")
+	}
+}
+
+// A symbolic link is followed: the file it names (through a chain of
+// links, in another directory) is replaced, atomically in that file's
+// directory, and the links stay links. A dangling link is refused.
+func TestWriteFollowsSymlinks(t *testing.T) {
+	dir, other := t.TempDir(), t.TempDir()
+	real := filepath.Join(other, "real.bin")
+	require.NoError(t, os.WriteFile(real, []byte("old"), 0o644))
+	mid := filepath.Join(dir, "mid")
+	require.NoError(t, os.Symlink(real, mid))
+	link := filepath.Join(dir, "link")
+	require.NoError(t, os.Symlink("mid", link)) // relative, to a link
+	require.NoError(t, CheckWritable(link))
+	require.NoError(t, Write(context.Background(), link, func(w io.Writer) error {
+		_, err := io.WriteString(w, "new")
+		return err
+	}))
+	b, err := os.ReadFile(real)
+	require.NoError(t, err)
+	require.Equal(t, "new", string(b))
+	for _, l := range []string{link, mid} {
+		fi, err := os.Lstat(l)
+		require.NoError(t, err)
+		require.True(t, fi.Mode()&os.ModeSymlink != 0, "%s is still a link", l)
+	}
+	require.ElementsMatch(t, []string{"link", "mid"}, testfs.Names(t, dir))
+	require.Equal(t, []string{"real.bin"}, testfs.Names(t, other))
+
+	dangling := filepath.Join(dir, "dangling")
+	require.NoError(t, os.Symlink(filepath.Join(other, "missing.bin"), dangling))
+	want := dangling + " is a symbolic link to " + filepath.Join(other, "missing.bin") + ", which does not exist"
+	require.ErrorContains(t, CheckWritable(dangling), want)
+	require.ErrorContains(t, Write(context.Background(), dangling, func(w io.Writer) error { return nil }), want)
+	loop := filepath.Join(dir, "loop")
+	require.NoError(t, os.Symlink("loop", loop))
+	require.Error(t, CheckWritable(loop))
+	require.Error(t, Write(context.Background(), loop, func(w io.Writer) error { return nil }))
+	require.Equal(t, []string{"real.bin"}, testfs.Names(t, other), "nothing created at a dangling link's target")
+	fi, err := os.Lstat(dangling)
+	require.NoError(t, err)
+	require.True(t, fi.Mode()&os.ModeSymlink != 0)
 }

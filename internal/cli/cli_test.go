@@ -1,8 +1,12 @@
 package cli
 
 import (
+	"bytes"
+	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -32,4 +36,48 @@ func TestSamePath(t *testing.T) {
 	wd, err := os.Getwd()
 	require.NoError(t, err)
 	require.True(t, SamePath("x.txt", filepath.Join(wd, "x.txt")), "relative and absolute, neither existing")
+}
+
+// ParseFlags: a bad or unknown flag is one line naming it with a hint,
+// a UsageError (status 2), and nothing else is printed; -h prints the
+// whole usage and is flag.ErrHelp (status 0).
+func TestParseFlags(t *testing.T) {
+	newFS := func(out *bytes.Buffer) *flag.FlagSet {
+		fs := flag.NewFlagSet("prog", flag.ContinueOnError)
+		fs.SetOutput(out)
+		fs.Int("n", 1, "a count")
+		fs.Bool("v", false, "verbose")
+		return fs
+	}
+	for args, want := range map[string]string{
+		"-nosuch":   "flag provided but not defined: -nosuch (prog -h lists the flags)",
+		"-n x":      `invalid value "x" for flag -n: parse error (prog -h lists the flags)`,
+		"-n":        "flag needs an argument: -n (prog -h lists the flags)",
+		"-v=maybe":  `invalid boolean value "maybe" for -v: parse error (prog -h lists the flags)`,
+		"-n 2 -zz ": "flag provided but not defined: -zz (prog -h lists the flags)",
+	} {
+		var out bytes.Buffer
+		err := ParseFlags(newFS(&out), strings.Fields(args))
+		require.EqualError(t, err, want, args)
+		require.Equal(t, 2, ExitCode(err), args)
+		require.Empty(t, out.String(), "%s: the error alone, said once by the program", args)
+	}
+	for _, h := range []string{"-h", "-help", "--help"} {
+		var out bytes.Buffer
+		err := ParseFlags(newFS(&out), []string{h})
+		require.ErrorIs(t, err, flag.ErrHelp)
+		require.Equal(t, 0, ExitCode(err))
+		require.Contains(t, out.String(), "Usage of prog:\n")
+		require.Contains(t, out.String(), "a count")
+	}
+	var out bytes.Buffer
+	fs := newFS(&out)
+	fs.Usage = func() { fmt.Fprintln(fs.Output(), "custom usage") }
+	require.ErrorIs(t, ParseFlags(fs, []string{"-h"}), flag.ErrHelp)
+	require.Equal(t, "custom usage\n", out.String(), "a program's own Usage is kept")
+	out.Reset()
+	fs = newFS(&out)
+	require.NoError(t, ParseFlags(fs, []string{"-n", "3", "rest"}))
+	require.Equal(t, []string{"rest"}, fs.Args())
+	require.Equal(t, "3", fs.Lookup("n").Value.String())
 }

@@ -3,6 +3,8 @@ package cli
 import (
 	"fmt"
 	"os"
+
+	"github.com/strata-ml/strata/internal/atomicfile"
 )
 
 // Readable checks that path is a regular file that can be opened for
@@ -28,17 +30,6 @@ func Readable(path string) error {
 	return f.Close()
 }
 
-// FileKind names what a file that is not a regular one is.
-func FileKind(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&os.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&os.ModeDevice != 0:
-		return "a device"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	}
-	return "not a file"
-}
+// FileKind names what a file that is not a regular one is
+// (atomicfile.FileKind, which also refuses such outputs).
+func FileKind(m os.FileMode) string { return atomicfile.FileKind(m) }
