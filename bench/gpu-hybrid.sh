@@ -460,7 +460,9 @@ off2() { # name, then flags (each optionally led by VAR=value); TG: another prog
     case $w in *=*) if [ ${#flags[@]} -eq 0 ]; then envs+=("$w"); else flags+=("$w"); fi ;; *) flags+=("$w") ;; esac
   done
   start=$(date +%s)
-  env ${envs[@]+"${envs[@]}"} timeout 100 .gpu/${TG:-train-gpt} -device cuda -bench -steps 10 ${flags[@]+"${flags[@]}"} -placement-plan > "$L/off2-$name.jsonl" 2> "$L/off2-$name.log"
+  # -placement-plan prints the plan under a budget; without one it is refused.
+  case " ${flags[*]-} " in *" -device-budget "*) flags+=(-placement-plan) ;; esac
+  env ${envs[@]+"${envs[@]}"} timeout 100 .gpu/${TG:-train-gpt} -device cuda -bench -steps 10 ${flags[@]+"${flags[@]}"} > "$L/off2-$name.jsonl" 2> "$L/off2-$name.log"
   say "[$name] train-gpt -bench $*: exit $? in $(( $(date +%s) - start ))s; $(jfields "$L/off2-$name.jsonl" tok_s step_ms checkpoint timed_spills peak_mib_by_tier phases)"
   grep -E '^placement:|placement plan after|still choosing' "$L/off2-$name.log" | cut -c1-200 | tail -8 | tee -a "$OUT/summary.txt"
   cat "$L/off2-$name.jsonl" >> "$res"
