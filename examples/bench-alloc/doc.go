@@ -33,9 +33,17 @@
 // (memory.PoolConfig.PlanSteps).
 //
 // It prints markdown tables to stderr, and to stdout one JSON line per
-// trace and one for the pairs, and a goal table with the bounds
-// (mixed pair under 100 ns, every fixed size under 80 ns, both at least
-// 20x faster than cuMemAllocAsync) for the classic and expandable pools.
+// trace and one for the pairs. On the GPU only (the goal compares with
+// cuMemAllocAsync, which -device cpu does not run) it adds a goal table
+// with the bounds (mixed pair under 100 ns, every fixed size
+// under 80 ns, both at least 20x faster than cuMemAllocAsync) for the
+// classic and expandable pools, and the goal to the pairs' JSON line. A
+// trace's JSON line has a "classic" and an "expandable" replay, each
+// left out when that mode did not run (-segments, or no virtual memory).
+// A flag the run would ignore is refused (-seed and -mintime set only the
+// pairs: not with -no-bench). Exit status: 0, 2 for a bad flag (-device
+// cuda without a usable GPU too), 1 for a failure of the run, writing the
+// results to stdout or the tables to stderr included.
 //
 // # Design
 //

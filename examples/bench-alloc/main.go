@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -87,7 +88,8 @@ type goal struct {
 }
 
 // main exits with 0 on success and for -h, 2 for a bad flag (or a -trace
-// or -plots that cannot be used), 1 for a failure of the run.
+// or -plots that cannot be used, or -device cuda without a usable GPU), 1
+// for a failure of the run, writing its results included.
 func main() {
 	err := mainErr(os.Args[1:])
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
@@ -96,7 +98,25 @@ func main() {
 	os.Exit(cli.ExitCode(err))
 }
 
-func mainErr(args []string) error {
+func mainErr(args []string) error { return mainTo(args, os.Stdout, os.Stderr) }
+
+// mainTo runs with the JSON lines written to stdout and the tables to
+// stderr; a write of either that fails is a failure of the run.
+func mainTo(args []string, stdout, stderr io.Writer) error {
+	out, errOut := &cli.StickyWriter{W: stdout}, &cli.StickyWriter{W: stderr}
+	if err := run(args, out, errOut); err != nil {
+		return err
+	}
+	if out.Err != nil {
+		return fmt.Errorf("writing the results to stdout: %w", out.Err)
+	}
+	if errOut.Err != nil {
+		return fmt.Errorf("writing the tables to stderr: %w", errOut.Err)
+	}
+	return nil
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
 	o, err := parseOptions(args)
 	if err != nil {
 		return err
@@ -108,8 +128,8 @@ func mainErr(args []string) error {
 	switch o.device {
 	case "cuda":
 		var err error
-		if ctx, err = gpu(); err != nil {
-			return fmt.Errorf("no usable GPU (%w); run with -device cpu for the host rows", err)
+		if ctx, err = gpu(); err != nil { // a bad flag, before any work
+			return cli.Usagef("-device cuda: no usable GPU: %s (-device cpu runs the host rows)", strings.TrimPrefix(err.Error(), "cuda: "))
 		}
 		rep.Backend, rep.Device = "cuda", ctx.Properties().Name
 	case "cpu":
@@ -134,7 +154,7 @@ func mainErr(args []string) error {
 		}
 		rep.Traces = append(rep.Traces, tr)
 	}
-	printTables(os.Stderr, &rep)
+	printTables(stderr, &rep)
 	// One JSON line per trace, then one for the pairs.
 	for _, tr := range rep.Traces {
 		line, err := json.Marshal(traceLine{Bench: "bench-alloc-trace", Date: rep.Date, Device: rep.Device, Backend: rep.Backend,
@@ -142,7 +162,7 @@ func mainErr(args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Println(string(line))
+		fmt.Fprintln(stdout, string(line))
 	}
 	if len(rep.Rows) == 0 {
 		return nil
@@ -152,7 +172,7 @@ func mainErr(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Println(string(line))
+	fmt.Fprintln(stdout, string(line))
 	return nil
 }
 
@@ -202,6 +222,13 @@ func parseOptions(args []string) (options, error) {
 		for _, name := range []string{"plots", "scale", "segments", "plan-steps"} {
 			if set[name] {
 				return o, cli.Usagef("-%s: only with -trace", name)
+			}
+		}
+	}
+	if o.noBench {
+		for _, name := range []string{"seed", "mintime"} {
+			if set[name] {
+				return o, cli.Usagef("-%s: only for the allocation pairs, which -no-bench skips", name)
 			}
 		}
 	}
@@ -329,7 +356,7 @@ func replayTrace(path string, newBackend func() memory.Backend, o options) (trac
 		if exp {
 			res.Expandable = &pr
 		} else {
-			res.Classic = pr
+			res.Classic = &pr
 		}
 		if o.plots != "" {
 			if err := plotReplay(path, ops, slots, newBackend(), exp, o.plots); err != nil {

@@ -52,10 +52,9 @@ func printTables(w io.Writer, rep *report) {
 			if x := t.Expandable; x != nil {
 				exp = fmt.Sprintf("%s | %.4f | %.0f | %d / %d / %d", memory.FormatBytes(x.PeakReserved), x.Ratio, x.NsPerCall, x.Maps, x.Unmaps, x.Syncs)
 			}
-			c := t.Classic
-			classic := fmt.Sprintf("%s | %.4f | %.0f", memory.FormatBytes(c.PeakReserved), c.Ratio, c.NsPerCall)
-			if c.Mode == "" {
-				classic = "- | - | -" // not replayed (-segments expandable)
+			classic := "- | - | -" // not replayed (-segments expandable)
+			if c := t.Classic; c != nil {
+				classic = fmt.Sprintf("%s | %.4f | %.0f", memory.FormatBytes(c.PeakReserved), c.Ratio, c.NsPerCall)
 			}
 			file := t.File
 			if t.Scale != 0 {

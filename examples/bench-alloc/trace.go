@@ -144,8 +144,10 @@ type traceResult struct {
 	// trace's as recorded).
 	Scale float64 `json:"scale,omitempty"`
 	// Classic and Expandable are our pool's replays, with classic
-	// segments and with expandable ones (memory.PoolConfig.Expandable).
-	Classic    poolResult  `json:"classic"`
+	// segments and with expandable ones (memory.PoolConfig.Expandable);
+	// nil, and left out of the JSON, for a mode not replayed (-segments,
+	// or no virtual memory for expandable segments).
+	Classic    *poolResult `json:"classic,omitempty"`
 	Expandable *poolResult `json:"expandable,omitempty"`
 }
 

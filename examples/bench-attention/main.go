@@ -9,7 +9,12 @@
 // autograd.FusedCausalAttentionQKV (the heads read in place). It prints
 // one JSON line per row on stdout and a table on stderr. Every row also
 // reports the activation peak of the pass and how far its output and
-// gradients are from the plain ones (fused-qkv: from fused+split's).
+// gradients are from the plain ones (fused-qkv: from fused+split's), with
+// -dropout too: every path draws the same mask for the same seed
+// (autograd.FusedCausalAttention), so a large error there is a bug.
+// Exit status: 0, 2 for a bad flag (a -device that cannot be used, a
+// precision named twice), 1 for a failure of the run, writing the rows
+// to stdout or the table to stderr included.
 //
 //	go run ./examples/bench-attention -device cuda -precision fp32,bf16,fp16
 package main
@@ -19,9 +24,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,7 +55,11 @@ type result struct {
 	TFLOPS    float64 `json:"tflops"` // FLOPs of FlashAttention-2's count, 3.5 x 4 B H T² hd halved by the mask, over the forward+backward time
 	PeakMiB   float64 `json:"peak_mib"`
 	ActMiB    float64 `json:"activation_peak_mib"`
-	MaxErr    float64 `json:"max_rel_err_vs_plain"` // output and gradients, relative to each one's largest element; fused-qkv against fused+split, 0 for the references
+	// MaxErr is the output's and gradients' largest distance from the
+	// reference's, relative to each one's largest element: fused-qkv's
+	// from fused+split's, the others' from plain's, 0 for the references
+	// (with dropout too: the paths draw the same mask).
+	MaxErr float64 `json:"max_rel_err_vs_plain"`
 }
 
 // main exits with 0 on success and for -h, 2 for a bad flag, 1 for a
@@ -61,8 +72,27 @@ func main() {
 	os.Exit(cli.ExitCode(err))
 }
 
-func run(args []string) error {
+func run(args []string) error { return runTo(args, os.Stdout, os.Stderr) }
+
+// runTo runs with the JSON lines written to stdout and the table to
+// stderr; a write of either that fails is a failure of the run.
+func runTo(args []string, stdout, stderr io.Writer) error {
+	out, errOut := &cli.StickyWriter{W: stdout}, &cli.StickyWriter{W: stderr}
+	if err := bench(args, out, errOut); err != nil {
+		return err
+	}
+	if out.Err != nil {
+		return fmt.Errorf("writing the results to stdout: %w", out.Err)
+	}
+	if errOut.Err != nil {
+		return fmt.Errorf("writing the table to stderr: %w", errOut.Err)
+	}
+	return nil
+}
+
+func bench(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench-attention", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	device := fs.String("device", "cuda", "cpu, cuda or cuda:N")
 	B := fs.Int("B", 8, "batch")
 	H := fs.Int("H", 12, "heads")
@@ -89,19 +119,22 @@ func run(args []string) error {
 		return cli.Usagef("-dropout %v: want a probability in [0, 1)", *p)
 	}
 	var states []amp.State
-	for _, prec := range strings.Split(*precs, ",") {
+	for i, prec := range strings.Split(*precs, ",") {
 		st, err := parsePrecision(prec)
 		if err != nil {
 			return cli.UsageError{Err: err}
+		}
+		if slices.Contains(strings.Split(*precs, ",")[:i], prec) {
+			return cli.Usagef("-precision: %q twice", prec)
 		}
 		states = append(states, st)
 	}
 	if err := cli.CheckDevice(*device); err != nil {
 		return cli.UsageError{Err: err}
 	}
-	dev, err := tensor.ParseDevice(*device)
+	dev, err := openDevice(*device)
 	if err != nil {
-		return err
+		return cli.UsageError{Err: err}
 	}
 	var rows []result
 	for i, prec := range strings.Split(*precs, ",") {
@@ -125,31 +158,33 @@ func run(args []string) error {
 			if err := tensor.Try(func() { vals = measure(dev, st, name, &r) }); err != nil {
 				return fmt.Errorf("%s %s: %w", prec, r.Attention, err)
 			}
+			var e float64
 			switch name {
 			case "plain":
 				plain = vals
 			case "fused":
-				r.MaxErr = maxErr(vals, plain)
+				e = maxErr(vals, plain)
 			case "fused+split":
 				split = vals
 			case "fused-qkv":
-				r.MaxErr = maxErr(vals, split)
+				e = maxErr(vals, split)
 			}
+			r.MaxErr = e
 			line, err := json.Marshal(r)
 			if err != nil {
 				return fmt.Errorf("%s %s: %w", prec, r.Attention, err)
 			}
-			fmt.Println(string(line))
+			fmt.Fprintln(stdout, string(line))
 			rows = append(rows, r)
 		}
 	}
-	fmt.Fprintf(os.Stderr, "\n| device | precision | attention | kernels | B x H x T x hd | forward ms | fwd+bwd ms | TFLOP/s | peak MiB | activation peak MiB | max rel err vs plain (fused-qkv: vs fused+split) |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(stderr, "\n| device | precision | attention | kernels | B x H x T x hd | forward ms | fwd+bwd ms | TFLOP/s | peak MiB | activation peak MiB | max rel err vs plain (fused-qkv: vs fused+split) |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		errCol := fmt.Sprintf("%.2g", r.MaxErr)
 		if r.Attention == "plain" || r.Attention == "fused+split" {
 			errCol = "-" // the references
 		}
-		fmt.Fprintf(os.Stderr, "| %s | %s | %s | %s | %dx%dx%dx%d | %.3f | %.3f | %.1f | %.1f | %.1f | %s |\n",
+		fmt.Fprintf(stderr, "| %s | %s | %s | %s | %dx%dx%dx%d | %.3f | %.3f | %.1f | %.1f | %.1f | %s |\n",
 			r.Device, r.Precision, r.Attention, r.Kernels, r.B, r.H, r.T, r.HD, r.FwdMS, r.FwdBwdMS, r.TFLOPS, r.PeakMiB, r.ActMiB, errCol)
 	}
 	return nil
@@ -282,4 +317,43 @@ func maxErr(a, b [][]float64) float64 {
 		worst = max(worst, num/max(den, 1e-30))
 	}
 	return worst
+}
+
+// openDevice opens the device -device names (value; empty:
+// $STRATA_DEVICE, else auto). One that cannot be used is a bad flag,
+// decided before any work, and the error says what is wrong with it
+// (-device cuda: no usable GPU: cannot load the CUDA driver library ...)
+// without tensor's prefix and its generic words.
+func openDevice(value string) (tensor.Device, error) {
+	dev, err := tensor.ParseDevice(value)
+	if err == nil {
+		return dev, nil
+	}
+	what := "-device " + value
+	if value == "" {
+		what = fmt.Sprintf("-device (STRATA_DEVICE=%q)", os.Getenv("STRATA_DEVICE"))
+	}
+	if tensor.CheckDeviceName(value) != nil {
+		return nil, fmt.Errorf("%s: want cpu, cuda, cuda:N or auto", what)
+	}
+	cause := err.Error()
+	if u, ok := err.(interface{ Unwrap() []error }); ok {
+		var parts []string
+		for _, e := range u.Unwrap() {
+			if e != tensor.ErrDevice {
+				parts = append(parts, e.Error())
+			}
+		}
+		if len(parts) > 0 {
+			cause = strings.Join(parts, ": ")
+		}
+	} else {
+		cause = strings.TrimSuffix(cause, ": "+tensor.ErrDevice.Error())
+		if rest, ok := strings.CutPrefix(cause, "tensor: "); ok { // tensor: cuda:N: why
+			if _, why, ok := strings.Cut(rest, ": "); ok {
+				cause = why
+			}
+		}
+	}
+	return nil, fmt.Errorf("%s: no usable GPU: %s", what, strings.TrimPrefix(cause, "cuda: "))
 }

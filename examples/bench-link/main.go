@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -44,8 +45,9 @@ type options struct {
 	size, reps, device int
 }
 
-// main exits with 0 on success and for -h, 2 for a bad flag, 1 for a
-// failure of the measurement.
+// main exits with 0 on success and for -h, 2 for a bad flag (a -device
+// the driver cannot use included), 1 for a failure of the measurement or
+// of writing its results.
 func main() {
 	o, err := parseFlags(os.Args[1:], os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -55,12 +57,19 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench-link:", err)
 		os.Exit(2)
 	}
+	if err := checkDevice(o.device); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-link:", err)
+		os.Exit(2)
+	}
 	rows, err := measure(cuda.Device(o.device), o.size, o.reps)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench-link:", err)
 		os.Exit(1)
 	}
-	report(os.Stdout, os.Stderr, rows)
+	if err := report(os.Stdout, os.Stderr, rows); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-link:", err)
+		os.Exit(1)
+	}
 }
 
 // parseFlags reads and checks the flags; the flag package's own errors
@@ -77,12 +86,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if fs.NArg() > 0 {
 		return options{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	n, err := memory.ParseBudget(*size, 0)
-	if err == nil && (n <= 0 || n%4 != 0) {
-		err = fmt.Errorf("want a positive multiple of 4 bytes, got %d", n)
-	}
+	n, err := parseSize(*size)
 	if err != nil {
-		return options{}, fmt.Errorf("-size %q: %v", *size, err)
+		return options{}, err
 	}
 	if *reps < 1 {
 		return options{}, fmt.Errorf("-reps %d: want at least 1", *reps)
@@ -91,6 +97,42 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return options{}, fmt.Errorf("-device %d: want a CUDA device ordinal, 0 or more", *ordinal)
 	}
 	return options{size: int(n), reps: *reps, device: *ordinal}, nil
+}
+
+// parseSize reads -size: a byte count with an optional unit (1GiB,
+// 512MiB, 1073741824), positive and a multiple of 4 bytes (the device
+// buffers are filled with 32-bit words). memory.ParseBudget reads it, but
+// a budget's other forms (a share, off) mean nothing here, and its
+// errors speak of them: the errors are this flag's own.
+func parseSize(s string) (int64, error) {
+	const want = "want a size such as 1GiB, 512MiB or 1073741824: a positive multiple of 4 bytes"
+	if strings.ContainsAny(s, "%.") { // a share (50%, 0.5): of nothing here
+		return 0, fmt.Errorf("-size %q: %s", s, want)
+	}
+	n, err := memory.ParseBudget(s, 0)
+	switch {
+	case err != nil || n <= 0:
+		return 0, fmt.Errorf("-size %q: %s", s, want)
+	case n%4 != 0:
+		return 0, fmt.Errorf("-size %q: %d bytes, not a multiple of 4: %s", s, n, want)
+	}
+	return n, nil
+}
+
+// checkDevice opens the CUDA driver and checks that it sees GPU ordinal,
+// before any work: a -device it cannot use is a bad flag (status 2).
+func checkDevice(ordinal int) error {
+	if err := cuda.Init(); err != nil {
+		return fmt.Errorf("-device %d: no usable GPU: %s", ordinal, strings.TrimPrefix(err.Error(), "cuda: "))
+	}
+	n, err := cuda.DeviceCount()
+	if err != nil {
+		return fmt.Errorf("-device %d: no usable GPU: %s", ordinal, strings.TrimPrefix(err.Error(), "cuda: "))
+	}
+	if ordinal >= n {
+		return fmt.Errorf("-device %d: the CUDA driver sees %d GPUs (ordinals from 0)", ordinal, n)
+	}
+	return nil
 }
 
 // buffers is what one measurement copies between: two device buffers,
@@ -251,11 +293,29 @@ func (b *buffers) free() {
 	}
 }
 
-func report(jsonOut, table io.Writer, rows []row) {
-	fmt.Fprintf(table, "| host memory | direction | bytes | best ms | median ms | GB/s |\n|---|---|---|---|---|---|\n")
+// report writes one JSON line a row to jsonOut (stdout) and the table
+// to table (stderr); a write that fails is an error naming the output:
+// the results are not lost silently.
+func report(jsonOut, table io.Writer, rows []row) error {
+	var jsonErr, tableErr error
+	_, tableErr = fmt.Fprintf(table, "| host memory | direction | bytes | best ms | median ms | GB/s |\n|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		b, _ := json.Marshal(r)
-		fmt.Fprintln(jsonOut, string(b))
-		fmt.Fprintf(table, "| %s | %s | %s | %.2f | %.2f | %.1f |\n", r.Host, r.Direction, memory.FormatBytes(r.Bytes), r.BestMS, r.MedianMS, r.GBs)
+		b, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		if jsonErr == nil {
+			_, jsonErr = fmt.Fprintln(jsonOut, string(b))
+		}
+		if tableErr == nil {
+			_, tableErr = fmt.Fprintf(table, "| %s | %s | %s | %.2f | %.2f | %.1f |\n", r.Host, r.Direction, memory.FormatBytes(r.Bytes), r.BestMS, r.MedianMS, r.GBs)
+		}
 	}
+	if jsonErr != nil {
+		return fmt.Errorf("writing the results to stdout: %w", jsonErr)
+	}
+	if tableErr != nil {
+		return fmt.Errorf("writing the table to stderr: %w", tableErr)
+	}
+	return nil
 }

@@ -21,7 +21,7 @@ func TestReport(t *testing.T) {
 	rows := []row{{Host: "pinned", Direction: "h2d", Bytes: 1 << 30, BestMS: 19, MedianMS: 20, GBs: 53.7, Device: "cuda:0"},
 		{Host: "managed", Direction: "both", Bytes: 2 << 30, BestMS: 40, MedianMS: 41, GBs: 52.4, Device: "cuda:0"}}
 	var js, table bytes.Buffer
-	report(&js, &table, rows)
+	require.NoError(t, report(&js, &table, rows))
 	lines := strings.Split(strings.TrimSpace(js.String()), "\n")
 	require.Len(t, lines, 2)
 	var r row

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/strata-ml/strata/internal/addition"
+	"github.com/strata-ml/strata/internal/cli"
 	"github.com/strata-ml/strata/nn"
 	"github.com/strata-ml/strata/tokenizer"
 )
@@ -75,6 +76,8 @@ func additionAccuracy(o *options, g *nn.GPT, tok tokenizer.Tokenizer, stdout, st
 	if n := addition.Tokens(o.digits); n > g.Config.Context {
 		return &usageError{fmt.Sprintf("-addition: a %d-digit problem is %d tokens, more than the model's context of %d", o.digits, n, g.Config.Context)}
 	}
+	out := &cli.StickyWriter{W: stdout} // the results' writes, checked at the end
+	stdout = out
 	prompts, answers := heldOutProblems(o.digits, o.addition)
 	right, tokens := 0, 0
 	var wrong []string
@@ -102,6 +105,9 @@ func additionAccuracy(o *options, g *nn.GPT, tok tokenizer.Tokenizer, stdout, st
 	fmt.Fprintf(stdout, "held-out accuracy: %d/%d = %.2f%% (%d-digit addition, answers reversed)\n", right, len(prompts), 100*float64(right)/float64(len(prompts)), o.digits)
 	for _, w := range wrong {
 		fmt.Fprintf(stdout, "  wrong: %s\n", w)
+	}
+	if out.Err != nil {
+		return fmt.Errorf("-addition: writing the results to stdout: %w", out.Err)
 	}
 	fmt.Fprintf(stderr, "generated %d tokens for %d problems in %v: %.1f tokens/s (prompt of %d tokens fed once per problem)\n",
 		tokens, len(prompts), elapsed.Round(time.Millisecond), float64(tokens)/elapsed.Seconds(), 2*o.digits+2)

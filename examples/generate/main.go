@@ -16,7 +16,11 @@
 // config.json beside the file, or width/64).
 //
 // Every flag is checked before any work; a bad one exits with status 2
-// and one line naming it, a failure during the run with status 1.
+// and one line naming it, and so does a flag given that the run would
+// ignore (generation's with -addition, -save or -dump-logits; -digits
+// without -addition; -top-k, -top-p and -seed with -temperature 0;
+// -stop-eot with the byte tokenizer). A failure during the run, writing
+// the results included, exits with status 1.
 package main
 
 import (
@@ -68,6 +72,9 @@ type options struct {
 	saveLayout  string
 
 	lay, saveLay nn.Layout
+	// set holds the flags the command line gave (flag.FlagSet.Visit):
+	// a flag the run would ignore is refused only when given.
+	set map[string]bool
 }
 
 // usageError is a bad flag: exit status 2.
@@ -108,6 +115,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if fs.NArg() > 0 {
 		return nil, &usageError{fmt.Sprintf("unexpected arguments %v", fs.Args())}
 	}
+	o.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 	if err := o.check(); err != nil {
 		return nil, &usageError{err.Error()}
 	}
@@ -148,6 +157,9 @@ func (o *options) check() error {
 			return fmt.Errorf("-config %q: want one of %s", o.config, strings.Join(nn.GPTConfigNames(), ", "))
 		}
 	}
+	if err := cli.CheckDevice(o.device); err != nil {
+		return err
+	}
 	if o.lay, err = nn.ParseLayout(o.layout); err != nil {
 		return fmt.Errorf("-layout %q: want auto, nanogpt or hf", o.layout)
 	}
@@ -176,6 +188,74 @@ func (o *options) check() error {
 	if o.save != "" && o.dumpLogits != "" && cli.SamePath(o.save, o.dumpLogits) {
 		return fmt.Errorf("-dump-logits %s: the same file as -save", o.dumpLogits)
 	}
+	return o.checkIgnored()
+}
+
+// generates reports whether the run generates text: it does unless
+// -save, -dump-logits or -addition asks for something else.
+func (o *options) generates() bool {
+	return o.addition == 0 && o.save == "" && o.dumpLogits == ""
+}
+
+// modeFlag names the flag that turned generation off.
+func (o *options) modeFlag() string {
+	switch {
+	case o.addition > 0:
+		return "-addition"
+	case o.save != "":
+		return "-save"
+	}
+	return "-dump-logits"
+}
+
+// checkIgnored refuses a flag given on the command line that the run
+// would ignore: the generation's flags when no text is generated
+// (-addition answers its problems greedily from their own prompts),
+// -prompt unless text is generated or -dump-logits reads it, -quiet with
+// neither generation nor -addition, -digits without -addition,
+// -save-layout without -save, and sampling's flags with greedy decoding
+// (-temperature 0). -stop-eot is checked once the tokenizer is known
+// (checkStopEOT).
+func (o *options) checkIgnored() error {
+	if !o.generates() {
+		for _, f := range []string{"temperature", "top-k", "top-p", "seed", "max-new", "runs", "stop-eot"} {
+			if o.set[f] {
+				return fmt.Errorf("-%s: %s generates no text, and -%s is generation's", f, o.modeFlag(), f)
+			}
+		}
+		if o.set["prompt"] && o.dumpLogits == "" {
+			what := "-save generates no text"
+			if o.addition > 0 {
+				what = "-addition's prompts are its problems"
+			}
+			return fmt.Errorf("-prompt: %s (-prompt is the text to continue, or the one whose logits -dump-logits writes)", what)
+		}
+		if o.set["quiet"] && o.addition == 0 {
+			return fmt.Errorf("-quiet: %s prints no text (-quiet is for generation and -addition)", o.modeFlag())
+		}
+	}
+	if o.set["digits"] && o.addition == 0 {
+		return errors.New("-digits: only with -addition (the digits of its problems)")
+	}
+	if o.set["save-layout"] && o.save == "" {
+		return errors.New("-save-layout: only with -save (the layout of the file it writes)")
+	}
+	if o.generates() && o.temperature == 0 {
+		for _, f := range []string{"top-k", "top-p", "seed"} {
+			if o.set[f] {
+				return fmt.Errorf("-%s: -temperature 0 decodes greedily and does not sample", f)
+			}
+		}
+	}
+	return nil
+}
+
+// checkStopEOT refuses -stop-eot given for a tokenizer that has no
+// end-of-text token: there is nothing to stop at either way.
+func (o *options) checkStopEOT(tok tokenizer.Tokenizer) error {
+	if _, ok := tok.EOT(); !ok && o.set["stop-eot"] && o.generates() {
+		return &usageError{fmt.Sprintf("-stop-eot: the %s tokenizer has no end-of-text token", tok.Name())}
+	}
 	return nil
 }
 
@@ -200,6 +280,10 @@ func main() {
 // run loads the model and does what the flags ask: -save, -dump-logits
 // (of -prompt) and -addition, in that order, or else generation.
 func run(o *options, stdout, stderr io.Writer) error {
+	dev, err := openDevice(o.device)
+	if err != nil {
+		return &usageError{err.Error()}
+	}
 	cfg, from, err := modelConfig(o)
 	if err != nil {
 		return err
@@ -219,9 +303,8 @@ func run(o *options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	dev, err := tensor.ParseDevice(o.device)
-	if err != nil {
-		return &usageError{fmt.Sprintf("-device: %v", err)}
+	if err := o.checkStopEOT(tok); err != nil {
+		return err
 	}
 	start := time.Now()
 	g, err := nn.NewGPT(cfg, nn.Options{Device: dev, DType: tensor.Float32, Rng: rand.New(rand.NewPCG(0, 0))})
@@ -398,11 +481,19 @@ func generate(o *options, g *nn.GPT, tok tokenizer.Tokenizer, stdout, stderr io.
 		stop = []int{e}
 	}
 	var rates []float64
+	sw := &cli.StickyWriter{W: stdout} // the text's writes, checked
 	text := textOut(stdout)
+	if e, ok := text.(*cli.Escaper); ok {
+		e.W = sw
+	} else {
+		text = sw
+	}
 	for run := range o.runs {
 		show := run == 0 && !o.quiet
 		if show {
-			fmt.Fprint(text, o.prompt)
+			if _, err := io.WriteString(text, o.prompt); err != nil {
+				return fmt.Errorf("writing the text to stdout: %w", err)
+			}
 		}
 		var first time.Duration
 		n := 0
@@ -433,13 +524,15 @@ func generate(o *options, g *nn.GPT, tok tokenizer.Tokenizer, stdout, stderr io.
 			if e, ok := text.(*cli.Escaper); ok && streamErr == nil {
 				streamErr = e.Flush()
 			}
-			fmt.Fprintln(stdout)
+			if _, err := fmt.Fprintln(sw); streamErr == nil {
+				streamErr = err
+			}
 		}
 		if err != nil {
 			return err
 		}
 		if streamErr != nil {
-			return streamErr
+			return fmt.Errorf("writing the text to stdout: %w", streamErr)
 		}
 		rate := float64(len(out)) / total.Seconds()
 		rates = append(rates, rate)
@@ -546,4 +639,43 @@ func dumpLogits(o *options, g *nn.GPT, tok tokenizer.Tokenizer, layout nn.Layout
 	}
 	fmt.Fprintf(stderr, "wrote the logits of %d tokens to %s\n", len(ids), o.dumpLogits)
 	return nil
+}
+
+// openDevice opens the device -device names (value; empty:
+// $STRATA_DEVICE, else auto). One that cannot be used is a bad flag,
+// decided before any work, and the error says what is wrong with it
+// (-device cuda: no usable GPU: cannot load the CUDA driver library ...)
+// without tensor's prefix and its generic words.
+func openDevice(value string) (tensor.Device, error) {
+	dev, err := tensor.ParseDevice(value)
+	if err == nil {
+		return dev, nil
+	}
+	what := "-device " + value
+	if value == "" {
+		what = fmt.Sprintf("-device (STRATA_DEVICE=%q)", os.Getenv("STRATA_DEVICE"))
+	}
+	if tensor.CheckDeviceName(value) != nil {
+		return nil, fmt.Errorf("%s: want cpu, cuda, cuda:N or auto", what)
+	}
+	cause := err.Error()
+	if u, ok := err.(interface{ Unwrap() []error }); ok {
+		var parts []string
+		for _, e := range u.Unwrap() {
+			if e != tensor.ErrDevice {
+				parts = append(parts, e.Error())
+			}
+		}
+		if len(parts) > 0 {
+			cause = strings.Join(parts, ": ")
+		}
+	} else {
+		cause = strings.TrimSuffix(cause, ": "+tensor.ErrDevice.Error())
+		if rest, ok := strings.CutPrefix(cause, "tensor: "); ok { // tensor: cuda:N: why
+			if _, why, ok := strings.Cut(rest, ": "); ok {
+				cause = why
+			}
+		}
+	}
+	return nil, fmt.Errorf("%s: no usable GPU: %s", what, strings.TrimPrefix(cause, "cuda: "))
 }

@@ -29,6 +29,15 @@
 // allocation of one extra step (so managed pages resident on the GPU
 // count), less what was in use before the strategy started; the
 // allocator's own device-tier peak is reported beside it.
+//
+// A flag no strategy of -strategies would use is refused (the hybrid
+// strategies' flags without hybrid or hybrid-ckpt, hybrid-ckpt's without
+// it, -checkpoint-every without -hybrid-checkpoint blocks,
+// -hybrid-offload-keep without -hybrid-offload), and so is -budget 0 or
+// off: the hybrid strategies run under a budget. Exit status: 0, 2 for a
+// bad flag (a -device that cannot be used too, before any work), 1 for a
+// failure of the run, writing the rows to stdout or the table to stderr
+// included.
 package main
 
 import (
@@ -171,9 +180,18 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 			return nil, fmt.Errorf("%s auto (half the device strategy's peak) needs the device strategy before %s in -strategies, or a size", flagName, name)
 		}
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if err := checkIgnored(o, names, set); err != nil {
+		return nil, err
+	}
 	if o.budget != "auto" {
-		if _, err := parseBudget(o.budget, 1<<40); err != nil {
-			return nil, fmt.Errorf("-budget: %w", err)
+		b, err := parseBudget(o.budget, 1<<40)
+		if err != nil { // ParseBudget's forms end in off, which -budget refuses
+			return nil, fmt.Errorf("-budget: %s", strings.Replace(err.Error(), ", or off", ", or auto", 1))
+		}
+		if b == 0 {
+			return nil, fmt.Errorf("-budget %s: the hybrid strategies run under a budget: give a size (4GiB), a share (50%%) or auto (hybrid-ckpt without one: -hybrid-ckpt-budget off; placement by role without one: the role strategy)", o.budget)
 		}
 	}
 	if o.ckptBudget != "same" && o.ckptBudget != "auto" {
@@ -196,6 +214,49 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 		}
 	}
 	return o, nil
+}
+
+// checkIgnored refuses a flag given (set) that no strategy of names
+// would use: the hybrid strategies' flags without hybrid or hybrid-ckpt,
+// hybrid-ckpt's without it, -checkpoint-every without -hybrid-checkpoint
+// blocks, -hybrid-offload-keep without -hybrid-offload, -budget when
+// only hybrid-ckpt runs under a budget of its own, -hybrid-attention
+// without a strategy that may use every tool, and -attention when every
+// strategy has -hybrid-attention's.
+func checkIgnored(o *options, names []string, set map[string]bool) error {
+	has := func(n ...string) bool {
+		for _, name := range n {
+			if slices.Contains(names, name) {
+				return true
+			}
+		}
+		return false
+	}
+	hybrid := has("hybrid", "hybrid-ckpt")
+	for _, c := range []struct {
+		flag, why string
+		used      bool
+	}{
+		{"budget", "the hybrid strategies' budget: -strategies has neither hybrid nor hybrid-ckpt", hybrid},
+		{"budget", "hybrid-ckpt has its own budget (-hybrid-ckpt-budget) and -strategies has no hybrid", has("hybrid") || o.ckptBudget == "same"},
+		{"overlap", "the hybrid strategies' optimizer: -strategies has neither hybrid nor hybrid-ckpt", hybrid},
+		{"pipeline", "the hybrid strategies' optimizer: -strategies has neither hybrid nor hybrid-ckpt", hybrid},
+		{"plan", "the placement scheduler's plan: only the hybrid strategies have one, and -strategies has neither hybrid nor hybrid-ckpt", hybrid},
+		{"plan-every", "the placement scheduler's plan: only the hybrid strategies have one, and -strategies has neither hybrid nor hybrid-ckpt", hybrid},
+		{"hybrid-head", "the hybrid strategies' head: -strategies has neither hybrid nor hybrid-ckpt", hybrid},
+		{"hybrid-attention", "the attention of hybrid, hybrid-ckpt and device-fused: -strategies has none of them", has("hybrid", "hybrid-ckpt", "device-fused")},
+		{"attention", "every strategy of -strategies has -hybrid-attention's", has("device", "zerocopy", "managed", "role") || o.hybridAttention == "same"},
+		{"hybrid-checkpoint", "hybrid-ckpt's checkpointing: -strategies has no hybrid-ckpt", has("hybrid-ckpt")},
+		{"hybrid-ckpt-budget", "hybrid-ckpt's budget: -strategies has no hybrid-ckpt", has("hybrid-ckpt")},
+		{"hybrid-offload", "hybrid-ckpt's offload: -strategies has no hybrid-ckpt", has("hybrid-ckpt")},
+		{"hybrid-offload-keep", "only with -hybrid-offload", o.hybridOffload && has("hybrid-ckpt")},
+		{"checkpoint-every", "only with -hybrid-checkpoint blocks, in hybrid-ckpt", o.hybridCkpt == "blocks" && has("hybrid-ckpt")},
+	} {
+		if set[c.flag] && !c.used {
+			return fmt.Errorf("-%s: %s", c.flag, c.why)
+		}
+	}
+	return nil
 }
 
 // checkWritable checks up front that path's file can be written, so that
@@ -225,17 +286,36 @@ func main() {
 		fmt.Fprintln(os.Stderr, "memstrategies:", err)
 		os.Exit(2)
 	}
-	dev, err := tensor.ParseDevice(o.device)
-	if err == nil {
-		err = run(o, dev, os.Stdout, os.Stderr)
+	dev, err := openDevice(o.device)
+	if err != nil { // a bad flag, before any work
+		fmt.Fprintln(os.Stderr, "memstrategies:", err)
+		os.Exit(2)
 	}
-	if err != nil {
+	if err := run(o, dev, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "memstrategies:", err)
 		os.Exit(1)
 	}
 }
 
+// run trains each strategy and writes the JSON lines to stdout and the
+// table to stderr, and the -json and -png files. A write to stdout or
+// stderr that fails is a failure of the run, reported once the files are
+// written: the rows are not lost silently.
 func run(o *options, dev tensor.Device, stdout, stderr io.Writer) error {
+	out, errOut := &cli.StickyWriter{W: stdout}, &cli.StickyWriter{W: stderr}
+	err := runTo(o, dev, out, errOut)
+	switch {
+	case err != nil:
+		return err
+	case out.Err != nil:
+		return fmt.Errorf("writing the results to stdout: %w", out.Err)
+	case errOut.Err != nil:
+		return fmt.Errorf("writing the table to stderr: %w", errOut.Err)
+	}
+	return nil
+}
+
+func runTo(o *options, dev tensor.Device, stdout, stderr io.Writer) error {
 	cfg, _ := nn.LookupGPTConfig(o.config)
 	if o.batch == 0 {
 		o.batch = cfg.Batch
@@ -288,4 +368,43 @@ func run(o *options, dev tensor.Device, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "bar chart: %s\n", o.pngOut)
 	}
 	return nil
+}
+
+// openDevice opens the device -device names (value; empty:
+// $STRATA_DEVICE, else auto). One that cannot be used is a bad flag,
+// decided before any work, and the error says what is wrong with it
+// (-device cuda: no usable GPU: cannot load the CUDA driver library ...)
+// without tensor's prefix and its generic words.
+func openDevice(value string) (tensor.Device, error) {
+	dev, err := tensor.ParseDevice(value)
+	if err == nil {
+		return dev, nil
+	}
+	what := "-device " + value
+	if value == "" {
+		what = fmt.Sprintf("-device (STRATA_DEVICE=%q)", os.Getenv("STRATA_DEVICE"))
+	}
+	if tensor.CheckDeviceName(value) != nil {
+		return nil, fmt.Errorf("%s: want cpu, cuda, cuda:N or auto", what)
+	}
+	cause := err.Error()
+	if u, ok := err.(interface{ Unwrap() []error }); ok {
+		var parts []string
+		for _, e := range u.Unwrap() {
+			if e != tensor.ErrDevice {
+				parts = append(parts, e.Error())
+			}
+		}
+		if len(parts) > 0 {
+			cause = strings.Join(parts, ": ")
+		}
+	} else {
+		cause = strings.TrimSuffix(cause, ": "+tensor.ErrDevice.Error())
+		if rest, ok := strings.CutPrefix(cause, "tensor: "); ok { // tensor: cuda:N: why
+			if _, why, ok := strings.Cut(rest, ": "); ok {
+				cause = why
+			}
+		}
+	}
+	return nil, fmt.Errorf("%s: no usable GPU: %s", what, strings.TrimPrefix(cause, "cuda: "))
 }
