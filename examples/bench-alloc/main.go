@@ -191,11 +191,11 @@ func parseOptions(args []string) (options, error) {
 	fs.StringVar(&o.plots, "plots", "", "write each trace replay's Chrome trace, timeline and peak segment map into this folder")
 	fs.BoolVar(&o.plan, "plan-steps", false, "expandable replays plan the steps of the trace (memory.PoolConfig.PlanSteps)")
 	fs.Float64Var(&o.scale, "scale", 1, "multiply every allocation size of the traces by this: a model of another size with the same pattern (PyTorch's figures stay those of the trace as recorded)")
-	if err := fs.Parse(args); err != nil {
-		return o, cli.UsageError{Err: err}
+	if err := cli.ParseFlags(fs, args); err != nil {
+		return o, err
 	}
 	if fs.NArg() > 0 {
-		return o, cli.Usagef("unexpected arguments %q", fs.Args())
+		return o, cli.UsageHint(fs, fmt.Errorf("unexpected arguments %q", fs.Args()))
 	}
 	if o.minTime <= 0 {
 		return o, cli.Usagef("-mintime %v must be positive", o.minTime)

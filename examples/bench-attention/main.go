@@ -101,11 +101,11 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	p := fs.Float64("dropout", 0, "dropout on the probabilities")
 	iters := fs.Int("iters", 10, "timed iterations (after 2 untimed)")
 	precs := fs.String("precision", "fp32,bf16,fp16", "comma-separated: fp32, fp16, bf16 (autocast)")
-	if err := fs.Parse(args); err != nil {
-		return cli.UsageError{Err: err}
+	if err := cli.ParseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
-		return cli.Usagef("unexpected arguments %q", fs.Args())
+		return cli.UsageHint(fs, fmt.Errorf("unexpected arguments %q", fs.Args()))
 	}
 	for _, f := range []struct {
 		name string

@@ -25,6 +25,7 @@ import (
 	"unsafe"
 
 	"github.com/strata-ml/strata/cuda"
+	"github.com/strata-ml/strata/internal/cli"
 	"github.com/strata-ml/strata/memory"
 )
 
@@ -80,11 +81,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	size := fs.String("size", "1GiB", "bytes each direction moves (a size such as 1GiB or 512MiB)")
 	reps := fs.Int("reps", 5, "repetitions of each measurement (the median is reported)")
 	ordinal := fs.Int("device", 0, "CUDA device ordinal")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.ParseFlags(fs, args); err != nil {
 		return options{}, err
 	}
 	if fs.NArg() > 0 {
-		return options{}, fmt.Errorf("unexpected arguments %q", fs.Args())
+		return options{}, cli.UsageHint(fs, fmt.Errorf("unexpected arguments %q", fs.Args()))
 	}
 	n, err := parseSize(*size)
 	if err != nil {

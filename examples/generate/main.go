@@ -106,14 +106,14 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.dumpLogits, "dump-logits", "", "write the prompt's tokens and logits (full forward and KV cache) to this JSON file, for tools/check_gpt2_logits.py")
 	fs.StringVar(&o.save, "save", "", "save the loaded weights to this safetensors file in -save-layout")
 	fs.StringVar(&o.saveLayout, "save-layout", "hf", "layout of -save: nanogpt or hf")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.ParseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
 		}
 		return nil, &usageError{err.Error()}
 	}
 	if fs.NArg() > 0 {
-		return nil, &usageError{fmt.Sprintf("unexpected arguments %v", fs.Args())}
+		return nil, &usageError{cli.UsageHint(fs, fmt.Errorf("unexpected arguments %q", fs.Args())).Error()}
 	}
 	o.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })

@@ -71,7 +71,7 @@ func TestFlagsCheckedUpFront(t *testing.T) {
 		{[]string{"-weights", w, "-config", "huge"}, `-config "huge"`},
 		{[]string{"-weights", w, "-dump-logits", filepath.Join(dir, "no", "l.json")}, "its directory does not exist"},
 		{[]string{"-weights", w, "-save", w}, "would overwrite -weights"},
-		{[]string{"-weights", w, "extra"}, "unexpected arguments [extra]"},
+		{[]string{"-weights", w, "extra"}, `unexpected arguments ["extra"]`},
 		{[]string{"-weights", w, "-nosuchflag"}, "flag provided but not defined"},
 	} {
 		_, err := parseFlags(tc.args, io.Discard)

@@ -109,11 +109,11 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.pngOut, "png", "memstrategies.png", "bar chart of peak device memory and tokens/s (empty: none)")
 	fs.BoolVar(&o.plan, "plan", false, "print the placement scheduler's plan after the warm-up")
 	fs.BoolVar(&o.planEvery, "plan-every", false, "print the placement scheduler's plan after every step")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.ParseFlags(fs, args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+		return nil, cli.UsageHint(fs, fmt.Errorf("unexpected arguments %q", fs.Args()))
 	}
 	switch {
 	case o.batch < 0:
