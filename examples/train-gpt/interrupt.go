@@ -29,13 +29,20 @@ type interrupts struct {
 	saving atomic.Bool
 	ctx    context.Context
 	cancel context.CancelFunc
-	note   string // what the first signal's message says will happen
+	note   atomic.Pointer[string] // what the first signal's message says will happen (setNote)
+	// stopWriting (tests): act as if the signal arrived twice during this
+	// write (write's what); "": never.
+	stopWriting string
+	// quit runs before a second signal ends the process (the output locks' files).
+	quit atomic.Pointer[func()]
 }
 
-// watchInterrupts starts watching; stop ends it. note completes "finishing
-// the step, then ...".
+// watchInterrupts starts watching; stop ends it. note says what the first
+// signal does ("finishing the step, then ..."); setNote changes it as the
+// run goes.
 func watchInterrupts(note string) *interrupts {
-	in := &interrupts{ch: make(chan os.Signal, 2), note: note}
+	in := &interrupts{ch: make(chan os.Signal, 2)}
+	in.setNote(note)
 	in.ctx, in.cancel = context.WithCancel(context.Background())
 	signal.Notify(in.ch, syscall.SIGINT, syscall.SIGTERM)
 	go func() {
@@ -44,6 +51,31 @@ func watchInterrupts(note string) *interrupts {
 		}
 	}()
 	return in
+}
+
+// setNote sets what the first signal's message says will happen.
+func (in *interrupts) setNote(note string) { in.note.Store(&note) }
+
+// write runs an atomic write (what names it, for messages: "writing the
+// loss curves to X") as a save: a second signal cancels its ctx, which
+// abandons it (the temporary file removed) instead of ending the process
+// in the middle of it. A write that does not watch ctx is abandoned once
+// it returns.
+func (in *interrupts) write(what, hook string, f func(ctx context.Context) error) error {
+	in.saving.Store(true)
+	defer in.saving.Store(false)
+	if hook != "" && in.stopWriting == hook {
+		in.trigger(syscall.SIGINT)
+		in.trigger(syscall.SIGINT)
+	}
+	err := f(in.ctx)
+	if err == nil && in.ctx.Err() != nil {
+		err = in.ctx.Err()
+	}
+	if err != nil {
+		return in.abandoned(err, what)
+	}
+	return nil
 }
 
 func (in *interrupts) stop() {
@@ -55,15 +87,21 @@ func (in *interrupts) stop() {
 // trigger handles one signal (the tests call it directly).
 func (in *interrupts) trigger(s syscall.Signal) {
 	if in.sig.CompareAndSwap(0, int32(s)) {
-		fmt.Fprintf(os.Stderr, "\ntrain-gpt: %v: finishing the step, then %s (%v again to quit at once)\n", s, in.note, s)
+		fmt.Fprintf(os.Stderr, "\ntrain-gpt: %v: %s (%v again to quit at once)\n", s, *in.note.Load(), s)
 		return
 	}
 	in.cancel()
 	if !in.saving.Load() {
 		fmt.Fprintf(os.Stderr, "\ntrain-gpt: %v again: quitting without saving\n", s)
-		os.Exit(128 + int(in.sig.Load()))
+		if q := in.quit.Load(); q != nil {
+			(*q)()
+		}
+		exitProcess(128 + int(in.sig.Load()))
 	}
 }
+
+// exitProcess is os.Exit (tests: a failure).
+var exitProcess = os.Exit
 
 // received reports the first signal, if any.
 func (in *interrupts) received() (syscall.Signal, bool) {

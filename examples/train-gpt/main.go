@@ -13,10 +13,21 @@
 // and a scheduler moves the least used tensors there between steps.
 // -gpus N trains data-parallel over N GPUs of the host, one goroutine
 // each, the gradients averaged over NCCL (dataparallel.go).
+//
+// A run holds its outputs (-out, -state, -loss-log, -loss-plot) for as
+// long as it runs, with an exclusive lock (flock) on a file .NAME.lock
+// beside each, removed at its end (the kernel releases the lock of a
+// process that dies; the file left then is reused): a second run on any
+// of the same outputs is refused with status 2, naming the process that
+// holds them (lock_unix.go). A failure after a step that would lose the
+// run's work (an evaluation's, or at the end the samples' or the
+// weights' save) saves the training state (-state) first and says where;
+// -resume of a state at -steps writes its weights and exits 0.
 package main
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -85,6 +96,9 @@ type options struct {
 	// tests: act as if SIGINT arrived twice while the training state
 	// after this step was being saved; 0: never
 	stopSaving int
+	// tests: act as if SIGINT arrived twice during this atomic write
+	// (-loss-plot, -loss-log, probe); "": never
+	stopWriting string
 
 	tokName       string              // -tokenizer
 	tok           tokenizer.Tokenizer // what -tokenizer names
@@ -179,6 +193,9 @@ func parseFlags(args []string) (*options, error) {
 		return nil, err
 	}
 	if err := cli.CheckDevice(o.device); err != nil {
+		return nil, err
+	}
+	if err := checkHostMemoryEnv(); err != nil {
 		return nil, err
 	}
 	o.bench = o.bench || o.memTrace != "" || o.memPlot != "" // memory capture runs -bench's steps (memcapture.go)
@@ -354,7 +371,8 @@ func (o *options) setDefaults(fs *flag.FlagSet) {
 	}
 }
 
-// main exits with 0 on success and for -h, 2 for a bad flag, 130 or 143
+// main exits with 0 on success and for -h, 2 for a bad flag (or a bad
+// STRATA_HOST_MEMORY, or outputs another run holds), 130 or 143
 // after an interrupt (SIGINT, SIGTERM) that saved the training state, and
 // 1 for any other failure.
 // gcPercent is the Go collector's target train-gpt sets (GOGC's default
@@ -390,6 +408,20 @@ func main() {
 	}
 }
 
+// checkHostMemoryEnv refuses a malformed or too small STRATA_HOST_MEMORY
+// (the CPU device's host memory budget): a bad setting, not a warning
+// and the default budget.
+func checkHostMemoryEnv() error {
+	if _, err := memory.DefaultHostBudget(); err != nil {
+		v := strings.TrimSpace(os.Getenv(memory.EnvHostMemory))
+		msg := err.Error()
+		msg, _, _ = strings.Cut(msg, "; using the default")
+		prefix := fmt.Sprintf("memory: %s=%q: ", memory.EnvHostMemory, v)
+		return fmt.Errorf("%s=%q: %s", memory.EnvHostMemory, v, strings.TrimPrefix(msg, prefix))
+	}
+	return nil
+}
+
 // setPolicy applies the -policy flag to the device's memory manager:
 // the hybrid placement, or every role in one tier (the baselines of the
 // hybrid manager's comparison: all device memory, all unified memory, all
@@ -417,8 +449,33 @@ func run(o *options) (rerr error) {
 	if err != nil {
 		return err
 	}
-	if err := o.checkFiles(); err != nil {
+	training := !o.bench && o.memTrace == "" && o.memPlot == ""
+	var in *interrupts
+	if training {
+		// Before the first file operation (the probes), so that a signal
+		// never finds one half done; until training starts, the first
+		// signal stops the run before its first step (train).
+		in = watchInterrupts("stopping before the first step (nothing to save yet)")
+		in.stopWriting = o.stopWriting
+		defer in.stop()
+		err = in.write("checking the outputs can be written", "probe", func(context.Context) error { return o.checkFiles() })
+	} else {
+		err = o.checkFiles()
+	}
+	var ex *exitError
+	if errors.As(err, &ex) {
+		return err
+	}
+	if err != nil {
 		return &exitError{code: 2, msg: err.Error()} // a bad flag, found before any work
+	}
+	if training {
+		release, err := lockOutputs(o) // a second run on these outputs is refused (lock_unix.go)
+		if err != nil {
+			return err
+		}
+		defer release()
+		in.quit.Store(&release)
 	}
 	if o.dropSet {
 		cfg.Dropout = o.dropout
@@ -481,7 +538,7 @@ func run(o *options) (rerr error) {
 	if o.bench {
 		err = bench(o, cfg, dev)
 	} else {
-		err = train(o, cfg, dev)
+		err = train(o, cfg, dev, in)
 	}
 	if errors.Is(err, memory.ErrOutOfMemory) && !errors.Is(err, memory.ErrInjected) {
 		fmt.Fprint(os.Stderr, "\n", dev.Memory().Summary())

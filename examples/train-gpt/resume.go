@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -40,6 +41,10 @@ const (
 	keySkips      = "train.skips_in_a_row"
 	keySmooth     = "train.smooth_loss"
 	keyRun        = "train.run"
+	// keyEvalDue: the state was saved because the evaluation of its last
+	// step failed; the step's loss, which the resumed run logs with the
+	// held-out loss of that evaluation, done first.
+	keyEvalDue = "train.eval_due_loss"
 )
 
 // runIdentity is what defines a run. A state is resumed only with the
@@ -105,7 +110,7 @@ func (o *options) setStateDefault(fs *flag.FlagSet) {
 
 // saveState writes the training state after step steps (atomically; a
 // cancelled ctx leaves the previous file).
-func (t *trainer) saveState(ctx context.Context, path string, o *options, step int, smooth float64) error {
+func (t *trainer) saveState(ctx context.Context, path string, o *options, step int, smooth float64, extra map[string]string) error {
 	rng := t.dataPos // the data loader's generator runs ahead: the position after the last batch trained on
 	if rng == nil {
 		var err error
@@ -127,60 +132,71 @@ func (t *trainer) saveState(ctx context.Context, path string, o *options, step i
 	for k, v := range t.scaler.Metadata() {
 		meta[k] = v
 	}
+	for k, v := range extra {
+		meta[k] = v
+	}
 	return nn.SaveTrainState(ctx, path, t.params, t.opt, meta)
 }
 
 // restoreState loads a training state into t and returns the steps it had
-// done and its smoothed loss. Differences in the flags that define the
+// done, its smoothed loss and, when the evaluation of its last step
+// failed (keyEvalDue), that step's loss (else NaN). A state at -steps is a
+// complete run's (train writes its weights). Differences in the flags that define the
 // run are errors or notes (printed), as runIdentity says.
-func (t *trainer) restoreState(path string, o *options) (step int, smooth float64, err error) {
+func (t *trainer) restoreState(path string, o *options) (step int, smooth, evalDue float64, err error) {
+	evalDue = math.NaN()
 	// The metadata first: a state of another run is refused by what
 	// differs, not by the first tensor of the wrong shape.
 	meta, err := tensor.ReadSafetensorsMetadata(path)
 	if err != nil {
-		return 0, 0, fmt.Errorf("-resume: %w", err)
+		return 0, 0, 0, fmt.Errorf("-resume: %w", err)
 	}
 	bad := func(key string) error {
 		return fmt.Errorf("-resume %s: not a train-gpt training state file (metadata %s = %q)", path, key, meta[key])
 	}
 	var saved runIdentity
 	if err := json.Unmarshal([]byte(meta[keyRun]), &saved); err != nil {
-		return 0, 0, bad(keyRun)
+		return 0, 0, 0, bad(keyRun)
 	}
 	if err := compareRuns(saved, identity(o, t), os.Stderr); err != nil {
-		return 0, 0, fmt.Errorf("-resume %s: %w", path, err)
+		return 0, 0, 0, fmt.Errorf("-resume %s: %w", path, err)
 	}
 	o.seed = saved.Seed // compareRuns noted a new -seed as ignored
 	if meta, err = nn.LoadTrainState(path, t.params, t.opt); err != nil {
-		return 0, 0, fmt.Errorf("-resume: %w", err)
+		return 0, 0, 0, fmt.Errorf("-resume: %w", err)
 	}
 	if step, err = strconv.Atoi(meta[keyStep]); err != nil || step < 0 {
-		return 0, 0, bad(keyStep)
+		return 0, 0, 0, bad(keyStep)
 	}
 	rng, err := base64.StdEncoding.DecodeString(meta[keyDataRNG])
 	if err != nil || t.dataSrc.UnmarshalBinary(rng) != nil {
-		return 0, 0, bad(keyDataRNG)
+		return 0, 0, 0, bad(keyDataRNG)
 	}
 	drop, err := strconv.ParseUint(meta[keyDropoutRNG], 10, 64)
 	if err != nil {
-		return 0, 0, bad(keyDropoutRNG)
+		return 0, 0, 0, bad(keyDropoutRNG)
 	}
 	autograd.SetRandomState(t.c, drop)
 	if t.skips, err = strconv.Atoi(meta[keySkips]); err != nil || t.skips < 0 {
-		return 0, 0, bad(keySkips)
+		return 0, 0, 0, bad(keySkips)
 	}
 	if smooth, err = strconv.ParseFloat(meta[keySmooth], 64); err != nil {
-		return 0, 0, bad(keySmooth)
+		return 0, 0, 0, bad(keySmooth)
 	}
 	if t.scaler.Enabled() {
 		if err := t.scaler.LoadMetadata(meta); err != nil {
-			return 0, 0, fmt.Errorf("-resume %s: %w", path, err)
+			return 0, 0, 0, fmt.Errorf("-resume %s: %w", path, err)
 		}
 	}
-	if step >= o.steps {
-		return 0, 0, fmt.Errorf("-resume %s: the run is at step %d, -steps %d leaves nothing to train (raise -steps)", path, step, o.steps)
+	if v, ok := meta[keyEvalDue]; ok {
+		if evalDue, err = strconv.ParseFloat(v, 64); err != nil || step < 1 {
+			return 0, 0, 0, bad(keyEvalDue)
+		}
 	}
-	return step, smooth, nil
+	if step > o.steps {
+		return 0, 0, 0, fmt.Errorf("-resume %s: the run is at step %d, -steps %d leaves nothing to train (raise -steps)", path, step, o.steps)
+	}
+	return step, smooth, evalDue, nil
 }
 
 // compareRuns refuses a state of another run and writes to w a note for
@@ -247,7 +263,7 @@ func short(sum string) string { return sum[:min(len(sum), 16)] }
 // openLossLog opens -loss-log: truncated for a new run; for a run resumed
 // after step done, with the lines of later steps (written after the state
 // was saved, by a run that then died) dropped, for appending.
-func openLossLog(path string, done int) (*os.File, error) {
+func openLossLog(in *interrupts, path string, done int) (*os.File, error) {
 	if done == 0 {
 		f, err := os.Create(path)
 		if err != nil {
@@ -270,10 +286,15 @@ func openLossLog(path string, done int) (*os.File, error) {
 			kept.WriteByte('\n')
 		}
 	}
-	if err := atomicfile.Write(context.Background(), path, func(w io.Writer) error {
-		_, err := w.Write(kept.Bytes())
-		return err
+	if err := in.write("rewriting -loss-log "+path, "-loss-log", func(ctx context.Context) error {
+		return atomicfile.Write(ctx, path, func(w io.Writer) error {
+			_, err := w.Write(kept.Bytes())
+			return err
+		})
 	}); err != nil {
+		if _, ok := err.(*exitError); ok {
+			return nil, err
+		}
 		return nil, fmt.Errorf("-loss-log: %w", err)
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)

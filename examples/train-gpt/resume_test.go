@@ -132,7 +132,7 @@ func TestResumeRefusesAnotherRun(t *testing.T) {
 		"-batch 8":     "saved by a run with batches of 4 x 12 tokens, this one has 8 x 12",
 		"-digits 2":    "saved by a -digits 3 run, this one is -digits 2",
 		"-config char": "saved by a -config tiny run",
-		"-steps 2":     "the run is at step 2, -steps 2 leaves nothing to train",
+		"-steps 1":     "the run is at step 2, -steps 1 leaves nothing to train",
 	} {
 		o, err := parseFlags(append(c.args(t.TempDir(), "cpu", strings.Fields(extra)...), "-resume", state))
 		require.NoError(t, err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -272,7 +273,7 @@ func notFinite(loss, norm float64) error {
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
-func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
+func train(o *options, cfg nn.GPTConfig, dev tensor.Device, in *interrupts) error {
 	var data dataset
 	var task *additionTask
 	var err error
@@ -314,12 +315,20 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 		fmt.Fprintf(os.Stderr, "initial weights from %s\n", o.init)
 	}
 	done, smooth := 0, 0.0 // steps done, smoothed loss
+	evalDue := math.NaN()  // a resumed state's step whose evaluation failed: its loss
 	if o.resume != "" {
-		if done, smooth, err = tr.restoreState(o.resume, o); err != nil {
+		if done, smooth, evalDue, err = tr.restoreState(o.resume, o); err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "resumed from %s after step %d of %d\n", o.resume, done, o.steps)
+		if done < o.steps {
+			fmt.Fprintf(os.Stderr, "resumed from %s after step %d of %d\n", o.resume, done, o.steps)
+		} else if o.out == "" {
+			return &exitError{code: 2, msg: fmt.Sprintf("-resume %s: the run is at step %d, -steps %d leaves nothing to train, and there is no -out to write its weights to (raise -steps, or give -out)", o.resume, done, o.steps)}
+		}
 	}
+	// A state of a complete run (-save-every dividing -steps, or saved by
+	// a failure at the end): its weights are written, nothing trained.
+	complete := done >= o.steps
 	if err := tr.startDataParallel(o, cfg); err != nil { // -gpus: the ranks, from these weights
 		return err
 	}
@@ -333,7 +342,7 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 				return err
 			}
 		}
-		f, err := openLossLog(o.lossLog, done)
+		f, err := openLossLog(in, o.lossLog, done)
 		if err != nil {
 			return err
 		}
@@ -349,6 +358,34 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 			}
 		}()
 	}
+	logLine := func(step int, loss, held float64) error {
+		hist.add(step, loss, held)
+		if lossLog == nil {
+			return nil
+		}
+		var err error
+		if math.IsNaN(held) {
+			_, err = fmt.Fprintf(lossLog, "{\"step\": %d, \"loss\": %.9g}\n", step, loss)
+		} else {
+			_, err = fmt.Fprintf(lossLog, "{\"step\": %d, \"loss\": %.9g, \"held_out_loss\": %.9g}\n", step, loss, held)
+		}
+		if err != nil {
+			return fmt.Errorf("-loss-log %s: %w", o.lossLog, err)
+		}
+		return nil
+	}
+	if !math.IsNaN(evalDue) {
+		// The evaluation of the state's last step failed (its state was
+		// saved then): done now, logged as the run would have.
+		metric, held, err := evaluateFn(tr, data, task)
+		if err != nil {
+			return fmt.Errorf("step %d, evaluation: %w", done, err)
+		}
+		if err := logLine(done, evalDue, held); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "step %5d  loss %.4f  %s  lr %.2e\n", done, smooth, metric, tr.sched.LR(done-1))
+	}
 	if tr.dataPos, err = tr.dataSrc.MarshalBinary(); err != nil {
 		return err
 	}
@@ -362,27 +399,73 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 		}
 	}()
 	prog := newProgress(o, done)
-	note := "saving the training state to " + o.state
+	training := "finishing the step, then saving the training state to " + o.state
 	if o.state == "" {
-		note = "quitting without saving (no -state)"
+		training = "finishing the step, then quitting without saving (no -state)"
 	}
-	in := watchInterrupts(note)
-	defer in.stop()
-	save := func(step int) error {
+	lastStep := "finishing the last step, then saving the weights to " + o.out + " (the run is then complete)"
+	final := "finishing the run: saving the weights to " + o.out
+	if o.out == "" {
+		lastStep = "finishing the last step; the run is then complete (no -out: no weights to save)"
+		final = "finishing the run (no -out: no weights to save)"
+	}
+	if s, ok := in.received(); ok {
+		return in.exit(s, fmt.Sprintf("%v before the first step: stopped without training or saving anything", s))
+	}
+	in.setNote(training)
+	savedAt := 0 // the step of the last training state saved
+	save := func(step int, extra map[string]string) error {
 		in.saving.Store(true)
 		defer in.saving.Store(false)
 		if o.stopSaving == step {
 			in.trigger(syscall.SIGINT)
 			in.trigger(syscall.SIGINT)
 		}
-		if err := tr.saveState(in.ctx, o.state, o, step, smooth); err != nil {
+		if err := tr.saveState(in.ctx, o.state, o, step, smooth, extra); err != nil {
 			return in.abandoned(fmt.Errorf("saving the training state after step %d: %w", step, err), fmt.Sprintf("saving the training state after step %d", step))
 		}
+		savedAt = step
 		return nil
+	}
+	// rescue is the error of a failure after step at (an evaluation, the
+	// end's samples or weights), which would lose the run's work: it saves
+	// the training state first, and says where (or why it could not).
+	// evalDue: the step's loss when its evaluation failed (the resumed run
+	// evaluates it), else NaN.
+	rescue := func(at int, cause error, evalDue float64) error {
+		var ex *exitError
+		if errors.As(cause, &ex) || at <= done {
+			return cause // an interrupt's; or nothing trained here: the state resumed is the run's
+		}
+		how := "continue the run with -resume " + o.state
+		if at >= o.steps {
+			how = "-resume " + o.state + " writes its weights"
+		}
+		switch {
+		case o.state == "":
+			return fmt.Errorf("%w (no -state: the %d steps trained are lost)", cause, at)
+		case savedAt == at && math.IsNaN(evalDue):
+			return fmt.Errorf("%w; the training state after step %d is saved in %s: %s", cause, at, o.state, how)
+		}
+		var extra map[string]string
+		if !math.IsNaN(evalDue) {
+			extra = map[string]string{keyEvalDue: strconv.FormatFloat(evalDue, 'g', -1, 64)}
+		}
+		if err := save(at, extra); err != nil {
+			if errors.As(err, &ex) {
+				return err
+			}
+			return fmt.Errorf("%w; the training state could not be saved either: %v", cause, err)
+		}
+		return fmt.Errorf("%w; saved the training state after step %d to %s: %s", cause, at, o.state, how)
 	}
 	start := time.Now()
 	tokens := 0
+	at := done // the last step done
 	for it := done; it < o.steps; it++ {
+		if it == o.steps-1 {
+			in.setNote(lastStep) // a signal now finds the run complete: its weights are saved
+		}
 		s, err := ld.next()
 		if err != nil {
 			return fmt.Errorf("step %d: %w", it+1, err)
@@ -393,6 +476,7 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 		if err != nil {
 			return fmt.Errorf("step %d: %w", it+1, err)
 		}
+		at = it + 1
 		tokens += tr.B * tr.T
 		if it == 0 {
 			smooth = loss
@@ -402,24 +486,17 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 		timeUp := it < o.steps-1 && o.maxTime > 0 && time.Since(start) > o.maxTime
 		last := it == o.steps-1 || timeUp
 		held, metric := math.NaN(), ""
-		if o.evalEvery > 0 && (it+1)%o.evalEvery == 0 || last {
+		// Not at a -max-time stop: the run resumed from there logs what the
+		// uninterrupted run does.
+		if o.evalEvery > 0 && (it+1)%o.evalEvery == 0 || it == o.steps-1 {
 			prog.clear()
-			if metric, held, err = evaluate(tr, data, task); err != nil {
-				return err
+			if metric, held, err = evaluateFn(tr, data, task); err != nil {
+				return rescue(it+1, fmt.Errorf("step %d, evaluation: %w", it+1, err), loss)
 			}
 		}
-		hist.add(it+1, loss, held)
-		if lossLog != nil {
-			var err error
-			if math.IsNaN(held) {
-				_, err = fmt.Fprintf(lossLog, "{\"step\": %d, \"loss\": %.9g}\n", it+1, loss)
-			} else {
-				_, err = fmt.Fprintf(lossLog, "{\"step\": %d, \"loss\": %.9g, \"held_out_loss\": %.9g}\n", it+1, loss, held)
-			}
-			if err != nil {
-				prog.clear()
-				return fmt.Errorf("-loss-log %s: %w", o.lossLog, err)
-			}
+		if err := logLine(it+1, loss, held); err != nil {
+			prog.clear()
+			return err
 		}
 		if metric != "" {
 			fmt.Fprintf(os.Stderr, "step %5d  loss %.4f  %s  lr %.2e  %.0f tok/s  %.0fs\n", it+1, smooth, metric, tr.sched.LR(it), float64(tokens)/el, el)
@@ -427,7 +504,7 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 		prog.update(it+1, smooth, float64(tokens)/el)
 		saved := false
 		if o.saveEvery > 0 && (it+1)%o.saveEvery == 0 {
-			if err := save(it + 1); err != nil {
+			if err := save(it+1, nil); err != nil {
 				return err
 			}
 			saved = true
@@ -438,7 +515,7 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 			prog.clear()
 			msg := fmt.Sprintf("-max-time %v reached after step %d of %d", o.maxTime, it+1, o.steps)
 			if o.state != "" && !saved {
-				if err := save(it + 1); err != nil {
+				if err := save(it+1, nil); err != nil {
 					return err
 				}
 				saved = true
@@ -459,7 +536,7 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 				return in.exit(s, fmt.Sprintf("%v after step %d of %d: stopped without saving the training state (no -state)", s, it+1, o.steps))
 			}
 			if !saved {
-				if err := save(it + 1); err != nil {
+				if err := save(it+1, nil); err != nil {
 					return err
 				}
 			}
@@ -469,6 +546,7 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 			break
 		}
 	}
+	in.setNote(final)
 	prog.finish()
 	ld.stop()
 	ld = nil
@@ -476,26 +554,37 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 		err := lossLog.Close()
 		lossLog = nil
 		if err != nil {
-			return fmt.Errorf("-loss-log %s: %w", o.lossLog, err)
+			return rescue(at, fmt.Errorf("-loss-log %s: %w", o.lossLog, err), math.NaN())
 		}
 	}
-	if err := showSamples(tr, data, task, o); err != nil {
-		return err
+	if !complete { // a complete state's samples were shown by its run
+		if err := showSamples(tr, data, task, o); err != nil {
+			return rescue(at, fmt.Errorf("after step %d, samples: %w", at, err), math.NaN())
+		}
+		fmt.Fprint(os.Stderr, "\n", dev.Memory().Summary())
 	}
-	fmt.Fprint(os.Stderr, "\n", dev.Memory().Summary())
 	if o.out != "" {
 		if err := saveWeights(in, o, cfg, tr); err != nil {
-			return err
+			var bad *badWeightsError
+			if errors.As(err, &bad) {
+				return err
+			}
+			return rescue(at, err, math.NaN())
+		}
+		if complete {
+			fmt.Fprintf(os.Stderr, "train-gpt: nothing left to train: wrote the weights of step %d to %s\n", done, o.out)
 		}
 	}
-	if o.lossPlot != "" {
+	if o.lossPlot != "" && len(hist.train) > 0 {
 		on := fmt.Sprintf("%d-digit addition", o.digits)
 		if o.data != "" {
 			on = fmt.Sprintf("%s (-tokenizer %s)", filepath.Base(o.data), o.tokName)
 		}
 		title := fmt.Sprintf("train-gpt -config %s on %s, %d steps", o.config, on, int(hist.train[len(hist.train)-1].X))
-		if err := writeLossPlot(in.ctx, o.lossPlot, title, &hist); err != nil {
-			return in.abandoned(err, "writing the loss curves to "+o.lossPlot)
+		if err := in.write("writing the loss curves to "+o.lossPlot, "-loss-plot", func(ctx context.Context) error {
+			return writeLossPlot(ctx, o.lossPlot, title, &hist)
+		}); err != nil {
+			return err
 		}
 		fmt.Fprintf(os.Stderr, "saved the loss curves to %s\n", o.lossPlot)
 	}
@@ -504,6 +593,12 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	}
 	return nil
 }
+
+// badWeightsError is saveWeights' refusal of weights that are not finite
+// (the run went wrong: its state is not worth saving either).
+type badWeightsError struct{ msg string }
+
+func (e *badWeightsError) Error() string { return e.msg }
 
 // saveWeights writes -out, unless a weight is not finite (a run that went
 // wrong must not replace good weights). Its metadata records the model's
@@ -515,7 +610,7 @@ func saveWeights(in *interrupts, o *options, cfg nn.GPTConfig, tr *trainer) erro
 		return err
 	}
 	if bad != "" {
-		return fmt.Errorf("not saving -out %s: parameter %s is not finite", o.out, bad)
+		return &badWeightsError{fmt.Sprintf("not saving -out %s: parameter %s is not finite", o.out, bad)}
 	}
 	meta := map[string]string{"format": "pt", "config": fmt.Sprintf("%+v", cfg), "producer": "strata train-gpt", "tokenizer": o.tokName}
 	if o.data == "" {
@@ -523,12 +618,18 @@ func saveWeights(in *interrupts, o *options, cfg nn.GPTConfig, tr *trainer) erro
 	}
 	in.saving.Store(true)
 	defer in.saving.Store(false)
-	if err := nn.SaveWeightsContext(in.ctx, o.out, tr.params, meta); err != nil {
+	if err := saveWeightsFile(in.ctx, o.out, tr.params, meta); err != nil {
 		return in.abandoned(err, "saving the weights to "+o.out)
 	}
 	fmt.Fprintf(os.Stderr, "saved weights to %s\n", o.out)
 	return nil
 }
+
+// saveWeightsFile writes -out (tests: a failing write).
+var saveWeightsFile = nn.SaveWeightsContext
+
+// evaluateFn is evaluate (tests: a failing evaluation).
+var evaluateFn = evaluate
 
 // inputs uploads the batch in t.xs, t.ys as int32 (B, T) tensors with
 // memory role staging: on the GPU the hybrid policy puts them in mapped
