@@ -73,16 +73,22 @@
 // GradScaler is PyTorch's dynamic loss scaling for float16 (65536 at
 // start, x2 after 2000 good steps, x0.5 and a skipped step on inf/NaN);
 // Unscale runs one fused pass over all gradients (tensor.UnscaleGrads:
-// one kernel launch on a GPU). bfloat16 and float32 need no scaling, and
-// a disabled scaler is a no-op, so a training loop is one code path for
-// every precision.
+// one kernel launch on a GPU), and below a scale of 1, where dividing
+// multiplies, a second pass checks what it wrote. The scale stays a
+// float32 the gradients can be divided by: backing off stops at 2^-126
+// (float32's smallest normal), growth at float32's largest finite number,
+// and Unscale, Record and LoadMetadata refuse a Scale outside [2^-126,
+// max float32]. bfloat16 and float32 need no scaling, and a disabled
+// scaler is a no-op, so a training loop is one code path for every
+// precision.
 //
 // Loss scaling needs float32 gradients: an enabled scaler unscales and
 // checks contiguous float32 gradients only. Half gradients
 // (nn.GPT.SetBlockGradDType, autograd's Var.SetGradDType) are for
 // bfloat16 autocast, which needs no scaler; under float16 autocast keep
-// the gradients in float32. Unscale refuses a half gradient with an error
-// saying so, before changing any.
+// the gradients in float32. An enabled (float16) scaler's Unscale refuses
+// a half gradient with an error saying so (tensor.ErrDType), before
+// changing any.
 //
 // Layering: amp imports only tensor, so autograd's ops can consult the
 // autocast state; checkpoint and nn sit above both.

@@ -13,9 +13,13 @@ import (
 // so small gradients survive float16; Unscale divides the gradients by it
 // again in one fused pass that also finds inf and NaN; a step with a
 // non-finite gradient is skipped and the scale halved (BackoffFactor; not
-// below float32's smallest normal, 2^-126),
-// and after GrowthInterval good steps in a row the scale doubles
-// (GrowthFactor).
+// below float32's smallest normal, 2^-126), and after GrowthInterval good
+// steps in a row the scale doubles (GrowthFactor; not past float32's
+// largest finite number, where growth stops). Below a scale of 1, where
+// dividing multiplies, Unscale checks its output in a second pass.
+// Unscale, Record and LoadMetadata refuse a Scale outside [2^-126, max
+// float32], and an enabled scaler's Unscale refuses half-precision
+// gradients (float16 loss scaling needs float32 ones).
 //
 // A disabled scaler (bfloat16 and float32 need none: their exponent
 // range is float32's) is a no-op: LossScale is 1, Unscale reports every

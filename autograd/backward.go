@@ -28,12 +28,11 @@ var ErrNoGraph = errors.New("autograd: no graph to differentiate")
 //
 // Errors: ErrNoGraph, a non-scalar v, or an *tensor.OpError raised by a
 // backward function (out of memory, say) or naming what one returned
-// wrongly (a custom op's, see Record: a gradient count other than its
-// inputs' wraps tensor.ErrArgument, a gradient of another shape than its
-// input's tensor.ErrShape, an integer one tensor.ErrDType). A pass that fails midway keeps
-// what it had done (leaves keep the gradients they received, stepped
-// nodes stay consumed); the vars it did not step keep their graph and no
-// gradient of it.
+// wrongly (a custom op's, see Record; BackwardFunc lists the checks and
+// their errors: ErrArgument, ErrReleased, ErrShape, ErrDType,
+// ErrDevice). A pass that fails midway keeps what it had done (leaves
+// keep the gradients they received, stepped nodes stay consumed); the
+// vars it did not step keep their graph and no gradient of it.
 func (v *Var) Backward() error {
 	if v == nil || v.Value == nil {
 		return &tensor.OpError{Op: "autograd.Backward", Msg: "nil *autograd.Var or one with no value", Err: tensor.ErrArgument}

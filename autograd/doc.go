@@ -121,7 +121,8 @@
 // not: training one model's parameters from two goroutines (their
 // gradients and the optimizer's writes race, as any Go value would), and
 // one Ctx used by two goroutines at once (its scopes nest in program
-// order). Combining tensors of two Ctx values in one op panics with
+// order; in Background this is reported as an *tensor.OpError wrapping
+// ErrArgument). Combining tensors of two Ctx values in one op panics with
 // tensor.ErrArgument. The package-level conveniences (NoGrad,
 // tensor.WithScope, tensor.Zeros, ...) use tensor.Background(), the
 // process's default Ctx, for programs that do their tensor work on one

@@ -62,6 +62,16 @@ func (n *node) takes(dt tensor.DType) bool { return n.alsoTakes&(1<<dt) != 0 }
 // BackwardFunc maps the gradient of an op's output to the gradients of
 // its inputs, in order; an entry may be nil when that input needs none
 // (see Var.RequiresGrad). The returned tensors belong to the engine.
+//
+// Backward checks what a backward returns before handing any of it on:
+// one entry per input, and each gradient it uses (a non-nil entry for an
+// input that requires gradients) live, of its input's shape, of a float
+// dtype and on its input's device. Anything else fails Backward with an
+// *tensor.OpError naming the op: a count other than the inputs' wraps
+// tensor.ErrArgument, a released gradient tensor.ErrReleased, another
+// shape tensor.ErrShape, an integer dtype tensor.ErrDType, another device
+// tensor.ErrDevice. The node is then not stepped: its inputs receive none
+// of its gradients.
 type BackwardFunc func(g *tensor.Tensor) []*tensor.Tensor
 
 // Param returns a leaf that requires gradients (a trainable parameter).

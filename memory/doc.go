@@ -167,7 +167,8 @@
 //     demotes colder tensors to bring the total back under it.
 //   - Spilling (spill.go): under a Policy with Spill (HybridPolicy), an
 //     allocation the device tier cannot serve even after releasing its
-//     cache goes to TierOffload instead of failing, as llm.c falls back to
+//     cache and the managed tier's (which the device limit also counts)
+//     goes to TierOffload instead of failing, as llm.c falls back to
 //     managed memory; the first spill is reported once (OnSpill, else a
 //     line on standard error) with the bytes and the cause, Stats.Spills
 //     counts them all. The CUDA offload backend is mapped page-locked
@@ -192,6 +193,14 @@
 //     reach and expandable segments' mapped ranges do not always let them)
 //     counts against the tier's limit and in the scheduler's demand, so a
 //     budget still covers all the device memory the process uses.
+//   - A host budget (host_budget.go): the CPU device's tiers all draw on
+//     one HostBudget, DefaultHostBudget's: EnvHostMemory
+//     (STRATA_HOST_MEMORY: a size, a share such as "50%", or "off") or by
+//     default DefaultHostShare of the memory the process may use (RAM or
+//     its cgroup's limit, at most 9/10 of what is available at start). A
+//     value below MinHostBudget (2 MiB) or malformed is refused with an
+//     error, and the default budget is used. An allocation past the budget
+//     fails with an *OOMError instead of the kernel killing the process.
 //   - The placement scheduler (scheduler.go): the tensor layer counts
 //     every access to an allocation (Allocation.Touch, one atomic add per
 //     operand of every op); a Scheduler tracks the long-lived roles
@@ -227,8 +236,13 @@
 //     streams with events, and Stats.AsyncMoves counts those moves apart
 //     from Migrate's. A pool at its limit waits for blocks pending on
 //     other streams' work the oldest first, until one fits
-//     (Pool.waitFor), before it releases cached segments. Each Step returns a Plan (tensor, role, bytes, accesses a
-//     step, tier, why) that prints as a table; Plan.Settled says whether
+//     (Pool.waitFor), before it releases cached segments. NewScheduler
+//     refuses a config with a negative, NaN or infinite setting, or with
+//     ColdTouches above HotTouches (ErrInvalidArgument, naming them); a
+//     scheduler's Step and Track fail with ErrClosed after its Close, the
+//     manager's, or a later NewScheduler that replaced it. Each Step
+//     returns a Plan (tensor, role, bytes, accesses a step, tier, why)
+//     that prints as a table; Plan.Settled says whether
 //     the placement has stopped moving (nothing moved, nothing waiting for
 //     its patience) and Plan.OffloadTraffic what a step reads and writes
 //     off the device (MigrateOn's moves of the step included: Plan.Moved),
@@ -372,14 +386,15 @@
 // bench/results/cpu-expandable-scaled-2026-12-02.md, before that rule)
 // stay within 1.0082 for fp32, but for fp16 with checkpointing reach 1.048
 // to 1.093 at 6 of the 13 (0.25 to 0.43, 0.62 and 0.75; before the tiny
-// rule 1.026 to 1.104 at 8; 31 of 40 scales from 0.2 to 4 in
-// TestExpandableScaleSweep's finer sweep, 34 before), against the goal of
-// 1.02. What remains is free bytes in pages that hold live ones, at the
-// peak: pages holding only blocks under 1 MiB (before the tiny rule 5.4
-// pages' worth of 89.7 requested at scale 0.25, 6.6 of 132.7 at 0.37, 1 to
-// 3 of them pinned by blocks of 4 KiB or less alone) and the partial edge
-// pages of large blocks whose neighbours died (3.9 pages at 0.25, 5.6 at
-// 0.37, 11.7 of 394.7 at 1.1); rounding is under 0.001 and no whole page
+// rule 1.026 to 1.104 at 8; 30 of 40 scales from 0.2 to 4 in
+// TestExpandableScaleSweep's finer sweep, mean 1.0561, max 1.1474,
+// bench/results/cpu-stitch-bound-2026-12-05-s29.md; 34 before), against
+// the goal of 1.02. What remains is free bytes in pages that hold live
+// ones, at the peak: pages holding only blocks under 1 MiB (before the
+// tiny rule 5.4 pages' worth of 89.7 requested at scale 0.25, 6.6 of
+// 132.7 at 0.37, 1 to 3 of them pinned by blocks of 4 KiB or less alone)
+// and the partial edge pages of large blocks whose neighbours died (3.9
+// pages at 0.25, 5.6 at 0.37, 11.7 of 394.7 at 1.1); rounding is under 0.001 and no whole page
 // is ever free at the peak. On the 40 scales (before the tiny rule),
 // taking either part away alone would bring only 12 (the small blocks'
 // pages) or 21 (the large blocks' edges) of them under 1.02. Nothing else
@@ -396,19 +411,25 @@
 // bytes: each better at some scales, worse at others). A model of ideal
 // page sharing (any free head and tail parts of any pages joined into one
 // block, greedy placement) still reaches 1.026 to 1.061 below scale 1
-// (same file):
-// with 2 MiB pages, 1.02 at those sizes seems to need knowledge of
-// lifetimes or moving live data, not placement. EmptyCache unmaps and
-// releases every whole free page and the address space of empty
+// (same file). Yet the page size is not the limit: every replay of the 12
+// traces of bench/traces at the 40 scales fits within 1.02 in whole
+// pages (the peak allocated bytes rounded up to pages; the worst 1.0165),
+// so the excess is placement, free bytes in pages that also hold live
+// ones at the peak; sub-page stitching of the present layout (partial
+// pages whose live bytes lie at disjoint offsets sharing one physical
+// page, a bound that is not built) would take the mean from 1.0238 to
+// 1.0128 and the replays above 1.02 from 163 to 90 of 480
+// (bench/results/cpu-stitch-bound-2026-12-05-s29.md). EmptyCache unmaps
+// and releases every whole free page and the address space of empty
 // segments.
 //
 // Step plans (PoolConfig.PlanSteps, experimental, off by default;
-// pool_expand_plan.go, plan_layout.go) bring that knowledge: the pool
-// records its allocations and when each was freed, finds the training
-// step repeating (a window of 32 allocations seen again at least 256
-// allocations later), lays out the next step's blocks with their
-// lifetimes around the blocks live now (offline dynamic storage
-// allocation: the blocks live at the peak first, then by size, each where
+// pool_expand_plan.go, plan_layout.go) bring knowledge of lifetimes to
+// the placement: the pool records its allocations and when each was
+// freed, finds the training step repeating (a window of 32 allocations
+// seen again at least 256 allocations later), lays out the next step's
+// blocks with their lifetimes around the blocks live now (offline dynamic
+// storage allocation: the blocks live at the peak first, then by size, each where
 // its edge pages are most shared over its life), and places each
 // allocation that matches the plan there, falling back to the usual
 // placement after a few requests it did not expect or at the first place
@@ -593,19 +614,24 @@
 // requested and rounded size, address, tier, role, stream, and the op
 // that asked, which callers pass with AllocOp), every reservation and
 // release of backend memory, and MarkHistory's labels go into a ring of a
-// fixed number of events (DefaultHistoryCapacity, about 13 MiB when full;
-// at most MaxHistoryCapacity), which takes memory as events come, by
-// doubling, not all at once; once it is full the oldest events make room, and what they did to each tier's
-// bytes per role is folded into the History's Before state, so the bytes
-// can always be followed from the oldest event kept. Off, the hot path
-// pays one nil test per Alloc and per Free; on, a clock read and a
-// 100-byte write per event: BenchmarkManagerPairHistory costs about 85 ns
-// more a pair than BenchmarkManagerPair on the 2-core EPYC. A block keeps
+// fixed number of events (DefaultHistoryCapacity, about 13 MiB when full).
+// The ring grows lazily, by doubling as events come, up to its capacity,
+// not all at once; a larger capacity is clamped to MaxHistoryCapacity and
+// to what fits in an eighth of the host's memory, and History.Capacity
+// reports the size used. Once it is full the oldest events make room, and
+// what they did to each tier's bytes per role is folded into the
+// History's Before state, so the bytes can always be followed from the
+// oldest event kept. Off, the hot path pays one nil test per Alloc and per
+// Free; on, a clock read and a write of about 100 bytes per event:
+// BenchmarkManagerPairHistory costs 75-90 ns a pair more than
+// BenchmarkManagerPair on the 2-core EPYC once the ring is full
+// (bench/results/cpu-history-cost-2026-12-05-s29.md). A block keeps
 // the low 32 bits of its allocation's event number in a spare word of its
 // cache line, so a free names its allocation (and its op) without a map.
 //
 // Manager.Snapshot gives every segment and block of every tier with the
-// live blocks' roles and, while the history holds them, their ops: what
+// live blocks' roles, their labels (Allocation.SetLabel, in
+// BlockInfo.Label) and, while the history holds them, their ops: what
 // torch.cuda.memory._snapshot() gives, as JSON. Package memviz turns
 // histories into Chrome traces for Perfetto and PNG timelines, and
 // snapshots into PNG segment maps; it rebuilds the snapshot of any moment
@@ -617,10 +643,14 @@
 // <= 0, unknown roles and tiers, and bad configurations; *OOMError, which
 // wraps ErrOutOfMemory, when memory runs out; ErrDoubleFree for a second
 // free or a foreign block; ErrClosed after Close; ErrLeaked from Close when
-// blocks were still live (their memory is released anyway). OOMError
-// carries what PyTorch's message does: requested bytes, the limit,
-// allocated, reserved and reserved-but-unallocated bytes, and the device's
-// free and total bytes.
+// blocks were still live (their memory is released anyway; the message
+// counts them per role and names the labelled ones' labels, up to 8 a
+// role). OOMError carries what PyTorch's message does: requested bytes,
+// the limit, allocated, reserved and reserved-but-unallocated bytes, and
+// the device's free and total bytes or, for host memory, the HostBudget
+// that applies and what is left of it. The methods of a nil *Allocation
+// are safe: they return zero values (Free, ErrDoubleFree), and Touch and
+// SetLabel do nothing.
 //
 // The pool recycles Block structs, so a Block freed twice is reported only
 // while its struct is not yet reused; an Allocation is never recycled, so a

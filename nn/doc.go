@@ -83,17 +83,24 @@
 // with or without "transformer."), telling the layout from the shapes;
 // LoadWeightsLayout says which it read, SaveWeightsLayout writes either,
 // GPT.SaveWeights writes a model's with its config in the metadata (as
-// train-gpt does), GPTConfigOfWeights reads a file's shape. Generate continues a prompt
-// with a KV cache (a Decoder preallocated to the context): greedy or
-// sampled with temperature, top-k and top-p, a seed, stop tokens and a
-// callback per token; each new token costs one position of attention
-// while the sequence fits the context, past which the model sees its
-// last Context tokens, as nanoGPT's generate crops.
+// train-gpt does), GPTConfigOfWeights reads a file's shape. Generate
+// continues a prompt with a KV cache (a Decoder preallocated to the
+// context): greedy or sampled with temperature, top-k and top-p, a seed,
+// stop tokens and a callback per token; each new token costs one position
+// of attention while the sequence fits the context, past which the model
+// sees its last Context tokens, as nanoGPT's generate crops.
 //
 // AdamW and SGD follow torch.optim exactly (tested against PyTorch's
 // values); AdamW decays only parameters with Decay set (2-D weights),
-// nanoGPT's grouping. ClipGradNorm and CosineSchedule complete a training
-// loop: see examples/train-gpt. AdamW.Overlap queues the update on the
+// nanoGPT's grouping. Step refuses bad settings before changing anything
+// (an error wrapping tensor.ErrArgument): a learning rate, eps, weight
+// decay or momentum that is NaN, infinite or negative, a beta outside
+// [0, 1), SGD's Nesterov without momentum, an empty or nil parameter
+// list, a parameter listed twice. CheckAdamWSettings is AdamW's check,
+// shared with dist.ZeroAdamW. ClipGradNorm refuses a negative or NaN max
+// norm; 0 zeroes the gradients and +Inf never clips (ClipGradNormGuarded
+// refuses 0). ClipGradNorm and CosineSchedule complete a training loop:
+// see examples/train-gpt. AdamW.Overlap queues the update on the
 // GPU's side stream, group by group in the parameters' order, so the next
 // forward pass starts while it runs and waits only for the parameters it
 // reads (tensor.AdamWStepsOverlapped): the same bits, at the cost of

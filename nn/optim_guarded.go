@@ -15,11 +15,12 @@ import (
 
 // ClipGradNormGuarded queues nn.ClipGradNorm on the device: the global
 // norm of the parameters' gradients, every gradient scaled when it is
-// above maxNorm (+Inf: never), and loss (a float32 scalar, or nil)
-// recorded; a loss or norm that is not finite sets the guard's skip flag,
-// which makes StepGuarded do nothing. Read them with g.Result after the
-// step has run. A parameter listed twice in ps is an error (wrapping
-// tensor.ErrArgument).
+// above maxNorm, and loss (a float32 scalar, or nil) recorded; a loss or
+// norm that is not finite sets the guard's skip flag, which makes
+// StepGuarded do nothing. Read them with g.Result after the step has run.
+// maxNorm must be > 0 (+Inf never clips); unlike ClipGradNorm, 0 is
+// refused: a maxNorm that is 0, negative or NaN, like a parameter listed
+// twice in ps, is an error wrapping tensor.ErrArgument.
 func ClipGradNormGuarded(ps []*Parameter, loss *tensor.Tensor, maxNorm float64, g *tensor.StepGuard) error {
 	if err := distinct("ClipGradNormGuarded", ps); err != nil {
 		return err

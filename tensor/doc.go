@@ -44,8 +44,17 @@
 // its scope releases it) returns the storage of a tensor the GC finds
 // unreleased and counts it (LeakedTensors; STRATA_DEBUG=1 guards every
 // tensor and prints each leak with the stack that made it): a safety net,
-// not the mechanism; the test suites fail when it caught anything. Memory roles follow the scope too
-// (Scope.SetRole, WithRole).
+// not the mechanism; the test suites fail when it caught anything. Memory
+// roles follow the scope too (Scope.SetRole, WithRole).
+//
+// Scopes close innermost first: closing one while a scope opened after it
+// is still open closes it all the same and then panics with an *OpError
+// wrapping ErrArgument ("scope closed out of order"). Two goroutines that
+// open scopes in Background at once get an *OpError wrapping ErrArgument
+// too (an op of one while the other's scope is the innermost) instead of
+// releasing each other's tensors: each NewScope of Background reads the goroutine's id;
+// other contexts pay nothing, and each goroutine should have its own
+// (NewCtx).
 //
 // # Devices and ops
 //
@@ -189,8 +198,11 @@
 // shapes, dtypes, devices, a released input) or when memory runs out,
 // always with an *OpError naming the op, the shapes and dtypes, and
 // wrapping a sentinel (ErrShape, ErrDType, ErrDevice, ErrReleased,
-// ErrArgument) or the memory error (memory.ErrOutOfMemory). Try turns
-// such a panic back into an error; training loops wrap each step in it.
+// ErrArgument) or the memory error (memory.ErrOutOfMemory). Its Error
+// names this package's ops as tensor.Op (tensor.MatMul) and other
+// packages' as they qualify them (nn.GPT.Forward, autograd.Backward). Try
+// turns such a panic back into an error; training loops wrap each step in
+// it.
 //
 // Interop: package interop/gorgonia converts to and from
 // gorgonia.org/tensor (this package does not import gorgonia);
@@ -235,8 +247,13 @@
 //     add a case for the named function.
 //  6. nn: an activation function in nn/layers.go, if the op is one.
 //  7. PyTorch: a case in tools/golden/ops_cases.py, computed alone with
-//     `/usr/bin/python3 tools/golden/ops.py --only <case>`, and its
-//     forward in autograd/golden_test.go (with the count of cases).
+//     `/usr/bin/python3 tools/golden/ops.py --only <case>` (which rewrites
+//     tensor/testdata/golden_ops.safetensors, copying the other cases bit
+//     for bit). Test: an entry in the unaryOps map of
+//     autograd/golden_tensor_test.go (the case's op name to OpXxx),
+//     through which autograd/golden_test.go runs it with autograd.Unary;
+//     then raise the count of cases that TestGoldenOpsAgainstPyTorch
+//     pins there (58 with gradients, 11 forward-only).
 //
 // A binary op takes the same path through its Binaries row, binScalar
 // (internal/cpukern/binary.go; test binary_test.go), binary_fn

@@ -9,6 +9,13 @@
 // such as "<|endoftext|>" in the text are encoded as plain text (use EOT
 // to insert the end-of-text id). Decode returns an error for an id out of
 // range. Decode(Encode(s)) == s for every string s, valid UTF-8 or not.
+//
+// For long texts, EncodeParallel gives Encode's ids computed on several
+// goroutines: the text is cut into chunks of about 1 MiB where encoding
+// the parts gives the same ids as encoding the whole. EncodeUint16 does
+// the same for a corpus held as []byte (read in place) and returns the
+// ids as uint16, 2 bytes a token; it refuses a nil tokenizer and one of
+// more than 65536 ids.
 package tokenizer
 
 import (

@@ -10,6 +10,9 @@
 // stderr.
 //
 //	go run ./examples/bench-link -size 1GiB -reps 5
+//
+// Exit status: 0, 2 for a bad flag (a -device without a usable GPU too),
+// 1 for a failure of the run.
 package main
 
 import (

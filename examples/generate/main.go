@@ -11,9 +11,9 @@
 //
 // The weights are strata's, nanoGPT's or Hugging Face's GPT-2
 // (safetensors; nn.LoadWeights tells the layout). The model's shape comes
-// from the file's metadata when train-gpt saved it there, else from
-// -config, else from the tensor shapes (the heads from -heads, a
-// config.json beside the file, or width/64).
+// from the file's metadata when train-gpt or nn.GPT.SaveWeights saved it
+// there, else from -config, else from the tensor shapes (the heads from
+// -heads, a config.json beside the file, or width/64).
 //
 // Every flag is checked before any work; a bad one exits with status 2
 // and one line naming it, and so does a flag given that the run would

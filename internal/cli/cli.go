@@ -1,8 +1,24 @@
-// Package cli holds what the example programs share for their flags: the
-// checks that a -device names a device (without opening it) and that two
-// file flags do not name one file, and the exit statuses (0 for -h, 2 for
-// a bad flag, 1 for a failure). Each program refuses a bad flag before
-// any work.
+// Package cli holds what the example programs share for their command
+// lines, inputs and outputs. Each program refuses a bad flag before any
+// work.
+//
+//   - Flags: ParseFlags parses a flag.FlagSet so that a bad or unknown
+//     flag is one line naming it with the hint "NAME -h lists the flags"
+//     (a UsageError), and -h prints the usage; UsageHint words other
+//     command-line errors alike, and Usagef makes a UsageError of a
+//     message. CheckDevice checks that a -device names a device (without
+//     opening it), SamePath that two file flags do not name one file.
+//   - Inputs: Readable checks that an input is a regular file that can
+//     be opened, refusing a directory, a named pipe, a device or a socket
+//     before opening it; FileKind names what such a file is.
+//   - Outputs: a StickyWriter remembers the first failed write of the
+//     results printed through it, so that a lost write (a full disk, a
+//     closed pipe) fails the run instead of ending it with status 0.
+//     Printable and Escaper escape control characters and invalid UTF-8
+//     in text a program did not choose (model output) before it reaches a
+//     terminal; IsTerminal tells whether a file is one.
+//   - Exit statuses: ExitCode gives 0 for success and for -h, 2 for a bad
+//     flag (a UsageError), 1 for any other failure.
 package cli
 
 import (

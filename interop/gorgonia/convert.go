@@ -46,8 +46,8 @@ func fromGorgonia(dt gt.Dtype) (tensor.DType, bool) {
 // float64 and int32 convert; float16 and bfloat16, which gorgonia lacks,
 // are an error wrapping tensor.ErrDType (widen first: t.To(tensor.Float32)).
 // A released tensor is an error wrapping tensor.ErrReleased, and one
-// without elements, which a Dense cannot hold, one wrapping
-// tensor.ErrShape.
+// without elements one wrapping tensor.ErrShape (FromDense, the other
+// way, turns a Dense of no elements into a tensor of its shape).
 func ToDense(t *tensor.Tensor) (*gt.Dense, error) {
 	if t == nil {
 		return nil, fmt.Errorf("gorgonia: ToDense of a nil tensor: %w", tensor.ErrArgument)
@@ -98,8 +98,8 @@ func FromDense(dev tensor.Device, d *gt.Dense) (*tensor.Tensor, error) {
 // scalar Dense becomes a rank-0 tensor, a Dense of no elements a tensor of
 // its shape. A nil c means tensor.Background(). Errors: a nil or
 // zero-value Dense (&gt.Dense{}, which has no element type) wraps
-// tensor.ErrArgument; element types other than
-// float32, float64 and int32 wrap tensor.ErrDType; a masked Dense wraps
+// tensor.ErrArgument; element types other than float32, float64 and int32
+// wrap tensor.ErrDType; a masked Dense with elements wraps
 // tensor.ErrArgument (strata tensors have no masks); a Dense in memory the
 // CPU cannot address (an Engine's device memory) wraps ErrInaccessible;
 // failures to allocate on dev are the tensor package's errors.

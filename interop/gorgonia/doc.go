@@ -38,9 +38,10 @@
 // gorgonia has no float16 or bfloat16 (widen with Tensor.To first), and
 // strata no other integers, bools or complex numbers: those are errors
 // wrapping tensor.ErrDType. A rank-0 tensor and a scalar Dense map to
-// each other. A Dense cannot hold zero elements, and a strata tensor has
-// no mask: errors too. Tensors on a CUDA device convert through host
-// copies.
+// each other. A Dense of no elements becomes a tensor of its shape;
+// ToDense refuses a tensor of no elements (ErrShape). A strata tensor has
+// no mask, so a masked Dense with elements is an error. Tensors on a CUDA
+// device convert through host copies.
 //
 // # The Engine
 //

@@ -21,4 +21,9 @@
 // The package is separate from memory so that the memory manager does not
 // import a plotting library (gonum.org/v1/plot). Time windows select a part
 // of the history: Window(h, "step 3", "step 4") spans two marks.
+//
+// A nil history or a nil writer is an error wrapping
+// memory.ErrInvalidArgument that names the function (the writers,
+// Window, SnapshotAt), not a panic; WindowTime of a nil history gives nil
+// (which the writers then refuse) and PeakEvent 0.
 package memviz
