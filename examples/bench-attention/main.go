@@ -132,7 +132,7 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	if err := cli.CheckDevice(*device); err != nil {
 		return cli.UsageError{Err: err}
 	}
-	dev, err := openDevice(*device)
+	dev, err := cli.OpenDevice(*device)
 	if err != nil {
 		return cli.UsageError{Err: err}
 	}
@@ -317,43 +317,4 @@ func maxErr(a, b [][]float64) float64 {
 		worst = max(worst, num/max(den, 1e-30))
 	}
 	return worst
-}
-
-// openDevice opens the device -device names (value; empty:
-// $STRATA_DEVICE, else auto). One that cannot be used is a bad flag,
-// decided before any work, and the error says what is wrong with it
-// (-device cuda: no usable GPU: cannot load the CUDA driver library ...)
-// without tensor's prefix and its generic words.
-func openDevice(value string) (tensor.Device, error) {
-	dev, err := tensor.ParseDevice(value)
-	if err == nil {
-		return dev, nil
-	}
-	what := "-device " + value
-	if value == "" {
-		what = fmt.Sprintf("-device (STRATA_DEVICE=%q)", os.Getenv("STRATA_DEVICE"))
-	}
-	if tensor.CheckDeviceName(value) != nil {
-		return nil, fmt.Errorf("%s: want cpu, cuda, cuda:N or auto", what)
-	}
-	cause := err.Error()
-	if u, ok := err.(interface{ Unwrap() []error }); ok {
-		var parts []string
-		for _, e := range u.Unwrap() {
-			if e != tensor.ErrDevice {
-				parts = append(parts, e.Error())
-			}
-		}
-		if len(parts) > 0 {
-			cause = strings.Join(parts, ": ")
-		}
-	} else {
-		cause = strings.TrimSuffix(cause, ": "+tensor.ErrDevice.Error())
-		if rest, ok := strings.CutPrefix(cause, "tensor: "); ok { // tensor: cuda:N: why
-			if _, why, ok := strings.Cut(rest, ": "); ok {
-				cause = why
-			}
-		}
-	}
-	return nil, fmt.Errorf("%s: no usable GPU: %s", what, strings.TrimPrefix(cause, "cuda: "))
 }

@@ -280,7 +280,7 @@ func main() {
 // run loads the model and does what the flags ask: -save, -dump-logits
 // (of -prompt) and -addition, in that order, or else generation.
 func run(o *options, stdout, stderr io.Writer) error {
-	dev, err := openDevice(o.device)
+	dev, err := cli.OpenDevice(o.device)
 	if err != nil {
 		return &usageError{err.Error()}
 	}
@@ -639,43 +639,4 @@ func dumpLogits(o *options, g *nn.GPT, tok tokenizer.Tokenizer, layout nn.Layout
 	}
 	fmt.Fprintf(stderr, "wrote the logits of %d tokens to %s\n", len(ids), o.dumpLogits)
 	return nil
-}
-
-// openDevice opens the device -device names (value; empty:
-// $STRATA_DEVICE, else auto). One that cannot be used is a bad flag,
-// decided before any work, and the error says what is wrong with it
-// (-device cuda: no usable GPU: cannot load the CUDA driver library ...)
-// without tensor's prefix and its generic words.
-func openDevice(value string) (tensor.Device, error) {
-	dev, err := tensor.ParseDevice(value)
-	if err == nil {
-		return dev, nil
-	}
-	what := "-device " + value
-	if value == "" {
-		what = fmt.Sprintf("-device (STRATA_DEVICE=%q)", os.Getenv("STRATA_DEVICE"))
-	}
-	if tensor.CheckDeviceName(value) != nil {
-		return nil, fmt.Errorf("%s: want cpu, cuda, cuda:N or auto", what)
-	}
-	cause := err.Error()
-	if u, ok := err.(interface{ Unwrap() []error }); ok {
-		var parts []string
-		for _, e := range u.Unwrap() {
-			if e != tensor.ErrDevice {
-				parts = append(parts, e.Error())
-			}
-		}
-		if len(parts) > 0 {
-			cause = strings.Join(parts, ": ")
-		}
-	} else {
-		cause = strings.TrimSuffix(cause, ": "+tensor.ErrDevice.Error())
-		if rest, ok := strings.CutPrefix(cause, "tensor: "); ok { // tensor: cuda:N: why
-			if _, why, ok := strings.Cut(rest, ": "); ok {
-				cause = why
-			}
-		}
-	}
-	return nil, fmt.Errorf("%s: no usable GPU: %s", what, strings.TrimPrefix(cause, "cuda: "))
 }

@@ -75,19 +75,3 @@ func TestResultsWriteFailure(t *testing.T) {
 	err = run(o, tensor.CPU(), &bytes.Buffer{}, failWriter{})
 	require.ErrorContains(t, err, "writing the table to stderr")
 }
-
-// TestDeviceErrors: a device that cannot be used says what is wrong
-// (main exits 2 on it, before any work, as for a bad flag; it used to
-// exit 1 with tensor's "device mismatch or unavailable device").
-func TestDeviceErrors(t *testing.T) {
-	if _, err := tensor.ParseDevice("cuda"); err == nil {
-		t.Skip("a GPU is usable here")
-	}
-	_, err := openDevice("cuda")
-	require.ErrorContains(t, err, "-device cuda: no usable GPU: ")
-	assert.NotContains(t, err.Error(), "device mismatch")
-	assert.NotContains(t, err.Error(), "tensor:")
-	dev, err := openDevice("cpu")
-	require.NoError(t, err)
-	assert.Equal(t, tensor.CPU(), dev)
-}

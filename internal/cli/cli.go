@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/strata-ml/strata/tensor"
 )
@@ -43,6 +44,46 @@ func CheckDevice(flagValue string) error {
 		what = fmt.Sprintf("-device (STRATA_DEVICE=%q)", os.Getenv("STRATA_DEVICE"))
 	}
 	return fmt.Errorf("%s: want cpu, cuda, cuda:N or auto", what)
+}
+
+// OpenDevice opens the device a -device flag names (flagValue; empty:
+// $STRATA_DEVICE, else auto). A malformed name is CheckDevice's error; a
+// device that cannot be used says what is wrong with it (-device cuda: no
+// usable GPU: cannot load the CUDA driver library ...), without tensor's
+// prefix and its generic words. Programs report either as a bad flag,
+// decided before any work.
+func OpenDevice(flagValue string) (tensor.Device, error) {
+	if err := CheckDevice(flagValue); err != nil {
+		return nil, err
+	}
+	dev, err := tensor.ParseDevice(flagValue)
+	if err == nil {
+		return dev, nil
+	}
+	what := "-device " + flagValue
+	if flagValue == "" {
+		what = fmt.Sprintf("-device (STRATA_DEVICE=%q)", os.Getenv("STRATA_DEVICE"))
+	}
+	cause := err.Error()
+	if u, ok := err.(interface{ Unwrap() []error }); ok {
+		var parts []string
+		for _, e := range u.Unwrap() {
+			if e != tensor.ErrDevice {
+				parts = append(parts, e.Error())
+			}
+		}
+		if len(parts) > 0 {
+			cause = strings.Join(parts, ": ")
+		}
+	} else {
+		cause = strings.TrimSuffix(cause, ": "+tensor.ErrDevice.Error())
+		if rest, ok := strings.CutPrefix(cause, "tensor: "); ok { // tensor: cuda:N: why
+			if _, why, ok := strings.Cut(rest, ": "); ok {
+				cause = why
+			}
+		}
+	}
+	return nil, fmt.Errorf("%s: no usable GPU: %s", what, strings.TrimPrefix(cause, "cuda: "))
 }
 
 // SamePath reports whether a and b name the same file: the same absolute

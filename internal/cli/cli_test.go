@@ -9,7 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/tensor"
 )
 
 func TestCheckDevice(t *testing.T) {
@@ -80,4 +83,20 @@ func TestParseFlags(t *testing.T) {
 	require.NoError(t, ParseFlags(fs, []string{"-n", "3", "rest"}))
 	require.Equal(t, []string{"rest"}, fs.Args())
 	require.Equal(t, "3", fs.Lookup("n").Value.String())
+}
+
+// TestOpenDevice: a device that cannot be used says what is wrong (the
+// programs exit 2 on it, before any work, as for a bad flag; they used to
+// exit 1 with tensor's "device mismatch or unavailable device").
+func TestOpenDevice(t *testing.T) {
+	if _, err := tensor.ParseDevice("cuda"); err == nil {
+		t.Skip("a GPU is usable here")
+	}
+	_, err := OpenDevice("cuda")
+	require.ErrorContains(t, err, "-device cuda: no usable GPU: ")
+	assert.NotContains(t, err.Error(), "device mismatch")
+	assert.NotContains(t, err.Error(), "tensor:")
+	dev, err := OpenDevice("cpu")
+	require.NoError(t, err)
+	assert.Equal(t, tensor.CPU(), dev)
 }
