@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"errors"
 	"runtime"
+	"slices"
 	"sync"
 )
 
@@ -31,15 +32,7 @@ func encodeParallel(tok Tokenizer, text string, workers, chunk int) []int {
 	}
 	out := make([][]int, len(parts))
 	each(len(parts), workers, func(i int) { out[i] = tok.Encode(parts[i]) })
-	n := 0
-	for _, o := range out {
-		n += len(o)
-	}
-	ids := make([]int, 0, n)
-	for _, o := range out {
-		ids = append(ids, o...)
-	}
-	return ids
+	return slices.Concat(out...)
 }
 
 // chunks cuts text into parts of about chunk bytes that encode as the
