@@ -83,7 +83,9 @@
 // with or without "transformer."), telling the layout from the shapes;
 // LoadWeightsLayout says which it read, SaveWeightsLayout writes either,
 // GPT.SaveWeights writes a model's with its config in the metadata (as
-// train-gpt does), GPTConfigOfWeights reads a file's shape. Generate
+// train-gpt does), GPTConfigOfWeights reads a file's shape and
+// IsTrainStateFile whether it is a training state, and ReadWeightsInfo
+// reads both and the metadata from one read of the header. Generate
 // continues a prompt with a KV cache (a Decoder preallocated to the
 // context): greedy or sampled with temperature, top-k and top-p, a seed,
 // stop tokens and a callback per token; each new token costs one position

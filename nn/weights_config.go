@@ -95,21 +95,11 @@ var blockName = regexp.MustCompile(`^(?:transformer\.)?h\.([0-9]+)\.`)
 // Shapes do not tell the number of heads: it is 0 then, for the caller
 // to set (Hugging Face keeps n_head in config.json).
 func GPTConfigOfWeights(path string) (cfg GPTConfig, fromMeta bool, err error) {
-	shapes, meta, err := readHeader(path)
+	info, err := ReadWeightsInfo(path)
 	if err != nil {
 		return cfg, false, err
 	}
-	if s, ok := meta[configKey]; ok {
-		cfg, err = ParseGPTConfig(s)
-		if err != nil {
-			return cfg, false, fmt.Errorf("nn: %s: metadata config: %w", path, err)
-		}
-		if err := checkConfigShapes(path, cfg, shapes); err != nil {
-			return cfg, false, err
-		}
-		return cfg, true, nil
-	}
-	return configOfShapes(path, shapes)
+	return info.Config()
 }
 
 // checkConfigShapes refuses a metadata config that the tensor shapes

@@ -1,10 +1,6 @@
 package nn
 
-import (
-	"strings"
-
-	"github.com/strata-ml/strata/tensor"
-)
+import "github.com/strata-ml/strata/tensor"
 
 // IsTrainStateFile reports whether the safetensors file at path is a
 // training state (SaveTrainState's: the weights with AdamW's moments),
@@ -12,16 +8,8 @@ import (
 // program given one where it wants weights can say what it is instead.
 // A file that cannot be read is not one (the load reports why).
 func IsTrainStateFile(path string) bool {
-	shapes, _, err := readHeader(path)
-	if err != nil {
-		return false
-	}
-	for name := range shapes {
-		if strings.HasPrefix(name, ExpAvgPrefix) || strings.HasPrefix(name, ExpAvgSqPrefix) {
-			return true
-		}
-	}
-	return false
+	info, err := ReadWeightsInfo(path)
+	return err == nil && info.TrainState
 }
 
 // mismatchError is a file whose names or shapes are not the model's: its

@@ -72,6 +72,11 @@ type options struct {
 	saveLayout  string
 
 	lay, saveLay nn.Layout
+	// info is -weights' header, read once by check (nn.ReadWeightsInfo):
+	// whether it is a training state, the model's shape and the metadata;
+	// infoErr is why it could not be read, which run reports.
+	info    nn.WeightsInfo
+	infoErr error
 	// set holds the flags the command line gave (flag.FlagSet.Visit):
 	// a flag the run would ignore is refused only when given.
 	set map[string]bool
@@ -149,7 +154,8 @@ func (o *options) check() error {
 	if err := cli.Readable(o.weights); err != nil { // a pipe is refused unopened: it would block, or be read twice
 		return fmt.Errorf("-weights: %w", err)
 	}
-	if nn.IsTrainStateFile(o.weights) {
+	o.info, o.infoErr = nn.ReadWeightsInfo(o.weights)
+	if o.infoErr == nil && o.info.TrainState {
 		return fmt.Errorf("-weights %s: a training state of train-gpt (-state: weights and optimizer moments), not weights: give the weights it saved (-out), or continue the run with train-gpt -resume", o.weights)
 	}
 	if o.config != "" {
@@ -290,7 +296,7 @@ func run(o *options, stdout, stderr io.Writer) error {
 	}
 	// What train-gpt recorded beside the weights (none when the file has
 	// no metadata header or another program wrote it).
-	md, _ := tensor.ReadSafetensorsMetadata(o.weights)
+	md := o.info.Metadata
 	digits, err := settleDigits(o, md)
 	if err != nil {
 		return err
@@ -351,9 +357,12 @@ func run(o *options, stdout, stderr io.Writer) error {
 
 // modelConfig is the model's shape: the file's metadata, else -config,
 // else the tensor shapes with the heads from -heads, config.json or
-// width/64.
+// width/64 (from the header check read).
 func modelConfig(o *options) (nn.GPTConfig, string, error) {
-	cfg, fromMeta, err := nn.GPTConfigOfWeights(o.weights)
+	if o.infoErr != nil {
+		return nn.GPTConfig{}, "", o.infoErr
+	}
+	cfg, fromMeta, err := o.info.Config()
 	if err != nil {
 		return cfg, "", err
 	}

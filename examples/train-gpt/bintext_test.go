@@ -20,7 +20,7 @@ func TestTextNamedBinRefused(t *testing.T) {
 	for name, body := range map[string]string{"text.bin": text, "odd.bin": text + "x", "cjk.bin": strings.Repeat("日本語のテキスト", 3000)} {
 		path := filepath.Join(dir, name)
 		require.NoError(t, os.WriteFile(path, []byte(body), 0o644))
-		_, err := loadTokens(path, gpt2, 64)
+		_, err := loadTokens(path, gpt2, 64, nil)
 		require.EqualError(t, err, "-data "+path+": no llm.c header, and its first 65536 bytes look like text, not uint16 token ids "+
 			"(no NUL byte, nearly all printable or UTF-8): rename it to .txt, or give an llm.c or nanoGPT token file")
 	}
@@ -32,11 +32,11 @@ func TestTextNamedBinRefused(t *testing.T) {
 		}
 		path := filepath.Join(dir, name)
 		writeTokenFile(t, path, u, true)
-		d, err := loadTokens(path, gpt2, 64)
+		d, err := loadTokens(path, gpt2, 64, nil)
 		require.NoError(t, err, name)
 		require.Equal(t, len(u), len(d.train)+len(d.test))
 	}
-	_, err := loadTokens(filepath.Join(dir, "bytes.bin"), byteTok, 64)
+	_, err := loadTokens(filepath.Join(dir, "bytes.bin"), byteTok, 64, nil)
 	require.NoError(t, err)
 }
 

@@ -252,10 +252,10 @@ func (o *options) vocabHint() string {
 // of T tokens (the addition task's problem length, else the -config's
 // context) whose count overflows an int, or whose token ids and targets
 // (an int32 each, 8 bytes a token, before any activation) pass the host
-// memory budget (memory.DefaultHostBudget, the CPU device's). Without
-// it, -batch 1e12 died of a fatal out-of-memory error with pages of
-// goroutine stacks, and -batch 2^63-1 of a makeslice panic. An unset
-// -batch (0 here) is the config's, which fits.
+// memory budget (o.hostBudget: memory.DefaultHostBudget, the CPU
+// device's). Without it, -batch 1e12 died of a fatal out-of-memory
+// error with pages of goroutine stacks, and -batch 2^63-1 of a makeslice
+// panic. An unset -batch (0 here) is the config's, which fits.
 func (o *options) checkBatch() error {
 	if o.batch <= 0 {
 		return nil
@@ -279,8 +279,7 @@ func (o *options) checkBatch() error {
 	}
 	tokens := int64(o.batch) * int64(T)
 	need := tokens * bytesPerToken
-	b, _ := memory.DefaultHostBudget() // a malformed variable: its default, as the device has it
-	if b != nil && need > b.Limit() {
+	if b := o.hostBudget; b != nil && need > b.Limit() {
 		return fmt.Errorf("-batch %d: %d tokens a step need %s for their ids and targets alone, more than the %s: use a smaller -batch",
 			o.batch, tokens, memory.FormatBytes(need), b)
 	}

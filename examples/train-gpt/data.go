@@ -14,6 +14,7 @@ import (
 	"github.com/strata-ml/strata/autograd"
 	"github.com/strata-ml/strata/internal/addition"
 	"github.com/strata-ml/strata/internal/cli"
+	"github.com/strata-ml/strata/memory"
 	"github.com/strata-ml/strata/tokenizer"
 )
 
@@ -145,10 +146,11 @@ type tokenData struct {
 
 // loadTokens reads -data: a .bin file is token ids already, anything else
 // text for tok. Both parts must hold a window of T+1 tokens with more
-// than one start (fill draws one among len-T).
-func loadTokens(path string, tok tokenizer.Tokenizer, T int) (*tokenData, error) {
+// than one start (fill draws one among len-T). A file too large for the
+// host memory budget (nil: none) is refused unread (checkDataMemory).
+func loadTokens(path string, tok tokenizer.Tokenizer, T int, budget *memory.HostBudget) (*tokenData, error) {
 	bin := strings.EqualFold(filepath.Ext(path), ".bin")
-	b, err := readData(path, func(size int64) error { return checkDataMemory(path, size, tok, bin) })
+	b, err := readData(path, func(size int64) error { return checkDataMemory(path, size, tok, bin, budget) })
 	if err != nil {
 		return nil, err
 	}

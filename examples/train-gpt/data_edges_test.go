@@ -34,7 +34,7 @@ func TestDataNotARegularFile(t *testing.T) {
 	} {
 		errc := make(chan error, 1)
 		go func() {
-			_, err := loadTokens(path, byteTok, 64)
+			_, err := loadTokens(path, byteTok, 64, nil)
 			errc <- err
 		}()
 		select {
@@ -95,7 +95,7 @@ func TestByteTextMemory(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	d, err := loadTokens(path, mustTokenizer(t, "byte"), 64)
+	d, err := loadTokens(path, mustTokenizer(t, "byte"), 64, nil)
 	runtime.ReadMemStats(&after)
 	require.NoError(t, err)
 	require.Equal(t, len(text), len(d.train)+len(d.test))

@@ -57,13 +57,13 @@ func TestTokenFiles(t *testing.T) {
 	writeTokenFile(t, llmc, ids, false)
 	writeTokenFile(t, raw, ids, true)
 	for path, what := range map[string]string{llmc: "llm.c token file, version 1", raw: "nanoGPT token file"} {
-		d, err := loadTokens(path, gpt2, 64)
+		d, err := loadTokens(path, gpt2, 64, nil)
 		require.NoError(t, err, path)
 		require.Equal(t, ids, slices.Concat(d.train, d.test), path)
 		require.Len(t, d.test, 200, "the last tenth is held out")
 		require.Contains(t, d.describe(), what)
 	}
-	_, err := loadTokens(llmc, byteTok, 64)
+	_, err := loadTokens(llmc, byteTok, 64, nil)
 	require.ErrorContains(t, err, "token 259 at position 7 is outside -tokenizer byte's vocabulary of 256 ids (GPT-2 tokens? use -tokenizer gpt2)")
 	require.ErrorContains(t, err, llmc)
 
@@ -86,7 +86,7 @@ func TestTokenFiles(t *testing.T) {
 		bad("tiny.bin", func(b []byte) []byte { return b[1024 : 1024+2*100] }):            "100 tokens is too short for context 64 (need at least 660)",
 		filepath.Join(dir, "missing.bin"):                                                 "no such file",
 	} {
-		_, err := loadTokens(path, gpt2, 64)
+		_, err := loadTokens(path, gpt2, 64, nil)
 		require.ErrorContains(t, err, msg, path)
 		require.ErrorContains(t, err, path)
 	}
@@ -182,7 +182,7 @@ func TestLoaderBatches(t *testing.T) {
 	text := textFile(t)
 	o, err := parseFlags([]string{"-data", text, "-batch", "3", "-steps", "10"})
 	require.NoError(t, err)
-	data, err := loadTokens(text, o.tok, 16)
+	data, err := loadTokens(text, o.tok, 16, o.hostBudget)
 	require.NoError(t, err)
 	cfg := nn.GPTConfig{Vocab: 256, Context: 16, Layers: 1, Heads: 2, Width: 16}
 	tr, err := newTrainer(o, cfg, tensor.CPU(), 16)

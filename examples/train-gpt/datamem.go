@@ -30,11 +30,11 @@ func dataNeed(size int64, tok tokenizer.Tokenizer, bin bool) int64 {
 }
 
 // checkDataMemory refuses a -data file whose need (dataNeed) passes the
-// host memory budget (memory.DefaultHostBudget, the CPU device's): the
-// kernel would kill the process while it reads the file, with no
-// message. No budget (STRATA_HOST_MEMORY=off), no check.
-func checkDataMemory(path string, size int64, tok tokenizer.Tokenizer, bin bool) error {
-	b, _ := memory.DefaultHostBudget() // a malformed variable: its default, as the device has it
+// host memory budget b (options.hostBudget: memory.DefaultHostBudget, the
+// CPU device's): the kernel would kill the process while it reads the
+// file, with no message. No budget (nil: STRATA_HOST_MEMORY=off), no
+// check.
+func checkDataMemory(path string, size int64, tok tokenizer.Tokenizer, bin bool, b *memory.HostBudget) error {
 	need := dataNeed(size, tok, bin)
 	if b == nil || need <= b.Limit() {
 		return nil

@@ -106,6 +106,7 @@ type options struct {
 	init          string              // -init
 	lossPlot      string              // -loss-plot
 	progressEvery time.Duration       // -progress-every
+	hostBudget    *memory.HostBudget  // read once with the flags (hostBudget); nil: none
 
 	budget        string            // -device-budget (placement.go)
 	budgetMargin  float64           // -budget-margin
@@ -195,9 +196,11 @@ func parseFlags(args []string) (*options, error) {
 	if err := cli.CheckDevice(o.device); err != nil {
 		return nil, err
 	}
-	if err := checkHostMemoryEnv(); err != nil {
+	b, err := hostBudget()
+	if err != nil {
 		return nil, err
 	}
+	o.hostBudget = b
 	o.bench = o.bench || o.memTrace != "" || o.memPlot != "" // memory capture runs -bench's steps (memcapture.go)
 	if err := o.checkIgnored(fs); err != nil {
 		return nil, err
@@ -408,18 +411,21 @@ func main() {
 	}
 }
 
-// checkHostMemoryEnv refuses a malformed or too small STRATA_HOST_MEMORY
-// (the CPU device's host memory budget): a bad setting, not a warning
-// and the default budget.
-func checkHostMemoryEnv() error {
-	if _, err := memory.DefaultHostBudget(); err != nil {
+// hostBudget is the host memory budget (memory.DefaultHostBudget, the
+// CPU device's; nil: none), read once with the flags (it reads /proc and
+// the cgroup) for the checks of -batch (checkBatch) and -data
+// (checkDataMemory). A malformed or too small STRATA_HOST_MEMORY is
+// refused: a bad setting, not a warning and the default budget.
+func hostBudget() (*memory.HostBudget, error) {
+	b, err := memory.DefaultHostBudget()
+	if err != nil {
 		v := strings.TrimSpace(os.Getenv(memory.EnvHostMemory))
 		msg := err.Error()
 		msg, _, _ = strings.Cut(msg, "; using the default")
 		prefix := fmt.Sprintf("memory: %s=%q: ", memory.EnvHostMemory, v)
-		return fmt.Errorf("%s=%q: %s", memory.EnvHostMemory, v, strings.TrimPrefix(msg, prefix))
+		return nil, fmt.Errorf("%s=%q: %s", memory.EnvHostMemory, v, strings.TrimPrefix(msg, prefix))
 	}
-	return nil
+	return b, nil
 }
 
 // setPolicy applies the -policy flag to the device's memory manager:

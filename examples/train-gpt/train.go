@@ -278,7 +278,7 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device, in *interrupts) erro
 	var task *additionTask
 	var err error
 	if o.data != "" {
-		data, err = loadTokens(o.data, o.tok, cfg.Context)
+		data, err = loadTokens(o.data, o.tok, cfg.Context, o.hostBudget)
 	} else {
 		task, err = newAdditionTask(o.digits)
 		data = task
@@ -299,10 +299,12 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device, in *interrupts) erro
 		tr.dataTokens, tr.dataSHA256 = []int{len(td.train), len(td.test)}, td.sha256
 	}
 	if o.init != "" {
-		if md, _ := tensor.ReadSafetensorsMetadata(o.init); md[keyStep] != "" || nn.IsTrainStateFile(o.init) {
+		// The header, once: a file it cannot read is left for the load
+		// to report.
+		if info, err := nn.ReadWeightsInfo(o.init); err == nil && (info.Metadata[keyStep] != "" || info.TrainState) {
 			after := ""
-			if md[keyStep] != "" {
-				after = " (after step " + md[keyStep] + ")"
+			if step := info.Metadata[keyStep]; step != "" {
+				after = " (after step " + step + ")"
 			}
 			return fmt.Errorf("-init %s: a training state%s, not weights: continue it with -resume", o.init, after)
 		}
