@@ -264,6 +264,11 @@
 #         rounds (default 3), classic and expandable TestPairWindows, and
 #         memory's BenchmarkMutex (uncontended, and contended from 2 and 4
 #         goroutines) on the host
+# med30   session 30: the README's gpt2-medium row, train-gpt -bench bf16
+#         (fused head and attention, 25 warm-up steps, 10 timed)
+#         unconstrained, then under -device-budget 4GiB with -checkpoint
+#         blocks -pipeline-optimizer on the default (expandable) memory, then
+#         unconstrained again: the ratio against the mean of the two
 # pair    bench-alloc's pairs against cuMemAllocAsync: a process as placed,
 #         twice, then one pinned to each of PAIR_CORES (default 3)
 # wide    session 18: gpt2 fp32 selective on the device keeping the MLP's
@@ -1320,6 +1325,15 @@ if has long25; then
   done
   frag24_table lg25 | tee -a "$OUT/summary.txt"
   for f in "$L"/off2-lg25-*.jsonl; do say "$(basename "$f"): $(jfields "$f" tok_s driver_calls_per_step pages_mapped_per_step syncs_per_step)"; done
+fi
+
+if has med30; then
+  m="-config gpt2-medium -precision bf16 -attention fused -head fused -bench-warmup 25"
+  off2 m30-none-a $m
+  off2 m30-pipe $m -device-budget 4GiB -checkpoint blocks -pipeline-optimizer
+  grep -E "copy ring" "$L/off2-m30-pipe.log" | tee -a "$OUT/summary.txt"
+  off2 m30-none-b $m
+  for f in $L/off2-m30-*.jsonl; do say "$(basename $f): $(jfields "$f" loss tok_s steps driver_calls_per_step peak_mib_by_tier)"; done
 fi
 
 if has pair; then
