@@ -44,7 +44,7 @@ func TestCUDADriverCallsPerOp(t *testing.T) {
 		ids := FromInt32s(d, []int32{1, 5, 7, 1}, 4)
 		table := RandN(d, Float32, rng, 1, 10, 768)
 		logits := RandN(d, Float32, rng, 1, 4, 50257)
-		m, v := Zeros(d, Float32, 64, 768), Zeros(d, Float32, 64, 768)
+		g, m, v := RandN(d, Float32, rng, 1, 64, 768), Zeros(d, Float32, 64, 768), Zeros(d, Float32, 64, 768)
 		_, mean, rstd := LayerNorm(x, w, bias, 1e-5)
 		cases := []struct {
 			name string
@@ -64,7 +64,7 @@ func TestCUDADriverCallsPerOp(t *testing.T) {
 			{"Embedding", 1, func() { Embedding(table, ids) }},
 			{"CrossEntropy", 3, func() { CrossEntropy(logits, ids, -100) }}, // loss, count, synchronize
 			{"Dropout", 1, func() { Dropout(x, 0.1, 1, 0) }},
-			{"AdamW", 1, func() { AdamWStep(x, x, m, v, 1e-3, 0.9, 0.95, 1e-8, 0.1, 1) }},
+			{"AdamW", 1, func() { AdamWStep(x, g, m, v, 1e-3, 0.9, 0.95, 1e-8, 0.1, 1) }},
 		}
 		for _, c := range cases {
 			WithScope(c.op) // warm the pool and the thread
