@@ -269,6 +269,12 @@
 #         unconstrained, then under -device-budget 4GiB with -checkpoint
 #         blocks -pipeline-optimizer on the default (expandable) memory, then
 #         unconstrained again: the ratio against the mean of the two
+# fin30   session 30's last call: every trace of bench/traces replayed by
+#         bench-alloc over device memory and over host memory (-device
+#         cpu) on the same host, classic and expandable (-reps 3), then
+#         the pairs without CUDA in the process (-device cpu) and with it,
+#         alternating, PAIR_ROUNDS rounds (default 1), -reps 9: does the
+#         CUDA context or the driver allocators' runs slow the pool's pair?
 # pair    bench-alloc's pairs against cuMemAllocAsync: a process as placed,
 #         twice, then one pinned to each of PAIR_CORES (default 3)
 # wide    session 18: gpt2 fp32 selective on the device keeping the MLP's
@@ -1334,6 +1340,26 @@ if has med30; then
   grep -E "copy ring" "$L/off2-m30-pipe.log" | tee -a "$OUT/summary.txt"
   off2 m30-none-b $m
   for f in $L/off2-m30-*.jsonl; do say "$(basename $f): $(jfields "$f" loss tok_s steps driver_calls_per_step peak_mib_by_tier)"; done
+fi
+
+if has fin30; then
+  tr=(); for f in bench/traces/*.csv; do tr+=(-trace "$f"); done
+  for d in cuda cpu; do
+    timeout 200 .gpu/bench-alloc -device $d -no-bench -reps 3 "${tr[@]}" > "$L/fin30-traces-$d.jsonl" 2> "$L/fin30-traces-$d.md"
+    say "bench-alloc -device $d, every trace: exit $?"
+    grep -E '^\|' "$L/fin30-traces-$d.md" | tee -a "$OUT/summary.txt"
+    cat "$L/fin30-traces-$d.jsonl" >> "$res"
+  done
+  for r in $(seq "${PAIR_ROUNDS:-1}"); do
+    for d in cpu cuda; do
+      timeout 150 .gpu/bench-alloc -device $d -reps 9 > "$L/fin30-pair-$d-$r.jsonl" 2> "$L/fin30-pair-$d-$r.md"
+      say "bench-alloc pairs -device $d, round $r: exit $?"
+      grep -E '^\| (pool|pool expandable|manager) \|' "$L/fin30-pair-$d-$r.md" | tee -a "$OUT/summary.txt"
+      cat "$L/fin30-pair-$d-$r.md" >> "$L/fin30-pairs.md"
+      cat "$L/fin30-pair-$d-$r.jsonl" >> "$res"
+    done
+  done
+  cp "$L"/fin30-*.md "$OUT/" 2>/dev/null
 fi
 
 if has pair; then
