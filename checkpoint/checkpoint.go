@@ -51,8 +51,9 @@ func Apply(fn Func, inputs ...*autograd.Var) *autograd.Var { return Options{}.Ap
 // from the caller's context, see the package doc's Contexts). A nil input is passed to fn as nil in both passes (an
 // optional argument, as PyTorch's checkpoint passes None) and gets no
 // gradient. With recording off there (NoGradIn), Apply is fn(inputs...).
-// When fn returns one of its inputs, or a value nothing in it needs a
-// gradient for, there is nothing to recompute and the result is fn's.
+// When fn returns nil, one of its inputs, or a value nothing in it needs
+// a gradient for, there is nothing to recompute and the result is fn's
+// (what o.Policy saved is freed).
 //
 // Panics with an *tensor.OpError wrapping tensor.ErrArgument when fn is
 // nil, and as fn does; backward panics (Backward returns the error) with an
@@ -78,10 +79,7 @@ func (o Options) Apply(fn Func, inputs ...*autograd.Var) *autograd.Var {
 		r.rec = &recorder{c: c, policy: o.Policy}
 	}
 	out := r.forward()
-	if out == nil {
-		return nil
-	}
-	if slices.Contains(inputs, out) || !out.RequiresGrad() {
+	if out == nil || slices.Contains(inputs, out) || !out.RequiresGrad() {
 		r.rec.release()
 		return out
 	}

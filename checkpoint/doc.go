@@ -40,8 +40,8 @@
 // gpt2-medium's bf16 weight copies at the forward pass's peak).
 //
 // Under NoGradIn there is nothing to save, and Apply is fn itself. A
-// region whose result needs no gradient, or whose fn returns an input,
-// returns fn's result with nothing recorded.
+// region whose result needs no gradient, or whose fn returns an input or
+// nil, returns fn's result with nothing recorded.
 //
 // # The backward pass
 //

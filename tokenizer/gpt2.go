@@ -53,6 +53,9 @@ func loadGPT2() (*GPT2, error) { return gpt2Once() }
 // pair is a token. Text that is not valid UTF-8 is encoded too: each
 // invalid byte is a character of the pattern's last class (neither
 // letter, number nor space), so Decode(Encode(s)) == s for every s.
+//
+// The zero value and a nil *GPT2 are the same tokenizer as New("gpt2")
+// returns: their methods use its tables.
 type GPT2 struct {
 	ranks  rankTable  // token bytes -> id (no special token)
 	tokens []string   // id -> bytes; tokens[50256] is "<|endoftext|>"
@@ -160,6 +163,19 @@ func parseRanks(gz []byte) (*GPT2, error) {
 	return g, nil
 }
 
+// built returns g, or the built-in tokenizer when g has no tables (the
+// zero value, or nil).
+func (g *GPT2) built() *GPT2 {
+	if g != nil && g.tokens != nil {
+		return g
+	}
+	b, err := loadGPT2()
+	if err != nil { // the embedded ranks, which the tests parse: never
+		panic(err)
+	}
+	return b
+}
+
 func (g *GPT2) Name() string     { return "gpt2" }
 func (g *GPT2) VocabSize() int   { return gpt2Vocab }
 func (g *GPT2) EOT() (int, bool) { return gpt2EOT, true }
@@ -170,6 +186,7 @@ func (g *GPT2) EOT() (int, bool) { return gpt2EOT, true }
 // A long text's pieces that are not tokens themselves are merged once
 // each: their ids are cached for the rest of the call (words repeat).
 func (g *GPT2) Encode(text string) []int {
+	g = g.built()
 	ids := make([]int, 0, len(text)/4+1)
 	var parts []int // scratch of merge
 	var cache map[string]uint64
@@ -384,6 +401,7 @@ func (h *pairHeap) pop() pairEntry {
 
 // Decode returns the text of ids; 50256 decodes to "<|endoftext|>".
 func (g *GPT2) Decode(ids []int) (string, error) {
+	g = g.built()
 	n := 0
 	for i, id := range ids {
 		if id < 0 || id >= gpt2Vocab {

@@ -11,7 +11,9 @@ import (
 // chunk's ids as soon as the chunk is encoded, so that a long text costs
 // 2 bytes a token, not the 8 of an int, twice over (the chunks' ids and
 // their concatenation). It refuses a nil tokenizer and one of more than
-// 65536 ids.
+// 65536 ids, and returns an error for an id Encode gives outside
+// [0, VocabSize) (a tokenizer of another package that breaks its
+// contract) rather than narrow it to another id.
 func EncodeUint16(tok Tokenizer, text []byte, workers int) ([]uint16, error) {
 	if tok == nil {
 		return nil, fmt.Errorf("tokenizer: EncodeUint16: nil Tokenizer tok")
@@ -20,15 +22,22 @@ func EncodeUint16(tok Tokenizer, text []byte, workers int) ([]uint16, error) {
 }
 
 func encodeUint16(tok Tokenizer, text []byte, workers, chunk int) ([]uint16, error) {
-	if v := tok.VocabSize(); v > 1<<16 {
-		return nil, fmt.Errorf("tokenizer: %s's %d ids do not fit in uint16", tok.Name(), v)
+	vocab := tok.VocabSize()
+	if vocab > 1<<16 {
+		return nil, fmt.Errorf("tokenizer: %s's %d ids do not fit in uint16", tok.Name(), vocab)
 	}
 	if len(text) == 0 {
 		return []uint16{}, nil
 	}
 	parts := chunks(tok, unsafe.String(unsafe.SliceData(text), len(text)), chunk)
 	out := make([][]uint16, len(parts))
-	each(len(parts), workers, func(i int) { out[i] = narrow(tok.Encode(parts[i])) })
+	bad := make([]error, len(parts))
+	each(len(parts), workers, func(i int) { out[i], bad[i] = narrow(tok, vocab, tok.Encode(parts[i])) })
+	for _, err := range bad {
+		if err != nil {
+			return nil, err // the first chunk's
+		}
+	}
 	if len(out) == 1 {
 		return out[0], nil
 	}
@@ -44,12 +53,15 @@ func encodeUint16(tok Tokenizer, text []byte, workers, chunk int) ([]uint16, err
 	return ids, nil
 }
 
-// narrow is ids as uint16 (each below 65536: EncodeUint16 checked the
-// vocabulary).
-func narrow(ids []int) []uint16 {
+// narrow is ids as uint16, or an error naming the first id outside
+// [0, vocab) (vocab <= 65536: EncodeUint16 checked it).
+func narrow(tok Tokenizer, vocab int, ids []int) ([]uint16, error) {
 	out := make([]uint16, len(ids))
 	for i, id := range ids {
+		if id < 0 || id >= vocab {
+			return nil, fmt.Errorf("tokenizer: %s's Encode returned id %d, out of range [0, %d)", tok.Name(), id, vocab)
+		}
 		out[i] = uint16(id)
 	}
-	return out
+	return out, nil
 }

@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -36,4 +37,29 @@ func TestEncodeUint16(t *testing.T) {
 	}
 	_, err := EncodeUint16(fakeWide{}, text, 0)
 	require.EqualError(t, err, "tokenizer: byte's 65537 ids do not fit in uint16")
+}
+
+// badIDs is a tokenizer that breaks its contract: Encode returns ids
+// outside [0, VocabSize).
+type badIDs struct {
+	Byte
+	id int
+}
+
+func (b badIDs) Encode(text string) []int {
+	ids := b.Byte.Encode(text)
+	ids[len(ids)-1] = b.id
+	return ids
+}
+
+// An id that is not in [0, VocabSize) is an error naming it, in chunks
+// or whole, not an id narrowed to another (-1 was 65535, 65536 was 0).
+func TestEncodeUint16RefusesBadIDs(t *testing.T) {
+	text := []byte(strings.Repeat("abc\n", 100))
+	for _, id := range []int{-1, 256, 1 << 16} {
+		for _, chunk := range []int{7, 1 << 20} {
+			_, err := encodeUint16(badIDs{id: id}, text, 2, chunk)
+			require.EqualError(t, err, fmt.Sprintf("tokenizer: byte's Encode returned id %d, out of range [0, 256)", id), "chunks of %d", chunk)
+		}
+	}
 }

@@ -23,7 +23,9 @@ var ErrInaccessible = errors.New("memory is not host-accessible")
 // policy puts it in a tier (host, device, managed or staging memory) and
 // its statistics count it. The arithmetic is gorgonia's standard engine
 // (StdEng, embedded), which works on memory the CPU can address. See the
-// package documentation.
+// package documentation. Make one with NewEngine: the zero value has no
+// manager, and its methods return errors wrapping
+// memory.ErrInvalidArgument.
 type Engine struct {
 	gt.StdEng
 
@@ -72,6 +74,15 @@ func NewEngine(m *memory.Manager, role memory.Role, ctx *cuda.Context) (*Engine,
 	return &Engine{m: m, role: role, ctx: ctx, accessible: accessible}, nil
 }
 
+// made refuses an Engine that NewEngine did not make (the zero value, or
+// nil): it has no manager.
+func (e *Engine) made(op string) error {
+	if e == nil || e.m == nil {
+		return fmt.Errorf("gorgonia: Engine.%s: an Engine not made by NewEngine: %w", op, memory.ErrInvalidArgument)
+	}
+	return nil
+}
+
 // Manager is the manager the engine allocates from.
 func (e *Engine) Manager() *memory.Manager { return e.m }
 
@@ -100,6 +111,9 @@ func (e *Engine) WorksWith(gt.DataOrder) bool { return true }
 // (AllocAccessible) but the manager's policy has since moved its role to a
 // tier the CPU cannot address: make a new Engine then.
 func (e *Engine) Alloc(size int64) (gt.Memory, error) {
+	if err := e.made("Alloc"); err != nil {
+		return nil, err
+	}
 	a, err := e.m.Alloc(size, e.role)
 	if err != nil {
 		return nil, fmt.Errorf("gorgonia: Engine.Alloc: %w", err)
@@ -126,6 +140,9 @@ func (e *Engine) Alloc(size int64) (gt.Memory, error) {
 // size one wrapping memory.ErrInvalidArgument. The Dense must not be used
 // afterwards.
 func (e *Engine) Free(mem gt.Memory, size int64) error {
+	if err := e.made("Free"); err != nil {
+		return err
+	}
 	if mem == nil {
 		return fmt.Errorf("gorgonia: Engine.Free of nil memory: %w", memory.ErrInvalidArgument)
 	}
@@ -176,6 +193,9 @@ type region struct {
 // or else in the Go memory of a gorgonia tensor (anything with a Data
 // method returning a slice of numbers or bools, as *gt.Dense has).
 func (e *Engine) locate(op string, mem gt.Memory) (region, error) {
+	if err := e.made(op); err != nil {
+		return region{}, err
+	}
 	if mem == nil {
 		return region{}, fmt.Errorf("gorgonia: Engine.%s of nil memory: %w", op, memory.ErrInvalidArgument)
 	}

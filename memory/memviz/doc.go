@@ -25,5 +25,12 @@
 // A nil history or a nil writer is an error wrapping
 // memory.ErrInvalidArgument that names the function (the writers,
 // Window, SnapshotAt), not a panic; WindowTime of a nil history gives nil
-// (which the writers then refuse) and PeakEvent 0.
+// (which the writers then refuse) and PeakEvent 0. So are a history with
+// an event of a tier or role that does not exist (one made by hand), a
+// live block of such a role in WriteSegmentMapPNG's snapshot, and
+// PlotOptions whose size or DPI is negative or whose picture would have
+// more than 2^28 pixels. A history without events writes a valid Chrome
+// trace; the PNG writers refuse, with an error, a history in which no tier
+// holds or moves bytes (no events, or marks only) and a snapshot without
+// segments: nothing to draw.
 package memviz

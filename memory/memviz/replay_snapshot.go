@@ -215,9 +215,10 @@ func intervalAt(ivs [][2]int64, pos, end int64) (bool, int64) {
 
 // PeakEvent returns the number of events of h up to and including the
 // one after which the tier's allocated bytes were highest (the first such
-// moment), for SnapshotAt; 0 when no event raised them (or h is nil).
+// moment), for SnapshotAt; 0 when no event raised them (or h is nil, or t
+// is not a tier). Events of a tier or role that does not exist are skipped.
 func PeakEvent(h *memory.History, t memory.Tier) int {
-	if h == nil {
+	if h == nil || t >= memory.NumTiers {
 		return 0
 	}
 	r := newReplayer(h)

@@ -76,7 +76,13 @@ func WriteSegmentMapPNG(w io.Writer, s memory.Snapshot, o PlotOptions) error {
 			return cmp.Compare(a.Addr, b.Addr)
 		})
 		for j := range sec.segs {
-			_, n := mapped(&sec.segs[j])
+			bs, n := mapped(&sec.segs[j])
+			for _, b := range bs {
+				if b.Live && b.Role >= memory.NumRoles {
+					return fmt.Errorf("memviz: WriteSegmentMapPNG: the block at %#x has role %d; there are %d roles: %w",
+						b.Addr, b.Role, memory.NumRoles, memory.ErrInvalidArgument)
+				}
+			}
 			sec.bytes += n
 			largest = max(largest, n)
 		}
@@ -105,6 +111,9 @@ func WriteSegmentMapPNG(w io.Writer, s memory.Snapshot, o PlotOptions) error {
 	)
 	if o.Height == 0 {
 		o.Height = titleH + bottomH + vg.Length(len(secs))*headH + vg.Length(rows)*(rowH+rowGap)
+	}
+	if err := o.check("WriteSegmentMapPNG", o.Height); err != nil {
+		return err
 	}
 	img := vgimg.NewWith(vgimg.UseWH(o.Width, o.Height), vgimg.UseDPI(o.DPI))
 	c := draw.New(img)

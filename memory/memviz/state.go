@@ -34,8 +34,12 @@ func newReplayer(h *memory.History) *replayer {
 	return r
 }
 
-// apply moves the counts by one event.
+// apply moves the counts by one event; it skips an event of a tier or
+// role that does not exist (which checkHistory refuses).
 func (r *replayer) apply(e *memory.Event) {
+	if !validEvent(e) {
+		return
+	}
 	s := &r.tiers[e.Tier]
 	switch e.Kind {
 	case memory.EventAlloc:
@@ -139,6 +143,9 @@ func slice(h *memory.History, lo, hi int) *memory.History {
 	before := h.Before
 	for i := range h.Events[:lo] {
 		e := &h.Events[i]
+		if !validEvent(e) {
+			continue
+		}
 		r.apply(e)
 		s := &before[e.Tier]
 		switch e.Kind {

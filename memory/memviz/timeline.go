@@ -134,6 +134,10 @@ func WriteTimelinePNG(w io.Writer, h *memory.History, o PlotOptions) error {
 	if len(tiers) == 0 {
 		return fmt.Errorf("memviz: the history is empty: nothing to plot")
 	}
+	const head = vg.Length(46) // title and legend
+	if err := o.check("WriteTimelinePNG", head+o.Height*vg.Length(len(tiers))); err != nil {
+		return err
+	}
 	samples, marks := tierSamples(h, o.MaxPoints, o.ByEvent)
 	var labels []string
 	for i := range h.Events {
@@ -154,7 +158,6 @@ func WriteTimelinePNG(w io.Writer, h *memory.History, o PlotOptions) error {
 		}
 		plots[i] = []*plot.Plot{p}
 	}
-	const head = vg.Length(46) // title and legend
 	img := vgimg.NewWith(vgimg.UseWH(o.Width, head+o.Height*vg.Length(len(tiers))), vgimg.UseDPI(o.DPI))
 	dc := draw.New(img)
 	title := o.Title
