@@ -78,7 +78,9 @@
 // float32 the gradients can be divided by: backing off stops at 2^-126
 // (float32's smallest normal), growth at float32's largest finite number,
 // and Unscale, Record and LoadMetadata refuse a Scale outside [2^-126,
-// max float32]. bfloat16 and float32 need no scaling, and a disabled
+// max float32], and factors PyTorch's GradScaler refuses (GrowthFactor
+// not above 1, BackoffFactor outside (0, 1)) or a GrowthInterval below 1.
+// bfloat16 and float32 need no scaling, and a disabled
 // scaler is a no-op, so a training loop is one code path for every
 // precision.
 //

@@ -18,8 +18,10 @@ import (
 // largest finite number, where growth stops). Below a scale of 1, where
 // dividing multiplies, Unscale checks its output in a second pass.
 // Unscale, Record and LoadMetadata refuse a Scale outside [2^-126, max
-// float32], and an enabled scaler's Unscale refuses half-precision
-// gradients (float16 loss scaling needs float32 ones).
+// float32] and the settings PyTorch's GradScaler refuses (a GrowthFactor
+// that is not a finite number above 1, a BackoffFactor outside (0, 1))
+// or a GrowthInterval below 1, and an enabled scaler's Unscale refuses
+// half-precision gradients (float16 loss scaling needs float32 ones).
 //
 // A disabled scaler (bfloat16 and float32 need none: their exponent
 // range is float32's) is a no-op: LossScale is 1, Unscale reports every
@@ -80,7 +82,9 @@ func (s *GradScaler) LossScale() float64 {
 // tensor.ErrArgument, before changing any gradient, when Scale is not a
 // float32 the gradients can be divided by (NaN, infinite, or outside
 // [2^-126, max float32], as set in the field: its reciprocal would be 0,
-// infinite or NaN in float32), and with one wrapping tensor.ErrDType when
+// infinite or NaN in float32) or GrowthFactor, BackoffFactor or
+// GrowthInterval is one LoadMetadata refuses (see GradScaler), and with
+// one wrapping tensor.ErrDType when
 // a gradient is not float32: float16 loss scaling needs float32
 // gradients, and half gradients (nn.GPT.SetBlockGradDType) are for
 // bfloat16 autocast, which needs no scaler.
@@ -92,7 +96,7 @@ func (s *GradScaler) Unscale(grads []*tensor.Tensor) bool {
 	if s.unscaled {
 		panic(&tensor.OpError{Op: op, Msg: "called twice before Update", Err: tensor.ErrArgument})
 	}
-	s.checkScale(op)
+	s.checkSettings(op)
 	for i, g := range grads {
 		if g != nil && g.DType().IsHalf() {
 			panic(&tensor.OpError{Op: op, Msg: fmt.Sprintf("gradient %d is %v %v: float16 loss scaling needs float32 gradients; "+
@@ -109,23 +113,36 @@ func (s *GradScaler) Unscale(grads []*tensor.Tensor) bool {
 	return ok
 }
 
-// checkScale panics with an *tensor.OpError wrapping tensor.ErrArgument
-// when Scale is not in [2^-126, max float32] (NaN included): the scales
-// whose reciprocal, and the scale itself, are finite and non-zero in
-// float32.
-func (s *GradScaler) checkScale(op string) {
-	if !(s.Scale >= minScale && s.Scale <= math.MaxFloat32) {
-		panic(&tensor.OpError{Op: op, Msg: fmt.Sprintf("Scale = %v: want a float32 scale in [2^-126, %v]", s.Scale, math.MaxFloat32),
-			Err: tensor.ErrArgument})
+// checkSettings panics with an *tensor.OpError wrapping
+// tensor.ErrArgument when Scale is not in [2^-126, max float32] (NaN
+// included): the scales whose reciprocal, and the scale itself, are
+// finite and non-zero in float32; or when a factor or the interval is
+// one LoadMetadata refuses: Update would then never back off (a
+// BackoffFactor of 1), drop to the smallest scale at once (0), grow after
+// every step (a GrowthInterval of 0) or shrink when it should grow.
+func (s *GradScaler) checkSettings(op string) {
+	var msg string
+	switch {
+	case !(s.Scale >= minScale && s.Scale <= math.MaxFloat32):
+		msg = fmt.Sprintf("Scale = %v: want a float32 scale in [2^-126, %v]", s.Scale, math.MaxFloat32)
+	case !(s.GrowthFactor > 1) || math.IsInf(s.GrowthFactor, 1):
+		msg = fmt.Sprintf("GrowthFactor = %v: want a finite number above 1", s.GrowthFactor)
+	case !(s.BackoffFactor > 0 && s.BackoffFactor < 1):
+		msg = fmt.Sprintf("BackoffFactor = %v: want a number in (0, 1)", s.BackoffFactor)
+	case s.GrowthInterval < 1:
+		msg = fmt.Sprintf("GrowthInterval = %d: want at least 1", s.GrowthInterval)
+	default:
+		return
 	}
+	panic(&tensor.OpError{Op: op, Msg: msg, Err: tensor.ErrArgument})
 }
 
 // Record notes the outcome of a step whose unscale ran elsewhere (on the
 // device, in a captured CUDA graph: tensor.StepGuard.Unscale with the
 // factor 1/LossScale): found says a gradient was not finite, so the step
 // was skipped. Call it in place of Unscale, once per step, then Update. A
-// disabled scaler ignores it. A Scale Unscale would refuse is refused
-// here too (the step it seeded and unscaled is not one to count).
+// disabled scaler ignores it. A Scale or setting Unscale would refuse is
+// refused here too (the step it seeded and unscaled is not one to count).
 func (s *GradScaler) Record(found bool) {
 	const op = "amp.GradScaler.Record"
 	if !s.enabled {
@@ -134,7 +151,7 @@ func (s *GradScaler) Record(found bool) {
 	if s.unscaled {
 		panic(&tensor.OpError{Op: op, Msg: "called twice, or after Unscale, before Update", Err: tensor.ErrArgument})
 	}
-	s.checkScale(op)
+	s.checkSettings(op)
 	s.unscaled, s.found = true, found
 }
 

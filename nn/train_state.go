@@ -33,8 +33,9 @@ const (
 
 // SaveTrainState writes ps and opt's state to path, atomically (see
 // tensor.WriteSafetensorsContext: a cancelled ctx leaves the old file),
-// with meta added to the metadata. Keys starting with "optimizer." are
-// reserved. opt's Params must be among ps (an optimizer over a subset,
+// with meta added to the metadata. The key "optimizer" (the optimizer's
+// name, which LoadTrainState checks) and keys starting with "optimizer."
+// are reserved: a meta entry of one is an error. opt's Params must be among ps (an optimizer over a subset,
 // with the others frozen, is fine; one built over another model's
 // parameters is an error wrapping tensor.ErrArgument).
 func SaveTrainState(ctx context.Context, path string, ps []*Parameter, opt *AdamW, meta map[string]string) error {
@@ -63,7 +64,7 @@ func SaveTrainState(ctx context.Context, path string, ps []*Parameter, opt *Adam
 	}
 	md := map[string]string{"format": "pt"}
 	for k, v := range meta {
-		if strings.HasPrefix(k, "optimizer.") {
+		if k == "optimizer" || strings.HasPrefix(k, "optimizer.") {
 			return fmt.Errorf("nn: saving %s: metadata key %q is reserved", path, k)
 		}
 		md[k] = v
@@ -194,11 +195,15 @@ func sameParams(ps []*Parameter, opt *AdamW) error {
 
 // checkMoments refuses a parameter's moments (read from a file) that a
 // step would turn into NaN weights: an entry of exp_avg that is not
-// finite, or one of exp_avg_sq that is not finite or is negative.
+// finite, or one of exp_avg_sq that is not finite or is negative. The
+// moments of a parameter of no elements have nothing to check.
 func checkMoments(name string, mv [2]*tensor.Tensor) error {
 	var err error
 	tensor.CtxOf(mv[0], mv[1]).WithScope(func() {
 		for i, t := range mv {
+			if t.Numel() == 0 {
+				continue // no entry to check (Max has no value to give)
+			}
 			key := []string{ExpAvgPrefix, ExpAvgSqPrefix}[i] + name
 			if t.DType() != tensor.Float32 && t.DType() != tensor.Float64 {
 				t = t.To(tensor.Float32)
