@@ -144,7 +144,9 @@ func meanScale(n int) float64 {
 
 // CrossEntropy returns the mean cross-entropy of logits (N, C) against
 // int32 targets (N), skipping targets equal to IgnoreIndex, like
-// PyTorch's F.cross_entropy. The softmax is recomputed in backward rather
+// PyTorch's F.cross_entropy, except when no target counts (every one
+// ignored, or N = 0): the loss is then 0, where PyTorch's mean is 0/0,
+// NaN (the gradient is 0 in both). The softmax is recomputed in backward rather
 // than stored, which saves an (N, C) activation.
 func CrossEntropy(logits *Var, targets *tensor.Tensor) *Var {
 	args("CrossEntropy", "logits", logits)

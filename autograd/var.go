@@ -130,10 +130,18 @@ func args(op, names string, vs ...*Var) {
 func (v *Var) RequiresGrad() bool { return v.requiresGrad }
 
 // SetRequiresGrad turns gradient tracking of a leaf on or off (freezing a
-// parameter). Panics on a non-leaf.
+// parameter). As for Param, only a leaf of a floating-point dtype can
+// require gradients. A non-leaf panics with an *tensor.OpError wrapping
+// tensor.ErrArgument, turning it on for an integer leaf with one wrapping
+// tensor.ErrDType.
 func (v *Var) SetRequiresGrad(b bool) {
+	const op = "autograd.Var.SetRequiresGrad"
 	if !v.IsLeaf() {
-		panic(fmt.Sprintf("autograd: SetRequiresGrad on non-leaf %s", v))
+		panic(&tensor.OpError{Op: op, Msg: fmt.Sprintf("non-leaf %s (only a leaf's tracking can be set; Detach makes one)", v), Err: tensor.ErrArgument})
+	}
+	if b && v.Value != nil && !v.Value.DType().IsFloat() {
+		panic(&tensor.OpError{Op: op, Err: tensor.ErrDType,
+			Msg: fmt.Sprintf("%s has dtype %v: only tensors of a floating-point dtype can require gradients", v, v.Value.DType())})
 	}
 	v.requiresGrad = b
 }

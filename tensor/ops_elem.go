@@ -15,11 +15,15 @@ func sameDevice(op string, ts ...*Tensor) {
 	}
 }
 
-// sameFloat panics unless all tensors share one float dtype.
+// sameFloat panics unless all tensors share one float dtype, naming the
+// two operands whose dtypes differ, or the one that is not a float.
 func sameFloat(op string, ts ...*Tensor) {
 	for _, t := range ts {
-		if !t.dtype.IsFloat() || t.dtype != ts[0].dtype {
+		if t.dtype != ts[0].dtype {
 			fail(op, ErrDType, "operands %v %v and %v %v: want one float dtype", ts[0].dtype, ts[0].shape, t.dtype, t.shape)
+		}
+		if !t.dtype.IsFloat() {
+			fail(op, ErrDType, "%v operand %v: want a floating-point dtype", t.dtype, t.shape)
 		}
 	}
 }
@@ -275,8 +279,11 @@ func (t *Tensor) Fill(v float64) {
 func (t *Tensor) AddInPlace(u *Tensor) {
 	sameDevice("AddInPlace", t, u)
 	sameArith("AddInPlace", t, u)
-	if !shapeEq(t.shape, u.shape) || !t.IsContiguous() {
-		fail("AddInPlace", ErrShape, "destination %v (contiguous %v), source %v", t.shape, t.IsContiguous(), u.shape)
+	if !t.IsContiguous() {
+		fail("AddInPlace", ErrArgument, "destination %v must be contiguous (strides %v)", t.shape, t.strides)
+	}
+	if !shapeEq(t.shape, u.shape) {
+		fail("AddInPlace", ErrShape, "destination %v, source %v", t.shape, u.shape)
 	}
 	if u.SharesStorage(t) && !(u.offset == t.offset && u.IsContiguous()) {
 		// The kernel may write an element of t before reading it through

@@ -269,14 +269,17 @@ func (t *Tensor) WriteNarrow(axis, start int, src *Tensor) {
 		fail(op, ErrDType, "destination %v, source %v", t.dtype, src.dtype)
 	}
 	axis = t.axis(op, axis)
-	ok := t.IsContiguous() && src.Rank() == t.Rank()
+	if !t.IsContiguous() {
+		fail(op, ErrArgument, "destination %v must be contiguous (strides %v)", t.shape, t.strides)
+	}
+	ok := src.Rank() == t.Rank()
 	for i := range t.shape {
 		if ok && i != axis && t.shape[i] != src.shape[i] {
 			ok = false
 		}
 	}
 	if !ok || start < 0 || start > t.shape[axis]-src.shape[axis] {
-		fail(op, ErrShape, "cannot write %v at %d along axis %d of %v (contiguous %v)", src.shape, start, axis, t.shape, t.IsContiguous())
+		fail(op, ErrShape, "cannot write %v at %d along axis %d of %v", src.shape, start, axis, t.shape)
 	}
 	c, done := contig(src)
 	if c.SharesStorage(t) { // a row copied early would overwrite rows still to read
