@@ -78,9 +78,15 @@ for item in plan:
         n = 0
         with open(f"{out}/trace-{tag}.csv", "w") as f:
             f.write("action,addr,size,stream\n")
-            for dev in snap["device_traces"]:
+            # One device a file: bench-alloc replays one device's pool.
+            devs = [d for d in snap["device_traces"] if d]
+            if len(devs) > 1:
+                raise SystemExit(f"{tag}: {len(devs)} devices allocated; a trace file holds one")
+            for dev in devs:
                 for e in dev:
-                    f.write(f"{e['action']},{e['addr']},{e['size']},{e['stream']}\n")
+                    # An oom entry has no addr: PyTorch names it device_free.
+                    addr = e.get("addr", e.get("device_free", ""))
+                    f.write(f"{e['action']},{addr},{e['size']},{e['stream']}\n")
                     n += 1
         r.update(trace=tag, events=n)
         print("RESULT " + json.dumps(r), flush=True)

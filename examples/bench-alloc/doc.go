@@ -17,7 +17,12 @@
 // -trace FILE (repeatable) replays a PyTorch allocation trace, the CSV
 // format of bench/traces (action,addr,size,stream, with every action
 // PyTorch's recorder writes: a trace of expandable_segments:True maps
-// and unmaps pieces of segments, and oom events are counted): allocations
+// and unmaps pieces of segments, oom events are counted, snapshot and
+// user_defined ones skipped; the header names the columns, in any order,
+// others ignored; an oom's addr may be empty). A trace may start mid-run:
+// frees of blocks allocated before it are counted and skipped, and
+// segments freed that it never showed reserved take nothing off
+// PyTorch's figure (which then has no lower bound): allocations
 // and completed frees go through a fresh pool over the device backend (host
 // memory on the CPU), once with classic segments and once with expandable
 // ones (-segments picks one), and the peak reserved bytes are compared

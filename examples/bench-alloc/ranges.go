@@ -6,8 +6,8 @@ import "slices"
 // memory a trace shows PyTorch holding. Segments of classic pools come and
 // go whole (segment_alloc, segment_free); expandable segments map and unmap
 // pieces (segment_map, segment_unmap) that need not match the pieces mapped
-// before, so removal splits ranges. Traces hold at most a few thousand
-// segment events, so a sorted slice is enough.
+// before, so removal splits ranges. A sorted slice, searched by bisection,
+// is enough for the few thousand segments a device holds at once.
 type rangeSet struct{ r []addrRange }
 
 type addrRange struct{ start, end uint64 }
@@ -38,10 +38,7 @@ func (s *rangeSet) remove(addr uint64, size int64) int64 {
 	lo, hi := addr, addr+uint64(size)
 	removed := s.overlap(lo, hi)
 	var kept []addrRange
-	i := 0
-	for i < len(s.r) && s.r[i].end <= lo {
-		i++
-	}
+	i := s.firstEndingAfter(lo)
 	j := i
 	for ; j < len(s.r) && s.r[j].start < hi; j++ {
 		if a := s.r[j]; a.start < lo {
@@ -58,7 +55,9 @@ func (s *rangeSet) remove(addr uint64, size int64) int64 {
 // overlap returns the bytes of [lo, hi) in the set.
 func (s *rangeSet) overlap(lo, hi uint64) int64 {
 	var n int64
-	for _, a := range s.r {
+	// From the first range that ends after lo: a scan from the start
+	// would make a long trace over many segments quadratic.
+	for _, a := range s.r[s.firstEndingAfter(lo):] {
 		if a.start >= hi {
 			break
 		}
@@ -81,4 +80,16 @@ func (s *rangeSet) contains(addr uint64) bool {
 		return 0
 	})
 	return found
+}
+
+// firstEndingAfter returns the index of the first range that ends after
+// addr, or len(s.r).
+func (s *rangeSet) firstEndingAfter(addr uint64) int {
+	i, _ := slices.BinarySearchFunc(s.r, addr, func(a addrRange, x uint64) int {
+		if a.end <= x {
+			return -1
+		}
+		return 1
+	})
+	return i
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -72,4 +73,37 @@ func TestReplayExpandableTraceActions(t *testing.T) {
 	require.NoError(t, err)
 	assert.EqualValues(t, 512, res.TorchPreexistingPeak)
 	assert.EqualValues(t, -1, res.TorchPeakReservedLowerBound)
+}
+
+// The set against a byte map, over random adds and removes: the searches
+// that start overlap and remove must not skip a range.
+func TestRangeSetRandom(t *testing.T) {
+	const size = 256
+	var s rangeSet
+	var in [size]bool
+	rng := rand.New(rand.NewPCG(1, 2))
+	for step := range 20000 {
+		lo := rng.IntN(size)
+		n := 1 + rng.IntN(min(16, size-lo))
+		var before int64
+		for a := lo; a < lo+n; a++ {
+			if in[a] {
+				before++
+			}
+		}
+		add := rng.IntN(2) == 0
+		if add {
+			require.Equal(t, int64(n)-before, s.add(uint64(lo), int64(n)), "step %d: add [%d,%d)", step, lo, lo+n)
+		} else {
+			require.Equal(t, before, s.remove(uint64(lo), int64(n)), "step %d: remove [%d,%d)", step, lo, lo+n)
+		}
+		for a := lo; a < lo+n; a++ {
+			in[a] = add
+		}
+		probe := rng.IntN(size)
+		require.Equal(t, in[probe], s.contains(uint64(probe)), "step %d: contains %d", step, probe)
+		for i := 1; i < len(s.r); i++ {
+			require.Less(t, s.r[i-1].end, s.r[i].start, "step %d: ranges disjoint, sorted and merged: %v", step, s.r)
+		}
+	}
 }

@@ -69,6 +69,13 @@ func printTables(w io.Writer, rep *report) {
 		fmt.Fprintln(w, "before the trace began; the trace's segment events miss those, so its in-trace figure is too low and the")
 		fmt.Fprintln(w, "lower bound adds the most bytes such blocks held at once. ns/call is the time of one pool call (an")
 		fmt.Fprintln(w, "allocation or a free), backend calls included.")
+		for _, t := range rep.Traces {
+			// A trace that starts mid-run: its peaks miss what was live before.
+			if t.UnmatchedFrees > 0 {
+				fmt.Fprintf(w, "\n%s: %d frees of blocks allocated before the trace began, not replayed: the peak requested counts only blocks allocated in the trace.\n",
+					t.File, t.UnmatchedFrees)
+			}
+		}
 	}
 	fmt.Fprintln(w)
 }

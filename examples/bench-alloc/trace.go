@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/strata-ml/strata/memory"
@@ -29,9 +31,10 @@ type traceEvent struct {
 // events): the replay frees at free_completed, as PyTorch's pool does.
 // Classic segments come and go whole (segment_alloc, segment_free);
 // expandable ones (expandable_segments:True) map and unmap pages
-// (segment_map, segment_unmap). snapshot marks a call to _snapshot() and
-// oom an allocation PyTorch failed (addr is then the device's free bytes,
-// size the request): neither changes what the replay does.
+// (segment_map, segment_unmap). snapshot marks a call to _snapshot(), oom
+// an allocation PyTorch failed (PyTorch names its addr device_free: the
+// device's free bytes; size is the request) and user_defined an
+// annotation of newer versions: none changes what the replay does.
 const (
 	actAlloc         = "alloc"
 	actFreeRequested = "free_requested"
@@ -42,27 +45,55 @@ const (
 	actSegmentUnmap  = "segment_unmap"
 	actSnapshot      = "snapshot"
 	actOOM           = "oom"
+	actUserDefined   = "user_defined"
 )
 
-// readTrace parses a trace file; errors name the file and the line.
+// traceColumns are the columns a trace must have, found by name in its
+// header: other columns (PyTorch's entries also hold time_us, frames and
+// more) are ignored.
+var traceColumns = [4]string{"action", "addr", "size", "stream"}
+
+// readTrace parses a trace file; errors name the file and the line. The
+// header names the columns, in any order, extra ones ignored; a UTF-8
+// byte order mark, CRLF line ends, spaces around fields and empty lines
+// are allowed. The address of an event that has none (oom, snapshot,
+// user_defined) may be empty. A stream is PyTorch's int64 of the
+// cudaStream_t: a negative one is taken modulo 2^64.
 func readTrace(path string) ([]traceEvent, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	r := csv.NewReader(f)
-	r.FieldsPerRecord = 4
+	br := bufio.NewReader(f)
+	if bom, err := br.Peek(3); err == nil && string(bom) == "\ufeff" {
+		br.Discard(3)
+	}
+	r := csv.NewReader(br)
 	r.ReuseRecord = true
 	head, err := r.Read()
 	if err != nil {
 		return nil, fmt.Errorf("%s: reading the header: %w", path, err)
 	}
-	if want := [4]string{"action", "addr", "size", "stream"}; [4]string(head) != want {
-		return nil, fmt.Errorf("%s: header is %q, want %q", path, head, want)
+	var col [4]int // the index of each of traceColumns in a record
+	for i, name := range traceColumns {
+		col[i] = -1
+		for j, h := range head {
+			if strings.TrimSpace(h) != name {
+				continue
+			}
+			if col[i] >= 0 {
+				return nil, fmt.Errorf("%s: header %q has column %q twice", path, head, name)
+			}
+			col[i] = j
+		}
+		if col[i] < 0 {
+			return nil, fmt.Errorf("%s: header is %q, want the columns %q (in any order, others ignored)", path, head, traceColumns)
+		}
 	}
+	r.FieldsPerRecord = len(head)
 	var evs []traceEvent
-	for line := 2; ; line++ {
+	for {
 		rec, err := r.Read()
 		if err == io.EOF {
 			break
@@ -70,31 +101,43 @@ func readTrace(path string) ([]traceEvent, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		ev := traceEvent{action: rec[0]}
+		line, _ := r.FieldPos(0)
+		field := func(i int) string { return strings.TrimSpace(rec[col[i]]) }
+		action, addr, size, stream := field(0), field(1), field(2), field(3)
+		var ev traceEvent
 		// A snapshot's addr and size are 0, and an oom's size may be.
 		minSize := int64(1)
-		switch ev.action {
+		switch action {
+		// The constants, not the field: it would keep the whole line.
 		case actAlloc, actFreeRequested, actFreeCompleted, actSegmentAlloc, actSegmentFree, actSegmentMap, actSegmentUnmap:
-		case actSnapshot, actOOM:
-			minSize = 0
+			ev.action = actionNames[action]
+		case actSnapshot, actOOM, actUserDefined:
+			ev.action, minSize = actionNames[action], 0
+			if addr == "" {
+				addr = "0" // not an address: PyTorch writes none for an oom
+			}
 		default:
-			return nil, fmt.Errorf("%s:%d: unknown action %q", path, line, rec[0])
+			return nil, fmt.Errorf("%s:%d: unknown action %q", path, line, action)
 		}
-		if ev.addr, err = strconv.ParseUint(rec[1], 10, 64); err != nil {
-			return nil, fmt.Errorf("%s:%d: address %q: %w", path, line, rec[1], err)
+		if ev.addr, err = strconv.ParseUint(addr, 10, 64); err != nil {
+			return nil, fmt.Errorf("%s:%d: address %q: %w", path, line, addr, err)
 		}
-		if ev.size, err = strconv.ParseInt(rec[2], 10, 64); err != nil || ev.size < minSize {
+		if ev.size, err = strconv.ParseInt(size, 10, 64); err != nil || ev.size < minSize {
 			what := "a positive integer"
 			if minSize == 0 {
 				what = "a non-negative integer"
 			}
-			return nil, fmt.Errorf("%s:%d: size %q of %s must be %s", path, line, rec[2], ev.action, what)
+			return nil, fmt.Errorf("%s:%d: size %q of %s must be %s", path, line, size, ev.action, what)
 		}
 		if minSize > 0 && ev.addr+uint64(ev.size) < ev.addr {
 			return nil, fmt.Errorf("%s:%d: %s at %#x of %d bytes runs past the end of the address space", path, line, ev.action, ev.addr, ev.size)
 		}
-		if ev.stream, err = strconv.ParseUint(rec[3], 10, 64); err != nil {
-			return nil, fmt.Errorf("%s:%d: stream %q: %w", path, line, rec[3], err)
+		if ev.stream, err = strconv.ParseUint(stream, 10, 64); err != nil {
+			s, err2 := strconv.ParseInt(stream, 10, 64)
+			if err2 != nil {
+				return nil, fmt.Errorf("%s:%d: stream %q: %w", path, line, stream, err)
+			}
+			ev.stream = uint64(s)
 		}
 		evs = append(evs, ev)
 	}
@@ -102,6 +145,16 @@ func readTrace(path string) ([]traceEvent, error) {
 		return nil, fmt.Errorf("%s: no events", path)
 	}
 	return evs, nil
+}
+
+// actionNames maps each action to its constant.
+var actionNames = map[string]string{}
+
+func init() {
+	for _, a := range []string{actAlloc, actFreeRequested, actFreeCompleted, actSegmentAlloc, actSegmentFree,
+		actSegmentMap, actSegmentUnmap, actSnapshot, actOOM, actUserDefined} {
+		actionNames[a] = a
+	}
 }
 
 // traceResult compares PyTorch's caching allocator, as the trace recorded
@@ -124,7 +177,10 @@ type traceResult struct {
 
 	// TorchPeakReserved is the peak of the bytes in segments the trace
 	// shows PyTorch reserving (segment_alloc and segment_map minus
-	// segment_free and segment_unmap).
+	// segment_free and segment_unmap): the bytes of the union of the
+	// ranges reserved in the trace and not yet freed, so a range reserved
+	// twice counts once and a free of a segment reserved before the trace
+	// began takes nothing off.
 	TorchPeakReserved int64   `json:"torch_peak_reserved_bytes"`
 	TorchRatio        float64 `json:"torch_reserved_over_requested"`
 	// TorchPreexistingPeak is the most bytes live at once in blocks that
@@ -306,14 +362,18 @@ func scanTrace(path string, evs []traceEvent) (res traceResult, ops []poolOp, sl
 				outsideLive -= lb.size
 			}
 		case actSegmentAlloc, actSegmentMap:
-			segs.add(ev.addr, ev.size)
-			reserved += ev.size
+			// Bytes already in segs (a range the trace holds twice) count
+			// once.
+			reserved += segs.add(ev.addr, ev.size)
 			res.TorchPeakReserved = max(res.TorchPeakReserved, reserved)
 		case actSegmentFree, actSegmentUnmap:
-			if segs.remove(ev.addr, ev.size) < ev.size {
+			// Bytes reserved before the trace began were never counted:
+			// only those the trace reserved are taken off.
+			removed := segs.remove(ev.addr, ev.size)
+			if removed < ev.size {
 				preexistingFreed = true
 			}
-			reserved -= ev.size
+			reserved -= removed
 		case actOOM:
 			res.TorchOOMs++
 		}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Traces as a script like bench/torch_traces.py, or a variant of it, may
+// write them: each must read as the same events as the plain form.
+func TestReadTraceVariants(t *testing.T) {
+	plain := "action,addr,size,stream\nalloc,4096,1024,94012345678\nsnapshot,0,0,0\nfree_completed,4096,1024,94012345678\n"
+	want := []traceEvent{
+		{action: actAlloc, addr: 4096, size: 1024, stream: 94012345678},
+		{action: actSnapshot},
+		{action: actFreeCompleted, addr: 4096, size: 1024, stream: 94012345678},
+	}
+	dir := t.TempDir()
+	for _, c := range []struct{ name, text string }{
+		{"plain", plain},
+		{"crlf", "action,addr,size,stream\r\nalloc,4096,1024,94012345678\r\nsnapshot,0,0,0\r\nfree_completed,4096,1024,94012345678\r\n"},
+		// Saved by an editor or written with encoding="utf-8-sig".
+		{"bom", "\ufeff" + plain},
+		{"spaces and empty lines", "action, addr, size, stream\n\nalloc, 4096, 1024, 94012345678 \n snapshot,0,0,0\n\nfree_completed,4096,1024,94012345678\n\n"},
+		// PyTorch's trace entries have more keys than the four (time_us,
+		// frames, compile_context, user_metadata, ...): a script that
+		// writes some of them, or the four in another order.
+		{"extra columns", "action,addr,size,stream,time_us,frames\nalloc,4096,1024,94012345678,17,\"[{'filename': 'a.py', 'line': 3}]\"\nsnapshot,0,0,0,18,\nfree_completed,4096,1024,94012345678,19,[]\n"},
+		{"other order", "stream,size,action,addr\n94012345678,1024,alloc,4096\n0,0,snapshot,0\n94012345678,1024,free_completed,4096\n"},
+	} {
+		path := filepath.Join(dir, c.name+".csv")
+		require.NoError(t, os.WriteFile(path, []byte(c.text), 0o644))
+		evs, err := readTrace(path)
+		require.NoError(t, err, c.name)
+		assert.Equal(t, want, evs, c.name)
+	}
+}
+
+// PyTorch's own entries: an oom entry has no addr key (it is
+// "device_free"), so a script writing the four columns with
+// csv.DictWriter leaves the address empty; PyTorch writes the stream as a
+// signed 64-bit integer; newer versions add user_defined entries
+// (annotations). None is an allocation; all must be read.
+func TestReadTracePyTorchEntries(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.csv")
+	require.NoError(t, os.WriteFile(path, []byte("action,addr,size,stream\n"+
+		"alloc,4096,1024,-5\noom,,1048576,0\nuser_defined,0,0,0\nfree_completed,4096,1024,-5\n"), 0o644))
+	evs, err := readTrace(path)
+	require.NoError(t, err)
+	require.Len(t, evs, 4)
+	assert.Equal(t, traceEvent{action: actOOM, size: 1 << 20}, evs[1])
+	assert.Equal(t, actUserDefined, evs[2].action)
+	assert.Equal(t, evs[0].stream, evs[3].stream)
+	res, _, _, err := scanTrace(path, evs)
+	require.NoError(t, err)
+	assert.Equal(t, 1, res.TorchOOMs)
+	assert.EqualValues(t, 1024, res.PeakRequested)
+
+	// An allocation's address still may not be empty, and a header
+	// without one of the four columns is refused by name.
+	for name, text := range map[string]string{
+		"empty addr": "action,addr,size,stream\nalloc,,1024,0\n",
+		"no stream":  "action,addr,size\nalloc,4096,1024\n",
+		"twice":      "action,addr,size,stream,addr\nalloc,4096,1024,0,4096\n",
+	} {
+		require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+		_, err := readTrace(path)
+		require.Error(t, err, name)
+	}
+}
+
+// A trace that starts mid-run (or whose ring buffer dropped its start)
+// can free segments PyTorch reserved before it began. Those bytes were
+// never counted, so they must not be taken off: the 2 MiB segment
+// reserved in the trace is PyTorch's peak in it, not 0.
+func TestScanTraceFreesSegmentsFromBeforeTheTrace(t *testing.T) {
+	evs := []traceEvent{
+		{action: actSegmentFree, addr: 1 << 30, size: 20 << 20},
+		{action: actSegmentAlloc, addr: 4096, size: 2 << 20},
+		{action: actAlloc, addr: 4096, size: 1024},
+		{action: actFreeCompleted, addr: 4096, size: 1024},
+		// An unmap of an expandable segment partly mapped before the trace.
+		{action: actSegmentMap, addr: 1 << 40, size: 4 << 20},
+		{action: actSegmentUnmap, addr: 1<<40 - 2<<20, size: 4 << 20},
+		{action: actSegmentMap, addr: 1 << 40, size: 2 << 20},
+	}
+	res, _, _, err := scanTrace("mid.csv", evs)
+	require.NoError(t, err)
+	assert.EqualValues(t, 2<<20+4<<20, res.TorchPeakReserved, "the 2 MiB segment and the 4 MiB map; the unmap takes off the 2 MiB of it mapped in the trace")
+	assert.EqualValues(t, -1, res.TorchPeakReservedLowerBound, "a segment from before the trace was freed")
+}
+
+// Segment events whose ranges overlap ones the trace holds (a lost
+// segment_free, or two devices' traces in one file) count the bytes
+// once: PyTorch cannot hold the same address twice.
+func TestScanTraceOverlappingSegments(t *testing.T) {
+	evs := []traceEvent{
+		{action: actSegmentAlloc, addr: 4096, size: 2 << 20},
+		{action: actSegmentAlloc, addr: 4096, size: 2 << 20},
+		{action: actSegmentMap, addr: 4096 + 1<<20, size: 2 << 20},
+		{action: actAlloc, addr: 4096, size: 1024},
+		{action: actFreeCompleted, addr: 4096, size: 1024},
+	}
+	res, _, _, err := scanTrace("overlap.csv", evs)
+	require.NoError(t, err)
+	assert.EqualValues(t, 3<<20, res.TorchPeakReserved)
+}
+
+// A trace that starts mid-run says so under the table, not only in the
+// JSON line: its peak requested misses the blocks live before it began.
+func TestTableNotesFreesFromBeforeTheTrace(t *testing.T) {
+	var b strings.Builder
+	printTables(&b, &report{Traces: []traceResult{{File: "mid.csv", Allocs: 1, UnmatchedFrees: 3, PeakRequested: 1}}})
+	assert.Contains(t, b.String(), "mid.csv: 3 frees of blocks allocated before the trace began")
+}
