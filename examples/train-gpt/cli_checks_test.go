@@ -168,21 +168,16 @@ func TestSampleZeroPrintsNothing(t *testing.T) {
 	dir := t.TempDir()
 	text := filepath.Join(dir, "t.txt")
 	require.NoError(t, os.WriteFile(text, []byte(strings.Repeat("the quick brown fox\n", 400)), 0o644))
-	log, err := os.Create(filepath.Join(dir, "stderr"))
+	var err error
+	b := captureStderr(t, func() {
+		var o *options
+		if o, err = parseFlags([]string{"-data", text, "-steps", "1", "-batch", "2", "-sample", "0", "-device", "cpu", "-quiet", "-out", "", "-loss-plot", "off"}); err == nil {
+			err = run(o)
+		}
+	})
 	require.NoError(t, err)
-	defer log.Close()
-	stderr := os.Stderr
-	os.Stderr = log
-	o, err := parseFlags([]string{"-data", text, "-steps", "1", "-batch", "2", "-sample", "0", "-device", "cpu", "-quiet", "-out", "", "-loss-plot", "off"})
-	if err == nil {
-		err = run(o)
-	}
-	os.Stderr = stderr
-	require.NoError(t, err)
-	b, err := os.ReadFile(log.Name())
-	require.NoError(t, err)
-	require.False(t, strings.Contains(string(b), "sample ("), "a sample header was printed")
-	require.True(t, strings.Contains(string(b), "held-out loss"), "the run reached its end")
+	require.False(t, strings.Contains(b, "sample ("), "a sample header was printed")
+	require.True(t, strings.Contains(b, "held-out loss"), "the run reached its end")
 }
 
 // failingWriter fails every write after the first ok ones, and its
