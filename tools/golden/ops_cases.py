@@ -142,6 +142,21 @@ def _cases():
                lambda g: {"x": randn(g, 6, 11), "targets": ce_targets(g, 6, 11, ignore=(1, 4))},
                lambda i: F.cross_entropy(i["x"], i["targets"], ignore_index=-100))
 
+    # Logits so large that m + log(sum exp(x - m)) rounds log s away (m the
+    # row's max): the loss must be computed as (m - x[t]) + log s, and the
+    # log-softmax as (x - m) - log s, as PyTorch does.
+    yield Case("cross_entropy_extreme", {"op": "cross_entropy", "reduction": "mean",
+                                         "note": "rows of 3e38, -3e38 and 1e16: (m - x[t]) + log s"},
+               lambda g: {"x": torch.tensor([[3e38, 3e38, 0.0], [-3e38, -3e38, -3e38], [1e16, 1e16, 1e16],
+                                             [1e20, 0.0, -1e20]], dtype=F64),
+                          "targets": torch.tensor([0, 1, 2, 0])},
+               lambda i: F.cross_entropy(i["x"], i["targets"]), fd=False)
+    yield Case("log_softmax_extreme", {"op": "log_softmax", "dim": -1,
+                                       "note": "rows of 3e38 and 1e16: (x - m) - log s"},
+               lambda g: {"x": torch.tensor([[3e38, 3e38, 0.0], [1e16, 1e16, 1e16 + 2.0 ** 31],
+                                             [-3e38, -3e38, -3e38]], dtype=F64)},
+               lambda i: F.log_softmax(i["x"], dim=-1), fd=False)
+
     yield Case("masked_fill", {"op": "masked_fill", "value": "-inf", "mask": "causal: 1 where j > i"},
                lambda g: {"x": randn(g, 2, 3, 5, 5), "mask": causal_mask(2, 3, t=5)},
                lambda i: i["x"].masked_fill(i["mask"] != 0, float("-inf")))

@@ -70,8 +70,10 @@ func crossEntropyRows[T Float](loss, logits []T, targets []int32, cols, ld int, 
 		}
 		x := logits[r*ld : r*ld+cols]
 		m := rowMax(x)
-		lse := float64(m) + math.Log(sumExpShift(x, m))
-		loss[r] = T(lse - float64(x[t]))
+		// (m - x[t]) + log s, not (m + log s) - x[t]: the latter loses
+		// log s once |m| passes about 1e15 (float64's 53 bits).
+		ls := math.Log(sumExpShift(x, m))
+		loss[r] = T((float64(m) - float64(x[t])) + ls)
 	}
 }
 

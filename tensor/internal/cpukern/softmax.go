@@ -73,10 +73,12 @@ func logSoftmaxRows[T Float](dst, src []T, cols, lo, hi int) {
 	for r := lo; r < hi; r++ {
 		d, s := dst[r*cols:(r+1)*cols], src[r*cols:(r+1)*cols]
 		m := rowMax(s)
-		lse := float64(m) + math.Log(sumExpShift(s, m))
+		// (x - m) - log s, as PyTorch: m + log s loses log s once |m|
+		// passes about 1e15.
+		ls, m64 := math.Log(sumExpShift(s, m)), float64(m)
 		s = s[:len(d)]
 		for i, v := range s {
-			d[i] = T(float64(v) - lse)
+			d[i] = T((float64(v) - m64) - ls)
 		}
 	}
 }
