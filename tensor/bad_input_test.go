@@ -101,7 +101,11 @@ func TestBadInputFailsCleanly(t *testing.T) {
 	// Element-wise.
 	for _, h := range halfs {
 		for op := range tensor.NumBinaryOps {
-			add(fmt.Sprintf("%v %v", op, h.DType()), op.String(), tensor.ErrDType, func() { tensor.Binary(op, h, h) })
+			name := op.String() // Binary names the function that runs op: Maximum, not Max (the reduction)
+			if op == tensor.OpMax {
+				name = "Maximum"
+			}
+			add(fmt.Sprintf("%v %v", op, h.DType()), name, tensor.ErrDType, func() { tensor.Binary(op, h, h) })
 		}
 		for op := range tensor.NumUnaryOps {
 			add(fmt.Sprintf("%v %v", op, h.DType()), op.String(), tensor.ErrDType, func() { tensor.Unary(op, h) })

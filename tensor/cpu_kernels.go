@@ -221,7 +221,7 @@ func (cpuBackend) affine(dst, src *Tensor, alpha, beta float64) {
 }
 
 func (cpuBackend) binary(op BinaryOp, dst, a, b *Tensor, l layout.Layout) {
-	onFloat(op.String(), dst.dtype,
+	onFloat(binaryName(op), dst.dtype,
 		func() { cpukern.Binary(op, f32(dst), &l, hostAll[float32](a), a.offset, hostAll[float32](b), b.offset) },
 		func() { cpukern.Binary(op, f64(dst), &l, hostAll[float64](a), a.offset, hostAll[float64](b), b.offset) })
 }

@@ -93,7 +93,7 @@ func (b cudaBackend) affine(dst, src *Tensor, alpha, beta float64) {
 // binary runs the contiguous kernel when both operands are plain
 // contiguous runs after merging dims, else the strided one.
 func (b cudaBackend) binary(op BinaryOp, dst, x, y *Tensor, l layout.Layout) {
-	d, n, name := b.d, dst.Numel(), op.String()
+	d, n, name := b.d, dst.Numel(), binaryName(op)
 	f := floatIndex(name, dst.dtype)
 	if n == 0 {
 		return

@@ -259,7 +259,9 @@
 // (internal/cpukern/binary.go; test binary_test.go), binary_fn
 // (kernels/elementwise.cuh) and the list in testOpsAffineAndBinary
 // (cuda_ops_elem_test.go); its gradient is written by hand in
-// autograd/ops_arith.go.
+// autograd/ops_arith.go. A named function in ops_elem.go whose name is not
+// the op's (Maximum runs OpMax) gets a binaryFuncs entry there, so that
+// the op's errors name the function (test: binary_op_names_test.go).
 //
 // An op that is not element-wise is a new primitive, as LayerNorm is: its
 // kernel in internal/cpukern/<op>.go (test: <op>_test.go, against a

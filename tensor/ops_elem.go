@@ -78,10 +78,29 @@ func contig(t *Tensor) (*Tensor, func()) {
 	return c, c.Release
 }
 
+// binaryFuncs are the public functions that run the binary ops, by code,
+// where one's name is not the op's own (OpMax is run by Maximum: Max is
+// the reduction).
+var binaryFuncs = [NumBinaryOps]string{OpMax: "Maximum"}
+
+// binaryName is the name a binary op's errors give (and the op its
+// outputs record as made by them): the public function that runs it, as
+// the user called it (Maximum, not Max), for Binary with the op's code as
+// for the function itself; the op's own name for an op without a function
+// of its own (Binary(OpMin, ...) names Min) and for no op at all.
+func binaryName(op BinaryOp) string {
+	if op < NumBinaryOps && binaryFuncs[op] != "" {
+		return binaryFuncs[op]
+	}
+	return op.String()
+}
+
 // Binary applies op elementwise with NumPy broadcasting and returns a new
-// contiguous tensor. Panics on mismatched devices, dtypes or shapes.
+// contiguous tensor. Panics on mismatched devices, dtypes or shapes, with
+// an *OpError naming the public function that runs op (tensor.Maximum for
+// OpMax), or op itself where it has none (tensor.Min).
 func Binary(op BinaryOp, a, b *Tensor) *Tensor {
-	name := op.String()
+	name := binaryName(op)
 	if op >= NumBinaryOps {
 		fail(name, ErrArgument, "no such binary op")
 	}

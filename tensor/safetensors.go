@@ -89,7 +89,11 @@ func ReadSafetensors(path string, dev Device) (map[string]*Tensor, map[string]st
 // returned tensors belong to c and are owned by its innermost scope, if
 // any. Unsupported dtypes (anything but F64, F32, F16, BF16, I32) and
 // malformed files (a header that is not valid UTF-8 or longer than
-// 100,000,000 bytes among them) are errors naming the file and tensor.
+// 100,000,000 bytes among them) are errors naming the file and tensor. A
+// header that gives a key twice in one object (a tensor name,
+// "__metadata__", a metadata key, a key of one tensor's entry), which
+// encoding/json would read with the last one winning, is an error naming
+// the file and the key, wrapping ErrArgument.
 func (c *Ctx) ReadSafetensors(path string, dev Device) (map[string]*Tensor, map[string]string, error) {
 	buf, err := os.ReadFile(path)
 	if err != nil {
@@ -106,6 +110,9 @@ func (c *Ctx) ReadSafetensors(path string, dev Device) (map[string]*Tensor, map[
 	}
 	if !utf8.Valid(buf[8 : 8+n]) {
 		return nil, nil, fmt.Errorf("tensor: safetensors %s: bad header: not valid UTF-8: %w", path, ErrArgument)
+	}
+	if err := checkHeaderKeys(path, buf[8:8+n]); err != nil {
+		return nil, nil, err
 	}
 	f, err := st.Deserialize(buf)
 	if err != nil {
@@ -141,7 +148,9 @@ func releaseMap(m map[string]*Tensor) {
 // ReadSafetensorsMetadata reads only the string metadata of a safetensors
 // file (its "__metadata__" header entry), without the tensors: a quick look
 // at what a file is before loading it. A header longer than the file or
-// than 100,000,000 bytes is refused (ErrArgument) before it is read.
+// than 100,000,000 bytes is refused (ErrArgument) before it is read; one
+// that gives a key twice in one object is refused as ReadSafetensors
+// refuses it.
 func ReadSafetensorsMetadata(path string) (map[string]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -177,6 +186,9 @@ func ReadSafetensorsMetadata(path string) (map[string]string, error) {
 	var h map[string]json.RawMessage
 	if err := json.Unmarshal(hdr, &h); err != nil {
 		return nil, fmt.Errorf("tensor: safetensors %s: bad header: %w", path, err)
+	}
+	if err := checkHeaderKeys(path, hdr); err != nil {
+		return nil, err
 	}
 	var meta map[string]string
 	if raw, ok := h[stMetadataKey]; ok {
