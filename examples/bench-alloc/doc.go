@@ -19,21 +19,30 @@
 // PyTorch's recorder writes: a trace of expandable_segments:True maps
 // and unmaps pieces of segments, oom events are counted, snapshot and
 // user_defined ones skipped; the header names the columns, in any order,
-// others ignored; an oom's addr may be empty). A trace may start mid-run:
-// frees of blocks allocated before it are counted and skipped, and
-// segments freed that it never showed reserved take nothing off
-// PyTorch's figure (which then has no lower bound): allocations
-// and completed frees go through a fresh pool over the device backend (host
-// memory on the CPU), once with classic segments and once with expandable
-// ones (-segments picks one), and the peak reserved bytes are compared
-// with the peak requested and with PyTorch's own, from the trace's segment
-// events. The time per pool call is reported for each, with the backend
-// calls (segments or pages taken and given back; pages mapped and
-// unmapped and device synchronisations for expandable segments). -plots
-// DIR replays each once more with the history recorded and writes a
-// Chrome trace, a timeline and the segment map at the peak. -scale K
-// multiplies every allocation by K: the same pattern at another model
-// size, a check of generality until more traces are recorded.
+// others ignored; an oom's addr may be empty). Each trace is read and
+// parsed once, for the checks before any work and for its replays, so it
+// may come on a pipe (-trace /dev/stdin, -trace <(zcat t.csv.gz)). A
+// trace may start mid-run: frees of blocks allocated before it are
+// counted and not replayed, and segments freed that it never showed
+// reserved take nothing off PyTorch's figure. Such a block was live from
+// the trace's start until its free (of the size the free records): the
+// peak live bytes counting those blocks (peak_live_lower_bound_bytes,
+// noted under the table) bound what any allocator running the program
+// held, and PyTorch's lower bound counts them among the blocks of
+// segments held before the trace; when the trace frees such a segment,
+// that bound is the most bytes at one moment of the segments the trace
+// shows reserved plus the blocks outside them, never below the peak live
+// bytes. Allocations and completed frees go through a fresh pool over the
+// device backend (host memory on the CPU), once with classic segments and
+// once with expandable ones (-segments picks one), and the peak reserved
+// bytes are compared with the peak requested and with PyTorch's own, from
+// the trace's segment events. The time per pool call is reported for each,
+// with the backend calls (segments or pages taken and given back; pages
+// mapped and unmapped and device synchronisations for expandable
+// segments). -plots DIR replays each once more with the history recorded
+// and writes a Chrome trace, a timeline and the segment map at the peak.
+// -scale K multiplies every allocation by K: the same pattern at another
+// model size, a check of generality until more traces are recorded.
 // -plan-steps makes the expandable replays plan the trace's training steps
 // (memory.PoolConfig.PlanSteps).
 //

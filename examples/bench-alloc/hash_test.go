@@ -41,7 +41,7 @@ func TestTraceHashes(t *testing.T) {
 		path := filepath.Join(traceDir, file)
 		evs, err := readTrace(path)
 		require.NoError(t, err)
-		_, ops0, slots, err := scanTrace(path, evs)
+		_, ops0, slots, err := scanTrace(path, evs, 1)
 		require.NoError(t, err)
 		for _, scale := range []float64{1, 0.5, 0.13, 0.31, 2.3, 3.1} {
 			ops := slices.Clone(ops0)

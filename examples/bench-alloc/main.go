@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -52,9 +51,10 @@ type options struct {
 	plots    string
 	scale    float64
 	plan     bool
-	// events is each -trace's events, read once by parseOptions when it
-	// checks them; replayTrace reads a trace that is not here.
-	events map[string][]traceEvent
+	// loaded is each -trace, read and scanned once by parseOptions when it
+	// checks them (a path named twice too), for every replay of it;
+	// replayTrace loads a trace that is not here.
+	loaded map[string]*loadedTrace
 }
 
 // report is the JSON line.
@@ -237,16 +237,18 @@ func parseOptions(args []string) (options, error) {
 	}
 	// Every trace is read and checked, and -plots made writable, before
 	// the benchmark: a bad one fails in a second, not after the pairs.
-	o.events = map[string][]traceEvent{}
+	// Each is read once, and what the check computes is what the replays
+	// use: a trace on a pipe (-trace /dev/stdin) can be read only once.
+	o.loaded = map[string]*loadedTrace{}
 	for _, path := range o.traces {
-		evs, err := readTrace(path)
-		if err == nil {
-			_, _, _, err = scanTrace(path, evs)
+		if o.loaded[path] != nil {
+			continue
 		}
+		lt, err := loadTrace(path, o.scale)
 		if err != nil {
 			return o, cli.Usagef("-trace: %w", err)
 		}
-		o.events[path] = evs
+		o.loaded[path] = lt
 	}
 	if o.plots != "" {
 		// plotReplay names the files after the trace's base name.
@@ -288,45 +290,19 @@ type traceLine struct {
 	traceResult
 }
 
-// replayTrace reads a trace (unless parseOptions read it) and replays it
+// replayTrace replays a trace (loaded by parseOptions, else read here)
 // with classic segments and, when the backend has the virtual memory API,
-// with expandable ones, each over a fresh backend; with -plots it also writes the pictures of each.
+// with expandable ones, each over a fresh backend; with -plots it also
+// writes the pictures of each.
 func replayTrace(path string, newBackend func() memory.Backend, o options) (traceResult, error) {
-	evs, ok := o.events[path]
-	if !ok {
+	lt := o.loaded[path]
+	if lt == nil {
 		var err error
-		if evs, err = readTrace(path); err != nil {
+		if lt, err = loadTrace(path, o.scale); err != nil {
 			return traceResult{}, err
 		}
 	}
-	res, ops, slots, err := scanTrace(path, evs)
-	if err != nil {
-		return res, err
-	}
-	if o.scale != 0 && o.scale != 1 {
-		// The same pattern with every allocation o.scale times as large.
-		res.Scale, res.PeakRequested = o.scale, 0
-		var live int64
-		for i := range ops {
-			if !ops[i].free {
-				scaled := math.Round(float64(ops[i].size) * o.scale)
-				if scaled >= math.MaxInt64 {
-					return res, fmt.Errorf("%s: event %d: -scale %g makes its allocation of %d bytes more than the largest size", path, ops[i].event+1, o.scale, ops[i].size)
-				}
-				ops[i].size = max(1, int64(scaled))
-			}
-		}
-		sizes := make([]int64, slots)
-		for _, op := range ops {
-			if op.free {
-				live -= sizes[op.slot]
-			} else {
-				sizes[op.slot] = op.size
-				live += op.size
-				res.PeakRequested = max(res.PeakRequested, live)
-			}
-		}
-	}
+	res, ops, slots := lt.res, lt.ops, lt.slots
 	modes := []bool{false, true}
 	switch o.segments {
 	case "classic":
@@ -347,6 +323,7 @@ func replayTrace(path string, newBackend func() memory.Backend, o options) (trac
 			if r > 0 {
 				b = newBackend()
 			}
+			var err error
 			if pr, err = replay(path, &res, ops, slots, b, exp, o.plan); err != nil {
 				return res, err
 			}

@@ -82,7 +82,7 @@ func TestReadTraceErrors(t *testing.T) {
 
 func TestReplayRejectsInconsistentTrace(t *testing.T) {
 	evs := []traceEvent{{action: actAlloc, addr: 4096, size: 100}, {action: actAlloc, addr: 4096, size: 100}}
-	_, _, _, err := scanTrace("dup.csv", evs)
+	_, _, _, err := scanTrace("dup.csv", evs, 1)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "which is live")
 }

@@ -44,10 +44,7 @@ func printTables(w io.Writer, rep *report) {
 		fmt.Fprintln(w, "\n| trace | allocs | peak requested | PyTorch reserved (in trace) | ratio | PyTorch, at least | ratio | ours classic | ratio | ns/call | ours expandable | ratio | ns/call | pages mapped / unmapped / syncs |")
 		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for _, t := range rep.Traces {
-			bound, boundRatio := "unknown", "-"
-			if t.TorchPeakReservedLowerBound >= 0 {
-				bound, boundRatio = memory.FormatBytes(t.TorchPeakReservedLowerBound), fmt.Sprintf("%.3f", t.TorchRatioLowerBound)
-			}
+			bound, boundRatio := memory.FormatBytes(t.TorchPeakReservedLowerBound), fmt.Sprintf("%.3f", t.TorchRatioLowerBound)
 			exp := "- | - | - | -"
 			if x := t.Expandable; x != nil {
 				exp = fmt.Sprintf("%s | %.4f | %.0f | %d / %d / %d", memory.FormatBytes(x.PeakReserved), x.Ratio, x.NsPerCall, x.Maps, x.Unmaps, x.Syncs)
@@ -67,13 +64,17 @@ func printTables(w io.Writer, rep *report) {
 		}
 		fmt.Fprintln(w, "\nRatios are peak reserved over peak requested bytes. PyTorch served some blocks from segments it reserved")
 		fmt.Fprintln(w, "before the trace began; the trace's segment events miss those, so its in-trace figure is too low and the")
-		fmt.Fprintln(w, "lower bound adds the most bytes such blocks held at once. ns/call is the time of one pool call (an")
-		fmt.Fprintln(w, "allocation or a free), backend calls included.")
+		fmt.Fprintln(w, "lower bound adds the most bytes such blocks held at once (blocks allocated before the trace that it frees")
+		fmt.Fprintln(w, "included, live from its start). If the trace frees such a segment, the bound is instead the most bytes at")
+		fmt.Fprintln(w, "one moment of the segments the trace holds plus the blocks outside them; it is never below the peak live")
+		fmt.Fprintln(w, "bytes. ns/call is the time of one pool call (an allocation or a free), backend calls included.")
 		for _, t := range rep.Traces {
 			// A trace that starts mid-run: its peaks miss what was live before.
 			if t.UnmatchedFrees > 0 {
 				fmt.Fprintf(w, "\n%s: %d frees of blocks allocated before the trace began, not replayed: the peak requested counts only blocks allocated in the trace.\n",
 					t.File, t.UnmatchedFrees)
+				fmt.Fprintf(w, "Counting those blocks live from the trace's start until their frees, at least %s were live at once (%d bytes): a lower bound of what any allocator running the program holds.\n",
+					memory.FormatBytes(t.PeakLiveLowerBound), t.PeakLiveLowerBound)
 			}
 		}
 	}

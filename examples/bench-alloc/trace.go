@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -60,7 +61,7 @@ var traceColumns = [4]string{"action", "addr", "size", "stream"}
 // user_defined) may be empty. A stream is PyTorch's int64 of the
 // cudaStream_t: a negative one is taken modulo 2^64.
 func readTrace(path string) ([]traceEvent, error) {
-	f, err := os.Open(path)
+	f, err := openTrace(path)
 	if err != nil {
 		return nil, err
 	}
@@ -147,6 +148,10 @@ func readTrace(path string) ([]traceEvent, error) {
 	return evs, nil
 }
 
+// openTrace opens a trace for readTrace: a test counts the opens through
+// it, since a trace on a pipe or a FIFO can be read only once.
+var openTrace = func(path string) (io.ReadCloser, error) { return os.Open(path) }
+
 // actionNames maps each action to its constant.
 var actionNames = map[string]string{}
 
@@ -172,8 +177,17 @@ type traceResult struct {
 	TorchOOMs int `json:"torch_ooms,omitempty"`
 
 	// PeakRequested is the most bytes requested at once (the sum of live
-	// allocation sizes, the trace's own measure), the same for both.
+	// allocation sizes, the trace's own measure) by the allocations the
+	// trace shows, the same for both: what the replay requests.
 	PeakRequested int64 `json:"peak_requested_bytes"`
+	// PeakLiveLowerBound is the most bytes live at once in the trace
+	// counting the blocks allocated before it began that it frees
+	// (UnmatchedFrees): each was live from its start until its
+	// free_completed, with the size that event records. It is a lower
+	// bound of what any allocator running the traced program held at
+	// its peak (blocks from before the trace that it never frees are not
+	// seen), and PeakRequested for a trace that frees no such block.
+	PeakLiveLowerBound int64 `json:"peak_live_lower_bound_bytes"`
 
 	// TorchPeakReserved is the peak of the bytes in segments the trace
 	// shows PyTorch reserving (segment_alloc and segment_map minus
@@ -184,20 +198,26 @@ type traceResult struct {
 	TorchPeakReserved int64   `json:"torch_peak_reserved_bytes"`
 	TorchRatio        float64 `json:"torch_reserved_over_requested"`
 	// TorchPreexistingPeak is the most bytes live at once in blocks that
-	// lie in no segment the trace reserved: PyTorch served them from
-	// segments it held before the trace began, which TorchPeakReserved
-	// does not count. Those segments are never freed in the trace, so they
-	// were held at TorchPeakReserved's moment too, and
-	// TorchPeakReservedLowerBound (the sum) is a lower bound of PyTorch's
-	// true peak; without a free of such a segment it is sound, else it is
-	// reported as -1.
+	// lie in no segment the trace reserved, the blocks allocated before
+	// the trace that it frees included (live from its start until their
+	// free): PyTorch served them from segments it held before the trace
+	// began, which TorchPeakReserved does not count.
+	// TorchPeakReservedLowerBound is a lower bound of PyTorch's true peak
+	// reserved bytes, always defined: if the trace frees no segment held
+	// before it, those segments were all held at TorchPeakReserved's
+	// moment too, and the bound is the sum of the two; if it does free
+	// one, the bound is the most, at any one moment, of the bytes the
+	// trace shows reserved plus the bytes then live in blocks outside
+	// them. Either way it is at least the most bytes live at once (as
+	// PeakLiveLowerBound, the sizes as recorded), which PyTorch held.
 	TorchPreexistingPeak        int64   `json:"torch_preexisting_live_peak_bytes"`
 	TorchPeakReservedLowerBound int64   `json:"torch_peak_reserved_lower_bound_bytes"`
 	TorchRatioLowerBound        float64 `json:"torch_reserved_lower_bound_over_requested"`
 
 	// Scale is -scale when not 1: every allocation was that many times as
-	// large as in the trace (PeakRequested too; PyTorch's figures are the
-	// trace's as recorded).
+	// large as in the trace (PeakRequested and PeakLiveLowerBound too;
+	// PyTorch's figures, and the peak requested their ratios are over,
+	// are the trace's as recorded).
 	Scale float64 `json:"scale,omitempty"`
 	// Classic and Expandable are our pool's replays, with classic
 	// segments and with expandable ones (memory.PoolConfig.Expandable);
@@ -311,20 +331,80 @@ type poolOp struct {
 	stream memory.Stream
 }
 
+// loadedTrace is a trace read and scanned once: PyTorch's side of it and
+// the pool calls its replays make, for the check before the benchmark and
+// for every replay.
+type loadedTrace struct {
+	res   traceResult
+	ops   []poolOp
+	slots int
+}
+
+// loadTrace reads and scans the trace at path, its allocations scale
+// times as large (0 or 1: as recorded). The events are read once, and
+// dropped once scanned.
+func loadTrace(path string, scale float64) (*loadedTrace, error) {
+	evs, err := readTrace(path)
+	if err != nil {
+		return nil, err
+	}
+	res, ops, slots, err := scanTrace(path, evs, scale)
+	if err != nil {
+		return nil, err
+	}
+	return &loadedTrace{res: res, ops: ops, slots: slots}, nil
+}
+
 // scanTrace computes PyTorch's side of a trace from its events, and lists
 // the pool calls replay makes for them, with the number of block slots
 // they use (a freed block's slot is reused). An allocation at an address
-// already live is an error.
-func scanTrace(path string, evs []traceEvent) (res traceResult, ops []poolOp, slots int, err error) {
+// already live is an error. scale other than 0 and 1 makes every
+// allocation that many times as large (PeakRequested and PeakLiveLowerBound
+// too; PyTorch's figures stay the trace's as recorded).
+//
+// A trace may start mid-run. A free_completed of a block it never showed
+// allocated is of a block live since before the trace began: it counts
+// from the trace's start until that free, with the size the free records,
+// in PeakLiveLowerBound and in the blocks of segments held before the
+// trace (TorchPreexistingPeak); it is not replayed.
+func scanTrace(path string, evs []traceEvent, scale float64) (res traceResult, ops []poolOp, slots int, err error) {
 	res = traceResult{File: filepath.Base(path), Events: len(evs)}
+	scaled := scale != 0 && scale != 1
+	if scaled {
+		res.Scale = scale
+	}
+	// sizeOf is the size event i's block has in the replay.
+	sizeOf := func(i int, size int64) (int64, error) {
+		if !scaled {
+			return size, nil
+		}
+		s := math.Round(float64(size) * scale)
+		if s >= math.MaxInt64 {
+			return 0, fmt.Errorf("%s: event %d: -scale %g makes its allocation of %d bytes more than the largest size", path, i+1, scale, size)
+		}
+		return max(1, int64(s)), nil
+	}
 	type liveBlock struct {
 		slot    int
-		size    int64
-		outside bool // in no segment the trace reserved
+		size    int64 // as replayed
+		traced  int64 // as recorded
+		outside bool  // in no segment the trace reserved
 	}
 	live := map[uint64]liveBlock{}
+	// seen is every address the trace allocated or freed: a free at one
+	// of them that is not live is no block from before the trace (a
+	// double free, or a lost alloc), and is counted but adds no bytes.
+	seen := map[uint64]bool{}
 	var freeSlots []int
 	var requested, reserved, outsideLive int64
+	var traced, tracedPeak int64 // requested as recorded, for PyTorch's ratios
+	// Blocks from before the trace: all of them are live at its start, and
+	// their total is known only at its end; so the running figures below
+	// are kept less the bytes of such blocks freed so far (preFreed*),
+	// and their peaks, which start at 0 (the trace's start), get the total
+	// (pre*) added at the end.
+	var pre, preTraced, preFreed, preFreedTraced int64
+	var livePeak, tracedLivePeak, outsidePeak, momentPeak int64
 	var segs rangeSet // the memory the trace shows PyTorch reserving
 	preexistingFreed := false
 	for i, ev := range evs {
@@ -333,33 +413,50 @@ func scanTrace(path string, evs []traceEvent) (res traceResult, ops []poolOp, sl
 			if _, dup := live[ev.addr]; dup {
 				return res, nil, 0, fmt.Errorf("%s: event %d allocates address %#x, which is live", path, i+1, ev.addr)
 			}
-			lb := liveBlock{slot: slots, size: ev.size, outside: !segs.contains(ev.addr)}
+			size, err := sizeOf(i, ev.size)
+			if err != nil {
+				return res, nil, 0, err
+			}
+			lb := liveBlock{slot: slots, size: size, traced: ev.size, outside: !segs.contains(ev.addr)}
 			if k := len(freeSlots); k > 0 {
 				lb.slot, freeSlots = freeSlots[k-1], freeSlots[:k-1]
 			} else {
 				slots++
 			}
-			live[ev.addr] = lb
-			ops = append(ops, poolOp{event: i, slot: lb.slot, size: ev.size, stream: memory.Stream(ev.stream)})
-			requested += ev.size
+			live[ev.addr], seen[ev.addr] = lb, true
+			ops = append(ops, poolOp{event: i, slot: lb.slot, size: size, stream: memory.Stream(ev.stream)})
+			requested += size
+			traced += ev.size
 			if lb.outside {
 				outsideLive += ev.size
-				res.TorchPreexistingPeak = max(res.TorchPreexistingPeak, outsideLive)
 			}
 			res.PeakRequested = max(res.PeakRequested, requested)
+			tracedPeak = max(tracedPeak, traced)
 			res.Allocs++
 		case actFreeCompleted:
 			lb, ok := live[ev.addr]
 			if !ok {
 				res.UnmatchedFrees++
-				continue
+				if !seen[ev.addr] {
+					// Live since before the trace, in a segment held since
+					// before it, until now.
+					seen[ev.addr] = true
+					size, err := sizeOf(i, ev.size)
+					if err != nil {
+						return res, nil, 0, err
+					}
+					pre, preTraced = pre+size, preTraced+ev.size
+					preFreed, preFreedTraced = preFreed+size, preFreedTraced+ev.size
+				}
+				break
 			}
 			ops = append(ops, poolOp{event: i, slot: lb.slot, free: true})
 			delete(live, ev.addr)
 			freeSlots = append(freeSlots, lb.slot)
 			requested -= lb.size
+			traced -= lb.traced
 			if lb.outside {
-				outsideLive -= lb.size
+				outsideLive -= lb.traced
 			}
 		case actSegmentAlloc, actSegmentMap:
 			// Bytes already in segs (a range the trace holds twice) count
@@ -377,18 +474,29 @@ func scanTrace(path string, evs []traceEvent) (res traceResult, ops []poolOp, sl
 		case actOOM:
 			res.TorchOOMs++
 		}
+		livePeak = max(livePeak, requested-preFreed)
+		tracedLivePeak = max(tracedLivePeak, traced-preFreedTraced)
+		outsidePeak = max(outsidePeak, outsideLive-preFreedTraced)
+		momentPeak = max(momentPeak, reserved+outsideLive-preFreedTraced)
 	}
 	if res.Allocs == 0 {
 		return res, nil, 0, fmt.Errorf("%s: no allocations to replay", path)
 	}
 	res.LiveAtEnd = len(live)
-	res.TorchPeakReservedLowerBound = -1
+	res.PeakLiveLowerBound = pre + livePeak
+	res.TorchPreexistingPeak = preTraced + outsidePeak
+	// PyTorch held its live blocks at every moment, and at every moment
+	// the ranges the trace shows reserved plus the blocks in segments
+	// held since before it (disjoint from those ranges). When no segment
+	// from before the trace is freed in it, those segments were all held
+	// at its peak in-trace reservation, which gives the larger sum.
+	res.TorchPeakReservedLowerBound = max(preTraced+tracedLivePeak, preTraced+momentPeak)
 	if !preexistingFreed {
-		res.TorchPeakReservedLowerBound = res.TorchPeakReserved + res.TorchPreexistingPeak
+		res.TorchPeakReservedLowerBound = max(res.TorchPeakReservedLowerBound, res.TorchPeakReserved+res.TorchPreexistingPeak)
 	}
-	if res.PeakRequested > 0 {
-		res.TorchRatio = float64(res.TorchPeakReserved) / float64(res.PeakRequested)
-		res.TorchRatioLowerBound = float64(res.TorchPeakReservedLowerBound) / float64(res.PeakRequested)
+	if tracedPeak > 0 {
+		res.TorchRatio = float64(res.TorchPeakReserved) / float64(tracedPeak)
+		res.TorchRatioLowerBound = float64(res.TorchPeakReservedLowerBound) / float64(tracedPeak)
 	}
 	return res, ops, slots, nil
 }
