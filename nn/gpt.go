@@ -3,6 +3,7 @@ package nn
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sync/atomic"
 
 	"github.com/strata-ml/strata/autograd"
@@ -92,6 +93,7 @@ func (m *MLP) Parameters() []*Parameter { return Collect(m.FC, m.Proj) }
 
 // CausalSelfAttention projects to q, k, v with one (3C, C) weight
 // (attn.c_attn), attends causally per head and projects back (attn.c_proj).
+// A nil AttnDrop or ResidDrop is no dropout there.
 type CausalSelfAttention struct {
 	CAttn, CProj *Linear
 	Heads        int
@@ -192,8 +194,8 @@ func (g *GPT) Parameters() []*Parameter {
 // and the embedding's), the positions, the norms and the biases keep
 // float32 ones. Under bf16 autocast this halves the gradients' memory at
 // the step's peak, the end of the backward pass, as llm.c's bf16
-// gradients do; AdamW widens them as it reads them. Call it with no
-// gradients held.
+// gradients do; AdamW widens them as it reads them (SGD widens a copy of
+// each). Call it with no gradients held.
 func (g *GPT) SetBlockGradDType(dt tensor.DType) error {
 	for _, b := range g.Blocks {
 		for _, l := range []*Linear{b.Attn.CAttn, b.Attn.CProj, b.MLP.FC, b.MLP.Proj} {
@@ -264,13 +266,17 @@ func (g *GPT) Head(h *autograd.Var) *autograd.Var {
 // Loss is the mean next-token cross-entropy of the logits for idx against
 // targets (both int32 (B, T)). An empty batch (B or T 0), whose mean is
 // undefined (NaN in PyTorch), panics with a *tensor.OpError wrapping
-// tensor.ErrShape, as nil targets do with tensor.ErrArgument.
+// tensor.ErrShape, as targets of another shape than idx do (with either
+// HeadLoss), and nil targets with tensor.ErrArgument.
 func (g *GPT) Loss(idx, targets *tensor.Tensor) *autograd.Var {
 	if targets == nil {
 		panic(&tensor.OpError{Op: "nn.GPT.Loss", Msg: "targets are nil: want int32 (B, T)", Err: tensor.ErrArgument})
 	}
 	if idx != nil && idx.Numel() == 0 {
 		panic(&tensor.OpError{Op: "nn.GPT.Loss", Msg: fmt.Sprintf("empty batch: ids %v: the mean loss of no tokens is undefined", idx.Shape()), Err: tensor.ErrShape})
+	}
+	if idx != nil && !slices.Equal(targets.Shape(), idx.Shape()) {
+		panic(&tensor.OpError{Op: "nn.GPT.Loss", Msg: fmt.Sprintf("targets %v for ids %v: want the ids' shape", targets.Shape(), idx.Shape()), Err: tensor.ErrShape})
 	}
 	if g.HeadLoss.Fused {
 		return g.HeadLoss.loss(g.Trunk(idx), g.Wte.Weight.Var, targets)
@@ -301,8 +307,14 @@ func checkHeads(heads, width int) error {
 }
 
 // Forward attends over x (B, T, C). It panics with an *tensor.OpError
-// wrapping tensor.ErrShape when x is not 3-D or Heads does not divide C.
+// wrapping tensor.ErrShape when x is not 3-D or Heads does not divide C,
+// and one wrapping tensor.ErrArgument when x is nil or Attention is
+// neither plain nor fused.
 func (a *CausalSelfAttention) Forward(x *autograd.Var) *autograd.Var {
+	needVar("nn.CausalSelfAttention", "x", x)
+	if a.Attention != AttentionPlain && a.Attention != AttentionFused {
+		panic(&tensor.OpError{Op: "nn.CausalSelfAttention", Msg: fmt.Sprintf("attention %v: want AttentionPlain or AttentionFused", a.Attention), Err: tensor.ErrArgument})
+	}
 	s := x.Value.Shape()
 	if len(s) != 3 {
 		panic(&tensor.OpError{Op: "nn.CausalSelfAttention", Msg: fmt.Sprintf("input %v: want (B, T, C)", s), Err: tensor.ErrShape})
@@ -318,9 +330,9 @@ func (a *CausalSelfAttention) Forward(x *autograd.Var) *autograd.Var {
 		// autocast dtype, so under autocast the product is made in it
 		// (ForwardHalf); the op keeps what its backward needs, so qkv
 		// goes now.
-		qkv := a.CAttn.ForwardHalf(x)                     // (B, T, 3C)
-		p, off := a.AttnDrop.next(x.Value.Ctx(), B*H*T*T) // the attention probabilities
-		y := autograd.FusedCausalAttentionQKV(qkv, H, p, a.AttnDrop.Seed, off)
+		qkv := a.CAttn.ForwardHalf(x)                           // (B, T, 3C)
+		p, seed, off := a.AttnDrop.next(x.Value.Ctx(), B*H*T*T) // the attention probabilities
+		y := autograd.FusedCausalAttentionQKV(qkv, H, p, seed, off)
 		qkv.Drop()
 		return a.ResidDrop.Forward(a.CProj.Forward(y))
 	}
@@ -332,9 +344,9 @@ func (a *CausalSelfAttention) Forward(x *autograd.Var) *autograd.Var {
 	q := autograd.Reshape(autograd.Narrow(heads, 0, 0, 1), B, H, T, C/H)
 	k := autograd.Reshape(autograd.Narrow(heads, 0, 1, 1), B, H, T, C/H)
 	v := autograd.Reshape(autograd.Narrow(heads, 0, 2, 1), B, H, T, C/H)
-	p, off := a.AttnDrop.next(x.Value.Ctx(), B*H*T*T)               // the attention probabilities
-	y := autograd.CausalAttention(q, k, v, p, a.AttnDrop.Seed, off) // (B, H, T, hd)
-	yp := autograd.Permute(y, 0, 2, 1, 3)                           // (B, T, H, hd), a view
+	p, seed, off := a.AttnDrop.next(x.Value.Ctx(), B*H*T*T) // the attention probabilities
+	y := autograd.CausalAttention(q, k, v, p, seed, off)    // (B, H, T, hd)
+	yp := autograd.Permute(y, 0, 2, 1, 3)                   // (B, T, H, hd), a view
 	yc := autograd.Contiguous(yp)
 	dropAll(y, yp)
 	y = autograd.Reshape(yc, B, T, C)

@@ -53,6 +53,8 @@ func (c GPTConfig) Validate() error {
 		return fmt.Errorf("nn: GPT config: width %d is not divisible by %d heads: %w", c.Width, c.Heads, tensor.ErrArgument)
 	case !(c.Dropout >= 0 && c.Dropout < 1): // NaN too
 		return fmt.Errorf("nn: GPT config: dropout %v not in [0, 1): %w", c.Dropout, tensor.ErrArgument)
+	case c.Batch < 0:
+		return fmt.Errorf("nn: GPT config: batch %d is negative (0: none given): %w", c.Batch, tensor.ErrArgument)
 	}
 	return nil
 }

@@ -145,16 +145,26 @@ func NewLayerNorm(o Options, name string, dim int) (*LayerNorm, error) {
 	return &LayerNorm{Weight: w, Bias: b, Eps: 1e-5}, nil
 }
 
-// Forward normalises x (..., dim).
+// Forward normalises x (..., dim). Panics with a *tensor.OpError when Eps
+// is negative or NaN (as RMSNorm does: every constant row would be NaN)
+// or the shapes disagree.
 func (l *LayerNorm) Forward(x *autograd.Var) *autograd.Var {
-	return autograd.LayerNorm(x, l.Weight.Var, l.Bias.Var, l.Eps)
+	return autograd.LayerNorm(x, l.Weight.Var, l.Bias.Var, l.eps())
 }
 
 // ForwardToProducts is Forward for an output that feeds only matrix
 // products (autograd.LayerNormHalf): under autocast it is written in the
 // region's dtype, the same bits the products would cast it to.
 func (l *LayerNorm) ForwardToProducts(x *autograd.Var) *autograd.Var {
-	return autograd.LayerNormHalf(x, l.Weight.Var, l.Bias.Var, l.Eps)
+	return autograd.LayerNormHalf(x, l.Weight.Var, l.Bias.Var, l.eps())
+}
+
+// eps is Eps, refused when it is negative or NaN.
+func (l *LayerNorm) eps() float64 {
+	if !(l.Eps >= 0) {
+		panic(&tensor.OpError{Op: "nn.LayerNorm", Msg: fmt.Sprintf("eps = %v, want >= 0", l.Eps), Err: tensor.ErrArgument})
+	}
+	return l.Eps
 }
 
 // Parameters returns weight and bias.
@@ -172,22 +182,26 @@ type Dropout struct {
 	Training bool
 }
 
-// Forward applies dropout when training and P > 0.
+// Forward applies dropout when training and P > 0. A nil *Dropout (a
+// CausalSelfAttention or Block written as a literal without one) is no
+// dropout.
 func (d *Dropout) Forward(x *autograd.Var) *autograd.Var {
-	p, off := d.next(x.Value.Ctx(), x.Value.Numel())
+	needVar("nn.Dropout", "x", x)
+	p, seed, off := d.next(x.Value.Ctx(), x.Value.Numel())
 	if p == 0 {
 		return x
 	}
-	return autograd.Dropout(x, p, d.Seed, off)
+	return autograd.Dropout(x, p, seed, off)
 }
 
 // next returns the probability to apply to n elements (0 when not
-// training) and the mask offset for them, drawn from c's random stream.
-func (d *Dropout) next(c *tensor.Ctx, n int) (p float64, off uint64) {
-	if !d.Training || d.P == 0 {
-		return 0, 0
+// training, or d is nil), the seed and the mask offset for them, drawn
+// from c's random stream.
+func (d *Dropout) next(c *tensor.Ctx, n int) (p float64, seed, off uint64) {
+	if d == nil || !d.Training || d.P == 0 {
+		return 0, 0, 0
 	}
-	return d.P, autograd.RandomOffset(c, n)
+	return d.P, d.Seed, autograd.RandomOffset(c, n)
 }
 
 // Parameters returns none: dropout has no parameters.

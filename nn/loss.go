@@ -51,9 +51,12 @@ func reduce(op string, l *autograd.Var, r Reduction) *autograd.Var {
 // to both operands where they require them (wrap a plain target tensor in
 // autograd.Const). input and target must have the same shape (PyTorch
 // broadcasts with a warning; here that is an error). Panics with a
-// *tensor.OpError (ErrShape, ErrArgument, or the op's) on misuse, like
-// every op; tensor.Try, Step and TrainStep turn it into an error.
+// *tensor.OpError (ErrShape, ErrArgument, or the op's) on misuse, a nil
+// operand among it, like every op; tensor.Try, Step and TrainStep turn it
+// into an error.
 func MSELoss(input, target *autograd.Var, r Reduction) *autograd.Var {
+	needVar("nn.MSELoss", "input", input)
+	needVar("nn.MSELoss", "target", target)
 	if a, b := input.Value.Shape(), target.Value.Shape(); !slices.Equal(a, b) {
 		panic(&tensor.OpError{Op: "nn.MSELoss", Msg: fmt.Sprintf("input %v and target %v: want the same shape", a, b), Err: tensor.ErrShape})
 	}

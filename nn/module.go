@@ -93,6 +93,15 @@ func argError(op, name, format string, args ...any) error {
 	return fmt.Errorf("nn: %s %q: %s: %w", op, name, fmt.Sprintf(format, args...), tensor.ErrArgument)
 }
 
+// needVar panics with an *tensor.OpError wrapping tensor.ErrArgument when
+// x, op's input what, is nil or has no value (as autograd's ops do), so
+// that tensor.Try and Step return it instead of a nil dereference.
+func needVar(op, what string, x *autograd.Var) {
+	if x == nil || x.Value == nil {
+		panic(&tensor.OpError{Op: op, Msg: what + " is a nil *autograd.Var", Err: tensor.ErrArgument})
+	}
+}
+
 // positive checks sizes: each named value must be > 0.
 func positive(op, name string, kv ...any) error {
 	for i := 0; i+1 < len(kv); i += 2 {
@@ -220,7 +229,7 @@ func Release(ps []*Parameter) {
 }
 
 // ByName indexes parameters by name; duplicate names are an error, and
-// so is a nil entry (wrapping tensor.ErrArgument).
+// so is a nil entry (both wrapping tensor.ErrArgument).
 func ByName(ps []*Parameter) (map[string]*Parameter, error) {
 	m := make(map[string]*Parameter, len(ps))
 	for i, p := range ps {
@@ -228,7 +237,7 @@ func ByName(ps []*Parameter) (map[string]*Parameter, error) {
 			return nil, fmt.Errorf("nn: %w", err)
 		}
 		if _, dup := m[p.Name]; dup {
-			return nil, fmt.Errorf("nn: duplicate parameter name %q", p.Name)
+			return nil, fmt.Errorf("nn: duplicate parameter name %q: %w", p.Name, tensor.ErrArgument)
 		}
 		m[p.Name] = p
 	}

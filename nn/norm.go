@@ -43,12 +43,19 @@ func NewRMSNorm(o Options, name string, dim int) (*RMSNorm, error) {
 	return &RMSNorm{Weight: w}, nil
 }
 
-// Forward normalises x (..., dim). Panics with a *tensor.OpError when Eps
-// is negative or NaN or the shapes disagree.
+// Forward normalises x (..., dim). Panics with a *tensor.OpError when x is
+// nil, Eps is negative or NaN, or x's last axis is not the weight's width
+// (a last axis of 1 is not broadcast: torch.nn.RMSNorm refuses it too).
 func (n *RMSNorm) Forward(x *autograd.Var) *autograd.Var {
+	needVar("nn.RMSNorm", "x", x)
 	eps := n.Eps
 	if !(eps >= 0) {
 		panic(&tensor.OpError{Op: "nn.RMSNorm", Msg: fmt.Sprintf("eps = %v, want >= 0", eps), Err: tensor.ErrArgument})
+	}
+	// The weight would broadcast against a last axis of 1: refused as
+	// torch.nn.RMSNorm refuses it.
+	if s := x.Value.Shape(); n.Weight != nil && (len(s) == 0 || s[len(s)-1] != n.Weight.Value.Numel()) {
+		panic(&tensor.OpError{Op: "nn.RMSNorm", Msg: fmt.Sprintf("input %v for a norm of width %d: want (..., %d)", s, n.Weight.Value.Numel(), n.Weight.Value.Numel()), Err: tensor.ErrShape})
 	}
 	if eps == 0 {
 		eps = machineEps(x.Value.DType())

@@ -336,29 +336,51 @@ func NewSGD(ps []*Parameter, lr, momentum float64) *SGD {
 // infinite or negative.
 func (o *SGD) SetLR(lr float64) { o.LR = lr }
 
-// Step updates every parameter with a gradient. A parameter listed twice
-// in Params is an error (wrapping tensor.ErrArgument), checked again
-// whenever Params changes.
+// Step updates every parameter with a gradient. Gradients kept in a half
+// dtype (GPT.SetBlockGradDType) are widened to their parameter's, as
+// AdamW takes them. What a step allocates (momentum buffers, widened
+// gradients) is allocated before any parameter changes, so a step that
+// runs out of memory leaves the parameters as they were. A parameter
+// listed twice in Params is an error (wrapping tensor.ErrArgument),
+// checked again whenever Params changes.
 func (o *SGD) Step() error {
 	if err := o.check(); err != nil {
 		return err
 	}
+	type update struct {
+		p         *Parameter
+		grad, buf *tensor.Tensor
+	}
+	var us []update
+	defer func() {
+		for _, u := range us {
+			if u.grad != u.p.Grad {
+				u.grad.Release()
+			}
+		}
+	}()
 	return tensor.Try(func() {
 		for _, p := range o.Params {
 			if p.Grad == nil || !p.RequiresGrad() {
 				continue
 			}
-			var buf *tensor.Tensor
+			u := update{p: p, grad: p.Grad}
 			if o.Momentum != 0 {
-				if buf = o.buf[p]; buf == nil {
+				if u.buf = o.buf[p]; u.buf == nil {
 					if o.buf == nil { // a struct literal: no state yet
 						o.buf = map[*Parameter]*tensor.Tensor{}
 					}
-					buf = zerosKept(p.Value)
-					o.buf[p] = buf
+					u.buf = zerosKept(p.Value)
+					o.buf[p] = u.buf
 				}
 			}
-			tensor.SGDStep(p.Value, p.Grad, buf, o.LR, o.Momentum, o.WeightDecay, o.Nesterov)
+			if dt := p.Value.DType(); u.grad.DType() != dt {
+				u.grad = u.grad.To(dt)
+			}
+			us = append(us, u)
+		}
+		for _, u := range us {
+			tensor.SGDStep(u.p.Value, u.grad, u.buf, o.LR, o.Momentum, o.WeightDecay, o.Nesterov)
 		}
 	})
 }
@@ -437,7 +459,10 @@ func ClipGradNorm(ps []*Parameter, maxNorm float64) (float64, error) {
 }
 
 // CosineSchedule is linear warm-up to MaxLR over Warmup steps, then cosine
-// decay to MinLR at step Total (and MinLR after it), as nanoGPT.
+// decay to MinLR at step Total (and MinLR after it), as nanoGPT. The
+// warm-up comes first, as in nanoGPT's get_lr: with Warmup at or past
+// Total there is no decay, the rate rises for Warmup steps (past Total
+// too) and is MinLR from step Warmup on.
 type CosineSchedule struct {
 	Warmup, Total int
 	MaxLR, MinLR  float64
@@ -483,15 +508,20 @@ var ErrNonFinite = errors.New("non-finite loss")
 // parameters, and returns the loss's value. It returns Step's errors,
 // Backward's and opt.Step's; a NaN or infinite loss is an error wrapping
 // ErrNonFinite, returned before backward, so the parameters stay as they
-// were; a nil opt or loss, or a loss that returns nil, is an error
-// wrapping tensor.ErrArgument. The gradients stay in ps after the step (for inspection) until
-// the next TrainStep or ZeroGrad. For gradient clipping, a gradient
-// scaler or accumulation over several batches, write the step with Step:
-// it is the same five lines with the extra call between Backward and
-// opt.Step.
+// were; a nil opt or loss, a nil entry in ps, or a loss that returns
+// nil, is an error wrapping tensor.ErrArgument. The gradients stay in ps
+// after the step (for inspection) until the next TrainStep or ZeroGrad.
+// For gradient clipping, a gradient scaler or accumulation over several
+// batches, write the step with Step: it is the same five lines with the
+// extra call between Backward and opt.Step.
 func TrainStep(c *tensor.Ctx, ps []*Parameter, opt Optimizer, loss func() *autograd.Var) (float64, error) {
 	if opt == nil || loss == nil {
 		return 0, fmt.Errorf("nn: TrainStep: nil optimizer or loss function (optimizer nil: %v, loss nil: %v): %w", opt == nil, loss == nil, tensor.ErrArgument)
+	}
+	for i, p := range ps {
+		if err := notNil(i, p); err != nil {
+			return 0, fmt.Errorf("nn: TrainStep: %w", err)
+		}
 	}
 	var v float64
 	err := Step(c, func() error {

@@ -116,7 +116,7 @@ func NewPlacement(sched Planner, ckpt *Checkpointing, cfg PlacementConfig) (*Pla
 	switch {
 	case sched == nil || ckpt == nil:
 		return nil, fmt.Errorf("nn: NewPlacement: a scheduler and a checkpointing setting are required")
-	case cfg.TimedSteps < 0 || cfg.Tolerance < 0 || cfg.Tolerance >= 1:
+	case cfg.TimedSteps < 0 || !(cfg.Tolerance >= 0 && cfg.Tolerance < 1): // NaN too
 		return nil, fmt.Errorf("nn: NewPlacement: timed steps %d must be >= 0 and tolerance %g in [0, 1)", cfg.TimedSteps, cfg.Tolerance)
 	}
 	if cfg.TimedSteps == 0 {

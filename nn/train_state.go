@@ -82,12 +82,13 @@ func SaveTrainState(ctx context.Context, path string, ps []*Parameter, opt *Adam
 // parameter must be there with its shape, each parameter's moments both or
 // neither, and nothing else (strict, like LoadWeights). It restores opt's
 // step, moments and each parameter's update count (the step, unless the
-// file has one of its own under ParamStepPrefix); opt's learning rate, betas, eps and weight decay are
-// left as the caller set them (the metadata has the saved ones). opt's
-// Params must be among ps (as for SaveTrainState), and the moments must be finite,
-// exp_avg_sq's entries >= 0 (a step from a negative one makes the weights
-// NaN): either is an error wrapping tensor.ErrArgument. On error ps and
-// opt are unchanged.
+// file has one of its own under ParamStepPrefix, which must not pass the
+// step: AdamW's counts never do); opt's learning rate, betas, eps and
+// weight decay are left as the caller set them (the metadata has the
+// saved ones). opt's Params must be among ps (as for SaveTrainState), and
+// the moments must be finite, exp_avg_sq's entries >= 0 (a step from a
+// negative one makes the weights NaN): any of these is an error wrapping
+// tensor.ErrArgument. On error ps and opt are unchanged.
 func LoadTrainState(path string, ps []*Parameter, opt *AdamW) (meta map[string]string, err error) {
 	if err := sameParams(ps, opt); err != nil {
 		return nil, fmt.Errorf("nn: loading %s: %w", path, err)
@@ -226,7 +227,8 @@ func checkMoments(name string, mv [2]*tensor.Tensor) error {
 
 // paramSteps is the update count of each parameter with moments: its
 // ParamStepPrefix entry in meta, or step. An entry for a parameter
-// without moments, or one that is not a non-negative integer, is an error.
+// without moments, or one that is not a non-negative integer up to step,
+// is an error.
 func paramSteps(byName map[string]*Parameter, moments map[*Parameter][2]*tensor.Tensor, meta map[string]string, step int) (map[*Parameter]int, error) {
 	steps := make(map[*Parameter]int, len(moments))
 	for p := range moments {
@@ -245,6 +247,11 @@ func paramSteps(byName map[string]*Parameter, moments map[*Parameter][2]*tensor.
 		if err != nil || n < 0 {
 			return nil, fmt.Errorf("metadata %s = %q: want a non-negative integer", k, v)
 		}
+		if n > step {
+			// AdamW keeps every count within its step (Step's doc), and
+			// SaveTrainState writes none past it.
+			return nil, fmt.Errorf("metadata %s = %d: more updates than the optimizer's step %d: %w", k, n, step, tensor.ErrArgument)
+		}
 		steps[p] = n
 	}
 	return steps, nil
@@ -252,16 +259,39 @@ func paramSteps(byName map[string]*Parameter, moments map[*Parameter][2]*tensor.
 
 // NonFinite returns the name of the first parameter holding a NaN or an
 // infinity, or "" when all are finite: a check before weights are saved
-// over good ones.
+// over good ones. A nil entry in ps is an error wrapping
+// tensor.ErrArgument.
 func NonFinite(ps []*Parameter) (string, error) {
+	for i, p := range ps {
+		if err := notNil(i, p); err != nil {
+			return "", fmt.Errorf("nn: NonFinite: %w", err)
+		}
+	}
 	var bad string
 	err := tensor.Try(func() {
 		for _, p := range ps {
-			if s := tensor.SumSquares(p.Value); math.IsNaN(s) || math.IsInf(s, 0) {
+			if !finite(p.Value) {
 				bad = p.Name
 				return
 			}
 		}
 	})
 	return bad, err
+}
+
+// finite reports whether t (of any float dtype) holds no NaN and no
+// infinity: its sum of squares (a float64) is finite, or, when float64
+// entries past 1e154 overflow it, its largest and smallest entries are.
+func finite(t *tensor.Tensor) bool {
+	s := tensor.SumSquaresAll([]*tensor.Tensor{t})
+	if !math.IsInf(s, 1) || t.DType() != tensor.Float64 {
+		return !math.IsNaN(s) && !math.IsInf(s, 0)
+	}
+	hi := tensor.Max(t, false)
+	defer hi.Release()
+	neg := tensor.Neg(t)
+	defer neg.Release()
+	lo := tensor.Max(neg, false)
+	defer lo.Release()
+	return !math.IsInf(hi.Item(), 0) && !math.IsInf(lo.Item(), 0)
 }

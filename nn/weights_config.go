@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -18,15 +19,24 @@ import (
 // ParseGPTConfig reads a GPT shape written as train-gpt writes it in its
 // weights' metadata ("config": fmt.Sprintf("%+v", cfg), e.g. "{Vocab:256
 // Context:64 Layers:2 Heads:4 Width:128 Dropout:0 Batch:128}") or as a
-// JSON object with GPTConfig's field names. Unknown fields are errors; the
-// result is validated.
+// JSON object with GPTConfig's field names. Unknown fields, a field given
+// twice and text after the object are errors; the result is validated.
 func ParseGPTConfig(s string) (GPTConfig, error) {
 	var c GPTConfig
 	s = strings.TrimSpace(s)
 	if strings.HasPrefix(s, `{"`) {
 		d := json.NewDecoder(strings.NewReader(s))
 		d.DisallowUnknownFields()
-		if err := d.Decode(&c); err != nil {
+		err := d.Decode(&c)
+		if err == nil {
+			err = jsonFieldsOnce(s)
+		}
+		if err == nil {
+			if _, end := d.Token(); end != io.EOF {
+				err = errors.New("text after the object")
+			}
+		}
+		if err != nil {
 			return c, fmt.Errorf("nn: GPT config %q: %w", s, err)
 		}
 		return c, c.Validate()
@@ -34,8 +44,13 @@ func ParseGPTConfig(s string) (GPTConfig, error) {
 	if !strings.HasPrefix(s, "{") || !strings.HasSuffix(s, "}") {
 		return c, fmt.Errorf("nn: GPT config %q: want {Vocab:V Context:T Layers:L Heads:H Width:C ...} or JSON", s)
 	}
+	seen := map[string]bool{}
 	for _, f := range strings.Fields(s[1 : len(s)-1]) {
 		k, v, ok := strings.Cut(f, ":")
+		if seen[k] {
+			return c, fmt.Errorf("nn: GPT config %q: field %s given twice", s, k)
+		}
+		seen[k] = true
 		var err error
 		switch k {
 		case "Vocab":
@@ -60,6 +75,33 @@ func ParseGPTConfig(s string) (GPTConfig, error) {
 		}
 	}
 	return c, c.Validate()
+}
+
+// jsonFieldsOnce refuses a JSON object that names a field twice (the
+// decoder keeps the last; its names match GPTConfig's without regard to
+// case, so "vocab" and "Vocab" are one field).
+func jsonFieldsOnce(s string) error {
+	d := json.NewDecoder(strings.NewReader(s))
+	if _, err := d.Token(); err != nil { // {
+		return err
+	}
+	seen := map[string]bool{}
+	for d.More() {
+		t, err := d.Token()
+		if err != nil {
+			return err
+		}
+		k, _ := t.(string)
+		if seen[strings.ToLower(k)] {
+			return fmt.Errorf("field %q given twice", k)
+		}
+		seen[strings.ToLower(k)] = true
+		var v json.RawMessage
+		if err := d.Decode(&v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // configKey is the metadata entry with a GPT's config, as train-gpt and

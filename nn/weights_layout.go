@@ -166,9 +166,11 @@ func SaveWeightsLayout(ctx context.Context, path string, ps []*Parameter, meta m
 // tied head, lm_head.weight, which must equal the token table when the
 // parameters have one. Names or shapes that are not the parameters' are
 // an error wrapping tensor.ErrShape (IsTrainStateFile tells a training
-// state, whose moments are unexpected names), and a NaN or an infinity in a tensor one
-// naming it, wrapping tensor.ErrArgument. A refused file changes no
-// parameter, and neither does running out of memory while reading it.
+// state, whose moments are unexpected names), and a NaN or an infinity in
+// a tensor one naming it, wrapping tensor.ErrArgument, as are finite
+// values that the parameter's narrower dtype would make infinite (1e6 in
+// float16). A refused file changes no parameter, and neither does running
+// out of memory while reading it.
 func LoadWeights(path string, ps []*Parameter) (meta map[string]string, err error) {
 	meta, _, err = LoadWeightsLayout(path, ps, LayoutAuto)
 	return meta, err
@@ -225,11 +227,13 @@ func LoadWeightsLayout(path string, ps []*Parameter, layout Layout) (meta map[st
 		return fail("(%v layout) %w", layout, err)
 	}
 	c := tensor.NewCtx()
+	var overflow error
 	if e := tensor.Try(func() {
 		c.WithScope(func() {
 			// Every tensor is made on the device first, contiguous in
-			// the parameter's shape, so that running out of memory
-			// changes no parameter; the copies then allocate nothing.
+			// the parameter's shape and in its dtype, so that running
+			// out of memory, or values past the dtype's range, change no
+			// parameter; the copies then allocate nothing.
 			src := make([]*tensor.Tensor, len(ps))
 			for i, p := range ps {
 				s := pl[i]
@@ -244,6 +248,18 @@ func LoadWeightsLayout(path string, ps []*Parameter, layout Layout) (meta map[st
 					t.Release()
 					t = u
 				}
+				if dt := p.Value.DType(); dt != s.dt {
+					// A narrower dtype rounds finite values past its
+					// range to infinities (float32's 1e6 in float16):
+					// refused as an infinity in the file is.
+					u := t.To(dt)
+					t.Release()
+					t = u
+					if !finite(t) {
+						overflow = fmt.Errorf("%q: its %v values do not all fit the parameter's %v (some would be infinite): %w", p.Name, s.dt, dt, tensor.ErrArgument)
+						return
+					}
+				}
 				src[i] = t
 			}
 			for i, p := range ps {
@@ -252,6 +268,9 @@ func LoadWeightsLayout(path string, ps []*Parameter, layout Layout) (meta map[st
 		})
 	}); e != nil {
 		return fail("%w", e)
+	}
+	if overflow != nil {
+		return fail("%w", overflow)
 	}
 	return md.Metadata(), got, nil
 }
