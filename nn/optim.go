@@ -423,7 +423,10 @@ func (o *SGD) Release() {
 // As in PyTorch, a maxNorm of +Inf never clips and 0 zeroes the
 // gradients; a negative or NaN one is an error, as is a parameter listed
 // twice in ps (both wrapping tensor.ErrArgument), and the gradients are
-// left as they were.
+// left as they were. Unlike PyTorch, which multiplies every gradient by
+// NaN when the norm is NaN (a NaN gradient), a NaN norm scales nothing:
+// it is returned with the gradients intact, for the caller to skip the
+// step (train-gpt stops, naming the non-finite norm).
 func ClipGradNorm(ps []*Parameter, maxNorm float64) (float64, error) {
 	if !(maxNorm >= 0) {
 		return 0, fmt.Errorf("nn: ClipGradNorm: max norm = %v: want >= 0 (+Inf: no clipping): %w", maxNorm, tensor.ErrArgument)

@@ -130,6 +130,21 @@ func TestClipGradNormRefusesNegativeMaxNorm(t *testing.T) {
 	require.Equal(t, []float32{0, 0}, l.Weight.Grad.Float32s())
 }
 
+// TestClipGradNormNaNGradient: a NaN gradient makes the norm NaN, which
+// is returned with every gradient left as it was (PyTorch multiplies them
+// all by NaN), even at max norm 0.
+func TestClipGradNormNaNGradient(t *testing.T) {
+	l := linearWithGrad(t)
+	defer nn.Release(l.Parameters())
+	l.Bias.Grad.Fill(math.NaN())
+	for _, m := range []float64{1, 0} {
+		n, err := nn.ClipGradNorm(l.Parameters(), m)
+		require.NoError(t, err)
+		require.True(t, math.IsNaN(n), "max norm %v: norm %v", m, n)
+		require.Equal(t, []float32{1, 1}, l.Weight.Grad.Float32s(), "max norm %v", m)
+	}
+}
+
 // TestOptimizerEmptyParameterList: an optimizer over no parameters updated
 // nothing and reported nothing (a model whose Parameters were not passed,
 // say); Step refuses it, as PyTorch's "optimizer got an empty parameter
