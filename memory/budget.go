@@ -66,8 +66,10 @@ func (p *Pool) emptyLimitCache(room int64) error {
 // holds n bytes less, and the placement scheduler sees them in its demand.
 // It fails, wrapping ErrOutOfMemory, when the limit has no room for them
 // even after the pool's cached segments are released, and those of the
-// pools the limit also covers (the device limit's managed tier). release gives the
-// bytes back (once; later calls do nothing).
+// pools the limit also covers (the device limit's managed tier). Bytes
+// held past the largest request (4 EiB in all) are refused with
+// ErrInvalidArgument, limit or none. release gives the bytes back (once;
+// later calls do nothing).
 func (m *Manager) Hold(t Tier, n int64) (release func(), err error) {
 	if t >= NumTiers || n <= 0 {
 		return nil, fmt.Errorf("memory: Hold of %d bytes on %s: want a known tier and a positive size: %w", n, t, ErrInvalidArgument)
@@ -88,6 +90,10 @@ func (m *Manager) Hold(t Tier, n int64) (release func(), err error) {
 		if n > lim-p.held() {
 			return nil, fmt.Errorf("memory: Hold of %s on %s: %s of its %s limit is held: %w", FormatBytes(n), t, FormatBytes(p.held()), FormatBytes(lim), ErrOutOfMemory)
 		}
+	}
+	if n > maxRequest-p.external { // without a limit: held must not overflow
+		return nil, fmt.Errorf("memory: Hold of %s on %s (%s held already): past the largest size, %s: %w",
+			FormatBytes(n), t, FormatBytes(p.external), FormatBytes(maxRequest), ErrInvalidArgument)
 	}
 	p.external += n
 	var once sync.Once

@@ -41,6 +41,18 @@ func (k EventKind) String() string {
 // MarshalText writes the kind's name, for JSON.
 func (k EventKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
+// UnmarshalText reads a kind's name, so that a History read back from its
+// JSON is the History written.
+func (k *EventKind) UnmarshalText(b []byte) error {
+	for i, n := range eventKindNames {
+		if n == string(b) {
+			*k = EventKind(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("memory: unknown event kind %q: %w", b, ErrInvalidArgument)
+}
+
 // Event is one entry of the allocation history.
 type Event struct {
 	// Seq numbers the events of a manager (or standalone pool) from 0, in

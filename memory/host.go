@@ -19,7 +19,11 @@ type hostBackend struct {
 // backend for every tier, so the placement policy and the per-tier
 // statistics mean the same on the CPU as on a GPU. On Unix it is also a
 // VirtualMemory (pages of HostPageSize), so pools over it can use
-// expandable segments.
+// expandable segments. An expandable pool's single allocation larger than
+// the memory this process may use (RAM, or its cgroup's limit, where they
+// can be read) is refused with ErrOutOfMemory, as mmap refuses a classic
+// segment far beyond the machine; what many smaller ones take together
+// is bounded only by a HostBudget (NewBudgetBackend).
 func NewHostBackend(tier Tier) Backend {
 	name := "host"
 	if tier != TierHost {

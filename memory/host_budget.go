@@ -17,7 +17,8 @@ import (
 // process (exit 137, no message); with it the allocation that would pass
 // the budget fails with ErrOutOfMemory, which the pool turns into an
 // *OOMError after releasing its cache, and the program can report it. A
-// budget is safe for concurrent use.
+// budget is safe for concurrent use. A nil *HostBudget is no budget
+// (DefaultHostBudget's for "off"): its limit and use are 0.
 type HostBudget struct {
 	mu         sync.Mutex
 	limit      int64
@@ -31,17 +32,28 @@ func NewHostBudget(limit int64, source string) *HostBudget {
 	return &HostBudget{limit: limit, source: source}
 }
 
-// Limit is the budget in bytes.
-func (b *HostBudget) Limit() int64 { return b.limit }
+// Limit is the budget in bytes (0 for nil: no budget).
+func (b *HostBudget) Limit() int64 {
+	if b == nil {
+		return 0
+	}
+	return b.limit
+}
 
-// Used returns the bytes charged now and at most so far.
+// Used returns the bytes charged now and at most so far (0 for nil).
 func (b *HostBudget) Used() (current, peak int64) {
+	if b == nil {
+		return 0, 0
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.used, b.peak
 }
 
 func (b *HostBudget) String() string {
+	if b == nil {
+		return "no host memory budget"
+	}
 	return fmt.Sprintf("host memory budget of %s (%s)", FormatBytes(b.limit), b.source)
 }
 
@@ -107,8 +119,11 @@ func (b *HostBudget) release(n int64) {
 // to b, and an allocation that would pass b's limit fails with
 // ErrOutOfMemory without reaching up. When up is a VirtualMemory, so is
 // the wrapper: address space is free, and each physical page is charged
-// when it is created.
+// when it is created. With a nil b (no budget) it returns up itself.
 func NewBudgetBackend(up Backend, b *HostBudget) Backend {
+	if b == nil {
+		return up
+	}
 	bb := budgetBackend{up: up, budget: b}
 	if vm, ok := up.(VirtualMemory); ok {
 		return &budgetVM{budgetBackend: bb, vm: vm}
@@ -169,6 +184,9 @@ func (w *budgetVM) FreeAddress(r Region) error                { return w.vm.Free
 func (w *budgetVM) Map(addr uintptr, pages []Page) error      { return w.vm.Map(addr, pages) }
 func (w *budgetVM) Unmap(addr uintptr, pages []Page) error    { return w.vm.Unmap(addr, pages) }
 func (w *budgetVM) Sync() error                               { return w.vm.Sync() }
+
+// largestRequest is the wrapped backend's bound on one request.
+func (w *budgetVM) largestRequest() (int64, string) { return requestBound(w.vm) }
 
 func (w *budgetVM) CreatePage() (Page, error) {
 	g := w.vm.Granularity()
@@ -273,7 +291,8 @@ var errSizeForm = errors.New("want a size such as 8GiB, 500MB or 1073741824, a s
 // budget: 0), a percentage of limit ("50%"), or a byte count with an
 // optional unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB; K, M, G, T are
 // binary). A byte count without a unit (or in B) must be whole: "1.5"
-// is refused, not read as 1 byte.
+// is refused, not read as 1 byte. Whole counts are read exactly; one past
+// 4 EiB (1<<62) is refused, as is an unknown unit, and the error says so.
 func ParseHostMemory(s string, limit int64) (int64, error) {
 	s = strings.TrimSpace(s)
 	switch strings.ToLower(s) {
@@ -288,7 +307,10 @@ func ParseHostMemory(s string, limit int64) (int64, error) {
 		case limit <= 0:
 			return 0, fmt.Errorf("a percentage needs the machine's memory, which cannot be read here")
 		}
-		n := int64(float64(limit) * f / 100)
+		n := limit // 100%, exactly (a float64 of a large limit rounds past it)
+		if x := float64(limit) * f / 100; x < float64(limit) {
+			n = int64(x)
+		}
 		if n < 1 {
 			return 0, fmt.Errorf("%g%% of %s is less than a byte", f, FormatBytes(limit))
 		}
@@ -301,12 +323,28 @@ func ParseHostMemory(s string, limit int64) (int64, error) {
 	num, unit := strings.TrimSpace(s[:i]), strings.ToLower(strings.TrimSpace(s[i:]))
 	mult := map[string]float64{"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
 		"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}[unit]
+	if mult == 0 && num != "" {
+		return 0, fmt.Errorf("%q is no unit of memory (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB; K, M, G, T)", strings.TrimSpace(s[i:]))
+	}
 	f, err := strconv.ParseFloat(num, 64)
-	if mult == 0 || err != nil || !(f*mult >= 1) || f*mult > 1<<62 {
+	if mult == 0 || err != nil && !errors.Is(err, strconv.ErrRange) || !(f*mult >= 1) {
 		return 0, errSizeForm
+	}
+	tooLarge := func() error { return fmt.Errorf("%s is more than the largest size, %s", s, FormatBytes(maxSize)) }
+	if f*mult > maxSize {
+		return 0, tooLarge()
+	}
+	if n, err := strconv.ParseInt(num, 10, 64); err == nil { // exactly, where a float64 is not
+		if n > maxSize/int64(mult) {
+			return 0, tooLarge()
+		}
+		return n * int64(mult), nil
 	}
 	if mult == 1 && f != math.Trunc(f) {
 		return 0, fmt.Errorf("%s is not a whole number of bytes (a share is written 0.5 or 50%%, a size with a unit as 1.5GiB)", num)
 	}
 	return int64(f * mult), nil
 }
+
+// maxSize is the largest byte count ParseHostMemory reads.
+const maxSize = 1 << 62

@@ -5,6 +5,7 @@ package memory
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"syscall"
 	"unsafe"
 
@@ -35,6 +36,11 @@ type hostVM struct {
 	nextPage     Page
 	pages        map[Page]hostPage // created pages
 	file         pageFile
+	// largest is largestRequest's bound, read with the first request,
+	// and what it is.
+	largest     int64
+	largestWhat string
+	largestOnce sync.Once
 }
 
 // reservation is reserved address space: b, page-aligned, within the
@@ -89,6 +95,19 @@ func (h *hostVM) FreeAddress(r Region) error {
 	}
 	delete(h.reservations, r.Addr)
 	return unmapHost(res.whole)
+}
+
+// largestRequest is the most bytes one allocation of an expandable pool
+// over h may map (requestBound): the memory this process may use
+// (hostMemoryLimit), 0 when that cannot be read. The pages of a memory
+// file, like address space made writable, cost nothing until touched, so
+// nothing else refuses a request far beyond the machine, as mmap refuses
+// a classic segment that large; smaller requests may still map more than
+// the machine has together, as classic segments may (a HostBudget bounds
+// them).
+func (h *hostVM) largestRequest() (int64, string) {
+	h.largestOnce.Do(func() { h.largest, h.largestWhat = hostMemoryLimit() })
+	return h.largest, h.largestWhat
 }
 
 func (h *hostVM) CreatePage() (Page, error) {

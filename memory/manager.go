@@ -378,7 +378,9 @@ func (m *Manager) stats() Stats {
 
 // Close gives all memory of every tier back to the backends and makes later
 // calls fail with ErrClosed. Allocations still live are released too, and
-// reported in an error wrapping ErrLeaked, per role.
+// reported in an error wrapping ErrLeaked, per role; so are blocks still
+// live that were allocated from its pools directly (Manager.Pool), as
+// Pool.Close reports them.
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -389,6 +391,9 @@ func (m *Manager) Close() error {
 	var errs []error
 	if m.live > 0 {
 		errs = append(errs, m.leakError())
+	}
+	if err := m.directLeakError(); err != nil {
+		errs = append(errs, err)
 	}
 	for _, p := range m.pools {
 		if p != nil {
@@ -414,7 +419,7 @@ func (m *Manager) Close() error {
 
 // leakError describes the live allocations, per role.
 func (m *Manager) leakError() error {
-	msg := fmt.Sprintf("memory: manager closed with %d live allocations (%s requested):", m.live, FormatBytes(m.total.Requested.Current))
+	msg := fmt.Sprintf("memory: manager closed with %d live allocations (%s requested):", m.live, FormatBytes(m.allocationsRequested()))
 	sep := " "
 	var labels [NumRoles][]string
 	for _, a := range m.labeled {
@@ -427,6 +432,34 @@ func (m *Manager) leakError() error {
 		}
 	}
 	return fmt.Errorf("%s; their memory was released: %w", msg, ErrLeaked)
+}
+
+// allocationsRequested is the bytes requested by live allocations: the
+// total's, less those of blocks allocated from the pools directly.
+func (m *Manager) allocationsRequested() int64 {
+	var n int64
+	for _, u := range m.roles {
+		n += u.Requested.Current
+	}
+	return n
+}
+
+// directLeakError describes the live blocks allocated from the pools
+// directly (Manager.Pool) rather than by Alloc, nil when there are none:
+// the pools' live blocks (pending ones count as freed, as in Pool.Close)
+// less one per live allocation.
+func (m *Manager) directLeakError() error {
+	n := -int64(m.live)
+	for _, p := range m.pools {
+		if p != nil {
+			n += p.sinks.own.Allocs - p.sinks.own.Frees
+		}
+	}
+	if n <= 0 {
+		return nil
+	}
+	return fmt.Errorf("memory: manager closed with %d live blocks allocated from its pools directly (%s requested); their memory was released: %w",
+		n, FormatBytes(m.total.Requested.Current-m.allocationsRequested()), ErrLeaked)
 }
 
 // maxLeakLabels is how many labels a leak report names per role.

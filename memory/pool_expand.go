@@ -65,6 +65,13 @@ func (p *Pool) expandables(s Stream, small bool, f func(seg *segment) bool) {
 // none has room) and returns the free block that starts where the request
 // goes, not in the free index.
 func (p *Pool) growExpandable(size, rounded int64, s Stream) (*Block, error) {
+	// Past the machine (and not already past the Limit, which says so
+	// itself: the budget at work, for the placement scheduler).
+	if most, what := requestBound(p.backend); most > 0 && rounded > most && !(p.cfg.Limit > 0 && rounded > p.cfg.Limit) {
+		p.sinks.oom()
+		return nil, p.oomError(size, fmt.Errorf("memory: %s: allocating %s: more than the %s %s: %w",
+			p.name, FormatBytes(rounded), FormatBytes(most), what, ErrOutOfMemory))
+	}
 	b, err := p.expand(rounded, s)
 	if err != nil && isOOM(err) && len(p.pending) > 0 {
 		// Blocks waiting for other streams' work may fit (reuseWaiting),
@@ -93,6 +100,18 @@ func (p *Pool) growExpandable(size, rounded int64, s Stream) (*Block, error) {
 		return nil, p.oomError(size, err)
 	}
 	return b, nil
+}
+
+// requestBound is the most bytes one allocation may take from backend b,
+// and what that is, when b says (the host's virtual memory: the memory
+// this process may use); else 0. A request past it is refused before any
+// address space is reserved or page created, as the classic pool's
+// backend refuses a segment far beyond the machine.
+func requestBound(b Backend) (int64, string) {
+	if w, ok := b.(interface{ largestRequest() (int64, string) }); ok {
+		return w.largestRequest()
+	}
+	return 0, ""
 }
 
 // expand is growExpandable's work, once.
