@@ -47,62 +47,81 @@ func settleDigits(o *options, md map[string]string) (int, error) {
 	return saved, nil
 }
 
-// heldOutProblems draws n held-out problems as train-gpt's evaluation
-// does.
-func heldOutProblems(digits, n int) (prompts, answers []string) {
+// checkAddition refuses -addition for a model that cannot answer its
+// problems: one whose tokenizer is not byte, or whose context is shorter
+// than a problem of -digits digits. run checks it before loading the
+// weights (the shape and the tokenizer come from the file's header).
+func checkAddition(o *options, tok tokenizer.Tokenizer, context int) error {
+	if tok.Name() != "byte" {
+		return &usageError{fmt.Sprintf("-addition: train-gpt's task is byte-level; -tokenizer is %s", tok.Name())}
+	}
+	if n := addition.Tokens(o.digits); n > context {
+		return &usageError{fmt.Sprintf("-addition: a %d-digit problem is %d tokens, more than the model's context of %d", o.digits, n, context)}
+	}
+	return nil
+}
+
+// heldOutProblems returns a function that draws the next held-out
+// problem as train-gpt's evaluation does: its first n calls give the n
+// problems train-gpt asks. They are drawn one at a time as they are
+// answered, so that -addition N holds one problem, not N (a billion did
+// not fit the memory).
+func heldOutProblems(digits int) func() (prompt, answer string) {
 	max := 1
 	for range digits {
 		max *= 10
 	}
 	rng := rand.New(rand.NewPCG(11, 11))
-	for len(prompts) < n {
-		x, y := rng.IntN(max), rng.IntN(max)
-		if addition.HeldOut(x, y) {
-			p, a := addition.Problem(digits, x, y)
-			prompts, answers = append(prompts, p), append(answers, a)
+	return func() (string, string) {
+		for {
+			x, y := rng.IntN(max), rng.IntN(max)
+			if addition.HeldOut(x, y) {
+				return addition.Problem(digits, x, y)
+			}
 		}
 	}
-	return prompts, answers
 }
 
 // additionAccuracy answers -addition held-out problems greedily with the
 // KV cache, one at a time, and prints the exact-match accuracy and the
 // speed; unless -quiet, also the first three answers and up to five
-// wrong ones.
+// wrong ones. A result that cannot be written (a closed pipe, a full
+// disk) stops it there.
 func additionAccuracy(o *options, g *nn.GPT, tok tokenizer.Tokenizer, stdout, stderr io.Writer) error {
-	if tok.Name() != "byte" {
-		return &usageError{fmt.Sprintf("-addition: train-gpt's task is byte-level; -tokenizer is %s", tok.Name())}
-	}
-	if n := addition.Tokens(o.digits); n > g.Config.Context {
-		return &usageError{fmt.Sprintf("-addition: a %d-digit problem is %d tokens, more than the model's context of %d", o.digits, n, g.Config.Context)}
+	if err := checkAddition(o, tok, g.Config.Context); err != nil {
+		return err
 	}
 	out := &cli.StickyWriter{W: stdout} // the results' writes, checked at the end
 	stdout = out
-	prompts, answers := heldOutProblems(o.digits, o.addition)
+	next := heldOutProblems(o.digits)
 	right, tokens := 0, 0
 	var wrong []string
 	start := time.Now()
-	for i, p := range prompts {
-		out, err := g.Generate(nil, tok.Encode(p), nn.GenerateOptions{MaxNewTokens: len(answers[i]), StopTokens: []int{'\n'}, Vocab: tok.VocabSize()})
+	for i := range o.addition {
+		p, answer := next()
+		ids, err := g.Generate(nil, tok.Encode(p), nn.GenerateOptions{MaxNewTokens: len(answer), StopTokens: []int{'\n'}, Vocab: tok.VocabSize()})
 		if err != nil {
 			return fmt.Errorf("-addition: problem %q: %w", p, err)
 		}
-		tokens += len(out)
-		got, err := tok.Decode(out)
+		tokens += len(ids)
+		got, err := tok.Decode(ids)
 		if err != nil {
 			return err
 		}
-		if got == answers[i] {
+		if got == answer {
 			right++
 		} else if len(wrong) < 5 && !o.quiet {
-			wrong = append(wrong, fmt.Sprintf("%s%s (want %s)", p, printable(got), printable(answers[i])))
+			wrong = append(wrong, fmt.Sprintf("%s%s (want %s)", p, printable(got), printable(answer)))
 		}
 		if i < 3 && !o.quiet {
 			fmt.Fprintf(stdout, "%s%s\n", p, printable(got))
+			if out.Err != nil {
+				return fmt.Errorf("-addition: writing the results to stdout: %w", out.Err)
+			}
 		}
 	}
 	elapsed := time.Since(start)
-	fmt.Fprintf(stdout, "held-out accuracy: %d/%d = %.2f%% (%d-digit addition, answers reversed)\n", right, len(prompts), 100*float64(right)/float64(len(prompts)), o.digits)
+	fmt.Fprintf(stdout, "held-out accuracy: %d/%d = %.2f%% (%d-digit addition, answers reversed)\n", right, o.addition, 100*float64(right)/float64(o.addition), o.digits)
 	for _, w := range wrong {
 		fmt.Fprintf(stdout, "  wrong: %s\n", w)
 	}
@@ -110,7 +129,7 @@ func additionAccuracy(o *options, g *nn.GPT, tok tokenizer.Tokenizer, stdout, st
 		return fmt.Errorf("-addition: writing the results to stdout: %w", out.Err)
 	}
 	fmt.Fprintf(stderr, "generated %d tokens for %d problems in %v: %.1f tokens/s (prompt of %d tokens fed once per problem)\n",
-		tokens, len(prompts), elapsed.Round(time.Millisecond), float64(tokens)/elapsed.Seconds(), 2*o.digits+2)
+		tokens, o.addition, elapsed.Round(time.Millisecond), float64(tokens)/elapsed.Seconds(), 2*o.digits+2)
 	return nil
 }
 

@@ -20,7 +20,9 @@
 // ignore (generation's with -addition, -save or -dump-logits; -digits
 // without -addition; -top-k, -top-p and -seed with -temperature 0;
 // -stop-eot with the byte tokenizer). A failure during the run, writing
-// the results included, exits with status 1.
+// the results included, exits with status 1. SIGINT or SIGTERM while
+// -save or -dump-logits writes its file abandons the write (its temporary
+// file removed, the file there before kept) and exits with 130 or 143.
 package main
 
 import (
@@ -34,11 +36,13 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/strata-ml/strata/autograd"
@@ -87,6 +91,52 @@ type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
 
+// exitError ends the program with a status of its own: 128 + the signal
+// that interrupted a write (interruptible).
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// interruptible runs write, an atomic write of a file (-save,
+// -dump-logits) or the probes of their paths (doing names it for the
+// message), with SIGINT and SIGTERM cancelling its ctx: the write is
+// abandoned, its temporary file removed and the file there before left as
+// it was, and the run ends with 128 + the signal (an *exitError). Without
+// it the signal ended the process in the middle of the write and left the
+// partial temporary file behind. Outside them a signal ends the process
+// at once as before: there is nothing else to finish.
+func interruptible(doing string, write func(ctx context.Context) error) error {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(ch)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var got os.Signal
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case got = <-ch:
+			cancel()
+		case <-stop:
+		}
+	}()
+	err := write(ctx)
+	close(stop)
+	<-done
+	s, ok := got.(syscall.Signal)
+	switch {
+	case !ok:
+		return err
+	case err == nil: // it arrived as the write ended: what it wrote is whole
+		return &exitError{code: 128 + int(s), msg: fmt.Sprintf("%v after %s: done, then stopped", s, doing)}
+	}
+	return &exitError{code: 128 + int(s), msg: fmt.Sprintf("%v while %s: abandoned it (the file there before, if any, is unchanged)", s, doing)}
+}
+
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
@@ -123,6 +173,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 	if err := o.check(); err != nil {
+		var ex *exitError // a signal during the output probes
+		if errors.As(err, &ex) {
+			return nil, err
+		}
 		return nil, &usageError{err.Error()}
 	}
 	return o, nil
@@ -177,19 +231,26 @@ func (o *options) check() error {
 			return fmt.Errorf("-tokenizer %q: want %s", o.tokenizer, strings.Join(tokenizer.Names(), " or "))
 		}
 	}
-	for _, p := range []struct{ flag, path string }{{"-save", o.save}, {"-dump-logits", o.dumpLogits}} {
-		if p.path == "" {
-			continue
+	// The probes create and remove a file: a signal waits for them
+	// (interruptible) so as to leave none.
+	if err := interruptible("checking the outputs can be written", func(context.Context) error {
+		for _, p := range []struct{ flag, path string }{{"-save", o.save}, {"-dump-logits", o.dumpLogits}} {
+			if p.path == "" {
+				continue
+			}
+			if cli.SamePath(p.path, o.weights) { // a link to it too
+				return fmt.Errorf("%s %s: would overwrite -weights", p.flag, p.path)
+			}
+			if st, err := os.Stat(filepath.Dir(p.path)); err != nil || !st.IsDir() {
+				return fmt.Errorf("%s %s: its directory does not exist", p.flag, p.path)
+			}
+			if err := atomicfile.CheckWritable(p.path); err != nil {
+				return fmt.Errorf("%s: %w", p.flag, err)
+			}
 		}
-		if cli.SamePath(p.path, o.weights) { // a link to it too
-			return fmt.Errorf("%s %s: would overwrite -weights", p.flag, p.path)
-		}
-		if st, err := os.Stat(filepath.Dir(p.path)); err != nil || !st.IsDir() {
-			return fmt.Errorf("%s %s: its directory does not exist", p.flag, p.path)
-		}
-		if err := atomicfile.CheckWritable(p.path); err != nil {
-			return fmt.Errorf("%s: %w", p.flag, err)
-		}
+		return nil
+	}); err != nil {
+		return err
 	}
 	if o.save != "" && o.dumpLogits != "" && cli.SamePath(o.save, o.dumpLogits) {
 		return fmt.Errorf("-dump-logits %s: the same file as -save", o.dumpLogits)
@@ -279,6 +340,10 @@ func main() {
 		if errors.As(err, &u) {
 			os.Exit(2)
 		}
+		var ex *exitError
+		if errors.As(err, &ex) {
+			os.Exit(ex.code)
+		}
 		os.Exit(1)
 	}
 }
@@ -312,6 +377,9 @@ func run(o *options, stdout, stderr io.Writer) error {
 	if err := o.checkStopEOT(tok); err != nil {
 		return err
 	}
+	if err := o.checkBeforeLoad(tok, cfg); err != nil {
+		return err
+	}
 	start := time.Now()
 	g, err := nn.NewGPT(cfg, nn.Options{Device: dev, DType: tensor.Float32, Rng: rand.New(rand.NewPCG(0, 0))})
 	if err != nil {
@@ -331,7 +399,13 @@ func run(o *options, stdout, stderr io.Writer) error {
 		if digits > 0 {
 			meta["digits"] = strconv.Itoa(digits)
 		}
-		if err := nn.SaveWeightsLayout(context.Background(), o.save, g.Parameters(), meta, o.saveLay); err != nil {
+		if err := interruptible("saving the weights to "+o.save, func(ctx context.Context) error {
+			return nn.SaveWeightsLayout(ctx, o.save, g.Parameters(), meta, o.saveLay)
+		}); err != nil {
+			var ex *exitError
+			if errors.As(err, &ex) {
+				return err
+			}
 			return fmt.Errorf("-save: %w", err)
 		}
 		fmt.Fprintf(stderr, "saved the weights to %s (%s layout)\n", o.save, o.saveLay)
@@ -351,6 +425,23 @@ func run(o *options, stdout, stderr io.Writer) error {
 	}
 	if !did {
 		return generate(o, g, tok, stdout, stderr)
+	}
+	return nil
+}
+
+// checkBeforeLoad refuses, before the weights are loaded (seconds for
+// GPT-2 medium), what the model's shape and tokenizer, known from the
+// file's header, rule out: an empty -prompt where one is read,
+// -dump-logits of a prompt past the context, -addition's problems for
+// this model (checkAddition).
+func (o *options) checkBeforeLoad(tok tokenizer.Tokenizer, cfg nn.GPTConfig) error {
+	if o.generates() || o.dumpLogits != "" {
+		if _, err := promptIDs(o, tok, cfg.Context); err != nil {
+			return err
+		}
+	}
+	if o.addition > 0 {
+		return checkAddition(o, tok, cfg.Context)
 	}
 	return nil
 }
@@ -380,10 +471,19 @@ func modelConfig(o *options) (nn.GPTConfig, string, error) {
 		return cfg, "the file's metadata", nil
 	}
 	if o.config != "" {
+		// cfg is the tensor shapes' (no heads): the load takes exactly
+		// those sizes, so a -config of others is refused before a model
+		// of its size is made.
 		p, _ := nn.LookupGPTConfig(o.config)
 		p.Dropout = 0
+		if p.Vocab != cfg.Vocab || p.Context != cfg.Context || p.Layers != cfg.Layers || p.Width != cfg.Width {
+			return cfg, "", &usageError{fmt.Sprintf("-config %s (%s) disagrees with the file's tensor shapes (%s)", o.config, sizes(p), sizes(cfg))}
+		}
 		if o.heads > 0 {
 			p.Heads = o.heads
+			if err := p.Validate(); err != nil {
+				return p, "", &usageError{fmt.Sprintf("-heads %d: %v", p.Heads, err)}
+			}
 		}
 		return p, "-config " + o.config, p.Validate()
 	}
@@ -413,6 +513,11 @@ func sameShape(a, b nn.GPTConfig) bool {
 
 func shape(c nn.GPTConfig) string {
 	return fmt.Sprintf("vocabulary %d, context %d, %d layers, %d heads, width %d", c.Vocab, c.Context, c.Layers, c.Heads, c.Width)
+}
+
+// sizes is c's shape but its heads, which tensor shapes do not tell.
+func sizes(c nn.GPTConfig) string {
+	return fmt.Sprintf("vocabulary %d, context %d, %d layers, width %d", c.Vocab, c.Context, c.Layers, c.Width)
 }
 
 // readHFHeads is n_head from a Hugging Face config.json, or 0.
@@ -469,6 +574,19 @@ func encode(tok tokenizer.Tokenizer, prompt string) ([]int, error) {
 	ids := tok.Encode(prompt)
 	if len(ids) == 0 {
 		return nil, &usageError{"-prompt: empty (it must hold at least one token)"}
+	}
+	return ids, nil
+}
+
+// promptIDs is -prompt's tokens (encode); for -dump-logits, whose full
+// forward takes at most the context, no more than context of them.
+func promptIDs(o *options, tok tokenizer.Tokenizer, context int) ([]int, error) {
+	ids, err := encode(tok, o.prompt)
+	if err != nil {
+		return nil, err
+	}
+	if o.dumpLogits != "" && len(ids) > context {
+		return nil, &usageError{fmt.Sprintf("-dump-logits: the prompt has %d tokens, more than the model's context of %d", len(ids), context)}
 	}
 	return ids, nil
 }
@@ -595,13 +713,10 @@ type dumpConfig struct {
 }
 
 func dumpLogits(o *options, g *nn.GPT, tok tokenizer.Tokenizer, layout nn.Layout, stderr io.Writer) error {
-	ids, err := encode(tok, o.prompt)
+	cfg := g.Config
+	ids, err := promptIDs(o, tok, cfg.Context)
 	if err != nil {
 		return err
-	}
-	cfg := g.Config
-	if len(ids) > cfg.Context { // the full forward takes at most the context
-		return &usageError{fmt.Sprintf("-dump-logits: the prompt has %d tokens, more than the model's context of %d", len(ids), cfg.Context)}
 	}
 	d := dumpFile{
 		Weights: o.weights, Layout: layout.String(), Device: fmt.Sprint(g.Wte.Weight.Value.Device()), Tokens: ids,
@@ -640,10 +755,16 @@ func dumpLogits(o *options, g *nn.GPT, tok tokenizer.Tokenizer, layout nn.Layout
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.Write(context.Background(), o.dumpLogits, func(w io.Writer) error {
-		_, err := w.Write(b)
-		return err
+	if err := interruptible("writing the logits to "+o.dumpLogits, func(ctx context.Context) error {
+		return atomicfile.Write(ctx, o.dumpLogits, func(w io.Writer) error {
+			_, err := w.Write(b)
+			return err
+		})
 	}); err != nil {
+		var ex *exitError
+		if errors.As(err, &ex) {
+			return err
+		}
 		return fmt.Errorf("-dump-logits: %w", err)
 	}
 	fmt.Fprintf(stderr, "wrote the logits of %d tokens to %s\n", len(ids), o.dumpLogits)

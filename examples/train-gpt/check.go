@@ -176,10 +176,16 @@ func (o *options) checkFiles() error {
 		if err := cli.Readable(o.resume); err != nil {
 			return fmt.Errorf("-resume: %w", err)
 		}
+		if err := checkResumeIsState(o.resume); err != nil {
+			return err
+		}
 	}
 	if o.init != "" {
 		if err := cli.Readable(o.init); err != nil {
 			return fmt.Errorf("-init: %w", err)
+		}
+		if err := checkInitNotState(o.init); err != nil {
+			return err
 		}
 	}
 	var outs [][2]string // flag, path
@@ -284,4 +290,48 @@ func (o *options) checkBatch() error {
 			o.batch, tokens, memory.FormatBytes(need), b)
 	}
 	return nil
+}
+
+// checkVocab refuses a -vocab whose token embedding cannot be made: ids
+// past what int32 holds (the batches' token ids are int32: such ids could
+// never be named), or weights whose initialisation passes the host memory
+// budget (o.hostBudget): nn.NewGPT draws every weight on the host as a
+// float64, 8 bytes an element, on every device, before the weights' own
+// memory. Without it, -vocab 2^63-1 failed after the run began with a
+// shape error naming no flag, and with no budget -vocab 2^31-1 died of a
+// fatal out-of-memory error with pages of goroutine stacks. An unset
+// -vocab (0) is the config's, which fits.
+func (o *options) checkVocab() error {
+	if o.vocab <= 0 {
+		return nil
+	}
+	if o.vocab > math.MaxInt32 {
+		return fmt.Errorf("-vocab %d: more than the %d ids int32 token ids can name: use a smaller -vocab", o.vocab, math.MaxInt32)
+	}
+	cfg, err := nn.LookupGPTConfig(o.config)
+	if err != nil {
+		return nil // check refuses the name
+	}
+	const drawBytes = 8 // a float64 per element, drawn on the host
+	need := int64(o.vocab) * int64(cfg.Width) * drawBytes
+	if b := o.hostBudget; b != nil && need > b.Limit() {
+		return fmt.Errorf("-vocab %d: the token embedding's %d x %d weights are drawn on the host at %d bytes each: %s, more than the %s: use a smaller -vocab",
+			o.vocab, o.vocab, cfg.Width, drawBytes, memory.FormatBytes(need), b)
+	}
+	return nil
+}
+
+// checkInitNotState refuses an -init that is a training state (-state's
+// file: -resume continues it), from its header; a header it cannot read
+// is left for the load to report.
+func checkInitNotState(path string) error {
+	info, err := nn.ReadWeightsInfo(path)
+	if err != nil || info.Metadata[keyStep] == "" && !info.TrainState {
+		return nil
+	}
+	after := ""
+	if step := info.Metadata[keyStep]; step != "" {
+		after = " (after step " + step + ")"
+	}
+	return fmt.Errorf("-init %s: a training state%s, not weights: continue it with -resume", path, after)
 }

@@ -288,7 +288,7 @@ func TestDeviceConflictsAreBadFlags(t *testing.T) {
 		"-cuda-graph on -dropout 0.1": "-cuda-graph on: ", // the CPU's, or dropout's on a GPU
 	}
 	if _, err := tensor.CUDA(0); err != nil {
-		cases["-device cuda"] = "-device: "
+		cases["-device cuda"] = "-device cuda: no usable GPU: "
 		cases["-device auto -cuda-graph on"] = "-cuda-graph on: CUDA graphs need a CUDA device"
 	}
 	for args, want := range cases {

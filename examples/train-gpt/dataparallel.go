@@ -10,6 +10,7 @@ import (
 
 	"github.com/strata-ml/strata/cuda"
 	"github.com/strata-ml/strata/dist"
+	"github.com/strata-ml/strata/internal/cli"
 	"github.com/strata-ml/strata/memory"
 	"github.com/strata-ml/strata/nccl"
 	"github.com/strata-ml/strata/nn"
@@ -123,9 +124,9 @@ func (o *options) checkDist(fs *flag.FlagSet) error {
 // (o.gpuDevs).
 func openDevices(o *options) (tensor.Device, error) {
 	if !o.dataParallel() {
-		dev, err := tensor.ParseDevice(o.device)
-		if err != nil { // no such device here (no GPU, no driver): a bad flag, as in generate
-			return nil, &exitError{code: 2, msg: "-device: " + err.Error()}
+		dev, err := cli.OpenDevice(o.device)
+		if err != nil { // no such device here (no GPU, no driver): a bad flag, worded as in generate
+			return nil, &exitError{code: 2, msg: err.Error()}
 		}
 		return dev, nil
 	}

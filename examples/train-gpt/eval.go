@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strings"
+	"syscall"
 
 	"github.com/strata-ml/strata/autograd"
 	"github.com/strata-ml/strata/internal/cli"
@@ -89,7 +90,7 @@ func generateText(tr *trainer, prompts []string, max int, stop byte) ([]string, 
 			ids[i] = append(ids[i], int32(b))
 		}
 	}
-	got, err := generate(tr, ids, max, 0, nil, 256)
+	got, err := generate(tr, ids, max, 0, nil, 256, nil)
 	out := make([]string, len(prompts))
 	for i, g := range got {
 		b := make([]byte, len(g))
@@ -108,8 +109,10 @@ func generateText(tr *trainer, prompts []string, max int, stop byte) ([]string, 
 // generate continues each prompt (token ids; all of the same length) by
 // max tokens: greedily when temperature is 0, else sampling from the
 // softmax of logits/temperature with rng, among the first vocab ids (the
-// tokenizer's: a model's vocabulary may be larger).
-func generate(tr *trainer, prompts [][]int32, max int, temperature float64, rng *rand.Rand, vocab int) ([][]int32, error) {
+// tokenizer's: a model's vocabulary may be larger). stop, when not nil,
+// is asked before each token: true ends the generation there, with the
+// tokens made so far.
+func generate(tr *trainer, prompts [][]int32, max int, temperature float64, rng *rand.Rand, vocab int, stop func() bool) ([][]int32, error) {
 	cur := make([][]int32, len(prompts))
 	for i, p := range prompts {
 		cur[i] = append([]int32(nil), p...)
@@ -117,6 +120,9 @@ func generate(tr *trainer, prompts [][]int32, max int, temperature float64, rng 
 	err := tensor.Try(func() {
 		autograd.NoGrad(func() {
 			for range max {
+				if stop != nil && stop() {
+					return
+				}
 				T := min(len(cur[0]), tr.model.Config.Context)
 				ids := make([]int32, 0, len(cur)*T)
 				for _, c := range cur {
@@ -143,8 +149,12 @@ func generate(tr *trainer, prompts [][]int32, max int, temperature float64, rng 
 }
 
 // showSamples prints a few held-out answers, or a text sample of
-// -sample tokens (none for -sample 0).
-func showSamples(tr *trainer, data dataset, task *additionTask, o *options) error {
+// -sample tokens (none for -sample 0). interrupted, when not nil, is
+// asked before each token of the text sample: a signal (SIGINT, SIGTERM)
+// ends it there, so that the run goes on to save its weights at once
+// instead of after the whole sample (a long one took minutes, and a
+// second signal then quit without saving anything).
+func showSamples(tr *trainer, data dataset, task *additionTask, o *options, interrupted func() (syscall.Signal, bool)) error {
 	tr.model.SetTraining(false)
 	if task != nil {
 		fmt.Fprintln(os.Stderr, "held-out problems (answers are written reversed):")
@@ -166,7 +176,16 @@ func showSamples(tr *trainer, data dataset, task *additionTask, o *options) erro
 	for i, id := range prompt {
 		p32[i] = int32(id)
 	}
-	got, err := generate(tr, [][]int32{p32}, o.sample, 0.8, rand.New(rand.NewPCG(o.seed, 0x5A)), td.tok.VocabSize())
+	var stop func() bool
+	var sig syscall.Signal
+	stopped := false
+	if interrupted != nil {
+		stop = func() bool {
+			sig, stopped = interrupted()
+			return stopped
+		}
+	}
+	got, err := generate(tr, [][]int32{p32}, o.sample, 0.8, rand.New(rand.NewPCG(o.seed, 0x5A)), td.tok.VocabSize(), stop)
 	if err != nil {
 		return err
 	}
@@ -188,6 +207,9 @@ func showSamples(tr *trainer, data dataset, task *additionTask, o *options) erro
 	}
 	// Escaped: the model's text may hold control characters (an ESC).
 	fmt.Fprintf(os.Stderr, "sample (prompt from held-out text, %d %s tokens generated):\n%s%s\n", len(got[0]), td.tok.Name(), cli.Printable(ptext), cli.Printable(text[len(ptext):]))
+	if stopped {
+		fmt.Fprintf(os.Stderr, "train-gpt: sample stopped by %v after %d of %d tokens\n", sig, len(got[0]), o.sample)
+	}
 	return nil
 }
 

@@ -214,6 +214,9 @@ func parseFlags(args []string) (*options, error) {
 	if err := o.checkBatch(); err != nil {
 		return nil, err
 	}
+	if err := o.checkVocab(); err != nil {
+		return nil, err
+	}
 	if err := o.checkCheckpoint(fs); err != nil {
 		return nil, err
 	}

@@ -138,6 +138,18 @@ func (t *trainer) saveState(ctx context.Context, path string, o *options, step i
 	return nn.SaveTrainState(ctx, path, t.params, t.opt, meta)
 }
 
+// checkResumeIsState refuses a -resume that is a file of weights (no
+// optimizer state, no run recorded: -out's, which -init starts from),
+// from its header; a header it cannot read is left for the load to
+// report.
+func checkResumeIsState(path string) error {
+	info, err := nn.ReadWeightsInfo(path)
+	if err != nil || info.TrainState || info.Metadata[keyRun] != "" {
+		return nil
+	}
+	return fmt.Errorf("-resume %s: weights, not a training state: start a run from them with -init %s, or give -resume the -state file an interrupted run saved", path, path)
+}
+
 // restoreState loads a training state into t and returns the steps it had
 // done, its smoothed loss and, when the evaluation of its last step
 // failed (keyEvalDue), that step's loss (else NaN). A state at -steps is a
@@ -159,7 +171,8 @@ func (t *trainer) restoreState(path string, o *options) (step int, smooth, evalD
 		return 0, 0, 0, bad(keyRun)
 	}
 	if err := compareRuns(saved, identity(o, t), os.Stderr); err != nil {
-		return 0, 0, 0, fmt.Errorf("-resume %s: %w", path, err)
+		// The flags contradict the state: a bad flag (status 2).
+		return 0, 0, 0, &exitError{code: 2, msg: fmt.Sprintf("-resume %s: %v", path, err)}
 	}
 	o.seed = saved.Seed // compareRuns noted a new -seed as ignored
 	if meta, err = nn.LoadTrainState(path, t.params, t.opt); err != nil {
@@ -193,8 +206,8 @@ func (t *trainer) restoreState(path string, o *options) (step int, smooth, evalD
 			return 0, 0, 0, bad(keyEvalDue)
 		}
 	}
-	if step > o.steps {
-		return 0, 0, 0, fmt.Errorf("-resume %s: the run is at step %d, -steps %d leaves nothing to train (raise -steps)", path, step, o.steps)
+	if step > o.steps { // a bad flag (status 2), as with no -out to write a complete state's weights to
+		return 0, 0, 0, &exitError{code: 2, msg: fmt.Sprintf("-resume %s: the run is at step %d, -steps %d leaves nothing to train (raise -steps)", path, step, o.steps)}
 	}
 	return step, smooth, evalDue, nil
 }

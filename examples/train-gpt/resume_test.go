@@ -144,7 +144,7 @@ func TestResumeRefusesAnotherRun(t *testing.T) {
 	require.NoError(t, run(o))
 	o, err = parseFlags(append(c.args(t.TempDir(), "cpu"), "-resume", w))
 	require.NoError(t, err)
-	require.ErrorContains(t, run(o), "not a train-gpt training state file")
+	require.ErrorContains(t, run(o), "weights, not a training state: start a run from them with -init")
 }
 
 // Real signals, to a child process: SIGINT and SIGTERM finish the step,

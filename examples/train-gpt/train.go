@@ -299,14 +299,10 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device, in *interrupts) erro
 		tr.dataTokens, tr.dataSHA256 = []int{len(td.train), len(td.test)}, td.sha256
 	}
 	if o.init != "" {
-		// The header, once: a file it cannot read is left for the load
-		// to report.
-		if info, err := nn.ReadWeightsInfo(o.init); err == nil && (info.Metadata[keyStep] != "" || info.TrainState) {
-			after := ""
-			if step := info.Metadata[keyStep]; step != "" {
-				after = " (after step " + step + ")"
-			}
-			return fmt.Errorf("-init %s: a training state%s, not weights: continue it with -resume", o.init, after)
+		// A training state is refused with the flags (checkFiles); again
+		// here for callers that skip them.
+		if err := checkInitNotState(o.init); err != nil {
+			return err
 		}
 		if _, err := nn.LoadWeights(o.init, tr.params); err != nil {
 			if errors.Is(err, tensor.ErrShape) { // names or shapes: not a truncated or corrupt file
@@ -560,7 +556,7 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device, in *interrupts) erro
 		}
 	}
 	if !complete { // a complete state's samples were shown by its run
-		if err := showSamples(tr, data, task, o); err != nil {
+		if err := showSamples(tr, data, task, o, in.received); err != nil {
 			return rescue(at, fmt.Errorf("after step %d, samples: %w", at, err), math.NaN())
 		}
 		fmt.Fprint(os.Stderr, "\n", dev.Memory().Summary())
