@@ -82,7 +82,8 @@ func (c *Ctx) FromInt32s(dev Device, data []int32, shape ...int) *Tensor {
 }
 
 // FromFloats copies float64 values into a new tensor of any dtype,
-// converting them (rounding to nearest for halves).
+// converting them as To converts float64 (to nearest, through float32
+// for the halves; int32 truncated and saturated).
 func (c *Ctx) FromFloats(dev Device, dt DType, data []float64, shape ...int) *Tensor {
 	t := c.FromFloat64s(dev, data, shape...)
 	if dt == Float64 {
@@ -96,8 +97,10 @@ func (c *Ctx) FromFloats(dev Device, dt DType, data []float64, shape ...int) *Te
 // upload (a driver error, or an upload refused while the device captures
 // a CUDA graph) is returned as its error, the tensor released.
 func (c *Ctx) FromBytes(dev Device, dt DType, data []byte, shape ...int) (*Tensor, error) {
-	if n := numel(shape) * dt.Size(); n != len(data) {
-		return nil, &OpError{Op: "FromBytes", Msg: fmt.Sprintf("%d bytes for %v %v, want %d", len(data), dt, shape, n), Err: ErrShape}
+	// A shape whose element count overflows is reported as such (by
+	// elements, then newTensor), not as a wrapped-around byte count.
+	if n, problem := elements(shape, dt); problem == "" && dt < numDTypes && n*dt.Size() != len(data) {
+		return nil, &OpError{Op: "FromBytes", Msg: fmt.Sprintf("%d bytes for %v %v, want %d", len(data), dt, shape, n*dt.Size()), Err: ErrShape}
 	}
 	t, err := newTensor("FromBytes", c, dev, dt, c.Role(), shape)
 	if err != nil {
@@ -113,8 +116,12 @@ func fromSlice[T any](op string, c *Ctx, dev Device, dt DType, data []T, shape [
 	if len(shape) == 0 {
 		shape = []int{len(data)}
 	}
-	if numel(shape) != len(data) {
-		fail(op, ErrShape, "%d values for shape %v (%d elements)", len(data), shape, numel(shape))
+	n, problem := elements(shape, dt)
+	if problem != "" {
+		fail(op, ErrShape, "%s", problem)
+	}
+	if n != len(data) {
+		fail(op, ErrShape, "%d values for shape %v (%d elements)", len(data), shape, n)
 	}
 	t := mustNew(op, c, dev, dt, shape)
 	if len(data) > 0 {
@@ -194,12 +201,15 @@ func randCheck(op string, rng *rand.Rand, shape []int) {
 }
 
 // Arange returns the int32 or float values start, start+1, ..., start+n-1.
-// For int32 they must lie in its range (ErrArgument otherwise). The
-// tensor is allocated before the host buffer of its values (see
-// generated).
+// They must lie in int's range, and for int32 in its own (ErrArgument
+// otherwise). The tensor is allocated before the host buffer of its
+// values (see generated).
 func (c *Ctx) Arange(dev Device, dt DType, start, n int) *Tensor {
 	if n < 0 {
 		fail("Arange", ErrShape, "negative length %d", n)
+	}
+	if n > 0 && start > math.MaxInt-(n-1) { // start+i would wrap around
+		fail("Arange", ErrArgument, "%d values from %d overflow int", n, start)
 	}
 	if dt == Int32 {
 		if n > 0 && (start < math.MinInt32 || start > math.MaxInt32-(n-1)) {

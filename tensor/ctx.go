@@ -271,8 +271,11 @@ func untrack(t *Tensor) {
 }
 
 // adopt moves t into c's innermost scope. It panics with track's error,
-// t then owned by no scope.
+// t then owned by no scope, and with ErrArgument for a nil t.
 func (c *Ctx) adopt(t *Tensor) {
+	if t == nil {
+		fail("Adopt", ErrArgument, "nil tensor")
+	}
 	untrack(t)
 	if err := c.track("Adopt", t); err != nil {
 		guard(t)
@@ -281,7 +284,8 @@ func (c *Ctx) adopt(t *Tensor) {
 }
 
 // Adopt hands t to c's innermost scope (after Keep, or for a tensor made
-// in another context), and makes c its context.
+// in another context), and makes c its context. A nil t is an *OpError
+// wrapping ErrArgument.
 func (c *Ctx) Adopt(t *Tensor) *Tensor { c.adopt(t); return t }
 
 // Keep takes the tensors out of scope tracking and out of their context:

@@ -5,8 +5,13 @@ import (
 	"strings"
 )
 
+// formatEdge is how many values String prints at each end of an axis
+// longer than twice as many; the others are elided ("...").
+const formatEdge = 3
+
 // format prints up to 6 values per axis, like PyTorch's repr: float
-// dtypes to 4 significant digits, integer dtypes whole.
+// dtypes to 4 significant digits, integer dtypes whole. Only the values
+// it prints are copied to the host (see shownValues).
 func format(t *Tensor) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Tensor(%v %v on %v", t.dtype, t.shape, t.dev)
@@ -14,7 +19,9 @@ func format(t *Tensor) string {
 		b.WriteString(", empty)")
 		return b.String()
 	}
-	vals := t.Float64s() // exact for int32
+	shown := shownValues(t, 0)
+	vals := shown.Float64s() // exact for int32
+	shown.Release()
 	verb := "%.4g"
 	if !t.dtype.IsFloat() {
 		verb = "%.0f"
@@ -25,27 +32,60 @@ func format(t *Tensor) string {
 	return b.String()
 }
 
-// formatAxis prints vals of the given shape, each with the fmt verb.
+// shownValues returns a contiguous copy of the elements of t that format
+// prints, axes from axis on: the first and last formatEdge of every axis
+// longer than 2*formatEdge, all of a shorter one. The elided elements
+// are never copied, so that printing a large tensor (or a broadcast view
+// of a few values, Expand, that no memory could hold whole) copies a few
+// values, not all of them.
+func shownValues(t *Tensor, axis int) *Tensor {
+	if axis == len(t.shape) {
+		return t.Clone()
+	}
+	n := t.shape[axis]
+	if n <= 2*formatEdge {
+		return shownValues(t, axis+1)
+	}
+	head := t.Narrow(axis, 0, formatEdge)
+	defer head.Release()
+	tail := t.Narrow(axis, n-formatEdge, formatEdge)
+	defer tail.Release()
+	h := shownValues(head, axis+1)
+	defer h.Release()
+	e := shownValues(tail, axis+1)
+	defer e.Release()
+	return Concat(axis, h, e)
+}
+
+// formatAxis prints the values of a tensor of the given shape, each with
+// the fmt verb; vals are the shown ones (shownValues), at most
+// 2*formatEdge along each axis.
 func formatAxis(b *strings.Builder, verb string, vals []float64, shape []int, indent int) {
 	if len(shape) == 0 {
 		fmt.Fprintf(b, verb, vals[0])
 		return
 	}
-	n, inner := shape[0], numel(shape[1:])
+	n, inner := shape[0], len(vals)/min(shape[0], 2*formatEdge)
 	b.WriteString("[")
 	for i := range n {
-		if n > 6 && i > 2 && i < n-3 {
-			if i == 3 { // one "..." for the elided entries
-				b.WriteString("...")
-				if len(shape) > 1 {
-					b.WriteString(",\n" + strings.Repeat(" ", indent+1))
-				} else {
-					b.WriteString(", ")
+		j := i // i's row among the shown values
+		if n > 2*formatEdge {
+			if i >= formatEdge && i < n-formatEdge {
+				if i == formatEdge { // one "..." for the elided entries
+					b.WriteString("...")
+					if len(shape) > 1 {
+						b.WriteString(",\n" + strings.Repeat(" ", indent+1))
+					} else {
+						b.WriteString(", ")
+					}
 				}
+				continue
 			}
-			continue
+			if i >= n-formatEdge {
+				j = i - (n - 2*formatEdge)
+			}
 		}
-		formatAxis(b, verb, vals[i*inner:(i+1)*inner], shape[1:], indent+1)
+		formatAxis(b, verb, vals[j*inner:(j+1)*inner], shape[1:], indent+1)
 		if i < n-1 {
 			if len(shape) > 1 {
 				b.WriteString(",\n" + strings.Repeat(" ", indent+1))

@@ -63,8 +63,12 @@ func NewStepGuard(dev Device) (*StepGuard, error) {
 
 // guardWords allocates a guarded step's block of words W for dev: mapped
 // pinned host memory of size bytes on a GPU (with its mapping), Go memory
-// on the CPU.
+// on the CPU. A nil dev is an *OpError wrapping ErrDevice (its guard
+// or constants would fail at their first use).
 func guardWords[W any](dev Device, what string, size int) (*W, *cudaMapped, error) {
+	if dev == nil {
+		return nil, nil, &OpError{Op: "New" + what, Msg: "nil device", Err: ErrDevice}
+	}
 	if d, ok := dev.(*cudaDevice); ok {
 		m, err := d.newMapped(what, size)
 		if err != nil {
@@ -257,6 +261,9 @@ func (a *AdamWArgs) Set(lr, beta1, beta2, eps float64, step int) error {
 // AdamWSteps' bit for bit.
 func AdamWStepsGuarded(ps, gs, ms, vs []*Tensor, wd []float64, a *AdamWArgs, guard *StepGuard) {
 	const op = "AdamW"
+	if a == nil {
+		fail(op, ErrArgument, "nil AdamWArgs: the guarded update reads its constants from one (NewAdamWArgs)")
+	}
 	adamwCheckLens(op, ps, gs, ms, vs, wd, max(a.step, 1))
 	if guard != nil && guard.dev != a.dev {
 		fail(op, ErrDevice, "the guard is on %v, the constants on %v", guard.dev, a.dev)

@@ -138,8 +138,10 @@ func FusedCausalAttentionQKVBackwardMode(qkv, y, lse, dy *Tensor, heads int, p f
 	}
 	q, k, v := splitHeads(cs[0], b, t, heads, hd)
 	defer releaseEach(q, k, v)
-	out, dout := splitOutput(cs[1], b, t, heads, hd), splitOutput(cs[3], b, t, heads, hd)
-	defer releaseEach(out, dout)
+	out := splitOutput(cs[1], b, t, heads, hd)
+	defer out.Release()
+	dout := splitOutput(cs[3], b, t, heads, hd)
+	defer dout.Release()
 	dq, dk, dv := FusedCausalAttentionBackward(q, k, v, out, cs[2], dout, p, seed, offset)
 	defer releaseEach(dq, dk, dv)
 	dqkv = mustNew(op, ctx, qkv.dev, acc, []int{b, t, 3 * c})
@@ -149,8 +151,10 @@ func FusedCausalAttentionQKVBackwardMode(qkv, y, lse, dy *Tensor, heads int, p f
 	for i, g := range []*Tensor{dq, dk, dv} {
 		gp := g.Permute(0, 2, 1, 3)
 		gt := gp.Unsqueeze(2) // (B, T, 1, H, hd), a view
-		d5.WriteNarrow(2, i, gt)
-		releaseEach(gp, gt)
+		func() {
+			defer releaseEach(gp, gt) // also when the copy fails
+			d5.WriteNarrow(2, i, gt)
+		}()
 	}
 	return dqkv
 }
@@ -199,11 +203,19 @@ func splitHeads(x *Tensor, b, t, heads, hd int) (q, k, v *Tensor) {
 	x5 := x.Reshape(b, t, 3, heads, hd)
 	defer x5.Release()
 	var out [3]*Tensor
+	defer func() { // a copy that fails (out of memory) releases those made before it
+		if r := recover(); r != nil {
+			releaseEach(out[:]...)
+			panic(r)
+		}
+	}()
 	for i := range out {
 		n := x5.Narrow(2, i, 1)
 		piece := n.Permute(2, 0, 3, 1, 4) // (1, B, H, T, hd)
-		out[i] = piece.Reshape(b, heads, t, hd)
-		releaseEach(n, piece)
+		func() {
+			defer releaseEach(n, piece)
+			out[i] = piece.Reshape(b, heads, t, hd)
+		}()
 	}
 	return out[0], out[1], out[2]
 }

@@ -49,10 +49,22 @@ func indices(op, what string, t *Tensor) {
 }
 
 // contigAll is contig for several operands (nil stays nil); the returned
-// func releases the copies it made.
+// func releases the copies it made. When a copy fails (out of memory),
+// the copies made before it are released before the panic goes on.
 func contigAll(ts ...*Tensor) ([]*Tensor, func()) {
 	out := make([]*Tensor, len(ts))
 	var temps []*Tensor
+	release := func() {
+		for _, t := range temps {
+			t.Release()
+		}
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			release()
+		}
+	}()
 	for i, t := range ts {
 		if t == nil || t.IsContiguous() {
 			out[i] = t
@@ -61,11 +73,8 @@ func contigAll(ts ...*Tensor) ([]*Tensor, func()) {
 		out[i] = t.Clone()
 		temps = append(temps, out[i])
 	}
-	return out, func() {
-		for _, t := range temps {
-			t.Release()
-		}
-	}
+	ok = true
+	return out, release
 }
 
 // contig returns t when contiguous, else a contiguous copy; release with
@@ -169,6 +178,7 @@ func UnaryTo(op UnaryOp, t *Tensor, dt DType) *Tensor {
 	src, done := contig(t)
 	defer done()
 	out := mustNew(name, ctxOf(name, t), t.dev, dt, t.shape)
+	defer releaseOnPanic(out) // the backend's float32 temporary may fail (out of memory)
 	t.dev.backend().unaryTo(op, out, src)
 	return out
 }
@@ -235,6 +245,7 @@ func UnaryBackwardTo(op UnaryOp, x, y, dy *Tensor, dt DType) *Tensor {
 	defer release()
 	cx, cy, cdy := cs[0], cs[1], cs[2]
 	out := mustNew(name, ctxOf(name, x, y, dy), dy.dev, dt, dy.shape)
+	defer releaseOnPanic(out) // the backend's float32 temporary may fail (out of memory)
 	if dt == dy.dtype {
 		dy.dev.backend().unaryBackward(op, out, cx, cy, cdy)
 	} else {

@@ -34,6 +34,7 @@ func MatMulBias(a, b, bias *Tensor, mode MatMulMode) *Tensor {
 	vec, done := epilogueVector(bias, outDT)
 	defer done()
 	out := mustNew(op, ctxOf(op, a, b), a.dev, outDT, []int{m, n})
+	defer releaseOnPanic(out) // an operand that cannot be copied (out of memory)
 	if out.Numel() > 0 && k > 0 && runEpilogue(out, a, b, vec, m, n, k, epiBias, mode) {
 		return out
 	}
@@ -117,8 +118,9 @@ func epilogueVector(v *Tensor, dt DType) (*Tensor, func()) {
 // runEpilogue asks the backend for the fused product; false when it has
 // none for these operands (then the caller composes the ops).
 func runEpilogue(out, a, b, vec *Tensor, m, n, k int, epi epilogue, mode MatMulMode) bool {
-	oa, ob := operand(a, nil, 1, m*k), operand(b, nil, 1, k*n)
-	defer oa.temp.Release()
+	oa := operand(a, nil, 1, m*k)
+	defer oa.temp.Release() // also when b's copy fails
+	ob := operand(b, nil, 1, k*n)
 	defer ob.temp.Release()
 	return a.dev.backend().matmulEpilogue(out, oa.base, ob.base, vec, oa.trans, ob.trans, m, n, k, epi, mode.TF32)
 }

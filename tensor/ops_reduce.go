@@ -39,6 +39,17 @@ func reduce(op string, t *Tensor, axes []int, keepDim, isMax bool) *Tensor {
 	c := ctxOf(op, t)
 	cur, done := contig(t)
 	owned := false
+	// A pass that fails (out of memory) releases what the passes before
+	// it made, and t's contiguous copy.
+	defer func() {
+		if r := recover(); r != nil {
+			if owned {
+				cur.Release()
+			}
+			done()
+			panic(r)
+		}
+	}()
 	shape := slices.Clone(t.shape)
 	for i := len(axes) - 1; i >= 0; i-- {
 		a := axes[i]
@@ -58,7 +69,7 @@ func reduce(op string, t *Tensor, axes []int, keepDim, isMax bool) *Tensor {
 		cur, owned = next, true
 	}
 	if !owned { // no axes (scalar input): copy
-		cur = t.Clone()
+		cur, owned = t.Clone(), true
 		done()
 	}
 	if keepDim {
@@ -79,12 +90,18 @@ func reduce(op string, t *Tensor, axes []int, keepDim, isMax bool) *Tensor {
 // keepDim. Negative axes count from the end.
 func Sum(t *Tensor, keepDim bool, axes ...int) *Tensor { return reduce("Sum", t, axes, keepDim, false) }
 
-// Max takes the maximum over the given axes (all when none).
+// Max takes the maximum over the given axes (all when none; negative axes
+// count from the end), as Sum; a NaN in a reduced row makes its maximum
+// NaN (torch.amax). An axis of size 0 is an *OpError wrapping ErrShape
+// (the maximum of nothing is undefined, as in PyTorch).
 func Max(t *Tensor, keepDim bool, axes ...int) *Tensor { return reduce("Max", t, axes, keepDim, true) }
 
-// Mean averages over the given axes (all when none).
+// Mean averages over the given axes (all when none; negative axes count
+// from the end), as Sum; the mean over an axis of size 0 is NaN, as in
+// PyTorch (Sum gives 0 there).
 func Mean(t *Tensor, keepDim bool, axes ...int) *Tensor {
 	s := reduce("Mean", t, axes, keepDim, false)
+	defer releaseOnPanic(s)
 	n := 1
 	for _, a := range reduceAxes("Mean", t, axes) {
 		n *= t.shape[a]

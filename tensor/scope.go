@@ -187,6 +187,15 @@ func closeAfter(s *Scope, returned bool) {
 	}
 }
 
+// nilFunc panics with an *OpError wrapping ErrArgument when the function
+// op was given is nil (isNil), before op opens a scope or changes a role:
+// a plain nil call would be a runtime error, which Try does not catch.
+func nilFunc(op string, isNil bool) {
+	if isNil {
+		fail(op, ErrArgument, "nil function")
+	}
+}
+
 // Len is the number of tensors s still owns.
 func (s *Scope) Len() int {
 	s.ctx.mu.Lock()
@@ -202,8 +211,10 @@ func (s *Scope) Len() int {
 
 // WithScope runs fn inside a new scope of c and closes it afterwards, also
 // when fn panics. A scope fn opened and left open (or another goroutine's,
-// see Ctx) makes it panic as Scope.Close does, after fn returned.
+// see Ctx) makes it panic as Scope.Close does, after fn returned. A nil
+// fn is an *OpError wrapping ErrArgument, as for Tidy and WithRole.
 func (c *Ctx) WithScope(fn func()) {
+	nilFunc("WithScope", fn == nil)
 	s := c.NewScope()
 	returned := false
 	defer func() { closeAfter(s, returned) }()
@@ -214,8 +225,10 @@ func (c *Ctx) WithScope(fn func()) {
 // Tidy runs fn inside a new scope of c and releases everything fn created
 // except the tensor it returns, which moves to the enclosing scope. A
 // returned tensor that fn did not create (a kept parameter, one of an
-// outer scope) stays where it was.
+// outer scope) stays where it was. A nil fn is an *OpError wrapping
+// ErrArgument.
 func (c *Ctx) Tidy(fn func() *Tensor) *Tensor {
+	nilFunc("Tidy", fn == nil)
 	s := c.NewScope()
 	var out *Tensor
 	returned := false
@@ -247,8 +260,9 @@ func (c *Ctx) Tidy(fn func() *Tensor) *Tensor {
 // WithRole runs fn with the role of c's innermost scope set to r; what fn
 // creates stays in that scope. Without an open scope, a temporary one
 // carries the role and gives up its tensors untracked, as they would be
-// without a scope.
+// without a scope. A nil fn is an *OpError wrapping ErrArgument.
 func (c *Ctx) WithRole(r memory.Role, fn func()) {
+	nilFunc("WithRole", fn == nil)
 	c.mu.Lock()
 	s := c.top
 	var old memory.Role

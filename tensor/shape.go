@@ -73,6 +73,8 @@ func broadcast(a, b []int) (out []int, problem string) {
 			db = b[j]
 		}
 		switch {
+		case da < 0 || db < 0:
+			return nil, fmt.Sprintf("shapes %v and %v: negative dimension (dim %d: %d vs %d)", a, b, i, da, db)
 		case da == db, db == 1:
 			out[i] = da
 		case da == 1:

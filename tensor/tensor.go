@@ -127,18 +127,9 @@ func newTensor(op string, c *Ctx, dev Device, dt DType, role memory.Role, shape 
 	if dt >= numDTypes {
 		return nil, &OpError{Op: op, Msg: fmt.Sprintf("unknown dtype %v", dt), Err: ErrDType}
 	}
-	n := 1
-	for _, d := range shape {
-		if d < 0 {
-			return nil, &OpError{Op: op, Msg: fmt.Sprintf("negative dimension in shape %v", shape), Err: ErrShape}
-		}
-		if d > 0 && n > (1<<62)/d {
-			return nil, &OpError{Op: op, Msg: fmt.Sprintf("shape %v has too many elements", shape), Err: ErrShape}
-		}
-		n *= d
-	}
-	if n > (1<<62)/dt.Size() { // the bytes must not overflow either
-		return nil, &OpError{Op: op, Msg: fmt.Sprintf("shape %v of %v is more bytes than memory can address", shape, dt), Err: ErrShape}
+	n, problem := elements(shape, dt)
+	if problem != "" {
+		return nil, &OpError{Op: op, Msg: problem, Err: ErrShape}
 	}
 	st, err := newStorage(op, dev, int64(n)*int64(dt.Size()), role)
 	if err != nil {
@@ -157,6 +148,28 @@ func newTensor(op string, c *Ctx, dev Device, dt DType, role memory.Role, shape 
 		return nil, err
 	}
 	return t, nil
+}
+
+// elements is the number of elements of shape, or what is wrong with it
+// (a negative dimension; more elements, or bytes of dtype dt, than
+// memory can address) when the count would not fit: the check of every
+// new tensor, and of the shapes the creation functions compare with
+// their data before they make one.
+func elements(shape []int, dt DType) (n int, problem string) {
+	n = 1
+	for _, d := range shape {
+		if d < 0 {
+			return 0, fmt.Sprintf("negative dimension in shape %v", shape)
+		}
+		if d > 0 && n > (1<<62)/d {
+			return 0, fmt.Sprintf("shape %v has too many elements", shape)
+		}
+		n *= d
+	}
+	if n > (1<<62)/max(dt.Size(), 1) { // the bytes must not overflow either
+		return 0, fmt.Sprintf("shape %v of %v is more bytes than memory can address", shape, dt)
+	}
+	return n, ""
 }
 
 // mustNew is newTensor for ops, with c's role (Background's for c ==

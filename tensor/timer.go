@@ -46,8 +46,13 @@ type eventTimer interface {
 // NewTimer returns a Timer with no marks on dev.
 func NewTimer(dev Device) *Timer { return &Timer{dev: dev} }
 
-// Mark records a point named name; it does not wait for the device.
+// Mark records a point named name; it does not wait for the device. A
+// Timer of a nil device records nothing and returns an error wrapping
+// ErrDevice.
 func (t *Timer) Mark(name string) error {
+	if t.dev == nil {
+		return fmt.Errorf("tensor: timer mark %q: nil device: %w", name, ErrDevice)
+	}
 	i := len(t.marks)
 	t.marks = append(t.marks, timerMark{name: name, host: time.Now()})
 	et, ok := t.dev.backend().(eventTimer)

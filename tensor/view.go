@@ -61,7 +61,8 @@ func (t *Tensor) Transpose(a, b int) *Tensor {
 // T is Transpose(-2, -1).
 func (t *Tensor) T() *Tensor { return t.Transpose(-2, -1) }
 
-// Permute reorders the axes: result axis i is t's axis perm[i]. A view.
+// Permute reorders the axes: result axis i is t's axis perm[i] (negative
+// axes count from the end; each axis once). A view.
 func (t *Tensor) Permute(perm ...int) *Tensor {
 	t.live("Permute")
 	if len(perm) != len(t.shape) {
@@ -80,7 +81,8 @@ func (t *Tensor) Permute(perm ...int) *Tensor {
 	return t.view("Permute", sh, st, t.offset)
 }
 
-// Narrow returns elements [start, start+length) along axis. A view.
+// Narrow returns elements [start, start+length) along axis (negative
+// axes count from the end; start and length do not). A view.
 func (t *Tensor) Narrow(axis, start, length int) *Tensor {
 	t.live("Narrow")
 	axis = t.axis("Narrow", axis)
@@ -92,9 +94,9 @@ func (t *Tensor) Narrow(axis, start, length int) *Tensor {
 	return t.view("Narrow", sh, slices.Clone(t.strides), t.offset+start*t.strides[axis])
 }
 
-// Split cuts axis into pieces of the given size (the last may be
-// shorter). Each piece is a view. An empty axis gives one empty piece, as
-// torch.split does.
+// Split cuts axis (negative counts from the end) into pieces of the given
+// size (the last may be shorter). Each piece is a view. An empty axis
+// gives one empty piece, as torch.split does.
 func (t *Tensor) Split(size, axis int) []*Tensor {
 	t.live("Split")
 	axis = t.axis("Split", axis)
@@ -118,17 +120,17 @@ func (t *Tensor) Expand(shape ...int) *Tensor {
 	if err != nil || !shapeEq(b, shape) || slices.ContainsFunc(shape, func(d int) bool { return d < 0 }) {
 		fail("Expand", ErrShape, "cannot expand %v to %v", t.shape, shape)
 	}
-	n := 1
-	for _, d := range shape {
-		if d > 0 && n > (1<<62)/d {
-			fail("Expand", ErrShape, "shape %v has too many elements", shape)
-		}
-		n *= d
+	// A view counts its elements and bytes in an int as any tensor does
+	// (Numel, Bytes): they must not wrap around.
+	if _, problem := elements(shape, t.dtype); problem != "" {
+		fail("Expand", ErrShape, "%s", problem)
 	}
 	return t.view("Expand", slices.Clone(shape), broadcastStrides(t, shape), t.offset)
 }
 
-// Unsqueeze inserts a size-1 axis at position axis (0..Rank). A view.
+// Unsqueeze inserts a size-1 axis at position axis (0..Rank; negative
+// axes -Rank-1..-1 count from the end, -1 appending one, as in PyTorch).
+// A view.
 func (t *Tensor) Unsqueeze(axis int) *Tensor {
 	t.live("Unsqueeze")
 	given := axis
@@ -147,7 +149,8 @@ func (t *Tensor) Unsqueeze(axis int) *Tensor {
 	return t.view("Unsqueeze", sh, st, t.offset)
 }
 
-// Squeeze removes axis, which must have size 1. A view.
+// Squeeze removes axis (negative counts from the end), which must have
+// size 1. A view.
 func (t *Tensor) Squeeze(axis int) *Tensor {
 	t.live("Squeeze")
 	axis = t.axis("Squeeze", axis)
@@ -216,7 +219,13 @@ func (t *Tensor) CopyFrom(src *Tensor) {
 }
 
 // To returns t converted to dtype dt (a new contiguous tensor; a view of t
-// when dt is already t's dtype and t is contiguous).
+// when dt is already t's dtype and t is contiguous), the same on every
+// device. Floats convert to the nearest value of dt (ties to even);
+// float64 and int32 go to float16 and bfloat16 through float32 (as in
+// PyTorch), which may round twice. Floats convert to int32 truncated
+// toward zero and saturated: values beyond int32's range give its
+// limits and NaN gives 0, where PyTorch's result is undefined
+// (torch.tensor([3e9]).int() is -2147483648 on x86).
 func (t *Tensor) To(dt DType) *Tensor {
 	t.live("To")
 	if dt == t.dtype {
@@ -259,9 +268,10 @@ func (t *Tensor) Alias() *Tensor {
 }
 
 // WriteNarrow copies src into elements [start, start+src.Dim(axis)) of
-// axis of t, in place: the inverse of Narrow. t must be contiguous; src
-// must match t's shape except along axis. src may view t's storage: its
-// values from before the write are copied.
+// axis (negative counts from the end) of t, in place: the inverse of
+// Narrow. t must be contiguous; src must match t's shape except along
+// axis. src may view t's storage: its values from before the write are
+// copied.
 func (t *Tensor) WriteNarrow(axis, start int, src *Tensor) {
 	op := "WriteNarrow"
 	sameDevice(op, t, src)
@@ -295,8 +305,8 @@ func (t *Tensor) WriteNarrow(axis, start int, src *Tensor) {
 	}
 }
 
-// Concat joins tensors of one dtype and device along axis; their other
-// dimensions must agree.
+// Concat joins tensors of one dtype and device along axis (negative
+// counts from the end); their other dimensions must agree.
 func Concat(axis int, ts ...*Tensor) *Tensor {
 	if len(ts) == 0 {
 		fail("Concat", ErrArgument, "no tensors")
@@ -318,9 +328,13 @@ func Concat(axis int, ts ...*Tensor) *Tensor {
 		if !ok {
 			fail("Concat", ErrShape, "operands %v and %v differ off axis %d", ts[0].shape, t.shape, axis)
 		}
+		if shape[axis] > 1<<62-t.shape[axis] { // broadcast views (Expand) can be that long
+			fail("Concat", ErrShape, "%d operands of %v along axis %d: more elements than memory can address", len(ts), ts[0].shape, axis)
+		}
 		shape[axis] += t.shape[axis]
 	}
 	out := mustNew("Concat", ctxOf("Concat", ts...), ts[0].dev, ts[0].dtype, shape)
+	defer releaseOnPanic(out) // a copy of a strided operand may fail (out of memory)
 	at := 0
 	for _, t := range ts {
 		out.WriteNarrow(axis, at, t)
