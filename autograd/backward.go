@@ -38,7 +38,7 @@ func (v *Var) Backward() error {
 		return &tensor.OpError{Op: "autograd.Backward", Msg: "nil *autograd.Var or one with no value", Err: tensor.ErrArgument}
 	}
 	if v.node == nil {
-		return fmt.Errorf("%w: %s", ErrNoGraph, v)
+		return noGraph(v)
 	}
 	if v.Value.Numel() != 1 {
 		return fmt.Errorf("autograd: Backward of %s: want a scalar, have shape %v (reduce it first)", v.Name(), v.Value.Shape())
@@ -56,23 +56,47 @@ func (v *Var) Backward() error {
 // Activation checkpointing back-propagates through a recomputed region
 // with it.
 //
-// Errors: ErrNoGraph, a nil grad or one of another shape or dtype, or an
-// *tensor.OpError raised by a backward function.
+// Errors: ErrNoGraph, a nil grad, a released one (wrapping
+// tensor.ErrReleased), one of another shape or dtype, one on another
+// device (wrapping tensor.ErrDevice), or an *tensor.OpError raised by a
+// backward function.
 func (v *Var) BackwardWith(grad *tensor.Tensor) error {
 	if v == nil || v.Value == nil {
 		return &tensor.OpError{Op: "autograd.BackwardWith", Msg: "nil *autograd.Var or one with no value", Err: tensor.ErrArgument}
 	}
 	if v.node == nil {
-		return fmt.Errorf("%w: %s", ErrNoGraph, v)
+		return noGraph(v)
 	}
 	switch {
 	case grad == nil:
 		return fmt.Errorf("autograd: BackwardWith of %s: nil gradient", v.Name())
+	case grad.Released():
+		return fmt.Errorf("autograd: BackwardWith of %s: the gradient was released: %w", v.Name(), tensor.ErrReleased)
 	case !slices.Equal(grad.Shape(), v.Value.Shape()) || grad.DType() != v.Value.DType():
 		return fmt.Errorf("autograd: BackwardWith of %s: gradient %v %v for a value of %v %v",
 			v.Name(), grad.DType(), grad.Shape(), v.Value.DType(), v.Value.Shape())
+	case grad.Device() != v.Value.Device():
+		return fmt.Errorf("autograd: BackwardWith of %s: gradient on %v for a value on %v: %w",
+			v.Name(), grad.Device(), v.Value.Device(), tensor.ErrDevice)
 	}
 	return v.propagate(grad)
+}
+
+// noGraph is the ErrNoGraph of a backward pass from v, which has no
+// node, saying why.
+func noGraph(v *Var) error {
+	var why string
+	switch {
+	case v.consumed:
+		why = "its graph was consumed by an earlier Backward (there is no retain_graph: compute it again)"
+	case v.op == "":
+		why = "a leaf (Param or Const), not the output of an op"
+	case !v.Value.DType().IsFloat():
+		why = fmt.Sprintf("an output of dtype %v is not differentiable", v.Value.DType())
+	default:
+		why = fmt.Sprintf("no input of %s required gradients when it ran, or recording was off (NoGrad)", v.op)
+	}
+	return fmt.Errorf("%w: %s: %s", ErrNoGraph, v, why)
 }
 
 // propagate runs the backward pass from v, seeded with grad (ones when

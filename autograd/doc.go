@@ -21,11 +21,18 @@
 // backward pass. Forward values stay alive only until the backward of the
 // op that produced them; what no backward reaches is released by the
 // enclosing tensor.Scope. With one scope per training step, the bytes in
-// use after every step equal those after the first. The gradient through
-// Narrow pieces of a computed var (the attention's q/k/v split) is
-// assembled in place: each piece's gradient is written into the var's
-// pending gradient and freed, instead of a zero-padded copy of the whole
-// var per piece summed (narrow.go).
+// use after every step equal those after the first. Tensors have no
+// version counters: unlike PyTorch, which raises when a tensor saved for
+// backward was modified in place, a value that a backward reads (an
+// input of Mul, a saved tensor) changed in place between the forward and
+// Backward (Fill, CopyFrom, AddInPlace, an optimizer step) silently gives
+// the gradient at the changed value. Modify such tensors only after
+// Backward.
+//
+// The gradient through Narrow pieces of a computed var (the attention's
+// q/k/v split) is assembled in place: each piece's gradient is written
+// into the var's pending gradient and freed, instead of a zero-padded
+// copy of the whole var per piece summed (narrow.go).
 //
 // Memory-minded ops: CrossEntropy recomputes the softmax in backward
 // instead of keeping the (N, V) probabilities; CausalAttention keeps only

@@ -12,13 +12,18 @@ import (
 // inputs xs against central finite differences, PyTorch's gradcheck in
 // spirit. f maps input vars to any output; the check differentiates
 // sum(f(xs) · r) for a fixed random r, so every output element matters.
-// It returns an error naming the input and element of the worst mismatch
-// when |analytic - numeric| > atol + rtol·|numeric| anywhere. Inputs
-// whose Var should not get a gradient can be left out of wrt (nil means
-// all).
+// It returns an error naming the input and element of the first mismatch
+// when |analytic - numeric| > atol + rtol·|numeric| anywhere, a NaN on
+// either side counting as one (as in torch.allclose). Inputs whose Var
+// should not get a gradient can be left out of wrt (nil means all). A nil
+// f or f result, an eps that is not finite and positive, and a negative
+// or NaN tolerance are errors wrapping tensor.ErrArgument.
 func GradCheck(f func(xs []*Var) *Var, xs []*tensor.Tensor, wrt []bool, eps, atol, rtol float64) error {
 	if f == nil {
 		return fmt.Errorf("autograd: GradCheck: nil function: %w", tensor.ErrArgument)
+	}
+	if !(eps > 0) || math.IsInf(eps, 0) || !(atol >= 0) || !(rtol >= 0) {
+		return fmt.Errorf("autograd: GradCheck: step eps %g, tolerances atol %g and rtol %g: want a finite eps > 0 and tolerances >= 0: %w", eps, atol, rtol, tensor.ErrArgument)
 	}
 	if wrt != nil && len(wrt) != len(xs) {
 		return fmt.Errorf("autograd: GradCheck: %d wrt flags for %d inputs: %w", len(wrt), len(xs), tensor.ErrArgument)
@@ -53,6 +58,9 @@ func GradCheck(f func(xs []*Var) *Var, xs []*tensor.Tensor, wrt []bool, eps, ato
 					}
 				}
 				y := f(vars)
+				if y == nil || y.Value == nil {
+					panic(&tensor.OpError{Op: "autograd.GradCheck", Msg: "f returned a nil *autograd.Var or one with no value", Err: tensor.ErrArgument})
+				}
 				if r == nil {
 					rng := rand.New(rand.NewPCG(1, 2))
 					r = c.RandN(y.Value.Device(), y.Value.DType(), rng, 1, y.Value.Shape()...)
@@ -99,7 +107,9 @@ func GradCheck(f func(xs []*Var) *Var, xs []*tensor.Tensor, wrt []bool, eps, ato
 			if err != nil {
 				return err
 			}
-			if d := math.Abs(an[j] - num); d > atol+rtol*math.Abs(num) || math.IsNaN(an[j]) {
+			// NaN on either side is a mismatch (as torch.allclose has it),
+			// not a comparison that is false; equal infinities match.
+			if d := math.Abs(an[j] - num); !(d <= atol+rtol*math.Abs(num)) && an[j] != num {
 				return fmt.Errorf("autograd: GradCheck: input %d %v element %d: analytic %.10g, numeric %.10g (diff %.3g)", i, x.Shape(), j, an[j], num, d)
 			}
 		}

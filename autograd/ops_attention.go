@@ -1,6 +1,7 @@
 package autograd
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/strata-ml/strata/tensor"
@@ -22,9 +23,13 @@ import (
 // backward instead of storing it. Under autocast (package amp) its four
 // products run in the region's dtype with float32 results, while the
 // softmax and its backward stay in float32, as PyTorch's autocast lists
-// say.
+// say. A p outside [0, 1) (NaN included) panics with an *tensor.OpError
+// wrapping tensor.ErrArgument, as FusedCausalAttention does.
 func CausalAttention(q, k, v *Var, p float64, seed, offset uint64) *Var {
 	args("CausalAttention", "q k v", q, k, v)
+	if !(p >= 0 && p < 1) { // as the fused kernels' check: a NaN or negative p is not "no dropout"
+		panic(&tensor.OpError{Op: "autograd.CausalAttention", Msg: fmt.Sprintf("dropout probability %v not in [0, 1)", p), Err: tensor.ErrArgument})
+	}
 	hd := q.Value.Dim(-1)
 	scale := 1 / math.Sqrt(float64(hd))
 	pr := precisionOf(q.Value, k.Value, v.Value)

@@ -73,15 +73,22 @@ func LinearCrossEntropy(h, w *Var, targets *tensor.Tensor, chunkRows int) *Var {
 		panic(&tensor.OpError{Op: "autograd." + op, Msg: fmt.Sprintf("h %v, w %v: want (..., C) and (V, C)", hs, ws), Err: tensor.ErrShape})
 	}
 	C, V := ws[1], ws[0]
-	N := h.Value.Numel() / C
-	if targets.Numel() != N {
+	N := leadingRows(hs) // not Numel / C: C may be 0
+	switch {
+	case V == 0:
+		panic(&tensor.OpError{Op: "autograd." + op, Msg: fmt.Sprintf("w %v has no rows: want at least one class", ws), Err: tensor.ErrShape})
+	case targets.Numel() != N:
 		panic(&tensor.OpError{Op: "autograd." + op, Msg: fmt.Sprintf("targets %v for %d rows of h %v", targets.Shape(), N, hs), Err: tensor.ErrShape})
-	}
-	if chunkRows < 0 {
+	case targets.DType() != tensor.Int32:
+		panic(&tensor.OpError{Op: "autograd." + op, Msg: fmt.Sprintf("targets of dtype %v: want int32 class indices", targets.DType()), Err: tensor.ErrDType})
+	case chunkRows < 0:
 		panic(&tensor.OpError{Op: "autograd." + op, Msg: fmt.Sprintf("chunk of %d rows", chunkRows), Err: tensor.ErrArgument})
 	}
 	pr := precisionOf(h.Value, w.Value)
 	c := pr.c
+	if N == 0 {
+		return noRowsLoss(op, pr, h, w)
+	}
 	grad := GradEnabledIn(c) && (needs(h) || needs(w))
 	halfLogits := grad && pr.st.Enabled // logits in the region's dtype
 	if chunkRows == 0 {
@@ -226,6 +233,23 @@ func LinearCrossEntropy(h, w *Var, targets *tensor.Tensor, chunkRows int) *Var {
 		}
 		return []*tensor.Tensor{gh, gw}
 	}, saved...)
+}
+
+// noRowsLoss is LinearCrossEntropy of an h with no rows: no target
+// counts, so the loss is 0, as CrossEntropy's is, and the gradients of h
+// and w are zero.
+func noRowsLoss(op string, pr precision, h, w *Var) *Var {
+	dev := h.Value.Device()
+	out := pr.c.Zeros(dev, tensor.AccumDType(pr.operandDType(h.Value)))
+	return Record(op, out, []*Var{h, w}, func(g *tensor.Tensor) []*tensor.Tensor {
+		grads := make([]*tensor.Tensor, 2)
+		for i, in := range []*Var{h, w} {
+			if needs(in) {
+				grads[i] = tensor.CtxOf(g).Zeros(dev, in.Value.DType(), in.Value.Shape()...)
+			}
+		}
+		return grads
+	})
 }
 
 // paddedWeight returns w (V, C) as the products of pr multiply it, in

@@ -71,7 +71,25 @@ func as2D(x *tensor.Tensor) *tensor.Tensor {
 	if x.Rank() == 2 {
 		return x
 	}
-	return x.Reshape(-1, x.Dim(-1))
+	return flat2D(x)
+}
+
+// flat2D is x viewed as (N, last axis), N the product of the other axes.
+// N is given, not inferred (Reshape(-1, 0) cannot infer it): a zero-width
+// last axis (a Linear with no input features, a product with k = 0) has
+// its rows all the same.
+func flat2D(x *tensor.Tensor) *tensor.Tensor {
+	s := x.Shape()
+	return x.Reshape(leadingRows(s), s[len(s)-1])
+}
+
+// leadingRows is the product of every axis of shape but the last.
+func leadingRows(shape []int) int {
+	n := 1
+	for _, d := range shape[:len(shape)-1] {
+		n *= d
+	}
+	return n
 }
 
 // Linear returns x @ wᵀ + b for x (..., in), w (out, in) and optional b
@@ -95,18 +113,24 @@ func LinearHalf(x, w, b *Var) *Var {
 	return linear(x, w, b, true)
 }
 
-func linear(x, w, b *Var, half bool) *Var {
-	xs := x.Value.Shape()
-	if len(xs) == 0 {
-		panic(&tensor.OpError{Op: "autograd.Linear", Msg: "input is a scalar: want (..., in)", Err: tensor.ErrShape})
+// notScalar panics, naming op, when x is a scalar: the products of
+// Linear and GeluLinear take its last axis as their inputs.
+func notScalar(op string, x *tensor.Tensor) {
+	if x.Rank() == 0 {
+		panic(&tensor.OpError{Op: "autograd." + op, Msg: "input is a scalar: want (..., in)", Err: tensor.ErrShape})
 	}
+}
+
+func linear(x, w, b *Var, half bool) *Var {
+	notScalar("Linear", x.Value)
+	xs := x.Value.Shape()
 	pr := precisionOf(x.Value)
 	fwd := pr // the forward's products, half under autocast for LinearHalf
 	fwd.halfOut = half
 	y := hooked("Linear", pr.c, func() *tensor.Tensor { return linearForward(fwd, x.Value, w, b) })
 	wl := savedWeight(pr, x, w)
 	v := Record("Linear", y, []*Var{x, w, b}, func(g *tensor.Tensor) []*tensor.Tensor {
-		g2 := g.Reshape(-1, g.Dim(-1))
+		g2 := flat2D(g)
 		defer g2.Release()
 		ps := pr.products() // g2 is cast once for both products
 		defer ps.release()
@@ -182,6 +206,7 @@ func GeluLinearKept(u, w, b *Var) *Var {
 }
 
 func geluLinear(u, w, b *Var, keep bool) *Var {
+	notScalar("GeluLinear", u.Value)
 	us := u.Value.Shape()
 	pr := precisionOf(u.Value)
 	// GELU's output goes only to the product: under autocast it is made
@@ -200,7 +225,7 @@ func geluLinear(u, w, b *Var, keep bool) *Var {
 	})
 	wl := savedWeight(pr, u, w)
 	v := Record("GeluLinear", y, []*Var{u, w, b}, func(g *tensor.Tensor) []*tensor.Tensor {
-		g2 := g.Reshape(-1, g.Dim(-1))
+		g2 := flat2D(g)
 		defer g2.Release()
 		ps := pr.products()
 		defer ps.release()
@@ -208,7 +233,7 @@ func geluLinear(u, w, b *Var, keep bool) *Var {
 		if needs(u) {
 			ps.with(w.Value, wl)
 			da := ps.mm(g2, w.Value, false, false, 1) // (N, out) @ (out, in)
-			uf := u.Value.Reshape(-1, us[len(us)-1])
+			uf := flat2D(u.Value)
 			dt := uf.DType() // under autocast, the half type when u's op takes it
 			if wantsHalfGrad(u, pr.st.DType) {
 				dt = pr.st.DType
@@ -237,7 +262,7 @@ func geluLinear(u, w, b *Var, keep bool) *Var {
 // folding the batch axes of x into one GEMM.
 func linearForward(pr precision, x *tensor.Tensor, w, b *Var) *tensor.Tensor {
 	xs := x.Shape()
-	x2 := x.Reshape(-1, xs[len(xs)-1])
+	x2 := flat2D(x)
 	ps := pr.products()
 	var y2 *tensor.Tensor
 	if b != nil {

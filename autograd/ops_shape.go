@@ -75,15 +75,19 @@ func normAxis(axis, rank int) int {
 	return axis
 }
 
-// Split cuts axis into pieces of size (the last may be shorter). A size
-// below 1 panics with a *tensor.OpError wrapping tensor.ErrArgument, as
-// Tensor.Split does.
+// Split cuts axis into pieces of size (the last may be shorter). An
+// empty axis gives one empty piece, as Tensor.Split and torch.split do. A
+// size below 1 panics with a *tensor.OpError wrapping
+// tensor.ErrArgument, as Tensor.Split does.
 func Split(x *Var, size, axis int) []*Var {
 	args("Split", "x", x)
 	if size <= 0 {
 		panic(&tensor.OpError{Op: "autograd.Split", Msg: fmt.Sprintf("split size %d", size), Err: tensor.ErrArgument})
 	}
 	n := x.Value.Dim(axis)
+	if n == 0 {
+		return []*Var{Narrow(x, axis, 0, 0)}
+	}
 	var out []*Var
 	for s := 0; s < n; s += size {
 		out = append(out, Narrow(x, axis, s, min(size, n-s)))

@@ -2,6 +2,7 @@ package autograd
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/strata-ml/strata/tensor"
 )
@@ -25,7 +26,7 @@ func RecordRegion(op string, out *tensor.Tensor, inputs []*Var, backward Backwar
 	if out == nil {
 		panic(&tensor.OpError{Op: "autograd.RecordRegion", Msg: fmt.Sprintf("op %s: nil output", op), Err: tensor.ErrArgument})
 	}
-	v := &Var{Value: out}
+	v := &Var{Value: out, op: op}
 	c := out.Ctx()
 	if c != nil && !GradEnabledIn(c) {
 		return v
@@ -43,13 +44,15 @@ func RecordRegion(op string, out *tensor.Tensor, inputs []*Var, backward Backwar
 		return backward(g)
 	}
 	v.requiresGrad = true
+	v.Value, saved = owned(out, inputs, saved) // as Record's
 	v.node = &node{op: op, inputs: inputs, backward: bw, saved: saved, region: true}
 	return v
 }
 
 // OpHook intercepts the forward of the ops that consult it, by name, in
 // one context: "MatMul", "Linear", "GeluLinear" (its product) and "Gelu"
-// (its activation), "CausalAttention", "LayerNorm", "Softmax" and
+// (its activation), "CausalAttention", "FusedCausalAttention" (also
+// FusedCausalAttentionQKV's), "LayerNorm", "Softmax" and
 // "CausalSoftmax". Selective checkpointing implements it: in a region's
 // first forward it keeps the outputs its policy says to save, and in the
 // recomputation it hands them back instead of computing them again
@@ -57,13 +60,16 @@ func RecordRegion(op string, out *tensor.Tensor, inputs []*Var, backward Backwar
 //
 // Enter is called as such an op's forward begins. A non-nil result is
 // the op's outputs (in the order the op returns them: LayerNorm's are y,
-// mean and rstd; the others have one), which the op then owns and
-// returns without computing anything, and Leave is not called; ops whose
-// forward consults the hook again inside (GeluLinear's product around
-// its GELU) skip those calls. Otherwise the op computes its outputs and
-// calls Leave with them; they belong to the op, so a hook that keeps one
-// takes its own reference (Tensor.Alias). Calls nest in program order:
-// GeluLinear enters, Gelu enters and leaves, GeluLinear leaves.
+// mean and rstd; FusedCausalAttention's y and the log-sum-exp; the
+// others have one), which the op then owns and returns without computing
+// anything, and Leave is not called (a result that is not that many live
+// tensors is released and the op panics with an *tensor.OpError wrapping
+// tensor.ErrArgument); ops whose forward consults the hook again inside
+// (GeluLinear's product around its GELU) skip those calls. Otherwise the
+// op computes its outputs and calls Leave with them; they belong to the
+// op, so a hook that keeps one takes its own reference (Tensor.Alias).
+// Calls nest in program order: GeluLinear enters, Gelu enters and
+// leaves, GeluLinear leaves.
 type OpHook interface {
 	Enter(op string) []*tensor.Tensor
 	Leave(op string, outs ...*tensor.Tensor)
@@ -74,8 +80,12 @@ var hookKey = tensor.NewCtxKey("autograd.ophook")
 
 // WithOpHook runs fn with h as the op hook of context c (nil: none, which
 // shields fn from a hook set around it) and restores the previous hook
-// afterwards, also when fn panics. A nil c means tensor.Background().
+// afterwards, also when fn panics. A nil c means tensor.Background(); a
+// nil fn panics with an *tensor.OpError wrapping tensor.ErrArgument.
 func WithOpHook(c *tensor.Ctx, h OpHook, fn func()) {
+	if fn == nil {
+		panic(&tensor.OpError{Op: "autograd.WithOpHook", Msg: "nil fn", Err: tensor.ErrArgument})
+	}
 	if c == nil {
 		c = tensor.Background()
 	}
@@ -100,28 +110,46 @@ func OpHookIn(c *tensor.Ctx) OpHook {
 // hooked returns the output of op: the one c's op hook hands back, or
 // compute's (reported to the hook). Without a hook it is compute().
 func hooked(op string, c *tensor.Ctx, compute func() *tensor.Tensor) *tensor.Tensor {
-	return hookedN(op, c, func() []*tensor.Tensor { return []*tensor.Tensor{compute()} })[0]
+	return hookedN(op, c, 1, func() []*tensor.Tensor { return []*tensor.Tensor{compute()} })[0]
 }
 
 // hooked2 is hooked for an op with two outputs.
 func hooked2(op string, c *tensor.Ctx, compute func() (a, b *tensor.Tensor)) (*tensor.Tensor, *tensor.Tensor) {
-	outs := hookedN(op, c, func() []*tensor.Tensor { a, b := compute(); return []*tensor.Tensor{a, b} })
+	outs := hookedN(op, c, 2, func() []*tensor.Tensor { a, b := compute(); return []*tensor.Tensor{a, b} })
 	return outs[0], outs[1]
 }
 
 // hooked3 is hooked for an op with three outputs.
 func hooked3(op string, c *tensor.Ctx, compute func() (a, b, d *tensor.Tensor)) (*tensor.Tensor, *tensor.Tensor, *tensor.Tensor) {
-	outs := hookedN(op, c, func() []*tensor.Tensor { a, b, d := compute(); return []*tensor.Tensor{a, b, d} })
+	outs := hookedN(op, c, 3, func() []*tensor.Tensor { a, b, d := compute(); return []*tensor.Tensor{a, b, d} })
 	return outs[0], outs[1], outs[2]
 }
 
-// hookedN is the hook protocol for an op with any number of outputs.
-func hookedN(op string, c *tensor.Ctx, compute func() []*tensor.Tensor) []*tensor.Tensor {
+// hookedN is the hook protocol for an op with n outputs. Outputs handed
+// back by Enter that are not n live tensors are released (the op owned
+// them) and the op panics with an *tensor.OpError wrapping
+// tensor.ErrArgument, naming it.
+func hookedN(op string, c *tensor.Ctx, n int, compute func() []*tensor.Tensor) []*tensor.Tensor {
 	h := OpHookIn(c)
 	if h == nil {
 		return compute()
 	}
 	if outs := h.Enter(op); outs != nil {
+		problem := ""
+		if len(outs) != n {
+			problem = fmt.Sprintf("%d outputs, want %d", len(outs), n)
+		} else if i := slices.IndexFunc(outs, func(t *tensor.Tensor) bool { return t == nil || t.Released() }); i >= 0 {
+			problem = fmt.Sprintf("output %d nil or released", i)
+		}
+		if problem != "" {
+			for _, t := range outs {
+				if t != nil {
+					t.Release()
+				}
+			}
+			panic(&tensor.OpError{Op: "autograd." + op, Err: tensor.ErrArgument,
+				Msg: fmt.Sprintf("op hook %T: Enter(%q) returned %s", h, op, problem)})
+		}
 		return outs
 	}
 	outs := compute()

@@ -2,6 +2,7 @@ package autograd
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -28,6 +29,7 @@ type Var struct {
 	pending      *tensor.Tensor // gradient being summed during Backward
 	slices       *sliceSpans    // pending assembled from Narrow slices (see narrow.go)
 	name         string
+	op           string
 	hook         *gradHook    // a leaf's gradient-ready hook (gradhook.go), nil without
 	halfGrad     tensor.DType // SetGradDType's half dtype; meaningful when hasHalfGrad
 	hasHalfGrad  bool
@@ -153,10 +155,11 @@ func (v *Var) IsLeaf() bool { return v.node == nil && !v.consumed }
 // Retain keeps v's value and its gradient (in Grad) through Backward.
 func (v *Var) Retain() *Var { v.retain = true; return v }
 
-// Name is the var's name (parameters) or the op that produced it.
+// Name is the var's name (parameters) or the op that produced it (v.op,
+// set by Record: it outlives the node that Backward consumes).
 func (v *Var) Name() string {
-	if v.name == "" && v.node != nil {
-		return v.node.op
+	if v.name == "" {
+		return v.op
 	}
 	return v.name
 }
@@ -250,8 +253,13 @@ func SetRandomState(c *tensor.Ctx, s uint64) { stateOf(c).rng.Store(s) }
 
 // NoGradIn runs fn without recording the graph in context c (evaluation,
 // optimizer steps): ops over c's tensors then return leaves. Other
-// contexts, and other goroutines, are not affected.
+// contexts, and other goroutines, are not affected. A nil fn panics with
+// an *tensor.OpError wrapping tensor.ErrArgument, as tensor.Ctx.WithScope's
+// does.
 func NoGradIn(c *tensor.Ctx, fn func()) {
+	if fn == nil {
+		panic(&tensor.OpError{Op: "autograd.NoGrad", Msg: "nil fn", Err: tensor.ErrArgument})
+	}
 	st := stateOf(c)
 	st.off.Add(1)
 	defer st.off.Add(-1)
@@ -279,11 +287,17 @@ func GradEnabled() bool { return GradEnabledIn(tensor.Background()) }
 // it is differentiated is decided by the context it meets next. An
 // output of an integer dtype (a Cast to int32) is not differentiable and
 // is never recorded, as in PyTorch.
+//
+// A recorded var owns out (Backward releases it once nothing needs it)
+// and its node owns saved. An input's own Value given as out (an identity
+// op, a gradient reversal) or as a saved tensor, and out given as a saved
+// tensor, are taken as views of their own (Tensor.Alias), so that
+// Backward releases those and not the input's value or v's.
 func Record(op string, out *tensor.Tensor, inputs []*Var, backward BackwardFunc, saved ...*tensor.Tensor) *Var {
 	if out == nil {
 		panic(&tensor.OpError{Op: "autograd.Record", Msg: fmt.Sprintf("op %s: nil output", op), Err: tensor.ErrArgument})
 	}
-	v := &Var{Value: out}
+	v := &Var{Value: out, op: op}
 	if c := out.Ctx(); c != nil && !GradEnabledIn(c) || !out.DType().IsFloat() {
 		return v
 	}
@@ -298,9 +312,34 @@ func Record(op string, out *tensor.Tensor, inputs []*Var, backward BackwardFunc,
 			panic(&tensor.OpError{Op: "autograd.Record", Err: tensor.ErrArgument,
 				Msg: fmt.Sprintf("op %s: nil backward function for inputs that require gradients", op)})
 		}
+		v.Value, saved = owned(out, inputs, saved)
 		v.node = &node{op: op, inputs: inputs, backward: backward, saved: saved}
 	}
 	return v
+}
+
+// owned returns the output and the saved tensors of a recorded op as its
+// var and node may release them after backward: an input's value given
+// as either, and out given as a saved tensor, replaced by a view of its
+// own (see Record). saved is copied before any entry is replaced.
+func owned(out *tensor.Tensor, inputs []*Var, saved []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor) {
+	isInput := func(t *tensor.Tensor) bool {
+		return slices.ContainsFunc(inputs, func(in *Var) bool { return in != nil && in.Value == t })
+	}
+	orig := out
+	if isInput(out) {
+		out = out.Alias()
+	}
+	copied := false
+	for i, s := range saved {
+		if s != nil && (s == orig || isInput(s)) {
+			if !copied {
+				saved, copied = slices.Clone(saved), true
+			}
+			saved[i] = s.Alias()
+		}
+	}
+	return out, saved
 }
 
 // gradRole is the memory role of everything Backward allocates.
