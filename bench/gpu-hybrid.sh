@@ -275,6 +275,10 @@
 #         the pairs without CUDA in the process (-device cpu) and with it,
 #         alternating, PAIR_ROUNDS rounds (default 1), -reps 9: does the
 #         CUDA context or the driver allocators' runs slow the pool's pair?
+# ce31    session 31 (run with FRESH_KERNELS=1 after suites24): the
+#         conformance case of the cross-entropy and log-softmax kernels on
+#         logits up to 3e38 (tensor's CrossEntropy/extreme, from the suite's
+#         log), then the README's main job (train-gpt, no flags)
 # pair    bench-alloc's pairs against cuMemAllocAsync: a process as placed,
 #         twice, then one pinned to each of PAIR_CORES (default 3)
 # wide    session 18: gpt2 fp32 selective on the device keeping the MLP's
@@ -1340,6 +1344,15 @@ if has med30; then
   grep -E "copy ring" "$L/off2-m30-pipe.log" | tee -a "$OUT/summary.txt"
   off2 m30-none-b $m
   for f in $L/off2-m30-*.jsonl; do say "$(basename $f): $(jfields "$f" loss tok_s steps driver_calls_per_step peak_mib_by_tier)"; done
+fi
+
+if has ce31; then
+  grep -h -E -- '--- (PASS|FAIL|SKIP): TestCUDAConformance/OpsNN/CrossEntropy/extreme' "$L"/test-tensor.log | tee -a "$OUT/summary.txt"
+  start=$(date +%s)
+  timeout 120 .gpu/train-gpt > "$L/ce31-main-job.log" 2>&1
+  say "train-gpt (the README's main job): exit $? in $(( $(date +%s) - start ))s"
+  grep -v -E '^\s*$' "$L/ce31-main-job.log" | tail -6 | cut -c1-200 | tee -a "$OUT/summary.txt"
+  cp "$L/ce31-main-job.log" "$OUT/" 2>/dev/null
 fi
 
 if has fin30; then

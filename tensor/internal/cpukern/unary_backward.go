@@ -78,7 +78,7 @@ func unaryBackwardRange[T Float](op ops.UnaryOp, dx, x, y, dy []T) {
 	case ops.Relu:
 		y = y[:len(dx)]
 		for i, g := range dy {
-			if !(y[i] > 0) {
+			if y[i] <= 0 { // a NaN y passes g, as PyTorch's threshold_backward
 				g = 0
 			}
 			dx[i] = g
