@@ -2,6 +2,8 @@ package dist
 
 import (
 	"fmt"
+	"hash/fnv"
+	"slices"
 
 	"github.com/strata-ml/strata/memory"
 	"github.com/strata-ml/strata/nn"
@@ -10,8 +12,9 @@ import (
 
 // Options configures DataParallel. The zero value is ready to use.
 type Options struct {
-	// BucketBytes is the gradient bucket size (AssignBuckets); 0 means
-	// DefaultBucketBytes (25 MiB).
+	// BucketBytes is the gradient bucket size (AssignBuckets); 0 (or a
+	// negative size) means DefaultBucketBytes (25 MiB). Every rank must
+	// use the same.
 	BucketBytes int64
 	// NoOverlap turns off the overlap of the buckets' all-reduces with
 	// backward (overlap.go): SyncGradients then copies and reduces every
@@ -35,12 +38,14 @@ type DataParallel struct {
 	params  []*nn.Parameter
 	buckets []Bucket
 	bufs    []*tensor.Tensor // one flat buffer per bucket, kept
-	flags   *tensor.Tensor   // one presence count per bucketed parameter, kept
+	flags   *tensor.Tensor   // one presence count per bucketed parameter, then every rank's signature (Size·sigLen), kept
 	nflags  int
-	first   []int       // bucket i's first parameter's index among the flags
-	bytes   int64       // the bucket size asked for
-	ctx     *tensor.Ctx // the rank's temporaries (uploads)
-	ov      *overlap    // the buckets' reduction during backward; nil with NoOverlap
+	first   []int           // bucket i's first parameter's index among the flags
+	bytes   int64           // the bucket size asked for
+	ctx     *tensor.Ctx     // the rank's temporaries (uploads)
+	ov      *overlap        // the buckets' reduction during backward; nil with NoOverlap
+	sig     [sigLen]float32 // this rank's parameters' signature (sign)
+	frozen  []*nn.Parameter // the parameters New left out of the buckets
 }
 
 // New returns rank coll.Rank()'s DataParallel over params (a model's
@@ -48,12 +53,14 @@ type DataParallel struct {
 // allocates the buckets' buffers (role gradient) on the device of each
 // bucket's first parameter and, unless opts.NoOverlap, sets a gradient
 // hook (autograd.Var.SetGradHook) on every bucketed parameter, which
-// Release removes. Errors: a nil collective or parameter, a parameter
-// given twice, a parameter that has a gradient hook already (another
-// DataParallel's), or the memory error.
+// Release removes. Errors: a nil collective or parameter, a collective
+// whose Rank is not in [0, Size), a parameter given twice, a parameter
+// that has a gradient hook already (another DataParallel's), or the
+// memory error. New makes no collective call: the ranks' parameters are
+// compared by BroadcastParameters and SyncGradients.
 func New(coll Collective, params []*nn.Parameter, opts Options) (*DataParallel, error) {
-	if coll == nil {
-		return nil, fmt.Errorf("dist: New: nil Collective: %w", tensor.ErrArgument)
+	if err := checkCollective("New", coll); err != nil {
+		return nil, err
 	}
 	for i, p := range params {
 		if p == nil || p.Var == nil || p.Value == nil {
@@ -65,6 +72,16 @@ func New(coll Collective, params []*nn.Parameter, opts Options) (*DataParallel, 
 	}
 	d := &DataParallel{coll: coll, params: params, buckets: AssignBuckets(params, opts.BucketBytes),
 		bytes: opts.BucketBytes, ctx: tensor.NewCtx()}
+	bytes := opts.BucketBytes
+	if bytes <= 0 {
+		bytes = DefaultBucketBytes
+	}
+	d.sig = sign(params, true, fmt.Sprintf("bucket bytes %d", bytes))
+	for _, p := range params {
+		if !p.RequiresGrad() {
+			d.frozen = append(d.frozen, p)
+		}
+	}
 	for _, b := range d.buckets {
 		buf, err := tensor.NewKept(b.Params[0].Value.Device(), b.DType, memory.RoleGradient, b.Numel)
 		if err != nil {
@@ -76,14 +93,19 @@ func New(coll Collective, params []*nn.Parameter, opts Options) (*DataParallel, 
 		d.first = append(d.first, d.nflags)
 		d.nflags += len(b.Params)
 	}
+	// The flags exist without a bucket too: SyncGradients all-reduces
+	// them on every rank, so that a rank with nothing to reduce still
+	// meets the others (and finds that their parameters differ).
+	dev := d.device()
 	if d.nflags > 0 {
-		f, err := tensor.NewKept(d.buckets[0].Params[0].Value.Device(), tensor.Float32, memory.RoleGradient, d.nflags)
-		if err != nil {
-			d.Release()
-			return nil, err
-		}
-		d.flags = f
+		dev = d.buckets[0].Params[0].Value.Device()
 	}
+	f, err := tensor.NewKept(dev, tensor.Float32, memory.RoleGradient, d.nflags+coll.Size()*sigLen)
+	if err != nil {
+		d.Release()
+		return nil, err
+	}
+	d.flags = f
 	if !opts.NoOverlap && d.nflags > 0 {
 		if err := d.startOverlap(); err != nil {
 			d.Release()
@@ -130,7 +152,16 @@ func (d *DataParallel) Release() {
 // a parameter that no rank gave a gradient keeps none (as in a
 // single-process run, the optimizer skips it), any other gets the mean
 // on every rank (allocated, role gradient, in the parameter's gradient
-// dtype (autograd.Var.SetGradDType), where it had none).
+// dtype (autograd.Var.SetGradDType), where it had none). The same call
+// carries every rank's signature of its parameters (their number, names,
+// dtypes, shapes and order, which are trainable, as New found them, and
+// the bucket size), compared before anything is copied back: ranks
+// whose parameters differ get an error wrapping ErrMismatch on every
+// rank, their gradients as they were. A DataParallel without a trainable
+// parameter makes that call too. A parameter frozen when New assigned the
+// buckets, and so in none, that has a gradient (unfrozen since) is an
+// error wrapping tensor.ErrArgument naming it: its gradient would not be
+// averaged; make a new DataParallel after unfreezing.
 //
 // With the overlap (the default; Options.NoOverlap turns it off) most
 // of that has happened during backward: each bucket was copied and its
@@ -148,9 +179,6 @@ func (d *DataParallel) Release() {
 // group is aborted, so the other ranks get an error too, and the
 // gradients are left unspecified.
 func (d *DataParallel) SyncGradients() error {
-	if d.nflags == 0 {
-		return nil
-	}
 	err := d.syncGradients()
 	if err != nil {
 		d.coll.Abort(err)
@@ -159,8 +187,13 @@ func (d *DataParallel) SyncGradients() error {
 }
 
 func (d *DataParallel) syncGradients() error {
-	if d.bufs == nil {
+	if d.flags == nil {
 		return fmt.Errorf("dist: SyncGradients after Release: %w", tensor.ErrArgument)
+	}
+	for _, p := range d.frozen {
+		if p.Grad != nil && p.RequiresGrad() {
+			return fmt.Errorf("dist: SyncGradients: parameter %q has a gradient but was frozen when New assigned the buckets, so it is in none: its gradient would not be averaged and the ranks' replicas would drift apart; make a new DataParallel after unfreezing parameters: %w", p.Name, tensor.ErrArgument)
+		}
 	}
 	if d.ov != nil {
 		return d.syncOverlapped()
@@ -182,6 +215,11 @@ func (d *DataParallel) syncGradients() error {
 // parameter has a gradient) in present.
 func (d *DataParallel) fill(i int, present []float32) error {
 	b, buf := d.buckets[i], d.bufs[i]
+	for _, p := range b.Params {
+		if p.Grad != nil && !slices.Equal(p.Grad.Shape(), p.Value.Shape()) {
+			return fmt.Errorf("dist: SyncGradients: parameter %q has a gradient of shape %v, its value %v: %w", p.Name, p.Grad.Shape(), p.Value.Shape(), tensor.ErrShape)
+		}
+	}
 	return tensor.Try(func() {
 		for j, p := range b.Params {
 			seg := segment(buf, b.Offsets[j], p.Value.Shape())
@@ -198,10 +236,16 @@ func (d *DataParallel) fill(i int, present []float32) error {
 }
 
 // finish is SyncGradients once every bucket is reduced: the presence
-// counts all-reduced, the means copied back into the gradients.
+// counts and the ranks' signatures all-reduced, the signatures compared
+// (ranks whose parameters differ may have made calls of the same sizes
+// on different data: nothing is copied back then), the means copied
+// back into the gradients.
 func (d *DataParallel) finish(present []float32) error {
+	vals := make([]float32, d.flags.Numel())
+	copy(vals, present)
+	copy(vals[d.nflags+d.coll.Rank()*sigLen:], d.sig[:])
 	if err := tensor.Try(func() {
-		d.ctx.WithScope(func() { d.flags.CopyFrom(d.ctx.FromFloat32s(d.flags.Device(), present, d.nflags)) })
+		d.ctx.WithScope(func() { d.flags.CopyFrom(d.ctx.FromFloat32s(d.flags.Device(), vals, len(vals))) })
 	}); err != nil {
 		return err
 	}
@@ -210,6 +254,9 @@ func (d *DataParallel) finish(present []float32) error {
 	}
 	var counts []float32
 	if err := tensor.Try(func() { counts = d.flags.Float32s() }); err != nil {
+		return err
+	}
+	if err := checkSigns("SyncGradients", "parameters", dpSigned, counts[d.nflags:], d.coll.Size()); err != nil {
 		return err
 	}
 	k := 0
@@ -267,8 +314,11 @@ func segment(buf *tensor.Tensor, off int, shape []int) *tensor.Tensor {
 // (temporary buffers), rank 0 its values and the others zeros, and
 // all-reduces each bucket: the sum is rank 0's values exactly (x + 0 = x;
 // only a -0 becomes +0, on every rank alike). An AllGather would do as
-// well; the all-reduce needs no buffer Size times larger. Errors as
-// SyncGradients (the group is aborted).
+// well; the all-reduce needs no buffer Size times larger. It first
+// compares the ranks' signatures of their parameters (one more small
+// all-reduce; see SyncGradients): ranks whose parameters differ get an
+// error wrapping ErrMismatch on every rank, with nothing changed. Errors
+// as SyncGradients (the group is aborted).
 func (d *DataParallel) BroadcastParameters() error {
 	err := d.broadcast()
 	if err != nil {
@@ -278,6 +328,9 @@ func (d *DataParallel) BroadcastParameters() error {
 }
 
 func (d *DataParallel) broadcast() error {
+	if err := agree(d.coll, d.ctx, d.device(), "BroadcastParameters", "parameters", dpSigned, d.sig); err != nil {
+		return err
+	}
 	bs := assignBuckets(d.params, d.bytes, true) // frozen parameters too
 	root := d.coll.Rank() == 0
 	for _, b := range bs {
@@ -349,4 +402,91 @@ func (d *DataParallel) device() tensor.Device {
 		return d.params[0].Value.Device()
 	}
 	return tensor.CPU()
+}
+
+// checkCollective refuses a nil Collective, or one whose Size and Rank
+// are not a group's (a Collective implemented outside the package).
+func checkCollective(op string, coll Collective) error {
+	if coll == nil {
+		return fmt.Errorf("dist: %s: nil Collective: %w", op, tensor.ErrArgument)
+	}
+	if size, rank := coll.Size(), coll.Rank(); size < 1 || rank < 0 || rank >= size {
+		return fmt.Errorf("dist: %s: the Collective is rank %d of %d: want 0 <= Rank < Size: %w", op, rank, size, tensor.ErrArgument)
+	}
+	return nil
+}
+
+// What the ranks' parameters must agree on: every rank's call compares
+// a signature of its parameters with the others'. In one process the
+// collective compares the calls' sizes and dtypes; ranks whose
+// parameters differ in shape or order but not in size would make calls
+// that match, each bucket then summing unrelated gradients, silently.
+
+// sigLen is the number of float32 elements of a rank's signature.
+const sigLen = 5
+
+// dpSigned is what a DataParallel's signature covers.
+const dpSigned = "names, dtypes, shapes, order, which are trainable, or Options.BucketBytes"
+
+// sign is the signature of ps: their number, and a 64-bit FNV-1a hash
+// of their names, dtypes and shapes, of whether each is trainable (when
+// trainable is true) and of extra, in four 16-bit pieces: every element
+// an integer below 2^24, exact in float32 and in a sum with zeros, as
+// rank r's slots are in the all-reduce that hands every rank every
+// rank's (agree, and SyncGradients' presence counts).
+func sign(ps []*nn.Parameter, trainable bool, extra string) [sigLen]float32 {
+	h := fnv.New64a()
+	for _, p := range ps {
+		fmt.Fprintf(h, "%q %v %v", p.Name, p.Value.DType(), p.Value.Shape())
+		if trainable {
+			fmt.Fprintf(h, " %v", p.RequiresGrad())
+		}
+		h.Write([]byte{0})
+	}
+	h.Write([]byte(extra))
+	x := h.Sum64()
+	return [sigLen]float32{float32(len(ps)), float32(x >> 48), float32(x >> 32 & 0xffff), float32(x >> 16 & 0xffff), float32(x & 0xffff)}
+}
+
+// agree all-reduces the ranks' signatures (rank r's in elements
+// [r·sigLen, (r+1)·sigLen), zeros elsewhere: the sum is every rank's,
+// exactly), on dev, and compares them (checkSigns).
+func agree(coll Collective, c *tensor.Ctx, dev tensor.Device, op, noun, what string, s [sigLen]float32) error {
+	size := coll.Size()
+	vals := make([]float32, size*sigLen)
+	copy(vals[coll.Rank()*sigLen:], s[:])
+	var err error
+	if perr := tensor.Try(func() {
+		c.WithScope(func() {
+			t := c.FromFloat32s(dev, vals, len(vals))
+			if err = coll.AllReduceSum(t); err == nil {
+				vals = t.Float32s()
+			}
+		})
+	}); perr != nil {
+		return perr
+	}
+	if err != nil {
+		return err
+	}
+	return checkSigns(op, noun, what, vals, size)
+}
+
+// checkSigns compares every rank's signature in all (sigLen elements a
+// rank) with rank 0's: every rank sees the same all, so every rank
+// returns the same error, wrapping ErrMismatch, naming the first rank
+// that differs.
+func checkSigns(op, noun, what string, all []float32, size int) error {
+	ref := all[:sigLen]
+	for r := 1; r < size; r++ {
+		s := all[r*sigLen : (r+1)*sigLen]
+		if slices.Equal(ref, s) {
+			continue
+		}
+		if ref[0] != s[0] {
+			return fmt.Errorf("dist: %s: rank 0 has %d %s, rank %d has %d: every rank needs the same, in the same order: %w", op, int(ref[0]), noun, r, int(s[0]), ErrMismatch)
+		}
+		return fmt.Errorf("dist: %s: rank 0's %d %s differ from rank %d's in their %s: every rank needs the same, in the same order: %w", op, int(ref[0]), noun, r, what, ErrMismatch)
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package dist
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/strata-ml/strata/memory"
 	"github.com/strata-ml/strata/nn"
@@ -21,7 +22,8 @@ import (
 // It implements nn.Optimizer. Call Step on every rank after
 // DataParallel.SyncGradients (and clipping): it needs every rank's
 // gradients equal, and skips, as nn.AdamW does, the parameters without a
-// gradient (after SyncGradients the same ones on every rank); as there,
+// gradient (after SyncGradients the same ones on every rank) and those
+// frozen since NewZeroAdamW; as there,
 // each parameter's bias correction counts its own updates. The
 // trainable parameters must be distinct and contiguous and share one
 // float dtype and device. Besides the moments it holds two flat buffers
@@ -41,18 +43,23 @@ type ZeroAdamW struct {
 	m, v         *tensor.Tensor  // k each: this rank's shard of the moments
 	step         int             // Step calls
 	steps        []int           // updates of each parameter: its bias correction, as nn.AdamW
+	sig          [sigLen]float32 // the trainable parameters' signature (sign)
+	agreed       bool            // the ranks' signatures were found equal (the first Step)
+	ctx          *tensor.Ctx     // the rank's temporaries
+	frozen       []*nn.Parameter // the parameters left out, frozen at NewZeroAdamW
 }
 
 // NewZeroAdamW returns rank coll.Rank()'s sharded AdamW over params with
 // PyTorch's defaults for the betas and eps (as nn.NewAdamW). Errors: a
-// nil collective, a nil parameter, a parameter given twice, a trainable parameter whose
-// value is not contiguous (Step writes the update back through a flat
-// view of it), parameters of different dtypes or devices, no trainable
+// nil collective (or one whose Rank is not in [0, Size)), a nil
+// parameter, a parameter given twice, a trainable parameter whose value
+// is not contiguous (Step writes the update back through a flat view of
+// it), parameters of different dtypes or devices, no trainable
 // parameter, a learning rate or weight decay that nn.AdamW's Step would
 // refuse (NaN, infinite or negative), or the memory error.
 func NewZeroAdamW(coll Collective, params []*nn.Parameter, lr, weightDecay float64) (*ZeroAdamW, error) {
-	if coll == nil {
-		return nil, fmt.Errorf("dist: NewZeroAdamW: nil Collective: %w", tensor.ErrArgument)
+	if err := checkCollective("NewZeroAdamW", coll); err != nil {
+		return nil, err
 	}
 	o := &ZeroAdamW{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: weightDecay, coll: coll}
 	if err := o.checkSettings("NewZeroAdamW"); err != nil {
@@ -65,6 +72,8 @@ func NewZeroAdamW(coll Collective, params []*nn.Parameter, lr, weightDecay float
 		}
 		if p.RequiresGrad() {
 			trainable = append(trainable, p)
+		} else {
+			o.frozen = append(o.frozen, p)
 		}
 	}
 	if err := nn.Distinct(trainable); err != nil {
@@ -85,6 +94,7 @@ func NewZeroAdamW(coll Collective, params []*nn.Parameter, lr, weightDecay float
 	if o.n == 0 {
 		return nil, fmt.Errorf("dist: NewZeroAdamW: no trainable parameter: %w", tensor.ErrArgument)
 	}
+	o.sig, o.ctx = sign(o.params, false, ""), tensor.NewCtx()
 	size := coll.Size()
 	o.k = (o.n + size - 1) / size
 	dev, dt := o.params[0].Value.Device(), o.params[0].Value.DType()
@@ -153,8 +163,17 @@ func (o *ZeroAdamW) Release() {
 // does, before it changes anything: a learning rate, eps or weight decay
 // that is NaN, infinite or negative, or a beta outside [0, 1), each an
 // error wrapping tensor.ErrArgument that names the setting and its
-// value. On an error the group is aborted (the other ranks' Step returns
-// an error), as a rank that skips the step's AllGather must.
+// value; a gradient whose shape is not its parameter's (wrapping
+// tensor.ErrShape), and a parameter frozen at NewZeroAdamW (it has no
+// place in the shards) that was unfrozen since and has a gradient, each
+// naming the parameter. The first Step
+// then compares the ranks' trainable parameters (their number, names,
+// dtypes, shapes and order) in one small all-reduce: ranks whose
+// parameters differ, which would all-gather shards of different
+// parameters, get an error wrapping ErrMismatch, on every rank, before
+// anything changes. On an error the group is aborted (the other ranks'
+// Step returns an error), as a rank that skips the step's AllGather
+// must.
 func (o *ZeroAdamW) Step() error {
 	err := o.doStep()
 	if err != nil {
@@ -170,15 +189,36 @@ func (o *ZeroAdamW) doStep() error {
 	if err := o.checkSettings("ZeroAdamW.Step"); err != nil {
 		return err
 	}
+	for _, p := range o.params {
+		if updated(p) && !slices.Equal(p.Grad.Shape(), p.Value.Shape()) {
+			return fmt.Errorf("dist: ZeroAdamW.Step: parameter %q has a gradient of shape %v, its value %v: %w", p.Name, p.Grad.Shape(), p.Value.Shape(), tensor.ErrShape)
+		}
+	}
+	for _, p := range o.frozen {
+		if p.Grad != nil && p.RequiresGrad() {
+			return fmt.Errorf("dist: ZeroAdamW.Step: parameter %q has a gradient but was frozen when NewZeroAdamW laid out the shards, so it has none: it would not be updated (nn.AdamW would); make a new ZeroAdamW after unfreezing parameters: %w", p.Name, tensor.ErrArgument)
+		}
+	}
+	if !o.agreed {
+		// Ranks whose parameters differ in shape or order but not in
+		// number of elements would all-gather shards of different
+		// parameters, silently.
+		if err := agree(o.coll, o.ctx, o.params[0].Value.Device(), "ZeroAdamW.Step", "trainable parameters", "names, dtypes, shapes or order", o.sig); err != nil {
+			return err
+		}
+		o.agreed = true
+	}
 	lo, hi := o.coll.Rank()*o.k, (o.coll.Rank()+1)*o.k
 	o.step++
 	if o.steps == nil {
 		o.steps = make([]int, len(o.params))
 	}
 	// Every rank counts every parameter with a gradient (the same ones on
-	// every rank), whether its shard holds some of it or not.
+	// every rank), whether its shard holds some of it or not; as nn.AdamW,
+	// not one frozen since (SetRequiresGrad(false)) whose gradient is
+	// left over.
 	for i, p := range o.params {
-		if p.Grad != nil {
+		if updated(p) {
 			o.steps[i]++
 		}
 	}
@@ -194,7 +234,7 @@ func (o *ZeroAdamW) doStep() error {
 			dst := flatView(o.flatP, a, b-a)
 			dst.CopyFrom(pv)
 			pv.Release()
-			if p.Grad == nil {
+			if !updated(p) {
 				dst.Release()
 				continue
 			}
@@ -227,6 +267,10 @@ func (o *ZeroAdamW) doStep() error {
 		}
 	})
 }
+
+// updated says whether Step updates p: as nn.AdamW, when it has a
+// gradient and requires one.
+func updated(p *nn.Parameter) bool { return p.Grad != nil && p.RequiresGrad() }
 
 // checkSettings refuses what nn.AdamW's Step refuses
 // (nn.CheckAdamWSettings), before anything changes.
