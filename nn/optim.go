@@ -474,12 +474,13 @@ type CosineSchedule struct {
 // LR is the learning rate at 0-based step it.
 func (s CosineSchedule) LR(it int) float64 {
 	if it < s.Warmup {
-		return s.MaxLR * float64(it+1) / float64(s.Warmup+1)
+		// In float64: Warmup+1 overflowed int at the largest Warmup.
+		return s.MaxLR * (float64(it) + 1) / (float64(s.Warmup) + 1)
 	}
 	if it >= s.Total {
 		return s.MinLR
 	}
-	r := float64(it-s.Warmup) / float64(max(1, s.Total-s.Warmup))
+	r := (float64(it) - float64(s.Warmup)) / math.Max(1, float64(s.Total)-float64(s.Warmup))
 	return s.MinLR + 0.5*(1+math.Cos(math.Pi*r))*(s.MaxLR-s.MinLR)
 }
 

@@ -187,6 +187,23 @@ func TestCosineScheduleWarmupPastTotal(t *testing.T) {
 	}
 }
 
+// TestCosineScheduleHugeWarmup: Warmup+1 overflowed int at the largest
+// Warmup, giving a negative rate (train-gpt -warmup 9223372036854775807
+// failed at step 1 with "AdamW: lr = -2.17e-22"); the rate is now tiny and
+// positive, and a Total far below a huge Warmup does not overflow either.
+func TestCosineScheduleHugeWarmup(t *testing.T) {
+	s := nn.CosineSchedule{Warmup: math.MaxInt, Total: 2, MaxLR: 1e-3, MinLR: 1e-4}
+	for it := range 3 {
+		lr := s.LR(it)
+		require.True(t, lr > 0 && lr < 1e-20, "step %d: %v", it, lr)
+	}
+	s = nn.CosineSchedule{Warmup: 0, Total: math.MaxInt, MaxLR: 1, MinLR: 0}
+	require.InDelta(t, 1, s.LR(0), 1e-12)
+	s = nn.CosineSchedule{Warmup: math.MinInt + 1, Total: math.MaxInt, MaxLR: 1, MinLR: 0}
+	lr := s.LR(0)
+	require.True(t, lr >= 0 && lr <= 1, "%v", lr)
+}
+
 // TestByNameDuplicateIsArgumentError: two parameters of one name (two
 // layers built with the same name) are an error wrapping
 // tensor.ErrArgument, as ByName's doc says, for SaveWeights and the loads
