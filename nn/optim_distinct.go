@@ -4,25 +4,31 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/strata-ml/strata/autograd"
 	"github.com/strata-ml/strata/tensor"
 )
 
 // Distinct returns an error wrapping tensor.ErrArgument that names the
-// first parameter ps lists twice, by pointer (an optimizer would update
-// it twice a step, a global norm count its gradient twice, a data-parallel
-// group reduce it twice), or nil when none is. A nil entry is an error
+// first parameter ps lists twice, by its variable (an optimizer would
+// update it twice a step, a global norm count its gradient twice, a
+// data-parallel group reduce it twice): two *Parameter entries wrapping
+// one *autograd.Var are one parameter listed twice. It returns nil when
+// none is. A nil entry is an error
 // wrapping tensor.ErrArgument too, naming its index. Callers prefix the
 // error with their own name.
 func Distinct(ps []*Parameter) error {
-	seen := make(map[*Parameter]int, len(ps))
+	seen := make(map[*autograd.Var]int, len(ps))
 	for i, p := range ps {
 		if err := notNil(i, p); err != nil {
 			return err
 		}
-		if j, dup := seen[p]; dup {
+		if j, dup := seen[p.Var]; dup {
+			if ps[j] != p {
+				return fmt.Errorf("parameters %q (at %d) and %q (at %d) wrap the same variable: %w", ps[j].Name, j, p.Name, i, tensor.ErrArgument)
+			}
 			return fmt.Errorf("parameter %q listed twice (at %d and %d): %w", p.Name, j, i, tensor.ErrArgument)
 		}
-		seen[p] = i
+		seen[p.Var] = i
 	}
 	return nil
 }

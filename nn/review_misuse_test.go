@@ -204,6 +204,20 @@ func TestCosineScheduleHugeWarmup(t *testing.T) {
 	require.True(t, lr >= 0 && lr <= 1, "%v", lr)
 }
 
+// TestDistinctTiedParameters: two *Parameter entries wrapping one
+// variable are one parameter listed twice (an optimizer would update it
+// twice; dist's second gradient hook replaced the first).
+func TestDistinctTiedParameters(t *testing.T) {
+	a := nn.Must(nn.NewLinear(nn.Options{}, "fc", 2, 2, false, 0))
+	defer nn.Release(a.Parameters())
+	w := a.Parameters()[0]
+	tied := &nn.Parameter{Var: w.Var, Name: "tied"}
+	err := nn.Distinct([]*nn.Parameter{w, tied})
+	require.ErrorIs(t, err, tensor.ErrArgument)
+	require.ErrorContains(t, err, "wrap the same variable")
+	require.NoError(t, nn.Distinct(a.Parameters()))
+}
+
 // TestByNameDuplicateIsArgumentError: two parameters of one name (two
 // layers built with the same name) are an error wrapping
 // tensor.ErrArgument, as ByName's doc says, for SaveWeights and the loads
