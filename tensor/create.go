@@ -169,9 +169,10 @@ func (c *Ctx) generated(op string, dev Device, dt DType, shape []int, gen func(v
 }
 
 // RandN returns normal(0, std) samples drawn from rng (deterministic for a
-// seeded rng, the same on every device: they are drawn on the host).
+// seeded rng, the same on every device: they are drawn on the host), of
+// a float dtype (Int32 is an *OpError wrapping ErrDType).
 func (c *Ctx) RandN(dev Device, dt DType, rng *rand.Rand, std float64, shape ...int) *Tensor {
-	randCheck("RandN", rng, shape)
+	randCheck("RandN", dt, rng, shape)
 	return c.generated("RandN", dev, dt, shape, func(v []float64) {
 		for i := range v {
 			v[i] = rng.NormFloat64() * std
@@ -179,9 +180,10 @@ func (c *Ctx) RandN(dev Device, dt DType, rng *rand.Rand, std float64, shape ...
 	})
 }
 
-// RandUniform returns uniform [lo, hi) samples drawn from rng.
+// RandUniform returns uniform [lo, hi) samples drawn from rng, of a
+// float dtype as RandN's.
 func (c *Ctx) RandUniform(dev Device, dt DType, rng *rand.Rand, lo, hi float64, shape ...int) *Tensor {
-	randCheck("RandUniform", rng, shape)
+	randCheck("RandUniform", dt, rng, shape)
 	return c.generated("RandUniform", dev, dt, shape, func(v []float64) {
 		for i := range v {
 			v[i] = lo + (hi-lo)*rng.Float64()
@@ -190,8 +192,13 @@ func (c *Ctx) RandUniform(dev Device, dt DType, rng *rand.Rand, lo, hi float64, 
 }
 
 // randCheck checks the arguments of RandN and RandUniform (the tensor's
-// allocation checks the element count).
-func randCheck(op string, rng *rand.Rand, shape []int) {
+// allocation checks the element count): a float dtype (samples truncated
+// to int32 are no such samples: PyTorch refuses them too), a random
+// source, no negative dimension.
+func randCheck(op string, dt DType, rng *rand.Rand, shape []int) {
+	if dt < numDTypes && !dt.IsFloat() {
+		fail(op, ErrDType, "%v samples: want a float dtype", dt)
+	}
 	if rng == nil {
 		fail(op, ErrArgument, "nil random source")
 	}

@@ -264,10 +264,41 @@ func untrack(t *Tensor) {
 	if t.scope == s {
 		if t.scopeIdx < len(s.tensors) && s.tensors[t.scopeIdx] == t {
 			s.tensors[t.scopeIdx] = nil
+			s.holes++
+			s.shrink()
 		}
 		t.scope = nil
 	}
 	c.mu.Unlock()
+}
+
+// shrink keeps a scope's list of tensors as long as what it owns (c.mu
+// held): without it, a scope around a long loop that releases what each
+// pass makes grew by a slot a tensor for its whole life. Holes at the end
+// go at once (the common case: the newest tensor released first); once
+// they are most of a long list, the list is compacted, each moved tensor
+// told its new index.
+func (s *Scope) shrink() {
+	n := len(s.tensors)
+	for n > 0 && s.tensors[n-1] == nil {
+		n--
+		s.holes--
+	}
+	clear(s.tensors[n:])
+	s.tensors = s.tensors[:n]
+	if s.holes < 64 || 2*s.holes < n {
+		return
+	}
+	k := 0
+	for _, t := range s.tensors {
+		if t != nil {
+			t.scopeIdx = k
+			s.tensors[k] = t
+			k++
+		}
+	}
+	clear(s.tensors[k:])
+	s.tensors, s.holes = s.tensors[:k], 0
 }
 
 // adopt moves t into c's innermost scope. It panics with track's error,

@@ -22,7 +22,8 @@ import (
 type Scope struct {
 	ctx     *Ctx
 	parent  *Scope
-	tensors []*Tensor
+	tensors []*Tensor // in the order made; nil where one was released or kept
+	holes   int       // the nils in tensors (shrink)
 	role    memory.Role
 	closed  bool
 	gid     uint64 // the goroutine that opened it (Background's scopes only)
