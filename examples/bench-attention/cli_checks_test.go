@@ -71,3 +71,24 @@ func TestDropoutErrorCompared(t *testing.T) {
 		assert.Less(t, r["max_rel_err_vs_plain"], 1e-5, r["attention"])
 	}
 }
+
+// TestShapeTooLarge: a shape whose tensors would have more elements than
+// memory can address is a bad flag (status 2) naming the flags, refused
+// before any row; it used to be a failure of the run (status 1) with
+// tensor's "shape [...] has too many elements: shape mismatch" or an
+// out-of-memory error.
+func TestShapeTooLarge(t *testing.T) {
+	for _, args := range []string{
+		"-T 9223372036854775807",
+		"-B 3037000500 -H 3037000500",
+		"-T 4294967296",
+		"-H 2305843009213693952 -hd 2",
+	} {
+		var out bytes.Buffer
+		err := runTo(strings.Fields("-device cpu -B 1 -H 1 -T 8 -hd 4 -iters 1 -precision fp32 "+args), &out, &out)
+		require.Error(t, err, args)
+		assert.Contains(t, err.Error(), "-B, -H, -T and -hd", args)
+		assert.Equal(t, 2, cli.ExitCode(err), "%s: %v", args, err)
+		assert.Empty(t, out.String(), args)
+	}
+}

@@ -115,6 +115,9 @@ func bench(args []string, stdout, stderr io.Writer) error {
 			return cli.Usagef("-%s %d: want 1 or more", f.name, f.v)
 		}
 	}
+	if !fits(*B, *H, *T, *T) || !fits(*B, *T, 3, *H, *hd) {
+		return cli.Usagef("-B, -H, -T and -hd: %dx%dx%dx%d makes tensors larger than memory can address (plain attention's B x H x T x T probabilities, the B x T x 3H x hd q/k/v product)", *B, *H, *T, *hd)
+	}
 	if !(*p >= 0 && *p < 1) {
 		return cli.Usagef("-dropout %v: want a probability in [0, 1)", *p)
 	}
@@ -188,6 +191,23 @@ func bench(args []string, stdout, stderr io.Writer) error {
 			r.Device, r.Precision, r.Attention, r.Kernels, r.B, r.H, r.T, r.HD, r.FwdMS, r.FwdBwdMS, r.TFLOPS, r.PeakMiB, r.ActMiB, errCol)
 	}
 	return nil
+}
+
+// maxElements bounds a tensor's elements: tensor refuses one of more
+// bytes than memory can address (2^62), 4 bytes an element in float32.
+const maxElements = 1 << 60
+
+// fits reports whether a float32 tensor of shape dims (each 1 or more)
+// has maxElements or fewer, without overflowing.
+func fits(dims ...int) bool {
+	n := 1
+	for _, d := range dims {
+		if n > maxElements/d {
+			return false
+		}
+		n *= d
+	}
+	return true
 }
 
 func parsePrecision(s string) (amp.State, error) {

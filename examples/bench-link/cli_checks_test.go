@@ -59,3 +59,25 @@ func TestDeviceUnusable(t *testing.T) {
 	err := checkDevice(0)
 	require.ErrorContains(t, err, "-device 0: no usable GPU: cannot load")
 }
+
+// TestSizeWithFraction: a size written with a fraction and a unit
+// (1.5GiB, 0.5GiB) is a size, as memory reads it; -size refused any
+// value with a decimal point as a share, while 5e-1GiB, the same size,
+// was accepted. A share (0.5, 50%) or a fraction of a byte stays refused.
+func TestSizeWithFraction(t *testing.T) {
+	for s, want := range map[string]int{
+		"1.5GiB":  3 << 29,
+		"0.5GiB":  1 << 29,
+		"5e-1GiB": 1 << 29,
+		"4.0GiB":  4 << 30,
+		"2.5KiB":  2560,
+	} {
+		o, err := parseFlags([]string{"-size", s}, io.Discard)
+		require.NoError(t, err, s)
+		require.Equal(t, want, o.size, s)
+	}
+	for _, s := range []string{"0.5", "1.5", "50%", "50 %", "0.5%", "4.5"} {
+		_, err := parseFlags([]string{"-size", s}, io.Discard)
+		require.ErrorContains(t, err, `-size "`+s+`": want a size such as 1GiB`, s)
+	}
+}

@@ -104,13 +104,16 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 }
 
 // parseSize reads -size: a byte count with an optional unit (1GiB,
-// 512MiB, 1073741824), positive and a multiple of 4 bytes (the device
-// buffers are filled with 32-bit words). memory.ParseBudget reads it, but
-// a budget's other forms (a share, off) mean nothing here, and its
-// errors speak of them: the errors are this flag's own.
+// 1.5GiB, 512MiB, 1073741824), positive and a multiple of 4 bytes (the
+// device buffers are filled with 32-bit words). memory.ParseBudget reads
+// it, but a budget's other forms (a share, off) mean nothing here, and
+// its errors speak of them: the errors are this flag's own. A share is
+// refused: a percentage here, and a fraction without a unit (0.5) by
+// ParseBudget, which has no whole to take it of; a fraction with a unit
+// (1.5GiB) is a size.
 func parseSize(s string) (int64, error) {
 	const want = "want a size such as 1GiB, 512MiB or 1073741824: a positive multiple of 4 bytes"
-	if strings.ContainsAny(s, "%.") { // a share (50%, 0.5): of nothing here
+	if strings.Contains(s, "%") { // a share (50%): of nothing here
 		return 0, fmt.Errorf("-size %q: %s", s, want)
 	}
 	n, err := memory.ParseBudget(s, 0)

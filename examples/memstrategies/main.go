@@ -35,7 +35,8 @@
 // it, -checkpoint-every without -hybrid-checkpoint blocks,
 // -hybrid-offload-keep without -hybrid-offload), and so is -budget 0 or
 // off: the hybrid strategies run under a budget. Exit status: 0, 2 for a
-// bad flag (a -device that cannot be used too, before any work), 1 for a
+// bad flag (a -device that cannot be used too, and a budget's share that
+// comes to less than a byte of its memory, before any work), 1 for a
 // failure of the run, writing the rows to stdout or the table to stderr
 // included.
 package main
@@ -55,6 +56,7 @@ import (
 
 	"github.com/strata-ml/strata/internal/atomicfile"
 	"github.com/strata-ml/strata/internal/cli"
+	"github.com/strata-ml/strata/memory"
 	"github.com/strata-ml/strata/nn"
 	"github.com/strata-ml/strata/tensor"
 )
@@ -151,7 +153,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 		return nil, err
 	}
 	if _, err := nn.ParseAttention(o.attention); err != nil && o.attention != "auto" {
-		return nil, fmt.Errorf("-attention: %w", err)
+		return nil, fmt.Errorf("-attention %q: want plain, fused or auto", o.attention)
 	}
 	if m, err := nn.ParseCheckpointMode(o.hybridCkpt); err != nil || m == nn.CheckpointNone {
 		return nil, fmt.Errorf("-hybrid-checkpoint %q: want selective or blocks", o.hybridCkpt)
@@ -187,8 +189,8 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.budget != "auto" {
 		b, err := parseBudget(o.budget, 1<<40)
-		if err != nil { // ParseBudget's forms end in off, which -budget refuses
-			return nil, fmt.Errorf("-budget: %s", strings.Replace(err.Error(), ", or off", ", or auto", 1))
+		if err != nil {
+			return nil, budgetError(err)
 		}
 		if b == 0 {
 			return nil, fmt.Errorf("-budget %s: the hybrid strategies run under a budget: give a size (4GiB), a share (50%%) or auto (hybrid-ckpt without one: -hybrid-ckpt-budget off; placement by role without one: the role strategy)", o.budget)
@@ -200,8 +202,12 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 		}
 	}
 
+	// atomicfile.CheckWritable refuses what the atomic write at the end
+	// would (a directory, a named pipe, a device, a dangling link) without
+	// opening the path: opening a named pipe for writing blocks until a
+	// reader comes.
 	if o.pngOut != "" {
-		if err := checkWritable(o.pngOut); err != nil {
+		if err := atomicfile.CheckWritable(o.pngOut); err != nil {
 			return nil, fmt.Errorf("-png: %w", err)
 		}
 	}
@@ -209,11 +215,36 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 		if o.pngOut != "" && cli.SamePath(o.jsonOut, o.pngOut) {
 			return nil, fmt.Errorf("-json %s: the same file as -png", o.jsonOut)
 		}
-		if err := checkWritable(o.jsonOut); err != nil {
+		if err := atomicfile.CheckWritable(o.jsonOut); err != nil {
 			return nil, fmt.Errorf("-json: %w", err)
 		}
 	}
 	return o, nil
+}
+
+// budgetError is -budget's error for ParseBudget's err: its forms end in
+// off, which -budget refuses.
+func budgetError(err error) error {
+	return fmt.Errorf("-budget: %s", strings.Replace(err.Error(), ", or off", ", or auto", 1))
+}
+
+// checkBudgets reads -budget and -hybrid-ckpt-budget against dev's memory
+// before any strategy runs, as runStrategy will: parse checked their
+// forms against 1 TiB, and a share of a smaller device may come to less
+// than a byte. Its error is a bad flag's (a cli.UsageError, status 2).
+func checkBudgets(o *options, dev tensor.Device) error {
+	_, total, _ := dev.Memory().Pool(memory.TierDevice).Backend().Info()
+	if o.budget != "auto" {
+		if _, err := parseBudget(o.budget, total); err != nil {
+			return cli.UsageError{Err: budgetError(err)}
+		}
+	}
+	if o.ckptBudget != "same" && o.ckptBudget != "auto" {
+		if _, err := parseBudget(o.ckptBudget, total); err != nil {
+			return cli.UsageError{Err: fmt.Errorf("-hybrid-ckpt-budget: %w", err)}
+		}
+	}
+	return nil
 }
 
 // checkIgnored refuses a flag given (set) that no strategy of names
@@ -259,24 +290,6 @@ func checkIgnored(o *options, names []string, set map[string]bool) error {
 	return nil
 }
 
-// checkWritable checks up front that path's file can be written, so that
-// a bad path fails before any training; a file it had to create is
-// removed again, so that a run that fails leaves none.
-func checkWritable(path string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if errors.Is(err, os.ErrExist) {
-		f, err = os.OpenFile(path, os.O_WRONLY, 0)
-		if err != nil {
-			return err
-		}
-		return f.Close()
-	}
-	if err != nil {
-		return err
-	}
-	return errors.Join(f.Close(), os.Remove(path))
-}
-
 func main() {
 	o, err := parse(os.Args[1:], os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -293,7 +306,7 @@ func main() {
 	}
 	if err := run(o, dev, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "memstrategies:", err)
-		os.Exit(1)
+		os.Exit(cli.ExitCode(err)) // 2 for a budget the device refuses, before any work
 	}
 }
 
@@ -316,6 +329,9 @@ func run(o *options, dev tensor.Device, stdout, stderr io.Writer) error {
 }
 
 func runTo(o *options, dev tensor.Device, stdout, stderr io.Writer) error {
+	if err := checkBudgets(o, dev); err != nil {
+		return err
+	}
 	cfg, _ := nn.LookupGPTConfig(o.config)
 	if o.batch == 0 {
 		o.batch = cfg.Batch
@@ -363,7 +379,7 @@ func runTo(o *options, dev tensor.Device, stdout, stderr io.Writer) error {
 	}
 	if o.pngOut != "" {
 		if err := plotRows(rows, o.pngOut, fmt.Sprintf("%s B%d T%d %s on %v", o.config, o.batch, cfg.Context, o.precision, dev)); err != nil {
-			return err
+			return fmt.Errorf("-png: %w", err)
 		}
 		fmt.Fprintf(stderr, "bar chart: %s\n", o.pngOut)
 	}
