@@ -3,6 +3,8 @@ package memory
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -119,12 +121,17 @@ func (m *Manager) Limit(t Tier) int64 {
 // ParseBudget reads a memory budget: a byte count with an optional unit
 // ("4GiB", "500MB", "1073741824"; K, M, G, T are binary), or a share of
 // whole ("50%", or a fraction such as "0.5"); "off", "none" or "0" is no
-// budget (0). A number above 1 with a fraction and no unit ("1.5") is
-// neither a share nor a whole byte count, and a share that comes to less
-// than a byte of whole would be no budget at all: both are refused.
-// Errors name the accepted forms.
+// budget (0). A number of 1 or more written with a decimal point and no
+// unit ("1.0", "1.5", or "0.99999999999999999", which a float64 rounds to
+// 1) is neither a share nor plainly a byte count ("1.0" meant all of it
+// as often as one byte), and a share that comes to less than a byte of
+// whole would be no budget at all: both are refused. Errors name the
+// accepted forms.
 func ParseBudget(s string, whole int64) (int64, error) {
 	const forms = "want a size such as 4GiB or 500MB, a share such as 50% or 0.5, or off"
+	if f, ok := pointNumber(s); ok && f >= 1 {
+		return 0, fmt.Errorf("memory: budget %q: a number with a point and no unit is a share below 1 (0.5); write 100%% for all of it, or a byte count without a point or with a unit (%s): %w", s, forms, ErrInvalidArgument)
+	}
 	if f, ok := parseFraction(s); ok {
 		if whole <= 0 {
 			return 0, fmt.Errorf("memory: budget %q is a share, but the memory it is a share of is unknown: %w", s, ErrInvalidArgument)
@@ -143,6 +150,13 @@ func ParseBudget(s string, whole int64) (int64, error) {
 		return 0, fmt.Errorf("memory: budget %q: %v (%s): %w", s, err, forms, ErrInvalidArgument)
 	}
 	return n, nil
+}
+
+// pointNumber reads a number written with a decimal point and no unit.
+func pointNumber(s string) (float64, bool) {
+	s = strings.TrimSpace(s)
+	f, err := strconv.ParseFloat(s, 64)
+	return f, err == nil && strings.Contains(s, ".")
 }
 
 // parseFraction reads a number in (0, 1) written with a decimal point.
