@@ -277,8 +277,8 @@
 #         CUDA context or the driver allocators' runs slow the pool's pair?
 # ce31    session 31 (run with FRESH_KERNELS=1 after suites24): the
 #         conformance case of the cross-entropy and log-softmax kernels on
-#         logits up to 3e38 (tensor's CrossEntropy/extreme, from the suite's
-#         log), then the README's main job (train-gpt, no flags)
+#         logits up to 3e38 and Relu's at NaN (tensor's TestCrossEntropyExtremeLogits
+#         and TestReluBackwardAtNaN, from the suite's log), then the README's main job (train-gpt, no flags)
 # pair    bench-alloc's pairs against cuMemAllocAsync: a process as placed,
 #         twice, then one pinned to each of PAIR_CORES (default 3)
 # wide    session 18: gpt2 fp32 selective on the device keeping the MLP's
@@ -1347,7 +1347,7 @@ if has med30; then
 fi
 
 if has ce31; then
-  grep -h -E -- '--- (PASS|FAIL|SKIP): TestCUDAConformance/OpsNN/CrossEntropy/extreme' "$L"/test-tensor.log | tee -a "$OUT/summary.txt"
+  grep -h -E -- '--- (PASS|FAIL|SKIP): (TestCrossEntropyExtremeLogits|TestReluBackwardAtNaN)' "$L"/test-tensor.log | tee -a "$OUT/summary.txt"
   start=$(date +%s)
   timeout 120 .gpu/train-gpt > "$L/ce31-main-job.log" 2>&1
   say "train-gpt (the README's main job): exit $? in $(( $(date +%s) - start ))s"

@@ -444,28 +444,30 @@ func TestClientArgumentErrors(t *testing.T) {
 }
 
 // Two goroutines using one rank at once is refused (on the local group)
-// and fails the group, rather than summing a rank twice.
+// and fails the group, rather than summing a rank twice: both calls of
+// rank 0 return errors (neither waits for rank 1 forever), and rank 1's
+// call after them finds the group failed. Rank 1 calls only afterwards,
+// so that no timing decides which calls pair up.
 func TestClientSameRankTwice(t *testing.T) {
 	g := dist.NewLocalGroup(2)
 	res := make([]error, 3)
+	call := func(i, r int) {
+		x := tensor.Zeros(tensor.CPU(), tensor.Float32, 2)
+		defer x.Release()
+		res[i] = g[r].AllReduceSum(x)
+	}
 	var wg sync.WaitGroup
-	for i, r := range []int{0, 0, 1} {
-		wg.Go(func() {
-			if i == 2 {
-				time.Sleep(50 * time.Millisecond)
-			}
-			x := tensor.Zeros(tensor.CPU(), tensor.Float32, 2)
-			defer x.Release()
-			res[i] = g[r].AllReduceSum(x)
-		})
+	for i := range 2 {
+		wg.Go(func() { call(i, 0) })
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
-		t.Fatal("deadlock")
+		t.Fatal("deadlock: two calls of rank 0 at once were not refused")
 	}
+	call(2, 1)
 	for i, err := range res {
 		assert.Error(t, err, "call %d", i)
 	}

@@ -56,11 +56,14 @@ func reduce(op string, t *Tensor, axes []int, keepDim, isMax bool) *Tensor {
 		outer, mid, inner := numel(shape[:a]), shape[a], numel(shape[a+1:])
 		shape[a] = 1
 		next := mustNew(op, c, t.dev, t.dtype, shape)
-		if isMax {
-			t.dev.backend().reduceMax(next, cur, outer, mid, inner)
-		} else {
-			t.dev.backend().reduceSum(next, cur, outer, mid, inner, false)
-		}
+		func() {
+			defer releaseOnPanic(next) // a kernel's scratch may fail (out of memory on a GPU)
+			if isMax {
+				t.dev.backend().reduceMax(next, cur, outer, mid, inner)
+			} else {
+				t.dev.backend().reduceSum(next, cur, outer, mid, inner, false)
+			}
+		}()
 		if owned {
 			cur.Release()
 		} else {

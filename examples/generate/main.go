@@ -125,8 +125,17 @@ func interruptible(doing string, write func(ctx context.Context) error) error {
 		}
 	}()
 	err := write(ctx)
+	// Stop delivery first: a signal that arrived as the write ended is
+	// then in ch, taken below, not dropped with ch.
+	signal.Stop(ch)
 	close(stop)
 	<-done
+	if got == nil {
+		select {
+		case got = <-ch:
+		default:
+		}
+	}
 	s, ok := got.(syscall.Signal)
 	switch {
 	case !ok:
