@@ -119,7 +119,7 @@
 // widen each element as they read it, the CPU widens them to float32
 // 64 MiB at a time), so the step's peak under a budget, every gradient at
 // the end of backward, holds them at half the size (SGD widens a copy of
-// each); the guarded update (CUDA graphs) refuses them.
+// one at a time); the guarded update (CUDA graphs) refuses them.
 // ClipGradNormGuarded, AdamW.PrepareGuarded and AdamW.StepGuarded are the
 // clip and update with their decisions and per-step constants in device
 // memory (tensor.StepGuard, tensor.AdamWArgs), the form a CUDA graph can

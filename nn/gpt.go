@@ -195,7 +195,7 @@ func (g *GPT) Parameters() []*Parameter {
 // float32 ones. Under bf16 autocast this halves the gradients' memory at
 // the step's peak, the end of the backward pass, as llm.c's bf16
 // gradients do; AdamW widens them as it reads them (SGD widens a copy of
-// each). Call it with no gradients held.
+// one at a time). Call it with no gradients held.
 func (g *GPT) SetBlockGradDType(dt tensor.DType) error {
 	for _, b := range g.Blocks {
 		for _, l := range []*Linear{b.Attn.CAttn, b.Attn.CProj, b.MLP.FC, b.MLP.Proj} {

@@ -338,49 +338,43 @@ func (o *SGD) SetLR(lr float64) { o.LR = lr }
 
 // Step updates every parameter with a gradient. Gradients kept in a half
 // dtype (GPT.SetBlockGradDType) are widened to their parameter's, as
-// AdamW takes them. What a step allocates (momentum buffers, widened
-// gradients) is allocated before any parameter changes, so a step that
-// runs out of memory leaves the parameters as they were. A parameter
-// listed twice in Params is an error (wrapping tensor.ErrArgument),
-// checked again whenever Params changes.
+// AdamW takes them, one parameter at a time (each float32 copy released
+// after its update: all of them at once would hold the gradients in both
+// dtypes at the step's peak). The momentum buffers are allocated before
+// any parameter changes, so a step whose buffers do not fit leaves the
+// parameters as they were; running out of memory for a widened gradient
+// mid-step leaves the parameters before it updated. A parameter listed
+// twice in Params is an error (wrapping tensor.ErrArgument), checked
+// again whenever Params changes.
 func (o *SGD) Step() error {
 	if err := o.check(); err != nil {
 		return err
 	}
-	type update struct {
-		p         *Parameter
-		grad, buf *tensor.Tensor
-	}
-	var us []update
-	defer func() {
-		for _, u := range us {
-			if u.grad != u.p.Grad {
-				u.grad.Release()
-			}
-		}
-	}()
 	return tensor.Try(func() {
+		var ps []*Parameter
 		for _, p := range o.Params {
 			if p.Grad == nil || !p.RequiresGrad() {
 				continue
 			}
-			u := update{p: p, grad: p.Grad}
-			if o.Momentum != 0 {
-				if u.buf = o.buf[p]; u.buf == nil {
-					if o.buf == nil { // a struct literal: no state yet
-						o.buf = map[*Parameter]*tensor.Tensor{}
-					}
-					u.buf = zerosKept(p.Value)
-					o.buf[p] = u.buf
+			ps = append(ps, p)
+			if o.Momentum != 0 && o.buf[p] == nil {
+				if o.buf == nil { // a struct literal: no state yet
+					o.buf = map[*Parameter]*tensor.Tensor{}
 				}
+				o.buf[p] = zerosKept(p.Value)
 			}
-			if dt := p.Value.DType(); u.grad.DType() != dt {
-				u.grad = u.grad.To(dt)
-			}
-			us = append(us, u)
 		}
-		for _, u := range us {
-			tensor.SGDStep(u.p.Value, u.grad, u.buf, o.LR, o.Momentum, o.WeightDecay, o.Nesterov)
+		for _, p := range ps {
+			g := p.Grad
+			if dt := p.Value.DType(); g.DType() != dt {
+				g = g.To(dt)
+			}
+			func() {
+				if g != p.Grad {
+					defer g.Release()
+				}
+				tensor.SGDStep(p.Value, g, o.buf[p], o.LR, o.Momentum, o.WeightDecay, o.Nesterov)
+			}()
 		}
 	})
 }
