@@ -898,3 +898,28 @@ func TestOutOfMemoryAnywhereLeaksNothing(t *testing.T) {
 		assert.Greater(t, failures, 40, "autocast %v: every allocation of the step was tried", autocast)
 	}
 }
+
+// TestRecordAliasOfKeptParameterIsScoped: the view Record takes of a kept
+// parameter returned as an identity op's output belonged to no scope: a
+// graph never differentiated (evaluation with recording on) kept the
+// parameter's storage alive after its Release, until the garbage
+// collector's safety net. It joins the recording context's scope now.
+func TestRecordAliasOfKeptParameterIsScoped(t *testing.T) {
+	m := tensor.CPU().Memory()
+	before := m.Stats().Total.Requested.Current
+	w, err := tensor.NewKept(tensor.CPU(), tensor.Float32, memory.RoleParameter, 1024)
+	require.NoError(t, err)
+	p := autograd.Param(w, "w")
+	c := tensor.NewCtx()
+	c.WithScope(func() {
+		c.WithScope(func() { // an op of c's, so that the recording is c's
+			x := c.Ones(tensor.CPU(), tensor.Float32, 1024)
+			y := autograd.Record("identity", w, []*autograd.Var{p, autograd.Const(x)}, func(g *tensor.Tensor) []*tensor.Tensor {
+				return []*tensor.Tensor{g.Alias(), nil}
+			})
+			require.NotSame(t, w, y.Value)
+		})
+	})
+	w.Release()
+	require.Equal(t, before, m.Stats().Total.Requested.Current, "the parameter's storage outlived its Release")
+}

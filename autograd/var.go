@@ -326,9 +326,19 @@ func owned(out *tensor.Tensor, inputs []*Var, saved []*tensor.Tensor) (*tensor.T
 	isInput := func(t *tensor.Tensor) bool {
 		return slices.ContainsFunc(inputs, func(in *Var) bool { return in != nil && in.Value == t })
 	}
+	// An alias of a kept tensor (a parameter) belongs to no scope: it
+	// joins the recording's context's innermost scope, as an op's output
+	// does, so that a graph never differentiated is released with it.
+	alias := func(t *tensor.Tensor) *tensor.Tensor {
+		a := t.Alias()
+		if a.Ctx() == nil {
+			recordingCtx(out, inputs).Adopt(a)
+		}
+		return a
+	}
 	orig := out
 	if isInput(out) {
-		out = out.Alias()
+		out = alias(out)
 	}
 	copied := false
 	for i, s := range saved {
@@ -336,10 +346,26 @@ func owned(out *tensor.Tensor, inputs []*Var, saved []*tensor.Tensor) (*tensor.T
 			if !copied {
 				saved, copied = slices.Clone(saved), true
 			}
-			saved[i] = s.Alias()
+			saved[i] = alias(s)
 		}
 	}
 	return out, saved
+}
+
+// recordingCtx is the context of a recorded op: its output's, else its
+// first input's with one, else Background.
+func recordingCtx(out *tensor.Tensor, inputs []*Var) *tensor.Ctx {
+	if c := out.Ctx(); c != nil {
+		return c
+	}
+	for _, in := range inputs {
+		if in != nil && in.Value != nil {
+			if c := in.Value.Ctx(); c != nil {
+				return c
+			}
+		}
+	}
+	return tensor.Background()
 }
 
 // gradRole is the memory role of everything Backward allocates.
