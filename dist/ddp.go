@@ -161,7 +161,8 @@ func (d *DataParallel) Release() {
 // parameter makes that call too. A parameter frozen when New assigned the
 // buckets, and so in none, that has a gradient (unfrozen since) is an
 // error wrapping tensor.ErrArgument naming it: its gradient would not be
-// averaged; make a new DataParallel after unfreezing.
+// averaged. Like every error of SyncGradients it aborts the group, so
+// unfreeze parameters before New (or continue in a new group).
 //
 // With the overlap (the default; Options.NoOverlap turns it off) most
 // of that has happened during backward: each bucket was copied and its
@@ -192,7 +193,10 @@ func (d *DataParallel) syncGradients() error {
 	}
 	for _, p := range d.frozen {
 		if p.Grad != nil && p.RequiresGrad() {
-			return fmt.Errorf("dist: SyncGradients: parameter %q has a gradient but was frozen when New assigned the buckets, so it is in none: its gradient would not be averaged and the ranks' replicas would drift apart; make a new DataParallel after unfreezing parameters: %w", p.Name, tensor.ErrArgument)
+			if d.ov != nil {
+				_ = d.ov.drain() // the buckets backward started; the error below is the one to report
+			}
+			return fmt.Errorf("dist: SyncGradients: parameter %q has a gradient but was frozen when New assigned the buckets, so it is in none: its gradient would not be averaged and the ranks' replicas would drift apart; unfreeze parameters before dist.New (this error aborts the group: continuing needs a new one): %w", p.Name, tensor.ErrArgument)
 		}
 	}
 	if d.ov != nil {

@@ -62,8 +62,8 @@
 // divided by the number of ranks and copied back, as DDP's buckets are.
 // A parameter larger than a bucket gets its own; a bucket holds one
 // dtype; frozen parameters are not reduced (those frozen when New runs:
-// one unfrozen later is refused by SyncGradients, and ZeroAdamW's Step,
-// until a new one is made).
+// one unfrozen later is refused by SyncGradients and ZeroAdamW's Step,
+// which aborts the group: unfreeze before New).
 //
 // A parameter that has no gradient on some rank (a branch that rank's
 // batch did not take) contributes zeros, so every rank makes the same

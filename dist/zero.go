@@ -196,7 +196,7 @@ func (o *ZeroAdamW) doStep() error {
 	}
 	for _, p := range o.frozen {
 		if p.Grad != nil && p.RequiresGrad() {
-			return fmt.Errorf("dist: ZeroAdamW.Step: parameter %q has a gradient but was frozen when NewZeroAdamW laid out the shards, so it has none: it would not be updated (nn.AdamW would); make a new ZeroAdamW after unfreezing parameters: %w", p.Name, tensor.ErrArgument)
+			return fmt.Errorf("dist: ZeroAdamW.Step: parameter %q has a gradient but was frozen when NewZeroAdamW laid out the shards, so it has none: it would not be updated (nn.AdamW would); unfreeze parameters before NewZeroAdamW (this error aborts the group: continuing needs a new one): %w", p.Name, tensor.ErrArgument)
 		}
 	}
 	if !o.agreed {
