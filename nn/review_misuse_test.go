@@ -7,9 +7,11 @@ package nn_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -396,4 +398,24 @@ func TestParseGPTConfigRefusesAmbiguousText(t *testing.T) {
 	c, err := nn.ParseGPTConfig(`{"Vocab":16,"Context":8,"Layers":1,"Heads":2,"Width":8}` + "\n")
 	require.NoError(t, err)
 	require.Equal(t, nn.GPTConfig{Vocab: 16, Context: 8, Layers: 1, Heads: 2, Width: 8}, c)
+}
+
+// TestWeightsReadersRefuseDuplicateKeys: a header giving a tensor's name
+// twice was refused by tensor.ReadSafetensors but loaded by nn.LoadWeights
+// and described by nn.ReadWeightsInfo (encoding/json keeps the last):
+// both refuse it now, naming the key.
+func TestWeightsReadersRefuseDuplicateKeys(t *testing.T) {
+	l := nn.Must(nn.NewLinear(nn.Options{}, "w", 2, 1, false, 0))
+	defer nn.Release(l.Parameters())
+	hdr := `{"w.weight":{"dtype":"F32","shape":[1,2],"data_offsets":[0,8]},"w.weight":{"dtype":"F32","shape":[1,2],"data_offsets":[0,8]}}`
+	buf := binary.LittleEndian.AppendUint64(nil, uint64(len(hdr)))
+	buf = append(append(buf, hdr...), make([]byte, 8)...)
+	path := filepath.Join(t.TempDir(), "dup.safetensors")
+	require.NoError(t, os.WriteFile(path, buf, 0o600))
+	_, err := nn.LoadWeights(path, l.Parameters())
+	require.ErrorIs(t, err, tensor.ErrArgument)
+	require.ErrorContains(t, err, `duplicate tensor name "w.weight"`)
+	_, err = nn.ReadWeightsInfo(path)
+	require.ErrorIs(t, err, tensor.ErrArgument)
+	require.ErrorContains(t, err, `duplicate tensor name "w.weight"`)
 }

@@ -232,6 +232,9 @@ func readHeader(path string) (shapes map[string][]int, meta map[string]string, e
 	if err := json.Unmarshal(hdr, &h); err != nil {
 		return nil, nil, fmt.Errorf("nn: %s: not a safetensors file: %w", path, err)
 	}
+	if err := tensor.CheckSafetensorsHeader(path, hdr); err != nil { // a key twice: json kept the last
+		return nil, nil, fmt.Errorf("nn: %w", err)
+	}
 	shapes = make(map[string][]int, len(h))
 	for name, raw := range h {
 		if name == "__metadata__" {

@@ -3,6 +3,7 @@ package nn
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"maps"
 	"os"
@@ -200,6 +201,10 @@ func LoadWeightsLayout(path string, ps []*Parameter, layout Layout) (meta map[st
 	_, md, err := st.ReadMetadata(buf)
 	if err != nil {
 		return fail("not a safetensors file: %w", err)
+	}
+	// ReadMetadata checked the header's length against the file.
+	if err := tensor.CheckSafetensorsHeader(path, buf[8:8+binary.LittleEndian.Uint64(buf[:8])]); err != nil {
+		return fail("%w", err)
 	}
 	f, err := st.Deserialize(buf)
 	if err != nil {

@@ -25,6 +25,15 @@ func checkHeaderLen(path string, n uint64, size int64) error {
 	return nil
 }
 
+// CheckSafetensorsHeader returns the error ReadSafetensors gives a
+// safetensors header (the JSON after the file's 8-byte length) that gives
+// a key twice in one object, wrapping ErrArgument and naming path and the
+// key, or nil: for readers of such files outside this package (nn's
+// weights loaders), which encoding/json would let keep the last.
+func CheckSafetensorsHeader(path string, header []byte) error {
+	return checkHeaderKeys(path, header)
+}
+
 // checkHeaderKeys returns the error, wrapping ErrArgument, of a header
 // (JSON already parsed once, by a reader that keeps the last of equal
 // keys) in which one object has a key twice: a tensor name, the metadata
