@@ -79,15 +79,18 @@ var passKey = tensor.NewCtxKey("autograd.gradpass")
 // ever reached v). A nil fn removes the hook. v must be a leaf that
 // requires gradients; one hook a leaf (a second replaces the first).
 //
-// Panics when v is nil, not a leaf, or does not require gradients.
+// Panics with an *tensor.OpError wrapping tensor.ErrArgument (which
+// tensor.Try returns) when v is nil, not a leaf, or does not require
+// gradients.
 func (v *Var) SetGradHook(fn func(*Var)) {
+	const op = "autograd.SetGradHook"
 	switch {
 	case v == nil:
-		panic("autograd: SetGradHook on a nil Var")
+		panic(&tensor.OpError{Op: op, Msg: "nil Var", Err: tensor.ErrArgument})
 	case !v.IsLeaf():
-		panic(fmt.Sprintf("autograd: SetGradHook on %s, which is not a leaf (hooks report leaves' accumulated gradients)", v))
+		panic(&tensor.OpError{Op: op, Msg: fmt.Sprintf("%s is not a leaf (hooks report leaves' accumulated gradients)", v), Err: tensor.ErrArgument})
 	case !v.requiresGrad && fn != nil:
-		panic(fmt.Sprintf("autograd: SetGradHook on %s, which does not require gradients", v))
+		panic(&tensor.OpError{Op: op, Msg: fmt.Sprintf("%s does not require gradients", v), Err: tensor.ErrArgument})
 	}
 	switch {
 	case fn == nil && v.hook != nil:
