@@ -255,6 +255,7 @@ func (t *Tensor) ToDevice(dev Device) *Tensor {
 	}
 	t.dev.backend().download(buf, src)
 	out := mustNew("ToDevice", ctxOf("ToDevice", t), dev, t.dtype, t.shape)
+	defer releaseOnPanic(out) // an upload that fails (a driver error, or refused during a graph capture)
 	dev.backend().upload(out, buf)
 	return out
 }
