@@ -129,10 +129,11 @@ func (m *Manager) Limit(t Tier) int64 {
 // accepted forms.
 func ParseBudget(s string, whole int64) (int64, error) {
 	const forms = "want a size such as 4GiB or 500MB, a share such as 50% or 0.5, or off"
-	if f, ok := pointNumber(s); ok && f >= 1 {
+	f, point := pointNumber(s)
+	if point && f >= 1 {
 		return 0, fmt.Errorf("memory: budget %q: a number with a point and no unit is a share below 1 (0.5); write 100%% for all of it, or a byte count without a point or with a unit (%s): %w", s, forms, ErrInvalidArgument)
 	}
-	if f, ok := parseFraction(s); ok {
+	if point && f > 0 { // a share
 		if whole <= 0 {
 			return 0, fmt.Errorf("memory: budget %q is a share, but the memory it is a share of is unknown: %w", s, ErrInvalidArgument)
 		}
@@ -157,19 +158,4 @@ func pointNumber(s string) (float64, bool) {
 	s = strings.TrimSpace(s)
 	f, err := strconv.ParseFloat(s, 64)
 	return f, err == nil && strings.Contains(s, ".")
-}
-
-// parseFraction reads a number in (0, 1) written with a decimal point.
-func parseFraction(s string) (float64, bool) {
-	var f float64
-	var rest string
-	if n, _ := fmt.Sscanf(s, "%g%s", &f, &rest); n != 1 {
-		return 0, false
-	}
-	for _, c := range s {
-		if c == '.' {
-			return f, f > 0 && f < 1
-		}
-	}
-	return 0, false
 }
