@@ -36,11 +36,18 @@ func AssignBuckets(ps []*nn.Parameter, bucketBytes int64) []Bucket {
 	return assignBuckets(ps, bucketBytes, false)
 }
 
+// bucketSize is the bucket size asked for as n bytes: n, or
+// DefaultBucketBytes for n <= 0.
+func bucketSize(n int64) int64 {
+	if n <= 0 {
+		return DefaultBucketBytes
+	}
+	return n
+}
+
 // assignBuckets is AssignBuckets, with frozen parameters too when all.
 func assignBuckets(ps []*nn.Parameter, bucketBytes int64, all bool) []Bucket {
-	if bucketBytes <= 0 {
-		bucketBytes = DefaultBucketBytes
-	}
+	bucketBytes = bucketSize(bucketBytes)
 	var bs []Bucket
 	var cur Bucket
 	flush := func() {

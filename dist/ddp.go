@@ -41,7 +41,7 @@ type DataParallel struct {
 	flags   *tensor.Tensor   // one presence count per bucketed parameter, then every rank's signature (Size·sigLen), kept
 	nflags  int
 	first   []int           // bucket i's first parameter's index among the flags
-	bytes   int64           // the bucket size asked for
+	bytes   int64           // the bucket size (bucketSize of Options.BucketBytes)
 	ctx     *tensor.Ctx     // the rank's temporaries (uploads)
 	ov      *overlap        // the buckets' reduction during backward; nil with NoOverlap
 	sig     [sigLen]float32 // this rank's parameters' signature (sign)
@@ -70,12 +70,9 @@ func New(coll Collective, params []*nn.Parameter, opts Options) (*DataParallel, 
 	if err := nn.Distinct(params); err != nil {
 		return nil, fmt.Errorf("dist: New: %w", err)
 	}
-	d := &DataParallel{coll: coll, params: params, buckets: AssignBuckets(params, opts.BucketBytes),
-		bytes: opts.BucketBytes, ctx: tensor.NewCtx()}
-	bytes := opts.BucketBytes
-	if bytes <= 0 {
-		bytes = DefaultBucketBytes
-	}
+	bytes := bucketSize(opts.BucketBytes)
+	d := &DataParallel{coll: coll, params: params, buckets: AssignBuckets(params, bytes),
+		bytes: bytes, ctx: tensor.NewCtx()}
 	d.sig = sign(params, true, fmt.Sprintf("bucket bytes %d", bytes))
 	for _, p := range params {
 		if !p.RequiresGrad() {
