@@ -190,6 +190,7 @@ func step(v *Var, isRoot bool) {
 			g = retype(g, dt)
 		}
 		if n.narrow == nil || !depositNarrow(n, g) { // a Narrow writes g into its input's pending gradient
+			checkVersions(n)
 			grads := n.backward(g)
 			checkGrads(n, g, grads)
 			for i := 1; i < len(grads); i++ {

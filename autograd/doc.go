@@ -21,13 +21,20 @@
 // backward pass. Forward values stay alive only until the backward of the
 // op that produced them; what no backward reaches is released by the
 // enclosing tensor.Scope. With one scope per training step, the bytes in
-// use after every step equal those after the first. Tensors have no
-// version counters: unlike PyTorch, which raises when a tensor saved for
-// backward was modified in place, a value that a backward reads (an
-// input of Mul, a saved tensor) changed in place between the forward and
-// Backward (Fill, CopyFrom, AddInPlace, an optimizer step) silently gives
-// the gradient at the changed value. Modify such tensors only after
-// Backward.
+// use after every step equal those after the first.
+//
+// In-place writes are checked as in PyTorch: every storage counts the
+// writes made to it in place (tensor.Tensor.Version: Fill, CopyFrom,
+// AddInPlace, an optimizer step, MarkModified...), a node records the
+// versions of what its backward reads (its saved tensors, and the inputs
+// or output its backward uses: Mul keeps b for a's gradient only when a
+// needs one, Exp its output, Add nothing; a user's Record every input and
+// saved tensor), and Backward fails with ErrModified, naming the op and
+// the tensor, before running a backward whose operands changed since the
+// forward, where it would give the gradient at values the forward never
+// saw. Embedding and CrossEntropy keep their own reference to the ids and
+// targets, so the caller may release or reuse them after the forward: a
+// reuse written in place is caught the same way.
 //
 // The gradient through Narrow pieces of a computed var (the attention's
 // q/k/v split) is assembled in place: each piece's gradient is written

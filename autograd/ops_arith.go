@@ -14,7 +14,7 @@ func Add(a, b *Var) *Var {
 	as, bs := a.Value.Shape(), b.Value.Shape()
 	return Record("Add", out, []*Var{a, b}, func(g *tensor.Tensor) []*tensor.Tensor {
 		return []*tensor.Tensor{sumToIf(needs(a), g, as), sumToIf(needs(b), g, bs)}
-	})
+	}).reads(0, false)
 }
 
 // Sub returns a - b with broadcasting.
@@ -30,7 +30,7 @@ func Sub(a, b *Var) *Var {
 			n.Release()
 		}
 		return []*tensor.Tensor{sumToIf(needs(a), g, as), gb}
-	})
+	}).reads(0, false)
 }
 
 // Mul returns a * b elementwise with broadcasting.
@@ -42,7 +42,7 @@ func Mul(a, b *Var) *Var {
 			mulSumTo(needs(a), g, b.Value, a.Value.Shape()),
 			mulSumTo(needs(b), g, a.Value, b.Value.Shape()),
 		}
-	})
+	}).reads(bit(0, needs(b))|bit(1, needs(a)), false)
 }
 
 // Div returns a / b elementwise with broadcasting.
@@ -66,7 +66,7 @@ func Div(a, b *Var) *Var {
 			n.Release()
 		}
 		return []*tensor.Tensor{ga, gb}
-	})
+	}).reads(bit(1, true), needs(b))
 }
 
 // Affine returns alpha*x + beta.
@@ -75,7 +75,7 @@ func Affine(x *Var, alpha, beta float64) *Var {
 	out := tensor.Affine(x.Value, alpha, beta)
 	return Record("Affine", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
 		return []*tensor.Tensor{tensor.Scale(g, alpha)}
-	})
+	}).reads(0, false)
 }
 
 // Scale returns alpha*x.

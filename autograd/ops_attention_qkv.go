@@ -44,7 +44,7 @@ func FusedCausalAttentionQKV(qkv *Var, heads int, p float64, seed, offset uint64
 		// it is when qkv's op takes it (a Linear, takesHalfGrad), else
 		// widened by the engine.
 		return []*tensor.Tensor{tensor.FusedCausalAttentionQKVBackwardMode(x, out, lse, gc, heads, p, seed, offset, mode)}
-	}, x, out, lse)
+	}, x, out, lse).reads(0, false)
 	if r.node == nil { // nothing to differentiate: keep nothing
 		release(x, out, lse)
 	}

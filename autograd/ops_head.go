@@ -232,7 +232,7 @@ func LinearCrossEntropy(h, w *Var, targets *tensor.Tensor, chunkRows int) *Var {
 			}
 		}
 		return []*tensor.Tensor{gh, gw}
-	}, saved...)
+	}, saved...).reads(0, false)
 }
 
 // noRowsLoss is LinearCrossEntropy of an h with no rows: no target
@@ -249,7 +249,7 @@ func noRowsLoss(op string, pr precision, h, w *Var) *Var {
 			}
 		}
 		return grads
-	})
+	}).reads(0, false)
 }
 
 // paddedWeight returns w (V, C) as the products of pr multiply it, in

@@ -35,7 +35,7 @@ func MatMul(a, b *Var) *Var {
 			}
 		}
 		return []*tensor.Tensor{ga, gb}
-	}), pr)
+	}).reads(bit(0, needs(b))|bit(1, needs(a)), false), pr)
 }
 
 // sumTo returns p summed down to shape, releasing p, or p itself when it
@@ -143,7 +143,7 @@ func linear(x, w, b *Var, half bool) *Var {
 		}
 		gw, gb := linearParamGrads(ps, g2, x.Value, w, b)
 		return []*tensor.Tensor{gx, gw, gb}
-	}, nonNil(wl)...)
+	}, nonNil(wl)...).reads(bit(0, needs(w))|bit(1, needs(x) && wl == nil), false)
 	releaseUnrecorded(v, wl)
 	return takesHalfGrad(v, pr)
 }
@@ -253,7 +253,7 @@ func geluLinear(u, w, b *Var, keep bool) *Var {
 			gw, gb = linearParamGrads(ps, g2, a, w, b)
 		}
 		return []*tensor.Tensor{gu, gw, gb}
-	}, nonNil(kept, wl)...)
+	}, nonNil(kept, wl)...).reads(bit(0, needs(u) || (needs(w) || b != nil && needs(b)) && kept == nil)|bit(1, needs(u) && wl == nil), false)
 	releaseUnrecorded(v, kept, wl)
 	return takesHalfGrad(v, pr)
 }

@@ -10,7 +10,7 @@ func Softmax(x *Var) *Var {
 	out := hooked("Softmax", tensor.CtxOf(x.Value), func() *tensor.Tensor { return tensor.Softmax(x.Value) })
 	return Record("Softmax", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
 		return []*tensor.Tensor{tensor.SoftmaxBackward(out, g, false)}
-	})
+	}).reads(0, true)
 }
 
 // LogSoftmax over the last axis.
@@ -19,7 +19,7 @@ func LogSoftmax(x *Var) *Var {
 	out := tensor.LogSoftmax(x.Value)
 	return Record("LogSoftmax", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
 		return []*tensor.Tensor{tensor.SoftmaxBackward(out, g, true)}
-	})
+	}).reads(0, true)
 }
 
 // CausalSoftmax is Softmax(CausalMask(x, -Inf)) as one op: the softmax
@@ -30,7 +30,7 @@ func CausalSoftmax(x *Var) *Var {
 	out := hooked("CausalSoftmax", tensor.CtxOf(x.Value), func() *tensor.Tensor { return tensor.CausalSoftmax(x.Value) })
 	return Record("CausalSoftmax", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
 		return []*tensor.Tensor{tensor.CausalSoftmaxBackward(out, g)}
-	})
+	}).reads(0, true)
 }
 
 // CausalMask sets future positions (j > i) of the last two axes to fill
@@ -40,7 +40,7 @@ func CausalMask(x *Var, fill float64) *Var {
 	out := tensor.CausalMask(x.Value, fill)
 	return Record("CausalMask", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
 		return []*tensor.Tensor{tensor.CausalMask(g, 0)}
-	})
+	}).reads(0, false)
 }
 
 // LayerNorm normalises over the last axis with optional weight and bias
@@ -98,7 +98,7 @@ func layerNorm(x, w, b *Var, eps float64, dt tensor.DType) *Var {
 			db = nil
 		}
 		return []*tensor.Tensor{dx, dw, db}
-	}, mean, rstd)
+	}, mean, rstd).reads(bit(0, true)|bit(1, true), false)
 }
 
 // Embedding gathers rows of table (V, D) at int32 ids.
@@ -106,13 +106,17 @@ func Embedding(table *Var, ids *tensor.Tensor) *Var {
 	args("Embedding", "table", table)
 	out := tensor.Embedding(table.Value, ids)
 	rows := table.Value.Dim(0)
-	return Record("Embedding", out, []*Var{table}, func(g *tensor.Tensor) []*tensor.Tensor {
+	inputs := []*Var{table}
+	ids = aliasFor(ids, out, inputs) // backward's own reference: the caller may release ids
+	v := Record("Embedding", out, inputs, func(g *tensor.Tensor) []*tensor.Tensor {
 		if dst := gradInPlace(table, g); dst != nil {
 			tensor.EmbeddingBackwardInto(dst, ids, g)
 			return []*tensor.Tensor{nil}
 		}
 		return []*tensor.Tensor{tensor.EmbeddingBackward(ids, g, rows)}
-	})
+	}, ids).reads(0, false)
+	releaseUnrecorded(v, ids)
+	return v
 }
 
 // gradInPlace is the gradient of table that an embedding's backward may
@@ -157,14 +161,18 @@ func CrossEntropy(logits *Var, targets *tensor.Tensor) *Var {
 	out := tensor.Scale(sum, scale)
 	sum.Release()
 	rows := logits.Value.Dim(0)
-	return Record("CrossEntropy", out, []*Var{logits}, func(g *tensor.Tensor) []*tensor.Tensor {
+	inputs := []*Var{logits}
+	targets = aliasFor(targets, out, inputs) // backward's own reference: the caller may release targets
+	v := Record("CrossEntropy", out, inputs, func(g *tensor.Tensor) []*tensor.Tensor {
 		gs := tensor.Scale(g, scale)
 		e := gs.Reshape(1).Expand(rows)
 		dl := tensor.CrossEntropyBackward(logits.Value, targets, e, IgnoreIndex)
 		gs.Release()
 		e.Release()
 		return []*tensor.Tensor{dl}
-	})
+	}, targets)
+	releaseUnrecorded(v, targets)
+	return v
 }
 
 // Dropout zeroes elements with probability p (scaling the rest by
@@ -178,7 +186,7 @@ func Dropout(x *Var, p float64, seed, offset uint64) *Var {
 	out := tensor.Dropout(x.Value, p, seed, offset)
 	return Record("Dropout", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
 		return []*tensor.Tensor{tensor.Dropout(g, p, seed, offset)}
-	})
+	}).reads(0, false)
 }
 
 // Cast converts x to dtype dt; the gradient is cast back. A cast to an
@@ -189,5 +197,5 @@ func Cast(x *Var, dt tensor.DType) *Var {
 	out := x.Value.To(dt)
 	return Record("Cast", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
 		return []*tensor.Tensor{g.To(src)}
-	})
+	}).reads(0, false)
 }

@@ -13,7 +13,7 @@ func Reshape(x *Var, shape ...int) *Var {
 	out := x.Value.Reshape(shape...)
 	return Record("Reshape", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
 		return []*tensor.Tensor{g.Reshape(in...)}
-	})
+	}).reads(0, false)
 }
 
 // Transpose swaps two axes (a view).
@@ -22,7 +22,7 @@ func Transpose(x *Var, a, b int) *Var {
 	out := x.Value.Transpose(a, b)
 	return Record("Transpose", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
 		return []*tensor.Tensor{g.Transpose(a, b)}
-	})
+	}).reads(0, false)
 }
 
 // Permute reorders axes (a view).
@@ -38,7 +38,7 @@ func Permute(x *Var, perm ...int) *Var {
 	}
 	return Record("Permute", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
 		return []*tensor.Tensor{g.Permute(inv...)}
-	})
+	}).reads(0, false)
 }
 
 // Contiguous returns x laid out densely (a copy when it was a strided view).
@@ -47,7 +47,7 @@ func Contiguous(x *Var) *Var {
 	out := x.Value.Contiguous()
 	return Record("Contiguous", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
 		return []*tensor.Tensor{g.Alias()}
-	})
+	}).reads(0, false)
 }
 
 // Narrow returns elements [start, start+length) of axis (a view).
@@ -60,7 +60,7 @@ func Narrow(x *Var, axis, start, length int) *Var {
 		full := tensor.CtxOf(g).Zeros(dev, dt, shape...)
 		full.WriteNarrow(axis, start, g)
 		return []*tensor.Tensor{full}
-	})
+	}).reads(0, false)
 	if v.node != nil {
 		v.node.narrow = &narrowOf{axis: normAxis(axis, len(shape)), start: start}
 	}
@@ -108,7 +108,7 @@ func Sum(x *Var, keepDim bool, axes ...int) *Var {
 		gk.Release()
 		e.Release()
 		return []*tensor.Tensor{r}
-	})
+	}).reads(0, false)
 }
 
 // Mean averages over axes (all when none).
@@ -130,7 +130,7 @@ func Mean(x *Var, keepDim bool, axes ...int) *Var {
 		gk.Release()
 		e.Release()
 		return []*tensor.Tensor{r}
-	})
+	}).reads(0, false)
 }
 
 // keptShape is shape with the reduced axes set to 1.

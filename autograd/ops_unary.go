@@ -20,7 +20,7 @@ func Unary(op tensor.UnaryOp, x *Var) *Var {
 			yv = out
 		}
 		return []*tensor.Tensor{tensor.UnaryBackward(op, xv, yv, g)}
-	})
+	}).reads(bit(0, useX), useY)
 }
 
 // Exp returns e^x.

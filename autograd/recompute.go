@@ -46,6 +46,7 @@ func RecordRegion(op string, out *tensor.Tensor, inputs []*Var, backward Backwar
 	v.requiresGrad = true
 	v.Value, saved = owned(out, inputs, saved) // as Record's
 	v.node = &node{op: op, inputs: inputs, backward: bw, saved: saved, region: true}
+	v.node.watchAll()
 	return v
 }
 

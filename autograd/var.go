@@ -55,6 +55,11 @@ type node struct {
 	// region is set for RecordRegion's nodes, whose backward runs a
 	// backward pass of its own (gradhook.go).
 	region bool
+	// watch holds what backward reads with the versions it had when the op
+	// was recorded, checked before backward runs (version.go); watchBuf
+	// keeps a few without an allocation.
+	watch    []watched
+	watchBuf [3]watched
 }
 
 // takes reports whether n's backward takes its output gradient in dt
@@ -293,6 +298,12 @@ func GradEnabled() bool { return GradEnabledIn(tensor.Background()) }
 // op, a gradient reversal) or as a saved tensor, and out given as a saved
 // tensor, are taken as views of their own (Tensor.Alias), so that
 // Backward releases those and not the input's value or v's.
+//
+// The versions of the inputs' values and of the saved tensors
+// (tensor.Tensor.Version) are recorded with the node: Backward fails with
+// ErrModified rather than run backward after one of them was written in
+// place (see the package documentation). A backward that reads out
+// should list it among saved.
 func Record(op string, out *tensor.Tensor, inputs []*Var, backward BackwardFunc, saved ...*tensor.Tensor) *Var {
 	if out == nil {
 		panic(&tensor.OpError{Op: "autograd.Record", Msg: fmt.Sprintf("op %s: nil output", op), Err: tensor.ErrArgument})
@@ -314,6 +325,7 @@ func Record(op string, out *tensor.Tensor, inputs []*Var, backward BackwardFunc,
 		}
 		v.Value, saved = owned(out, inputs, saved)
 		v.node = &node{op: op, inputs: inputs, backward: backward, saved: saved}
+		v.node.watchAll()
 	}
 	return v
 }
@@ -326,16 +338,7 @@ func owned(out *tensor.Tensor, inputs []*Var, saved []*tensor.Tensor) (*tensor.T
 	isInput := func(t *tensor.Tensor) bool {
 		return slices.ContainsFunc(inputs, func(in *Var) bool { return in != nil && in.Value == t })
 	}
-	// An alias of a kept tensor (a parameter) belongs to no scope: it
-	// joins the recording's context's innermost scope, as an op's output
-	// does, so that a graph never differentiated is released with it.
-	alias := func(t *tensor.Tensor) *tensor.Tensor {
-		a := t.Alias()
-		if a.Ctx() == nil {
-			recordingCtx(out, inputs).Adopt(a)
-		}
-		return a
-	}
+	alias := func(t *tensor.Tensor) *tensor.Tensor { return aliasFor(t, out, inputs) }
 	orig := out
 	if isInput(out) {
 		out = alias(out)
@@ -350,6 +353,18 @@ func owned(out *tensor.Tensor, inputs []*Var, saved []*tensor.Tensor) (*tensor.T
 		}
 	}
 	return out, saved
+}
+
+// aliasFor returns a view of t of its own for an op with output out and
+// inputs to keep. An alias of a kept tensor (a parameter) belongs to no
+// scope: it joins the recording's context's innermost scope, as an op's
+// output does, so that a graph never differentiated is released with it.
+func aliasFor(t, out *tensor.Tensor, inputs []*Var) *tensor.Tensor {
+	a := t.Alias()
+	if a.Ctx() == nil {
+		recordingCtx(out, inputs).Adopt(a)
+	}
+	return a
 }
 
 // recordingCtx is the context of a recorded op: its output's, else its

@@ -104,6 +104,10 @@ type region struct {
 	rec    *recorder // the selective policy's saved outputs; nil without a policy
 	off    *Offload  // moves what the region holds off the device; nil: none
 	held   *held     // the region's record in off
+	// closed holds the leaves fn's graph reached that are no inputs (the
+	// parameters and constants it closed over), with the versions of
+	// their values after the forward pass: the recomputation reads them.
+	closed []closedLeaf
 	shape  []int
 	dtype  tensor.DType
 }
@@ -137,6 +141,7 @@ func (r *region) forward() (out *autograd.Var) {
 		})
 		if out != nil && !slices.Contains(r.inputs, out) {
 			tensor.Keep(out.Value) // out of the region's scope while it closes
+			r.closeOver(out)
 		}
 	}()
 	if out != nil && !slices.Contains(r.inputs, out) {
@@ -155,6 +160,7 @@ func (r *region) forward() (out *autograd.Var) {
 // plain graph's backward would: outside the region's autocast state.
 func (r *region) backward(g *tensor.Tensor) []*tensor.Tensor {
 	c := r.c
+	r.checkClosed()
 	if r.off != nil {
 		r.off.enter(c, r.held)
 		defer r.off.leave(c, r.held)
@@ -244,5 +250,40 @@ func (r *region) check(out *autograd.Var, drew uint64) {
 	}
 	if msg != "" {
 		panic(&tensor.OpError{Op: "checkpoint.Apply", Msg: "the recomputation " + msg + ": the checkpointed function is not deterministic", Err: tensor.ErrArgument})
+	}
+}
+
+// closedLeaf is a leaf a region's function closed over, with its value's
+// version after the forward pass.
+type closedLeaf struct {
+	v   *autograd.Var
+	ver uint64
+}
+
+// closeOver records the leaves out's graph reaches that are not the
+// region's inputs, with their values' versions (tensor.Tensor.Version).
+func (r *region) closeOver(out *autograd.Var) {
+	for _, l := range out.Leaves(r.inputs...) {
+		if l.Value != nil {
+			r.closed = append(r.closed, closedLeaf{v: l, ver: l.Value.Version()})
+		}
+	}
+}
+
+// checkClosed panics with an *tensor.OpError wrapping autograd.ErrModified
+// when a parameter or constant the region's function closed over was
+// written in place since the forward pass (an optimizer step before
+// Backward, say): the recomputation would not repeat the forward pass, and
+// the gradients would be taken at other values.
+func (r *region) checkClosed() {
+	for _, l := range r.closed {
+		if l.v.Value.Released() {
+			continue
+		}
+		if now := l.v.Value.Version(); now != l.ver {
+			panic(&tensor.OpError{Op: "checkpoint.Apply", Err: autograd.ErrModified,
+				Msg: fmt.Sprintf("%s, which the checkpointed function reads, is at version %d, it was at version %d in the forward pass: "+
+					"the recomputation would not repeat it (write it after Backward)", l.v, now, l.ver)})
+		}
 	}
 }

@@ -49,19 +49,26 @@
 // complete, as for any op: recomputation happens only then, and only for
 // regions that backward reaches. The node's backward
 //
-//  1. moves the random stream back to where the forward pass found it
+//  1. checks that nothing the recomputation reads was written in place
+//     since the forward pass: the region's inputs (as for any op, see
+//     autograd.Record) and the parameters and constants fn closed over
+//     (the leaves its graph reached, autograd.Var.Leaves, whose versions
+//     the forward noted): an optimizer step between the passes would make
+//     the recomputation differ from the forward in silence, so Backward
+//     fails with autograd.ErrModified instead;
+//  2. moves the random stream back to where the forward pass found it
 //     (dropout masks are functions of the stream's position, so they come
 //     out the same) and enters the forward's autocast state (amp.With);
-//  2. runs fn again, in a scope of its own, on detached copies of the
+//  3. runs fn again, in a scope of its own, on detached copies of the
 //     inputs (leaves that require a gradient where the inputs did), with
 //     recording on whatever the grad mode around Backward, and puts the
 //     stream and the autocast state back;
-//  3. checks that the recomputation repeated the forward pass (the
+//  4. checks that the recomputation repeated the forward pass (the
 //     result's shape and dtype, the random numbers drawn, the ops a
 //     policy saved) and panics with an error naming the difference when
 //     not: a function that is not deterministic would silently give
 //     wrong gradients;
-//  4. back-propagates the result's gradient through the recomputed graph
+//  5. back-propagates the result's gradient through the recomputed graph
 //     (Var.BackwardWith, torch.autograd.backward(y, grad)), outside the
 //     autocast state as the plain graph's backward would run: parameters
 //     inside accumulate their gradients into Grad there, as they would

@@ -195,6 +195,7 @@ func (r *ncclRank) check(o op, t *tensor.Tensor) (nccl.DataType, cuda.DevicePtr,
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("dist: %v: rank %d: %w", o, r.rank, err)
 	}
+	t.MarkModified() // the collective writes t's bytes (tensor.Tensor.Version)
 	if o != opAllReduce {
 		n /= size
 	}

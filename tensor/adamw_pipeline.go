@@ -49,6 +49,9 @@ func AdamWStepsPipelined(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta
 		adamwCheckParam(op, i, p, gs[i], ms[i], vs[i], true)
 	}
 	adamwCheckDisjoint(op, ps, gs, ms, vs)
+	modified(ps...)
+	modified(ms...)
+	modified(vs...)
 	// The CUDA runs (a group's parameters of one device and dtype; a
 	// model's are all of one) go into one adamw_multi table a device and
 	// dtype, uploaded once before any launch: a table a group would be an

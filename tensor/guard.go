@@ -275,6 +275,9 @@ func AdamWStepsGuarded(ps, gs, ms, vs []*Tensor, wd []float64, a *AdamWArgs, gua
 		}
 	}
 	adamwCheckDisjoint(op, ps, gs, ms, vs)
+	modified(ps...)
+	modified(ms...)
+	modified(vs...)
 	if len(ps) == 0 {
 		return
 	}

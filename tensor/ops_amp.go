@@ -37,6 +37,7 @@ func ScaleAll(ts []*Tensor, alpha float64) {
 		}
 	}
 	disjoint(op, "the tensors", ts, nil)
+	modified(ts...)
 	for _, t := range ts {
 		if t == nil {
 			continue
@@ -82,6 +83,7 @@ func UnscaleGrads(ts []*Tensor, inv float64) bool {
 		live = append(live, t)
 	}
 	disjoint(op, "the non-nil gradients", live, nil)
+	modified(live...)
 	if len(live) == 0 {
 		return true
 	}

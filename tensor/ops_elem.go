@@ -301,6 +301,7 @@ func (t *Tensor) Fill(v float64) {
 	if !t.IsContiguous() {
 		fail("Fill", ErrArgument, "tensor must be contiguous (strides %v)", t.strides)
 	}
+	modified(t)
 	t.dev.backend().fill(t, v)
 }
 
@@ -321,6 +322,7 @@ func (t *Tensor) AddInPlace(u *Tensor) {
 		u = u.Clone()
 		defer u.Release()
 	}
+	modified(t)
 	t.dev.backend().binary(OpAdd, t, t, u, mergeDims("AddInPlace", t.shape, t.strides, u.strides))
 }
 
@@ -331,5 +333,6 @@ func (t *Tensor) ScaleInPlace(alpha float64) {
 	if !t.IsContiguous() {
 		fail("ScaleInPlace", ErrArgument, "tensor must be contiguous (strides %v)", t.strides)
 	}
+	modified(t)
 	t.dev.backend().affine(t, t, alpha, 0)
 }

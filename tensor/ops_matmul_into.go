@@ -33,6 +33,7 @@ func MatMulInto(c, a, b *Tensor, beta float64, mode MatMulMode) {
 	if m*n == 0 {
 		return
 	}
+	modified(c)
 	if k == 0 {
 		if beta == 0 {
 			c.Fill(0)

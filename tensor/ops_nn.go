@@ -269,6 +269,7 @@ func EmbeddingBackwardInto(dtable, ids, dout *Tensor) {
 	if d := embeddingBackwardCheck(op, ids, dout, rows); d != dtable.shape[1] {
 		fail(op, ErrShape, "dtable %v for dout %v: want %d columns", dtable.shape, dout.shape, d)
 	}
+	modified(dtable)
 	embeddingScatter(op, dtable, ids, dout, rows, dtable.shape[1], func() {})
 }
 
@@ -505,6 +506,7 @@ func AdamWStep(p, g, m, v *Tensor, lr, beta1, beta2, eps, weightDecay float64, s
 		fail(op, ErrArgument, "step %d: steps count from 1", step)
 	}
 	disjoint(op, "p, m, v", []*Tensor{p, m, v}, []*Tensor{g})
+	modified(p, m, v)
 	p.dev.backend().adamw(p, g, m, v, lr, beta1, beta2, eps, weightDecay, step)
 }
 
@@ -551,6 +553,9 @@ func adamwSteps(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta2, eps fl
 		adamwCheckParam(op, i, p, gs[i], ms[i], vs[i], true)
 	}
 	adamwCheckDisjoint(op, ps, gs, ms, vs)
+	modified(ps...)
+	modified(ms...)
+	modified(vs...)
 	for i, p := range ps {
 		var g *group
 		for _, h := range groups {
@@ -650,6 +655,7 @@ func SGDStep(p, g, buf *Tensor, lr, momentum, weightDecay float64, nesterov bool
 		fail(op, ErrArgument, "nesterov momentum requires a momentum")
 	}
 	disjoint(op, "p, buf", []*Tensor{p, buf}, []*Tensor{g})
+	modified(p, buf)
 	p.dev.backend().sgd(p, g, buf, lr, momentum, weightDecay, nesterov)
 }
 
@@ -663,6 +669,7 @@ func (t *Tensor) CausalMaskInPlace(fill float64) {
 		fail(op, ErrShape, "want a contiguous tensor of at least 2-D, got %v (contiguous %v)", t.shape, t.IsContiguous())
 	}
 	r, c := t.shape[t.Rank()-2], t.shape[t.Rank()-1]
+	modified(t)
 	if r*c > 0 {
 		t.dev.backend().causalMask(t, t, t.Numel()/(r*c), r, c, fill)
 	}

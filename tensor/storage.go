@@ -28,6 +28,8 @@ type storage struct {
 	// none), op the op that made it (cuda_memguard.go).
 	guard *cudaDevice
 	op    string
+	// version counts the writes made in place to these bytes (version.go).
+	version atomic.Uint64
 }
 
 func (s *storage) retain() { s.refs.Add(1) }

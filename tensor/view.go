@@ -206,6 +206,7 @@ func (t *Tensor) CopyFrom(src *Tensor) {
 		s = s.Clone()
 		defer s.Release()
 	}
+	modified(t)
 	switch {
 	case s.IsContiguous(): // cast converts as it copies
 		t.dev.backend().cast(t, s)
@@ -301,6 +302,7 @@ func (t *Tensor) WriteNarrow(axis, start int, src *Tensor) {
 	inner := numel(t.shape[axis+1:])
 	rows := numel(t.shape[:axis])
 	w := src.shape[axis] * inner
+	modified(t)
 	if rows*w > 0 {
 		t.dev.backend().copy2D(t, c, rows, w, t.shape[axis]*inner, start*inner, w, 0)
 	}

@@ -1,0 +1,59 @@
+package checkpoint_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/autograd"
+	"github.com/strata-ml/strata/checkpoint"
+	"github.com/strata-ml/strata/tensor"
+)
+
+// TestModifiedBeforeRecomputation: a parameter the checkpointed function
+// closes over, or an input of the region, written in place between the
+// forward pass and Backward fails the pass with autograd.ErrModified (the
+// recomputation would not repeat the forward pass: the gradients would be
+// taken at the new values in silence), with every kind of region; left
+// alone, the pass succeeds.
+func TestModifiedBeforeRecomputation(t *testing.T) {
+	cpu := tensor.CPU()
+	for _, o := range []checkpoint.Options{{}, {Policy: checkpoint.SaveMatMuls}, {Offload: &checkpoint.Offload{Keep: -1}}} {
+		for _, write := range []string{"", "parameter", "input", "constant"} {
+			c := tensor.NewCtx()
+			w := autograd.Param(tensor.FromFloat32s(cpu, []float32{1, 2, 3, 4}, 2, 2), "w")
+			var err error
+			c.WithScope(func() {
+				k := autograd.Const(c.FromFloat32s(cpu, []float32{0.5, 0.5}, 2))
+				x := autograd.Param(c.FromFloat32s(cpu, []float32{1, -1, 2, 0.5}, 2, 2), "x")
+				two := autograd.Const(c.FromFloat32s(cpu, []float32{2, 2, 2, 2}, 2, 2))
+				h := autograd.Mul(x, two) // an input with a graph of its own below the region, in c
+				y := o.Apply(func(in ...*autograd.Var) *autograd.Var {
+					return autograd.Mul(autograd.Tanh(autograd.MatMul(in[0], w)), k)
+				}, h)
+				switch write {
+				case "parameter":
+					tensor.SGDStep(w.Value, c.FromFloat32s(cpu, []float32{1, 1, 1, 1}, 2, 2), nil, 0.1, 0, 0, false)
+				case "input":
+					h.Value.ScaleInPlace(3)
+				case "constant":
+					k.Value.Fill(2)
+				}
+				err = autograd.Sum(y, false).Backward()
+				x.ZeroGrad()
+				x.Value.Release()
+			})
+			if write == "" {
+				require.NoError(t, err, "%+v", o)
+				require.NotNil(t, w.Grad)
+			} else {
+				require.ErrorIs(t, err, autograd.ErrModified, "%s written, %+v", write, o)
+				require.Contains(t, err.Error(), map[string]string{"parameter": "Var(w ", "input": "input 0 (Mul) of Checkpoint", "constant": "Var( "}[write])
+				require.Nil(t, w.Grad)
+			}
+			w.ZeroGrad()
+			w.Value.Release()
+			require.Zero(t, c.BytesInUse(), "%s written, %+v", write, o)
+		}
+	}
+}
