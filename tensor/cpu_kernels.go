@@ -1,6 +1,8 @@
 package tensor
 
 import (
+	"sync"
+
 	"github.com/strata-ml/strata/tensor/internal/blas"
 	"github.com/strata-ml/strata/tensor/internal/cpukern"
 	"github.com/strata-ml/strata/tensor/internal/layout"
@@ -80,26 +82,12 @@ func (cpuBackend) cast(dst, src *Tensor) {
 	switch {
 	case src.dtype == dst.dtype:
 		copy(hostData[byte](byteView(dst)), hostData[byte](byteView(src)))
-	case src.dtype.IsHalf() && dst.dtype.IsHalf():
-		tmp := make([]float32, src.Numel())
-		halfToF32(tmp, src)
-		f32ToHalf(dst, tmp)
-	case src.dtype.IsHalf():
-		if dst.dtype == Float32 {
-			halfToF32(f32(dst), src)
-			return
-		}
-		tmp := make([]float32, src.Numel())
-		halfToF32(tmp, src)
-		convertFrom(dst, tmp)
-	case dst.dtype.IsHalf():
-		if src.dtype == Float32 {
-			f32ToHalf(dst, f32(src))
-			return
-		}
-		tmp := make([]float32, src.Numel())
-		convertTo(tmp, src)
-		f32ToHalf(dst, tmp)
+	case src.dtype.IsHalf() && dst.dtype == Float32:
+		halfToF32(f32(dst), src)
+	case dst.dtype.IsHalf() && src.dtype == Float32:
+		f32ToHalf(dst, f32(src))
+	case src.dtype.IsHalf() || dst.dtype.IsHalf():
+		castVia32(dst, src)
 	default:
 		switch dst.dtype {
 		case Float32:
@@ -112,20 +100,85 @@ func (cpuBackend) cast(dst, src *Tensor) {
 	}
 }
 
-func halfToF32(dst []float32, src *Tensor) {
-	if src.dtype == Float16 {
-		cpukern.F16ToF32(dst, hostData[uint16](src))
+// castChunk is the float32 elements castVia32 converts at a time: a
+// buffer that stays in the L1 cache.
+const castChunk = 2048
+
+// castGrain is the elements below which castVia32 stays on the calling
+// goroutine (cpukern's grain of memory-bound loops).
+const castGrain = 1 << 16
+
+// castBufs recycles castVia32's chunk buffers.
+var castBufs = sync.Pool{New: func() any { return new([castChunk]float32) }}
+
+// castVia32 converts contiguous src into dst of the same length where one
+// of them is float16 or bfloat16 and the other is neither float32 nor
+// the same dtype: through float32, a chunk of castChunk elements at a
+// time, so that no float32 copy of the whole tensor is made (memory no
+// budget would see); each element goes through the same two conversions
+// as a whole-tensor copy would, so the bits are the same.
+func castVia32(dst, src *Tensor) {
+	var widen func(buf []float32, lo int)
+	switch src.dtype {
+	case Float16, BFloat16:
+		s, f16 := hostData[uint16](src), src.dtype == Float16
+		widen = func(buf []float32, lo int) { widenHalf(f16, buf, s[lo:lo+len(buf)]) }
+	case Float64:
+		s := f64(src)
+		widen = func(buf []float32, lo int) { cpukern.Convert(buf, s[lo:lo+len(buf)]) }
+	case Int32:
+		s := i32(src)
+		widen = func(buf []float32, lo int) { cpukern.Convert(buf, s[lo:lo+len(buf)]) }
+	}
+	var narrow func(lo int, buf []float32)
+	switch dst.dtype {
+	case Float16, BFloat16:
+		d, f16 := hostData[uint16](dst), dst.dtype == Float16
+		narrow = func(lo int, buf []float32) { narrowHalf(f16, d[lo:lo+len(buf)], buf) }
+	case Float64:
+		d := f64(dst)
+		narrow = func(lo int, buf []float32) { cpukern.Convert(d[lo:lo+len(buf)], buf) }
+	case Int32:
+		d := i32(dst)
+		narrow = func(lo int, buf []float32) { cpukern.Convert(d[lo:lo+len(buf)], buf) }
+	}
+	cpukern.ParallelFor(src.Numel(), castGrain, func(lo, hi int) {
+		p := castBufs.Get().(*[castChunk]float32)
+		defer castBufs.Put(p)
+		for i := lo; i < hi; i += castChunk {
+			buf := p[:min(castChunk, hi-i)]
+			widen(buf, i)
+			narrow(i, buf)
+		}
+	})
+}
+
+// widenHalf widens float16 (f16) or bfloat16 bits to float32.
+func widenHalf(f16 bool, dst []float32, src []uint16) {
+	if f16 {
+		cpukern.F16ToF32(dst, src)
 	} else {
-		cpukern.BF16ToF32(dst, hostData[uint16](src))
+		cpukern.BF16ToF32(dst, src)
 	}
 }
 
-func f32ToHalf(dst *Tensor, src []float32) {
-	if dst.dtype == Float16 {
-		cpukern.F32ToF16(hostData[uint16](dst), src)
+// narrowHalf rounds float32 to float16 (f16) or bfloat16 bits.
+func narrowHalf(f16 bool, dst []uint16, src []float32) {
+	if f16 {
+		cpukern.F32ToF16(dst, src)
 	} else {
-		cpukern.F32ToBF16(hostData[uint16](dst), src)
+		cpukern.F32ToBF16(dst, src)
 	}
+}
+
+// halfToF32 widens half src's elements into dst.
+func halfToF32(dst []float32, src *Tensor) {
+	widenHalf(src.dtype == Float16, dst, hostData[uint16](src))
+}
+
+// f32ToHalf rounds src into half dst's elements.
+func f32ToHalf(dst *Tensor, src []float32) {
+	narrowHalf(dst.dtype == Float16, hostData[uint16](dst), src)
 }
 
 // convertTo converts non-half src into dst.
@@ -137,18 +190,6 @@ func convertTo[D float32 | float64 | int32](dst []D, src *Tensor) {
 		cpukern.Convert(dst, f64(src))
 	case Int32:
 		cpukern.Convert(dst, i32(src))
-	}
-}
-
-// convertFrom converts float32 values into non-half dst.
-func convertFrom(dst *Tensor, src []float32) {
-	switch dst.dtype {
-	case Float32:
-		copy(f32(dst), src)
-	case Float64:
-		cpukern.Convert(f64(dst), src)
-	case Int32:
-		cpukern.Convert(i32(dst), src)
 	}
 }
 
@@ -270,9 +311,7 @@ func (cpuBackend) matmul(c, a, b *Tensor, tA, tB bool, m, n, k, batch, sA, sB in
 		ldb = k
 	}
 	if a.dtype.IsHalf() {
-		fa, fb, fc, store := widenForGemm(c, a, b, beta)
-		blas.SgemmStridedBatched(tA, tB, m, n, k, float32(alpha), fa, lda, sA, fb, ldb, sB, float32(beta), fc, n, m*n, batch)
-		store()
+		matmulHalf(c, a, b, tA, tB, m, n, k, batch, lda, ldb, sA, sB, alpha, beta)
 		return
 	}
 	onFloat("MatMul", c.dtype,

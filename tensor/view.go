@@ -238,6 +238,7 @@ func (t *Tensor) To(dt DType) *Tensor {
 		defer src.Release()
 	}
 	out := mustNew("To", ctxOf("To", t), t.dev, dt, t.shape)
+	defer releaseOnPanic(out) // a cast kernel the device refuses (a launch error, a layout)
 	t.dev.backend().cast(out, src)
 	return out
 }
