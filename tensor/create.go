@@ -147,7 +147,9 @@ func uploadSlice[T any](t *Tensor, data []T) {
 // staging tensor, before the host buffer of the values is made: a shape
 // too large fails with the manager's error (an *OpError wrapping
 // memory.ErrOutOfMemory, or ErrShape), where a host buffer made first
-// could end the process in Go's fatal out-of-memory.
+// could end the process in Go's fatal out-of-memory. On the CPU gen writes
+// into the staging tensor itself (memory the manager counts); other
+// devices get the values through a host buffer.
 func (c *Ctx) generated(op string, dev Device, dt DType, shape []int, gen func(v []float64)) *Tensor {
 	if len(shape) == 0 {
 		shape = []int{1}
@@ -159,9 +161,13 @@ func (c *Ctx) generated(op string, dev Device, dt DType, shape []int, gen func(v
 			f = mustNew(op, c, dev, Float64, shape)
 			defer f.Release()
 		}
-		v := make([]float64, f.Numel())
-		gen(v)
-		uploadSlice(f, v)
+		if _, onCPU := dev.backend().(cpuBackend); onCPU {
+			gen(f64(f)) // straight into the staging tensor: no Go buffer outside the budget
+		} else {
+			v := make([]float64, f.Numel())
+			gen(v)
+			uploadSlice(f, v)
+		}
 		if f != out {
 			dev.backend().cast(out, f) // as To converts
 		}
