@@ -209,7 +209,8 @@ func configOfShapes(path string, shapes map[string][]int) (cfg GPTConfig, fromMe
 }
 
 // readHeader reads the tensor shapes and the metadata of a safetensors
-// file from its header alone.
+// file from its header alone. A header over tensor.MaxSafetensorsHeader
+// bytes is refused, as tensor.ReadSafetensors refuses it.
 func readHeader(path string) (shapes map[string][]int, meta map[string]string, err error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -221,8 +222,8 @@ func readHeader(path string) (shapes map[string][]int, meta map[string]string, e
 		return nil, nil, fmt.Errorf("nn: %s: not a safetensors file: %w", path, err)
 	}
 	size := binary.LittleEndian.Uint64(n[:])
-	if size > 100<<20 {
-		return nil, nil, fmt.Errorf("nn: %s: not a safetensors file: a header of %d bytes", path, size)
+	if size > tensor.MaxSafetensorsHeader { // the tensor package's readers' bound
+		return nil, nil, fmt.Errorf("nn: %s: not a safetensors file: a header of %d bytes, over the limit of %d bytes", path, size, tensor.MaxSafetensorsHeader)
 	}
 	hdr := make([]byte, size)
 	if _, err := io.ReadFull(f, hdr); err != nil {

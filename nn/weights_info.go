@@ -26,8 +26,9 @@ type WeightsInfo struct {
 // only the header, once: IsTrainStateFile and GPTConfigOfWeights are
 // ReadWeightsInfo's TrainState and Config. A file that cannot be opened
 // is an error wrapping the open's; one that is not a safetensors file (a
-// header cut short, over 100 MiB or not JSON, malformed metadata or
-// tensor entries) an error naming the file.
+// header cut short, over tensor.MaxSafetensorsHeader bytes (100,000,000)
+// or not JSON, malformed metadata or tensor entries) an error naming the
+// file.
 func ReadWeightsInfo(path string) (WeightsInfo, error) {
 	shapes, meta, err := readHeader(path)
 	if err != nil {

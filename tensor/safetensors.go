@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	st "github.com/nlpodyssey/safetensors"
@@ -104,39 +106,54 @@ func (c *Ctx) ReadSafetensors(path string, dev Device) (map[string]*Tensor, map[
 			return nil, nil, err
 		}
 	}
+	// The header is parsed once, by ReadMetadata, which also checks the
+	// tensors' offsets against the data: st.Deserialize would parse it
+	// again only to keep buf's data with it.
 	n, md, err := st.ReadMetadata(buf)
 	if err != nil {
 		return nil, nil, fmt.Errorf("tensor: safetensors %s: bad header: %w", path, err)
 	}
-	if !utf8.Valid(buf[8 : 8+n]) {
+	hdr, data := buf[8:8+n], buf[8+n:]
+	if !utf8.Valid(hdr) {
 		return nil, nil, fmt.Errorf("tensor: safetensors %s: bad header: not valid UTF-8: %w", path, ErrArgument)
 	}
-	if err := checkHeaderKeys(path, buf[8:8+n]); err != nil {
+	infos, meta := md.Tensors(), md.Metadata()
+	if err := checkParsedHeaderKeys(path, hdr, len(infos), meta); err != nil {
 		return nil, nil, err
 	}
-	f, err := st.Deserialize(buf)
-	if err != nil {
-		return nil, nil, fmt.Errorf("tensor: safetensors %s: %w", path, err)
+	// In the data's order, as st.Deserialize's Tensors gives them.
+	type entry struct {
+		name string
+		info *st.TensorInfo
 	}
-	out := make(map[string]*Tensor, f.Len())
-	for _, nv := range f.Tensors() {
-		dt, err := ParseDType(nv.TensorView.DType().String())
+	entries := make([]entry, 0, len(infos))
+	for name, info := range infos {
+		entries = append(entries, entry{name, info})
+	}
+	slices.SortFunc(entries, func(a, b entry) int {
+		x, y := a.info.DataOffsets, b.info.DataOffsets
+		return cmp.Or(cmp.Compare(x[0], y[0]), cmp.Compare(x[1], y[1]), strings.Compare(a.name, b.name))
+	})
+	out := make(map[string]*Tensor, len(infos))
+	for _, e := range entries {
+		name, info := e.name, e.info
+		dt, err := ParseDType(info.DType.String())
 		if err != nil {
 			releaseMap(out)
-			return nil, nil, fmt.Errorf("tensor: safetensors %s: tensor %q has unsupported dtype %v: %w", path, nv.Name, nv.TensorView.DType(), ErrDType)
+			return nil, nil, fmt.Errorf("tensor: safetensors %s: tensor %q has unsupported dtype %v: %w", path, name, info.DType, ErrDType)
 		}
-		shape := make([]int, len(nv.TensorView.Shape()))
-		for i, d := range nv.TensorView.Shape() {
+		shape := make([]int, len(info.Shape))
+		for i, d := range info.Shape {
 			shape[i] = int(d)
 		}
-		t, err := c.FromBytes(dev, dt, nv.TensorView.Data(), shape...)
+		t, err := c.FromBytes(dev, dt, data[info.DataOffsets[0]:info.DataOffsets[1]], shape...)
 		if err != nil {
 			releaseMap(out)
-			return nil, nil, fmt.Errorf("tensor: safetensors %s: tensor %q: %w", path, nv.Name, err)
+			return nil, nil, fmt.Errorf("tensor: safetensors %s: tensor %q: %w", path, name, err)
 		}
-		out[nv.Name] = t
+		out[name] = t
 	}
-	return out, md.Metadata(), nil
+	return out, meta, nil
 }
 
 func releaseMap(m map[string]*Tensor) {

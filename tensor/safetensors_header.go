@@ -7,17 +7,19 @@ import (
 	"slices"
 )
 
-// maxSafetensorsHeader is the longest JSON header, in bytes, that
+// MaxSafetensorsHeader is the longest JSON header, in bytes, that
 // ReadSafetensors and ReadSafetensorsMetadata take: the safetensors
 // format's limit, the one github.com/nlpodyssey/safetensors also applies.
-const maxSafetensorsHeader = 100_000_000
+// Readers of such files outside this package (nn's) apply it too, so that
+// a file one reader takes the others take.
+const MaxSafetensorsHeader = 100_000_000
 
 // checkHeaderLen returns the error, wrapping ErrArgument, of a header n
-// bytes long over maxSafetensorsHeader or longer than the rest of a file
+// bytes long over MaxSafetensorsHeader or longer than the rest of a file
 // of size bytes (size -1: unknown, as for a pipe); nil when neither.
 func checkHeaderLen(path string, n uint64, size int64) error {
-	if n > maxSafetensorsHeader {
-		return fmt.Errorf("tensor: safetensors %s: bad header: %d bytes long, over the limit of %d bytes: %w", path, n, maxSafetensorsHeader, ErrArgument)
+	if n > MaxSafetensorsHeader {
+		return fmt.Errorf("tensor: safetensors %s: bad header: %d bytes long, over the limit of %d bytes: %w", path, n, MaxSafetensorsHeader, ErrArgument)
 	}
 	if size >= 8 && n > uint64(size)-8 {
 		return fmt.Errorf("tensor: safetensors %s: bad header: %d bytes long in a file of %d: %w", path, n, size, ErrArgument)
@@ -32,6 +34,57 @@ func checkHeaderLen(path string, n uint64, size int64) error {
 // weights loaders), which encoding/json would let keep the last.
 func CheckSafetensorsHeader(path string, header []byte) error {
 	return checkHeaderKeys(path, header)
+}
+
+// checkParsedHeaderKeys returns checkHeaderKeys(path, hdr) for a header
+// that github.com/nlpodyssey/safetensors has parsed, finding tensors
+// tensor entries and the metadata meta (nil when there is no
+// "__metadata__" entry), without checkHeaderKeys' parse where it can.
+//
+// The library has checked the header's shape: it is valid JSON (its
+// json.Unmarshal checks the whole header first), and its only objects are
+// the top level (one key a tensor and "__metadata__"), the metadata (whose
+// values are strings) and the tensors' entries, of exactly three distinct
+// keys each (whose values are a string and arrays of numbers). The maps
+// it kept hold each object's distinct keys, so the header has a key twice
+// in one object if and only if it has more keys in all than those maps
+// hold: counting the keys is a pass over the bytes, no parse. When the
+// count is over, checkHeaderKeys finds the key, for the same error.
+func checkParsedHeaderKeys(path string, hdr []byte, tensors int, meta map[string]string) error {
+	distinct := tensors + 3*tensors + len(meta)
+	if meta != nil {
+		distinct++ // "__metadata__"
+	}
+	if countKeys(hdr) == distinct {
+		return nil
+	}
+	return checkHeaderKeys(path, hdr)
+}
+
+// countKeys returns the number of object keys in hdr, valid JSON: the
+// strings that a ':' follows (after any whitespace). Each string is
+// skipped to its closing quote, over escaped characters (a '\' and the
+// byte after it), so a ':' or '"' inside one is not counted.
+func countKeys(hdr []byte) int {
+	keys := 0
+	for i := 0; i < len(hdr); i++ {
+		if hdr[i] != '"' {
+			continue
+		}
+		for i++; i < len(hdr) && hdr[i] != '"'; i++ {
+			if hdr[i] == '\\' {
+				i++
+			}
+		}
+		j := i + 1
+		for j < len(hdr) && (hdr[j] == ' ' || hdr[j] == '\t' || hdr[j] == '\n' || hdr[j] == '\r') {
+			j++
+		}
+		if j < len(hdr) && hdr[j] == ':' {
+			keys++
+		}
+	}
+	return keys
 }
 
 // checkHeaderKeys returns the error, wrapping ErrArgument, of a header
