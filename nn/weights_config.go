@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/strata-ml/strata/tensor"
 )
@@ -225,9 +226,17 @@ func readHeader(path string) (shapes map[string][]int, meta map[string]string, e
 	if size > tensor.MaxSafetensorsHeader { // the tensor package's readers' bound
 		return nil, nil, fmt.Errorf("nn: %s: not a safetensors file: a header of %d bytes, over the limit of %d bytes", path, size, tensor.MaxSafetensorsHeader)
 	}
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && size > uint64(st.Size())-8 {
+		// Before the buffer is made: a small file claiming a long header
+		// would otherwise cost that much memory to refuse.
+		return nil, nil, fmt.Errorf("nn: %s: not a safetensors file: a header of %d bytes in a file of %d", path, size, st.Size())
+	}
 	hdr := make([]byte, size)
 	if _, err := io.ReadFull(f, hdr); err != nil {
 		return nil, nil, fmt.Errorf("nn: %s: not a safetensors file: %w", path, err)
+	}
+	if !utf8.Valid(hdr) { // encoding/json would read it with U+FFFD; tensor's readers refuse it
+		return nil, nil, fmt.Errorf("nn: %s: not a safetensors file: the header is not valid UTF-8", path)
 	}
 	var h map[string]json.RawMessage
 	if err := json.Unmarshal(hdr, &h); err != nil {

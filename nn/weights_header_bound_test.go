@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -47,4 +48,30 @@ func TestReadWeightsInfoHeaderBound(t *testing.T) {
 	meta, err := tensor.ReadSafetensorsMetadata(at)
 	require.NoError(t, err)
 	require.Nil(t, meta)
+}
+
+// A header longer than the file is refused before a buffer of its
+// declared length is made (a 16-byte file claiming 99 MB cost 99 MB),
+// and a header that is not UTF-8 is refused as the tensor package's
+// readers refuse it (encoding/json read it with U+FFFD in its place).
+func TestReadWeightsInfoHeaderLongerThanFileOrNotUTF8(t *testing.T) {
+	dir := t.TempDir()
+	short := filepath.Join(dir, "short.safetensors")
+	b := binary.LittleEndian.AppendUint64(nil, 99_000_000)
+	require.NoError(t, os.WriteFile(short, append(b, "{}      "...), 0o644))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := nn.ReadWeightsInfo(short)
+	runtime.ReadMemStats(&after)
+	require.EqualError(t, err, fmt.Sprintf("nn: %s: not a safetensors file: a header of 99000000 bytes in a file of 16", short))
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "bytes allocated to refuse it")
+
+	bad := filepath.Join(dir, "bad.safetensors")
+	hdr := []byte("{\"__metadata__\":{\"k\":\"\xff\"}}")
+	b = binary.LittleEndian.AppendUint64(nil, uint64(len(hdr)))
+	require.NoError(t, os.WriteFile(bad, append(b, hdr...), 0o644))
+	_, err = nn.ReadWeightsInfo(bad)
+	require.EqualError(t, err, fmt.Sprintf("nn: %s: not a safetensors file: the header is not valid UTF-8", bad))
+	_, err = tensor.ReadSafetensorsMetadata(bad)
+	require.Error(t, err, "the tensor package refuses it too")
 }
