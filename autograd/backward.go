@@ -119,6 +119,7 @@ func (v *Var) propagate(grad *tensor.Tensor) error {
 	}
 	hooks := beginGradPass(c, order) // nil unless some leaf has a gradient hook (gradhook.go)
 	defer hooks.end()
+	anomaly := AnomalyDetectionIn(c)
 	return tensor.Try(func() {
 		c.WithScope(func() {
 			c.WithRole(gradRole, func() {
@@ -129,7 +130,7 @@ func (v *Var) propagate(grad *tensor.Tensor) error {
 				}
 				for i := len(order) - 1; i >= 0; i-- {
 					n := order[i].node
-					step(order[i], order[i] == v)
+					step(order[i], order[i] == v, anomaly)
 					hooks.stepped(n)
 				}
 			})
@@ -179,8 +180,9 @@ func topo(root *Var) ([]*Var, error) {
 	return order, nil
 }
 
-// step runs one node's backward and hands the gradients to its inputs.
-func step(v *Var, isRoot bool) {
+// step runs one node's backward and hands the gradients to its inputs,
+// checking them for NaNs and infinities when anomaly is set.
+func step(v *Var, isRoot, anomaly bool) {
 	n := v.node
 	completeSlices(v)
 	g := v.pending
@@ -193,6 +195,9 @@ func step(v *Var, isRoot bool) {
 			checkVersions(n)
 			grads := n.backward(g)
 			checkGrads(n, g, grads)
+			if anomaly {
+				checkFinite(n, g, grads)
+			}
 			for i := 1; i < len(grads); i++ {
 				if grads[i] != nil && slices.Contains(grads[:i], grads[i]) {
 					// One tensor for two inputs: each gets a view of its

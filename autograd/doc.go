@@ -36,6 +36,13 @@
 // targets, so the caller may release or reuse them after the forward: a
 // reuse written in place is caught the same way.
 //
+// Anomaly detection (DetectAnomalyIn, torch.autograd.detect_anomaly) is
+// for finding where a NaN comes from: ops recorded inside it keep the
+// frames that called them, and a Backward run inside it checks each
+// gradient a backward returns (tensor.AllFinite), failing with
+// ErrNonFinite at the first op whose gradient holds a NaN or an infinity,
+// named with its recording's frames.
+//
 // The gradient through Narrow pieces of a computed var (the attention's
 // q/k/v split) is assembled in place: each piece's gradient is written
 // into the var's pending gradient and freed, instead of a zero-padded

@@ -47,6 +47,7 @@ func RecordRegion(op string, out *tensor.Tensor, inputs []*Var, backward Backwar
 	v.Value, saved = owned(out, inputs, saved) // as Record's
 	v.node = &node{op: op, inputs: inputs, backward: bw, saved: saved, region: true}
 	v.node.watchAll()
+	recordSite(v.node, c)
 	return v
 }
 

@@ -60,6 +60,9 @@ type node struct {
 	// keeps a few without an allocation.
 	watch    []watched
 	watchBuf [3]watched
+	// site is the stack that recorded the node, kept with anomaly
+	// detection on (anomaly.go).
+	site []uintptr
 }
 
 // takes reports whether n's backward takes its output gradient in dt
@@ -230,8 +233,9 @@ var gradKey = tensor.NewCtxKey("autograd")
 // gradState is autograd's state in one context: the grad mode (recording
 // is off while off > 0) and the position of the context's random stream.
 type gradState struct {
-	off atomic.Int32
-	rng atomic.Uint64
+	off     atomic.Int32
+	rng     atomic.Uint64
+	anomaly atomic.Int32 // DetectAnomalyIn's depth (anomaly.go)
 }
 
 func stateOf(c *tensor.Ctx) *gradState {
@@ -326,6 +330,7 @@ func Record(op string, out *tensor.Tensor, inputs []*Var, backward BackwardFunc,
 		v.Value, saved = owned(out, inputs, saved)
 		v.node = &node{op: op, inputs: inputs, backward: backward, saved: saved}
 		v.node.watchAll()
+		recordSite(v.node, recordingCtx(out, inputs))
 	}
 	return v
 }

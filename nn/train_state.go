@@ -270,28 +270,11 @@ func NonFinite(ps []*Parameter) (string, error) {
 	var bad string
 	err := tensor.Try(func() {
 		for _, p := range ps {
-			if !finite(p.Value) {
+			if !tensor.AllFinite(p.Value) {
 				bad = p.Name
 				return
 			}
 		}
 	})
 	return bad, err
-}
-
-// finite reports whether t (of any float dtype) holds no NaN and no
-// infinity: its sum of squares (a float64) is finite, or, when float64
-// entries past 1e154 overflow it, its largest and smallest entries are.
-func finite(t *tensor.Tensor) bool {
-	s := tensor.SumSquaresAll([]*tensor.Tensor{t})
-	if !math.IsInf(s, 1) || t.DType() != tensor.Float64 {
-		return !math.IsNaN(s) && !math.IsInf(s, 0)
-	}
-	hi := tensor.Max(t, false)
-	defer hi.Release()
-	neg := tensor.Neg(t)
-	defer neg.Release()
-	lo := tensor.Max(neg, false)
-	defer lo.Release()
-	return !math.IsInf(hi.Item(), 0) && !math.IsInf(lo.Item(), 0)
 }

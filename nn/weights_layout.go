@@ -260,7 +260,7 @@ func LoadWeightsLayout(path string, ps []*Parameter, layout Layout) (meta map[st
 					u := t.To(dt)
 					t.Release()
 					t = u
-					if !finite(t) {
+					if !tensor.AllFinite(t) {
 						overflow = fmt.Errorf("%q: its %v values do not all fit the parameter's %v (some would be infinite): %w", p.Name, s.dt, dt, tensor.ErrArgument)
 						return
 					}
