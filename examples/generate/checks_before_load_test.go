@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-ml/strata/nn"
+	"github.com/strata-ml/strata/tokenizer"
 )
 
 // TestPromptAndModeCheckedBeforeLoad: what the flags ask that the model's
@@ -39,5 +40,46 @@ func TestPromptAndModeCheckedBeforeLoad(t *testing.T) {
 		require.True(t, errors.As(err, &u), "%q: want a usage error, got %v", c.args, err)
 		require.ErrorContains(t, err, c.want, "%q", c.args)
 		require.NotContains(t, errs, "loaded in", "%q: refused before the weights are loaded", c.args)
+	}
+}
+
+// countingTokenizer counts the calls of its Encode.
+type countingTokenizer struct {
+	tokenizer.Tokenizer
+	encodes *int
+}
+
+func (c countingTokenizer) Encode(text string) []int {
+	*c.encodes++
+	return c.Tokenizer.Encode(text)
+}
+
+// TestPromptEncodedOnce: the prompt is encoded once, by the check before
+// the weights are loaded, and generation and -dump-logits use those
+// tokens. It used to be encoded again after the load (a long prompt
+// through gpt2's BPE twice).
+func TestPromptEncodedOnce(t *testing.T) {
+	_, w := testWeights(t, testCfg, true, nn.LayoutNanoGPT)
+	encodes := 0
+	t.Cleanup(func() { newTokenizer = tokenizer.New })
+	newTokenizer = func(name string) (tokenizer.Tokenizer, error) {
+		tok, err := tokenizer.New(name)
+		return countingTokenizer{tok, &encodes}, err
+	}
+	dump := filepath.Join(t.TempDir(), "l.json")
+	for _, args := range [][]string{
+		{"-weights", w, "-prompt", "12+34=", "-temperature", "0", "-max-new", "3"},
+		{"-weights", w, "-prompt", "12+34=", "-dump-logits", dump},
+	} {
+		encodes = 0
+		out, errs, err := runArgs(t, args...)
+		require.NoError(t, err, "%q", args)
+		require.Equal(t, 1, encodes, "%q: the prompt encoded once", args)
+		if strings.Contains(strings.Join(args, " "), "-dump-logits") {
+			require.Contains(t, errs, "wrote the logits of 6 tokens")
+		} else {
+			require.True(t, strings.HasPrefix(out, "12+34="), "%q", out)
+			require.Contains(t, errs, "prompt 6 tokens, generated 3 tokens")
+		}
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -100,24 +99,4 @@ func TestInterruptDuringSave(t *testing.T) {
 		require.Contains(t, stderr.String(), "interrupt while saving the weights to "+out+": abandoned it")
 		return
 	}
-}
-
-// TestInterruptibleWrite: a signal during interruptible's write (here,
-// sent by the write itself) cancels its ctx and ends the run with 128 +
-// the signal; after it, signals are the process's again.
-func TestInterruptibleWrite(t *testing.T) {
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
-		err := interruptible("writing x", func(ctx context.Context) error {
-			require.NoError(t, syscall.Kill(os.Getpid(), sig))
-			<-ctx.Done()
-			return ctx.Err()
-		})
-		var ex *exitError
-		require.True(t, errors.As(err, &ex), "%v", err)
-		require.Equal(t, 128+int(sig), ex.code)
-		require.Contains(t, ex.msg, "while writing x: abandoned it")
-	}
-	require.NoError(t, interruptible("writing y", func(context.Context) error { return nil }))
-	want := errors.New("disk full")
-	require.Equal(t, want, interruptible("writing z", func(context.Context) error { return want }))
 }

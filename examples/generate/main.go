@@ -36,13 +36,11 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/strata-ml/strata/autograd"
@@ -91,61 +89,6 @@ type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
 
-// exitError ends the program with a status of its own: 128 + the signal
-// that interrupted a write (interruptible).
-type exitError struct {
-	code int
-	msg  string
-}
-
-func (e *exitError) Error() string { return e.msg }
-
-// interruptible runs write, an atomic write of a file (-save,
-// -dump-logits) or the probes of their paths (doing names it for the
-// message), with SIGINT and SIGTERM cancelling its ctx: the write is
-// abandoned, its temporary file removed and the file there before left as
-// it was, and the run ends with 128 + the signal (an *exitError). Without
-// it the signal ended the process in the middle of the write and left the
-// partial temporary file behind. Outside them a signal ends the process
-// at once as before: there is nothing else to finish.
-func interruptible(doing string, write func(ctx context.Context) error) error {
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(ch)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var got os.Signal
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		select {
-		case got = <-ch:
-			cancel()
-		case <-stop:
-		}
-	}()
-	err := write(ctx)
-	// Stop delivery first: a signal that arrived as the write ended is
-	// then in ch, taken below, not dropped with ch.
-	signal.Stop(ch)
-	close(stop)
-	<-done
-	if got == nil {
-		select {
-		case got = <-ch:
-		default:
-		}
-	}
-	s, ok := got.(syscall.Signal)
-	switch {
-	case !ok:
-		return err
-	case err == nil: // it arrived as the write ended: what it wrote is whole
-		return &exitError{code: 128 + int(s), msg: fmt.Sprintf("%v after %s: done, then stopped", s, doing)}
-	}
-	return &exitError{code: 128 + int(s), msg: fmt.Sprintf("%v while %s: abandoned it (the file there before, if any, is unchanged)", s, doing)}
-}
-
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
@@ -182,7 +125,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 	if err := o.check(); err != nil {
-		var ex *exitError // a signal during the output probes
+		var ex *cli.ExitError // a signal during the output probes
 		if errors.As(err, &ex) {
 			return nil, err
 		}
@@ -241,8 +184,8 @@ func (o *options) check() error {
 		}
 	}
 	// The probes create and remove a file: a signal waits for them
-	// (interruptible) so as to leave none.
-	if err := interruptible("checking the outputs can be written", func(context.Context) error {
+	// (cli.Interruptible) so as to leave none.
+	if err := cli.Interruptible("checking the outputs can be written", func(context.Context) error {
 		for _, p := range []struct{ flag, path string }{{"-save", o.save}, {"-dump-logits", o.dumpLogits}} {
 			if p.path == "" {
 				continue
@@ -349,11 +292,7 @@ func main() {
 		if errors.As(err, &u) {
 			os.Exit(2)
 		}
-		var ex *exitError
-		if errors.As(err, &ex) {
-			os.Exit(ex.code)
-		}
-		os.Exit(1)
+		os.Exit(cli.ExitCode(err)) // 128 + the signal after an interrupted write (a *cli.ExitError), else 1
 	}
 }
 
@@ -386,7 +325,8 @@ func run(o *options, stdout, stderr io.Writer) error {
 	if err := o.checkStopEOT(tok); err != nil {
 		return err
 	}
-	if err := o.checkBeforeLoad(tok, cfg); err != nil {
+	ids, err := o.checkBeforeLoad(tok, cfg) // the prompt's tokens, encoded once
+	if err != nil {
 		return err
 	}
 	start := time.Now()
@@ -408,10 +348,10 @@ func run(o *options, stdout, stderr io.Writer) error {
 		if digits > 0 {
 			meta["digits"] = strconv.Itoa(digits)
 		}
-		if err := interruptible("saving the weights to "+o.save, func(ctx context.Context) error {
+		if err := cli.Interruptible("saving the weights to "+o.save, func(ctx context.Context) error {
 			return nn.SaveWeightsLayout(ctx, o.save, g.Parameters(), meta, o.saveLay)
 		}); err != nil {
-			var ex *exitError
+			var ex *cli.ExitError
 			if errors.As(err, &ex) {
 				return err
 			}
@@ -421,7 +361,7 @@ func run(o *options, stdout, stderr io.Writer) error {
 		did = true
 	}
 	if o.dumpLogits != "" {
-		if err := dumpLogits(o, g, tok, layout, stderr); err != nil {
+		if err := dumpLogits(o, g, ids, layout, stderr); err != nil {
 			return err
 		}
 		did = true
@@ -433,7 +373,7 @@ func run(o *options, stdout, stderr io.Writer) error {
 		did = true
 	}
 	if !did {
-		return generate(o, g, tok, stdout, stderr)
+		return generate(o, g, tok, ids, stdout, stderr)
 	}
 	return nil
 }
@@ -442,17 +382,23 @@ func run(o *options, stdout, stderr io.Writer) error {
 // GPT-2 medium), what the model's shape and tokenizer, known from the
 // file's header, rule out: an empty -prompt where one is read,
 // -dump-logits of a prompt past the context, -addition's problems for
-// this model (checkAddition).
-func (o *options) checkBeforeLoad(tok tokenizer.Tokenizer, cfg nn.GPTConfig) error {
+// this model (checkAddition). It returns the prompt's tokens (promptIDs)
+// where the run reads -prompt (generation, -dump-logits), else nil: the
+// run uses them rather than encode the prompt again.
+func (o *options) checkBeforeLoad(tok tokenizer.Tokenizer, cfg nn.GPTConfig) ([]int, error) {
+	var ids []int
 	if o.generates() || o.dumpLogits != "" {
-		if _, err := promptIDs(o, tok, cfg.Context); err != nil {
-			return err
+		var err error
+		if ids, err = promptIDs(o, tok, cfg.Context); err != nil {
+			return nil, err
 		}
 	}
 	if o.addition > 0 {
-		return checkAddition(o, tok, cfg.Context)
+		if err := checkAddition(o, tok, cfg.Context); err != nil {
+			return nil, err
+		}
 	}
-	return nil
+	return ids, nil
 }
 
 // modelConfig is the model's shape: the file's metadata, else -config,
@@ -554,6 +500,10 @@ func savedTokenizer(md map[string]string) string {
 	return md["tokenizer"]
 }
 
+// newTokenizer is tokenizer.New (tests: a tokenizer that counts its
+// encodings).
+var newTokenizer = tokenizer.New
+
 // pickTokenizer returns -tokenizer's tokenizer, or by default the one the
 // vocabulary size suggests; its ids must fit the model's vocabulary.
 func pickTokenizer(name string, vocab int) (tokenizer.Tokenizer, error) {
@@ -567,7 +517,7 @@ func pickTokenizer(name string, vocab int) (tokenizer.Tokenizer, error) {
 			return nil, &usageError{fmt.Sprintf("-tokenizer: the model's vocabulary of %d suggests neither byte (256) nor gpt2 (50257): choose one", vocab)}
 		}
 	}
-	t, err := tokenizer.New(name)
+	t, err := newTokenizer(name)
 	if err != nil {
 		return nil, &usageError{err.Error()}
 	}
@@ -600,14 +550,11 @@ func promptIDs(o *options, tok tokenizer.Tokenizer, context int) ([]int, error) 
 	return ids, nil
 }
 
-// generate continues -prompt, streaming the text to stdout, and reports
-// the speed on stderr. A prompt longer than the context is printed whole
-// and continued from its last Context tokens, as nanoGPT's generate crops.
-func generate(o *options, g *nn.GPT, tok tokenizer.Tokenizer, stdout, stderr io.Writer) error {
-	ids, err := encode(tok, o.prompt)
-	if err != nil {
-		return err
-	}
+// generate continues -prompt, whose tokens are ids (checkBeforeLoad's),
+// streaming the text to stdout, and reports the speed on stderr. A prompt
+// longer than the context is printed whole and continued from its last
+// Context tokens, as nanoGPT's generate crops.
+func generate(o *options, g *nn.GPT, tok tokenizer.Tokenizer, ids []int, stdout, stderr io.Writer) error {
 	promptInfo := fmt.Sprintf("prompt %d tokens", len(ids))
 	if len(ids) > g.Config.Context {
 		promptInfo += fmt.Sprintf(" (the last %d seen)", g.Config.Context)
@@ -721,12 +668,10 @@ type dumpConfig struct {
 	Width   int `json:"width"`
 }
 
-func dumpLogits(o *options, g *nn.GPT, tok tokenizer.Tokenizer, layout nn.Layout, stderr io.Writer) error {
+// dumpLogits writes -dump-logits for the prompt's tokens, ids
+// (checkBeforeLoad's: at most the context).
+func dumpLogits(o *options, g *nn.GPT, ids []int, layout nn.Layout, stderr io.Writer) error {
 	cfg := g.Config
-	ids, err := promptIDs(o, tok, cfg.Context)
-	if err != nil {
-		return err
-	}
 	d := dumpFile{
 		Weights: o.weights, Layout: layout.String(), Device: fmt.Sprint(g.Wte.Weight.Value.Device()), Tokens: ids,
 		Config: dumpConfig{Vocab: cfg.Vocab, Context: cfg.Context, Layers: cfg.Layers, Heads: cfg.Heads, Width: cfg.Width},
@@ -764,13 +709,13 @@ func dumpLogits(o *options, g *nn.GPT, tok tokenizer.Tokenizer, layout nn.Layout
 	if err != nil {
 		return err
 	}
-	if err := interruptible("writing the logits to "+o.dumpLogits, func(ctx context.Context) error {
+	if err := cli.Interruptible("writing the logits to "+o.dumpLogits, func(ctx context.Context) error {
 		return atomicfile.Write(ctx, o.dumpLogits, func(w io.Writer) error {
 			_, err := w.Write(b)
 			return err
 		})
 	}); err != nil {
-		var ex *exitError
+		var ex *cli.ExitError
 		if errors.As(err, &ex) {
 			return err
 		}

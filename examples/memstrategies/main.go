@@ -39,6 +39,15 @@
 // comes to less than a byte of its memory, before any work), 1 for a
 // failure of the run, writing the rows to stdout or the table to stderr
 // included.
+//
+// SIGINT or SIGTERM while -json or -png is written (or while their paths
+// are probed, before any work) abandons that write, its temporary file
+// removed and the file there before kept, skips the outputs not yet
+// written and exits with 130 or 143 (128 + the signal), as generate does
+// for its -save; one that lands as a write ends leaves that file whole
+// and stops after it. Outside those writes (while the strategies train,
+// or between the two) a signal ends the process at once, as before: no
+// file is being written then, so none is left half done.
 package main
 
 import (
@@ -77,6 +86,9 @@ type options struct {
 	plan, planEvery                       bool
 	attention                             string
 	overlap, pipeline                     bool
+	// testWriting (tests) runs as the write of -json or -png (flag)
+	// starts, inside its cli.Interruptible: ctx is the write's.
+	testWriting func(ctx context.Context, flag string)
 }
 
 // maxBatchTokens bounds -batch times the context: 16M tokens a step, far
@@ -205,19 +217,25 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	// atomicfile.CheckWritable refuses what the atomic write at the end
 	// would (a directory, a named pipe, a device, a dangling link) without
 	// opening the path: opening a named pipe for writing blocks until a
-	// reader comes.
-	if o.pngOut != "" {
-		if err := atomicfile.CheckWritable(o.pngOut); err != nil {
-			return nil, fmt.Errorf("-png: %w", err)
+	// reader comes. Its probe creates and removes a file: a signal waits
+	// for it (cli.Interruptible) so as to leave none.
+	if err := cli.Interruptible("checking the outputs can be written", func(context.Context) error {
+		if o.pngOut != "" {
+			if err := atomicfile.CheckWritable(o.pngOut); err != nil {
+				return fmt.Errorf("-png: %w", err)
+			}
 		}
-	}
-	if o.jsonOut != "" {
-		if o.pngOut != "" && cli.SamePath(o.jsonOut, o.pngOut) {
-			return nil, fmt.Errorf("-json %s: the same file as -png", o.jsonOut)
+		if o.jsonOut != "" {
+			if o.pngOut != "" && cli.SamePath(o.jsonOut, o.pngOut) {
+				return fmt.Errorf("-json %s: the same file as -png", o.jsonOut)
+			}
+			if err := atomicfile.CheckWritable(o.jsonOut); err != nil {
+				return fmt.Errorf("-json: %w", err)
+			}
 		}
-		if err := atomicfile.CheckWritable(o.jsonOut); err != nil {
-			return nil, fmt.Errorf("-json: %w", err)
-		}
+		return nil
+	}); err != nil {
+		return nil, err
 	}
 	return o, nil
 }
@@ -297,7 +315,12 @@ func main() {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "memstrategies:", err)
-		os.Exit(2)
+		code := 2 // a bad flag
+		var ex *cli.ExitError
+		if errors.As(err, &ex) { // a signal during the probes of -json and -png
+			code = ex.Code
+		}
+		os.Exit(code)
 	}
 	dev, err := cli.OpenDevice(o.device)
 	if err != nil { // a bad flag, before any work
@@ -306,7 +329,7 @@ func main() {
 	}
 	if err := run(o, dev, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "memstrategies:", err)
-		os.Exit(cli.ExitCode(err)) // 2 for a budget the device refuses, before any work
+		os.Exit(cli.ExitCode(err)) // 2 for a budget the device refuses, before any work; 128 + the signal for an interrupted write
 	}
 }
 
@@ -370,18 +393,42 @@ func runTo(o *options, dev tensor.Device, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprint(stderr, "\n"+table(rows))
 	if o.jsonOut != "" {
-		if err := atomicfile.Write(context.Background(), o.jsonOut, func(w io.Writer) error {
-			_, err := w.Write(lines.Bytes())
-			return err
+		if err := o.writeOutput("-json", "writing the JSON lines to "+o.jsonOut, func(ctx context.Context) error {
+			return atomicfile.Write(ctx, o.jsonOut, func(w io.Writer) error {
+				_, err := w.Write(lines.Bytes())
+				return err
+			})
 		}); err != nil {
-			return fmt.Errorf("-json: %w", err)
+			return err
 		}
 	}
 	if o.pngOut != "" {
-		if err := plotRows(rows, o.pngOut, fmt.Sprintf("%s B%d T%d %s on %v", o.config, o.batch, cfg.Context, o.precision, dev)); err != nil {
-			return fmt.Errorf("-png: %w", err)
+		if err := o.writeOutput("-png", "writing the bar chart to "+o.pngOut, func(ctx context.Context) error {
+			return plotRows(ctx, rows, o.pngOut, fmt.Sprintf("%s B%d T%d %s on %v", o.config, o.batch, cfg.Context, o.precision, dev))
+		}); err != nil {
+			return err
 		}
 		fmt.Fprintf(stderr, "bar chart: %s\n", o.pngOut)
 	}
 	return nil
+}
+
+// writeOutput runs write, the atomic write of the output flag names
+// (doing says it for the message), under cli.Interruptible: SIGINT or
+// SIGTERM abandons it (no temporary file, the file there before kept)
+// and ends the run with 128 + the signal, a *cli.ExitError, which the
+// caller returns before any other write starts. Another failure is
+// write's error, prefixed with flag.
+func (o *options) writeOutput(flag, doing string, write func(ctx context.Context) error) error {
+	err := cli.Interruptible(doing, func(ctx context.Context) error {
+		if o.testWriting != nil {
+			o.testWriting(ctx, flag)
+		}
+		return write(ctx)
+	})
+	var ex *cli.ExitError
+	if err == nil || errors.As(err, &ex) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", flag, err)
 }

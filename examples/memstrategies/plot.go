@@ -15,8 +15,9 @@ import (
 )
 
 // plotRows draws two bar charts side by side: peak device memory (MiB)
-// and tokens/s per strategy.
-func plotRows(rows []result, path, title string) error {
+// and tokens/s per strategy, and writes them to path (savePNG; ctx
+// cancelled abandons the write).
+func plotRows(ctx context.Context, rows []result, path, title string) error {
 	names := make([]string, len(rows))
 	mem, speed := make(plotter.Values, len(rows)), make(plotter.Values, len(rows))
 	for i, r := range rows {
@@ -53,13 +54,13 @@ func plotRows(rows []result, path, title string) error {
 	canvases := plot.Align([][]*plot.Plot{{pm, pt}}, tiles, dc)
 	pm.Draw(canvases[0][0])
 	pt.Draw(canvases[0][1])
-	return savePNG(img, path)
+	return savePNG(ctx, img, path)
 }
 
-// savePNG writes img to path as a PNG (atomically: a failure leaves the
-// file that was there).
-func savePNG(img *vgimg.Canvas, path string) error {
-	return atomicfile.Write(context.Background(), path, func(w io.Writer) error {
+// savePNG writes img to path as a PNG (atomically: a failure, or ctx
+// cancelled, leaves the file that was there).
+func savePNG(ctx context.Context, img *vgimg.Canvas, path string) error {
+	return atomicfile.Write(ctx, path, func(w io.Writer) error {
 		_, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(w)
 		return err
 	})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-ml/strata/internal/cli"
 	"github.com/strata-ml/strata/internal/testfs"
 	"github.com/strata-ml/strata/tensor"
 )
@@ -51,9 +52,9 @@ func TestOutputsThatAreNotFilesRefused(t *testing.T) {
 			err = run(o)
 			require.ErrorContains(t, err, flag+": "+path+" is ", args)
 			require.ErrorContains(t, err, msg, args)
-			var ex *exitError
+			var ex *cli.ExitError
 			require.True(t, errors.As(err, &ex), args)
-			require.Equal(t, 2, ex.code, args)
+			require.Equal(t, 2, ex.Code, args)
 			require.Less(t, time.Since(start), time.Second, args)
 		}
 		after, err := os.Lstat(path)
@@ -155,7 +156,7 @@ func TestResumeIgnoresSeed(t *testing.T) {
 	o, err := parseFlags(common)
 	require.NoError(t, err)
 	o.stopAt = 2
-	var ex *exitError
+	var ex *cli.ExitError
 	require.True(t, errors.As(run(o), &ex))
 	o, err = parseFlags(append(common, "-resume", state, "-seed", "2"))
 	require.NoError(t, err)
@@ -232,7 +233,7 @@ func TestWriteErrorsFailTheRun(t *testing.T) {
 		require.NoError(t, err, c.what)
 		err = run(o)
 		require.ErrorContains(t, err, c.want, c.what)
-		var ex *exitError
+		var ex *cli.ExitError
 		require.False(t, errors.As(err, &ex), "%s: a failure of the run, status 1", c.what)
 	}
 	wrapOutput = func(w io.WriteCloser) io.WriteCloser { return w }
@@ -297,9 +298,9 @@ func TestDeviceConflictsAreBadFlags(t *testing.T) {
 		start := time.Now()
 		err = run(o)
 		require.ErrorContains(t, err, want, args)
-		var ex *exitError
+		var ex *cli.ExitError
 		require.True(t, errors.As(err, &ex), "%s: %v", args, err)
-		require.Equal(t, 2, ex.code, args)
+		require.Equal(t, 2, ex.Code, args)
 		require.Less(t, time.Since(start), time.Second, args)
 	}
 	require.Empty(t, testfs.Names(t, dir))

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/internal/cli"
 )
 
 // -data that is not a regular file is refused with an error naming it:
@@ -56,9 +58,9 @@ func TestDataNotARegularFile(t *testing.T) {
 		require.NoError(t, err)
 		err = run(o)
 		require.ErrorContains(t, err, "-data: "+path+" is not a regular file ("+want+")")
-		var ex *exitError
+		var ex *cli.ExitError
 		require.True(t, errors.As(err, &ex), "%v", err)
-		require.Equal(t, 2, ex.code)
+		require.Equal(t, 2, ex.Code)
 	}
 }
 

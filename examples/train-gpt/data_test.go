@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-ml/strata/internal/cli"
 	"github.com/strata-ml/strata/nn"
 	"github.com/strata-ml/strata/tensor"
 	"github.com/strata-ml/strata/tokenizer"
@@ -138,10 +139,10 @@ func TestTokenizerFlags(t *testing.T) {
 	o, err := parseFlags([]string{"-tokenizer", "gpt2", "-data", text, "-device", "cpu", "-quiet", "-out", ""})
 	require.NoError(t, err)
 	err = run(o)
-	var ex *exitError
+	var ex *cli.ExitError
 	require.True(t, errors.As(err, &ex), "%v", err)
-	require.Equal(t, 2, ex.code)
-	require.Equal(t, "-tokenizer gpt2 has 50257 ids, more than the model's vocabulary of 256 (-config tiny): use -config gpt2, or -vocab 50257 or more", ex.msg)
+	require.Equal(t, 2, ex.Code)
+	require.Equal(t, "-tokenizer gpt2 has 50257 ids, more than the model's vocabulary of 256 (-config tiny): use -config gpt2, or -vocab 50257 or more", ex.Msg)
 	o, err = parseFlags([]string{"-tokenizer", "gpt2", "-data", text, "-vocab", "50000", "-config", "char", "-device", "cpu", "-quiet", "-out", ""})
 	require.NoError(t, err)
 	require.ErrorContains(t, run(o), "more than the model's vocabulary of 50000 (-config char)")
@@ -158,9 +159,9 @@ func TestTrainWithGPT2Tokenizer(t *testing.T) {
 	o, err := parseFlags(args)
 	require.NoError(t, err)
 	o.stopAt = 2
-	var ex *exitError
+	var ex *cli.ExitError
 	require.True(t, errors.As(run(o), &ex))
-	require.Equal(t, 130, ex.code)
+	require.Equal(t, 130, ex.Code)
 	o, err = parseFlags(append(slices.Clone(args[2:]), "-resume", filepath.Join(dir, "w.state.safetensors")))
 	require.NoError(t, err)
 	require.ErrorContains(t, run(o), "saved by a -tokenizer gpt2 run, this one is -tokenizer byte")
@@ -279,10 +280,10 @@ func TestInitFlag(t *testing.T) {
 	o, err = parseFlags(append([]string{"-init", filepath.Join(dir, "none.safetensors")}, common...))
 	require.NoError(t, err)
 	err = run(o)
-	var ex *exitError
+	var ex *cli.ExitError
 	require.True(t, errors.As(err, &ex))
-	require.Equal(t, 2, ex.code)
-	require.Contains(t, ex.msg, "-init: stat ")
+	require.Equal(t, 2, ex.Code)
+	require.Contains(t, ex.Msg, "-init: stat ")
 }
 
 // -loss-plot: a PNG next to -out by default, a path of one's own, "off";
@@ -315,10 +316,10 @@ func TestLossPlot(t *testing.T) {
 	o, err = parseFlags([]string{"-steps", "1", "-device", "cpu", "-quiet", "-loss-plot", filepath.Join(dir, "no", "p.png")})
 	require.NoError(t, err)
 	err = run(o)
-	var ex *exitError
+	var ex *cli.ExitError
 	require.True(t, errors.As(err, &ex))
-	require.Equal(t, 2, ex.code)
-	require.Contains(t, ex.msg, "-loss-plot: cannot write")
+	require.Equal(t, 2, ex.Code)
+	require.Contains(t, ex.Msg, "-loss-plot: cannot write")
 
 	log := filepath.Join(dir, "loss.jsonl")
 	require.NoError(t, os.WriteFile(log, []byte("{\"step\": 1, \"loss\": 5}\n{\"step\": 2, \"loss\": 4, \"held_out_loss\": 4.5}\nnot json\n{\"step\": 3, \"loss\": 3}\n"), 0o644))

@@ -126,12 +126,12 @@ func openDevices(o *options) (tensor.Device, error) {
 	if !o.dataParallel() {
 		dev, err := cli.OpenDevice(o.device)
 		if err != nil { // no such device here (no GPU, no driver): a bad flag, worded as in generate
-			return nil, &exitError{code: 2, msg: err.Error()}
+			return nil, &cli.ExitError{Code: 2, Msg: err.Error()}
 		}
 		return dev, nil
 	}
 	if o.batch%o.gpus != 0 {
-		return nil, &exitError{code: 2, msg: fmt.Sprintf("-batch %d: not divisible by -gpus %d: each GPU trains an equal share of the global batch (-batch)", o.batch, o.gpus)}
+		return nil, &cli.ExitError{Code: 2, Msg: fmt.Sprintf("-batch %d: not divisible by -gpus %d: each GPU trains an equal share of the global batch (-batch)", o.batch, o.gpus)}
 	}
 	if o.localRanks { // tests: the ranks on the CPU, through dist.NewLocalGroup
 		o.gpuDevs = make([]tensor.Device, o.gpus)
@@ -142,7 +142,7 @@ func openDevices(o *options) (tensor.Device, error) {
 	}
 	// The GPUs or NCCL not there: a bad flag (status 2), before any work.
 	if err := cuda.Init(); err != nil {
-		return nil, &exitError{code: 2, msg: fmt.Sprintf("-gpus %d: data-parallel training needs CUDA GPUs, and the CUDA driver does not load: %v", o.gpus, err)}
+		return nil, &cli.ExitError{Code: 2, Msg: fmt.Sprintf("-gpus %d: data-parallel training needs CUDA GPUs, and the CUDA driver does not load: %v", o.gpus, err)}
 	}
 	n, err := cuda.DeviceCount()
 	if err != nil {
@@ -153,10 +153,10 @@ func openDevices(o *options) (tensor.Device, error) {
 		if v, ok := os.LookupEnv("CUDA_VISIBLE_DEVICES"); ok {
 			vis = fmt.Sprintf(" (CUDA_VISIBLE_DEVICES=%q)", v)
 		}
-		return nil, &exitError{code: 2, msg: fmt.Sprintf("-gpus %d: the CUDA driver sees %d GPUs%s", o.gpus, n, vis)}
+		return nil, &cli.ExitError{Code: 2, Msg: fmt.Sprintf("-gpus %d: the CUDA driver sees %d GPUs%s", o.gpus, n, vis)}
 	}
 	if err := nccl.Init(); err != nil {
-		return nil, &exitError{code: 2, msg: fmt.Sprintf("-gpus %d: data-parallel training averages the gradients with NCCL: %v", o.gpus, err)}
+		return nil, &cli.ExitError{Code: 2, Msg: fmt.Sprintf("-gpus %d: data-parallel training averages the gradients with NCCL: %v", o.gpus, err)}
 	}
 	if _, set := os.LookupEnv(memory.EnvExpandableSegments); !set && o.gpus > 1 {
 		// Expandable segments map pages readable by their own GPU only

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-ml/strata/internal/cli"
 	"github.com/strata-ml/strata/tensor"
 )
 
@@ -32,11 +33,11 @@ func TestUnusableDeviceMessage(t *testing.T) {
 		o, err := parseFlags(append(c.args, "-steps", "3", "-quiet", "-out", filepath.Join(dir, "w.safetensors")))
 		require.NoError(t, err)
 		err = run(o)
-		var ex *exitError
+		var ex *cli.ExitError
 		require.True(t, errors.As(err, &ex), "%v", err)
-		require.Equal(t, 2, ex.code)
-		require.Contains(t, ex.msg, c.want)
-		require.NotContains(t, ex.msg, "device mismatch")
-		require.NotContains(t, ex.msg, "tensor:")
+		require.Equal(t, 2, ex.Code)
+		require.Contains(t, ex.Msg, c.want)
+		require.NotContains(t, ex.Msg, "device mismatch")
+		require.NotContains(t, ex.Msg, "tensor:")
 	}
 }

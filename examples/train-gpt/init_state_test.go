@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/internal/cli"
 )
 
 // TestInitOfStateRefusedUpFront: -init given a training state (-state's
@@ -23,9 +25,9 @@ func TestInitOfStateRefusedUpFront(t *testing.T) {
 	o, err = parseFlags(append([]string{"-steps", "1", "-out", "", "-init", st, "-data", textFile(t), "-sample", "0"}, common...))
 	require.NoError(t, err)
 	out := captureStderr(t, func() { err = run(o) })
-	var ex *exitError
+	var ex *cli.ExitError
 	require.True(t, errors.As(err, &ex), "%v", err)
-	require.Equal(t, 2, ex.code)
-	require.Contains(t, ex.msg, "-init "+st+": a training state (after step 1), not weights: continue it with -resume")
+	require.Equal(t, 2, ex.Code)
+	require.Contains(t, ex.Msg, "-init "+st+": a training state (after step 1), not weights: continue it with -resume")
 	require.NotContains(t, out, "model:", "refused before the data is read and the model made")
 }

@@ -7,16 +7,9 @@ import (
 	"os/signal"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/strata-ml/strata/internal/cli"
 )
-
-// exitError ends the program with a status of its own: 128 + the signal
-// after an interrupt, as a shell reports a process the signal killed.
-type exitError struct {
-	code int
-	msg  string
-}
-
-func (e *exitError) Error() string { return e.msg }
 
 // interrupts turns SIGINT and SIGTERM into a request to stop: training
 // finishes the step it is in, saves the resumable training state and
@@ -109,9 +102,11 @@ func (in *interrupts) received() (syscall.Signal, bool) {
 	return s, s != 0
 }
 
-// exit is the error that ends a run stopped by signal s, with msg.
+// exit is the error that ends a run stopped by signal s, with msg: a
+// *cli.ExitError of status 128 + s, as a shell reports a process the
+// signal killed.
 func (in *interrupts) exit(s syscall.Signal, msg string) error {
-	return &exitError{code: 128 + int(s), msg: msg}
+	return &cli.ExitError{Code: 128 + int(s), Msg: msg}
 }
 
 // abandoned is err, a failed write, unless a second signal cancelled the

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/internal/cli"
 )
 
 // TestInterruptStopsEndSample: a signal after the last step (here in it)
@@ -33,10 +35,10 @@ func TestInterruptStopsEndSample(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the sample of 1000000 tokens ran on after the interrupt")
 	}
-	var ex *exitError
+	var ex *cli.ExitError
 	require.True(t, errors.As(err, &ex), "%v", err)
-	require.Equal(t, 130, ex.code)
-	require.Contains(t, ex.msg, "the run is complete")
+	require.Equal(t, 130, ex.Code)
+	require.Contains(t, ex.Msg, "the run is complete")
 	require.Contains(t, out, "sample stopped by interrupt after ")
 	_, err = os.Stat(filepath.Join(dir, "w.safetensors"))
 	require.NoError(t, err, "the weights are saved")

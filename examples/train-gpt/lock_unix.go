@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/strata-ml/strata/internal/cli"
 )
 
 // Two runs writing the same outputs at once would interleave their loss
@@ -20,7 +22,7 @@ import (
 // lock of a process that dies; the file, left behind then, is reused.
 
 // lockOutputs locks o's outputs and returns the function that unlocks
-// them (and removes the lock files), or an *exitError (status 2) naming
+// them (and removes the lock files), or a *cli.ExitError (status 2) naming
 // the run that holds one.
 func lockOutputs(o *options) (release func(), err error) {
 	var held []*os.File
@@ -38,7 +40,7 @@ func lockOutputs(o *options) (release func(), err error) {
 		f, err := lockFile(lockPath(fp[1]))
 		if err != nil {
 			release()
-			return nil, &exitError{code: 2, msg: fmt.Sprintf("%s %s: %v", fp[0], fp[1], err)}
+			return nil, &cli.ExitError{Code: 2, Msg: fmt.Sprintf("%s %s: %v", fp[0], fp[1], err)}
 		}
 		held = append(held, f)
 	}

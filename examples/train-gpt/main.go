@@ -404,13 +404,13 @@ func main() {
 		debug.SetGCPercent(gcPercent)
 	}
 	if err := run(o); err != nil {
-		var ex *exitError
+		msg := err.Error()
+		var ex *cli.ExitError
 		if errors.As(err, &ex) {
-			fmt.Fprintln(os.Stderr, "train-gpt:", ex.msg)
-			os.Exit(ex.code)
+			msg = ex.Msg
 		}
-		fmt.Fprintln(os.Stderr, "train-gpt:", err)
-		os.Exit(1)
+		fmt.Fprintln(os.Stderr, "train-gpt:", msg)
+		os.Exit(cli.ExitCode(err)) // a *cli.ExitError's status, else 1
 	}
 }
 
@@ -471,12 +471,12 @@ func run(o *options) (rerr error) {
 	} else {
 		err = o.checkFiles()
 	}
-	var ex *exitError
+	var ex *cli.ExitError
 	if errors.As(err, &ex) {
 		return err
 	}
 	if err != nil {
-		return &exitError{code: 2, msg: err.Error()} // a bad flag, found before any work
+		return &cli.ExitError{Code: 2, Msg: err.Error()} // a bad flag, found before any work
 	}
 	if training {
 		release, err := lockOutputs(o) // a second run on these outputs is refused (lock_unix.go)
@@ -499,7 +499,7 @@ func run(o *options) (rerr error) {
 		cfg.Vocab = o.vocab
 	}
 	if !o.bench && cfg.Vocab < o.tok.VocabSize() {
-		return &exitError{code: 2, msg: fmt.Sprintf("-tokenizer %s has %d ids, more than the model's vocabulary of %d (-config %s): %s", o.tokName, o.tok.VocabSize(), cfg.Vocab, o.config, o.vocabHint())}
+		return &cli.ExitError{Code: 2, Msg: fmt.Sprintf("-tokenizer %s has %d ids, more than the model's vocabulary of %d (-config %s): %s", o.tokName, o.tok.VocabSize(), cfg.Vocab, o.config, o.vocabHint())}
 	}
 	if o.batch == 0 {
 		o.batch = cfg.Batch
@@ -516,7 +516,7 @@ func run(o *options) (rerr error) {
 		// Known now that the device is: a bad flag, before any work (as
 		// -cuda-graph on -device cpu is in parseFlags).
 		if _, err := o.graphUse(dev, cfg.Dropout); err != nil {
-			return &exitError{code: 2, msg: err.Error()}
+			return &cli.ExitError{Code: 2, Msg: err.Error()}
 		}
 	}
 	if err := setPolicy(dev, o.policy); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-ml/strata/internal/cli"
 	"github.com/strata-ml/strata/internal/testfs"
 	"github.com/strata-ml/strata/memory"
 	"github.com/strata-ml/strata/nn"
@@ -73,7 +74,7 @@ func TestFinalWeightsFailureSavesState(t *testing.T) {
 	err = run(o)
 	require.ErrorContains(t, err, "no space left on device (test)")
 	require.ErrorContains(t, err, fmt.Sprintf("saved the training state after step 6 to %s", state))
-	var ex *exitError
+	var ex *cli.ExitError
 	require.False(t, errors.As(err, &ex), "status 1")
 	meta, err := tensor.ReadSafetensorsMetadata(state)
 	require.NoError(t, err)
@@ -144,7 +145,7 @@ func TestInterruptNoteInLastStep(t *testing.T) {
 	require.NoError(t, err)
 	o.stopAt = relCase.steps
 	out := captureStderr(t, func() { err = run(o) })
-	var ex *exitError
+	var ex *cli.ExitError
 	require.True(t, errors.As(err, &ex), "%v", err)
 	require.Contains(t, out, "then saving the weights to "+filepath.Join(dir, "w.safetensors"))
 	require.NotContains(t, out, "then saving the training state")
@@ -175,9 +176,9 @@ func TestSecondSignalDuringAnyWrite(t *testing.T) {
 			require.NoError(t, err)
 			o.stopWriting = what
 			err = run(o)
-			var ex *exitError
+			var ex *cli.ExitError
 			require.True(t, errors.As(err, &ex), "%v", err)
-			require.Equal(t, 130, ex.code, ex.msg)
+			require.Equal(t, 130, ex.Code, ex.Msg)
 			for _, n := range testfs.Names(t, dir) {
 				require.NotContains(t, n, ".tmp", "a temporary file left")
 			}
@@ -216,11 +217,11 @@ func TestSecondRunOnSameOutputsRefused(t *testing.T) {
 	require.NoError(t, err)
 	before := testfs.Names(t, dir)
 	err = run(o)
-	var ex *exitError
+	var ex *cli.ExitError
 	require.True(t, errors.As(err, &ex), "%v", err)
-	require.Equal(t, 2, ex.code)
-	require.Contains(t, ex.msg, "another train-gpt run")
-	require.Contains(t, ex.msg, fmt.Sprintf("pid %d", os.Getpid()))
+	require.Equal(t, 2, ex.Code)
+	require.Contains(t, ex.Msg, "another train-gpt run")
+	require.Contains(t, ex.Msg, fmt.Sprintf("pid %d", os.Getpid()))
 	require.Equal(t, before, testfs.Names(t, dir), "nothing written")
 	release()
 	require.NoError(t, run(o))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-ml/strata/internal/cli"
 	"github.com/strata-ml/strata/internal/testfs"
 	"github.com/strata-ml/strata/tensor"
 )
@@ -117,9 +118,9 @@ func TestBadFlagsRefusedUpFront(t *testing.T) {
 		start := time.Now()
 		err = run(o)
 		require.ErrorContains(t, err, want, args)
-		var ex *exitError
+		var ex *cli.ExitError
 		require.True(t, errors.As(err, &ex), args)
-		require.Equal(t, 2, ex.code, "%s: a bad path is a bad flag", args)
+		require.Equal(t, 2, ex.Code, "%s: a bad path is a bad flag", args)
 		require.Less(t, time.Since(start), time.Second, args)
 	}
 	require.Equal(t, before, allocs(), "nothing was allocated")
@@ -224,9 +225,9 @@ func TestOutputsNeverOverwriteInputs(t *testing.T) {
 		require.NoError(t, err, args)
 		err = run(o)
 		require.ErrorContains(t, err, want, args)
-		var ex *exitError
+		var ex *cli.ExitError
 		require.True(t, errors.As(err, &ex), args)
-		require.Equal(t, 2, ex.code, args)
+		require.Equal(t, 2, ex.Code, args)
 	}
 	b, err := os.ReadFile(text)
 	require.NoError(t, err)
@@ -268,9 +269,9 @@ func TestDeviceAndProfileFlagsRefusedUpFront(t *testing.T) {
 		require.NoError(t, err)
 		err = run(o)
 		require.ErrorContains(t, err, "-cpuprofile: cannot write", mode)
-		var ex *exitError
+		var ex *cli.ExitError
 		require.True(t, errors.As(err, &ex), "%v", mode)
-		require.Equal(t, 2, ex.code, mode)
+		require.Equal(t, 2, ex.Code, mode)
 	}
 	require.Empty(t, testfs.Names(t, dir))
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/strata-ml/strata/autograd"
 	"github.com/strata-ml/strata/internal/atomicfile"
+	"github.com/strata-ml/strata/internal/cli"
 	"github.com/strata-ml/strata/nn"
 	"github.com/strata-ml/strata/tensor"
 )
@@ -172,7 +173,7 @@ func (t *trainer) restoreState(path string, o *options) (step int, smooth, evalD
 	}
 	if err := compareRuns(saved, identity(o, t), os.Stderr); err != nil {
 		// The flags contradict the state: a bad flag (status 2).
-		return 0, 0, 0, &exitError{code: 2, msg: fmt.Sprintf("-resume %s: %v", path, err)}
+		return 0, 0, 0, &cli.ExitError{Code: 2, Msg: fmt.Sprintf("-resume %s: %v", path, err)}
 	}
 	o.seed = saved.Seed // compareRuns noted a new -seed as ignored
 	if meta, err = nn.LoadTrainState(path, t.params, t.opt); err != nil {
@@ -207,7 +208,7 @@ func (t *trainer) restoreState(path string, o *options) (step int, smooth, evalD
 		}
 	}
 	if step > o.steps { // a bad flag (status 2), as with no -out to write a complete state's weights to
-		return 0, 0, 0, &exitError{code: 2, msg: fmt.Sprintf("-resume %s: the run is at step %d, -steps %d leaves nothing to train (raise -steps)", path, step, o.steps)}
+		return 0, 0, 0, &cli.ExitError{Code: 2, Msg: fmt.Sprintf("-resume %s: the run is at step %d, -steps %d leaves nothing to train (raise -steps)", path, step, o.steps)}
 	}
 	return step, smooth, evalDue, nil
 }
@@ -305,7 +306,7 @@ func openLossLog(in *interrupts, path string, done int) (*os.File, error) {
 			return err
 		})
 	}); err != nil {
-		if _, ok := err.(*exitError); ok {
+		if _, ok := err.(*cli.ExitError); ok {
 			return nil, err
 		}
 		return nil, fmt.Errorf("-loss-log: %w", err)

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/internal/cli"
 )
 
 // TestResumeRefusalsAreBadFlags: a -resume the other flags contradict (a
@@ -33,10 +35,10 @@ func TestResumeRefusalsAreBadFlags(t *testing.T) {
 		o, err := parseFlags(append(c.args(t.TempDir(), "cpu", strings.Fields(extra)...), "-resume", state))
 		require.NoError(t, err)
 		err = run(o)
-		var ex *exitError
+		var ex *cli.ExitError
 		require.True(t, errors.As(err, &ex), "%s: %v", extra, err)
-		require.Equal(t, 2, ex.code, extra)
-		require.Contains(t, ex.msg, msg, extra)
+		require.Equal(t, 2, ex.Code, extra)
+		require.Contains(t, ex.Msg, msg, extra)
 	}
 	w := filepath.Join(dir, "weights-only.safetensors")
 	o, err = parseFlags(resumeCase{"x", 1, []string{"-batch", "4"}}.args(t.TempDir(), "cpu", "-out", w))
@@ -45,9 +47,9 @@ func TestResumeRefusalsAreBadFlags(t *testing.T) {
 	o, err = parseFlags(append(c.args(t.TempDir(), "cpu"), "-resume", w))
 	require.NoError(t, err)
 	out := captureStderr(t, func() { err = run(o) })
-	var ex *exitError
+	var ex *cli.ExitError
 	require.True(t, errors.As(err, &ex), "%v", err)
-	require.Equal(t, 2, ex.code)
-	require.Contains(t, ex.msg, "-resume "+w+": weights, not a training state: start a run from them with -init")
+	require.Equal(t, 2, ex.Code)
+	require.Contains(t, ex.Msg, "-resume "+w+": weights, not a training state: start a run from them with -init")
 	require.NotContains(t, out, "model:", "refused before the model is made")
 }

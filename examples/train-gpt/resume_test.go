@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-ml/strata/internal/cli"
 	"github.com/strata-ml/strata/internal/testfs"
 	"github.com/strata-ml/strata/tensor"
 )
@@ -69,10 +70,10 @@ func runResume(t *testing.T, c resumeCase, device string, stop int) (full, resum
 	require.NoError(t, err)
 	o.stopAt = stop
 	err = run(o)
-	var ex *exitError
+	var ex *cli.ExitError
 	require.True(t, errors.As(err, &ex), "%v", err)
-	require.Equal(t, 130, ex.code)
-	require.Contains(t, ex.msg, fmt.Sprintf("after step %d of %d: saved the training state to %s", stop, c.steps, filepath.Join(b, "state.safetensors")))
+	require.Equal(t, 130, ex.Code)
+	require.Contains(t, ex.Msg, fmt.Sprintf("after step %d of %d: saved the training state to %s", stop, c.steps, filepath.Join(b, "state.safetensors")))
 	_, err = os.Stat(filepath.Join(b, "w.safetensors"))
 	require.ErrorIs(t, err, os.ErrNotExist, "an interrupted run does not write -out")
 	require.Equal(t, []string{"loss.jsonl", "state.safetensors"}, testfs.Names(t, b), "no temporary files")
@@ -225,10 +226,10 @@ func TestInterruptInLastStepSavesWeights(t *testing.T) {
 	require.NoError(t, err)
 	o.stopAt = c.steps
 	err = run(o)
-	var ex *exitError
+	var ex *cli.ExitError
 	require.True(t, errors.As(err, &ex), "%v", err)
-	require.Equal(t, 130, ex.code)
-	require.Contains(t, ex.msg, "the run is complete")
+	require.Equal(t, 130, ex.Code)
+	require.Contains(t, ex.Msg, "the run is complete")
 	got, err := os.ReadFile(filepath.Join(dir, "w.safetensors"))
 	require.NoError(t, err, "the complete run's weights are saved")
 	require.True(t, bytes.Equal(want, got), "weights")
@@ -244,10 +245,10 @@ func TestSecondSignalWhileSaving(t *testing.T) {
 	require.NoError(t, err)
 	o.stopSaving = 4
 	err = run(o)
-	var ex *exitError
+	var ex *cli.ExitError
 	require.True(t, errors.As(err, &ex), "%v", err)
-	require.Equal(t, 130, ex.code)
-	require.Contains(t, ex.msg, "interrupt again while saving the training state after step 4")
+	require.Equal(t, 130, ex.Code)
+	require.Contains(t, ex.Msg, "interrupt again while saving the training state after step 4")
 	require.Equal(t, []string{"loss.jsonl", "state.safetensors"}, testfs.Names(t, dir), "no temporary file")
 	meta, err := tensor.ReadSafetensorsMetadata(filepath.Join(dir, "state.safetensors"))
 	require.NoError(t, err)

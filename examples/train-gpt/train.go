@@ -15,6 +15,7 @@ import (
 
 	"github.com/strata-ml/strata/amp"
 	"github.com/strata-ml/strata/autograd"
+	"github.com/strata-ml/strata/internal/cli"
 	"github.com/strata-ml/strata/memory"
 	"github.com/strata-ml/strata/nn"
 	"github.com/strata-ml/strata/tensor"
@@ -321,7 +322,7 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device, in *interrupts) erro
 		if done < o.steps {
 			fmt.Fprintf(os.Stderr, "resumed from %s after step %d of %d\n", o.resume, done, o.steps)
 		} else if o.out == "" {
-			return &exitError{code: 2, msg: fmt.Sprintf("-resume %s: the run is at step %d, -steps %d leaves nothing to train, and there is no -out to write its weights to (raise -steps, or give -out)", o.resume, done, o.steps)}
+			return &cli.ExitError{Code: 2, Msg: fmt.Sprintf("-resume %s: the run is at step %d, -steps %d leaves nothing to train, and there is no -out to write its weights to (raise -steps, or give -out)", o.resume, done, o.steps)}
 		}
 	}
 	// A state of a complete run (-save-every dividing -steps, or saved by
@@ -431,7 +432,7 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device, in *interrupts) erro
 	// evalDue: the step's loss when its evaluation failed (the resumed run
 	// evaluates it), else NaN.
 	rescue := func(at int, cause error, evalDue float64) error {
-		var ex *exitError
+		var ex *cli.ExitError
 		if errors.As(cause, &ex) || at <= done {
 			return cause // an interrupt's; or nothing trained here: the state resumed is the run's
 		}

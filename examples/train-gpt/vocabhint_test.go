@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/internal/cli"
 )
 
 // TestVocabHint: the hint for a vocabulary smaller than -tokenizer's
@@ -17,9 +19,9 @@ func TestVocabHint(t *testing.T) {
 		o, err := parseFlags(append(args[:], "-data", textFile(t), "-device", "cpu", "-quiet", "-out", ""))
 		require.NoError(t, err)
 		err = run(o)
-		var ex *exitError
+		var ex *cli.ExitError
 		require.ErrorAs(t, err, &ex)
-		require.Equal(t, 2, ex.code)
-		require.Equal(t, want, ex.msg)
+		require.Equal(t, 2, ex.Code)
+		require.Equal(t, want, ex.Msg)
 	}
 }

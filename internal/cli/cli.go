@@ -17,8 +17,11 @@
 //     Printable and Escaper escape control characters and invalid UTF-8
 //     in text a program did not choose (model output) before it reaches a
 //     terminal; IsTerminal tells whether a file is one.
-//   - Exit statuses: ExitCode gives 0 for success and for -h, 2 for a bad
-//     flag (a UsageError), 1 for any other failure.
+//   - Exit statuses: ExitCode gives 0 for success and for -h, an
+//     ExitError's own status (128 + the signal after an interrupt), 2 for
+//     a bad flag (a UsageError), 1 for any other failure. Interruptible
+//     runs an atomic write so that SIGINT or SIGTERM abandons it, leaving
+//     no temporary file, and ends the run with an ExitError.
 package cli
 
 import (
@@ -110,14 +113,28 @@ func Usagef(format string, args ...any) error {
 	return UsageError{fmt.Errorf(format, args...)}
 }
 
+// ExitError ends a program with a status of its own, Code (128 + the
+// signal after an interrupt, as a shell reports a process the signal
+// killed; 2 for a bad flag found late), and the message Msg.
+type ExitError struct {
+	Code int
+	Msg  string
+}
+
+func (e *ExitError) Error() string { return e.Msg }
+
 // ExitCode is a program's exit status for the error that ended it: 0 for
-// none and for -h (flag.ErrHelp), 2 for a bad flag (a UsageError), 1 for
-// any other failure.
+// none and for -h (flag.ErrHelp), an *ExitError's Code (found through
+// wrapping, as errors.As finds it), 2 for a bad flag (a UsageError), 1
+// for any other failure.
 func ExitCode(err error) int {
 	var ue UsageError
+	var ee *ExitError
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
+	case errors.As(err, &ee):
+		return ee.Code
 	case errors.As(err, &ue):
 		return 2
 	}
