@@ -26,6 +26,8 @@ var ErrNoGraph = errors.New("autograd: no graph to differentiate")
 // Everything Backward allocates has memory role gradient and belongs to
 // v's context (tensor.Ctx); gradients of leaves are kept out of it.
 //
+// BackwardOpts runs it keeping the graph for another pass.
+//
 // Errors: ErrNoGraph, a non-scalar v, or an *tensor.OpError raised by a
 // backward function (out of memory, say) or naming what one returned
 // wrongly (a custom op's, see Record; BackwardFunc lists the checks and
@@ -34,16 +36,35 @@ var ErrNoGraph = errors.New("autograd: no graph to differentiate")
 // keep the gradients they received, stepped nodes stay consumed); the
 // vars it did not step keep their graph and no gradient of it.
 func (v *Var) Backward() error {
-	if v == nil || v.Value == nil {
-		return &tensor.OpError{Op: "autograd.Backward", Msg: "nil *autograd.Var or one with no value", Err: tensor.ErrArgument}
+	if err := v.checkRoot("Backward", nil); err != nil {
+		return err
 	}
-	if v.node == nil {
-		return noGraph(v)
+	return v.propagate(nil, false)
+}
+
+// BackwardOptions are the options of Var.BackwardOpts.
+type BackwardOptions struct {
+	// Grad is the gradient of the objective with respect to v, as
+	// BackwardWith takes it; nil is ones, for a scalar v (Backward).
+	Grad *tensor.Tensor
+	// RetainGraph keeps the graph for another backward pass
+	// (torch's retain_graph=True): the saved tensors and the values of
+	// intermediate vars are not released as the pass goes, and the vars
+	// keep their nodes, so the pass may run again (from v or from any var
+	// below it); a later pass without it consumes the graph. What the
+	// graph holds is released with the scopes that own it, as the values
+	// of a graph never differentiated are. The pass's peak memory is then
+	// that of the forward pass's end plus the gradients.
+	RetainGraph bool
+}
+
+// BackwardOpts is Backward (o.Grad nil) or BackwardWith (o.Grad set),
+// keeping the graph when o.RetainGraph is set. The errors are theirs.
+func (v *Var) BackwardOpts(o BackwardOptions) error {
+	if err := v.checkRoot("BackwardOpts", o.Grad); err != nil {
+		return err
 	}
-	if v.Value.Numel() != 1 {
-		return fmt.Errorf("autograd: Backward of %s: want a scalar, have shape %v (reduce it first)", v.Name(), v.Value.Shape())
-	}
-	return v.propagate(nil)
+	return v.propagate(o.Grad, o.RetainGraph)
 }
 
 // BackwardWith back-propagates grad, the gradient of some objective with
@@ -61,25 +82,41 @@ func (v *Var) Backward() error {
 // device (wrapping tensor.ErrDevice), or an *tensor.OpError raised by a
 // backward function.
 func (v *Var) BackwardWith(grad *tensor.Tensor) error {
+	if err := v.checkRoot("BackwardWith", grad); err != nil {
+		return err
+	}
+	if grad == nil {
+		return fmt.Errorf("autograd: BackwardWith of %s: nil gradient", v.Name())
+	}
+	return v.propagate(grad, false)
+}
+
+// checkRoot returns the error of a backward pass (op) from v seeded with
+// grad (nil: ones, for a scalar v), or nil when it can run.
+func (v *Var) checkRoot(op string, grad *tensor.Tensor) error {
 	if v == nil || v.Value == nil {
-		return &tensor.OpError{Op: "autograd.BackwardWith", Msg: "nil *autograd.Var or one with no value", Err: tensor.ErrArgument}
+		return &tensor.OpError{Op: "autograd." + op, Msg: "nil *autograd.Var or one with no value", Err: tensor.ErrArgument}
 	}
 	if v.node == nil {
 		return noGraph(v)
 	}
 	switch {
+	case grad == nil && op == "BackwardWith":
+		return nil // BackwardWith's own error
+	case grad == nil && v.Value.Numel() != 1:
+		return fmt.Errorf("autograd: %s of %s: want a scalar, have shape %v (reduce it first)", op, v.Name(), v.Value.Shape())
 	case grad == nil:
-		return fmt.Errorf("autograd: BackwardWith of %s: nil gradient", v.Name())
+		return nil
 	case grad.Released():
-		return fmt.Errorf("autograd: BackwardWith of %s: the gradient was released: %w", v.Name(), tensor.ErrReleased)
+		return fmt.Errorf("autograd: %s of %s: the gradient was released: %w", op, v.Name(), tensor.ErrReleased)
 	case !slices.Equal(grad.Shape(), v.Value.Shape()) || grad.DType() != v.Value.DType():
-		return fmt.Errorf("autograd: BackwardWith of %s: gradient %v %v for a value of %v %v",
-			v.Name(), grad.DType(), grad.Shape(), v.Value.DType(), v.Value.Shape())
+		return fmt.Errorf("autograd: %s of %s: gradient %v %v for a value of %v %v",
+			op, v.Name(), grad.DType(), grad.Shape(), v.Value.DType(), v.Value.Shape())
 	case grad.Device() != v.Value.Device():
-		return fmt.Errorf("autograd: BackwardWith of %s: gradient on %v for a value on %v: %w",
-			v.Name(), grad.Device(), v.Value.Device(), tensor.ErrDevice)
+		return fmt.Errorf("autograd: %s of %s: gradient on %v for a value on %v: %w",
+			op, v.Name(), grad.Device(), v.Value.Device(), tensor.ErrDevice)
 	}
-	return v.propagate(grad)
+	return nil
 }
 
 // noGraph is the ErrNoGraph of a backward pass from v, which has no
@@ -88,7 +125,7 @@ func noGraph(v *Var) error {
 	var why string
 	switch {
 	case v.consumed:
-		why = "its graph was consumed by an earlier Backward (there is no retain_graph: compute it again)"
+		why = "its graph was consumed by an earlier Backward (compute it again, or keep it with BackwardOpts' RetainGraph)"
 	case v.op == "":
 		why = "a leaf (Param or Const), not the output of an op"
 	case !v.Value.DType().IsFloat():
@@ -100,8 +137,8 @@ func noGraph(v *Var) error {
 }
 
 // propagate runs the backward pass from v, seeded with grad (ones when
-// grad is nil).
-func (v *Var) propagate(grad *tensor.Tensor) error {
+// grad is nil), keeping the graph when retain is set.
+func (v *Var) propagate(grad *tensor.Tensor, retain bool) error {
 	// An optimizer update overlapped with the forward pass ends here
 	// (tensor.WaitOverlapped): the backward pass makes new gradients where
 	// the update's old ones were.
@@ -119,7 +156,7 @@ func (v *Var) propagate(grad *tensor.Tensor) error {
 	}
 	hooks := beginGradPass(c, order) // nil unless some leaf has a gradient hook (gradhook.go)
 	defer hooks.end()
-	anomaly := AnomalyDetectionIn(c)
+	p := pass{anomaly: AnomalyDetectionIn(c), retain: retain}
 	return tensor.Try(func() {
 		c.WithScope(func() {
 			c.WithRole(gradRole, func() {
@@ -130,7 +167,7 @@ func (v *Var) propagate(grad *tensor.Tensor) error {
 				}
 				for i := len(order) - 1; i >= 0; i-- {
 					n := order[i].node
-					step(order[i], order[i] == v, anomaly)
+					p.step(order[i], order[i] == v)
 					hooks.stepped(n)
 				}
 			})
@@ -180,9 +217,15 @@ func topo(root *Var) ([]*Var, error) {
 	return order, nil
 }
 
+// pass is how a backward pass runs: with the gradients checked for NaNs
+// and infinities (anomaly, DetectAnomalyIn), keeping the graph (retain,
+// BackwardOptions.RetainGraph).
+type pass struct{ anomaly, retain bool }
+
 // step runs one node's backward and hands the gradients to its inputs,
-// checking them for NaNs and infinities when anomaly is set.
-func step(v *Var, isRoot, anomaly bool) {
+// then releases what the node kept and its output value, unless the pass
+// retains the graph.
+func (p pass) step(v *Var, isRoot bool) {
 	n := v.node
 	completeSlices(v)
 	g := v.pending
@@ -195,7 +238,7 @@ func step(v *Var, isRoot, anomaly bool) {
 			checkVersions(n)
 			grads := n.backward(g)
 			checkGrads(n, g, grads)
-			if anomaly {
+			if p.anomaly {
 				checkFinite(n, g, grads)
 			}
 			for i := 1; i < len(grads); i++ {
@@ -221,6 +264,9 @@ func step(v *Var, isRoot, anomaly bool) {
 			keepGrad(v, g)
 		}
 		g.Release()
+	}
+	if p.retain {
+		return
 	}
 	for _, s := range n.saved {
 		s.Release()

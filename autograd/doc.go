@@ -18,7 +18,8 @@
 // handing the engine a (rows, D) gradient to add. The graph is consumed as it goes: after a node's backward has
 // run, its saved tensors, its output gradient and its output value are
 // released (unless the var was retained), so memory falls during the
-// backward pass. Forward values stay alive only until the backward of the
+// backward pass. BackwardOpts with RetainGraph keeps the graph for
+// another pass instead (torch's retain_graph=True). Forward values stay alive only until the backward of the
 // op that produced them; what no backward reaches is released by the
 // enclosing tensor.Scope. With one scope per training step, the bytes in
 // use after every step equal those after the first.
