@@ -39,7 +39,7 @@ func (v *Var) Backward() error {
 	if err := v.checkRoot("Backward", nil); err != nil {
 		return err
 	}
-	return v.propagate(nil, false)
+	return v.propagate(nil, pass{})
 }
 
 // BackwardOptions are the options of Var.BackwardOpts.
@@ -64,7 +64,7 @@ func (v *Var) BackwardOpts(o BackwardOptions) error {
 	if err := v.checkRoot("BackwardOpts", o.Grad); err != nil {
 		return err
 	}
-	return v.propagate(o.Grad, o.RetainGraph)
+	return v.propagate(o.Grad, pass{retain: o.RetainGraph})
 }
 
 // BackwardWith back-propagates grad, the gradient of some objective with
@@ -88,7 +88,7 @@ func (v *Var) BackwardWith(grad *tensor.Tensor) error {
 	if grad == nil {
 		return fmt.Errorf("autograd: BackwardWith of %s: nil gradient", v.Name())
 	}
-	return v.propagate(grad, false)
+	return v.propagate(grad, pass{})
 }
 
 // checkRoot returns the error of a backward pass (op) from v seeded with
@@ -136,9 +136,9 @@ func noGraph(v *Var) error {
 	return fmt.Errorf("%w: %s: %s", ErrNoGraph, v, why)
 }
 
-// propagate runs the backward pass from v, seeded with grad (ones when
-// grad is nil), keeping the graph when retain is set.
-func (v *Var) propagate(grad *tensor.Tensor, retain bool) error {
+// propagate runs the backward pass p from v, seeded with grad (ones when
+// grad is nil).
+func (v *Var) propagate(grad *tensor.Tensor, p pass) error {
 	// An optimizer update overlapped with the forward pass ends here
 	// (tensor.WaitOverlapped): the backward pass makes new gradients where
 	// the update's old ones were.
@@ -154,9 +154,14 @@ func (v *Var) propagate(grad *tensor.Tensor, retain bool) error {
 	if c == nil {
 		c = tensor.Background()
 	}
-	hooks := beginGradPass(c, order) // nil unless some leaf has a gradient hook (gradhook.go)
-	defer hooks.end()
-	p := pass{anomaly: AnomalyDetectionIn(c), retain: retain}
+	var hooks *gradPass
+	if p.capture == nil { // Grad fills no leaf's Grad: no hook fires
+		hooks = beginGradPass(c, order) // nil unless some leaf has a gradient hook (gradhook.go)
+		defer hooks.end()
+	} else if err := p.capture.prepare(order); err != nil {
+		return err
+	}
+	p.anomaly = AnomalyDetectionIn(c)
 	return tensor.Try(func() {
 		c.WithScope(func() {
 			c.WithRole(gradRole, func() {
@@ -166,6 +171,9 @@ func (v *Var) propagate(grad *tensor.Tensor, retain bool) error {
 					v.pending = c.Adopt(grad.Alias())
 				}
 				for i := len(order) - 1; i >= 0; i-- {
+					if p.capture != nil && !p.capture.runs(order[i]) {
+						continue // leads to no var of Grad's
+					}
 					n := order[i].node
 					p.step(order[i], order[i] == v)
 					hooks.stepped(n)
@@ -219,8 +227,12 @@ func topo(root *Var) ([]*Var, error) {
 
 // pass is how a backward pass runs: with the gradients checked for NaNs
 // and infinities (anomaly, DetectAnomalyIn), keeping the graph (retain,
-// BackwardOptions.RetainGraph).
-type pass struct{ anomaly, retain bool }
+// BackwardOptions.RetainGraph), handing gradients to Grad's caller
+// instead of leaves (capture, grad.go).
+type pass struct {
+	anomaly, retain bool
+	capture         *capture
+}
 
 // step runs one node's backward and hands the gradients to its inputs,
 // then releases what the node kept and its output value, unless the pass
@@ -233,6 +245,11 @@ func (p pass) step(v *Var, isRoot bool) {
 	if g != nil {
 		if dt := v.Value.DType(); g.DType() != dt && !n.takes(g.DType()) {
 			g = retype(g, dt)
+		}
+		p.capture.take(v, g) // a var of Grad's: its gradient is complete
+		if p.capture != nil && !p.capture.needed[v] {
+			g.Release() // its backward leads to no other var of Grad's: not run
+			return
 		}
 		if n.narrow == nil || !depositNarrow(n, g) { // a Narrow writes g into its input's pending gradient
 			checkVersions(n)
@@ -251,6 +268,9 @@ func (p pass) step(v *Var, isRoot bool) {
 			}
 			for i, in := range n.inputs {
 				if in != nil && in.requiresGrad && grads[i] != nil {
+					if p.capture != nil && !p.capture.wants(in, grads[i]) {
+						continue
+					}
 					accumulate(n.op, in, grads[i])
 				}
 			}
@@ -260,7 +280,7 @@ func (p pass) step(v *Var, isRoot bool) {
 				}
 			}
 		}
-		if v.retain {
+		if v.retain && p.capture == nil { // Grad fills no Grad
 			keepGrad(v, g)
 		}
 		g.Release()

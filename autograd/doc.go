@@ -19,7 +19,10 @@
 // run, its saved tensors, its output gradient and its output value are
 // released (unless the var was retained), so memory falls during the
 // backward pass. BackwardOpts with RetainGraph keeps the graph for
-// another pass instead (torch's retain_graph=True). Forward values stay alive only until the backward of the
+// another pass instead (torch's retain_graph=True). Grad returns the
+// gradients with respect to chosen vars, leaves or computed ones, without
+// touching any leaf's Grad (torch.autograd.grad): only the ops between
+// the output and those vars run their backward. Forward values stay alive only until the backward of the
 // op that produced them; what no backward reaches is released by the
 // enclosing tensor.Scope. With one scope per training step, the bytes in
 // use after every step equal those after the first.
