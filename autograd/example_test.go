@@ -1,6 +1,7 @@
 package autograd_test
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/strata-ml/strata/autograd"
@@ -63,4 +64,44 @@ func ExampleGradCheck() {
 	})
 	// Output:
 	// gradients agree: true
+}
+
+// Grad returns gradients with respect to chosen vars (here an
+// intermediate one) without touching any parameter's Grad.
+func ExampleGrad() {
+	tensor.WithScope(func() {
+		w := autograd.Param(tensor.FromFloat64s(tensor.CPU(), []float64{0.5, -1}, 2), "w")
+		defer w.Value.Release()
+		x := autograd.Const(tensor.FromFloat64s(tensor.CPU(), []float64{2, 3}, 2))
+		h := autograd.Mul(x, w)
+		f := autograd.Sum(autograd.Mul(h, h), false)
+		gs, err := autograd.Grad(f, []*autograd.Var{h, w}, autograd.GradOptions{})
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println("df/dh =", gs[0].Float64s()) // 2h
+		fmt.Println("df/dw =", gs[1].Float64s()) // 2h·x
+		fmt.Println("w.Grad untouched:", w.Grad == nil)
+	})
+	// Output:
+	// df/dh = [2 -6]
+	// df/dw = [4 -18]
+	// w.Grad untouched: true
+}
+
+// A tensor that a backward reads, written in place between the forward
+// pass and Backward, fails Backward instead of giving the gradient at the
+// new values (PyTorch raises there too).
+func ExampleErrModified() {
+	tensor.WithScope(func() {
+		w := autograd.Param(tensor.FromFloat64s(tensor.CPU(), []float64{0.5, -1}, 2), "w")
+		defer w.Value.Release()
+		x := autograd.Const(tensor.FromFloat64s(tensor.CPU(), []float64{2, 3}, 2))
+		f := autograd.Sum(autograd.Mul(x, w), false) // w's gradient is x
+		x.Value.Fill(0)                              // x written in place
+		err := f.Backward()
+		fmt.Println(errors.Is(err, autograd.ErrModified), x.Value.Version())
+	})
+	// Output:
+	// true 1
 }
