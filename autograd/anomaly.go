@@ -9,19 +9,21 @@ import (
 	"github.com/strata-ml/strata/tensor"
 )
 
-// ErrNonFinite: with anomaly detection on (DetectAnomalyIn), a backward
-// returned a gradient holding a NaN or an infinity. Backward fails with
-// an *tensor.OpError wrapping it that names the op, the input and where
-// the op was recorded: torch.autograd.detect_anomaly's error.
-var ErrNonFinite = errors.New("autograd: a backward returned a gradient with a NaN or an infinity")
+// ErrNaN: with anomaly detection on (DetectAnomalyIn), a backward
+// returned a gradient holding a NaN. Backward fails with an
+// *tensor.OpError wrapping it that names the op, the input and where the
+// op was recorded: torch.autograd.detect_anomaly's "Function ... returned
+// nan values". Infinities pass, as there (an fp16 gradient that
+// overflows is the gradient scaler's to handle, amp.GradScaler).
+var ErrNaN = errors.New("autograd: a backward returned a gradient with a NaN")
 
 // DetectAnomalyIn runs fn with anomaly detection on in context c:
 // torch.autograd.set_detect_anomaly(True). Ops recorded inside note the
 // calls that led to them (a few frames of the stack outside this
 // package), and a Backward that starts inside checks every gradient a
-// backward returns: the first that holds a NaN or an infinity fails the
-// pass with ErrNonFinite, naming the op, the input it was for and the
-// recording's frames, before it reaches any other op. The check costs a
+// backward returns: the first that holds a NaN fails the pass with
+// ErrNaN, naming the op, the input it was for and the recording's frames,
+// before it reaches any other op. The check costs a
 // reduction and, on a GPU, a wait for the device per gradient: a mode
 // for finding where a NaN comes from, not for training. Modes nest; other
 // contexts are not affected. A nil fn panics with an *tensor.OpError
@@ -74,14 +76,14 @@ func siteFrames(pcs []uintptr) string {
 	return b.String()
 }
 
-// checkFinite panics with an *tensor.OpError wrapping ErrNonFinite when a
+// checkNaN panics with an *tensor.OpError wrapping ErrNaN when a
 // gradient n's backward returned for an input that takes it holds a NaN
-// or an infinity (grads passed checkGrads), releasing grads but g, the
-// output gradient, as checkGrads does.
-func checkFinite(n *node, g *tensor.Tensor, grads []*tensor.Tensor) {
+// (grads passed checkGrads), releasing grads but g, the output gradient,
+// as checkGrads does.
+func checkNaN(n *node, g *tensor.Tensor, grads []*tensor.Tensor) {
 	for i, in := range n.inputs {
 		gi := grads[i]
-		if in == nil || !in.requiresGrad || gi == nil || tensor.AllFinite(gi) {
+		if in == nil || !in.requiresGrad || gi == nil || !tensor.HasNaN(gi) {
 			continue
 		}
 		where := " (recorded without anomaly detection on: run the forward inside DetectAnomalyIn too to see where)"
@@ -93,7 +95,7 @@ func checkFinite(n *node, g *tensor.Tensor, grads []*tensor.Tensor) {
 				r.Release()
 			}
 		}
-		panic(&tensor.OpError{Op: "autograd.Backward", Err: ErrNonFinite,
-			Msg: fmt.Sprintf("backward of %s returned a NaN or an infinity in the gradient of input %d (%s)%s", n.op, i, in.Name(), where)})
+		panic(&tensor.OpError{Op: "autograd.Backward", Err: ErrNaN,
+			Msg: fmt.Sprintf("backward of %s returned a NaN in the gradient of input %d (%s)%s", n.op, i, varName(in), where)})
 	}
 }

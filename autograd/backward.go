@@ -29,11 +29,14 @@ var ErrNoGraph = errors.New("autograd: no graph to differentiate")
 // BackwardOpts runs it keeping the graph for another pass.
 //
 // Errors: ErrNoGraph, a non-scalar v, or an *tensor.OpError raised by a
-// backward function (out of memory, say) or naming what one returned
+// backward function (out of memory, say), naming what one returned
 // wrongly (a custom op's, see Record; BackwardFunc lists the checks and
 // their errors: ErrArgument, ErrReleased, ErrShape, ErrDType,
-// ErrDevice). A pass that fails midway keeps what it had done (leaves
-// keep the gradients they received, stepped nodes stay consumed); the
+// ErrDevice), wrapping ErrModified (an operand written in place since
+// the forward pass) or, under DetectAnomalyIn, ErrNaN. A pass that fails
+// midway keeps what it had done (leaves keep the gradients they
+// received, stepped nodes stay consumed unless the pass retains the
+// graph); the
 // vars it did not step keep their graph and no gradient of it.
 func (v *Var) Backward() error {
 	if err := v.checkRoot("Backward", nil); err != nil {
@@ -256,7 +259,7 @@ func (p pass) step(v *Var, isRoot bool) {
 			grads := n.backward(g)
 			checkGrads(n, g, grads)
 			if p.anomaly {
-				checkFinite(n, g, grads)
+				checkNaN(n, g, grads)
 			}
 			for i := 1; i < len(grads); i++ {
 				if grads[i] != nil && slices.Contains(grads[:i], grads[i]) {

@@ -43,9 +43,9 @@
 // Anomaly detection (DetectAnomalyIn, torch.autograd.detect_anomaly) is
 // for finding where a NaN comes from: ops recorded inside it keep the
 // frames that called them, and a Backward run inside it checks each
-// gradient a backward returns (tensor.AllFinite), failing with
-// ErrNonFinite at the first op whose gradient holds a NaN or an infinity,
-// named with its recording's frames.
+// gradient a backward returns (tensor.HasNaN), failing with ErrNaN at the
+// first op whose gradient holds a NaN, named with its recording's frames
+// (infinities pass, as in PyTorch).
 //
 // The gradient through Narrow pieces of a computed var (the attention's
 // q/k/v split) is assembled in place: each piece's gradient is written

@@ -72,6 +72,9 @@ func CausalAttention(q, k, v *Var, p float64, seed, offset uint64) *Var {
 				a.Release()
 			}
 		}
+		if !needs(q) && !needs(k) {
+			return []*tensor.Tensor{gq, gk, gv}
+		}
 		datt := ps.mm(g, v.Value, false, true, 1) // (B,H,T,T)
 		if p > 0 {
 			d := tensor.Dropout(datt, p, seed, offset)
@@ -88,5 +91,5 @@ func CausalAttention(q, k, v *Var, p float64, seed, offset uint64) *Var {
 		}
 		ds.Release()
 		return []*tensor.Tensor{gq, gk, gv}
-	})
+	}).reads(bit(0, true)|bit(1, true)|bit(2, needs(q) || needs(k)), false) // the probabilities are recomputed from q and k
 }

@@ -245,15 +245,17 @@ func geluLinear(u, w, b *Var, keep bool) *Var {
 			}
 		}
 		if needs(w) || b != nil && needs(b) {
-			a := kept
-			if a == nil {
-				a = gelu() // recomputed, only when a weight gradient needs it
-				defer a.Release()
+			var a *tensor.Tensor // the bias's gradient reads no activation
+			if needs(w) {
+				if a = kept; a == nil {
+					a = gelu() // recomputed, only when the weight's gradient needs it
+					defer a.Release()
+				}
 			}
 			gw, gb = linearParamGrads(ps, g2, a, w, b)
 		}
 		return []*tensor.Tensor{gu, gw, gb}
-	}, nonNil(kept, wl)...).reads(bit(0, needs(u) || (needs(w) || b != nil && needs(b)) && kept == nil)|bit(1, needs(u) && wl == nil), false)
+	}, nonNil(kept, wl)...).reads(bit(0, needs(u) || needs(w) && kept == nil)|bit(1, needs(u) && wl == nil), false)
 	releaseUnrecorded(v, kept, wl)
 	return takesHalfGrad(v, pr)
 }

@@ -98,19 +98,23 @@ func checkVersions(n *node) {
 	}
 }
 
+// varName is v's name for an error: its Name, else "a constant" or "an
+// unnamed parameter".
+func varName(v *Var) string {
+	switch name := v.Name(); {
+	case name != "":
+		return name
+	case v.requiresGrad:
+		return "an unnamed parameter"
+	}
+	return "a constant"
+}
+
 // watchName names w among n's operands.
 func watchName(n *node, w watched) string {
 	switch {
 	case w.of >= 0:
-		in := n.inputs[w.of]
-		name := in.Name()
-		if name == "" {
-			name = "a constant"
-			if in.requiresGrad {
-				name = "an unnamed parameter"
-			}
-		}
-		return fmt.Sprintf("input %d (%s)", w.of, name)
+		return fmt.Sprintf("input %d (%s)", w.of, varName(n.inputs[w.of]))
 	case w.of == watchOut:
 		return "the output"
 	default:
@@ -154,6 +158,45 @@ func (v *Var) Leaves(stop ...*Var) []*Var {
 				stack = append(stack, in)
 			case !in.consumed:
 				out = append(out, in)
+			}
+		}
+	}
+	return out
+}
+
+// Read is a tensor that a backward of a graph reads, with the version it
+// had when its op was recorded (see Var.Reads).
+type Read struct {
+	Tensor  *tensor.Tensor
+	Version uint64
+}
+
+// Reads returns what the backward functions of v's graph read and check
+// for in-place writes (the saved tensors, and the inputs and outputs each
+// op's backward uses), without going past the vars of stop, with the
+// versions recorded with them: a tensor read by several ops comes once a
+// reader. Activation checkpointing checks them before it recomputes: the
+// ids and targets a checkpointed function closes over are no vars.
+func (v *Var) Reads(stop ...*Var) []Read {
+	if v == nil || v.node == nil || slices.Contains(stop, v) {
+		return nil
+	}
+	var out []Read
+	seen := map[*Var]bool{v: true}
+	for _, s := range stop {
+		seen[s] = true
+	}
+	stack := []*Var{v}
+	for len(stack) > 0 {
+		u := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, w := range u.node.watch {
+			out = append(out, Read{Tensor: w.t, Version: w.ver})
+		}
+		for _, in := range u.node.inputs {
+			if in != nil && in.node != nil && !seen[in] {
+				seen[in] = true
+				stack = append(stack, in)
 			}
 		}
 	}

@@ -162,3 +162,48 @@ func TestLeaves(t *testing.T) {
 		require.Nil(t, (*autograd.Var)(nil).Leaves())
 	})
 }
+
+// TestNoFalseModified: operands a backward does not read may be written
+// in place, as in PyTorch: GeluLinear's input when only the bias needs a
+// gradient, CausalAttention's v when only v needs one; the gradients are
+// those of a run without the write.
+func TestNoFalseModified(t *testing.T) {
+	cpu := tensor.CPU()
+	c := tensor.NewCtx()
+	vals := func(n int, shape ...int) *tensor.Tensor {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(i%7)/7 - 0.4
+		}
+		return c.FromFloat32s(cpu, v, shape...)
+	}
+	run := func(write bool) ([]float32, []float32) {
+		var gb, gv []float32
+		c.WithScope(func() {
+			u := autograd.Const(vals(6, 2, 3))
+			w := autograd.Const(vals(12, 4, 3))
+			b := autograd.Param(vals(4, 4), "b")
+			y := autograd.GeluLinear(u, w, b)
+			q := autograd.Const(vals(8, 1, 1, 2, 4))
+			k := autograd.Const(vals(8, 1, 1, 2, 4))
+			v := autograd.Param(vals(8, 1, 1, 2, 4), "v")
+			a := autograd.CausalAttention(q, k, v, 0, 0, 0)
+			if write {
+				u.Value.Fill(3)
+				v.Value.ScaleInPlace(2)
+			}
+			loss := autograd.Add(autograd.Sum(y, false), autograd.Sum(autograd.Mul(a, a), false))
+			require.NoError(t, loss.Backward())
+			gb, gv = b.Grad.Float32s(), v.Grad.Float32s()
+			b.ZeroGrad()
+			v.ZeroGrad()
+			b.Value.Release()
+			v.Value.Release()
+		})
+		return gb, gv
+	}
+	gb, gv := run(false)
+	gb2, gv2 := run(true)
+	require.Equal(t, gb, gb2)
+	require.Equal(t, gv, gv2, "v's gradient reads the probabilities and the output gradient only")
+}

@@ -108,8 +108,13 @@ type region struct {
 	// parameters and constants it closed over), with the versions of
 	// their values after the forward pass: the recomputation reads them.
 	closed []closedLeaf
-	shape  []int
-	dtype  tensor.DType
+	// reads are views of the tensors the forward graph's backward
+	// functions read that outlive the region's scope (the ids and targets
+	// fn closed over), with their versions then: the recomputation reads
+	// them too (closeOver, keepReads).
+	reads []autograd.Read
+	shape []int
+	dtype tensor.DType
 }
 
 // forward runs fn in a scope of its own, and under autocast in a region
@@ -146,6 +151,7 @@ func (r *region) forward() (out *autograd.Var) {
 	}()
 	if out != nil && !slices.Contains(r.inputs, out) {
 		c.Adopt(out.Value)
+		r.keepReads(out)
 	}
 	done = true
 	return out
@@ -261,20 +267,59 @@ type closedLeaf struct {
 }
 
 // closeOver records the leaves out's graph reaches that are not the
-// region's inputs, with their values' versions (tensor.Tensor.Version).
+// region's inputs, with their values' versions (tensor.Tensor.Version),
+// and a view (kept out of the region's scope) of each tensor its backward
+// functions read, with the version recorded with it.
 func (r *region) closeOver(out *autograd.Var) {
 	for _, l := range out.Leaves(r.inputs...) {
 		if l.Value != nil {
 			r.closed = append(r.closed, closedLeaf{v: l, ver: l.Value.Version()})
 		}
 	}
+	for _, rd := range out.Reads(r.inputs...) {
+		if rd.Tensor.Released() || rd.Tensor.SharesStorage(out.Value) {
+			continue // the result is not read by the recomputation
+		}
+		a := rd.Tensor.Alias()
+		tensor.Keep(a)
+		r.reads = append(r.reads, autograd.Read{Tensor: a, Version: rd.Version})
+	}
+}
+
+// keepReads, once the region's scope has closed, keeps the views of
+// closeOver whose storage something outside the region still holds (a
+// tensor fn closed over), in the caller's scope with the result, and
+// releases the others (the region's own intermediates, freed now as
+// without it).
+func (r *region) keepReads(out *autograd.Var) {
+	ours := map[*memory.Allocation]int{} // the views of closeOver on each storage
+	for _, rd := range r.reads {
+		ours[rd.Tensor.Allocation()]++
+	}
+	temp := map[*memory.Allocation]bool{} // decided before any is released
+	for _, rd := range r.reads {
+		a := rd.Tensor.Allocation()
+		temp[a] = rd.Tensor.Views() == ours[a]
+	}
+	kept := r.reads[:0]
+	for _, rd := range r.reads {
+		if temp[rd.Tensor.Allocation()] {
+			rd.Tensor.Release() // only closeOver's views hold it (q, k and v of one product)
+			continue
+		}
+		r.c.Adopt(rd.Tensor)
+		kept = append(kept, rd)
+	}
+	clear(r.reads[len(kept):])
+	r.reads = kept
 }
 
 // checkClosed panics with an *tensor.OpError wrapping autograd.ErrModified
-// when a parameter or constant the region's function closed over was
-// written in place since the forward pass (an optimizer step before
-// Backward, say): the recomputation would not repeat the forward pass, and
-// the gradients would be taken at other values.
+// when a parameter, constant or tensor the region's function closed over
+// was written in place since the forward pass (an optimizer step before
+// Backward, ids reused for the next batch): the recomputation would not
+// repeat the forward pass, and the gradients would be taken at other
+// values.
 func (r *region) checkClosed() {
 	for _, l := range r.closed {
 		if l.v.Value.Released() {
@@ -282,8 +327,30 @@ func (r *region) checkClosed() {
 		}
 		if now := l.v.Value.Version(); now != l.ver {
 			panic(&tensor.OpError{Op: "checkpoint.Apply", Err: autograd.ErrModified,
-				Msg: fmt.Sprintf("%s, which the checkpointed function reads, is at version %d, it was at version %d in the forward pass: "+
-					"the recomputation would not repeat it (write it after Backward)", l.v, now, l.ver)})
+				Msg: fmt.Sprintf("%s (%v %v), which the checkpointed function reads, is at version %d, it was at version %d in the forward pass: "+
+					"the recomputation would not repeat it (write it after Backward)", leafName(l.v), l.v.Value.DType(), l.v.Value.Shape(), now, l.ver)})
 		}
 	}
+	for _, rd := range r.reads {
+		if rd.Tensor.Released() {
+			continue
+		}
+		if now := rd.Tensor.Version(); now != rd.Version {
+			panic(&tensor.OpError{Op: "checkpoint.Apply", Err: autograd.ErrModified,
+				Msg: fmt.Sprintf("a tensor (%v %v) the checkpointed function read is at version %d, it was at version %d in the forward pass: "+
+					"the recomputation would not repeat it (write it after Backward)", rd.Tensor.DType(), rd.Tensor.Shape(), now, rd.Version)})
+		}
+	}
+}
+
+// leafName names a leaf in an error: its name, else "a constant" or "an
+// unnamed parameter".
+func leafName(v *autograd.Var) string {
+	switch {
+	case v.Name() != "":
+		return v.Name()
+	case v.RequiresGrad():
+		return "an unnamed parameter"
+	}
+	return "a constant"
 }

@@ -28,3 +28,17 @@ func AllFinite(t *Tensor) bool {
 	defer lo.Release()
 	return !math.IsInf(hi.Item(), 0) && !math.IsInf(lo.Item(), 0)
 }
+
+// HasNaN reports whether t, of a float dtype, holds a NaN (infinities are
+// not NaNs): its sum of squares, a float64 taken by SumSquaresAll (one
+// wait for a GPU), is NaN, which only a NaN entry makes (squares that
+// overflow give +Inf, and +Inf plus +Inf stays +Inf). An integer t is an
+// *OpError wrapping ErrDType.
+func HasNaN(t *Tensor) bool {
+	const op = "HasNaN"
+	t.live(op)
+	if !t.dtype.IsFloat() {
+		fail(op, ErrDType, "%v holds no NaN: want a float dtype", t.dtype)
+	}
+	return t.Numel() > 0 && math.IsNaN(SumSquaresAll([]*Tensor{t}))
+}

@@ -36,3 +36,18 @@ func TestAllFinite(t *testing.T) {
 		require.ErrorIs(t, tensor.Try(func() { tensor.AllFinite(tensor.FromInt32s(cpu, []int32{1}, 1)) }), tensor.ErrDType)
 	})
 }
+
+// TestHasNaN: NaN in every float dtype, infinities not, float64 squares
+// that overflow not.
+func TestHasNaN(t *testing.T) {
+	cpu := tensor.CPU()
+	tensor.WithScope(func() {
+		for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64, tensor.Float16, tensor.BFloat16} {
+			require.True(t, tensor.HasNaN(tensor.FromFloats(cpu, dt, []float64{1, math.NaN(), math.Inf(1)}, 3)), "%v", dt)
+			require.False(t, tensor.HasNaN(tensor.FromFloats(cpu, dt, []float64{1, math.Inf(-1), math.Inf(1)}, 3)), "%v", dt)
+		}
+		require.False(t, tensor.HasNaN(tensor.FromFloat64s(cpu, []float64{1e300, -1e300}, 2)))
+		require.False(t, tensor.HasNaN(tensor.Zeros(cpu, tensor.Float32, 0)))
+		require.ErrorIs(t, tensor.Try(func() { tensor.HasNaN(tensor.FromInt32s(cpu, []int32{1}, 1)) }), tensor.ErrDType)
+	})
+}

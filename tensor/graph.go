@@ -85,6 +85,10 @@ type cudaCapture struct {
 	deferred []*memory.Allocation
 	mu       sync.Mutex // deferred: the leak safety net may release from another goroutine
 	kernels  int        // strata kernels queued during the capture
+	// written are the storages the captured work writes in place (the
+	// in-place ops' version counts, version.go): each replay counts a
+	// write on them, as running the ops would.
+	written map[*storage]bool
 }
 
 // captures maps each capturing device's memory manager to its capture,
@@ -260,6 +264,9 @@ func (g *Graph) Launch() error {
 	defer d.mu.Unlock()
 	if err := g.exec.Launch(d.stream); err != nil {
 		return &OpError{Op: "Graph.Launch", Msg: fmt.Sprintf("launching a graph on %v", d), Err: err}
+	}
+	for st := range g.c.written {
+		st.version.Add(1)
 	}
 	cudaGraphLaunches.Add(1)
 	return nil

@@ -152,3 +152,25 @@ func TestGPUCaptureGraphGivesBackCache(t *testing.T) {
 		"peak reserved %s after the capture, %s cached before it: the private pool stacked on the eager cache",
 		memory.FormatBytes(peak), memory.FormatBytes(cached))
 }
+
+// TestGPUGraphReplayCountsWrites: a graph whose captured work writes a
+// tensor in place counts a write on it at every replay, as running the
+// ops would (tensor.Tensor.Version), so autograd sees a replayed
+// optimizer step between a forward pass and its backward.
+func TestGPUGraphReplayCountsWrites(t *testing.T) {
+	dev := cudaOrSkip(t)
+	tensor.WithScope(func() {
+		a := tensor.Full(dev, tensor.Float32, 1, 16)
+		b := tensor.Full(dev, tensor.Float32, 2, 16)
+		g, err := tensor.CaptureGraph(dev, func() { a.AddInPlace(b) })
+		require.NoError(t, err)
+		defer func() { require.NoError(t, g.Release()) }()
+		v := a.Version()
+		require.Zero(t, b.Version())
+		for i := 1; i <= 3; i++ {
+			require.NoError(t, g.Launch())
+			require.Equal(t, v+uint64(i), a.Version())
+		}
+		require.Zero(t, b.Version(), "what the graph only reads is not counted")
+	})
+}

@@ -132,6 +132,7 @@ func (g *StepGuard) SetUnscale(inv float64) error {
 func (g *StepGuard) Unscale(grads []*Tensor) {
 	ts := g.float32Grads("UnscaleGrads", grads)
 	if d, ok := g.dev.(*cudaDevice); ok {
+		modified(ts...)
 		cudaBackend{d}.guardedGrads("UnscaleGrads", d.k.unscaleGuarded, g, ts)
 		return
 	}
@@ -182,6 +183,7 @@ func (g *StepGuard) ClipGradNorm(grads []*Tensor, loss *Tensor, maxNorm float64)
 		}
 	}
 	if d, ok := g.dev.(*cudaDevice); ok {
+		modified(ts...) // scaled when the norm is over maxNorm: counted as written
 		cudaBackend{d}.clipGuarded(g, ts, loss, maxNorm)
 		return
 	}

@@ -76,6 +76,10 @@ func (t *Tensor) Released() bool { return t.ref.released }
 // SharesStorage reports whether t and u are views of the same storage.
 func (t *Tensor) SharesStorage(u *Tensor) bool { return t.ref.st == u.ref.st }
 
+// Views is the number of live tensors, t among them, that view t's
+// storage (0 once t is released and no other does).
+func (t *Tensor) Views() int { return int(t.ref.st.refs.Load()) }
+
 // Sole reports whether t is the only live tensor on its storage and a
 // contiguous view of all of it: what a caller that owns t may keep as it
 // is instead of copying it (autograd keeps a leaf's first gradient so).

@@ -13,7 +13,10 @@ package tensor
 // optimizers' steps (their parameters and moments), ScaleAll and
 // UnscaleGrads. A write the package does not make (a kernel of the
 // caller's through CUDAPointer, a collective of dist's) is counted by
-// MarkModified. A count is one atomic add, beside a kernel launch.
+// MarkModified; a write inside a CUDA graph's capture is counted again at
+// each replay (Graph.Launch). The guarded step's gradient writes
+// (StepGuard.Unscale and ClipGradNorm) count too. A count is one atomic
+// add, beside a kernel launch.
 
 // Version is the number of in-place writes made to t's storage so far (by
 // t or any view of it): torch.Tensor._version. It is 0 for a tensor that
@@ -31,11 +34,36 @@ func (t *Tensor) MarkModified() {
 }
 
 // modified counts a write to each non-nil tensor of ts (a nil one is an
-// absent optional buffer).
+// absent optional buffer). During a CUDA graph's capture it also notes the
+// storage, so that each of the graph's replays counts a write there too
+// (Graph.Launch).
 func modified(ts ...*Tensor) {
 	for _, t := range ts {
-		if t != nil {
-			t.ref.st.version.Add(1)
+		if t == nil {
+			continue
+		}
+		t.ref.st.version.Add(1)
+		if capturing.Load() != 0 {
+			noteCapturedWrite(t)
 		}
 	}
+}
+
+// noteCapturedWrite records t's storage as written by the capture in
+// progress on its device, if any.
+func noteCapturedWrite(t *Tensor) {
+	d, ok := t.dev.(*cudaDevice)
+	if !ok {
+		return
+	}
+	c := d.capturing()
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.written == nil {
+		c.written = map[*storage]bool{}
+	}
+	c.written[t.ref.st] = true
 }
