@@ -39,6 +39,7 @@ func ownGemm(p problem[float32], kr *microKernel) {
 		return
 	}
 	buf := panelPool.Get().(*panels)
+	direct := kr.direct != nil && !p.tA // A row-major: its rows are read where they lie
 	// k is cut into equal blocks of at most kc, so that no block is short.
 	kBlocks := ceilDiv(p.k, kc)
 	kStep := ceilDiv(p.k, kBlocks)
@@ -53,31 +54,61 @@ func ownGemm(p problem[float32], kr *microKernel) {
 			packB(buf.b, &p, kr.nr, pc, kb, jc, nb)
 			for ic := 0; ic < p.m; ic += mc {
 				mb := min(mc, p.m-ic)
-				packA(buf.a, &p, ic, mb, pc, kb)
-				macroTile(kr, buf, &p, ic, mb, jc, nb, kb, beta, load)
+				if direct {
+					// Only the last strip of fewer than mr rows is packed
+					// (into the start of buf.a): the kernel reads the
+					// others in A.
+					if full := mb / mr * mr; full < mb {
+						packA(buf.a, &p, ic+full, mb-full, pc, kb)
+					}
+				} else {
+					packA(buf.a, &p, ic, mb, pc, kb)
+				}
+				macroTile(kr, buf, &p, ic, mb, jc, nb, pc, kb, beta, load, direct)
 			}
 		}
 	}
 	panelPool.Put(buf)
 }
 
-// macroTile computes C[ic:ic+mb, jc:jc+nb] from the packed block of A and
-// panel of B: full tiles straight into C, edge tiles through buf.t.
-func macroTile(kr *microKernel, buf *panels, p *problem[float32], ic, mb, jc, nb, kb int, beta float32, load bool) {
-	c, ldc, alpha, nr, tile := p.c, p.ldc, p.alpha, kr.nr, kr.run
+// macroTile computes C[ic:ic+mb, jc:jc+nb] from the packed block of A
+// (k from pc, kb of it) and panel of B: full tiles straight into C, edge
+// tiles through buf.t. With direct, the strips of mr rows are read in A
+// by kr.direct, and only a last short strip is packed (at buf.a's start).
+func macroTile(kr *microKernel, buf *panels, p *problem[float32], ic, mb, jc, nb, pc, kb int, beta float32, load, direct bool) {
+	c, ldc, alpha, nr := p.c, p.ldc, p.alpha, kr.nr
+	full := mb / mr * mr // the strips of mr rows
 	for jr := 0; jr < nb; jr += nr {
 		nn := min(nr, nb-jr)
 		bp := buf.b[jr*kb : (jr+nr)*kb]
 		for ir := 0; ir < mb; ir += mr {
 			mm := min(mr, mb-ir)
-			ap := buf.a[ir*kb : (ir+mr)*kb]
 			at := (ic+ir)*ldc + jc + jr
+			var tile func(k int, bp, c []float32, ldc int, alpha, beta float32, load bool)
+			switch {
+			case direct && ir < full:
+				// The bounds check the assembly does not do: mr rows of kb.
+				a0 := (ic+ir)*p.lda + pc
+				a := p.a[a0 : a0+(mr-1)*p.lda+kb]
+				tile = func(k int, bp, c []float32, ldc int, alpha, beta float32, load bool) {
+					kr.direct(k, a, p.lda, bp, c, ldc, alpha, beta, load)
+				}
+			default:
+				off := ir
+				if direct {
+					off = 0 // the short strip, packed alone
+				}
+				ap := buf.a[off*kb : (off+mr)*kb]
+				tile = func(k int, bp, c []float32, ldc int, alpha, beta float32, load bool) {
+					kr.run(k, ap, bp, c, ldc, alpha, beta, load)
+				}
+			}
 			if mm == mr && nn == nr {
 				// The bounds check the assembly does not do.
-				tile(kb, ap, bp, c[at:at+(mr-1)*ldc+nr], ldc, alpha, beta, load)
+				tile(kb, bp, c[at:at+(mr-1)*ldc+nr], ldc, alpha, beta, load)
 				continue
 			}
-			tile(kb, ap, bp, buf.t, nr, 1, 0, false)
+			tile(kb, bp, buf.t, nr, 1, 0, false)
 			for r := range mm {
 				row := c[at+r*ldc : at+r*ldc+nn]
 				t := buf.t[r*nr : r*nr+nn]

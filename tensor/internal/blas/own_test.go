@@ -113,3 +113,43 @@ func TestOwnGemv(t *testing.T) {
 		require.Zero(t, testing.AllocsPerRun(20, func() { ownGemv(p) }))
 	}
 }
+
+// TestDirectKernel holds each direct assembly kernel (A read where it
+// lies) to its Go definition and to the packed kernel: every k from 1 to
+// 9 and 256, A rows padded (lda > k) with NaN in the padding, which must
+// not be read, and C as TestTileKernel's.
+func TestDirectKernel(t *testing.T) {
+	if len(kernels) == 0 {
+		t.Skipf("no assembly kernel: %s", noKernel)
+	}
+	r := rand.New(rand.NewPCG(31, 32))
+	for _, kr := range kernels {
+		require.NotNil(t, kr.direct, kr.name)
+		nr := kr.nr
+		ldc := nr + 3
+		for _, k := range []int{1, 2, 3, 4, 5, 7, 8, 9, 256} {
+			lda := k + 5
+			for _, load := range bools() {
+				a := randSlice[float32](r, (mr-1)*lda+k)
+				for i := range a {
+					if i%lda >= k {
+						a[i] = float32(math.NaN())
+					}
+				}
+				bp := randSlice[float32](r, k*nr)
+				c0 := randSlice[float32](r, (mr-1)*ldc+nr+2)
+				got := append([]float32(nil), c0...)
+				want := append([]float32(nil), c0...)
+				kr.direct(k, a, lda, bp, got, ldc, -1.5, 0.75, load)
+				tileGoDirect(nr, k, a, lda, bp, want, ldc, -1.5, 0.75, load)
+				for i := range got {
+					if i/ldc >= mr || i%ldc >= nr {
+						require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "%s k=%d: c[%d] outside the tile changed", kr.name, k, i)
+						continue
+					}
+					require.InDelta(t, want[i], got[i], 1e-5*float64(k), "%s k=%d load=%v c[%d]", kr.name, k, load, i)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,162 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// func kernel6x32d(k int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32, load int)
+//
+// kernel6x32 (kernel512_amd64.s) reading A where it lies instead of from
+// a packed panel: six rows of a row-major A, lda floats apart, k
+// consecutive floats of each (SI walks rows 0-2 as SI, SI+lda, SI+2lda,
+// R10 rows 3-5; R11 is lda in bytes). The B panel is packed as for
+// kernel6x32. k >= 1.
+TEXT ·kernel6x32d(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ lda+16(FP), R11
+	SHLQ $2, R11
+	LEAQ (SI)(R11*2), R10
+	ADDQ R11, R10
+	MOVQ b+24(FP), DI
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R8
+	SHLQ $2, R8
+
+	// Touch the tile's rows so that the stores at the end find them in cache.
+	MOVQ      DX, R9
+	PREFETCHT0 (R9)
+	PREFETCHT0 124(R9)
+	ADDQ      R8, R9
+	PREFETCHT0 (R9)
+	PREFETCHT0 124(R9)
+	ADDQ      R8, R9
+	PREFETCHT0 (R9)
+	PREFETCHT0 124(R9)
+	ADDQ      R8, R9
+	PREFETCHT0 (R9)
+	PREFETCHT0 124(R9)
+	ADDQ      R8, R9
+	PREFETCHT0 (R9)
+	PREFETCHT0 124(R9)
+	ADDQ      R8, R9
+	PREFETCHT0 (R9)
+	PREFETCHT0 124(R9)
+
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+
+#define STEP(aoff, boff) \
+	VMOVUPS      boff(DI), Z12;        \
+	VMOVUPS      boff+64(DI), Z13;     \
+	VBROADCASTSS aoff(SI), Z14;        \
+	VBROADCASTSS aoff(SI)(R11*1), Z15;      \
+	VFMADD231PS  Z12, Z14, Z0;         \
+	VFMADD231PS  Z13, Z14, Z1;         \
+	VFMADD231PS  Z12, Z15, Z2;         \
+	VFMADD231PS  Z13, Z15, Z3;         \
+	VBROADCASTSS aoff(SI)(R11*2), Z14;      \
+	VBROADCASTSS aoff(R10), Z15;     \
+	VFMADD231PS  Z12, Z14, Z4;         \
+	VFMADD231PS  Z13, Z14, Z5;         \
+	VFMADD231PS  Z12, Z15, Z6;         \
+	VFMADD231PS  Z13, Z15, Z7;         \
+	VBROADCASTSS aoff(R10)(R11*1), Z14;     \
+	VBROADCASTSS aoff(R10)(R11*2), Z15;     \
+	VFMADD231PS  Z12, Z14, Z8;         \
+	VFMADD231PS  Z13, Z14, Z9;         \
+	VFMADD231PS  Z12, Z15, Z10;        \
+	VFMADD231PS  Z13, Z15, Z11
+
+	// Four steps a turn, then the remainder one at a time.
+	MOVQ CX, BX
+	SHRQ $2, BX
+	ANDQ $3, CX
+	TESTQ BX, BX
+	JZ   tail
+
+loop4:
+	PREFETCHT0 768(DI)
+	PREFETCHT0 832(DI)
+	STEP(0, 0)
+	STEP(4, 128)
+	PREFETCHT0 896(DI)
+	PREFETCHT0 960(DI)
+	STEP(8, 256)
+	STEP(12, 384)
+	ADDQ $16, SI
+	ADDQ $16, R10
+	ADDQ $512, DI
+	DECQ BX
+	JNZ  loop4
+
+tail:
+	TESTQ CX, CX
+	JZ    store
+
+loop1:
+	STEP(0, 0)
+	ADDQ $4, SI
+	ADDQ $4, R10
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  loop1
+
+store:
+	VBROADCASTSS alpha+48(FP), Z14
+	VMULPS       Z14, Z0, Z0
+	VMULPS       Z14, Z1, Z1
+	VMULPS       Z14, Z2, Z2
+	VMULPS       Z14, Z3, Z3
+	VMULPS       Z14, Z4, Z4
+	VMULPS       Z14, Z5, Z5
+	VMULPS       Z14, Z6, Z6
+	VMULPS       Z14, Z7, Z7
+	VMULPS       Z14, Z8, Z8
+	VMULPS       Z14, Z9, Z9
+	VMULPS       Z14, Z10, Z10
+	VMULPS       Z14, Z11, Z11
+
+	MOVQ load+56(FP), AX
+	TESTQ AX, AX
+	JZ   overwrite
+
+#define ACCUM(r0, r1) \
+	VFMADD231PS (DX), Z15, r0;   \
+	VFMADD231PS 64(DX), Z15, r1; \
+	VMOVUPS     r0, (DX);        \
+	VMOVUPS     r1, 64(DX);      \
+	ADDQ        R8, DX
+
+	VBROADCASTSS beta+52(FP), Z15
+	ACCUM(Z0, Z1)
+	ACCUM(Z2, Z3)
+	ACCUM(Z4, Z5)
+	ACCUM(Z6, Z7)
+	ACCUM(Z8, Z9)
+	ACCUM(Z10, Z11)
+	VZEROUPPER
+	RET
+
+#define PUT(r0, r1) \
+	VMOVUPS r0, (DX);   \
+	VMOVUPS r1, 64(DX); \
+	ADDQ    R8, DX
+
+overwrite:
+	PUT(Z0, Z1)
+	PUT(Z2, Z3)
+	PUT(Z4, Z5)
+	PUT(Z6, Z7)
+	PUT(Z8, Z9)
+	PUT(Z10, Z11)
+	VZEROUPPER
+	RET
