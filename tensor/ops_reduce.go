@@ -36,6 +36,9 @@ func reduce(op string, t *Tensor, axes []int, keepDim, isMax bool) *Tensor {
 			}
 		}
 	}
+	if r := reducePermuted(op, t, axes, keepDim, isMax); r != nil {
+		return r
+	}
 	c := ctxOf(op, t)
 	cur, done := contig(t)
 	owned := false
@@ -166,4 +169,54 @@ func SumSquares(t *Tensor) float64 {
 	c, done := contig(t)
 	defer done()
 	return t.dev.backend().sumSquares([]*Tensor{c})
+}
+
+// reducePermuted is reduce of t, a permutation of a contiguous tensor u
+// (a transposed matrix: MatMulRowSums' sum over the rows of an output
+// gradient's transpose), as the reduction of u over the matching axes,
+// put back in t's order: where reduce would first copy all of t to make
+// it contiguous, only the (smaller) result is permuted. nil when t is
+// contiguous or no such permutation (its strides sorted) is.
+func reducePermuted(op string, t *Tensor, axes []int, keepDim, isMax bool) *Tensor {
+	if t.IsContiguous() || t.Rank() < 2 {
+		return nil
+	}
+	order := make([]int, t.Rank()) // u's axes as t's: by decreasing stride
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return t.strides[b] - t.strides[a] })
+	ushape, ustrides := make([]int, len(order)), make([]int, len(order))
+	for j, a := range order {
+		ushape[j], ustrides[j] = t.shape[a], t.strides[a]
+	}
+	if !isContiguous(ushape, ustrides) {
+		return nil
+	}
+	inv := make([]int, len(order)) // t's axis a is u's axis inv[a]
+	for j, a := range order {
+		inv[a] = j
+	}
+	uaxes := make([]int, len(axes))
+	for i, a := range axes {
+		uaxes[i] = inv[a]
+	}
+	u := t.Permute(order...)
+	defer u.Release()
+	r := reduce(op, u, uaxes, true, isMax) // in u's order, reduced axes kept as 1
+	defer r.Release()
+	rt := r.Permute(inv...) // t's order
+	defer rt.Release()
+	out := rt.Contiguous()
+	if keepDim {
+		return out
+	}
+	shape := make([]int, 0, t.Rank())
+	for i, d := range rt.shape {
+		if !slices.Contains(axes, i) {
+			shape = append(shape, d)
+		}
+	}
+	defer out.Release()
+	return out.Reshape(shape...)
 }
