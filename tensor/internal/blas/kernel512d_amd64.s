@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "tile512_amd64.h"
 
 // func kernel6x32d(k int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32, load int)
 //
@@ -21,38 +22,9 @@ TEXT ·kernel6x32d(SB), NOSPLIT, $0-64
 	MOVQ ldc+40(FP), R8
 	SHLQ $2, R8
 
-	// Touch the tile's rows so that the stores at the end find them in cache.
-	MOVQ      DX, R9
-	PREFETCHT0 (R9)
-	PREFETCHT0 124(R9)
-	ADDQ      R8, R9
-	PREFETCHT0 (R9)
-	PREFETCHT0 124(R9)
-	ADDQ      R8, R9
-	PREFETCHT0 (R9)
-	PREFETCHT0 124(R9)
-	ADDQ      R8, R9
-	PREFETCHT0 (R9)
-	PREFETCHT0 124(R9)
-	ADDQ      R8, R9
-	PREFETCHT0 (R9)
-	PREFETCHT0 124(R9)
-	ADDQ      R8, R9
-	PREFETCHT0 (R9)
-	PREFETCHT0 124(R9)
+	TILE_PREFETCH
 
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
+	TILE_ZERO
 
 #define STEP(aoff, boff) \
 	VMOVUPS      boff(DI), Z12;        \
@@ -112,51 +84,18 @@ loop1:
 
 store:
 	VBROADCASTSS alpha+48(FP), Z14
-	VMULPS       Z14, Z0, Z0
-	VMULPS       Z14, Z1, Z1
-	VMULPS       Z14, Z2, Z2
-	VMULPS       Z14, Z3, Z3
-	VMULPS       Z14, Z4, Z4
-	VMULPS       Z14, Z5, Z5
-	VMULPS       Z14, Z6, Z6
-	VMULPS       Z14, Z7, Z7
-	VMULPS       Z14, Z8, Z8
-	VMULPS       Z14, Z9, Z9
-	VMULPS       Z14, Z10, Z10
-	VMULPS       Z14, Z11, Z11
+	TILE_SCALE
 
 	MOVQ load+56(FP), AX
 	TESTQ AX, AX
 	JZ   overwrite
 
-#define ACCUM(r0, r1) \
-	VFMADD231PS (DX), Z15, r0;   \
-	VFMADD231PS 64(DX), Z15, r1; \
-	VMOVUPS     r0, (DX);        \
-	VMOVUPS     r1, 64(DX);      \
-	ADDQ        R8, DX
-
 	VBROADCASTSS beta+52(FP), Z15
-	ACCUM(Z0, Z1)
-	ACCUM(Z2, Z3)
-	ACCUM(Z4, Z5)
-	ACCUM(Z6, Z7)
-	ACCUM(Z8, Z9)
-	ACCUM(Z10, Z11)
+	TILE_ACCUM
 	VZEROUPPER
 	RET
 
-#define PUT(r0, r1) \
-	VMOVUPS r0, (DX);   \
-	VMOVUPS r1, 64(DX); \
-	ADDQ    R8, DX
-
 overwrite:
-	PUT(Z0, Z1)
-	PUT(Z2, Z3)
-	PUT(Z4, Z5)
-	PUT(Z6, Z7)
-	PUT(Z8, Z9)
-	PUT(Z10, Z11)
+	TILE_PUT
 	VZEROUPPER
 	RET

@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "tile256_amd64.h"
 
 // func kernel6x16d(k int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32, load int)
 //
@@ -21,38 +22,9 @@ TEXT ·kernel6x16d(SB), NOSPLIT, $0-64
 	MOVQ ldc+40(FP), R8
 	SHLQ $2, R8
 
-	// Touch the tile's rows so that the stores at the end find them in cache.
-	MOVQ      DX, R9
-	PREFETCHT0 (R9)
-	PREFETCHT0 60(R9)
-	ADDQ      R8, R9
-	PREFETCHT0 (R9)
-	PREFETCHT0 60(R9)
-	ADDQ      R8, R9
-	PREFETCHT0 (R9)
-	PREFETCHT0 60(R9)
-	ADDQ      R8, R9
-	PREFETCHT0 (R9)
-	PREFETCHT0 60(R9)
-	ADDQ      R8, R9
-	PREFETCHT0 (R9)
-	PREFETCHT0 60(R9)
-	ADDQ      R8, R9
-	PREFETCHT0 (R9)
-	PREFETCHT0 60(R9)
+	TILE_PREFETCH
 
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
+	TILE_ZERO
 
 #define STEP(aoff, boff) \
 	VMOVUPS      boff(DI), Y12;        \
@@ -110,51 +82,18 @@ loop1:
 
 store:
 	VBROADCASTSS alpha+48(FP), Y14
-	VMULPS       Y14, Y0, Y0
-	VMULPS       Y14, Y1, Y1
-	VMULPS       Y14, Y2, Y2
-	VMULPS       Y14, Y3, Y3
-	VMULPS       Y14, Y4, Y4
-	VMULPS       Y14, Y5, Y5
-	VMULPS       Y14, Y6, Y6
-	VMULPS       Y14, Y7, Y7
-	VMULPS       Y14, Y8, Y8
-	VMULPS       Y14, Y9, Y9
-	VMULPS       Y14, Y10, Y10
-	VMULPS       Y14, Y11, Y11
+	TILE_SCALE
 
 	MOVQ load+56(FP), AX
 	TESTQ AX, AX
 	JZ   overwrite
 
-#define ACCUM(r0, r1) \
-	VFMADD231PS (DX), Y15, r0;   \
-	VFMADD231PS 32(DX), Y15, r1; \
-	VMOVUPS     r0, (DX);        \
-	VMOVUPS     r1, 32(DX);      \
-	ADDQ        R8, DX
-
 	VBROADCASTSS beta+52(FP), Y15
-	ACCUM(Y0, Y1)
-	ACCUM(Y2, Y3)
-	ACCUM(Y4, Y5)
-	ACCUM(Y6, Y7)
-	ACCUM(Y8, Y9)
-	ACCUM(Y10, Y11)
+	TILE_ACCUM
 	VZEROUPPER
 	RET
 
-#define PUT(r0, r1) \
-	VMOVUPS r0, (DX);   \
-	VMOVUPS r1, 32(DX); \
-	ADDQ    R8, DX
-
 overwrite:
-	PUT(Y0, Y1)
-	PUT(Y2, Y3)
-	PUT(Y4, Y5)
-	PUT(Y6, Y7)
-	PUT(Y8, Y9)
-	PUT(Y10, Y11)
+	TILE_PUT
 	VZEROUPPER
 	RET
