@@ -130,16 +130,25 @@ func watchName(n *node, w watched) string {
 // function closed over, which are no inputs of the region's node (stop:
 // the region's inputs, whose own graphs lie outside it).
 func (v *Var) Leaves(stop ...*Var) []*Var {
-	if v == nil || slices.Contains(stop, v) {
-		return nil
-	}
-	if v.node == nil {
-		if v.consumed {
-			return nil
-		}
+	if v != nil && v.node == nil && !v.consumed && !slices.Contains(stop, v) {
 		return []*Var{v}
 	}
 	var out []*Var
+	walkGraph(v, stop, nil, func(in *Var) {
+		if !in.consumed {
+			out = append(out, in)
+		}
+	})
+	return out
+}
+
+// walkGraph visits, depth first, each var with a node that v's graph
+// reaches (v first) with node, and each leaf input with leaf (either may
+// be nil), each once, not going past or visiting the vars of stop.
+func walkGraph(v *Var, stop []*Var, node, leaf func(*Var)) {
+	if v == nil || v.node == nil || slices.Contains(stop, v) {
+		return
+	}
 	seen := map[*Var]bool{v: true}
 	for _, s := range stop {
 		seen[s] = true
@@ -148,6 +157,9 @@ func (v *Var) Leaves(stop ...*Var) []*Var {
 	for len(stack) > 0 {
 		u := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
+		if node != nil {
+			node(u)
+		}
 		for _, in := range u.node.inputs {
 			if in == nil || seen[in] {
 				continue
@@ -156,12 +168,11 @@ func (v *Var) Leaves(stop ...*Var) []*Var {
 			switch {
 			case in.node != nil:
 				stack = append(stack, in)
-			case !in.consumed:
-				out = append(out, in)
+			case leaf != nil:
+				leaf(in)
 			}
 		}
 	}
-	return out
 }
 
 // Read is a tensor that a backward of a graph reads, with the version it
@@ -178,27 +189,11 @@ type Read struct {
 // reader. Activation checkpointing checks them before it recomputes: the
 // ids and targets a checkpointed function closes over are no vars.
 func (v *Var) Reads(stop ...*Var) []Read {
-	if v == nil || v.node == nil || slices.Contains(stop, v) {
-		return nil
-	}
 	var out []Read
-	seen := map[*Var]bool{v: true}
-	for _, s := range stop {
-		seen[s] = true
-	}
-	stack := []*Var{v}
-	for len(stack) > 0 {
-		u := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
+	walkGraph(v, stop, func(u *Var) {
 		for _, w := range u.node.watch {
 			out = append(out, Read{Tensor: w.t, Version: w.ver})
 		}
-		for _, in := range u.node.inputs {
-			if in != nil && in.node != nil && !seen[in] {
-				seen[in] = true
-				stack = append(stack, in)
-			}
-		}
-	}
+	}, nil)
 	return out
 }
