@@ -117,8 +117,9 @@
 // # The own kernel
 //
 // Without a library, float32 products run on the package's own GEMM
-// (own.go, pack.go, kernel_amd64.s, kernel512_amd64.s), built the
-// GotoBLAS/BLIS way:
+// (own.go, pack.go, kernel_amd64.s, kernel512_amd64.s and their direct
+// forms kerneld_amd64.s, kernel512d_amd64.s, the shared parts in
+// tile256_amd64.h, tile512_amd64.h), built the GotoBLAS/BLIS way:
 //
 //   - a micro-kernel in Go assembly holds a 6×16 tile of C in twelve YMM
 //     registers (AVX2+FMA) or a 6×32 tile in twelve ZMM registers
@@ -131,7 +132,13 @@
 //     allocation on the hot path): op(A) in strips of 6 rows, op(B) in
 //     strips of 16 or 32 columns, contiguous along k, zero-padded past
 //     the edges; the transposes are handled here, so the kernel sees one
-//     layout;
+//     layout. A row-major A (not transposed) is not packed: the direct
+//     kernels broadcast its elements from its six rows where they lie
+//     (lda apart: two base registers and lda as an index), and only a
+//     last strip of fewer than 6 rows is packed. At k = 128 (the tiny
+//     GPT) packing A cost a quarter of the kernel's time: the direct
+//     kernels are 1.02-1.52x faster on its non-transposed products and
+//     the main job 7-8% (bench/results/cpu-gemm-direct-a-2026-12-05-s32.md);
 //   - cache blocks: k in equal blocks of at most kc = 256 (a 16 or 32 KiB
 //     strip of B stays in L1), mc = 144 rows of A (144 KiB, L2) against
 //     a panel of nc = 2048 columns of B; the blocks after the first of k
@@ -174,7 +181,8 @@
 // 34,000-35,000 (gonum 8,100, OpenBLAS 40,500 in that run). The batched
 // attention products are where the own GEMM trails most: each 64×64
 // product packs its operands anew, and one 6-row strip in 11 is an edge
-// tile; at k = 128 packing also shows against the AVX-512 kernel.
+// tile; at k = 128 packing also shows against the AVX-512 kernel (the
+// table and tokens/s above predate the direct kernels).
 //
 // # Semantics and checks
 //
