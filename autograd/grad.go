@@ -21,13 +21,15 @@ type GradOptions struct {
 // backward. The gradients are in their vars' dtypes, new tensors of out's
 // context's current scope (the caller releases them, or the scope does).
 // The graph is consumed as by Backward (the ops that ran), unless
-// o.RetainGraph.
+// o.RetainGraph; the ops Grad did not need keep what they hold until
+// their scope closes (PyTorch frees the whole graph).
 //
 // Errors: Backward's; a var of wrt that is nil, does not require
 // gradients, or (without o.AllowUnused) is not reached from out, wrapping
-// tensor.ErrArgument; a checkpointed region between out and wrt
-// (checkpoint.Apply recomputes it with a backward pass of its own, which
-// adds the parameters' gradients to their Grad), also ErrArgument.
+// tensor.ErrArgument; a checkpointed region between out and wrt, or any
+// in a graph where wrt holds a leaf (checkpoint.Apply recomputes a region
+// with a backward pass of its own, which adds its parameters' gradients
+// to their Grad, and its node does not show them), also ErrArgument.
 func Grad(out *Var, wrt []*Var, o GradOptions) ([]*tensor.Tensor, error) {
 	if err := out.checkRoot("Grad", o.Grad); err != nil {
 		return nil, err
@@ -96,7 +98,18 @@ func (cp *capture) runs(v *Var) bool {
 func (cp *capture) prepare(order []*Var) error {
 	cp.needed = map[*Var]bool{}
 	for _, v := range order {
-		cp.regions = cp.regions || v.node.region
+		if v.node.region && !cp.regions {
+			cp.regions = true
+			// A region's node hides the parameters its function uses:
+			// a leaf of wrt may be among them, and the region's backward
+			// would add to its Grad instead.
+			for i, w := range cp.wrt {
+				if w.node == nil {
+					return &tensor.OpError{Op: "autograd.Grad", Err: tensor.ErrArgument,
+						Msg: fmt.Sprintf("wrt[%d], %s, is a leaf of a graph with a checkpointed region (%s), whose parameters Grad cannot see: use Backward", i, w, v.Name())}
+				}
+			}
+		}
 		want := false
 		for _, in := range v.node.inputs {
 			if in == nil {

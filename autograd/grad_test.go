@@ -83,7 +83,7 @@ func TestGrad(t *testing.T) {
 		loss := autograd.Sum(h, false)
 		_, err := autograd.Grad(loss, []*autograd.Var{w}, autograd.GradOptions{})
 		require.ErrorIs(t, err, tensor.ErrArgument)
-		require.ErrorContains(t, err, "or used only inside a checkpointed region")
+		require.ErrorContains(t, err, "is a leaf of a graph with a checkpointed region")
 		// h's gradient needs no backward of the region; b's, through it, would.
 		gs, err := autograd.Grad(loss, []*autograd.Var{h}, autograd.GradOptions{BackwardOptions: autograd.BackwardOptions{RetainGraph: true}})
 		require.NoError(t, err)
@@ -91,7 +91,13 @@ func TestGrad(t *testing.T) {
 		hb := checkpoint.Apply(func(in ...*autograd.Var) *autograd.Var { return autograd.Tanh(autograd.Add(in[0], in[1])) }, x(), b)
 		_, err = autograd.Grad(autograd.Sum(hb, false), []*autograd.Var{b}, autograd.GradOptions{})
 		require.ErrorIs(t, err, tensor.ErrArgument)
-		require.ErrorContains(t, err, "is a checkpointed region")
+		require.ErrorContains(t, err, "is a leaf of a graph with a checkpointed region")
+		// w used outside a region and inside one (tied): its gradient would
+		// miss the region's share in silence.
+		tied := autograd.Add(autograd.Sum(autograd.MatMul(x(), w), false),
+			autograd.Sum(checkpoint.Apply(func(in ...*autograd.Var) *autograd.Var { return autograd.Tanh(autograd.MatMul(in[0], w)) }, x()), false))
+		_, err = autograd.Grad(tied, []*autograd.Var{w}, autograd.GradOptions{AllowUnused: true})
+		require.ErrorIs(t, err, tensor.ErrArgument)
 		require.Nil(t, w.Grad)
 		require.Nil(t, b.Grad)
 	})

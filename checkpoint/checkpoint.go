@@ -151,7 +151,7 @@ func (r *region) forward() (out *autograd.Var) {
 	}()
 	if out != nil && !slices.Contains(r.inputs, out) {
 		c.Adopt(out.Value)
-		r.keepReads(out)
+		r.keepReads()
 	}
 	done = true
 	return out
@@ -289,22 +289,39 @@ func (r *region) closeOver(out *autograd.Var) {
 // keepReads, once the region's scope has closed, keeps the views of
 // closeOver whose storage something outside the region still holds (a
 // tensor fn closed over), in the caller's scope with the result, and
-// releases the others (the region's own intermediates, freed now as
-// without it).
-func (r *region) keepReads(out *autograd.Var) {
+// releases the others: the region's own intermediates (freed now, as
+// without the check), and what is checked or held another way: the
+// inputs' values (the region's node checks them), the closed-over
+// leaves' values (checkClosed), the outputs a policy saves (the region
+// owns them). A view kept of those would hold them past the region's
+// backward, until the caller's scope closes.
+func (r *region) keepReads() {
 	ours := map[*memory.Allocation]int{} // the views of closeOver on each storage
 	for _, rd := range r.reads {
 		ours[rd.Tensor.Allocation()]++
 	}
-	temp := map[*memory.Allocation]bool{} // decided before any is released
+	drop := map[*memory.Allocation]bool{} // decided before any is released
 	for _, rd := range r.reads {
 		a := rd.Tensor.Allocation()
-		temp[a] = rd.Tensor.Views() == ours[a]
+		drop[a] = rd.Tensor.Views() == ours[a]
+	}
+	for _, x := range r.inputs {
+		if x != nil && x.Value != nil && !x.Value.Released() {
+			drop[x.Value.Allocation()] = true
+		}
+	}
+	for _, l := range r.closed {
+		if !l.v.Value.Released() {
+			drop[l.v.Value.Allocation()] = true
+		}
+	}
+	for _, t := range r.rec.outputs() {
+		drop[t.Allocation()] = true
 	}
 	kept := r.reads[:0]
 	for _, rd := range r.reads {
-		if temp[rd.Tensor.Allocation()] {
-			rd.Tensor.Release() // only closeOver's views hold it (q, k and v of one product)
+		if drop[rd.Tensor.Allocation()] {
+			rd.Tensor.Release()
 			continue
 		}
 		r.c.Adopt(rd.Tensor)

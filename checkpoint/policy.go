@@ -193,6 +193,18 @@ func (r *recorder) adopt() []*tensor.Tensor {
 	return saved
 }
 
+// outputs returns the outputs saved so far (nil for a nil recorder).
+func (r *recorder) outputs() []*tensor.Tensor {
+	if r == nil {
+		return nil
+	}
+	var ts []*tensor.Tensor
+	for _, e := range r.entries {
+		ts = append(ts, e.outs...)
+	}
+	return ts
+}
+
 // release frees the saved outputs (a region with nothing to recompute, or
 // whose function panicked).
 func (r *recorder) release() {

@@ -30,7 +30,7 @@ func (t *Tensor) Version() uint64 { return t.ref.st.version.Load() }
 // *OpError wrapping ErrReleased on a released t.
 func (t *Tensor) MarkModified() {
 	t.live("MarkModified")
-	t.ref.st.version.Add(1)
+	modified(t) // and noted by a CUDA graph's capture in progress
 }
 
 // modified counts a write to each non-nil tensor of ts (a nil one is an
