@@ -59,7 +59,7 @@ type node struct {
 	// was recorded, checked before backward runs (version.go); watchBuf
 	// keeps a few without an allocation.
 	watch    []watched
-	watchBuf [3]watched
+	watchBuf [4]watched
 	// site is the stack that recorded the node, kept with anomaly
 	// detection on (anomaly.go).
 	site []uintptr
