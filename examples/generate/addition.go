@@ -41,7 +41,7 @@ func savedDigits(md map[string]string) int {
 func settleDigits(o *options, md map[string]string) (int, error) {
 	saved := savedDigits(md)
 	if o.digits != 0 && saved != 0 && o.digits != saved {
-		return 0, &usageError{fmt.Sprintf("-digits %d disagrees with the file's metadata (%d-digit addition)", o.digits, saved)}
+		return 0, cli.Usagef("-digits %d disagrees with the file's metadata (%d-digit addition)", o.digits, saved)
 	}
 	o.digits = cmp.Or(o.digits, saved, 3)
 	return saved, nil
@@ -53,10 +53,10 @@ func settleDigits(o *options, md map[string]string) (int, error) {
 // weights (the shape and the tokenizer come from the file's header).
 func checkAddition(o *options, tok tokenizer.Tokenizer, context int) error {
 	if tok.Name() != "byte" {
-		return &usageError{fmt.Sprintf("-addition: train-gpt's task is byte-level; -tokenizer is %s", tok.Name())}
+		return cli.Usagef("-addition: train-gpt's task is byte-level; -tokenizer is %s", tok.Name())
 	}
 	if n := addition.Tokens(o.digits); n > context {
-		return &usageError{fmt.Sprintf("-addition: a %d-digit problem is %d tokens, more than the model's context of %d", o.digits, n, context)}
+		return cli.Usagef("-addition: a %d-digit problem is %d tokens, more than the model's context of %d", o.digits, n, context)
 	}
 	return nil
 }

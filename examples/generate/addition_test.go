@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-ml/strata/internal/cli"
 	"github.com/strata-ml/strata/nn"
 	"github.com/strata-ml/strata/tensor"
 )
@@ -32,7 +33,7 @@ func TestAdditionDigitsFromMetadata(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, out, "(4-digit addition")
 	_, _, err = runArgs(t, "-weights", w, "-addition", "3", "-digits", "3")
-	var u *usageError
+	var u cli.UsageError
 	require.True(t, errors.As(err, &u), "%v", err)
 	require.ErrorContains(t, err, "-digits 3 disagrees with the file's metadata (4-digit addition)")
 	require.Equal(t, "4", resavedMetadata(t, w)["digits"], "-save keeps it")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-ml/strata/internal/cli"
 	"github.com/strata-ml/strata/nn"
 	"github.com/strata-ml/strata/tokenizer"
 )
@@ -36,7 +37,7 @@ func TestPromptAndModeCheckedBeforeLoad(t *testing.T) {
 		{[]string{"-weights", w2, "-addition", "2"}, "-addition: train-gpt's task is byte-level; -tokenizer is gpt2"},
 	} {
 		_, errs, err := runArgs(t, c.args...)
-		var u *usageError
+		var u cli.UsageError
 		require.True(t, errors.As(err, &u), "%q: want a usage error, got %v", c.args, err)
 		require.ErrorContains(t, err, c.want, "%q", c.args)
 		require.NotContains(t, errs, "loaded in", "%q: refused before the weights are loaded", c.args)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-ml/strata/internal/cli"
 	"github.com/strata-ml/strata/nn"
 	"github.com/strata-ml/strata/tensor"
 )
@@ -49,7 +50,7 @@ func TestIgnoredFlagsRefused(t *testing.T) {
 		{[]string{"-stop-eot=false", "-max-new", "2"}, "-stop-eot: the byte tokenizer has no end-of-text token"},
 	} {
 		_, _, err := runArgs(t, append([]string{"-weights", w}, c.args...)...)
-		var u *usageError
+		var u cli.UsageError
 		require.True(t, errors.As(err, &u), "%q: want a usage error (status 2), got %v", c.args, err)
 		require.ErrorContains(t, err, c.want, "%q", c.args)
 	}
@@ -90,7 +91,7 @@ func TestResultsWriteFailure(t *testing.T) {
 		require.NoError(t, err)
 		err = run(o, failWriter{}, io.Discard)
 		require.ErrorContains(t, err, "to stdout: no space left on device", "%q", args)
-		var u *usageError
+		var u cli.UsageError
 		require.False(t, errors.As(err, &u), "%q: a failure of the run, status 1", args)
 	}
 }
@@ -102,7 +103,7 @@ func TestResultsWriteFailure(t *testing.T) {
 func TestDeviceErrors(t *testing.T) {
 	_, w := testWeights(t, testCfg, true, nn.LayoutNanoGPT)
 	_, err := parseFlags([]string{"-weights", w, "-device", "garbage"}, io.Discard)
-	var u *usageError
+	var u cli.UsageError
 	require.True(t, errors.As(err, &u), "%v", err)
 	require.EqualError(t, err, `-device "garbage": want cpu, cuda, cuda:N or auto`)
 	if _, err := tensor.ParseDevice("cuda"); err == nil {

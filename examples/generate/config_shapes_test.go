@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-ml/strata/internal/cli"
 	"github.com/strata-ml/strata/nn"
 )
 
@@ -32,7 +33,7 @@ func TestConfigAgainstTensorShapes(t *testing.T) {
 		{[]string{"-weights", bare, "-config", "tiny", "-heads", "3"}, "-heads 3: nn: GPT config: width 128 is not divisible by 3 heads"},
 	} {
 		_, errs, err := runArgs(t, c.args...)
-		var u *usageError
+		var u cli.UsageError
 		require.True(t, errors.As(err, &u), "%q: want a usage error, got %v", c.args, err)
 		require.ErrorContains(t, err, c.want, "%q", c.args)
 		require.NotContains(t, errs, "loaded in", "%q", c.args)

@@ -84,11 +84,6 @@ type options struct {
 	set map[string]bool
 }
 
-// usageError is a bad flag: exit status 2.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
@@ -114,13 +109,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.save, "save", "", "save the loaded weights to this safetensors file in -save-layout")
 	fs.StringVar(&o.saveLayout, "save-layout", "hf", "layout of -save: nanogpt or hf")
 	if err := cli.ParseFlags(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, err
-		}
-		return nil, &usageError{err.Error()}
+		return nil, err // -h: flag.ErrHelp; else a cli.UsageError
 	}
 	if fs.NArg() > 0 {
-		return nil, &usageError{cli.UsageHint(fs, fmt.Errorf("unexpected arguments %q", fs.Args())).Error()}
+		return nil, cli.UsageHint(fs, fmt.Errorf("unexpected arguments %q", fs.Args()))
 	}
 	o.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
@@ -129,7 +121,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		if errors.As(err, &ex) {
 			return nil, err
 		}
-		return nil, &usageError{err.Error()}
+		return nil, cli.UsageError{Err: err}
 	}
 	return o, nil
 }
@@ -273,7 +265,7 @@ func (o *options) checkIgnored() error {
 // end-of-text token: there is nothing to stop at either way.
 func (o *options) checkStopEOT(tok tokenizer.Tokenizer) error {
 	if _, ok := tok.EOT(); !ok && o.set["stop-eot"] && o.generates() {
-		return &usageError{fmt.Sprintf("-stop-eot: the %s tokenizer has no end-of-text token", tok.Name())}
+		return cli.Usagef("-stop-eot: the %s tokenizer has no end-of-text token", tok.Name())
 	}
 	return nil
 }
@@ -288,11 +280,7 @@ func main() {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "generate:", err)
-		var u *usageError
-		if errors.As(err, &u) {
-			os.Exit(2)
-		}
-		os.Exit(cli.ExitCode(err)) // 128 + the signal after an interrupted write (a *cli.ExitError), else 1
+		os.Exit(cli.ExitCode(err)) // 2 for a bad flag (a cli.UsageError), 128 + the signal after an interrupted write (a *cli.ExitError), else 1
 	}
 }
 
@@ -301,7 +289,7 @@ func main() {
 func run(o *options, stdout, stderr io.Writer) error {
 	dev, err := cli.OpenDevice(o.device)
 	if err != nil {
-		return &usageError{err.Error()}
+		return cli.UsageError{Err: err}
 	}
 	cfg, from, err := modelConfig(o)
 	if err != nil {
@@ -316,7 +304,7 @@ func run(o *options, stdout, stderr io.Writer) error {
 	}
 	saved := savedTokenizer(md)
 	if o.tokenizer != "" && saved != "" && o.tokenizer != saved {
-		return &usageError{fmt.Sprintf("-tokenizer %s disagrees with the file's metadata (trained with -tokenizer %s)", o.tokenizer, saved)}
+		return cli.Usagef("-tokenizer %s disagrees with the file's metadata (trained with -tokenizer %s)", o.tokenizer, saved)
 	}
 	tok, err := pickTokenizer(cmp.Or(o.tokenizer, saved), cfg.Vocab)
 	if err != nil {
@@ -417,11 +405,11 @@ func modelConfig(o *options) (nn.GPTConfig, string, error) {
 		if o.config != "" {
 			p, _ := nn.LookupGPTConfig(o.config)
 			if !sameShape(p, cfg) {
-				return cfg, "", &usageError{fmt.Sprintf("-config %s (%s) disagrees with the file's metadata (%s)", o.config, shape(p), shape(cfg))}
+				return cfg, "", cli.Usagef("-config %s (%s) disagrees with the file's metadata (%s)", o.config, shape(p), shape(cfg))
 			}
 		}
 		if o.heads > 0 && o.heads != cfg.Heads {
-			return cfg, "", &usageError{fmt.Sprintf("-heads %d disagrees with the file's metadata (%d heads)", o.heads, cfg.Heads)}
+			return cfg, "", cli.Usagef("-heads %d disagrees with the file's metadata (%d heads)", o.heads, cfg.Heads)
 		}
 		return cfg, "the file's metadata", nil
 	}
@@ -432,12 +420,12 @@ func modelConfig(o *options) (nn.GPTConfig, string, error) {
 		p, _ := nn.LookupGPTConfig(o.config)
 		p.Dropout = 0
 		if p.Vocab != cfg.Vocab || p.Context != cfg.Context || p.Layers != cfg.Layers || p.Width != cfg.Width {
-			return cfg, "", &usageError{fmt.Sprintf("-config %s (%s) disagrees with the file's tensor shapes (%s)", o.config, sizes(p), sizes(cfg))}
+			return cfg, "", cli.Usagef("-config %s (%s) disagrees with the file's tensor shapes (%s)", o.config, sizes(p), sizes(cfg))
 		}
 		if o.heads > 0 {
 			p.Heads = o.heads
 			if err := p.Validate(); err != nil {
-				return p, "", &usageError{fmt.Sprintf("-heads %d: %v", p.Heads, err)}
+				return p, "", cli.Usagef("-heads %d: %v", p.Heads, err)
 			}
 		}
 		return p, "-config " + o.config, p.Validate()
@@ -454,10 +442,10 @@ func modelConfig(o *options) (nn.GPTConfig, string, error) {
 		cfg.Heads = cfg.Width / 64
 		from += ", heads of width 64 (GPT-2's; -heads to change)"
 	default:
-		return cfg, "", &usageError{fmt.Sprintf("-heads: the file has no config in its metadata and its width %d is not a multiple of 64: give -heads or -config", cfg.Width)}
+		return cfg, "", cli.Usagef("-heads: the file has no config in its metadata and its width %d is not a multiple of 64: give -heads or -config", cfg.Width)
 	}
 	if err := cfg.Validate(); err != nil {
-		return cfg, "", &usageError{fmt.Sprintf("-heads %d: %v", cfg.Heads, err)}
+		return cfg, "", cli.Usagef("-heads %d: %v", cfg.Heads, err)
 	}
 	return cfg, from, nil
 }
@@ -514,15 +502,15 @@ func pickTokenizer(name string, vocab int) (tokenizer.Tokenizer, error) {
 		case vocab >= 50257 && vocab <= 50304: // GPT-2's, or nanoGPT's padded to 64
 			name = "gpt2"
 		default:
-			return nil, &usageError{fmt.Sprintf("-tokenizer: the model's vocabulary of %d suggests neither byte (256) nor gpt2 (50257): choose one", vocab)}
+			return nil, cli.Usagef("-tokenizer: the model's vocabulary of %d suggests neither byte (256) nor gpt2 (50257): choose one", vocab)
 		}
 	}
 	t, err := newTokenizer(name)
 	if err != nil {
-		return nil, &usageError{err.Error()}
+		return nil, cli.UsageError{Err: err}
 	}
 	if t.VocabSize() > vocab {
-		return nil, &usageError{fmt.Sprintf("-tokenizer %s: %d ids, more than the model's vocabulary of %d", name, t.VocabSize(), vocab)}
+		return nil, cli.Usagef("-tokenizer %s: %d ids, more than the model's vocabulary of %d", name, t.VocabSize(), vocab)
 	}
 	return t, nil
 }
@@ -532,7 +520,7 @@ func pickTokenizer(name string, vocab int) (tokenizer.Tokenizer, error) {
 func encode(tok tokenizer.Tokenizer, prompt string) ([]int, error) {
 	ids := tok.Encode(prompt)
 	if len(ids) == 0 {
-		return nil, &usageError{"-prompt: empty (it must hold at least one token)"}
+		return nil, cli.Usagef("-prompt: empty (it must hold at least one token)")
 	}
 	return ids, nil
 }
@@ -545,7 +533,7 @@ func promptIDs(o *options, tok tokenizer.Tokenizer, context int) ([]int, error) 
 		return nil, err
 	}
 	if o.dumpLogits != "" && len(ids) > context {
-		return nil, &usageError{fmt.Sprintf("-dump-logits: the prompt has %d tokens, more than the model's context of %d", len(ids), context)}
+		return nil, cli.Usagef("-dump-logits: the prompt has %d tokens, more than the model's context of %d", len(ids), context)
 	}
 	return ids, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-ml/strata/internal/addition"
+	"github.com/strata-ml/strata/internal/cli"
 	"github.com/strata-ml/strata/internal/testfs"
 	"github.com/strata-ml/strata/nn"
 	"github.com/strata-ml/strata/tensor"
@@ -75,7 +76,7 @@ func TestFlagsCheckedUpFront(t *testing.T) {
 		{[]string{"-weights", w, "-nosuchflag"}, "flag provided but not defined"},
 	} {
 		_, err := parseFlags(tc.args, io.Discard)
-		var u *usageError
+		var u cli.UsageError
 		require.True(t, errors.As(err, &u), "%v: %v", tc.args, err)
 		require.ErrorContains(t, err, tc.want, "%v", tc.args)
 	}
@@ -274,7 +275,7 @@ func TestFilesCheckedUpFront(t *testing.T) {
 		{[]string{"-weights", w, "-save", out, "-dump-logits", dir + "/./o.safetensors"}, "-dump-logits " + dir + "/./o.safetensors: the same file as -save"},
 	} {
 		_, err := parseFlags(tc.args, io.Discard)
-		var u *usageError
+		var u cli.UsageError
 		require.True(t, errors.As(err, &u), "%v: %v", tc.args, err)
 		require.ErrorContains(t, err, tc.want, "%v", tc.args)
 	}
@@ -300,7 +301,7 @@ func TestTokenizerFromMetadata(t *testing.T) {
 	require.Contains(t, errs, "tokenizer byte")
 	require.Contains(t, errs, "prompt 6 tokens")
 	_, _, err = runArgs(t, "-weights", w, "-prompt", "Hello", "-max-new", "0", "-tokenizer", "gpt2")
-	var u *usageError
+	var u cli.UsageError
 	require.True(t, errors.As(err, &u), "a -tokenizer other than the recorded one is refused (exit 2): %v", err)
 	require.EqualError(t, err, "-tokenizer gpt2 disagrees with the file's metadata (trained with -tokenizer byte)")
 	_, errs, err = runArgs(t, "-weights", w, "-prompt", "12", "-max-new", "0", "-tokenizer", "byte")
@@ -348,7 +349,7 @@ func TestLinkedOutputsRefused(t *testing.T) {
 	for _, flagName := range []string{"-save", "-dump-logits"} {
 		for _, p := range []string{hard, soft} {
 			_, err := parseFlags([]string{"-weights", w, flagName, p}, io.Discard)
-			var u *usageError
+			var u cli.UsageError
 			require.True(t, errors.As(err, &u), "%s %s: %v", flagName, p, err)
 			require.ErrorContains(t, err, flagName+" "+p+": would overwrite -weights")
 		}

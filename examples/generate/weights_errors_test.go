@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-ml/strata/internal/cli"
 	"github.com/strata-ml/strata/nn"
 	"github.com/strata-ml/strata/tensor"
 )
@@ -30,7 +31,7 @@ func TestTrainStateAsWeights(t *testing.T) {
 		require.NoError(t, tensor.WriteSafetensors(state, ts, map[string]string{"config": fmt.Sprintf("%+v", testCfg)}))
 	})
 	_, err := parseFlags([]string{"-weights", state}, io.Discard)
-	var u *usageError
+	var u cli.UsageError
 	require.True(t, errors.As(err, &u), "%v", err)
 	require.EqualError(t, err, "-weights "+state+": a training state of train-gpt (-state: weights and optimizer moments), not weights: "+
 		"give the weights it saved (-out), or continue the run with train-gpt -resume")

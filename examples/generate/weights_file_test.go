@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/internal/cli"
 )
 
 // TestWeightsNotARegularFile: -weights that is a named pipe or an open
@@ -34,7 +36,7 @@ func TestWeightsNotARegularFile(t *testing.T) {
 		}()
 		select {
 		case err := <-errc:
-			var u *usageError
+			var u cli.UsageError
 			require.True(t, errors.As(err, &u), "%s: %v", path, err)
 			require.EqualError(t, err, "-weights: "+path+" is not a regular file (a named pipe)")
 		case <-time.After(10 * time.Second):
