@@ -70,11 +70,25 @@ func packB(dst []float32, p *problem[float32], nr, l0, kb, j0, nb int) {
 			}
 			continue
 		}
-		// B is n×k: each column of op(B) is a row of B, scattered nr apart.
+		// B is n×k: each column of op(B) is a row of B, scattered nr apart;
+		// four rows at a time, so that each step of k stores four
+		// adjacent floats with one bounds check.
 		if cols < nr {
 			clear(d)
 		}
-		for c := range cols {
+		c := 0
+		for ; c+4 <= cols; c += 4 {
+			r0 := b[(j+c)*ldb+l0 : (j+c)*ldb+l0+kb]
+			r1 := b[(j+c+1)*ldb+l0 : (j+c+1)*ldb+l0+kb]
+			r2 := b[(j+c+2)*ldb+l0 : (j+c+2)*ldb+l0+kb]
+			r3 := b[(j+c+3)*ldb+l0 : (j+c+3)*ldb+l0+kb]
+			r1, r2, r3 = r1[:len(r0)], r2[:len(r0)], r3[:len(r0)]
+			for l := range r0 {
+				dd := d[l*nr+c : l*nr+c+4 : l*nr+c+4]
+				dd[0], dd[1], dd[2], dd[3] = r0[l], r1[l], r2[l], r3[l]
+			}
+		}
+		for ; c < cols; c++ {
 			src := b[(j+c)*ldb+l0 : (j+c)*ldb+l0+kb]
 			for l, v := range src {
 				d[l*nr+c] = v
