@@ -14,11 +14,10 @@ import (
 // int32 inputs (two sets, the second written over the first), and how to
 // call it.
 type maskCase struct {
-	name  string
-	ins   [][]int                                        // float inputs' shapes
-	ints  func(c *tensor.Ctx, alt bool) []*tensor.Tensor // int inputs
-	f     func(vs []*Var, ints []*tensor.Tensor) *Var
-	noOut bool
+	name string
+	ins  [][]int                                        // float inputs' shapes
+	ints func(c *tensor.Ctx, alt bool) []*tensor.Tensor // int inputs
+	f    func(vs []*Var, ints []*tensor.Tensor) *Var
 }
 
 // maskVals are n values of a smooth pattern, other for each seed.
