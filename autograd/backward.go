@@ -181,6 +181,16 @@ func (v *Var) propagate(grad *tensor.Tensor, p pass) error {
 					p.step(order[i], order[i] == v)
 					hooks.stepped(n)
 				}
+				if p.capture != nil && !p.retain {
+					// The graph is gone, as after Backward (and as PyTorch
+					// frees it): what Grad did not need to run releases
+					// what it holds now, not when its scope closes.
+					for _, u := range order {
+						if u.node != nil {
+							consumeNode(u, u == v)
+						}
+					}
+				}
 			})
 		})
 	})
@@ -288,10 +298,15 @@ func (p pass) step(v *Var, isRoot bool) {
 		}
 		g.Release()
 	}
-	if p.retain {
-		return
+	if !p.retain {
+		consumeNode(v, isRoot)
 	}
-	for _, s := range n.saved {
+}
+
+// consumeNode releases what v's node kept and v's value (but the root's
+// and a retained var's), and marks v consumed: its graph is gone.
+func consumeNode(v *Var, isRoot bool) {
+	for _, s := range v.node.saved {
 		s.Release()
 	}
 	v.node, v.consumed = nil, true

@@ -20,9 +20,8 @@ type GradOptions struct {
 // hook fires; only the ops between out and the vars of wrt run their
 // backward. The gradients are in their vars' dtypes, new tensors of out's
 // context's current scope (the caller releases them, or the scope does).
-// The graph is consumed as by Backward (the ops that ran), unless
-// o.RetainGraph; the ops Grad did not need keep what they hold until
-// their scope closes (PyTorch frees the whole graph).
+// The graph is consumed as by Backward, the ops Grad did not need to run
+// included (PyTorch frees the whole graph), unless o.RetainGraph.
 //
 // Errors: Backward's; a var of wrt that is nil, does not require
 // gradients, or (without o.AllowUnused) is not reached from out, wrapping

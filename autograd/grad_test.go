@@ -103,3 +103,28 @@ func TestGrad(t *testing.T) {
 	})
 	require.Zero(t, c.BytesInUse())
 }
+
+// TestGradFreesTheGraph: without RetainGraph, Grad consumes the whole
+// graph as Backward does (PyTorch frees it), the ops it did not need to
+// run included: what they held goes at once, not when the scope closes,
+// and a later pass is ErrNoGraph.
+func TestGradFreesTheGraph(t *testing.T) {
+	cpu := tensor.CPU()
+	c := tensor.NewCtx()
+	w1 := autograd.Param(tensor.FromFloat32s(cpu, []float32{0.5, -1, 2, 0.25}, 2, 2), "w1")
+	w2 := autograd.Param(tensor.FromFloat32s(cpu, []float32{1, 0.5, -0.5, 1}, 2, 2), "w2")
+	defer func() { w1.Value.Release(); w2.Value.Release() }()
+	c.WithScope(func() {
+		x := autograd.Const(c.FromFloat32s(cpu, []float32{1, 2, -1, 0.5}, 2, 2))
+		h1 := autograd.Tanh(autograd.MatMul(x, w1))
+		h2 := autograd.Tanh(autograd.MatMul(h1, w2))
+		loss := autograd.Sum(autograd.Mul(h2, h2), false)
+		gs, err := autograd.Grad(loss, []*autograd.Var{h2}, autograd.GradOptions{})
+		require.NoError(t, err)
+		require.Equal(t, x.Value.Bytes()+loss.Value.Bytes()+gs[0].Bytes(), c.BytesInUse(),
+			"the input, the loss and the gradient: h1's and the products' values are gone")
+		require.ErrorIs(t, loss.Backward(), autograd.ErrNoGraph)
+		require.Nil(t, w1.Grad)
+	})
+	require.Zero(t, c.BytesInUse())
+}
