@@ -17,6 +17,9 @@
 // (Tensor.Allocation, Tensor.SetLabel name it in its plans). Views
 // (Reshape of a contiguous tensor, Transpose, Permute, Narrow, Split,
 // Expand, Unsqueeze, Alias) share storage; Contiguous, Clone and To copy.
+// A storage counts the writes made to it in place (Tensor.Version, shared
+// by its views; version.go), for autograd's check that nothing a
+// backward reads changed since the forward pass.
 //
 // # Lifetimes
 //
