@@ -84,31 +84,26 @@ func macroTile(kr *microKernel, buf *panels, p *problem[float32], ic, mb, jc, nb
 		for ir := 0; ir < mb; ir += mr {
 			mm := min(mr, mb-ir)
 			at := (ic+ir)*ldc + jc + jr
-			var tile func(k int, bp, c []float32, ldc int, alpha, beta float32, load bool)
-			switch {
-			case direct && ir < full:
-				// The bounds check the assembly does not do: mr rows of kb.
-				a0 := (ic+ir)*p.lda + pc
-				a := p.a[a0 : a0+(mr-1)*p.lda+kb]
-				tile = func(k int, bp, c []float32, ldc int, alpha, beta float32, load bool) {
-					kr.direct(k, a, p.lda, bp, c, ldc, alpha, beta, load)
-				}
-			default:
+			edge := mm < mr || nn < nr
+			// A full tile goes straight into C (the bounds check the
+			// assembly does not do), an edge tile into buf.t.
+			dst, ldd, al, be, ld := buf.t, nr, float32(1), float32(0), false
+			if !edge {
+				dst, ldd, al, be, ld = c[at:at+(mr-1)*ldc+nr], ldc, alpha, beta, load
+			}
+			if direct && ir < full {
+				a0 := (ic+ir)*p.lda + pc // mr rows of kb: the bounds check again
+				kr.direct(kb, p.a[a0:a0+(mr-1)*p.lda+kb], p.lda, bp, dst, ldd, al, be, ld)
+			} else {
 				off := ir
 				if direct {
 					off = 0 // the short strip, packed alone
 				}
-				ap := buf.a[off*kb : (off+mr)*kb]
-				tile = func(k int, bp, c []float32, ldc int, alpha, beta float32, load bool) {
-					kr.run(k, ap, bp, c, ldc, alpha, beta, load)
-				}
+				kr.run(kb, buf.a[off*kb:(off+mr)*kb], bp, dst, ldd, al, be, ld)
 			}
-			if mm == mr && nn == nr {
-				// The bounds check the assembly does not do.
-				tile(kb, bp, c[at:at+(mr-1)*ldc+nr], ldc, alpha, beta, load)
+			if !edge {
 				continue
 			}
-			tile(kb, bp, buf.t, nr, 1, 0, false)
 			for r := range mm {
 				row := c[at+r*ldc : at+r*ldc+nn]
 				t := buf.t[r*nr : r*nr+nn]
