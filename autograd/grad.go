@@ -150,20 +150,27 @@ func (cp *capture) take(v *Var, g *tensor.Tensor) {
 	if !ok {
 		return
 	}
-	r := g.To(v.Value.DType())
-	if r.SharesStorage(g) {
+	cp.out[i] = keptCopy(g, v.Value.DType())
+}
+
+// keptCopy is a copy of g in dtype dt (one copy, converted as it is
+// made), kept out of every scope: the pass goes on with g and releases
+// it.
+func keptCopy(g *tensor.Tensor, dt tensor.DType) *tensor.Tensor {
+	r := g.To(dt)
+	if r.SharesStorage(g) { // To's view of g in its own dtype
 		r.Release()
 		r = g.Clone()
 	}
 	tensor.Keep(r)
-	cp.out[i] = r
+	return r
 }
 
 // wants reports whether the engine should hand gradient g to input in:
-// a computed var of Grad's, or one from which a var of Grad's is reached. A leaf of Grad's takes it
-// here instead (summed in its value's dtype, kept out of the pass's
-// scope); what no var of Grad's needs is dropped (the caller releases
-// g).
+// a computed var of Grad's, or one from which a var of Grad's is
+// reached. A leaf of Grad's takes it here instead (summed in its value's
+// dtype, kept out of the pass's scope); what no var of Grad's needs is
+// dropped (the caller releases g).
 func (cp *capture) wants(in *Var, g *tensor.Tensor) bool {
 	if in.node != nil {
 		return cp.runs(in)
@@ -172,13 +179,13 @@ func (cp *capture) wants(in *Var, g *tensor.Tensor) bool {
 	if !ok {
 		return false
 	}
-	g, done := inDType(g, in.Value.DType())
-	defer done()
+	dt := in.Value.DType()
 	if cp.out[i] == nil {
-		cp.out[i] = g.Clone()
-		tensor.Keep(cp.out[i])
+		cp.out[i] = keptCopy(g, dt)
 		return false
 	}
+	g, done := inDType(g, dt)
+	defer done()
 	cp.out[i].AddInPlace(g)
 	return false
 }
