@@ -244,6 +244,10 @@ func (t *Tensor) To(dt DType) *Tensor {
 }
 
 // ToDevice copies t to dev (a view of t when it already lives there).
+// Between the CPU and a GPU the bytes go straight from one tensor's memory
+// to the other's; between two GPUs through one host buffer of at most
+// toDeviceChunk bytes, a chunk at a time: the copy never holds the whole
+// tensor in Go memory outside the memory managers' budgets.
 func (t *Tensor) ToDevice(dev Device) *Tensor {
 	t.live("ToDevice")
 	if dev == t.dev {
@@ -251,15 +255,47 @@ func (t *Tensor) ToDevice(dev Device) *Tensor {
 	}
 	src := t.Contiguous()
 	defer src.Release()
-	buf := make([]byte, src.Bytes())
+	out := mustNew("ToDevice", ctxOf("ToDevice", t), dev, t.dtype, t.shape)
+	defer releaseOnPanic(out) // a copy that fails (a driver error, or refused during a graph capture)
 	if err := t.dev.Synchronize(); err != nil {
 		fail("ToDevice", err, "synchronizing %v", t.dev)
 	}
-	t.dev.backend().download(buf, src)
-	out := mustNew("ToDevice", ctxOf("ToDevice", t), dev, t.dtype, t.shape)
-	defer releaseOnPanic(out) // an upload that fails (a driver error, or refused during a graph capture)
-	dev.backend().upload(out, buf)
+	switch {
+	case t.dev.Kind() == KindCPU:
+		dev.backend().upload(out, hostData[byte](byteView(src)))
+	case dev.Kind() == KindCPU:
+		t.dev.backend().download(hostData[byte](byteView(out)), src)
+	default:
+		copyThroughHost(out, src)
+	}
 	return out
+}
+
+// toDeviceChunk bounds the host buffer of a copy between two devices
+// neither of which is the CPU (a variable for tests).
+var toDeviceChunk = 16 << 20
+
+// copyThroughHost copies contiguous src into contiguous out of the same
+// dtype and size on another device, through a host buffer of at most
+// toDeviceChunk bytes.
+func copyThroughHost(out, src *Tensor) {
+	n, sz := src.Numel(), src.dtype.Size()
+	if n == 0 {
+		return
+	}
+	per := max(1, toDeviceChunk/sz)
+	buf := make([]byte, min(n, per)*sz)
+	fs, fo := src.Reshape(n), out.Reshape(n)
+	defer fs.Release()
+	defer fo.Release()
+	for start := 0; start < n; start += per {
+		l := min(per, n-start)
+		s, o := fs.Narrow(0, start, l), fo.Narrow(0, start, l)
+		src.dev.backend().download(buf[:l*sz], s)
+		out.dev.backend().upload(o, buf[:l*sz])
+		s.Release()
+		o.Release()
+	}
 }
 
 // Alias returns a new tensor viewing exactly what t views (same shape,
