@@ -161,8 +161,8 @@ func (v *Var) propagate(grad *tensor.Tensor, p pass) error {
 	if p.capture == nil { // Grad fills no leaf's Grad: no hook fires
 		hooks = beginGradPass(c, order) // nil unless some leaf has a gradient hook (gradhook.go)
 		defer hooks.end()
-	} else if err := p.capture.prepare(order); err != nil {
-		return err
+	} else {
+		p.capture.prepare(order)
 	}
 	p.anomaly = AnomalyDetectionIn(c)
 	return tensor.Try(func() {
@@ -266,7 +266,11 @@ func (p pass) step(v *Var, isRoot bool) {
 		}
 		if n.narrow == nil || !depositNarrow(n, g) { // a Narrow writes g into its input's pending gradient
 			checkVersions(n)
+			if n.region {
+				n.grad = p.capture // the pass RegionGrad continues
+			}
 			grads := n.backward(g)
+			n.grad = nil
 			checkGrads(n, g, grads)
 			if p.anomaly {
 				checkNaN(n, g, grads)

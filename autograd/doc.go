@@ -160,7 +160,10 @@
 // torch.autograd.backward(y, grad); RecordRegion makes the output of a
 // region that differentiates itself in backward (its node requires a
 // gradient even when its inputs do not, and its backward runs with
-// recording on); and an OpHook, set per context with WithOpHook, is
+// recording on), and RegionGrad runs the region's inner pass as part of
+// the pass that steps it (a Backward fills the Grad of the leaves inside,
+// a Grad takes their gradients as its results); and an OpHook, set per
+// context with WithOpHook, is
 // consulted by name by the forward of the matrix products, the attention,
 // LayerNorm, the softmaxes and GeluLinear's GELU, which lets selective
 // checkpointing keep some outputs and hand them back in the

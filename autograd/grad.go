@@ -23,12 +23,16 @@ type GradOptions struct {
 // The graph is consumed as by Backward, the ops Grad did not need to run
 // included (PyTorch frees the whole graph), unless o.RetainGraph.
 //
+// Checkpointed regions (checkpoint.Apply) are differentiated through:
+// a region between out and wrt recomputes itself and runs its inner pass
+// as part of Grad's (RegionGrad), and the gradients of leaves of wrt that
+// a region's function uses inside go to Grad's results, not to their
+// Grad, as torch.autograd.grad through PyTorch's non-reentrant
+// checkpoint.
+//
 // Errors: Backward's; a var of wrt that is nil, does not require
 // gradients, or (without o.AllowUnused) is not reached from out, wrapping
-// tensor.ErrArgument; a checkpointed region between out and wrt, or any
-// in a graph where wrt holds a leaf (checkpoint.Apply recomputes a region
-// with a backward pass of its own, which adds its parameters' gradients
-// to their Grad, and its node does not show them), also ErrArgument.
+// tensor.ErrArgument.
 func Grad(out *Var, wrt []*Var, o GradOptions) ([]*tensor.Tensor, error) {
 	if err := out.checkRoot("Grad", o.Grad); err != nil {
 		return nil, err
@@ -58,7 +62,7 @@ func Grad(out *Var, wrt []*Var, o GradOptions) ([]*tensor.Tensor, error) {
 		case cp.out[j] == nil && !o.AllowUnused:
 			release(cp.out...)
 			return nil, &tensor.OpError{Op: "autograd.Grad", Err: tensor.ErrArgument,
-				Msg: fmt.Sprintf("wrt[%d], %s, is not reached from %s%s (AllowUnused gives it a nil gradient)", i, w, out.Name(), cp.hidden())}
+				Msg: fmt.Sprintf("wrt[%d], %s, is not reached from %s (AllowUnused gives it a nil gradient)", i, w, out.Name())}
 		case j != i && cp.out[j] != nil: // a var given twice: a view of its own each time
 			cp.out[i] = cp.out[j].Alias()
 			tensor.Keep(cp.out[i])
@@ -74,14 +78,18 @@ func Grad(out *Var, wrt []*Var, o GradOptions) ([]*tensor.Tensor, error) {
 
 // capture is Grad's side of a backward pass: the vars it wants, the
 // gradients found so far (kept out of the pass's scope), and which vars'
-// backward must run to reach them.
+// backward must run to reach them. A region's inner pass within a Grad
+// pass (RegionGrad) has a capture of its own for the region's inputs,
+// whose parent is the pass around it: the leaves the parent wants (up
+// the chain) are in up, and their gradients go to the parent.
 type capture struct {
 	wrt         []*Var
 	index       map[*Var]int // a var of wrt to its first place
 	out         []*tensor.Tensor
 	needed      map[*Var]bool // vars with nodes whose backward leads to a var of wrt
 	allowUnused bool
-	regions     bool // the graph holds a checkpointed region
+	parent      *capture
+	up          map[*Var]bool // leaves of the parents' wrt (not of this wrt)
 }
 
 // runs reports whether the pass steps v: its backward leads to a var of
@@ -92,51 +100,41 @@ func (cp *capture) runs(v *Var) bool {
 	return want || cp.needed[v]
 }
 
-// prepare finds the vars whose backward leads to a var of wrt (order is
-// topological, inputs first) and refuses a checkpointed region among them.
-func (cp *capture) prepare(order []*Var) error {
-	cp.needed = map[*Var]bool{}
-	for _, v := range order {
-		if v.node.region && !cp.regions {
-			cp.regions = true
-			// A region's node hides the parameters its function uses:
-			// a leaf of wrt may be among them, and the region's backward
-			// would add to its Grad instead.
-			for i, w := range cp.wrt {
-				if w.node == nil {
-					return &tensor.OpError{Op: "autograd.Grad", Err: tensor.ErrArgument,
-						Msg: fmt.Sprintf("wrt[%d], %s, is a leaf of a graph with a checkpointed region (%s), whose parameters Grad cannot see: use Backward", i, w, v.Name())}
-				}
-			}
+// leaves reports whether the pass wants the gradient of a leaf, here or
+// up the chain: a region's function may use any leaf inside.
+func (cp *capture) leaves() bool {
+	if len(cp.up) > 0 {
+		return true
+	}
+	for w := range cp.index {
+		if w.node == nil {
+			return true
 		}
-		want := false
+	}
+	return false
+}
+
+// prepare finds the vars whose backward leads to a var of wrt (order is
+// topological, inputs first). A checkpointed region's node is needed
+// too when the pass wants a leaf's gradient: its function may use the
+// leaf inside, where the node's inputs do not show it.
+func (cp *capture) prepare(order []*Var) {
+	cp.needed = map[*Var]bool{}
+	leaves := cp.leaves()
+	for _, v := range order {
+		want := v.node.region && leaves
 		for _, in := range v.node.inputs {
 			if in == nil {
 				continue
 			}
-			if _, w := cp.index[in]; w || cp.needed[in] {
+			if _, w := cp.index[in]; w || cp.needed[in] || cp.up[in] {
 				want = true
 			}
 		}
-		if !want {
-			continue
+		if want {
+			cp.needed[v] = true
 		}
-		if v.node.region {
-			return &tensor.OpError{Op: "autograd.Grad", Err: tensor.ErrArgument,
-				Msg: fmt.Sprintf("%s, between the output and wrt, is a checkpointed region: its recomputation's own backward pass adds to the parameters' Grad (use Backward)", v.Name())}
-		}
-		cp.needed[v] = true
 	}
-	return nil
-}
-
-// hidden is what the error of a var not reached adds when the graph
-// holds checkpointed regions, whose insides Grad does not see.
-func (cp *capture) hidden() string {
-	if !cp.regions {
-		return ""
-	}
-	return ", or used only inside a checkpointed region (checkpoint.Apply: Grad sees its inputs and result, not the parameters inside)"
 }
 
 // take records g, the complete gradient of computed var v, when v is a
@@ -177,6 +175,9 @@ func (cp *capture) wants(in *Var, g *tensor.Tensor) bool {
 	}
 	i, ok := cp.index[in]
 	if !ok {
+		if cp.up[in] {
+			return cp.parent.wants(in, g)
+		}
 		return false
 	}
 	dt := in.Value.DType()

@@ -6,13 +6,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-ml/strata/autograd"
-	"github.com/strata-ml/strata/checkpoint"
 	"github.com/strata-ml/strata/tensor"
 )
 
 // TestGrad: autograd.Grad gives Backward's gradients for leaves and the
 // gradients of computed vars, fills no Grad, takes a var twice, refuses
-// what it cannot answer, and leaves nothing behind in its context.
+// what it cannot answer, and leaves nothing behind in its context
+// (through checkpointed regions: grad_region_test.go).
 func TestGrad(t *testing.T) {
 	cpu := tensor.CPU()
 	c := tensor.NewCtx()
@@ -78,29 +78,6 @@ func TestGrad(t *testing.T) {
 		b.ZeroGrad()
 	})
 
-	c.WithScope(func() {
-		h := checkpoint.Apply(func(in ...*autograd.Var) *autograd.Var { return autograd.Tanh(autograd.MatMul(in[0], w)) }, x())
-		loss := autograd.Sum(h, false)
-		_, err := autograd.Grad(loss, []*autograd.Var{w}, autograd.GradOptions{})
-		require.ErrorIs(t, err, tensor.ErrArgument)
-		require.ErrorContains(t, err, "is a leaf of a graph with a checkpointed region")
-		// h's gradient needs no backward of the region; b's, through it, would.
-		gs, err := autograd.Grad(loss, []*autograd.Var{h}, autograd.GradOptions{BackwardOptions: autograd.BackwardOptions{RetainGraph: true}})
-		require.NoError(t, err)
-		require.Equal(t, []float32{1, 1, 1, 1}, gs[0].Float32s())
-		hb := checkpoint.Apply(func(in ...*autograd.Var) *autograd.Var { return autograd.Tanh(autograd.Add(in[0], in[1])) }, x(), b)
-		_, err = autograd.Grad(autograd.Sum(hb, false), []*autograd.Var{b}, autograd.GradOptions{})
-		require.ErrorIs(t, err, tensor.ErrArgument)
-		require.ErrorContains(t, err, "is a leaf of a graph with a checkpointed region")
-		// w used outside a region and inside one (tied): its gradient would
-		// miss the region's share in silence.
-		tied := autograd.Add(autograd.Sum(autograd.MatMul(x(), w), false),
-			autograd.Sum(checkpoint.Apply(func(in ...*autograd.Var) *autograd.Var { return autograd.Tanh(autograd.MatMul(in[0], w)) }, x()), false))
-		_, err = autograd.Grad(tied, []*autograd.Var{w}, autograd.GradOptions{AllowUnused: true})
-		require.ErrorIs(t, err, tensor.ErrArgument)
-		require.Nil(t, w.Grad)
-		require.Nil(t, b.Grad)
-	})
 	require.Zero(t, c.BytesInUse())
 }
 

@@ -19,8 +19,9 @@ import (
 // requires gradients even when no input does, and backward runs with
 // recording on in the output's context whatever the grad mode around
 // Backward, so it may build and differentiate a graph of its own (with
-// Var.BackwardWith). backward returns one gradient per input, nil where
-// none is needed; saved are released after it runs, or by the scope.
+// RegionGrad, which also serves a Grad pass through the region). backward
+// returns one gradient per input, nil where none is needed; saved are
+// released after it runs, or by the scope.
 // With recording off in out's context it returns a plain leaf, as Record.
 func RecordRegion(op string, out *tensor.Tensor, inputs []*Var, backward BackwardFunc, saved ...*tensor.Tensor) *Var {
 	if out == nil {
@@ -37,15 +38,19 @@ func RecordRegion(op string, out *tensor.Tensor, inputs []*Var, backward Backwar
 	if c == nil {
 		c = tensor.Background()
 	}
-	bw := func(g *tensor.Tensor) (grads []*tensor.Tensor) {
+	n := &node{op: op, inputs: inputs, saved: saved, region: true}
+	n.backward = func(g *tensor.Tensor) (grads []*tensor.Tensor) {
 		st := stateOf(c)
 		old := st.off.Swap(0) // recording on: the region rebuilds its graph
 		defer st.off.Store(old)
+		outer := st.grad // the Grad pass stepping this node, for RegionGrad
+		st.grad = n.grad
+		defer func() { st.grad = outer }()
 		return backward(g)
 	}
 	v.requiresGrad = true
-	v.Value, saved = owned(out, inputs, saved) // as Record's
-	v.node = &node{op: op, inputs: inputs, backward: bw, saved: saved, region: true}
+	v.Value, n.saved = owned(out, inputs, saved) // as Record's
+	v.node = n
 	v.node.watchAll()
 	recordSite(v.node, c)
 	return v

@@ -55,6 +55,9 @@ type node struct {
 	// region is set for RecordRegion's nodes, whose backward runs a
 	// backward pass of its own (gradhook.go).
 	region bool
+	// grad is the Grad pass stepping this region node while its backward
+	// runs, nil otherwise (RegionGrad).
+	grad *capture
 	// watch holds what backward reads with the versions it had when the op
 	// was recorded, checked before backward runs (version.go); watchBuf
 	// keeps a few without an allocation.
@@ -236,6 +239,10 @@ type gradState struct {
 	off     atomic.Int32
 	rng     atomic.Uint64
 	anomaly atomic.Int32 // DetectAnomalyIn's depth (anomaly.go)
+	// grad is the Grad pass whose step of a region node (RecordRegion) is
+	// running its backward in this context, for RegionGrad; nil in a
+	// Backward pass.
+	grad *capture
 }
 
 func stateOf(c *tensor.Ctx) *gradState {

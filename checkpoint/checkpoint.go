@@ -189,30 +189,19 @@ func (r *region) backward(g *tensor.Tensor) []*tensor.Tensor {
 			c.Adopt(det[i].Value) // an input may belong to no context (a kept tensor)
 			det[i].SetRequiresGrad(x.RequiresGrad())
 		}
-		// The inner backward keeps the detached inputs' gradients out of
-		// every scope; when it fails (out of memory, say) they are freed
-		// here, or they would outlive the step.
-		defer func() {
-			for _, d := range det {
-				if d != nil && d.Grad != nil {
-					d.Grad.Release()
-					d.Grad = nil
-				}
-			}
-		}()
 		out, drew := r.recompute(det)
 		r.check(out, drew)
-		if err := out.BackwardWith(g); err != nil {
+		// In a Backward pass the parameters inside get their gradients
+		// here; in a Grad pass through the region, Grad's leaves among
+		// them get theirs in its results (RegionGrad).
+		gs, err := autograd.RegionGrad(out, g, det)
+		if err != nil {
 			if oe, ok := err.(*tensor.OpError); ok {
 				panic(oe)
 			}
 			panic(&tensor.OpError{Op: "checkpoint.Apply", Msg: "backward through the recomputed region", Err: err})
 		}
-		for i, d := range det {
-			if d != nil {
-				grads[i], d.Grad = d.Grad, nil // nil for a repeated input
-			}
-		}
+		copy(grads, gs)
 	})
 	for _, gi := range grads {
 		if gi != nil {

@@ -69,17 +69,22 @@
 //     not: a function that is not deterministic would silently give
 //     wrong gradients;
 //  5. back-propagates the result's gradient through the recomputed graph
-//     (Var.BackwardWith, torch.autograd.backward(y, grad)), outside the
-//     autocast state as the plain graph's backward would run: parameters
-//     inside accumulate their gradients into Grad there, as they would
-//     in the plain graph, and the detached inputs' gradients are returned
-//     to the engine, which carries on upstream of the region.
+//     (autograd.RegionGrad), outside the autocast state as the plain
+//     graph's backward would run: in a Backward pass parameters inside
+//     accumulate their gradients into Grad there, as they would in the
+//     plain graph (torch.autograd.backward(y, grad)); in an autograd.Grad
+//     pass through the region no Grad changes and Grad's leaves used
+//     inside get their gradients in its results; either way the detached
+//     inputs' gradients are returned to the engine, which carries on
+//     upstream of the region.
 //
 // The recomputed activations have memory role activation; they are freed
 // as the inner backward consumes them and by the scope at the end. This
 // is PyTorch's non-reentrant checkpoint (use_reentrant=False) in effect:
 // every input and parameter gets its gradient, regions nest (an inner
-// region recomputes inside the outer's recomputation), and nothing else
+// region recomputes inside the outer's recomputation), autograd.Grad
+// differentiates through them (as torch.autograd.grad through a
+// non-reentrant checkpoint; the reentrant one refuses), and nothing else
 // changes for the caller: the random stream ends where the plain run
 // leaves it and the result is the same value.
 //
