@@ -163,6 +163,9 @@ func (v *Var) propagate(grad *tensor.Tensor, p pass) error {
 		defer hooks.end()
 	} else {
 		p.capture.prepare(order)
+		st := stateOf(c)
+		st.capturing.Add(1) // no backward writes a leaf's Grad (gradInPlace)
+		defer st.capturing.Add(-1)
 	}
 	p.anomaly = AnomalyDetectionIn(c)
 	return tensor.Try(func() {

@@ -127,7 +127,8 @@ func Embedding(table *Var, ids *tensor.Tensor) *Var {
 // 196 MiB in float32, at the end of backward, where the step's gradients
 // are all held.
 func gradInPlace(table *Var, g *tensor.Tensor) *tensor.Tensor {
-	if table.node != nil || !table.requiresGrad || table.Grad == nil || table.Grad.DType() != g.DType() || !table.Grad.IsContiguous() {
+	if table.node != nil || !table.requiresGrad || table.Grad == nil || table.Grad.DType() != g.DType() || !table.Grad.IsContiguous() ||
+		stateOf(tensor.CtxOf(g)).capturing.Load() > 0 { // Grad: no leaf's Grad changes
 		return nil
 	}
 	return table.Grad

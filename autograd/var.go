@@ -26,6 +26,7 @@ type Var struct {
 	retain       bool
 	node         *node
 	consumed     bool           // node was consumed by a backward pass: not a leaf, though node is nil
+	from         []*Var         // the inputs of an op recorded with no node (none required gradients): see Leaves
 	pending      *tensor.Tensor // gradient being summed during Backward
 	slices       *sliceSpans    // pending assembled from Narrow slices (see narrow.go)
 	name         string
@@ -243,6 +244,9 @@ type gradState struct {
 	// running its backward in this context, for RegionGrad; nil in a
 	// Backward pass.
 	grad *capture
+	// capturing counts the Grad passes in progress in the context: no
+	// backward may write a leaf's Grad then (gradInPlace).
+	capturing atomic.Int32
 }
 
 func stateOf(c *tensor.Ctx) *gradState {
@@ -328,6 +332,9 @@ func Record(op string, out *tensor.Tensor, inputs []*Var, backward BackwardFunc,
 			v.requiresGrad = true
 			break
 		}
+	}
+	if !v.requiresGrad {
+		v.from = inputs // a leaf, whose values Leaves still traces to them
 	}
 	if v.requiresGrad {
 		if backward == nil {

@@ -177,8 +177,22 @@ func walkGraph(v *Var, stop []*Var, node, leaf func(*Var)) {
 				stack = append(stack, in)
 			case leaf != nil:
 				leaf(in)
+				leafSources(in, seen, leaf)
 			}
 		}
+	}
+}
+
+// leafSources visits, with leaf, the vars a leaf made by an op on
+// constants was computed from (Var.from), and theirs, each once.
+func leafSources(v *Var, seen map[*Var]bool, leaf func(*Var)) {
+	for _, in := range v.from {
+		if in == nil || seen[in] {
+			continue
+		}
+		seen[in] = true
+		leaf(in)
+		leafSources(in, seen, leaf)
 	}
 }
 

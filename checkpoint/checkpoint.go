@@ -15,7 +15,14 @@ import (
 // computes. It is run twice, in the forward pass and again when backward
 // reaches it, so it must draw random numbers only from its context's
 // stream (autograd.RandomOffset, as nn.Dropout does), read no state that
-// changes in between, and not release its inputs.
+// changes in between, and not release its inputs. A var computed outside
+// the region with a graph of its own (a mask or a table shared by every
+// block) must be passed as an input, not closed over: the region's
+// backward would run into the outer graph and consume it (the outer pass
+// then fails with tensor.ErrReleased). Leaves (parameters, constants) and
+// values computed from constants alone may be closed over, and Backward
+// fails with autograd.ErrModified when one was written in place between
+// the passes; a raw tensor read only by the forward pass is not watched.
 type Func func(inputs ...*autograd.Var) *autograd.Var
 
 // Options say how a region is checkpointed. The zero value recomputes
@@ -78,23 +85,38 @@ func (o Options) Apply(fn Func, inputs ...*autograd.Var) *autograd.Var {
 	if o.Policy != nil {
 		r.rec = &recorder{c: c, policy: o.Policy}
 	}
-	out := r.forward()
-	if out == nil || slices.Contains(inputs, out) || !out.RequiresGrad() {
+	out, val := r.forward()
+	if r.passThrough(out) || !out.RequiresGrad() || out.IsLeaf() {
+		// Nothing to recompute: a value fn made (no gradient) leaves with
+		// val; a leaf fn closed over is left as it is.
+		if val != nil && out.Value.Released() {
+			out.Value = val
+		} else {
+			val.Release()
+		}
 		r.rec.release()
 		return out
 	}
 	r.drew = autograd.RandomState(c) - r.rng
 	r.shape, r.dtype = out.Value.Shape(), out.Value.DType()
 	saved := r.rec.adopt()
-	y := autograd.RecordRegion("Checkpoint", out.Value, inputs, r.backward, saved...)
+	y := autograd.RecordRegion("Checkpoint", val, inputs, r.backward, saved...)
 	if o.Offload != nil {
 		r.off, r.held = o.Offload, o.Offload.add(c, saved, inputs)
 	}
 	return y
 }
 
+// regionKey is the slot of a context's region whose forward pass is
+// running: a *region, or nil.
+var regionKey = tensor.NewCtxKey("checkpoint.region")
+
 // region is one checkpointed call: what its recomputation needs.
 type region struct {
+	// nested are the regions made by this one's forward pass: their
+	// checks are this region's too (closeOver), for the recomputation
+	// makes them again, after any write.
+	nested []*region
 	fn     Func
 	inputs []*autograd.Var
 	c      *tensor.Ctx
@@ -124,7 +146,7 @@ type region struct {
 // result knows whether anything in the region needs a gradient (a
 // parameter, when no input does) and Var.Drop frees what model code drops;
 // the graph it records is dropped with the scope.
-func (r *region) forward() (out *autograd.Var) {
+func (r *region) forward() (out *autograd.Var, val *tensor.Tensor) {
 	c := r.c
 	done := false
 	defer func() {
@@ -141,20 +163,37 @@ func (r *region) forward() (out *autograd.Var) {
 		// hold every checkpointed block's until the whole forward pass is
 		// over (gpt2-medium in bf16: 576 MiB at the forward pass's peak).
 		// Without autocast the region changes nothing.
+		if parent, _ := c.Value(regionKey).(*region); parent != nil {
+			parent.nested = append(parent.nested, r)
+		}
+		old := c.SetValue(regionKey, r)
+		defer c.SetValue(regionKey, old)
 		amp.With(c, r.amp, func() {
 			autograd.WithOpHook(c, r.rec.hook(), func() { out = r.fn(r.inputs...) })
 		})
-		if out != nil && !slices.Contains(r.inputs, out) {
-			tensor.Keep(out.Value) // out of the region's scope while it closes
+		c.SetValue(regionKey, old)
+		if !r.passThrough(out) {
+			// A view of the result out of the region's scope while it
+			// closes: the result's value itself may be one fn closed over
+			// (a parameter, a constant of an outer scope), not the
+			// region's to move.
+			val = out.Value.Alias()
+			tensor.Keep(val)
 			r.closeOver(out)
 		}
 	}()
-	if out != nil && !slices.Contains(r.inputs, out) {
-		c.Adopt(out.Value)
+	if val != nil {
+		c.Adopt(val)
 		r.keepReads()
 	}
 	done = true
-	return out
+	return out, val
+}
+
+// passThrough reports whether fn's result out is one of the region's
+// inputs (or nil).
+func (r *region) passThrough(out *autograd.Var) bool {
+	return out == nil || slices.Contains(r.inputs, out)
 }
 
 // backward recomputes the region on detached copies of its inputs, with
@@ -265,7 +304,13 @@ func (r *region) closeOver(out *autograd.Var) {
 			r.closed = append(r.closed, closedLeaf{v: l, ver: l.Value.Version()})
 		}
 	}
-	for _, rd := range out.Reads(r.inputs...) {
+	reads := out.Reads(r.inputs...)
+	for _, n := range r.nested { // what the regions inside check, made again by the recomputation
+		r.closed = append(r.closed, n.closed...)
+		reads = append(reads, n.reads...)
+	}
+	r.nested = nil
+	for _, rd := range reads {
 		if rd.Tensor.Released() || rd.Tensor.SharesStorage(out.Value) {
 			continue // the result is not read by the recomputation
 		}
