@@ -216,7 +216,10 @@ func (g *GPT) SetTraining(on bool) {
 }
 
 // Forward maps int32 token ids (B, T), T <= Context, to logits (B, T, V).
-// Panics with a *tensor.OpError on bad input (wrap in tensor.Try).
+// The pass runs in the ids' context (its scope, autocast region and grad
+// mode): ids that belong to none (a kept tensor) are refused; adopt a view
+// of them (c.Adopt(ids.Alias())). Panics with a *tensor.OpError on bad
+// input (wrap in tensor.Try).
 func (g *GPT) Forward(idx *tensor.Tensor) *autograd.Var {
 	return g.Head(g.Trunk(idx))
 }
@@ -241,6 +244,14 @@ func (g *GPT) Trunk(idx *tensor.Tensor) *autograd.Var {
 	if T > g.Config.Context {
 		panic(&tensor.OpError{Op: "nn.GPT.Forward", Msg: fmt.Sprintf("sequence length %d exceeds the context %d", T, g.Config.Context), Err: tensor.ErrShape})
 	}
+	c := idx.Ctx()
+	if c == nil {
+		// Every op of the pass takes its context from its operands: with
+		// kept ids and parameters only, none would be the caller's, so
+		// its scope, autocast region and grad mode would not apply and
+		// what the pass makes would belong to no scope.
+		panic(&tensor.OpError{Op: "nn.GPT.Forward", Msg: "ids belong to no context (a kept tensor, tensor.NewKept): pass c.Adopt(ids.Alias()) for the context c the pass runs in", Err: tensor.ErrArgument})
+	}
 	// Positions 0..T-1 are the first T rows of Wpe: a view, not a gather
 	// of ids uploaded every step (Narrow's backward writes the same rows).
 	// The slice is made from a parameter alone, so it belongs to no
@@ -249,9 +260,7 @@ func (g *GPT) Trunk(idx *tensor.Tensor) *autograd.Var {
 	// vocabulary) leaves it to their scope, not to the GC (the Decoder
 	// does the same).
 	pos := autograd.Narrow(g.Wpe.Weight.Var, 0, 0, T)
-	if c := idx.Ctx(); c != nil {
-		c.Adopt(pos.Value)
-	}
+	c.Adopt(pos.Value)
 	x := autograd.Add(g.Wte.Forward(idx), pos) // (B, T, C) + (T, C)
 	x = g.Drop.Forward(x)
 	x = g.blocks(x) // checkpointed as g.Checkpoint says
