@@ -102,7 +102,9 @@
 // values is exact to float32 rounding. LayerNormBackward computes its
 // per-element terms in T and adds its row sums in blocks of 64 in T, the
 // blocks in float64 (dw and db in float64). LayerNorm takes mean and variance
-// in two passes (no E[x^2] - E[x]^2 cancellation). SGD updates each
+// in two passes (no E[x^2] - E[x]^2 cancellation) and subtracts the mean
+// as its rounding to T and the rest (a large mean costs no accuracy, in
+// backward too). SGD updates each
 // element in float64 and rounds to T where PyTorch stores a value. Float32
 // AdamW runs in float32, operation for operation as PyTorch's: widening
 // its operands to float64 chained the loop's iterations through the

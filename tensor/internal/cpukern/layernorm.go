@@ -14,8 +14,12 @@ const lnChunk = 1 << 16
 // biased (divide by cols) variance, as torch.nn.LayerNorm. w and b have
 // cols elements and either may be nil (no scale, no shift). mean and rstd
 // receive one value per row for the backward pass. Statistics are taken in
-// float64 in two passes (mean, then squared deviations), so a large mean
-// costs no accuracy. y may be x itself. It panics on mismatched lengths.
+// float64 in two passes (mean, then squared deviations), and the mean is
+// subtracted as its rounding to T and the rest (x - m is exact near m,
+// then the rest goes), so a large mean costs no accuracy: PyTorch's
+// float32 kernel loses the mean's rounding error in every output (rows
+// of 10000 + 0.001k: off by 0.146 where this is off by 1e-7). y may be x
+// itself. It panics on mismatched lengths.
 func LayerNorm[T Float](y, mean, rstd, x, w, b []T, rows, cols int, eps float64) {
 	checkRows("LayerNorm", rows, cols, len(y), len(x))
 	mustEq("LayerNorm", "mean", len(mean), rows)
@@ -44,26 +48,27 @@ func layerNormRows[T Float](y, mean, rstd, x, w, b []T, cols int, eps float64, l
 		rs := 1 / math.Sqrt(v+eps)
 		mean[r], rstd[r] = T(mu), T(rs)
 		m, s := T(mu), T(rs)
+		ml := T(mu - float64(m)) // the mean's rounding error
 		xr = xr[:len(yr)]
 		switch {
 		case w != nil && b != nil:
 			w, b := w[:len(yr)], b[:len(yr)]
 			for i, v := range xr {
-				yr[i] = (v-m)*s*w[i] + b[i]
+				yr[i] = ((v-m)-ml)*s*w[i] + b[i]
 			}
 		case w != nil:
 			w := w[:len(yr)]
 			for i, v := range xr {
-				yr[i] = (v - m) * s * w[i]
+				yr[i] = ((v - m) - ml) * s * w[i]
 			}
 		case b != nil:
 			b := b[:len(yr)]
 			for i, v := range xr {
-				yr[i] = (v-m)*s + b[i]
+				yr[i] = ((v-m)-ml)*s + b[i]
 			}
 		default:
 			for i, v := range xr {
-				yr[i] = (v - m) * s
+				yr[i] = ((v - m) - ml) * s
 			}
 		}
 	}
@@ -169,7 +174,17 @@ func layerNormBackwardRows[T Float](dx []T, dwp, dbp []float64, dy, x, mean, rst
 	for r := lo; r < hi; r++ {
 		d, g, xr := dx[r*cols:(r+1)*cols], dy[r*cols:(r+1)*cols], x[r*cols:(r+1)*cols]
 		g, xr = g[:len(d)], xr[:len(d)]
+		// x - mean as the forward pass took it: the mean's rounding to T
+		// (mean[r]) and the rest, from the row's exact mean. The rest
+		// moves xhat by at most |mean|*rstd ulps of T: where that is
+		// under one, T's own rounding of x - m is as large, and the pass
+		// over the row that finds it is skipped.
 		m, rs := mean[r], rstd[r]
+		mu, ml := float64(m), T(0)
+		if math.Abs(mu*float64(rs)) > 1 {
+			mu = sumRow(xr) / n
+			ml = T(mu - float64(m))
+		}
 		var sg, sgx float64
 		for b := 0; b < len(d); b += lnBlock {
 			e := min(b+lnBlock, len(d))
@@ -184,13 +199,13 @@ func layerNormBackwardRows[T Float](dx []T, dwp, dbp []float64, dy, x, mean, rst
 					g0, g1 := gb[i]*wb[i], gb[i+1]*wb[i+1]
 					s0 += g0
 					s1 += g1
-					t0 += g0 * ((xb[i] - m) * rs)
-					t1 += g1 * ((xb[i+1] - m) * rs)
+					t0 += g0 * (((xb[i] - m) - ml) * rs)
+					t1 += g1 * (((xb[i+1] - m) - ml) * rs)
 				}
 				if i < len(gb) {
 					g0 := gb[i] * wb[i]
 					s0 += g0
-					t0 += g0 * ((xb[i] - m) * rs)
+					t0 += g0 * (((xb[i] - m) - ml) * rs)
 				}
 			} else {
 				i := 0
@@ -198,12 +213,12 @@ func layerNormBackwardRows[T Float](dx []T, dwp, dbp []float64, dy, x, mean, rst
 					g0, g1 := gb[i], gb[i+1]
 					s0 += g0
 					s1 += g1
-					t0 += g0 * ((xb[i] - m) * rs)
-					t1 += g1 * ((xb[i+1] - m) * rs)
+					t0 += g0 * (((xb[i] - m) - ml) * rs)
+					t1 += g1 * (((xb[i+1] - m) - ml) * rs)
 				}
 				if i < len(gb) {
 					s0 += gb[i]
-					t0 += gb[i] * ((xb[i] - m) * rs)
+					t0 += gb[i] * (((xb[i] - m) - ml) * rs)
 				}
 			}
 			sg += float64(s0 + s1)
@@ -211,10 +226,10 @@ func layerNormBackwardRows[T Float](dx []T, dwp, dbp []float64, dy, x, mean, rst
 		}
 		if dwp != nil {
 			dwp, dbp := dwp[:len(d)], dbp[:len(d)]
-			m64, rs64 := float64(m), float64(rs)
+			rs64 := float64(rs)
 			for i, v := range xr {
 				gi := float64(g[i])
-				dwp[i] += gi * (float64(v) - m64) * rs64
+				dwp[i] += gi * (float64(v) - mu) * rs64
 				dbp[i] += gi
 			}
 		}
@@ -222,11 +237,11 @@ func layerNormBackwardRows[T Float](dx []T, dwp, dbp []float64, dy, x, mean, rst
 		if w != nil {
 			w := w[:len(d)]
 			for i, v := range xr {
-				d[i] = rs * (g[i]*w[i] - c1 - (v-m)*rs*c2)
+				d[i] = rs * (g[i]*w[i] - c1 - ((v-m)-ml)*rs*c2)
 			}
 		} else {
 			for i, v := range xr {
-				d[i] = rs * (g[i] - c1 - (v-m)*rs*c2)
+				d[i] = rs * (g[i] - c1 - ((v-m)-ml)*rs*c2)
 			}
 		}
 	}

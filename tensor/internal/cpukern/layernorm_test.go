@@ -74,7 +74,9 @@ func testLayerNorm[T Float](t *testing.T) {
 				wantDx := make([]float64, rows*cols)
 				wantDw, wantDb := make([]float64, cols), make([]float64, cols)
 				for row := 0; row < rows; row++ {
-					m, rs := float64(mean[row]), float64(rstd[row])
+					// The row's exact mean (the kernel subtracts its
+					// rounding and the rest) and the rounded rstd.
+					m, rs := wantM[row], float64(rstd[row])
 					var sg, sgx float64
 					for i := 0; i < cols; i++ {
 						k := row*cols + i
@@ -161,4 +163,49 @@ func TestLayerNormPanics(t *testing.T) {
 	assert.PanicsWithValue(t, "cpukern.LayerNormBackward: mean has 1 elements, want 2", func() {
 		LayerNormBackward(x, nil, nil, x, x, make([]float32, 1), make([]float32, 2), nil, 2, 3)
 	})
+}
+
+// TestLayerNormLargeMean: rows whose mean is large against their spread
+// (10000 + 0.001k) keep the mean's rounding error out of the outputs and
+// the gradients: the float32 kernel against the float64 reference of the
+// same float32 inputs, where subtracting the float32-rounded mean was off
+// by 0.146 in every output (PyTorch's float32 kernel is off as much).
+func TestLayerNormLargeMean(t *testing.T) {
+	const rows, cols = 3, 4
+	x := make([]float32, rows*cols)
+	for r := range rows {
+		for i := range cols {
+			x[r*cols+i] = float32(10000*(r+1)) + 0.001*float32(i) + 0.0003*float32(r)
+		}
+	}
+	w := []float32{1, 0.5, -2, 1.5}
+	b := []float32{0.1, -0.2, 0.3, 0}
+	wantY, wantM, wantR := layerNormRef(x, w, b, rows, cols)
+	y, mean, rstd := make([]float32, rows*cols), make([]float32, rows), make([]float32, rows)
+	LayerNorm(y, mean, rstd, x, w, b, rows, cols, lnEps)
+	requireClose(t, "mean", mean, wantM, 1e-7, 0)
+	// rstd is ~1000 here: its float32 rounding is relative; y is O(1).
+	requireClose(t, "y", y, wantY, 1e-3, 1e-3)
+
+	dy := []float32{0.3, -1, 0.25, 0.7, -0.4, 0.9, 0.1, -0.6, 1, 0.2, -0.3, 0.5}
+	wantDx := make([]float64, rows*cols)
+	for r := range rows {
+		m, rs := wantM[r], wantR[r]
+		var sg, sgx float64
+		for i := range cols {
+			k := r*cols + i
+			g := float64(dy[k]) * float64(w[i])
+			sg += g
+			sgx += g * (float64(x[k]) - m) * rs
+		}
+		for i := range cols {
+			k := r*cols + i
+			g := float64(dy[k]) * float64(w[i])
+			wantDx[k] = rs * (g - sg/cols - (float64(x[k])-m)*rs*sgx/cols)
+		}
+	}
+	dx := make([]float32, rows*cols)
+	LayerNormBackward(dx, nil, nil, dy, x, mean, rstd, w, rows, cols)
+	// dx is ~rstd = ~1000 in size: 1e-3 relative.
+	requireClose(t, "dx", dx, wantDx, 1e-3, 0)
 }
