@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"regexp"
 	"strconv"
@@ -211,7 +212,11 @@ func configOfShapes(path string, shapes map[string][]int) (cfg GPTConfig, fromMe
 
 // readHeader reads the tensor shapes and the metadata of a safetensors
 // file from its header alone. A header over tensor.MaxSafetensorsHeader
-// bytes is refused, as tensor.ReadSafetensors refuses it.
+// bytes is refused, as tensor.ReadSafetensors refuses it, and so is a
+// tensor entry whose bytes do not match its shape (checkTensorEntry): a
+// caller sizes a model from these shapes before the load would see the
+// file's data is not theirs (a 2 MB file whose position table says
+// 100,000,000 rows made generate allocate 47 GiB).
 func readHeader(path string) (shapes map[string][]int, meta map[string]string, err error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -226,10 +231,14 @@ func readHeader(path string) (shapes map[string][]int, meta map[string]string, e
 	if size > tensor.MaxSafetensorsHeader { // the tensor package's readers' bound
 		return nil, nil, fmt.Errorf("nn: %s: not a safetensors file: a header of %d bytes, over the limit of %d bytes", path, size, tensor.MaxSafetensorsHeader)
 	}
-	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && size > uint64(st.Size())-8 {
-		// Before the buffer is made: a small file claiming a long header
-		// would otherwise cost that much memory to refuse.
-		return nil, nil, fmt.Errorf("nn: %s: not a safetensors file: a header of %d bytes in a file of %d", path, size, st.Size())
+	data := int64(-1) // the bytes after the header; -1: unknown (not a regular file)
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		if size > uint64(st.Size())-8 {
+			// Before the buffer is made: a small file claiming a long header
+			// would otherwise cost that much memory to refuse.
+			return nil, nil, fmt.Errorf("nn: %s: not a safetensors file: a header of %d bytes in a file of %d", path, size, st.Size())
+		}
+		data = st.Size() - 8 - int64(size)
 	}
 	hdr := make([]byte, size)
 	if _, err := io.ReadFull(f, hdr); err != nil {
@@ -253,13 +262,68 @@ func readHeader(path string) (shapes map[string][]int, meta map[string]string, e
 			}
 			continue
 		}
-		var info struct {
-			Shape []int `json:"shape"`
-		}
+		var info tensorEntry
 		if err := json.Unmarshal(raw, &info); err != nil {
 			return nil, nil, fmt.Errorf("nn: %s: tensor %q: %w", path, name, err)
+		}
+		if err := info.check(data); err != nil {
+			return nil, nil, fmt.Errorf("nn: %s: not a safetensors file: tensor %q: %w", path, name, err)
 		}
 		shapes[name] = info.Shape
 	}
 	return shapes, meta, nil
+}
+
+// tensorEntry is a tensor's entry in a safetensors header.
+type tensorEntry struct {
+	DType   string  `json:"dtype"`
+	Shape   []int   `json:"shape"`
+	Offsets []int64 `json:"data_offsets"`
+}
+
+// dtypeBytes is the size of an element of each safetensors dtype.
+var dtypeBytes = map[string]int64{
+	"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1,
+	"I16": 2, "U16": 2, "F16": 2, "BF16": 2,
+	"I32": 4, "U32": 4, "F32": 4,
+	"I64": 8, "U64": 8, "F64": 8,
+}
+
+// check refuses an entry whose bytes are not its shape's: data_offsets
+// that are not [begin, end] with begin <= end within the data (data
+// bytes after the header; -1: unknown, unchecked), a dimension below 0,
+// or end - begin other than the shape's elements times the dtype's size
+// (a dtype not in dtypeBytes is left for the load to report).
+func (e tensorEntry) check(data int64) error {
+	if len(e.Offsets) != 2 {
+		return fmt.Errorf("data_offsets %v: want [begin, end]", e.Offsets)
+	}
+	begin, end := e.Offsets[0], e.Offsets[1]
+	switch {
+	case begin < 0 || end < begin:
+		return fmt.Errorf("data_offsets %v: want 0 <= begin <= end", e.Offsets)
+	case data >= 0 && end > data:
+		return fmt.Errorf("data_offsets %v: past the end of the file's %d bytes of data", e.Offsets, data)
+	}
+	elems := int64(1)
+	for _, d := range e.Shape {
+		if d < 0 {
+			return fmt.Errorf("shape %v: a dimension below 0", e.Shape)
+		}
+		if d != 0 && elems > math.MaxInt64/int64(d) {
+			return fmt.Errorf("shape %v needs more bytes than an int64 counts, its data has %d", e.Shape, end-begin)
+		}
+		elems *= int64(d)
+	}
+	size, ok := dtypeBytes[e.DType]
+	if !ok {
+		return nil
+	}
+	if elems > math.MaxInt64/size {
+		return fmt.Errorf("shape %v needs more bytes than an int64 counts, its data has %d", e.Shape, end-begin)
+	}
+	if need := elems * size; need != end-begin {
+		return fmt.Errorf("shape %v needs %d bytes, its data has %d", e.Shape, need, end-begin)
+	}
+	return nil
 }

@@ -103,7 +103,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.stopEOT, "stop-eot", true, "stop at the tokenizer's end-of-text token (gpt2's <|endoftext|>)")
 	fs.IntVar(&o.runs, "runs", 1, "generate this many times (the same tokens) and report each run's tokens/s: the first run warms up")
 	fs.BoolVar(&o.quiet, "quiet", false, "do not print the generated text (with -addition: only the accuracy)")
-	fs.IntVar(&o.addition, "addition", 0, "answer N held-out problems of train-gpt's addition task greedily and print the accuracy")
+	fs.IntVar(&o.addition, "addition", 0, "answer N distinct held-out problems of train-gpt's addition task greedily and print the accuracy (at most every held-out problem once: 16 for -digits 1)")
 	fs.IntVar(&o.digits, "digits", 0, "with -addition: digits per operand (default: the -digits train-gpt recorded in the file's metadata, else 3)")
 	fs.StringVar(&o.dumpLogits, "dump-logits", "", "write the prompt's tokens and logits (full forward and KV cache) to this JSON file, for tools/check_gpt2_logits.py")
 	fs.StringVar(&o.save, "save", "", "save the loaded weights to this safetensors file in -save-layout")
@@ -431,12 +431,15 @@ func modelConfig(o *options) (nn.GPTConfig, string, error) {
 		return p, "-config " + o.config, p.Validate()
 	}
 	from := "the tensor shapes"
+	hfConfig := filepath.Join(filepath.Dir(o.weights), "config.json")
+	hfHeads := 0
 	switch {
 	case o.heads > 0:
 		cfg.Heads = o.heads
 		from += ", -heads"
-	case readHFHeads(filepath.Join(filepath.Dir(o.weights), "config.json")) > 0:
-		cfg.Heads = readHFHeads(filepath.Join(filepath.Dir(o.weights), "config.json"))
+	case readHFHeads(hfConfig) > 0:
+		hfHeads = readHFHeads(hfConfig)
+		cfg.Heads = hfHeads
 		from += ", config.json's n_head"
 	case cfg.Width%64 == 0:
 		cfg.Heads = cfg.Width / 64
@@ -445,7 +448,16 @@ func modelConfig(o *options) (nn.GPTConfig, string, error) {
 		return cfg, "", cli.Usagef("-heads: the file has no config in its metadata and its width %d is not a multiple of 64: give -heads or -config", cfg.Width)
 	}
 	if err := cfg.Validate(); err != nil {
-		return cfg, "", cli.Usagef("-heads %d: %v", cfg.Heads, err)
+		// A bad flag (status 2) only where the flag gave the heads; else
+		// the file's or config.json's shape is bad (status 1), named.
+		switch {
+		case o.heads > 0:
+			return cfg, "", cli.Usagef("-heads %d: %v", cfg.Heads, err)
+		case hfHeads > 0:
+			return cfg, "", fmt.Errorf("%s: n_head %d does not fit the tensor shapes of %s: %v (give -heads to override it)", hfConfig, hfHeads, o.weights, err)
+		default:
+			return cfg, "", fmt.Errorf("%s: the shape of its tensors, with heads of width 64 (%d heads): %v", o.weights, cfg.Heads, err)
+		}
 	}
 	return cfg, from, nil
 }

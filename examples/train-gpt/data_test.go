@@ -150,7 +150,7 @@ func TestTokenizerFlags(t *testing.T) {
 
 // A small model trains on GPT-2 tokens of a text file: the text is
 // tokenized, held out, evaluated, sampled and decoded, and a state of
-// this run refuses to resume as a byte-level one.
+// this run refuses to resume as a byte-level one (-tokenizer byte given).
 func TestTrainWithGPT2Tokenizer(t *testing.T) {
 	text := textFile(t)
 	dir := t.TempDir()
@@ -162,7 +162,8 @@ func TestTrainWithGPT2Tokenizer(t *testing.T) {
 	var ex *cli.ExitError
 	require.True(t, errors.As(run(o), &ex))
 	require.Equal(t, 130, ex.Code)
-	o, err = parseFlags(append(slices.Clone(args[2:]), "-resume", filepath.Join(dir, "w.state.safetensors")))
+	// -tokenizer byte given (left out, -resume takes the saved run's).
+	o, err = parseFlags(append(slices.Clone(args[2:]), "-tokenizer", "byte", "-resume", filepath.Join(dir, "w.state.safetensors")))
 	require.NoError(t, err)
 	require.ErrorContains(t, run(o), "saved by a -tokenizer gpt2 run, this one is -tokenizer byte")
 	o, err = parseFlags(append(args, "-resume", filepath.Join(dir, "w.state.safetensors")))

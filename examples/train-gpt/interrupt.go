@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/strata-ml/strata/internal/cli"
 )
@@ -15,14 +16,19 @@ import (
 // finishes the step it is in, saves the resumable training state and
 // exits with 130 or 143. A second signal cancels ctx, which aborts a save
 // in progress (its temporary file is removed; the previous state file
-// stays), and quits at once when nothing is being saved.
+// stays), and quits at once when nothing is being saved. A repeat that
+// arrives within repeatWindow of the first is the same request, ignored:
+// coreutils' timeout -s INT signals the process and then its process
+// group, microseconds apart, and a shell's kill of the group may reach
+// it twice.
 type interrupts struct {
-	ch     chan os.Signal
-	sig    atomic.Int32 // the first signal, 0 before any
-	saving atomic.Bool
-	ctx    context.Context
-	cancel context.CancelFunc
-	note   atomic.Pointer[string] // what the first signal's message says will happen (setNote)
+	ch      chan os.Signal
+	sig     atomic.Int32              // the first signal, 0 before any
+	firstAt atomic.Pointer[time.Time] // when it arrived
+	saving  atomic.Bool
+	ctx     context.Context
+	cancel  context.CancelFunc
+	note    atomic.Pointer[string] // what the first signal's message says will happen (setNote)
 	// stopWriting (tests): act as if the signal arrived twice during this
 	// write (write's what); "": never.
 	stopWriting string
@@ -59,7 +65,7 @@ func (in *interrupts) write(what, hook string, f func(ctx context.Context) error
 	defer in.saving.Store(false)
 	if hook != "" && in.stopWriting == hook {
 		in.trigger(syscall.SIGINT)
-		in.trigger(syscall.SIGINT)
+		in.triggerAgain(syscall.SIGINT)
 	}
 	err := f(in.ctx)
 	if err == nil && in.ctx.Err() != nil {
@@ -77,11 +83,29 @@ func (in *interrupts) stop() {
 	in.cancel()
 }
 
+// repeatWindow is how soon after the first signal a repeat is taken as
+// the same request (ignored) rather than a second one that quits at once:
+// timeout's two signals come microseconds apart, a person's second
+// Ctrl-C well after half a second.
+const repeatWindow = 500 * time.Millisecond
+
 // trigger handles one signal (the tests call it directly).
-func (in *interrupts) trigger(s syscall.Signal) {
+func (in *interrupts) trigger(s syscall.Signal) { in.handle(s, false) }
+
+// triggerAgain is a second signal however soon after the first (the
+// tests' hooks: stopSaving, stopWriting).
+func (in *interrupts) triggerAgain(s syscall.Signal) { in.handle(s, true) }
+
+func (in *interrupts) handle(s syscall.Signal, again bool) {
+	now := time.Now()
 	if in.sig.CompareAndSwap(0, int32(s)) {
+		in.firstAt.Store(&now)
 		fmt.Fprintf(os.Stderr, "\ntrain-gpt: %v: %s (%v again to quit at once)\n", s, *in.note.Load(), s)
 		return
+	}
+	// A nil firstAt: the first is being handled this moment.
+	if first := in.firstAt.Load(); !again && (first == nil || now.Sub(*first) < repeatWindow) {
+		return // the same request, sent twice (timeout -s INT: to the process and to its group)
 	}
 	in.cancel()
 	if !in.saving.Load() {

@@ -89,6 +89,7 @@ type options struct {
 	dropout   float64      // -dropout
 	dropSet   bool         // -dropout was given (else the config's)
 	resume    string       // -resume, -state, -save-every, -max-skips: resume.go, train.go
+	fromSaved []string     // the flags -resume took from the saved run ("-out X"; resumeFlags)
 	state     string
 	saveEvery int
 	maxSkips  int
@@ -169,7 +170,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.precision, "precision", "fp32", "matrix products: fp32, tf32 (float32 with TF32 tensor cores on the GPU), fp16 (autocast, with loss scaling) or bf16 (autocast)")
 	fs.StringVar(&o.attention, "attention", "auto", "attention: plain (the (B, H, T, T) probabilities materialised per op), fused (FlashAttention-2 kernels, no T x T matrix) or auto (fused on CUDA where its kernels run on tensor cores: fp16, bf16, tf32, and fp32 at heads of up to 64 through 3xTF32; plain elsewhere)")
 	fs.Float64Var(&o.dropout, "dropout", 0, "dropout on embeddings, attention and residuals (default: the config's, 0 for every preset)")
-	fs.StringVar(&o.resume, "resume", "", "continue the run saved in this training state file (-state), exactly where it stopped")
+	fs.StringVar(&o.resume, "resume", "", "continue the run saved in this training state file (-state), exactly where it stopped: the flags not given take the saved run's values (its -out, -state, -loss-log, -loss-plot, -eval-every, -save-every, -steps, schedule, -precision, -dropout, -batch, data...); one given that differs is noted and followed")
 	fs.StringVar(&o.state, "state", "", "where an interrupt (SIGINT, SIGTERM) and -save-every save the resumable training state (default: -out with .state.safetensors for .safetensors; empty: never)")
 	fs.IntVar(&o.saveEvery, "save-every", 0, "also save the training state every N steps (0: only on an interrupt)")
 	fs.Float64Var(&o.budgetMargin, "budget-margin", 0, "with -device-budget under -policy hybrid: the share of the budget the placement scheduler keeps free for the steps' variations (0: its default, 0.05); expandable segments (the default; STRATA_EXPANDABLE_SEGMENTS=0 turns them off) waste little, so a smaller margin keeps more on the device")
@@ -189,6 +190,9 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if fs.NArg() > 0 {
 		return nil, cli.UsageHint(fs, fmt.Errorf("unexpected arguments %v", fs.Args()))
+	}
+	if err := o.resumeFlags(fs); err != nil { // before the defaults and the checks: the saved run's flags count as given
+		return nil, err
 	}
 	if err := o.checkExplicit(fs); err != nil {
 		return nil, err

@@ -46,7 +46,167 @@ const (
 	// step failed; the step's loss, which the resumed run logs with the
 	// held-out loss of that evaluation, done first.
 	keyEvalDue = "train.eval_due_loss"
+	// keyOutputs: the run's outputs and the flags of its own that are no
+	// part of its identity (runOutputs), which a -resume that does not
+	// give them takes (absent in states saved before it was recorded).
+	keyOutputs = "train.outputs"
 )
+
+// runOutputs is where a run writes and how often, recorded in its
+// training state so that a -resume that does not give these flags
+// continues the run with them (resumeFlags). Paths are absolute ("" for
+// none): a run resumed from another directory writes where it did.
+type runOutputs struct {
+	Out       string `json:"out"`
+	State     string `json:"state"`
+	LossLog   string `json:"loss_log"`
+	LossPlot  string `json:"loss_plot"`
+	EvalEvery int    `json:"eval_every"`
+	SaveEvery int    `json:"save_every"`
+	Sample    int    `json:"sample"`
+	MaxSkips  int    `json:"max_skips"`
+}
+
+func outputs(o *options) runOutputs {
+	abs := func(p string) string {
+		if p == "" {
+			return ""
+		}
+		if a, err := filepath.Abs(p); err == nil {
+			return a
+		}
+		return p
+	}
+	return runOutputs{Out: abs(o.out), State: abs(o.state), LossLog: abs(o.lossLog), LossPlot: abs(o.lossPlot),
+		EvalEvery: o.evalEvery, SaveEvery: o.saveEvery, Sample: o.sample, MaxSkips: o.maxSkips}
+}
+
+// resumeFlags gives the flags of a -resume run that the command line does
+// not set the values of the run the state saved, read from its header
+// before any default is applied: the run's identity (runIdentity: -config,
+// -data or -digits, -tokenizer, -vocab, -batch, -seed), its schedule and
+// precision (-steps, -lr, -min-lr, -warmup, -weight-decay, -clip,
+// -dropout, -precision) and its outputs (runOutputs: -out, -state,
+// -loss-log, -loss-plot, -eval-every, -save-every, -sample, -max-skips),
+// so that "-resume FILE" alone continues the run exactly. A flag given
+// keeps its value (restoreState notes one that differs from the saved
+// run's). A key a state saved by an older train-gpt lacks leaves its flags
+// to their defaults, as before; a header that cannot be read is left for
+// checkFiles and the load to report. -attention and the device's flags
+// are not taken: auto chooses for the device the run is resumed on. The
+// flags taken are listed in o.fromSaved for the message of the resumed
+// run; they count as set for the defaults that follow (setDefaults,
+// setStateDefault, setLossPlotDefault).
+func (o *options) resumeFlags(fs *flag.FlagSet) error {
+	if o.resume == "" || o.bench || o.memTrace != "" || o.memPlot != "" {
+		return nil // check refuses -resume with these
+	}
+	if cli.Readable(o.resume) != nil {
+		return nil
+	}
+	meta, err := tensor.ReadSafetensorsMetadata(o.resume)
+	if err != nil {
+		return nil
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	take := func(name, v string) error {
+		if set[name] {
+			return nil
+		}
+		if err := fs.Set(name, v); err != nil {
+			return fmt.Errorf("-resume %s: the saved run's -%s %q: %w", o.resume, name, v, err)
+		}
+		shown := v
+		if v == "" || strings.ContainsAny(v, " \t\n'\"") {
+			shown = strconv.Quote(v)
+		}
+		o.fromSaved = append(o.fromSaved, "-"+name+" "+shown)
+		return nil
+	}
+	ftoa := func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+	var s runIdentity
+	var keys map[string]json.RawMessage // the keys the state has: an older one's lack some
+	if r := meta[keyRun]; r != "" && json.Unmarshal([]byte(r), &s) == nil && json.Unmarshal([]byte(r), &keys) == nil {
+		has := func(k string) bool { _, ok := keys[k]; return ok }
+		var vals [][2]string
+		if s.Config != "" {
+			vals = append(vals, [2]string{"config", s.Config})
+		}
+		// -data or -digits given says which task (compareRuns refuses
+		// another); else the saved run's.
+		if !set["data"] && !set["digits"] && has("data") {
+			if s.Data != "" {
+				vals = append(vals, [2]string{"data", s.Data})
+			} else if s.Digits > 0 {
+				vals = append(vals, [2]string{"digits", strconv.Itoa(s.Digits)})
+			}
+		}
+		if s.Tokenizer != "" {
+			vals = append(vals, [2]string{"tokenizer", s.Tokenizer})
+		}
+		if s.Batch > 0 {
+			vals = append(vals, [2]string{"batch", strconv.Itoa(s.Batch)})
+		}
+		if s.Steps > 0 {
+			vals = append(vals, [2]string{"steps", strconv.Itoa(s.Steps)})
+		}
+		if s.LR > 0 {
+			vals = append(vals, [2]string{"lr", ftoa(s.LR)})
+		}
+		for _, v := range [][3]string{{"warmup", "warmup", strconv.Itoa(s.Warmup)}, {"weight_decay", "weight-decay", ftoa(s.WD)},
+			{"clip", "clip", ftoa(s.Clip)}, {"dropout", "dropout", ftoa(s.Dropout)}, {"seed", "seed", strconv.FormatUint(s.Seed, 10)}} {
+			if has(v[0]) {
+				vals = append(vals, [2]string{v[1], v[2]})
+			}
+		}
+		if s.Precision != "" {
+			vals = append(vals, [2]string{"precision", s.Precision})
+		}
+		for _, v := range vals {
+			if err := take(v[0], v[1]); err != nil {
+				return err
+			}
+		}
+		// -min-lr after -lr: one above a new -lr given is not taken (its
+		// default, -lr/10, is; restoreState notes the change).
+		if has("min_lr") && !(set["lr"] && s.MinLR > o.lr) {
+			if err := take("min-lr", ftoa(s.MinLR)); err != nil {
+				return err
+			}
+		}
+		// -vocab after -config: only a vocabulary other than the config's.
+		if cfg, err := nn.LookupGPTConfig(o.config); s.Vocab > 0 && (err != nil || cfg.Vocab != s.Vocab) {
+			if err := take("vocab", strconv.Itoa(s.Vocab)); err != nil {
+				return err
+			}
+		}
+	}
+	var out runOutputs
+	if r := meta[keyOutputs]; r != "" && json.Unmarshal([]byte(r), &out) == nil {
+		plot := out.LossPlot
+		if plot == "" {
+			plot = "off"
+		}
+		vals := [][2]string{{"out", out.Out}, {"state", out.State}, {"loss-log", out.LossLog}, {"loss-plot", plot},
+			{"eval-every", strconv.Itoa(out.EvalEvery)}}
+		if out.SaveEvery > 0 && !(set["state"] && o.state == "") {
+			vals = append(vals, [2]string{"save-every", strconv.Itoa(out.SaveEvery)})
+		}
+		if o.data != "" {
+			vals = append(vals, [2]string{"sample", strconv.Itoa(out.Sample)}) // text's (checkIgnored)
+		}
+		if o.precision == "fp16" && out.MaxSkips > 0 {
+			vals = append(vals, [2]string{"max-skips", strconv.Itoa(out.MaxSkips)}) // fp16's (checkIgnored)
+		}
+		for _, v := range vals {
+			if err := take(v[0], v[1]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
 
 // runIdentity is what defines a run. A state is resumed only with the
 // same config, data, digits and batch (anything else would make its data
@@ -130,6 +290,11 @@ func (t *trainer) saveState(ctx context.Context, path string, o *options, step i
 		keySkips:      strconv.Itoa(t.skips), keySmooth: strconv.FormatFloat(smooth, 'g', -1, 64),
 		keyRun: string(run),
 	}
+	outs, err := json.Marshal(outputs(o))
+	if err != nil {
+		return err
+	}
+	meta[keyOutputs] = string(outs)
 	for k, v := range t.scaler.Metadata() {
 		meta[k] = v
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -324,6 +325,9 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device, in *interrupts) erro
 		} else if o.out == "" {
 			return &cli.ExitError{Code: 2, Msg: fmt.Sprintf("-resume %s: the run is at step %d, -steps %d leaves nothing to train, and there is no -out to write its weights to (raise -steps, or give -out)", o.resume, done, o.steps)}
 		}
+		if len(o.fromSaved) > 0 {
+			fmt.Fprintf(os.Stderr, "train-gpt: -resume: the flags not given are the saved run's: %s\n", strings.Join(o.fromSaved, " "))
+		}
 	}
 	// A state of a complete run (-save-every dividing -steps, or saved by
 	// a failure at the end): its weights are written, nothing trained.
@@ -418,7 +422,7 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device, in *interrupts) erro
 		defer in.saving.Store(false)
 		if o.stopSaving == step {
 			in.trigger(syscall.SIGINT)
-			in.trigger(syscall.SIGINT)
+			in.triggerAgain(syscall.SIGINT)
 		}
 		if err := tr.saveState(in.ctx, o.state, o, step, smooth, extra); err != nil {
 			return in.abandoned(fmt.Errorf("saving the training state after step %d: %w", step, err), fmt.Sprintf("saving the training state after step %d", step))
