@@ -25,7 +25,7 @@ __device__ void cross_entropy(T* loss, const T* logits, const int* targets, i64 
     const T* x = logits + r * ld;
     T m;
     const double s = row_max_sumexp(g, x, cols, &m);
-    if (g.rank == 0) loss[r] = (T)((double)m + log(s) - (double)x[t]);
+    if (g.rank == 0) loss[r] = (T)(((double)m - (double)x[t]) + log(s));
   }
 }
 
@@ -205,7 +205,7 @@ __device__ void cross_entropy_fused(T* loss, D* dlogits, const L* logits, const 
     const L* x = logits + r * ld;
     T m;
     const double s = ce_row_max_sumexp(g, x, cols, vec, &m);
-    if (g.rank == 0) loss[r] = (T)((double)m + log(s) - (double)ce_val(x[t]));
+    if (g.rank == 0) loss[r] = (T)(((double)m - (double)ce_val(x[t])) + log(s));
     const double gl = (double)dloss[r];
     const T scale = (T)(gl / s), gt = (T)gl;
     ce_row_for_each<T>(

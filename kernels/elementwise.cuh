@@ -82,7 +82,7 @@ __device__ __forceinline__ T unary_grad(int op, T g, const X* x, const X* y, i64
       T du = (T)GELU_K * ((T)1 + (T)(3 * GELU_C) * v * v);
       return g * (s + (T)2 * v * s * ((T)1 - s) * du);
     }
-    case U_RELU: return (T)elem(y, i) > (T)0 ? g : (T)0;
+    case U_RELU: return (T)elem(y, i) <= (T)0 ? (T)0 : g;  // a NaN y passes g, as PyTorch
     case U_ABS: {
       T v = (T)elem(x, i);
       if (v > (T)0) return g;

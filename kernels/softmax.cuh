@@ -28,8 +28,8 @@ __device__ void softmax_rows(T* dst, const T* src, i64 rows, i64 cols, int logMo
     T m;
     const double s = row_max_sumexp(g, x, n, &m);
     if (logMode) {
-      double lse = (double)m + log(s);
-      for (i64 c = g.rank; c < n; c += g.size) y[c] = (T)((double)x[c] - lse);
+      const double ls = log(s);  // (x - m) - log s: m + log s would lose log s at |m| >~ 1e15
+      for (i64 c = g.rank; c < n; c += g.size) y[c] = (T)(((double)x[c] - (double)m) - ls);
     } else {
       T inv = (T)(1.0 / s);
       for (i64 c = g.rank; c < n; c += g.size) y[c] = exp_t(x[c] - m) * inv;

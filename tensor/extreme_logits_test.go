@@ -2,34 +2,12 @@ package tensor_test
 
 import (
 	"math"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-ml/strata/tensor"
 )
-
-// needKernelFix skips a CUDA subtest whose fix is in the CPU kernels but
-// not yet in the embedded CUDA kernels: the kernel source file (under
-// ../kernels, which tensor/kernels.fatbin must match) lacks line, the
-// fixed code (kernels/pending.patch holds it until the fatbin is rebuilt
-// on a machine with nvcc). Once the source has it, the subtest runs.
-func needKernelFix(t *testing.T, dev tensor.Device, file, line string) {
-	t.Helper()
-	if dev == tensor.CPU() {
-		return
-	}
-	src, err := os.ReadFile(filepath.Join("..", "kernels", file))
-	if err != nil {
-		t.Skipf("kernels/%s not readable (%v): cannot tell whether the CUDA kernels have the fix", file, err)
-	}
-	if !strings.Contains(string(src), line) {
-		t.Skipf("the CUDA kernels predate this fix: kernels/pending.patch (session 31) is not applied and built yet")
-	}
-}
 
 // TestCrossEntropyExtremeLogits: with logits so large that m + log s
 // rounds log s away (m the row's max), the loss is (m - x[t]) + log s and
@@ -57,7 +35,6 @@ func TestCrossEntropyExtremeLogits(t *testing.T) {
 		}
 	}
 	onDevices(t, func(t *testing.T, dev tensor.Device) {
-		needKernelFix(t, dev, "crossentropy.cuh", "((double)m - (double)x[t]) + log(s)")
 		for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
 			tensor.WithScope(func() {
 				x := tensor.FromFloats(dev, dt, logits, 4, 3)

@@ -28,7 +28,7 @@ const (
 	OpTanh = ops.Tanh
 	// OpGelu: y = x*sigmoid(2u), u = sqrt(2/pi)(x + 0.044715x^3) (GELU, tanh approximation); dx = dy*(s + 2x*s*(1-s)*du/dx), s = sigmoid(2u).
 	OpGelu = ops.Gelu
-	// OpRelu: y = max(x, 0), NaN propagating; dx = dy where not y <= 0 (a NaN y passes dy, as PyTorch's threshold_backward; the CUDA kernel once kernels/pending.patch is built).
+	// OpRelu: y = max(x, 0), NaN propagating; dx = dy where not y <= 0 (a NaN y passes dy, as PyTorch's threshold_backward).
 	OpRelu = ops.Relu
 	// OpAbs: y = |x|; dx = dy*sign(x), 0 at 0, NaN at NaN.
 	OpAbs = ops.Abs

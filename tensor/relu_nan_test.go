@@ -17,7 +17,6 @@ import (
 //	torch.relu(x).backward(torch.ones(4)); x.grad  # tensor([1., 0., 0., 1.])
 func TestReluBackwardAtNaN(t *testing.T) {
 	onDevices(t, func(t *testing.T, dev tensor.Device) {
-		needKernelFix(t, dev, "elementwise.cuh", "case U_RELU: return (T)elem(y, i) <= (T)0 ? (T)0 : g;")
 		for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
 			tensor.WithScope(func() {
 				x := tensor.FromFloats(dev, dt, []float64{math.NaN(), -1, 0, 2}, 4)

@@ -97,7 +97,7 @@ var Unaries = [NumUnary]Unary{
 	Rsqrt:   {"Rsqrt", "1/sqrt(x)", "dy*(-0.5)*y^3", ReadsY},
 	Tanh:    {"Tanh", "tanh x", "dy*(1-y^2)", ReadsY},
 	Gelu:    {"Gelu", "x*sigmoid(2u), u = sqrt(2/pi)(x + 0.044715x^3) (GELU, tanh approximation)", "dy*(s + 2x*s*(1-s)*du/dx), s = sigmoid(2u)", ReadsX},
-	Relu:    {"Relu", "max(x, 0), NaN propagating", "dy where not y <= 0 (a NaN y passes dy, as PyTorch's threshold_backward; the CUDA kernel once kernels/pending.patch is built)", ReadsY},
+	Relu:    {"Relu", "max(x, 0), NaN propagating", "dy where not y <= 0 (a NaN y passes dy, as PyTorch's threshold_backward)", ReadsY},
 	Abs:     {"Abs", "|x|", "dy*sign(x), 0 at 0, NaN at NaN", ReadsX},
 	Square:  {"Square", "x^2", "dy*2x", ReadsX},
 	Recip:   {"Recip", "1/x", "-dy*y^2", ReadsY},
