@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -61,18 +59,7 @@ func TestDoubleSignalFromTimeoutSaves(t *testing.T) {
 	}
 	dir := t.TempDir()
 	c := resumeCase{"timeout", 100000, []string{"-batch", "8"}}
-	cmd := mainCmd(t, dir, nil, c.args(dir, "cpu")...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	require.NoError(t, cmd.Start())
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		l, _ := os.ReadFile(filepath.Join(dir, "loss.jsonl"))
-		if bytes.Count(l, []byte("\n")) >= 3 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	cmd, stderr := startLogging(t, dir, c, 3)
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 	time.Sleep(20 * time.Millisecond)
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))

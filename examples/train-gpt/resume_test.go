@@ -170,19 +170,8 @@ func TestSignalsAndResume(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL} {
 		t.Run(sig.String(), func(t *testing.T) {
 			dir := t.TempDir()
-			cmd := mainCmd(t, dir, nil, c.args(dir, "cpu")...)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			require.NoError(t, cmd.Start())
 			// Signal once some steps (more than one save) are done.
-			deadline := time.Now().Add(60 * time.Second)
-			for {
-				l, _ := os.ReadFile(filepath.Join(dir, "loss.jsonl"))
-				if bytes.Count(l, []byte("\n")) >= 15 || time.Now().After(deadline) {
-					break
-				}
-				time.Sleep(time.Millisecond)
-			}
+			cmd, stderr := startLogging(t, dir, c, 15)
 			require.NoError(t, cmd.Process.Signal(sig))
 			err := cmd.Wait()
 			var ee *exec.ExitError
@@ -253,4 +242,23 @@ func TestSecondSignalWhileSaving(t *testing.T) {
 	meta, err := tensor.ReadSafetensorsMetadata(filepath.Join(dir, "state.safetensors"))
 	require.NoError(t, err)
 	require.Equal(t, "2", meta[keyStep], "the state saved after step 2 is kept")
+}
+
+// startLogging starts train-gpt on case c in dir as a child process and
+// returns once its loss log holds n lines (or a minute has passed), with
+// the buffer its standard error goes to.
+func startLogging(t *testing.T, dir string, c resumeCase, n int) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := mainCmd(t, dir, nil, c.args(dir, "cpu")...)
+	stderr := new(bytes.Buffer)
+	cmd.Stderr = stderr
+	require.NoError(t, cmd.Start())
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		l, _ := os.ReadFile(filepath.Join(dir, "loss.jsonl"))
+		if bytes.Count(l, []byte("\n")) >= n || time.Now().After(deadline) {
+			return cmd, stderr
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
