@@ -1,6 +1,7 @@
 package autograd_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -120,6 +121,27 @@ func TestGradThroughCheckpoint(t *testing.T) {
 		require.NoError(t, err)
 		require.Nil(t, gs[0])
 		check("w1", gs[1])
+	})
+	require.Zero(t, c.BytesInUse())
+}
+
+// TestGradThroughParameterOnlyRegion: a region whose result is made of a
+// closed-over parameter alone (no context of its own in the
+// recomputation) still joins the Grad pass: the parameter's gradient is
+// Grad's result, and its Grad stays nil.
+func TestGradThroughParameterOnlyRegion(t *testing.T) {
+	cpu := tensor.CPU()
+	c := tensor.NewCtx()
+	w := autograd.Param(tensor.FromFloat32s(cpu, []float32{0.5, -1}, 2), "w")
+	defer w.Value.Release()
+	c.WithScope(func() {
+		x := autograd.Const(c.FromFloat32s(cpu, []float32{2, 3}, 2))
+		h := checkpoint.Apply(func(in ...*autograd.Var) *autograd.Var { return autograd.Tanh(w) }, x)
+		gs, err := autograd.Grad(autograd.Sum(autograd.Mul(h, x), false), []*autograd.Var{w}, autograd.GradOptions{})
+		require.NoError(t, err)
+		th := []float64{math.Tanh(0.5), math.Tanh(-1)}
+		require.InDeltaSlice(t, []float64{2 * (1 - th[0]*th[0]), 3 * (1 - th[1]*th[1])}, gs[0].Float64s(), 1e-6)
+		require.Nil(t, w.Grad)
 	})
 	require.Zero(t, c.BytesInUse())
 }

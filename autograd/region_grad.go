@@ -36,7 +36,13 @@ func RegionGrad(out *Var, g *tensor.Tensor, inputs []*Var) ([]*tensor.Tensor, er
 		}
 	}
 	grads := make([]*tensor.Tensor, len(inputs))
+	// The region's node set the pass in its context: the recomputed
+	// output's, or, for an output made of closed-over parameters alone
+	// (no context of its own), the one the engine's gradient belongs to.
 	outer := stateOf(out.Value.Ctx()).grad
+	if gc := g.Ctx(); outer == nil && out.Value.Ctx() == nil && gc != nil {
+		outer = stateOf(gc).grad
+	}
 	if outer == nil {
 		err := out.propagate(g, pass{})
 		for i, x := range inputs {

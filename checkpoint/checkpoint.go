@@ -185,6 +185,11 @@ func (r *region) forward() (out *autograd.Var, val *tensor.Tensor) {
 	if val != nil {
 		c.Adopt(val)
 		r.keepReads()
+		if !out.IsLeaf() && out.Value.Ctx() == nil {
+			// Computed in the region from kept tensors alone (closed-over
+			// parameters): no scope released it; val holds its bytes.
+			out.Value.Release()
+		}
 	}
 	done = true
 	return out, val
@@ -234,6 +239,9 @@ func (r *region) backward(g *tensor.Tensor) []*tensor.Tensor {
 		// here; in a Grad pass through the region, Grad's leaves among
 		// them get theirs in its results (RegionGrad).
 		gs, err := autograd.RegionGrad(out, g, det)
+		if out.Value.Ctx() == nil {
+			out.Value.Release() // made of closed-over parameters alone: in no scope
+		}
 		if err != nil {
 			if oe, ok := err.(*tensor.OpError); ok {
 				panic(oe)
