@@ -176,6 +176,11 @@ func (v *Var) Name() string {
 	return v.name
 }
 
+// SetName renames v (a parameter, when a container such as
+// nn.NewSequential prefixes its layers' names): the name errors, anomaly
+// reports and ErrModified give.
+func (v *Var) SetName(name string) { v.name = name }
+
 // Shape is the value's shape.
 func (v *Var) Shape() []int { return v.Value.Shape() }
 

@@ -21,6 +21,14 @@ type Parameter struct {
 	Decay bool
 }
 
+// rename gives p a new full name: its Name, its var's (errors, anomaly
+// reports) and its storage's label (placement plans, snapshots).
+func (p *Parameter) rename(name string) {
+	p.Name = name
+	p.Var.SetName(name)
+	p.Value.SetLabel(name)
+}
+
 // Module is anything with parameters.
 type Module interface {
 	Parameters() []*Parameter

@@ -56,7 +56,7 @@ func NewSequential(name string, layers ...Layer) (*Sequential, error) {
 	}
 	for i, l := range layers {
 		for _, p := range l.Parameters() {
-			p.Name = prefix(name, prefix(strconv.Itoa(i), p.Name))
+			p.rename(prefix(name, prefix(strconv.Itoa(i), p.Name)))
 		}
 	}
 	return &Sequential{Layers: layers}, nil

@@ -55,6 +55,10 @@ func TestSequentialNames(t *testing.T) {
 	var names []string
 	for _, p := range outer.Parameters() {
 		names = append(names, p.Name)
+		// The var's name (errors, anomaly reports) and the storage's label
+		// (placement plans, snapshots) follow.
+		require.Equal(t, p.Name, p.Var.Name())
+		require.Equal(t, p.Name, p.Value.Allocation().Label())
 	}
 	// PyTorch's nested names; a layer built with a name keeps it under its index.
 	require.Equal(t, []string{"net.0.0.weight", "net.0.0.bias", "net.2.fc.weight"}, names)
