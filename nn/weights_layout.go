@@ -3,7 +3,6 @@ package nn
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"maps"
 	"os"
@@ -198,21 +197,24 @@ func LoadWeightsLayout(path string, ps []*Parameter, layout Layout) (meta map[st
 	if err != nil {
 		return nil, got, fmt.Errorf("nn: loading weights: %w", err)
 	}
-	_, md, err := st.ReadMetadata(buf)
+	// The header is parsed once: ReadMetadata checks its length and the
+	// tensors' offsets against the file, and the views are cut from the
+	// data here (st.Deserialize would parse it again).
+	n, md, err := st.ReadMetadata(buf)
 	if err != nil {
 		return fail("not a safetensors file: %w", err)
 	}
-	// ReadMetadata checked the header's length against the file.
-	if err := tensor.CheckSafetensorsHeader(path, buf[8:8+binary.LittleEndian.Uint64(buf[:8])]); err != nil {
+	if err := tensor.CheckParsedSafetensorsHeader(path, buf[8:8+n], md); err != nil {
 		return fail("%w", err)
 	}
-	f, err := st.Deserialize(buf)
-	if err != nil {
-		return fail("%w", err)
-	}
-	files := make(map[string]st.TensorView, f.Len())
-	for _, nv := range f.Tensors() {
-		files[nv.Name] = nv.TensorView
+	data := buf[8+n:]
+	files := make(map[string]st.TensorView, len(md.Tensors()))
+	for name, info := range md.Tensors() {
+		v, err := st.NewTensorView(info.DType, info.Shape, data[info.DataOffsets[0]:info.DataOffsets[1]])
+		if err != nil {
+			return fail("tensor %q: %w", name, err)
+		}
+		files[name] = v
 	}
 	prefixed := true // the file's names keep "transformer."
 	switch layout {

@@ -114,13 +114,10 @@ func (c *Ctx) ReadSafetensors(path string, dev Device) (map[string]*Tensor, map[
 		return nil, nil, fmt.Errorf("tensor: safetensors %s: bad header: %w", path, err)
 	}
 	hdr, data := buf[8:8+n], buf[8+n:]
-	if !utf8.Valid(hdr) {
-		return nil, nil, fmt.Errorf("tensor: safetensors %s: bad header: not valid UTF-8: %w", path, ErrArgument)
-	}
-	infos, meta := md.Tensors(), md.Metadata()
-	if err := checkParsedHeaderKeys(path, hdr, len(infos), meta); err != nil {
+	if err := CheckParsedSafetensorsHeader(path, hdr, md); err != nil {
 		return nil, nil, err
 	}
+	infos, meta := md.Tensors(), md.Metadata()
 	// In the data's order, as st.Deserialize's Tensors gives them.
 	type entry struct {
 		name string

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"unicode/utf8"
+
+	st "github.com/nlpodyssey/safetensors"
 )
 
 // MaxSafetensorsHeader is the longest JSON header, in bytes, that
@@ -34,6 +37,20 @@ func checkHeaderLen(path string, n uint64, size int64) error {
 // weights loaders), which encoding/json would let keep the last.
 func CheckSafetensorsHeader(path string, header []byte) error {
 	return checkHeaderKeys(path, header)
+}
+
+// CheckParsedSafetensorsHeader returns the error ReadSafetensors gives a
+// header that github.com/nlpodyssey/safetensors parsed into md (its
+// ReadMetadata), or nil: bytes that are not UTF-8 (encoding/json would
+// read them as U+FFFD, so two names could become one) or a key given twice
+// in one object. It costs a pass over the bytes, not a second parse: for
+// readers outside this package that parse the header once (nn's weights
+// loader).
+func CheckParsedSafetensorsHeader(path string, header []byte, md st.Metadata) error {
+	if !utf8.Valid(header) {
+		return fmt.Errorf("tensor: safetensors %s: bad header: not valid UTF-8: %w", path, ErrArgument)
+	}
+	return checkParsedHeaderKeys(path, header, len(md.Tensors()), md.Metadata())
 }
 
 // checkParsedHeaderKeys returns checkHeaderKeys(path, hdr) for a header
