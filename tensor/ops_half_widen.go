@@ -58,8 +58,11 @@ func widened(ts []*Tensor) (out []*Tensor, release func()) {
 }
 
 // scaleHalf multiplies the contiguous half tensor t by alpha in place
-// through float32: the product of its exact float32 value and alpha,
-// rounded once to t's dtype (ScaleInPlace's rounding, in t's dtype).
+// through float32: its exact float32 value times float32(alpha), rounded
+// to float32 and then to t's dtype. For a power of two (a loss scale or
+// its inverse) that is exact up to the final rounding; otherwise the two
+// roundings may differ from one by an ulp of t's dtype, rarely (a float64
+// temporary would round once at twice the float32 one's bytes).
 func scaleHalf(t *Tensor, alpha float64) {
 	w := t.To(Float32)
 	defer w.Release()
