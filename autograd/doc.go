@@ -15,14 +15,16 @@
 // allocates has memory role gradient. An embedding whose table already has a Grad (a tied
 // vocabulary table: the output head's gradient came first) adds its rows
 // into that Grad in place (tensor.EmbeddingBackwardInto) instead of
-// handing the engine a (rows, D) gradient to add. The graph is consumed as it goes: after a node's backward has
+// handing the engine a (rows, D) gradient to add (not in a Grad pass,
+// which changes no Grad). The graph is consumed as it goes: after a node's backward has
 // run, its saved tensors, its output gradient and its output value are
 // released (unless the var was retained), so memory falls during the
 // backward pass. BackwardOpts with RetainGraph keeps the graph for
 // another pass instead (torch's retain_graph=True). Grad returns the
 // gradients with respect to chosen vars, leaves or computed ones, without
 // touching any leaf's Grad (torch.autograd.grad): only the ops between
-// the output and those vars run their backward. Forward values stay alive only until the backward of the
+// the output and those vars run their backward, checkpointed regions
+// included (RegionGrad). Forward values stay alive only until the backward of the
 // op that produced them; what no backward reaches is released by the
 // enclosing tensor.Scope. With one scope per training step, the bytes in
 // use after every step equal those after the first.
