@@ -70,8 +70,9 @@ func (p *Pool) emptyLimitCache(room int64) error {
 // even after the pool's cached segments are released, and those of the
 // pools the limit also covers (the device limit's managed tier). Bytes
 // held past the largest request (4 EiB in all) are refused with
-// ErrInvalidArgument, limit or none. release gives the bytes back (once;
-// later calls do nothing).
+// ErrInvalidArgument where there is no limit; under a limit they are past
+// it, and refused as any hold the limit has no room for (ErrOutOfMemory).
+// release gives the bytes back (once; later calls do nothing).
 func (m *Manager) Hold(t Tier, n int64) (release func(), err error) {
 	if t >= NumTiers || n <= 0 {
 		return nil, fmt.Errorf("memory: Hold of %d bytes on %s: want a known tier and a positive size: %w", n, t, ErrInvalidArgument)

@@ -171,7 +171,7 @@ func newPool(b Backend, cfg PoolConfig, mu *mutex, parent *Usage) *Pool {
 		sync:    cfg.StreamSync,
 	}
 	p.adviser, _ = b.(Adviser)
-	p.poison = poisonFreed && hostOnly(b)
+	p.poison = poisonFreed && hostMemory(b) // a budget-wrapped host backend too (the CPU device's)
 	p.indexes = [2]*freeIndex{&p.small, &p.large}
 	p.largeRest = SmallSize + 1
 	if cfg.Expandable {

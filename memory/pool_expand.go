@@ -141,6 +141,12 @@ func (p *Pool) expand(rounded int64, s Stream) (*Block, error) {
 		return nil, err
 	}
 	b := p.carve(best, bestPos)
+	// The free run past the request is free memory of the range: split it
+	// off here, since alloc never splits a block above MaxSplitSize (a
+	// cached block), and this one is a placement, not a cached block.
+	if p.cfg.MaxSplitSize > 0 && b.size > p.cfg.MaxSplitSize && b.size-rounded >= p.largeRest {
+		p.split(b, rounded)
+	}
 	// Stale address space costs no memory, only mappings: it is swept
 	// once it outgrows the memory mapped (with a synchronisation: not
 	// while a held stream, a graph's private pool, grows in its capture).

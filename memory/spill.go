@@ -85,15 +85,9 @@ func (m *Manager) spillDest(from Tier) Tier {
 // isHostBackend reports whether b hands out plain host memory (the CPU
 // device's backends, possibly wrapped in a budget).
 func isHostBackend(b Backend) bool {
-	switch w := b.(type) {
-	case *hostBackend:
-		return true
-	case *budgetBackend:
-		return isHostBackend(w.up)
-	case *budgetVM:
-		return isHostBackend(w.up)
-	}
-	return false
+	// hostMemory, not a test for *hostBackend: on Unix NewHostBackend
+	// returns a *hostVM, which embeds hostBackend but is another type.
+	return hostMemory(b)
 }
 
 // spill serves an allocation that tier from refused with err, from the
