@@ -37,6 +37,8 @@ func MatMulInto(c, a, b *Tensor, beta float64, mode MatMulMode) {
 	if k == 0 {
 		if beta == 0 {
 			c.Fill(0)
+		} else if beta != 1 && c.dtype.IsHalf() {
+			scaleHalf(c, beta) // in float32, rounded once, as the GEMM's beta*c
 		} else if beta != 1 {
 			c.ScaleInPlace(beta)
 		}

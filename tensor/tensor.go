@@ -135,6 +135,12 @@ func newTensor(op string, c *Ctx, dev Device, dt DType, role memory.Role, shape 
 	if problem != "" {
 		return nil, &OpError{Op: op, Msg: problem, Err: ErrShape}
 	}
+	// elements lets a view reach 2^62 bytes; an allocation must stay below
+	// the memory manager's largest request (1<<62 - 1, less a CUDA guard's
+	// bytes), which refuses it with memory.ErrInvalidArgument otherwise.
+	if int64(n)*int64(dt.Size()) > maxStorageBytes {
+		return nil, &OpError{Op: op, Msg: fmt.Sprintf("shape %v of %v is more bytes than memory can allocate", shape, dt), Err: ErrShape}
+	}
 	st, err := newStorage(op, dev, int64(n)*int64(dt.Size()), role)
 	if err != nil {
 		return nil, &OpError{Op: op, Msg: fmt.Sprintf("allocating %v %v on %v", dt, shape, dev), Err: err}
@@ -175,6 +181,10 @@ func elements(shape []int, dt DType) (n int, problem string) {
 	}
 	return n, ""
 }
+
+// maxStorageBytes is the largest storage newTensor asks for: below
+// memory's largest request (1<<62 - 1) by more than guardBytes.
+const maxStorageBytes = 1<<62 - 1<<20
 
 // mustNew is newTensor for ops, with c's role (Background's for c ==
 // nil): it panics with the *OpError.
