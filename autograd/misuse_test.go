@@ -23,7 +23,8 @@ func TestBadShapesAreOpErrors(t *testing.T) {
 		for name, f := range map[string]func(){
 			"Mean axis 2":    func() { autograd.Mean(x, false, 2) },
 			"Mean axis -3":   func() { autograd.Mean(x, true, -3) },
-			"Mean scalar -1": func() { autograd.Mean(s, true, -1) },
+			"Mean scalar -2": func() { autograd.Mean(s, true, -2) }, // 0 and -1 are a scalar's axis, as in PyTorch
+			"Sum scalar 1":   func() { autograd.Sum(s, false, 1) },
 			"Linear scalar":  func() { autograd.Linear(s, w, nil) },
 		} {
 			var err error

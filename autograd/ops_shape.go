@@ -133,10 +133,14 @@ func Mean(x *Var, keepDim bool, axes ...int) *Var {
 	}).reads(0, false)
 }
 
-// keptShape is shape with the reduced axes set to 1.
+// keptShape is shape with the reduced axes set to 1 (axes checked by the
+// tensor op; a scalar's axis 0 or -1 reduces nothing).
 func keptShape(shape, axes []int) []int {
 	k := make([]int, len(shape))
 	copy(k, shape)
+	if len(shape) == 0 {
+		return k
+	}
 	if len(axes) == 0 {
 		for i := range k {
 			k[i] = 1

@@ -58,3 +58,29 @@ func TestMatMulIntoHalfEmptyInnerScalesC(t *testing.T) {
 		})
 	}
 }
+
+// TestReduceScalarAxis: a scalar's reductions take axis 0 or -1 (and
+// keepDim) as PyTorch's torch.tensor(3.).sum(0) does, giving the scalar;
+// another axis, or one twice, is ErrShape.
+func TestReduceScalarAxis(t *testing.T) {
+	cpu := tensor.CPU()
+	tensor.WithScope(func() {
+		x := tensor.FromFloat32s(cpu, []float32{3}).Reshape()
+		for _, axis := range []int{0, -1} {
+			for _, keep := range []bool{false, true} {
+				for name, r := range map[string]*tensor.Tensor{
+					"Sum": tensor.Sum(x, keep, axis), "Max": tensor.Max(x, keep, axis), "Mean": tensor.Mean(x, keep, axis),
+				} {
+					if r.Rank() != 0 || r.Float32s()[0] != 3 {
+						t.Errorf("%s(scalar, %v, %d) = %v %v, want the scalar 3", name, keep, axis, r.Shape(), r.Float32s())
+					}
+				}
+			}
+		}
+		for _, axes := range [][]int{{1}, {-2}, {0, 0}} {
+			if err := tensor.Try(func() { tensor.Sum(x, false, axes...) }); !errors.Is(err, tensor.ErrShape) {
+				t.Errorf("Sum(scalar, axes %v): %v, want ErrShape", axes, err)
+			}
+		}
+	})
+}

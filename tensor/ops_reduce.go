@@ -13,6 +13,14 @@ func reduceAxes(op string, t *Tensor, axes []int) []int {
 		}
 		return axes
 	}
+	if len(t.shape) == 0 {
+		// A scalar takes axis 0 (or -1) and reduces over nothing, as
+		// PyTorch's torch.tensor(3.).sum(0).
+		if len(axes) > 1 || axes[0] != 0 && axes[0] != -1 {
+			fail(op, ErrShape, "axes %v out of range for a scalar (0 or -1, once)", axes)
+		}
+		return nil
+	}
 	out := make([]int, len(axes))
 	for i, a := range axes {
 		out[i] = t.axis(op, a)
