@@ -164,7 +164,9 @@
 // gradient even when its inputs do not, and its backward runs with
 // recording on), and RegionGrad runs the region's inner pass as part of
 // the pass that steps it (a Backward fills the Grad of the leaves inside,
-// a Grad takes their gradients as its results); and an OpHook, set per
+// a Grad takes their gradients as its results); NodeMark and Var.Outer
+// find the computed vars a region closed over, and AsLeaves lets them
+// stand as leaves while it is recomputed; and an OpHook, set per
 // context with WithOpHook, is
 // consulted by name by the forward of the matrix products, the attention,
 // LayerNorm, the softmaxes and GeluLinear's GELU, which lets selective

@@ -188,3 +188,61 @@ func TestGradThroughSequential(t *testing.T) {
 	})
 	require.Zero(t, c.BytesInUse())
 }
+
+// TestGradThroughClosedOverComputedVar: a region whose function closes
+// over a computed var (h, made from p outside it and used outside it too)
+// and nests a region that closes over it again: Grad with respect to p,
+// h and w, and Backward, give the plain graph's gradients.
+func TestGradThroughClosedOverComputedVar(t *testing.T) {
+	cpu := tensor.CPU()
+	c := tensor.NewCtx()
+	p := autograd.Param(tensor.FromFloat32s(cpu, []float32{1, 2, -0.5, 0.25}, 2, 2), "p")
+	w := autograd.Param(tensor.FromFloat32s(cpu, []float32{0.5, -1, 2, 0.25}, 2, 2), "w")
+	defer func() { p.Value.Release(); w.Value.Release() }()
+	x := func() *autograd.Var { return autograd.Const(c.FromFloat32s(cpu, []float32{1, -1, 2, 0.5}, 2, 2)) }
+	forward := func(ckpt bool) (h, loss *autograd.Var) {
+		apply := func(f func(...*autograd.Var) *autograd.Var, in ...*autograd.Var) *autograd.Var {
+			if ckpt {
+				return checkpoint.Apply(f, in...)
+			}
+			return f(in...)
+		}
+		// In c (an op on parameters alone would make an orphan, which the
+		// first scope that meets it, a region's, would take).
+		h = autograd.Tanh(autograd.Mul(p, autograd.Const(c.Full(cpu, tensor.Float32, 0.5, 2, 2))))
+		y := apply(func(in ...*autograd.Var) *autograd.Var {
+			inner := apply(func(in2 ...*autograd.Var) *autograd.Var { return autograd.Mul(in2[0], h) }, autograd.MatMul(in[0], w))
+			return autograd.Add(inner, h)
+		}, x())
+		return h, autograd.Add(autograd.Sum(autograd.Mul(y, y), false), autograd.Sum(autograd.Mul(h, h), false))
+	}
+	want := map[string][]float32{}
+	c.WithScope(func() {
+		h, loss := forward(false)
+		h.Retain()
+		require.NoError(t, loss.Backward())
+		want["p"], want["w"], want["h"] = p.Grad.Float32s(), w.Grad.Float32s(), h.Grad.Float32s()
+		p.ZeroGrad()
+		w.ZeroGrad()
+		h.ZeroGrad()
+	})
+	c.WithScope(func() {
+		h, loss := forward(true)
+		gs, err := autograd.Grad(loss, []*autograd.Var{p, h, w}, autograd.GradOptions{})
+		require.NoError(t, err)
+		for i, n := range []string{"p", "h", "w"} {
+			require.InDeltaSlice(t, want[n], gs[i].Float32s(), 1e-6, n)
+		}
+		require.Nil(t, p.Grad)
+		require.Nil(t, w.Grad)
+	})
+	c.WithScope(func() {
+		_, loss := forward(true)
+		require.NoError(t, loss.Backward())
+		require.InDeltaSlice(t, want["p"], p.Grad.Float32s(), 1e-6, "Backward: p")
+		require.InDeltaSlice(t, want["w"], w.Grad.Float32s(), 1e-6, "Backward: w")
+		p.ZeroGrad()
+		w.ZeroGrad()
+	})
+	require.Zero(t, c.BytesInUse())
+}

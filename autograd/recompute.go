@@ -38,7 +38,7 @@ func RecordRegion(op string, out *tensor.Tensor, inputs []*Var, backward Backwar
 	if c == nil {
 		c = tensor.Background()
 	}
-	n := &node{op: op, inputs: inputs, saved: saved, region: true}
+	n := &node{op: op, inputs: inputs, saved: saved, region: true, seq: nodeSeq.Add(1)}
 	n.backward = func(g *tensor.Tensor) (grads []*tensor.Tensor) {
 		st := stateOf(c)
 		old := st.off.Swap(0) // recording on: the region rebuilds its graph

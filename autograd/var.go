@@ -59,6 +59,9 @@ type node struct {
 	// grad is the Grad pass stepping this region node while its backward
 	// runs, nil otherwise (RegionGrad).
 	grad *capture
+	// seq orders the nodes by when they were recorded (nodeSeq), for
+	// Var.Outer.
+	seq uint64
 	// watch holds what backward reads with the versions it had when the op
 	// was recorded, checked before backward runs (version.go); watchBuf
 	// keeps a few without an allocation.
@@ -347,7 +350,7 @@ func Record(op string, out *tensor.Tensor, inputs []*Var, backward BackwardFunc,
 				Msg: fmt.Sprintf("op %s: nil backward function for inputs that require gradients", op)})
 		}
 		v.Value, saved = owned(out, inputs, saved)
-		v.node = &node{op: op, inputs: inputs, backward: backward, saved: saved}
+		v.node = &node{op: op, inputs: inputs, backward: backward, saved: saved, seq: nodeSeq.Add(1)}
 		v.node.watchAll()
 		recordSite(v.node, recordingCtx(out, inputs))
 	}

@@ -15,14 +15,14 @@ import (
 // computes. It is run twice, in the forward pass and again when backward
 // reaches it, so it must draw random numbers only from its context's
 // stream (autograd.RandomOffset, as nn.Dropout does), read no state that
-// changes in between, and not release its inputs. A var computed outside
-// the region with a graph of its own (a mask or a table shared by every
-// block) must be passed as an input, not closed over: the region's
-// backward would run into the outer graph and consume it (the outer pass
-// then fails with tensor.ErrReleased). Leaves (parameters, constants) and
-// values computed from constants alone may be closed over, and Backward
-// fails with autograd.ErrModified when one was written in place between
-// the passes; a raw tensor read only by the forward pass is not watched.
+// changes in between, and not release its inputs. It may close over
+// parameters, constants and vars computed outside it with graphs of their
+// own (a table made once for every block): those become inputs of the
+// region's node (Var.Outer), stand as leaves in the recomputation, and
+// get their gradients through the outer graph, as in the plain graph.
+// Backward fails with autograd.ErrModified when a leaf or tensor it read
+// was written in place between the passes; a raw tensor read only by the
+// forward pass is not watched.
 type Func func(inputs ...*autograd.Var) *autograd.Var
 
 // Options say how a region is checkpointed. The zero value recomputes
@@ -86,7 +86,7 @@ func (o Options) Apply(fn Func, inputs ...*autograd.Var) *autograd.Var {
 		r.rec = &recorder{c: c, policy: o.Policy}
 	}
 	out, val := r.forward()
-	if r.passThrough(out) || !out.RequiresGrad() || out.IsLeaf() {
+	if r.through || !out.RequiresGrad() || out.IsLeaf() {
 		// Nothing to recompute: a value fn made (no gradient) leaves with
 		// val; a leaf fn closed over is left as it is.
 		if val != nil && out.Value.Released() {
@@ -100,7 +100,10 @@ func (o Options) Apply(fn Func, inputs ...*autograd.Var) *autograd.Var {
 	r.drew = autograd.RandomState(c) - r.rng
 	r.shape, r.dtype = out.Value.Shape(), out.Value.DType()
 	saved := r.rec.adopt()
-	y := autograd.RecordRegion("Checkpoint", val, inputs, r.backward, saved...)
+	// The computed vars fn closed over are inputs of the region's node
+	// too: the recomputation's backward stops at them and hands their
+	// gradients to the outer graph (region.backward).
+	y := autograd.RecordRegion("Checkpoint", val, r.stops(), r.backward, saved...)
 	if o.Offload != nil {
 		r.off, r.held = o.Offload, o.Offload.add(c, saved, inputs)
 	}
@@ -119,13 +122,21 @@ type region struct {
 	nested []*region
 	fn     Func
 	inputs []*autograd.Var
-	c      *tensor.Ctx
-	rng    uint64    // c's random stream before the forward pass
-	drew   uint64    // the random numbers the forward pass drew
-	amp    amp.State // c's autocast state in the forward pass
-	rec    *recorder // the selective policy's saved outputs; nil without a policy
-	off    *Offload  // moves what the region holds off the device; nil: none
-	held   *held     // the region's record in off
+	// hidden are the computed vars (with graphs of their own) that fn
+	// closed over: a mask or table made once for every block. They are
+	// inputs of the region's node after inputs, and stand as leaves in
+	// the recomputation (autograd.AsLeaves, Var.Outer).
+	hidden []*autograd.Var
+	// through is set when fn returned one of its inputs, a computed var
+	// it closed over, or nil: nothing to recompute.
+	through bool
+	c       *tensor.Ctx
+	rng     uint64    // c's random stream before the forward pass
+	drew    uint64    // the random numbers the forward pass drew
+	amp     amp.State // c's autocast state in the forward pass
+	rec     *recorder // the selective policy's saved outputs; nil without a policy
+	off     *Offload  // moves what the region holds off the device; nil: none
+	held    *held     // the region's record in off
 	// closed holds the leaves fn's graph reached that are no inputs (the
 	// parameters and constants it closed over), with the versions of
 	// their values after the forward pass: the recomputation reads them.
@@ -168,11 +179,17 @@ func (r *region) forward() (out *autograd.Var, val *tensor.Tensor) {
 		}
 		old := c.SetValue(regionKey, r)
 		defer c.SetValue(regionKey, old)
+		mark := autograd.NodeMark()
 		amp.With(c, r.amp, func() {
 			autograd.WithOpHook(c, r.rec.hook(), func() { out = r.fn(r.inputs...) })
 		})
 		c.SetValue(regionKey, old)
-		if !r.passThrough(out) {
+		r.through = out == nil || slices.Contains(r.inputs, out)
+		if !r.through {
+			r.hidden = out.Outer(mark, r.inputs...)
+			r.through = len(r.hidden) == 1 && r.hidden[0] == out
+		}
+		if !r.through {
 			// A view of the result out of the region's scope while it
 			// closes: the result's value itself may be one fn closed over
 			// (a parameter, a constant of an outer scope), not the
@@ -195,16 +212,18 @@ func (r *region) forward() (out *autograd.Var, val *tensor.Tensor) {
 	return out, val
 }
 
-// passThrough reports whether fn's result out is one of the region's
-// inputs (or nil).
-func (r *region) passThrough(out *autograd.Var) bool {
-	return out == nil || slices.Contains(r.inputs, out)
+// stops are the region node's inputs: fn's inputs, then the computed vars
+// it closed over.
+func (r *region) stops() []*autograd.Var {
+	return append(r.inputs[:len(r.inputs):len(r.inputs)], r.hidden...)
 }
 
-// backward recomputes the region on detached copies of its inputs, with
-// the random stream and autocast state of the forward pass, and
+// backward recomputes the region on detached copies of its inputs (and
+// with the computed vars fn closed over standing as leaves), with the
+// random stream and autocast state of the forward pass, and
 // back-propagates g through the recomputed graph: parameters inside get
-// their gradients there; the inputs' gradients are returned to the engine.
+// their gradients there; the inputs' and the closed-over computed vars'
+// gradients are returned to the engine.
 // RecordRegion runs it with recording on. The stream and the autocast
 // state are put back before the inner backward pass, which runs as the
 // plain graph's backward would: outside the region's autocast state.
@@ -215,7 +234,7 @@ func (r *region) backward(g *tensor.Tensor) []*tensor.Tensor {
 		r.off.enter(c, r.held)
 		defer r.off.leave(c, r.held)
 	}
-	grads := make([]*tensor.Tensor, len(r.inputs))
+	grads := make([]*tensor.Tensor, len(r.inputs)+len(r.hidden))
 	c.WithScope(func() {
 		det := make([]*autograd.Var, len(r.inputs))
 		for i, x := range r.inputs {
@@ -233,22 +252,27 @@ func (r *region) backward(g *tensor.Tensor) []*tensor.Tensor {
 			c.Adopt(det[i].Value) // an input may belong to no context (a kept tensor)
 			det[i].SetRequiresGrad(x.RequiresGrad())
 		}
-		out, drew := r.recompute(det)
-		r.check(out, drew)
-		// In a Backward pass the parameters inside get their gradients
-		// here; in a Grad pass through the region, Grad's leaves among
-		// them get theirs in its results (RegionGrad).
-		gs, err := autograd.RegionGrad(out, g, det)
-		if out.Value.Ctx() == nil {
-			out.Value.Release() // made of closed-over parameters alone: in no scope
-		}
-		if err != nil {
-			if oe, ok := err.(*tensor.OpError); ok {
-				panic(oe)
+		// The computed vars fn closed over stand as leaves while the
+		// region is recomputed and differentiated: the inner pass stops at
+		// them, and their gradients go to the outer graph with the inputs'.
+		autograd.AsLeaves(r.hidden, func() {
+			out, drew := r.recompute(det)
+			r.check(out, drew)
+			// In a Backward pass the parameters inside get their
+			// gradients here; in a Grad pass through the region, Grad's
+			// leaves among them get theirs in its results (RegionGrad).
+			gs, err := autograd.RegionGrad(out, g, append(det, r.hidden...))
+			if out.Value.Ctx() == nil {
+				out.Value.Release() // made of closed-over parameters alone: in no scope
 			}
-			panic(&tensor.OpError{Op: "checkpoint.Apply", Msg: "backward through the recomputed region", Err: err})
-		}
-		copy(grads, gs)
+			if err != nil {
+				if oe, ok := err.(*tensor.OpError); ok {
+					panic(oe)
+				}
+				panic(&tensor.OpError{Op: "checkpoint.Apply", Msg: "backward through the recomputed region", Err: err})
+			}
+			copy(grads, gs)
+		})
 	})
 	for _, gi := range grads {
 		if gi != nil {
@@ -307,12 +331,12 @@ type closedLeaf struct {
 // and a view (kept out of the region's scope) of each tensor its backward
 // functions read, with the version recorded with it.
 func (r *region) closeOver(out *autograd.Var) {
-	for _, l := range out.Leaves(r.inputs...) {
+	for _, l := range out.Leaves(r.stops()...) {
 		if l.Value != nil {
 			r.closed = append(r.closed, closedLeaf{v: l, ver: l.Value.Version()})
 		}
 	}
-	reads := out.Reads(r.inputs...)
+	reads := out.Reads(r.stops()...)
 	for _, n := range r.nested { // what the regions inside check, made again by the recomputation
 		r.closed = append(r.closed, n.closed...)
 		reads = append(reads, n.reads...)
@@ -347,7 +371,7 @@ func (r *region) keepReads() {
 		a := rd.Tensor.Allocation()
 		drop[a] = rd.Tensor.Views() == ours[a]
 	}
-	for _, x := range r.inputs {
+	for _, x := range r.stops() {
 		if x != nil && x.Value != nil && !x.Value.Released() {
 			drop[x.Value.Allocation()] = true
 		}

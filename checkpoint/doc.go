@@ -30,7 +30,13 @@
 // qkv projection), does nothing there, so the region's own peak would be
 // higher. The graph fn records is dropped with the scope; the region's
 // result gets one node of its own (autograd.RecordRegion) whose inputs are
-// the region's inputs. Before fn runs, Apply notes the context's random
+// the region's inputs, and after them the vars computed outside the
+// region (with graphs of their own) that fn closed over, a table or mask
+// made once for every block (autograd.Var.Outer, by the order in which
+// nodes were recorded: autograd.NodeMark): in the recomputation those
+// stand as leaves (autograd.AsLeaves), so that the inner pass stops at
+// them and their gradients reach the outer graph through the node, as in
+// the plain graph. Before fn runs, Apply notes the context's random
 // stream (autograd.RandomState) and autocast state (amp.Current). Under
 // autocast fn runs in an autocast region of its own (amp.With), so that
 // the low-precision copies of the weights it casts are freed as it
@@ -40,8 +46,9 @@
 // gpt2-medium's bf16 weight copies at the forward pass's peak).
 //
 // Under NoGradIn there is nothing to save, and Apply is fn itself. A
-// region whose result needs no gradient, or whose fn returns an input or
-// nil, returns fn's result with nothing recorded.
+// region whose result needs no gradient, or whose fn returns an input, a
+// computed var it closed over or nil, returns fn's result with nothing
+// recorded.
 //
 // # The backward pass
 //

@@ -1,0 +1,81 @@
+package autograd
+
+import (
+	"fmt"
+	"slices"
+	"sync/atomic"
+
+	"github.com/strata-ml/strata/tensor"
+)
+
+// nodeSeq counts the nodes recorded in the process, in every context: a
+// node's seq is its place in that count (one atomic add a recorded op).
+var nodeSeq atomic.Uint64
+
+// NodeMark is the number of nodes recorded so far: the vars whose nodes
+// were recorded before a mark taken at the start of a computation are
+// those it did not make (Var.Outer).
+func NodeMark() uint64 { return nodeSeq.Load() }
+
+// Outer returns the computed vars (vars with a graph) that v's graph
+// reaches and that were recorded at or before mark, each once, without
+// walking past them or past the vars of stop: the vars a computation that
+// took the mark closed over (package checkpoint passes a region's function
+// those as inputs of its own). A var recorded in another goroutine after
+// the mark counts as the computation's own.
+func (v *Var) Outer(mark uint64, stop ...*Var) []*Var {
+	if v == nil || v.node == nil || slices.Contains(stop, v) {
+		return nil
+	}
+	if v.node.seq <= mark {
+		return []*Var{v}
+	}
+	var out []*Var
+	seen := map[*Var]bool{v: true}
+	for _, s := range stop {
+		seen[s] = true
+	}
+	stack := []*Var{v}
+	for len(stack) > 0 {
+		u := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, in := range u.node.inputs {
+			if in == nil || seen[in] || in.node == nil {
+				continue
+			}
+			seen[in] = true
+			if in.node.seq <= mark {
+				out = append(out, in)
+				continue
+			}
+			stack = append(stack, in)
+		}
+	}
+	return out
+}
+
+// AsLeaves runs fn with each var of vs cut from its graph: a leaf that
+// requires a gradient, with no Grad, whose node is given back when fn
+// returns (or panics). A region's backward recomputes its function with
+// the computed vars it closed over standing as leaves (package
+// checkpoint), so that its inner pass stops at them and hands their
+// gradients to the outer graph instead of running into it. It panics
+// with an *tensor.OpError wrapping tensor.ErrArgument when a var of vs
+// has a Grad.
+func AsLeaves(vs []*Var, fn func()) {
+	nodes := make([]*node, len(vs))
+	defer func() {
+		for i, v := range vs {
+			if nodes[i] != nil {
+				v.node = nodes[i]
+			}
+		}
+	}()
+	for i, v := range vs {
+		if v.Grad != nil {
+			panic(&tensor.OpError{Op: "autograd.AsLeaves", Msg: fmt.Sprintf("%s has a gradient (Retain): it cannot stand as a leaf", v), Err: tensor.ErrArgument})
+		}
+		nodes[i], v.node = v.node, nil
+	}
+	fn()
+}
