@@ -171,7 +171,10 @@ func (d *DataParallel) Release() {
 // same calls in the same order, and the same bits. A second backward
 // pass after buckets were started and before SyncGradients is an error
 // (it would change gradients already sent): accumulate micro-batches
-// inside NoSync.
+// inside NoSync. So is a gradient written or replaced between backward
+// and SyncGradients (an unscale or a clip before the sync): change
+// gradients after SyncGradients, or use Options.NoOverlap, which averages
+// them as they are then.
 //
 // On an error (the collective's, or an op's panic while copying) the
 // group is aborted, so the other ranks get an error too, and the
@@ -380,6 +383,11 @@ func (d *DataParallel) broadcast() error {
 func (d *DataParallel) AllReduceMean(v float64) (float64, error) {
 	var sum float64
 	var err error
+	if ov := d.ov; ov != nil && ov.next > 0 {
+		err = fmt.Errorf("dist: AllReduceMean: %d gradient buckets of the last backward pass are still being all-reduced through the same Collective: call AllReduceMean after SyncGradients: %w", ov.next, tensor.ErrArgument)
+		d.coll.Abort(err)
+		return 0, err
+	}
 	if perr := tensor.Try(func() {
 		d.ctx.WithScope(func() {
 			t := d.ctx.FromFloat64s(d.device(), []float64{v}, 1)

@@ -51,12 +51,18 @@ type overlap struct {
 	errs []error
 	// onStart, for tests, is called as bucket i is started.
 	onStart func(i int)
+	// The gradient each parameter had when its bucket was copied, and
+	// its storage's version then: SyncGradients refuses a gradient
+	// changed since (the copy sent would not be it).
+	sent    []*tensor.Tensor
+	sentVer []uint64
 }
 
 // startOverlap gives every bucketed parameter a gradient hook.
 func (d *DataParallel) startOverlap() error {
 	ov := &overlap{d: d, ready: make([]bool, d.nflags), left: make([]int, len(d.buckets)),
-		present: make([]float32, d.nflags), errs: make([]error, len(d.buckets))}
+		present: make([]float32, d.nflags), errs: make([]error, len(d.buckets)),
+		sent: make([]*tensor.Tensor, d.nflags), sentVer: make([]uint64, d.nflags)}
 	for i, b := range d.buckets {
 		for _, p := range b.Params {
 			if p.HasGradHook() {
@@ -146,6 +152,13 @@ func (ov *overlap) start(i int) {
 	}
 	err := d.fill(i, ov.present)
 	if err == nil {
+		for j, p := range d.buckets[i].Params {
+			k := d.first[i] + j
+			ov.sent[k], ov.sentVer[k] = p.Grad, 0
+			if p.Grad != nil {
+				ov.sentVer[k] = p.Grad.Version()
+			}
+		}
 		if ac, ok := d.coll.(AsyncCollective); ok {
 			var wait func() error
 			if wait, err = ac.StartAllReduceSum(d.bufs[i]); err == nil {
@@ -211,6 +224,9 @@ func (d *DataParallel) syncOverlapped() error {
 	if err := ov.drain(); err != nil {
 		return err
 	}
+	if err := ov.checkSent(); err != nil {
+		return err
+	}
 	return d.finish(ov.present)
 }
 
@@ -223,4 +239,20 @@ func (d *DataParallel) OverlappedBuckets() int {
 		return 0
 	}
 	return d.ov.inPass
+}
+
+// checkSent refuses a gradient replaced or written in place since its
+// bucket was copied (between backward and SyncGradients): the mean sent
+// would silently overwrite the change, where NoOverlap includes it.
+func (ov *overlap) checkSent() error {
+	defer clear(ov.sent)
+	for i, b := range ov.d.buckets {
+		for j, p := range b.Params {
+			k := ov.d.first[i] + j
+			if p.Grad != ov.sent[k] || p.Grad != nil && p.Grad.Version() != ov.sentVer[k] {
+				return fmt.Errorf("dist: SyncGradients: the gradient of %q changed after backward had handed its bucket to the all-reduce (with the overlap, change gradients only after SyncGradients, or use Options.NoOverlap): %w", p.Name, tensor.ErrArgument)
+			}
+		}
+	}
+	return nil
 }

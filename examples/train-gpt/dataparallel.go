@@ -254,6 +254,12 @@ func (t *trainer) startDataParallel(o *options, cfg nn.GPTConfig) (err error) {
 			}
 			ro := *o
 			ro.batch = dp.b
+			// Another seed for the model each rank > 0 builds: its weights
+			// are rank 0's after BroadcastParameters, but its dropout seeds
+			// come from it, and with rank 0's seed every rank would drop the
+			// same positions of its rows (its Ctx's random offsets advance
+			// as rank 0's do).
+			ro.seed = o.seed + uint64(r)*0x9E3779B97F4A7C15
 			if rk.tr, err = newTrainer(&ro, cfg, dev, t.T); err != nil {
 				return fmt.Errorf("rank %d on %v: %w", r, dev, err)
 			}
