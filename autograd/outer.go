@@ -2,7 +2,6 @@ package autograd
 
 import (
 	"fmt"
-	"slices"
 	"sync/atomic"
 
 	"github.com/strata-ml/strata/tensor"
@@ -24,33 +23,14 @@ func NodeMark() uint64 { return nodeSeq.Load() }
 // those as inputs of its own). A var recorded in another goroutine after
 // the mark counts as the computation's own.
 func (v *Var) Outer(mark uint64, stop ...*Var) []*Var {
-	if v == nil || v.node == nil || slices.Contains(stop, v) {
-		return nil
-	}
-	if v.node.seq <= mark {
-		return []*Var{v}
-	}
 	var out []*Var
-	seen := map[*Var]bool{v: true}
-	for _, s := range stop {
-		seen[s] = true
-	}
-	stack := []*Var{v}
-	for len(stack) > 0 {
-		u := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		for _, in := range u.node.inputs {
-			if in == nil || seen[in] || in.node == nil {
-				continue
-			}
-			seen[in] = true
-			if in.node.seq <= mark {
-				out = append(out, in)
-				continue
-			}
-			stack = append(stack, in)
+	walkGraphWhere(v, stop, func(u *Var) bool {
+		if u.node.seq <= mark {
+			out = append(out, u)
+			return false
 		}
-	}
+		return true
+	}, nil, nil)
 	return out
 }
 

@@ -153,7 +153,14 @@ func (v *Var) Leaves(stop ...*Var) []*Var {
 // reaches (v first) with node, and each leaf input with leaf (either may
 // be nil), each once, not going past or visiting the vars of stop.
 func walkGraph(v *Var, stop []*Var, node, leaf func(*Var)) {
-	if v == nil || v.node == nil || slices.Contains(stop, v) {
+	walkGraphWhere(v, stop, nil, node, leaf)
+}
+
+// walkGraphWhere is walkGraph that walks a var with a node (v included)
+// only where enter, when not nil, returns true for it: not visited, nor
+// past it, otherwise.
+func walkGraphWhere(v *Var, stop []*Var, enter func(*Var) bool, node, leaf func(*Var)) {
+	if v == nil || v.node == nil || slices.Contains(stop, v) || enter != nil && !enter(v) {
 		return
 	}
 	seen := map[*Var]bool{v: true}
@@ -174,7 +181,9 @@ func walkGraph(v *Var, stop []*Var, node, leaf func(*Var)) {
 			seen[in] = true
 			switch {
 			case in.node != nil:
-				stack = append(stack, in)
+				if enter == nil || enter(in) {
+					stack = append(stack, in)
+				}
 			case leaf != nil:
 				leaf(in)
 				leafSources(in, seen, leaf)
