@@ -102,7 +102,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.config, "config", "gpt2", "model shape: "+strings.Join(configNames(), ", "))
 	fs.StringVar(&o.device, "device", "auto", "cpu, cuda, cuda:N or auto")
 	fs.StringVar(&o.precision, "precision", "fp32", "fp32, tf32, fp16 or bf16 (the same for every strategy)")
-	fs.StringVar(&o.strategies, "strategies", "device,zerocopy,managed,hybrid,hybrid-ckpt", "comma-separated strategies: device, zerocopy, managed, hybrid, hybrid-ckpt, role")
+	fs.StringVar(&o.strategies, "strategies", "device,zerocopy,managed,hybrid,hybrid-ckpt", "comma-separated strategies: device, device-fused, zerocopy, managed, hybrid, hybrid-ckpt, role")
 	fs.IntVar(&o.batch, "batch", 0, "batch size (0: the config's)")
 	fs.IntVar(&o.steps, "steps", 10, "timed training steps per strategy")
 	fs.IntVar(&o.warmup, "warmup", 3, "untimed steps first (the scheduler settles in them)")

@@ -61,10 +61,14 @@
 //	   └─ Engine.Alloc(bytes) ─ Manager.Alloc(bytes, role) ─ Policy ─ Pool of the tier
 //
 // The memory is outside Go's heap, so the Engine says NonStdAlloc and
-// gorgonia marks its tensors manually managed: every Dense made with an
-// Engine, results of operations included, must be given back with
-// Engine.Free(d, int64(d.MemSize())), or it stays allocated until the
-// manager is closed, whose error then reports it as a leak. Go's garbage
+// gorgonia marks its tensors manually managed: every Dense whose Engine()
+// is the Engine, results of operations such as Add, MatMul and Clone
+// included, must be given back with Engine.Free(d, int64(d.MemSize())),
+// or it stays allocated until the manager is closed, whose error then
+// reports it as a leak. Reductions (Sum) return a Dense in Go memory,
+// with another engine: it is not the Engine's to free. A Dense of no
+// elements takes no memory (Alloc(0)), and Free takes it back all the
+// same. Go's garbage
 // collector never scans that memory, so only element types without
 // pointers belong there (numbers and bools, not strings or interfaces).
 //

@@ -105,14 +105,20 @@ func (e *Engine) NonStdAlloc() {}
 // to gorgonia, as its standard engine does.
 func (e *Engine) WorksWith(gt.DataOrder) bool { return true }
 
-// Alloc allocates size bytes from the manager for the engine's role. It
-// fails with the manager's error (size <= 0, out of memory, closed
+// Alloc allocates size bytes from the manager for the engine's role (0
+// bytes, for a Dense of no elements, is an empty block that Free accepts).
+// It fails with the manager's error (size < 0, out of memory, closed
 // manager), and with ErrInaccessible when the engine promised host memory
 // (AllocAccessible) but the manager's policy has since moved its role to a
 // tier the CPU cannot address: make a new Engine then.
 func (e *Engine) Alloc(size int64) (gt.Memory, error) {
 	if err := e.made("Alloc"); err != nil {
 		return nil, err
+	}
+	if size == 0 {
+		// A Dense of no elements (shape (0, n)), which gorgonia's standard
+		// engine makes: no memory, nothing to free.
+		return block{}, nil
 	}
 	a, err := e.m.Alloc(size, e.role)
 	if err != nil {
@@ -145,6 +151,9 @@ func (e *Engine) Free(mem gt.Memory, size int64) error {
 	}
 	if mem == nil {
 		return fmt.Errorf("gorgonia: Engine.Free of nil memory: %w", memory.ErrInvalidArgument)
+	}
+	if size == 0 && mem.MemSize() == 0 {
+		return nil // Alloc(0)'s empty block
 	}
 	addr := mem.Uintptr()
 	e.mu.Lock()

@@ -165,7 +165,10 @@ func TestEngineFreeErrors(t *testing.T) {
 	assert.ErrorIs(t, e.Free(d, 64), memory.ErrDoubleFree, "freed twice")
 	assert.Zero(t, m.InUse())
 
-	_, err = e.Alloc(0)
+	empty, err := e.Alloc(0) // a Dense of no elements: no memory
+	require.NoError(t, err)
+	require.NoError(t, e.Free(empty, 0))
+	_, err = e.Alloc(-1)
 	assert.ErrorIs(t, err, memory.ErrInvalidArgument)
 	_, err = gorgonia.NewEngine(nil, memory.RoleActivation, nil)
 	assert.ErrorIs(t, err, memory.ErrInvalidArgument)
