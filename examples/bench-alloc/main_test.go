@@ -85,6 +85,11 @@ func TestReplayRejectsInconsistentTrace(t *testing.T) {
 	_, _, _, err := scanTrace("dup.csv", evs, 1)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "which is live")
+	// A free of another size than the block's allocation.
+	evs = []traceEvent{{action: actAlloc, addr: 4096, size: 100}, {action: actFreeCompleted, addr: 4096, size: 200}}
+	_, _, _, err = scanTrace("size.csv", evs, 1)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "frees address 0x1000 as 200 bytes, allocated as 100")
 }
 
 func TestBenchPairsCPU(t *testing.T) {

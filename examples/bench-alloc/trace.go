@@ -450,6 +450,9 @@ func scanTrace(path string, evs []traceEvent, scale float64) (res traceResult, o
 				}
 				break
 			}
+			if ev.size != lb.traced {
+				return res, nil, 0, fmt.Errorf("%s: event %d frees address %#x as %d bytes, allocated as %d", path, i+1, ev.addr, ev.size, lb.traced)
+			}
 			ops = append(ops, poolOp{event: i, slot: lb.slot, free: true})
 			delete(live, ev.addr)
 			freeSlots = append(freeSlots, lb.slot)
