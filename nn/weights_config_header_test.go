@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-ml/strata/internal/testfs"
 	"github.com/strata-ml/strata/nn"
 	"github.com/strata-ml/strata/tensor"
 )
@@ -19,23 +20,8 @@ import (
 // editHeader writes to a new file the safetensors file src with its
 // header's entry for tensor name changed by edit (the data as it was).
 func editHeader(t *testing.T, src, name string, edit func(e map[string]any)) string {
-	b, err := os.ReadFile(src)
-	require.NoError(t, err)
-	n := binary.LittleEndian.Uint64(b[:8])
-	var h map[string]json.RawMessage
-	require.NoError(t, json.Unmarshal(b[8:8+n], &h))
-	var e map[string]any
-	require.NoError(t, json.Unmarshal(h[name], &e))
-	edit(e)
-	raw, err := json.Marshal(e)
-	require.NoError(t, err)
-	h[name] = raw
-	hdr, err := json.Marshal(h)
-	require.NoError(t, err)
-	out := binary.LittleEndian.AppendUint64(nil, uint64(len(hdr)))
-	out = append(append(out, hdr...), b[8+n:]...)
 	path := filepath.Join(t.TempDir(), "edited.safetensors")
-	require.NoError(t, os.WriteFile(path, out, 0o644))
+	testfs.EditSafetensorsEntry(t, src, path, name, edit)
 	return path
 }
 

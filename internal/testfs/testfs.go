@@ -1,7 +1,9 @@
 // Package testfs holds the file-system helpers the tests of several
 // packages share: what a directory holds after a program wrote (or
 // refused to write) into it, so that a test can say that a failure or a
-// refused flag left no file, temporary or partial, behind.
+// refused flag left no file, temporary or partial, behind; and safetensors
+// files with a header entry edited (EditSafetensorsEntry), for readers'
+// tests of headers that lie.
 package testfs
 
 import (

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -13,28 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-ml/strata/internal/cli"
+	"github.com/strata-ml/strata/internal/testfs"
 	"github.com/strata-ml/strata/nn"
 )
-
-// setShape rewrites the safetensors file path with the shape of its
-// tensor name set to shape (its data_offsets, and the data, as they were).
-func setShape(t *testing.T, path, name string, shape []int) {
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	n := binary.LittleEndian.Uint64(b[:8])
-	var h map[string]json.RawMessage
-	require.NoError(t, json.Unmarshal(b[8:8+n], &h))
-	var e map[string]any
-	require.NoError(t, json.Unmarshal(h[name], &e))
-	e["shape"] = shape
-	raw, err := json.Marshal(e)
-	require.NoError(t, err)
-	h[name] = raw
-	hdr, err := json.Marshal(h)
-	require.NoError(t, err)
-	out := binary.LittleEndian.AppendUint64(nil, uint64(len(hdr)))
-	require.NoError(t, os.WriteFile(path, append(append(out, hdr...), b[8+n:]...), 0o644))
-}
 
 // TestCorruptShapeRefusedFromHeader: a file whose header gives the
 // position table 100,000,000 rows over the bytes of 16 is refused from
@@ -43,7 +22,7 @@ func setShape(t *testing.T, path, name string, shape []int) {
 // MB file of width 128) before the loader found the offsets bad.
 func TestCorruptShapeRefusedFromHeader(t *testing.T) {
 	_, w := testWeights(t, testCfg, false, nn.LayoutNanoGPT)
-	setShape(t, w, "transformer.wpe.weight", []int{100_000_000, testCfg.Width})
+	testfs.EditSafetensorsEntry(t, w, w, "transformer.wpe.weight", func(e map[string]any) { e["shape"] = []int{100_000_000, testCfg.Width} })
 	start := time.Now()
 	_, _, err := runArgs(t, "-weights", w, "-heads", "2", "-prompt", "1")
 	require.ErrorContains(t, err, `not a safetensors file: tensor "transformer.wpe.weight": shape [100000000 16] needs 6400000000 bytes, its data has 1024`)
