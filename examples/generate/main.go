@@ -433,12 +433,14 @@ func modelConfig(o *options) (nn.GPTConfig, string, error) {
 	from := "the tensor shapes"
 	hfConfig := filepath.Join(filepath.Dir(o.weights), "config.json")
 	hfHeads := 0
+	if o.heads <= 0 {
+		hfHeads = readHFHeads(hfConfig) // read once, only where -heads is not given
+	}
 	switch {
 	case o.heads > 0:
 		cfg.Heads = o.heads
 		from += ", -heads"
-	case readHFHeads(hfConfig) > 0:
-		hfHeads = readHFHeads(hfConfig)
+	case hfHeads > 0:
 		cfg.Heads = hfHeads
 		from += ", config.json's n_head"
 	case cfg.Width%64 == 0:
