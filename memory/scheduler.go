@@ -430,7 +430,7 @@ func (s *Scheduler) Step() (Plan, error) {
 		return cmp.Or(cmp.Compare(s.tracked[x].rate, s.tracked[y].rate), cmp.Compare(y.size, x.size), cmp.Compare(x.b.addr, y.b.addr))
 	})
 	var err error
-	if dev != nil && cold != TierDevice && cold < NumTiers && (cold != TierHost || isHostBackend(dev.backend)) {
+	if dev != nil && cold != TierDevice && cold < NumTiers && (cold != TierHost || hostMemory(dev.backend)) {
 		err = s.move(&plan, entries, budget, cold)
 	}
 	for _, a := range entries {

@@ -69,7 +69,7 @@ func (m *Manager) spillDest(from Tier) Tier {
 	if from != TierDevice {
 		return noTier
 	}
-	hostOnly := m.pools[from] != nil && isHostBackend(m.pools[from].backend)
+	hostOnly := m.pools[from] != nil && hostMemory(m.pools[from].backend)
 	for t := TierOffload; t < NumTiers; t = fallback[t] {
 		if m.pools[t] == nil || t == from {
 			continue
@@ -80,14 +80,6 @@ func (m *Manager) spillDest(from Tier) Tier {
 		return t
 	}
 	return noTier
-}
-
-// isHostBackend reports whether b hands out plain host memory (the CPU
-// device's backends, possibly wrapped in a budget).
-func isHostBackend(b Backend) bool {
-	// hostMemory, not a test for *hostBackend: on Unix NewHostBackend
-	// returns a *hostVM, which embeds hostBackend but is another type.
-	return hostMemory(b)
 }
 
 // spill serves an allocation that tier from refused with err, from the
