@@ -25,6 +25,16 @@ func savedFlagsRun(dir string) []string {
 		"-out", filepath.Join(dir, "mine.safetensors"), "-loss-log", filepath.Join(dir, "loss.jsonl")}
 }
 
+// interruptSavedRun runs savedFlagsRun(dir) interrupted after step 2 and
+// returns the path of its training state and the run's error.
+func interruptSavedRun(t *testing.T, dir string) (string, error) {
+	t.Helper()
+	o, err := parseFlags(savedFlagsRun(dir))
+	require.NoError(t, err)
+	o.stopAt = 2
+	return filepath.Join(dir, "mine.state.safetensors"), run(o)
+}
+
 // TestResumeTakesSavedFlags: "-resume FILE" alone, as the interrupt's
 // message says, continues the run exactly: the flags not given take the
 // saved run's values (-out, -state, -loss-log, -eval-every, the schedule,
@@ -42,14 +52,10 @@ func TestResumeTakesSavedFlags(t *testing.T) {
 	wantW := readFile(t, filepath.Join(ref, "mine.safetensors"))
 
 	dir := t.TempDir()
-	o, err = parseFlags(savedFlagsRun(dir))
-	require.NoError(t, err)
-	o.stopAt = 2
-	err = run(o)
+	state, err := interruptSavedRun(t, dir)
 	var ex *cli.ExitError
 	require.True(t, errors.As(err, &ex), "%v", err)
 	require.Equal(t, 130, ex.Code)
-	state := filepath.Join(dir, "mine.state.safetensors")
 	require.Contains(t, ex.Msg, "continue the run with -resume "+state)
 
 	cwd := t.TempDir() // where a default -out would go
@@ -87,13 +93,10 @@ func TestResumeTakesSavedFlags(t *testing.T) {
 // differs from the saved run; the others are the saved run's.
 func TestResumeGivenFlagWins(t *testing.T) {
 	dir := t.TempDir()
-	o, err := parseFlags(savedFlagsRun(dir))
-	require.NoError(t, err)
-	o.stopAt = 2
-	require.Error(t, run(o))
-	state := filepath.Join(dir, "mine.state.safetensors")
+	state, err := interruptSavedRun(t, dir)
+	require.Error(t, err)
 	other := filepath.Join(t.TempDir(), "other.safetensors")
-	o, err = parseFlags([]string{"-device", "cpu", "-quiet", "-resume", state, "-steps", "8", "-lr", "1e-3", "-out", other})
+	o, err := parseFlags([]string{"-device", "cpu", "-quiet", "-resume", state, "-steps", "8", "-lr", "1e-3", "-out", other})
 	require.NoError(t, err)
 	require.Equal(t, 8, o.steps)
 	require.Equal(t, 1e-3, o.lr)
@@ -144,11 +147,8 @@ func rewriteMetadata(t *testing.T, path string, edit func(meta map[string]string
 // their defaults, as they did.
 func TestResumeOldStateWithoutSavedFlags(t *testing.T) {
 	dir := t.TempDir()
-	o, err := parseFlags(savedFlagsRun(dir))
-	require.NoError(t, err)
-	o.stopAt = 2
-	require.Error(t, run(o))
-	state := filepath.Join(dir, "mine.state.safetensors")
+	state, err := interruptSavedRun(t, dir)
+	require.Error(t, err)
 	meta, err := tensor.ReadSafetensorsMetadata(state)
 	require.NoError(t, err)
 	require.Contains(t, meta, keyOutputs)
@@ -162,7 +162,7 @@ func TestResumeOldStateWithoutSavedFlags(t *testing.T) {
 		meta[keyRun] = string(b)
 	})
 	t.Chdir(t.TempDir())
-	o, err = parseFlags([]string{"-device", "cpu", "-quiet", "-resume", state})
+	o, err := parseFlags([]string{"-device", "cpu", "-quiet", "-resume", state})
 	require.NoError(t, err)
 	require.Equal(t, "gpt.safetensors", o.out, "no -out recorded: the default, as before")
 	require.Equal(t, "gpt.state.safetensors", o.state)
