@@ -40,7 +40,10 @@
 // float32 operands are cast (Cast), weights once per region
 // (PyTorch's autocast weight cache: a kept tensor's copy is made at its
 // first use in the region and released when the region closes, while
-// tensors that saved it for backward keep their own reference; a
+// tensors that saved it for backward keep their own reference; it is
+// made again when the tensor is written in place within the region (its
+// Version moves on: an update, a refilled input buffer), where PyTorch's
+// cache would hand out the stale copy of an updated parameter; a
 // checkpointed region's forward pass runs in a nested region, so its
 // copies go when it returns instead of staying until the forward pass
 // ends, which is where this differs from PyTorch's cache), and

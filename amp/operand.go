@@ -6,8 +6,9 @@ import "github.com/strata-ml/strata/tensor"
 // (a new view) when it has dt already; when c's autocast region runs in
 // dt and x is a float32 kept tensor (a weight, shared by every use), the
 // region's copy, cast at its first use and released when the region
-// closes; else a fresh cast. The result belongs to c; the caller
-// releases it or leaves it to c's scope. Autograd's products use it, in
+// closes, and made again if x is written in place in the meantime (an
+// update, a refilled buffer: x.Version moved on); else a fresh cast. The
+// result belongs to c; the caller releases it or leaves it to c's scope. Autograd's products use it, in
 // the forward inside a region and in backward, outside any region, with
 // the dtype their forward ran in. A nil c means tensor.Background(); a
 // nil x panics with an *tensor.OpError wrapping tensor.ErrArgument.
@@ -28,16 +29,32 @@ func Cast(c *tensor.Ctx, x *tensor.Tensor, dt tensor.DType) *tensor.Tensor {
 }
 
 // weight is the region's copy of the kept tensor x in its dtype, made at
-// the first call.
+// the first call, and made again when x has been written in place since
+// (its Version moved on: an optimizer's update inside the region, an
+// input buffer refilled for the next batch), so that no product reads
+// values x no longer holds. The stale copy is released (tensors that
+// saved it for backward keep their own references).
 func (r *region) weight(x *tensor.Tensor) *tensor.Tensor {
-	w, ok := r.cache[x]
-	if !ok {
-		w = x.To(r.DType)
-		tensor.Keep(w)
-		if r.cache == nil {
-			r.cache = map[*tensor.Tensor]*tensor.Tensor{}
+	v := x.Version()
+	if e, ok := r.cache[x]; ok {
+		if e.version == v {
+			return e.copy
 		}
-		r.cache[x] = w
+		e.copy.Release()
+		delete(r.cache, x)
 	}
+	w := x.To(r.DType)
+	tensor.Keep(w)
+	if r.cache == nil {
+		r.cache = map[*tensor.Tensor]cast{}
+	}
+	r.cache[x] = cast{copy: w, version: v}
 	return w
+}
+
+// cast is a region's copy of a kept tensor and the tensor's Version it
+// was made at.
+type cast struct {
+	copy    *tensor.Tensor
+	version uint64
 }

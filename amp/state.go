@@ -34,7 +34,7 @@ var key = tensor.NewCtxKey("amp")
 // cache).
 type region struct {
 	State
-	cache map[*tensor.Tensor]*tensor.Tensor
+	cache map[*tensor.Tensor]cast
 }
 
 func current(c *tensor.Ctx) *region {
@@ -83,7 +83,7 @@ func with(op string, c *tensor.Ctx, s State, fn func()) {
 	defer func() {
 		c.SetValue(key, old)
 		for _, w := range r.cache {
-			w.Release()
+			w.copy.Release()
 		}
 	}()
 	fn()
