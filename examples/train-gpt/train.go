@@ -218,8 +218,11 @@ func (t *trainer) stepOn(it int, s *slot) (loss float64, err error) {
 				err = t.skipped(loss)
 				return
 			}
-			t.scaler.Update()
-			t.skips = 0
+			// The scaler's Update comes after the optimizer's step, as
+			// PyTorch's scaler.update() follows scaler.step(optimizer): a
+			// step that fails before its update is done (an error in the
+			// clipping or the optimizer) is forgotten (AbortStep, above),
+			// not counted as a good step toward GrowthInterval.
 			var norm float64
 			if norm, err = nn.ClipGradNorm(t.params, t.maxNorm()); err != nil {
 				return
@@ -236,7 +239,11 @@ func (t *trainer) stepOn(it int, s *slot) (loss float64, err error) {
 				opt = t.altOpt
 			}
 			opt.SetLR(t.sched.LR(it))
-			err = opt.Step()
+			if err = opt.Step(); err != nil {
+				return
+			}
+			t.scaler.Update()
+			t.skips = 0
 			nn.ZeroGrad(t.params)
 			t.mark(phaseOptimizer)
 		})
