@@ -188,8 +188,11 @@
 //
 // As in BLAS: when beta == 0, C is written without being read (NaN in it
 // does not survive); when alpha == 0 or k == 0, A and B are not read and
-// C = beta*C; m == 0 or n == 0 does nothing. The entry points check
-// sizes, leading dimensions, slice lengths, strides and (for batches)
+// C = beta*C; m == 0 or n == 0 does nothing. Otherwise every term
+// a[i][l]*b[l][j] counts, a zero times a NaN or an Inf included (NaN, as
+// in OpenBLAS, cuBLAS and PyTorch), on every backend: gonum's GEMM skips
+// the zeros of A, and gonum.go puts those NaNs back. The entry points
+// check sizes, leading dimensions, slice lengths, strides and (for batches)
 // that no two C matrices share an element, and panic with a message
 // naming the entry point, the argument and the sizes: the tensor ops
 // validate first, so these panics are a last line of defence and never
