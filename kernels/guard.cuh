@@ -51,7 +51,10 @@ extern "C" __global__ void __launch_bounds__(32) clip_guard(StepGuard* g, const 
 
 // unscale_guarded_f32 is unscale_check_f32 (amp.cuh) with the factor read
 // from g->inv and the flag written to g->found: the fp16 gradient scaler's
-// unscale in a captured step.
+// unscale in a captured step. It tests the product, not the input: a
+// non-finite input gives a non-finite product (inv is positive), and with
+// a loss scale below 1 (inv above 1) a finite gradient can overflow, which
+// amp.GradScaler.Unscale reports too (its second pass).
 extern "C" __global__ void __launch_bounds__(256) unscale_guarded_f32(const i64* table, StepGuard* g) {
   const i64* e = table + 2 * (i64)blockIdx.y;
   float* p = (float*)e[0];
@@ -59,9 +62,9 @@ extern "C" __global__ void __launch_bounds__(256) unscale_guarded_f32(const i64*
   const float inv = g->inv;
   int bad = 0;
   for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
-    const float v = p[i];
-    bad |= !isfinite(v);
-    p[i] = __fmul_rn(v, inv);
+    const float r = __fmul_rn(p[i], inv);
+    bad |= !isfinite(r);
+    p[i] = r;
   }
   if (bad) g->found = 1;
 }

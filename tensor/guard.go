@@ -126,9 +126,12 @@ func (g *StepGuard) SetUnscale(inv float64) error {
 // Unscale queues the fp16 gradient scaler's unscale on grads' device
 // (tensor.UnscaleGrads): every gradient multiplied by the factor SetUnscale
 // wrote, rounded to float32, and the found flag raised when any element was
-// not finite, which makes the step's ClipGradNorm set the skip flag (the
-// scaler skips the step). Gradients must be contiguous float32 on g's
-// device; nil entries are ignored.
+// not finite, before or (a factor above 1: a loss scale below 1, where a
+// finite gradient can overflow) after it was multiplied, as
+// amp.GradScaler.Unscale reports it, which makes the step's ClipGradNorm
+// set the skip flag (the scaler skips the step); the CUDA kernel
+// (unscale_guarded_f32) tests each product. Gradients must be contiguous
+// float32 on g's device; nil entries are ignored.
 func (g *StepGuard) Unscale(grads []*Tensor) {
 	ts := g.float32Grads("UnscaleGrads", grads)
 	if d, ok := g.dev.(*cudaDevice); ok {
@@ -136,7 +139,11 @@ func (g *StepGuard) Unscale(grads []*Tensor) {
 		cudaBackend{d}.guardedGrads("UnscaleGrads", d.k.unscaleGuarded, g, ts)
 		return
 	}
-	if len(ts) > 0 && !UnscaleGrads(ts, float64(g.w.inv)) {
+	inv := float64(g.w.inv)
+	if len(ts) > 0 && (!UnscaleGrads(ts, inv) || inv > 1 && !UnscaleGrads(ts, 1)) {
+		// Above 1 (a loss scale below 1) the factor multiplies: a finite
+		// gradient may have overflowed, which the second pass finds, as
+		// amp.GradScaler.Unscale's does.
 		g.w.found = 1
 	}
 }
