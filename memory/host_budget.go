@@ -16,7 +16,9 @@ import (
 // job on the CPU maps more than the machine has and the kernel kills the
 // process (exit 137, no message); with it the allocation that would pass
 // the budget fails with ErrOutOfMemory, which the pool turns into an
-// *OOMError after releasing its cache, and the program can report it. A
+// *OOMError after releasing its cache (and, in a manager, the cache of
+// its other pools charged to the same budget: bytes another tier merely
+// caches are no shortage), and the program can report it. A
 // budget is safe for concurrent use. A nil *HostBudget is no budget
 // (DefaultHostBudget's for "off"): its limit and use are 0.
 type HostBudget struct {

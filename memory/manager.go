@@ -218,8 +218,53 @@ func NewManager(backends []Backend, cfg Config) (*Manager, error) {
 			return n, errors.Join(werr, err)
 		}
 	}
+	m.linkBudgetPeers()
 	m.setPolicy(cfg.Policy)
 	return m, nil
+}
+
+// linkBudgetPeers lets each pool whose backend charges a HostBudget that
+// other pools of m charge too (the CPU device's tiers all draw on one)
+// release their cache before an allocation the budget refuses fails:
+// bytes another tier merely caches are not a shortage (EmptyCache would
+// give them back).
+func (m *Manager) linkBudgetPeers() {
+	for t, p := range m.pools {
+		b := budgetOf(backendOf(p))
+		if b == nil {
+			continue
+		}
+		var peers []*Pool
+		for u, q := range m.pools {
+			if u != t && q != nil && budgetOf(q.backend) == b {
+				peers = append(peers, q)
+			}
+		}
+		if len(peers) == 0 {
+			continue
+		}
+		p.releasePeers = func() (int64, error) {
+			var n int64
+			var errs []error
+			for _, q := range peers {
+				r, err := q.releaseCached()
+				if r > 0 {
+					q.sinks.cacheFlush()
+				}
+				n += r
+				errs = append(errs, err)
+			}
+			return n, errors.Join(errs...)
+		}
+	}
+}
+
+// backendOf is p's backend, nil for a nil p.
+func backendOf(p *Pool) Backend {
+	if p == nil {
+		return nil
+	}
+	return p.backend
 }
 
 // NewHostManager makes a manager with a host backend for every tier: the

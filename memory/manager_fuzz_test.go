@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -95,6 +96,7 @@ func runManagerOps(t *testing.T, data []byte) {
 		if used, _ := b.Used(); used > budget || used < 0 {
 			t.Fatalf("step %d: the budget holds %d of %d bytes", step, used, budget)
 		}
+		checkUsageConsistent(t, m, fmt.Sprintf("step %d", step))
 	}
 	ops := data[1:]
 	for step := 0; len(ops) >= 2 && step < 150; step, ops = step+1, ops[2:] {
@@ -262,6 +264,7 @@ func runManagerOps(t *testing.T, data []byte) {
 	if used, _ := b.Used(); used != 0 {
 		t.Fatalf("the budget still holds %d bytes after EmptyCache", used)
 	}
+	checkAllZero(t, m, "after freeing everything and EmptyCache")
 	if err := m.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}

@@ -138,14 +138,18 @@ func (m *Manager) migrate(a *Allocation, old *Block, t Tier) error {
 
 // rehome frees a's old block and makes nb, in tier t and holding a copy
 // of a's bytes, its block, counting the move in moved; when old cannot be
-// freed, nb is and a stays. With m.mu held.
+// freed, nb is and a stays. When old is freed with an error (used on
+// other streams, whose events could not all be recorded: quarantined
+// until Close, as Free reports), a moves and the error is returned. With
+// m.mu held.
 func (m *Manager) rehome(a *Allocation, old, nb *Block, t Tier, moved *Moved) error {
 	u := &m.roles[a.role]
 	u.Allocated.sub(old.size)
-	if err := m.pools[a.tier].free(old); err != nil && old.state == blockLive {
+	from, ferr := a.tier, m.pools[a.tier].free(old)
+	if ferr != nil && old.state == blockLive {
 		_ = m.pools[t].free(nb)
 		u.Allocated.add(old.size)
-		return err
+		return ferr
 	}
 	u.Allocated.add(nb.size)
 	if a.label != "" {
@@ -156,6 +160,9 @@ func (m *Manager) rehome(a *Allocation, old, nb *Block, t Tier, moved *Moved) er
 	m.unspill(a) // placed on purpose now: no longer an overflow
 	moved.Count++
 	moved.Bytes += a.size
+	if ferr != nil {
+		return fmt.Errorf("memory: %s for %s moved from %s to %s, but freeing its old block failed: %w", FormatBytes(a.size), a.role, from, t, ferr)
+	}
 	return nil
 }
 

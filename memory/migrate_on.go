@@ -27,7 +27,9 @@ import (
 // Unlike Migrate it does not call the migrate barrier: the caller's
 // ordering of s is the barrier. It needs a StreamSync when s is not a's
 // stream; s == a's home stream is Migrate without the barrier.
-// Out of memory in t is an *OOMError; a stays put.
+// Out of memory in t is an *OOMError; a stays put. When the old block's
+// event on s cannot be recorded, the block is quarantined (as Free
+// reports) and the error is returned with a moved.
 func (m *Manager) MigrateOn(a *Allocation, t Tier, s Stream) error {
 	if t >= NumTiers {
 		return fmt.Errorf("memory: MigrateOn to unknown %s: %w", t, ErrInvalidArgument)

@@ -83,6 +83,12 @@ type Pool struct {
 	// streams, as EmptyCache does) and returns the bytes released: room
 	// under this pool's Limit that costs no live memory.
 	releaseShared func(wait bool) (int64, error)
+	// releasePeers, set by a manager whose pools' backends charge one
+	// HostBudget (the CPU device's tiers), releases the cache of the other
+	// pools charging it and returns the bytes released: room in the budget
+	// that costs no live memory, taken before an allocation the budget
+	// refuses fails.
+	releasePeers func() (int64, error)
 	// external is what callers hold against the pool's limit outside it
 	// (Manager.Hold): counted in held and demand like shared bytes.
 	external int64

@@ -92,6 +92,15 @@ func (p *Pool) growExpandable(size, rounded int64, s Stream) (*Block, error) {
 			b, err = p.expand(rounded, s)
 		}
 	}
+	if err != nil && p.budgetRefused(err) {
+		peers, relErr := p.releasePeers()
+		if relErr != nil {
+			return nil, relErr
+		}
+		if peers > 0 {
+			b, err = p.expand(rounded, s)
+		}
+	}
 	if err != nil {
 		if !isOOM(err) {
 			return nil, fmt.Errorf("memory: pool %s: mapping memory for %s: %w", p.name, FormatBytes(size), err)

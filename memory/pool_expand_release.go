@@ -99,6 +99,10 @@ func (p *Pool) closeExpandable(seg *segment) error {
 		errs = append(errs, p.vm.Sync())
 	}
 	base := seg.region.Addr
+	// Every run is unmapped before any page is released: a stale range's
+	// page is also mapped at the place it was lent to, which may lie in an
+	// earlier run (a held stream's, whose stale ranges the sweep left).
+	var runs [][2]int
 	for i := 0; i < len(seg.x.pages); {
 		if seg.x.pages[i] == 0 {
 			i++
@@ -108,10 +112,15 @@ func (p *Pool) closeExpandable(seg *segment) error {
 		for j < len(seg.x.pages) && seg.x.pages[j] != 0 {
 			j++
 		}
-		pages := seg.x.pages[i:j]
-		if err := p.vm.Unmap(base+uintptr(int64(i)*p.page), pages); err != nil {
+		if err := p.vm.Unmap(base+uintptr(int64(i)*p.page), seg.x.pages[i:j]); err != nil {
 			errs = append(errs, err)
 		}
+		runs = append(runs, [2]int{i, j})
+		i = j
+	}
+	for _, r := range runs {
+		i, j := r[0], r[1]
+		pages := seg.x.pages[i:j]
 		// The history records each run of pages counted as reserved here,
 		// as unmapFree does.
 		run := i
@@ -132,7 +141,6 @@ func (p *Pool) closeExpandable(seg *segment) error {
 			p.sinks.pagesUnmapped(p.page)
 		}
 		recordRun(j)
-		i = j
 	}
 	seg.x.pages, seg.x.stale, seg.mapped = nil, nil, 0
 	// Close cleared the blocks' states and clears the indexes; the structs

@@ -44,6 +44,15 @@ func (p *Pool) grow(size, rounded int64, s Stream) (*Block, error) {
 			r, err = p.reserve(segSize)
 		}
 	}
+	if err != nil && p.budgetRefused(err) {
+		peers, relErr := p.releasePeers()
+		if relErr != nil {
+			return nil, relErr
+		}
+		if peers > 0 {
+			r, err = p.reserve(segSize)
+		}
+	}
 	if err != nil {
 		if !isOOM(err) {
 			return nil, fmt.Errorf("memory: pool %s: reserving a %s segment for %s: %w",
@@ -66,6 +75,13 @@ func (p *Pool) grow(size, rounded int64, s Stream) (*Block, error) {
 		p.hist.segment(EventReserve, p.tier, seg, r.Addr, segSize)
 	}
 	return b, nil
+}
+
+// budgetRefused reports whether err is the refusal of a HostBudget that
+// other pools of the manager charge too (not the pool's Limit): their
+// cache may make room (releasePeers).
+func (p *Pool) budgetRefused(err error) bool {
+	return p.releasePeers != nil && !errors.Is(err, errLimit) && errors.Is(err, ErrOutOfMemory)
 }
 
 func isOOM(err error) bool { return errors.Is(err, errLimit) || errors.Is(err, ErrOutOfMemory) }
