@@ -112,7 +112,8 @@ func (v *Var) checkRoot(op string, grad *tensor.Tensor) error {
 		return nil
 	case grad.Released():
 		return fmt.Errorf("autograd: %s of %s: the gradient was released: %w", op, v.Name(), tensor.ErrReleased)
-	case !slices.Equal(grad.Shape(), v.Value.Shape()) || grad.DType() != v.Value.DType():
+	case !slices.Equal(grad.Shape(), v.Value.Shape()) || grad.DType() != v.Value.DType() && !(op == "RegionGrad" && v.node.takes(grad.DType())):
+		// RegionGrad also takes a dtype v's op takes its gradient in (Var.TakesGradLike)
 		return fmt.Errorf("autograd: %s of %s: gradient %v %v for a value of %v %v",
 			op, v.Name(), grad.DType(), grad.Shape(), v.Value.DType(), v.Value.Shape())
 	case grad.Device() != v.Value.Device():
@@ -156,11 +157,24 @@ func (v *Var) propagate(grad *tensor.Tensor, p pass) error {
 	c := v.Value.Ctx()
 	if c == nil {
 		c = tensor.Background()
+	} else if p.retain {
+		adoptOrphans(v.Value, order)
 	}
 	var hooks *gradPass
 	if p.capture == nil { // Grad fills no leaf's Grad: no hook fires
-		hooks = beginGradPass(c, order) // nil unless some leaf has a gradient hook (gradhook.go)
+		// The pass counting the hooked leaves is looked for in v's context;
+		// a region's output made of closed-over parameters alone has none,
+		// and its gradient is then the outer pass's (RegionGrad).
+		hc := c
+		if v.Value.Ctx() == nil && grad != nil && grad.Ctx() != nil {
+			hc = grad.Ctx()
+		}
+		hooks = beginGradPass(hc, order) // nil unless some leaf has a gradient hook (gradhook.go)
 		defer hooks.end()
+		p.hooks = hooks
+		if p.hooks == nil { // nested in a pass that counts (or none)
+			p.hooks, _ = hc.Value(passKey).(*gradPass)
+		}
 	} else {
 		p.capture.prepare(order)
 		st := stateOf(c)
@@ -197,6 +211,31 @@ func (v *Var) propagate(grad *tensor.Tensor, p pass) error {
 			})
 		})
 	})
+}
+
+// adoptOrphans hands the orphans among what the graph's backward
+// functions read (values of ops on kept tensors alone that no op of the
+// forward pass combined with a context's data, see tensor.Ctx) to the
+// scope open now in root's context, as the forward's next op over them
+// would have, before a pass that keeps the graph (RetainGraph).
+// Otherwise the first backward op that combines one with a gradient
+// adopts it into the pass's own scope, which releases it as the pass
+// ends, and the next pass over the graph reads it released.
+func adoptOrphans(root *tensor.Tensor, order []*Var) {
+	adopt := func(t *tensor.Tensor) {
+		if t != nil && !t.Released() && t.Ctx() == nil {
+			tensor.CtxOf(root, t) // adopts t if an orphan; a kept tensor does not count
+		}
+	}
+	for _, u := range order {
+		adopt(u.Value)
+		for _, w := range u.node.watch {
+			adopt(w.t)
+		}
+		for _, t := range u.node.saved {
+			adopt(t)
+		}
+	}
 }
 
 // dropPending forgets the gradients a failed pass left pending on the
@@ -248,6 +287,10 @@ func topo(root *Var) ([]*Var, error) {
 type pass struct {
 	anomaly, retain bool
 	capture         *capture
+	// hooks is the pass counting hooked leaves that this one reports to
+	// (itself, or the one it is nested in): a region node's inner pass,
+	// which may run in another context, reports to it too.
+	hooks *gradPass
 }
 
 // step runs one node's backward and hands the gradients to its inputs,
@@ -271,9 +314,10 @@ func (p pass) step(v *Var, isRoot bool) {
 			checkVersions(n)
 			if n.region {
 				n.grad = p.capture // the pass RegionGrad continues
+				n.hooks = p.hooks  // the pass the region's inner pass reports to
 			}
 			grads := n.backward(g)
-			n.grad = nil
+			n.grad, n.hooks = nil, nil
 			checkGrads(n, g, grads)
 			if p.anomaly {
 				checkNaN(n, g, grads)

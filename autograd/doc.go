@@ -166,7 +166,10 @@
 // the pass that steps it (a Backward fills the Grad of the leaves inside,
 // a Grad takes their gradients as its results); NodeMark and Var.Outer
 // find the computed vars a region closed over, and AsLeaves lets them
-// stand as leaves while it is recomputed; and an OpHook, set per
+// stand as leaves while it is recomputed; Var.TakesGradLike lets a
+// region's node take its gradient in the dtypes its recomputed output
+// takes it in, and Var.AlsoReads reports what a region checks before it
+// recomputes to a region around it (Var.Reads); and an OpHook, set per
 // context with WithOpHook, is
 // consulted by name by the forward of the matrix products, the attention,
 // LayerNorm, the softmaxes and GeluLinear's GELU, which lets selective

@@ -1,7 +1,6 @@
 package autograd
 
 import (
-	"fmt"
 	"sync/atomic"
 
 	"github.com/strata-ml/strata/tensor"
@@ -39,23 +38,36 @@ func (v *Var) Outer(mark uint64, stop ...*Var) []*Var {
 // returns (or panics). A region's backward recomputes its function with
 // the computed vars it closed over standing as leaves (package
 // checkpoint), so that its inner pass stops at them and hands their
-// gradients to the outer graph instead of running into it. It panics
-// with an *tensor.OpError wrapping tensor.ErrArgument when a var of vs
-// has a Grad.
+// gradients to the outer graph instead of running into it. The Grad of a
+// retained var of vs (Retain, filled by an earlier pass) is set aside
+// while fn runs and given back after it, with any gradient fn left in
+// its place added to it.
 func AsLeaves(vs []*Var, fn func()) {
 	nodes := make([]*node, len(vs))
+	grads := make([]*tensor.Tensor, len(vs))
 	defer func() {
 		for i, v := range vs {
+			if v == nil {
+				continue
+			}
 			if nodes[i] != nil {
 				v.node = nodes[i]
+			}
+			if g := grads[i]; g != nil {
+				if v.Grad != nil {
+					g.AddInPlace(v.Grad)
+					v.Grad.Release()
+				}
+				v.Grad = g
 			}
 		}
 	}()
 	for i, v := range vs {
-		if v.Grad != nil {
-			panic(&tensor.OpError{Op: "autograd.AsLeaves", Msg: fmt.Sprintf("%s has a gradient (Retain): it cannot stand as a leaf", v), Err: tensor.ErrArgument})
+		if v == nil {
+			continue
 		}
 		nodes[i], v.node = v.node, nil
+		grads[i], v.Grad = v.Grad, nil
 	}
 	fn()
 }

@@ -46,6 +46,17 @@ func RecordRegion(op string, out *tensor.Tensor, inputs []*Var, backward Backwar
 		outer := st.grad // the Grad pass stepping this node, for RegionGrad
 		st.grad = n.grad
 		defer func() { st.grad = outer }()
+		// The inner pass runs in the region's context, which need not be
+		// the outer pass's (a region over parameters alone runs in
+		// Background): it reports its hooked leaves to the outer pass, as
+		// a pass nested in the same context does, instead of counting and
+		// reporting them on its own before the outer pass is over.
+		if h := n.hooks; h != nil {
+			if cur, _ := c.Value(passKey).(*gradPass); cur == nil {
+				c.SetValue(passKey, h)
+				defer c.SetValue(passKey, nil)
+			}
+		}
 		return backward(g)
 	}
 	v.requiresGrad = true
@@ -53,6 +64,22 @@ func RecordRegion(op string, out *tensor.Tensor, inputs []*Var, backward Backwar
 	v.node = n
 	v.node.watchAll()
 	recordSite(v.node, c)
+	return v
+}
+
+// TakesGradLike makes v, the output of a region (RecordRegion), take its
+// output gradient in the dtypes u's op takes it in besides its value's
+// (node.alsoTakes), and returns v: u is the region's output computed
+// inside, whose recomputation gets v's gradient (RegionGrad). The
+// engine otherwise converts a gradient to v's dtype before v's backward
+// runs: a float32 gradient of a LayerNormHalf's half output, which the
+// norm's backward takes as it is in the plain graph, would be rounded to
+// the half type at the region's edge. v and u must have one dtype; a v
+// that is not a region's output, or a u without a node, is left as it is.
+func (v *Var) TakesGradLike(u *Var) *Var {
+	if v != nil && v.node != nil && v.node.region && u != nil && u.node != nil && u.Value != nil && u.Value.DType() == v.Value.DType() {
+		v.node.alsoTakes |= u.node.alsoTakes
+	}
 	return v
 }
 

@@ -20,6 +20,10 @@ import (
 // Grad's, the gradients of Grad's leaves used inside go to Grad's
 // results, and what no var of Grad's needs is not run.
 //
+// g may also be in a dtype out's op takes its gradient in besides its
+// value's (a LayerNormHalf's float32 gradient of its half output), which
+// a region node made to take it (Var.TakesGradLike) hands on as it came.
+//
 // The gradients returned are kept out of every scope: the caller owns
 // them. On an error none is returned and no leaf of inputs keeps one.
 func RegionGrad(out *Var, g *tensor.Tensor, inputs []*Var) ([]*tensor.Tensor, error) {

@@ -59,6 +59,9 @@ type node struct {
 	// grad is the Grad pass stepping this region node while its backward
 	// runs, nil otherwise (RegionGrad).
 	grad *capture
+	// hooks is the pass counting hooked leaves (gradhook.go) while a
+	// region node's backward runs in a Backward pass, nil otherwise.
+	hooks *gradPass
 	// seq orders the nodes by when they were recorded (nodeSeq), for
 	// Var.Outer.
 	seq uint64
@@ -67,6 +70,10 @@ type node struct {
 	// keeps a few without an allocation.
 	watch    []watched
 	watchBuf [4]watched
+	// also holds what a region node's recomputation reads besides its
+	// inputs and saved tensors (Var.AlsoReads): reported by Var.Reads,
+	// checked by the region itself, not by the engine.
+	also []Read
 	// site is the stack that recorded the node, kept with anomaly
 	// detection on (anomaly.go).
 	site []uintptr

@@ -224,6 +224,22 @@ func (v *Var) Reads(stop ...*Var) []Read {
 		for _, w := range u.node.watch {
 			out = append(out, Read{Tensor: w.t, Version: w.ver})
 		}
+		out = append(out, u.node.also...)
 	}, nil)
 	return out
+}
+
+// AlsoReads adds rs to what Reads reports for v, the output of a region
+// (RecordRegion), and returns v: the tensors its recomputation reads that
+// are neither its inputs nor its saved tensors (the parameters its
+// function closed over), which the region checks itself before it
+// recomputes. A region whose function runs another one reads those too,
+// made again by its recomputation, and so must check them before: it
+// finds them with Reads. The engine does not check them. A var that is
+// not a region's output is left as it is.
+func (v *Var) AlsoReads(rs ...Read) *Var {
+	if v != nil && v.node != nil && v.node.region {
+		v.node.also = append(v.node.also, rs...)
+	}
+	return v
 }

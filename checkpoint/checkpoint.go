@@ -66,7 +66,11 @@ func Apply(fn Func, inputs ...*autograd.Var) *autograd.Var { return Options{}.Ap
 // nil, and as fn does; backward panics (Backward returns the error) with an
 // *tensor.OpError wrapping tensor.ErrArgument when the recomputation does
 // not repeat the forward pass (another shape, other random draws, other
-// saved ops): fn was not deterministic.
+// saved ops): fn was not deterministic; and with one wrapping
+// tensor.ErrReleased, naming the input, when an input's value was
+// released before backward reached the region (Var.Drop, which the plain
+// graph allows when no consumer's backward reads the var: the
+// recomputation does).
 func (o Options) Apply(fn Func, inputs ...*autograd.Var) *autograd.Var {
 	if fn == nil {
 		panic(&tensor.OpError{Op: "checkpoint.Apply", Msg: "nil Func fn", Err: tensor.ErrArgument})
@@ -81,7 +85,12 @@ func (o Options) Apply(fn Func, inputs ...*autograd.Var) *autograd.Var {
 	if !autograd.GradEnabledIn(c) {
 		return fn(inputs...)
 	}
-	r := &region{fn: fn, inputs: inputs, c: c, rng: autograd.RandomState(c), amp: amp.Current(c)}
+	r := &region{fn: fn, inputs: inputs, c: c, rng: autograd.RandomState(c), amp: amp.Current(c), kept: true}
+	for _, v := range vals {
+		if v != nil && v.Ctx() != nil {
+			r.kept = false
+		}
+	}
 	if o.Policy != nil {
 		r.rec = &recorder{c: c, policy: o.Policy}
 	}
@@ -103,7 +112,23 @@ func (o Options) Apply(fn Func, inputs ...*autograd.Var) *autograd.Var {
 	// The computed vars fn closed over are inputs of the region's node
 	// too: the recomputation's backward stops at them and hands their
 	// gradients to the outer graph (region.backward).
-	y := autograd.RecordRegion("Checkpoint", val, r.stops(), r.backward, saved...)
+	// The region's node takes its gradient in the dtypes fn's result takes
+	// it in (a LayerNormHalf's float32 gradient of its half output): the
+	// recomputed result gets it as the plain graph's would, not rounded.
+	y := autograd.RecordRegion("Checkpoint", val, r.stops(), r.backward, saved...).TakesGradLike(out)
+	// What the recomputation reads and this region checks, for a region
+	// whose function runs this one (closeOver finds it with Reads): its
+	// recomputation makes this region again, after any write. A region
+	// in the same context finds this one as nested too; one in another
+	// (this region's inputs are kept tensors, its context Background)
+	// does not.
+	var also []autograd.Read
+	for _, l := range r.closed {
+		if !l.v.Value.Released() {
+			also = append(also, autograd.Read{Tensor: l.v.Value, Version: l.ver})
+		}
+	}
+	y.AlsoReads(append(also, r.reads...)...)
 	if o.Offload != nil {
 		r.off, r.held = o.Offload, o.Offload.add(c, saved, inputs)
 	}
@@ -146,8 +171,15 @@ type region struct {
 	// fn closed over), with their versions then: the recomputation reads
 	// them too (closeOver, keepReads).
 	reads []autograd.Read
-	shape []int
-	dtype tensor.DType
+	// readCtx is the context of the tensor each view of reads was made of,
+	// from closeOver to keepReads.
+	readCtx []*tensor.Ctx
+	shape   []int
+	dtype   tensor.DType
+	// kept is set when no input belongs to a context (kept tensors, nil):
+	// the result is then placed as an op's on kept tensors alone is (an
+	// orphan, which joins the context of the first op that meets it).
+	kept bool
 }
 
 // forward runs fn in a scope of its own, and under autocast in a region
@@ -166,6 +198,8 @@ func (r *region) forward() (out *autograd.Var, val *tensor.Tensor) {
 		}
 	}()
 	s := c.NewScope()
+	var escaped []*tensor.Tensor // closed-over values the region's scope took (rescue)
+	var home *tensor.Ctx         // the context of fn's result (nil: an orphan)
 	func() {
 		defer s.Close()
 		// In an autocast region of its own, as the recomputation runs: the
@@ -189,18 +223,40 @@ func (r *region) forward() (out *autograd.Var, val *tensor.Tensor) {
 			r.hidden = out.Outer(mark, r.inputs...)
 			r.through = len(r.hidden) == 1 && r.hidden[0] == out
 		}
+		escaped = rescue(s, r.hidden)
 		if !r.through {
 			// A view of the result out of the region's scope while it
 			// closes: the result's value itself may be one fn closed over
 			// (a parameter, a constant of an outer scope), not the
 			// region's to move.
+			home = out.Value.Ctx()
 			val = out.Value.Alias()
 			tensor.Keep(val)
 			r.closeOver(out)
 		}
 	}()
+	for _, t := range escaped {
+		c.Adopt(t)
+	}
 	if val != nil {
-		c.Adopt(val)
+		switch {
+		case !r.kept:
+			c.Adopt(val) // the region's context: its node's and its recomputation's
+		case home == nil || home == tensor.Background():
+			// A region over kept tensors alone (Background): its result is
+			// placed as an op's on kept tensors alone is, owned by
+			// Background's innermost scope when one is open, else an
+			// orphan that the caller's context adopts at the first op
+			// that meets it (Adopt would leave it in Background, owned
+			// by no scope, when backward never reaches the region).
+			o := val.Alias()
+			val.Release()
+			val = o
+		default:
+			// A region over kept tensors whose function computed from the
+			// caller's data it closed over: the caller's context.
+			home.Adopt(val)
+		}
 		r.keepReads()
 		if !out.IsLeaf() && out.Value.Ctx() == nil {
 			// Computed in the region from kept tensors alone (closed-over
@@ -229,13 +285,17 @@ func (r *region) stops() []*autograd.Var {
 // plain graph's backward would: outside the region's autocast state.
 func (r *region) backward(g *tensor.Tensor) []*tensor.Tensor {
 	c := r.c
+	r.checkReleased()
 	r.checkClosed()
 	if r.off != nil {
 		r.off.enter(c, r.held)
 		defer r.off.leave(c, r.held)
 	}
 	grads := make([]*tensor.Tensor, len(r.inputs)+len(r.hidden))
-	c.WithScope(func() {
+	s := c.NewScope()
+	var escaped []*tensor.Tensor
+	func() {
+		defer s.Close()
 		det := make([]*autograd.Var, len(r.inputs))
 		for i, x := range r.inputs {
 			if x == nil {
@@ -249,7 +309,18 @@ func (r *region) backward(g *tensor.Tensor) []*tensor.Tensor {
 				continue
 			}
 			det[i] = x.Detach()
-			c.Adopt(det[i].Value) // an input may belong to no context (a kept tensor)
+			if x.Value.Ctx() == nil {
+				// A kept tensor (a parameter passed as an input): kept as
+				// in the forward pass, so that the ops on it alone run as
+				// they did there (in no context: without the region's op
+				// hook, in Background's autocast state) and not in the
+				// region's context, where a policy's replay would meet ops
+				// the forward pass never showed it.
+				tensor.Keep(det[i].Value)
+				defer det[i].Value.Release()
+			} else {
+				c.Adopt(det[i].Value)
+			}
 			det[i].SetRequiresGrad(x.RequiresGrad())
 		}
 		// The computed vars fn closed over stand as leaves while the
@@ -273,13 +344,36 @@ func (r *region) backward(g *tensor.Tensor) []*tensor.Tensor {
 			}
 			copy(grads, gs)
 		})
-	})
+		escaped = rescue(s, r.hidden)
+	}()
+	for _, t := range escaped {
+		c.Adopt(t) // the pass's scope: the outer graph reads it later in this pass
+	}
 	for _, gi := range grads {
 		if gi != nil {
 			c.Adopt(gi) // kept by the inner backward; the engine releases it
 		}
 	}
 	return grads
+}
+
+// rescue takes out of scope s (Keep) the values of the computed vars fn
+// closed over that s owns, and returns them for the caller to adopt once s
+// has closed. Such a value was made from kept tensors alone (an orphan,
+// see tensor.Ctx: a table computed from parameters) before the region ran,
+// and the first op in the region that combined it with the context's
+// data adopted it into s, which would release it as the region returns:
+// the plain graph's op adopts it into the caller's scope, where the outer
+// graph (its own op's backward, another region) still reads it.
+func rescue(s *tensor.Scope, hidden []*autograd.Var) []*tensor.Tensor {
+	var ts []*tensor.Tensor
+	for _, h := range hidden {
+		if s.Owns(h.Value) {
+			tensor.Keep(h.Value)
+			ts = append(ts, h.Value)
+		}
+	}
+	return ts
 }
 
 // recompute runs fn on the detached inputs with the random stream where
@@ -349,6 +443,7 @@ func (r *region) closeOver(out *autograd.Var) {
 		a := rd.Tensor.Alias()
 		tensor.Keep(a)
 		r.reads = append(r.reads, autograd.Read{Tensor: a, Version: rd.Version})
+		r.readCtx = append(r.readCtx, rd.Tensor.Ctx())
 	}
 }
 
@@ -385,16 +480,45 @@ func (r *region) keepReads() {
 		drop[t.Allocation()] = true
 	}
 	kept := r.reads[:0]
-	for _, rd := range r.reads {
+	for i, rd := range r.reads {
 		if drop[rd.Tensor.Allocation()] {
 			rd.Tensor.Release()
 			continue
 		}
-		r.c.Adopt(rd.Tensor)
+		// In the scope of the context the tensor read belongs to: for a
+		// region over kept tensors (Background) closing over the caller's
+		// data, the caller's, not Background, where with no scope open
+		// nothing would ever release the view.
+		if h := r.readCtx[i]; h != nil {
+			h.Adopt(rd.Tensor)
+		} else {
+			r.c.Adopt(rd.Tensor)
+		}
 		kept = append(kept, rd)
 	}
 	clear(r.reads[len(kept):])
-	r.reads = kept
+	r.reads, r.readCtx = kept, nil
+}
+
+// checkReleased panics with an *tensor.OpError wrapping
+// tensor.ErrReleased, naming the region and the input, when the value of
+// an input (or of a computed var fn closed over) was released before
+// backward reached the region: freed early with Var.Drop, which the plain
+// graph allows for a var whose consumers' backward does not read it, or
+// by a scope that closed. The recomputation reads it.
+func (r *region) checkReleased() {
+	for i, x := range r.stops() {
+		if x == nil || x.Value == nil || !x.Value.Released() {
+			continue
+		}
+		what := fmt.Sprintf("input %d", i)
+		if i >= len(r.inputs) {
+			what = "a computed var the checkpointed function closed over"
+		}
+		panic(&tensor.OpError{Op: "checkpoint.Apply", Err: tensor.ErrReleased,
+			Msg: fmt.Sprintf("%s (%s %v %v) was released before backward reached the region (Var.Drop, or a scope that closed): "+
+				"the recomputation reads it", what, x.Name(), x.Value.DType(), x.Value.Shape())})
+	}
 }
 
 // checkClosed panics with an *tensor.OpError wrapping autograd.ErrModified

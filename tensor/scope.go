@@ -210,6 +210,18 @@ func (s *Scope) Len() int {
 	return n
 }
 
+// Owns reports whether s owns t now: t was made or adopted while s was
+// its context's innermost scope, and has been neither released nor
+// handed on (Keep, Ctx.Adopt) since. A nil s or t owns nothing.
+func (s *Scope) Owns(t *Tensor) bool {
+	if s == nil || t == nil {
+		return false
+	}
+	s.ctx.mu.Lock()
+	defer s.ctx.mu.Unlock()
+	return t.scope == s && !t.ref.released
+}
+
 // WithScope runs fn inside a new scope of c and closes it afterwards, also
 // when fn panics. A scope fn opened and left open (or another goroutine's,
 // see Ctx) makes it panic as Scope.Close does, after fn returned. A nil
