@@ -83,6 +83,17 @@ func (s *storage) joinFence() {
 	if f == nil {
 		return
 	}
+	if f.d.capturing() != nil {
+		// CaptureGraph synchronized every stream before it began, and no
+		// fence is made while a capture runs (the side stream, MoveTo and
+		// the copy ring are refused): the fence's work is over. Waiting on
+		// its event, recorded outside the capture, from the capturing
+		// stream is invalid (CUDA's stream capture rules: a wait on a
+		// non-captured event needs CU_EVENT_WAIT_EXTERNAL), so it is only
+		// cleared.
+		s.fence.CompareAndSwap(f, nil)
+		return
+	}
 	if f.host {
 		if err := f.ev.Synchronize(); err != nil {
 			panic(&OpError{Op: "fence", Msg: fmt.Sprintf("waiting for %v's side stream", f.d), Err: err})
@@ -231,6 +242,12 @@ func (b cudaBackend) adamwOverlapped(ps, gs, ms, vs []*Tensor, wd []float64, lr,
 			n += ps[hi].Bytes()
 			hi++
 		}
+		// The rows' raw addresses join no fence: a tensor moved by MoveTo
+		// (or a moment written back by the pipelined update's copy ring)
+		// carries a fence on another stream, which the side stream must
+		// wait for before it reads or writes the tensor, as the pipelined
+		// update does.
+		d.sideAfterFences(op, s, nil, ps[lo:hi], gs[lo:hi], ms[lo:hi], vs[lo:hi])
 		d.adamwTable(s, ps[lo:hi], gs[lo:hi], ms[lo:hi], vs[lo:hi], wd[lo:hi], lr, beta1, beta2, eps, step, rawPtr)
 		d.fenceGroup(op, s, g, false, nil, ps[lo:hi], gs[lo:hi], ms[lo:hi], vs[lo:hi])
 		lo = hi
