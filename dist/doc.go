@@ -159,7 +159,9 @@
 // collective calls, in the same order, on the same data.
 //
 // With NCCL (AsyncCollective): each rank has a communication stream of
-// its own (non-blocking, the greatest priority, made on first use). To
+// its own (non-blocking, made on first use, at cuda.PriorityHigh: the
+// compute stream's priority, one level under the greatest, above every
+// default stream). To
 // start bucket i the rank queues the copies into the buffer on the
 // compute stream, records an event there, makes the communication
 // stream wait for it, queues ncclAllReduce on the communication stream
