@@ -15,6 +15,7 @@ import (
 	"github.com/strata-ml/strata/tensor"
 )
 
+// mkParams makes k float32 parameters of the given sizes, seeded.
 func mkParams(k int, sizes []int, decay []bool, seed uint64) []*nn.Parameter {
 	rng := rand.New(rand.NewPCG(seed, 3))
 	ps := make([]*nn.Parameter, k)
@@ -32,6 +33,8 @@ func mkParams(k int, sizes []int, decay []bool, seed uint64) []*nn.Parameter {
 	return ps
 }
 
+// gradsFor gives the parameters marked in have a gradient that depends on
+// the step, and the others none.
 func gradsFor(ps []*nn.Parameter, step int, have []bool) {
 	for i, p := range ps {
 		p.ZeroGrad()
