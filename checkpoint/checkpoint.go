@@ -1,8 +1,10 @@
 package checkpoint
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/strata-ml/strata/amp"
 	"github.com/strata-ml/strata/autograd"
@@ -22,7 +24,11 @@ import (
 // get their gradients through the outer graph, as in the plain graph.
 // Backward fails with autograd.ErrModified when a leaf or tensor it read
 // was written in place between the passes; a raw tensor read only by the
-// forward pass is not watched.
+// forward pass is not watched. A var it reads off the path to its result
+// (only in a side computation) is no input of the region's node, so
+// backward may release it before the recomputation: pass it as an input,
+// or Retain it (else backward fails with tensor.ErrReleased, naming the
+// region).
 type Func func(inputs ...*autograd.Var) *autograd.Var
 
 // Options say how a region is checkpointed. The zero value recomputes
@@ -385,12 +391,36 @@ func (r *region) recompute(det []*autograd.Var) (out *autograd.Var, drew uint64)
 	now := autograd.RandomState(c)
 	autograd.SetRandomState(c, r.rng)
 	defer autograd.SetRandomState(c, now)
+	defer func() {
+		if e := recover(); e != nil {
+			panic(releasedRead(e))
+		}
+	}()
 	amp.With(c, r.amp, func() {
 		c.WithRole(memory.RoleActivation, func() {
 			autograd.WithOpHook(c, r.rec.replay(), func() { out = r.fn(det...) })
 		})
 	})
 	return out, autograd.RandomState(c) - r.rng
+}
+
+// releasedRead turns a recomputation's panic over a released tensor (an
+// *tensor.OpError wrapping tensor.ErrReleased from an op of fn) into one
+// that names the region and says why: the region checks its inputs and
+// the vars on its result's graph before it recomputes (checkReleased), so
+// this is a value fn read off that graph (a var read only by a side
+// computation, a Value read directly), which backward or Var.Drop
+// released before it reached the region. Any other panic is returned as
+// it came.
+func releasedRead(e any) any {
+	oe, ok := e.(*tensor.OpError)
+	if !ok || !errors.Is(oe, tensor.ErrReleased) || strings.HasPrefix(oe.Op, "checkpoint.") {
+		return e
+	}
+	return &tensor.OpError{Op: "checkpoint.Apply", Err: oe,
+		Msg: "the recomputation read a tensor released since the forward pass: a value the checkpointed function read " +
+			"off the path to its result (a var used only by a side computation, or a Value read directly), which backward " +
+			"or Var.Drop released before it reached the region (pass its var as an input of the region, or Retain it)"}
 }
 
 // check panics when the recomputation did not repeat the forward pass.
