@@ -24,7 +24,6 @@ func TestSideReadReleasedNamesTheRegion(t *testing.T) {
 	w := autograd.Param(tensor.FromFloat32s(cpu, []float32{0.5, -1, 2, 0.25}, 2, 2), "w")
 	defer func() { w.ZeroGrad(); w.Value.Release() }()
 	run := func(mode string) (grad []float32, err error) {
-		w.ZeroGrad()
 		c := tensor.NewCtx()
 		c.WithScope(func() {
 			x := autograd.Const(c.FromFloat32s(cpu, []float32{1, -1, 2, 0.5}, 2, 2))
@@ -51,6 +50,7 @@ func TestSideReadReleasedNamesTheRegion(t *testing.T) {
 			}
 			x.ZeroGrad()
 		})
+		w.ZeroGrad()
 		require.Zero(t, c.BytesInUse())
 		return grad, err
 	}
