@@ -22,7 +22,7 @@ test-short:
 # Every fuzz target for FUZZTIME each (go test runs their seed corpora as
 # plain tests in make test).
 FUZZTIME ?= 5m
-FUZZ := ./tensor:FuzzOpArguments ./tensor:FuzzReadSafetensors ./memory:FuzzManager ./memory:FuzzPool
+FUZZ := ./tensor:FuzzOpArguments ./tensor:FuzzReadSafetensors ./memory:FuzzManager ./memory:FuzzPool ./tokenizer:FuzzGPT2
 fuzz:
 	@for t in $(FUZZ); do echo "== $$t"; $(GO) test $${t%%:*} -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME) || exit 1; done
 
@@ -89,5 +89,8 @@ kernels:
 		-o tensor/kernels.fatbin kernels/all.cu
 	cat $(KERNEL_SRCS) | sha256sum | cut -d' ' -f1 > tensor/kernels.sha256
 
+# The default outputs of make run and of the README's commands: the
+# weights, their loss plot and (after an interrupt) the training state,
+# and memstrategies' bar chart.
 clean:
-	rm -rf $(GPU_OUT) gpt.safetensors
+	rm -rf $(GPU_OUT) gpt.safetensors gpt.loss.png gpt.state.safetensors memstrategies.png

@@ -251,6 +251,19 @@ def check(weights, logits_path, atol, rtol, dtype, device):
     return ok
 
 
+def tokenizer_of(path, vocab):
+    """The tokenizer generate uses for the weights at path by default: the
+    one train-gpt recorded in the metadata, else byte for a vocabulary of
+    256 and gpt2 otherwise (as generate's pickTokenizer guesses)."""
+    with open(path, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        meta = json.loads(f.read(n)).get("__metadata__") or {}
+    name = meta.get("tokenizer")
+    if name in ("byte", "gpt2"):
+        return name
+    return "byte" if vocab == 256 else "gpt2"
+
+
 def run(cmd):
     print("$", " ".join(shlex.quote(c) for c in cmd), flush=True)
     subprocess.run(cmd, check=True)
@@ -288,12 +301,18 @@ def main():
             d = os.path.join(tmp, f"{layout}.json")
             run([a.generate, "-weights", w, "-device", dev, "-prompt", a.prompt, "-dump-logits", d])
             ok &= check(w, d, a.atol, a.rtol, dtype, a.device)
+            with open(d) as f:
+                dump = json.load(f)
             if max_new is None:
-                with open(d) as f:
-                    dump = json.load(f)
                 max_new = dump["config"]["context"] - len(dump["tokens"])
-        run([a.generate, "-weights", a.weights, "-device", dev, "-prompt", a.prompt, "-temperature", "0",
-             "-max-new", str(max_new), "-runs", str(a.runs), "-quiet", "-stop-eot=false"])
+        timing = [a.generate, "-weights", a.weights, "-device", dev, "-prompt", a.prompt, "-temperature", "0",
+                  "-max-new", str(max_new), "-runs", str(a.runs), "-quiet"]
+        # Every timed run generates max_new tokens: gpt2's end-of-text must
+        # not stop it. The byte tokenizer has none, and generate refuses
+        # -stop-eot for it (a flag the run would ignore).
+        if tokenizer_of(a.weights, dump["config"]["vocab"]) != "byte":
+            timing.append("-stop-eot=false")
+        run(timing)
     print("all logits agree" if ok else "SOME LOGITS DISAGREE")
     sys.exit(0 if ok else 1)
 
