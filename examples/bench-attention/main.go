@@ -187,7 +187,7 @@ func bench(args []string, stdout, stderr io.Writer) error {
 		if r.Attention == "plain" || r.Attention == "fused+split" {
 			errCol = "-" // the references
 		}
-		fmt.Fprintf(stderr, "| %s | %s | %s | %s | %dx%dx%dx%d | %.3f | %.3f | %.1f | %.1f | %.1f | %s |\n",
+		fmt.Fprintf(stderr, "| %s | %s | %s | %s | %dx%dx%dx%d | %.3f | %.3f | %.3g | %.1f | %.1f | %s |\n",
 			r.Device, r.Precision, r.Attention, r.Kernels, r.B, r.H, r.T, r.HD, r.FwdMS, r.FwdBwdMS, r.TFLOPS, r.PeakMiB, r.ActMiB, errCol)
 	}
 	return nil
