@@ -72,11 +72,12 @@ func LayerNormHalf(x, w, b *Var, eps float64) *Var {
 // layerNorm is LayerNorm with its output in dtype dt.
 func layerNorm(x, w, b *Var, eps float64, dt tensor.DType) *Var {
 	var wv, bv *tensor.Tensor
+	var bdt tensor.DType // b's dtype, for its gradient when there is no w
 	if w != nil {
 		wv = w.Value
 	}
 	if b != nil {
-		bv = b.Value
+		bv, bdt = b.Value, b.Value.DType()
 	}
 	y, mean, rstd := hooked3("LayerNorm", tensor.CtxOf(x.Value), func() (y, mean, rstd *tensor.Tensor) {
 		return tensor.LayerNormTo(x.Value, wv, bv, eps, dt)
@@ -96,6 +97,10 @@ func layerNorm(x, w, b *Var, eps float64, dt tensor.DType) *Var {
 		if !needs(b) {
 			db.Release()
 			db = nil
+		} else if db == nil { // no weight: the kernels make no db; it is Σ rows of g
+			g2 := flat2D(g)
+			db = retype(tensor.Sum(g2, false, 0), bdt)
+			g2.Release()
 		}
 		return []*tensor.Tensor{dx, dw, db}
 	}, mean, rstd).reads(bit(0, true)|bit(1, true), false)
