@@ -29,7 +29,10 @@ import (
 // do all their tensor work on one goroutine at a time. An op whose operands belong
 // to no Ctx (an op on parameters alone) also uses Background; the result
 // is adopted by the Ctx of the first op that combines it with a tensor of
-// another Ctx, as long as no scope of Background owns it. Mixing tensors
+// another Ctx, as long as no scope of Background owns it (one does only
+// when the calling goroutine opened Background's innermost scope, so a
+// goroutine working in its own Ctx never hands such a result to another
+// goroutine's Background scope). Mixing tensors
 // of two different Ctx values in an op that makes a tensor panics with
 // ErrArgument (its result would have no one owner); the in-place ops
 // (CopyFrom, WriteNarrow, AddInPlace, the optimizer steps, ...) make none
@@ -189,23 +192,52 @@ func CtxOf(ts ...*Tensor) *Ctx {
 }
 
 // place gives t, just made, to c (see ctxOf): to c's innermost scope, or
-// for c == nil to Background's, as an orphan when Background has none.
+// for c == nil to Background's, as an orphan when Background has none
+// or the calling goroutine did not open it (placeKeptOnly).
 //
 // When c's innermost scope is another goroutine's (see Ctx.track), t is
 // released and the error returned.
 func place(op string, t *Tensor, c *Ctx) *OpError {
-	orphan := c == nil
-	if orphan {
-		c = background
+	if c == nil {
+		placeKeptOnly(t)
+		return nil
 	}
 	if err := c.track(op, t); err != nil {
 		t.Release()
 		return err
 	}
-	if orphan {
-		t.orphan = t.scope == nil
-	}
 	return nil
+}
+
+// placeKeptOnly places t, made by an op over kept tensors alone, in
+// Background: in its innermost scope when the calling goroutine opened
+// it, else as an orphan, owned by no scope. Such an op reads nothing of
+// Background's, and it is how a goroutine working in its own Ctx runs the
+// ops of its model on parameters alone (a weight's transpose, a slice of
+// the position embeddings, autocast's weight casts): put in the scope of
+// another goroutine using Background, t would be released when that
+// goroutine closes it, while still in use. Finding the goroutine costs a
+// walk of its stack, paid only while Background has a scope open.
+func placeKeptOnly(t *Tensor) {
+	c := background
+	t.ctx, t.orphan = c, false
+	var g uint64
+	c.mu.Lock()
+	for c.top != nil && g == 0 {
+		c.mu.Unlock()
+		g = goid()
+		c.mu.Lock()
+	}
+	if s := c.top; s != nil && s.gid == g {
+		t.scope = s
+		t.scopeIdx = len(s.tensors)
+		s.tensors = append(s.tensors, t)
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	t.orphan = true
+	guard(t)
 }
 
 // Ctx is the context the tensor belongs to: nil for a kept tensor and for

@@ -1,9 +1,7 @@
 package tensor
 
 import (
-	"bytes"
 	"fmt"
-	"runtime"
 
 	"github.com/strata-ml/strata/memory"
 )
@@ -64,24 +62,6 @@ func (c *Ctx) setHandoff(s *Scope) {
 		c.handoffs--
 	}
 	s.handoff = h
-}
-
-// goid is the calling goroutine's id, read from the header of its stack
-// trace ("goroutine 7 [running]:"). It costs a walk of the stack, so only
-// Background's NewScope calls it, and track only while Background's stack
-// holds scopes of two goroutines.
-func goid() uint64 {
-	var buf [64]byte
-	b := buf[:runtime.Stack(buf[:], false)]
-	b = bytes.TrimPrefix(b, []byte("goroutine "))
-	var id uint64
-	for _, ch := range b {
-		if ch < '0' || ch > '9' {
-			break
-		}
-		id = id*10 + uint64(ch-'0')
-	}
-	return id
 }
 
 // SetRole sets the memory role of tensors created in s from now on.
