@@ -38,7 +38,7 @@ func nanFromSkippedZeros[T float](p problem[T]) {
 		return
 	}
 	var buf [256]bool
-	zero := buf[:0]
+	var zero []bool // zero[l]: column l of op(A) holds a skipped zero
 	if p.k <= len(buf) {
 		zero = buf[:p.k]
 	} else {
