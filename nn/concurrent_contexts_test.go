@@ -20,19 +20,19 @@ import (
 	"github.com/strata-ml/strata/tensor"
 )
 
-// reviewCfg is a tiny GPT with dropout on, so the contexts' random
+// concurrentCfg is a tiny GPT with dropout on, so the contexts' random
 // streams matter.
-var reviewCfg = nn.GPTConfig{Vocab: 13, Context: 8, Layers: 2, Heads: 2, Width: 16, Dropout: 0.1}
+var concurrentCfg = nn.GPTConfig{Vocab: 13, Context: 8, Layers: 2, Heads: 2, Width: 16, Dropout: 0.1}
 
-// reviewJob is one training a goroutine runs: its checkpointing and
+// concurrentJob is one training a goroutine runs: its checkpointing and
 // whether its forward runs under bfloat16 autocast.
-type reviewJob struct {
+type concurrentJob struct {
 	name     string
 	ckpt     nn.Checkpointing
 	autocast bool
 }
 
-var reviewJobs = []reviewJob{
+var concurrentJobs = []concurrentJob{
 	{name: "plain"},
 	{name: "autocast bf16", autocast: true},
 	{name: "checkpoint blocks", ckpt: nn.Checkpointing{Mode: nn.CheckpointBlocks}},
@@ -40,17 +40,17 @@ var reviewJobs = []reviewJob{
 	{name: "checkpoint blocks + autocast", ckpt: nn.Checkpointing{Mode: nn.CheckpointBlocks}, autocast: true},
 }
 
-func newReviewGPT(t *testing.T, seed uint64) *nn.GPT {
-	g, err := nn.NewGPT(reviewCfg, nn.Options{Device: tensor.CPU(), DType: tensor.Float32, Rng: rand.New(rand.NewPCG(seed, 5))})
+func newConcurrentGPT(t *testing.T, seed uint64) *nn.GPT {
+	g, err := nn.NewGPT(concurrentCfg, nn.Options{Device: tensor.CPU(), DType: tensor.Float32, Rng: rand.New(rand.NewPCG(seed, 5))})
 	require.NoError(t, err)
 	return g
 }
 
-// runReviewJob trains a fresh model as job says for n steps in its own
+// runConcurrentJob trains a fresh model as job says for n steps in its own
 // context and returns the bits of every loss and of every parameter
 // after the last step; it releases the model.
-func runReviewJob(t *testing.T, job reviewJob, n int) (losses []uint32, params []uint32) {
-	g := newReviewGPT(t, 11)
+func runConcurrentJob(t *testing.T, job concurrentJob, n int) (losses []uint32, params []uint32) {
+	g := newConcurrentGPT(t, 11)
 	defer nn.Release(g.Parameters())
 	g.Checkpoint = job.ckpt
 	c := tensor.NewCtx()
@@ -58,7 +58,7 @@ func runReviewJob(t *testing.T, job reviewJob, n int) (losses []uint32, params [
 	opt := nn.NewAdamW(ps, 3e-3, 0.1)
 	defer opt.Release()
 	rng := rand.New(rand.NewPCG(9, 9))
-	B, T, V := 2, reviewCfg.Context, reviewCfg.Vocab
+	B, T, V := 2, concurrentCfg.Context, concurrentCfg.Vocab
 	xs, ys := make([]int32, B*T), make([]int32, B*T)
 	for i := range n {
 		for j := range xs {
@@ -122,7 +122,7 @@ func inferBits(c *tensor.Ctx, g *nn.GPT, ids []int32, ac bool) (out []uint32) {
 	return out
 }
 
-// TestConcurrentReviewMixedWorkloadsMatchSequential runs, at the same
+// TestConcurrentMixedWorkloadsMatchSequential runs, at the same
 // time and each in its own Ctx on the shared CPU device: trainings of
 // five fresh models (plain, bfloat16 autocast, checkpointed blocks,
 // selective offloaded checkpointing, checkpoint + autocast), two
@@ -132,19 +132,19 @@ func inferBits(c *tensor.Ctx, g *nn.GPT, ids []int32, ac bool) (out []uint32) {
 // goroutine that reads the memory manager's statistics and snapshots
 // throughout. Every result must equal, bit for bit, the same work done
 // one at a time, and the bytes in use return to the baseline.
-func TestConcurrentReviewMixedWorkloadsMatchSequential(t *testing.T) {
+func TestConcurrentMixedWorkloadsMatchSequential(t *testing.T) {
 	const steps, infers = 3, 6
 	mem := tensor.CPU().Memory()
 	base := settledInUse()
 
 	// Sequential references.
 	type res struct{ losses, params []uint32 }
-	want := make([]res, len(reviewJobs))
-	for i, j := range reviewJobs {
-		want[i].losses, want[i].params = runReviewJob(t, j, steps)
+	want := make([]res, len(concurrentJobs))
+	for i, j := range concurrentJobs {
+		want[i].losses, want[i].params = runConcurrentJob(t, j, steps)
 		require.Len(t, want[i].losses, steps, j.name)
 	}
-	shared := newReviewGPT(t, 21)
+	shared := newConcurrentGPT(t, 21)
 	defer nn.Release(shared.Parameters())
 	shared.SetTraining(false)
 	ids := []int32{3, 1, 4, 1, 5, 9, 2, 6}
@@ -152,7 +152,7 @@ func TestConcurrentReviewMixedWorkloadsMatchSequential(t *testing.T) {
 	wantAC := inferBits(tensor.NewCtx(), shared, ids, true)
 	require.NotEqual(t, wantPlain, wantAC, "autocast changes the logits")
 
-	savers := []*nn.GPT{newReviewGPT(t, 31), newReviewGPT(t, 32)}
+	savers := []*nn.GPT{newConcurrentGPT(t, 31), newConcurrentGPT(t, 32)}
 	defer func() {
 		for _, g := range savers {
 			nn.Release(g.Parameters())
@@ -169,11 +169,11 @@ func TestConcurrentReviewMixedWorkloadsMatchSequential(t *testing.T) {
 	}
 
 	// The same work, concurrently.
-	got := make([]res, len(reviewJobs))
+	got := make([]res, len(concurrentJobs))
 	var wg sync.WaitGroup
 	var done atomic.Bool
-	for i, j := range reviewJobs {
-		wg.Go(func() { got[i].losses, got[i].params = runReviewJob(t, j, steps) })
+	for i, j := range concurrentJobs {
+		wg.Go(func() { got[i].losses, got[i].params = runConcurrentJob(t, j, steps) })
 	}
 	for _, ac := range []bool{false, true} {
 		wg.Go(func() {
@@ -216,7 +216,7 @@ func TestConcurrentReviewMixedWorkloadsMatchSequential(t *testing.T) {
 			_ = mem.Pool(0).Segments()
 			mem.ResetPeaks()
 			_ = mem.EmptyCache()
-			mem.MarkHistory("review")
+			mem.MarkHistory("concurrent")
 			if h := mem.History(); h != nil {
 				_ = h
 			}
@@ -226,7 +226,7 @@ func TestConcurrentReviewMixedWorkloadsMatchSequential(t *testing.T) {
 	done.Store(true)
 	readerWG.Wait()
 
-	for i, j := range reviewJobs {
+	for i, j := range concurrentJobs {
 		assert.Equal(t, want[i].losses, got[i].losses, "%s: losses, concurrent vs sequential", j.name)
 		assert.True(t, slicesEqual(want[i].params, got[i].params), "%s: parameters after training, concurrent vs sequential", j.name)
 	}
@@ -234,7 +234,7 @@ func TestConcurrentReviewMixedWorkloadsMatchSequential(t *testing.T) {
 		assert.True(t, bytes.Equal(wantFiles[i], gotFiles[i]), "saved file %d, concurrent vs sequential", i)
 	}
 	// Loading a concurrently saved file into a fresh model gives the saver's values.
-	g := newReviewGPT(t, 99)
+	g := newConcurrentGPT(t, 99)
 	_, err := nn.LoadWeights(filepath.Join(dir, "para.safetensors"), g.Parameters())
 	require.NoError(t, err)
 	for k, p := range g.Parameters() {
@@ -261,11 +261,11 @@ func slicesEqual(a, b []uint32) bool {
 	return true
 }
 
-// TestConcurrentReviewReleaseAcrossContexts: goroutines make tensors in
+// TestConcurrentReleaseAcrossContexts: goroutines make tensors in
 // their own contexts, keep some and hand them to another goroutine that
 // releases them while the makers go on opening and closing scopes; every
 // context's bytes and the device's bytes in use come back.
-func TestConcurrentReviewReleaseAcrossContexts(t *testing.T) {
+func TestConcurrentReleaseAcrossContexts(t *testing.T) {
 	const workers, rounds = 4, 200
 	base := settledInUse()
 	ch := make(chan *tensor.Tensor, 64)
@@ -323,7 +323,7 @@ func sharedGradBits(t *testing.T, g *nn.GPT, seed uint64, ac bool) (out []uint32
 		vs[i] = p.Var
 	}
 	rng := rand.New(rand.NewPCG(seed, seed))
-	B, T, V := 2, reviewCfg.Context, reviewCfg.Vocab
+	B, T, V := 2, concurrentCfg.Context, concurrentCfg.Vocab
 	xs, ys := make([]int32, B*T), make([]int32, B*T)
 	for j := range xs {
 		xs[j], ys[j] = int32(rng.IntN(V)), int32(rng.IntN(V))
@@ -354,14 +354,14 @@ func sharedGradBits(t *testing.T, g *nn.GPT, seed uint64, ac bool) (out []uint32
 	return out
 }
 
-// TestConcurrentReviewSharedModelGradAndGenerate: goroutines take
+// TestConcurrentSharedModelGradAndGenerate: goroutines take
 // gradients of one shared checkpointed (selective, offloaded) GPT with
 // autograd.Grad, with and without autocast, and generate from it, at the
 // same time; each result equals the same work done alone.
-func TestConcurrentReviewSharedModelGradAndGenerate(t *testing.T) {
+func TestConcurrentSharedModelGradAndGenerate(t *testing.T) {
 	base := settledInUse()
 	for _, ck := range []nn.Checkpointing{{}, {Mode: nn.CheckpointBlocks}, {Mode: nn.CheckpointSelective, Offload: true}} {
-		g := newReviewGPT(t, 41)
+		g := newConcurrentGPT(t, 41)
 		g.Checkpoint = ck
 		gen := nn.GenerateOptions{MaxNewTokens: 6, Temperature: 0.8, TopK: 5, Seed: 3}
 		var want [4][]uint32
@@ -443,10 +443,10 @@ func trainMLPBits(t *testing.T, n int, ac bool, sgd bool) (out []uint32) {
 	return out
 }
 
-// TestConcurrentReviewLargeMLPsMatchSequential: four MLPs whose kernels
+// TestConcurrentLargeMLPsMatchSequential: four MLPs whose kernels
 // run in parallel train at once (AdamW and SGD, with and without
 // autocast), each bit for bit as when trained alone.
-func TestConcurrentReviewLargeMLPsMatchSequential(t *testing.T) {
+func TestConcurrentLargeMLPsMatchSequential(t *testing.T) {
 	const n = 3
 	base := settledInUse()
 	type job struct{ ac, sgd bool }
@@ -467,15 +467,15 @@ func TestConcurrentReviewLargeMLPsMatchSequential(t *testing.T) {
 	assert.Equal(t, base, settledInUse())
 }
 
-// TestConcurrentReviewHooksAndAnomalyStayInTheirContext: one goroutine
+// TestConcurrentHooksAndAnomalyStayInTheirContext: one goroutine
 // trains with gradient hooks on its parameters and anomaly detection on,
 // two others train plain models at the same time; the hooks fire once per
 // parameter per step in their own goroutine's passes only, and every
 // training matches its sequential run bit for bit.
-func TestConcurrentReviewHooksAndAnomalyStayInTheirContext(t *testing.T) {
+func TestConcurrentHooksAndAnomalyStayInTheirContext(t *testing.T) {
 	base := settledInUse()
 	run := func(hooked bool) (out []uint32, fired int) {
-		g := newReviewGPT(t, 51)
+		g := newConcurrentGPT(t, 51)
 		defer nn.Release(g.Parameters())
 		ps := g.Parameters()
 		if hooked {
@@ -542,7 +542,7 @@ func TestConcurrentReviewHooksAndAnomalyStayInTheirContext(t *testing.T) {
 // Background; they used to fail with the misuse error meant for two
 // goroutines sharing one Ctx ("give each goroutine its own Ctx").
 func TestConcurrentOwnCtxWhileBackgroundHandedOff(t *testing.T) {
-	g := newReviewGPT(t, 41)
+	g := newConcurrentGPT(t, 41)
 	defer nn.Release(g.Parameters())
 	ids := []int32{1, 2, 3, 4}
 	var want [2][]uint32
@@ -586,7 +586,7 @@ func TestConcurrentOwnCtxWhileBackgroundHandedOff(t *testing.T) {
 // when the scope that owned it closed" errors, a data race under -race,
 // and at times a kernel panic outside tensor.Try on the freed bias.
 func TestConcurrentOwnCtxBesideBackgroundUser(t *testing.T) {
-	g := newReviewGPT(t, 41)
+	g := newConcurrentGPT(t, 41)
 	defer nn.Release(g.Parameters())
 	g.SetTraining(false)
 	ids := []int32{1, 2, 3, 4}
