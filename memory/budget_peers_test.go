@@ -13,7 +13,7 @@ import (
 // out-of-memory error: EmptyCache would give them back.
 func TestHostBudgetTakesOtherTiersCache(t *testing.T) {
 	for _, mode := range []memory.SegmentMode{memory.SegmentsClassic, memory.SegmentsExpandable} {
-		b := memory.NewHostBudget(64<<20, "review")
+		b := memory.NewHostBudget(64<<20, "test")
 		m := memory.NewBudgetHostManager(memory.Config{Segments: mode, Policy: memory.SingleTierPolicy(memory.TierDevice)}, b)
 		a, err := m.Alloc(40<<20, memory.RoleActivation) // device tier
 		if err != nil {
@@ -42,7 +42,7 @@ func TestHostBudgetTakesOtherTiersCache(t *testing.T) {
 // cache (run with -race): nothing fails, and everything is given back.
 func TestHostBudgetPeersConcurrent(t *testing.T) {
 	for _, mode := range []memory.SegmentMode{memory.SegmentsClassic, memory.SegmentsExpandable} {
-		b := memory.NewHostBudget(40<<20, "review")
+		b := memory.NewHostBudget(40<<20, "test")
 		m := memory.NewBudgetHostManager(memory.Config{Segments: mode}, b)
 		var wg sync.WaitGroup
 		turn := [2]chan bool{make(chan bool, 1), make(chan bool, 1)}

@@ -13,7 +13,7 @@ import (
 // and the budget holds nothing.
 func TestCloseZeroesEveryStatistic(t *testing.T) {
 	for _, mode := range []memory.SegmentMode{memory.SegmentsClassic, memory.SegmentsExpandable} {
-		b := memory.NewHostBudget(256<<20, "review")
+		b := memory.NewHostBudget(256<<20, "test")
 		ss := memtest.NewStreamSync()
 		m := memory.NewBudgetHostManager(memory.Config{Segments: mode, StreamSync: ss}, b)
 		var as []*memory.Allocation

@@ -100,7 +100,7 @@ func TestManagerRandomInvariants(t *testing.T) {
 	for seed := range uint64(10) {
 		for _, mode := range []memory.SegmentMode{memory.SegmentsClassic, memory.SegmentsExpandable} {
 			rng := rand.New(rand.NewPCG(seed, uint64(mode)))
-			b := memory.NewHostBudget(96<<20, "review")
+			b := memory.NewHostBudget(96<<20, "test")
 			cfg := memory.Config{Segments: mode}
 			if seed%2 == 1 {
 				cfg.Limits[memory.TierDevice] = 24 << 20

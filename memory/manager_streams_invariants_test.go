@@ -9,7 +9,7 @@ import (
 	"github.com/strata-ml/strata/memory/memtest"
 )
 
-type reviewLive struct {
+type streamLive struct {
 	a    *memory.Allocation
 	seed byte
 }
@@ -22,7 +22,7 @@ func TestManagerRandomStreams(t *testing.T) {
 		for _, mode := range []memory.SegmentMode{memory.SegmentsClassic, memory.SegmentsExpandable} {
 			t.Run(fmt.Sprintf("%d/%d", seed, mode), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(seed, uint64(mode)+7))
-				b := memory.NewHostBudget(128<<20, "review")
+				b := memory.NewHostBudget(128<<20, "test")
 				ss := memtest.NewStreamSync()
 				cfg := memory.Config{Segments: mode, StreamSync: ss}
 				if seed%2 == 1 {
@@ -32,7 +32,7 @@ func TestManagerRandomStreams(t *testing.T) {
 					cfg.MaxSplitSize = 21 << 20
 				}
 				m := memory.NewBudgetHostManager(cfg, b)
-				var live []reviewLive
+				var live []streamLive
 				var holds []func()
 				var sched *memory.Scheduler
 				var sd byte
@@ -66,7 +66,7 @@ func TestManagerRandomStreams(t *testing.T) {
 						if err == nil {
 							sd++
 							memtest.Fill(a.Host(), sd)
-							live = append(live, reviewLive{a, sd})
+							live = append(live, streamLive{a, sd})
 						}
 					case op < 9:
 						what = "free"

@@ -15,7 +15,7 @@ import (
 func TestPlanStepsInvariants(t *testing.T) {
 	for seed := range uint64(6) {
 		rng := rand.New(rand.NewPCG(seed, 5))
-		budget := memory.NewHostBudget(512<<20, "review")
+		budget := memory.NewHostBudget(512<<20, "test")
 		ss := memtest.NewStreamSync()
 		cfg := memory.PoolConfig{Expandable: true, PlanSteps: true, StreamSync: ss}
 		if seed%2 == 1 {

@@ -26,7 +26,7 @@ func dumpSeg(p *Pool, seg *segment) string {
 func TestCloseHeldStreamWithStaleRanges(t *testing.T) {
 	const mib = 1 << 20
 	ss := &holdingSync{newLateSync(), 0}
-	budget := NewHostBudget(256*mib, "review")
+	budget := NewHostBudget(256*mib, "test")
 	vm := NewBudgetBackend(NewHostBackend(TierDevice), budget)
 	p := NewPool(vm, PoolConfig{Expandable: true, StreamSync: ss})
 	const s Stream = 3
