@@ -211,10 +211,7 @@ func NewManager(backends []Backend, cfg Config) (*Manager, error) {
 			if wait && len(man.pending) > 0 {
 				werr = man.processEvents(true)
 			}
-			n, err := man.releaseCached()
-			if n > 0 {
-				man.sinks.cacheFlush()
-			}
+			n, err := man.flushCache()
 			return n, errors.Join(werr, err)
 		}
 	}
@@ -230,7 +227,10 @@ func NewManager(backends []Backend, cfg Config) (*Manager, error) {
 // give them back).
 func (m *Manager) linkBudgetPeers() {
 	for t, p := range m.pools {
-		b := budgetOf(backendOf(p))
+		if p == nil {
+			continue
+		}
+		b := budgetOf(p.backend)
 		if b == nil {
 			continue
 		}
@@ -247,24 +247,13 @@ func (m *Manager) linkBudgetPeers() {
 			var n int64
 			var errs []error
 			for _, q := range peers {
-				r, err := q.releaseCached()
-				if r > 0 {
-					q.sinks.cacheFlush()
-				}
+				r, err := q.flushCache()
 				n += r
 				errs = append(errs, err)
 			}
 			return n, errors.Join(errs...)
 		}
 	}
-}
-
-// backendOf is p's backend, nil for a nil p.
-func backendOf(p *Pool) Backend {
-	if p == nil {
-		return nil
-	}
-	return p.backend
 }
 
 // NewHostManager makes a manager with a host backend for every tier: the

@@ -37,6 +37,16 @@ func (p *Pool) releaseCached() (int64, error) {
 	return p.releaseStreams(func(s Stream) bool { return !heldBy(h, s) })
 }
 
+// flushCache is releaseCached for an allocation that found no room: it
+// counts a cache flush (Usage.CacheFlushes) when any bytes went.
+func (p *Pool) flushCache() (int64, error) {
+	n, err := p.releaseCached()
+	if n > 0 {
+		p.sinks.cacheFlush()
+	}
+	return n, err
+}
+
 // releaseStreams releases the cache of the streams take accepts: their
 // fully free classic segments (held streams' too, if take accepts them)
 // and the free pages of their expandable segments (never held streams':

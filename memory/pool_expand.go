@@ -92,14 +92,10 @@ func (p *Pool) growExpandable(size, rounded int64, s Stream) (*Block, error) {
 			b, err = p.expand(rounded, s)
 		}
 	}
-	if err != nil && p.budgetRefused(err) {
-		peers, relErr := p.releasePeers()
-		if relErr != nil {
-			return nil, relErr
-		}
-		if peers > 0 {
-			b, err = p.expand(rounded, s)
-		}
+	if retry, relErr := p.peersFreed(err); relErr != nil {
+		return nil, relErr
+	} else if retry {
+		b, err = p.expand(rounded, s)
 	}
 	if err != nil {
 		if !isOOM(err) {

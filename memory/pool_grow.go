@@ -29,12 +29,9 @@ func (p *Pool) grow(size, rounded int64, s Stream) (*Block, error) {
 		}
 	}
 	if err != nil && isOOM(err) {
-		released, relErr := p.releaseCached()
+		released, relErr := p.flushCache()
 		if relErr != nil {
 			return nil, relErr
-		}
-		if released > 0 {
-			p.sinks.cacheFlush()
 		}
 		shared, relErr := p.releaseSharedCache(false)
 		if relErr != nil {
@@ -44,14 +41,10 @@ func (p *Pool) grow(size, rounded int64, s Stream) (*Block, error) {
 			r, err = p.reserve(segSize)
 		}
 	}
-	if err != nil && p.budgetRefused(err) {
-		peers, relErr := p.releasePeers()
-		if relErr != nil {
-			return nil, relErr
-		}
-		if peers > 0 {
-			r, err = p.reserve(segSize)
-		}
+	if retry, relErr := p.peersFreed(err); relErr != nil {
+		return nil, relErr
+	} else if retry {
+		r, err = p.reserve(segSize)
 	}
 	if err != nil {
 		if !isOOM(err) {
@@ -77,11 +70,15 @@ func (p *Pool) grow(size, rounded int64, s Stream) (*Block, error) {
 	return b, nil
 }
 
-// budgetRefused reports whether err is the refusal of a HostBudget that
-// other pools of the manager charge too (not the pool's Limit): their
-// cache may make room (releasePeers).
-func (p *Pool) budgetRefused(err error) bool {
-	return p.releasePeers != nil && !errors.Is(err, errLimit) && errors.Is(err, ErrOutOfMemory)
+// peersFreed releases, when err is the refusal of a HostBudget that other
+// pools of the manager charge too (not the pool's Limit), their cache
+// (releasePeers), and reports whether that made room to retry.
+func (p *Pool) peersFreed(err error) (bool, error) {
+	if err == nil || p.releasePeers == nil || errors.Is(err, errLimit) || !errors.Is(err, ErrOutOfMemory) {
+		return false, nil
+	}
+	n, relErr := p.releasePeers()
+	return n > 0, relErr
 }
 
 func isOOM(err error) bool { return errors.Is(err, errLimit) || errors.Is(err, ErrOutOfMemory) }
