@@ -230,9 +230,7 @@ func placeKeptOnly(t *Tensor) {
 		c.mu.Lock()
 	}
 	if s := c.top; s != nil && s.gid == g {
-		t.scope = s
-		t.scopeIdx = len(s.tensors)
-		s.tensors = append(s.tensors, t)
+		s.add(t)
 		c.mu.Unlock()
 		return
 	}
@@ -275,15 +273,20 @@ func (c *Ctx) track(op string, t *Tensor) *OpError {
 		return errSharedCtx(op, c)
 	}
 	if s != nil {
-		t.scope = s
-		t.scopeIdx = len(s.tensors)
-		s.tensors = append(s.tensors, t)
+		s.add(t)
 	}
 	c.mu.Unlock()
 	if s == nil {
 		guard(t)
 	}
 	return nil
+}
+
+// add makes s the owner of t (s.ctx.mu held).
+func (s *Scope) add(t *Tensor) {
+	t.scope = s
+	t.scopeIdx = len(s.tensors)
+	s.tensors = append(s.tensors, t)
 }
 
 // untrack takes t out of its scope; it keeps its context.

@@ -32,8 +32,8 @@ type Scope struct {
 // that scope's allocation role (memory.RoleActivation for an outermost
 // scope).
 //
-// A scope of Background records the goroutine that opens it (a few
-// microseconds), so that two goroutines using Background at once are
+// A scope of Background records the goroutine that opens it (goid: a few
+// nanoseconds on amd64, microseconds elsewhere), so that two goroutines using Background at once are
 // told so (see Ctx) instead of releasing each other's tensors.
 func (c *Ctx) NewScope() *Scope {
 	var g uint64
