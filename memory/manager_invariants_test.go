@@ -76,19 +76,37 @@ func checkUsageConsistent(t *testing.T, m *memory.Manager, where string) {
 func checkAllZero(t *testing.T, m *memory.Manager, where string) {
 	t.Helper()
 	st := m.Stats()
+	zero := func(u memory.Usage) bool {
+		return u.Allocated.Current == 0 && u.Requested.Current == 0 && u.Reserved.Current == 0 && u.Active.Current == 0 && u.InactiveSplit.Current == 0
+	}
 	for tier, u := range st.Tiers {
-		if u.Allocated.Current != 0 || u.Requested.Current != 0 || u.Reserved.Current != 0 || u.Active.Current != 0 || u.InactiveSplit.Current != 0 {
+		if !zero(u) {
 			t.Errorf("%s: tier %s not back to zero: %+v", where, memory.Tier(tier), u)
 		}
 	}
-	u := st.Total
-	if u.Allocated.Current != 0 || u.Requested.Current != 0 || u.Reserved.Current != 0 || u.Active.Current != 0 || u.InactiveSplit.Current != 0 {
+	if u := st.Total; !zero(u) {
 		t.Errorf("%s: total not back to zero: %+v", where, u)
 	}
 	for r, ru := range st.Roles {
 		if ru.Allocated.Current != 0 || ru.Requested.Current != 0 {
 			t.Errorf("%s: role %s not back to zero: %+v", where, memory.Role(r), ru)
 		}
+	}
+}
+
+// emptyAndClose empties m's cache once everything is freed, checks that
+// every statistic and the budget b are back to zero, and closes m.
+func emptyAndClose(t *testing.T, m *memory.Manager, b *memory.HostBudget) {
+	t.Helper()
+	if err := m.EmptyCache(); err != nil {
+		t.Fatal(err)
+	}
+	checkAllZero(t, m, "after freeing everything")
+	if used, _ := b.Used(); used != 0 {
+		t.Fatalf("budget holds %d", used)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -166,16 +184,7 @@ func TestManagerRandomInvariants(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := m.EmptyCache(); err != nil {
-				t.Fatal(err)
-			}
-			checkAllZero(t, m, "after freeing everything")
-			if used, _ := b.Used(); used != 0 {
-				t.Fatalf("budget holds %d", used)
-			}
-			if err := m.Close(); err != nil {
-				t.Fatal(err)
-			}
+			emptyAndClose(t, m, b)
 			if t.Failed() {
 				t.Fatalf("seed %d mode %d", seed, mode)
 			}

@@ -148,16 +148,7 @@ func TestManagerRandomStreams(t *testing.T) {
 				for _, h := range holds {
 					h()
 				}
-				if err := m.EmptyCache(); err != nil {
-					t.Fatal(err)
-				}
-				checkAllZero(t, m, "after freeing everything")
-				if used, _ := b.Used(); used != 0 {
-					t.Fatalf("budget holds %d", used)
-				}
-				if err := m.Close(); err != nil {
-					t.Fatal(err)
-				}
+				emptyAndClose(t, m, b)
 				if err := ss.Err(); err != nil {
 					t.Fatal(err)
 				}
