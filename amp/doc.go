@@ -76,8 +76,9 @@
 // GradScaler is PyTorch's dynamic loss scaling for float16 (65536 at
 // start, x2 after 2000 good steps, x0.5 and a skipped step on inf/NaN);
 // Unscale runs one fused pass over all gradients (tensor.UnscaleGrads:
-// one kernel launch on a GPU), and below a scale of 1, where dividing
-// multiplies, a second pass checks what it wrote. The scale stays a
+// one kernel launch on a GPU) that tests each product, so below a scale
+// of 1, where dividing multiplies, a finite gradient that overflowed is
+// found in the same pass. The scale stays a
 // float32 the gradients can be divided by: backing off stops at 2^-126
 // (float32's smallest normal), growth at float32's largest finite number,
 // and Unscale, Record and LoadMetadata refuse a Scale outside [2^-126,

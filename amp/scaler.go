@@ -103,12 +103,9 @@ func (s *GradScaler) Unscale(grads []*tensor.Tensor) bool {
 				"half gradients are for bfloat16 autocast, which needs no scaler", i, g.DType(), g.Shape()), Err: tensor.ErrDType})
 		}
 	}
+	// UnscaleGrads tests each product: below a scale of 1, where dividing
+	// multiplies, a finite gradient that overflowed is found too.
 	ok := tensor.UnscaleGrads(grads, 1/s.Scale) // a panic leaves the step unchecked
-	if ok && s.Scale < 1 {
-		// Dividing multiplied: a finite gradient may have overflowed.
-		// Multiplying by 1 changes nothing and checks what is there.
-		ok = tensor.UnscaleGrads(grads, 1)
-	}
 	s.unscaled, s.found = true, !ok
 	return ok
 }

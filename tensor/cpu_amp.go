@@ -10,16 +10,20 @@ func (c cpuBackend) scaleAll(ts []*Tensor, alpha float64) {
 	}
 }
 
+// unscaleCheck tests each product: a non-finite element stays non-finite
+// (inv is finite and non-zero), and a finite one that overflows as it is
+// multiplied (inv above 1) is caught in the same pass.
 func (cpuBackend) unscaleCheck(ts []*Tensor, inv float64) bool {
 	finite := true
 	s := float32(inv)
 	for _, t := range ts {
 		x := f32(t)
 		for i, v := range x {
-			if math.IsInf(float64(v), 0) || v != v {
+			r := v * s
+			if math.IsInf(float64(r), 0) || r != r {
 				finite = false
 			}
-			x[i] = v * s
+			x[i] = r
 		}
 	}
 	return finite

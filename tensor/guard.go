@@ -129,9 +129,10 @@ func (g *StepGuard) SetUnscale(inv float64) error {
 // not finite, before or (a factor above 1: a loss scale below 1, where a
 // finite gradient can overflow) after it was multiplied, as
 // amp.GradScaler.Unscale reports it, which makes the step's ClipGradNorm
-// set the skip flag (the scaler skips the step); the CUDA kernel
-// (unscale_guarded_f32) tests each product. Gradients must be contiguous
-// float32 on g's device; nil entries are ignored.
+// set the skip flag (the scaler skips the step); both paths test each
+// product (UnscaleGrads on the CPU, unscale_guarded_f32 on CUDA).
+// Gradients must be contiguous float32 on g's device; nil entries are
+// ignored.
 func (g *StepGuard) Unscale(grads []*Tensor) {
 	ts := g.float32Grads("UnscaleGrads", grads)
 	if d, ok := g.dev.(*cudaDevice); ok {
@@ -139,11 +140,7 @@ func (g *StepGuard) Unscale(grads []*Tensor) {
 		cudaBackend{d}.guardedGrads("UnscaleGrads", d.k.unscaleGuarded, g, ts)
 		return
 	}
-	inv := float64(g.w.inv)
-	if len(ts) > 0 && (!UnscaleGrads(ts, inv) || inv > 1 && !UnscaleGrads(ts, 1)) {
-		// Above 1 (a loss scale below 1) the factor multiplies: a finite
-		// gradient may have overflowed, which the second pass finds, as
-		// amp.GradScaler.Unscale's does.
+	if len(ts) > 0 && !UnscaleGrads(ts, float64(g.w.inv)) {
 		g.w.found = 1
 	}
 }

@@ -63,3 +63,30 @@ func testGuardedUnscaleOverflow(t *testing.T, dev tensor.Device) {
 		require.True(t, r.Overflow, "a NaN gradient")
 	})
 }
+
+// TestUnscaleGradsTestsEachProduct: UnscaleGrads itself reports a finite
+// gradient that overflows as it is multiplied (a factor above 1), in its
+// one pass, on every device: GradScaler.Unscale and StepGuard.Unscale's
+// CPU path made a second pass (a factor of 1) to find it. A non-finite
+// element is still reported, and the products are written either way.
+func TestUnscaleGradsTestsEachProduct(t *testing.T) {
+	onDevices(t, func(t *testing.T, dev tensor.Device) {
+		c := tensor.NewCtx()
+		c.WithScope(func() {
+			over := []*tensor.Tensor{c.FromFloat32s(dev, []float32{2}), c.FromFloat32s(dev, []float32{1, 1e30, -3e38})}
+			require.False(t, tensor.UnscaleGrads(over, 0x1p100), "1e30 * 2^100 overflows")
+			got := over[1].Float64s()
+			require.True(t, math.IsInf(got[1], 1) && math.IsInf(got[2], -1), "the products are written: %v", got)
+			require.Equal(t, []float64{0x1p101}, over[0].Float64s())
+
+			fine := []*tensor.Tensor{c.FromFloat32s(dev, []float32{1, -1e-30}), nil}
+			require.True(t, tensor.UnscaleGrads(fine, 0x1p100))
+			require.InEpsilonSlice(t, []float64{0x1p100, -1e-30 * 0x1p100}, fine[0].Float64s(), 1e-6)
+
+			for _, bad := range []float32{float32(math.Inf(1)), float32(math.NaN())} {
+				x := []*tensor.Tensor{c.FromFloat32s(dev, []float32{1, bad})}
+				require.False(t, tensor.UnscaleGrads(x, 1.0/1024), "%v before", bad)
+			}
+		})
+	})
+}

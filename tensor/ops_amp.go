@@ -61,7 +61,8 @@ func ScaleAll(ts []*Tensor, alpha float64) {
 }
 
 // UnscaleGrads multiplies every tensor of ts by inv in place and reports
-// whether all their elements were finite before (the gradient scaler's
+// whether all the products are finite: no element was inf or NaN before,
+// and none overflowed as it was multiplied (inv above 1) (the gradient scaler's
 // fused unscale and inf/NaN check: on a GPU one kernel launch for all
 // tensors and one synchronization). Nil tensors are skipped. The tensors
 // must be contiguous float32 on one device, no two sharing an element
