@@ -472,7 +472,9 @@ func MeanScale(targets *Tensor, ignore int32, dt DType) *Tensor {
 }
 
 // Dropout zeroes each element with probability p and scales the rest by
-// 1/(1-p). The mask is a pure function of (seed, offset, index), so the
+// 1/(1-p): it multiplies by its mask as PyTorch does, so a dropped NaN or
+// infinity gives NaN and a dropped negative -0. The mask is a pure
+// function of (seed, offset, index), so the
 // same call on the output gradient is the backward, and a recomputation
 // (activation checkpointing) reproduces it exactly.
 func Dropout(t *Tensor, p float64, seed, offset uint64) *Tensor {

@@ -52,7 +52,7 @@ func (d *attnDrop[T]) apply(x T, h, row, col int) T {
 		return x
 	}
 	if uint64(DropoutMask(d.seed, d.off, (h*d.t+row)*d.t+col)) < d.thr {
-		return 0
+		return x * 0 // as Dropout: a NaN stays NaN
 	}
 	return x * d.scale
 }
@@ -135,9 +135,10 @@ func AttentionForward[T Float](out, lse, q, k, v []T, bh, t, hd int, scale, p fl
 					for c := c0; c < cmax; c++ {
 						e := expT(s[c-c0] - mt)
 						sum += e
-						if w := drop.apply(e, h, r, c); w != 0 {
-							axpyT(ar, w, v[(h*t+c)*hd:(h*t+c+1)*hd])
-						}
+						// Also a zero weight (dropped, or exp underflowed):
+						// 0 x a NaN or infinity of v is NaN, as a matrix
+						// product of the probabilities and v gives it.
+						axpyT(ar, drop.apply(e, h, r, c), v[(h*t+c)*hd:(h*t+c+1)*hd])
 					}
 					l[i] = l[i]*alpha + sum
 					m[i] = mt

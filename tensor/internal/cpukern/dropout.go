@@ -12,12 +12,15 @@ func dropoutThreshold(p float64) uint64 {
 	return uint64(math.Ceil(p * 0x1p32))
 }
 
-// Dropout sets dst[i] = src[i] / (1-p) if element i is kept and 0 if not.
+// Dropout sets dst[i] = src[i] * (1/(1-p)) if element i is kept and
+// src[i] * (1/(1-p)) * 0 if not, as PyTorch multiplies by its mask: a
+// dropped NaN or infinity gives NaN and a dropped negative -0, so a
+// non-finite input shows in the output whichever elements are dropped.
 // Element i is kept iff u >= p, u = DropoutMask(seed, offset, i) * 2^-32,
 // i.e. with probability 1-p; the mask is a pure function of (seed,
 // offset+i), so the backward pass is the same call on dy, no mask is
 // stored, and successive calls advance offset by the element count to get
-// fresh masks. p == 0 copies src; p == 1 zeroes dst. dst may be src
+// fresh masks. p == 0 copies src; p == 1 multiplies it by 0. dst may be src
 // itself. It panics when p is outside [0, 1] or lengths differ.
 func Dropout[T Float](dst, src []T, p float64, seed, offset uint64) {
 	mustEq("Dropout", "src", len(src), len(dst))
@@ -29,7 +32,9 @@ func Dropout[T Float](dst, src []T, p float64, seed, offset uint64) {
 		copy(dst, src)
 		return
 	case 1:
-		clear(dst)
+		for i, v := range src {
+			dst[i] = v * 0
+		}
 		return
 	}
 	thr := dropoutThreshold(p)
@@ -48,7 +53,8 @@ func Dropout[T Float](dst, src []T, p float64, seed, offset uint64) {
 // aligned, blocks are computed in interleaved pairs, eight elements at a
 // time. The keep test is branch-free (a mispredicted branch per dropped
 // element would cost more than the arithmetic): (word - thr) >> 63 is 1
-// exactly when word < thr, and masks the scaled value's bits to +0.
+// exactly when word < thr, and the scaled value is multiplied by 1 minus
+// it.
 func dropoutRange[T Float](dst, src []T, thr uint64, scale T, seed, pos uint64) {
 	if isF32[T]() {
 		dropout32(f32(dst), f32(src), thr, float32(scale), seed, pos)
@@ -57,15 +63,13 @@ func dropoutRange[T Float](dst, src []T, thr uint64, scale T, seed, pos uint64) 
 	dropout64(f64(dst), f64(src), thr, float64(scale), seed, pos)
 }
 
-// keep32 returns v with its bits cleared when word < thr.
+// keep32 returns v times 0 when word < thr, else v.
 func keep32(v float32, word uint32, thr uint64) float32 {
-	mask := uint32((uint64(word)-thr)>>63) - 1
-	return math.Float32frombits(math.Float32bits(v) & mask)
+	return v * float32(int32(1-(uint64(word)-thr)>>63))
 }
 
 func keep64(v float64, word uint32, thr uint64) float64 {
-	mask := (uint64(word)-thr)>>63 - 1
-	return math.Float64frombits(math.Float64bits(v) & mask)
+	return v * float64(int32(1-(uint64(word)-thr)>>63))
 }
 
 func dropout32(dst, src []float32, thr uint64, scale float32, seed, pos uint64) {
