@@ -124,11 +124,15 @@ func Mean(x *Var, keepDim bool, axes ...int) *Var {
 		}
 	}
 	return Record("Mean", out, []*Var{x}, func(g *tensor.Tensor) []*tensor.Tensor {
+		// g / n, as PyTorch's mean backward divides (a product with a
+		// rounded 1/n is an ulp off for many gradients).
 		gk := g.Reshape(kept...)
 		e := gk.Expand(shape...)
-		r := tensor.Scale(e, 1/float64(n))
+		d := tensor.CtxOf(g).Full(g.Device(), g.DType(), float64(n))
+		r := tensor.Div(e, d)
 		gk.Release()
 		e.Release()
+		d.Release()
 		return []*tensor.Tensor{r}
 	}).reads(0, false)
 }

@@ -112,7 +112,9 @@ func Max(t *Tensor, keepDim bool, axes ...int) *Tensor { return reduce("Max", t,
 
 // Mean averages over the given axes (all when none; negative axes count
 // from the end), as Sum; the mean over an axis of size 0 is NaN, as in
-// PyTorch (Sum gives 0 there).
+// PyTorch (Sum gives 0 there). The sum is divided by the element count,
+// as PyTorch divides it: a product with a rounded 1/n is an ulp off for
+// many counts (the mean of seven 7s would be 7.0000005 in float32).
 func Mean(t *Tensor, keepDim bool, axes ...int) *Tensor {
 	s := reduce("Mean", t, axes, keepDim, false)
 	defer releaseOnPanic(s)
@@ -120,7 +122,10 @@ func Mean(t *Tensor, keepDim bool, axes ...int) *Tensor {
 	for _, a := range reduceAxes("Mean", t, axes) {
 		n *= t.shape[a]
 	}
-	s.ScaleInPlace(1 / float64(n)) // s is a fresh contiguous tensor
+	// s is a fresh contiguous tensor: divided in place by a scalar n.
+	d := full("Mean", ctxOf("Mean", s), s.dev, s.dtype, float64(n))
+	defer d.Release()
+	s.dev.backend().binary(OpDiv, s, s, d, mergeDims("Mean", s.shape, s.strides, broadcastStrides(d, s.shape)))
 	return s
 }
 
