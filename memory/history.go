@@ -14,7 +14,8 @@ const (
 	// of Block bytes at Addr.
 	EventAlloc EventKind = iota
 	// EventFree is a block freed (it may stay pending on other streams'
-	// work; see Pool.RecordStream). AllocSeq is its EventAlloc's Seq.
+	// work; see Pool.RecordStream), or a live block released by Close.
+	// AllocSeq is its EventAlloc's Seq.
 	EventFree
 	// EventReserve is memory taken from the backend: a new segment, or
 	// physical pages mapped into an expandable segment (Size bytes at

@@ -143,7 +143,8 @@ func (p *Pool) Close() error {
 
 // close releases every segment with p.mu held and returns the backend's
 // errors. Live blocks are released too; their bytes leave the statistics
-// without counting as frees.
+// without counting as frees (the history records them as EventFree, so
+// that its bytes end where the statistics do).
 func (p *Pool) close() error {
 	p.closed = true
 	var errs []error
@@ -158,6 +159,9 @@ func (p *Pool) close() error {
 		for b := seg.first; b != nil; b = b.next {
 			switch b.state {
 			case blockLive:
+				if p.hist != nil { // the history's bytes follow the statistics'
+					p.hist.free(p.tier, b)
+				}
 				p.sinks.each(func(u *Usage) { u.dropBytes(b.size, b.requested, b.size) })
 			case blockPending:
 				p.sinks.blockReclaimed(b.size)

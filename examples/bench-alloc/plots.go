@@ -27,9 +27,9 @@ func plotReplay(path string, ops []poolOp, slots int, backend memory.Backend, ex
 	defer func() { err = errors.Join(err, p.Close()) }()
 	p.RecordHistory(2*len(ops) + 1024)
 	start := memory.Snapshot{HistoryTime: -1, Tiers: []memory.TierSnapshot{{Tier: backend.Tier(), Backend: backend.Name()}}}
-	blocks, ev, err := runOps(p, ops, slots)
+	blocks, op, err := runOps(p, ops, slots)
 	if err != nil {
-		return fmt.Errorf("%s (%s, recorded): event %d: %w", path, mode, ev+1, err)
+		return errors.Join(fmt.Errorf("%s (%s, recorded): %w", where(path, op.event, op.line), mode, err), freeAll(p, blocks))
 	}
 	h := p.History()
 	peak, err := memviz.SnapshotAt(start, h, memviz.PeakEvent(h, backend.Tier()))

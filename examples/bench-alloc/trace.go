@@ -24,6 +24,21 @@ type traceEvent struct {
 	addr   uint64
 	size   int64
 	stream uint64
+	line   int // its line in the trace file, for errors (0: not read from one)
+}
+
+// maxTraceSize is the largest allocation a replay makes: the largest
+// request memory.Pool.Alloc takes (it refuses more as an invalid
+// argument).
+const maxTraceSize = 1<<62 - 1
+
+// where names the event of index i, on line line of the trace at path (0:
+// not read from a file), in an error: "path:line", else "path: event i+1".
+func where(path string, i, line int) string {
+	if line > 0 {
+		return fmt.Sprintf("%s:%d", path, line)
+	}
+	return fmt.Sprintf("%s: event %d", path, i+1)
 }
 
 // Trace actions, every one PyTorch's recorder writes (TraceEntry in
@@ -105,7 +120,7 @@ func readTrace(path string) ([]traceEvent, error) {
 		line, _ := r.FieldPos(0)
 		field := func(i int) string { return strings.TrimSpace(rec[col[i]]) }
 		action, addr, size, stream := field(0), field(1), field(2), field(3)
-		var ev traceEvent
+		ev := traceEvent{line: line}
 		// A snapshot's addr and size are 0, and an oom's size may be.
 		minSize := int64(1)
 		switch action {
@@ -270,9 +285,9 @@ func replay(path string, res *traceResult, ops []poolOp, slots int, backend memo
 	}
 	p := memory.NewPool(backend, cfg)
 	start := time.Now()
-	blocks, ev, err := runOps(p, ops, slots)
+	blocks, op, err := runOps(p, ops, slots)
 	if err != nil {
-		return out, errors.Join(fmt.Errorf("%s (%s): event %d: %w", path, out.Mode, ev+1, err), p.Close())
+		return out, errors.Join(fmt.Errorf("%s (%s): %w", where(path, op.event, op.line), out.Mode, err), freeAll(p, blocks), p.Close())
 	}
 	elapsed := time.Since(start)
 	st := p.Stats()
@@ -306,8 +321,8 @@ func replay(path string, res *traceResult, ops []poolOp, slots int, backend memo
 // poolOp is one pool call of a replay: an allocation of size bytes on
 // stream into a slot of the block table, or the free of a slot's block.
 // runOps replays ops on p, blocks kept in slots slots, and returns the
-// blocks still live at the end; on an error, the trace event that failed.
-func runOps(p *memory.Pool, ops []poolOp, slots int) (blocks []*memory.Block, event int, err error) {
+// blocks still live at the end; on an error, the op that failed.
+func runOps(p *memory.Pool, ops []poolOp, slots int) (blocks []*memory.Block, failed poolOp, err error) {
 	blocks = make([]*memory.Block, slots)
 	for _, op := range ops {
 		if op.free {
@@ -317,14 +332,27 @@ func runOps(p *memory.Pool, ops []poolOp, slots int) (blocks []*memory.Block, ev
 			blocks[op.slot], err = p.Alloc(op.size, op.stream)
 		}
 		if err != nil {
-			return blocks, op.event, err
+			return blocks, op, err
 		}
 	}
-	return blocks, 0, nil
+	return blocks, poolOp{}, nil
+}
+
+// freeAll frees the blocks a replay that failed left live, so that the
+// pool's Close reports no leak besides the replay's error.
+func freeAll(p *memory.Pool, blocks []*memory.Block) error {
+	var errs []error
+	for _, b := range blocks {
+		if b != nil {
+			errs = append(errs, p.Free(b))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 type poolOp struct {
 	event  int // index of the trace event, for errors
+	line   int // and its line in the trace file (where)
 	slot   int
 	free   bool
 	size   int64
@@ -373,14 +401,20 @@ func scanTrace(path string, evs []traceEvent, scale float64) (res traceResult, o
 	if scaled {
 		res.Scale = scale
 	}
-	// sizeOf is the size event i's block has in the replay.
-	sizeOf := func(i int, size int64) (int64, error) {
+	// sizeOf is the size event i's block has in the replay: one the pool
+	// can be asked for, else the trace is refused here, before any
+	// benchmark runs, rather than by the replay.
+	sizeOf := func(i int, ev traceEvent) (int64, error) {
+		size := ev.size
 		if !scaled {
+			if size > maxTraceSize {
+				return 0, fmt.Errorf("%s: size %d is more than the largest request, %d", where(path, i, ev.line), size, int64(maxTraceSize))
+			}
 			return size, nil
 		}
 		s := math.Round(float64(size) * scale)
-		if s >= math.MaxInt64 {
-			return 0, fmt.Errorf("%s: event %d: -scale %g makes its allocation of %d bytes more than the largest size", path, i+1, scale, size)
+		if s >= float64(maxTraceSize) { // 2^62: int64(s) would be more than maxTraceSize
+			return 0, fmt.Errorf("%s: -scale %g makes its allocation of %d bytes more than the largest size", where(path, i, ev.line), scale, size)
 		}
 		return max(1, int64(s)), nil
 	}
@@ -411,9 +445,9 @@ func scanTrace(path string, evs []traceEvent, scale float64) (res traceResult, o
 		switch ev.action {
 		case actAlloc:
 			if _, dup := live[ev.addr]; dup {
-				return res, nil, 0, fmt.Errorf("%s: event %d allocates address %#x, which is live", path, i+1, ev.addr)
+				return res, nil, 0, fmt.Errorf("%s: allocates address %#x, which is live", where(path, i, ev.line), ev.addr)
 			}
-			size, err := sizeOf(i, ev.size)
+			size, err := sizeOf(i, ev)
 			if err != nil {
 				return res, nil, 0, err
 			}
@@ -424,7 +458,7 @@ func scanTrace(path string, evs []traceEvent, scale float64) (res traceResult, o
 				slots++
 			}
 			live[ev.addr], seen[ev.addr] = lb, true
-			ops = append(ops, poolOp{event: i, slot: lb.slot, size: size, stream: memory.Stream(ev.stream)})
+			ops = append(ops, poolOp{event: i, line: ev.line, slot: lb.slot, size: size, stream: memory.Stream(ev.stream)})
 			requested += size
 			traced += ev.size
 			if lb.outside {
@@ -441,7 +475,7 @@ func scanTrace(path string, evs []traceEvent, scale float64) (res traceResult, o
 					// Live since before the trace, in a segment held since
 					// before it, until now.
 					seen[ev.addr] = true
-					size, err := sizeOf(i, ev.size)
+					size, err := sizeOf(i, ev)
 					if err != nil {
 						return res, nil, 0, err
 					}
@@ -451,9 +485,9 @@ func scanTrace(path string, evs []traceEvent, scale float64) (res traceResult, o
 				break
 			}
 			if ev.size != lb.traced {
-				return res, nil, 0, fmt.Errorf("%s: event %d frees address %#x as %d bytes, allocated as %d", path, i+1, ev.addr, ev.size, lb.traced)
+				return res, nil, 0, fmt.Errorf("%s: frees address %#x as %d bytes, allocated as %d", where(path, i, ev.line), ev.addr, ev.size, lb.traced)
 			}
-			ops = append(ops, poolOp{event: i, slot: lb.slot, free: true})
+			ops = append(ops, poolOp{event: i, line: ev.line, slot: lb.slot, free: true})
 			delete(live, ev.addr)
 			freeSlots = append(freeSlots, lb.slot)
 			requested -= lb.size

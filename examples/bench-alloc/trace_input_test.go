@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/memory"
 )
 
 // Traces as a script like bench/torch_traces.py, or a variant of it, may
@@ -36,6 +38,10 @@ func TestReadTraceVariants(t *testing.T) {
 		require.NoError(t, os.WriteFile(path, []byte(c.text), 0o644))
 		evs, err := readTrace(path)
 		require.NoError(t, err, c.name)
+		for i := range evs {
+			assert.Positive(t, evs[i].line, c.name)
+			evs[i].line = 0 // the lines differ between the variants
+		}
 		assert.Equal(t, want, evs, c.name)
 	}
 }
@@ -52,7 +58,7 @@ func TestReadTracePyTorchEntries(t *testing.T) {
 	evs, err := readTrace(path)
 	require.NoError(t, err)
 	require.Len(t, evs, 4)
-	assert.Equal(t, traceEvent{action: actOOM, size: 1 << 20}, evs[1])
+	assert.Equal(t, traceEvent{action: actOOM, size: 1 << 20, line: 3}, evs[1])
 	assert.Equal(t, actUserDefined, evs[2].action)
 	assert.Equal(t, evs[0].stream, evs[3].stream)
 	res, _, _, err := scanTrace(path, evs, 1)
@@ -120,4 +126,53 @@ func TestTableNotesFreesFromBeforeTheTrace(t *testing.T) {
 	var b strings.Builder
 	printTables(&b, &report{Traces: []traceResult{{File: "mid.csv", Allocs: 1, UnmatchedFrees: 3, PeakRequested: 1}}})
 	assert.Contains(t, b.String(), "mid.csv: 3 frees of blocks allocated before the trace began")
+}
+
+// The errors of a trace's events that read well but make no sense
+// together (an allocation at a live address, a free of another size)
+// or that the pool refuses name the file and the line, as the errors of
+// fields that do not parse do: they used to give the event's number,
+// which the header and any empty lines put off the line.
+func TestTraceErrorsNameTheLine(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ name, text, want string }{
+		{"live", "action,addr,size,stream\n\nalloc,4096,100,0\n\nalloc,4096,100,0\n", ":5: allocates address 0x1000, which is live"},
+		{"free size", "action,addr,size,stream\nalloc,4096,100,0\n\n\nfree_completed,4096,200,0\n", ":5: frees address 0x1000 as 200 bytes, allocated as 100"},
+	} {
+		path := filepath.Join(dir, c.name+".csv")
+		require.NoError(t, os.WriteFile(path, []byte(c.text), 0o644))
+		_, err := loadTrace(path, 1)
+		require.Error(t, err, c.name)
+		assert.Contains(t, err.Error(), path+c.want, c.name)
+	}
+	// A size the host cannot hold: the replay's error names the line.
+	path := filepath.Join(dir, "huge.csv")
+	require.NoError(t, os.WriteFile(path, []byte("action,addr,size,stream\nalloc,4096,100,0\n\nalloc,8192,2305843009213693952,0\n"), 0o644))
+	lt, err := loadTrace(path, 1)
+	require.NoError(t, err)
+	_, err = replay(path, &lt.res, lt.ops, lt.slots, memory.NewHostBackend(memory.TierDevice), false, false)
+	require.ErrorIs(t, err, memory.ErrOutOfMemory)
+	assert.Contains(t, err.Error(), path+":4 (classic): ")
+	assert.NotErrorIs(t, err, memory.ErrLeaked, "the blocks the failed replay left are freed, not reported as a leak")
+}
+
+// A size no pool takes (more than 2^62-1 bytes) is refused with the
+// trace, before any benchmark runs, naming the file and line; it used to
+// pass the check and fail only in the replay, after the benchmark.
+func TestTraceRefusesSizesNoPoolTakes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "huge.csv")
+	require.NoError(t, os.WriteFile(path, []byte("action,addr,size,stream\nalloc,4096,100,0\n\nalloc,8192,9223372036854775000,0\n"), 0o644))
+	_, err := loadTrace(path, 1)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), path+":4: size 9223372036854775000 is more than the largest request")
+	require.NoError(t, os.WriteFile(path, []byte("action,addr,size,stream\nalloc,4096,4611686018427387904,0\n"), 0o644))
+	_, err = loadTrace(path, 1)
+	require.ErrorContains(t, err, path+":2: size 4611686018427387904 is more than the largest request")
+	require.NoError(t, os.WriteFile(path, []byte("action,addr,size,stream\nalloc,4096,4611686018427387903,0\n"), 0o644))
+	_, err = loadTrace(path, 1)
+	require.NoError(t, err, "the largest request")
+	// 2^56 bytes, 64 times as large: 2^62, one more than the largest.
+	require.NoError(t, os.WriteFile(path, []byte("action,addr,size,stream\nalloc,4096,72057594037927936,0\n"), 0o644))
+	_, err = loadTrace(path, 64)
+	require.ErrorContains(t, err, path+":2: -scale 64 makes its allocation of 72057594037927936 bytes more than the largest size")
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 
 	"github.com/strata-ml/strata/memory"
@@ -229,14 +230,22 @@ func largestSlices(h *memory.History, n int) ([]traceEvent, [memory.NumTiers]int
 		if op == "" {
 			op = e.Role.String()
 		}
-		dur := micros(s.end - s.start)
+		// The slice ends at micros(s.end) exactly, where the next slice on
+		// its lane may start: ts+dur in floating point must not pass it
+		// (micros(100)+micros(200) > micros(300), an overlap that does not
+		// nest).
+		ts, end := micros(s.start), micros(s.end)
+		dur := end - ts
+		for ts+dur > end {
+			dur = math.Nextafter(dur, 0)
+		}
 		args := map[string]any{"bytes": e.Size, "block": e.Block, "role": e.Role.String(), "addr": fmt.Sprintf("%#x", e.Addr),
 			"stream": uint64(e.Stream), "allocated_before_history": s.alloc == nil, "live_at_end": s.free == nil}
 		if e.Op != "" {
 			args["op"] = e.Op
 		}
 		out = append(out, traceEvent{Name: op + " " + memory.FormatBytes(e.Size), Cat: e.Role.String(), Ph: "X",
-			Ts: micros(s.start), Dur: &dur, Pid: pidOf(s.tier), Tid: lane + 1, Args: args})
+			Ts: ts, Dur: &dur, Pid: pidOf(s.tier), Tid: lane + 1, Args: args})
 	}
 	for t := range laneEnd {
 		lanesUsed[t] = len(laneEnd[t])

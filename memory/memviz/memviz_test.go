@@ -389,3 +389,31 @@ func TestWindowFromStartToFirstEvent(t *testing.T) {
 	require.Len(t, w.Events, 1, "up to the first mark step 1")
 	assert.Equal(t, memory.EventMark, w.Events[0].Kind)
 }
+
+// TestChromeTraceAdjacentSlices: an allocation made at the very time the
+// one before it on its lane was freed starts where that one ends; in
+// floating point, 0.1 µs + 0.2 µs passes 0.3 µs, and the first slice
+// used to overlap the second without nesting. Op names and mark labels
+// with quotes, newlines and bytes that are not UTF-8 stay valid JSON.
+func TestChromeTraceAdjacentSlices(t *testing.T) {
+	ev := func(seq uint64, tm int64, k memory.EventKind, allocSeq uint64, op string) memory.Event {
+		return memory.Event{Seq: seq, Time: tm, Kind: k, Tier: memory.TierDevice, Role: memory.RoleActivation, Addr: 1 << 30,
+			Size: 1 << 20, Block: 1 << 20, AllocSeq: allocSeq, Op: op}
+	}
+	h := &memory.History{Capacity: 16, Events: []memory.Event{
+		{Seq: 0, Kind: memory.EventReserve, Tier: memory.TierDevice, Addr: 1 << 30, Size: 2 << 20, Segment: 1 << 30, SegmentSize: 2 << 20},
+		ev(1, 100, memory.EventAlloc, 0, "a \"quoted\"\nop\u2028\xff"),
+		ev(2, 300, memory.EventFree, 1, ""),
+		ev(3, 300, memory.EventAlloc, 0, "b"),
+		ev(4, 500, memory.EventFree, 3, ""),
+		{Seq: 5, Time: 600, Kind: memory.EventMark, Op: "step \"1\"\n"},
+	}}
+	var buf bytes.Buffer
+	require.NoError(t, memviz.WriteChromeTrace(&buf, h, memviz.TraceOptions{}))
+	byPh := validateTraceEvents(t, buf.Bytes())
+	require.Len(t, byPh["X"], 2)
+	for _, e := range byPh["X"] {
+		assert.Equal(t, 1.0, e["tid"], "one lane: the second allocation starts as the first ends")
+	}
+	assert.Equal(t, "a \"quoted\"\nop\u2028\ufffd", byPh["X"][0]["args"].(map[string]any)["op"])
+}

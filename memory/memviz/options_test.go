@@ -128,6 +128,33 @@ func TestUnknownTierOrRole(t *testing.T) {
 	assert.Contains(t, err.Error(), "role 99")
 }
 
+// SnapshotAt's start snapshot made by hand with a tier that does not
+// exist, for the tier or for one of its segments, is an error too; the
+// former used to be an index out of range, the latter's segment was
+// dropped without a word.
+func TestSnapshotAtUnknownTier(t *testing.T) {
+	h, s := oneAlloc(t)
+	for name, edit := range map[string]func(ts *memory.TierSnapshot){
+		"tier 7": func(ts *memory.TierSnapshot) { ts.Tier = 7 },
+		"tier 9": func(ts *memory.TierSnapshot) { ts.Segments[0].Tier = 9 },
+	} {
+		bad := s
+		bad.Tiers = append([]memory.TierSnapshot(nil), s.Tiers...)
+		for i := range bad.Tiers {
+			if ts := &bad.Tiers[i]; len(ts.Segments) > 0 {
+				ts.Segments = append([]memory.SegmentInfo(nil), ts.Segments...)
+				edit(ts)
+				break
+			}
+		}
+		var err error
+		require.NotPanics(t, func() { _, err = memviz.SnapshotAt(bad, h, len(h.Events)) }, name)
+		require.ErrorIs(t, err, memory.ErrInvalidArgument, name)
+		assert.Contains(t, err.Error(), "memviz: SnapshotAt", name)
+		assert.Contains(t, err.Error(), name)
+	}
+}
+
 // A history without events writes a valid Chrome trace; the PNG writers
 // say there is nothing to draw, as the package doc has it.
 func TestEmptyHistory(t *testing.T) {

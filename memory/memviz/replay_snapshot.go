@@ -33,8 +33,16 @@ func SnapshotAt(start memory.Snapshot, h *memory.History, n int) (memory.Snapsho
 	segs := map[uintptr]*seg{}
 	var backends [memory.NumTiers]string
 	for _, ts := range start.Tiers {
+		if ts.Tier >= memory.NumTiers {
+			return memory.Snapshot{}, fmt.Errorf("memviz: SnapshotAt: the start snapshot has tier %d; there are %d tiers: %w",
+				ts.Tier, memory.NumTiers, memory.ErrInvalidArgument)
+		}
 		backends[ts.Tier] = ts.Backend
 		for _, si := range ts.Segments {
+			if si.Tier >= memory.NumTiers {
+				return memory.Snapshot{}, fmt.Errorf("memviz: SnapshotAt: the start snapshot's segment at %#x has tier %d; there are %d tiers: %w",
+					si.Addr, si.Tier, memory.NumTiers, memory.ErrInvalidArgument)
+			}
 			s := &seg{info: si, live: map[uintptr]memory.BlockInfo{}}
 			s.info.Blocks = nil
 			for _, b := range si.Blocks {
