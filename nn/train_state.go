@@ -85,10 +85,11 @@ func SaveTrainState(ctx context.Context, path string, ps []*Parameter, opt *Adam
 // file has one of its own under ParamStepPrefix, which must not pass the
 // step: AdamW's counts never do); opt's learning rate, betas, eps and
 // weight decay are left as the caller set them (the metadata has the
-// saved ones). opt's Params must be among ps (as for SaveTrainState), and
-// the moments must be finite, exp_avg_sq's entries >= 0 (a step from a
-// negative one makes the weights NaN): any of these is an error wrapping
-// tensor.ErrArgument. On error ps and opt are unchanged.
+// saved ones). opt's Params must be among ps (as for SaveTrainState), the
+// weights floats, finite in their parameter's dtype (as LoadWeights
+// requires), and the moments finite, exp_avg_sq's entries >= 0 (a step
+// from a negative one makes the weights NaN): any of these is an error
+// wrapping tensor.ErrArgument. On error ps and opt are unchanged.
 func LoadTrainState(path string, ps []*Parameter, opt *AdamW) (meta map[string]string, err error) {
 	if err := sameParams(ps, opt); err != nil {
 		return nil, fmt.Errorf("nn: loading %s: %w", path, err)
@@ -138,8 +139,15 @@ func loadTrainState(path string, byName map[string]*Parameter, opt *AdamW, ts ma
 		}
 	}
 	for name, p := range byName {
+		if t, ok := ts[name]; ok {
+			w, err := checkWeights(name, t, p.Value.DType())
+			if err != nil {
+				return nil, fmt.Errorf("nn: loading %s: %w", path, err)
+			}
+			ts[name] = w
+		}
 		if mv, ok := moments[p]; ok {
-			if err := checkMoments(name, mv); err != nil {
+			if err := checkMoments(name, mv, p.Value.DType()); err != nil {
 				return nil, fmt.Errorf("nn: loading %s: %w", path, err)
 			}
 		}
@@ -194,11 +202,31 @@ func sameParams(ps []*Parameter, opt *AdamW) error {
 	return nil
 }
 
+// checkWeights returns a parameter's weights t (read from a file) in the
+// parameter's dtype dt, refusing, as LoadWeights does, a dtype that is
+// not a float and values that are not finite in dt (a NaN or an infinity
+// in the file, or a value past dt's range): such weights load, then fail
+// at the first step with a loss of NaN that blames the learning rate or
+// the data.
+func checkWeights(name string, t *tensor.Tensor, dt tensor.DType) (*tensor.Tensor, error) {
+	if !t.DType().IsFloat() {
+		return nil, fmt.Errorf("%q: dtype %v: want a float: %w", name, t.DType(), tensor.ErrArgument)
+	}
+	if t.DType() != dt {
+		t = t.To(dt) // in the caller's scope, as t is
+	}
+	if !tensor.AllFinite(t) {
+		return nil, fmt.Errorf("%q has an entry that is NaN or infinite in %v: the weights are not finite: %w", name, dt, tensor.ErrArgument)
+	}
+	return t, nil
+}
+
 // checkMoments refuses a parameter's moments (read from a file) that a
 // step would turn into NaN weights: an entry of exp_avg that is not
-// finite, or one of exp_avg_sq that is not finite or is negative. The
+// finite, or one of exp_avg_sq that is not finite or is negative, in the
+// dtype dt of the parameter and its optimizer state. The
 // moments of a parameter of no elements have nothing to check.
-func checkMoments(name string, mv [2]*tensor.Tensor) error {
+func checkMoments(name string, mv [2]*tensor.Tensor, dt tensor.DType) error {
 	var err error
 	tensor.CtxOf(mv[0], mv[1]).WithScope(func() {
 		for i, t := range mv {
@@ -206,6 +234,9 @@ func checkMoments(name string, mv [2]*tensor.Tensor) error {
 				continue // no entry to check (Max has no value to give)
 			}
 			key := []string{ExpAvgPrefix, ExpAvgSqPrefix}[i] + name
+			if t.DType() != dt {
+				t = t.To(dt) // as the copy into the state (of dt) converts it: past dt's range, infinite
+			}
 			if t.DType() != tensor.Float32 && t.DType() != tensor.Float64 {
 				t = t.To(tensor.Float32)
 			}

@@ -26,7 +26,7 @@ import (
 func ParseGPTConfig(s string) (GPTConfig, error) {
 	var c GPTConfig
 	s = strings.TrimSpace(s)
-	if strings.HasPrefix(s, `{"`) {
+	if rest, ok := strings.CutPrefix(s, "{"); ok && strings.HasPrefix(strings.TrimSpace(rest), `"`) { // JSON, indented or not
 		d := json.NewDecoder(strings.NewReader(s))
 		d.DisallowUnknownFields()
 		err := d.Decode(&c)
@@ -217,61 +217,61 @@ func configOfShapes(path string, shapes map[string][]int) (cfg GPTConfig, fromMe
 // caller sizes a model from these shapes before the load would see the
 // file's data is not theirs (a 2 MB file whose position table says
 // 100,000,000 rows made generate allocate 47 GiB).
-func readHeader(path string) (shapes map[string][]int, meta map[string]string, err error) {
+func readHeader(path string) (shapes map[string][]int, meta map[string]string, data int64, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("nn: reading weights: %w", err)
+		return nil, nil, 0, fmt.Errorf("nn: reading weights: %w", err)
 	}
 	defer f.Close()
 	var n [8]byte
 	if _, err := io.ReadFull(f, n[:]); err != nil {
-		return nil, nil, fmt.Errorf("nn: %s: not a safetensors file: %w", path, err)
+		return nil, nil, 0, fmt.Errorf("nn: %s: not a safetensors file: %w", path, err)
 	}
 	size := binary.LittleEndian.Uint64(n[:])
 	if size > tensor.MaxSafetensorsHeader { // the tensor package's readers' bound
-		return nil, nil, fmt.Errorf("nn: %s: not a safetensors file: a header of %d bytes, over the limit of %d bytes", path, size, tensor.MaxSafetensorsHeader)
+		return nil, nil, 0, fmt.Errorf("nn: %s: not a safetensors file: a header of %d bytes, over the limit of %d bytes", path, size, tensor.MaxSafetensorsHeader)
 	}
-	data := int64(-1) // the bytes after the header; -1: unknown (not a regular file)
+	data = -1 // the bytes after the header; -1: unknown (not a regular file)
 	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 		if size > uint64(st.Size())-8 {
 			// Before the buffer is made: a small file claiming a long header
 			// would otherwise cost that much memory to refuse.
-			return nil, nil, fmt.Errorf("nn: %s: not a safetensors file: a header of %d bytes in a file of %d", path, size, st.Size())
+			return nil, nil, 0, fmt.Errorf("nn: %s: not a safetensors file: a header of %d bytes in a file of %d", path, size, st.Size())
 		}
 		data = st.Size() - 8 - int64(size)
 	}
 	hdr := make([]byte, size)
 	if _, err := io.ReadFull(f, hdr); err != nil {
-		return nil, nil, fmt.Errorf("nn: %s: not a safetensors file: %w", path, err)
+		return nil, nil, 0, fmt.Errorf("nn: %s: not a safetensors file: %w", path, err)
 	}
 	if !utf8.Valid(hdr) { // encoding/json would read it with U+FFFD; tensor's readers refuse it
-		return nil, nil, fmt.Errorf("nn: %s: not a safetensors file: the header is not valid UTF-8", path)
+		return nil, nil, 0, fmt.Errorf("nn: %s: not a safetensors file: the header is not valid UTF-8", path)
 	}
 	var h map[string]json.RawMessage
 	if err := json.Unmarshal(hdr, &h); err != nil {
-		return nil, nil, fmt.Errorf("nn: %s: not a safetensors file: %w", path, err)
+		return nil, nil, 0, fmt.Errorf("nn: %s: not a safetensors file: %w", path, err)
 	}
 	if err := tensor.CheckSafetensorsHeader(path, hdr); err != nil { // a key twice: json kept the last
-		return nil, nil, fmt.Errorf("nn: %w", err)
+		return nil, nil, 0, fmt.Errorf("nn: %w", err)
 	}
 	shapes = make(map[string][]int, len(h))
 	for name, raw := range h {
 		if name == "__metadata__" {
 			if err := json.Unmarshal(raw, &meta); err != nil {
-				return nil, nil, fmt.Errorf("nn: %s: bad metadata: %w", path, err)
+				return nil, nil, 0, fmt.Errorf("nn: %s: bad metadata: %w", path, err)
 			}
 			continue
 		}
 		var info tensorEntry
 		if err := json.Unmarshal(raw, &info); err != nil {
-			return nil, nil, fmt.Errorf("nn: %s: tensor %q: %w", path, name, err)
+			return nil, nil, 0, fmt.Errorf("nn: %s: tensor %q: %w", path, name, err)
 		}
 		if err := info.check(data); err != nil {
-			return nil, nil, fmt.Errorf("nn: %s: not a safetensors file: tensor %q: %w", path, name, err)
+			return nil, nil, 0, fmt.Errorf("nn: %s: not a safetensors file: tensor %q: %w", path, name, err)
 		}
 		shapes[name] = info.Shape
 	}
-	return shapes, meta, nil
+	return shapes, meta, data, nil
 }
 
 // tensorEntry is a tensor's entry in a safetensors header.

@@ -79,6 +79,9 @@ type options struct {
 	// infoErr is why it could not be read, which run reports.
 	info    nn.WeightsInfo
 	infoErr error
+	// headsGuessed: the heads are width/64 (modelConfig's last resort),
+	// not known: -save does not record them as the model's.
+	headsGuessed bool
 	// set holds the flags the command line gave (flag.FlagSet.Visit):
 	// a flag the run would ignore is refused only when given.
 	set map[string]bool
@@ -306,7 +309,11 @@ func run(o *options, stdout, stderr io.Writer) error {
 	if o.tokenizer != "" && saved != "" && o.tokenizer != saved {
 		return cli.Usagef("-tokenizer %s disagrees with the file's metadata (trained with -tokenizer %s)", o.tokenizer, saved)
 	}
-	tok, err := pickTokenizer(cmp.Or(o.tokenizer, saved), cfg.Vocab)
+	file := ""
+	if o.tokenizer == "" && saved != "" {
+		file = o.weights
+	}
+	tok, err := pickTokenizer(cmp.Or(o.tokenizer, saved), cfg.Vocab, file)
 	if err != nil {
 		return err
 	}
@@ -332,7 +339,10 @@ func run(o *options, stdout, stderr io.Writer) error {
 		o.weights, layout, dev, cfg.Layers, cfg.Heads, cfg.Width, cfg.Context, cfg.Vocab, from, tok.Name(), time.Since(start).Round(time.Millisecond))
 	did := false
 	if o.save != "" {
-		meta := map[string]string{"config": fmt.Sprintf("%+v", cfg), "producer": "strata generate", "tokenizer": tok.Name()}
+		meta := map[string]string{"producer": "strata generate", "tokenizer": tok.Name()}
+		if !o.headsGuessed { // a guess recorded would read as the file's own shape
+			meta["config"] = fmt.Sprintf("%+v", cfg)
+		}
 		if digits > 0 {
 			meta["digits"] = strconv.Itoa(digits)
 		}
@@ -346,6 +356,9 @@ func run(o *options, stdout, stderr io.Writer) error {
 			return fmt.Errorf("-save: %w", err)
 		}
 		fmt.Fprintf(stderr, "saved the weights to %s (%s layout)\n", o.save, o.saveLay)
+		if o.headsGuessed {
+			fmt.Fprintf(stderr, "generate: -save: the heads (%d) were a guess, not recorded in %s: give -heads to record the model's config\n", cfg.Heads, o.save)
+		}
 		did = true
 	}
 	if o.dumpLogits != "" {
@@ -446,6 +459,7 @@ func modelConfig(o *options) (nn.GPTConfig, string, error) {
 	case cfg.Width%64 == 0:
 		cfg.Heads = cfg.Width / 64
 		from += ", heads of width 64 (GPT-2's; -heads to change)"
+		o.headsGuessed = true
 	default:
 		return cfg, "", cli.Usagef("-heads: the file has no config in its metadata and its width %d is not a multiple of 64: give -heads or -config", cfg.Width)
 	}
@@ -508,7 +522,10 @@ var newTokenizer = tokenizer.New
 
 // pickTokenizer returns -tokenizer's tokenizer, or by default the one the
 // vocabulary size suggests; its ids must fit the model's vocabulary.
-func pickTokenizer(name string, vocab int) (tokenizer.Tokenizer, error) {
+// file, when not "", is the weights whose metadata named it (no
+// -tokenizer given): one that does not fit is the file's error, not a
+// bad flag.
+func pickTokenizer(name string, vocab int, file string) (tokenizer.Tokenizer, error) {
 	if name == "" {
 		switch {
 		case vocab == 256:
@@ -523,7 +540,11 @@ func pickTokenizer(name string, vocab int) (tokenizer.Tokenizer, error) {
 	if err != nil {
 		return nil, cli.UsageError{Err: err}
 	}
-	if t.VocabSize() > vocab {
+	switch {
+	case t.VocabSize() <= vocab:
+	case file != "":
+		return nil, fmt.Errorf("%s: its metadata's tokenizer %s has %d ids, more than the model's vocabulary of %d", file, name, t.VocabSize(), vocab)
+	default:
 		return nil, cli.Usagef("-tokenizer %s: %d ids, more than the model's vocabulary of %d", name, t.VocabSize(), vocab)
 	}
 	return t, nil

@@ -11,6 +11,7 @@ import (
 	"github.com/strata-ml/strata/internal/cli"
 	"github.com/strata-ml/strata/memory"
 	"github.com/strata-ml/strata/nn"
+	"github.com/strata-ml/strata/tensor"
 )
 
 // Every flag is checked before any work: a bad value is refused in the
@@ -334,4 +335,24 @@ func checkInitNotState(path string) error {
 		after = " (after step " + step + ")"
 	}
 	return fmt.Errorf("-init %s: a training state%s, not weights: continue it with -resume", path, after)
+}
+
+// checkInitHeads refuses an -init whose metadata config (strata's files
+// record it) has another number of attention heads than the model: the
+// tensor shapes cannot tell heads apart, so the weights would load and
+// attention would split them into other heads, a different model with no
+// error (generate refuses the same file). Files without the metadata
+// (nanoGPT's, Hugging Face's) and headers it cannot read are left to the
+// load.
+func checkInitHeads(path, config string, cfg nn.GPTConfig) error {
+	info, err := nn.ReadWeightsInfo(path)
+	if err != nil {
+		return nil
+	}
+	saved, fromMeta, err := info.Config()
+	if err != nil || !fromMeta || saved.Heads == cfg.Heads {
+		return nil
+	}
+	return fmt.Errorf("-init %s: the file's metadata has %d attention heads, the model here (-config %s) %d: the same weights split into other heads are another model: %w",
+		path, saved.Heads, config, cfg.Heads, tensor.ErrShape)
 }

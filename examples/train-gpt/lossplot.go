@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -55,10 +54,9 @@ func (h *lossHistory) load(path string, done int) error {
 	if err != nil {
 		return fmt.Errorf("-loss-log: %w", err)
 	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
+	for line := range bytes.Lines(b) { // any length: bufio.Scanner stopped at a line of 64 KiB
 		var l lossLine
-		if json.Unmarshal(sc.Bytes(), &l) != nil || l.Step < 1 || l.Step > done {
+		if json.Unmarshal(line, &l) != nil || l.Step < 1 || l.Step > done {
 			continue
 		}
 		held := math.NaN()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -16,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/strata-ml/strata/autograd"
 	"github.com/strata-ml/strata/internal/atomicfile"
@@ -57,25 +57,56 @@ const (
 // continues the run with them (resumeFlags). Paths are absolute ("" for
 // none): a run resumed from another directory writes where it did.
 type runOutputs struct {
-	Out       string `json:"out"`
-	State     string `json:"state"`
-	LossLog   string `json:"loss_log"`
-	LossPlot  string `json:"loss_plot"`
-	EvalEvery int    `json:"eval_every"`
-	SaveEvery int    `json:"save_every"`
-	Sample    int    `json:"sample"`
-	MaxSkips  int    `json:"max_skips"`
+	Out       filePath `json:"out"`
+	State     filePath `json:"state"`
+	LossLog   filePath `json:"loss_log"`
+	LossPlot  filePath `json:"loss_plot"`
+	EvalEvery int      `json:"eval_every"`
+	SaveEvery int      `json:"save_every"`
+	Sample    int      `json:"sample"`
+	MaxSkips  int      `json:"max_skips"`
+}
+
+// filePath is a path recorded in the training state's JSON: a string,
+// or, for one that is not valid UTF-8 (a file name is bytes), an object
+// {"bytes": base64} that keeps its bytes (a string would have U+FFFD in
+// place of the bad ones: another file).
+type filePath string
+
+func (p filePath) MarshalJSON() ([]byte, error) {
+	if utf8.ValidString(string(p)) {
+		return json.Marshal(string(p))
+	}
+	return json.Marshal(struct {
+		Bytes []byte `json:"bytes"`
+	}{[]byte(p)})
+}
+
+func (p *filePath) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		*p = filePath(s)
+		return nil
+	}
+	var raw struct {
+		Bytes []byte `json:"bytes"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*p = filePath(raw.Bytes)
+	return nil
 }
 
 func outputs(o *options) runOutputs {
-	abs := func(p string) string {
+	abs := func(p string) filePath {
 		if p == "" {
 			return ""
 		}
 		if a, err := filepath.Abs(p); err == nil {
-			return a
+			return filePath(a)
 		}
-		return p
+		return filePath(p)
 	}
 	return runOutputs{Out: abs(o.out), State: abs(o.state), LossLog: abs(o.lossLog), LossPlot: abs(o.lossPlot),
 		EvalEvery: o.evalEvery, SaveEvery: o.saveEvery, Sample: o.sample, MaxSkips: o.maxSkips}
@@ -137,7 +168,7 @@ func (o *options) resumeFlags(fs *flag.FlagSet) error {
 		// another); else the saved run's.
 		if !set["data"] && !set["digits"] && has("data") {
 			if s.Data != "" {
-				vals = append(vals, [2]string{"data", s.Data})
+				vals = append(vals, [2]string{"data", string(s.Data)})
 			} else if s.Digits > 0 {
 				vals = append(vals, [2]string{"digits", strconv.Itoa(s.Digits)})
 			}
@@ -184,11 +215,11 @@ func (o *options) resumeFlags(fs *flag.FlagSet) error {
 	}
 	var out runOutputs
 	if r := meta[keyOutputs]; r != "" && json.Unmarshal([]byte(r), &out) == nil {
-		plot := out.LossPlot
+		plot := string(out.LossPlot)
 		if plot == "" {
 			plot = "off"
 		}
-		vals := [][2]string{{"out", out.Out}, {"state", out.State}, {"loss-log", out.LossLog}, {"loss-plot", plot},
+		vals := [][2]string{{"out", string(out.Out)}, {"state", string(out.State)}, {"loss-log", string(out.LossLog)}, {"loss-plot", plot},
 			{"eval-every", strconv.Itoa(out.EvalEvery)}}
 		if out.SaveEvery > 0 && !(set["state"] && o.state == "") {
 			vals = append(vals, [2]string{"save-every", strconv.Itoa(out.SaveEvery)})
@@ -213,8 +244,8 @@ func (o *options) resumeFlags(fs *flag.FlagSet) error {
 // stream or weights meaningless); the other fields may change, with a
 // note, and the resumed run is then no longer the saved one.
 type runIdentity struct {
-	Config string `json:"config"`
-	Data   string `json:"data"` // absolute path; "" for the addition task
+	Config string   `json:"config"`
+	Data   filePath `json:"data"` // absolute path; "" for the addition task
 	// DataTokens is -data's training and held-out token counts: the same
 	// path with other contents is other data (nil in states saved before
 	// it was recorded, and for the addition task).
@@ -249,7 +280,7 @@ func identity(o *options, tr *trainer) runIdentity {
 	if o.data != "" {
 		digits = 0
 	}
-	return runIdentity{Config: o.config, Data: data, DataTokens: tr.dataTokens, DataSHA256: tr.dataSHA256, Digits: digits, Tokenizer: o.tokName, Vocab: tr.model.Config.Vocab, Batch: tr.B, SeqLen: tr.T,
+	return runIdentity{Config: o.config, Data: filePath(data), DataTokens: tr.dataTokens, DataSHA256: tr.dataSHA256, Digits: digits, Tokenizer: o.tokName, Vocab: tr.model.Config.Vocab, Batch: tr.B, SeqLen: tr.T,
 		Precision: o.precision, Attention: o.attn.String(), Dropout: tr.model.Config.Dropout,
 		Steps: o.steps, LR: o.lr, MinLR: o.minLR, Warmup: o.warmup, WD: o.wd, Clip: o.clip, Seed: o.seed}
 }
@@ -359,7 +390,7 @@ func (t *trainer) restoreState(path string, o *options) (step int, smooth, evalD
 	if t.skips, err = strconv.Atoi(meta[keySkips]); err != nil || t.skips < 0 {
 		return 0, 0, 0, bad(keySkips)
 	}
-	if smooth, err = strconv.ParseFloat(meta[keySmooth], 64); err != nil {
+	if smooth, err = strconv.ParseFloat(meta[keySmooth], 64); err != nil || !finite(smooth) { // a mean of finite losses
 		return 0, 0, 0, bad(keySmooth)
 	}
 	if t.scaler.Enabled() {
@@ -368,7 +399,7 @@ func (t *trainer) restoreState(path string, o *options) (step int, smooth, evalD
 		}
 	}
 	if v, ok := meta[keyEvalDue]; ok {
-		if evalDue, err = strconv.ParseFloat(v, 64); err != nil || step < 1 {
+		if evalDue, err = strconv.ParseFloat(v, 64); err != nil || !finite(evalDue) || step < 1 {
 			return 0, 0, 0, bad(keyEvalDue)
 		}
 	}
@@ -433,7 +464,7 @@ func dataName(r runIdentity) string {
 	if r.Data == "" {
 		return fmt.Sprintf("the built-in addition task (-digits %d)", r.Digits)
 	}
-	return "-data " + r.Data
+	return "-data " + string(r.Data)
 }
 
 // short is a SHA-256 in hex cut to 16 digits, enough to tell files apart.
@@ -455,13 +486,13 @@ func openLossLog(in *interrupts, path string, done int) (*os.File, error) {
 		return nil, fmt.Errorf("-loss-log: %w", err)
 	}
 	var kept bytes.Buffer
-	sc := bufio.NewScanner(bytes.NewReader(old))
-	for sc.Scan() {
+	for line := range bytes.Lines(old) { // any length: bufio.Scanner stopped at a line of 64 KiB
+		line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r")) // as bufio.ScanLines drops them
 		var l struct {
 			Step int `json:"step"`
 		}
-		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Step >= 1 && l.Step <= done {
-			kept.Write(sc.Bytes())
+		if json.Unmarshal(line, &l) == nil && l.Step >= 1 && l.Step <= done {
+			kept.Write(line)
 			kept.WriteByte('\n')
 		}
 	}

@@ -313,6 +313,9 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device, in *interrupts) erro
 		if err := checkInitNotState(o.init); err != nil {
 			return err
 		}
+		if err := checkInitHeads(o.init, o.config, cfg); err != nil {
+			return err
+		}
 		if _, err := nn.LoadWeights(o.init, tr.params); err != nil {
 			if errors.Is(err, tensor.ErrShape) { // names or shapes: not a truncated or corrupt file
 				return fmt.Errorf("-init %s: %w (the model here is -config %s, vocabulary %d: the file's shapes must be its own)", o.init, err, o.config, cfg.Vocab)

@@ -90,7 +90,9 @@ func OpenDevice(flagValue string) (tensor.Device, error) {
 }
 
 // SamePath reports whether a and b name the same file: the same absolute
-// path, or, when both exist, the same file through a link.
+// path, or, when both exist, the same file through a link; when neither
+// exists yet (outputs), the same name in the same directory through a
+// link to it.
 func SamePath(a, b string) bool {
 	aa, errA := filepath.Abs(a)
 	ab, errB := filepath.Abs(b)
@@ -99,7 +101,16 @@ func SamePath(a, b string) bool {
 	}
 	fa, errA := os.Stat(a)
 	fb, errB := os.Stat(b)
-	return errA == nil && errB == nil && os.SameFile(fa, fb)
+	if errA == nil || errB == nil {
+		return errA == nil && errB == nil && os.SameFile(fa, fb)
+	}
+	a, b = filepath.Clean(a), filepath.Clean(b)
+	if filepath.Base(a) != filepath.Base(b) {
+		return false
+	}
+	da, errA := os.Stat(filepath.Dir(a))
+	db, errB := os.Stat(filepath.Dir(b))
+	return errA == nil && errB == nil && os.SameFile(da, db)
 }
 
 // UsageError marks a bad flag: the programs exit with status 2 on it.
