@@ -15,8 +15,9 @@ import (
 // non-finite gradient is skipped and the scale halved (BackoffFactor; not
 // below float32's smallest normal, 2^-126), and after GrowthInterval good
 // steps in a row the scale doubles (GrowthFactor; not past float32's
-// largest finite number, where growth stops). Below a scale of 1, where
-// dividing multiplies, Unscale checks its output in a second pass.
+// largest finite number, where growth stops). The fused pass tests each
+// quotient, so below a scale of 1, where dividing multiplies, a finite
+// gradient that overflows is found too.
 // Unscale, Record and LoadMetadata refuse a Scale outside [2^-126, max
 // float32] and the settings PyTorch's GradScaler refuses (a GrowthFactor
 // that is not a finite number above 1, a BackoffFactor outside (0, 1))
@@ -74,11 +75,10 @@ func (s *GradScaler) LossScale() float64 {
 // before gradient clipping; nil gradients are skipped. A disabled scaler
 // returns true at once.
 //
-// The fused pass checks the gradients as it reads them, before dividing;
-// the division cannot make a finite gradient non-finite while Scale is
-// at least 1 (every step of PyTorch's schedule short of a long run of
-// overflows). Below 1, where dividing multiplies, a second pass checks
-// what the first wrote. It panics with an *tensor.OpError wrapping
+// The fused pass checks each gradient after dividing it: a non-finite
+// gradient stays one, and below a scale of 1, where dividing multiplies
+// (PyTorch's schedule gets there only after a long run of overflows), a
+// finite gradient that overflows is found in the same pass. It panics with an *tensor.OpError wrapping
 // tensor.ErrArgument, before changing any gradient, when Scale is not a
 // float32 the gradients can be divided by (NaN, infinite, or outside
 // [2^-126, max float32], as set in the field: its reciprocal would be 0,
