@@ -51,20 +51,29 @@ func (m *Manager) MigrateOn(a *Allocation, t Tier, s Stream) error {
 	}
 	// The source is held for s before anything is queued: once the copy
 	// is, a failure to hold it would leave the pool free to reuse it under
-	// the copy. An extra record on a block that stays put only delays its
-	// reuse past s's work at its free.
+	// the copy. A record made here is taken back when the move fails
+	// before the copy is queued: a stays put as it was, and Migrate (the
+	// scheduler's) may still move it.
+	held := old.cross != nil && slices.Contains(old.cross.uses, s)
 	if s != own {
 		if err := m.pools[a.tier].recordStream(old, s); err != nil {
 			return fmt.Errorf("memory: MigrateOn of %s for %s: %w", FormatBytes(a.size), a.role, err)
 		}
 	}
+	unhold := func() {
+		if s != own && !held {
+			old.cross.uses = old.cross.uses[:len(old.cross.uses)-1] // recordStream appended s
+		}
+	}
 	nb, err := m.pools[t].alloc(a.size, s, 0, a.role, a.op)
 	if err != nil {
+		unhold()
 		return err
 	}
 	if s != home {
 		if err := m.pools[t].recordStream(nb, home); err != nil {
 			_ = m.pools[t].free(nb)
+			unhold()
 			return fmt.Errorf("memory: MigrateOn of %s for %s: %w", FormatBytes(a.size), a.role, err)
 		}
 	}

@@ -100,6 +100,33 @@ func TestMigrateOnOutOfMemory(t *testing.T) {
 	require.NoError(t, ss.Err())
 }
 
+// TestMigrateOnOutOfMemoryHoldsNothing: a MigrateOn that fails before its
+// copy is queued (no room in the target tier) leaves no record of the
+// copy's stream on the allocation, which stays movable by Migrate (the
+// scheduler's) and is reused at once when freed.
+func TestMigrateOnOutOfMemoryHoldsNothing(t *testing.T) {
+	ss := memtest.NewStreamSync()
+	var limits [memory.NumTiers]int64
+	limits[memory.TierStaging] = 2 << 20
+	m := memory.NewHostManager(memory.Config{StreamSync: ss, Limits: limits})
+	a, err := m.AllocStream(3<<20, memory.RoleActivation, 1)
+	require.NoError(t, err)
+	memtest.Fill(a.Host(), 5)
+	var oom *memory.OOMError
+	require.ErrorAs(t, m.MigrateOn(a, memory.TierStaging, 2), &oom)
+	assert.Equal(t, memory.TierDevice, a.Tier(), "a stays put")
+	require.NoError(t, m.Migrate(a, memory.TierOffload), "nothing was queued on stream 2: Migrate moves a")
+	require.NoError(t, memtest.Check(a.Host(), 5))
+	require.NoError(t, m.Migrate(a, memory.TierDevice))
+	require.ErrorAs(t, m.MigrateOn(a, memory.TierStaging, 2), &oom)
+	require.NoError(t, a.Free())
+	s := m.Stats().Tiers[memory.TierDevice]
+	assert.Zero(t, s.Active.Current, "freed at once: no event of stream 2 to wait for")
+	assert.Zero(t, ss.Outstanding())
+	require.NoError(t, m.Close())
+	require.NoError(t, ss.Err())
+}
+
 // TestMigrateOnSteadyState: activations offloaded and brought back every
 // step, among compute allocations of other sizes, stop growing the
 // device's reservation after the first step: the moves' blocks come from

@@ -386,8 +386,11 @@ func (p Plan) OffloadTraffic() int64 {
 }
 
 // Step observes the step that just ended and moves tracked allocations
-// between the device and offload tiers; it returns the plan. A failed move
-// ends the Step with its error (allocations moved before it stay moved).
+// between the device and offload tiers; it returns the plan. A promotion
+// the device refuses for lack of memory (fragmentation) leaves the tensor
+// cold and lowers the target, as a spill's refusal does; any other failed
+// move ends the Step with its error (allocations moved before it stay
+// moved).
 // On a scheduler closed, or replaced by a later NewScheduler, or after the
 // manager's Close, it fails with ErrClosed.
 func (s *Scheduler) Step() (Plan, error) {
@@ -540,7 +543,16 @@ func (s *Scheduler) move(plan *Plan, entries []*Allocation, budget int64, cold T
 			continue
 		}
 		if err := s.m.migrate(a, a.b, TierDevice); err != nil {
-			return err
+			if !errors.Is(err, ErrOutOfMemory) {
+				return err
+			}
+			// The device refused it with room under the budget
+			// (fragmentation): it stays cold, and the target drops as
+			// for a spill's refusal.
+			s.onSpill(s.m.pools[TierDevice].demand(), err)
+			st.why = fmt.Sprintf("cold: the device refused it (%v)", shortCause(err))
+			st.fits = 0
+			continue
 		}
 		st.changed, st.fits = true, 0
 		st.why = fmt.Sprintf("promoted: fitted the device for %d steps", s.cfg.Patience)

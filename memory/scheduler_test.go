@@ -358,3 +358,48 @@ func TestReplacedSchedulerStep(t *testing.T) {
 	require.ErrorIs(t, err, memory.ErrClosed)
 	assert.Empty(t, plan.Entries, "the freed allocations are not planned")
 }
+
+// TestSchedulerPromotionRefused: a cold tensor whose promotion the device
+// refuses although the budget has room (a classic pool's segments, each
+// pinned by a small block, hold no free block it fits) stays cold, and the
+// Step goes on: a promotion is no reason to stop training.
+func TestSchedulerPromotionRefused(t *testing.T) {
+	var limits [memory.NumTiers]int64
+	limits[memory.TierDevice] = 40 * MiB
+	m := memory.NewHostManager(memory.Config{Limits: limits, Segments: memory.SegmentsClassic})
+	m.OnSpill(func(memory.SpillEvent) {})
+	s, err := m.NewScheduler(memory.SchedulerConfig{Patience: 1})
+	require.NoError(t, err)
+	big := mustManagerAlloc(t, m, 19*MiB, memory.RoleParameter)
+	memtest.Fill(big.Host(), 4)
+	require.NoError(t, m.Migrate(big, memory.TierOffload))
+	require.NoError(t, m.EmptyCache())
+	// Two 20 MiB segments, each pinned by a 2 MiB block: 4 MiB allocated,
+	// the whole limit reserved, no free block of 19 MiB.
+	var pins, fills []*memory.Allocation
+	for range 2 {
+		pins = append(pins, mustManagerAlloc(t, m, 2*MiB, memory.RoleActivation))
+		fills = append(fills, mustManagerAlloc(t, m, 17*MiB, memory.RoleActivation))
+	}
+	for _, f := range fills {
+		require.NoError(t, f.Free())
+	}
+	_, err = s.Step() // the step that made the segments: no room for big
+	require.NoError(t, err)
+	big.Touch()
+	plan, err := s.Step()
+	require.NoError(t, err, "a refused promotion does not fail the step")
+	assert.Equal(t, memory.TierOffload, big.Tier())
+	assert.Zero(t, plan.Promoted)
+	require.Len(t, plan.Entries, 1)
+	assert.Contains(t, plan.Entries[0].Why, "refused")
+	require.NoError(t, memtest.Check(big.Host(), 4))
+	plan, err = s.Step()
+	require.NoError(t, err)
+	assert.Less(t, plan.Target, int64(4*MiB), "the target drops under what the device held at the refusal")
+	for _, p := range pins {
+		require.NoError(t, p.Free())
+	}
+	require.NoError(t, big.Free())
+	require.NoError(t, m.Close())
+}
