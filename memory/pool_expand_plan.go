@@ -101,8 +101,11 @@ type stepPlanner struct {
 
 // planCache is a layout and the hash of its items and obstacles.
 type planCache struct {
-	key  uint64
-	offs []int64
+	key         uint64
+	items       []planItem
+	fixed       []planFixed
+	limit, page int64
+	offs        []int64
 }
 
 // allocated records that b was allocated for a request of rounded bytes
@@ -299,12 +302,15 @@ func (sp *stepPlanner) makePlan(p *Pool, last *Block, rounded, from, t int64) *s
 func (sp *stepPlanner) layout(items []planItem, fixed []planFixed, limit, page int64) []int64 {
 	key := planKey(items, fixed)
 	for _, c := range sp.cache {
-		if c.offs != nil && c.key == key && len(c.offs) == len(items) {
+		// The hash finds it; the whole input decides (a collision, or the
+		// same items in a segment of another size, is another layout).
+		if c.offs != nil && c.key == key && c.limit == limit && c.page == page &&
+			slices.Equal(c.items, items) && slices.Equal(c.fixed, fixed) {
 			return c.offs
 		}
 	}
 	offs := layoutPlan(items, fixed, limit, page)
-	sp.cache[sp.used%planCached] = planCache{key, offs}
+	sp.cache[sp.used%planCached] = planCache{key, slices.Clone(items), slices.Clone(fixed), limit, page, offs}
 	sp.used++
 	sp.layouts++
 	return offs
