@@ -51,9 +51,11 @@ __device__ void layernorm(Y* y, T* mean, T* rstd, const T* x, const T* w, const 
       mean[r] = (T)mu;
       rstd[r] = (T)rs;
     }
-    const T m = (T)mu, st = (T)rs;
+    // x - mean as the CPU takes it: the mean's rounding to T, then the
+    // rest (rows far from zero against their spread keep their accuracy).
+    const T m = (T)mu, ml = (T)(mu - (double)m), st = (T)rs;
     for (i64 c = g.rank; c < cols; c += g.size) {
-      T val = (xr[c] - m) * st;
+      T val = ((xr[c] - m) - ml) * st;
       if (w) val = val * w[c];
       if (b) val = val + b[c];
       store_as(yr + c, val);
@@ -71,7 +73,13 @@ __device__ void layernorm_backward_dx(T* dx, const T* dy, const T* x, const T* m
   for (i64 r = g.row; r < rows; r += g.rowStride) {
     const T *xr = x + r * cols, *gr = dy + r * cols;
     T* d = dx + r * cols;
-    const double m = (double)mean[r], rs = (double)rstd[r];
+    const double rs = (double)rstd[r];
+    double m = (double)mean[r];
+    if (fabs(m * rs) > 1) {  // the mean's rounding moves xhat by over an ulp: the row's exact mean, as the CPU
+      double s = 0;
+      for (i64 c = g.rank; c < cols; c += g.size) s += (double)xr[c];
+      m = g.sum(s, (double*)nullptr) / n;
+    }
     double sg = 0, sgx = 0;
     for (i64 c = g.rank; c < cols; c += g.size) {
       double xh = ((double)xr[c] - m) * rs;
@@ -98,10 +106,22 @@ __device__ void layernorm_dwdb_partial(double* partial, const T* dy, const T* x,
   const i64 i = (i64)blockIdx.x * 32 + threadIdx.x;
   const i64 lo = (i64)blockIdx.y * rowsPerChunk, hi = min(rows, lo + rowsPerChunk);
   double aw = 0, ab = 0;
-  if (i < cols) {
-    for (i64 r = lo + threadIdx.y; r < hi; r += blockDim.y) {
+  for (i64 r = lo + threadIdx.y; r < hi; r += blockDim.y) {
+    double m = (double)mean[r];
+    const double rs = (double)rstd[r];
+    if (sizeof(T) == 4 && fabs(m * rs) > 1) {
+      // The row's exact mean, as layernorm_backward_dx takes it (the
+      // same sum in the same order: the warp is one threadIdx.y, blockDim.x
+      // is 32): float32's rounding of the mean moves xhat by over an ulp
+      // (double's by far less than the sums lose, so double skips the
+      // pass, which reads the row once per block of 32 columns).
+      double s = 0;
+      for (i64 c = threadIdx.x; c < cols; c += 32) s += (double)x[r * cols + c];
+      m = warp_reduce(s, SumOp()) / (double)cols;
+    }
+    if (i < cols) {
       double gi = (double)dy[r * cols + i];
-      aw += gi * ((double)x[r * cols + i] - (double)mean[r]) * (double)rstd[r];
+      aw += gi * ((double)x[r * cols + i] - m) * rs;
       ab += gi;
     }
   }
@@ -202,14 +222,27 @@ __device__ void layernorm_reg(Y* y, float* mean, float* rstd, const float* x, co
         s += (v[k].v[0] + v[k].v[1]) + (v[k].v[2] + v[k].v[3]);
       }
     }
-    const float mu = warp_reduce(s, SumOp()) * inv;
+    // The float32 sum's mean mu0 can be off by many of its ulps: the
+    // deviations from it (exact near mu0) give the rest, and the mean
+    // is taken as the CPU takes it, its rounding m and the remainder ml.
+    const float mu0 = warp_reduce(s, SumOp()) * inv;
+    float e = 0;
+#pragma unroll
+    for (int k = 0; k < LN_MAXV; k++) {
+      if (g.rank + 32 * k < nw) {
+#pragma unroll
+        for (int j = 0; j < 4; j++) e += v[k].v[j] - mu0;
+      }
+    }
+    const float rest = warp_reduce(e, SumOp()) * inv;
+    const float mu = mu0 + rest, ml = (mu0 - mu) + rest;
     float q = 0;
 #pragma unroll
     for (int k = 0; k < LN_MAXV; k++) {
       if (g.rank + 32 * k < nw) {
 #pragma unroll
         for (int j = 0; j < 4; j++) {
-          const float d = v[k].v[j] - mu;
+          const float d = (v[k].v[j] - mu) - ml;
           q += d * d;
         }
       }
@@ -226,7 +259,7 @@ __device__ void layernorm_reg(Y* y, float* mean, float* rstd, const float* x, co
         const Pack<float, 4> wv = ln_word4(w, i, 1.0f), bv = ln_word4(b, i, 0.0f);
         Pack<Y, 4> o;
 #pragma unroll
-        for (int j = 0; j < 4; j++) store_as(&o.v[j], (v[k].v[j] - mu) * rs * wv.v[j] + bv.v[j]);
+        for (int j = 0; j < 4; j++) store_as(&o.v[j], ((v[k].v[j] - mu) - ml) * rs * wv.v[j] + bv.v[j]);
         store_pack<Y, 4>(y + r * cols + 4 * i, o);
       }
     }
@@ -258,6 +291,18 @@ __device__ void layernorm_backward_reg(float* dx, double* partial, const float* 
       if (i < nw) xv[k] = load_pack<float, 4>(xr + 4 * i), gv[k] = load_pack<float, 4>(gr + 4 * i);
     }
     const float m = mean[r], rs = rstd[r];
+    float ml = 0;  // the rest of the row's mean past its rounding m, where it moves xhat by over an ulp (the CPU's)
+    if (fabsf(m * rs) > 1.0f) {
+      float e = 0;
+#pragma unroll
+      for (int k = 0; k < V; k++) {
+        if (lane + 32 * k < nw) {
+#pragma unroll
+          for (int j = 0; j < 4; j++) e += xv[k].v[j] - m;
+        }
+      }
+      ml = warp_reduce(e, SumOp()) * inv;
+    }
     float sg = 0, sgx = 0;
 #pragma unroll
     for (int k = 0; k < V; k++) {
@@ -266,7 +311,7 @@ __device__ void layernorm_backward_reg(float* dx, double* partial, const float* 
         const Pack<float, 4> wv = ln_word4(w, i, 1.0f);
 #pragma unroll
         for (int j = 0; j < 4; j++) {
-          const float xh = (xv[k].v[j] - m) * rs, gw = gv[k].v[j] * wv.v[j];
+          const float xh = ((xv[k].v[j] - m) - ml) * rs, gw = gv[k].v[j] * wv.v[j];
           sg += gw;
           sgx += gw * xh;
           aw[k].v[j] += gv[k].v[j] * xh;

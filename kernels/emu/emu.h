@@ -43,7 +43,7 @@ inline void __threadfence_system() {}
 
 template <typename T>
 inline T emu_shfl_xor(T v, int o, std::vector<T>& slot) {
-  const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31;
+  const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z), w = tid >> 5, lane = tid & 31;
   slot[w * 32 + lane] = v;
   emu_block->warps[w]->arrive_and_wait();
   T r = slot[w * 32 + (lane ^ o)];
@@ -54,7 +54,7 @@ inline T emu_shfl_xor(T v, int o, std::vector<T>& slot) {
 template <typename T, int N = 32>
 inline void emu_warp_gather(const T& mine, T (&all)[N]) {
   static_assert(sizeof(T) <= 64, "64 bytes per lane");
-  const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31;
+  const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z), w = tid >> 5, lane = tid & 31;
   unsigned char* slot = emu_block->gslot.data() + (size_t)w * 32 * 64;
   std::memcpy(slot + lane * 64, &mine, sizeof(T));
   emu_block->warps[w]->arrive_and_wait();
@@ -86,6 +86,9 @@ inline float __int2float_rn(int v) { return (float)v; }
 
 inline float __shfl_xor_sync(unsigned, float v, int o) { return emu_shfl_xor(v, o, emu_block->fslot); }
 inline double __shfl_xor_sync(unsigned, double v, int o) { return emu_shfl_xor(v, o, emu_block->dslot); }
+inline long long __shfl_xor_sync(unsigned, long long v, int o) {
+  return emu_bits<long long>(emu_shfl_xor(emu_bits<double>(v), o, emu_block->dslot));
+}
 inline unsigned int __umulhi(unsigned int a, unsigned int b) { return (unsigned int)(((uint64_t)a * b) >> 32); }
 inline unsigned int atomicCAS(unsigned int* p, unsigned int cmp, unsigned int v) {
   unsigned int old = *p;
@@ -96,26 +99,36 @@ using std::max;
 using std::min;
 inline long long min(long long a, long long b) { return a < b ? a : b; }
 
+// emu_launch3 runs fn on a grid x block launch of up to three dims, one
+// block at a time; threads are numbered x fastest, as on the device, and
+// a warp is 32 consecutive numbers.
+inline void emu_launch3(EmuDim grid, EmuDim block, const std::function<void()>& fn) {
+  const unsigned threads = block.x * block.y * block.z;
+  blockDim = block;
+  gridDim = grid;
+  for (unsigned bz = 0; bz < grid.z; bz++)
+    for (unsigned by = 0; by < grid.y; by++)
+      for (unsigned bx = 0; bx < grid.x; bx++) {
+        std::barrier<> bar(threads);
+        EmuBlock blk{&bar, {}, std::vector<float>(threads), std::vector<double>(threads),
+                     std::vector<unsigned char>((size_t)threads * 64)};
+        std::vector<std::barrier<>*> ws;
+        for (unsigned w = 0; w < (threads + 31) / 32; w++) ws.push_back(new std::barrier<>(std::min(32u, threads - 32 * w)));
+        blk.warps = ws;
+        emu_block = &blk;
+        std::vector<std::thread> th;
+        for (unsigned t = 0; t < threads; t++)
+          th.emplace_back([&, t] {
+            threadIdx = {t % block.x, t / block.x % block.y, t / (block.x * block.y)};
+            blockIdx = {bx, by, bz};
+            fn();
+          });
+        for (auto& x : th) x.join();
+        for (auto* w : ws) delete w;
+      }
+}
+
 // emu_launch runs fn on grid x block threads (1-D), one block at a time.
 inline void emu_launch(unsigned grid, unsigned threads, const std::function<void()>& fn) {
-  blockDim = {threads, 1, 1};
-  gridDim = {grid, 1, 1};
-  for (unsigned b = 0; b < grid; b++) {
-    std::barrier<> bar(threads);
-    EmuBlock blk{&bar, {}, std::vector<float>(threads), std::vector<double>(threads),
-                 std::vector<unsigned char>((size_t)threads * 64)};
-    std::vector<std::barrier<>*> ws;
-    for (unsigned w = 0; w < (threads + 31) / 32; w++) ws.push_back(new std::barrier<>(std::min(32u, threads - 32 * w)));
-    blk.warps = ws;
-    emu_block = &blk;
-    std::vector<std::thread> th;
-    for (unsigned t = 0; t < threads; t++)
-      th.emplace_back([&, t] {
-        threadIdx = {t, 0, 0};
-        blockIdx = {b, 0, 0};
-        fn();
-      });
-    for (auto& x : th) x.join();
-    for (auto* w : ws) delete w;
-  }
+  emu_launch3({grid, 1, 1}, {threads, 1, 1}, fn);
 }

@@ -1,9 +1,10 @@
-// rows_test.cpp: runs the row kernels of layernorm.cuh (the register
-// path: forward, and the backward with its dw/db partials) and the fused
-// cross-entropy of crossentropy.cuh on the CPU (emu.h), against float64
-// references: widths on and off the register path, rows that do not fill
-// a block, absent weight and bias, half outputs, and rows with -Inf, +Inf
-// and NaN logits. See run.sh (`run.sh rows`).
+// rows_test.cpp: runs the row kernels of layernorm.cuh (forward, and the
+// backward with its dw/db partials, on the register path and the general
+// one) and the fused cross-entropy of crossentropy.cuh on the CPU (emu.h),
+// against float64 references: widths on and off the register path, rows
+// that do not fill a block, rows far from zero against their spread,
+// absent weight and bias, half outputs, and rows with -Inf, +Inf and NaN
+// logits. See run.sh (`run.sh rows`).
 #include "emu.h"
 #include <cstdio>
 #include <random>
@@ -50,9 +51,9 @@ static std::vector<float> randn(size_t n, float scale) {
 
 // layer norm forward: the register path for float32 and bfloat16 y.
 template <typename Y>
-static void ln_forward(int rows, int cols, bool affine, const char* yname) {
-  auto x = randn((size_t)rows * cols, 2), w = randn(cols, 1), b = randn(cols, 1);
-  for (auto& v : x) v += 3;  // a mean far from zero
+static void ln_forward(int rows, int cols, bool affine, const char* yname, float shift = 3, float scale = 2) {
+  auto x = randn((size_t)rows * cols, scale), w = randn(cols, 1), b = randn(cols, 1);
+  for (auto& v : x) v += shift;  // a mean far from zero
   std::vector<Y> y((size_t)rows * cols);
   std::vector<float> mean(rows), rstd(rows);
   const float *wp = affine ? w.data() : nullptr, *bp = affine ? b.data() : nullptr;
@@ -71,32 +72,50 @@ static void ln_forward(int rows, int cols, bool affine, const char* yname) {
       wy[r * cols + c] = (x[r * cols + c] - mu) * rs * (affine ? w[c] : 1) + (affine ? b[c] : 0);
   }
   const double tol = sizeof(Y) == 2 ? 8e-3 : 2e-6;
-  const std::string tag = "layernorm " + std::string(yname) + " rows " + std::to_string(rows) + " cols " + std::to_string(cols) + (affine ? "" : " no w/b");
+  const std::string tag = "layernorm " + std::string(yname) + " rows " + std::to_string(rows) + " cols " + std::to_string(cols) + (affine ? "" : " no w/b") + (shift != 3 ? " mean " + std::to_string(shift) : "");
   check(tag + " y", wide(y), wy, tol);
   check(tag + " mean", gm, wm, 2e-6);
   check(tag + " rstd", gr, wr, 2e-6);
   std::printf("%s\n", tag.c_str());
 }
 
-// layer norm backward on the register path: dx, and dw/db from its
-// partials through layernorm_dwdb_final.
+// layer norm backward: dx, and dw/db from partials through
+// layernorm_dwdb_final, on the register path (V > 0: the words a lane
+// holds) or the general one (V == 0: layernorm_backward_dx and
+// layernorm_dwdb_partial). The reference takes xhat from the row's exact
+// mean, as the CPU does (its float32 rounding alone is off by up to half
+// an ulp of the mean, times rstd: most of the result for rows far from
+// zero against their spread).
 template <int V>
-static void ln_backward(int rows, int cols, bool weighted, int chunks) {
-  auto x = randn((size_t)rows * cols, 2), dy = randn((size_t)rows * cols, 1), w = randn(cols, 1);
+static void ln_backward(int rows, int cols, bool weighted, int chunks, float shift = 0, float scale = 2) {
+  auto x = randn((size_t)rows * cols, scale), dy = randn((size_t)rows * cols, 1), w = randn(cols, 1);
+  for (auto& v : x) v += shift;
   std::vector<float> mean(rows), rstd(rows);
+  std::vector<double> mus(rows);
   for (int r = 0; r < rows; r++) {
     double mu = 0, var = 0;
     for (int c = 0; c < cols; c++) mu += x[r * cols + c];
     mu /= cols;
     for (int c = 0; c < cols; c++) var += (x[r * cols + c] - mu) * (x[r * cols + c] - mu);
-    mean[r] = (float)mu, rstd[r] = (float)(1 / std::sqrt(var / cols + 1e-5));
+    mus[r] = mu, mean[r] = (float)mu, rstd[r] = (float)(1 / std::sqrt(var / cols + 1e-5));
   }
   std::vector<float> dx((size_t)rows * cols);
   std::vector<double> part((size_t)2 * chunks * cols, NAN);
   const float* wp = weighted ? w.data() : nullptr;
-  emu_launch((unsigned)chunks, 256, [&] {
-    layernorm_backward_reg<V>(dx.data(), part.data(), dy.data(), x.data(), mean.data(), rstd.data(), wp, rows, cols);
-  });
+  if constexpr (V > 0) {
+    emu_launch((unsigned)chunks, 256, [&] {
+      layernorm_backward_reg<V>(dx.data(), part.data(), dy.data(), x.data(), mean.data(), rstd.data(), wp, rows, cols);
+    });
+  } else {
+    emu_launch((unsigned)((rows + 7) / 8), 256, [&] {
+      layernorm_backward_dx<float>(dx.data(), dy.data(), x.data(), mean.data(), rstd.data(), wp, rows, cols);
+    });
+    const int rowsPer = (rows + chunks - 1) / chunks;
+    chunks = (rows + rowsPer - 1) / rowsPer;
+    emu_launch3({(unsigned)((cols + 31) / 32), (unsigned)chunks, 1}, {32, 8, 1}, [&] {
+      layernorm_dwdb_partial<float>(part.data(), dy.data(), x.data(), mean.data(), rstd.data(), rows, cols, rowsPer);
+    });
+  }
   std::vector<float> dw(cols, NAN), db(cols, NAN);
   emu_launch((unsigned)((cols + 31) / 32), 32 * LN_FINAL_GROUPS,
              [&] { layernorm_dwdb_final<float>(dw.data(), db.data(), part.data(), cols, chunks); });
@@ -104,16 +123,16 @@ static void ln_backward(int rows, int cols, bool weighted, int chunks) {
   for (int r = 0; r < rows; r++) {
     double sg = 0, sgx = 0;
     for (int c = 0; c < cols; c++) {
-      const double xh = ((double)x[r * cols + c] - mean[r]) * rstd[r], g = dy[r * cols + c] * (weighted ? w[c] : 1.0);
+      const double xh = ((double)x[r * cols + c] - mus[r]) * rstd[r], g = dy[r * cols + c] * (weighted ? w[c] : 1.0);
       sg += g, sgx += g * xh;
       wdw[c] += dy[r * cols + c] * xh, wdb[c] += dy[r * cols + c];
     }
     for (int c = 0; c < cols; c++) {
-      const double xh = ((double)x[r * cols + c] - mean[r]) * rstd[r], g = dy[r * cols + c] * (weighted ? w[c] : 1.0);
+      const double xh = ((double)x[r * cols + c] - mus[r]) * rstd[r], g = dy[r * cols + c] * (weighted ? w[c] : 1.0);
       wdx[r * cols + c] = rstd[r] * (g - sg / cols - xh * sgx / cols);
     }
   }
-  const std::string tag = "layernorm backward V " + std::to_string(V) + " rows " + std::to_string(rows) + " cols " + std::to_string(cols) + " chunks " + std::to_string(chunks) + (weighted ? "" : " no w");
+  const std::string tag = "layernorm backward " + (V > 0 ? "V " + std::to_string(V) : std::string("general")) + " rows " + std::to_string(rows) + " cols " + std::to_string(cols) + " chunks " + std::to_string(chunks) + (weighted ? "" : " no w") + (shift != 0 ? " mean " + std::to_string(shift) : "");
   check(tag + " dx", wide(dx), wdx, 5e-6);
   check(tag + " dw", gdw, wdw, 5e-6);
   check(tag + " db", gdb, wdb, 5e-6);
@@ -178,6 +197,9 @@ int main() {
   }
   ln_forward<float>(3, 6, true, "f32 (general path)");
   ln_forward<float>(3, 1028, true, "f32 (general path)");
+  // Rows far from zero against their spread (10000 + N(0, 0.01)): the
+  // mean's rounding to float32 must not shift every output.
+  for (int cols : {768, 770, 1028}) ln_forward<float>(4, cols, true, "f32", 10000, 0.01f);
   ln_backward<1>(5, 4, true, 1);
   ln_backward<1>(37, 128, true, 3);
   ln_backward<2>(19, 132, false, 2);
@@ -186,6 +208,12 @@ int main() {
   ln_backward<8>(11, 1024, true, 2);
   ln_backward<6>(300, 768, true, 40);  // more chunks than the final's groups
   ln_backward<2>(1500, 200, true, 150);  // more than groups x ILP chunks
+  ln_backward<0>(37, 770, true, 3);  // the general path
+  ln_backward<0>(9, 1028, false, 2);
+  // Rows far from zero against their spread (10000 + N(0, 0.01)).
+  ln_backward<6>(37, 768, true, 3, 10000, 0.01f);
+  ln_backward<0>(37, 770, true, 3, 10000, 0.01f);
+  ln_backward<0>(9, 1028, false, 2, 10000, 0.01f);
   ce_fused<BF16, false>(5, 50257, 50304, "bf16");
   ce_fused<BF16, true>(6, 1000, 1000, "bf16");
   ce_fused<float, false>(5, 5000, 5004, "f32");
