@@ -251,7 +251,8 @@ func TestInitFlag(t *testing.T) {
 		var l lossLine
 		require.NoError(t, json.Unmarshal(bytes.SplitN(b, []byte("\n"), 2)[0], &l))
 		require.Equal(t, 1, l.Step)
-		return l.Loss
+		require.NotNil(t, l.Loss)
+		return *l.Loss
 	}
 	o, err = parseFlags(append([]string{"-steps", "1", "-out", "", "-loss-log", filepath.Join(dir, "b.jsonl"), "-init", w}, common...))
 	require.NoError(t, err)

@@ -28,10 +28,14 @@ type lossHistory struct {
 	train, heldOut plotter.XYs
 }
 
-// add records a step's loss and, when it was evaluated (not NaN), its
+// add records a step's loss, unless it is not finite (a step the fp16
+// gradient scaler skipped for a forward pass that overflowed; the plotter
+// refuses NaN and infinities), and, when it was evaluated (not NaN), its
 // held-out loss.
 func (h *lossHistory) add(step int, loss, heldOut float64) {
-	h.train = append(h.train, plotter.XY{X: float64(step), Y: loss})
+	if finite(loss) {
+		h.train = append(h.train, plotter.XY{X: float64(step), Y: loss})
+	}
 	if !math.IsNaN(heldOut) {
 		h.heldOut = append(h.heldOut, plotter.XY{X: float64(step), Y: heldOut})
 	}
@@ -40,7 +44,7 @@ func (h *lossHistory) add(step int, loss, heldOut float64) {
 // lossLine is one line of -loss-log.
 type lossLine struct {
 	Step    int      `json:"step"`
-	Loss    float64  `json:"loss"`
+	Loss    *float64 `json:"loss"` // null: a step the fp16 scaler skipped, its loss not finite
 	HeldOut *float64 `json:"held_out_loss,omitempty"`
 }
 
@@ -59,11 +63,14 @@ func (h *lossHistory) load(path string, done int) error {
 		if json.Unmarshal(line, &l) != nil || l.Step < 1 || l.Step > done {
 			continue
 		}
-		held := math.NaN()
+		loss, held := math.NaN(), math.NaN()
+		if l.Loss != nil {
+			loss = *l.Loss
+		}
 		if l.HeldOut != nil {
 			held = *l.HeldOut
 		}
-		h.add(l.Step, l.Loss, held)
+		h.add(l.Step, loss, held)
 	}
 	return nil
 }

@@ -377,10 +377,14 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device, in *interrupts) erro
 			return nil
 		}
 		var err error
+		l := "null" // a step the fp16 scaler skipped, its loss not finite: JSON has no NaN
+		if finite(loss) {
+			l = fmt.Sprintf("%.9g", loss)
+		}
 		if math.IsNaN(held) {
-			_, err = fmt.Fprintf(lossLog, "{\"step\": %d, \"loss\": %.9g}\n", step, loss)
+			_, err = fmt.Fprintf(lossLog, "{\"step\": %d, \"loss\": %s}\n", step, l)
 		} else {
-			_, err = fmt.Fprintf(lossLog, "{\"step\": %d, \"loss\": %.9g, \"held_out_loss\": %.9g}\n", step, loss, held)
+			_, err = fmt.Fprintf(lossLog, "{\"step\": %d, \"loss\": %s, \"held_out_loss\": %.9g}\n", step, l, held)
 		}
 		if err != nil {
 			return fmt.Errorf("-loss-log %s: %w", o.lossLog, err)
@@ -474,7 +478,8 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device, in *interrupts) erro
 	}
 	start := time.Now()
 	tokens := 0
-	at := done // the last step done
+	smoothed := done > 0 // smooth holds a loss: the resumed run's
+	at := done           // the last step done
 	for it := done; it < o.steps; it++ {
 		if it == o.steps-1 {
 			in.setNote(lastStep) // a signal now finds the run complete: its weights are saved
@@ -491,10 +496,15 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device, in *interrupts) erro
 		}
 		at = it + 1
 		tokens += tr.B * tr.T
-		if it == 0 {
-			smooth = loss
+		// A step the fp16 gradient scaler skipped for a forward pass that
+		// overflowed has a non-finite loss (any other stops the run): it
+		// is left out of the mean, which would stay NaN.
+		if finite(loss) {
+			if !smoothed {
+				smooth, smoothed = loss, true
+			}
+			smooth = 0.95*smooth + 0.05*loss
 		}
-		smooth = 0.95*smooth + 0.05*loss
 		el := time.Since(start).Seconds()
 		timeUp := it < o.steps-1 && o.maxTime > 0 && time.Since(start) > o.maxTime
 		last := it == o.steps-1 || timeUp
