@@ -387,7 +387,10 @@ func runTo(o *options, dev tensor.Device, stdout, stderr io.Writer) error {
 			devicePeak = r.PeakDevice
 		}
 		rows = append(rows, r)
-		line, _ := json.Marshal(r)
+		line, err := json.Marshal(r)
+		if err != nil { // a NaN or infinity among the figures
+			return fmt.Errorf("strategy %s: its results as JSON: %w", name, err)
+		}
 		fmt.Fprintln(stdout, string(line))
 		fmt.Fprintln(&lines, string(line))
 	}

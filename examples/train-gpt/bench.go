@@ -45,8 +45,8 @@ type benchResult struct {
 	TierPeaks map[string]float64 `json:"peak_mib_by_tier"`
 	RolePeaks map[string]float64 `json:"peak_mib_by_role"`
 	ActPeak   int64              `json:"peak_activation_bytes"`
-	Fragment  float64            `json:"fragmentation"` // 1 - peak allocated / peak reserved (GMLake's measure)
-	Loss      float64            `json:"loss"`
+	Fragment  float64            `json:"fragmentation"`         // 1 - peak allocated / peak reserved (GMLake's measure)
+	Loss      *float64           `json:"loss"`                  // null: the last step's loss was not finite (a step the fp16 scaler skipped)
 	FlopsTok  float64            `json:"model_flops_per_token"` // flopsPerToken
 	MFU       float64            `json:"mfu,omitempty"`         // model FLOPs/s over the GPU's dense peak for the precision
 	GPU       string             `json:"gpu,omitempty"`
@@ -149,7 +149,7 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 		Params: nn.CountParams(tr.params), Batch: tr.B, Context: tr.T, Steps: o.steps,
 		TokS: float64(tr.B*tr.T*o.steps) / el, StepMS: 1000 * el / float64(o.steps),
 		PeakBytes: st.Total.Allocated.Peak, PeakMiB: float64(st.Total.Allocated.Peak) / (1 << 20),
-		Reserved: st.Total.Reserved.Peak, Loss: loss, ActPeak: st.Roles[memory.RoleActivation].Allocated.Peak,
+		Reserved: st.Total.Reserved.Peak, ActPeak: st.Roles[memory.RoleActivation].Allocated.Peak,
 		Launches:    float64(tensor.CUDALaunches()-launches) / float64(o.steps),
 		Driver:      float64(tensor.CUDADriverCalls()-calls) / float64(o.steps),
 		PagesMapped: float64(st.Total.PagesMapped-before.PagesMapped) / float64(o.steps),
@@ -157,6 +157,9 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 		TierPeaks:   map[string]float64{}, RolePeaks: map[string]float64{},
 		Spills: st.Spills.Count - spills,
 		Phases: phases,
+	}
+	if finite(loss) { // JSON has no NaN
+		r.Loss = &loss
 	}
 	r.FlopsTok = flopsPerToken(cfg, r.Params)
 	if model := tensor.DeviceModel(dev); model != "cpu" {
@@ -190,12 +193,15 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 		prec += ", " + r.GradDType + " gradients"
 	}
 	fmt.Fprintf(os.Stderr, "\n| config | device | precision | attention | head | checkpoint | params | batch x context | tokens/s | MFU | step ms | peak MiB | activation peak MiB | loss |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	fmt.Fprintf(os.Stderr, "| %s | %s | %s | %s | %s | %s/%d | %d | %d x %d | %.0f | %s | %.1f | %.1f | %.1f | %.4f |\n\n", r.Config, r.Device, prec, r.Attention, r.Head, r.Ckpt, r.CkptEvery, r.Params, r.Batch, r.Context, r.TokS, mfu, r.StepMS, r.PeakMiB, float64(r.ActPeak)/(1<<20), r.Loss)
+	fmt.Fprintf(os.Stderr, "| %s | %s | %s | %s | %s | %s/%d | %d | %d x %d | %.0f | %s | %.1f | %.1f | %.1f | %.4f |\n\n", r.Config, r.Device, prec, r.Attention, r.Head, r.Ckpt, r.CkptEvery, r.Params, r.Batch, r.Context, r.TokS, mfu, r.StepMS, r.PeakMiB, float64(r.ActPeak)/(1<<20), loss)
 	printPhases(os.Stderr, r.Phases)
 	if prof := tensor.CUDAProfile(); prof != "" {
 		fmt.Fprintf(os.Stderr, "kernel profile of the %d timed steps (%s):\n%s\n", o.steps, tensor.EnvCUDAProfile, prof)
 	}
-	b, _ := json.Marshal(r)
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("the results as JSON: %w", err)
+	}
 	if _, err := fmt.Fprintln(stdout, string(b)); err != nil {
 		return fmt.Errorf("writing the results to stdout: %w", err)
 	}
