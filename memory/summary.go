@@ -9,8 +9,13 @@ import (
 // Summary returns a text table like torch.cuda.memory_summary: for every
 // tier and in total, the current and peak allocated, requested, reserved,
 // active and inactive-split bytes and the call counts; then, per role, its
-// placement, current and peak bytes, live and total allocations, with a
-// total row that equals the sum of the roles. The fragmentation row is
+// placement, current and peak bytes, live and total allocations, then a
+// "no role" row while blocks allocated from a tier's Pool directly
+// (Manager.Pool), not through Alloc, are live: the total's current bytes
+// and live blocks less the roles' (their peaks and calls are not kept
+// apart: the tier table's allocs row counts them), and a total row: every
+// tier's bytes, the sum of the rows above in current bytes and live
+// blocks, and the Alloc calls. The fragmentation row is
 // GMLake's measure, 1 - peak active / peak reserved: the share of the
 // reserved peak that never held live data.
 func (m *Manager) Summary() string {
@@ -129,11 +134,21 @@ func (m *Manager) Summary() string {
 			policy.Placements[r].String())
 		sum.Allocs += u.Allocs
 		sum.Frees += u.Frees
+		sum.Allocated.Current += u.Allocated.Current
+		sum.Requested.Current += u.Requested.Current
 	}
 	t := s.Total
+	// A migration allocates and frees in the tiers, not in the roles: the
+	// live counts agree all the same.
+	live, roleLive := t.Allocs-t.Frees, sum.Allocs-sum.Frees
+	if live != roleLive || t.Allocated.Current != sum.Allocated.Current {
+		roleRow("no role", FormatBytes(t.Allocated.Current-sum.Allocated.Current), "-",
+			FormatBytes(t.Requested.Current-sum.Requested.Current), "-",
+			strconv.FormatInt(live-roleLive, 10), "-", "the tiers' pools, directly")
+	}
 	roleRow("total", FormatBytes(t.Allocated.Current), FormatBytes(t.Allocated.Peak),
 		FormatBytes(t.Requested.Current), FormatBytes(t.Requested.Peak),
-		strconv.FormatInt(sum.Allocs-sum.Frees, 10), strconv.FormatInt(sum.Allocs, 10), "")
+		strconv.FormatInt(live, 10), strconv.FormatInt(sum.Allocs, 10), "")
 	if s.Spills.Count > 0 {
 		rule("-")
 		fmt.Fprintf(&b, "spilled to %s: %d allocations, %s (the device tier was full; Policy.Spill)\n",
