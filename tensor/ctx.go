@@ -355,6 +355,20 @@ func (c *Ctx) adopt(t *Tensor) {
 // wrapping ErrArgument.
 func (c *Ctx) Adopt(t *Tensor) *Tensor { c.adopt(t); return t }
 
+// AdoptOrphan hands t to c's innermost scope when t is an orphan (the
+// result of an op on kept tensors alone that no scope owns), as the next
+// op combining it with c's data would, and reports whether it did. A kept
+// tensor, a released one and one of a context are left as they are: the
+// way to give a region's scope the orphans its ops left behind
+// (autograd.Var.AdoptOrphansSince).
+func (c *Ctx) AdoptOrphan(t *Tensor) bool {
+	if t == nil || !t.orphan || t.Released() {
+		return false
+	}
+	c.adopt(t)
+	return true
+}
+
 // Keep takes the tensors out of scope tracking and out of their context:
 // the caller now owns them and releases them (or keeps them for the
 // program's lifetime), and ops of any context may read them.
