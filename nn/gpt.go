@@ -83,9 +83,9 @@ func (m *MLP) Forward(x *autograd.Var) *autograd.Var { return m.forward(x, m.Kee
 func (m *MLP) forward(x *autograd.Var, keep bool) *autograd.Var {
 	u := m.FC.ForwardHalf(x)
 	if keep {
-		return autograd.GeluLinearKept(u, m.Proj.Weight.Var, m.Proj.Bias.Var)
+		return autograd.GeluLinearKept(u, m.Proj.Weight.Var, m.Proj.bias())
 	}
-	return autograd.GeluLinear(u, m.Proj.Weight.Var, m.Proj.Bias.Var)
+	return autograd.GeluLinear(u, m.Proj.Weight.Var, m.Proj.bias())
 }
 
 // Parameters returns c_fc's and c_proj's.
@@ -207,11 +207,19 @@ func (g *GPT) SetBlockGradDType(dt tensor.DType) error {
 	return nil
 }
 
-// SetTraining turns dropout on or off.
+// SetTraining turns dropout on or off. A nil *Dropout (no dropout) is
+// skipped.
 func (g *GPT) SetTraining(on bool) {
-	g.Drop.Training = on
+	set := func(d *Dropout) {
+		if d != nil {
+			d.Training = on
+		}
+	}
+	set(g.Drop)
 	for _, b := range g.Blocks {
-		b.Drop.Training, b.Attn.AttnDrop.Training, b.Attn.ResidDrop.Training = on, on, on
+		set(b.Drop)
+		set(b.Attn.AttnDrop)
+		set(b.Attn.ResidDrop)
 	}
 }
 

@@ -51,22 +51,22 @@ func NewLinear(o Options, name string, in, out int, bias bool, std float64) (*Li
 
 // Forward maps x (..., in) to (..., out).
 func (l *Linear) Forward(x *autograd.Var) *autograd.Var {
-	var b *autograd.Var
-	if l.Bias != nil {
-		b = l.Bias.Var
-	}
-	return autograd.Linear(x, l.Weight.Var, b)
+	return autograd.Linear(x, l.Weight.Var, l.bias())
 }
 
 // ForwardHalf is Forward for an output whose only consumer takes it in
 // the autocast dtype anyway (autograd.LinearHalf): under autocast it is
 // returned in the region's dtype, its bias added in that dtype.
 func (l *Linear) ForwardHalf(x *autograd.Var) *autograd.Var {
-	var b *autograd.Var
-	if l.Bias != nil {
-		b = l.Bias.Var
+	return autograd.LinearHalf(x, l.Weight.Var, l.bias())
+}
+
+// bias is the bias's var, nil for a Linear without one.
+func (l *Linear) bias() *autograd.Var {
+	if l.Bias == nil {
+		return nil
 	}
-	return autograd.LinearHalf(x, l.Weight.Var, b)
+	return l.Bias.Var
 }
 
 // Parameters returns weight and bias.
