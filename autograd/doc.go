@@ -77,8 +77,10 @@
 // head split and merge copies disappear (on CUDA even inside the op), and
 // under autocast the product is cast once and that copy is all it keeps.
 // nn's attention uses it when asked (nn.AttentionFused; train-gpt's
-// default on CUDA under fp16 or bf16). On the H200 its tensor-core kernels make a bf16 gpt2 step 1.41x
-// faster than plain attention (see README); nn's default stays plain,
+// default on CUDA wherever its kernels run on tensor cores: fp16, bf16,
+// tf32, and fp32 at heads of up to 64; nn.AutoAttention). On the H200 its tensor-core kernels make a bf16 gpt2 step 1.41x
+// faster than plain attention
+// (bench/results/gpu-call2-2026-12-02-s7-summary.txt); nn's default stays plain,
 // which every device and dtype runs at the same speed as before.
 //
 // Linear adds its bias in the product (tensor.MatMulBias) and takes its

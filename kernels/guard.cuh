@@ -54,7 +54,8 @@ extern "C" __global__ void __launch_bounds__(32) clip_guard(StepGuard* g, const 
 // unscale in a captured step. It tests the product, not the input: a
 // non-finite input gives a non-finite product (inv is positive), and with
 // a loss scale below 1 (inv above 1) a finite gradient can overflow, which
-// amp.GradScaler.Unscale reports too (its second pass).
+// amp.GradScaler.Unscale reports too (unscale_check_f32 tests the product
+// the same way).
 extern "C" __global__ void __launch_bounds__(256) unscale_guarded_f32(const i64* table, StepGuard* g) {
   const i64* e = table + 2 * (i64)blockIdx.y;
   float* p = (float*)e[0];

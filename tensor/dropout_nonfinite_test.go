@@ -54,3 +54,43 @@ func TestDropoutMultipliesByItsMask(t *testing.T) {
 		}
 	})
 }
+
+// TestDropoutDroppedOverflowIsZero: a dropped finite element is 0 even
+// where its scaled value overflows, as PyTorch multiplies by the mask
+// already scaled (torch 1.13: F.dropout(torch.full((16,), 3e38), 0.5)
+// gives inf where it keeps and 0 where it drops). Dropout scaled first
+// and then multiplied by 0, so a dropped 3e38 was inf * 0 = NaN.
+func TestDropoutDroppedOverflowIsZero(t *testing.T) {
+	onDevices(t, func(t *testing.T, dev tensor.Device) {
+		if dev != tensor.CPU() {
+			// kernels/dropout.cuh still computes src * scale * k: the same
+			// change there needs the fatbin rebuilt on a GPU machine, which
+			// session 35 had no device time left for.
+			t.Skip("CUDA: dropout.cuh scales before it masks until the fatbin is rebuilt with src * (scale * k)")
+		}
+		c := tensor.NewCtx()
+		c.WithScope(func() {
+			const n, p = 64, 0.5
+			ones, big := make([]float32, n), make([]float32, n)
+			for i := range n {
+				ones[i], big[i] = 1, 3e38
+				if i%2 == 1 {
+					big[i] = -3e38
+				}
+			}
+			mask := tensor.Dropout(c.FromFloat32s(dev, ones, n), p, 7, 3).Float32s()
+			got := tensor.Dropout(c.FromFloat32s(dev, big, n), p, 7, 3).Float32s()
+			dropped := 0
+			for i, m := range mask {
+				if m != 0 {
+					require.True(t, math.IsInf(float64(got[i]), int(math.Copysign(1, float64(big[i])))), "kept element %d: %v gave %v", i, big[i], got[i])
+					continue
+				}
+				dropped++
+				require.Equal(t, float32(0), got[i], "dropped element %d: %v", i, big[i])
+				require.Equal(t, math.Signbit(float64(big[i])), math.Signbit(float64(got[i])), "dropped element %d: %v gave %v", i, big[i], got[i])
+			}
+			require.True(t, dropped > 10, "dropped %d", dropped)
+		})
+	})
+}

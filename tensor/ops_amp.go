@@ -4,7 +4,8 @@ package tensor
 // (one pass, on a GPU one launch, over a list of tensors).
 type multiTensor interface {
 	// unscaleCheck multiplies every element of ts (contiguous float32
-	// tensors) by inv in place and reports whether all were finite before.
+	// tensors) by inv in place and reports whether all the products are
+	// finite (a non-finite element, or one that overflowed as multiplied).
 	unscaleCheck(ts []*Tensor, inv float64) bool
 	// scaleAll multiplies every element of ts (contiguous float32
 	// tensors) by alpha in place, without waiting for the device.

@@ -105,7 +105,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.strategies, "strategies", "device,zerocopy,managed,hybrid,hybrid-ckpt", "comma-separated strategies: device, device-fused, zerocopy, managed, hybrid, hybrid-ckpt, role")
 	fs.IntVar(&o.batch, "batch", 0, "batch size (0: the config's)")
 	fs.IntVar(&o.steps, "steps", 10, "timed training steps per strategy")
-	fs.IntVar(&o.warmup, "warmup", 3, "untimed steps first (the scheduler settles in them)")
+	fs.IntVar(&o.warmup, "warmup", 3, fmt.Sprintf("untimed steps first (the scheduler settles in them); raised to %d, for every strategy, when -strategies has hybrid (its placement chooses its checkpointing in them)", hybridWarmup))
 	fs.StringVar(&o.budget, "budget", "auto", "device budget of the hybrid strategies: a size (4GiB), a share of the device (50%, 0.5), or auto: half the device strategy's measured peak")
 	fs.StringVar(&o.hybridCkpt, "hybrid-checkpoint", "selective", "checkpointing of hybrid-ckpt: selective or blocks")
 	fs.IntVar(&o.ckptEvery, "checkpoint-every", 1, "with blocks, checkpoint every k-th block")

@@ -97,7 +97,8 @@
 // gorgonia.org/tensor imports go4.org/unsafe/assume-no-moving-gc, and the
 // 2022 copy its go.mod asks for panics at start on Go 1.26;
 // v0.0.0-20231121144256-b99613f794b6 does not. This package imports it as
-// well, so that strata's go.mod keeps requiring that version directly and
-// minimal version selection gives it to every program that imports this
-// package.
+// well, so that this module's go.mod (interop/gorgonia/go.mod; strata's
+// own requires neither gorgonia nor go4.org) keeps requiring that version
+// directly and minimal version selection gives it to every program that
+// imports this package.
 package gorgonia

@@ -30,6 +30,9 @@ func (e *Engine) Memset(mem gt.Memory, val any) error {
 	if d, ok := mem.(interface{ Dtype() gt.Dtype }); ok && d.Dtype().Type != reflect.TypeOf(val) {
 		return fmt.Errorf("gorgonia: Engine.Memset of %v elements with a %T: %w", d.Dtype(), val, memory.ErrInvalidArgument)
 	}
+	if r.size == 0 {
+		return nil // no elements (locate gives neither host nor device bytes)
+	}
 	if ms, ok := mem.(gt.MemSetter); ok && r.host != nil {
 		return ms.Memset(val)
 	}
@@ -201,6 +204,14 @@ func bytesOf[T any](v T) []byte {
 // memory: what its Data method returns, when that is a slice of numbers or
 // bools (never of pointers, which must not be copied as bytes).
 func goBytes(mem gt.Memory) ([]byte, bool) {
+	if d, ok := mem.(*gt.Dense); ok && d.IsScalar() && d.Dtype().Type != nil {
+		// A scalar Dense's Data is its one number, not a slice: its bytes
+		// are its array's, as for any other Dense.
+		if !plainKind(d.Dtype().Kind()) {
+			return nil, false
+		}
+		return d.Raw, true
+	}
 	d, ok := mem.(interface{ Data() any })
 	if !ok {
 		return nil, false

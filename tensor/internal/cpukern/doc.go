@@ -1,7 +1,7 @@
 // Package cpukern holds strata's CPU compute kernels: element-wise math,
 // broadcasting binary ops, reductions, softmax, layer norm, embedding
-// lookups, cross-entropy, dropout, optimizer steps, dtype casts and
-// strided copies, written over plain Go slices. Matrix products live in
+// lookups, cross-entropy, dropout, fused causal attention, optimizer
+// steps, dtype casts and strided copies, written over plain Go slices. Matrix products live in
 // tensor/internal/blas.
 //
 // # Layout and validation
@@ -152,7 +152,10 @@
 //	embedding.go       Gather, ScatterAdd
 //	crossentropy.go    CrossEntropy, CrossEntropyBackward
 //	philox.go          Philox4x32, DropoutMask; dropout.go Dropout
+//	attention.go       AttentionForward, AttentionBackward (fused causal attention)
 //	optim.go           AdamW, SGD
 //	cast.go            float16 and bfloat16 casts; convert.go Convert
 //	copy.go            CopyStrided, Fill, Arange
+//	types.go           the Float and Number constraints, slice views, length checks;
+//	                   errors.go ErrIndex
 package cpukern

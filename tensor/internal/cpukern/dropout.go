@@ -13,7 +13,7 @@ func dropoutThreshold(p float64) uint64 {
 }
 
 // Dropout sets dst[i] = src[i] * (1/(1-p)) if element i is kept and
-// src[i] * (1/(1-p)) * 0 if not, as PyTorch multiplies by its mask: a
+// src[i] * 0 if not, as PyTorch multiplies by its scaled mask: a
 // dropped NaN or infinity gives NaN and a dropped negative -0, so a
 // non-finite input shows in the output whichever elements are dropped.
 // Element i is kept iff u >= p, u = DropoutMask(seed, offset, i) * 2^-32,
@@ -53,8 +53,8 @@ func Dropout[T Float](dst, src []T, p float64, seed, offset uint64) {
 // aligned, blocks are computed in interleaved pairs, eight elements at a
 // time. The keep test is branch-free (a mispredicted branch per dropped
 // element would cost more than the arithmetic): (word - thr) >> 63 is 1
-// exactly when word < thr, and the scaled value is multiplied by 1 minus
-// it.
+// exactly when word < thr, and the value is multiplied by scale times 1
+// minus it.
 func dropoutRange[T Float](dst, src []T, thr uint64, scale T, seed, pos uint64) {
 	if isF32[T]() {
 		dropout32(f32(dst), f32(src), thr, float32(scale), seed, pos)
@@ -63,13 +63,16 @@ func dropoutRange[T Float](dst, src []T, thr uint64, scale T, seed, pos uint64) 
 	dropout64(f64(dst), f64(src), thr, float64(scale), seed, pos)
 }
 
-// keep32 returns v times 0 when word < thr, else v.
-func keep32(v float32, word uint32, thr uint64) float32 {
-	return v * float32(int32(1-(uint64(word)-thr)>>63))
+// keep32 returns v times scale when word >= thr, else v times 0: the
+// factor is chosen before v is multiplied, as PyTorch multiplies by its
+// scaled mask, so a dropped finite v whose scaled value would overflow is
+// 0, not inf * 0 = NaN.
+func keep32(v, scale float32, word uint32, thr uint64) float32 {
+	return v * (scale * float32(int32(1-(uint64(word)-thr)>>63)))
 }
 
-func keep64(v float64, word uint32, thr uint64) float64 {
-	return v * float64(int32(1-(uint64(word)-thr)>>63))
+func keep64(v, scale float64, word uint32, thr uint64) float64 {
+	return v * (scale * float64(int32(1-(uint64(word)-thr)>>63)))
 }
 
 func dropout32(dst, src []float32, thr uint64, scale float32, seed, pos uint64) {
@@ -78,24 +81,24 @@ func dropout32(dst, src []float32, thr uint64, scale float32, seed, pos uint64) 
 	i := min(len(dst), int((4-pos&3)&3))
 	for j := 0; j < i; j++ {
 		n := pos + uint64(j)
-		dst[j] = keep32(src[j]*scale, philoxBlock(seed, n>>2)[n&3], thr)
+		dst[j] = keep32(src[j], scale, philoxBlock(seed, n>>2)[n&3], thr)
 	}
 	for ; i+8 <= len(dst); i += 8 {
 		b := (pos + uint64(i)) >> 2
 		x, y := philoxPair(b, b+1, k0, k1)
 		d, s := dst[i:i+8:i+8], src[i:i+8:i+8]
-		d[0] = keep32(s[0]*scale, x[0], thr)
-		d[1] = keep32(s[1]*scale, x[1], thr)
-		d[2] = keep32(s[2]*scale, x[2], thr)
-		d[3] = keep32(s[3]*scale, x[3], thr)
-		d[4] = keep32(s[4]*scale, y[0], thr)
-		d[5] = keep32(s[5]*scale, y[1], thr)
-		d[6] = keep32(s[6]*scale, y[2], thr)
-		d[7] = keep32(s[7]*scale, y[3], thr)
+		d[0] = keep32(s[0], scale, x[0], thr)
+		d[1] = keep32(s[1], scale, x[1], thr)
+		d[2] = keep32(s[2], scale, x[2], thr)
+		d[3] = keep32(s[3], scale, x[3], thr)
+		d[4] = keep32(s[4], scale, y[0], thr)
+		d[5] = keep32(s[5], scale, y[1], thr)
+		d[6] = keep32(s[6], scale, y[2], thr)
+		d[7] = keep32(s[7], scale, y[3], thr)
 	}
 	for ; i < len(dst); i++ {
 		n := pos + uint64(i)
-		dst[i] = keep32(src[i]*scale, philoxBlock(seed, n>>2)[n&3], thr)
+		dst[i] = keep32(src[i], scale, philoxBlock(seed, n>>2)[n&3], thr)
 	}
 }
 
@@ -104,6 +107,6 @@ func dropout64(dst, src []float64, thr uint64, scale float64, seed, pos uint64) 
 	src = src[:len(dst)]
 	for i, v := range src {
 		n := pos + uint64(i)
-		dst[i] = keep64(v*scale, philoxBlock(seed, n>>2)[n&3], thr)
+		dst[i] = keep64(v, scale, philoxBlock(seed, n>>2)[n&3], thr)
 	}
 }

@@ -1,0 +1,52 @@
+package gorgonia_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	gt "gorgonia.org/tensor"
+
+	"github.com/strata-ml/strata/memory"
+)
+
+// Memset of a Dense of no elements, the Engine's or in Go memory, has
+// nothing to set: it succeeds on a host engine (it was refused as device
+// memory without a CUDA context), as Memclr and Memcpy do.
+func TestEngineMemsetNoElements(t *testing.T) {
+	e, m := hostEngine(t, memory.RoleActivation)
+	own := gt.New(gt.WithShape(0, 3), gt.Of(gt.Float32), gt.WithEngine(e))
+	goMem := gt.New(gt.WithShape(0, 3), gt.Of(gt.Float32))
+	for name, d := range map[string]*gt.Dense{"engine's": own, "Go memory": goMem} {
+		require.NoError(t, e.Memset(d, float32(1)), name)
+		require.NotPanics(t, func() { e.Memclr(d) }, name)
+		require.NoError(t, e.Memcpy(d, goMem), name)
+	}
+	free(t, e, own)
+	require.NoError(t, m.Close())
+}
+
+// A scalar Dense in Go memory is a gorgonia tensor's Go memory like any
+// other: Memset, Memclr, Memcpy and Accessible take it (they refused it,
+// its Data being a number, not a slice).
+func TestEngineGoScalarDense(t *testing.T) {
+	e, m := hostEngine(t, memory.RoleActivation)
+	sc := gt.New(gt.FromScalar(float32(3)))
+	require.NoError(t, e.Memset(sc, float32(1.5)))
+	assert.Equal(t, float32(1.5), sc.Data())
+
+	one := gt.New(gt.WithShape(1), gt.Of(gt.Float32), gt.WithEngine(e))
+	require.NoError(t, e.Memcpy(one, sc))
+	assert.Equal(t, []float32{1.5}, one.Data())
+	require.NoError(t, one.Memset(float32(-2)))
+	require.NoError(t, e.Memcpy(sc, one))
+	assert.Equal(t, float32(-2), sc.Data())
+
+	got, err := e.Accessible(sc)
+	require.NoError(t, err)
+	assert.Same(t, sc, got)
+	e.Memclr(sc)
+	assert.Equal(t, float32(0), sc.Data())
+	free(t, e, one)
+	require.NoError(t, m.Close())
+}
