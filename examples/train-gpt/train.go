@@ -480,6 +480,7 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device, in *interrupts) erro
 	tokens := 0
 	smoothed := done > 0 // smooth holds a loss: the resumed run's
 	at := done           // the last step done
+	early := false       // -max-time ended the run short of -steps
 	for it := done; it < o.steps; it++ {
 		if it == o.steps-1 {
 			in.setNote(lastStep) // a signal now finds the run complete: its weights are saved
@@ -566,6 +567,7 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device, in *interrupts) erro
 			return in.exit(s, fmt.Sprintf("%v after step %d of %d: saved the training state to %s; continue the run with -resume %s", s, it+1, o.steps, o.state, o.state))
 		}
 		if last {
+			early = timeUp
 			break
 		}
 	}
@@ -612,6 +614,13 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device, in *interrupts) erro
 		fmt.Fprintf(os.Stderr, "saved the loss curves to %s\n", o.lossPlot)
 	}
 	if s, ok := in.received(); ok {
+		if early { // the state saved at the stop (if any) holds the rest
+			rest := "no training state saved (no -state)"
+			if o.state != "" {
+				rest = fmt.Sprintf("continue the run with -resume %s", o.state)
+			}
+			return in.exit(s, fmt.Sprintf("%v after -max-time stopped the run at step %d of %d: %s", s, at, o.steps, rest))
+		}
 		return in.exit(s, fmt.Sprintf("%v after the last step: the run is complete", s))
 	}
 	return nil
