@@ -110,7 +110,10 @@
 // The kernels are CUDA C under kernels/ (all.cu includes the rest), one
 // extern "C" kernel per primitive, dtype and variant, written to give the
 // CPU kernels' results: the same formulas in the same order, sums in
-// float64, casts and dropout bit-exact. `make kernels` compiles them with
+// float64, casts and dropout bit-exact (but for a dropped element whose
+// scaled value overflows: 0 on the CPU as in PyTorch, NaN from
+// dropout.cuh's (x * scale) * 0 until the fatbin is rebuilt with x *
+// (scale * 0)). `make kernels` compiles them with
 // nvcc into kernels.fatbin (SASS for sm_80 and sm_90, PTX for compute_80),
 // which this package embeds, and records the sources' hash in
 // kernels.sha256; a test fails when the two disagree. STRATA_KERNELS=file
