@@ -142,7 +142,7 @@ func noGraph(v *Var) error {
 
 // propagate runs the backward pass p from v, seeded with grad (ones when
 // grad is nil).
-func (v *Var) propagate(grad *tensor.Tensor, p pass) error {
+func (v *Var) propagate(grad *tensor.Tensor, p pass) (err error) {
 	// An optimizer update overlapped with the forward pass ends here
 	// (tensor.WaitOverlapped): the backward pass makes new gradients where
 	// the update's old ones were.
@@ -182,6 +182,16 @@ func (v *Var) propagate(grad *tensor.Tensor, p pass) error {
 		defer st.capturing.Add(-1)
 	}
 	p.anomaly = AnomalyDetectionIn(c)
+	if !p.retain && v.Value.Ctx() != nil {
+		// A pass that fails midway leaves the nodes it did not step with
+		// their graph, released with the scopes that own it; the orphans
+		// among what they hold are owned by none.
+		defer func() {
+			if err != nil {
+				adoptOrphans(v.Value, order)
+			}
+		}()
+	}
 	return tensor.Try(func() {
 		c.WithScope(func() {
 			c.WithRole(gradRole, func() {
@@ -228,6 +238,9 @@ func adoptOrphans(root *tensor.Tensor, order []*Var) {
 		}
 	}
 	for _, u := range order {
+		if u.node == nil {
+			continue // stepped and consumed by a pass that failed later
+		}
 		adopt(u.Value)
 		for _, w := range u.node.watch {
 			adopt(w.t)

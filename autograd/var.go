@@ -262,6 +262,9 @@ type gradState struct {
 	// capturing counts the Grad passes in progress in the context: no
 	// backward may write a leaf's Grad then (gradInPlace).
 	capturing atomic.Int32
+	// floor is the orphan floor (WithOrphanFloor): Record adopts no
+	// orphan of a var recorded at or before it.
+	floor atomic.Uint64
 }
 
 func stateOf(c *tensor.Ctx) *gradState {
@@ -319,7 +322,10 @@ func GradEnabled() bool { return GradEnabledIn(tensor.Background()) }
 //
 // An output that belongs to no context (an op on parameters alone, see
 // tensor.Ctx) is recorded whenever an input requires gradients: whether
-// it is differentiated is decided by the context it meets next. An
+// it is differentiated is decided by the context it meets next. An output
+// of a context adopts the orphans its inputs' graphs hold (a chain of ops
+// on parameters alone that met the context's data here), as the op
+// adopted its operands, so that the scope releases the whole graph. An
 // output of an integer dtype (a Cast to int32) is not differentiable and
 // is never recorded, as in PyTorch.
 //
@@ -360,8 +366,78 @@ func Record(op string, out *tensor.Tensor, inputs []*Var, backward BackwardFunc,
 		v.node = &node{op: op, inputs: inputs, backward: backward, saved: saved, seq: nodeSeq.Add(1)}
 		v.node.watchAll()
 		recordSite(v.node, recordingCtx(out, inputs))
+		if c := out.Ctx(); c != nil {
+			adoptOrphansBelow(c, inputs, nil)
+		}
 	}
 	return v
+}
+
+// adoptOrphansBelow hands to c's innermost scope the orphans (values of
+// ops on kept tensors alone that no scope owns, see tensor.Ctx) held by
+// the graphs of inputs, an op of c having just combined them with c's
+// data: the op adopted its operands, as every op does; this adopts what
+// their nodes save and, through the vars whose values were orphans, the
+// chain of ops on parameters alone below them, which only the graph held.
+// A graph never differentiated, or one whose backward pass failed before
+// reaching them, is then released with the scope, as the rest of it is.
+// A region's node (RecordRegion) is not walked through, and vars
+// recorded before c's orphan floor (a checkpointed region's forward
+// pass, WithOrphanFloor) are left as they are; floor is read once, at the
+// first orphan met. For an op over c's data alone it looks at its inputs'
+// nodes and stops.
+func adoptOrphansBelow(c *tensor.Ctx, inputs []*Var, floor *uint64) {
+	for _, in := range inputs {
+		if in == nil || in.node == nil || in.node.region {
+			continue // a checkpointed region's node: the region keeps what it closed over (package checkpoint)
+		}
+		n := in.node
+		for _, s := range n.saved {
+			if s != nil && s.Ctx() == nil && !s.Released() && n.seq > orphanFloor(c, &floor) {
+				c.AdoptOrphan(s)
+			}
+		}
+		for _, u := range n.inputs {
+			if u != nil && u.node != nil && u.Value.Ctx() == nil && !u.Value.Released() &&
+				u.node.seq > orphanFloor(c, &floor) && c.AdoptOrphan(u.Value) {
+				adoptOrphansBelow(c, []*Var{u}, floor)
+			}
+		}
+	}
+}
+
+// orphanFloor is c's orphan floor (WithOrphanFloor), read into *floor at
+// the first call: 0 without a look at c while no WithOrphanFloor runs in
+// the process (a parameter saved by a node is no orphan, but is met).
+func orphanFloor(c *tensor.Ctx, floor **uint64) uint64 {
+	if *floor == nil {
+		var f uint64
+		if orphanFloors.Load() > 0 {
+			f = stateOf(c).floor.Load()
+		}
+		*floor = &f
+	}
+	return **floor
+}
+
+// orphanFloors counts the WithOrphanFloor calls running, in every context.
+var orphanFloors atomic.Int64
+
+// WithOrphanFloor runs fn with c's ops adopting the orphans below their
+// operands (see Record) only from the vars recorded after mark (NodeMark):
+// a checkpointed region's forward pass, whose scope releases its own
+// graph's orphans and leaves those of the graph before it (the computed
+// vars its function closed over, and what they were computed from) to
+// the caller's. The previous floor is restored when fn returns or panics.
+func WithOrphanFloor(c *tensor.Ctx, mark uint64, fn func()) {
+	st := stateOf(c)
+	old := st.floor.Swap(mark)
+	orphanFloors.Add(1)
+	defer func() {
+		st.floor.Store(old)
+		orphanFloors.Add(-1)
+	}()
+	fn()
 }
 
 // owned returns the output and the saved tensors of a recorded op as its

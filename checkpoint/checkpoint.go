@@ -221,7 +221,9 @@ func (r *region) forward() (out *autograd.Var, val *tensor.Tensor) {
 		defer c.SetValue(regionKey, old)
 		mark := autograd.NodeMark()
 		amp.With(c, r.amp, func() {
-			autograd.WithOpHook(c, r.rec.hook(), func() { out = r.fn(r.inputs...) })
+			autograd.WithOrphanFloor(c, mark, func() {
+				autograd.WithOpHook(c, r.rec.hook(), func() { out = r.fn(r.inputs...) })
+			})
 		})
 		c.SetValue(regionKey, old)
 		r.through = out == nil || slices.Contains(r.inputs, out)

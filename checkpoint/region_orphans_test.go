@@ -66,3 +66,36 @@ func TestRegionReleasesOrphansOfClosedOverParameters(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedBackwardReleasesClosedOverChain: a backward pass that fails
+// before reaching a region whose function closed over a chain of ops on
+// parameters alone (tanh of a product of two, computed before the
+// region) leaves the region's node unstepped. The chain's values are
+// orphans no scope owns (the region's node holds them, and the walk
+// that adopts a graph's orphans does not go through a region), and were
+// never released: the garbage collector's safety net took them.
+func TestFailedBackwardReleasesClosedOverChain(t *testing.T) {
+	cpu := tensor.CPU()
+	a := autograd.Param(tensor.FromFloat32s(cpu, []float32{0.5, -1, 2, 0.25}, 2, 2), "a")
+	b := autograd.Param(tensor.FromFloat32s(cpu, []float32{1, 2, 3, 4}, 2, 2), "b")
+	defer func() { a.ZeroGrad(); b.ZeroGrad(); a.Value.Release(); b.Value.Release() }()
+	inUse := cpu.Memory().InUse()
+	for _, policy := range []checkpoint.Policy{nil, checkpoint.SaveMatMuls} {
+		c := tensor.NewCtx()
+		var err error
+		c.WithScope(func() {
+			x := autograd.Const(c.FromFloat32s(cpu, []float32{1, -1, 2, 0.5}, 2, 2))
+			tab := autograd.Tanh(autograd.MatMul(a, b))
+			y := checkpoint.Options{Policy: policy}.Apply(func(in ...*autograd.Var) *autograd.Var {
+				return autograd.Tanh(autograd.MatMul(in[0], tab))
+			}, x)
+			failing := autograd.Record("Fail", y.Value.Alias(), []*autograd.Var{y}, func(*tensor.Tensor) []*tensor.Tensor {
+				panic(&tensor.OpError{Op: "Fail", Msg: "injected", Err: tensor.ErrArgument})
+			})
+			err = autograd.Sum(failing, false).Backward()
+		})
+		require.ErrorIs(t, err, tensor.ErrArgument)
+		require.Zero(t, c.BytesInUse())
+		require.Equal(t, inUse, cpu.Memory().InUse(), "policy %v: bytes left in use", policy != nil)
+	}
+}
