@@ -39,8 +39,13 @@
 // are all kept tensors cannot tell which context it runs for: its output
 // is an orphan, owned by Background's innermost scope when one is open
 // and otherwise by no scope until an op combines it with a tensor of a
-// context (it joins that context's scope) or Ctx.Adopt hands it to one.
-// Code that computes from parameters alone in its own Ctx (a weight
+// context (it joins that context's scope) or Ctx.Adopt hands it to one
+// (Ctx.AdoptOrphan: only if it is one). autograd adopts the rest of such
+// a chain with it: an op of a context takes the orphans its inputs'
+// graphs hold, so a recorded graph goes with the scope whether or not it
+// is differentiated, and checkpoint's regions give their scope the
+// orphans their function's ops left. Code that computes from parameters
+// alone in its own Ctx (a weight
 // conversion, a piece of a parameter nothing else reads) adopts the
 // inputs or the results, or releases them. A cleanup attached to every
 // tensor that no scope owns (a scope-owned one cannot be collected before
