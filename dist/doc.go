@@ -176,7 +176,11 @@
 // its gradients; the later calls on the compute stream after the last
 // bucket.
 //
-// Other Collectives (NewLocalGroup, a test's): bucket i's AllReduceSum
+// The local group's ranks are AsyncCollectives too: a started call runs
+// on a goroutine of its own after the calls the rank started before it,
+// and the rank's other calls wait for those, so a rank's calls run in
+// the order it made them, whichever DataParallel (several may share a
+// rank) made them. Other Collectives (a test's): bucket i's AllReduceSum
 // is called on a goroutine of its own that first waits for bucket
 // i-1's, so the calls are the same, in the same order, and the rank's
 // goroutine goes on with backward; SyncGradients waits for the last.
@@ -250,7 +254,8 @@
 // wait times out); NoSync's accumulation equal to NoOverlap's bit for
 // bit, a second backward pass outside it, or one in it after a pass
 // outside it, an error on every rank; the hooks set by New and removed
-// by Release. zero_test.go:
+// by Release; two DataParallels sharing each rank's Collective, with
+// and without the overlap (shared_collective_test.go). zero_test.go:
 // ZeroAdamW on 2, 3 (padded shards) and 4 ranks gives nn.AdamW's losses
 // and parameters bit for bit; the shard sizes. client_test.go, the
 // package used as a program would, misuse included: ranks whose

@@ -20,6 +20,12 @@ import (
 // results, the same ones on every run; then each rank writes its result
 // back into its tensor. Supported dtypes: float32 and float64.
 //
+// A rank is an AsyncCollective: StartAllReduceSum runs the call on a
+// goroutine, after the calls the rank started before it, and the rank's
+// other calls wait for those started, so a rank's calls are made in the
+// order it made them, as NCCL's are queued (DataParallel's buckets, of
+// one DataParallel or of several sharing the rank).
+//
 // Failures never leave a rank waiting: a call that finds the ranks
 // disagreeing returns an error wrapping ErrMismatch on every rank; a
 // rank whose own call fails (a tensor that is not contiguous or not
@@ -39,6 +45,8 @@ func NewLocalGroup(n int) []Collective {
 	}
 	return cs
 }
+
+var _ AsyncCollective = (*localRank)(nil)
 
 // localGroup is the state the ranks of a local group share.
 type localGroup struct {
@@ -71,14 +79,44 @@ type localRank struct {
 	g    *localGroup
 	rank int
 	ctx  *tensor.Ctx
+	// tail is closed when the last all-reduce StartAllReduceSum started
+	// is done (nil before the first): each started call waits for the
+	// one before it, and the rank's other calls wait for it, so that the
+	// rank's calls run in the order it made them (several DataParallels
+	// may share the rank). Used by the rank's goroutine only.
+	tail chan struct{}
 }
 
 func (r *localRank) Rank() int { return r.rank }
 func (r *localRank) Size() int { return r.g.n }
 
-func (r *localRank) AllReduceSum(t *tensor.Tensor) error     { return r.do(opAllReduce, t) }
-func (r *localRank) ReduceScatterSum(t *tensor.Tensor) error { return r.do(opReduceScatter, t) }
-func (r *localRank) AllGather(t *tensor.Tensor) error        { return r.do(opAllGather, t) }
+func (r *localRank) AllReduceSum(t *tensor.Tensor) error     { return r.after(opAllReduce, t) }
+func (r *localRank) ReduceScatterSum(t *tensor.Tensor) error { return r.after(opReduceScatter, t) }
+func (r *localRank) AllGather(t *tensor.Tensor) error        { return r.after(opAllGather, t) }
+
+// StartAllReduceSum (AsyncCollective) runs AllReduceSum(t) on a
+// goroutine of its own, after the calls the rank started before it.
+func (r *localRank) StartAllReduceSum(t *tensor.Tensor) (wait func() error, err error) {
+	prev, done := r.tail, make(chan struct{})
+	r.tail = done
+	var cerr error
+	go func() {
+		defer close(done)
+		if prev != nil {
+			<-prev
+		}
+		cerr = r.do(opAllReduce, t)
+	}()
+	return func() error { <-done; return cerr }, nil
+}
+
+// after runs a call once the calls the rank started are done.
+func (r *localRank) after(o op, t *tensor.Tensor) error {
+	if r.tail != nil {
+		<-r.tail
+	}
+	return r.do(o, t)
+}
 
 func (r *localRank) Abort(err error) {
 	if err == nil {

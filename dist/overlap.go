@@ -13,10 +13,11 @@ import (
 
 // AsyncCollective is a Collective that can start an all-reduce and
 // return before it is done: the NCCL group's ranks, whose all-reduce is
-// queued on a communication stream of their own. DataParallel reduces
-// its buckets through it during backward; a Collective without it (the
-// local group, a test's) has its AllReduceSum called on a goroutine per
-// bucket instead, each after the one before.
+// queued on a communication stream of their own, and the local group's,
+// which run it on a goroutine after the calls started before it.
+// DataParallel reduces its buckets through it during backward; a
+// Collective without it (a test's) has its AllReduceSum called on a
+// goroutine per bucket instead, each after the one before.
 type AsyncCollective interface {
 	Collective
 	// StartAllReduceSum starts AllReduceSum(t) and returns without
