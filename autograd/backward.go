@@ -158,7 +158,7 @@ func (v *Var) propagate(grad *tensor.Tensor, p pass) (err error) {
 	if c == nil {
 		c = tensor.Background()
 	} else if p.retain {
-		adoptOrphans(v.Value, order)
+		adoptOrphans(c, order)
 	}
 	var hooks *gradPass
 	if p.capture == nil { // Grad fills no leaf's Grad: no hook fires
@@ -188,7 +188,7 @@ func (v *Var) propagate(grad *tensor.Tensor, p pass) (err error) {
 		// among what they hold are owned by none.
 		defer func() {
 			if err != nil {
-				adoptOrphans(v.Value, order)
+				adoptOrphans(v.Value.Ctx(), order)
 			}
 		}()
 	}
@@ -226,27 +226,24 @@ func (v *Var) propagate(grad *tensor.Tensor, p pass) (err error) {
 // adoptOrphans hands the orphans among what the graph's backward
 // functions read (values of ops on kept tensors alone that no op of the
 // forward pass combined with a context's data, see tensor.Ctx) to the
-// scope open now in root's context, as the forward's next op over them
-// would have, before a pass that keeps the graph (RetainGraph).
-// Otherwise the first backward op that combines one with a gradient
+// scope open now in c, root's context, as the forward's next op over them
+// would have: before a pass that keeps the graph (RetainGraph), where
+// otherwise the first backward op that combines one with a gradient
 // adopts it into the pass's own scope, which releases it as the pass
-// ends, and the next pass over the graph reads it released.
-func adoptOrphans(root *tensor.Tensor, order []*Var) {
-	adopt := func(t *tensor.Tensor) {
-		if t != nil && !t.Released() && t.Ctx() == nil {
-			tensor.CtxOf(root, t) // adopts t if an orphan; a kept tensor does not count
-		}
-	}
+// ends, and the next pass over the graph reads it released; and after a
+// pass that failed, for the nodes it did not step, which no scope would
+// release.
+func adoptOrphans(c *tensor.Ctx, order []*Var) {
 	for _, u := range order {
 		if u.node == nil {
 			continue // stepped and consumed by a pass that failed later
 		}
-		adopt(u.Value)
+		c.AdoptOrphan(u.Value)
 		for _, w := range u.node.watch {
-			adopt(w.t)
+			c.AdoptOrphan(w.t)
 		}
 		for _, t := range u.node.saved {
-			adopt(t)
+			c.AdoptOrphan(t)
 		}
 	}
 }

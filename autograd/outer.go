@@ -33,43 +33,6 @@ func (v *Var) Outer(mark uint64, stop ...*Var) []*Var {
 	return out
 }
 
-// AdoptOrphansSince hands to c's innermost scope the orphans (values of
-// ops on kept tensors alone that no scope owns, see tensor.Ctx) among the
-// values and the tensors saved or watched by the ops of v's graph
-// recorded after mark, not going past the vars of stop; v's own value and
-// the values of stop (which ops inside save) are left to the caller. A
-// checkpointed region's forward pass drops its graph with its scope: a
-// chain of ops on closed-over parameters inside it (a weight's transpose,
-// then its product with another) left such orphans to no scope, and they
-// were never released.
-func (v *Var) AdoptOrphansSince(c *tensor.Ctx, mark uint64, stop ...*Var) {
-	outside := func(t *tensor.Tensor) bool {
-		if t == v.Value {
-			return true
-		}
-		for _, s := range stop {
-			if s != nil && t == s.Value {
-				return true
-			}
-		}
-		return false
-	}
-	adopt := func(t *tensor.Tensor) {
-		if t != nil && !outside(t) {
-			c.AdoptOrphan(t)
-		}
-	}
-	walkGraphWhere(v, stop, func(u *Var) bool { return u.node.seq > mark }, func(u *Var) {
-		adopt(u.Value)
-		for _, w := range u.node.watch {
-			adopt(w.t)
-		}
-		for _, t := range u.node.saved {
-			adopt(t)
-		}
-	}, nil)
-}
-
 // AsLeaves runs fn with each var of vs cut from its graph: a leaf that
 // requires a gradient, with no Grad, whose node is given back when fn
 // returns (or panics). A region's backward recomputes its function with

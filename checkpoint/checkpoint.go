@@ -233,7 +233,6 @@ func (r *region) forward() (out *autograd.Var, val *tensor.Tensor) {
 		}
 		escaped = rescue(s, r.hidden)
 		if !r.through {
-			out.AdoptOrphansSince(c, mark, r.stops()...) // the region's scope releases them with its graph
 			// A view of the result out of the region's scope while it
 			// closes: the result's value itself may be one fn closed over
 			// (a parameter, a constant of an outer scope), not the

@@ -359,8 +359,7 @@ func (c *Ctx) Adopt(t *Tensor) *Tensor { c.adopt(t); return t }
 // result of an op on kept tensors alone that no scope owns), as the next
 // op combining it with c's data would, and reports whether it did. A kept
 // tensor, a released one and one of a context are left as they are: the
-// way to give a region's scope the orphans its ops left behind
-// (autograd.Var.AdoptOrphansSince).
+// way autograd gives a scope the orphans a recorded graph holds.
 func (c *Ctx) AdoptOrphan(t *Tensor) bool {
 	if t == nil || !t.orphan || t.Released() {
 		return false

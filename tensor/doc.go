@@ -43,8 +43,8 @@
 // (Ctx.AdoptOrphan: only if it is one). autograd adopts the rest of such
 // a chain with it: an op of a context takes the orphans its inputs'
 // graphs hold, so a recorded graph goes with the scope whether or not it
-// is differentiated, and checkpoint's regions give their scope the
-// orphans their function's ops left. Code that computes from parameters
+// is differentiated (a checkpointed region's included). Code that
+// computes from parameters
 // alone in its own Ctx (a weight
 // conversion, a piece of a parameter nothing else reads) adopts the
 // inputs or the results, or releases them. A cleanup attached to every
