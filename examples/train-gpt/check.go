@@ -185,7 +185,7 @@ func (o *options) checkFiles() error {
 		if err := cli.Readable(o.init); err != nil {
 			return fmt.Errorf("-init: %w", err)
 		}
-		if err := checkInitNotState(o.init); err != nil {
+		if err := checkInit(o.init, nil, ""); err != nil {
 			return err
 		}
 	}
@@ -322,31 +322,27 @@ func (o *options) checkVocab() error {
 	return nil
 }
 
-// checkInitNotState refuses an -init that is a training state (-state's
-// file: -resume continues it), from its header; a header it cannot read
-// is left for the load to report.
-func checkInitNotState(path string) error {
-	info, err := nn.ReadWeightsInfo(path)
-	if err != nil || info.Metadata[keyStep] == "" && !info.TrainState {
-		return nil
-	}
-	after := ""
-	if step := info.Metadata[keyStep]; step != "" {
-		after = " (after step " + step + ")"
-	}
-	return fmt.Errorf("-init %s: a training state%s, not weights: continue it with -resume", path, after)
-}
-
-// checkInitHeads refuses an -init whose metadata config (strata's files
-// record it) has another number of attention heads than the model: the
-// tensor shapes cannot tell heads apart, so the weights would load and
-// attention would split them into other heads, a different model with no
-// error (generate refuses the same file). Files without the metadata
-// (nanoGPT's, Hugging Face's) and headers it cannot read are left to the
-// load.
-func checkInitHeads(path, config string, cfg nn.GPTConfig) error {
+// checkInit reads an -init file's header once and refuses a training
+// state (-state's file: -resume continues it) and, given the model's cfg
+// (its -config named by config), weights whose metadata config (strata's
+// files record it) has another number of attention heads: the tensor
+// shapes cannot tell heads apart, so the weights would load and attention
+// would split them into other heads, a different model with no error
+// (generate refuses the same file). Files without the metadata (nanoGPT's,
+// Hugging Face's) and headers it cannot read are left to the load.
+func checkInit(path string, cfg *nn.GPTConfig, config string) error {
 	info, err := nn.ReadWeightsInfo(path)
 	if err != nil {
+		return nil
+	}
+	if step := info.Metadata[keyStep]; step != "" || info.TrainState {
+		after := ""
+		if step != "" {
+			after = " (after step " + step + ")"
+		}
+		return fmt.Errorf("-init %s: a training state%s, not weights: continue it with -resume", path, after)
+	}
+	if cfg == nil {
 		return nil
 	}
 	saved, fromMeta, err := info.Config()

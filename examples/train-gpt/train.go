@@ -309,11 +309,8 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device, in *interrupts) erro
 	}
 	if o.init != "" {
 		// A training state is refused with the flags (checkFiles); again
-		// here for callers that skip them.
-		if err := checkInitNotState(o.init); err != nil {
-			return err
-		}
-		if err := checkInitHeads(o.init, o.config, cfg); err != nil {
+		// here for callers that skip them, with the model's heads.
+		if err := checkInit(o.init, &cfg, o.config); err != nil {
 			return err
 		}
 		if _, err := nn.LoadWeights(o.init, tr.params); err != nil {
