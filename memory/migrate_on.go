@@ -62,7 +62,7 @@ func (m *Manager) MigrateOn(a *Allocation, t Tier, s Stream) error {
 	}
 	unhold := func() {
 		if s != own && !held {
-			old.cross.uses = old.cross.uses[:len(old.cross.uses)-1] // recordStream appended s
+			m.pools[a.tier].unrecordStream(old, s)
 		}
 	}
 	nb, err := m.pools[t].alloc(a.size, s, 0, a.role, a.op)

@@ -58,6 +58,15 @@ func (p *Pool) recordStream(b *Block, s Stream) error {
 	return nil
 }
 
+// unrecordStream takes back the record of s that recordStream last
+// added to b, for a caller whose work on s was never queued (MigrateOn
+// failing before its copy).
+func (p *Pool) unrecordStream(b *Block, s Stream) {
+	if x := b.cross; x != nil && len(x.uses) > 0 && x.uses[len(x.uses)-1] == s {
+		x.uses = x.uses[:len(x.uses)-1]
+	}
+}
+
 // deferFree parks a freed block that was used on other streams until
 // events recorded on each of them complete. A failed recording
 // quarantines the block: it is never reused, only released by Close.
