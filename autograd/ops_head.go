@@ -193,19 +193,21 @@ func LinearCrossEntropy(h, w *Var, targets *tensor.Tensor, chunkRows int) *Var {
 		tc.Release()
 	}
 	if !grad {
-		out := tensor.Scale(total, meanScale(count))
+		div := meanDivisor(total, count)
+		out := tensor.Div(total, div)
 		total.Release()
+		div.Release()
 		return Record(op, out, nil, nil)
 	}
-	// The mean's 1/n, computed by the device: the forward does not wait
-	// for it (a bad target the fused kernels met is raised at the next
-	// synchronization, the caller's read of the loss). The gradients are
-	// scaled by it in backward, with the incoming gradient: one pass over
-	// them, as before the count moved to the device.
-	scale := tensor.MeanScale(t1, IgnoreIndex, total.DType())
-	out := tensor.Mul(total, scale)
+	// The mean's divisor, the count computed by the device: the forward
+	// does not wait for it (a bad target the fused kernels met is raised
+	// at the next synchronization, the caller's read of the loss). The
+	// gradients are scaled by the incoming gradient over it in backward:
+	// one pass over them, as before the count moved to the device.
+	div := tensor.MeanDivisor(t1, IgnoreIndex, total.DType())
+	out := tensor.Div(total, div)
 	total.Release()
-	saved := []*tensor.Tensor{scale} // and the gradients: released after backward
+	saved := []*tensor.Tensor{div} // and the gradients: released after backward
 	for _, g := range []*tensor.Tensor{dh, dw} {
 		if g != nil {
 			saved = append(saved, g)
@@ -215,7 +217,7 @@ func LinearCrossEntropy(h, w *Var, targets *tensor.Tensor, chunkRows int) *Var {
 	return Record(op, out, []*Var{h, w}, func(g *tensor.Tensor) []*tensor.Tensor {
 		g1 := g.Reshape(1, 1)
 		defer g1.Release()
-		gs := tensor.Mul(g1, scale) // the incoming gradient over n
+		gs := tensor.Div(g1, div) // the incoming gradient over n
 		defer gs.Release()
 		var gh, gw *tensor.Tensor
 		if dh != nil {

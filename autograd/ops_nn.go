@@ -142,14 +142,13 @@ func gradInPlace(table *Var, g *tensor.Tensor) *tensor.Tensor {
 // IgnoreIndex is the target value CrossEntropy skips (PyTorch's default).
 const IgnoreIndex = -100
 
-// meanScale is the factor that turns a sum over n counted rows into their
-// mean, 0 when no row counts (every target ignored): the loss is then 0,
-// where PyTorch's mean would be NaN.
-func meanScale(n int) float64 {
-	if n <= 0 {
-		return 0
-	}
-	return 1 / float64(n)
+// meanDivisor is a scalar of sum's dtype, device and context holding the
+// divisor that turns a sum over n counted rows into their mean, as
+// PyTorch divides (a product with a rounded 1/n is an ulp off), or 1
+// when no row counts (every target ignored): the sum is then 0 and so is
+// the loss, where PyTorch's mean would be NaN.
+func meanDivisor(sum *tensor.Tensor, n int) *tensor.Tensor {
+	return tensor.CtxOf(sum).Full(sum.Device(), sum.DType(), float64(max(n, 1)))
 }
 
 // CrossEntropy returns the mean cross-entropy of logits (N, C) against
@@ -163,14 +162,17 @@ func CrossEntropy(logits *Var, targets *tensor.Tensor) *Var {
 	losses, n := tensor.CrossEntropy(logits.Value, targets, IgnoreIndex)
 	sum := tensor.Sum(losses, false)
 	losses.Release()
-	scale := meanScale(n)
-	out := tensor.Scale(sum, scale)
+	div := meanDivisor(sum, n)
+	out := tensor.Div(sum, div)
 	sum.Release()
+	div.Release()
 	rows := logits.Value.Dim(0)
 	inputs := []*Var{logits}
 	targets = aliasFor(targets, out, inputs) // backward's own reference: the caller may release targets
 	v := Record("CrossEntropy", out, inputs, func(g *tensor.Tensor) []*tensor.Tensor {
-		gs := tensor.Scale(g, scale)
+		d := tensor.CtxOf(g).Full(g.Device(), g.DType(), float64(max(n, 1)))
+		gs := tensor.Div(g, d) // each row's gradient, g/n as PyTorch's nll_loss backward
+		d.Release()
 		e := gs.Reshape(1).Expand(rows)
 		dl := tensor.CrossEntropyBackward(logits.Value, targets, e, IgnoreIndex)
 		gs.Release()

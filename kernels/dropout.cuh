@@ -5,9 +5,10 @@
 // Philox4x32-10(counter (lo32(n/4), hi32(n/4), 0, 0), key (lo32(seed),
 // hi32(seed))), which is also what curand() returns after
 // curand_init(seed, 0, n). The element is kept iff bits >= thr with
-// thr = ceil(p 2^32), and values are multiplied by scale = 1/(1-p)
-// rounded to T, then dropped ones by 0 as PyTorch's mask multiplies them
-// (a dropped NaN or infinity gives NaN, a dropped negative -0). One thread
+// thr = ceil(p 2^32), and values are multiplied by their mask already
+// scaled, scale = 1/(1-p) rounded to T or 0, as PyTorch multiplies them (a
+// dropped NaN or infinity gives NaN, a dropped negative -0, a dropped
+// finite value 0 even where its scaled value would overflow). One thread
 // computes one Philox block: four elements.
 #pragma once
 #include "common.cuh"
@@ -44,7 +45,7 @@ __device__ __forceinline__ void dropout(T* dst, const T* src, i64 n, u64 seed, u
     for (int l = 0; l < 4; l++) {
       const u64 i = blk * 4 + l - offset;  // element index, wrapping below 0 for the first group
       if (i < (u64)n) {
-        dst[i] = src[i] * scale * (T)((u64)w[l] >= thr);
+        dst[i] = src[i] * (scale * (T)((u64)w[l] >= thr));
       }
     }
   }

@@ -197,23 +197,23 @@ extern "C" __global__ void __launch_bounds__(256) sum_partials(Status* st, const
   if (threadIdx.x == 0) st->scalar = v;
 }
 
-// mean_scale writes 1/n into out[0], n the rows whose target is not the
-// ignore index (0 when there are none), in double then rounded once, as
-// the host's 1/n is (one block): a mean cross-entropy's factor, without
-// the host reading the count.
+// mean_divisor writes n into out[0], n the rows whose target is not the
+// ignore index, or 1 when there are none (one block): the divisor of a
+// mean cross-entropy, as PyTorch divides its sum by the count, without
+// the host reading the count; 1 keeps an empty sum's 0.
 template <typename T>
-__device__ void mean_scale(T* out, const int* targets, i64 rows, int ignore) {
+__device__ void mean_divisor(T* out, const int* targets, i64 rows, int ignore) {
   i64* sh = shared_scratch<i64>();
   i64 v = 0;
   for (i64 r = threadIdx.x; r < rows; r += blockDim.x) v += targets[r] != ignore;
   v = block_reduce(v, sh, SumOp(), (i64)0);
-  if (threadIdx.x == 0) out[0] = v > 0 ? (T)(1.0 / (double)v) : (T)0;
+  if (threadIdx.x == 0) out[0] = v > 0 ? (T)v : (T)1;
 }
-extern "C" __global__ void __launch_bounds__(1024) mean_scale_f32(float* out, const int* targets, i64 rows, int ignore) {
-  mean_scale<float>(out, targets, rows, ignore);
+extern "C" __global__ void __launch_bounds__(1024) mean_divisor_f32(float* out, const int* targets, i64 rows, int ignore) {
+  mean_divisor<float>(out, targets, rows, ignore);
 }
-extern "C" __global__ void __launch_bounds__(1024) mean_scale_f64(double* out, const int* targets, i64 rows, int ignore) {
-  mean_scale<double>(out, targets, rows, ignore);
+extern "C" __global__ void __launch_bounds__(1024) mean_divisor_f64(double* out, const int* targets, i64 rows, int ignore) {
+  mean_divisor<double>(out, targets, rows, ignore);
 }
 
 // count_targets counts the rows whose target is not the ignore index into

@@ -80,10 +80,10 @@ type backend interface {
 	// waits for the device, and returns the bad target an earlier
 	// cross-entropy kernel reported as the error.
 	countTargets(targets *Tensor, rows int, ignore int32) (int, error)
-	// meanScale writes 1/n into the scalar dst (float32 or float64), n
-	// the rows whose target is not ignore (0 when there are none), without
+	// meanDivisor writes n into the scalar dst (float32 or float64), n
+	// the rows whose target is not ignore (1 when there are none), without
 	// waiting for the device.
-	meanScale(dst, targets *Tensor, rows int, ignore int32)
+	meanDivisor(dst, targets *Tensor, rows int, ignore int32)
 	dropout(dst, src *Tensor, p float64, seed, offset uint64)
 	adamw(p, g, m, v *Tensor, lr, beta1, beta2, eps, wd float64, step int)
 	// adamwMulti is adamw over many parameters of one dtype at once, wd[i]

@@ -472,13 +472,9 @@ func (c cpuBackend) crossEntropyFused(loss, dlogits, logits, targets, dloss *Ten
 	}
 }
 
-func (c cpuBackend) meanScale(dst, targets *Tensor, rows int, ignore int32) {
+func (c cpuBackend) meanDivisor(dst, targets *Tensor, rows int, ignore int32) {
 	n, _ := c.countTargets(targets, rows, ignore)
-	s := 0.0
-	if n > 0 {
-		s = 1 / float64(n)
-	}
-	c.fill(dst, s)
+	c.fill(dst, float64(max(n, 1)))
 }
 
 func (cpuBackend) countTargets(targets *Tensor, rows int, ignore int32) (int, error) {

@@ -356,7 +356,7 @@ func driveBackend(t *testing.T, d *cudaDevice, b cudaBackend, dt DType) {
 	}
 	_, err = b.countTargets(ids(4), 4, -100)
 	require.NoError(t, err)
-	b.meanScale(n(), ids(4), 4, -100)
+	b.meanDivisor(n(), ids(4), 4, -100)
 
 	b.dropout(y, x, 0.5, 1, 3)
 	b.dropout(y, x, 0, 1, 3)

@@ -85,6 +85,7 @@ func BenchmarkCUDAOps(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	WithScope(func() {
 		x := RandN(d, Float32, rng, 1, 8*1024, 768)
+		w, bias := RandN(d, Float32, rng, 1, 768), RandN(d, Float32, rng, 1, 768)
 		logits := RandN(d, Float32, rng, 1, 64, 50257)
 		bench := func(name string, bytes int64, op func()) {
 			b.Run(name, func(b *testing.B) {
@@ -99,5 +100,7 @@ func BenchmarkCUDAOps(b *testing.B) {
 		bench("Softmax/64x50257", 2*logits.Bytes(), func() { Softmax(logits) })
 		bench("Sum/cols/8Kx768", x.Bytes(), func() { Sum(x, false, 0) })
 		bench("Transpose/8Kx768", 2*x.Bytes(), func() { x.T().Clone() })
+		bench("LayerNorm/8Kx768", 2*x.Bytes(), func() { LayerNorm(x, w, bias, 1e-5) })
+		bench("LayerNormTo/bf16/8Kx768", x.Bytes()+x.Bytes()/2, func() { LayerNormTo(x, w, bias, 1e-5, BFloat16) })
 	})
 }

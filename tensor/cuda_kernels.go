@@ -75,7 +75,7 @@ type cudaKernels struct {
 	sumSquares                          [2]*cuda.Function
 	sumSquaresMulti                     [4]*cuda.Function // by sumSquaresKind: f32, f64, bf16, f16
 	sumPartials, countTargets           *cuda.Function
-	meanScale                           [2]*cuda.Function
+	meanDivisor                         [2]*cuda.Function
 
 	softmax, softmaxBackward [2][2]*cuda.Function // [warp/block][dtype]
 	causalMask               [2]*cuda.Function
@@ -153,7 +153,7 @@ func (k *cudaKernels) bindings() map[string]**cuda.Function {
 	}
 	for f, sfx := range floatSuffix {
 		m["unary_"+sfx] = &k.unary[f]
-		m["mean_scale_"+sfx] = &k.meanScale[f]
+		m["mean_divisor_"+sfx] = &k.meanDivisor[f]
 		m["unary_backward_"+sfx] = &k.unaryBackward[f]
 		m["affine_"+sfx] = &k.affine[f]
 		m["binary_"+sfx] = &k.binary[f]

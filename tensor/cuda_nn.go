@@ -256,12 +256,12 @@ func (b cudaBackend) crossEntropy(loss, logits, targets *Tensor, rows, cols, ld 
 	return b.countTargets(targets, rows, ignore)
 }
 
-// meanScale runs mean_scale_f32 or _f64 (one block): 1/n into dst, on the
-// stream, without waiting.
-func (b cudaBackend) meanScale(dst, targets *Tensor, rows int, ignore int32) {
+// meanDivisor runs mean_divisor_f32 or _f64 (one block): the count, or
+// 1, into dst, on the stream, without waiting.
+func (b cudaBackend) meanDivisor(dst, targets *Tensor, rows int, ignore int32) {
 	d := b.d
-	f := floatIndex("MeanScale", dst.dtype)
-	d.launch("MeanScale", d.k.meanScale[f], [3]uint32{1, 1, 1}, [3]uint32{1024, 1, 1}, func(a *cuda.Args) {
+	f := floatIndex("MeanDivisor", dst.dtype)
+	d.launch("MeanDivisor", d.k.meanDivisor[f], [3]uint32{1, 1, 1}, [3]uint32{1024, 1, 1}, func(a *cuda.Args) {
 		a.Ptr(devPtr(dst)).Ptr(devPtr(targets)).Int64(int64(rows)).Int32(ignore)
 	})
 }

@@ -115,10 +115,7 @@
 // The kernels are CUDA C under kernels/ (all.cu includes the rest), one
 // extern "C" kernel per primitive, dtype and variant, written to give the
 // CPU kernels' results: the same formulas in the same order, sums in
-// float64, casts and dropout bit-exact (but for a dropped element whose
-// scaled value overflows: 0 on the CPU as in PyTorch, NaN from
-// dropout.cuh's (x * scale) * 0 until the fatbin is rebuilt with x *
-// (scale * 0)). `make kernels` compiles them with
+// float64, casts and dropout bit-exact. `make kernels` compiles them with
 // nvcc into kernels.fatbin (SASS for sm_80 and sm_90, PTX for compute_80),
 // which this package embeds, and records the sources' hash in
 // kernels.sha256; a test fails when the two disagree. STRATA_KERNELS=file
@@ -184,8 +181,8 @@
 // many tensors (a model's gradients, for their norm) with one
 // synchronization, not one a tensor. CrossEntropyPadded reads rows wider
 // than the class count (padded for aligned GEMMs) and its backward writes
-// zeros in the padding. MeanScale computes a mean's 1/n on the device
-// (a training step's loss needs no count on the host). Float16 and
+// zeros in the padding. MeanDivisor computes a mean's divisor on the
+// device (a training step's loss needs no count on the host). Float16 and
 // bfloat16 arithmetic other than matrix products and the ops above is
 // refused with ErrDType on both devices (cast first).
 //

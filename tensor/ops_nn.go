@@ -451,14 +451,16 @@ func CountTargets(targets *Tensor, ignore int32) int {
 	return n
 }
 
-// MeanScale returns, as a scalar of dtype dt (float32 or float64) on
-// targets' device, 1/n for the n targets (int32, any shape) that are not
-// ignore, 0 when there are none: the factor of a mean cross-entropy,
-// computed by the device without waiting for it (where CountTargets waits
-// to hand the count to the host). A target out of range that an earlier
-// cross-entropy kernel met is then raised at the next synchronization.
-func MeanScale(targets *Tensor, ignore int32, dt DType) *Tensor {
-	op := "MeanScale"
+// MeanDivisor returns, as a scalar of dtype dt (float32 or float64) on
+// targets' device, the number n of targets (int32, any shape) that are
+// not ignore, or 1 when there are none: the divisor of a mean
+// cross-entropy (PyTorch divides the sum by the count; an empty sum stays
+// 0), computed by the device without waiting for it (where CountTargets
+// waits to hand the count to the host). A target out of range that an
+// earlier cross-entropy kernel met is then raised at the next
+// synchronization.
+func MeanDivisor(targets *Tensor, ignore int32, dt DType) *Tensor {
+	op := "MeanDivisor"
 	targets.live(op)
 	indices(op, "targets", targets)
 	if dt != Float32 && dt != Float64 {
@@ -467,7 +469,7 @@ func MeanScale(targets *Tensor, ignore int32, dt DType) *Tensor {
 	c, release := contigAll(targets)
 	defer release()
 	out := mustNew(op, ctxOf(op, targets), targets.dev, dt, nil)
-	targets.dev.backend().meanScale(out, c[0], targets.Numel(), ignore)
+	targets.dev.backend().meanDivisor(out, c[0], targets.Numel(), ignore)
 	return out
 }
 
