@@ -114,6 +114,8 @@ func (e *Embedding) Forward(ids *tensor.Tensor) *autograd.Var {
 func (e *Embedding) Parameters() []*Parameter { return []*Parameter{e.Weight} }
 
 // LayerNorm normalises over the last axis with a learnt scale and shift.
+// A nil Bias means no shift (nanoGPT's LayerNorm(ndim, bias=False)), a
+// nil Weight no scale (elementwise_affine=False).
 type LayerNorm struct {
 	Weight, Bias *Parameter
 	Eps          float64
@@ -149,14 +151,14 @@ func NewLayerNorm(o Options, name string, dim int) (*LayerNorm, error) {
 // is negative or NaN (as RMSNorm does: every constant row would be NaN)
 // or the shapes disagree.
 func (l *LayerNorm) Forward(x *autograd.Var) *autograd.Var {
-	return autograd.LayerNorm(x, l.Weight.Var, l.Bias.Var, l.eps())
+	return autograd.LayerNorm(x, paramVar(l.Weight), paramVar(l.Bias), l.eps())
 }
 
 // ForwardToProducts is Forward for an output that feeds only matrix
 // products (autograd.LayerNormHalf): under autocast it is written in the
 // region's dtype, the same bits the products would cast it to.
 func (l *LayerNorm) ForwardToProducts(x *autograd.Var) *autograd.Var {
-	return autograd.LayerNormHalf(x, l.Weight.Var, l.Bias.Var, l.eps())
+	return autograd.LayerNormHalf(x, paramVar(l.Weight), paramVar(l.Bias), l.eps())
 }
 
 // eps is Eps, refused when it is negative or NaN.
@@ -167,8 +169,24 @@ func (l *LayerNorm) eps() float64 {
 	return l.Eps
 }
 
-// Parameters returns weight and bias.
-func (l *LayerNorm) Parameters() []*Parameter { return []*Parameter{l.Weight, l.Bias} }
+// Parameters returns weight and bias (those that are not nil).
+func (l *LayerNorm) Parameters() []*Parameter {
+	var ps []*Parameter
+	for _, p := range []*Parameter{l.Weight, l.Bias} {
+		if p != nil {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+// paramVar is p's var, nil for a nil (absent) parameter.
+func paramVar(p *Parameter) *autograd.Var {
+	if p == nil {
+		return nil
+	}
+	return p.Var
+}
 
 // Dropout zeroes activations with probability P while training. The mask
 // of a call is a function of Seed and an offset drawn from the random

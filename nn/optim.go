@@ -277,6 +277,14 @@ func (o *AdamW) state(p *Parameter) (m, v *tensor.Tensor) {
 	if o.steps == nil {
 		o.steps = map[*Parameter]int{}
 	}
+	m, v = newMoments(p)
+	o.m[p], o.v[p] = m, v
+	return m, v
+}
+
+// newMoments allocates zeroed moments for p, outside every scope; when
+// the second allocation fails (a panic) the first is freed.
+func newMoments(p *Parameter) (m, v *tensor.Tensor) {
 	m = zerosKept(p.Value)
 	defer func() {
 		if v == nil { // the second allocation failed (a panic): free the first
@@ -286,7 +294,6 @@ func (o *AdamW) state(p *Parameter) (m, v *tensor.Tensor) {
 	v = zerosKept(p.Value)
 	m.SetLabel("exp_avg:" + p.Name) // PyTorch's state names, in placement plans and snapshots
 	v.SetLabel("exp_avg_sq:" + p.Name)
-	o.m[p], o.v[p] = m, v
 	return m, v
 }
 

@@ -161,18 +161,49 @@ func loadTrainState(path string, byName map[string]*Parameter, opt *AdamW, ts ma
 		slices.Sort(unexpected)
 		return nil, fmt.Errorf("nn: loading %s: missing %v, unexpected %v", path, missing, unexpected)
 	}
-	// Everything checked: now change the model and the optimizer.
+	// Everything checked. The moments are allocated before anything
+	// changes (a parameter's own are reused), so that running out of
+	// memory for them leaves the model and the optimizer as they were.
+	state := make(map[*Parameter][2]*tensor.Tensor, len(moments))
+	done := false
+	defer func() {
+		if !done { // an allocation failed (a panic): free the new moments
+			for p, mv := range state {
+				if opt.m[p] != mv[0] {
+					mv[0].Release()
+					mv[1].Release()
+				}
+			}
+		}
+	}()
+	for p := range moments {
+		if m, ok := opt.m[p]; ok {
+			state[p] = [2]*tensor.Tensor{m, opt.v[p]}
+			continue
+		}
+		m, v := newMoments(p)
+		state[p] = [2]*tensor.Tensor{m, v}
+	}
+	done = true
+	// Now change the model and the optimizer.
 	for name, p := range byName {
 		p.Value.CopyFrom(ts[name])
 	}
-	opt.Release()
 	for p, mv := range moments {
-		m, v := opt.state(p)
-		m.CopyFrom(mv[0])
-		v.CopyFrom(mv[1])
-		opt.steps[p] = steps[p]
+		state[p][0].CopyFrom(mv[0])
+		state[p][1].CopyFrom(mv[1])
 	}
-	opt.step = step
+	for p, m := range opt.m {
+		if _, ok := state[p]; !ok { // no moments in the file: a fresh start
+			m.Release()
+			opt.v[p].Release()
+		}
+	}
+	opt.m, opt.v = make(map[*Parameter]*tensor.Tensor, len(state)), make(map[*Parameter]*tensor.Tensor, len(state))
+	for p, mv := range state {
+		opt.m[p], opt.v[p] = mv[0], mv[1]
+	}
+	opt.steps, opt.step = steps, step
 	return meta, nil
 }
 
