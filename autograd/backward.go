@@ -328,6 +328,7 @@ func (p pass) step(v *Var, isRoot bool) {
 			}
 			grads := n.backward(g)
 			n.grad, n.hooks = nil, nil
+			ownGrads(v, g, grads)
 			checkGrads(n, g, grads)
 			if p.anomaly {
 				checkNaN(n, g, grads)
@@ -373,6 +374,27 @@ func consumeNode(v *Var, isRoot bool) {
 	v.node, v.consumed = nil, true
 	if !isRoot && !v.retain {
 		v.Value.Release()
+	}
+}
+
+// ownGrads replaces each gradient in grads that v's node holds (an
+// input's value, v's value, a saved tensor: a custom backward may return
+// what it saved, as PyTorch's Function.backward may) with a view of its
+// own, so that releasing the results releases the view, not the tensor.
+// g, handed on as it is, is released by step.
+func ownGrads(v *Var, g *tensor.Tensor, grads []*tensor.Tensor) {
+	n := v.node
+	for i, gi := range grads {
+		if gi == nil || gi == g || gi.Released() {
+			continue
+		}
+		held := gi == v.Value || slices.Contains(n.saved, gi)
+		for _, in := range n.inputs {
+			held = held || in != nil && in.Value == gi
+		}
+		if held {
+			grads[i] = gi.Alias()
+		}
 	}
 }
 

@@ -85,7 +85,10 @@ func (n *node) takes(dt tensor.DType) bool { return n.alsoTakes&(1<<dt) != 0 }
 
 // BackwardFunc maps the gradient of an op's output to the gradients of
 // its inputs, in order; an entry may be nil when that input needs none
-// (see Var.RequiresGrad). The returned tensors belong to the engine.
+// (see Var.RequiresGrad). The returned tensors belong to the engine; one
+// that the op holds (an input's value, its output, a saved tensor) may be
+// returned as it is, as PyTorch's Function.backward may return what it
+// saved: the engine takes a view of its own, and the tensor stays.
 //
 // Backward checks what a backward returns before handing any of it on:
 // one entry per input, and each gradient it uses (a non-nil entry for an
