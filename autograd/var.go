@@ -349,6 +349,10 @@ func Record(op string, out *tensor.Tensor, inputs []*Var, backward BackwardFunc,
 	}
 	v := &Var{Value: out, op: op}
 	if c := out.Ctx(); c != nil && !GradEnabledIn(c) || !out.DType().IsFloat() {
+		// A leaf, as below, whose values Leaves still traces to its inputs:
+		// a checkpointed region that runs an op under NoGrad on a tensor it
+		// closed over recomputes it from that tensor, which must be watched.
+		v.from = inputs
 		return v
 	}
 	for _, in := range inputs {

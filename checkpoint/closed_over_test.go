@@ -58,6 +58,36 @@ func TestClosedOverConstThroughConstOp(t *testing.T) {
 	require.ErrorIs(t, err, autograd.ErrModified, "x's gradient came out %v, the plain graph's is [1 2.718]", gx)
 }
 
+// TestClosedOverConstThroughNoGradOp: as above with the op on the
+// constant run under NoGrad inside the function (its output a leaf whose
+// value Leaves did not trace to the constant): written in place before
+// Backward, the recomputation read the new values and the gradient came
+// out silently different from the plain graph's.
+func TestClosedOverConstThroughNoGradOp(t *testing.T) {
+	cpu := tensor.CPU()
+	c := tensor.NewCtx()
+	var err error
+	var gx []float32
+	c.WithScope(func() {
+		k := autograd.Const(c.FromFloat32s(cpu, []float32{0, 1}, 2))
+		x := autograd.Const(c.FromFloat32s(cpu, []float32{1, -1}, 2))
+		x.SetRequiresGrad(true)
+		y := checkpoint.Apply(func(in ...*autograd.Var) *autograd.Var {
+			var s *autograd.Var
+			autograd.NoGradIn(c, func() { s = autograd.Scale(k, 2) })
+			return autograd.Mul(in[0], s)
+		}, x)
+		k.Value.Fill(5) // between the passes
+		err = autograd.Sum(y, false).Backward()
+		if x.Grad != nil {
+			gx = x.Grad.Float32s()
+		}
+		x.ZeroGrad()
+	})
+	require.Zero(t, c.BytesInUse())
+	require.ErrorIs(t, err, autograd.ErrModified, "x's gradient came out %v, the plain graph's is [0 2]", gx)
+}
+
 // TestRetainGraphTwiceThroughRegion: two backward passes through a
 // checkpointed region (RetainGraph on the first) give twice the first
 // pass's gradients, with every kind of region, and leave nothing behind.
