@@ -43,7 +43,17 @@ func BenchmarkPoolPair(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/pair")
 		})
 	}
-	b.Run("mixed", func(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		cfg  memory.PoolConfig
+	}{{"mixed", memory.PoolConfig{}}, {"mixed-expandable", memory.PoolConfig{Expandable: true}}} {
+		b.Run(c.name, func(b *testing.B) { benchMixedPair(b, c.cfg) })
+	}
+}
+
+// benchMixedPair is BenchmarkPoolPair's mixed workload on a pool of cfg.
+func benchMixedPair(b *testing.B, cfg memory.PoolConfig) {
+	{
 		const live, nsizes = 256, 1 << 16
 		rng := rand.New(rand.NewPCG(1, 2))
 		sizes := make([]int64, nsizes)
@@ -53,7 +63,7 @@ func BenchmarkPoolPair(b *testing.B) {
 			sizes[i] = int64(math.Exp(lo + rng.Float64()*(hi-lo)))
 			slots[i] = rng.IntN(live)
 		}
-		p := memory.NewPool(memory.NewHostBackend(memory.TierHost), memory.PoolConfig{})
+		p := memory.NewPool(memory.NewHostBackend(memory.TierHost), cfg)
 		defer func() { require.NoError(b, p.Close()) }()
 		blocks := make([]*memory.Block, live)
 		step := func(i int) {
@@ -89,7 +99,7 @@ func BenchmarkPoolPair(b *testing.B) {
 				require.NoError(b, p.Free(blk))
 			}
 		}
-	})
+	}
 }
 
 // BenchmarkManagerPair measures Manager.Alloc plus Free of 4 KiB on a warm

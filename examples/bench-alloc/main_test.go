@@ -66,7 +66,7 @@ func TestReadTraceErrors(t *testing.T) {
 		{"negative oom", "action,addr,size,stream\noom,1,-1,0\n", ":2: size \"-1\" of oom must be a non-negative integer"},
 		{"past the end", "action,addr,size,stream\nsegment_map,18446744073709551615,2,0\n", ":2: segment_map at 0xffffffffffffffff of 2 bytes runs past the end"},
 		{"addr", "action,addr,size,stream\nalloc,x,4,0\n", ":2: address"},
-		{"fields", "action,addr,size,stream\nalloc,1,4\n", "wrong number of fields"},
+		{"fields", "action,addr,size,stream\nalloc,1,4\n", ":2: 3 fields, the header has 4"},
 		{"empty", "action,addr,size,stream\n", "no events"},
 	} {
 		path := filepath.Join(dir, c.name+".csv")

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -87,10 +88,19 @@ func readTrace(path string) ([]traceEvent, error) {
 	}
 	r := csv.NewReader(br)
 	r.ReuseRecord = true
-	head, err := r.Read()
-	if err != nil {
-		return nil, fmt.Errorf("%s: reading the header: %w", path, err)
+	r.FieldsPerRecord = -1 // checked below: a line of blanks is an empty line
+	var head []string
+	for {
+		rec, err := r.Read()
+		if err != nil {
+			return nil, fmt.Errorf("%s: reading the header: %w", path, err)
+		}
+		if len(rec) > 1 || strings.TrimSpace(rec[0]) != "" {
+			head = slices.Clone(rec) // ReuseRecord: the next Read overwrites rec
+			break
+		}
 	}
+	headLine, _ := r.FieldPos(0)
 	var col [4]int // the index of each of traceColumns in a record
 	for i, name := range traceColumns {
 		col[i] = -1
@@ -99,15 +109,14 @@ func readTrace(path string) ([]traceEvent, error) {
 				continue
 			}
 			if col[i] >= 0 {
-				return nil, fmt.Errorf("%s: header %q has column %q twice", path, head, name)
+				return nil, fmt.Errorf("%s:%d: header %q has column %q twice", path, headLine, head, name)
 			}
 			col[i] = j
 		}
 		if col[i] < 0 {
-			return nil, fmt.Errorf("%s: header is %q, want the columns %q (in any order, others ignored)", path, head, traceColumns)
+			return nil, fmt.Errorf("%s:%d: header is %q, want the columns %q (in any order, others ignored)", path, headLine, head, traceColumns)
 		}
 	}
-	r.FieldsPerRecord = len(head)
 	var evs []traceEvent
 	for {
 		rec, err := r.Read()
@@ -118,6 +127,12 @@ func readTrace(path string) ([]traceEvent, error) {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		line, _ := r.FieldPos(0)
+		if len(rec) != len(head) {
+			if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
+				continue
+			}
+			return nil, fmt.Errorf("%s:%d: %d fields, the header has %d", path, line, len(rec), len(head))
+		}
 		field := func(i int) string { return strings.TrimSpace(rec[col[i]]) }
 		action, addr, size, stream := field(0), field(1), field(2), field(3)
 		ev := traceEvent{line: line}

@@ -28,6 +28,9 @@ func TestReadTraceVariants(t *testing.T) {
 		// Saved by an editor or written with encoding="utf-8-sig".
 		{"bom", "\ufeff" + plain},
 		{"spaces and empty lines", "action, addr, size, stream\n\nalloc, 4096, 1024, 94012345678 \n snapshot,0,0,0\n\nfree_completed,4096,1024,94012345678\n\n"},
+		// A line of blanks (an editor's indentation, a trailing tab) is an
+		// empty line, not a record of the wrong number of fields.
+		{"lines of blanks", "\n  \naction,addr,size,stream\nalloc,4096,1024,94012345678\n   \nsnapshot,0,0,0\n\t\nfree_completed,4096,1024,94012345678\n \n"},
 		// PyTorch's trace entries have more keys than the four (time_us,
 		// frames, compile_context, user_metadata, ...): a script that
 		// writes some of them, or the four in another order.
@@ -138,6 +141,10 @@ func TestTraceErrorsNameTheLine(t *testing.T) {
 	for _, c := range []struct{ name, text, want string }{
 		{"live", "action,addr,size,stream\n\nalloc,4096,100,0\n\nalloc,4096,100,0\n", ":5: allocates address 0x1000, which is live"},
 		{"free size", "action,addr,size,stream\nalloc,4096,100,0\n\n\nfree_completed,4096,200,0\n", ":5: frees address 0x1000 as 200 bytes, allocated as 100"},
+		// The header's errors name its line too (empty lines before it are skipped).
+		{"header", "\n\naction,addr,size\nalloc,4096,100\n", ":3: header is "},
+		{"header twice", "action,addr,size,stream,size\n", ":1: header "},
+		{"fields", "action,addr,size,stream\nalloc,4096,100,0\nalloc,8192,100\n", ":3: 3 fields, the header has 4"},
 	} {
 		path := filepath.Join(dir, c.name+".csv")
 		require.NoError(t, os.WriteFile(path, []byte(c.text), 0o644))
