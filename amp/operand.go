@@ -22,7 +22,11 @@ func Cast(c *tensor.Ctx, x *tensor.Tensor, dt tensor.DType) *tensor.Tensor {
 	if x.DType() == dt {
 		return c.Adopt(x.Alias())
 	}
-	if r := current(c); r != nil && r.Enabled && r.DType == dt && x.DType() == tensor.Float32 && x.Ctx() == nil {
+	// Only kept tensors are cached: an orphan (a view of a weight made
+	// afresh at each use, x.T() say) would leave a copy a call in the
+	// region, and a released tensor would get the copy of its old
+	// values where x.To fails with ErrReleased.
+	if r := current(c); r != nil && r.Enabled && r.DType == dt && x.DType() == tensor.Float32 && x.Kept() && !x.Released() {
 		return c.Adopt(r.weight(x).Alias())
 	}
 	return c.Adopt(x.To(dt))

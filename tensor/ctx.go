@@ -239,6 +239,12 @@ func placeKeptOnly(t *Tensor) {
 	guard(t)
 }
 
+// Kept reports whether t belongs to no context: made by NewKept or
+// taken out by Keep, its caller's to release (an orphan, whose Ctx is
+// nil too, is not kept: it joins the first context that combines it
+// with its own tensors).
+func (t *Tensor) Kept() bool { return t.ctx == nil }
+
 // Ctx is the context the tensor belongs to: nil for a kept tensor and for
 // an orphan (the result of an op on kept tensors alone that no scope
 // owns; it joins the context of the first op that combines it with
