@@ -157,7 +157,11 @@
 // process's default Ctx, for programs that do their tensor work on one
 // goroutine; an op on parameters alone falls back to it too, and its
 // result joins the caller's Ctx at the next op that meets the caller's
-// tensors.
+// tensors. Such an op takes Background's autocast state and op hook only
+// on the goroutine whose scope is Background's innermost (where its
+// result goes): on a goroutine working in a Ctx of its own it runs in
+// float32 and unhooked, whatever region another goroutine runs in
+// Background.
 //
 // Recomputation (package checkpoint builds on these): Var.BackwardWith
 // back-propagates a given gradient from a var of any shape, as

@@ -17,10 +17,30 @@ type precision struct {
 	halfOut bool
 }
 
-// precisionOf captures the precision of an op over ts.
+// precisionOf captures the precision of an op over ts. An op over kept
+// tensors alone (no operand of a context) runs in Background's state only
+// for the goroutine working in Background (tensor.InBackgroundScope),
+// where its result goes: another goroutine, working in a context of its
+// own, must not pick up (nor cast into the cache of) an autocast region
+// the Background goroutine entered; its op runs in float32.
 func precisionOf(ts ...*tensor.Tensor) precision {
 	c := tensor.CtxOf(ts...)
-	return precision{c: c, st: amp.Current(c)}
+	st := amp.Current(c)
+	if st != (amp.State{}) && c == tensor.Background() && keptOnly(ts) && !tensor.InBackgroundScope() {
+		st = amp.State{}
+	}
+	return precision{c: c, st: st}
+}
+
+// keptOnly reports whether no tensor of ts belongs to a context (kept
+// tensors and orphans; nil entries aside).
+func keptOnly(ts []*tensor.Tensor) bool {
+	for _, t := range ts {
+		if t != nil && t.Ctx() != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // mm returns alpha * op(a) @ op(b); see products.mm.

@@ -40,24 +40,15 @@ func RecordRegion(op string, out *tensor.Tensor, inputs []*Var, backward Backwar
 	}
 	n := &node{op: op, inputs: inputs, saved: saved, region: true, seq: nodeSeq.Add(1)}
 	n.backward = func(g *tensor.Tensor) (grads []*tensor.Tensor) {
-		st := stateOf(c)
-		old := st.off.Swap(0) // recording on: the region rebuilds its graph
-		defer st.off.Store(old)
-		outer := st.grad // the Grad pass stepping this node, for RegionGrad
-		st.grad = n.grad
-		defer func() { st.grad = outer }()
-		// The inner pass runs in the region's context, which need not be
-		// the outer pass's (a region over parameters alone runs in
-		// Background): it reports its hooked leaves to the outer pass, as
-		// a pass nested in the same context does, instead of counting and
-		// reporting them on its own before the outer pass is over.
-		if h := n.hooks; h != nil {
-			if cur, _ := c.Value(passKey).(*gradPass); cur == nil {
-				c.SetValue(passKey, h)
-				defer c.SetValue(passKey, nil)
-			}
+		if c == tensor.Background() {
+			// A region over kept tensors alone, whose backward may run on
+			// goroutines of their own contexts at once: it sets
+			// Background's grad state and opens scopes there, so it holds
+			// Background while it does.
+			tensor.WithBackground(func() { grads = regionBackward(c, n, backward, g) })
+			return grads
 		}
-		return backward(g)
+		return regionBackward(c, n, backward, g)
 	}
 	v.requiresGrad = true
 	v.Value, n.saved = owned(out, inputs, saved) // as Record's
@@ -65,6 +56,29 @@ func RecordRegion(op string, out *tensor.Tensor, inputs []*Var, backward Backwar
 	v.node.watchAll()
 	recordSite(v.node, c)
 	return v
+}
+
+// regionBackward runs backward, a region node n's in context c, with
+// recording on there and the pass stepping n set for RegionGrad.
+func regionBackward(c *tensor.Ctx, n *node, backward BackwardFunc, g *tensor.Tensor) []*tensor.Tensor {
+	st := stateOf(c)
+	old := st.off.Swap(0) // recording on: the region rebuilds its graph
+	defer st.off.Store(old)
+	outer := st.grad // the Grad pass stepping this node, for RegionGrad
+	st.grad = n.grad
+	defer func() { st.grad = outer }()
+	// The inner pass runs in the region's context, which need not be
+	// the outer pass's (a region over parameters alone runs in
+	// Background): it reports its hooked leaves to the outer pass, as
+	// a pass nested in the same context does, instead of counting and
+	// reporting them on its own before the outer pass is over.
+	if h := n.hooks; h != nil {
+		if cur, _ := c.Value(passKey).(*gradPass); cur == nil {
+			c.SetValue(passKey, h)
+			defer c.SetValue(passKey, nil)
+		}
+	}
+	return backward(g)
 }
 
 // TakesGradLike makes v, the output of a region (RecordRegion), take its
@@ -165,7 +179,11 @@ func hooked3(op string, c *tensor.Ctx, compute func() (a, b, d *tensor.Tensor)) 
 // tensor.ErrArgument, naming it.
 func hookedN(op string, c *tensor.Ctx, n int, compute func() []*tensor.Tensor) []*tensor.Tensor {
 	h := OpHookIn(c)
-	if h == nil {
+	if h == nil || c == tensor.Background() && !tensor.InBackgroundScope() {
+		// No hook; or Background's, set by a region another goroutine
+		// runs there (a checkpointed region over kept tensors alone),
+		// which an op over kept tensors alone of this goroutine, working
+		// in a context of its own, falls back to: not its region.
 		return compute()
 	}
 	if outs := h.Enter(op); outs != nil {

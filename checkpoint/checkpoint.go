@@ -91,6 +91,21 @@ func (o Options) Apply(fn Func, inputs ...*autograd.Var) *autograd.Var {
 	if !autograd.GradEnabledIn(c) {
 		return fn(inputs...)
 	}
+	if c == tensor.Background() {
+		// A region over kept tensors alone (or Background's data) opens
+		// scopes in Background and uses its slots; goroutines working in
+		// contexts of their own may run such regions at once, so each
+		// holds Background while it does (forward here; backward, in
+		// autograd.RecordRegion's node, likewise).
+		var y *autograd.Var
+		tensor.WithBackground(func() { y = o.apply(fn, inputs, vals, c) })
+		return y
+	}
+	return o.apply(fn, inputs, vals, c)
+}
+
+// apply is Apply in context c, with recording on there.
+func (o Options) apply(fn Func, inputs []*autograd.Var, vals []*tensor.Tensor, c *tensor.Ctx) *autograd.Var {
 	r := &region{fn: fn, inputs: inputs, c: c, rng: autograd.RandomState(c), amp: amp.Current(c), kept: true}
 	for _, v := range vals {
 		if v != nil && v.Ctx() != nil {
@@ -357,8 +372,18 @@ func (r *region) backward(g *tensor.Tensor) []*tensor.Tensor {
 	for _, t := range escaped {
 		c.Adopt(t) // the pass's scope: the outer graph reads it later in this pass
 	}
-	for _, gi := range grads {
-		if gi != nil {
+	for i, gi := range grads {
+		switch {
+		case gi == nil:
+		case r.kept:
+			// A region over kept tensors alone: its gradients are placed
+			// as an op's on kept tensors alone is (as forward places its
+			// result), not in Background, whose innermost scope may be
+			// another goroutine's once this one lets go of Background.
+			tensor.Keep(gi)
+			grads[i] = gi.Alias()
+			gi.Release()
+		default:
 			c.Adopt(gi) // kept by the inner backward; the engine releases it
 		}
 	}

@@ -183,5 +183,10 @@
 // (tensor.CtxOf of their values, which is the region's), or make sure an
 // input belongs to the caller's context (pass a value computed in it,
 // rather than a kept one), so that the region runs in that context and
-// replays its stream.
+// replays its stream. Such regions of goroutines working in contexts of
+// their own run one at a time (tensor.WithBackground: each holds
+// Background through its forward pass, and through its recomputation and
+// backward), and an op over kept tensors alone of another goroutine does
+// not see a region's op hook or autocast state there; a goroutine's
+// region over kept tensors waits while another's runs.
 package checkpoint

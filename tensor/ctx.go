@@ -76,6 +76,39 @@ var background = &Ctx{name: "background"}
 // own context (NewCtx).
 func Background() *Ctx { return background }
 
+// backgroundHeld serialises WithBackground: the goroutine running fn
+// (owner, 0 when none) holds mu.
+var backgroundHeld struct {
+	mu    sync.Mutex
+	owner atomic.Uint64
+}
+
+// WithBackground runs fn holding Background for the calling goroutine
+// among the callers of WithBackground: another goroutine's call waits
+// until fn returns (or panics); calls nest on one goroutine. It is for
+// code that runs work in Background on behalf of a goroutine working in a
+// context of its own (package checkpoint's regions over kept tensors
+// alone, whose context is Background): such work opens scopes in
+// Background and uses its slots, which two goroutines doing it at once
+// would interleave. It does not make Background safe for goroutines that
+// use it without WithBackground. A nil fn is an *OpError wrapping
+// ErrArgument.
+func WithBackground(fn func()) {
+	nilFunc("WithBackground", fn == nil)
+	g := goid()
+	if backgroundHeld.owner.Load() == g { // held by this goroutine: nested
+		fn()
+		return
+	}
+	backgroundHeld.mu.Lock()
+	backgroundHeld.owner.Store(g)
+	defer func() {
+		backgroundHeld.owner.Store(0)
+		backgroundHeld.mu.Unlock()
+	}()
+	fn()
+}
+
 func (c *Ctx) String() string { return fmt.Sprintf("tensor.Ctx(%s %p)", c.name, c) }
 
 // CtxKey names one package's slot in every Ctx (see NewCtxKey).
@@ -244,6 +277,28 @@ func placeKeptOnly(t *Tensor) {
 // nil too, is not kept: it joins the first context that combines it
 // with its own tensors).
 func (t *Tensor) Kept() bool { return t.ctx == nil }
+
+// InBackgroundScope reports whether the calling goroutine opened
+// Background's innermost open scope: whether an op over kept tensors
+// alone run now puts its result there (see placeKeptOnly) rather than
+// making it an orphan, so that such an op may take Background's state
+// (autograd's autocast precision and op hook) as its own. A goroutine working in a
+// context of its own gets false, whatever another goroutine does in
+// Background; finding the goroutine costs as in placeKeptOnly, and
+// nothing while Background has no scope open.
+func InBackgroundScope() bool {
+	c := background
+	c.mu.Lock()
+	open := c.top != nil
+	c.mu.Unlock()
+	if !open {
+		return false
+	}
+	g := goid()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.top != nil && c.top.gid == g
+}
 
 // Ctx is the context the tensor belongs to: nil for a kept tensor and for
 // an orphan (the result of an op on kept tensors alone that no scope
