@@ -24,7 +24,8 @@
 // of tokens per rank) the mean gradient is the whole batch's, so N ranks
 // train as one rank on the global batch, up to float32 rounding.
 //
-//	coll := dist.NewLocalGroup(n)[rank] // on rank's goroutine
+//	colls := dist.NewLocalGroup(n) // once, before the ranks start
+//	coll := colls[rank]            // on rank's goroutine
 //	d, err := dist.New(coll, model.Parameters(), dist.Options{})
 //	err = d.BroadcastParameters()
 //	for step := range steps {

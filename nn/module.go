@@ -212,27 +212,38 @@ func Collect(ms ...Module) []*Parameter {
 	return ps
 }
 
-// CountParams is the number of elements in ps.
+// CountParams is the number of elements in ps. Nil entries (a list
+// written by hand with a bias-less Linear's Bias) count nothing, as in
+// ZeroGrad and Release.
 func CountParams(ps []*Parameter) int {
 	n := 0
 	for _, p := range ps {
-		n += p.Value.Numel()
+		if p != nil && p.Var != nil && p.Value != nil {
+			n += p.Value.Numel()
+		}
 	}
 	return n
 }
 
-// ZeroGrad releases every parameter's gradient (set_to_none).
+// ZeroGrad releases every parameter's gradient (set_to_none). Nil
+// entries are skipped, as Collect skips nil modules.
 func ZeroGrad(ps []*Parameter) {
 	for _, p := range ps {
-		p.ZeroGrad()
+		if p != nil && p.Var != nil {
+			p.ZeroGrad()
+		}
 	}
 }
 
-// Release frees the parameters and their gradients.
+// Release frees the parameters and their gradients. Nil entries are
+// skipped, so that a deferred Release of a list holding one still frees
+// the rest.
 func Release(ps []*Parameter) {
 	for _, p := range ps {
-		p.ZeroGrad()
-		p.Value.Release()
+		if p != nil && p.Var != nil {
+			p.ZeroGrad()
+			p.Value.Release()
+		}
 	}
 }
 

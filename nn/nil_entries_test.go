@@ -1,0 +1,39 @@
+package nn_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/autograd"
+	"github.com/strata-ml/strata/nn"
+	"github.com/strata-ml/strata/tensor"
+)
+
+// TestListHelpersSkipNilEntries: a parameter list written by hand from a
+// bias-less Linear holds its nil Bias. The list functions that return an
+// error refuse it (TrainStep, ClipGradNorm, the optimizers, the weight
+// files); ZeroGrad, Release and CountParams, which cannot, skip it as
+// Collect skips a nil module, instead of a nil-pointer panic that left
+// the rest of the list unreleased (a deferred Release).
+func TestListHelpersSkipNilEntries(t *testing.T) {
+	fc := nn.Must(nn.NewLinear(nn.Options{}, "fc", 2, 3, false, 0))
+	out := nn.Must(nn.NewLinear(nn.Options{}, "out", 3, 1, true, 0))
+	ps := []*nn.Parameter{fc.Weight, fc.Bias, out.Weight, out.Bias, {}}
+	require.Nil(t, fc.Bias)
+
+	tensor.WithScope(func() {
+		x := autograd.Const(tensor.FromFloat32s(tensor.CPU(), []float32{1, 2}, 1, 2))
+		require.NoError(t, autograd.Sum(out.Forward(fc.Forward(x)), false).Backward())
+	})
+	require.NotNil(t, out.Weight.Grad)
+	require.NotPanics(t, func() { assert.Equal(t, 6+3+1, nn.CountParams(ps)) })
+	require.NotPanics(t, func() { nn.ZeroGrad(ps) })
+	assert.Nil(t, fc.Weight.Grad)
+	assert.Nil(t, out.Weight.Grad)
+	require.NotPanics(t, func() { nn.Release(ps) })
+	for _, p := range []*nn.Parameter{fc.Weight, out.Weight, out.Bias} {
+		assert.True(t, p.Value.Released(), p.Name)
+	}
+}
