@@ -388,9 +388,12 @@ func (p Plan) OffloadTraffic() int64 {
 // Step observes the step that just ended and moves tracked allocations
 // between the device and offload tiers; it returns the plan. A promotion
 // the device refuses for lack of memory (fragmentation) leaves the tensor
-// cold and lowers the target, as a spill's refusal does; any other failed
-// move ends the Step with its error (allocations moved before it stay
-// moved).
+// cold and lowers the target, as a spill's refusal does; a demotion the
+// offload tier refuses for lack of memory leaves the tensor on the device
+// and the rest of this Step's demotions undone (their entries say why,
+// Plan.Excess what the demand still passes the target by); any other
+// failed move ends the Step with its error (allocations moved before it
+// stay moved).
 // On a scheduler closed, or replaced by a later NewScheduler, or after the
 // manager's Close, it fails with ErrClosed.
 func (s *Scheduler) Step() (Plan, error) {
@@ -472,6 +475,7 @@ func (s *Scheduler) move(plan *Plan, entries []*Allocation, budget int64, cold T
 		excess = need - target
 	}
 	hot := func(st *trackState) bool { return s.cfg.HotTouches > 0 && st.rate > s.cfg.HotTouches }
+	var coldFull error // the cold tier refused a demotion: no more this step
 	for _, a := range entries {
 		st := s.tracked[a]
 		if a.tier != TierDevice {
@@ -496,8 +500,21 @@ func (s *Scheduler) move(plan *Plan, entries []*Allocation, budget int64, cold T
 			st.why = "device: in use on another stream (RecordStream), not moved this step"
 			continue
 		}
+		if coldFull != nil {
+			st.why = fmt.Sprintf("device: %s refused an earlier demotion this step (%v)", cold, shortCause(coldFull))
+			continue
+		}
 		if err := s.m.migrate(a, a.b, cold); err != nil {
-			return err
+			if !errors.Is(err, ErrOutOfMemory) {
+				return err
+			}
+			// The cold tier is full (its limit, or the host's pinned
+			// memory): the tensor stays on the device and the step goes
+			// on over the budget (Plan.Excess says by how much), as
+			// training would without a scheduler; the next step tries again.
+			coldFull = err
+			st.why = fmt.Sprintf("device: %s refused it (%v)", cold, shortCause(err))
+			continue
 		}
 		st.changed, st.fits = true, 0
 		excess -= a.size

@@ -403,3 +403,51 @@ func TestSchedulerPromotionRefused(t *testing.T) {
 	require.NoError(t, big.Free())
 	require.NoError(t, m.Close())
 }
+
+// TestSchedulerDemotionRefused: a demotion the offload tier refuses (its
+// limit reached) leaves the tensor on the device, its data intact, and
+// does not fail the step (which stopped training in nn.Placement and
+// train-gpt); the step's other demotions are not tried, and the plan's
+// excess says what still passes the target. Room in the offload tier lets
+// the next step demote.
+func TestSchedulerDemotionRefused(t *testing.T) {
+	var limits [memory.NumTiers]int64
+	limits[memory.TierOffload] = 4 * MiB
+	m := memory.NewHostManager(memory.Config{Limits: limits})
+	defer func() { require.NoError(t, m.Close()) }()
+	s, err := m.NewScheduler(memory.SchedulerConfig{Budget: 30 * MiB, Patience: 2})
+	require.NoError(t, err)
+	mom := mustManagerAlloc(t, m, 8*MiB, memory.RoleOptimizerState)
+	mom.SetLabel("adamw.m:w")
+	memtest.Fill(mom.Host(), 7)
+	vel := mustManagerAlloc(t, m, 6*MiB, memory.RoleOptimizerState)
+	vel.SetLabel("adamw.v:w")
+	w := mustManagerAlloc(t, m, 8*MiB, memory.RoleParameter)
+	uses := map[*memory.Allocation]int{w: 5, mom: 1, vel: 1}
+
+	schedStep(t, m, uses, 10*MiB)
+	p, err := s.Step()
+	require.NoError(t, err, "a refused demotion does not fail the step")
+	t.Log("\n" + p.String())
+	assert.Equal(t, memory.TierDevice, mom.Tier())
+	assert.Equal(t, memory.TierDevice, vel.Tier())
+	assert.Zero(t, p.Demoted)
+	assert.Positive(t, p.Excess)
+	why := map[string]string{}
+	for _, e := range p.Entries {
+		why[e.Label] = e.Why
+	}
+	assert.Contains(t, why["adamw.m:w"], "refused it")
+	assert.Contains(t, why["adamw.v:w"], "refused an earlier demotion")
+	require.NoError(t, memtest.Check(mom.Host(), 7))
+
+	require.NoError(t, m.SetLimit(memory.TierOffload, 0)) // no limit
+	schedStep(t, m, uses, 10*MiB)
+	p, err = s.Step()
+	require.NoError(t, err)
+	assert.Equal(t, memory.TierOffload, mom.Tier(), "\n%s", p)
+	require.NoError(t, memtest.Check(mom.Host(), 7))
+	for _, a := range []*memory.Allocation{mom, vel, w} {
+		require.NoError(t, a.Free())
+	}
+}
