@@ -102,6 +102,31 @@ func TestManagerClearsStaleAdvice(t *testing.T) {
 	require.NoError(t, a.Free())
 }
 
+// TestMigrateBackIntoManagedAdvises: an embedding moved out of managed
+// memory (Migrate, or MigrateOn) and back gets its placement's advice
+// again, as when it was allocated there; it came back with none, its pages
+// left to the driver's default placement.
+func TestMigrateBackIntoManagedAdvises(t *testing.T) {
+	m, ab := newAdviceManager(t, memory.HybridPolicy())
+	embedding := memory.AdvisePreferDevice | memory.AdviseAccessedByDevice | memory.AdvisePrefetchToDevice
+	e := mustManagerAlloc(t, m, 64*KiB, memory.RoleEmbedding)
+	require.Equal(t, embedding, e.Advice())
+	for _, move := range []func(memory.Tier) error{
+		func(t memory.Tier) error { return m.Migrate(e, t) },
+		func(t memory.Tier) error { return m.MigrateOn(e, t, 0) },
+	} {
+		require.NoError(t, move(memory.TierDevice))
+		assert.Zero(t, e.Advice())
+		ab.calls = nil
+		require.NoError(t, move(memory.TierManaged))
+		assert.Equal(t, embedding, e.Advice())
+		require.Len(t, ab.calls, 1)
+		assert.Equal(t, embedding, ab.calls[0].set, "the block it moved into was advised")
+		assert.Equal(t, int64(64*KiB), ab.calls[0].size)
+	}
+	require.NoError(t, e.Free())
+}
+
 func TestManagerAdviceFailure(t *testing.T) {
 	m, ab := newAdviceManager(t, memory.HybridPolicy())
 	boom := errors.New("advice refused")

@@ -97,10 +97,7 @@ func (m *Manager) alloc(size int64, role Role, s Stream, op string) (*Allocation
 			return nil, err
 		}
 	}
-	advice := pl.Advice
-	if t != TierManaged {
-		advice = 0 // fell back out of managed memory: nothing to advise
-	}
+	advice := m.placedAdvice(role, t) // none when it fell back out of managed memory
 	b, err := m.pools[t].alloc(size, s, advice, role, op)
 	spilled := false
 	if err != nil {
@@ -329,9 +326,9 @@ func (a *Allocation) Tier() Tier {
 }
 
 // Advice is the managed-memory advice of the role's placement when the
-// allocation was made, 0 unless it landed in TierManaged. The pool applied
-// it to the allocation's pages when its backend takes advice (the CUDA
-// managed backend; see Adviser).
+// allocation was made or last moved, 0 unless it is in TierManaged (a
+// spill into it takes none). The pool applied it to the allocation's pages
+// when its backend takes advice (the CUDA managed backend; see Adviser).
 func (a *Allocation) Advice() Advice {
 	if a == nil {
 		return 0

@@ -125,7 +125,7 @@ func (m *Manager) migrate(a *Allocation, old *Block, t Tier) error {
 			return fmt.Errorf("memory: Migrate of %s for %s: ordering the copy after other streams: %w", FormatBytes(a.size), a.role, err)
 		}
 	}
-	nb, err := m.pools[t].alloc(a.size, old.Stream(), 0, a.role, a.op)
+	nb, err := m.pools[t].alloc(a.size, old.Stream(), m.placedAdvice(a.role, t), a.role, a.op)
 	if err != nil {
 		return err
 	}
@@ -134,6 +134,16 @@ func (m *Manager) migrate(a *Allocation, old *Block, t Tier) error {
 		return fmt.Errorf("memory: Migrate of %s for %s from %s to %s: %w", FormatBytes(a.size), a.role, a.tier, t, err)
 	}
 	return m.rehome(a, old, nb, t, &m.migrations)
+}
+
+// placedAdvice is the advice a block for role gets in tier t: its
+// placement's in the managed tier (an embedding moved out and back gets
+// its advice again, as when it was allocated there), none elsewhere.
+func (m *Manager) placedAdvice(role Role, t Tier) Advice {
+	if t != TierManaged {
+		return 0
+	}
+	return m.policy.Placements[role].Advice
 }
 
 // rehome frees a's old block and makes nb, in tier t and holding a copy
@@ -156,7 +166,7 @@ func (m *Manager) rehome(a *Allocation, old, nb *Block, t Tier, moved *Moved) er
 		delete(m.labeled, old)
 		m.labeled[nb] = a
 	}
-	a.b, a.tier, a.advice = nb, t, 0
+	a.b, a.tier, a.advice = nb, t, m.placedAdvice(a.role, t)
 	m.unspill(a) // placed on purpose now: no longer an overflow
 	moved.Count++
 	moved.Bytes += a.size

@@ -65,7 +65,7 @@ func (m *Manager) MigrateOn(a *Allocation, t Tier, s Stream) error {
 			m.pools[a.tier].unrecordStream(old, s)
 		}
 	}
-	nb, err := m.pools[t].alloc(a.size, s, 0, a.role, a.op)
+	nb, err := m.pools[t].alloc(a.size, s, m.placedAdvice(a.role, t), a.role, a.op)
 	if err != nil {
 		unhold()
 		return err
