@@ -58,11 +58,7 @@ func (h *lossHistory) load(path string, done int) error {
 	if err != nil {
 		return fmt.Errorf("-loss-log: %w", err)
 	}
-	for line := range bytes.Lines(b) { // any length: bufio.Scanner stopped at a line of 64 KiB
-		var l lossLine
-		if json.Unmarshal(line, &l) != nil || l.Step < 1 || l.Step > done {
-			continue
-		}
+	loggedSteps(b, done, func(_ []byte, l lossLine) {
 		loss, held := math.NaN(), math.NaN()
 		if l.Loss != nil {
 			loss = *l.Loss
@@ -71,8 +67,24 @@ func (h *lossHistory) load(path string, done int) error {
 			held = *l.HeldOut
 		}
 		h.add(l.Step, loss, held)
-	}
+	})
 	return nil
+}
+
+// loggedSteps calls fn with each line of a loss log (its line ending
+// dropped, as bufio.ScanLines drops it) that records a step in 1..done,
+// and the line decoded; other lines (a step past done, a line cut short
+// by a crash) are skipped. Lines of any length: bufio.Scanner stopped at
+// one of 64 KiB.
+func loggedSteps(b []byte, done int, fn func(line []byte, l lossLine)) {
+	for line := range bytes.Lines(b) {
+		line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
+		var l lossLine
+		if json.Unmarshal(line, &l) != nil || l.Step < 1 || l.Step > done {
+			continue
+		}
+		fn(line, l)
+	}
 }
 
 // writeLossPlot draws h as a PNG at path (atomically): the training loss

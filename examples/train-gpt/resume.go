@@ -486,16 +486,10 @@ func openLossLog(in *interrupts, path string, done int) (*os.File, error) {
 		return nil, fmt.Errorf("-loss-log: %w", err)
 	}
 	var kept bytes.Buffer
-	for line := range bytes.Lines(old) { // any length: bufio.Scanner stopped at a line of 64 KiB
-		line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r")) // as bufio.ScanLines drops them
-		var l struct {
-			Step int `json:"step"`
-		}
-		if json.Unmarshal(line, &l) == nil && l.Step >= 1 && l.Step <= done {
-			kept.Write(line)
-			kept.WriteByte('\n')
-		}
-	}
+	loggedSteps(old, done, func(line []byte, _ lossLine) {
+		kept.Write(line)
+		kept.WriteByte('\n')
+	})
 	if err := in.write("rewriting -loss-log "+path, "-loss-log", func(ctx context.Context) error {
 		return atomicfile.Write(ctx, path, func(w io.Writer) error {
 			_, err := w.Write(kept.Bytes())
