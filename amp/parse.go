@@ -2,6 +2,7 @@ package amp
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/strata-ml/strata/tensor"
 )
@@ -10,10 +11,10 @@ import (
 var Precisions = []string{"fp32", "tf32", "fp16", "bf16"}
 
 // ParsePrecision reads a training precision by the name command lines
-// use: "fp32" (plain float32), "tf32" (float32 with TF32 products),
-// "fp16" and "bf16" (autocast to that half type).
+// use, in any case: "fp32" (plain float32), "tf32" (float32 with TF32
+// products), "fp16" and "bf16" (autocast to that half type).
 func ParsePrecision(s string) (State, error) {
-	switch s {
+	switch strings.ToLower(s) {
 	case "fp32":
 		return State{}, nil
 	case "tf32":
@@ -23,5 +24,5 @@ func ParsePrecision(s string) (State, error) {
 	case "bf16":
 		return State{Enabled: true, DType: tensor.BFloat16}, nil
 	}
-	return State{}, fmt.Errorf("precision %q: want fp32, tf32, fp16 or bf16", s)
+	return State{}, fmt.Errorf("amp: precision %q: want fp32, tf32, fp16 or bf16", s)
 }

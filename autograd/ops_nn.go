@@ -24,7 +24,9 @@ func LogSoftmax(x *Var) *Var {
 
 // CausalSoftmax is Softmax(CausalMask(x, -Inf)) as one op: the softmax
 // over the last axis of x (..., T1, T2) of the positions j <= i + T2 - T1,
-// zero at the others (tensor.CausalSoftmax).
+// zero at the others, also in a row that comes out NaN at its kept
+// positions (+Inf, NaN or only -Inf there), which the chain makes NaN
+// throughout (tensor.CausalSoftmax).
 func CausalSoftmax(x *Var) *Var {
 	args("CausalSoftmax", "x", x)
 	out := hooked("CausalSoftmax", tensor.CtxOf(x.Value), func() *tensor.Tensor { return tensor.CausalSoftmax(x.Value) })

@@ -2,6 +2,7 @@ package nn
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/strata-ml/strata/tensor"
 )
@@ -31,9 +32,9 @@ func (a Attention) String() string {
 	return fmt.Sprintf("Attention(%d)", int(a))
 }
 
-// ParseAttention maps "plain" and "fused" to an Attention.
+// ParseAttention maps "plain" and "fused", in any case, to an Attention.
 func ParseAttention(s string) (Attention, error) {
-	switch s {
+	switch strings.ToLower(s) {
 	case "plain":
 		return AttentionPlain, nil
 	case "fused":

@@ -2,6 +2,7 @@ package nn
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/strata-ml/strata/autograd"
 	"github.com/strata-ml/strata/checkpoint"
@@ -34,10 +35,10 @@ func (m CheckpointMode) String() string {
 	return checkpointModes[m]
 }
 
-// ParseCheckpointMode reads "none", "blocks" or "selective".
+// ParseCheckpointMode reads "none", "blocks" or "selective", in any case.
 func ParseCheckpointMode(s string) (CheckpointMode, error) {
 	for i, name := range checkpointModes {
-		if s == name {
+		if strings.EqualFold(s, name) {
 			return CheckpointMode(i), nil
 		}
 	}

@@ -22,12 +22,14 @@
 // non-float dtype, a half-precision one (bfloat16, float16) for the
 // layers that cannot run with it (NewGPT, NewLayerNorm, NewRMSNorm: their
 // arithmetic is float32 or float64; keep float32 parameters and use
-// amp.Autocast for half-precision compute; Linear and Embedding do run
-// with half parameters on half inputs) or a layer given twice is an error
-// wrapping tensor.ErrArgument (errors.Is), and running out of memory returns the
-// memory error (memory.ErrOutOfMemory) with nothing left allocated. Must
-// wraps a constructor for programs and tests that treat such a mistake as
-// a bug:
+// amp.Autocast for half-precision compute; Linear and Embedding accept
+// half parameters and run forward on half inputs, Linear's backward too,
+// but they cannot be trained: AdamW and SGD refuse half parameters and
+// Embedding's backward a half table, errors wrapping tensor.ErrDType) or
+// a layer given twice is an error wrapping tensor.ErrArgument
+// (errors.Is), and running out of memory returns the memory error
+// (memory.ErrOutOfMemory) with nothing left allocated. Must wraps a
+// constructor for programs and tests that treat such a mistake as a bug:
 //
 //	fc := nn.Must(nn.NewLinear(nn.Options{}, "fc", 2, 8, true, 0))
 //

@@ -36,6 +36,8 @@ type GPT struct {
 }
 
 // Block is one transformer block: x + attn(ln_1(x)), then + mlp(ln_2(x)).
+// Ln1, Ln2, Attn and MLP are required (Forward refuses a nil one); a nil
+// Drop is no dropout.
 type Block struct {
 	Ln1, Ln2 *LayerNorm
 	Attn     *CausalSelfAttention
@@ -301,17 +303,42 @@ func (g *GPT) Loss(idx, targets *tensor.Tensor) *autograd.Var {
 	return CrossEntropy(g.Forward(idx), targets)
 }
 
-// Forward applies the block to x (B, T, C).
+// Forward applies the block to x (B, T, C). It panics with an
+// *tensor.OpError wrapping tensor.ErrArgument that names the field when
+// Ln1, Ln2, Attn or MLP is nil (tensor.Try returns it).
 func (b *Block) Forward(x *autograd.Var) *autograd.Var { return b.forward(x, false) }
 
 // forward is Forward, the MLP keeping its GELU output when keepGelu (or
 // the MLP's own KeepGelu) is set.
 func (b *Block) forward(x *autograd.Var, keepGelu bool) *autograd.Var {
+	b.check()
 	// Each norm feeds only products (the q/k/v and MLP projections): under
 	// autocast its output is made in the half type they multiply in.
 	x = autograd.Add(x, b.Attn.Forward(b.Ln1.ForwardToProducts(x)))
 	h := b.MLP.forward(b.Ln2.ForwardToProducts(x), keepGelu || b.MLP.KeepGelu)
 	return autograd.Add(x, b.Drop.Forward(h))
+}
+
+// check refuses a nil block, or one without a sublayer it needs: a
+// nanoGPT block always has both norms, the attention and the MLP, so a
+// nil one is a field left out of a literal, not "no norm".
+func (b *Block) check() {
+	missing := ""
+	switch {
+	case b == nil:
+		missing = "the block"
+	case b.Ln1 == nil:
+		missing = "Ln1"
+	case b.Ln2 == nil:
+		missing = "Ln2"
+	case b.Attn == nil:
+		missing = "Attn"
+	case b.MLP == nil:
+		missing = "MLP"
+	default:
+		return
+	}
+	panic(&tensor.OpError{Op: "nn.Block", Msg: missing + " is nil: a block needs Ln1, Ln2, Attn and MLP (a nil Drop is no dropout)", Err: tensor.ErrArgument})
 }
 
 // checkHeads refuses a head count that is not positive or does not divide

@@ -2,6 +2,7 @@ package nn
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/strata-ml/strata/autograd"
 	"github.com/strata-ml/strata/tensor"
@@ -36,9 +37,9 @@ func (h HeadLoss) String() string {
 	return "fused"
 }
 
-// ParseHeadLoss reads "full" or "fused".
+// ParseHeadLoss reads "full" or "fused", in any case.
 func ParseHeadLoss(s string) (HeadLoss, error) {
-	switch s {
+	switch strings.ToLower(s) {
 	case "full":
 		return HeadLoss{}, nil
 	case "fused":

@@ -199,7 +199,7 @@ func beta(who, name string, v float64) error {
 func (o *AdamW) apply(u adamwUpdate) {
 	switch {
 	case o.Pipeline:
-		tensor.AdamWStepsPipelined(u.ps, u.gs, u.ms, u.vs, u.wds, o.LR, o.Beta1, o.Beta2, o.Eps, u.step, PipelineGroups(u.pp), o.PipelineWidth,
+		tensor.AdamWStepsPipelined(u.ps, u.gs, u.ms, u.vs, u.wds, o.LR, o.Beta1, o.Beta2, o.Eps, u.step, pipelineGroups(u.pp), o.PipelineWidth,
 			func(lo, hi int) {
 				for _, p := range u.pp[lo:hi] {
 					p.ZeroGrad()

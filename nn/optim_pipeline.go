@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"fmt"
 	"strings"
 )
 
@@ -15,7 +16,20 @@ import (
 // are grouped while in a row and under a 32nd of all the parameters'
 // bytes (at least 4 MiB), so that the forward pass's first reads wait for
 // little. Each group is a launch, an event and a wait of the forward pass.
-func PipelineGroups(ps []*Parameter) []int {
+// A nil entry is an error wrapping tensor.ErrArgument that names its
+// index.
+func PipelineGroups(ps []*Parameter) ([]int, error) {
+	for i, p := range ps {
+		if err := notNil(i, p); err != nil {
+			return nil, fmt.Errorf("nn: PipelineGroups: %w", err)
+		}
+	}
+	return pipelineGroups(ps), nil
+}
+
+// pipelineGroups is PipelineGroups of a list without nil entries (an
+// optimizer's, checked by distinct).
+func pipelineGroups(ps []*Parameter) []int {
 	var total int64
 	for _, p := range ps {
 		total += p.Value.Bytes()

@@ -57,7 +57,8 @@ func TestPipelineGroups(t *testing.T) {
 	require.NoError(t, err)
 	ps := g.Parameters()
 	defer nn.Release(ps)
-	ends := nn.PipelineGroups(ps)
+	ends, err := nn.PipelineGroups(ps)
+	require.NoError(t, err)
 	require.Len(t, ends, 5, "wte and wpe, 3 blocks, ln_f")
 	require.Equal(t, len(ps), ends[4])
 	require.Equal(t, "transformer.wpe.weight", ps[ends[0]-1].Name)
@@ -83,6 +84,10 @@ func TestPipelineGroups(t *testing.T) {
 		param("ln_f.weight", 8),
 	}
 	defer nn.Release(mk)
-	require.Equal(t, []int{1, 3, 5, 6, 8, 9, 10}, nn.PipelineGroups(mk))
-	require.Empty(t, nn.PipelineGroups(nil))
+	ends, err = nn.PipelineGroups(mk)
+	require.NoError(t, err)
+	require.Equal(t, []int{1, 3, 5, 6, 8, 9, 10}, ends)
+	ends, err = nn.PipelineGroups(nil)
+	require.NoError(t, err)
+	require.Empty(t, ends)
 }

@@ -110,7 +110,8 @@ func jsonFieldsOnce(s string) error {
 // GPT.SaveWeights write it (fmt.Sprintf("%+v", cfg)).
 const configKey = "config"
 
-// SaveWeights writes the model's parameters as SaveWeightsLayout does,
+// SaveWeights writes the model's parameters as SaveWeightsLayout does
+// (LayoutAuto, the zero value, is the default LayoutNanoGPT),
 // with its config recorded in the metadata's "config" entry in
 // train-gpt's format, so that GPTConfigOfWeights reads the whole shape
 // back, heads included (the tensor shapes do not tell them). meta is

@@ -19,8 +19,10 @@ import (
 type Layout int
 
 const (
-	// LayoutAuto, for loading: the layout is told from the file's names
-	// and shapes (see LoadWeightsLayout). Saving refuses it.
+	// LayoutAuto, the zero value: for loading, the layout is told from
+	// the file's names and shapes (see LoadWeightsLayout); for saving, the
+	// default layout, LayoutNanoGPT (what SaveWeights and train-gpt's
+	// -out write).
 	LayoutAuto Layout = iota
 	// LayoutNanoGPT is the parameters' own names (nanoGPT's state_dict
 	// keys, "transformer.h.0.attn.c_attn.weight") with every weight as
@@ -49,8 +51,8 @@ func (l Layout) String() string {
 	return fmt.Sprintf("Layout(%d)", int(l))
 }
 
-// ParseLayout maps "auto", "nanogpt" and "hf" (or "huggingface") to a
-// Layout.
+// ParseLayout maps "auto", "nanogpt" and "hf" (or "huggingface"), in any
+// case, to a Layout.
 func ParseLayout(s string) (Layout, error) {
 	switch strings.ToLower(s) {
 	case "auto":
@@ -98,8 +100,9 @@ const tiedHead = "lm_head.weight"
 var attnBuffer = regexp.MustCompile(`^(transformer\.)?h\.[0-9]+\.attn\.(bias|masked_bias)$`)
 
 // SaveWeightsLayout writes the parameters to a safetensors file in the
-// given layout (LayoutNanoGPT is SaveWeightsContext; LayoutHF renames and
-// transposes, see Layout), atomically and durably. In LayoutHF the
+// given layout (LayoutNanoGPT, and LayoutAuto with it, is
+// SaveWeightsContext; LayoutHF renames and transposes, see Layout),
+// atomically and durably. In LayoutHF the
 // metadata gets "format": "pt" unless meta sets it, as transformers'
 // from_pretrained requires; the tied head (lm_head.weight) is not
 // written, as save_pretrained does not.
@@ -108,11 +111,11 @@ func SaveWeightsLayout(ctx context.Context, path string, ps []*Parameter, meta m
 		return fmt.Errorf("nn: saving %s: nil context (context.Background() for none): %w", path, tensor.ErrArgument)
 	}
 	switch layout {
-	case LayoutNanoGPT:
+	case LayoutAuto, LayoutNanoGPT:
 		return SaveWeightsContext(ctx, path, ps, meta)
 	case LayoutHF:
 	default:
-		return fmt.Errorf("nn: saving %s: layout %v: want nanogpt or hf", path, layout)
+		return fmt.Errorf("nn: saving %s: layout %v: want auto, nanogpt or hf", path, layout)
 	}
 	if _, err := ByName(ps); err != nil {
 		return fmt.Errorf("nn: saving %s: %w", path, err)

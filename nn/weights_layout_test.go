@@ -229,7 +229,7 @@ func TestSaveWeightsLayoutHF(t *testing.T) {
 		}
 	})
 
-	require.ErrorContains(t, nn.SaveWeightsLayout(context.Background(), out, b.Parameters(), nil, nn.LayoutAuto), "want nanogpt or hf")
+	require.ErrorContains(t, nn.SaveWeightsLayout(context.Background(), out, b.Parameters(), nil, nn.Layout(7)), "want auto, nanogpt or hf")
 }
 
 // TestLoadWeightsBoolMaskBuffer: a Hugging Face checkpoint whose mask

@@ -1,6 +1,7 @@
 package tensor_test
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -72,4 +73,31 @@ func abs(x float64) float64 {
 		return -x
 	}
 	return x
+}
+
+// TestCausalSoftmaxNonFiniteRows pins what its doc says of rows whose
+// kept scores hold +Inf or are all -Inf: NaN at the kept positions and 0
+// at the masked ones, where the unfused chain (as PyTorch) is NaN
+// throughout.
+func TestCausalSoftmaxNonFiniteRows(t *testing.T) {
+	inf := math.Inf(1)
+	tensor.WithScope(func() {
+		x := tensor.FromFloat64s(cpu, []float64{
+			inf, 1, 5,
+			-inf, -inf, 3,
+			-inf, 2, 3,
+		}, 3, 3)
+		got := tensor.CausalSoftmax(x).Float64s()
+		chain := tensor.Softmax(tensor.CausalMask(x, tensor.NegInf)).Float64s()
+		for i, v := range got[:6] {
+			if i == 0 || i == 3 || i == 4 {
+				require.True(t, math.IsNaN(v), "kept %d: %v", i, v)
+			} else {
+				require.Zero(t, v, "masked %d", i)
+			}
+			require.True(t, math.IsNaN(chain[i]), "chain %d: %v", i, chain[i])
+		}
+		require.InDeltaSlice(t, []float64{0, 1 / (1 + math.E), math.E / (1 + math.E)}, got[6:], 1e-12)
+		require.Equal(t, chain[6:], got[6:])
+	})
 }

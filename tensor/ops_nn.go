@@ -50,7 +50,11 @@ func SoftmaxBackward(y, dy *Tensor, log bool) *Tensor {
 // j <= i + T2 - T1 only, zero at the others. It never reads the masked
 // scores and writes its output once, where the unfused chain writes a
 // masked copy (or masks in place) and then reads it all again. Its
-// backward is CausalSoftmaxBackward.
+// backward is CausalSoftmaxBackward. It equals the chain wherever a row's
+// kept scores are finite or some of them -Inf (not all): a row whose kept
+// scores hold +Inf or NaN, or are all -Inf, comes out NaN at the kept
+// positions and still 0 at the masked ones, where the chain (as PyTorch's
+// softmax of a masked_fill) makes the whole row NaN.
 func CausalSoftmax(t *Tensor) *Tensor {
 	op := "CausalSoftmax"
 	t.live(op)

@@ -126,6 +126,12 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	if err := cli.ParseFlags(fs, args); err != nil {
 		return nil, err
 	}
+	// amp.ParsePrecision and nn's parsers read their names in any case:
+	// the flags' canonical (lower-case) names, for the comparisons below
+	// and the rows' JSON.
+	for _, s := range []*string{&o.precision, &o.attention, &o.hybridCkpt, &o.hybridHead} {
+		*s = strings.ToLower(*s)
+	}
 	if fs.NArg() > 0 {
 		return nil, cli.UsageHint(fs, fmt.Errorf("unexpected arguments %q", fs.Args()))
 	}

@@ -87,7 +87,7 @@ func TestBudgetShareOfDevice(t *testing.T) {
 // auto (its default) included, as train-gpt's does; it used to pass on
 // nn's "want plain or fused".
 func TestAttentionError(t *testing.T) {
-	for _, v := range []string{"bogus", "", "Auto"} {
+	for _, v := range []string{"bogus", "", "fused2"} { // any case of a name is taken (flag_case_test.go)
 		_, err := parse([]string{"-config", "tiny", "-png", "", "-attention", v}, &bytes.Buffer{})
 		require.EqualError(t, err, `-attention "`+v+`": want plain, fused or auto`, v)
 	}

@@ -37,7 +37,7 @@ func configNames() []string { return nn.GPTConfigNames() }
 func parsePrecision(s string) (amp.State, error) {
 	st, err := amp.ParsePrecision(s)
 	if err != nil {
-		return st, fmt.Errorf("-%w", err)
+		return st, fmt.Errorf("-precision %q: want fp32, tf32, fp16 or bf16", s)
 	}
 	return st, nil
 }

@@ -188,6 +188,12 @@ func parseFlags(args []string) (*options, error) {
 	if err := cli.ParseFlags(fs, args); err != nil { // one line for a bad flag; -h: the usage
 		return nil, err
 	}
+	// amp.ParsePrecision and nn's parsers read their names in any case:
+	// the flags' canonical (lower-case) names, for the checks that compare
+	// them (-max-skips's fp16, -checkpoint auto, ...) and the saved run.
+	for _, s := range []*string{&o.precision, &o.ckpt, &o.attention, &o.head} {
+		*s = strings.ToLower(*s)
+	}
 	if fs.NArg() > 0 {
 		return nil, cli.UsageHint(fs, fmt.Errorf("unexpected arguments %v", fs.Args()))
 	}
@@ -226,7 +232,7 @@ func parseFlags(args []string) (*options, error) {
 	}
 	p, err := amp.ParsePrecision(o.precision)
 	if err != nil {
-		return nil, fmt.Errorf("-%w", err)
+		return nil, fmt.Errorf("-precision %q: want fp32, tf32, fp16 or bf16", o.precision)
 	}
 	o.prec = p
 	if o.head != "auto" {

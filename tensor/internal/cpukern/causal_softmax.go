@@ -5,7 +5,8 @@ import "fmt"
 // CausalSoftmax is Softmax(CausalMask(src, -Inf)) in one pass over batch
 // (rows x cols) matrices, rows <= cols: row i of a matrix takes the softmax
 // of its first n = i + 1 + cols - rows elements (the positions the mask
-// keeps) and is zero after them. It never reads the masked elements, and
+// keeps) and is zero after them, even where those n come out NaN (+Inf or
+// NaN among them, or all -Inf), which the chain makes NaN throughout. It never reads the masked elements, and
 // writes the result once instead of masking then normalising. dst may be
 // src itself. It panics when a length is not batch*rows*cols, a size is
 // negative or rows > cols (a query row would keep nothing).
