@@ -135,6 +135,7 @@ func (d *Decoder) forward(ids []int32) []float32 {
 	c.Adopt(pos.Value)
 	x := autograd.Add(g.Wte.Forward(idx), pos) // (1, T, C)
 	for i, b := range g.Blocks {
+		b.check() // as Block.Forward: a nil sublayer is an OpError naming it
 		x = autograd.Add(x, d.attend(i, b.Attn, b.Ln1.Forward(x)))
 		x = autograd.Add(x, b.MLP.Forward(b.Ln2.Forward(x)))
 	}

@@ -82,6 +82,13 @@ func TestBlockNilSublayerRefused(t *testing.T) {
 		noDrop.Drop = nil
 		require.NoError(t, tensor.Try(func() { noDrop.Forward(x) }))
 	})
+	// Generation (the KV-cache decoder walks the blocks itself) refuses
+	// it too, with an error instead of a nil-pointer panic.
+	g.Blocks[0] = &nn.Block{Ln2: full.Ln2, Attn: full.Attn, MLP: full.MLP}
+	defer func() { g.Blocks[0] = &full }()
+	_, err = g.Generate(tensor.NewCtx(), []int{1, 2}, nn.GenerateOptions{MaxNewTokens: 2})
+	require.ErrorIs(t, err, tensor.ErrArgument)
+	require.ErrorContains(t, err, "nn.Block: Ln1 is nil")
 }
 
 // TestHalfParametersCannotTrain pins the package doc: Linear and
