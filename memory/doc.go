@@ -430,25 +430,43 @@
 // seen again at least 256 allocations later), lays out the next step's
 // blocks with their lifetimes around the blocks live now (offline dynamic
 // storage allocation: the blocks live at the peak first, then by size, each where
-// its edge pages are most shared over its life), and places each
+// its edge pages are most shared over its life; in another greedy order
+// too, longest lives first, when that layout needs more pages at its peak
+// than are mapped, the fewer kept), and places each
 // allocation that matches the plan there, falling back to the usual
 // placement after a few requests it did not expect or at the first place
 // it finds taken; while no plan runs, requests up to SmallSize go right
 // after the highest live block, so that small blocks allocated together
-// (the optimizer state of the first step) share pages. On the 40 scales
+// (the optimizer state of the first step) share pages. A plan that
+// follows one run to its end is declined when its layout needs more
+// pages at its peak than the segment has mapped: the next period is
+// placed as usual, and the repetition after it plans again. On the 40 scales
 // it takes the fp16 trace with checkpointing from a mean of 1.056 (max
 // 1.147, 30 above 1.02) to 1.010 (max 1.031, 3 above: 0.2, 0.27, 0.32),
 // and on 60 other scales from 1.053 (max 1.147, 47) to 1.010 (max 1.030,
 // 3); fp32 from 1.0047 (max 1.018) to 1.0038 (max 1.016), 60 scales
-// 1.0050 (max 1.024, 1 above) to 1.0035 (max 1.014, none). It costs
-// about 2 us a call on the replays (layouts of a few milliseconds; 0.12
-// to 0.2 without) and device synchronisations (pages lent away from
-// places the plan needs are swept: dozens a replay instead of 5), so it
-// is off by default. Even a layout that knows every lifetime of the
-// whole trace in advance (greedy by size, the pages touched by live
-// blocks counted at every moment) reaches 1.028 to 1.033 at 3 of the 40
-// fp16 scales (mean 1.0096), so 1.02 everywhere needs better than greedy
-// layout as well (bench/results/cpu-expandable-scaled-2026-12-03-s18.md).
+// 1.0050 (max 1.024, 1 above) to 1.0035 (max 1.014, none) (session 18).
+// Over all 12 traces at the 40 scales (2026-12-06, 480 replays): no plans
+// mean 1.0238, max 1.147, 163 above 1.02; the plans of session 18 1.0136,
+// 1.143, 99; with the lives that end as a period ends counted (laid out
+// as living for ever before), the second order and the decision 1.0122,
+// 1.086, 83 (on 60 other scales 1.0231, 1.156, 246; 1.0133, 1.106, 129;
+// 1.0119, 1.081, 115), and at scale 1 every trace within 1.02 (the worst
+// trace-char-fp16-ckpt, 1.0174), where the plans of session 18 left
+// trace-char-bf16-ckpt at 1.0221 and trace-mid-fp16-ckpt at 1.0201 and
+// no plans leave trace-char-b32-fp16-ckpt-plain at 1.0399 (more in
+// pool_expand_plan.go). Two fp32 traces are still a little better
+// without plans (gpt2-b4, mid). It costs about 2 us a call on the
+// replays (layouts of a few milliseconds; 0.12 to 0.2 without; on a
+// loaded 2-core host on 2026-12-06 0.7 us without, 6.4 with the plans of
+// session 18 and 12.5 with the second order's layouts) and device
+// synchronisations (pages lent away from places the plan needs are
+// swept: dozens a replay instead of 5), so it is off by default. Even
+// a layout that knows every lifetime of the whole trace in advance
+// (greedy by size, the pages touched by live blocks counted at every
+// moment) reaches 1.028 to 1.033 at 3 of the 40 fp16 scales (mean
+// 1.0096), so 1.02 everywhere needs better than greedy layout as well
+// (bench/results/cpu-expandable-scaled-2026-12-03-s18.md).
 //
 // Managers use expandable segments for every pool whose backend is a
 // VirtualMemory (Config.Segments; SegmentsDefault reads the environment

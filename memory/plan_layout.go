@@ -24,7 +24,10 @@ import (
 // reserved over peak requested from 1.0389 (the lowest offset that fits)
 // to 1.0324 for the fp16 trace with checkpointing, and from 1.0094 to
 // 1.0063 for fp32; placing the items live at the peak first took them to
-// 1.0246 and 1.0047.
+// 1.0246 and 1.0047. No one order is best for every step: layoutOrdered
+// also places them by the bytes live, then the longest life first, and
+// planPeak counts the pages a layout holds at its peak, by which a step
+// plan picks between the two (pool_expand_plan.go).
 
 // planItem is a block to place: size bytes live over [from, to) of the
 // allocation clock (to is planForever when it outlives the plan).
@@ -44,15 +47,38 @@ type planSpan struct{ lo, hi, from, to int64 }
 // and no item overlaps an obstacle still there when it is born. An item
 // that fits nowhere gets -1.
 func layoutPlan(items []planItem, fixed []planFixed, limit, page int64) []int64 {
+	return layoutOrdered(items, fixed, limit, page, planByPressure)
+}
+
+// The orders in which layoutOrdered places the items, both greedy: the
+// first is layoutPlan's; the other is tried by a step plan whose layout
+// in the first needs more pages than its segment has mapped
+// (stepPlanner.layout).
+const (
+	planByPressure     = iota // the most bytes live during its life, then size, then birth
+	planByPressureLife        // the most bytes live during its life, then the longest life, then size
+	planOrders
+)
+
+// layoutOrdered is layoutPlan with the items placed in the given order
+// (planByPressure and the others above).
+func layoutOrdered(items []planItem, fixed []planFixed, limit, page int64, by int) []int64 {
 	order := make([]int, len(items))
 	for i := range order {
 		order[i] = i
 	}
 	pressure := planPressure(items)
+	life := func(it planItem) int64 { return min(it.to, planForever/2) - it.from }
 	slices.SortStableFunc(order, func(a, b int) int {
 		x, y := items[a], items[b]
 		if pressure[a] != pressure[b] {
 			return cmp.Compare(pressure[b], pressure[a])
+		}
+		if by == planByPressureLife {
+			if lx, ly := life(x), life(y); lx != ly {
+				return cmp.Compare(ly, lx)
+			}
+			return cmp.Compare(y.size, x.size)
 		}
 		if x.size != y.size {
 			return cmp.Compare(y.size, x.size)
@@ -198,4 +224,61 @@ func (l *planLayout) place(it planItem, limit int64) int64 {
 		l.add(planSpan{at, at + it.size, it.from, it.to})
 	}
 	return at
+}
+
+// planPeak returns the most pages that the items placed at offs (an
+// item at -1 counted as pages of its own) and the obstacles touch at
+// once: what a pool running the plan would hold at its peak.
+func planPeak(items []planItem, offs []int64, fixed []planFixed, page int64) int64 {
+	type event struct {
+		t, lo, hi int64 // pages [lo, hi], or hi-lo+1 pages of its own when lo < 0
+		d         int32
+	}
+	evs := make([]event, 0, 2*(len(items)+len(fixed)))
+	top := int64(0)
+	add := func(from, to, off, size int64) {
+		lo, hi := off/page, (off+size-1)/page
+		if off < 0 {
+			lo, hi = -1, (size+page-1)/page-1
+		}
+		top = max(top, hi+1)
+		evs = append(evs, event{from, lo, hi, 1})
+		if to < planForever {
+			evs = append(evs, event{to, lo, hi, -1})
+		}
+	}
+	for _, f := range fixed {
+		add(-1, f.to, f.off, f.size)
+	}
+	for i, it := range items {
+		add(it.from, it.to, offs[i], it.size)
+	}
+	slices.SortFunc(evs, func(a, b event) int {
+		if a.t != b.t {
+			return cmp.Compare(a.t, b.t)
+		}
+		return cmp.Compare(a.d, b.d) // frees first
+	})
+	edges := make([]int32, top)
+	var cur, peak int64
+	for _, e := range evs {
+		if e.lo < 0 {
+			cur += int64(e.d) * (e.hi - e.lo)
+		} else {
+			cur += int64(e.d) * max(0, e.hi-e.lo-1)
+			for pg := e.lo; ; pg = e.hi {
+				if c := edges[pg] + e.d; c == 0 {
+					cur--
+				} else if c == 1 && e.d > 0 {
+					cur++
+				}
+				edges[pg] += e.d
+				if pg == e.hi {
+					break
+				}
+			}
+		}
+		peak = max(peak, cur)
+	}
+	return peak
 }

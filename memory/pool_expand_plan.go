@@ -24,13 +24,26 @@ import (
 //     next: a period.
 //   - Layout: the period's blocks on the stream of the last allocation,
 //     with their lifetimes (a block still live now dies as its
-//     counterpart a period before did, if that one died), are laid out in
-//     its segment (layoutPlan) around the blocks live now, which stay
-//     where they are (those allocated within the last period taken to die
-//     as their counterparts did, the others to live for ever). Steps
-//     alternate between a few layouts, so the last planCached are kept
-//     and one is reused when the same blocks are laid out around the same
-//     obstacles.
+//     counterpart a period before did, if that one died; one whose
+//     counterpart died just before the period's last allocation dies as
+//     the next period begins), are laid out in its segment (layoutPlan)
+//     around the blocks live now, which stay where they are (those
+//     allocated within the last period taken to die as their
+//     counterparts did, the others to live for ever). planPeak counts the
+//     pages the layout's blocks and the obstacles touch at its peak; when
+//     that is more than the segment has mapped, the layout is made again
+//     in layoutOrdered's other greedy order (longest lives first among
+//     equal bytes live) and the one with fewer pages at its peak kept.
+//     Steps alternate between a few layouts, so the last planCached are
+//     kept (with their peaks) and one is reused when the same blocks are
+//     laid out around the same obstacles.
+//   - Decision: a plan that follows one run to its end is adopted only if
+//     its layout's peak fits in the pages the segment has mapped: the
+//     steps before ran in those pages, and a plan that needs more would
+//     grow the pool for a placement that did without. Otherwise no plan
+//     is made for a period (stepPlanner.quiet): its allocations are placed
+//     as usual (best fit, no takeTop, no stale sweep), and the repetition
+//     found after it plans again.
 //   - Between plans (the first step, a deviation), requests up to
 //     SmallSize go right after the highest live block (takeTop), so that
 //     small blocks allocated together, such as the optimizer state the
@@ -44,7 +57,8 @@ import (
 //     planSlack, the plan skips to it; after planSlack unexpected ones in a
 //     row, or when the range planned is taken, the plan ends, and the next
 //     repetition found starts another. A plan that runs to its end is
-//     followed at once by the plan of the allocations it saw.
+//     followed at once by the plan of the allocations it saw, if the
+//     decision takes it.
 //
 // A plan only chooses an address among free ones, so a wrong prediction
 // costs memory, never correctness. On PyTorch's traces scaled by 0.2 to 4
@@ -53,13 +67,49 @@ import (
 // reserved/requested of 1.056 to 1.010 (max 1.147 to 1.031, 30 scales
 // above 1.02 to 3), and fp32 from 1.0047 to 1.0038 (max 1.018 to 1.016);
 // on 60 other scales fp16 1.053 to 1.010 (47 above 1.02 to 3), fp32
-// 1.0050 to 1.0035 (1 to 0). It costs time: a layout takes a few
-// milliseconds, made a few times before the steps settle into reusing
-// the same few, so a call takes about 2 us on the 4-step replays (0.12
-// to 0.2 without plans), about 0.65 us on a long run (0.2); and sweeping
-// stale ranges synchronises the device (about 17 times a step on the
-// fp16 trace's steps repeated, against 1). So it is off by default
-// (PoolConfig.PlanSteps).
+// 1.0050 to 1.0035 (1 to 0). Over all 12 traces of bench/traces at those
+// 40 scales (480 replays; 2026-12-06, TestExpandableScaleSweep
+// -expandable-sweep 40 -expandable-sweep-traces all, with and without
+// -expandable-sweep-plan) the plans as they were took the mean
+// from 1.0238 (no plans) to 1.0136, the max from 1.147 to 1.143 and the
+// replays above 1.02 from 163 to 99; counting the lives that end as a
+// period ends (they were laid out as living for ever, and so were their
+// blocks as obstacles: 18 pages of the 338 a bf16 step's layout held),
+// the second order and the decision took them to 1.0122, 1.086 and 83
+// (better than before in 207 replays, worse in 70). On the 60 other
+// scales (720 replays): no plans 1.0231, 1.156, 246; before 1.0133,
+// 1.106, 129; now 1.0119, 1.081, 115 (better in 308, worse in 106). At
+// scale 1 every trace is within 1.02 (the worst trace-char-fp16-ckpt,
+// 1.0174), where the plans left trace-char-bf16-ckpt at 1.0221 and
+// trace-mid-fp16-ckpt at 1.0201 (now 1.0158 and 1.0184), and no plans
+// leave trace-char-b32-fp16-ckpt-plain at 1.0399 (1.0129 with them).
+// The lives counted did most of it (1.0127, 1.086, 90 over the 40
+// scales); the decision declines few plans (one each in 2 of the 12
+// traces at scale 1: gpt2-b4-fp32, mid-fp16-ckpt, where it keeps the
+// last step from mapping one page more), and it does not make the plans
+// choose themselves wherever they lose: two fp32 traces stay a little
+// better without plans over the scales (trace-gpt2-b4-fp32 1.0039
+// against 1.0060, trace-mid-fp32 1.0049 against 1.0083), and single
+// scales move both ways (trace-char-fp16-ckpt x0.5: 1.0146 to 1.0201).
+// Tried and dropped: declining any plan whose layout's peak does not
+// beat the peak (pages live blocks touch, measured) of the last period
+// without a plan declined most plans of the first steps, whose layouts
+// of part-steps overstate their peak, and made things worse (mean
+// 1.0228, 153 above 1.02, before the lives were counted); comparing it
+// with the same items placed by a best-fit model declined almost none
+// (both peaks are the period's whole bytes live at once, give or take
+// a few pages). It costs time: a layout takes a few milliseconds, made
+// a few times before the steps settle into reusing the same few, so a
+// call took about 2 us on the 4-step replays (0.12 to 0.2 without
+// plans), about 0.65 us on a long run (0.2); and sweeping stale ranges
+// synchronises the device (about 17 times a step on the fp16 trace's
+// steps repeated, against 1). On a loaded 2-core host (2026-12-06,
+// bench-alloc -device cpu -no-bench -segments expandable -reps 5 over
+// the 12 traces, by call, with the pages' mmap calls) a call took 0.65
+// to 0.72 us without plans, 6.2 to 6.6 us with the plans as they were
+// and 12.4 to 12.6 us now: the second order's layouts, made for most
+// plans of a 4-step replay (trace-gpt2-bf16, 39 plans: 48.8 us against
+// 9.5). So it is off by default (PoolConfig.PlanSteps).
 
 // Tuning of the plans.
 const (
@@ -92,11 +142,15 @@ type stepPlanner struct {
 	byAddr  []*Block         // the live blocks by address
 	seen    map[uint64][]int64
 	plan    *stepPlan
-	cache   [planCached]planCache
-	used    int
+	// quiet is the clock before which no plan is made: a plan was
+	// declined, and the usual placement serves a period.
+	quiet int64
+	cache [planCached]planCache
+	used  int
 	// Counts for tests and the replay tool: plans made, layouts computed,
-	// allocations placed by a plan, plans ended by a deviation.
-	plans, layouts, planned, deviations int64
+	// allocations placed by a plan, plans ended by a deviation, plans
+	// declined.
+	plans, layouts, planned, deviations, declined int64
 }
 
 // planCache is a layout and the hash of its items and obstacles.
@@ -106,6 +160,7 @@ type planCache struct {
 	fixed       []planFixed
 	limit, page int64
 	offs        []int64
+	peak        int64 // planPeak of the layout
 }
 
 // allocated records that b was allocated for a request of rounded bytes
@@ -133,7 +188,7 @@ func (sp *stepPlanner) allocated(p *Pool, b *Block, rounded int64, s Stream) {
 	if pl := sp.plan; pl != nil && pl.next == len(pl.sizes) {
 		sp.plan = nil
 		if pl.seg == b.seg && pl.start >= sp.base {
-			sp.plan = sp.makePlan(p, b, rounded, pl.start, sp.clock)
+			sp.plan = sp.makePlan(p, b, rounded, pl.start, sp.clock, true)
 			return
 		}
 	}
@@ -222,15 +277,18 @@ func (sp *stepPlanner) detect(p *Pool, b *Block, rounded int64) {
 		ends = append(ends[:0], ends[1:]...)
 	}
 	sp.seen[h] = append(ends, t)
-	if from >= 0 {
-		sp.plan = sp.makePlan(p, b, rounded, from, t)
+	if from >= 0 && t >= sp.quiet {
+		sp.plan = sp.makePlan(p, b, rounded, from, t, false)
 	}
 }
 
 // makePlan lays out the allocations of history [from, t) as those of
 // [t, 2t-from), on the stream of the last allocation, last (of rounded
-// bytes, not yet split nor live), in its segment.
-func (sp *stepPlanner) makePlan(p *Pool, last *Block, rounded, from, t int64) *stepPlan {
+// bytes, not yet split nor live), in its segment. A plan that follows
+// one run to its end (after) is declined, nil, when its layout needs
+// more pages at its peak than the segment has mapped: the next period
+// is then placed as usual (see above).
+func (sp *stepPlanner) makePlan(p *Pool, last *Block, rounded, from, t int64, after bool) *stepPlan {
 	seg := last.seg
 	period := t - from
 	s := sp.streams[t-1-sp.base]
@@ -244,7 +302,7 @@ func (sp *stepPlanner) makePlan(p *Pool, last *Block, rounded, from, t int64) *s
 		to := planForever
 		if f := sp.freed[i]; f >= 0 {
 			to = f - from
-		} else if j := i - period; j >= 0 && sp.freed[j] >= 0 && sp.freed[j]+period > t {
+		} else if j := i - period; j >= 0 && sp.freed[j] >= 0 && sp.freed[j]+period >= t {
 			to = sp.freed[j] + period - from
 		}
 		items = append(items, planItem{size: sp.sizes[i], from: k - from, to: to})
@@ -263,12 +321,21 @@ func (sp *stepPlanner) makePlan(p *Pool, last *Block, rounded, from, t int64) *s
 		if c, ok := sp.live[b]; ok && b.state != blockPending && c >= t-period {
 			// Its counterpart a period before: when did that one die?
 			if i := c - period - sp.base; i >= 0 {
-				if f := sp.freed[i]; f >= 0 && f+period > t {
+				if f := sp.freed[i]; f >= 0 && f+period >= t {
 					to = f + period - t
 				}
 			}
 		}
 		fixed = append(fixed, planFixed{off: int64(b.addr - base), size: size, to: to})
+	}
+	mapped := seg.mapped / p.page
+	offs, peak := sp.layout(items, fixed, seg.region.Size, p.page, mapped)
+	if after && peak > mapped {
+		// The steps already ran in the pages mapped; this layout would
+		// take more: the usual placement serves the next period.
+		sp.declined++
+		sp.quiet = t + period
+		return nil
 	}
 	// Address space whose pages were lent elsewhere is swept now, once a
 	// period, rather than as the plan finds it (not while a held stream, a
@@ -276,7 +343,6 @@ func (sp *stepPlanner) makePlan(p *Pool, last *Block, rounded, from, t int64) *s
 	if !heldBy(p.holder(), s) {
 		_ = p.sweepStale()
 	}
-	offs := sp.layout(items, fixed, seg.region.Size, p.page)
 	plan := &stepPlan{seg: seg, stream: s, start: t, sizes: make([]int64, period), offs: make([]int64, period)}
 	for i := range plan.offs {
 		plan.offs[i] = -1
@@ -298,22 +364,32 @@ func (sp *stepPlanner) makePlan(p *Pool, last *Block, rounded, from, t int64) *s
 	return plan
 }
 
-// layout is layoutPlan, or the same layout made before.
-func (sp *stepPlanner) layout(items []planItem, fixed []planFixed, limit, page int64) []int64 {
+// layout is layoutPlan and the layout's planPeak, or the same layout
+// made before. When that layout needs more than mapped pages at its
+// peak, the other order of layoutOrdered is tried too, and the layout
+// with fewer pages at its peak kept (the first among equals).
+func (sp *stepPlanner) layout(items []planItem, fixed []planFixed, limit, page, mapped int64) ([]int64, int64) {
 	key := planKey(items, fixed)
 	for _, c := range sp.cache {
 		// The hash finds it; the whole input decides (a collision, or the
 		// same items in a segment of another size, is another layout).
 		if c.offs != nil && c.key == key && c.limit == limit && c.page == page &&
 			slices.Equal(c.items, items) && slices.Equal(c.fixed, fixed) {
-			return c.offs
+			return c.offs, c.peak
 		}
 	}
 	offs := layoutPlan(items, fixed, limit, page)
-	sp.cache[sp.used%planCached] = planCache{key, slices.Clone(items), slices.Clone(fixed), limit, page, offs}
+	peak := planPeak(items, offs, fixed, page)
+	for by := planByPressure + 1; by < planOrders && peak > mapped; by++ {
+		o := layoutOrdered(items, fixed, limit, page, by)
+		if pk := planPeak(items, o, fixed, page); pk < peak {
+			offs, peak = o, pk
+		}
+	}
+	sp.cache[sp.used%planCached] = planCache{key, slices.Clone(items), slices.Clone(fixed), limit, page, offs, peak}
 	sp.used++
 	sp.layouts++
-	return offs
+	return offs, peak
 }
 
 // planKey hashes a layout's items and obstacles.

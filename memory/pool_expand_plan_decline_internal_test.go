@@ -1,0 +1,195 @@
+package memory
+
+import (
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestPlanPeak: the pages a layout's blocks and obstacles touch at once.
+func TestPlanPeak(t *testing.T) {
+	const g = 4096
+	fixed := []planFixed{{off: 0, size: g / 2, to: planForever}} // half of page 0, for ever
+	items := []planItem{
+		{size: g, from: 0, to: 2},               // pages 0 and 1, the first shared with the obstacle
+		{size: 3 * g, from: 1, to: 3},           // pages 2 to 5
+		{size: g / 4, from: 2, to: 4},           // in page 1, once the first item died (frees first)
+		{size: 2 * g, from: 3, to: planForever}, // placed nowhere: 2 pages of its own
+	}
+	offs := []int64{g / 2, 2*g + g/2, g, -1}
+	// t=0: pages 0-1; t=1: 0-5 (6); t=2: 0, 1, 2-5 (6); t=3: 0, 1 and 2 of its own (4).
+	require.Equal(t, int64(6), planPeak(items, offs, fixed, g))
+	require.Equal(t, int64(1), planPeak(nil, nil, fixed, g))
+	require.Equal(t, int64(0), planPeak(nil, nil, nil, g))
+}
+
+// TestPlanStepsDeclinesAPlanThatGrows: a plan that follows one run to its
+// end is declined when its layout needs more pages at its peak than the
+// segment has mapped (here EmptyCache gave back the free pages just
+// before the step ended): the next period is placed as usual (no plan,
+// no stale sweep), and plans start again at the repetition found after
+// it. Without the decision the plan ran on, mapping pages to follow it.
+func TestPlanStepsDeclinesAPlanThatGrows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	step := makePlanStep(rng, 300)
+	p := NewPool(NewHostBackend(TierDevice), PoolConfig{Expandable: true, PlanSteps: true})
+	sp := p.planner
+	prev, cur := map[int]*Block{}, map[int]*Block{}
+	emptied, declinedAt := false, int64(-1)
+	var plansAfter int64
+	for n := range 14 {
+		for i, size := range step.sizes {
+			last := sp.plan != nil && sp.plan.next == len(sp.plan.sizes)-1 && sp.plan.sizes[sp.plan.next] == RoundSize(size)
+			if n >= 6 && last && !emptied {
+				// The plan ends with this allocation; what follows is
+				// laid out around pages EmptyCache just gave back.
+				require.NoError(t, p.EmptyCache())
+				emptied = true
+				before := sp.declined
+				b, err := p.Alloc(size, 0)
+				require.NoError(t, err)
+				cur[i] = b
+				require.Equal(t, before+1, sp.declined, "the plan after it declined")
+				require.Nil(t, sp.plan)
+				declinedAt, plansAfter = sp.clock, sp.plans
+			} else {
+				b, err := p.Alloc(size, 0)
+				require.NoError(t, err)
+				cur[i] = b
+			}
+			for _, f := range step.frees[i] {
+				m, k := cur, f
+				if f < 0 {
+					m, k = prev, f+len(step.sizes)
+				}
+				if b, ok := m[k]; ok {
+					require.NoError(t, p.Free(b))
+					delete(m, k)
+				}
+			}
+			if declinedAt >= 0 && sp.clock < declinedAt+int64(len(step.sizes))-1 {
+				require.Nil(t, sp.plan, "no plan for a period after the decline")
+			}
+		}
+		for _, b := range prev {
+			require.NoError(t, p.Free(b))
+		}
+		prev, cur = cur, map[int]*Block{}
+	}
+	t.Logf("plans %d, declined %d, layouts %d, planned %d of %d", sp.plans, sp.declined, sp.layouts, sp.planned, sp.clock)
+	require.True(t, emptied, "a plan ran to its end")
+	require.Greater(t, sp.plans, plansAfter, "planning again after the period")
+	for _, b := range prev {
+		require.NoError(t, p.Free(b))
+	}
+	p.mu.Lock()
+	checkExpandable(t, p)
+	p.mu.Unlock()
+	require.NoError(t, p.Close())
+}
+
+// TestPlanStepsTracesWithinGoal replays the 12 traces of bench/traces
+// through expandable pools with step plans and holds each to issue 12's
+// goal, a peak reserved within 1.02 of the peak requested. Before the
+// lifetimes of blocks dying as a period ends were counted (they were
+// laid out as living for ever) and plans that would grow the pool were
+// declined, trace-char-bf16-ckpt reached 1.0221 and trace-mid-fp16-ckpt
+// 1.0201.
+func TestPlanStepsTracesWithinGoal(t *testing.T) {
+	names, err := filepath.Glob(filepath.Join("..", "bench", "traces", "trace-*.csv"))
+	require.NoError(t, err)
+	if len(names) == 0 {
+		t.Skip("no traces in ../bench/traces")
+	}
+	for _, name := range names {
+		ops, slots := anaLoad(t, filepath.Base(name))
+		p := NewPool(NewHostBackend(TierDevice), PoolConfig{Expandable: true, PlanSteps: true})
+		blocks := make([]*Block, slots)
+		for i, op := range ops {
+			if op.free {
+				require.NoError(t, p.Free(blocks[op.slot]))
+				blocks[op.slot] = nil
+				continue
+			}
+			b, err := p.Alloc(op.size, 0)
+			require.NoError(t, err)
+			blocks[op.slot] = b
+			if i%397 == 0 {
+				p.mu.Lock()
+				checkExpandable(t, p)
+				p.mu.Unlock()
+			}
+		}
+		st := p.Stats()
+		ratio := float64(st.Reserved.Peak) / float64(st.Requested.Peak)
+		t.Logf("%s: reserved/requested %.4f (plans %d, declined %d, layouts %d)", filepath.Base(name), ratio, p.planner.plans, p.planner.declined, p.planner.layouts)
+		require.LessOrEqual(t, ratio, 1.02, filepath.Base(name))
+		for _, b := range blocks {
+			if b != nil {
+				require.NoError(t, p.Free(b))
+			}
+		}
+		require.NoError(t, p.Close())
+	}
+}
+
+// TestPlanLayoutOrders: a step plan's layout is layoutPlan's while it fits
+// in the pages mapped, else the one of layoutOrdered's orders with the
+// fewest pages at its peak; every order gives a valid layout (no two
+// items live at once overlap, none overlaps an obstacle still there, all
+// below the limit), and some random steps need fewer pages in another
+// order than in the first.
+func TestPlanLayoutOrders(t *testing.T) {
+	const page = 1 << 12
+	rng := rand.New(rand.NewPCG(2, 8))
+	better := 0
+	for range 200 {
+		n := 10 + rng.IntN(40)
+		items := make([]planItem, n)
+		for i := range items {
+			from := int64(i)
+			to := from + 1 + int64(rng.IntN(n))
+			if rng.IntN(10) == 0 {
+				to = planForever
+			}
+			items[i] = planItem{size: int64(1+rng.IntN(3*page/512)) * 512, from: from, to: to}
+		}
+		fixed := []planFixed{{off: int64(rng.IntN(4)) * page / 2, size: page, to: int64(rng.IntN(n))}}
+		const limit = 1 << 30
+		peaks := make([]int64, planOrders)
+		for by := range planOrders {
+			offs := layoutOrdered(items, fixed, limit, page, by)
+			for i, a := range items {
+				require.True(t, offs[i] >= 0 && offs[i]+a.size <= limit)
+				for j := range i {
+					b := items[j]
+					if a.from < b.to && b.from < a.to {
+						require.False(t, offs[i] < offs[j]+b.size && offs[j] < offs[i]+a.size, "items %d and %d overlap in order %d", i, j, by)
+					}
+				}
+				for _, f := range fixed {
+					if a.from < f.to {
+						require.False(t, offs[i] < f.off+f.size && f.off < offs[i]+a.size, "item %d on the obstacle in order %d", i, by)
+					}
+				}
+			}
+			peaks[by] = planPeak(items, offs, fixed, page)
+		}
+		best := slices.Min(peaks)
+		if best < peaks[planByPressure] {
+			better++
+		}
+		var sp stepPlanner
+		offs, peak := sp.layout(items, fixed, limit, page, planForever)
+		require.Equal(t, layoutPlan(items, fixed, limit, page), offs, "fits: the first order's")
+		require.Equal(t, peaks[planByPressure], peak)
+		var sp2 stepPlanner
+		_, peak = sp2.layout(items, fixed, limit, page, 0)
+		require.Equal(t, best, peak, "needs more than mapped: the fewest pages")
+	}
+	t.Logf("another order needed fewer pages in %d of 200 steps", better)
+	require.Positive(t, better)
+}
