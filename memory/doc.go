@@ -423,7 +423,8 @@
 // and releases every whole free page and the address space of empty
 // segments.
 //
-// Step plans (PoolConfig.PlanSteps, experimental, off by default;
+// Step plans (PoolConfig.PlanSteps; a Manager's expandable pools with
+// Config.PlanSteps or STRATA_PLAN_STEPS=1; experimental, off by default;
 // pool_expand_plan.go, plan_layout.go) bring knowledge of lifetimes to
 // the placement: the pool records its allocations and when each was
 // freed, finds the training step repeating (a window of 32 allocations
