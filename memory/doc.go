@@ -453,7 +453,7 @@
 // as living for ever before), the second order and the decision 1.0122,
 // 1.086, 83 (on 60 other scales 1.0231, 1.156, 246; 1.0133, 1.106, 129;
 // 1.0119, 1.081, 115), and at scale 1 every trace within 1.02 (the worst
-// trace-char-fp16-ckpt, 1.0174), where the plans of session 18 left
+// trace-mid-fp16-ckpt, 1.0184), where the plans of session 18 left
 // trace-char-bf16-ckpt at 1.0221 and trace-mid-fp16-ckpt at 1.0201 and
 // no plans leave trace-char-b32-fp16-ckpt-plain at 1.0399 (more in
 // pool_expand_plan.go). Two fp32 traces are still a little better
@@ -462,7 +462,11 @@
 // loaded 2-core host on 2026-12-06 0.7 us without, 6.4 with the plans of
 // session 18 and 12.5 with the second order's layouts) and device
 // synchronisations (pages lent away from places the plan needs are
-// swept: dozens a replay instead of 5), so it is off by default. Even
+// swept: dozens a replay instead of 5), so it is off by default. In live
+// eager training on the H100 (bench/results/gpu-s36.md) it lost: gpt2
+// fp16 with checkpointing reserved 1.125 of its allocated peak against
+// 1.095 unplanned and ran 4% slower, re-planning and mapping 58 pages a
+// step where the unplanned pool had settled. Even
 // a layout that knows every lifetime of the whole trace in advance
 // (greedy by size, the pages touched by live blocks counted at every
 // moment) reaches 1.028 to 1.033 at 3 of the 40 fp16 scales (mean

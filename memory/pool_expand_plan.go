@@ -79,9 +79,9 @@ import (
 // (better than before in 207 replays, worse in 70). On the 60 other
 // scales (720 replays): no plans 1.0231, 1.156, 246; before 1.0133,
 // 1.106, 129; now 1.0119, 1.081, 115 (better in 308, worse in 106). At
-// scale 1 every trace is within 1.02 (the worst trace-char-fp16-ckpt,
-// 1.0174), where the plans left trace-char-bf16-ckpt at 1.0221 and
-// trace-mid-fp16-ckpt at 1.0201 (now 1.0158 and 1.0184), and no plans
+// scale 1 every trace is within 1.02 (the worst trace-mid-fp16-ckpt,
+// 1.0184, which the plans left at 1.0201; trace-char-bf16-ckpt 1.0221 to
+// 1.0158), and no plans
 // leave trace-char-b32-fp16-ckpt-plain at 1.0399 (1.0129 with them).
 // The lives counted did most of it (1.0127, 1.086, 90 over the 40
 // scales); the decision declines few plans (one each in 2 of the 12
