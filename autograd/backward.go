@@ -500,7 +500,7 @@ func keepGrad(v *Var, g *tensor.Tensor) {
 	g, done := inDType(g, dt)
 	defer done()
 	if v.Grad == nil {
-		if g.Sole() {
+		if g.Sole() || v.regionIn {
 			v.Grad = g.Alias()
 		} else {
 			v.Grad = g.Clone()
@@ -517,7 +517,22 @@ func keepGrad(v *Var, g *tensor.Tensor) {
 		v.Grad.CopyFrom(sum)
 		return
 	}
+	if v.regionIn && !v.Grad.Sole() {
+		v.Grad = regionSum(v.Grad, g)
+		return
+	}
 	v.Grad.AddInPlace(g)
+}
+
+// regionSum returns sum + g, a new kept tensor, and releases sum: the
+// gradient of a region's input (Var.regionIn) that its first gradient
+// was a view of (a transpose's, say), shared with what made it: not
+// written in place, summed as accumulate sums a pending gradient.
+func regionSum(sum, g *tensor.Tensor) *tensor.Tensor {
+	s := tensor.Add(sum, g)
+	tensor.Keep(s)
+	sum.Release()
+	return s
 }
 
 // takesHalfGrad marks v, the output of an op whose backward multiplies

@@ -182,11 +182,22 @@ func (cp *capture) wants(in *Var, g *tensor.Tensor) bool {
 	}
 	dt := in.Value.DType()
 	if cp.out[i] == nil {
+		if in.regionIn && g.DType() == dt {
+			// A region's input: as the engine would hand it on, in its
+			// layout (keepGrad).
+			cp.out[i] = g.Alias()
+			tensor.Keep(cp.out[i])
+			return false
+		}
 		cp.out[i] = keptCopy(g, dt)
 		return false
 	}
 	g, done := inDType(g, dt)
 	defer done()
+	if in.regionIn && !cp.out[i].Sole() {
+		cp.out[i] = regionSum(cp.out[i], g)
+		return false
+	}
 	cp.out[i].AddInPlace(g)
 	return false
 }

@@ -1,6 +1,7 @@
 package autograd
 
 import (
+	"slices"
 	"sync/atomic"
 
 	"github.com/strata-ml/strata/tensor"
@@ -30,6 +31,46 @@ func (v *Var) Outer(mark uint64, stop ...*Var) []*Var {
 		}
 		return true
 	}, nil, nil)
+	return out
+}
+
+// FirstReached returns the vars of among that v's graph reaches, each
+// once, in the order Backward's walk from v (topo: depth first, each
+// node's inputs in order) first comes to them, without walking past them.
+// The backward pass steps the graph above each of them in that order, so
+// a region's node that lists its inputs so (package checkpoint) has the
+// ops outside it stepped in the order the plain graph's pass steps them:
+// a var upstream of two of its inputs then adds up its gradients as there.
+func (v *Var) FirstReached(among ...*Var) []*Var {
+	var out []*Var
+	if v == nil || v.node == nil {
+		return nil
+	}
+	seen := map[*Var]bool{v: true}
+	type frame struct {
+		v    *Var
+		next int
+	}
+	stack := []frame{{v: v}}
+	for len(stack) > 0 {
+		f := &stack[len(stack)-1]
+		if f.next == len(f.v.node.inputs) {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		in := f.v.node.inputs[f.next]
+		f.next++
+		if in == nil || seen[in] {
+			continue
+		}
+		seen[in] = true
+		switch {
+		case slices.Contains(among, in):
+			out = append(out, in)
+		case in.node != nil:
+			stack = append(stack, frame{v: in})
+		}
+	}
 	return out
 }
 

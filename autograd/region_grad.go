@@ -39,6 +39,23 @@ func RegionGrad(out *Var, g *tensor.Tensor, inputs []*Var) ([]*tensor.Tensor, er
 				Msg: fmt.Sprintf("inputs[%d], %s, is not a fresh leaf (a Detach of the region's input, without a gradient)", i, x)}
 		}
 	}
+	// The inputs take their gradients as the plain graph's computed vars
+	// do, in the layout their consumers made them (Var.regionIn), so that
+	// the engine hands them on upstream of the region as it would without
+	// it (a transpose's view, for the product that made the input).
+	was := make([]bool, len(inputs))
+	for i, x := range inputs {
+		if x != nil {
+			was[i], x.regionIn = x.regionIn, true
+		}
+	}
+	defer func() {
+		for i, x := range inputs {
+			if x != nil {
+				x.regionIn = was[i]
+			}
+		}
+	}()
 	grads := make([]*tensor.Tensor, len(inputs))
 	// The region's node set the pass in its context: the recomputed
 	// output's, or, for an output made of closed-over parameters alone

@@ -34,6 +34,12 @@ type Var struct {
 	hook         *gradHook    // a leaf's gradient-ready hook (gradhook.go), nil without
 	halfGrad     tensor.DType // SetGradDType's half dtype; meaningful when hasHalfGrad
 	hasHalfGrad  bool
+	// regionIn marks an input of RegionGrad's inner pass (a region's
+	// detached input, a computed var standing as a leaf) while it runs:
+	// its gradient is taken as a computed var's pending one is, in the
+	// layout its consumer made it (keepGrad, capture.wants), for the
+	// engine to hand on as the plain graph's would.
+	regionIn bool
 }
 
 // node records how a var was computed: its inputs and the backward

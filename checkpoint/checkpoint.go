@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -136,7 +137,27 @@ func (o Options) apply(fn Func, inputs []*autograd.Var, vals []*tensor.Tensor, c
 	// The region's node takes its gradient in the dtypes fn's result takes
 	// it in (a LayerNormHalf's float32 gradient of its half output): the
 	// recomputed result gets it as the plain graph's would, not rounded.
-	y := autograd.RecordRegion("Checkpoint", val, r.stops(), r.backward, saved...).TakesGradLike(out)
+	//
+	// The node lists them in the order the plain graph's backward walk
+	// reaches them from fn's result (region.perm): the pass then steps the
+	// ops above them in the plain graph's order, and a var upstream of two
+	// of them sums its gradients as there, bit for bit.
+	first := out.FirstReached(r.stops()...)
+	if views := r.offPath(first); views != nil {
+		for _, t := range views {
+			saved = append(saved, c.Adopt(t))
+		}
+	}
+	stops := r.stops()
+	r.perm = firstReached(first, stops)
+	if r.perm != nil {
+		ordered := make([]*autograd.Var, len(stops))
+		for k, i := range r.perm {
+			ordered[k] = stops[i]
+		}
+		stops = ordered
+	}
+	y := autograd.RecordRegion("Checkpoint", val, stops, r.backward, saved...).TakesGradLike(out)
 	// What the recomputation reads and this region checks, for a region
 	// whose function runs this one (closeOver finds it with Reads): its
 	// recomputation makes this region again, after any write. A region
@@ -151,7 +172,7 @@ func (o Options) apply(fn Func, inputs []*autograd.Var, vals []*tensor.Tensor, c
 	}
 	y.AlsoReads(append(also, r.reads...)...)
 	if o.Offload != nil {
-		r.off, r.held = o.Offload, o.Offload.add(c, saved, inputs)
+		r.off, r.held = o.Offload, o.Offload.add(c, saved, r.inputs)
 	}
 	return y
 }
@@ -173,6 +194,9 @@ type region struct {
 	// inputs of the region's node after inputs, and stand as leaves in
 	// the recomputation (autograd.AsLeaves, Var.Outer).
 	hidden []*autograd.Var
+	// perm orders the region node's inputs: the k-th is stops()[perm[k]];
+	// nil when they are in stops' order (firstReached).
+	perm []int
 	// through is set when fn returned one of its inputs, a computed var
 	// it closed over, or nil: nothing to recompute.
 	through bool
@@ -297,6 +321,60 @@ func (r *region) stops() []*autograd.Var {
 	return append(r.inputs[:len(r.inputs):len(r.inputs)], r.hidden...)
 }
 
+// offPath replaces each computed input of r that fn's result does not
+// reach (first: the stops it reaches) with a constant over a view of its
+// value (requiring a gradient as the input does), and returns the views.
+// The plain graph's backward never walks into such an input from the
+// region, so neither may the region's node: the pass would step the ops
+// above it in another order. The node keeps the view instead (a saved
+// tensor, released after its backward), which the recomputation reads
+// once the input's own value is released.
+func (r *region) offPath(first []*autograd.Var) []*tensor.Tensor {
+	var views []*tensor.Tensor
+	for i, x := range r.inputs {
+		if x == nil || x.IsLeaf() || slices.Contains(first, x) {
+			continue
+		}
+		if views == nil {
+			r.inputs = slices.Clone(r.inputs) // the caller's slice
+		}
+		v := x.Value.Alias()
+		views = append(views, v)
+		k := autograd.Const(v)
+		k.SetRequiresGrad(x.RequiresGrad())
+		for j := i; j < len(r.inputs); j++ {
+			if r.inputs[j] == x { // an input passed twice: one constant
+				r.inputs[j] = k
+			}
+		}
+	}
+	return views
+}
+
+// firstReached returns the positions of stops (the region node's inputs)
+// in the order the backward walk from fn's result first reaches them
+// (first, autograd.Var.FirstReached), those it does not reach (leaves)
+// last; nil when that is stops' own order.
+func firstReached(first, stops []*autograd.Var) []int {
+	rank := func(i int) int {
+		if k := slices.Index(first, stops[i]); k >= 0 {
+			return k
+		}
+		return len(first)
+	}
+	perm := make([]int, len(stops))
+	for i := range perm {
+		perm[i] = i
+	}
+	slices.SortStableFunc(perm, func(a, b int) int { return cmp.Compare(rank(a), rank(b)) })
+	for k, i := range perm {
+		if k != i {
+			return perm
+		}
+	}
+	return nil
+}
+
 // backward recomputes the region on detached copies of its inputs (and
 // with the computed vars fn closed over standing as leaves), with the
 // random stream and autocast state of the forward pass, and
@@ -386,6 +464,13 @@ func (r *region) backward(g *tensor.Tensor) []*tensor.Tensor {
 		default:
 			c.Adopt(gi) // kept by the inner backward; the engine releases it
 		}
+	}
+	if r.perm != nil { // in the node's order of its inputs
+		ordered := make([]*tensor.Tensor, len(grads))
+		for k, i := range r.perm {
+			ordered[k] = grads[i]
+		}
+		grads = ordered
 	}
 	return grads
 }

@@ -36,7 +36,12 @@
 // nodes were recorded: autograd.NodeMark): in the recomputation those
 // stand as leaves (autograd.AsLeaves), so that the inner pass stops at
 // them and their gradients reach the outer graph through the node, as in
-// the plain graph. Before fn runs, Apply notes the context's random
+// the plain graph. The node lists them in the order the plain graph's
+// backward walk from fn's result reaches them (autograd.Var.FirstReached),
+// and an input that walk does not reach (read by a side computation only)
+// as a constant over a view of its value, which the node keeps: the
+// backward pass then steps the ops outside the region in the plain
+// graph's order. Before fn runs, Apply notes the context's random
 // stream (autograd.RandomState) and autocast state (amp.Current). Under
 // autocast fn runs in an autocast region of its own (amp.With), so that
 // the low-precision copies of the weights it casts are freed as it
