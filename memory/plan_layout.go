@@ -27,7 +27,11 @@ import (
 // 1.0246 and 1.0047. No one order is best for every step: layoutOrdered
 // also places them by the bytes live, then the longest life first, and
 // planPeak counts the pages a layout holds at its peak, by which a step
-// plan picks between the two (pool_expand_plan.go).
+// plan picks between the two (pool_expand_plan.go). A settled step plan
+// runs its layout in the same pages every step, so it holds the pages the
+// layout touches at any time (planFoot), not its peak: layoutCompact
+// places each item where it adds the fewest pages to that footprint
+// first.
 
 // planItem is a block to place: size bytes live over [from, to) of the
 // allocation clock (to is planForever when it outlives the plan).
@@ -63,6 +67,21 @@ const (
 // layoutOrdered is layoutPlan with the items placed in the given order
 // (planByPressure and the others above).
 func layoutOrdered(items []planItem, fixed []planFixed, limit, page int64, by int) []int64 {
+	return layoutWith(items, fixed, limit, page, by, false)
+}
+
+// layoutCompact is layoutOrdered keeping the layout's footprint low (the
+// pages that any of its items or obstacles touches, at any time): each
+// item goes where it touches the fewest pages that nothing placed before
+// touched, and among those where it adds the least page-time. A settled
+// step plan runs its layout every step in the same pages, so it holds the
+// footprint, not the peak (pool_expand_plan.go).
+func layoutCompact(items []planItem, fixed []planFixed, limit, page int64, by int) []int64 {
+	return layoutWith(items, fixed, limit, page, by, true)
+}
+
+// layoutWith is layoutOrdered, or layoutCompact with compact.
+func layoutWith(items []planItem, fixed []planFixed, limit, page int64, by int, compact bool) []int64 {
 	order := make([]int, len(items))
 	for i := range order {
 		order[i] = i
@@ -85,7 +104,7 @@ func layoutOrdered(items []planItem, fixed []planFixed, limit, page int64, by in
 		}
 		return cmp.Compare(x.from, y.from)
 	})
-	l := planLayout{page: page}
+	l := planLayout{page: page, compact: compact}
 	for _, f := range fixed {
 		l.add(planSpan{f.off, f.off + f.size, -planForever, f.to})
 	}
@@ -141,6 +160,53 @@ type planLayout struct {
 	memo []int64
 	seen []int
 	n    int
+	// compact places each item where it touches the fewest pages that
+	// no span placed touched (layoutCompact).
+	compact bool
+	touched []bool  // pages touched by a span placed (compact)
+	fen     []int64 // Fenwick tree of touched, by page (compact)
+}
+
+// touch marks pages [first, last] touched (compact).
+func (l *planLayout) touch(first, last int64) {
+	for int64(len(l.touched)) <= last {
+		n := max(2*len(l.touched), int(last)+1, 64)
+		t := make([]bool, n)
+		copy(t, l.touched)
+		l.touched = t
+		l.fen = make([]int64, n+1)
+		for i, v := range t {
+			if v {
+				l.fenAdd(int64(i))
+			}
+		}
+	}
+	for pg := first; pg <= last; pg++ {
+		if !l.touched[pg] {
+			l.touched[pg] = true
+			l.fenAdd(pg)
+		}
+	}
+}
+
+// fenAdd counts page pg touched in the Fenwick tree.
+func (l *planLayout) fenAdd(pg int64) {
+	for i := pg + 1; i < int64(len(l.fen)); i += i & -i {
+		l.fen[i]++
+	}
+}
+
+// untouched counts the pages of [first, last] no span touched yet.
+func (l *planLayout) untouched(first, last int64) int64 {
+	sum := func(n int64) int64 { // touched pages below n
+		n = min(n, int64(len(l.touched)))
+		var s int64
+		for i := n; i > 0; i -= i & -i {
+			s += l.fen[i]
+		}
+		return s
+	}
+	return last - first + 1 - (sum(last+1) - sum(first))
 }
 
 // add places a span.
@@ -148,6 +214,9 @@ func (l *planLayout) add(s planSpan) {
 	i, _ := slices.BinarySearchFunc(l.spans, s.lo, func(a planSpan, lo int64) int { return cmp.Compare(a.lo, lo) })
 	l.spans = slices.Insert(l.spans, i, s)
 	first, last := s.lo/l.page, (s.hi-1)/l.page
+	if l.compact {
+		l.touch(first, last)
+	}
 	if int(last) >= len(l.edges) {
 		l.edges = append(l.edges, make([][]planSpan, int(last)+1-len(l.edges))...)
 	}
@@ -184,18 +253,22 @@ func (l *planLayout) place(it planItem, limit int64) int64 {
 		l.seen[pg], l.memo[pg] = l.n, most
 		return most
 	}
-	at, best := int64(-1), int64(0)
+	at, best, bestExt := int64(-1), int64(0), int64(0)
 	try := func(x, g0, g1 int64) {
 		if x < g0 || x+it.size > g1 {
 			return
 		}
 		lo, hi := x/g, (x+it.size-1)/g
+		var ext int64 // pages added to the footprint (compact)
+		if l.compact {
+			ext = l.untouched(lo, hi)
+		}
 		c := (hi-lo+1)*life - shared(lo)
 		if hi != lo {
 			c -= shared(hi)
 		}
-		if at < 0 || c < best || c == best && x < at {
-			at, best = x, c
+		if at < 0 || ext < bestExt || ext == bestExt && (c < best || c == best && x < at) {
+			at, best, bestExt = x, c, ext
 		}
 	}
 	gap := func(g0, g1 int64) {
@@ -281,4 +354,35 @@ func planPeak(items []planItem, offs []int64, fixed []planFixed, page int64) int
 		peak = max(peak, cur)
 	}
 	return peak
+}
+
+// planFoot returns the pages that the items placed at offs (an item at
+// -1 counted as pages of its own) and the obstacles touch at any time:
+// what a pool running the plan every period without moving a page holds.
+func planFoot(items []planItem, offs []int64, fixed []planFixed, page int64) int64 {
+	var pages []bool
+	var n int64
+	add := func(off, size int64) {
+		if off < 0 {
+			n += (size + page - 1) / page
+			return
+		}
+		lo, hi := off/page, (off+size-1)/page
+		if int64(len(pages)) <= hi {
+			pages = append(pages, make([]bool, hi+1-int64(len(pages)))...)
+		}
+		for pg := lo; pg <= hi; pg++ {
+			if !pages[pg] {
+				pages[pg] = true
+				n++
+			}
+		}
+	}
+	for _, f := range fixed {
+		add(f.off, f.size)
+	}
+	for i, it := range items {
+		add(offs[i], it.size)
+	}
+	return n
 }

@@ -16,21 +16,21 @@ func TestPlanLayoutCacheKeysWholeInput(t *testing.T) {
 	const page = 2 << 20
 	items := []planItem{{size: 6 * page, from: 0, to: 4}, {size: 6 * page, from: 1, to: 3}}
 	var sp stepPlanner
-	big, _ := sp.layout(items, nil, 64*page, page, planForever)
+	big, _, _ := sp.layout(items, nil, 64*page, page, planForever)
 	require.Equal(t, layoutPlan(items, nil, 64*page, page), big)
-	small, _ := sp.layout(items, nil, 8*page, page, planForever)
+	small, _, _ := sp.layout(items, nil, 8*page, page, planForever)
 	require.Equal(t, layoutPlan(items, nil, 8*page, page), small, "the layout of the smaller segment")
 	for i, o := range small {
 		require.True(t, o < 0 || o+items[i].size <= 8*page, "item %d at %d past the segment", i, o)
 	}
 	// The same items again: the cache serves them.
 	n := sp.layouts
-	again, _ := sp.layout(items, nil, 8*page, page, planForever)
+	again, _, _ := sp.layout(items, nil, 8*page, page, planForever)
 	require.Equal(t, small, again)
 	require.Equal(t, n, sp.layouts, "served from the cache")
 	// A collision: the same key stored with other items is not reused.
 	other := []planItem{{size: page, from: 0, to: 1}}
 	sp.cache[0] = planCache{key: planKey(other, nil), items: items, limit: 8 * page, page: page, offs: []int64{5 * page}}
-	got, _ := sp.layout(other, nil, 8*page, page, planForever)
+	got, _, _ := sp.layout(other, nil, 8*page, page, planForever)
 	require.Equal(t, layoutPlan(other, nil, 8*page, page), got)
 }

@@ -10,9 +10,10 @@ import (
 // TestLayoutPlanNoOverlap lays out random items around random obstacles
 // and checks that no two items live at the same time share a byte, that
 // no item meets an obstacle still there when it is born, and that every
-// item found a place below the limit.
+// item found a place below the limit; and the same of layoutCompact.
 func TestLayoutPlanNoOverlap(t *testing.T) {
 	const page = 2 << 20
+	var feet [2]int64
 	for seed := range uint64(40) {
 		rng := rand.New(rand.NewPCG(seed, 3))
 		var items []planItem
@@ -36,24 +37,38 @@ func TestLayoutPlanNoOverlap(t *testing.T) {
 			fixed = append(fixed, f)
 			at += f.size
 		}
-		offs := layoutPlan(items, fixed, 1<<40, page)
-		for i, a := range items {
-			require.GreaterOrEqual(t, offs[i], int64(0), "seed %d: item %d placed", seed, i)
-			for j := i + 1; j < len(items); j++ {
-				b := items[j]
-				if a.from < b.to && b.from < a.to {
-					require.False(t, offs[i] < offs[j]+b.size && offs[j] < offs[i]+a.size,
-						"seed %d: items %d %+v at %d and %d %+v at %d overlap", seed, i, a, offs[i], j, b, offs[j])
+		for _, compact := range []bool{false, true} {
+			offs := layoutWith(items, fixed, 1<<40, page, planByPressure, compact)
+			feet[b2i(compact)] += planFoot(items, offs, fixed, page)
+			for i, a := range items {
+				require.GreaterOrEqual(t, offs[i], int64(0), "seed %d: item %d placed", seed, i)
+				for j := i + 1; j < len(items); j++ {
+					b := items[j]
+					if a.from < b.to && b.from < a.to {
+						require.False(t, offs[i] < offs[j]+b.size && offs[j] < offs[i]+a.size,
+							"seed %d (compact %v): items %d %+v at %d and %d %+v at %d overlap", seed, compact, i, a, offs[i], j, b, offs[j])
+					}
 				}
-			}
-			for _, f := range fixed {
-				if a.from < f.to {
-					require.False(t, offs[i] < f.off+f.size && f.off < offs[i]+a.size,
-						"seed %d: item %d %+v at %d meets obstacle %+v", seed, i, a, offs[i], f)
+				for _, f := range fixed {
+					if a.from < f.to {
+						require.False(t, offs[i] < f.off+f.size && f.off < offs[i]+a.size,
+							"seed %d (compact %v): item %d %+v at %d meets obstacle %+v", seed, compact, i, a, offs[i], f)
+					}
 				}
 			}
 		}
 	}
+	// layoutCompact keeps the footprint lower (the pages a settled plan
+	// holds).
+	t.Logf("footprints over the seeds: %d pages, compact %d", feet[0], feet[1])
+	require.Less(t, feet[1], feet[0])
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // TestLayoutPlanReuse checks that space is reused once its item is dead,

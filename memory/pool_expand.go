@@ -255,10 +255,11 @@ func (p *Pool) newExpandable(s Stream, small bool, n int64) (*segment, error) {
 // gatherPages returns n unmapped pages for the range [lo, hi) of seg:
 // created within the slack a churning workload earned
 // (pool_expand_churn.go), then stolen from whole pages inside free blocks
-// elsewhere, else created. A request that cannot have them all keeps
-// nothing: one that the limit or the host budget has no room for, even
-// with every free page taken, is refused before any page moves
-// (checkRoom); when the pages run out on the way, those it created go
+// elsewhere (while a settled step plan runs, none it places blocks on,
+// unless no page can be created), else created. A request that cannot
+// have them all keeps nothing: one that the limit or the host budget has
+// no room for, even with every free page taken, is refused before any
+// page moves (checkRoom); when the pages run out on the way, those it created go
 // back to the backend, those lent by the stream's own free blocks are
 // free memory where they were again (unlend), and those stolen from other
 // streams' (unmapped there) become free memory of the range, so the bytes
@@ -277,14 +278,27 @@ func (p *Pool) gatherPages(n int, seg *segment, lo, hi int64) ([]Page, error) {
 	if !heldBy(p.holder(), seg.stream) {
 		room, err = p.createRoom(p.churnRoom(n))
 	}
+	// A settled step plan keeps the pages it places blocks on: it runs
+	// in them every period (pool_expand_plan.go). Pages are created
+	// rather than taken from it, unless there is no memory for them.
+	keep := p.planner != nil && p.planner.plan != nil && p.planner.settled
 	if err == nil && !noStealing && len(room) < n {
-		stolen, err = p.steal(n-len(room), seg, lo, hi)
+		stolen, err = p.steal(n-len(room), seg, lo, hi, keep)
 		p.churnState.stole(len(stolen))
 	}
 	for err == nil && len(room)+len(stolen)+len(created) < n {
 		var pg Page
 		if pg, err = p.createPage(len(room) + len(stolen) + len(created)); err == nil {
 			created = append(created, pg)
+		}
+		if keep && !noStealing && isOOM(err) {
+			more, serr := p.steal(n-len(room)-len(stolen)-len(created), seg, lo, hi, false)
+			stolen = append(stolen, more...)
+			p.churnState.stole(len(more))
+			if serr != nil || len(room)+len(stolen)+len(created) == n {
+				err = serr
+			}
+			keep = false
 		}
 	}
 	if err != nil {

@@ -57,11 +57,21 @@ func (p *Pool) releasePages(pages []Page) error {
 // (sweepStaleSynced). Pages that the running
 // step plan still needs (pool_expand_plan.go) are taken last: a lent
 // page stays mapped where it was, and mapping there again must wait for
-// a synchronisation.
-func (p *Pool) steal(n int, target *segment, lo, hi int64) ([]Page, error) {
+// a synchronisation. With keep (a settled plan runs), it takes none of
+// the pages the plan places any block on, earlier in its period included:
+// the plan needs them again the next period (gatherPages then creates
+// the pages missing).
+func (p *Pool) steal(n int, target *segment, lo, hi int64, keep bool) ([]Page, error) {
 	var pages []Page
 	var err error
-	for _, spare := range [2]bool{p.planner != nil && p.planner.plan != nil, false} {
+	passes := []int{stealAny}
+	if sp := p.planner; sp != nil && sp.plan != nil {
+		passes = []int{stealSpare, stealAny}
+		if keep {
+			passes = []int{stealUnplanned}
+		}
+	}
+	for _, spare := range passes {
 		if pages, err = p.stealFrom(pages, n, target, lo, hi, spare); err != nil || len(pages) >= n {
 			break
 		}
@@ -69,9 +79,18 @@ func (p *Pool) steal(n int, target *segment, lo, hi int64) ([]Page, error) {
 	return pages, err
 }
 
-// stealFrom is one pass of steal, adding to pages; with spare it takes
-// none of the pages the running plan still needs.
-func (p *Pool) stealFrom(pages []Page, n int, target *segment, lo, hi int64, spare bool) ([]Page, error) {
+// The passes of steal: any page, those the running plan needs no more,
+// those it places nothing on.
+const (
+	stealAny = iota
+	stealSpare
+	stealUnplanned
+)
+
+// stealFrom is one pass of steal, adding to pages; with spare
+// stealSpare it takes none of the pages the running plan still needs,
+// with stealUnplanned none that it places anything on.
+func (p *Pool) stealFrom(pages []Page, n int, target *segment, lo, hi int64, spare int) ([]Page, error) {
 	synced := false
 	var order []*segment
 	h := p.holder()
@@ -119,8 +138,8 @@ func (p *Pool) stealFrom(pages []Page, n int, target *segment, lo, hi int64, spa
 					whi = min(whi, lo)
 				}
 			}
-			if spare {
-				wlo, whi = p.planner.spare(seg, wlo, whi, p.page)
+			if spare != stealAny {
+				wlo, whi = p.planner.spare(seg, wlo, whi, p.page, spare == stealUnplanned)
 			}
 			if k := int64(n - len(pages)); (whi-wlo)/p.page > k {
 				wlo = whi - k*p.page
@@ -387,6 +406,9 @@ func (p *Pool) mapRun(seg *segment, lo, hi int64, pages []Page) error {
 			seg.x.pages = slices.Grow(seg.x.pages, need-len(seg.x.pages))[:need]
 		}
 		copy(seg.x.pages[first:], pages[:k])
+		if sp := p.planner; sp != nil && sp.plan != nil && sp.plan.seg == seg {
+			sp.plan.maps += int64(k)
+		}
 		pages = pages[k:]
 		p.freeMapped(seg, b, l, h)
 		at = h

@@ -58,7 +58,49 @@ import (
 //     row, or when the range planned is taken, the plan ends, and the next
 //     repetition found starts another. A plan that runs to its end is
 //     followed at once by the plan of the allocations it saw, if the
-//     decision takes it.
+//     decision takes it (the window where it ended is recorded, so that
+//     the detection after a declined plan finds that period, not one from
+//     before the plans, which gave plans of 11 periods at once).
+//   - Settling: a layout made for the fewest pages at each moment (above)
+//     holds its peak only while pages move as the step goes: the pages it
+//     touches over the whole period (its footprint, planFoot) are more.
+//     Running the same cached layout every step thus lent pages away
+//     from places it needed later in the period or in the next one, swept
+//     them (a device synchronisation) and mapped them back, for ever: on
+//     the eager steps recorded on the H200 (gpt2 fp16 with checkpointing;
+//     footprints of 1,784 to 2,171 pages for peaks of 1,612 to 1,715,
+//     with 1,635 mapped) 867 pages and 36 synchronisations a step, then,
+//     once the churn slack let growth create pages (pool_expand_churn.go),
+//     2.7 pages and 1.7 synchronisations a step at 1.125 peak reserved
+//     per allocated byte, against 1.094 without plans (live on the H100:
+//     1.125 against 1.095, 58 pages and 3 synchronisations a step,
+//     bench/results/gpu-s36.md). So after planSettleRuns plans in a row
+//     that ran to their end the planner has settled, for good: its
+//     layouts are compact (layoutCompact: each item where it touches the
+//     fewest pages nothing touched before, then the least page-time; the
+//     other order is tried when the footprint passes the pages mapped, the
+//     smaller footprint kept), 1,622 to 1,627 pages for that step; while a
+//     settled plan runs, growth takes no page that the plan places a block
+//     on (steal's stealUnplanned pass) and creates the pages it misses
+//     instead (taking them after all when the device has none), so the
+//     footprint's pages, once mapped, stay where the layout needs them; a
+//     settled plan is declined when its footprint, with the pool's other
+//     pages, would pass the pool's peak reserved bytes by more than
+//     1/planSettleGrow; and a settled planner whose plans map pages (or are
+//     declined) planGiveUp periods in a row stops for good (stepPlanner.off):
+//     the usual placement and the churn slack serve it from then on.
+//     Replaying the recorded steps and then the last one 120 times
+//     (TestPlanStepsEagerStepsSettle does 40), no page is mapped or
+//     unmapped and no device synchronised from the first repeated step
+//     on, the layouts coming from the cache, at 1.0079 peak reserved per
+//     allocated byte for gpt2 fp16 with checkpointing (no plans: 1.0935
+//     once settled, 2.7 pages a step with the plans before), 1.0092 for
+//     the char model (1.0920; 35 pages and 5 synchronisations a step
+//     before, at 1.0607) and 1.0028 for gpt2 fp32 (1.0160; 1.0204
+//     before). With two requests more in every tenth step (deviations),
+//     the last 20 of 100 steps still map nothing. No 4-step trace of
+//     bench/traces settles, so their replays are what they were (the
+//     same peaks, pages mapped and synchronisations).
 //
 // A plan only chooses an address among free ones, so a wrong prediction
 // costs memory, never correctness. On PyTorch's traces scaled by 0.2 to 4
@@ -128,6 +170,17 @@ const (
 	// planSlack bounds the allocations a plan skips to find the one that
 	// comes, and those it does not expect in a row.
 	planSlack = 8
+	// planSettleRuns is the plans in a row, each run to its end and
+	// followed by the plan of what it saw, after which the planner has
+	// settled: it lays out compactly.
+	planSettleRuns = 3
+	// planGiveUp is the settled plans in a row that mapped pages (or
+	// were declined) after which the planner stops for good.
+	planGiveUp = 8
+	// planSettleGrow: a settled plan's footprint, with the pool's other
+	// pages, may pass the pool's peak reserved bytes by 1/planSettleGrow
+	// of them (its missing pages are created once).
+	planSettleGrow = 64
 )
 
 // stepPlanner is an expandable pool's record of its allocations and its
@@ -147,10 +200,32 @@ type stepPlanner struct {
 	quiet int64
 	cache [planCached]planCache
 	used  int
+	// runs counts the plans in a row that ran to their end; settled is set
+	// once planSettleRuns did (for good): layouts are then compact, and
+	// steal spares every page the running plan uses. moved counts the
+	// settled plans in a row that mapped pages; off is set, for good, when
+	// planGiveUp did: no more plans.
+	runs, moved int
+	settled     bool
+	off         bool
 	// Counts for tests and the replay tool: plans made, layouts computed,
 	// allocations placed by a plan, plans ended by a deviation, plans
 	// declined.
 	plans, layouts, planned, deviations, declined int64
+}
+
+// stop stops planning for good (see planGiveUp): the usual placement
+// serves every allocation from now on, with no takeTop.
+func (sp *stepPlanner) stop() {
+	sp.plan = nil
+	sp.off, sp.quiet = true, planForever
+}
+
+// ended records that the running plan ended before its end (a deviation,
+// its segment released): the runs in a row start again.
+func (sp *stepPlanner) ended() {
+	sp.plan = nil
+	sp.runs = 0
 }
 
 // planCache is a layout and the hash of its items and obstacles.
@@ -161,6 +236,8 @@ type planCache struct {
 	limit, page int64
 	offs        []int64
 	peak        int64 // planPeak of the layout
+	foot        int64 // planFoot of the layout
+	compact     bool  // made by layoutCompact
 }
 
 // allocated records that b was allocated for a request of rounded bytes
@@ -182,15 +259,36 @@ func (sp *stepPlanner) allocated(p *Pool, b *Block, rounded int64, s Stream) {
 	if len(sp.sizes) >= 2*planHistory {
 		sp.trim()
 	}
-	if b.seg.x == nil || p.cfg.MaxSplitSize != 0 {
+	if b.seg.x == nil || p.cfg.MaxSplitSize != 0 || sp.off {
 		return
 	}
 	if pl := sp.plan; pl != nil && pl.next == len(pl.sizes) {
 		sp.plan = nil
+		sp.runs++
+		if sp.settled {
+			// A settled plan runs in the pages it had: one that still maps
+			// pages, planGiveUp periods in a row, will not settle.
+			if pl.maps > 0 {
+				sp.moved++
+			} else {
+				sp.moved = 0
+			}
+			if sp.moved >= planGiveUp {
+				sp.stop()
+				return
+			}
+		}
+		if sp.runs >= planSettleRuns {
+			sp.settled = true
+		}
 		if pl.seg == b.seg && pl.start >= sp.base {
+			// Recorded, so that a detection a period on (after a
+			// decline) finds this period, not one before the plans.
+			sp.find()
 			sp.plan = sp.makePlan(p, b, rounded, pl.start, sp.clock, true)
 			return
 		}
+		sp.runs = 0
 	}
 	if sp.plan == nil {
 		sp.detect(p, b, rounded)
@@ -260,9 +358,17 @@ func (sp *stepPlanner) sameWindow(a, b int64) bool {
 // found at least planMinPeriod allocations back, plans what followed it
 // in the segment of b, the block just allocated for rounded bytes.
 func (sp *stepPlanner) detect(p *Pool, b *Block, rounded int64) {
+	if from := sp.find(); from >= 0 && sp.clock >= sp.quiet {
+		sp.plan = sp.makePlan(p, b, rounded, from, sp.clock, false)
+	}
+}
+
+// find records the window before now and returns the clock after its
+// latest earlier occurrence at least planMinPeriod back, -1 for none.
+func (sp *stepPlanner) find() int64 {
 	t := sp.clock
 	if t-sp.base < planWindow {
-		return
+		return -1
 	}
 	h := sp.windowHash(t)
 	ends := sp.seen[h]
@@ -277,9 +383,7 @@ func (sp *stepPlanner) detect(p *Pool, b *Block, rounded int64) {
 		ends = append(ends[:0], ends[1:]...)
 	}
 	sp.seen[h] = append(ends, t)
-	if from >= 0 && t >= sp.quiet {
-		sp.plan = sp.makePlan(p, b, rounded, from, t, false)
-	}
+	return from
 }
 
 // makePlan lays out the allocations of history [from, t) as those of
@@ -329,12 +433,23 @@ func (sp *stepPlanner) makePlan(p *Pool, last *Block, rounded, from, t int64, af
 		fixed = append(fixed, planFixed{off: int64(b.addr - base), size: size, to: to})
 	}
 	mapped := seg.mapped / p.page
-	offs, peak := sp.layout(items, fixed, seg.region.Size, p.page, mapped)
-	if after && peak > mapped {
+	offs, peak, foot := sp.layout(items, fixed, seg.region.Size, p.page, mapped)
+	// A settled plan keeps the pages of its footprint: with the pool's
+	// other pages, they must fit in its peak reserved bytes (and a little).
+	u := &p.sinks.own.Reserved
+	room := u.Peak + u.Peak/planSettleGrow - (u.Current - seg.mapped)
+	if after && peak > mapped || sp.settled && foot*p.page > room {
 		// The steps already ran in the pages mapped; this layout would
-		// take more: the usual placement serves the next period.
+		// take more (a settled one, which keeps its pages, more than the
+		// pool's peak): the usual placement serves the next period.
 		sp.declined++
 		sp.quiet = t + period
+		sp.runs = 0
+		if sp.settled {
+			if sp.moved++; sp.moved >= planGiveUp {
+				sp.stop()
+			}
+		}
 		return nil
 	}
 	// Address space whose pages were lent elsewhere is swept now, once a
@@ -364,32 +479,42 @@ func (sp *stepPlanner) makePlan(p *Pool, last *Block, rounded, from, t int64, af
 	return plan
 }
 
-// layout is layoutPlan and the layout's planPeak, or the same layout
-// made before. When that layout needs more than mapped pages at its
-// peak, the other order of layoutOrdered is tried too, and the layout
-// with fewer pages at its peak kept (the first among equals).
-func (sp *stepPlanner) layout(items []planItem, fixed []planFixed, limit, page, mapped int64) ([]int64, int64) {
+// layout is layoutPlan (layoutCompact once the planner settled), the
+// layout's planPeak and planFoot, or the same layout made before. When
+// that layout needs more than mapped pages at its peak (settled: in its
+// footprint), the other order of layoutOrdered is tried too, and the
+// layout with fewer such pages kept (the first among equals).
+func (sp *stepPlanner) layout(items []planItem, fixed []planFixed, limit, page, mapped int64) ([]int64, int64, int64) {
 	key := planKey(items, fixed)
+	compact := sp.settled
 	for _, c := range sp.cache {
 		// The hash finds it; the whole input decides (a collision, or the
 		// same items in a segment of another size, is another layout).
-		if c.offs != nil && c.key == key && c.limit == limit && c.page == page &&
+		if c.offs != nil && c.key == key && c.limit == limit && c.page == page && c.compact == compact &&
 			slices.Equal(c.items, items) && slices.Equal(c.fixed, fixed) {
-			return c.offs, c.peak
+			return c.offs, c.peak, c.foot
 		}
 	}
-	offs := layoutPlan(items, fixed, limit, page)
-	peak := planPeak(items, offs, fixed, page)
-	for by := planByPressure + 1; by < planOrders && peak > mapped; by++ {
-		o := layoutOrdered(items, fixed, limit, page, by)
-		if pk := planPeak(items, o, fixed, page); pk < peak {
-			offs, peak = o, pk
+	// What a layout holds: its peak, or its footprint once settled.
+	holds := func(offs []int64) (peak, foot, held int64) {
+		peak, foot = planPeak(items, offs, fixed, page), planFoot(items, offs, fixed, page)
+		if compact {
+			return peak, foot, foot
+		}
+		return peak, foot, peak
+	}
+	offs := layoutWith(items, fixed, limit, page, planByPressure, compact)
+	peak, foot, held := holds(offs)
+	for by := planByPressure + 1; by < planOrders && held > mapped; by++ {
+		o := layoutWith(items, fixed, limit, page, by, compact)
+		if pk, ft, h := holds(o); h < held {
+			offs, peak, foot, held = o, pk, ft, h
 		}
 	}
-	sp.cache[sp.used%planCached] = planCache{key, slices.Clone(items), slices.Clone(fixed), limit, page, offs, peak}
+	sp.cache[sp.used%planCached] = planCache{key, slices.Clone(items), slices.Clone(fixed), limit, page, offs, peak, foot, compact}
 	sp.used++
 	sp.layouts++
-	return offs, peak
+	return offs, peak, foot
 }
 
 // planKey hashes a layout's items and obstacles.

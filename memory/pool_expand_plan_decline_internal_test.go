@@ -125,7 +125,7 @@ func TestPlanStepsTracesWithinGoal(t *testing.T) {
 		}
 		st := p.Stats()
 		ratio := float64(st.Reserved.Peak) / float64(st.Requested.Peak)
-		t.Logf("%s: reserved/requested %.4f (plans %d, declined %d, layouts %d)", filepath.Base(name), ratio, p.planner.plans, p.planner.declined, p.planner.layouts)
+		t.Logf("%s: reserved/requested %.4f (plans %d, declined %d, layouts %d, settled %v)", filepath.Base(name), ratio, p.planner.plans, p.planner.declined, p.planner.layouts, p.planner.settled)
 		require.LessOrEqual(t, ratio, 1.02, filepath.Base(name))
 		for _, b := range blocks {
 			if b != nil {
@@ -183,11 +183,11 @@ func TestPlanLayoutOrders(t *testing.T) {
 			better++
 		}
 		var sp stepPlanner
-		offs, peak := sp.layout(items, fixed, limit, page, planForever)
+		offs, peak, _ := sp.layout(items, fixed, limit, page, planForever)
 		require.Equal(t, layoutPlan(items, fixed, limit, page), offs, "fits: the first order's")
 		require.Equal(t, peaks[planByPressure], peak)
 		var sp2 stepPlanner
-		_, peak = sp2.layout(items, fixed, limit, page, 0)
+		_, peak, _ = sp2.layout(items, fixed, limit, page, 0)
 		require.Equal(t, best, peak, "needs more than mapped: the fewest pages")
 	}
 	t.Logf("another order needed fewer pages in %d of 200 steps", better)

@@ -16,10 +16,16 @@ type stepPlan struct {
 	next, extra int
 	// need[pg] is the last item placed on page pg of seg, -1 for none.
 	need []int32
+	// maps counts the pages mapped in seg while the plan runs.
+	maps int64
 }
 
-// needs reports whether an item still to come is placed on page pg.
-func (pl *stepPlan) needs(pg int64) bool {
+// needs reports whether an item still to come (with ever, any item of
+// the plan) is placed on page pg.
+func (pl *stepPlan) needs(pg int64, ever bool) bool {
+	if ever {
+		return pg < int64(len(pl.need)) && pl.need[pg] >= 0
+	}
 	return pg < int64(len(pl.need)) && int(pl.need[pg]) >= pl.next
 }
 
@@ -27,16 +33,16 @@ func (pl *stepPlan) needs(pg int64) bool {
 // page-aligned) that the running plan does not need any more: steal takes
 // those first, since a page lent stays mapped where it was (stale) until
 // a synchronisation, and the plan would find its place taken.
-func (sp *stepPlanner) spare(seg *segment, wlo, whi, g int64) (int64, int64) {
+func (sp *stepPlanner) spare(seg *segment, wlo, whi, g int64, ever bool) (int64, int64) {
 	pl := sp.plan
 	if pl == nil || pl.seg != seg {
 		return wlo, whi
 	}
-	for whi > wlo && pl.needs(whi/g-1) {
+	for whi > wlo && pl.needs(whi/g-1, ever) {
 		whi -= g
 	}
 	lo := whi
-	for lo > wlo && !pl.needs(lo/g-1) {
+	for lo > wlo && !pl.needs(lo/g-1, ever) {
 		lo -= g
 	}
 	return lo, whi
@@ -61,7 +67,7 @@ func (p *Pool) takePlanned(rounded int64, s Stream) *Block {
 		}
 		if j == end {
 			if plan.extra++; plan.extra > planSlack {
-				sp.plan = nil
+				sp.ended()
 				sp.deviations++
 			}
 			return nil
@@ -75,7 +81,7 @@ func (p *Pool) takePlanned(rounded int64, s Stream) *Block {
 	}
 	b, taken := p.placeAt(plan.seg, off, rounded)
 	if b == nil {
-		sp.plan = nil
+		sp.ended()
 		if taken {
 			sp.deviations++
 		}

@@ -83,7 +83,7 @@ func (p *Pool) freeExpandable(seg *segment) error {
 func (p *Pool) freeAddress(seg *segment) error {
 	p.unlink(seg)
 	if sp := p.planner; sp != nil && sp.plan != nil && sp.plan.seg == seg {
-		sp.plan = nil // it places its blocks in seg: the next repetition plans anew
+		sp.ended() // it places its blocks in seg: the next repetition plans anew
 	}
 	if p.hist != nil {
 		p.hist.segment(EventRelease, p.tier, seg, seg.region.Addr, 0)
