@@ -423,8 +423,8 @@
 // and releases every whole free page and the address space of empty
 // segments.
 //
-// Step plans (PoolConfig.PlanSteps; a Manager's expandable pools with
-// Config.PlanSteps or STRATA_PLAN_STEPS=1; experimental, off by default;
+// Step plans (PoolConfig.PlanSteps; a Manager's pools with
+// Config.PlanSteps, or its device tier with STRATA_PLAN_STEPS=1; opt-in;
 // pool_expand_plan.go, plan_layout.go) bring knowledge of lifetimes to
 // the placement: the pool records its allocations and when each was
 // freed, finds the training step repeating (a window of 32 allocations
@@ -462,8 +462,8 @@
 // loaded 2-core host on 2026-12-06 0.7 us without, 6.4 with the plans of
 // session 18 and 12.5 with the second order's layouts) and device
 // synchronisations (pages lent away from places the plan needs are
-// swept: dozens a replay instead of 5), so it is off by default. In live
-// eager training on the H100 (bench/results/gpu-s36.md) it lost: gpt2
+// swept: dozens a replay instead of 5), so it was off by default. In live
+// eager training on the H100 (bench/results/gpu-s36.md, call 3) it lost: gpt2
 // fp16 with checkpointing reserved 1.125 of its allocated peak against
 // 1.095 unplanned and ran 4% slower, mapping 58 pages and synchronising 3
 // times a step where the unplanned pool had settled. The plans reused one
@@ -486,7 +486,19 @@
 // per allocated byte for gpt2 fp16 with checkpointing (no plans 1.0935
 // once settled), 1.0092 for the char model (1.0920) and 1.0028 for
 // gpt2 fp32 (1.0160); the 4-step traces never settle and are unchanged.
-// Not yet measured live on the GPU. Even
+// Live on the H100 (bench/results/gpu-s36.md, call 5; train-gpt -bench,
+// 60 warm-up steps, 30 timed, eager): gpt2 fp16 with checkpointing 1.0108
+// against 1.0949 unplanned at the same speed (115,906 and 113,651
+// tokens/s against 115,795 and 115,305), gpt2 fp32 1.0035 against 1.0329
+// (51,877 against 51,989), char bf16 1.0026 against 1.0036, gpt2 bf16
+// captured in a CUDA graph 1.0123 against 1.0108 (its steps allocate
+// from the graph's pool); no page mapped and no synchronisation a step in
+// any. They stay opt-in (Config.PlanSteps, STRATA_PLAN_STEPS=1): a
+// layout's cost grows with the allocations of the period found, and
+// goroutines allocating from one manager at once made a period of 26,000
+// allocations whose layout held the manager for minutes (nn's
+// TestCheckpointConcurrent, with plans on by default for a trial); the
+// period planned needs a bound first. Even
 // a layout that knows every lifetime of the whole trace in advance
 // (greedy by size, the pages touched by live blocks counted at every
 // moment) reaches 1.028 to 1.033 at 3 of the 40 fp16 scales (mean

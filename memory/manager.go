@@ -26,29 +26,60 @@ type Config struct {
 	// backend is a VirtualMemory (the CUDA device backend, host memory);
 	// the others are always classic. See SegmentMode.
 	Segments SegmentMode
-	// PlanSteps makes the expandable pools plan the training steps
-	// (PoolConfig.PlanSteps): a peak closer to the requested one on
-	// PyTorch's traces (every one of bench/traces within 1.02 of it, where
-	// the unplanned pool leaves one at 1.04) for more time a call and
-	// more device synchronisations, so it is off unless set here or by
-	// the environment variable STRATA_PLAN_STEPS (1 or true).
-	PlanSteps bool
+	// PlanSteps chooses which expandable pools plan the training steps
+	// (PoolConfig.PlanSteps; see PlanMode).
+	PlanSteps PlanMode
 }
 
-// EnvPlanSteps is the environment variable that turns Config.PlanSteps
-// on for every manager.
+// PlanMode chooses the expandable pools that plan the steps
+// (Config.PlanSteps).
+type PlanMode uint8
+
+const (
+	// PlanDefault plans no pool unless the environment variable
+	// STRATA_PLAN_STEPS is 1 or true: then the device tier's (the memory a
+	// GPU runs out of). In live eager training on an H100 plans took gpt2
+	// fp16 with checkpointing from 1.095 of the allocated peak reserved to
+	// 1.011 and gpt2 fp32 from 1.033 to 1.0035 at the same speed, settling
+	// with no page mapped and no synchronisation a step
+	// (bench/results/gpu-s36.md, call 5), and every trace of bench/traces
+	// is within 1.02 of its requested peak with them, where one is at 1.04
+	// without. They stay opt-in: a layout costs time in the number of
+	// allocations of the period found, and goroutines allocating from one
+	// manager at once made a period of 26,000 allocations whose layout
+	// held the manager for minutes (nn's TestCheckpointConcurrent).
+	PlanDefault PlanMode = iota
+	// PlanNone plans no pool, whatever the environment says.
+	PlanNone
+	// PlanDevice plans the device tier's pool.
+	PlanDevice
+	// PlanAll plans every expandable pool of the manager.
+	PlanAll
+)
+
+// EnvPlanSteps is the environment variable PlanDefault reads.
 const EnvPlanSteps = "STRATA_PLAN_STEPS"
 
-// planSteps resolves Config.PlanSteps with the environment.
-func (c Config) planSteps() (bool, error) {
-	switch v := os.Getenv(EnvPlanSteps); strings.ToLower(v) {
-	case "", "0", "false", "no", "off":
-		return c.PlanSteps, nil
-	case "1", "true", "yes", "on":
+// planned resolves the mode for tier t's pool: whether it plans.
+func (m PlanMode) planned(t Tier) (bool, error) {
+	switch m {
+	case PlanNone:
+		return false, nil
+	case PlanDevice:
+		return t == TierDevice, nil
+	case PlanAll:
 		return true, nil
-	default:
-		return false, fmt.Errorf("memory: %s=%q: want 1/true or 0/false: %w", EnvPlanSteps, v, ErrInvalidArgument)
+	case PlanDefault:
+		switch v := os.Getenv(EnvPlanSteps); strings.ToLower(v) {
+		case "1", "true", "yes", "on":
+			return t == TierDevice, nil
+		case "", "0", "false", "no", "off":
+			return false, nil
+		default:
+			return false, fmt.Errorf("memory: %s=%q: want 1/true or 0/false: %w", EnvPlanSteps, v, ErrInvalidArgument)
+		}
 	}
+	return false, fmt.Errorf("memory: unknown plan mode %d: %w", m, ErrInvalidArgument)
 }
 
 // SegmentMode chooses how pools grow (Config.Segments).
@@ -101,7 +132,7 @@ func (c Config) Validate() error {
 	if _, err := c.Segments.expandable(); err != nil {
 		return err
 	}
-	if _, err := c.planSteps(); err != nil {
+	if _, err := c.PlanSteps.planned(TierDevice); err != nil {
 		return err
 	}
 	for t, l := range c.Limits {
@@ -210,7 +241,6 @@ func NewManager(backends []Backend, cfg Config) (*Manager, error) {
 	m := &Manager{sync: cfg.StreamSync}
 	m.mu.init()
 	expandable, _ := cfg.Segments.expandable() // checked by Validate
-	plan, _ := cfg.planSteps()
 	for i, b := range backends {
 		if b == nil {
 			return nil, fmt.Errorf("memory: NewManager: backend %d is nil: %w", i, ErrInvalidArgument)
@@ -224,6 +254,7 @@ func NewManager(backends []Backend, cfg Config) (*Manager, error) {
 				old.backend.Name(), b.Name(), t, ErrInvalidArgument)
 		}
 		_, vm := b.(VirtualMemory)
+		plan, _ := cfg.PlanSteps.planned(t) // checked by Validate
 		m.pools[t] = newPool(b, PoolConfig{Limit: cfg.Limits[t], MaxSplitSize: cfg.MaxSplitSize, StreamSync: cfg.StreamSync,
 			Expandable: expandable && vm, PlanSteps: plan}, &m.mu, &m.total)
 		m.pools[t].labelOf = m.labelOf

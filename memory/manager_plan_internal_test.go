@@ -6,29 +6,39 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Config.PlanSteps, or STRATA_PLAN_STEPS, gives a manager's expandable
-// pools step plans; they are off by default, on classic segments, and a
-// bad value of the variable is refused naming it.
+// Config.PlanSteps chooses the expandable pools that plan: by default
+// none (STRATA_PLAN_STEPS=1: the device tier's), PlanNone none,
+// PlanDevice the device tier's, PlanAll every one; classic segments plan
+// nothing, and a bad value of the variable is refused naming it.
 func TestManagerPlanSteps(t *testing.T) {
-	planned := func(cfg Config) bool {
+	planned := func(cfg Config, tier Tier) bool {
 		m := NewHostManager(cfg)
 		defer func() { require.NoError(t, m.Close()) }()
-		return m.pools[TierDevice].planner != nil
+		return m.pools[tier].planner != nil
 	}
 	t.Setenv(EnvPlanSteps, "")
-	require.False(t, planned(Config{Segments: SegmentsExpandable}), "off by default")
-	require.True(t, planned(Config{Segments: SegmentsExpandable, PlanSteps: true}))
-	require.False(t, planned(Config{Segments: SegmentsClassic, PlanSteps: true}), "classic segments plan nothing")
+	require.False(t, planned(Config{Segments: SegmentsExpandable}, TierDevice), "off by default")
+	require.True(t, planned(Config{Segments: SegmentsExpandable, PlanSteps: PlanDevice}, TierDevice))
+	require.False(t, planned(Config{Segments: SegmentsExpandable, PlanSteps: PlanDevice}, TierHost), "the device tier's only")
+	require.False(t, planned(Config{Segments: SegmentsExpandable, PlanSteps: PlanNone}, TierDevice))
+	require.True(t, planned(Config{Segments: SegmentsExpandable, PlanSteps: PlanAll}, TierHost))
+	require.False(t, planned(Config{Segments: SegmentsClassic, PlanSteps: PlanAll}, TierDevice), "classic segments plan nothing")
+	t.Setenv(EnvPlanSteps, "0")
+	require.False(t, planned(Config{Segments: SegmentsExpandable}, TierDevice))
+	require.True(t, planned(Config{Segments: SegmentsExpandable, PlanSteps: PlanAll}, TierDevice), "the variable reads for PlanDefault only")
 	t.Setenv(EnvPlanSteps, "1")
-	require.True(t, planned(Config{Segments: SegmentsExpandable}))
+	require.True(t, planned(Config{Segments: SegmentsExpandable}, TierDevice))
+	require.False(t, planned(Config{Segments: SegmentsExpandable}, TierHost))
+	require.False(t, planned(Config{Segments: SegmentsExpandable, PlanSteps: PlanNone}, TierDevice))
 	t.Setenv(EnvPlanSteps, "bogus")
 	err := Config{}.Validate()
+	require.ErrorIs(t, Config{PlanSteps: 9}.Validate(), ErrInvalidArgument)
 	require.ErrorIs(t, err, ErrInvalidArgument)
 	require.ErrorContains(t, err, EnvPlanSteps)
 
 	// A manager that plans replays a repeated step as the pool does.
 	t.Setenv(EnvPlanSteps, "")
-	m := NewHostManager(Config{Segments: SegmentsExpandable, PlanSteps: true})
+	m := NewHostManager(Config{Segments: SegmentsExpandable, PlanSteps: PlanDevice})
 	defer func() { require.NoError(t, m.Close()) }()
 	for range 6 {
 		var live []*Allocation

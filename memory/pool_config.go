@@ -25,12 +25,13 @@ type PoolConfig struct {
 	Expandable bool
 	// PlanSteps makes an expandable pool learn the allocations of a
 	// training step and place those of the next steps by a layout that
-	// knows when each block dies (pool_expand_plan.go). Experimental: on
-	// PyTorch's traces scaled it brings the peak reserved bytes within 2%
-	// of the requested peak at most scales, but costs time and
-	// synchronises the device more often (bench/results/
-	// cpu-expandable-scaled-2026-12-03-s18.md). Ignored without
-	// Expandable, and with a MaxSplitSize.
+	// knows when each block dies (pool_expand_plan.go): every trace of
+	// bench/traces within 1.02 of its requested peak, and live training
+	// settling closer to its allocated peak at the same speed, for more
+	// time a call in the first steps (layouts of a few milliseconds, more
+	// for long periods). A Manager sets it with Config.PlanSteps or
+	// STRATA_PLAN_STEPS=1. Ignored without Expandable, and with a
+	// MaxSplitSize.
 	PlanSteps bool
 }
 

@@ -151,7 +151,11 @@ import (
 // to 0.72 us without plans, 6.2 to 6.6 us with the plans as they were
 // and 12.4 to 12.6 us now: the second order's layouts, made for most
 // plans of a 4-step replay (trace-gpt2-bf16, 39 plans: 48.8 us against
-// 9.5). So it is off by default (PoolConfig.PlanSteps).
+// 9.5). Plans settle in long runs (below), where they cost no time a
+// step, but a period of many thousands of allocations (goroutines
+// interleaving theirs) makes a layout take minutes: they are opt-in
+// (PoolConfig.PlanSteps; a Manager's Config.PlanSteps or
+// STRATA_PLAN_STEPS=1).
 
 // Tuning of the plans.
 const (
