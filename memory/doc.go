@@ -476,7 +476,7 @@
 // let growth create pages, 2.7 pages and 1.7 synchronisations a step for
 // ever, at 1.125). Now plans settle (pool_expand_plan.go): after 3
 // plans in a row that ran to their end, layouts keep their footprint
-// low (layoutCompact: 1,622 to 1,627 pages for the same step), and the
+// low (layoutWith's compact mode: 1,622 to 1,627 pages for the same step), and the
 // pages a settled plan places blocks on are not taken for growth while
 // it runs (pages are created instead, once), so the same layout runs in
 // the same pages every step; a settled planner whose plans keep mapping

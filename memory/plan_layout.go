@@ -29,7 +29,7 @@ import (
 // planPeak counts the pages a layout holds at its peak, by which a step
 // plan picks between the two (pool_expand_plan.go). A settled step plan
 // runs its layout in the same pages every step, so it holds the pages the
-// layout touches at any time (planFoot), not its peak: layoutCompact
+// layout touches at any time (planFoot), not its peak: layoutWith's compact mode
 // places each item where it adds the fewest pages to that footprint
 // first.
 
@@ -70,17 +70,13 @@ func layoutOrdered(items []planItem, fixed []planFixed, limit, page int64, by in
 	return layoutWith(items, fixed, limit, page, by, false)
 }
 
-// layoutCompact is layoutOrdered keeping the layout's footprint low (the
-// pages that any of its items or obstacles touches, at any time): each
-// item goes where it touches the fewest pages that nothing placed before
-// touched, and among those where it adds the least page-time. A settled
-// step plan runs its layout every step in the same pages, so it holds the
-// footprint, not the peak (pool_expand_plan.go).
-func layoutCompact(items []planItem, fixed []planFixed, limit, page int64, by int) []int64 {
-	return layoutWith(items, fixed, limit, page, by, true)
-}
-
-// layoutWith is layoutOrdered, or layoutCompact with compact.
+// layoutWith is layoutOrdered; with compact, it keeps the layout's
+// footprint low instead (the pages that any of its items or obstacles
+// touches, at any time): each item goes where it touches the fewest pages
+// that nothing placed before touched, and among those where it adds the
+// least page-time. A settled step plan runs its layout every step in the
+// same pages, so it holds the footprint, not the peak
+// (pool_expand_plan.go).
 func layoutWith(items []planItem, fixed []planFixed, limit, page int64, by int, compact bool) []int64 {
 	order := make([]int, len(items))
 	for i := range order {
@@ -161,7 +157,7 @@ type planLayout struct {
 	seen []int
 	n    int
 	// compact places each item where it touches the fewest pages that
-	// no span placed touched (layoutCompact).
+	// no span placed touched (layoutWith's compact mode).
 	compact bool
 	touched []bool  // pages touched by a span placed (compact)
 	fen     []int64 // Fenwick tree of touched, by page (compact)

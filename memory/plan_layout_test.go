@@ -10,7 +10,7 @@ import (
 // TestLayoutPlanNoOverlap lays out random items around random obstacles
 // and checks that no two items live at the same time share a byte, that
 // no item meets an obstacle still there when it is born, and that every
-// item found a place below the limit; and the same of layoutCompact.
+// item found a place below the limit; and the same of layoutWith's compact mode.
 func TestLayoutPlanNoOverlap(t *testing.T) {
 	const page = 2 << 20
 	var feet [2]int64
@@ -58,7 +58,7 @@ func TestLayoutPlanNoOverlap(t *testing.T) {
 			}
 		}
 	}
-	// layoutCompact keeps the footprint lower (the pages a settled plan
+	// layoutWith's compact mode keeps the footprint lower (the pages a settled plan
 	// holds).
 	t.Logf("footprints over the seeds: %d pages, compact %d", feet[0], feet[1])
 	require.Less(t, feet[1], feet[0])

@@ -76,7 +76,7 @@ import (
 //     1.125 against 1.095, 58 pages and 3 synchronisations a step,
 //     bench/results/gpu-s36.md). So after planSettleRuns plans in a row
 //     that ran to their end the planner has settled, for good: its
-//     layouts are compact (layoutCompact: each item where it touches the
+//     layouts are compact (layoutWith's compact mode: each item where it touches the
 //     fewest pages nothing touched before, then the least page-time; the
 //     other order is tried when the footprint passes the pages mapped, the
 //     smaller footprint kept), 1,622 to 1,627 pages for that step; while a
@@ -241,7 +241,7 @@ type planCache struct {
 	offs        []int64
 	peak        int64 // planPeak of the layout
 	foot        int64 // planFoot of the layout
-	compact     bool  // made by layoutCompact
+	compact     bool  // made by layoutWith's compact mode
 }
 
 // allocated records that b was allocated for a request of rounded bytes
@@ -483,7 +483,7 @@ func (sp *stepPlanner) makePlan(p *Pool, last *Block, rounded, from, t int64, af
 	return plan
 }
 
-// layout is layoutPlan (layoutCompact once the planner settled), the
+// layout is layoutPlan (layoutWith's compact mode once the planner settled), the
 // layout's planPeak and planFoot, or the same layout made before. When
 // that layout needs more than mapped pages at its peak (settled: in its
 // footprint), the other order of layoutOrdered is tried too, and the
