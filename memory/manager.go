@@ -70,14 +70,8 @@ func (m PlanMode) planned(t Tier) (bool, error) {
 	case PlanAll:
 		return true, nil
 	case PlanDefault:
-		switch v := os.Getenv(EnvPlanSteps); strings.ToLower(v) {
-		case "1", "true", "yes", "on":
-			return t == TierDevice, nil
-		case "", "0", "false", "no", "off":
-			return false, nil
-		default:
-			return false, fmt.Errorf("memory: %s=%q: want 1/true or 0/false: %w", EnvPlanSteps, v, ErrInvalidArgument)
-		}
+		on, err := envSwitch(EnvPlanSteps, false)
+		return on && t == TierDevice, err
 	}
 	return false, fmt.Errorf("memory: unknown plan mode %d: %w", m, ErrInvalidArgument)
 }
@@ -112,16 +106,25 @@ func (m SegmentMode) expandable() (bool, error) {
 	case SegmentsExpandable:
 		return true, nil
 	case SegmentsDefault:
-		switch v := os.Getenv(EnvExpandableSegments); strings.ToLower(v) {
-		case "", "1", "true", "yes", "on":
-			return true, nil
-		case "0", "false", "no", "off":
-			return false, nil
-		default:
-			return false, fmt.Errorf("memory: %s=%q: want 1/true or 0/false: %w", EnvExpandableSegments, v, ErrInvalidArgument)
-		}
+		return envSwitch(EnvExpandableSegments, true)
 	}
 	return false, fmt.Errorf("memory: unknown segment mode %d: %w", m, ErrInvalidArgument)
+}
+
+// envSwitch reads the environment variable name as a switch (1, true,
+// yes, on; 0, false, no, off; any case), def when it is unset or empty;
+// another value is an error naming it.
+func envSwitch(name string, def bool) (bool, error) {
+	switch v := os.Getenv(name); strings.ToLower(v) {
+	case "":
+		return def, nil
+	case "1", "true", "yes", "on":
+		return true, nil
+	case "0", "false", "no", "off":
+		return false, nil
+	default:
+		return false, fmt.Errorf("memory: %s=%q: want 1/true or 0/false: %w", name, v, ErrInvalidArgument)
+	}
 }
 
 // Validate reports a configuration NewManager would refuse.
