@@ -144,13 +144,14 @@ func gradInPlace(table *Var, g *tensor.Tensor) *tensor.Tensor {
 // IgnoreIndex is the target value CrossEntropy skips (PyTorch's default).
 const IgnoreIndex = -100
 
-// meanDivisor is a scalar of sum's dtype, device and context holding the
-// divisor that turns a sum over n counted rows into their mean, as
-// PyTorch divides (a product with a rounded 1/n is an ulp off), or 1
-// when no row counts (every target ignored): the sum is then 0 and so is
-// the loss, where PyTorch's mean would be NaN.
-func meanDivisor(sum *tensor.Tensor, n int) *tensor.Tensor {
-	return tensor.CtxOf(sum).Full(sum.Device(), sum.DType(), float64(max(n, 1)))
+// meanDivisor is a scalar of t's dtype, device and context (a sum, or the
+// incoming gradient backward divides) holding the divisor that turns a
+// sum over n counted rows into their mean, as PyTorch divides (a product
+// with a rounded 1/n is an ulp off), or 1 when no row counts (every
+// target ignored): the sum is then 0 and so is the loss, where PyTorch's
+// mean would be NaN.
+func meanDivisor(t *tensor.Tensor, n int) *tensor.Tensor {
+	return tensor.CtxOf(t).Full(t.Device(), t.DType(), float64(max(n, 1)))
 }
 
 // CrossEntropy returns the mean cross-entropy of logits (N, C) against
@@ -172,7 +173,7 @@ func CrossEntropy(logits *Var, targets *tensor.Tensor) *Var {
 	inputs := []*Var{logits}
 	targets = aliasFor(targets, out, inputs) // backward's own reference: the caller may release targets
 	v := Record("CrossEntropy", out, inputs, func(g *tensor.Tensor) []*tensor.Tensor {
-		d := tensor.CtxOf(g).Full(g.Device(), g.DType(), float64(max(n, 1)))
+		d := meanDivisor(g, n)
 		gs := tensor.Div(g, d) // each row's gradient, g/n as PyTorch's nll_loss backward
 		d.Release()
 		e := gs.Reshape(1).Expand(rows)
