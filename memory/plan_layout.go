@@ -51,10 +51,10 @@ type planSpan struct{ lo, hi, from, to int64 }
 // and no item overlaps an obstacle still there when it is born. An item
 // that fits nowhere gets -1.
 func layoutPlan(items []planItem, fixed []planFixed, limit, page int64) []int64 {
-	return layoutOrdered(items, fixed, limit, page, planByPressure)
+	return layoutWith(items, fixed, limit, page, planByPressure, false)
 }
 
-// The orders in which layoutOrdered places the items, both greedy: the
+// The orders in which layoutWith places the items, both greedy: the
 // first is layoutPlan's; the other is tried by a step plan whose layout
 // in the first needs more pages than its segment has mapped
 // (stepPlanner.layout).
@@ -64,13 +64,8 @@ const (
 	planOrders
 )
 
-// layoutOrdered is layoutPlan with the items placed in the given order
-// (planByPressure and the others above).
-func layoutOrdered(items []planItem, fixed []planFixed, limit, page int64, by int) []int64 {
-	return layoutWith(items, fixed, limit, page, by, false)
-}
-
-// layoutWith is layoutOrdered; with compact, it keeps the layout's
+// layoutWith is layoutPlan with the items placed in the given order
+// (planByPressure and the others above); with compact, it keeps the layout's
 // footprint low instead (the pages that any of its items or obstacles
 // touches, at any time): each item goes where it touches the fewest pages
 // that nothing placed before touched, and among those where it adds the

@@ -32,7 +32,7 @@ import (
 //     counterparts did, the others to live for ever). planPeak counts the
 //     pages the layout's blocks and the obstacles touch at its peak; when
 //     that is more than the segment has mapped, the layout is made again
-//     in layoutOrdered's other greedy order (longest lives first among
+//     in layoutWith's other greedy order (longest lives first among
 //     equal bytes live) and the one with fewer pages at its peak kept.
 //     Steps alternate between a few layouts, so the last planCached are
 //     kept (with their peaks) and one is reused when the same blocks are
@@ -486,7 +486,7 @@ func (sp *stepPlanner) makePlan(p *Pool, last *Block, rounded, from, t int64, af
 // layout is layoutPlan (layoutWith's compact mode once the planner settled), the
 // layout's planPeak and planFoot, or the same layout made before. When
 // that layout needs more than mapped pages at its peak (settled: in its
-// footprint), the other order of layoutOrdered is tried too, and the
+// footprint), the other order of layoutWith is tried too, and the
 // layout with fewer such pages kept (the first among equals).
 func (sp *stepPlanner) layout(items []planItem, fixed []planFixed, limit, page, mapped int64) ([]int64, int64, int64) {
 	key := planKey(items, fixed)

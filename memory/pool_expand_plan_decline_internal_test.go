@@ -137,7 +137,7 @@ func TestPlanStepsTracesWithinGoal(t *testing.T) {
 }
 
 // TestPlanLayoutOrders: a step plan's layout is layoutPlan's while it fits
-// in the pages mapped, else the one of layoutOrdered's orders with the
+// in the pages mapped, else the one of layoutWith's orders with the
 // fewest pages at its peak; every order gives a valid layout (no two
 // items live at once overlap, none overlaps an obstacle still there, all
 // below the limit), and some random steps need fewer pages in another
@@ -161,7 +161,7 @@ func TestPlanLayoutOrders(t *testing.T) {
 		const limit = 1 << 30
 		peaks := make([]int64, planOrders)
 		for by := range planOrders {
-			offs := layoutOrdered(items, fixed, limit, page, by)
+			offs := layoutWith(items, fixed, limit, page, by, false)
 			for i, a := range items {
 				require.True(t, offs[i] >= 0 && offs[i]+a.size <= limit)
 				for j := range i {
