@@ -62,12 +62,7 @@ func (l *Linear) ForwardHalf(x *autograd.Var) *autograd.Var {
 }
 
 // bias is the bias's var, nil for a Linear without one.
-func (l *Linear) bias() *autograd.Var {
-	if l.Bias == nil {
-		return nil
-	}
-	return l.Bias.Var
-}
+func (l *Linear) bias() *autograd.Var { return paramVar(l.Bias) }
 
 // Parameters returns weight and bias.
 func (l *Linear) Parameters() []*Parameter {
