@@ -36,18 +36,18 @@ type Config struct {
 type PlanMode uint8
 
 const (
-	// PlanDefault plans no pool unless the environment variable
-	// STRATA_PLAN_STEPS is 1 or true: then the device tier's (the memory a
-	// GPU runs out of). In live eager training on an H100 plans took gpt2
-	// fp16 with checkpointing from 1.095 of the allocated peak reserved to
-	// 1.011 and gpt2 fp32 from 1.033 to 1.0035 at the same speed, settling
-	// with no page mapped and no synchronisation a step
-	// (bench/results/gpu-s36.md, call 5), and every trace of bench/traces
-	// is within 1.02 of its requested peak with them, where one is at 1.04
-	// without. They stay opt-in: a layout costs time in the number of
-	// allocations of the period found, and goroutines allocating from one
-	// manager at once made a period of 26,000 allocations whose layout
-	// held the manager for minutes (nn's TestCheckpointConcurrent).
+	// PlanDefault plans the device tier's pool (the memory a GPU runs out
+	// of) unless the environment variable STRATA_PLAN_STEPS is 0 or false
+	// (then none; 1 or true: the device tier's too). In live eager
+	// training on an H100 plans took gpt2 fp16 with checkpointing from
+	// 1.095 of the allocated peak reserved to 1.011 and gpt2 fp32 from
+	// 1.033 to 1.0035 at the same speed, settling with no page mapped and
+	// no synchronisation a step (bench/results/gpu-s36.md, call 5), and
+	// every trace of bench/traces is within 1.02 of its requested peak
+	// with them, where one is at 1.04 without. Their layouts' work is
+	// bounded (pool_expand_plan.go's planBurst): goroutines interleaving
+	// their allocations in one manager, whose periods never repeat, cost
+	// a burst of layouts and then little per allocation.
 	PlanDefault PlanMode = iota
 	// PlanNone plans no pool, whatever the environment says.
 	PlanNone
@@ -70,7 +70,7 @@ func (m PlanMode) planned(t Tier) (bool, error) {
 	case PlanAll:
 		return true, nil
 	case PlanDefault:
-		on, err := envSwitch(EnvPlanSteps, false)
+		on, err := envSwitch(EnvPlanSteps, true)
 		return on && t == TierDevice, err
 	}
 	return false, fmt.Errorf("memory: unknown plan mode %d: %w", m, ErrInvalidArgument)

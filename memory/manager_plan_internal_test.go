@@ -7,7 +7,7 @@ import (
 )
 
 // Config.PlanSteps chooses the expandable pools that plan: by default
-// none (STRATA_PLAN_STEPS=1: the device tier's), PlanNone none,
+// the device tier's (none with STRATA_PLAN_STEPS=0), PlanNone none,
 // PlanDevice the device tier's, PlanAll every one; classic segments plan
 // nothing, and a bad value of the variable is refused naming it.
 func TestManagerPlanSteps(t *testing.T) {
@@ -17,14 +17,15 @@ func TestManagerPlanSteps(t *testing.T) {
 		return m.pools[tier].planner != nil
 	}
 	t.Setenv(EnvPlanSteps, "")
-	require.False(t, planned(Config{Segments: SegmentsExpandable}, TierDevice), "off by default")
+	require.True(t, planned(Config{Segments: SegmentsExpandable}, TierDevice), "the device tier's by default")
+	require.False(t, planned(Config{Segments: SegmentsExpandable}, TierHost), "not the host tier's")
 	require.True(t, planned(Config{Segments: SegmentsExpandable, PlanSteps: PlanDevice}, TierDevice))
 	require.False(t, planned(Config{Segments: SegmentsExpandable, PlanSteps: PlanDevice}, TierHost), "the device tier's only")
 	require.False(t, planned(Config{Segments: SegmentsExpandable, PlanSteps: PlanNone}, TierDevice))
 	require.True(t, planned(Config{Segments: SegmentsExpandable, PlanSteps: PlanAll}, TierHost))
 	require.False(t, planned(Config{Segments: SegmentsClassic, PlanSteps: PlanAll}, TierDevice), "classic segments plan nothing")
 	t.Setenv(EnvPlanSteps, "0")
-	require.False(t, planned(Config{Segments: SegmentsExpandable}, TierDevice))
+	require.False(t, planned(Config{Segments: SegmentsExpandable}, TierDevice), "off by the variable")
 	require.True(t, planned(Config{Segments: SegmentsExpandable, PlanSteps: PlanAll}, TierDevice), "the variable reads for PlanDefault only")
 	t.Setenv(EnvPlanSteps, "1")
 	require.True(t, planned(Config{Segments: SegmentsExpandable}, TierDevice))

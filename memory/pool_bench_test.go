@@ -46,7 +46,8 @@ func BenchmarkPoolPair(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		cfg  memory.PoolConfig
-	}{{"mixed", memory.PoolConfig{}}, {"mixed-expandable", memory.PoolConfig{Expandable: true}}} {
+	}{{"mixed", memory.PoolConfig{}}, {"mixed-expandable", memory.PoolConfig{Expandable: true}},
+		{"mixed-planned", memory.PoolConfig{Expandable: true, PlanSteps: true}}} {
 		b.Run(c.name, func(b *testing.B) { benchMixedPair(b, c.cfg) })
 	}
 }

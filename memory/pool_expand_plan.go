@@ -1,9 +1,6 @@
 package memory
 
-import (
-	"cmp"
-	"slices"
-)
+import "slices"
 
 // Step plans for expandable segments (pool_expand.go).
 //
@@ -171,6 +168,19 @@ const (
 	planOccurrences = 32
 	// planCached is the number of layouts kept.
 	planCached = 4
+	// planMaxPeriod is the longest repetition planned: a layout's time
+	// grows as the square of its allocations (about 0.25 s for 10,000 on
+	// a 2-core host), with the pool held.
+	planMaxPeriod = 1 << 14
+	// planBurst is the work of layouts (items times items and obstacles,
+	// about 4.6 ns each on a 2-core host: layoutWith scans the spans placed
+	// for each item) the planner may do at once: it is the most it has in
+	// hand, and what it starts with ...
+	planBurst = 1 << 28
+	// ... and planCredit is what each allocation adds to it. A layout is
+	// made only when the planner has some in hand, and spends its work
+	// (stepPlanner.afford).
+	planCredit = 1 << 6
 	// planSlack bounds the allocations a plan skips to find the one that
 	// comes, and those it does not expect in a row.
 	planSlack = 8
@@ -194,11 +204,15 @@ type stepPlanner struct {
 	base    int64 // clock of sizes[0]
 	sizes   []int64
 	streams []Stream
-	freed   []int64          // clock at each allocation's free, -1 while live
-	live    map[*Block]int64 // the clock of each live block's allocation
-	byAddr  []*Block         // the live blocks by address
-	seen    map[uint64][]int64
-	plan    *stepPlan
+	freed   []int64 // clock at each allocation's free, -1 while live
+	// The live blocks by address: each block, its address (searched
+	// without loading the blocks) and the clock of its allocation.
+	byAddr []*Block
+	addrs  []uintptr
+	clocks []int64
+	seen   map[uint64][]int64
+	hash   uint64 // of the last planWindow allocations (roll)
+	plan   *stepPlan
 	// quiet is the clock before which no plan is made: a plan was
 	// declined, and the usual placement serves a period.
 	quiet int64
@@ -210,19 +224,24 @@ type stepPlanner struct {
 	// settled plans in a row that mapped pages; off is set, for good, when
 	// planGiveUp did: no more plans.
 	runs, moved int
-	settled     bool
-	off         bool
+	// work is the work of layouts in hand at clock workAt (see
+	// planBurst; negative after a layout that cost more than there was).
+	work, workAt int64
+	settled      bool
+	off          bool
 	// Counts for tests and the replay tool: plans made, layouts computed,
 	// allocations placed by a plan, plans ended by a deviation, plans
-	// declined.
-	plans, layouts, planned, deviations, declined int64
+	// declined, the work of the layouts (see planBurst).
+	plans, layouts, planned, deviations, declined, spent int64
 }
 
 // stop stops planning for good (see planGiveUp): the usual placement
-// serves every allocation from now on, with no takeTop.
+// serves every allocation from now on, with no takeTop, and nothing is
+// recorded (the record is dropped; the counts stay).
 func (sp *stepPlanner) stop() {
-	sp.plan = nil
-	sp.off, sp.quiet = true, planForever
+	*sp = stepPlanner{off: true, quiet: planForever, clock: sp.clock, settled: sp.settled,
+		plans: sp.plans, layouts: sp.layouts, planned: sp.planned, deviations: sp.deviations,
+		declined: sp.declined, spent: sp.spent}
 }
 
 // ended records that the running plan ended before its end (a deviation,
@@ -230,6 +249,22 @@ func (sp *stepPlanner) stop() {
 func (sp *stepPlanner) ended() {
 	sp.plan = nil
 	sp.runs = 0
+}
+
+// deviated ends the running plan, which the allocations stopped
+// following.
+func (sp *stepPlanner) deviated() {
+	sp.ended()
+	sp.deviations++
+}
+
+// afford reports whether the planner has work in hand for a layout (see
+// planBurst): what it had at the last layout, and planCredit for each
+// allocation since, up to planBurst.
+func (sp *stepPlanner) afford() bool {
+	sp.work = min(planBurst, sp.work+planCredit*(sp.clock-sp.workAt))
+	sp.workAt = sp.clock
+	return sp.work > 0
 }
 
 // planCache is a layout and the hash of its items and obstacles.
@@ -249,21 +284,27 @@ type planCache struct {
 // next period when the running plan has just ended, else when a
 // repetition is found.
 func (sp *stepPlanner) allocated(p *Pool, b *Block, rounded int64, s Stream) {
-	if sp.live == nil {
-		sp.live = map[*Block]int64{}
-		sp.seen = map[uint64][]int64{}
+	if sp.off {
+		sp.clock++
+		return
 	}
-	sp.live[b] = sp.clock
+	if sp.seen == nil {
+		sp.seen = map[uint64][]int64{}
+		sp.work = planBurst
+	}
 	i, _ := sp.search(b.addr)
 	sp.byAddr = slices.Insert(sp.byAddr, i, b)
+	sp.addrs = slices.Insert(sp.addrs, i, b.addr)
+	sp.clocks = slices.Insert(sp.clocks, i, sp.clock)
 	sp.sizes = append(sp.sizes, rounded)
 	sp.streams = append(sp.streams, s)
 	sp.freed = append(sp.freed, -1)
 	sp.clock++
+	sp.roll()
 	if len(sp.sizes) >= 2*planHistory {
 		sp.trim()
 	}
-	if b.seg.x == nil || p.cfg.MaxSplitSize != 0 || sp.off {
+	if b.seg.x == nil || p.cfg.MaxSplitSize != 0 {
 		return
 	}
 	if pl := sp.plan; pl != nil && pl.next == len(pl.sizes) {
@@ -301,17 +342,26 @@ func (sp *stepPlanner) allocated(p *Pool, b *Block, rounded int64, s Stream) {
 
 // released records the free of b.
 func (sp *stepPlanner) released(b *Block) {
-	c, ok := sp.live[b]
-	if !ok {
+	i, found := sp.search(b.addr)
+	if !found || sp.byAddr[i] != b {
 		return
 	}
-	delete(sp.live, b)
-	if i, found := sp.search(b.addr); found {
-		sp.byAddr = slices.Delete(sp.byAddr, i, i+1)
-	}
+	c := sp.clocks[i]
+	sp.byAddr = slices.Delete(sp.byAddr, i, i+1)
+	sp.addrs = slices.Delete(sp.addrs, i, i+1)
+	sp.clocks = slices.Delete(sp.clocks, i, i+1)
 	if c >= sp.base {
 		sp.freed[c-sp.base] = sp.clock
 	}
+}
+
+// liveSince returns the clock of live block b's allocation, false when
+// b was not recorded.
+func (sp *stepPlanner) liveSince(b *Block) (int64, bool) {
+	if i, found := sp.search(b.addr); found && sp.byAddr[i] == b {
+		return sp.clocks[i], true
+	}
+	return 0, false
 }
 
 // trim forgets the older half of the history.
@@ -336,15 +386,34 @@ func (sp *stepPlanner) trim() {
 	}
 }
 
-// windowHash hashes the sizes and streams of the planWindow allocations
-// before clock t.
-func (sp *stepPlanner) windowHash(t int64) uint64 {
-	h := uint64(14695981039346656037)
-	for i := t - planWindow - sp.base; i < t-sp.base; i++ {
-		h = (h ^ uint64(sp.sizes[i])) * 1099511628211
-		h = (h ^ uint64(sp.streams[i])) * 1099511628211
+// The window's hash is rolled along the allocations: each multiplies it
+// by rollMul and adds its term, and the term of the one planWindow back,
+// times rollMul^planWindow, is taken off; so it costs no loop (a match is
+// confirmed by sameWindow).
+const rollMul = 1099511628211
+
+// rollTop is rollMul^planWindow, mod 2^64.
+var rollTop = func() uint64 {
+	v := uint64(1)
+	for range planWindow {
+		v *= rollMul
 	}
-	return h
+	return v
+}()
+
+// rollTerm is an allocation's term in the window's hash.
+func rollTerm(size int64, s Stream) uint64 {
+	return uint64(size)*0x9e3779b97f4a7c15 ^ uint64(s)
+}
+
+// roll adds the allocation just recorded (the last of the history) to
+// the window's hash, taking off the one planWindow back.
+func (sp *stepPlanner) roll() {
+	n := len(sp.sizes)
+	sp.hash = sp.hash*rollMul + rollTerm(sp.sizes[n-1], sp.streams[n-1])
+	if n > planWindow {
+		sp.hash -= rollTop * rollTerm(sp.sizes[n-1-planWindow], sp.streams[n-1-planWindow])
+	}
 }
 
 // sameWindow reports whether the windows before clocks a and b match.
@@ -362,7 +431,7 @@ func (sp *stepPlanner) sameWindow(a, b int64) bool {
 // found at least planMinPeriod allocations back, plans what followed it
 // in the segment of b, the block just allocated for rounded bytes.
 func (sp *stepPlanner) detect(p *Pool, b *Block, rounded int64) {
-	if from := sp.find(); from >= 0 && sp.clock >= sp.quiet {
+	if from := sp.find(); from >= 0 && sp.clock >= sp.quiet && sp.clock-from <= planMaxPeriod {
 		sp.plan = sp.makePlan(p, b, rounded, from, sp.clock, false)
 	}
 }
@@ -374,7 +443,7 @@ func (sp *stepPlanner) find() int64 {
 	if t-sp.base < planWindow {
 		return -1
 	}
-	h := sp.windowHash(t)
+	h := sp.hash
 	ends := sp.seen[h]
 	from := int64(-1)
 	for i := len(ends) - 1; i >= 0; i-- {
@@ -397,6 +466,9 @@ func (sp *stepPlanner) find() int64 {
 // more pages at its peak than the segment has mapped: the next period
 // is then placed as usual (see above).
 func (sp *stepPlanner) makePlan(p *Pool, last *Block, rounded, from, t int64, after bool) *stepPlan {
+	if !sp.afford() {
+		return nil
+	}
 	seg := last.seg
 	period := t - from
 	s := sp.streams[t-1-sp.base]
@@ -426,7 +498,7 @@ func (sp *stepPlanner) makePlan(p *Pool, last *Block, rounded, from, t int64, af
 			continue
 		}
 		to := planForever
-		if c, ok := sp.live[b]; ok && b.state != blockPending && c >= t-period {
+		if c, ok := sp.liveSince(b); ok && b.state != blockPending && c >= t-period {
 			// Its counterpart a period before: when did that one die?
 			if i := c - period - sp.base; i >= 0 {
 				if f := sp.freed[i]; f >= 0 && f+period >= t {
@@ -507,9 +579,14 @@ func (sp *stepPlanner) layout(items []planItem, fixed []planFixed, limit, page, 
 		}
 		return peak, foot, peak
 	}
+	cost := int64(len(items)) * int64(len(items)+len(fixed))
+	sp.work -= cost
+	sp.spent += cost
 	offs := layoutWith(items, fixed, limit, page, planByPressure, compact)
 	peak, foot, held := holds(offs)
 	for by := planByPressure + 1; by < planOrders && held > mapped; by++ {
+		sp.work -= cost
+		sp.spent += cost
 		o := layoutWith(items, fixed, limit, page, by, compact)
 		if pk, ft, h := holds(o); h < held {
 			offs, peak, foot, held = o, pk, ft, h
@@ -542,7 +619,7 @@ func planKey(items []planItem, fixed []planFixed) uint64 {
 // search finds address a among the live blocks by address: the index of
 // the block starting at a, or where one would go, and whether there is one.
 func (sp *stepPlanner) search(a uintptr) (int, bool) {
-	return slices.BinarySearchFunc(sp.byAddr, a, func(x *Block, a uintptr) int { return cmp.Compare(x.addr, a) })
+	return slices.BinarySearch(sp.addrs, a)
 }
 
 // blockAt is blockAt(seg, a), walking from the live block below a.

@@ -67,8 +67,7 @@ func (p *Pool) takePlanned(rounded int64, s Stream) *Block {
 		}
 		if j == end {
 			if plan.extra++; plan.extra > planSlack {
-				sp.ended()
-				sp.deviations++
+				sp.deviated()
 			}
 			return nil
 		}
@@ -81,9 +80,10 @@ func (p *Pool) takePlanned(rounded int64, s Stream) *Block {
 	}
 	b, taken := p.placeAt(plan.seg, off, rounded)
 	if b == nil {
-		sp.ended()
 		if taken {
-			sp.deviations++
+			sp.deviated()
+		} else {
+			sp.ended()
 		}
 		return nil
 	}
