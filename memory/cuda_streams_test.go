@@ -89,11 +89,13 @@ func (s *spinner) block(t *testing.T, st *cuda.Stream) {
 func (s *spinner) release() { atomic.StoreUint32(s.flag, 1) }
 
 // streamsManager returns a CUDA manager with a CUDAStreams of the test's,
-// two registered streams and their Streams.
+// two registered streams and their Streams. Its device tier plans no
+// steps: the tests follow best fit's reuse of the block just freed (step
+// plans put small requests after the highest live block between plans).
 func streamsManager(t *testing.T, c *cuda.Context) (m *memory.Manager, cs *memory.CUDAStreams, s1, s2 *cuda.Stream, id1, id2 memory.Stream) {
 	t.Helper()
 	cs = memory.NewCUDAStreams(c)
-	m, err := memory.NewCUDAManager(c, memory.Config{StreamSync: cs})
+	m, err := memory.NewCUDAManager(c, memory.Config{StreamSync: cs, PlanSteps: memory.PlanNone})
 	require.NoError(t, err)
 	s1, err = c.NewStream()
 	require.NoError(t, err)

@@ -83,3 +83,49 @@ func TestPlanStepsBoundTheirWork(t *testing.T) {
 	require.LessOrEqual(t, sp.spent, planBurst+planCredit*sp.clock+int64(2*planMaxPeriod*planMaxPeriod), "the planner's work is bounded")
 	require.LessOrEqual(t, float64(planned.Reserved.Peak), 1.02*float64(usual.Reserved.Peak))
 }
+
+// TestPlanStepsQuietWithoutRepetition: allocations of random sizes never
+// repeat. Past its first planHistory allocations the planner stops
+// putting small requests after the highest live block (takeTop) and
+// looks up one window in planSparse: before, takeTop kept growing the
+// segment at its top while free blocks fit below, mapping and unmapping
+// pages all along (here 4,738 pages mapped in the last planHistory
+// allocations, none without plans; the CUDA manager's mixed pair took
+// 4.2 to 5.1 us instead of 0.23 to 0.35 on the H100 host), and every
+// window was recorded (32,737; now 4,126).
+func TestPlanStepsQuietWithoutRepetition(t *testing.T) {
+	const live, n = 256, 4 * planHistory
+	run := func(plan bool) (*Pool, int64) {
+		rng := rand.New(rand.NewPCG(1, 2))
+		p := NewPool(NewHostBackend(TierDevice), PoolConfig{Expandable: true, PlanSteps: plan})
+		blocks := make([]*Block, live)
+		var before int64
+		for i := range n {
+			if i == n-planHistory {
+				before = p.Stats().PagesMapped
+			}
+			s := rng.IntN(live)
+			if blocks[s] != nil {
+				require.NoError(t, p.Free(blocks[s]))
+			}
+			b, err := p.Alloc(int64(512+rng.IntN(2<<20)), 0)
+			require.NoError(t, err)
+			blocks[s] = b
+		}
+		for _, b := range blocks {
+			require.NoError(t, p.Free(b))
+		}
+		return p, p.Stats().PagesMapped - before
+	}
+	p, planned := run(true)
+	defer func() { require.NoError(t, p.Close()) }()
+	q, usual := run(false)
+	defer func() { require.NoError(t, q.Close()) }()
+	sp := p.planner
+	t.Logf("pages mapped in the last %d allocations: %d (no plans %d); windows recorded %d; peak reserved %d MiB (no plans %d)", planHistory, planned, usual, len(sp.seen), p.Stats().Reserved.Peak>>20, q.Stats().Reserved.Peak>>20)
+	require.False(t, sp.repeats())
+	require.False(t, sp.topping())
+	require.Zero(t, sp.plans)
+	require.LessOrEqual(t, planned, usual+usual/4+8, "pages mapped as without plans")
+	require.Less(t, len(sp.seen), 2*planHistory/planSparse, "windows recorded sparsely")
+}

@@ -46,7 +46,7 @@ func (p *Pool) allocPlaced(size, rounded int64, s Stream) (*Block, error) {
 	var b *Block
 	if sp := p.planner; sp != nil && sp.plan != nil {
 		b = p.takePlanned(rounded, s)
-	} else if sp != nil && rounded <= SmallSize && sp.clock >= sp.quiet {
+	} else if sp != nil && rounded <= SmallSize && sp.topping() {
 		b = p.takeTop(rounded, s)
 	}
 	if b == nil && rounded <= p.tinyMax {
