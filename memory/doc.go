@@ -423,9 +423,9 @@
 // and releases every whole free page and the address space of empty
 // segments.
 //
-// Step plans (PoolConfig.PlanSteps; a Manager's pools with
-// Config.PlanSteps, or its device tier with STRATA_PLAN_STEPS=1; opt-in;
-// pool_expand_plan.go, plan_layout.go) bring knowledge of lifetimes to
+// Step plans (PoolConfig.PlanSteps; a Manager's device tier by default
+// since session 37, its pools as Config.PlanSteps says, none with
+// STRATA_PLAN_STEPS=0; pool_expand_plan.go, plan_layout.go) bring knowledge of lifetimes to
 // the placement: the pool records its allocations and when each was
 // freed, finds the training step repeating (a window of 32 allocations
 // seen again at least 256 allocations later), lays out the next step's
@@ -493,12 +493,16 @@
 // (51,877 against 51,989), char bf16 1.0026 against 1.0036, gpt2 bf16
 // captured in a CUDA graph 1.0123 against 1.0108 (its steps allocate
 // from the graph's pool); no page mapped and no synchronisation a step in
-// any. They stay opt-in (Config.PlanSteps, STRATA_PLAN_STEPS=1): a
-// layout's cost grows with the allocations of the period found, and
-// goroutines allocating from one manager at once made a period of 26,000
-// allocations whose layout held the manager for minutes (nn's
-// TestCheckpointConcurrent, with plans on by default for a trial); the
-// period planned needs a bound first. Even
+// any; with plans on by default (session 37, bench/results/gpu-s37.md)
+// the same: 1.0108 against 1.0949, 1.0035 against 1.0329, at the same
+// speed. A layout's cost grows as the square of the period's allocations,
+// and goroutines allocating from one manager at once once made layouts
+// that held it for minutes; the layouts' work is now bounded (a burst,
+// then a credit per allocation), periods above 16,384 allocations are not
+// planned, and a run with no repetition for 32,768 allocations gets the
+// usual placement (pool_expand_plan.go, "Bounds"). Recording costs the
+// CUDA manager's alloc/free pair 75-130 ns on fixed sizes and about 400
+// ns on random ones (the pool rows of bench-alloc plan nothing). Even
 // a layout that knows every lifetime of the whole trace in advance
 // (greedy by size, the pages touched by live blocks counted at every
 // moment) reaches 1.028 to 1.033 at 3 of the 40 fp16 scales (mean

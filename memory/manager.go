@@ -42,12 +42,15 @@ const (
 	// training on an H100 plans took gpt2 fp16 with checkpointing from
 	// 1.095 of the allocated peak reserved to 1.011 and gpt2 fp32 from
 	// 1.033 to 1.0035 at the same speed, settling with no page mapped and
-	// no synchronisation a step (bench/results/gpu-s36.md, call 5), and
+	// no synchronisation a step (bench/results/gpu-s37.md, call 2), and
 	// every trace of bench/traces is within 1.02 of its requested peak
 	// with them, where one is at 1.04 without. Their layouts' work is
-	// bounded (pool_expand_plan.go's planBurst): goroutines interleaving
+	// bounded (pool_expand_plan.go, "Bounds"): goroutines interleaving
 	// their allocations in one manager, whose periods never repeat, cost
-	// a burst of layouts and then little per allocation.
+	// a burst of layouts and then little per allocation. Recording the
+	// allocations costs the device tier's alloc/free pair 75-130 ns on
+	// fixed sizes, about 400 on random ones (PlanNone for a workload of
+	// the latter whose allocation calls matter more than its memory).
 	PlanDefault PlanMode = iota
 	// PlanNone plans no pool, whatever the environment says.
 	PlanNone

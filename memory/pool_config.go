@@ -29,9 +29,10 @@ type PoolConfig struct {
 	// bench/traces within 1.02 of its requested peak, and live training
 	// settling closer to its allocated peak at the same speed, for more
 	// time a call in the first steps (layouts of a few milliseconds, more
-	// for long periods). A Manager sets it with Config.PlanSteps or
-	// STRATA_PLAN_STEPS=1. Ignored without Expandable, and with a
-	// MaxSplitSize.
+	// for long periods, their work bounded) and tens to hundreds of
+	// nanoseconds a call to record the allocations. A Manager sets it for
+	// its device tier by default (Config.PlanSteps; STRATA_PLAN_STEPS=0
+	// turns it off). Ignored without Expandable, and with a MaxSplitSize.
 	PlanSteps bool
 }
 

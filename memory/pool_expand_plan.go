@@ -148,11 +148,38 @@ import "slices"
 // to 0.72 us without plans, 6.2 to 6.6 us with the plans as they were
 // and 12.4 to 12.6 us now: the second order's layouts, made for most
 // plans of a 4-step replay (trace-gpt2-bf16, 39 plans: 48.8 us against
-// 9.5). Plans settle in long runs (below), where they cost no time a
-// step, but a period of many thousands of allocations (goroutines
-// interleaving theirs) makes a layout take minutes: they are opt-in
-// (PoolConfig.PlanSteps; a Manager's Config.PlanSteps or
-// STRATA_PLAN_STEPS=1).
+// 9.5). Plans settle in long runs (below), where the layouts come from
+// the cache and cost no time a step.
+//
+// Bounds (session 37), so that plans can be on by default (a Manager's
+// device tier, Config.PlanSteps' PlanDefault):
+//
+//   - Work: a layout's time grows as its items times its items and
+//     obstacles (layoutWith scans the spans placed for each item; about
+//     4 ns each on a 2-core host). The planner has planBurst of that
+//     work in hand at first and gains planCredit with each allocation, up
+//     to planBurst; a layout is made only with some in hand, and spends
+//     its work (stepPlanner.afford). Goroutines interleaving their steps
+//     in one pool (nn's TestCheckpointConcurrent with plans on) made
+//     repetitions whose plans deviated within a few allocations, each
+//     followed by the layout of a new period of up to 10,800 allocations:
+//     57 s for 14,400 allocations with the pool held
+//     (TestPlanStepsBoundTheirWork), now 1 s. The 4-step traces use at
+//     most a third of the burst (trace-gpt2-bf16, 39 layouts): their
+//     replays are unchanged.
+//   - Periods: none above planMaxPeriod allocations is planned.
+//   - Runs that do not repeat: once no repetition of a period up to
+//     planMaxPeriod was found for planHistory allocations (repeats), small
+//     requests no longer go after the highest live block (takeTop grew
+//     the segment at its top while free blocks fit below, mapping and
+//     unmapping pages all along: the CUDA manager's mixed pair went from
+//     0.2 to 4-5 us) and only one window in planSparse is looked up.
+//   - Recording: the window's hash is rolled (no loop a call), the live
+//     blocks are searched by address in a slice of addresses, and a
+//     planner that stopped for good records nothing. What is left costs
+//     the CUDA manager's pair 75-130 ns on fixed sizes and about 400 ns
+//     on random sizes (bench/results/gpu-s37.md); live training on the
+//     H100 ran at the same speed with and without plans.
 
 // Tuning of the plans.
 const (
