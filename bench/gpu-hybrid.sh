@@ -658,7 +658,7 @@ if has plantrace; then
   (cd memory && STRATA_EXPANDABLE_SEGMENTS=1 STRATA_REQUIRE_GPU=1 timeout 240 ../.gpu/memory.test -test.v -test.timeout 230s > "$L/test-memory-exp.log" 2>&1)
   say "test memory STRATA_EXPANDABLE_SEGMENTS=1: exit $? in $(( $(date +%s) - start ))s; $(grep -c '^=== RUN' "$L/test-memory-exp.log") run, $(grep -c -- '--- SKIP' "$L/test-memory-exp.log") skipped, $(grep -c -- '--- FAIL' "$L/test-memory-exp.log") failed"
   grep -E -- '--- FAIL|panic:' "$L/test-memory-exp.log" | head -10 | tee -a "$OUT/summary.txt"
-  for p in "" -plan-steps; do
+  for p in -plan-steps=false -plan-steps; do
     STRATA_EXPANDABLE_SEGMENTS=1 timeout 150 .gpu/bench-alloc -no-bench -segments expandable $p -trace bench/traces/trace-char-fp32.csv -trace bench/traces/trace-char-fp16-ckpt.csv \
       >> "$L/plantrace.jsonl" 2> "$L/plantrace$p.md"
     say "bench-alloc traces over device memory, expandable ${p:-(no plans)}: exit $?"

@@ -43,8 +43,10 @@
 // and writes a Chrome trace, a timeline and the segment map at the peak.
 // -scale K multiplies every allocation by K: the same pattern at another
 // model size, a check of generality until more traces are recorded.
-// -plan-steps makes the expandable replays plan the trace's training steps
-// (memory.PoolConfig.PlanSteps).
+// The expandable replays plan the trace's training steps
+// (memory.PoolConfig.PlanSteps), as a memory.Manager's device tier does by
+// default since session 37; -plan-steps=false replays them with the usual
+// placement only.
 //
 // It prints markdown tables to stderr, and to stdout one JSON line per
 // trace and one for the pairs. On the GPU only (the goal compares with
