@@ -31,6 +31,9 @@ func NewCUDAManager(ctx *cuda.Context, cfg Config) (*Manager, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("memory: NewCUDAManager: nil *cuda.Context: %w", ErrInvalidArgument)
 	}
+	if cfg.PlanSteps == PlanDefault {
+		cfg.PlanSteps = planCUDADefault // the device tier plans unless STRATA_PLAN_STEPS=0
+	}
 	var owned *CUDAStreams
 	if cfg.StreamSync == nil {
 		owned = NewCUDAStreams(ctx)

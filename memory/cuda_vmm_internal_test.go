@@ -49,3 +49,46 @@ func TestGPUExpandableInvariantsRandom(t *testing.T) {
 	}
 	runExpandableRandom(t, func() Backend { return NewDeviceBackend(c) }, 4, 1500, mark, marks) // 800 steps did not reach the limit of seed 2 on the H200
 }
+
+// TestGPUManagerPlansByDefault: a CUDA manager's device tier plans the
+// steps by default (PlanDefault resolves to planCUDADefault), none of its
+// other tiers, and STRATA_PLAN_STEPS=0 or PlanNone turn it off.
+func TestGPUManagerPlansByDefault(t *testing.T) {
+	if err := cuda.Init(); err != nil {
+		t.Skipf("CUDA unavailable, GPU test skipped: %v", err)
+	}
+	if n, err := cuda.DeviceCount(); err != nil || n == 0 {
+		t.Skip("the CUDA driver sees no device, GPU test skipped")
+	}
+	c, err := cuda.Device(0).PrimaryContext()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(EnvExpandableSegments, "1")
+	if _, ok := NewDeviceBackend(c).(VirtualMemory); !ok {
+		t.Skip("the device or driver lacks the virtual memory management API")
+	}
+	plans := func(cfg Config) (device, host bool) {
+		m, err := NewCUDAManager(c, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := m.Close(); err != nil {
+				t.Error(err)
+			}
+		}()
+		return m.pools[TierDevice].planner != nil, m.pools[TierHost].planner != nil
+	}
+	t.Setenv(EnvPlanSteps, "")
+	if d, h := plans(Config{}); !d || h {
+		t.Errorf("default: device tier plans %v, host tier %v; want true, false", d, h)
+	}
+	if d, _ := plans(Config{PlanSteps: PlanNone}); d {
+		t.Error("PlanNone: the device tier plans")
+	}
+	t.Setenv(EnvPlanSteps, "0")
+	if d, _ := plans(Config{}); d {
+		t.Error("STRATA_PLAN_STEPS=0: the device tier plans")
+	}
+}

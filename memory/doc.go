@@ -423,9 +423,10 @@
 // and releases every whole free page and the address space of empty
 // segments.
 //
-// Step plans (PoolConfig.PlanSteps; a Manager's device tier by default
-// since session 37, its pools as Config.PlanSteps says, none with
-// STRATA_PLAN_STEPS=0; pool_expand_plan.go, plan_layout.go) bring knowledge of lifetimes to
+// Step plans (PoolConfig.PlanSteps; by default since session 37 a CUDA
+// manager's device tier, unless STRATA_PLAN_STEPS=0, and a host
+// manager's with STRATA_PLAN_STEPS=1; any pools with Config.PlanSteps;
+// pool_expand_plan.go, plan_layout.go) bring knowledge of lifetimes to
 // the placement: the pool records its allocations and when each was
 // freed, finds the training step repeating (a window of 32 allocations
 // seen again at least 256 allocations later), lays out the next step's

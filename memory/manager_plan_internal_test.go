@@ -7,7 +7,8 @@ import (
 )
 
 // Config.PlanSteps chooses the expandable pools that plan: by default
-// the device tier's (none with STRATA_PLAN_STEPS=0), PlanNone none,
+// none in a host manager (STRATA_PLAN_STEPS=1: the device tier's; a CUDA
+// manager's device tier plans unless it is 0: planCUDADefault), PlanNone none,
 // PlanDevice the device tier's, PlanAll every one; classic segments plan
 // nothing, and a bad value of the variable is refused naming it.
 func TestManagerPlanSteps(t *testing.T) {
@@ -17,18 +18,21 @@ func TestManagerPlanSteps(t *testing.T) {
 		return m.pools[tier].planner != nil
 	}
 	t.Setenv(EnvPlanSteps, "")
-	require.True(t, planned(Config{Segments: SegmentsExpandable}, TierDevice), "the device tier's by default")
-	require.False(t, planned(Config{Segments: SegmentsExpandable}, TierHost), "not the host tier's")
+	require.False(t, planned(Config{Segments: SegmentsExpandable}, TierDevice), "a host manager: off by default")
+	require.True(t, planned(Config{Segments: SegmentsExpandable, PlanSteps: planCUDADefault}, TierDevice), "a CUDA manager's device tier by default")
+	require.False(t, planned(Config{Segments: SegmentsExpandable, PlanSteps: planCUDADefault}, TierHost))
 	require.True(t, planned(Config{Segments: SegmentsExpandable, PlanSteps: PlanDevice}, TierDevice))
 	require.False(t, planned(Config{Segments: SegmentsExpandable, PlanSteps: PlanDevice}, TierHost), "the device tier's only")
 	require.False(t, planned(Config{Segments: SegmentsExpandable, PlanSteps: PlanNone}, TierDevice))
 	require.True(t, planned(Config{Segments: SegmentsExpandable, PlanSteps: PlanAll}, TierHost))
 	require.False(t, planned(Config{Segments: SegmentsClassic, PlanSteps: PlanAll}, TierDevice), "classic segments plan nothing")
 	t.Setenv(EnvPlanSteps, "0")
-	require.False(t, planned(Config{Segments: SegmentsExpandable}, TierDevice), "off by the variable")
+	require.False(t, planned(Config{Segments: SegmentsExpandable}, TierDevice))
+	require.False(t, planned(Config{Segments: SegmentsExpandable, PlanSteps: planCUDADefault}, TierDevice), "off by the variable")
 	require.True(t, planned(Config{Segments: SegmentsExpandable, PlanSteps: PlanAll}, TierDevice), "the variable reads for PlanDefault only")
 	t.Setenv(EnvPlanSteps, "1")
 	require.True(t, planned(Config{Segments: SegmentsExpandable}, TierDevice))
+	require.True(t, planned(Config{Segments: SegmentsExpandable, PlanSteps: planCUDADefault}, TierDevice))
 	require.False(t, planned(Config{Segments: SegmentsExpandable}, TierHost))
 	require.False(t, planned(Config{Segments: SegmentsExpandable, PlanSteps: PlanNone}, TierDevice))
 	t.Setenv(EnvPlanSteps, "bogus")

@@ -30,9 +30,9 @@ type PoolConfig struct {
 	// settling closer to its allocated peak at the same speed, for more
 	// time a call in the first steps (layouts of a few milliseconds, more
 	// for long periods, their work bounded) and tens to hundreds of
-	// nanoseconds a call to record the allocations. A Manager sets it for
-	// its device tier by default (Config.PlanSteps; STRATA_PLAN_STEPS=0
-	// turns it off). Ignored without Expandable, and with a MaxSplitSize.
+	// nanoseconds a call to record the allocations. A CUDA manager sets it
+	// for its device tier by default (Config.PlanSteps; STRATA_PLAN_STEPS=0
+	// turns it off; 1 turns it on in a host manager's). Ignored without Expandable, and with a MaxSplitSize.
 	PlanSteps bool
 }
 

@@ -151,8 +151,8 @@ import "slices"
 // 9.5). Plans settle in long runs (below), where the layouts come from
 // the cache and cost no time a step.
 //
-// Bounds (session 37), so that plans can be on by default (a Manager's
-// device tier, Config.PlanSteps' PlanDefault):
+// Bounds (session 37), so that plans can be on by default (a CUDA
+// manager's device tier, Config.PlanSteps' PlanDefault):
 //
 //   - Work: a layout's time grows as its items times its items and
 //     obstacles (layoutWith scans the spans placed for each item; about

@@ -44,7 +44,7 @@
 // -scale K multiplies every allocation by K: the same pattern at another
 // model size, a check of generality until more traces are recorded.
 // The expandable replays plan the trace's training steps
-// (memory.PoolConfig.PlanSteps), as a memory.Manager's device tier does by
+// (memory.PoolConfig.PlanSteps), as a CUDA memory.Manager's device tier does by
 // default since session 37; -plan-steps=false replays them with the usual
 // placement only.
 //

@@ -189,7 +189,7 @@ func parseOptions(args []string) (options, error) {
 	fs.BoolVar(&o.noBench, "no-bench", false, "skip the allocation pairs (replay traces only)")
 	fs.StringVar(&o.segments, "segments", "both", "trace replays with classic segments, expandable ones, or both")
 	fs.StringVar(&o.plots, "plots", "", "write each trace replay's Chrome trace, timeline and peak segment map into this folder")
-	fs.BoolVar(&o.plan, "plan-steps", true, "expandable replays plan the steps of the trace (memory.PoolConfig.PlanSteps), as a manager's device tier does by default; =false: the usual placement only")
+	fs.BoolVar(&o.plan, "plan-steps", true, "expandable replays plan the steps of the trace (memory.PoolConfig.PlanSteps), as a CUDA manager's device tier does by default; =false: the usual placement only")
 	fs.Float64Var(&o.scale, "scale", 1, "multiply every allocation size of the traces by this: a model of another size with the same pattern (PyTorch's figures stay those of the trace as recorded)")
 	if err := cli.ParseFlags(fs, args); err != nil {
 		return o, err
