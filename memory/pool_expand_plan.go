@@ -159,7 +159,9 @@ import "slices"
 //     4 ns each on a 2-core host). The planner has planBurst of that
 //     work in hand at first and gains planCredit with each allocation, up
 //     to planBurst; a layout is made only with some in hand, and spends
-//     its work (stepPlanner.afford). Goroutines interleaving their steps
+//     its work (stepPlanner.afford); without, the plan that follows one
+//     run to its end is still made from a layout in the cache, which
+//     costs none. Goroutines interleaving their steps
 //     in one pool (nn's TestCheckpointConcurrent with plans on) made
 //     repetitions whose plans deviated within a few allocations, each
 //     followed by the layout of a new period of up to 10,800 allocations:
@@ -362,6 +364,7 @@ func (sp *stepPlanner) allocated(p *Pool, b *Block, rounded int64, s Stream) {
 	if pl := sp.plan; pl != nil && pl.next == len(pl.sizes) {
 		sp.plan = nil
 		sp.runs++
+		sp.repeated = sp.clock // the run repeated what it planned
 		if sp.settled {
 			// A settled plan runs in the pages it had: one that still maps
 			// pages, planGiveUp periods in a row, will not settle.
@@ -378,9 +381,12 @@ func (sp *stepPlanner) allocated(p *Pool, b *Block, rounded int64, s Stream) {
 		if sp.runs >= planSettleRuns {
 			sp.settled = true
 		}
-		if pl.seg == b.seg && pl.start >= sp.base {
+		if pl.seg == b.seg && pl.start >= sp.base && sp.clock-pl.start <= planMaxPeriod {
 			// Recorded, so that a detection a period on (after a
 			// decline) finds this period, not one before the plans.
+			// (Requests it did not expect, up to planSlack after each
+			// it did, can make the period it saw longer than its own:
+			// none above planMaxPeriod is planned.)
 			sp.find()
 			sp.plan = sp.makePlan(p, b, rounded, pl.start, sp.clock, true)
 			return
@@ -528,7 +534,11 @@ func (sp *stepPlanner) find() int64 {
 // more pages at its peak than the segment has mapped: the next period
 // is then placed as usual (see above).
 func (sp *stepPlanner) makePlan(p *Pool, last *Block, rounded, from, t int64, after bool) *stepPlan {
-	if !sp.afford() {
+	// Without work in hand only the plan of what a plan saw is made, and
+	// only from a layout in the cache (which costs none): the steps of a
+	// run repeat, so the chain of plans goes on while its layouts repeat.
+	afford := sp.afford()
+	if !afford && !after {
 		return nil
 	}
 	seg := last.seg
@@ -571,6 +581,11 @@ func (sp *stepPlanner) makePlan(p *Pool, last *Block, rounded, from, t int64, af
 		fixed = append(fixed, planFixed{off: int64(b.addr - base), size: size, to: to})
 	}
 	mapped := seg.mapped / p.page
+	if !afford {
+		if _, _, _, ok := sp.cached(items, fixed, seg.region.Size, p.page); !ok {
+			return nil
+		}
+	}
 	offs, peak, foot := sp.layout(items, fixed, seg.region.Size, p.page, mapped)
 	// A settled plan keeps the pages of its footprint: with the pool's
 	// other pages, they must fit in its peak reserved bytes (and a little).
@@ -623,16 +638,10 @@ func (sp *stepPlanner) makePlan(p *Pool, last *Block, rounded, from, t int64, af
 // footprint), the other order of layoutWith is tried too, and the
 // layout with fewer such pages kept (the first among equals).
 func (sp *stepPlanner) layout(items []planItem, fixed []planFixed, limit, page, mapped int64) ([]int64, int64, int64) {
-	key := planKey(items, fixed)
-	compact := sp.settled
-	for _, c := range sp.cache {
-		// The hash finds it; the whole input decides (a collision, or the
-		// same items in a segment of another size, is another layout).
-		if c.offs != nil && c.key == key && c.limit == limit && c.page == page && c.compact == compact &&
-			slices.Equal(c.items, items) && slices.Equal(c.fixed, fixed) {
-			return c.offs, c.peak, c.foot
-		}
+	if offs, peak, foot, ok := sp.cached(items, fixed, limit, page); ok {
+		return offs, peak, foot
 	}
+	compact := sp.settled
 	// What a layout holds: its peak, or its footprint once settled.
 	holds := func(offs []int64) (peak, foot, held int64) {
 		peak, foot = planPeak(items, offs, fixed, page), planFoot(items, offs, fixed, page)
@@ -654,10 +663,26 @@ func (sp *stepPlanner) layout(items []planItem, fixed []planFixed, limit, page, 
 			offs, peak, foot, held = o, pk, ft, h
 		}
 	}
-	sp.cache[sp.used%planCached] = planCache{key, slices.Clone(items), slices.Clone(fixed), limit, page, offs, peak, foot, compact}
+	sp.cache[sp.used%planCached] = planCache{planKey(items, fixed), slices.Clone(items), slices.Clone(fixed), limit, page, offs, peak, foot, compact}
 	sp.used++
 	sp.layouts++
 	return offs, peak, foot
+}
+
+// cached returns the layout of items around fixed made before (in the
+// mode the planner lays out in now), its planPeak and planFoot, and
+// whether there is one.
+func (sp *stepPlanner) cached(items []planItem, fixed []planFixed, limit, page int64) ([]int64, int64, int64, bool) {
+	key := planKey(items, fixed)
+	for _, c := range sp.cache {
+		// The hash finds it; the whole input decides (a collision, or the
+		// same items in a segment of another size, is another layout).
+		if c.offs != nil && c.key == key && c.limit == limit && c.page == page && c.compact == sp.settled &&
+			slices.Equal(c.items, items) && slices.Equal(c.fixed, fixed) {
+			return c.offs, c.peak, c.foot, true
+		}
+	}
+	return nil, 0, 0, false
 }
 
 // planKey hashes a layout's items and obstacles.
