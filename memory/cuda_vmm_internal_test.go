@@ -6,11 +6,11 @@ import (
 	"github.com/strata-ml/strata/cuda"
 )
 
-// TestGPUExpandableInvariantsRandom is TestExpandableInvariantsRandom over
-// device memory through the virtual memory API: pages created, mapped,
-// lent, unmapped and released by the driver, with the data of each live
-// block written and read back on the GPU.
-func TestGPUExpandableInvariantsRandom(t *testing.T) {
+// vmmContext returns device 0's primary context with expandable segments
+// on (the default, whatever the environment says), skipping the test
+// without a GPU or without the virtual memory management API.
+func vmmContext(t *testing.T) *cuda.Context {
+	t.Helper()
 	if err := cuda.Init(); err != nil {
 		t.Skipf("CUDA unavailable, GPU test skipped: %v", err)
 	}
@@ -21,10 +21,19 @@ func TestGPUExpandableInvariantsRandom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(EnvExpandableSegments, "1") // the default, whatever the environment says
+	t.Setenv(EnvExpandableSegments, "1")
 	if _, ok := NewDeviceBackend(c).(VirtualMemory); !ok {
 		t.Skip("the device or driver lacks the virtual memory management API")
 	}
+	return c
+}
+
+// TestGPUExpandableInvariantsRandom is TestExpandableInvariantsRandom over
+// device memory through the virtual memory API: pages created, mapped,
+// lent, unmapped and released by the driver, with the data of each live
+// block written and read back on the GPU.
+func TestGPUExpandableInvariantsRandom(t *testing.T) {
+	c := vmmContext(t)
 	at := func(b *Block) [3]cuda.DevicePtr {
 		p := cuda.DevicePtr(b.Addr())
 		n := int(b.Size())
@@ -54,20 +63,7 @@ func TestGPUExpandableInvariantsRandom(t *testing.T) {
 // steps by default (PlanDefault resolves to planCUDADefault), none of its
 // other tiers, and STRATA_PLAN_STEPS=0 or PlanNone turn it off.
 func TestGPUManagerPlansByDefault(t *testing.T) {
-	if err := cuda.Init(); err != nil {
-		t.Skipf("CUDA unavailable, GPU test skipped: %v", err)
-	}
-	if n, err := cuda.DeviceCount(); err != nil || n == 0 {
-		t.Skip("the CUDA driver sees no device, GPU test skipped")
-	}
-	c, err := cuda.Device(0).PrimaryContext()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv(EnvExpandableSegments, "1")
-	if _, ok := NewDeviceBackend(c).(VirtualMemory); !ok {
-		t.Skip("the device or driver lacks the virtual memory management API")
-	}
+	c := vmmContext(t)
 	plans := func(cfg Config) (device, host bool) {
 		m, err := NewCUDAManager(c, cfg)
 		if err != nil {
