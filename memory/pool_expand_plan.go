@@ -239,10 +239,15 @@ type stepPlanner struct {
 	streams []Stream
 	freed   []int64 // clock at each allocation's free, -1 while live
 	// The live blocks by address: each block, its address (searched
-	// without loading the blocks) and the clock of its allocation.
+	// without loading the blocks) and the clock of its allocation. A
+	// block freed leaves a tombstone (a nil block, its address kept for
+	// the order), which a block allocated at or beside it reuses without
+	// moving the others (training allocates where it freed); dead counts
+	// them, and past half of the entries they are swept out (record).
 	byAddr []*Block
 	addrs  []uintptr
 	clocks []int64
+	dead   int
 	seen   map[uint64][]int64
 	hash   uint64 // of the last planWindow allocations (roll)
 	// repeated is the clock when find last found a repetition.
@@ -346,10 +351,7 @@ func (sp *stepPlanner) allocated(p *Pool, b *Block, rounded int64, s Stream) {
 		sp.seen = map[uint64][]int64{}
 		sp.work = planBurst
 	}
-	i, _ := sp.search(b.addr)
-	sp.byAddr = slices.Insert(sp.byAddr, i, b)
-	sp.addrs = slices.Insert(sp.addrs, i, b.addr)
-	sp.clocks = slices.Insert(sp.clocks, i, sp.clock)
+	sp.record(b)
 	sp.sizes = append(sp.sizes, rounded)
 	sp.streams = append(sp.streams, s)
 	sp.freed = append(sp.freed, -1)
@@ -405,12 +407,46 @@ func (sp *stepPlanner) released(b *Block) {
 		return
 	}
 	c := sp.clocks[i]
-	sp.byAddr = slices.Delete(sp.byAddr, i, i+1)
-	sp.addrs = slices.Delete(sp.addrs, i, i+1)
-	sp.clocks = slices.Delete(sp.clocks, i, i+1)
+	sp.byAddr[i] = nil // a tombstone (see byAddr)
+	if sp.dead++; sp.dead > 32 && 2*sp.dead > len(sp.byAddr) {
+		k := 0
+		for j, x := range sp.byAddr {
+			if x != nil {
+				sp.byAddr[k], sp.addrs[k], sp.clocks[k] = x, sp.addrs[j], sp.clocks[j]
+				k++
+			}
+		}
+		clear(sp.byAddr[k:])
+		sp.byAddr, sp.addrs, sp.clocks, sp.dead = sp.byAddr[:k], sp.addrs[:k], sp.clocks[:k], 0
+	}
 	if c >= sp.base {
 		sp.freed[c-sp.base] = sp.clock
 	}
+}
+
+// record enters live block b, allocated now, among the live blocks by
+// address: in a tombstone at its address or beside where it goes (the
+// order holds: the tombstone's neighbours are below and above b), else
+// inserted.
+func (sp *stepPlanner) record(b *Block) {
+	i, found := sp.search(b.addr)
+	switch {
+	case found:
+		if sp.byAddr[i] != nil { // not a tombstone (live blocks do not share an address)
+			sp.byAddr[i], sp.clocks[i] = b, sp.clock
+			return
+		}
+	case i > 0 && sp.byAddr[i-1] == nil:
+		i--
+	case i < len(sp.byAddr) && sp.byAddr[i] == nil:
+	default:
+		sp.byAddr = slices.Insert(sp.byAddr, i, b)
+		sp.addrs = slices.Insert(sp.addrs, i, b.addr)
+		sp.clocks = slices.Insert(sp.clocks, i, sp.clock)
+		return
+	}
+	sp.byAddr[i], sp.addrs[i], sp.clocks[i] = b, b.addr, sp.clock
+	sp.dead--
 }
 
 // liveSince returns the clock of live block b's allocation, false when
@@ -713,7 +749,10 @@ func (sp *stepPlanner) search(a uintptr) (int, bool) {
 func (sp *stepPlanner) blockAt(seg *segment, a uintptr) *Block {
 	b := seg.first
 	i, found := sp.search(a)
-	if !found {
+	if !found || sp.byAddr[i] == nil {
+		i--
+	}
+	for i >= 0 && sp.byAddr[i] == nil {
 		i--
 	}
 	if i >= 0 && sp.byAddr[i].seg == seg {

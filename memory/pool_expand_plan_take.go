@@ -109,7 +109,7 @@ func (p *Pool) takeTop(rounded int64, s Stream) *Block {
 	}
 	live := p.planner.byAddr
 	i := len(live) - 1
-	for i >= 0 && (live[i].seg != seg || live[i].state != blockLive) {
+	for i >= 0 && (live[i] == nil || live[i].seg != seg || live[i].state != blockLive) {
 		i--
 	}
 	if i < 0 {

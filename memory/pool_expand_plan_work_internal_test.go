@@ -129,3 +129,59 @@ func TestPlanStepsQuietWithoutRepetition(t *testing.T) {
 	require.LessOrEqual(t, planned, usual+usual/4+8, "pages mapped as without plans")
 	require.Less(t, len(sp.seen), 2*planHistory/planSparse, "windows recorded sparsely")
 }
+
+// TestPlanStepsLiveIndex: the planner's live blocks by address, with the
+// tombstones frees leave and allocations reuse, hold exactly the live
+// blocks in address order with their allocation clocks, and its blockAt
+// finds the block the segment walk finds, through random allocations and
+// frees (most at addresses just freed, as training's).
+func TestPlanStepsLiveIndex(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 4))
+	p := NewPool(NewHostBackend(TierDevice), PoolConfig{Expandable: true, PlanSteps: true})
+	defer func() { require.NoError(t, p.Close()) }()
+	sp := p.planner
+	since := map[*Block]int64{}
+	var live []*Block
+	for n := range 20000 {
+		if len(live) > 0 && (len(live) > 300 || rng.IntN(2) == 0) {
+			k := rng.IntN(len(live))
+			b := live[k]
+			live[k] = live[len(live)-1]
+			live = live[:len(live)-1]
+			delete(since, b)
+			require.NoError(t, p.Free(b))
+		} else {
+			clock := sp.clock
+			b, err := p.Alloc(int64(512+rng.IntN(1<<20)), 0)
+			require.NoError(t, err)
+			live = append(live, b)
+			since[b] = clock
+		}
+		if n%97 != 0 {
+			continue
+		}
+		var got []*Block
+		for i, b := range sp.byAddr {
+			if i > 0 {
+				require.Less(t, sp.addrs[i-1], sp.addrs[i], "addresses in order")
+			}
+			if b == nil {
+				continue
+			}
+			require.Equal(t, b.addr, sp.addrs[i])
+			require.Equal(t, since[b], sp.clocks[i], "the clock of its allocation")
+			got = append(got, b)
+		}
+		require.Len(t, got, len(live))
+		require.Equal(t, len(sp.byAddr)-len(got), sp.dead)
+		for k := 0; k < 8 && len(live) > 0; k++ {
+			b := live[rng.IntN(len(live))]
+			a := b.addr + uintptr(rng.Int64N(b.size))
+			require.Same(t, blockAt(b.seg, a), sp.blockAt(b.seg, a))
+		}
+	}
+	for _, b := range live {
+		require.NoError(t, p.Free(b))
+	}
+	require.Zero(t, len(sp.byAddr)-sp.dead, "no live entry left")
+}
