@@ -502,7 +502,7 @@
 // then a credit per allocation), periods above 16,384 allocations are not
 // planned, and a run with no repetition for 32,768 allocations gets the
 // usual placement (pool_expand_plan.go, "Bounds"). Recording costs the
-// CUDA manager's alloc/free pair 75-130 ns on fixed sizes and about 400
+// CUDA manager's alloc/free pair 31-115 ns on fixed sizes and about 270
 // ns on random ones (the pool rows of bench-alloc plan nothing). Even
 // a layout that knows every lifetime of the whole trace in advance
 // (greedy by size, the pages touched by live blocks counted at every

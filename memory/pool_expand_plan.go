@@ -177,10 +177,14 @@ import "slices"
 //     unmapping pages all along: the CUDA manager's mixed pair went from
 //     0.2 to 4-5 us) and only one window in planSparse is looked up.
 //   - Recording: the window's hash is rolled (no loop a call), the live
-//     blocks are searched by address in a slice of addresses, and a
-//     planner that stopped for good records nothing. What is left costs
-//     the CUDA manager's pair 75-130 ns on fixed sizes and about 400 ns
-//     on random sizes (bench/results/gpu-s37.md); live training on the
+//     blocks are searched by address in a slice of addresses, a free
+//     leaves a tombstone there that the next allocation at or beside it
+//     reuses (no slice moved: training allocates where it freed; the
+//     settled eager gpt2 replay's planner cost went from 270 to 138 ns a
+//     call on a 2-core host), and a planner that stopped for good records
+//     nothing. What is left costs the CUDA manager's pair 31-115 ns on
+//     fixed sizes and about 270 ns on random sizes (75-130 and 400 before
+//     the tombstones; bench/results/gpu-s37.md); live training on the
 //     H100 ran at the same speed with and without plans.
 
 // Tuning of the plans.
