@@ -12,22 +12,11 @@ import (
 // returns the longest period of the plans seen running.
 func runPlanSteps(t *testing.T, p *Pool, st planStep, steps int, extra func(step, i int)) (longest int) {
 	t.Helper()
-	prev, cur := map[int]*Block{}, map[int]*Block{}
+	r := newStepReplay(t, p, st)
 	for n := range steps {
-		for i, size := range st.sizes {
-			b, err := p.Alloc(size, 0)
-			require.NoError(t, err)
-			cur[i] = b
-			for _, f := range st.frees[i] {
-				m, j := cur, f
-				if f < 0 {
-					m, j = prev, f+len(st.sizes)
-				}
-				if b, ok := m[j]; ok {
-					require.NoError(t, p.Free(b))
-					delete(m, j)
-				}
-			}
+		for i := range st.sizes {
+			r.alloc(i)
+			r.frees(i)
 			if extra != nil {
 				extra(n, i)
 			}
@@ -35,14 +24,9 @@ func runPlanSteps(t *testing.T, p *Pool, st planStep, steps int, extra func(step
 				longest = max(longest, len(pl.sizes))
 			}
 		}
-		for _, b := range prev {
-			require.NoError(t, p.Free(b))
-		}
-		prev, cur = cur, map[int]*Block{}
+		r.end()
 	}
-	for _, b := range prev {
-		require.NoError(t, p.Free(b))
-	}
+	r.close()
 	return longest
 }
 

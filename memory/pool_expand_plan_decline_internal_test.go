@@ -37,7 +37,7 @@ func TestPlanStepsDeclinesAPlanThatGrows(t *testing.T) {
 	step := makePlanStep(rng, 300)
 	p := NewPool(NewHostBackend(TierDevice), PoolConfig{Expandable: true, PlanSteps: true})
 	sp := p.planner
-	prev, cur := map[int]*Block{}, map[int]*Block{}
+	r := newStepReplay(t, p, step)
 	emptied, declinedAt := false, int64(-1)
 	var plansAfter int64
 	for n := range 14 {
@@ -49,42 +49,24 @@ func TestPlanStepsDeclinesAPlanThatGrows(t *testing.T) {
 				require.NoError(t, p.EmptyCache())
 				emptied = true
 				before := sp.declined
-				b, err := p.Alloc(size, 0)
-				require.NoError(t, err)
-				cur[i] = b
+				r.alloc(i)
 				require.Equal(t, before+1, sp.declined, "the plan after it declined")
 				require.Nil(t, sp.plan)
 				declinedAt, plansAfter = sp.clock, sp.plans
 			} else {
-				b, err := p.Alloc(size, 0)
-				require.NoError(t, err)
-				cur[i] = b
+				r.alloc(i)
 			}
-			for _, f := range step.frees[i] {
-				m, k := cur, f
-				if f < 0 {
-					m, k = prev, f+len(step.sizes)
-				}
-				if b, ok := m[k]; ok {
-					require.NoError(t, p.Free(b))
-					delete(m, k)
-				}
-			}
+			r.frees(i)
 			if declinedAt >= 0 && sp.clock < declinedAt+int64(len(step.sizes))-1 {
 				require.Nil(t, sp.plan, "no plan for a period after the decline")
 			}
 		}
-		for _, b := range prev {
-			require.NoError(t, p.Free(b))
-		}
-		prev, cur = cur, map[int]*Block{}
+		r.end()
 	}
 	t.Logf("plans %d, declined %d, layouts %d, planned %d of %d", sp.plans, sp.declined, sp.layouts, sp.planned, sp.clock)
 	require.True(t, emptied, "a plan ran to its end")
 	require.Greater(t, sp.plans, plansAfter, "planning again after the period")
-	for _, b := range prev {
-		require.NoError(t, p.Free(b))
-	}
+	r.close()
 	p.mu.Lock()
 	checkExpandable(t, p)
 	p.mu.Unlock()

@@ -51,6 +51,67 @@ func makePlanStep(rng *rand.Rand, n int) planStep {
 	return st
 }
 
+// stepReplay allocates and frees a planStep's blocks through a pool, one
+// step after another: it holds the blocks of the step replayed and of the
+// one before, which the step's frees may name.
+type stepReplay struct {
+	t         *testing.T
+	p         *Pool
+	st        planStep
+	prev, cur map[int]*Block
+}
+
+func newStepReplay(t *testing.T, p *Pool, st planStep) *stepReplay {
+	return &stepReplay{t: t, p: p, st: st, prev: map[int]*Block{}, cur: map[int]*Block{}}
+}
+
+// alloc allocates the step's block i (on stream 0) and returns it.
+func (r *stepReplay) alloc(i int) *Block {
+	b, err := r.p.Alloc(r.st.sizes[i], 0)
+	require.NoError(r.t, err)
+	r.cur[i] = b
+	return b
+}
+
+// frees makes the frees that follow the step's allocation i.
+func (r *stepReplay) frees(i int) {
+	for _, f := range r.st.frees[i] {
+		m, k := r.cur, f
+		if f < 0 {
+			m, k = r.prev, f+len(r.st.sizes)
+		}
+		if b, ok := m[k]; ok {
+			require.NoError(r.t, r.p.Free(b))
+			delete(m, k)
+		}
+	}
+}
+
+// end ends a step: what it did not free of the step before is freed.
+func (r *stepReplay) end() {
+	for _, b := range r.prev {
+		require.NoError(r.t, r.p.Free(b))
+	}
+	r.prev, r.cur = r.cur, map[int]*Block{}
+}
+
+// step replays a whole step.
+func (r *stepReplay) step() {
+	for i := range r.st.sizes {
+		r.alloc(i)
+		r.frees(i)
+	}
+	r.end()
+}
+
+// close frees the blocks the last step left live.
+func (r *stepReplay) close() {
+	for _, b := range r.prev {
+		require.NoError(r.t, r.p.Free(b))
+	}
+	r.prev = map[int]*Block{}
+}
+
 // TestExpandablePlanSteps replays a synthetic step many times through
 // expandable pools with PlanSteps (over host memory, and over the strict
 // fake driver with one allocation in five on a second stream), with

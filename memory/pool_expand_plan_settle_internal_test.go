@@ -88,30 +88,12 @@ func TestPlanStepsSettleAndGiveUp(t *testing.T) {
 		step := makePlanStep(rng, 300)
 		p := NewPool(NewHostBackend(TierDevice), PoolConfig{Expandable: true, PlanSteps: true})
 		sp := p.planner
-		prev, cur := map[int]*Block{}, map[int]*Block{}
+		r := newStepReplay(t, p, step)
 		var mapped []int64
 		offAt := -1
 		for n := range 30 {
 			before := p.Stats().PagesMapped
-			for i, size := range step.sizes {
-				b, err := p.Alloc(size, 0)
-				require.NoError(t, err)
-				cur[i] = b
-				for _, f := range step.frees[i] {
-					m, k := cur, f
-					if f < 0 {
-						m, k = prev, f+len(step.sizes)
-					}
-					if b, ok := m[k]; ok {
-						require.NoError(t, p.Free(b))
-						delete(m, k)
-					}
-				}
-			}
-			for _, b := range prev {
-				require.NoError(t, p.Free(b))
-			}
-			prev, cur = cur, map[int]*Block{}
+			r.step()
 			if empty && n >= 10 {
 				require.True(t, sp.settled, "settled before step %d", n)
 				require.NoError(t, p.EmptyCache())
@@ -140,9 +122,7 @@ func TestPlanStepsSettleAndGiveUp(t *testing.T) {
 				require.Zero(t, m, "step %d maps pages", 20+n)
 			}
 		}
-		for _, b := range prev {
-			require.NoError(t, p.Free(b))
-		}
+		r.close()
 		require.NoError(t, p.Close())
 	}
 }
@@ -160,12 +140,10 @@ func TestPlanStepsSettledOutOfPages(t *testing.T) {
 	vm := newStrictVM(NewHostBackend(TierDevice).(VirtualMemory))
 	p := NewPool(vm, PoolConfig{Expandable: true, PlanSteps: true})
 	sp := p.planner
-	prev, cur := map[int]*Block{}, map[int]*Block{}
+	r := newStepReplay(t, p, step)
 	run := func(extra bool) {
-		for i, size := range step.sizes {
-			b, err := p.Alloc(size, 0)
-			require.NoError(t, err)
-			cur[i] = b
+		for i := range step.sizes {
+			r.alloc(i)
 			if i == len(step.sizes)/2 && extra {
 				// Half the free bytes: more than lie outside the plan's pages.
 				require.NotNil(t, sp.plan)
@@ -175,21 +153,9 @@ func TestPlanStepsSettledOutOfPages(t *testing.T) {
 				require.NoError(t, err, "an unexpected request of %d bytes", size)
 				require.NoError(t, p.Free(x))
 			}
-			for _, f := range step.frees[i] {
-				m, k := cur, f
-				if f < 0 {
-					m, k = prev, f+len(step.sizes)
-				}
-				if b, ok := m[k]; ok {
-					require.NoError(t, p.Free(b))
-					delete(m, k)
-				}
-			}
+			r.frees(i)
 		}
-		for _, b := range prev {
-			require.NoError(t, p.Free(b))
-		}
-		prev, cur = cur, map[int]*Block{}
+		r.end()
 		require.NoError(t, vm.err)
 		p.mu.Lock()
 		checkExpandable(t, p)
@@ -204,8 +170,6 @@ func TestPlanStepsSettledOutOfPages(t *testing.T) {
 	vm.capacity = int(held)
 	run(true)
 	t.Logf("pages held %d, device capacity %d, after the step %d", held, vm.capacity, p.Stats().Reserved.Current/p.page)
-	for _, b := range prev {
-		require.NoError(t, p.Free(b))
-	}
+	r.close()
 	require.NoError(t, p.Close())
 }

@@ -28,24 +28,9 @@ func TestPlanStepsBoundTheirWork(t *testing.T) {
 			st[k] = makePlanStep(rng, 400)
 		}
 		p := NewPool(NewHostBackend(TierDevice), PoolConfig{Expandable: true, PlanSteps: plan})
-		var prev, cur [loops]map[int]*Block
-		for k := range prev {
-			prev[k], cur[k] = map[int]*Block{}, map[int]*Block{}
-		}
-		alloc := func(k, i int) {
-			b, err := p.Alloc(st[k].sizes[i], 0)
-			require.NoError(t, err)
-			cur[k][i] = b
-			for _, f := range st[k].frees[i] {
-				m, j := cur[k], f
-				if f < 0 {
-					m, j = prev[k], f+len(st[k].sizes)
-				}
-				if b, ok := m[j]; ok {
-					require.NoError(t, p.Free(b))
-					delete(m, j)
-				}
-			}
+		var r [loops]*stepReplay
+		for k := range r {
+			r[k] = newStepReplay(t, p, st[k])
 		}
 		for range steps {
 			var next [loops]int
@@ -61,15 +46,13 @@ func TestPlanStepsBoundTheirWork(t *testing.T) {
 				}
 				k := open[rng.IntN(len(open))]
 				for n := 20 + rng.IntN(60); n > 0 && next[k] < len(st[k].sizes); n-- {
-					alloc(k, next[k])
+					r[k].alloc(next[k])
+					r[k].frees(next[k])
 					next[k]++
 				}
 			}
 			for k := range loops {
-				for _, b := range prev[k] {
-					require.NoError(t, p.Free(b))
-				}
-				prev[k], cur[k] = cur[k], map[int]*Block{}
+				r[k].end()
 			}
 			require.NoError(t, p.checkExpandable())
 		}
