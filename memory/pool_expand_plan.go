@@ -177,13 +177,16 @@ import "slices"
 //     unmapping pages all along: the CUDA manager's mixed pair went from
 //     0.2 to 4-5 us) and only one window in planSparse is looked up.
 //   - Recording: the window's hash is rolled (no loop a call), the live
-//     blocks are searched by address in a slice of addresses, a free
+//     blocks are searched by address in a slice of addresses (a binary
+//     search whose steps are conditional moves, lowerBound: the planned
+//     mixed pair of BenchmarkPoolPair from 261-276 to 219-224 ns on a
+//     2-core host, session 38), a free
 //     leaves a tombstone there that the next allocation at or beside it
 //     reuses (no slice moved: training allocates where it freed; the
 //     settled eager gpt2 replay's planner cost went from 270 to 138 ns a
 //     call on a 2-core host), and a planner that stopped for good records
-//     nothing. What is left costs the CUDA manager's pair 31-115 ns on
-//     fixed sizes and about 270 ns on random sizes (75-130 and 400 before
+//     nothing. What is left cost the CUDA manager's pair 31-115 ns on
+//     fixed sizes and about 270 ns on random sizes before lowerBound (75-130 and 400 before
 //     the tombstones; bench/results/gpu-s37.md); live training on the
 //     H100 ran at the same speed with and without plans.
 
@@ -746,7 +749,31 @@ func planKey(items []planItem, fixed []planFixed) uint64 {
 // search finds address a among the live blocks by address: the index of
 // the block starting at a, or where one would go, and whether there is one.
 func (sp *stepPlanner) search(a uintptr) (int, bool) {
-	return slices.BinarySearch(sp.addrs, a)
+	i := lowerBound(sp.addrs, a)
+	return i, i < len(sp.addrs) && sp.addrs[i] == a
+}
+
+// lowerBound returns the index of the first element of sorted x not
+// below a (len(x) if none). Each halving picks its half by a conditional
+// move, not a branch: on addresses, where either half is as likely,
+// slices.BinarySearch's branch was mispredicted about every other step,
+// and its searches were a quarter of a planned pool's mixed pair (two a
+// pair: the allocation's record and the free's).
+func lowerBound(x []uintptr, a uintptr) int {
+	lo, n := 0, len(x)
+	for n > 1 {
+		half := n >> 1
+		var below int // 1 when the lower half ends below a (a SETcc)
+		if x[lo+half-1] < a {
+			below = 1
+		}
+		lo += half & -below
+		n -= half
+	}
+	if n == 1 && x[lo] < a {
+		lo++
+	}
+	return lo
 }
 
 // blockAt is blockAt(seg, a), walking from the live block below a.
