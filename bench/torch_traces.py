@@ -5,6 +5,7 @@ Needs ../shared/anchors/torch_gpt.py copied into the folder given as the
 first argument (.gpu on the device machine). Run from the repository root:
 
     python3 bench/torch_traces.py .gpu traces OUTDIR   # one CSV per config
+    python3 bench/torch_traces.py .gpu heldout OUTDIR  # the held-out set
     python3 bench/torch_traces.py .gpu live            # JSON lines
 
 traces: each config trains with the default allocator (warm=1, 3 steps,
@@ -13,6 +14,11 @@ and the snapshot's device trace is written as trace-NAME.csv (action,
 addr, size, stream), the format bench-alloc -trace replays. The configs
 vary what the shared traces do not: model shape, batch, precision,
 attention and checkpointing.
+
+heldout: as traces, for HELDOUT: shapes, batches and precision/attention/
+checkpointing combinations none of TRACES has (recorded in session 38),
+kept apart (bench/traces/heldout/) so that placement is judged on traces
+it was not tuned on.
 
 live: the runs of ../shared/anchors/torch_frag.py's table and the bf16
 ones strata's bench rows use, each in a process of its own per allocator
@@ -30,6 +36,13 @@ SHAPES = {
     "char-b32": dict(V=256, T=256, L=6, H=6, D=384, B=32),
     "mid": dict(V=8192, T=512, L=8, H=8, D=512, B=16),
     "gpt2-b4": dict(V=50257, T=1024, L=12, H=12, D=768, B=4),
+    # The held-out set's shapes.
+    "small": dict(V=512, T=128, L=4, H=4, D=256, B=64),
+    "char-b48": dict(V=256, T=256, L=6, H=6, D=384, B=48),
+    "deep": dict(V=256, T=256, L=12, H=6, D=384, B=24),
+    "wide": dict(V=4096, T=512, L=4, H=12, D=768, B=8),
+    "mid-b24": dict(V=8192, T=256, L=6, H=8, D=512, B=24),
+    "gpt2-b6": dict(V=50257, T=1024, L=12, H=12, D=768, B=6),
 }
 
 # name, config, mode, sdpa, ckpt
@@ -44,6 +57,22 @@ TRACES = [
     ("gpt2-b4-fp32", "gpt2-b4", "fp32", True, False),
     ("gpt2-fp16-ckpt", "gpt2", "fp16", True, True),
     ("gpt2-bf16", "gpt2", "bf16", True, False),
+]
+
+# The held-out set (same fields as TRACES).
+HELDOUT = [
+    ("small-fp32", "small", "fp32", True, False),
+    ("small-bf16-ckpt", "small", "bf16", True, True),
+    ("char-b48-fp16-ckpt", "char-b48", "fp16", True, True),
+    ("char-b48-fp32-ckpt-plain", "char-b48", "fp32", False, True),
+    ("deep-fp16-ckpt-plain", "deep", "fp16", False, True),
+    ("deep-bf16", "deep", "bf16", True, False),
+    ("wide-bf16-ckpt", "wide", "bf16", True, True),
+    ("wide-fp32-plain", "wide", "fp32", False, False),
+    ("mid-b24-fp16-ckpt", "mid-b24", "fp16", True, True),
+    ("mid-b24-bf16-plain", "mid-b24", "bf16", False, False),
+    ("gpt2-b6-fp16-ckpt", "gpt2-b6", "fp16", True, True),
+    ("gpt2-b6-fp32", "gpt2-b6", "fp32", True, False),
 ]
 
 # config, mode, sdpa, ckpt: torch_frag.py's table, then bf16 rows
@@ -106,14 +135,14 @@ def child(anchors, kind, plan, out="", conf=""):
 
 
 def main():
-    if len(sys.argv) < 3 or sys.argv[2] not in ("traces", "live"):
-        sys.exit("usage: torch_traces.py ANCHORS_DIR traces OUTDIR | live")
+    if len(sys.argv) < 3 or sys.argv[2] not in ("traces", "heldout", "live"):
+        sys.exit("usage: torch_traces.py ANCHORS_DIR traces|heldout OUTDIR | live")
     anchors, kind = sys.argv[1], sys.argv[2]
-    if kind == "traces":
+    if kind in ("traces", "heldout"):
         out = sys.argv[3]
         os.makedirs(out, exist_ok=True)
-        for t in TRACES:  # a process each: one failure loses one trace
-            child(anchors, kind, [t], out)
+        for t in (TRACES if kind == "traces" else HELDOUT):  # a process each: one failure loses one trace
+            child(anchors, "traces", [t], out)
     else:
         for conf in ("", "expandable_segments:True"):
             child(anchors, kind, LIVE, conf=conf)

@@ -81,13 +81,34 @@ func TestPlanStepsDeclinesAPlanThatGrows(t *testing.T) {
 // declined, trace-char-bf16-ckpt reached 1.0221 and trace-mid-fp16-ckpt
 // 1.0201.
 func TestPlanStepsTracesWithinGoal(t *testing.T) {
-	names, err := filepath.Glob(filepath.Join("..", "bench", "traces", "trace-*.csv"))
+	replayTracesPlanned(t, "", nil)
+}
+
+// TestPlanStepsHeldOutTraces replays the 12 held-out traces of
+// bench/traces/heldout (recorded after the rules were chosen, on shapes
+// the others do not have) the same way: nine are within the goal; the
+// three that are not (the checkpointed steps of the small, deep and wide
+// models: 1.0428, 1.0390, 1.0212) are held to what they reach now plus a
+// little, as a guard against regressions.
+func TestPlanStepsHeldOutTraces(t *testing.T) {
+	replayTracesPlanned(t, "heldout", map[string]float64{
+		"trace-small-bf16-ckpt.csv":      1.045,
+		"trace-deep-fp16-ckpt-plain.csv": 1.041,
+		"trace-wide-bf16-ckpt.csv":       1.023,
+	})
+}
+
+// replayTracesPlanned replays the traces of bench/traces/dir with step
+// plans and holds each to 1.02 peak reserved per peak requested, or to
+// its bound in above.
+func replayTracesPlanned(t *testing.T, dir string, above map[string]float64) {
+	names, err := filepath.Glob(filepath.Join("..", "bench", "traces", dir, "trace-*.csv"))
 	require.NoError(t, err)
 	if len(names) == 0 {
-		t.Skip("no traces in ../bench/traces")
+		t.Skip("no traces in ../bench/traces/" + dir)
 	}
 	for _, name := range names {
-		ops, slots := anaLoad(t, filepath.Base(name))
+		ops, slots := anaLoad(t, filepath.Join(dir, filepath.Base(name)))
 		p := NewPool(NewHostBackend(TierDevice), PoolConfig{Expandable: true, PlanSteps: true})
 		blocks := make([]*Block, slots)
 		for i, op := range ops {
@@ -108,7 +129,11 @@ func TestPlanStepsTracesWithinGoal(t *testing.T) {
 		st := p.Stats()
 		ratio := float64(st.Reserved.Peak) / float64(st.Requested.Peak)
 		t.Logf("%s: reserved/requested %.4f (plans %d, declined %d, layouts %d, settled %v)", filepath.Base(name), ratio, p.planner.plans, p.planner.declined, p.planner.layouts, p.planner.settled)
-		require.LessOrEqual(t, ratio, 1.02, filepath.Base(name))
+		limit, ok := above[filepath.Base(name)]
+		if !ok {
+			limit = 1.02
+		}
+		require.LessOrEqual(t, ratio, limit, filepath.Base(name))
 		for _, b := range blocks {
 			if b != nil {
 				require.NoError(t, p.Free(b))
