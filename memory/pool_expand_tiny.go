@@ -35,10 +35,9 @@ const tinyProbe = 64
 // allocPlaced is an expandable pool's choice of the free block (not in
 // the index) that starts where a request of rounded bytes on stream s
 // goes: where the running step plan puts it (pool_expand_plan.go); with
-// step plans but none running, for a request up to SmallSize or made
-// while the pool ebbs (ebbing), right after the highest live block
-// (takeTop); else for a tiny request among the live tiny blocks, else
-// the best fit, from
+// step plans but none running, for a request up to SmallSize, right after
+// the highest live block (takeTop); else for a tiny request among the
+// live tiny blocks, else the best fit, from
 // the cache or else from growing a segment. It records the allocation for
 // the step plans and counts a tiny block in its page (free uncounts
 // blocks of up to tinyMax bytes; a block above MaxSplitSize is handed out
@@ -47,7 +46,7 @@ func (p *Pool) allocPlaced(size, rounded int64, s Stream) (*Block, error) {
 	var b *Block
 	if sp := p.planner; sp != nil && sp.plan != nil {
 		b = p.takePlanned(rounded, s)
-	} else if sp != nil && (rounded <= SmallSize || p.ebbing()) && sp.topping() {
+	} else if sp != nil && rounded <= SmallSize && sp.topping() {
 		b = p.takeTop(rounded, s)
 	}
 	if b == nil && rounded <= p.tinyMax {
@@ -68,33 +67,6 @@ func (p *Pool) allocPlaced(size, rounded int64, s Stream) (*Block, error) {
 		p.countTiny(b, 1)
 	}
 	return b, nil
-}
-
-// ebbing reports whether the pool's allocated bytes are under half their
-// peak: a request made now comes after a step's peak has passed and most
-// of its blocks have died, and what is allocated then and outlives the
-// step is the long-lived state: the optimizer's moments, which the first
-// update creates, workspaces. takeTop places such requests of any size
-// together at the top (small ones go there anyway), where best fit put
-// each large one in a hole left by the step's dead blocks: the next
-// steps' blocks, planned around them, then shared those holes' pages only
-// in part, and a settled layout could not get back the pages they pinned
-// (on trace-char-fp16-ckpt, 10 pages at the peak with plans). Replays
-// with plans (bench-alloc, PyTorch's traces; bench/results/cpu-ebb-2026-12-06-s38.md):
-// the 12 of bench/traces from a mean peak reserved/requested of 1.0076
-// to 1.0055 (trace-char-fp16-ckpt 1.0174 to 1.0034, none worse), the 12
-// held-out ones of bench/traces/heldout from 1.0156 to 1.0153 and from
-// 4 above 1.02 to 3 (better on 6, worse on 4, the smallest models
-// among them: trace-small-bf16-ckpt 1.0351 to 1.0428); over 40 scales
-// of the 12, from 1.0122 (83 replays above 1.02) to 1.0100 (61), and
-// over 60 other scales from 1.0119 (115) to 1.0095 (91), the losses at
-// the smallest scales (0.2 to 0.35), where a page is large beside the
-// blocks. Half: a third and 0.6 did less well over
-// the 40 scales; placing only requests of a page or more there, or only
-// in pages already mapped, lost most of the gain.
-func (p *Pool) ebbing() bool {
-	u := &p.sinks.own.Allocated
-	return 2*u.Current < u.Peak
 }
 
 // freedPlaced undoes allocPlaced's records for a block of an expandable
