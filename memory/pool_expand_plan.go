@@ -756,24 +756,6 @@ func planKey(items []planItem, fixed []planFixed) uint64 {
 	return h
 }
 
-// liveLike reports whether the latest allocation of rounded bytes on
-// stream s, among the last planLiveLook recorded, is still live (see
-// Pool.ebbing): a request of the size of a live parameter or state, not
-// of a block that died within the step. It is asked only for large
-// requests made while the pool ebbs and no plan runs.
-func (sp *stepPlanner) liveLike(rounded int64, s Stream) bool {
-	n := len(sp.sizes)
-	for i := n - 1; i >= 0 && i >= n-planLiveLook; i-- {
-		if sp.sizes[i] == rounded && sp.streams[i] == s {
-			return sp.freed[i] < 0
-		}
-	}
-	return false
-}
-
-// planLiveLook bounds the allocations liveLike looks back over.
-const planLiveLook = 1 << 13
-
 // search finds address a among the live blocks by address: the index of
 // the block starting at a, or where one would go, and whether there is one.
 func (sp *stepPlanner) search(a uintptr) (int, bool) {

@@ -35,10 +35,9 @@ const tinyProbe = 64
 // allocPlaced is an expandable pool's choice of the free block (not in
 // the index) that starts where a request of rounded bytes on stream s
 // goes: where the running step plan puts it (pool_expand_plan.go); with
-// step plans but none running, for a request up to SmallSize, or a larger
-// one that looks long-lived (ebbing and stepPlanner.liveLike), right
-// after the highest live block (takeTop); else for a tiny request among
-// the live tiny blocks, else the best fit, from
+// step plans but none running, for a request up to SmallSize, right after
+// the highest live block (takeTop); else for a tiny request among the
+// live tiny blocks, else the best fit, from
 // the cache or else from growing a segment. It records the allocation for
 // the step plans and counts a tiny block in its page (free uncounts
 // blocks of up to tinyMax bytes; a block above MaxSplitSize is handed out
@@ -47,7 +46,7 @@ func (p *Pool) allocPlaced(size, rounded int64, s Stream) (*Block, error) {
 	var b *Block
 	if sp := p.planner; sp != nil && sp.plan != nil {
 		b = p.takePlanned(rounded, s)
-	} else if sp != nil && (rounded <= SmallSize || p.ebbing() && sp.liveLike(rounded, s)) && sp.topping() {
+	} else if sp != nil && rounded <= SmallSize && sp.topping() {
 		b = p.takeTop(rounded, s)
 	}
 	if b == nil && rounded <= p.tinyMax {
@@ -68,34 +67,6 @@ func (p *Pool) allocPlaced(size, rounded int64, s Stream) (*Block, error) {
 		p.countTiny(b, 1)
 	}
 	return b, nil
-}
-
-// ebbing reports whether the pool's allocated bytes are under half their
-// peak: a request made now comes after a peak, once most of the blocks
-// live then have died. With stepPlanner.liveLike, allocPlaced takes it
-// for long-lived state (the optimizer's moments, which the first update
-// creates after the first step's peak, each the size of a parameter that
-// is live) and puts it after the highest live block with the small
-// requests, where best fit put each in a hole left by the step's dead
-// blocks: the next steps' layouts then shared those holes' pages only in
-// part. Replays with plans (bench-alloc over PyTorch's traces, CPU;
-// bench/results/gpu-s38.md): the 12 of bench/traces from a mean peak
-// reserved/requested of 1.0076 to 1.0055 (trace-char-fp16-ckpt 1.0174
-// to 1.0034; trace-char-b32-fp16-ckpt-plain 1.0129 to 1.0168), the 12
-// of bench/traces/heldout from 4 above 1.02 to 3 (better on 5, worse on
-// 2: trace-small-bf16-ckpt 1.0351 to 1.0428); over 40 scales of the 12,
-// 83 replays above 1.02 to 64, over 60 other scales 115 to 93. Without
-// liveLike (every large request made while the pool ebbs) the traces
-// gained as much, but strata's own checkpointed steps ebb in their
-// forward and backward passes (a block's activations die as the next is
-// computed, the recomputation's too): live eager gpt2 fp16 with
-// checkpointing on the H100 went from 1.0108 to 1.0226 reserved per
-// allocated byte. With it, memory/testdata's recorded steps replay at
-// 1.0098 (1.0079 before) for that model, 1.0047 (1.0092) for the char
-// model with checkpointing and 1.0015 (1.0028) for gpt2 fp32.
-func (p *Pool) ebbing() bool {
-	u := &p.sinks.own.Allocated
-	return 2*u.Current < u.Peak
 }
 
 // freedPlaced undoes allocPlaced's records for a block of an expandable
