@@ -640,6 +640,9 @@ func (sp *stepPlanner) makePlan(p *Pool, last *Block, rounded, from, t int64, af
 		}
 	}
 	offs, peak, foot := sp.layout(items, fixed, seg.region.Size, p.page, mapped)
+	if planLaidOut != nil {
+		planLaidOut(items, fixed, peak, mapped, p.page)
+	}
 	// A settled plan keeps the pages of its footprint: with the pool's
 	// other pages, they must fit in its peak reserved bytes (and a little).
 	u := &p.sinks.own.Reserved
@@ -684,6 +687,11 @@ func (sp *stepPlanner) makePlan(p *Pool, last *Block, rounded, from, t int64, af
 	sp.plans++
 	return plan
 }
+
+// planLaidOut, when set (by TestPlanStepsTraceDiag), is told of each
+// layout makePlan has: its items and obstacles, its peak and the pages
+// mapped, in pages of page bytes.
+var planLaidOut func(items []planItem, fixed []planFixed, peak, mapped, page int64)
 
 // layout is layoutPlan (layoutWith's compact mode once the planner settled), the
 // layout's planPeak and planFoot, or the same layout made before. When

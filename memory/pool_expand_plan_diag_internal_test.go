@@ -1,0 +1,117 @@
+package memory
+
+import (
+	"flag"
+	"fmt"
+	"math"
+	"path/filepath"
+	"testing"
+)
+
+var diagTrace = flag.String("plan-diag", "", "TestPlanStepsTraceDiag's trace: a name under bench/traces (heldout/NAME for the held-out ones)")
+var diagScale = flag.Float64("plan-diag-scale", 1, "TestPlanStepsTraceDiag: multiply every allocation size by this")
+
+// TestPlanStepsTraceDiag, with -plan-diag, replays one trace through an
+// expandable pool with step plans and logs how its plans go: each plan
+// made (its period, the pages mapped and the bytes live then), each
+// layout (its peak in pages against the most bytes its items and
+// obstacles hold at once, the obstacles that outlive the period and the
+// free bytes in the pages they touch), each plan's end, and each rise of
+// the peak reserved (with the plan running then, if any). It found why
+// four of the held-out traces miss 1.02 (bench/results/gpu-s38.md):
+//
+//	go test ./memory -run TestPlanStepsTraceDiag -v -plan-diag heldout/trace-wide-bf16-ckpt.csv
+func TestPlanStepsTraceDiag(t *testing.T) {
+	if *diagTrace == "" {
+		t.Skip("no -plan-diag trace")
+	}
+	ops, slots := anaLoad(t, filepath.FromSlash(*diagTrace)) // anaLoad skips when the file is missing
+	p := NewPool(NewHostBackend(TierDevice), PoolConfig{Expandable: true, PlanSteps: true})
+	g := float64(p.page)
+	planLaidOut = func(items []planItem, fixed []planFixed, peak, mapped, page int64) {
+		// The most bytes live at once: at some item's birth.
+		var most int64
+		for _, it := range items {
+			var n int64
+			for _, f := range fixed {
+				if f.to > it.from {
+					n += f.size
+				}
+			}
+			for _, j := range items {
+				if j.from <= it.from && j.to > it.from {
+					n += j.size
+				}
+			}
+			most = max(most, n)
+		}
+		// The obstacles that outlive the period, and the free bytes in
+		// the pages they touch.
+		var ever int64
+		pages := map[int64]int64{}
+		for _, f := range fixed {
+			if f.to != planForever {
+				continue
+			}
+			ever += f.size
+			for pg := f.off / page; pg <= (f.off+f.size-1)/page; pg++ {
+				pages[pg] += min(f.off+f.size, (pg+1)*page) - max(f.off, pg*page)
+			}
+		}
+		var free int64
+		for _, n := range pages {
+			free += page - n
+		}
+		t.Logf("  layout: %d items, %d obstacles; peak %d pages (%d mapped), the most bytes live at once %.1f pages; obstacles for ever %.1f pages in %d pages, %.1f pages free in them",
+			len(items), len(fixed), peak, mapped, float64(most)/float64(page), float64(ever)/float64(page), len(pages), float64(free)/float64(page))
+	}
+	defer func() { planLaidOut = nil }()
+	blocks := make([]*Block, slots)
+	var live, peak int64
+	var last *stepPlan
+	for k, op := range ops {
+		if op.free {
+			live -= blocks[op.slot].size
+			if err := p.Free(blocks[op.slot]); err != nil {
+				t.Fatal(err)
+			}
+			blocks[op.slot] = nil
+			continue
+		}
+		b, err := p.Alloc(max(1, int64(math.Round(float64(op.size)**diagScale))), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks[op.slot] = b
+		live += b.size
+		sp := p.planner
+		if sp.plan != last {
+			if pl := sp.plan; pl != nil {
+				t.Logf("call %d, clock %d: plan of period %d (%d pages mapped, %.1f live)", k, sp.clock, len(pl.sizes), pl.seg.mapped/p.page, float64(live)/g)
+			} else {
+				t.Logf("call %d, clock %d: the plan ended at %d of %d", k, sp.clock, last.next, len(last.sizes))
+			}
+			last = sp.plan
+		}
+		if r := p.Stats().Reserved.Current; r > peak {
+			peak = r
+			at := "no plan"
+			if pl := sp.plan; pl != nil {
+				at = fmt.Sprintf("plan at item %d of %d", pl.next, len(pl.sizes))
+			}
+			t.Logf("    peak reserved %d pages at call %d, clock %d (%s), %.2f pages live", r/p.page, k, sp.clock, at, float64(live)/g)
+		}
+	}
+	st := p.Stats()
+	t.Logf("peak reserved %d pages, peak allocated %.2f pages: %.4f reserved / requested", st.Reserved.Peak/p.page, float64(st.Allocated.Peak)/g, float64(st.Reserved.Peak)/float64(st.Requested.Peak))
+	for _, b := range blocks {
+		if b != nil {
+			if err := p.Free(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
