@@ -130,7 +130,8 @@ import "slices"
 // it, deviate one after the other (and the peak reserved is reached
 // under one of them), and the first step's long-lived blocks, placed by
 // best fit, leave free bytes in the pages they touch that the layouts
-// of later steps fill only in part (bench/results/gpu-s38.md).
+// of later steps fill only in part (bench/results/gpu-s38.md;
+// TestPlanStepsTraceDiag -plan-diag shows a replay's plans and peaks).
 // The lives counted did most of it (1.0127, 1.086, 90 over the 40
 // scales); the decision declines few plans (one each in 2 of the 12
 // traces at scale 1: gpt2-b4-fp32, mid-fp16-ckpt, where it keeps the
