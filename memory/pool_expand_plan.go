@@ -188,7 +188,7 @@ import "slices"
 //     0.2 to 4-5 us) and only one window in planSparse is looked up.
 //   - Recording: the window's hash is rolled (no loop a call), the live
 //     blocks are searched by address in a slice of addresses (a binary
-//     search whose steps are conditional moves, lowerBound: the planned
+//     search without branches, lowerBound: the planned
 //     mixed pair of BenchmarkPoolPair from 261-276 to 219-224 ns on a
 //     2-core host, session 38), a free
 //     leaves a tombstone there that the next allocation at or beside it
@@ -773,8 +773,9 @@ func (sp *stepPlanner) search(a uintptr) (int, bool) {
 }
 
 // lowerBound returns the index of the first element of sorted x not
-// below a (len(x) if none). Each halving picks its half by a conditional
-// move, not a branch: on addresses, where either half is as likely,
+// below a (len(x) if none). Each halving picks its half without a branch
+// (the compare's flag, a SETcc, masks the step): on addresses, where
+// either half is as likely,
 // slices.BinarySearch's branch was mispredicted about every other step,
 // and its searches were a quarter of a planned pool's mixed pair (two a
 // pair: the allocation's record and the free's).
