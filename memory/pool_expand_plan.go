@@ -635,12 +635,17 @@ func (sp *stepPlanner) makePlan(p *Pool, last *Block, rounded, from, t int64, af
 		fixed = append(fixed, planFixed{off: int64(b.addr - base), size: size, to: to})
 	}
 	mapped := seg.mapped / p.page
-	if !afford {
-		if _, _, _, ok := sp.cached(items, fixed, seg.region.Size, p.page); !ok {
+	var offs []int64
+	var peak, foot int64
+	if afford {
+		offs, peak, foot = sp.layout(items, fixed, seg.region.Size, p.page, mapped)
+	} else {
+		// The cache only, looked up once (layout would look it up again).
+		var ok bool
+		if offs, peak, foot, ok = sp.cached(items, fixed, seg.region.Size, p.page); !ok {
 			return nil
 		}
 	}
-	offs, peak, foot := sp.layout(items, fixed, seg.region.Size, p.page, mapped)
 	if planLaidOut != nil {
 		planLaidOut(items, fixed, peak, mapped, p.page)
 	}
