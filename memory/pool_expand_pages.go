@@ -340,7 +340,7 @@ func (p *Pool) mergeState(h *Block, state blockState) *Block {
 // live block below a when the pool plans its steps (it keeps them by
 // address), else from the segment's first block.
 func (p *Pool) blockAt(seg *segment, a uintptr) *Block {
-	if p.planner != nil && !p.planner.off {
+	if p.planner != nil && !p.planner.off() {
 		return p.planner.blockAt(seg, a)
 	}
 	return blockAt(seg, a)

@@ -84,7 +84,7 @@ import "slices"
 //     settled plan is declined when its footprint, with the pool's other
 //     pages, would pass the pool's peak reserved bytes by more than
 //     1/planSettleGrow; and a settled planner whose plans map pages (or are
-//     declined) planGiveUp periods in a row stops for good (stepPlanner.off):
+//     declined) planGiveUp periods in a row stops for good (stepPlanner.stop):
 //     the usual placement and the churn slack serve it from then on.
 //     Replaying the recorded steps and then the last one 120 times
 //     (TestPlanStepsEagerStepsSettle does 40), no page is mapped or
@@ -272,21 +272,21 @@ type stepPlanner struct {
 	repeated int64
 	plan     *stepPlan
 	// quiet is the clock before which no plan is made: a plan was
-	// declined, and the usual placement serves a period.
+	// declined, and the usual placement serves a period; planForever
+	// once the planner stopped for good (off).
 	quiet int64
 	cache [planCached]planCache
 	used  int
 	// runs counts the plans in a row that ran to their end; settled is set
 	// once planSettleRuns did (for good): layouts are then compact, and
 	// steal spares every page the running plan uses. moved counts the
-	// settled plans in a row that mapped pages; off is set, for good, when
-	// planGiveUp did: no more plans.
+	// settled plans in a row that mapped pages; the planner stops for
+	// good (off) when planGiveUp did: no more plans.
 	runs, moved int
 	// work is the work of layouts in hand at clock workAt (see
 	// planBurst; negative after a layout that cost more than there was).
 	work, workAt int64
 	settled      bool
-	off          bool
 	// Counts for tests and the replay tool: plans made, layouts computed,
 	// allocations placed by a plan, plans ended by a deviation, plans
 	// declined, the work of the layouts (see planBurst).
@@ -297,10 +297,13 @@ type stepPlanner struct {
 // serves every allocation from now on, with no takeTop, and nothing is
 // recorded (the record is dropped; the counts stay).
 func (sp *stepPlanner) stop() {
-	*sp = stepPlanner{off: true, quiet: planForever, clock: sp.clock, settled: sp.settled,
+	*sp = stepPlanner{quiet: planForever, clock: sp.clock, settled: sp.settled,
 		plans: sp.plans, layouts: sp.layouts, planned: sp.planned, deviations: sp.deviations,
 		declined: sp.declined, spent: sp.spent}
 }
+
+// off reports whether the planner stopped for good (stop).
+func (sp *stepPlanner) off() bool { return sp.quiet == planForever }
 
 // ended records that the running plan ended before its end (a deviation,
 // its segment released): the runs in a row start again.
@@ -361,7 +364,7 @@ type planCache struct {
 // next period when the running plan has just ended, else when a
 // repetition is found.
 func (sp *stepPlanner) allocated(p *Pool, b *Block, rounded int64, s Stream) {
-	if sp.off {
+	if sp.off() {
 		sp.clock++
 		return
 	}

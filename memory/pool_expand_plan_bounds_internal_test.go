@@ -93,7 +93,7 @@ func TestPlanStepsCachedLayoutsWithoutWork(t *testing.T) {
 	}
 	t.Logf("layouts by step %v, allocations placed by a plan by step %v", layouts, planned)
 	require.True(t, sp.settled)
-	require.False(t, sp.off)
+	require.False(t, sp.off())
 	require.Equal(t, layouts[spend-3], sp.layouts, "the layouts of the last steps come from the cache")
 	require.Greater(t, sp.planned-planned[spend], int64(2*len(st.sizes)), "and still plan the steps without work in hand")
 }

@@ -99,7 +99,7 @@ func TestPlanStepsSettleAndGiveUp(t *testing.T) {
 				require.NoError(t, p.EmptyCache())
 			}
 			mapped = append(mapped, p.Stats().PagesMapped-before)
-			if sp.off && offAt < 0 {
+			if sp.off() && offAt < 0 {
 				offAt = n
 			}
 			p.mu.Lock()
@@ -109,7 +109,7 @@ func TestPlanStepsSettleAndGiveUp(t *testing.T) {
 		t.Logf("EmptyCache %v: pages mapped by step %v; plans %d, layouts %d, declined %d, deviations %d, settled %v, moved %d, runs %d, stopped at step %d", empty, mapped, sp.plans, sp.layouts, sp.declined, sp.deviations, sp.settled, sp.moved, sp.runs, offAt)
 		require.True(t, sp.settled)
 		if empty {
-			require.True(t, sp.off, "a settled planner that maps pages every period stops")
+			require.True(t, sp.off(), "a settled planner that maps pages every period stops")
 			require.Nil(t, sp.plan)
 			plans := sp.plans
 			b, err := p.Alloc(step.sizes[0], 0)
@@ -117,7 +117,7 @@ func TestPlanStepsSettleAndGiveUp(t *testing.T) {
 			require.NoError(t, p.Free(b))
 			require.Equal(t, plans, sp.plans)
 		} else {
-			require.False(t, sp.off)
+			require.False(t, sp.off())
 			for n, m := range mapped[20:] {
 				require.Zero(t, m, "step %d maps pages", 20+n)
 			}
