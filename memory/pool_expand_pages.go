@@ -340,8 +340,8 @@ func (p *Pool) mergeState(h *Block, state blockState) *Block {
 // live block below a when the pool plans its steps (it keeps them by
 // address), else from the segment's first block.
 func (p *Pool) blockAt(seg *segment, a uintptr) *Block {
-	if p.planner != nil && !p.planner.off() {
-		return p.planner.blockAt(seg, a)
+	if sp := p.planner; sp != nil && !sp.off() && !sp.dormant {
+		return sp.blockAt(seg, a)
 	}
 	return blockAt(seg, a)
 }

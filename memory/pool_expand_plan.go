@@ -1,6 +1,9 @@
 package memory
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+)
 
 // Step plans for expandable segments (pool_expand.go).
 //
@@ -185,7 +188,13 @@ import "slices"
 //     requests no longer go after the highest live block (takeTop grew
 //     the segment at its top while free blocks fit below, mapping and
 //     unmapping pages all along: the CUDA manager's mixed pair went from
-//     0.2 to 4-5 us) and only one window in planSparse is looked up.
+//     0.2 to 4-5 us), only one window in planSparse is looked up, and the
+//     planner sleeps (stepPlanner.toggle): it keeps no live blocks by
+//     address and records no frees, the most of its cost a call there
+//     (BenchmarkPoolPair's mixed-planned pair from 217 to 136 ns on a
+//     2-core host, against 96 without plans; session 39). A repetition
+//     found wakes it: the pool's live blocks are entered again, and
+//     periods are planned from there on.
 //   - Recording: the window's hash is rolled (no loop a call), the live
 //     blocks are searched by address in a slice of addresses (a binary
 //     search without branches, lowerBound: the planned
@@ -196,10 +205,10 @@ import "slices"
 //     settled eager gpt2 replay's planner cost went from 270 to 138 ns a
 //     call on a 2-core host), and a planner that stopped for good records
 //     nothing. What is left costs the CUDA manager's pair 31-115 ns on
-//     fixed sizes and about 270 ns on random sizes on the H100 hosts
-//     (75-130 and 400 before the tombstones; bench/results/gpu-s37.md,
-//     gpu-s38.md); live training on the H100 runs at the same speed with
-//     and without plans.
+//     fixed sizes on the H100 hosts, and cost about 270 ns on random
+//     sizes before the planner slept (75-130 and 400 before the
+//     tombstones; bench/results/gpu-s37.md, gpu-s38.md); live training on
+//     the H100 runs at the same speed with and without plans.
 
 // Tuning of the plans.
 const (
@@ -270,7 +279,13 @@ type stepPlanner struct {
 	hash   uint64 // of the last planWindow allocations (roll)
 	// repeated is the clock when find last found a repetition.
 	repeated int64
-	plan     *stepPlan
+	// dormant: the run stopped repeating (repeats), so the live blocks
+	// by address and the frees' clocks are not kept (toggle); woke is the
+	// clock from which they are kept again (planForever while dormant):
+	// a period is planned only when it starts there or later (detect).
+	dormant bool
+	woke    int64
+	plan    *stepPlan
 	// quiet is the clock before which no plan is made: a plan was
 	// declined, and the usual placement serves a period; planForever
 	// once the planner stopped for good (off).
@@ -372,7 +387,12 @@ func (sp *stepPlanner) allocated(p *Pool, b *Block, rounded int64, s Stream) {
 		sp.seen = map[uint64][]int64{}
 		sp.work = planBurst
 	}
-	sp.record(b)
+	if sp.repeats() == sp.dormant { // it stopped or started repeating
+		sp.toggle(p)
+	}
+	if !sp.dormant {
+		sp.record(b)
+	}
 	sp.sizes = append(sp.sizes, rounded)
 	sp.streams = append(sp.streams, s)
 	sp.freed = append(sp.freed, -1)
@@ -421,8 +441,45 @@ func (sp *stepPlanner) allocated(p *Pool, b *Block, rounded int64, s Stream) {
 	}
 }
 
+// toggle puts the planner to sleep when its run stopped repeating, and
+// wakes it when the run repeats again. Asleep (dormant), it keeps no
+// live blocks by address and no frees' clocks: a run that never repeats
+// (random sizes) paid for both on every call, for plans it never makes
+// (two searches of the live blocks, the most of the planner's cost on
+// the mixed pair). It still records sizes and streams and looks up one
+// window in planSparse, so it sees a repetition come; it then wakes: the
+// live blocks of the pool's segments are entered again, with no clock
+// (they are taken to live for ever), and a period is planned only from
+// there on (woke), since the frees before were not recorded.
+func (sp *stepPlanner) toggle(p *Pool) {
+	if sp.dormant = !sp.dormant; sp.dormant {
+		if sp.plan != nil { // its records stop: it ends here
+			sp.ended()
+		}
+		clear(sp.byAddr)
+		sp.byAddr, sp.addrs, sp.clocks, sp.dead, sp.woke = sp.byAddr[:0], sp.addrs[:0], sp.clocks[:0], 0, planForever
+		return
+	}
+	for seg := p.segs; seg != nil; seg = seg.next {
+		for b := seg.first; b != nil; b = b.next {
+			if b.state == blockLive || b.state == blockPending {
+				sp.byAddr = append(sp.byAddr, b)
+			}
+		}
+	}
+	slices.SortFunc(sp.byAddr, func(x, y *Block) int { return cmp.Compare(x.addr, y.addr) })
+	for _, b := range sp.byAddr {
+		sp.addrs = append(sp.addrs, b.addr)
+		sp.clocks = append(sp.clocks, -1)
+	}
+	sp.woke = sp.clock
+}
+
 // released records the free of b.
 func (sp *stepPlanner) released(b *Block) {
+	if sp.dormant {
+		return
+	}
 	i, found := sp.search(b.addr)
 	if !found || sp.byAddr[i] != b {
 		return
@@ -546,7 +603,7 @@ func (sp *stepPlanner) sameWindow(a, b int64) bool {
 // found at least planMinPeriod allocations back, plans what followed it
 // in the segment of b, the block just allocated for rounded bytes.
 func (sp *stepPlanner) detect(p *Pool, b *Block, rounded int64) {
-	if from := sp.find(); from >= 0 && sp.clock >= sp.quiet && sp.clock-from <= planMaxPeriod {
+	if from := sp.find(); from >= sp.woke && sp.clock >= sp.quiet && sp.clock-from <= planMaxPeriod {
 		sp.plan = sp.makePlan(p, b, rounded, from, sp.clock, false)
 	}
 }

@@ -9,6 +9,7 @@ import (
 )
 
 var diagTrace = flag.String("plan-diag", "", "TestPlanStepsTraceDiag's trace: a name under bench/traces (heldout/NAME for the held-out ones)")
+var diagDump = flag.Bool("plan-diag-dump", false, "dump")
 var diagScale = flag.Float64("plan-diag-scale", 1, "TestPlanStepsTraceDiag: multiply every allocation size by this")
 
 // TestPlanStepsTraceDiag, with -plan-diag, replays one trace through an
@@ -61,6 +62,13 @@ func TestPlanStepsTraceDiag(t *testing.T) {
 		var free int64
 		for _, n := range pages {
 			free += page - n
+		}
+		if *diagDump {
+			for _, f := range fixed {
+				if f.to == planForever {
+					t.Logf("      fixed off %.3f pages size %d (%.3f pages)", float64(f.off)/float64(page), f.size, float64(f.size)/float64(page))
+				}
+			}
 		}
 		t.Logf("  layout: %d items, %d obstacles; peak %d pages (%d mapped), the most bytes live at once %.1f pages; obstacles for ever %.1f pages in %d pages, %.1f pages free in them",
 			len(items), len(fixed), peak, mapped, float64(most)/float64(page), float64(ever)/float64(page), len(pages), float64(free)/float64(page))
