@@ -707,7 +707,7 @@ func (sp *stepPlanner) makePlan(p *Pool, last *Block, rounded, from, t int64, af
 		}
 	}
 	if planLaidOut != nil {
-		planLaidOut(items, fixed, peak, mapped, p.page)
+		planLaidOut(items, offs, fixed, peak, mapped, p.page)
 	}
 	// A settled plan keeps the pages of its footprint: with the pool's
 	// other pages, they must fit in its peak reserved bytes (and a little).
@@ -757,7 +757,7 @@ func (sp *stepPlanner) makePlan(p *Pool, last *Block, rounded, from, t int64, af
 // planLaidOut, when set (by TestPlanStepsTraceDiag), is told of each
 // layout makePlan has: its items and obstacles, its peak and the pages
 // mapped, in pages of page bytes.
-var planLaidOut func(items []planItem, fixed []planFixed, peak, mapped, page int64)
+var planLaidOut func(items []planItem, offs []int64, fixed []planFixed, peak, mapped, page int64)
 
 // layout is layoutPlan (layoutWith's compact mode once the planner settled), the
 // layout's planPeak and planFoot, or the same layout made before. When

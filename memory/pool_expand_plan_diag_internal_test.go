@@ -10,6 +10,7 @@ import (
 
 var diagTrace = flag.String("plan-diag", "", "TestPlanStepsTraceDiag's trace: a name under bench/traces (heldout/NAME for the held-out ones)")
 var diagDump = flag.Bool("plan-diag-dump", false, "dump")
+var diagPeak = flag.Bool("plan-diag-peak", false, "TestPlanStepsTraceDiag: log the pages each layout touches at its peak that are not full")
 var diagScale = flag.Float64("plan-diag-scale", 1, "TestPlanStepsTraceDiag: multiply every allocation size by this")
 
 // TestPlanStepsTraceDiag, with -plan-diag, replays one trace through an
@@ -18,7 +19,9 @@ var diagScale = flag.Float64("plan-diag-scale", 1, "TestPlanStepsTraceDiag: mult
 // layout (its peak in pages against the most bytes its items and
 // obstacles hold at once, the obstacles that outlive the period and the
 // free bytes in the pages they touch), each plan's end, and each rise of
-// the peak reserved (with the plan running then, if any). It found why
+// the peak reserved (with the plan running then, if any); with
+// -plan-diag-peak, also each layout's peak moment and the pages touched
+// then that are not full, with the blocks in them (diagPeakPages). It found why
 // four of the held-out traces miss 1.02 (bench/results/gpu-s38.md):
 //
 //	go test ./memory -run TestPlanStepsTraceDiag -v -plan-diag heldout/trace-wide-bf16-ckpt.csv
@@ -29,7 +32,10 @@ func TestPlanStepsTraceDiag(t *testing.T) {
 	ops, slots := anaLoad(t, filepath.FromSlash(*diagTrace)) // anaLoad skips when the file is missing
 	p := NewPool(NewHostBackend(TierDevice), PoolConfig{Expandable: true, PlanSteps: true})
 	g := float64(p.page)
-	planLaidOut = func(items []planItem, fixed []planFixed, peak, mapped, page int64) {
+	planLaidOut = func(items []planItem, offs []int64, fixed []planFixed, peak, mapped, page int64) {
+		if *diagPeak {
+			diagPeakPages(t, items, offs, fixed, page)
+		}
 		// The most bytes live at once: at some item's birth.
 		var most int64
 		for _, it := range items {
@@ -122,4 +128,63 @@ func TestPlanStepsTraceDiag(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// diagPeakPages logs, for a layout (items at offs around fixed), the
+// moment its pages touched peak and the pages touched then that are
+// not full: their free bytes, and the blocks in them (an obstacle's life
+// "ever" when it outlives the period).
+func diagPeakPages(t *testing.T, items []planItem, offs []int64, fixed []planFixed, page int64) {
+	type blk struct{ off, size, from, to int64 }
+	var all []blk
+	for _, f := range fixed {
+		all = append(all, blk{f.off, f.size, -1, f.to})
+	}
+	for i, it := range items {
+		if offs[i] >= 0 {
+			all = append(all, blk{offs[i], it.size, it.from, it.to})
+		}
+	}
+	liveAt := func(b blk, at int64) bool { return b.from <= at && at < b.to }
+	touched := func(at int64) map[int64]int64 {
+		pages := map[int64]int64{}
+		for _, b := range all {
+			if liveAt(b, at) {
+				for pg := b.off / page; pg <= (b.off+b.size-1)/page; pg++ {
+					pages[pg] += min(b.off+b.size, (pg+1)*page) - max(b.off, pg*page)
+				}
+			}
+		}
+		return pages
+	}
+	var at, most int64 = -1, -1
+	for _, it := range items {
+		if n := int64(len(touched(it.from))); n > most {
+			at, most = it.from, n
+		}
+	}
+	pages := touched(at)
+	var free int64
+	for pg, used := range pages {
+		free += page - used
+		if page-used < page/20 {
+			continue
+		}
+		var in []string
+		for _, b := range all {
+			if liveAt(b, at) && b.off < (pg+1)*page && b.off+b.size > pg*page {
+				life := "ever"
+				if b.to != planForever {
+					life = fmt.Sprint(b.to - max(b.from, 0))
+				}
+				kind := "item"
+				if b.from < 0 {
+					kind = "obst"
+				}
+				in = append(in, fmt.Sprintf("%s %d@%.2f life %s", kind, b.size, float64(b.off)/float64(page), life))
+			}
+		}
+		t.Logf("      page %d: %.2f free: %v", pg, float64(page-used)/float64(page), in)
+	}
+	t.Logf("    peak at clock %d of the period: %d pages touched, %.2f pages free in them", at, most, float64(free)/float64(page))
 }
