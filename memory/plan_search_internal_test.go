@@ -32,3 +32,35 @@ func TestLowerBound(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanStepsFindAcrossTrims: find keeps finding a period through the
+// trims of the history, which drop the windows recorded before the last
+// one whole (stepPlanner.older), at every clock: right after a trim the
+// window's earlier end was recorded before it.
+func TestPlanStepsFindAcrossTrims(t *testing.T) {
+	const period = 3001
+	rng := rand.New(rand.NewPCG(7, 7))
+	sizes := make([]int64, period)
+	for i := range sizes {
+		sizes[i] = int64(1+rng.IntN(1<<12)) << 9
+	}
+	sp := &stepPlanner{seen: map[uint64][]int64{}}
+	trims := 0
+	for sp.clock < 5*planHistory {
+		sp.sizes = append(sp.sizes, sizes[sp.clock%period])
+		sp.streams = append(sp.streams, 0)
+		sp.freed = append(sp.freed, -1)
+		sp.clock++
+		sp.roll()
+		if len(sp.sizes) >= 2*planHistory {
+			sp.trim()
+			trims++
+		}
+		from := sp.find()
+		if sp.clock >= period+planWindow {
+			require.Equal(t, sp.clock-period, from, "the period at clock %d", sp.clock)
+		}
+	}
+	require.Equal(t, 4, trims)
+	require.NotEmpty(t, sp.older)
+}

@@ -275,8 +275,12 @@ type stepPlanner struct {
 	addrs  []uintptr
 	clocks []int64
 	dead   int
-	seen   map[uint64][]int64
-	hash   uint64 // of the last planWindow allocations (roll)
+	// seen holds each window's latest ends (up to planOccurrences), by
+	// its hash, recorded since the last trim; older those recorded
+	// before (trim drops it whole: a map walked and cut down every trim
+	// was a twelfth of a planned mixed pair).
+	seen, older map[uint64][]int64
+	hash        uint64 // of the last planWindow allocations (roll)
 	// repeated is the clock when find last found a repetition.
 	repeated int64
 	// dormant: the run stopped repeating (repeats), so the live blocks
@@ -542,20 +546,13 @@ func (sp *stepPlanner) trim() {
 	sp.sizes = append(sp.sizes[:0], sp.sizes[planHistory:]...)
 	sp.streams = append(sp.streams[:0], sp.streams[planHistory:]...)
 	sp.freed = append(sp.freed[:0], sp.freed[planHistory:]...)
-	for h, ends := range sp.seen {
-		k := 0
-		for _, e := range ends {
-			if e-planWindow >= sp.base {
-				ends[k] = e
-				k++
-			}
-		}
-		if k == 0 {
-			delete(sp.seen, h)
-		} else {
-			sp.seen[h] = ends[:k]
-		}
+	// The windows recorded before the last trim end before the new base
+	// (those since, up to planWindow after it, are skipped by find).
+	if sp.older == nil {
+		sp.older = map[uint64][]int64{}
 	}
+	clear(sp.older)
+	sp.seen, sp.older = sp.older, sp.seen
 }
 
 // The window's hash is rolled along the allocations: each multiplies it
@@ -624,12 +621,9 @@ func (sp *stepPlanner) find() int64 {
 		return -1
 	}
 	ends := sp.seen[h]
-	from := int64(-1)
-	for i := len(ends) - 1; i >= 0; i-- {
-		if e := ends[i]; t-e >= planMinPeriod && e-planWindow >= sp.base && sp.sameWindow(e, t) {
-			from = e
-			break
-		}
+	from := sp.latest(ends, t)
+	if from < 0 && sp.older != nil {
+		from = sp.latest(sp.older[h], t)
 	}
 	if from >= 0 && t-from <= planMaxPeriod {
 		sp.repeated = t
@@ -639,6 +633,18 @@ func (sp *stepPlanner) find() int64 {
 	}
 	sp.seen[h] = append(ends, t)
 	return from
+}
+
+// latest returns the latest of ends (a window's ends, in order) at
+// least planMinPeriod before t whose window is in the history and equals
+// the window before t; -1 for none.
+func (sp *stepPlanner) latest(ends []int64, t int64) int64 {
+	for i := len(ends) - 1; i >= 0; i-- {
+		if e := ends[i]; t-e >= planMinPeriod && e-planWindow >= sp.base && sp.sameWindow(e, t) {
+			return e
+		}
+	}
+	return -1
 }
 
 // makePlan lays out the allocations of history [from, t) as those of
