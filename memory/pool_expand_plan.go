@@ -203,8 +203,10 @@ import (
 //     leaves a tombstone there that the next allocation at or beside it
 //     reuses (no slice moved: training allocates where it freed; the
 //     settled eager gpt2 replay's planner cost went from 270 to 138 ns a
-//     call on a 2-core host), and a planner that stopped for good records
-//     nothing. What is left costs the CUDA manager's pair 31-115 ns on
+//     call on a 2-core host), the windows' ends are kept in two maps by
+//     generation, the older dropped whole when the history is trimmed
+//     (walking the map to cut it down was a twelfth of the planned mixed
+//     pair), and a planner that stopped for good records nothing. What is left costs the CUDA manager's pair 31-115 ns on
 //     fixed sizes on the H100 hosts, and cost about 270 ns on random
 //     sizes before the planner slept (75-130 and 400 before the
 //     tombstones; bench/results/gpu-s37.md, gpu-s38.md); live training on
