@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -33,4 +34,32 @@ func TestPlanLayoutCacheKeysWholeInput(t *testing.T) {
 	sp.cache[0] = planCache{key: planKey(other, nil), items: items, limit: 8 * page, page: page, offs: []int64{5 * page}}
 	got, _, _ := sp.layout(other, nil, 8*page, page, planForever)
 	require.Equal(t, layoutPlan(other, nil, 8*page, page), got)
+}
+
+// TestPlanPageNeedsCached: the pages' last items of a layout (a plan's
+// need) are the last item on each page, computed once for a layout of
+// the cache and then handed out again.
+func TestPlanPageNeedsCached(t *testing.T) {
+	const page = 2 << 20
+	var items []planItem
+	for i := range int64(40) {
+		items = append(items, planItem{size: (1 + i%7) * page / 3, from: i, to: i + 1 + i%5})
+	}
+	var sp stepPlanner
+	offs, _, _ := sp.layout(items, nil, 256*page, page, planForever)
+	need := sp.pageNeeds(items, offs, page)
+	for pg := range int64(len(need)) {
+		want := int32(-1)
+		for j, it := range items {
+			if o := offs[j]; o >= 0 && o/page <= pg && pg <= (o+it.size-1)/page {
+				want = int32(max(int64(want), it.from))
+			}
+		}
+		require.Equal(t, want, need[pg], "page %d", pg)
+	}
+	again := sp.pageNeeds(items, offs, page)
+	require.Same(t, &need[0], &again[0], "kept with the layout")
+	fresh := sp.pageNeeds(items, slices.Clone(offs), page)
+	require.Equal(t, need, fresh)
+	require.NotSame(t, &need[0], &fresh[0], "offsets not of the cache: computed")
 }

@@ -21,9 +21,13 @@ func BenchmarkPoolPair(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		size int64
-	}{{"4KiB", 4 << 10}, {"1MiB", 1 << 20}, {"64MiB", 64 << 20}} {
+		cfg  memory.PoolConfig
+	}{{"4KiB", 4 << 10, memory.PoolConfig{}}, {"1MiB", 1 << 20, memory.PoolConfig{}}, {"64MiB", 64 << 20, memory.PoolConfig{}},
+		// A pool with step plans (a CUDA manager's device tier) sees the
+		// fixed size repeat: a plan of 256 allocations, chained.
+		{"64MiB-planned", 64 << 20, memory.PoolConfig{Expandable: true, PlanSteps: true}}} {
 		b.Run(c.name, func(b *testing.B) {
-			p := memory.NewPool(memory.NewHostBackend(memory.TierHost), memory.PoolConfig{})
+			p := memory.NewPool(memory.NewHostBackend(memory.TierHost), c.cfg)
 			defer func() { require.NoError(b, p.Close()) }()
 			warm, err := p.Alloc(c.size, 0)
 			require.NoError(b, err)

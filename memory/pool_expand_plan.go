@@ -375,9 +375,10 @@ type planCache struct {
 	fixed       []planFixed
 	limit, page int64
 	offs        []int64
-	peak        int64 // planPeak of the layout
-	foot        int64 // planFoot of the layout
-	compact     bool  // made by layoutWith's compact mode
+	peak        int64   // planPeak of the layout
+	foot        int64   // planFoot of the layout
+	compact     bool    // made by layoutWith's compact mode
+	need        []int32 // stepPlan.need of the layout, once a plan used it (pageNeeds)
 }
 
 // allocated records that b was allocated for a request of rounded bytes
@@ -666,8 +667,8 @@ func (sp *stepPlanner) makePlan(p *Pool, last *Block, rounded, from, t int64, af
 	seg := last.seg
 	period := t - from
 	s := sp.streams[t-1-sp.base]
-	var items []planItem
-	var which []int
+	items := make([]planItem, 0, period)
+	which := make([]int, 0, period)
 	for k := from; k < t; k++ {
 		i := k - sp.base
 		if sp.streams[i] != s {
@@ -748,18 +749,45 @@ func (sp *stepPlanner) makePlan(p *Pool, last *Block, rounded, from, t int64, af
 	}
 	for j, i := range which {
 		plan.offs[i] = offs[j]
+	}
+	plan.need = sp.pageNeeds(items, offs, p.page)
+	sp.plans++
+	return plan
+}
+
+// pageNeeds returns stepPlan.need for the layout offs of items (an
+// item's from is its place in the period): the last item on each page.
+// It is kept with the layout in the cache, so the plans that reuse a
+// layout, one a period, do not walk every page of every item again (a
+// pool's 64 MiB pair with plans on took 121 ns instead of 25, most of it
+// here, on a 2-core host).
+func (sp *stepPlanner) pageNeeds(items []planItem, offs []int64, page int64) []int32 {
+	var c *planCache
+	for k := range sp.cache {
+		if e := &sp.cache[k]; len(offs) > 0 && len(e.offs) == len(offs) && &e.offs[0] == &offs[0] {
+			c = e
+			break
+		}
+	}
+	if c != nil && c.need != nil {
+		return c.need
+	}
+	var need []int32
+	for j, it := range items {
 		if o := offs[j]; o >= 0 {
-			first, last := o/p.page, (o+items[j].size-1)/p.page
-			for int64(len(plan.need)) <= last {
-				plan.need = append(plan.need, -1)
+			first, last := o/page, (o+it.size-1)/page
+			for int64(len(need)) <= last {
+				need = append(need, -1)
 			}
 			for pg := first; pg <= last; pg++ {
-				plan.need[pg] = int32(max(int(plan.need[pg]), i))
+				need[pg] = int32(max(int64(need[pg]), it.from))
 			}
 		}
 	}
-	sp.plans++
-	return plan
+	if c != nil {
+		c.need = need
+	}
+	return need
 }
 
 // planLaidOut, when set (by TestPlanStepsTraceDiag), is told of each
@@ -798,7 +826,7 @@ func (sp *stepPlanner) layout(items []planItem, fixed []planFixed, limit, page, 
 			offs, peak, foot, held = o, pk, ft, h
 		}
 	}
-	sp.cache[sp.used%planCached] = planCache{planKey(items, fixed), slices.Clone(items), slices.Clone(fixed), limit, page, offs, peak, foot, compact}
+	sp.cache[sp.used%planCached] = planCache{planKey(items, fixed), slices.Clone(items), slices.Clone(fixed), limit, page, offs, peak, foot, compact, nil}
 	sp.used++
 	sp.layouts++
 	return offs, peak, foot
