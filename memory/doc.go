@@ -501,9 +501,12 @@
 // that held it for minutes; the layouts' work is now bounded (a burst,
 // then a credit per allocation), periods above 16,384 allocations are not
 // planned, and a run with no repetition for 32,768 allocations gets the
-// usual placement (pool_expand_plan.go, "Bounds"). Recording costs the
-// CUDA manager's alloc/free pair 31-115 ns on fixed sizes and about 270
-// ns on random ones (the pool rows of bench-alloc plan nothing). Even
+// usual placement, its planner asleep (no live blocks by address, no
+// frees recorded) until a repetition wakes it (pool_expand_plan.go,
+// "Bounds"). On one H100 host (session 39) plans cost the CUDA manager's
+// alloc/free pair 37-65 ns on random sizes (162-201 before the planner
+// slept), about 10 on 4 KiB and 1 MiB and 75-83 on 64 MiB (the pool rows
+// of bench-alloc plan nothing). Even
 // a layout that knows every lifetime of the whole trace in advance
 // (greedy by size, the pages touched by live blocks counted at every
 // moment) reaches 1.028 to 1.033 at 3 of the 40 fp16 scales (mean
