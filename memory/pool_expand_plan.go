@@ -191,10 +191,12 @@ import (
 //     0.2 to 4-5 us), only one window in planSparse is looked up, and the
 //     planner sleeps (stepPlanner.toggle): it keeps no live blocks by
 //     address and records no frees, the most of its cost a call there
-//     (BenchmarkPoolPair's mixed-planned pair from 217 to 136 ns on a
-//     2-core host, against 96 without plans; session 39). A repetition
-//     found wakes it: the pool's live blocks are entered again, and
-//     periods are planned from there on.
+//     (BenchmarkPoolPair's mixed-planned pair from 213-219 to 128-130 ns
+//     on a 2-core host with the two generations below, against 95-98
+//     without plans; the CUDA manager's mixed pair on one H100 host from
+//     372-412 to 248-275 ns, 211 with plans off; session 39). A
+//     repetition found wakes it: the pool's live blocks are entered
+//     again, and periods are planned from there on.
 //   - Recording: the window's hash is rolled (no loop a call), the live
 //     blocks are searched by address in a slice of addresses (a binary
 //     search without branches, lowerBound: the planned
@@ -206,11 +208,12 @@ import (
 //     call on a 2-core host), the windows' ends are kept in two maps by
 //     generation, the older dropped whole when the history is trimmed
 //     (walking the map to cut it down was a twelfth of the planned mixed
-//     pair), and a planner that stopped for good records nothing. What is left costs the CUDA manager's pair 31-115 ns on
-//     fixed sizes on the H100 hosts, and cost about 270 ns on random
-//     sizes before the planner slept (75-130 and 400 before the
-//     tombstones; bench/results/gpu-s37.md, gpu-s38.md); live training on
-//     the H100 runs at the same speed with and without plans.
+//     pair), a plan's page needs are kept with its layout in the cache
+//     (pageNeeds), and a planner that stopped for good records nothing.
+//     What is left costs the CUDA manager's pair 0-15 ns on 4 KiB and 1
+//     MiB, 75-83 on 64 MiB (a planned placement's checks) and 37-65 on
+//     random sizes on one H100 host (bench/results/gpu-s39.md); live
+//     training on the H100 runs at the same speed with and without plans.
 
 // Tuning of the plans.
 const (
@@ -758,9 +761,10 @@ func (sp *stepPlanner) makePlan(p *Pool, last *Block, rounded, from, t int64, af
 // pageNeeds returns stepPlan.need for the layout offs of items (an
 // item's from is its place in the period): the last item on each page.
 // It is kept with the layout in the cache, so the plans that reuse a
-// layout, one a period, do not walk every page of every item again (a
-// pool's 64 MiB pair with plans on took 121 ns instead of 25, most of it
-// here, on a 2-core host).
+// layout, one a period, do not walk every page of every item again (with
+// makePlan's slices sized once: a planned pool's 64 MiB pair from 121 to
+// 93 ns on a 2-core host, 26 unplanned; a plan of 256 such items walked
+// 8,192 pages).
 func (sp *stepPlanner) pageNeeds(items []planItem, offs []int64, page int64) []int32 {
 	var c *planCache
 	for k := range sp.cache {
