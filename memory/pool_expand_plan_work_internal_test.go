@@ -83,18 +83,9 @@ func TestPlanStepsQuietWithoutRepetition(t *testing.T) {
 		p := NewPool(NewHostBackend(TierDevice), PoolConfig{Expandable: true, PlanSteps: plan})
 		blocks := make([]*Block, live)
 		var before int64
-		for i := range n {
-			if i == n-planHistory {
-				before = p.Stats().PagesMapped
-			}
-			s := rng.IntN(live)
-			if blocks[s] != nil {
-				require.NoError(t, p.Free(blocks[s]))
-			}
-			b, err := p.Alloc(int64(512+rng.IntN(2<<20)), 0)
-			require.NoError(t, err)
-			blocks[s] = b
-		}
+		replaceRandom(t, p, rng, blocks, n-planHistory)
+		before = p.Stats().PagesMapped
+		replaceRandom(t, p, rng, blocks, planHistory)
 		for _, b := range blocks {
 			require.NoError(t, p.Free(b))
 		}
@@ -181,15 +172,7 @@ func TestPlanStepsDormantWakes(t *testing.T) {
 	defer func() { require.NoError(t, p.Close()) }()
 	sp := p.planner
 	blocks := make([]*Block, live)
-	for range 3 * planHistory {
-		s := rng.IntN(live)
-		if blocks[s] != nil {
-			require.NoError(t, p.Free(blocks[s]))
-		}
-		b, err := p.Alloc(int64(512+rng.IntN(2<<20)), 0)
-		require.NoError(t, err)
-		blocks[s] = b
-	}
+	replaceRandom(t, p, rng, blocks, 3*planHistory)
 	require.True(t, sp.dormant, "asleep after planHistory allocations without a repetition")
 	require.Empty(t, sp.byAddr)
 	require.Equal(t, planForever, sp.woke)
@@ -246,4 +229,18 @@ func TestPlanStepsDormantWakes(t *testing.T) {
 		require.NoError(t, p.Free(b))
 	}
 	require.Zero(t, len(sp.byAddr)-sp.dead, "no live entry left")
+}
+
+// replaceRandom makes n allocations of random sizes (512 B to 2 MiB) from
+// p, each into a random slot of blocks, freeing the block there first.
+func replaceRandom(t *testing.T, p *Pool, rng *rand.Rand, blocks []*Block, n int) {
+	for range n {
+		s := rng.IntN(len(blocks))
+		if blocks[s] != nil {
+			require.NoError(t, p.Free(blocks[s]))
+		}
+		b, err := p.Alloc(int64(512+rng.IntN(2<<20)), 0)
+		require.NoError(t, err)
+		blocks[s] = b
+	}
 }
