@@ -426,7 +426,11 @@ func (p *Pool) mapRun(seg *segment, lo, hi int64, pages []Page) error {
 // index and returns it cut to start at pos (its part before pos stays
 // free, in the index).
 func (p *Pool) carve(seg *segment, pos int64) *Block {
-	b := p.blockAt(seg, seg.region.Addr+uintptr(pos))
+	return p.carveFrom(seg, p.blockAt(seg, seg.region.Addr+uintptr(pos)), pos)
+}
+
+// carveFrom is carve with b, the free block holding offset pos, found.
+func (p *Pool) carveFrom(seg *segment, b *Block, pos int64) *Block {
 	tree := p.treeOf(seg)
 	tree.delete(seg.stream, b)
 	left, mid, _ := p.cut(b, seg.region.Addr+uintptr(pos), b.addr+uintptr(b.size), blockFree)

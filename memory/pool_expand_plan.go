@@ -670,8 +670,7 @@ func (sp *stepPlanner) makePlan(p *Pool, last *Block, rounded, from, t int64, af
 	seg := last.seg
 	period := t - from
 	s := sp.streams[t-1-sp.base]
-	items := make([]planItem, 0, period)
-	which := make([]int, 0, period)
+	items := make([]planItem, 0, period) // each item's from is its place in the period
 	for k := from; k < t; k++ {
 		i := k - sp.base
 		if sp.streams[i] != s {
@@ -684,7 +683,6 @@ func (sp *stepPlanner) makePlan(p *Pool, last *Block, rounded, from, t int64, af
 			to = sp.freed[j] + period - from
 		}
 		items = append(items, planItem{size: sp.sizes[i], from: k - from, to: to})
-		which = append(which, int(k-from))
 	}
 	var fixed []planFixed
 	base := seg.region.Addr
@@ -750,8 +748,8 @@ func (sp *stepPlanner) makePlan(p *Pool, last *Block, rounded, from, t int64, af
 		plan.offs[i] = -1
 		plan.sizes[i] = sp.sizes[from+int64(i)-sp.base]
 	}
-	for j, i := range which {
-		plan.offs[i] = offs[j]
+	for j, it := range items {
+		plan.offs[it.from] = offs[j]
 	}
 	plan.need = sp.pageNeeds(items, offs, p.page)
 	sp.plans++

@@ -129,15 +129,24 @@ func (p *Pool) takeTop(rounded int64, s Stream) *Block {
 // taken is set) or pages could not be had.
 func (p *Pool) placeAt(seg *segment, off, rounded int64) (b *Block, taken bool) {
 	base := seg.region.Addr
-	stale := false
-	for b := p.blockAt(seg, base+uintptr(off)); b != nil && int64(b.addr-base) < off+rounded; b = b.next {
+	stale, holes := false, false
+	at := p.blockAt(seg, base+uintptr(off))
+	for b := at; b != nil && int64(b.addr-base) < off+rounded; b = b.next {
 		switch b.state {
-		case blockFree, blockHole:
+		case blockFree:
+		case blockHole:
+			holes = true
 		case blockStale:
 			stale = true
 		default:
 			return nil, true
 		}
+	}
+	if !stale && !holes {
+		// Free blocks only: their pages are mapped (the pages around the
+		// range too: they hold its first and last bytes), and nothing
+		// moved since at was found.
+		return p.carveFrom(seg, at, off), false
 	}
 	if stale {
 		// A held stream (a graph's capture) keeps its stale ranges and
@@ -150,15 +159,15 @@ func (p *Pool) placeAt(seg *segment, off, rounded int64) (b *Block, taken bool) 
 		}
 	}
 	lo, hi := p.pageRange(off, rounded)
-	var holes int64
+	var missing int64
 	for b := p.blockAt(seg, base+uintptr(lo)); b != nil && int64(b.addr-base) < hi; b = b.next {
 		if b.state == blockHole {
 			bl, bh := int64(b.addr-base), int64(b.addr-base)+b.size
-			holes += (min(hi, bh) - max(lo, bl)) / p.page
+			missing += (min(hi, bh) - max(lo, bl)) / p.page
 		}
 	}
-	if holes > 0 {
-		pages, err := p.gatherPages(int(holes), seg, lo, hi)
+	if missing > 0 {
+		pages, err := p.gatherPages(int(missing), seg, lo, hi)
 		if err == nil {
 			err = p.mapRun(seg, lo, hi, pages)
 		}
