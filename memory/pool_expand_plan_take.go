@@ -131,6 +131,9 @@ func (p *Pool) placeAt(seg *segment, off, rounded int64) (b *Block, taken bool) 
 	base := seg.region.Addr
 	stale, holes := false, false
 	at := p.blockAt(seg, base+uintptr(off))
+	if at == nil || off+rounded > seg.region.Size { // past the segment's end: not there
+		return nil, true
+	}
 	for b := at; b != nil && int64(b.addr-base) < off+rounded; b = b.next {
 		switch b.state {
 		case blockFree:
