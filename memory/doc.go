@@ -505,8 +505,9 @@
 // frees recorded) until a repetition wakes it (pool_expand_plan.go,
 // "Bounds"). On one H100 host (session 39) plans cost the CUDA manager's
 // alloc/free pair 37-65 ns on random sizes (162-201 before the planner
-// slept), 0-15 on 4 KiB and 1 MiB and 75-83 on 64 MiB (the pool rows
-// of bench-alloc plan nothing). Even
+// slept), 0-15 on 4 KiB and 1 MiB and 75-83 on 64 MiB (59 on another
+// host once a planned placement searched the live blocks once instead of
+// three times; the pool rows of bench-alloc plan nothing). Even
 // a layout that knows every lifetime of the whole trace in advance
 // (greedy by size, the pages touched by live blocks counted at every
 // moment) reaches 1.028 to 1.033 at 3 of the 40 fp16 scales (mean

@@ -210,10 +210,13 @@ import (
 //     (walking the map to cut it down was a twelfth of the planned mixed
 //     pair), a plan's page needs are kept with its layout in the cache
 //     (pageNeeds), and a planner that stopped for good records nothing.
-//     What is left costs the CUDA manager's pair 0-15 ns on 4 KiB and 1
-//     MiB, 75-83 on 64 MiB (a planned placement's checks) and 37-65 on
-//     random sizes on one H100 host (bench/results/gpu-s39.md); live
-//     training on the H100 runs at the same speed with and without plans.
+//     A planned placement searches the live blocks once (placeAt carves
+//     the block it found when the range is free and mapped; it searched
+//     three times: a planned pool's 64 MiB pair from 88 to 65-71 ns on
+//     a 2-core host). What is left costs the CUDA manager's pair 0-15
+//     ns on 4 KiB and 1 MiB, 59 on 64 MiB and 35 on random sizes on one
+//     H100 host (bench/results/gpu-s39.md, call 4); live training on the
+//     H100 runs at the same speed with and without plans.
 
 // Tuning of the plans.
 const (
