@@ -126,7 +126,7 @@ import (
 // 1.0158), and no plans
 // leave trace-char-b32-fp16-ckpt-plain at 1.0399 (1.0129 with them).
 // Twelve traces recorded after these rules were chosen
-// (bench/traces/heldout, session 38; TestPlanStepsHeldOutTraces) replay
+// (bench/traces/heldout, session 38; TestPlanStepsHeldOutTraces) replayed
 // at 1.0029 to 1.0390: eight within 1.02, and four checkpointed ones
 // above. Their first step also creates the optimizer's moments, so it
 // differs from the next ones: the second step's plans, detected from
@@ -134,7 +134,33 @@ import (
 // under one of them), and the first step's long-lived blocks, placed by
 // best fit, leave free bytes in the pages they touch that the layouts
 // of later steps fill only in part (bench/results/gpu-s38.md;
-// TestPlanStepsTraceDiag -plan-diag shows a replay's plans and peaks).
+// TestPlanStepsTraceDiag -plan-diag shows a replay's plans and peaks;
+// TestPlanStepsLayoutHeadroom, the steady step's layout with those
+// blocks packed: within 1.012 for all four).
+//
+// Parameters' kin on top (session 40, stepPlanner.firsts): a pool whose
+// first planSetup or more allocations come before its first free (a
+// model's parameters, created one after another) keeps their sizes above
+// SmallSize, less each size freed since; while no plan runs, a request
+// of such a size (the first step's gradients and moments, which live as
+// long) goes right after the highest live block, as small requests do,
+// so they lie side by side instead of in holes between the first step's
+// short-lived blocks. A size once freed (an activation the size of a
+// parameter) leaves the set; with fewer allocations before the first
+// free there is no setup and nothing is kept (TestPlanStepsFirstsOnTop).
+// On the CPU (bench/results/cpu-firsts-2026-12-06-s40.md): the 24 traces
+// at scale 1 from 4 above 1.02 (mean 1.0116, max 1.0390) to 3 (1.0087,
+// 1.0357: char-b48 1.0256 to 1.0113, deep 1.0390 to 1.0357, small 1.0351
+// and wide 1.0212 unchanged, none worse by more than 0.0015); 40 scales
+// of the 12 traces from 83 replays above 1.02 to 58 (mean 1.0122 to
+// 1.0097), of the held-out 12 from 197 to 157 (1.0241 to 1.0211); 60
+// other scales of all 24 from 436 to 330 (1.0181 to 1.0150); no new
+// maximum. Putting every size allocated before the first free on top,
+// freed or not, took small-bf16-ckpt to 1.0505 and 40 scales to 92
+// above (activations of a parameter's size stacked up). strata's own
+// recorded runs (memory/testdata) make 3 allocations in their device
+// pool before its first free (their parameters live in other pools): the
+// rule does not fire there, and they replay as before.
 // The lives counted did most of it (1.0127, 1.086, 90 over the 40
 // scales); the decision declines few plans (one each in 2 of the 12
 // traces at scale 1: gpt2-b4-fp32, mid-fp16-ckpt, where it keeps the
@@ -263,6 +289,11 @@ const (
 	// pages, may pass the pool's peak reserved bytes by 1/planSettleGrow
 	// of them (its missing pages are created once).
 	planSettleGrow = 64
+	// planSetup is the fewest allocations before a pool's first free that
+	// make a setup (a model's parameters, created one after another):
+	// with fewer, the sizes of the first allocations say nothing
+	// (stepPlanner.firsts).
+	planSetup = 16
 )
 
 // stepPlanner is an expandable pool's record of its allocations and its
@@ -298,6 +329,17 @@ type stepPlanner struct {
 	dormant bool
 	woke    int64
 	plan    *stepPlan
+	// firsts holds the sizes above SmallSize of the pool's allocations
+	// made before its first free (freedAny), less each size freed since:
+	// a model's parameters, created before its first step. While no plan
+	// runs, a request of such a size (the first step's gradients and the
+	// optimizer's moments, which live as long) goes right after the
+	// highest live block (takeTop), beside the others, where the best fit
+	// scatters them among the first step's short-lived blocks and leaves
+	// pages that no later layout fills (TestPlanStepsLayoutHeadroom). A
+	// size that is freed (an activation of a parameter's size) leaves.
+	firsts   map[int64]struct{}
+	freedAny bool
 	// quiet is the clock before which no plan is made: a plan was
 	// declined, and the usual placement serves a period; planForever
 	// once the planner stopped for good (off).
@@ -349,6 +391,13 @@ func (sp *stepPlanner) ended() {
 // to 5.1 us instead of 0.23 to 0.35 (bench-alloc, H100 host).
 func (sp *stepPlanner) topping() bool {
 	return sp.clock >= sp.quiet && sp.repeats()
+}
+
+// first reports whether requests of rounded bytes go on top while no
+// plan runs as a model's parameters' kin (see firsts).
+func (sp *stepPlanner) first(rounded int64) bool {
+	_, ok := sp.firsts[rounded]
+	return ok
 }
 
 // repeats reports whether the run repeats, as far as the planner knows:
@@ -405,6 +454,12 @@ func (sp *stepPlanner) allocated(p *Pool, b *Block, rounded int64, s Stream) {
 	}
 	if !sp.dormant {
 		sp.record(b)
+	}
+	if !sp.freedAny && rounded > SmallSize {
+		if sp.firsts == nil {
+			sp.firsts = map[int64]struct{}{}
+		}
+		sp.firsts[rounded] = struct{}{}
 	}
 	sp.sizes = append(sp.sizes, rounded)
 	sp.streams = append(sp.streams, s)
@@ -490,6 +545,15 @@ func (sp *stepPlanner) toggle(p *Pool) {
 
 // released records the free of b.
 func (sp *stepPlanner) released(b *Block) {
+	if b.requested > 0 { // not an allocation undone (Pool.alloc's advice)
+		if !sp.freedAny && sp.clock < planSetup {
+			sp.firsts = nil // no setup: a step's allocations
+		}
+		sp.freedAny = true
+		if len(sp.firsts) > 0 {
+			delete(sp.firsts, RoundSize(b.requested))
+		}
+	}
 	if sp.dormant {
 		return
 	}

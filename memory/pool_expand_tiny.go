@@ -35,8 +35,9 @@ const tinyProbe = 64
 // allocPlaced is an expandable pool's choice of the free block (not in
 // the index) that starts where a request of rounded bytes on stream s
 // goes: where the running step plan puts it (pool_expand_plan.go); with
-// step plans but none running, for a request up to SmallSize, right after
-// the highest live block (takeTop); else for a tiny request among the
+// step plans but none running, for a request up to SmallSize or of a size
+// the pool's first allocations had (stepPlanner.firsts), right after the
+// highest live block (takeTop); else for a tiny request among the
 // live tiny blocks, else the best fit, from
 // the cache or else from growing a segment. It records the allocation for
 // the step plans and counts a tiny block in its page (free uncounts
@@ -46,7 +47,7 @@ func (p *Pool) allocPlaced(size, rounded int64, s Stream) (*Block, error) {
 	var b *Block
 	if sp := p.planner; sp != nil && sp.plan != nil {
 		b = p.takePlanned(rounded, s)
-	} else if sp != nil && rounded <= SmallSize && sp.topping() {
+	} else if sp != nil && (rounded <= SmallSize || sp.first(rounded)) && sp.topping() {
 		b = p.takeTop(rounded, s)
 	}
 	if b == nil && rounded <= p.tinyMax {
