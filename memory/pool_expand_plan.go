@@ -159,8 +159,9 @@ import (
 // freed or not, took small-bf16-ckpt to 1.0505 and 40 scales to 92
 // above (activations of a parameter's size stacked up). strata's own
 // recorded runs (memory/testdata) make 3 allocations in their device
-// pool before its first free (their parameters live in other pools): the
-// rule does not fire there, and they replay as before.
+// pool before its first free (a cuBLAS workspace and two temporaries of
+// the parameters' initialisation, which frees them as it goes): the rule
+// does not fire there, and they replay as before.
 // The lives counted did most of it (1.0127, 1.086, 90 over the 40
 // scales); the decision declines few plans (one each in 2 of the 12
 // traces at scale 1: gpt2-b4-fp32, mid-fp16-ckpt, where it keeps the

@@ -63,8 +63,9 @@ func TestPlanStepsEagerStepsSettle(t *testing.T) {
 					assert.Equal(t, layouts, sp.layouts, "the last steps reuse cached layouts")
 					assert.Positive(t, sp.planned, "the plans place the steps")
 					// strata's own runs make 3 allocations in this pool before
-					// its first free (its parameters live in other pools): no
-					// setup, so no size goes on top as a parameter's.
+					// its first free (the parameters' initialisation frees its
+					// temporaries as it goes): no setup, so no size goes on top
+					// as a parameter's.
 					assert.Nil(t, sp.firsts, "sizes kept as parameters'")
 					assert.LessOrEqual(t, peaks[1], peaks[0]+2*p.page, "peak reserved with plans, against %d without", peaks[0])
 				}
