@@ -337,8 +337,9 @@ func (p *Pool) mergeState(h *Block, state blockState) *Block {
 }
 
 // blockAt returns the block of seg holding address a, found from the
-// live block below a when the pool plans its steps (it keeps them by
-// address), else from the segment's first block.
+// live block below a when the pool plans its steps and its planner is
+// awake (it keeps them by address then), else from the segment's first
+// block.
 func (p *Pool) blockAt(seg *segment, a uintptr) *Block {
 	if sp := p.planner; sp != nil && !sp.off() && !sp.dormant {
 		return sp.blockAt(seg, a)

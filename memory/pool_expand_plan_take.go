@@ -125,13 +125,15 @@ func (p *Pool) takeTop(rounded int64, s Stream) *Block {
 
 // placeAt returns the free block (out of the index) starting at offset
 // off of seg, its pages over [off, off+rounded) mapped (stale address
-// space there is swept first); nil when some of the range is taken (then
-// taken is set) or pages could not be had.
+// space there is swept first); nil when some of the range is taken or
+// past the segment's end (then taken is set) or pages could not be had.
+// A block found that does not hold off (the live index wrong) counts as
+// taken: the plan deviates rather than carve a block the range is not in.
 func (p *Pool) placeAt(seg *segment, off, rounded int64) (b *Block, taken bool) {
 	base := seg.region.Addr
 	stale, holes := false, false
 	at := p.blockAt(seg, base+uintptr(off))
-	if at == nil || off+rounded > seg.region.Size { // past the segment's end: not there
+	if at == nil || off+rounded > seg.region.Size || int64(at.addr-base) > off || int64(at.addr-base)+at.size <= off {
 		return nil, true
 	}
 	for b := at; b != nil && int64(b.addr-base) < off+rounded; b = b.next {
