@@ -38,7 +38,7 @@ type Block struct {
 	cross      *crossUse // nil until the block is used on another stream
 	state      blockState
 	role       Role   // the role of the allocation it serves while live (Manager)
-	hist       uint32 // while live: its allocation event's Seq+1, mod 2^32, or 0 (history.go)
+	hist       uint32 // while live: its allocation event's Seq mod 2^32-1, plus 1, or 0 (history.go)
 }
 
 // crossUse is a block's use on streams other than its own (pool_events.go).

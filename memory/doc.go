@@ -695,8 +695,9 @@
 // BenchmarkManagerPairHistory costs 75-90 ns a pair more than
 // BenchmarkManagerPair on the 2-core EPYC once the ring is full
 // (bench/results/cpu-history-cost-2026-12-05-s29.md). A block keeps
-// the low 32 bits of its allocation's event number in a spare word of its
-// cache line, so a free names its allocation (and its op) without a map.
+// its allocation's event number mod 2^32-1, plus one (0: allocated while
+// nothing recorded), in a spare word of its cache line, so a free names
+// its allocation (and its op) without a map.
 //
 // Manager.Snapshot gives every segment and block of every tier with the
 // live blocks' roles, their labels (Allocation.SetLabel, in

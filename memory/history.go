@@ -230,7 +230,7 @@ func (r *recorder) forget(e *Event) {
 func (r *recorder) alloc(t Tier, b *Block, size int64, op string) {
 	e := r.add(EventAlloc, t)
 	e.Role, e.Stream, e.Addr, e.Size, e.Block, e.Op = b.role, b.seg.stream, b.addr, size, b.size, op
-	b.hist = uint32(e.Seq) + 1 // 0 marks a block allocated while no one recorded
+	b.hist = uint32(e.Seq%histMod) + 1 // 0 marks a block allocated while no one recorded
 }
 
 // free records b, still live with its requested bytes, being freed.
@@ -244,14 +244,19 @@ func (r *recorder) free(t Tier, b *Block) {
 	e.Role, e.Stream, e.Addr, e.Size, e.Block, e.AllocSeq, e.Op = b.role, b.seg.stream, b.addr, b.requested, b.size, allocSeq, op
 }
 
+// histMod is the modulus of a block's hist stamp (Seq mod histMod, plus
+// one): 2^32-1, so that the stamp never wraps to 0, which marks a block
+// allocated while no one recorded. A ring never holds histMod events.
+const histMod = 1<<32 - 1
+
 // allocSeq finds the Seq of the event that allocated the live block b:
-// b.hist holds its low 32 bits plus one. The event must still be in the
+// b.hist holds its Seq mod histMod, plus one. The event must still be in the
 // ring and describe b, else it is NoSeq.
 func (r *recorder) allocSeq(t Tier, b *Block) uint64 {
 	if b.hist == 0 {
 		return NoSeq
 	}
-	back := uint64(uint32(r.n) - (b.hist - 1)) // events since, mod 2^32
+	back := (r.n%histMod + histMod - uint64(b.hist-1)) % histMod // events since, mod histMod
 	if back == 0 || back > r.n-r.first || back > r.capacity {
 		return NoSeq
 	}

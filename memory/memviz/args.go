@@ -22,6 +22,10 @@ func checkHistory(fn string, h *memory.History) error {
 			return fmt.Errorf("memviz: %s: event %d (seq %d, %s) has tier %d and role %d; there are %d tiers and %d roles: %w",
 				fn, i, e.Seq, e.Kind, e.Tier, e.Role, memory.NumTiers, memory.NumRoles, memory.ErrInvalidArgument)
 		}
+		if i > 0 && h.Events[i].Time < h.Events[i-1].Time {
+			return fmt.Errorf("memviz: %s: event %d (seq %d) at %d ns comes before the event ahead of it (%d ns): times must not go back: %w",
+				fn, i, h.Events[i].Seq, h.Events[i].Time, h.Events[i-1].Time, memory.ErrInvalidArgument)
+		}
 	}
 	return nil
 }

@@ -236,7 +236,7 @@ func largestSlices(h *memory.History, n int) ([]traceEvent, [memory.NumTiers]int
 		// nest).
 		ts, end := micros(s.start), micros(s.end)
 		dur := end - ts
-		for ts+dur > end {
+		for dur > 0 && ts+dur > end {
 			dur = math.Nextafter(dur, 0)
 		}
 		args := map[string]any{"bytes": e.Size, "block": e.Block, "role": e.Role.String(), "addr": fmt.Sprintf("%#x", e.Addr),
