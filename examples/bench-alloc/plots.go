@@ -25,13 +25,21 @@ func plotReplay(path string, ops []poolOp, slots int, backend memory.Backend, ex
 	}
 	p := memory.NewPool(backend, memory.PoolConfig{Expandable: expandable})
 	defer func() { err = errors.Join(err, p.Close()) }()
-	p.RecordHistory(2*len(ops) + 1024)
+	// An allocation and a free per op, and the segments' and pages'
+	// reserve and release events beside them (an expandable pool maps and
+	// unmaps pages as it goes): a lost event would make the segment map
+	// wrong, so a history that lost any is an error.
+	capacity := min(4*len(ops)+4096, memory.MaxHistoryCapacity)
+	p.RecordHistory(capacity)
 	start := memory.Snapshot{HistoryTime: -1, Tiers: []memory.TierSnapshot{{Tier: backend.Tier(), Backend: backend.Name()}}}
 	blocks, op, err := runOps(p, ops, slots)
 	if err != nil {
 		return errors.Join(fmt.Errorf("%s (%s, recorded): %w", where(path, op.event, op.line), mode, err), freeAll(p, blocks))
 	}
 	h := p.History()
+	if h.Dropped > 0 {
+		return fmt.Errorf("%s (%s, recorded): the replay made more than %d history events, %d lost: too many for its plots", path, mode, capacity, h.Dropped)
+	}
 	peak, err := memviz.SnapshotAt(start, h, memviz.PeakEvent(h, backend.Tier()))
 	if err != nil {
 		return err

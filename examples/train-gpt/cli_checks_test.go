@@ -113,6 +113,8 @@ func TestMoreIgnoredFlagsRefused(t *testing.T) {
 		"-memory-step 2":                                               "-memory-step 2: the step -memory-trace and -memory-plot record; only with one of them",
 		"-bench -tokenizer gpt2":                                       "-tokenizer gpt2: tokenizes -data; not with -bench, -memory-trace or -memory-plot",
 		"-memory-trace m.json -tokenizer byte":                         "-tokenizer byte: tokenizes -data; not with",
+		"-bench -memory-trace m.json":                                  "-bench: not with -memory-trace or -memory-plot, which record -memory-step steps and time none",
+		"-memory-plot m.png -bench":                                    "-bench: not with -memory-trace or -memory-plot",
 		"-max-skips 5":                                                 "-max-skips 5: counts the steps the fp16 gradient scaler skips; only with -precision fp16, not fp32",
 		"-max-skips 5 -precision bf16":                                 "-max-skips 5: counts the steps the fp16 gradient scaler skips; only with -precision fp16, not bf16",
 		"-checkpoint auto -device-budget off":                          "-checkpoint auto: needs -device-budget",
@@ -127,7 +129,7 @@ func TestMoreIgnoredFlagsRefused(t *testing.T) {
 	}
 	for _, args := range []string{
 		"-placement-plan -device-budget 1GiB", "-placement-plan=false", "-bench -bench-warmup 2", "-memory-plot m.png -memory-step 2",
-		"-data x.txt -tokenizer gpt2 -config gpt2", "-max-skips 5 -precision fp16", "-device-budget off", "-device-budget none",
+		"-memory-plot m.png -bench=false", "-data x.txt -tokenizer gpt2 -config gpt2", "-max-skips 5 -precision fp16", "-device-budget off", "-device-budget none",
 		"-checkpoint auto -device-budget 50%", "-checkpoint blocks -checkpoint-every 2", "-checkpoint selective -checkpoint-keep-wide 2",
 		"-checkpoint selective -checkpoint-keep-wide all", "-config char -checkpoint selective -checkpoint-keep-wide 6",
 	} {

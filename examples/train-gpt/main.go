@@ -211,6 +211,9 @@ func parseFlags(args []string) (*options, error) {
 		return nil, err
 	}
 	o.hostBudget = b
+	if o.bench && (o.memTrace != "" || o.memPlot != "") { // it would time nothing
+		return nil, fmt.Errorf("-bench: not with -memory-trace or -memory-plot, which record -memory-step steps and time none; run -bench on its own")
+	}
 	o.bench = o.bench || o.memTrace != "" || o.memPlot != "" // memory capture runs -bench's steps (memcapture.go)
 	if err := o.checkIgnored(fs); err != nil {
 		return nil, err

@@ -43,6 +43,7 @@ func memoryCapture(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 			if err := dev.Synchronize(); err != nil {
 				return err
 			}
+			m.ResetPeaks() // the peaks below are the recorded step's
 			m.RecordHistory(0)
 			start = m.Snapshot() // no allocation between the two
 			m.MarkHistory(label)
