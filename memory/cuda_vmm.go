@@ -63,6 +63,14 @@ func (v *deviceVM) probe() error {
 	return errors.Join(err, v.ReleasePage(pg), v.FreeAddress(r))
 }
 
+// largestRequest bounds one request of an expandable pool (requestBound)
+// by the device's whole memory, as deviceBackend.Alloc refuses a classic
+// segment past it: without it, such a request stole every free page of the
+// pool and created pages until the device was full before failing.
+func (v *deviceVM) largestRequest() (int64, string) {
+	return int64(v.ctx.Properties().TotalMem), "device's memory"
+}
+
 func (v *deviceVM) Granularity() int64  { return v.gran }
 func (v *deviceVM) AddressSpace() int64 { return v.space }
 

@@ -64,6 +64,28 @@ func TestGPUExpandableEmptyCache(t *testing.T) {
 	require.NoError(t, p.Close())
 }
 
+// TestGPUExpandableRefusesPastDevice: an expandable pool over device
+// memory refuses a request larger than the device before it creates or
+// moves a page (session 40: a reviewer helper found that such a request
+// stole every free page of the pool and created pages until the device
+// was full, and only then failed).
+func TestGPUExpandableRefusesPastDevice(t *testing.T) {
+	c, vm := gpuVM(t)
+	p := memory.NewPool(vm, memory.PoolConfig{Expandable: true})
+	b, err := p.Alloc(64<<20, 0)
+	require.NoError(t, err)
+	require.NoError(t, p.Free(b)) // a free page to steal
+	before := p.Stats()
+	_, err = p.Alloc(int64(c.Properties().TotalMem)+1, 1)
+	require.ErrorIs(t, err, memory.ErrOutOfMemory)
+	assert.Contains(t, err.Error(), "device's memory")
+	after := p.Stats()
+	assert.Equal(t, before.PagesMapped, after.PagesMapped, "no page mapped")
+	assert.Equal(t, before.PagesUnmapped, after.PagesUnmapped, "no page moved")
+	assert.Equal(t, before.Reserved.Current, after.Reserved.Current)
+	require.NoError(t, p.Close())
+}
+
 // TestGPUExpandableTraces replays the shared PyTorch traces through an
 // expandable pool over device memory: reserved over requested within the
 // issue's 1.02.

@@ -51,7 +51,10 @@
 //     STRATA_EXPANDABLE_SEGMENTS=0, a VirtualMemory too (cuda_vmm.go:
 //     cuMemAddressReserve, cuMemCreate, cuMemMap, cuMemSetAccess), over
 //     which pools grow expandable segments. A request
-//     beyond the device's whole memory is refused up front; the driver's
+//     beyond the device's whole memory is refused up front, by both (the
+//     VirtualMemory's bound since session 40: before, an expandable
+//     pool's such request stole every free page and created pages until
+//     the device was full before it failed); the driver's
 //     out of memory is wrapped so that errors.Is sees both ErrOutOfMemory
 //     and cuda.ErrOutOfMemory. Info is cuMemGetInfo.
 //   - NewManagedBackend: cuMemAllocManaged attached globally; under unified

@@ -151,8 +151,15 @@ func (p *Pool) close() error {
 	if len(p.pending) > 0 {
 		errs = append(errs, p.dropEvents())
 	}
-	if p.vm != nil { // lent pages are unmapped where they are stale first
-		errs = append(errs, p.sweepStale())
+	if p.vm != nil && p.staleBytes > 0 {
+		// Lent pages are unmapped where they are stale first, held
+		// streams' too: a page lent from one segment of a held stream to
+		// another is released with the latter, which may be closed first.
+		if err := p.vm.Sync(); err != nil {
+			errs = append(errs, err)
+		} else {
+			errs = append(errs, p.sweepStaleBut(nil))
+		}
 	}
 	for p.segs != nil {
 		seg := p.segs

@@ -46,9 +46,6 @@ type expansion struct {
 	tiny       []int32 // live tiny blocks starting in each page (pool_expand_tiny.go)
 }
 
-// staleBytes is the pool's address space still mapped to pages lent
-// elsewhere; sweepStale unmaps it but for held streams' (sweepable).
-
 // expandables calls f on the expandable segments of stream s and the
 // given pool kind until it returns false.
 func (p *Pool) expandables(s Stream, small bool, f func(seg *segment) bool) {

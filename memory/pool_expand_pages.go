@@ -166,6 +166,11 @@ func (p *Pool) stealFrom(pages []Page, n int, target *segment, lo, hi int64, spa
 				if err := p.sweepStaleSynced(); err != nil {
 					return pages, err
 				}
+				// The sweep merges stale blocks into holes and recycles
+				// their structs: b's left neighbour may be gone.
+				if wlo <= off {
+					prev = b.prev
+				}
 			}
 			got, err := p.unmapFree(seg, b, wlo, whi)
 			pages = append(pages, got...)
@@ -263,12 +268,15 @@ func (p *Pool) sweepStale() error {
 // later blocks of the same capture, are written there in the same order
 // as during the capture); they are swept once the stream is held no
 // more.
-func (p *Pool) sweepStaleSynced() error {
+func (p *Pool) sweepStaleSynced() error { return p.sweepStaleBut(p.holder()) }
+
+// sweepStaleBut is sweepStaleSynced leaving the stale ranges of the
+// streams h holds (none with a nil h: Close, which releases them all).
+func (p *Pool) sweepStaleBut(h StreamHolder) error {
 	if p.staleBytes == 0 {
 		return nil
 	}
 	var errs []error
-	h := p.holder()
 	for seg := p.segs; seg != nil; seg = seg.next {
 		if seg.x == nil || seg.x.staleBytes == 0 || heldBy(h, seg.stream) {
 			continue
