@@ -28,12 +28,14 @@ var noStealing = os.Getenv(EnvExpandableSteal) == "0"
 // other free blocks (stealing, lending), sweeping stale ranges, cutting
 // and merging blocks, mapping runs of pages.
 
-// releasePages gives unmapped pages back to the backend.
+// releasePages gives unmapped pages back to the backend; only those it
+// took back are counted.
 func (p *Pool) releasePages(pages []Page) error {
 	var errs []error
 	for _, pg := range pages {
 		if err := p.vm.ReleasePage(pg); err != nil {
 			errs = append(errs, err)
+			continue
 		}
 		p.sinks.pagesReleased(1)
 	}
