@@ -147,8 +147,10 @@
 // block keeps 1 U (its output, the next block's input) and rebuilds one
 // block's 14 U at a time in backward; SaveMatMuls keeps 11 U (the c_attn
 // output, the attention output, both projections and c_fc's output),
-// SaveMatMulsUpTo(3 U), nn.GPT's selective default, 7 U (c_fc's output
-// recomputed). The nn tests check these amounts against the memory
+// SaveMatMulsUpTo(3 U) 7 U (c_fc's output recomputed); nn.GPT's
+// selective default bounds the products in elements (3 U's), so that
+// under autocast, where c_fc writes the half type, its output is still
+// the one recomputed. The nn tests check these amounts against the memory
 // statistics by role.
 //
 // # Offload

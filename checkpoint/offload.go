@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/strata-ml/strata/autograd"
@@ -127,6 +128,14 @@ func (o *Offload) add(c *tensor.Ctx, saved []*tensor.Tensor, inputs []*autograd.
 	defer o.mu.Unlock()
 	if o.live == nil {
 		o.live = map[*tensor.Ctx][]*held{}
+	}
+	// Other contexts' passes that never ran backward (their scopes
+	// released what they held): forget them, or a context used once
+	// stays in the map for ever.
+	for k, rs := range o.live {
+		if k != c && !slices.ContainsFunc(rs, func(r *held) bool { return !r.released() }) {
+			delete(o.live, k)
+		}
 	}
 	// Regions of a forward pass that never ran backward: their tensors
 	// were released with their scopes.

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/strata-ml/strata/amp"
 	"github.com/strata-ml/strata/autograd"
 	"github.com/strata-ml/strata/checkpoint"
+	"github.com/strata-ml/strata/tensor"
 )
 
 // CheckpointMode is how a GPT checkpoints its blocks (package checkpoint).
@@ -52,9 +54,12 @@ type Checkpointing struct {
 	// Every checkpoints the Every-th, 2·Every-th, ... block (1-based):
 	// 1 (or 0) every block, 2 every second one.
 	Every int
-	// Policy is the selective mode's; nil means
-	// checkpoint.SaveMatMulsUpTo(3 x the bytes of the blocks' input), or
-	// with Offload checkpoint.SaveMatMuls.
+	// Policy is the selective mode's; nil means the matrix products whose
+	// outputs hold at most 3 x the elements of the blocks' input (all but
+	// the MLP's wide c_fc output, in float32 and under autocast alike:
+	// counted in bytes, as before session 40, c_fc's half output was
+	// kept under autocast and KeepWide did nothing), or with Offload
+	// checkpoint.SaveMatMuls.
 	Policy checkpoint.Policy
 	// Offload moves what the checkpointed blocks hold between the passes
 	// (the selective mode's saved outputs, and the blocks' inputs) to
@@ -194,7 +199,15 @@ func (g *GPT) blocks(x *autograd.Var) *autograd.Var {
 		}
 		return x
 	}
-	in := int64(x.Value.Numel() * x.Value.DType().Size()) // a block's input, the unit of the products' sizes
+	// A block's input, the unit of the products' sizes, counted in
+	// elements: under autocast some products write the half type (c_fc's
+	// 4x output, and the fused attention's c_attn), others float32, so a
+	// bound in bytes would keep c_fc's half output (2 U of float32 bytes).
+	elems := int64(x.Value.Numel())
+	wideBytes := 4 * elems * int64(x.Value.DType().Size()) // c_fc's output
+	if st := amp.Current(x.Value.Ctx()); st.Enabled {
+		wideBytes = 4 * elems * int64(st.DType.Size())
+	}
 	var o checkpoint.Options
 	if ck.Mode == CheckpointSelective {
 		o.Policy = ck.Policy
@@ -203,7 +216,7 @@ func (g *GPT) blocks(x *autograd.Var) *autograd.Var {
 		case ck.Offload:
 			o.Policy = checkpoint.SaveMatMuls
 		default:
-			o.Policy = checkpoint.SaveMatMulsUpTo(3 * in)
+			o.Policy = productsUpTo(3 * elems)
 		}
 	}
 	if ck.Offload {
@@ -222,7 +235,7 @@ func (g *GPT) blocks(x *autograd.Var) *autograd.Var {
 	// is at a multiple of every, so each part checkpoints the blocks the
 	// whole would (the every-th, 2·every-th, ... counted from the first).
 	n := len(layers) / every
-	wide := wideStats{regions: n, per: 4 * in}
+	wide := wideStats{regions: n, per: wideBytes}
 	if w := g.wide.Load(); w == nil || *w != wide {
 		g.wide.Store(&wide)
 	}
@@ -230,6 +243,24 @@ func (g *GPT) blocks(x *autograd.Var) *autograd.Var {
 	x = o.Sequential(every, x, layers[:split]...)
 	o.Policy = checkpoint.SaveMatMuls
 	return o.Sequential(every, x, layers[split:]...)
+}
+
+// productsUpTo is checkpoint.SaveMatMulsUpTo bounded in elements rather
+// than bytes: the products whose outputs hold at most elems elements.
+func productsUpTo(elems int64) checkpoint.Policy {
+	return func(op string, outs []*tensor.Tensor) checkpoint.Decision {
+		if checkpoint.SaveMatMuls(op, outs) != checkpoint.MustSave {
+			return checkpoint.PreferRecompute
+		}
+		var n int64
+		for _, t := range outs {
+			n += int64(t.Numel())
+		}
+		if n > elems {
+			return checkpoint.PreferRecompute
+		}
+		return checkpoint.MustSave
+	}
 }
 
 // wideStats is what the last selective forward pass on the device had

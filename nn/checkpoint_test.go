@@ -121,6 +121,12 @@ func TestCheckpointSteadyState(t *testing.T) {
 // pass and the activation peak of the step, from the memory statistics
 // by role (requested bytes, so exact).
 func activationBytes(t *testing.T, g *nn.GPT, B, T int) (held, peak int64) {
+	return activationBytesAmp(t, g, B, T, amp.State{})
+}
+
+// activationBytesAmp is activationBytes with the forward pass under
+// autocast state st.
+func activationBytesAmp(t *testing.T, g *nn.GPT, B, T int, st amp.State) (held, peak int64) {
 	mem := tensor.CPU().Memory()
 	act := func() memory.Stat { return mem.Stats().Roles[memory.RoleActivation].Requested }
 	xs, ys := make([]int32, B*T), make([]int32, B*T)
@@ -133,7 +139,8 @@ func activationBytes(t *testing.T, g *nn.GPT, B, T int) (held, peak int64) {
 			x, y := c.FromInt32s(tensor.CPU(), xs, B, T), c.FromInt32s(tensor.CPU(), ys, B, T)
 			mem.ResetPeaks()
 			base := act().Current
-			loss := g.Loss(x, y)
+			var loss *autograd.Var
+			amp.With(c, st, func() { loss = g.Loss(x, y) })
 			held = act().Current - base
 			require.NoError(t, loss.Backward())
 			peak = act().Peak - base
@@ -412,4 +419,37 @@ func TestCheckpointingRaised(t *testing.T) {
 	require.Equal(t, len(nn.CheckpointLevels)-1, steps)
 	_, ok := nn.Checkpointing{Mode: nn.CheckpointBlocks, Every: 3}.Raised()
 	require.False(t, ok, "blocks every 3 is not a level")
+}
+
+// TestCheckpointSelectiveUnderAutocast: under bf16 autocast the selective
+// mode's default policy still recomputes c_fc's output (written in
+// bfloat16 there) and KeepWide keeps it: the policy bounds the products
+// in elements. Counted in bytes (before session 40; a reviewer helper
+// found it), c_fc's half output (2 U of float32 bytes) passed the 3 U
+// bound, so the default was SaveMatMuls under autocast, KeepWide did
+// nothing, and WideRegions reported a float32 product's bytes.
+func TestCheckpointSelectiveUnderAutocast(t *testing.T) {
+	cfg := nn.GPTConfig{Vocab: 64, Context: 16, Layers: 4, Heads: 2, Width: 32}
+	const B, T = 2, 16
+	g, err := nn.NewGPT(cfg, nn.Options{Device: tensor.CPU(), DType: tensor.Float32, Rng: rand.New(rand.NewPCG(1, 2))})
+	require.NoError(t, err)
+	defer nn.Release(g.Parameters())
+	for _, st := range []amp.State{{}, {Enabled: true, DType: tensor.BFloat16}, {Enabled: true, DType: tensor.Float16}} {
+		g.Checkpoint = nn.Checkpointing{Mode: nn.CheckpointSelective}
+		sel, _ := activationBytesAmp(t, g, B, T, st)
+		n, per := g.WideRegions()
+		g.Checkpoint = nn.Checkpointing{Mode: nn.CheckpointSelective, Policy: checkpoint.SaveMatMuls}
+		all, _ := activationBytesAmp(t, g, B, T, st)
+		g.Checkpoint = nn.Checkpointing{Mode: nn.CheckpointSelective, KeepWide: -1}
+		wide, _ := activationBytesAmp(t, g, B, T, st)
+		wideBytes := int64(4 * B * T * cfg.Width * 4) // c_fc's output: 4 U
+		if st.Enabled {
+			wideBytes /= 2
+		}
+		t.Logf("%v: selective held %d, SaveMatMuls %d, KeepWide all %d; WideRegions %d x %d", st, sel, all, wide, n, per)
+		require.Equal(t, int64(cfg.Layers)*wideBytes, all-sel, "%v: the default recomputes each block's c_fc output", st)
+		require.Equal(t, all, wide, "%v: KeepWide all keeps them", st)
+		require.Equal(t, cfg.Layers, n, "%v", st)
+		require.Equal(t, wideBytes, per, "%v: one wide product's bytes", st)
+	}
 }
