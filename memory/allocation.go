@@ -9,6 +9,13 @@ import (
 // it serves and the tier it landed in. Each Alloc hands out a new
 // Allocation (Blocks are recycled, Allocations never are), so freeing one
 // twice is always reported, never a silent free of someone else's memory.
+//
+// Its methods are safe from several goroutines, but Addr, Host, Tier and
+// Advice read without the manager's lock (they are on every op's path):
+// they must not run while Migrate, Free or the manager's Close changes
+// the same allocation, as a slice must not be read while it is
+// reassigned. The tensor layer keeps each tensor's calls on one
+// goroutine at a time.
 type Allocation struct {
 	m      *Manager
 	b      *Block // nil once freed

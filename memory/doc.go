@@ -309,7 +309,9 @@
 //   - The block is split only when the rest is worth keeping: any rest of
 //     512 B or more in the small pool, a rest of more than 1 MiB in the
 //     large pool (a smaller one would only serve requests the small pool
-//     takes anyway), and never a block above PoolConfig.MaxSplitSize. With
+//     takes anyway), and never for a request of PoolConfig.MaxSplitSize or
+//     more (PyTorch's should_split tests the request, so a request just
+//     under it whose new segment rounds past it is split). With
 //     a MaxSplitSize, requests below it never take blocks above it, and
 //     requests above it take an oversize block only if it wastes less than
 //     LargeBuffer: large cached blocks are reused whole, not carved up.

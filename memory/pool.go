@@ -497,11 +497,15 @@ func (p *Pool) takeLimit(rounded int64) freeKey {
 // keeping as a block of its own: any 512 bytes in the small pool; more than
 // SmallSize in the large pool (smaller rests would only serve requests the
 // small pool takes), any in an expandable pool's (where they coalesce back
-// and give their pages), and never in blocks above MaxSplitSize.
+// and give their pages), and never for a request of MaxSplitSize or more,
+// as PyTorch's should_split (the request's size, not the block's: a
+// request just under MaxSplitSize whose new segment rounds past it is
+// split; cached blocks of MaxSplitSize or more serve only such requests,
+// takeLimit, so they are never split).
 func (p *Pool) shouldSplit(b *Block, rounded int64) bool {
-	// A small segment's blocks are below any MaxSplitSize (which exceeds
-	// LargeBuffer), so the test of the size applies to every segment.
-	if max := p.cfg.MaxSplitSize; max > 0 && b.size > max {
+	// Small requests are below any MaxSplitSize (which exceeds
+	// LargeBuffer), so the test applies to every segment.
+	if max := p.cfg.MaxSplitSize; max > 0 && rounded >= max {
 		return false
 	}
 	minRest := p.largeRest

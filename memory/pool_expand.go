@@ -144,9 +144,10 @@ func (p *Pool) expand(rounded int64, s Stream) (*Block, error) {
 	}
 	b := p.carve(best, bestPos)
 	// The free run past the request is free memory of the range: split it
-	// off here, since alloc never splits a block above MaxSplitSize (a
-	// cached block), and this one is a placement, not a cached block.
-	if p.cfg.MaxSplitSize > 0 && b.size > p.cfg.MaxSplitSize && b.size-rounded >= p.largeRest {
+	// off here, since alloc never splits for a request of MaxSplitSize or
+	// more (it would be a cached block), and this one is a placement, not
+	// a cached block.
+	if p.cfg.MaxSplitSize > 0 && rounded >= p.cfg.MaxSplitSize && b.size-rounded >= p.largeRest {
 		p.split(b, rounded)
 	}
 	// Stale address space costs no memory, only mappings: it is swept

@@ -41,8 +41,8 @@ const tinyProbe = 64
 // live tiny blocks, else the best fit, from
 // the cache or else from growing a segment. It records the allocation for
 // the step plans and counts a tiny block in its page (free uncounts
-// blocks of up to tinyMax bytes; a block above MaxSplitSize is handed out
-// whole).
+// blocks of up to tinyMax bytes; for a request of MaxSplitSize or more
+// the block is handed out whole).
 func (p *Pool) allocPlaced(size, rounded int64, s Stream) (*Block, error) {
 	var b *Block
 	if sp := p.planner; sp != nil && sp.plan != nil {

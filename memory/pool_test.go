@@ -236,6 +236,26 @@ func TestPoolMaxSplitSize(t *testing.T) {
 	closeClean(t, p, fb)
 }
 
+// TestPoolMaxSplitSizeNewSegment: the split rule tests the request, as
+// PyTorch's should_split does: with MaxSplitSize 25 MiB
+// (max_split_size_mb:25) a 24.5 MiB request gets a 26 MiB segment, and
+// its 1.5 MiB rest is split off and cached. The pool tested the block
+// before session 40 (a reviewer helper found it) and handed out all
+// 26 MiB.
+func TestPoolMaxSplitSizeNewSegment(t *testing.T) {
+	p, fb := newAddrPool(t, memory.PoolConfig{MaxSplitSize: 25 * MiB}, 0)
+	b := mustAlloc(t, p, 24*MiB+MiB/2, 0)
+	st := p.Stats()
+	assert.Equal(t, 26*MiB, st.Reserved.Current)
+	assert.Equal(t, 24*MiB+MiB/2, st.Allocated.Current, "the segment's rest is split off")
+	rest := mustAlloc(t, p, MiB+MiB/2, 0)
+	assert.Equal(t, b.Addr()+uintptr(24*MiB+MiB/2), rest.Addr(), "and serves a request it fits")
+	assert.Equal(t, int64(1), p.Stats().BackendAllocs)
+	require.NoError(t, p.Free(rest))
+	require.NoError(t, p.Free(b))
+	closeClean(t, p, fb)
+}
+
 func TestPoolCoalesce(t *testing.T) {
 	orders := [][3]int{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}}
 	for _, order := range orders {
