@@ -14,8 +14,8 @@ import (
 // Advice read without the manager's lock (they are on every op's path):
 // they must not run while Migrate, Free or the manager's Close changes
 // the same allocation, as a slice must not be read while it is
-// reassigned. The tensor layer keeps each tensor's calls on one
-// goroutine at a time.
+// reassigned: a caller that migrates or frees an allocation does not
+// read it from another goroutine meanwhile.
 type Allocation struct {
 	m      *Manager
 	b      *Block // nil once freed
