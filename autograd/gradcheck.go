@@ -124,7 +124,11 @@ func numeric(c *tensor.Ctx, obj func([]*tensor.Tensor, bool) (float64, []*tensor
 		pert[j] += d
 		var err error
 		c.WithScope(func() {
-			p := c.FromFloat64s(xs[i].Device(), pert, xs[i].Shape()...)
+			// len(pert) elements first: an empty shape would mean 1-D,
+			// not a scalar (FromFloat64s); then the input's own shape.
+			flat := c.FromFloat64s(xs[i].Device(), pert, len(pert))
+			p := flat.Reshape(xs[i].Shape()...)
+			flat.Release()
 			vals := append([]*tensor.Tensor(nil), xs...)
 			vals[i] = p
 			f[k], _, err = obj(vals, false)

@@ -142,3 +142,19 @@ func TestSplitRejectsBadSize(t *testing.T) {
 		require.ErrorContains(t, err, "Split")
 	}
 }
+
+// TestGradCheckScalarInput: GradCheck's numeric side keeps a scalar input
+// a scalar. It rebuilt each perturbed input with FromFloat64s and the
+// input's shape, which for an empty shape makes a 1-D tensor, so a
+// rank-sensitive function was checked at shape [1] (before session 40;
+// a reviewer helper found it).
+func TestGradCheckScalarInput(t *testing.T) {
+	tensor.WithScope(func() {
+		x := tensor.FromFloat64s(tensor.CPU(), []float64{0.5}, 1).Reshape()
+		f := func(xs []*autograd.Var) *autograd.Var {
+			require.Zero(t, xs[0].Value.Rank(), "f is called with the scalar it was given, not shape %v", xs[0].Value.Shape())
+			return autograd.Exp(autograd.Permute(xs[0]))
+		}
+		require.NoError(t, autograd.GradCheck(f, []*tensor.Tensor{x}, nil, 1e-6, 1e-8, 1e-6))
+	})
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/strata-ml/strata/amp"
 	"github.com/strata-ml/strata/autograd"
+	"github.com/strata-ml/strata/memory"
 	"github.com/strata-ml/strata/tensor"
 )
 
@@ -73,4 +74,39 @@ func TestKeptProductBesideBackgroundAutocast(t *testing.T) {
 	stop.Store(true)
 	wg.Wait()
 	require.Zero(t, c.BytesInUse())
+}
+
+// TestParamOfKeptWeightFromGoroutines: two goroutines, each in its own
+// Ctx, wrap one kept weight with Param and differentiate their own graphs.
+// Param calls tensor.Keep, which wrote the kept tensor's fields again on
+// every call while the other goroutine's ops read them (go test -race
+// reported it before session 40; a reviewer helper found it): Keep now
+// writes only a tensor not yet kept.
+func TestParamOfKeptWeightFromGoroutines(t *testing.T) {
+	w, err := tensor.NewKept(tensor.CPU(), tensor.Float32, memory.RoleParameter, 4, 4)
+	require.NoError(t, err)
+	defer w.Release()
+	w.Fill(0.5)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := tensor.NewCtx()
+			for range 50 {
+				c.WithScope(func() {
+					p := autograd.Param(w, "w")
+					x := autograd.Const(c.Ones(tensor.CPU(), tensor.Float32, 3, 4))
+					l := autograd.Sum(autograd.Linear(x, p, nil), false)
+					gs, err := autograd.Grad(l, []*autograd.Var{p}, autograd.GradOptions{})
+					if !assert.NoError(t, err) {
+						return
+					}
+					assert.Equal(t, []float32{3, 3, 3, 3}, gs[0].Float32s()[:4], "each row of the gradient: the 3 rows of ones")
+					gs[0].Release()
+				})
+			}
+		}()
+	}
+	wg.Wait()
 }

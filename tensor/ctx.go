@@ -436,7 +436,12 @@ func Keep(ts ...*Tensor) {
 	for _, t := range ts {
 		if t != nil {
 			untrack(t)
-			t.ctx, t.orphan = nil, false
+			// Only a tensor not yet kept is written: Keep (autograd.Param)
+			// of a kept weight, from goroutines whose ops read it at the
+			// same time, must not write its fields.
+			if t.ctx != nil || t.orphan {
+				t.ctx, t.orphan = nil, false
+			}
 			guard(t) // the caller owns it now
 		}
 	}

@@ -106,7 +106,7 @@ func binScalar[T Float](op ops.BinaryOp, x, y T) T {
 		}
 		return y
 	default:
-		return T(math.Pow(float64(x), float64(y)))
+		return T(pow64(float64(x), float64(y)))
 	}
 }
 
@@ -201,4 +201,13 @@ func binSV[T Float](op ops.BinaryOp, d []T, s T, b []T) {
 			d[i] = binScalar(op, s, y)
 		}
 	}
+}
+
+// pow64 is math.Pow with a subnormal base scaled into the normal range
+// first: Go's math.Pow takes the amd64 math.Log of it (golang/go#56600).
+func pow64(x, y float64) float64 {
+	if a := math.Abs(x); a > 0 && a < 0x1p-1022 && !math.IsInf(y, 0) && !math.IsNaN(y) {
+		return math.Pow(x*0x1p54, y) * math.Pow(0x1p-54, y)
+	}
+	return math.Pow(x, y)
 }

@@ -179,7 +179,7 @@ func unary64(op ops.UnaryOp, dst, src []float64) {
 		}
 	case ops.Log:
 		for i, x := range src {
-			dst[i] = math.Log(x)
+			dst[i] = log64(x)
 		}
 	case ops.Sqrt:
 		for i, x := range src {
@@ -225,4 +225,13 @@ func unary64(op ops.UnaryOp, dst, src []float64) {
 			dst[i] = x / (1 + math.Exp(-x))
 		}
 	}
+}
+
+// log64 is math.Log with subnormal arguments scaled into the normal range
+// first: Go's amd64 math.Log does not normalise them (golang/go#56600).
+func log64(x float64) float64 {
+	if x > 0 && x < 0x1p-1022 {
+		return math.Log(x*0x1p54) - 54*math.Ln2
+	}
+	return math.Log(x)
 }
