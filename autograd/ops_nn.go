@@ -35,8 +35,9 @@ func CausalSoftmax(x *Var) *Var {
 	}).reads(0, true)
 }
 
-// CausalMask sets future positions (j > i) of the last two axes to fill
-// (use tensor.NegInf before a softmax).
+// CausalMask sets future positions of the last two axes (T1, T2) to fill:
+// element (i, j) where j > i + T2 - T1, j > i when T1 == T2 (use
+// tensor.NegInf before a softmax; tensor.CausalMask).
 func CausalMask(x *Var, fill float64) *Var {
 	args("CausalMask", "x", x)
 	out := tensor.CausalMask(x.Value, fill)
