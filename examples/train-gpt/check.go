@@ -1,10 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"math"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/strata-ml/strata/internal/atomicfile"
@@ -189,6 +192,9 @@ func (o *options) checkFiles() error {
 			return err
 		}
 	}
+	if err := o.checkStateKept(); err != nil {
+		return err
+	}
 	var outs [][2]string // flag, path
 	switch {
 	case o.memTrace != "" || o.memPlot != "":
@@ -351,4 +357,30 @@ func checkInit(path string, cfg *nn.GPTConfig, config string) error {
 	}
 	return fmt.Errorf("-init %s: the file's metadata has %d attention heads, the model here (-config %s) %d: the same weights split into other heads are another model: %w",
 		path, saved.Heads, config, cfg.Heads, tensor.ErrShape)
+}
+
+// checkStateKept refuses a new run (no -resume) whose -state holds an
+// interrupted run's training state: the new run's first save (an
+// interrupt, -save-every) would replace it, and the steps it holds would
+// be lost with no word. A state of a complete run, or a file that is not
+// a train-gpt state, is left to be replaced.
+func (o *options) checkStateKept() error {
+	if o.resume != "" || o.state == "" || o.bench || o.memTrace != "" || o.memPlot != "" {
+		return nil
+	}
+	if fi, err := os.Stat(o.state); err != nil || !fi.Mode().IsRegular() { // a pipe would block: CheckWritable refuses it
+		return nil
+	}
+	meta, err := tensor.ReadSafetensorsMetadata(o.state)
+	if err != nil {
+		return nil
+	}
+	var run struct {
+		Steps int `json:"steps"`
+	}
+	step, err := strconv.Atoi(meta[keyStep])
+	if err != nil || json.Unmarshal([]byte(meta[keyRun]), &run) != nil || step >= run.Steps {
+		return nil
+	}
+	return fmt.Errorf("-state %s: holds an interrupted run's training state (step %d of %d), which this new run would replace: continue it with -resume %s, or give this run another -state (or remove the file)", o.state, step, run.Steps, o.state)
 }

@@ -230,6 +230,7 @@ func TestWriteErrorsFailTheRun(t *testing.T) {
 		{"the profile", failingWriter{}, []string{"-bench", "-steps", "1", "-bench-warmup", "0", "-batch", "2", "-device", "cpu", "-cpuprofile", filepath.Join(dir, "p.pprof")},
 			"-cpuprofile " + filepath.Join(dir, "p.pprof") + ": no space left on device (test)"},
 	} {
+		os.Remove(filepath.Join(dir, "s.safetensors")) // the case before saved its state (a new run refuses to replace it)
 		wrapOutput = func(w io.WriteCloser) io.WriteCloser { fw := c.fw; fw.w = w; return &fw }
 		o, err := parseFlags(c.args)
 		require.NoError(t, err, c.what)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/strata-ml/strata/internal/atomicfile"
 	"github.com/strata-ml/strata/internal/cli"
 )
 
@@ -43,6 +44,12 @@ func lockOutputs(o *options) (release func(), err error) {
 			return nil, &cli.ExitError{Code: 2, Msg: fmt.Sprintf("%s %s: %v", fp[0], fp[1], err)}
 		}
 		held = append(held, f)
+		// Held: no other run writes fp[1] now; a temporary file of it is
+		// a dead run's (killed in the middle of a save), as large as the
+		// file, hidden, and never removed otherwise.
+		if gone, err := atomicfile.RemoveStale(fp[1]); err == nil && len(gone) > 0 {
+			fmt.Fprintf(os.Stderr, "train-gpt: removed %d temporary file(s) a run that died while writing %s left: %s\n", len(gone), fp[1], strings.Join(gone, ", "))
+		}
 	}
 	return release, nil
 }

@@ -194,6 +194,9 @@ func (o *options) resumeFlags(fs *flag.FlagSet) error {
 		if s.Precision != "" {
 			vals = append(vals, [2]string{"precision", s.Precision})
 		}
+		if s.GradDType != "" {
+			vals = append(vals, [2]string{"grad-dtype", s.GradDType})
+		}
 		for _, v := range vals {
 			if err := take(v[0], v[1]); err != nil {
 				return err
@@ -253,22 +256,25 @@ type runIdentity struct {
 	// DataSHA256 is the SHA-256 of -data's bytes: other contents are other
 	// data, the same at another path the same ("" in states saved before
 	// it was recorded, and for the addition task).
-	DataSHA256 string  `json:"data_sha256,omitempty"`
-	Digits     int     `json:"digits"`
-	Tokenizer  string  `json:"tokenizer,omitempty"` // "" in states saved before -tokenizer: byte
-	Vocab      int     `json:"vocab,omitempty"`     // the model's; 0 in states saved before -vocab: the config's
-	Batch      int     `json:"batch"`
-	SeqLen     int     `json:"seq_len"`
-	Precision  string  `json:"precision"`
-	Attention  string  `json:"attention"`
-	Dropout    float64 `json:"dropout"`
-	Steps      int     `json:"steps"`
-	LR         float64 `json:"lr"`
-	MinLR      float64 `json:"min_lr"`
-	Warmup     int     `json:"warmup"`
-	WD         float64 `json:"weight_decay"`
-	Clip       float64 `json:"clip"`
-	Seed       uint64  `json:"seed"`
+	DataSHA256 string `json:"data_sha256,omitempty"`
+	Digits     int    `json:"digits"`
+	Tokenizer  string `json:"tokenizer,omitempty"` // "" in states saved before -tokenizer: byte
+	Vocab      int    `json:"vocab,omitempty"`     // the model's; 0 in states saved before -vocab: the config's
+	Batch      int    `json:"batch"`
+	SeqLen     int    `json:"seq_len"`
+	Precision  string `json:"precision"`
+	// GradDType is -grad-dtype ("" in states saved before it was
+	// recorded: fp32).
+	GradDType string  `json:"grad_dtype,omitempty"`
+	Attention string  `json:"attention"`
+	Dropout   float64 `json:"dropout"`
+	Steps     int     `json:"steps"`
+	LR        float64 `json:"lr"`
+	MinLR     float64 `json:"min_lr"`
+	Warmup    int     `json:"warmup"`
+	WD        float64 `json:"weight_decay"`
+	Clip      float64 `json:"clip"`
+	Seed      uint64  `json:"seed"`
 }
 
 func identity(o *options, tr *trainer) runIdentity {
@@ -281,7 +287,7 @@ func identity(o *options, tr *trainer) runIdentity {
 		digits = 0
 	}
 	return runIdentity{Config: o.config, Data: filePath(data), DataTokens: tr.dataTokens, DataSHA256: tr.dataSHA256, Digits: digits, Tokenizer: o.tokName, Vocab: tr.model.Config.Vocab, Batch: tr.B, SeqLen: tr.T,
-		Precision: o.precision, Attention: o.attn.String(), Dropout: tr.model.Config.Dropout,
+		Precision: o.precision, GradDType: o.gradDType, Attention: o.attn.String(), Dropout: tr.model.Config.Dropout,
 		Steps: o.steps, LR: o.lr, MinLR: o.minLR, Warmup: o.warmup, WD: o.wd, Clip: o.clip, Seed: o.seed}
 }
 
@@ -440,6 +446,8 @@ func compareRuns(saved, now runIdentity, w io.Writer) error {
 	case saved.Data != now.Data:
 		fmt.Fprintf(w, "train-gpt: note: -data is %s now, %s in the saved run: the same contents (sha256 %s)\n", now.Data, saved.Data, short(now.DataSHA256))
 	}
+	// States saved before it was recorded (and callers that leave it unset).
+	saved.GradDType, now.GradDType = cmp.Or(saved.GradDType, "fp32"), cmp.Or(now.GradDType, "fp32")
 	var a, b map[string]any
 	ja, _ := json.Marshal(saved)
 	jb, _ := json.Marshal(now)

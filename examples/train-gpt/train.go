@@ -516,8 +516,16 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device, in *interrupts) erro
 			}
 		}
 		if err := logLine(it+1, loss, held); err != nil {
+			// A full disk under -loss-log must not lose the steps
+			// trained: save the state (elsewhere, it may fit). An
+			// evaluated step's line is logged again by the resumed run
+			// (keyEvalDue); another's is missing from the log.
 			prog.clear()
-			return err
+			due := math.NaN()
+			if !math.IsNaN(held) {
+				due = loss
+			}
+			return rescue(it+1, err, due)
 		}
 		if metric != "" {
 			fmt.Fprintf(os.Stderr, "step %5d  loss %.4f  %s  lr %.2e  %.0f tok/s  %.0fs\n", it+1, smooth, metric, tr.sched.LR(it), float64(tokens)/el, el)

@@ -27,6 +27,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -213,4 +214,38 @@ func CheckWritable(path string) error {
 	}
 	f.Close()
 	return os.Remove(f.Name())
+}
+
+// RemoveStale removes the temporary files Write left beside path (the
+// file a symbolic link names) when its process died in the middle of a
+// write (SIGKILL, a crash, a power loss): ".base.tmp-<digits>". The
+// caller must know that no write of path is in progress (train-gpt holds
+// its outputs' locks). It returns the names removed.
+func RemoveStale(path string) ([]string, error) {
+	target := path
+	if t, err := filepath.EvalSymlinks(path); err == nil {
+		target = t
+	}
+	dir, base := filepath.Split(target)
+	if dir == "" {
+		dir = "."
+	}
+	prefix := strings.TrimSuffix(tempPattern(base), "*")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || rest == "" || strings.Trim(rest, "0123456789") != "" || !e.Type().IsRegular() {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		if err := os.Remove(p); err != nil {
+			return removed, err
+		}
+		removed = append(removed, p)
+	}
+	return removed, nil
 }

@@ -222,3 +222,30 @@ func TestWriteFollowsSymlinks(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, fi.Mode()&os.ModeSymlink != 0)
 }
+
+// TestRemoveStale: the temporary files a write killed midway left beside
+// a path (".base.tmp-<digits>") are removed, through a symbolic link
+// too; other files, and names that only look alike, stay.
+func TestRemoveStale(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "gpt.state.safetensors")
+	for _, n := range []string{"gpt.state.safetensors", ".gpt.state.safetensors.tmp-2082013518", ".gpt.state.safetensors.tmp-7",
+		".gpt.state.safetensors.tmp-12x", ".other.tmp-123", "gpt.state.safetensors.tmp-5"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o644))
+	}
+	link := filepath.Join(t.TempDir(), "link.safetensors")
+	require.NoError(t, os.Symlink(path, link))
+	gone, err := RemoveStale(link)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{filepath.Join(dir, ".gpt.state.safetensors.tmp-2082013518"), filepath.Join(dir, ".gpt.state.safetensors.tmp-7")}, gone)
+	left, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range left {
+		names = append(names, e.Name())
+	}
+	require.ElementsMatch(t, []string{"gpt.state.safetensors", ".gpt.state.safetensors.tmp-12x", ".other.tmp-123", "gpt.state.safetensors.tmp-5"}, names)
+	gone, err = RemoveStale(path)
+	require.NoError(t, err)
+	require.Empty(t, gone)
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/internal/cli"
+	"github.com/strata-ml/strata/tensor"
+)
+
+// TestResumeGradDTypeFromState: "-resume STATE" alone continues a
+// -precision bf16 -grad-dtype bf16 run bit for bit. -grad-dtype was not
+// recorded in the state before session 40 (a reviewer helper found it),
+// so the resumed run trained with float32 gradients, silently.
+func TestResumeGradDTypeFromState(t *testing.T) {
+	c := resumeCase{"bf16-grads", 10, []string{"-batch", "32", "-warmup", "3", "-precision", "bf16", "-grad-dtype", "bf16"}}
+	a, b := t.TempDir(), t.TempDir()
+	o, err := parseFlags(c.args(a, "cpu"))
+	require.NoError(t, err)
+	require.NoError(t, run(o))
+	o, err = parseFlags(c.args(b, "cpu"))
+	require.NoError(t, err)
+	o.stopAt = 5
+	var ex *cli.ExitError
+	require.True(t, errors.As(run(o), &ex))
+	o, err = parseFlags([]string{"-quiet", "-resume", filepath.Join(b, "state.safetensors")})
+	require.NoError(t, err)
+	require.Equal(t, "bf16", o.gradDType, "the saved run's -grad-dtype")
+	require.NoError(t, run(o))
+	for _, f := range []string{"loss.jsonl", "w.safetensors"} {
+		x, err := os.ReadFile(filepath.Join(a, f))
+		require.NoError(t, err)
+		y, err := os.ReadFile(filepath.Join(b, f))
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(x, y), "%s differs:\n%s\n%s", f, x, y)
+	}
+}
+
+// TestLossLogWriteErrorSavesState: a -loss-log write that fails mid-run
+// (a full disk) saves the training state before the run ends, as a failed
+// evaluation does. It ended the run without saving before session 40 (a
+// reviewer helper found it): every step since the last save was lost.
+func TestLossLogWriteErrorSavesState(t *testing.T) {
+	t.Cleanup(func() { wrapOutput = func(w io.WriteCloser) io.WriteCloser { return w } })
+	dir := t.TempDir()
+	state := filepath.Join(dir, "s.safetensors")
+	wrapOutput = func(w io.WriteCloser) io.WriteCloser { return &failingWriter{w: w, ok: 6} }
+	o, err := parseFlags([]string{"-steps", "20", "-batch", "4", "-device", "cpu", "-quiet", "-eval-every", "0", "-out", filepath.Join(dir, "w.safetensors"),
+		"-loss-plot", "off", "-loss-log", filepath.Join(dir, "l.jsonl"), "-state", state})
+	require.NoError(t, err)
+	err = run(o)
+	require.ErrorContains(t, err, "no space left on device (test)")
+	_, serr := os.Stat(state)
+	require.NoError(t, serr, "the training state after the steps trained is saved: %v", err)
+	require.ErrorContains(t, err, "saved the training state after step 7")
+}
+
+// TestNewRunKeepsInterruptedState: the same command run again without
+// -resume after an interrupt is refused rather than let its first save
+// replace the interrupted run's state (before session 40 the steps it
+// held were lost with no word; a reviewer helper found it).
+func TestNewRunKeepsInterruptedState(t *testing.T) {
+	dir := t.TempDir()
+	c := resumeCase{"x", 10, []string{"-batch", "4"}}
+	o, err := parseFlags(c.args(dir, "cpu"))
+	require.NoError(t, err)
+	o.stopAt = 6
+	require.Error(t, run(o)) // status 130, the state after step 6 saved
+	state := filepath.Join(dir, "state.safetensors")
+
+	o, err = parseFlags(c.args(dir, "cpu")) // the same command, -resume forgotten
+	require.NoError(t, err)
+	o.stopAt = 2
+	err = run(o)
+	meta, merr := tensor.ReadSafetensorsMetadata(state)
+	require.NoError(t, merr)
+	require.Equal(t, "6", meta[keyStep], "the interrupted run's state was replaced (run: %v)", err)
+	require.ErrorContains(t, err, "interrupted run")
+}
