@@ -12,9 +12,9 @@ import (
 	"github.com/strata-ml/strata/internal/cli"
 )
 
-// interrupts turns SIGINT and SIGTERM into a request to stop: training
-// finishes the step it is in, saves the resumable training state and
-// exits with 130 or 143. A second signal cancels ctx, which aborts a save
+// interrupts turns SIGINT, SIGTERM and SIGHUP (a closed terminal or SSH
+// session) into a request to stop: training finishes the step it is in,
+// saves the resumable training state and exits with 130, 143 or 129. A second signal cancels ctx, which aborts a save
 // in progress (its temporary file is removed; the previous state file
 // stays), and quits at once when nothing is being saved. A repeat that
 // arrives within repeatWindow of the first is the same request, ignored:
@@ -43,7 +43,7 @@ func watchInterrupts(note string) *interrupts {
 	in := &interrupts{ch: make(chan os.Signal, 2)}
 	in.setNote(note)
 	in.ctx, in.cancel = context.WithCancel(context.Background())
-	signal.Notify(in.ch, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(in.ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	go func() {
 		for s := range in.ch {
 			in.trigger(s.(syscall.Signal))

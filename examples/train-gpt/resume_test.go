@@ -148,8 +148,9 @@ func TestResumeRefusesAnotherRun(t *testing.T) {
 	require.ErrorContains(t, run(o), "weights, not a training state: start a run from them with -init")
 }
 
-// Real signals, to a child process: SIGINT and SIGTERM finish the step,
-// save the state and exit with 130 and 143, leaving no temporary file;
+// Real signals, to a child process: SIGINT, SIGTERM and SIGHUP (a closed
+// terminal; it killed the run before session 40) finish the step, save
+// the state and exit with 130, 143 and 129, leaving no temporary file;
 // SIGKILL after -save-every saves loses only the steps since the last
 // one. In each case the resumed run ends with the uninterrupted run's loss
 // log and weights.
@@ -167,7 +168,7 @@ func TestSignalsAndResume(t *testing.T) {
 	wantW, err := os.ReadFile(filepath.Join(ref, "w.safetensors"))
 	require.NoError(t, err)
 
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL} {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGKILL} {
 		t.Run(sig.String(), func(t *testing.T) {
 			dir := t.TempDir()
 			// Signal once some steps (more than one save) are done.
