@@ -48,27 +48,7 @@ func expandableRandom(t *testing.T, seed uint64, steps int) {
 	}
 	p := NewPool(smallSpaceVM{VirtualMemory: vm, space: space}, cfg)
 	nstreams := 2 + rng.IntN(4)
-	type liveBlock struct {
-		b    *Block
-		fill byte
-	}
-	var live []liveBlock
-	write := func(b *Block, v byte) {
-		h := b.Host()
-		for i := 0; i < len(h); i += int(HostPageSize) / 2 {
-			h[i] = v
-		}
-		h[len(h)-1] = v
-	}
-	check := func(b *Block, v byte, at string) {
-		h := b.Host()
-		for i := 0; i < len(h); i += int(HostPageSize) / 2 {
-			if h[i] != v {
-				require.Failf(t, "data lost", "%s: byte %d of block at %#x (%d bytes): %d want %d", at, i, b.addr, len(h), h[i], v)
-			}
-		}
-		require.Equal(t, v, h[len(h)-1], "%s: last byte", at)
-	}
+	var live []filledBlock
 	lo, hi := math.Log(512), math.Log(48<<20)
 	ooms := 0
 	for step := range steps {
@@ -88,14 +68,14 @@ func expandableRandom(t *testing.T, seed uint64, steps int) {
 			vm.checkDeviceMapped(t, p, b, at)
 			p.mu.Unlock()
 			f := byte(rng.Uint32())
-			write(b, f)
-			live = append(live, liveBlock{b, f})
+			fillHalfPages(b, f)
+			live = append(live, filledBlock{b, f})
 		case r < 50:
 			i := rng.IntN(len(live))
 			require.NoError(t, p.RecordStream(live[i].b, Stream(1+rng.IntN(nstreams))), at)
 		case r < 80:
 			i := rng.IntN(len(live))
-			check(live[i].b, live[i].fill, at)
+			checkHalfPages(t, live[i].b, live[i].fill, at)
 			if err := p.Free(live[i].b); err != nil {
 				require.ErrorIs(t, err, errRecordFault, at)
 			}
@@ -119,7 +99,7 @@ func expandableRandom(t *testing.T, seed uint64, steps int) {
 		}
 	}
 	for _, l := range live {
-		check(l.b, l.fill, "end")
+		checkHalfPages(t, l.b, l.fill, "end")
 	}
 	if seed%2 == 1 {
 		for _, l := range live {
@@ -141,17 +121,7 @@ func expandableRandom(t *testing.T, seed uint64, steps int) {
 		require.ErrorIs(t, err, ErrLeaked)
 	}
 	require.NoError(t, vm.err)
-	{
-		u := p.Stats()
-		require.Zero(t, u.Reserved.Current, "reserved after close")
-		require.Zero(t, u.Allocated.Current, "allocated after close")
-		require.Zero(t, u.Requested.Current, "requested after close")
-		require.Zero(t, u.Active.Current, "active after close")
-		require.Zero(t, u.InactiveSplit.Current, "inactive split after close")
-	}
-	require.Empty(t, vm.places, "every page released")
-	require.Empty(t, host.pages, "every page released")
-	require.Empty(t, host.reservations, "every reservation released")
+	requireAllReleased(t, p, vm, host)
 	t.Logf("seed %d: %d OOMs, peak reserved %d MiB", seed, ooms, p.Stats().Reserved.Peak>>20)
 }
 
@@ -221,27 +191,7 @@ func expandableFaults(t *testing.T, seed uint64, steps int) {
 	}
 	p := NewPool(smallSpaceVM{VirtualMemory: fv, space: int64(64+rng.IntN(4)*64) * mib}, cfg)
 	nstreams := 2 + rng.IntN(4)
-	type liveBlock struct {
-		b    *Block
-		fill byte
-	}
-	var live []liveBlock
-	write := func(b *Block, v byte) {
-		h := b.Host()
-		for i := 0; i < len(h); i += int(HostPageSize) / 2 {
-			h[i] = v
-		}
-		h[len(h)-1] = v
-	}
-	check := func(b *Block, v byte, at string) {
-		h := b.Host()
-		for i := 0; i < len(h); i += int(HostPageSize) / 2 {
-			if h[i] != v {
-				require.Failf(t, "data lost", "%s: byte %d of block at %#x (%d bytes): %d want %d", at, i, b.addr, len(h), h[i], v)
-			}
-		}
-		require.Equal(t, v, h[len(h)-1], "%s: last byte", at)
-	}
+	var live []filledBlock
 	lo, hi := math.Log(512), math.Log(48<<20)
 	for step := range steps {
 		at := fmt.Sprintf("seed %d step %d (faults %v)", seed, step, ops)
@@ -259,14 +209,14 @@ func expandableFaults(t *testing.T, seed uint64, steps int) {
 			vm.checkDeviceMapped(t, p, b, at)
 			p.mu.Unlock()
 			f := byte(rng.Uint32())
-			write(b, f)
-			live = append(live, liveBlock{b, f})
+			fillHalfPages(b, f)
+			live = append(live, filledBlock{b, f})
 		case r < 50:
 			i := rng.IntN(len(live))
 			require.NoError(t, p.RecordStream(live[i].b, Stream(1+rng.IntN(nstreams))), at)
 		case r < 80:
 			i := rng.IntN(len(live))
-			check(live[i].b, live[i].fill, at)
+			checkHalfPages(t, live[i].b, live[i].fill, at)
 			require.NoError(t, p.Free(live[i].b), at)
 			live[i] = live[len(live)-1]
 			live = live[:len(live)-1]
@@ -294,7 +244,7 @@ func expandableFaults(t *testing.T, seed uint64, steps int) {
 	}
 	fv.ops = nil
 	for _, l := range live {
-		check(l.b, l.fill, "end")
+		checkHalfPages(t, l.b, l.fill, "end")
 		require.NoError(t, p.Free(l.b))
 	}
 	clear(ss.held)
@@ -304,14 +254,44 @@ func expandableFaults(t *testing.T, seed uint64, steps int) {
 	require.Zero(t, u.Active.Current)
 	require.NoError(t, p.Close())
 	require.NoError(t, vm.err)
-	{
-		u := p.Stats()
-		require.Zero(t, u.Reserved.Current, "reserved after close")
-		require.Zero(t, u.Allocated.Current, "allocated after close")
-		require.Zero(t, u.Requested.Current, "requested after close")
-		require.Zero(t, u.Active.Current, "active after close")
-		require.Zero(t, u.InactiveSplit.Current, "inactive split after close")
+	requireAllReleased(t, p, vm, host)
+}
+
+// filledBlock is a live block and the byte written over it.
+type filledBlock struct {
+	b    *Block
+	fill byte
+}
+
+// fillHalfPages writes v every half host page of b and at its last byte.
+func fillHalfPages(b *Block, v byte) {
+	h := b.Host()
+	for i := 0; i < len(h); i += int(HostPageSize) / 2 {
+		h[i] = v
 	}
+	h[len(h)-1] = v
+}
+
+// checkHalfPages checks the bytes fillHalfPages wrote.
+func checkHalfPages(t *testing.T, b *Block, v byte, at string) {
+	h := b.Host()
+	for i := 0; i < len(h); i += int(HostPageSize) / 2 {
+		if h[i] != v {
+			require.Failf(t, "data lost", "%s: byte %d of block at %#x (%d bytes): %d want %d", at, i, b.addr, len(h), h[i], v)
+		}
+	}
+	require.Equal(t, v, h[len(h)-1], "%s: last byte", at)
+}
+
+// requireAllReleased checks a closed pool: no bytes counted, every page
+// and reservation given back.
+func requireAllReleased(t *testing.T, p *Pool, vm *strictVM, host *hostVM) {
+	u := p.Stats()
+	require.Zero(t, u.Reserved.Current, "reserved after close")
+	require.Zero(t, u.Allocated.Current, "allocated after close")
+	require.Zero(t, u.Requested.Current, "requested after close")
+	require.Zero(t, u.Active.Current, "active after close")
+	require.Zero(t, u.InactiveSplit.Current, "inactive split after close")
 	require.Empty(t, vm.places, "every page released")
 	require.Empty(t, host.pages, "every page released")
 	require.Empty(t, host.reservations, "every reservation released")
