@@ -3,15 +3,16 @@ package nn
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
 
 	st "github.com/nlpodyssey/safetensors"
 
+	"github.com/strata-ml/strata/internal/atomicfile"
 	"github.com/strata-ml/strata/tensor"
 )
 
@@ -196,8 +197,10 @@ func LoadWeightsLayout(path string, ps []*Parameter, layout Layout) (meta map[st
 	if _, err := ByName(ps); err != nil {
 		return fail("%w", err)
 	}
-	buf, err := os.ReadFile(path)
-	if err != nil {
+	buf, err := atomicfile.ReadRegular(path) // not a device (/dev/zero would never end) nor a pipe
+	if errors.Is(err, atomicfile.ErrNotRegular) {
+		return nil, got, fmt.Errorf("nn: loading weights: %w: %w", err, tensor.ErrArgument)
+	} else if err != nil {
 		return nil, got, fmt.Errorf("nn: loading weights: %w", err)
 	}
 	// The header is parsed once: ReadMetadata checks its length and the

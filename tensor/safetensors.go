@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -97,8 +98,10 @@ func ReadSafetensors(path string, dev Device) (map[string]*Tensor, map[string]st
 // encoding/json would read with the last one winning, is an error naming
 // the file and the key, wrapping ErrArgument.
 func (c *Ctx) ReadSafetensors(path string, dev Device) (map[string]*Tensor, map[string]string, error) {
-	buf, err := os.ReadFile(path)
-	if err != nil {
+	buf, err := atomicfile.ReadRegular(path) // not a device (/dev/zero would never end) nor a pipe
+	if errors.Is(err, atomicfile.ErrNotRegular) {
+		return nil, nil, fmt.Errorf("tensor: reading safetensors: %w: %w", err, ErrArgument)
+	} else if err != nil {
 		return nil, nil, fmt.Errorf("tensor: reading safetensors: %w", err)
 	}
 	if len(buf) >= 8 {

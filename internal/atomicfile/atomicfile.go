@@ -249,3 +249,36 @@ func RemoveStale(path string) ([]string, error) {
 	}
 	return removed, nil
 }
+
+// ErrNotRegular is what ReadRegular's error wraps for a path that is not
+// a regular file.
+var ErrNotRegular = errors.New("not a regular file")
+
+// ReadRegular reads the whole of path, which must be a regular file (a
+// symbolic link to one is followed): os.ReadFile of a device such as
+// /dev/zero never ends, growing its buffer without bound, and of a named
+// pipe blocks. Loaders of model files call it.
+func ReadRegular(path string) ([]byte, error) {
+	// Looked at before it is opened: opening a named pipe blocks until a
+	// writer comes; and again once open, in case it was replaced between.
+	fi, err := os.Stat(path)
+	if err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is %s: %w", path, FileKind(fi.Mode()), ErrNotRegular)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err = f.Stat(); err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is %s: %w", path, FileKind(fi.Mode()), ErrNotRegular)
+	}
+	buf := make([]byte, fi.Size())
+	if _, err := io.ReadFull(f, buf); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return buf, nil
+}
