@@ -47,57 +47,16 @@ func expandableRandom(t *testing.T, seed uint64, steps int) {
 		cfg.MaxSplitSize = 32 * mib
 	}
 	p := NewPool(smallSpaceVM{VirtualMemory: vm, space: space}, cfg)
-	nstreams := 2 + rng.IntN(4)
-	var live []filledBlock
-	lo, hi := math.Log(512), math.Log(48<<20)
+	w := &randomPool{p: p, vm: vm, ss: ss, nstreams: 2 + rng.IntN(4), allowed: func(op string, err error) bool {
+		return op == "alloc" && errors.Is(err, ErrOutOfMemory) || op == "free" && errors.Is(err, errRecordFault)
+	}}
 	ooms := 0
 	for step := range steps {
-		at := fmt.Sprintf("seed %d step %d", seed, step)
-		switch r := rng.IntN(100); {
-		case r < 40 || len(live) == 0:
-			size := int64(math.Exp(lo + rng.Float64()*(hi-lo)))
-			s := Stream(1 + rng.IntN(nstreams))
-			b, err := p.Alloc(size, s)
-			if errors.Is(err, ErrOutOfMemory) {
-				ooms++
-				break
-			}
-			require.NoError(t, err, at)
-			p.mu.Lock()
-			checkBlockMapped(t, p, b, RoundSize(size), at)
-			vm.checkDeviceMapped(t, p, b, at)
-			p.mu.Unlock()
-			f := byte(rng.Uint32())
-			fillHalfPages(b, f)
-			live = append(live, filledBlock{b, f})
-		case r < 50:
-			i := rng.IntN(len(live))
-			require.NoError(t, p.RecordStream(live[i].b, Stream(1+rng.IntN(nstreams))), at)
-		case r < 80:
-			i := rng.IntN(len(live))
-			checkHalfPages(t, live[i].b, live[i].fill, at)
-			if err := p.Free(live[i].b); err != nil {
-				require.ErrorIs(t, err, errRecordFault, at)
-			}
-			live[i] = live[len(live)-1]
-			live = live[:len(live)-1]
-		case r < 93:
-			ss.complete(rng, Stream(1+rng.IntN(nstreams)))
-		case r < 96:
-			s := Stream(1 + rng.IntN(nstreams))
-			ss.held[s] = !ss.held[s]
-		default:
-			require.NoError(t, p.EmptyCache(), at)
-		}
-		p.mu.Lock()
-		checkExpandable(t, p)
-		checkPoolStats(t, p, at)
-		vm.checkAgrees(t, p, at)
-		p.mu.Unlock()
-		if cfg.Limit > 0 {
-			require.LessOrEqual(t, p.Stats().Reserved.Current, cfg.Limit, at)
+		if w.step(t, rng, fmt.Sprintf("seed %d step %d", seed, step)) {
+			ooms++
 		}
 	}
+	live := w.live
 	for _, l := range live {
 		checkHalfPages(t, l.b, l.fill, "end")
 	}
@@ -190,58 +149,13 @@ func expandableFaults(t *testing.T, seed uint64, steps int) {
 		cfg.MaxSplitSize = 32 * mib
 	}
 	p := NewPool(smallSpaceVM{VirtualMemory: fv, space: int64(64+rng.IntN(4)*64) * mib}, cfg)
-	nstreams := 2 + rng.IntN(4)
-	var live []filledBlock
-	lo, hi := math.Log(512), math.Log(48<<20)
+	w := &randomPool{p: p, vm: vm, ss: ss, nstreams: 2 + rng.IntN(4), allowed: func(op string, err error) bool {
+		return op == "alloc" && errors.Is(err, ErrOutOfMemory) || op != "free" && errors.Is(err, errVMFault)
+	}}
 	for step := range steps {
-		at := fmt.Sprintf("seed %d step %d (faults %v)", seed, step, ops)
-		switch r := rng.IntN(100); {
-		case r < 40 || len(live) == 0:
-			size := int64(math.Exp(lo + rng.Float64()*(hi-lo)))
-			s := Stream(1 + rng.IntN(nstreams))
-			b, err := p.Alloc(size, s)
-			if err != nil {
-				require.True(t, errors.Is(err, ErrOutOfMemory) || errors.Is(err, errVMFault), "%s: %v", at, err)
-				break
-			}
-			p.mu.Lock()
-			checkBlockMapped(t, p, b, RoundSize(size), at)
-			vm.checkDeviceMapped(t, p, b, at)
-			p.mu.Unlock()
-			f := byte(rng.Uint32())
-			fillHalfPages(b, f)
-			live = append(live, filledBlock{b, f})
-		case r < 50:
-			i := rng.IntN(len(live))
-			require.NoError(t, p.RecordStream(live[i].b, Stream(1+rng.IntN(nstreams))), at)
-		case r < 80:
-			i := rng.IntN(len(live))
-			checkHalfPages(t, live[i].b, live[i].fill, at)
-			require.NoError(t, p.Free(live[i].b), at)
-			live[i] = live[len(live)-1]
-			live = live[:len(live)-1]
-		case r < 93:
-			ss.complete(rng, Stream(1+rng.IntN(nstreams)))
-		case r < 96:
-			s := Stream(1 + rng.IntN(nstreams))
-			ss.held[s] = !ss.held[s]
-		default:
-			if err := p.EmptyCache(); err != nil {
-				require.ErrorIs(t, err, errVMFault, at)
-			}
-		}
-		p.mu.Lock()
-		checkExpandable(t, p)
-		checkPoolStats(t, p, at)
-		if vm.err != nil {
-			require.NoError(t, vm.err, at)
-		}
-		vm.checkAgrees(t, p, at)
-		p.mu.Unlock()
-		if cfg.Limit > 0 {
-			require.LessOrEqual(t, p.Stats().Reserved.Current, cfg.Limit, at)
-		}
+		w.step(t, rng, fmt.Sprintf("seed %d step %d (faults %v)", seed, step, ops))
 	}
+	live := w.live
 	fv.ops = nil
 	for _, l := range live {
 		checkHalfPages(t, l.b, l.fill, "end")
@@ -255,6 +169,76 @@ func expandableFaults(t *testing.T, seed uint64, steps int) {
 	require.NoError(t, p.Close())
 	require.NoError(t, vm.err)
 	requireAllReleased(t, p, vm, host)
+}
+
+// randomPool is the pool of the randomized expandable workloads, what it
+// is checked against and its live blocks.
+type randomPool struct {
+	p        *Pool
+	vm       *strictVM
+	ss       *holdSync
+	nstreams int
+	live     []filledBlock
+	// allowed reports whether an operation's error ("alloc", "free",
+	// "empty": EmptyCache) is one the workload expects.
+	allowed func(op string, err error) bool
+}
+
+// step does one random operation (an allocation, a use on another
+// stream, a free, streams' work done, a stream held or let go, EmptyCache)
+// and checks the pool after it; it reports whether an allocation was
+// refused with an allowed error.
+func (w *randomPool) step(t *testing.T, rng *rand.Rand, at string) (refused bool) {
+	p, vm := w.p, w.vm
+	lo, hi := math.Log(512), math.Log(48<<20)
+	switch r := rng.IntN(100); {
+	case r < 40 || len(w.live) == 0:
+		size := int64(math.Exp(lo + rng.Float64()*(hi-lo)))
+		s := Stream(1 + rng.IntN(w.nstreams))
+		b, err := p.Alloc(size, s)
+		if err != nil {
+			require.True(t, w.allowed("alloc", err), "%s: %v", at, err)
+			refused = true
+			break
+		}
+		p.mu.Lock()
+		checkBlockMapped(t, p, b, RoundSize(size), at)
+		vm.checkDeviceMapped(t, p, b, at)
+		p.mu.Unlock()
+		f := byte(rng.Uint32())
+		fillHalfPages(b, f)
+		w.live = append(w.live, filledBlock{b, f})
+	case r < 50:
+		i := rng.IntN(len(w.live))
+		require.NoError(t, p.RecordStream(w.live[i].b, Stream(1+rng.IntN(w.nstreams))), at)
+	case r < 80:
+		i := rng.IntN(len(w.live))
+		checkHalfPages(t, w.live[i].b, w.live[i].fill, at)
+		if err := p.Free(w.live[i].b); err != nil {
+			require.True(t, w.allowed("free", err), "%s: %v", at, err)
+		}
+		w.live[i] = w.live[len(w.live)-1]
+		w.live = w.live[:len(w.live)-1]
+	case r < 93:
+		w.ss.complete(rng, Stream(1+rng.IntN(w.nstreams)))
+	case r < 96:
+		s := Stream(1 + rng.IntN(w.nstreams))
+		w.ss.held[s] = !w.ss.held[s]
+	default:
+		if err := p.EmptyCache(); err != nil {
+			require.True(t, w.allowed("empty", err), "%s: %v", at, err)
+		}
+	}
+	p.mu.Lock()
+	checkExpandable(t, p)
+	checkPoolStats(t, p, at)
+	require.NoError(t, vm.err, at)
+	vm.checkAgrees(t, p, at)
+	p.mu.Unlock()
+	if limit := p.cfg.Limit; limit > 0 {
+		require.LessOrEqual(t, p.Stats().Reserved.Current, limit, at)
+	}
+	return refused
 }
 
 // filledBlock is a live block and the byte written over it.
