@@ -39,22 +39,7 @@ func TestPlanStepsTraceDiag(t *testing.T) {
 		if *diagPeak {
 			diagPeakPages(t, items, offs, fixed, page)
 		}
-		// The most bytes live at once: at some item's birth.
-		var most int64
-		for _, it := range items {
-			var n int64
-			for _, f := range fixed {
-				if f.to > it.from {
-					n += f.size
-				}
-			}
-			for _, j := range items {
-				if j.from <= it.from && j.to > it.from {
-					n += j.size
-				}
-			}
-			most = max(most, n)
-		}
+		most := mostLive(items, fixed)
 		// The obstacles that outlive the period, and the free bytes in
 		// the pages they touch.
 		var ever int64
@@ -245,6 +230,20 @@ func TestPlanStepsLayoutHeadroom(t *testing.T) {
 		best = min(best, planPeak(items, layoutWith(items, fixed, limit, g, by, false), fixed, g))
 		packedBest = min(packedBest, planPeak(items, layoutWith(items, packed, limit/2, g, by, false), packed, g))
 	}
+	most := mostLive(items, fixed)
+	t.Logf("last layout: peak %d pages (best of the orders %d); obstacles for ever packed: %d; the most bytes live at once %.1f pages",
+		peak, best, packedBest, float64(most)/float64(g))
+	for _, b := range blocks {
+		if b != nil {
+			require.NoError(t, p.Free(b))
+		}
+	}
+	require.NoError(t, p.Close())
+}
+
+// mostLive is the most bytes a layout's items and obstacles hold at once:
+// at some item's birth.
+func mostLive(items []planItem, fixed []planFixed) int64 {
 	var most int64
 	for _, it := range items {
 		var n int64
@@ -260,12 +259,5 @@ func TestPlanStepsLayoutHeadroom(t *testing.T) {
 		}
 		most = max(most, n)
 	}
-	t.Logf("last layout: peak %d pages (best of the orders %d); obstacles for ever packed: %d; the most bytes live at once %.1f pages",
-		peak, best, packedBest, float64(most)/float64(g))
-	for _, b := range blocks {
-		if b != nil {
-			require.NoError(t, p.Free(b))
-		}
-	}
-	require.NoError(t, p.Close())
+	return most
 }
