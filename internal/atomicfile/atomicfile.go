@@ -155,14 +155,36 @@ func checkTarget(path string) (string, error) {
 			return "", fmt.Errorf("cannot follow the symbolic link %s: %w", path, err)
 		}
 	}
-	switch m := fi.Mode(); {
-	case m.IsDir():
-		return "", fmt.Errorf("%s is a directory", path)
-	case !m.IsRegular():
-		return "", fmt.Errorf("%s is not a regular file (%s)", path, FileKind(m))
+	if err := NotRegular(path, fi.Mode()); err != nil {
+		return "", err
 	}
 	return target, nil
 }
+
+// NotRegular is the error for path whose mode m is not a regular file's
+// ("x is a directory", "x is not a regular file (a named pipe)"), which
+// errors.Is takes for ErrNotRegular; nil for a regular file. Outputs
+// (checkTarget), inputs (cli.Readable) and ReadRegular share it.
+func NotRegular(path string, m fs.FileMode) error {
+	if m.IsRegular() {
+		return nil
+	}
+	return notRegular{path, m}
+}
+
+type notRegular struct {
+	path string
+	mode fs.FileMode
+}
+
+func (e notRegular) Error() string {
+	if e.mode.IsDir() {
+		return e.path + " is a directory"
+	}
+	return fmt.Sprintf("%s is not a regular file (%s)", e.path, FileKind(e.mode))
+}
+
+func (e notRegular) Is(target error) bool { return target == ErrNotRegular }
 
 // FileKind names what a file that is not a regular one is ("a named
 // pipe"), for messages that refuse it.
@@ -250,8 +272,7 @@ func RemoveStale(path string) ([]string, error) {
 	return removed, nil
 }
 
-// ErrNotRegular is what ReadRegular's error wraps for a path that is not
-// a regular file.
+// ErrNotRegular is what NotRegular's errors are taken for (errors.Is).
 var ErrNotRegular = errors.New("not a regular file")
 
 // ReadRegular reads the whole of path, which must be a regular file (a
@@ -263,7 +284,7 @@ func ReadRegular(path string) ([]byte, error) {
 	// writer comes; and again once open, in case it was replaced between.
 	fi, err := os.Stat(path)
 	if err == nil && !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is %s: %w", path, FileKind(fi.Mode()), ErrNotRegular)
+		return nil, NotRegular(path, fi.Mode())
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -273,8 +294,8 @@ func ReadRegular(path string) ([]byte, error) {
 	if fi, err = f.Stat(); err != nil {
 		return nil, err
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is %s: %w", path, FileKind(fi.Mode()), ErrNotRegular)
+	if err := NotRegular(path, fi.Mode()); err != nil {
+		return nil, err
 	}
 	buf := make([]byte, fi.Size())
 	if _, err := io.ReadFull(f, buf); err != nil {

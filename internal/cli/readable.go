@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"fmt"
 	"os"
 
 	"github.com/strata-ml/strata/internal/atomicfile"
@@ -17,11 +16,8 @@ func Readable(path string) error {
 	if err != nil {
 		return err
 	}
-	switch m := fi.Mode(); {
-	case m.IsDir():
-		return fmt.Errorf("%s is a directory", path)
-	case !m.IsRegular():
-		return fmt.Errorf("%s is not a regular file (%s)", path, FileKind(m))
+	if err := atomicfile.NotRegular(path, fi.Mode()); err != nil {
+		return err
 	}
 	f, err := os.Open(path)
 	if err != nil {
