@@ -148,7 +148,7 @@
 // block's 14 U at a time in backward; SaveMatMuls keeps 11 U (the c_attn
 // output, the attention output, both projections and c_fc's output),
 // SaveMatMulsUpTo(3 U) 7 U (c_fc's output recomputed); nn.GPT's
-// selective default bounds the products in elements (3 U's), so that
+// selective default is SaveMatMulsUpToElements (3 U's elements), so that
 // under autocast, where c_fc writes the half type, its output is still
 // the one recomputed. The nn tests check these amounts against the memory
 // statistics by role.

@@ -60,18 +60,32 @@ func isMatMul(op string) bool {
 // maxBytes: the wider ones are recomputed. In a transformer block with
 // maxBytes three times the block's input it keeps the q/k/v product, the
 // attention and both projections, and recomputes the MLP's 4x expansion
-// (c_fc), the largest output for one GEMM of recomputation: nn.GPT's
-// selective mode.
+// (c_fc), the largest output for one GEMM of recomputation.
 func SaveMatMulsUpTo(maxBytes int64) Policy {
+	return saveMatMulsUpTo(maxBytes, func(t *tensor.Tensor) int64 { return int64(t.Numel() * t.DType().Size()) })
+}
+
+// SaveMatMulsUpToElements is SaveMatMulsUpTo with the bound counted in
+// elements: under autocast some products write the half type (c_fc's 4x
+// output) and others float32, and a bound in bytes would keep c_fc's
+// half output; in elements the same products are kept as in float32.
+// nn.GPT's selective mode uses it, at three times the block's input.
+func SaveMatMulsUpToElements(maxElems int64) Policy {
+	return saveMatMulsUpTo(maxElems, func(t *tensor.Tensor) int64 { return int64(t.Numel()) })
+}
+
+// saveMatMulsUpTo keeps the products whose outputs' size, summed, is at
+// most most.
+func saveMatMulsUpTo(most int64, size func(*tensor.Tensor) int64) Policy {
 	return func(op string, outs []*tensor.Tensor) Decision {
 		if !isMatMul(op) {
 			return PreferRecompute
 		}
 		var n int64
 		for _, t := range outs {
-			n += int64(t.Numel() * t.DType().Size())
+			n += size(t)
 		}
-		if n > maxBytes {
+		if n > most {
 			return PreferRecompute
 		}
 		return MustSave

@@ -7,7 +7,6 @@ import (
 	"github.com/strata-ml/strata/amp"
 	"github.com/strata-ml/strata/autograd"
 	"github.com/strata-ml/strata/checkpoint"
-	"github.com/strata-ml/strata/tensor"
 )
 
 // CheckpointMode is how a GPT checkpoints its blocks (package checkpoint).
@@ -54,12 +53,12 @@ type Checkpointing struct {
 	// Every checkpoints the Every-th, 2·Every-th, ... block (1-based):
 	// 1 (or 0) every block, 2 every second one.
 	Every int
-	// Policy is the selective mode's; nil means the matrix products whose
-	// outputs hold at most 3 x the elements of the blocks' input (all but
-	// the MLP's wide c_fc output, in float32 and under autocast alike:
-	// counted in bytes, as before session 40, c_fc's half output was
-	// kept under autocast and KeepWide did nothing), or with Offload
-	// checkpoint.SaveMatMuls.
+	// Policy is the selective mode's; nil means
+	// checkpoint.SaveMatMulsUpToElements(3 x the elements of the blocks'
+	// input): all but the MLP's wide c_fc output, in float32 and under
+	// autocast alike (counted in bytes, as before session 40, c_fc's half
+	// output was kept under autocast and KeepWide did nothing); with
+	// Offload checkpoint.SaveMatMuls.
 	Policy checkpoint.Policy
 	// Offload moves what the checkpointed blocks hold between the passes
 	// (the selective mode's saved outputs, and the blocks' inputs) to
@@ -216,7 +215,7 @@ func (g *GPT) blocks(x *autograd.Var) *autograd.Var {
 		case ck.Offload:
 			o.Policy = checkpoint.SaveMatMuls
 		default:
-			o.Policy = productsUpTo(3 * elems)
+			o.Policy = checkpoint.SaveMatMulsUpToElements(3 * elems)
 		}
 	}
 	if ck.Offload {
@@ -243,24 +242,6 @@ func (g *GPT) blocks(x *autograd.Var) *autograd.Var {
 	x = o.Sequential(every, x, layers[:split]...)
 	o.Policy = checkpoint.SaveMatMuls
 	return o.Sequential(every, x, layers[split:]...)
-}
-
-// productsUpTo is checkpoint.SaveMatMulsUpTo bounded in elements rather
-// than bytes: the products whose outputs hold at most elems elements.
-func productsUpTo(elems int64) checkpoint.Policy {
-	return func(op string, outs []*tensor.Tensor) checkpoint.Decision {
-		if checkpoint.SaveMatMuls(op, outs) != checkpoint.MustSave {
-			return checkpoint.PreferRecompute
-		}
-		var n int64
-		for _, t := range outs {
-			n += int64(t.Numel())
-		}
-		if n > elems {
-			return checkpoint.PreferRecompute
-		}
-		return checkpoint.MustSave
-	}
 }
 
 // wideStats is what the last selective forward pass on the device had
