@@ -375,9 +375,7 @@ func (o *options) checkStateKept() error {
 	if err != nil {
 		return nil
 	}
-	var run struct {
-		Steps int `json:"steps"`
-	}
+	var run runIdentity
 	step, err := strconv.Atoi(meta[keyStep])
 	if err != nil || json.Unmarshal([]byte(meta[keyRun]), &run) != nil || step >= run.Steps {
 		return nil
