@@ -326,9 +326,10 @@
 //
 //   - When a new segment cannot be had (the backend is out of memory, or
 //     PoolConfig.Limit would be passed), the pool waits for blocks pending
-//     on other streams' work and reuses one if it now fits; else it
-//     releases every fully free segment and, if that freed anything, tries
-//     once more. The limit is checked before the backend is called.
+//     on other streams' work and reuses one if it now fits; else (a
+//     failed wait included, whose error the *OOMError then carries in its
+//     Wait) it releases every fully free segment and, if that freed
+//     anything, tries once more. The limit is checked before the backend is called.
 //     EmptyCache releases the fully free segments on demand; Close
 //     releases everything.
 //

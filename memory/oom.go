@@ -39,6 +39,11 @@ type OOMError struct {
 	// DeviceFree and DeviceTotal are then the budget's.
 	Budget       int64
 	BudgetSource string
+	// Wait is the error of a failed wait for blocks pending on other
+	// streams' work, which might have made room, nil when none failed: the
+	// pool went on to release its cache and retry all the same, and the
+	// blocks stay pending (EmptyCache and Close wait for them again).
+	Wait error
 }
 
 // Error reads like PyTorch's message, for example
@@ -121,16 +126,24 @@ func (e *OOMError) Error() string {
 	} else {
 		b.WriteString(": the limit on reserved bytes would be exceeded")
 	}
+	if e.Wait != nil {
+		b.WriteString("; and waiting for blocks pending on other streams failed: ")
+		b.WriteString(e.Wait.Error())
+	}
 	return b.String()
 }
 
-// Unwrap returns ErrOutOfMemory and the cause, so errors.Is and errors.As
-// see both.
+// Unwrap returns ErrOutOfMemory, the cause and the failed wait, so
+// errors.Is and errors.As see them all.
 func (e *OOMError) Unwrap() []error {
-	if e.Cause == nil {
-		return []error{ErrOutOfMemory}
+	errs := []error{ErrOutOfMemory}
+	if e.Cause != nil {
+		errs = append(errs, e.Cause)
 	}
-	return []error{ErrOutOfMemory, e.Cause}
+	if e.Wait != nil {
+		errs = append(errs, e.Wait)
+	}
+	return errs
 }
 
 // budget names the host memory budget, as HostBudget.String does.

@@ -70,11 +70,13 @@ func (p *Pool) growExpandable(size, rounded int64, s Stream) (*Block, error) {
 			p.name, FormatBytes(rounded), FormatBytes(most), what, ErrOutOfMemory))
 	}
 	b, err := p.expand(rounded, s)
+	var werr error // a failed wait goes on as grow's does
 	if err != nil && isOOM(err) && len(p.pending) > 0 {
 		// Blocks waiting for other streams' work may fit (reuseWaiting),
 		// or give pages once all of them are back.
-		if got, werr := p.reuseWaiting(rounded, s); got != nil || werr != nil {
-			return got, werr
+		var got *Block
+		if got, werr = p.reuseWaiting(rounded, s); got != nil {
+			return got, nil
 		}
 		b, err = p.expand(rounded, s)
 	}
@@ -83,23 +85,23 @@ func (p *Pool) growExpandable(size, rounded int64, s Stream) (*Block, error) {
 		// may cache what makes room.
 		shared, relErr := p.releaseSharedCache(false)
 		if relErr != nil {
-			return nil, relErr
+			return nil, errors.Join(relErr, werr)
 		}
 		if shared > 0 {
 			b, err = p.expand(rounded, s)
 		}
 	}
 	if retry, relErr := p.peersFreed(err); relErr != nil {
-		return nil, relErr
+		return nil, errors.Join(relErr, werr)
 	} else if retry {
 		b, err = p.expand(rounded, s)
 	}
 	if err != nil {
 		if !isOOM(err) {
-			return nil, fmt.Errorf("memory: pool %s: mapping memory for %s: %w", p.name, FormatBytes(size), err)
+			return nil, errors.Join(fmt.Errorf("memory: pool %s: mapping memory for %s: %w", p.name, FormatBytes(size), err), werr)
 		}
 		p.sinks.oom()
-		return nil, p.oomError(size, err)
+		return nil, p.oomAfterWait(size, err, werr)
 	}
 	return b, nil
 }

@@ -17,42 +17,53 @@ var errLimit = errors.New("limit")
 // releases every cached segment, and the cache of the pools that share its
 // Limit (a device pool's managed tier: releaseShared), and tries once
 // more; if that fails too the error is an *OOMError.
+//
+// A failed wait (werr) does not end it there: like the backend's out of
+// memory, it leaves the cache to release and the retry to make, as
+// PyTorch's allocator releases cached blocks and retries after
+// cudaMalloc's out of memory; its blocks stay pending, which is safe
+// (their segments are not fully free, so nothing under them is released).
+// When the allocation still fails, the *OOMError carries the wait's error
+// (OOMError.Wait); when it succeeds, the pending blocks are waited for
+// again by EmptyCache and Close, which report the error if it persists.
 func (p *Pool) grow(size, rounded int64, s Stream) (*Block, error) {
 	if p.vm != nil {
 		return p.growExpandable(size, rounded, s)
 	}
 	segSize := SegmentSize(rounded)
 	r, err := p.reserve(segSize)
+	var werr error
 	if err != nil && isOOM(err) && len(p.pending) > 0 {
-		if b, werr := p.reuseWaiting(rounded, s); b != nil || werr != nil {
-			return b, werr
+		var b *Block
+		if b, werr = p.reuseWaiting(rounded, s); b != nil {
+			return b, nil
 		}
 	}
 	if err != nil && isOOM(err) {
 		released, relErr := p.flushCache()
 		if relErr != nil {
-			return nil, relErr
+			return nil, errors.Join(relErr, werr)
 		}
 		shared, relErr := p.releaseSharedCache(false)
 		if relErr != nil {
-			return nil, relErr
+			return nil, errors.Join(relErr, werr)
 		}
 		if released+shared > 0 {
 			r, err = p.reserve(segSize)
 		}
 	}
 	if retry, relErr := p.peersFreed(err); relErr != nil {
-		return nil, relErr
+		return nil, errors.Join(relErr, werr)
 	} else if retry {
 		r, err = p.reserve(segSize)
 	}
 	if err != nil {
 		if !isOOM(err) {
-			return nil, fmt.Errorf("memory: pool %s: reserving a %s segment for %s: %w",
-				p.name, FormatBytes(segSize), FormatBytes(size), err)
+			return nil, errors.Join(fmt.Errorf("memory: pool %s: reserving a %s segment for %s: %w",
+				p.name, FormatBytes(segSize), FormatBytes(size), err), werr)
 		}
 		p.sinks.oom()
-		return nil, p.oomError(size, err)
+		return nil, p.oomAfterWait(size, err, werr)
 	}
 	seg := p.newSegment(r, s, isSmall(rounded))
 	seg.mapped = r.Size
@@ -99,6 +110,14 @@ func (p *Pool) reserve(size int64) (Region, error) {
 			p.name, size, r.Addr, r.Size, len(r.Host), ErrInvalidArgument), ferr)
 	}
 	return r, nil
+}
+
+// oomAfterWait is oomError with werr, a failed wait for blocks pending on
+// other streams' work (reuseWaiting; nil when none failed).
+func (p *Pool) oomAfterWait(size int64, cause, werr error) *OOMError {
+	e := p.oomError(size, cause)
+	e.Wait = werr
+	return e
 }
 
 // oomError describes a failed allocation of size bytes.
