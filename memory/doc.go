@@ -204,6 +204,8 @@
 //     value below MinHostBudget (2 MiB) or malformed is refused with an
 //     error, and the default budget is used. An allocation past the budget
 //     fails with an *OOMError instead of the kernel killing the process.
+//     Memory whose free failed may still be held: it stays charged, and
+//     counts as lost (HostBudget.Lost), which the refusals name.
 //   - The placement scheduler (scheduler.go): the tensor layer counts
 //     every access to an allocation (Allocation.Touch, one atomic add per
 //     operand of every op); a Scheduler tracks the long-lived roles

@@ -21,10 +21,19 @@ import (
 // caches are no shortage), and the program can report it. A
 // budget is safe for concurrent use. A nil *HostBudget is no budget
 // (DefaultHostBudget's for "off"): its limit and use are 0.
+//
+// A region or page whose free fails stays charged: the memory may still
+// be held (a failed munmap leaves the pages mapped), and counting it as
+// given back could let the pools map past the budget. The pool that freed
+// it drops it all the same, so no one will free it again: its bytes are
+// lost (Lost), and what the budget holds is its pools' reserved bytes
+// plus the lost ones. A free the backend refuses as not its own
+// (ErrDoubleFree) changes nothing.
 type HostBudget struct {
 	mu         sync.Mutex
 	limit      int64
 	used, peak int64
+	lost       int64  // charged bytes whose free failed (Lost)
 	source     string // how the limit was chosen, for messages
 }
 
@@ -50,6 +59,17 @@ func (b *HostBudget) Used() (current, peak int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.used, b.peak
+}
+
+// Lost returns the bytes still charged for regions and pages whose free
+// failed (0 for nil): no pool holds them, and they are never released.
+func (b *HostBudget) Lost() int64 {
+	if b == nil {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.lost
 }
 
 func (b *HostBudget) String() string {
@@ -84,8 +104,12 @@ func (b *HostBudget) check(name string, n int64) error {
 // they fit; with b.mu held.
 func (b *HostBudget) refuse(name string, n int64) error {
 	if n > b.limit-b.used {
-		return fmt.Errorf("memory: %s: allocating %s would pass the %s: %s held by the CPU device's pools: %w",
-			name, FormatBytes(n), b, FormatBytes(b.used), ErrOutOfMemory)
+		lost := ""
+		if b.lost > 0 {
+			lost = fmt.Sprintf(" (%s of it lost to frees that failed)", FormatBytes(b.lost))
+		}
+		return fmt.Errorf("memory: %s: allocating %s would pass the %s: %s held by the CPU device's pools%s: %w",
+			name, FormatBytes(n), b, FormatBytes(b.used), lost, ErrOutOfMemory)
 	}
 	return nil
 }
@@ -115,6 +139,21 @@ func (b *HostBudget) release(n int64) {
 	b.mu.Lock()
 	b.used -= n
 	b.mu.Unlock()
+}
+
+// freed settles the charge of n bytes whose free returned err: released
+// when it succeeded, lost when it failed (the memory may still be held,
+// and its pool drops it), unchanged when the backend refused it as not
+// its own (ErrDoubleFree: its charge, if any, is another's).
+func (b *HostBudget) freed(n int64, err error) {
+	switch {
+	case err == nil:
+		b.release(n)
+	case !errors.Is(err, ErrDoubleFree):
+		b.mu.Lock()
+		b.lost += n
+		b.mu.Unlock()
+	}
 }
 
 // NewBudgetBackend wraps up so that every region it hands out is charged
@@ -159,12 +198,12 @@ func (w *budgetBackend) Alloc(size int64) (Region, error) {
 	return r, err
 }
 
+// Free gives r back and settles its charge (HostBudget.freed): a failed
+// free leaves it charged, and lost.
 func (w *budgetBackend) Free(r Region) error {
-	if err := w.up.Free(r); err != nil {
-		return err
-	}
-	w.budget.release(r.Size)
-	return nil
+	err := w.up.Free(r)
+	w.budget.freed(r.Size, err)
+	return err
 }
 
 // Info reports the budget: what is left of it, and the limit.
@@ -202,12 +241,11 @@ func (w *budgetVM) CreatePage() (Page, error) {
 	return p, err
 }
 
+// ReleasePage gives p back and settles its charge, as Free does.
 func (w *budgetVM) ReleasePage(p Page) error {
-	if err := w.vm.ReleasePage(p); err != nil {
-		return err
-	}
-	w.budget.release(w.vm.Granularity())
-	return nil
+	err := w.vm.ReleasePage(p)
+	w.budget.freed(w.vm.Granularity(), err)
+	return err
 }
 
 // NewBudgetHostManager is NewHostManager with every tier's host backend
