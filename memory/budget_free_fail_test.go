@@ -109,3 +109,26 @@ func TestHostBudgetFailedFree(t *testing.T) {
 		vm.giveBack(t)
 	}
 }
+
+// doublingBackend hands out regions twice the size asked for: a bad
+// region, which the pool gives back at once.
+type doublingBackend struct{ memory.Backend }
+
+func (d doublingBackend) Alloc(size int64) (memory.Region, error) {
+	return d.Backend.Alloc(2 * size)
+}
+
+// TestHostBudgetBadRegionSize: a backend's region of another size than
+// asked for is charged at its own size, which its free releases. Before,
+// the budget charged the size asked for and released the region's: the
+// pool's refusal of the bad region left the budget 2 MiB below zero.
+func TestHostBudgetBadRegionSize(t *testing.T) {
+	budget := memory.NewHostBudget(64<<20, "test")
+	up := struct{ memory.Backend }{memory.NewHostBackend(memory.TierHost)} // classic segments
+	p := memory.NewPool(memory.NewBudgetBackend(doublingBackend{up}, budget), memory.PoolConfig{})
+	_, err := p.Alloc(1<<20, 0)
+	require.ErrorIs(t, err, memory.ErrInvalidArgument, "a bad region")
+	used, _ := budget.Used()
+	require.Zero(t, used, "the bad region's charge went with it")
+	require.NoError(t, p.Close())
+}

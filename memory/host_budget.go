@@ -141,6 +141,15 @@ func (b *HostBudget) release(n int64) {
 	b.mu.Unlock()
 }
 
+// resize turns a charge of from bytes into one of to bytes, past the
+// limit if need be (the bytes are held already).
+func (b *HostBudget) resize(from, to int64) {
+	b.mu.Lock()
+	b.used += to - from
+	b.peak = max(b.peak, b.used)
+	b.mu.Unlock()
+}
+
 // freed settles the charge of n bytes whose free returned err: released
 // when it succeeded, lost when it failed (the memory may still be held,
 // and its pool drops it), unchanged when the backend refused it as not
@@ -194,6 +203,10 @@ func (w *budgetBackend) Alloc(size int64) (Region, error) {
 	r, err := w.up.Alloc(size)
 	if err != nil {
 		w.budget.release(size)
+	} else if r.Size != size {
+		// A bad region, which the pool gives back at once: charged at
+		// the size its Free releases.
+		w.budget.resize(size, r.Size)
 	}
 	return r, err
 }
