@@ -401,7 +401,9 @@ func (m *Manager) Pool(t Tier) *Pool {
 }
 
 // EmptyCache gives every fully free segment of every tier back to its
-// backend.
+// backend. A tier whose pool was closed on its own (Pool.Close) holds
+// nothing and gives nothing: it is no error
+// (TestManagerEmptyCacheClosedPool).
 func (m *Manager) EmptyCache() error {
 	return m.eachPool("EmptyCache", (*Pool).emptyCache)
 }

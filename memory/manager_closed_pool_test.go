@@ -1,0 +1,40 @@
+package memory_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/memory"
+)
+
+// TestManagerEmptyCacheClosedPool: a pool of a manager closed on its own
+// (Pool.Close) holds nothing, so the manager's EmptyCache and
+// EmptyStreamCache skip it and empty the others, the device limit's
+// release of the managed tier's cache passes over a closed managed pool,
+// and the manager's Close still closes the rest. No call fails or panics.
+func TestManagerEmptyCacheClosedPool(t *testing.T) {
+	for _, seg := range []memory.SegmentMode{memory.SegmentsClassic, memory.SegmentsExpandable} {
+		for _, closed := range []memory.Tier{memory.TierDevice, memory.TierManaged} {
+			cfg := memory.Config{Segments: seg, PlanSteps: memory.PlanNone}
+			cfg.Limits[memory.TierDevice] = 4 << 20
+			m := memory.NewHostManager(cfg)
+			for _, r := range []memory.Role{memory.RoleActivation, memory.RoleEmbedding, memory.RoleOther} {
+				a, err := m.Alloc(1<<20, r)
+				require.NoError(t, err)
+				require.NoError(t, a.Free())
+			}
+			require.NoError(t, m.Pool(closed).Close())
+			require.NotPanics(t, func() {
+				require.NoError(t, m.EmptyCache(), "segments %d, %s closed", seg, closed)
+				require.NoError(t, m.EmptyStreamCache(0))
+				require.NoError(t, m.SetLimit(memory.TierDevice, 2<<20))
+			})
+			st := m.Stats()
+			for t2, u := range st.Tiers {
+				require.Zero(t, u.Reserved.Current, "tier %s emptied", memory.Tier(t2))
+			}
+			require.NoError(t, m.Close())
+		}
+	}
+}
