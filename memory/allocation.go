@@ -146,7 +146,8 @@ func (m *Manager) newAllocation() *Allocation {
 }
 
 // Free returns a to its pool. Freeing it twice, or one from another
-// manager, wraps ErrDoubleFree; after Close it returns ErrClosed.
+// manager, wraps ErrDoubleFree; after Close (the manager's, or its
+// pool's own) it returns ErrClosed.
 func (m *Manager) Free(a *Allocation) error {
 	if a == nil {
 		return fmt.Errorf("memory: manager: free of a nil allocation: %w", ErrInvalidArgument)
@@ -170,6 +171,10 @@ func (m *Manager) free(a *Allocation) error {
 	if b == nil {
 		return fmt.Errorf("memory: manager: allocation of %s for %s on %s freed twice: %w",
 			FormatBytes(a.size), a.role, a.tier, ErrDoubleFree)
+	}
+	if m.pools[a.tier].closed { // closed on its own (Pool.Close): b is dead
+		return fmt.Errorf("memory: manager: free of an allocation of %s for %s after its %s pool was closed: %w",
+			FormatBytes(a.size), a.role, a.tier, ErrClosed)
 	}
 	if b.state != blockLive || !b.ownedBy(m.pools[a.tier]) {
 		return fmt.Errorf("memory: manager: the block of an allocation of %s for %s was freed behind the manager's back: %w",

@@ -38,3 +38,18 @@ func TestManagerEmptyCacheClosedPool(t *testing.T) {
 		}
 	}
 }
+
+// TestManagerFreeClosedPool: an allocation whose pool was closed on its
+// own (its block released as leaked) is freed with ErrClosed, as a
+// block of that pool is, not reported as a double free. Before, the
+// dead block read as freed behind the manager's back (ErrDoubleFree).
+func TestManagerFreeClosedPool(t *testing.T) {
+	m := memory.NewHostManager(memory.Config{})
+	a, err := m.Alloc(1<<20, memory.RoleActivation)
+	require.NoError(t, err)
+	require.ErrorIs(t, m.Pool(a.Tier()).Close(), memory.ErrLeaked)
+	err = a.Free()
+	require.ErrorIs(t, err, memory.ErrClosed)
+	require.NotErrorIs(t, err, memory.ErrDoubleFree)
+	require.ErrorIs(t, m.Close(), memory.ErrLeaked, "the allocation is still reported")
+}
