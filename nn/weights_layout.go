@@ -216,6 +216,11 @@ func LoadWeightsLayout(path string, ps []*Parameter, layout Layout) (meta map[st
 	data := buf[8+n:]
 	files := make(map[string]st.TensorView, len(md.Tensors()))
 	for name, info := range md.Tensors() {
+		// A dimension past int (beside a 0, which the format's checks
+		// pass) would read as a negative one (fileShape).
+		if _, err := tensor.SafetensorsShape(info.Shape); err != nil {
+			return fail("tensor %q: %w", name, err)
+		}
 		v, err := st.NewTensorView(info.DType, info.Shape, data[info.DataOffsets[0]:info.DataOffsets[1]])
 		if err != nil {
 			return fail("tensor %q: %w", name, err)
@@ -487,6 +492,8 @@ func floatDType(v st.TensorView) (tensor.DType, error) {
 	return 0, fmt.Errorf("dtype %v: want a float (F32, F16, BF16 or F64)", v.DType())
 }
 
+// fileShape is v's shape as ints: load has checked that each fits
+// (tensor.SafetensorsShape).
 func fileShape(v st.TensorView) []int {
 	s := make([]int, len(v.Shape()))
 	for i, d := range v.Shape() {

@@ -142,9 +142,10 @@ func (c *Ctx) ReadSafetensors(path string, dev Device) (map[string]*Tensor, map[
 			releaseMap(out)
 			return nil, nil, fmt.Errorf("tensor: safetensors %s: tensor %q has unsupported dtype %v: %w", path, name, info.DType, ErrDType)
 		}
-		shape := make([]int, len(info.Shape))
-		for i, d := range info.Shape {
-			shape[i] = int(d)
+		shape, err := SafetensorsShape(info.Shape)
+		if err != nil {
+			releaseMap(out)
+			return nil, nil, fmt.Errorf("tensor: safetensors %s: tensor %q: %w", path, name, err)
 		}
 		t, err := c.FromBytes(dev, dt, data[info.DataOffsets[0]:info.DataOffsets[1]], shape...)
 		if err != nil {

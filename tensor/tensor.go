@@ -166,15 +166,30 @@ func newTensor(op string, c *Ctx, dev Device, dt DType, role memory.Role, shape 
 // new tensor, and of the shapes the creation functions compare with
 // their data before they make one.
 func elements(shape []int, dt DType) (n int, problem string) {
-	n = 1
+	// The nonzero dimensions multiply to at most 2^62 whatever their
+	// order, also beside a 0: a contiguous tensor's strides are products
+	// of them ([0, 2^62, 2^62] would wrap its first stride around, and
+	// [2^62, 2^62, 0] was refused where [0, 2^62, 2^62] was not).
+	n, zero, over := 1, false, false
 	for _, d := range shape {
-		if d < 0 {
+		switch {
+		case d < 0:
 			return 0, fmt.Sprintf("negative dimension in shape %v", shape)
+		case d == 0:
+			zero = true
+		case n > (1<<62)/d:
+			over = true
+		default:
+			n *= d
 		}
-		if d > 0 && n > (1<<62)/d {
-			return 0, fmt.Sprintf("shape %v has too many elements", shape)
-		}
-		n *= d
+	}
+	switch {
+	case over && zero:
+		return 0, fmt.Sprintf("shape %v: its nonzero dimensions multiply to more than 2^62 (its strides would overflow int)", shape)
+	case over:
+		return 0, fmt.Sprintf("shape %v has too many elements", shape)
+	case zero:
+		n = 0
 	}
 	if n > (1<<62)/max(dt.Size(), 1) { // the bytes must not overflow either
 		return 0, fmt.Sprintf("shape %v of %v is more bytes than memory can address", shape, dt)

@@ -21,19 +21,21 @@ func (t *Tensor) Reshape(shape ...int) *Tensor {
 
 func inferShape(op string, t *Tensor, shape []int) []int {
 	shape = slices.Clone(shape)
-	n, infer := 1, -1
+	known, infer := slices.Clone(shape), -1 // known: the -1 as 1
 	for i, d := range shape {
 		switch {
 		case d == -1 && infer < 0:
-			infer = i
+			infer, known[i] = i, 1
 		case d < 0:
 			fail(op, ErrShape, "bad dimension %d in %v", d, shape)
-		case d > 0 && n > (1<<62)/d:
-			fail(op, ErrShape, "shape %v has too many elements", shape)
-		default:
-			n *= d
 		}
 	}
+	// As a new tensor's shape: also its nonzero dimensions beside a 0
+	// must not multiply past 2^62 (the view's strides are their products).
+	if _, problem := elements(known, t.dtype); problem != "" {
+		fail(op, ErrShape, "%s", problem)
+	}
+	n := numel(known)
 	total := t.Numel()
 	if infer >= 0 {
 		if n == 0 || total%n != 0 {
