@@ -2,6 +2,7 @@ package autograd
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/strata-ml/strata/tensor"
 )
@@ -34,8 +35,9 @@ var headPadAlways = false
 // LinearCrossEntropy returns the mean cross-entropy of the logits h wᵀ
 // against targets, without ever holding all the logits: a language
 // model's output head and loss fused and chunked (as Liger's fused linear
-// cross-entropy). h is (..., C), w (V, C), targets int32 with h's leading
-// shape; targets equal to IgnoreIndex are not counted.
+// cross-entropy). h is (..., C), w (V, C), targets int32 of h's leading
+// shape (another shape of as many elements is refused, as nn.CrossEntropy
+// refuses it); targets equal to IgnoreIndex are not counted.
 //
 // The rows are taken chunkRows at a time (0: DefaultHeadChunkBytes of
 // float32 logits a chunk). For each chunk the forward computes the logits,
@@ -77,8 +79,8 @@ func LinearCrossEntropy(h, w *Var, targets *tensor.Tensor, chunkRows int) *Var {
 	switch {
 	case V == 0:
 		panic(&tensor.OpError{Op: "autograd." + op, Msg: fmt.Sprintf("w %v has no rows: want at least one class", ws), Err: tensor.ErrShape})
-	case targets.Numel() != N:
-		panic(&tensor.OpError{Op: "autograd." + op, Msg: fmt.Sprintf("targets %v for %d rows of h %v", targets.Shape(), N, hs), Err: tensor.ErrShape})
+	case !slices.Equal(targets.Shape(), hs[:len(hs)-1]):
+		panic(&tensor.OpError{Op: "autograd." + op, Msg: fmt.Sprintf("targets %v for h %v: want h's leading shape %v", targets.Shape(), hs, hs[:len(hs)-1]), Err: tensor.ErrShape})
 	case targets.DType() != tensor.Int32:
 		panic(&tensor.OpError{Op: "autograd." + op, Msg: fmt.Sprintf("targets of dtype %v: want int32 class indices", targets.DType()), Err: tensor.ErrDType})
 	case chunkRows < 0:

@@ -68,7 +68,7 @@ func testLinearCrossEntropy(t *testing.T) {
 				l = autograd.LinearCrossEntropy(h, w, tgt, chunk)
 			} else {
 				logits := autograd.Linear(h, w, nil)
-				l = autograd.CrossEntropy(autograd.Reshape(logits, B*T, V), tgt)
+				l = autograd.CrossEntropy(autograd.Reshape(logits, B*T, V), tgt.Reshape(B*T))
 			}
 			require.NoError(t, l.Backward())
 			loss = l.Item()

@@ -334,9 +334,7 @@ func crossEntropy(op string, logits *Tensor, classes int, targets *Tensor, ignor
 	sameDevice(op, logits, targets)
 	sameArith(op, logits)
 	indices(op, "targets", targets)
-	if logits.Rank() != 2 || targets.Numel() != logits.shape[0] {
-		fail(op, ErrShape, "logits %v, targets %v: want (N, C) and N targets", logits.shape, targets.shape)
-	}
+	crossEntropyShapes(op, logits, targets, nil)
 	ld := logits.shape[1]
 	classes = paddedClasses(op, classes, ld)
 	cs, release := contigAll(logits, targets)
@@ -349,6 +347,24 @@ func crossEntropy(op string, logits *Tensor, classes int, targets *Tensor, ignor
 		fail(op, ErrArgument, "%s", kernelFault(err))
 	}
 	return loss, n
+}
+
+// crossEntropyShapes checks logits (N, W) against targets (N), and
+// against dloss (N) where it is not nil (the gradient of the N losses), as
+// PyTorch's cross_entropy takes logits (N, C): targets of N elements in
+// another shape ((N, 1), or a (B, T) batch of (B*T, C) logits) are
+// refused, not read as N targets.
+func crossEntropyShapes(op string, logits, targets, dloss *Tensor) {
+	ok := logits.Rank() == 2 && shapeEq(targets.shape, logits.shape[:1])
+	if dloss == nil {
+		if !ok {
+			fail(op, ErrShape, "logits %v, targets %v: want logits (N, C) and targets (N)", logits.shape, targets.shape)
+		}
+		return
+	}
+	if !ok || !shapeEq(dloss.shape, logits.shape[:1]) {
+		fail(op, ErrShape, "logits %v, targets %v, dloss %v: want logits (N, C), targets (N) and dloss (N)", logits.shape, targets.shape, dloss.shape)
+	}
 }
 
 // paddedClasses checks a class count against the row width ld (-1: all).
@@ -379,9 +395,7 @@ func crossEntropyBackward(op string, logits *Tensor, classes int, targets, dloss
 	sameDevice(op, logits, targets, dloss)
 	sameArith(op, logits, dloss)
 	indices(op, "targets", targets)
-	if logits.Rank() != 2 || targets.Numel() != logits.shape[0] || dloss.Numel() != logits.shape[0] {
-		fail(op, ErrShape, "logits %v, targets %v, dloss %v", logits.shape, targets.shape, dloss.shape)
-	}
+	crossEntropyShapes(op, logits, targets, dloss)
 	ld := logits.shape[1]
 	classes = paddedClasses(op, classes, ld)
 	cs, release := contigAll(logits, targets, dloss)
@@ -418,9 +432,7 @@ func CrossEntropyFused(logits *Tensor, classes int, targets, dloss *Tensor, igno
 		sameArith(op, logits, dloss)
 	}
 	indices(op, "targets", targets)
-	if logits.Rank() != 2 || targets.Numel() != logits.shape[0] || dloss.Numel() != logits.shape[0] {
-		fail(op, ErrShape, "logits %v, targets %v, dloss %v: want (N, C), N targets and N gradients", logits.shape, targets.shape, dloss.shape)
-	}
+	crossEntropyShapes(op, logits, targets, dloss)
 	if !(grad == logits.dtype || (logits.dtype == Float32 && grad.IsHalf())) {
 		fail(op, ErrDType, "a %v gradient of %v logits: want the logits' dtype, or float16 or bfloat16 for float32 logits", grad, logits.dtype)
 	}
