@@ -183,7 +183,7 @@ func TestGoldenOpsAgainstPyTorch(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) { tensor.WithScope(func() { runGolden(t, ts, name, c) }) })
 	}
-	require.Equal(t, 60, withGrads, "every autograd case of the golden file ran")
+	require.Equal(t, 61, withGrads, "every autograd case of the golden file ran")
 	require.Equal(t, 11, fwdOnly, "every forward-only case of the golden file ran")
 }
 

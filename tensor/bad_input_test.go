@@ -217,7 +217,7 @@ func TestBadInputFailsCleanly(t *testing.T) {
 	add("LayerNorm released", "LayerNorm", tensor.ErrReleased, func() { tensor.LayerNorm(rel, w3, w3, 1e-5) })
 	add("LayerNorm weight", "LayerNorm", tensor.ErrShape, func() { tensor.LayerNorm(x, x4, nil, 1e-5) })
 	add("LayerNorm weight dtype", "LayerNorm", tensor.ErrDType, func() { tensor.LayerNorm(x64, w3, nil, 1e-5) })
-	add("LayerNorm no columns", "LayerNorm", tensor.ErrShape, func() { tensor.LayerNorm(empty, nil, nil, 1e-5) })
+	add("LayerNorm no columns, weight of 3", "LayerNorm", tensor.ErrShape, func() { tensor.LayerNorm(empty, w3, nil, 1e-5) })
 	add("LayerNormBackward mean", "LayerNormBackward", tensor.ErrShape, func() { tensor.LayerNormBackward(x, x, w3, loss2, w3, true) })
 	add("LayerNormBackward weight", "LayerNormBackward", tensor.ErrShape, func() { tensor.LayerNormBackward(x, x, loss2, loss2, x4, true) })
 	add("LayerNormBackward nil x", "LayerNormBackward", tensor.ErrArgument, func() { tensor.LayerNormBackward(x, nil, loss2, loss2, nil, false) })

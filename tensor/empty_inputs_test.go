@@ -66,8 +66,20 @@ func TestEmptyInputsGiveDefinedResults(t *testing.T) {
 		require.Zero(t, dx.Numel())
 		require.Equal(t, []float64{0, 0, 0}, dw.Float64s())
 		require.Equal(t, []float64{0, 0, 0}, db.Float64s())
-		// Rows of 0 elements cannot be normalised.
-		require.ErrorIs(t, tensor.Try(func() { tensor.LayerNorm(e, nil, nil, 1e-5) }), tensor.ErrShape)
+		// Rows of 0 elements normalise to nothing, as PyTorch's
+		// native_layer_norm: an empty y, mean 0 and rstd NaN (a variance of
+		// 0/0); the gradients are empty (golden case layer_norm_empty).
+		dirtyPool(3)
+		y, mean, rstd := tensor.LayerNorm(e, tensor.Zeros(cpu, f32, 0), tensor.Zeros(cpu, f32, 0), 1e-5)
+		require.Equal(t, []int{3, 0}, y.Shape())
+		require.Equal(t, []float64{0, 0, 0}, mean.Float64s())
+		for _, v := range rstd.Float64s() {
+			require.True(t, math.IsNaN(v), "rstd %v", v)
+		}
+		dx, dw, db = tensor.LayerNormBackward(y, e, mean, rstd, tensor.Zeros(cpu, f32, 0), true)
+		require.Equal(t, []int{3, 0}, dx.Shape())
+		require.Equal(t, []int{0}, dw.Shape())
+		require.Equal(t, []int{0}, db.Shape())
 
 		// A vocabulary of 0: ignored rows have loss 0, any other target is
 		// out of range.

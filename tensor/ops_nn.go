@@ -16,6 +16,15 @@ func rowsCols(t *Tensor) (int, int) {
 	return t.Numel() / c, c
 }
 
+// normRowsCols is rowsCols for the norms, whose rows of 0 elements
+// still count: x (3, 0) is 3 rows of 0 (each has its mean and rstd).
+func normRowsCols(x *Tensor) (int, int) {
+	if x.Rank() > 0 && x.shape[x.Rank()-1] == 0 {
+		return numel(x.shape[:x.Rank()-1]), 0
+	}
+	return rowsCols(x)
+}
+
 // Softmax over the last axis.
 func Softmax(t *Tensor) *Tensor { return softmax("Softmax", t, false) }
 
@@ -139,7 +148,9 @@ var NegInf = math.Inf(-1)
 
 // LayerNorm normalises x over its last axis and applies the optional
 // affine weight w and bias b (shape [C]). It also returns the per-row mean
-// and reciprocal standard deviation, which LayerNormBackward needs.
+// and reciprocal standard deviation, which LayerNormBackward needs. Rows
+// of C = 0 elements give an empty y, mean 0 and rstd NaN, as PyTorch's
+// native_layer_norm.
 func LayerNorm(x, w, b *Tensor, eps float64) (y, mean, rstd *Tensor) {
 	x.live("LayerNorm")
 	return LayerNormTo(x, w, b, eps, x.dtype)
@@ -157,10 +168,7 @@ func LayerNormTo(x, w, b *Tensor, eps float64, dt DType) (y, mean, rstd *Tensor)
 		fail(op, ErrDType, "output in %v for %v input: want float32 to float16 or bfloat16", dt, x.dtype)
 	}
 	ts := []*Tensor{x}
-	rows, cols := rowsCols(x)
-	if cols == 0 {
-		fail(op, ErrShape, "cannot normalise rows of 0 elements (input %v)", x.shape)
-	}
+	rows, cols := normRowsCols(x)
 	for _, p := range []*Tensor{w, b} {
 		if p != nil {
 			if p.Rank() != 1 || p.shape[0] != cols {
@@ -182,6 +190,14 @@ func LayerNormTo(x, w, b *Tensor, eps float64, dt DType) (y, mean, rstd *Tensor)
 	defer releaseOnPanic(mean)
 	rstd = mustNew(op, c, x.dev, x.dtype, []int{rows})
 	defer releaseOnPanic(rstd)
+	if cols == 0 {
+		// Rows of no elements, as PyTorch's native_layer_norm takes them:
+		// y is empty, each row's mean 0 and its rstd NaN (a variance of
+		// 0/0), as other reductions over an empty axis give their values.
+		mean.Fill(0)
+		rstd.Fill(math.NaN())
+		return y, mean, rstd
+	}
 	x.dev.backend().layerNorm(y, mean, rstd, cs[0], cs[1], cs[2], rows, cols, eps)
 	return y, mean, rstd
 }
@@ -195,7 +211,7 @@ func LayerNormBackward(dy, x, mean, rstd, w *Tensor, withBias bool) (dx, dw, db 
 	}
 	sameDevice(op, ts...)
 	sameArith(op, ts...)
-	rows, cols := rowsCols(x)
+	rows, cols := normRowsCols(x)
 	if !shapeEq(dy.shape, x.shape) || mean.Numel() != rows || rstd.Numel() != rows {
 		fail(op, ErrShape, "dy %v, x %v, mean %v, rstd %v", dy.shape, x.shape, mean.shape, rstd.shape)
 	}
@@ -218,7 +234,9 @@ func LayerNormBackward(dy, x, mean, rstd, w *Tensor, withBias bool) (dx, dw, db 
 			defer releaseOnPanic(db)
 		}
 	}
-	x.dev.backend().layerNormBackward(dx, dw, db, cdy, cx, cmean, crstd, cw, rows, cols)
+	if cols > 0 { // rows of 0 elements: dx, dw and db are empty
+		x.dev.backend().layerNormBackward(dx, dw, db, cdy, cx, cmean, crstd, cw, rows, cols)
+	}
 	return dx, dw, db
 }
 

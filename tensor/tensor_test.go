@@ -145,7 +145,7 @@ func TestErrorsNameTheProblem(t *testing.T) {
 		err = tensor.Try(func() { tensor.SGDStep(v, v, nil, 0.1, 0, 0, true) })
 		require.ErrorIs(t, err, tensor.ErrArgument)
 		require.ErrorContains(t, err, "nesterov")
-		err = tensor.Try(func() { tensor.LayerNorm(tensor.Zeros(cpu, tensor.Float32, 2, 0), nil, nil, 1e-5) })
+		err = tensor.Try(func() { tensor.LayerNorm(tensor.Zeros(cpu, tensor.Float32, 2, 0), v, nil, 1e-5) }) // rows of 0, a weight of 3
 		require.ErrorIs(t, err, tensor.ErrShape)
 		x, _, _ := tensor.LayerNorm(a, nil, nil, 1e-5)
 		_, mean, rstd := tensor.LayerNorm(a, nil, nil, 1e-5)

@@ -129,6 +129,11 @@ def _cases():
                lambda g: {"x": randn(g, 3, 5, 7), "w": 1 + 0.5 * randn(g, 7), "b": randn(g, 7)},
                lambda i: F.layer_norm(i["x"], (7,), i["w"], i["b"], 1e-5))
 
+    yield Case("layer_norm_empty", {"op": "layer_norm", "normalized_shape": [0], "eps": 1e-5,
+                                    "note": "rows of 0 elements: an empty y and empty gradients"},
+               lambda g: {"x": randn(g, 3, 0), "w": randn(g, 0), "b": randn(g, 0)},
+               lambda i: F.layer_norm(i["x"], (0,), i["w"], i["b"], 1e-5))
+
     yield Case("embedding", {"op": "embedding", "num_embeddings": 10, "dim": 6,
                              "note": "rows 8,9 unused (zero grad); ids repeat"},
                lambda g: {"ids": embedding_ids(g), "w": randn(g, 10, 6)},
