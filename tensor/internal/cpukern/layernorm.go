@@ -44,6 +44,9 @@ func layerNormRows[T Float](y, mean, rstd, x, w, b []T, cols int, eps float64, l
 	for r := lo; r < hi; r++ {
 		xr, yr := x[r*cols:(r+1)*cols], y[r*cols:(r+1)*cols]
 		mu := sumRow(xr) / float64(cols)
+		if !isF32[T]() { // float32 values sum exactly enough in float64
+			mu += sumDev(f64(xr), mu) / float64(cols)
+		}
 		v := sumSqDev(xr, mu) / float64(cols)
 		rs := 1 / math.Sqrt(v+eps)
 		mean[r], rstd[r] = T(mu), T(rs)
@@ -72,6 +75,26 @@ func layerNormRows[T Float](y, mean, rstd, x, w, b []T, cols int, eps float64, l
 			}
 		}
 	}
+}
+
+// sumDev returns sum(x[i]-mu), the correction times len(x) of mu, the
+// mean of a float64 row as its rounded sum gives it (the corrected
+// two-pass mean): a constant row of 1e30 summed to a mean an ulp off, its
+// deviations of an ulp gave it a variance of an ulp squared, and it
+// normalised to ±1 instead of 0. The squared deviations are then taken
+// from the corrected mean (a pass more for float64 rows only: deviations
+// of an ulp of 1e300 would overflow when squared before the correction).
+func sumDev(x []float64, mu float64) float64 {
+	var s0, s1 float64
+	i := 0
+	for ; i+2 <= len(x); i += 2 {
+		s0 += x[i] - mu
+		s1 += x[i+1] - mu
+	}
+	if i < len(x) {
+		s0 += x[i] - mu
+	}
+	return s0 + s1
 }
 
 // sumSqDev returns sum((x[i]-mu)^2) in float64.
