@@ -197,15 +197,27 @@ func (t *trainer) graphStepOn(it int, s *slot) (loss float64, err error) {
 	if err != nil {
 		return 0, err
 	}
+	return r.Loss, t.graphResult(r)
+}
+
+// graphResult ends a replayed step on what its guard reported, as stepOn
+// ends an eager one: the optimizer counts the update unless the guard
+// skipped it; an fp16 overflow is the scaler's skipped step (Update backs
+// off, -max-skips counts it); a loss or norm that is not finite stops the
+// run and the scaler forgets the step (AbortStep in stepOn: not a good
+// step toward GrowthInterval); only a step that updated is a good one.
+func (t *trainer) graphResult(r tensor.StepResult) error {
 	t.opt.CommitGuarded(r.Skipped)
-	t.scaler.Record(r.Overflow)
-	t.scaler.Update()
 	if r.Overflow { // fp16: the scaler skipped the step, as Unscale would have
-		return r.Loss, t.skipped(r.Loss)
+		t.scaler.Record(true)
+		t.scaler.Update()
+		return t.skipped(r.Loss)
 	}
-	t.skips = 0
 	if r.Skipped || !finite(r.Loss) || !finite(r.Norm) {
-		return r.Loss, notFinite(r.Loss, r.Norm)
+		return notFinite(r.Loss, r.Norm)
 	}
-	return r.Loss, nil
+	t.scaler.Record(false)
+	t.scaler.Update()
+	t.skips = 0
+	return nil
 }
