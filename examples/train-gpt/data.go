@@ -154,11 +154,16 @@ func loadTokens(path string, tok tokenizer.Tokenizer, T int, budget *memory.Host
 	if err != nil {
 		return nil, err
 	}
+	if len(b) == 0 {
+		return nil, badInput(fmt.Errorf("-data %s: empty file (0 bytes): nothing to train on", path))
+	}
 	sum := sha256.Sum256(b) // about 1 s a GB: small beside tokenizing
 	var ids []uint16
 	var what string
 	if bin {
-		ids, what, err = readTokenFile(path, b, tok)
+		if ids, what, err = readTokenFile(path, b, tok); err != nil {
+			return nil, badInput(err) // the file's contents
+		}
 	} else {
 		ids, what, err = tokenizeText(b, tok)
 	}
@@ -166,7 +171,7 @@ func loadTokens(path string, tok tokenizer.Tokenizer, T int, budget *memory.Host
 		return nil, err
 	}
 	if len(ids) < 10*(T+2) {
-		return nil, fmt.Errorf("-data %s: %d tokens is too short for context %d (need at least %d)", path, len(ids), T, 10*(T+2))
+		return nil, badInput(fmt.Errorf("-data %s: %d tokens is too short for context %d (need at least %d)", path, len(ids), T, 10*(T+2)))
 	}
 	cut := len(ids) * 9 / 10
 	return &tokenData{name: path, what: what, sha256: hex.EncodeToString(sum[:]), tok: tok, train: ids[:cut], test: ids[cut:]}, nil
@@ -231,6 +236,13 @@ func readData(path string, fits func(size int64) error) ([]byte, error) {
 		return nil, fmt.Errorf("-data: %w", err)
 	}
 	return b, nil
+}
+
+// badInput marks err, a problem with the contents of an input file found
+// after the flags were read (an empty -data, a truncated -resume), as a
+// bad input: status 2, as a bad flag, with err's message.
+func badInput(err error) error {
+	return &cli.ExitError{Code: 2, Msg: err.Error()}
 }
 
 // fill writes B windows of T+1 tokens at random offsets of src: any of

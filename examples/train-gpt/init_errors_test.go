@@ -11,7 +11,8 @@ import (
 	"github.com/strata-ml/strata/tensor"
 )
 
-// TestInitErrors: -init of a truncated file says so without the hint
+// TestInitErrors: -init of a truncated file says so (before any work,
+// TestBadInputExitsTwo) without the hint
 // about the model's shapes (which only a names or shapes mismatch gets),
 // and weights with a NaN are refused at load naming the tensor (they used
 // to fail at step 1, blaming the data or -lr).
@@ -38,7 +39,7 @@ func TestInitErrors(t *testing.T) {
 	})
 	const hint = "the file's shapes must be its own"
 	for path, want := range map[string]string{
-		trunc: "-init " + trunc + ": nn: loading " + trunc + ": ",
+		trunc: "-init " + trunc + ": truncated: ",
 		nan:   `-init ` + nan + `: nn: loading ` + nan + `: (nanogpt layout) "transformer.h.1.mlp.c_proj.weight": element 3 of [128 512] is NaN: the weights are not finite: invalid argument`,
 	} {
 		o, err := parseFlags(append(common, "-out", "", "-init", path))

@@ -484,6 +484,9 @@ func run(o *options) (rerr error) {
 	} else {
 		err = o.checkFiles()
 	}
+	if err == nil {
+		err = o.checkInputs() // their contents: a file cut short, or no safetensors
+	}
 	var ex *cli.ExitError
 	if errors.As(err, &ex) {
 		return err

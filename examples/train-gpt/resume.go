@@ -366,8 +366,8 @@ func (t *trainer) restoreState(path string, o *options) (step int, smooth, evalD
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("-resume: %w", err)
 	}
-	bad := func(key string) error {
-		return fmt.Errorf("-resume %s: not a train-gpt training state file (metadata %s = %q)", path, key, meta[key])
+	bad := func(key string) error { // bad input: status 2
+		return badInput(fmt.Errorf("-resume %s: not a train-gpt training state file (metadata %s = %q)", path, key, meta[key]))
 	}
 	var saved runIdentity
 	if err := json.Unmarshal([]byte(meta[keyRun]), &saved); err != nil {

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/internal/cli"
 )
 
 // TestResumeRefusesNonFiniteSmoothedLoss: a training state's smoothed
@@ -14,7 +16,8 @@ import (
 // resumed run printed said "loss NaN" as if training had diverged. A
 // NaN step loss of an evaluation due (train.eval_due_loss) was taken for
 // none, and the evaluation was skipped. They are refused, naming the
-// key, as the state's other bad entries are.
+// key, as the state's other bad entries are, with status 2 (bad input;
+// they ended with status 1).
 func TestResumeRefusesNonFiniteSmoothedLoss(t *testing.T) {
 	dir := t.TempDir()
 	c := resumeCase{"x", 4, []string{"-batch", "4"}}
@@ -32,6 +35,7 @@ func TestResumeRefusesNonFiniteSmoothedLoss(t *testing.T) {
 			require.NoError(t, err)
 			err = run(o)
 			require.ErrorContains(t, err, "not a train-gpt training state file (metadata "+key+" = \""+v+"\")")
+			require.Equal(t, 2, cli.ExitCode(err), "%v", err)
 		}
 	}
 }
