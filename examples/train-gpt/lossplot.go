@@ -23,9 +23,12 @@ import (
 )
 
 // lossHistory is what -loss-plot draws: the training loss of every step
-// and the held-out loss of every evaluation.
+// and the held-out loss of every evaluation, from step from on (0 or 1:
+// the whole run; a run resumed from a state that holds no loss history
+// and without -loss-log knows only the steps after the resume).
 type lossHistory struct {
 	train, heldOut plotter.XYs
+	from           int
 }
 
 // add records a step's loss, unless it is not finite (a step the fp16
@@ -49,7 +52,7 @@ type lossLine struct {
 }
 
 // load reads the steps up to done of a loss log (a resumed run's earlier
-// steps); a missing file is no error.
+// steps), from the first it logged on; a missing file is no error.
 func (h *lossHistory) load(path string, done int) error {
 	b, err := os.ReadFile(path)
 	if os.IsNotExist(err) {
@@ -58,7 +61,9 @@ func (h *lossHistory) load(path string, done int) error {
 	if err != nil {
 		return fmt.Errorf("-loss-log: %w", err)
 	}
+	h.from = done + 1
 	loggedSteps(b, done, func(_ []byte, l lossLine) {
+		h.from = min(h.from, l.Step)
 		loss, held := math.NaN(), math.NaN()
 		if l.Loss != nil {
 			loss = *l.Loss

@@ -355,10 +355,11 @@ func checkResumeIsState(path string) error {
 
 // restoreState loads a training state into t and returns the steps it had
 // done, its smoothed loss and, when the evaluation of its last step
-// failed (keyEvalDue), that step's loss (else NaN). A state at -steps is a
+// failed (keyEvalDue), that step's loss (else NaN); hist gets its loss
+// history (losshistory.go). A state at -steps is a
 // complete run's (train writes its weights). Differences in the flags that define the
 // run are errors or notes (printed), as runIdentity says.
-func (t *trainer) restoreState(path string, o *options) (step int, smooth, evalDue float64, err error) {
+func (t *trainer) restoreState(path string, o *options, hist *lossHistory) (step int, smooth, evalDue float64, err error) {
 	evalDue = math.NaN()
 	// The metadata first: a state of another run is refused by what
 	// differs, not by the first tensor of the wrong shape.
@@ -408,6 +409,9 @@ func (t *trainer) restoreState(path string, o *options) (step int, smooth, evalD
 		if evalDue, err = strconv.ParseFloat(v, 64); err != nil || !finite(evalDue) || step < 1 {
 			return 0, 0, 0, bad(keyEvalDue)
 		}
+	}
+	if err := hist.loadMetadata(meta, step); err != nil {
+		return 0, 0, 0, badInput(fmt.Errorf("-resume %s: not a train-gpt training state file (%v)", path, err))
 	}
 	if step > o.steps { // a bad flag (status 2), as with no -out to write a complete state's weights to
 		return 0, 0, 0, &cli.ExitError{Code: 2, Msg: fmt.Sprintf("-resume %s: the run is at step %d, -steps %d leaves nothing to train (raise -steps)", path, step, o.steps)}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -323,8 +324,9 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device, in *interrupts) erro
 	}
 	done, smooth := 0, 0.0 // steps done, smoothed loss
 	evalDue := math.NaN()  // a resumed state's step whose evaluation failed: its loss
+	var hist lossHistory   // what -loss-plot draws: a resumed state's, then each step's
 	if o.resume != "" {
-		if done, smooth, evalDue, err = tr.restoreState(o.resume, o); err != nil {
+		if done, smooth, evalDue, err = tr.restoreState(o.resume, o, &hist); err != nil {
 			return err
 		}
 		if done < o.steps {
@@ -344,12 +346,15 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device, in *interrupts) erro
 	}
 	fmt.Fprintf(os.Stderr, "model: %d parameters (%d layers, %d heads, width %d, context %d, vocabulary %d); batch %d x %d tokens; %v; checkpointing %s; data: %s; tokenizer %s\n",
 		nn.CountParams(tr.params), cfg.Layers, cfg.Heads, cfg.Width, cfg.Context, cfg.Vocab, tr.B, tr.T, o.prec, describeCheckpoint(o), data.describe(), o.tokName)
-	var hist lossHistory
 	var lossLog io.WriteCloser // closed, and its error checked, after the last step
 	if o.lossLog != "" {
-		if done > 0 {
-			if err := hist.load(o.lossLog, done); err != nil {
+		if done > 0 && hist.first() > 1 { // a state that holds no loss history: the log's
+			var logged lossHistory
+			if err := logged.load(o.lossLog, done); err != nil {
 				return err
+			}
+			if logged.first() < hist.first() {
+				hist = logged
 			}
 		}
 		f, err := openLossLog(in, o.lossLog, done)
@@ -435,7 +440,13 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device, in *interrupts) erro
 			in.trigger(syscall.SIGINT)
 			in.triggerAgain(syscall.SIGINT)
 		}
-		if err := tr.saveState(in.ctx, o.state, o, step, smooth, extra); err != nil {
+		upTo := step
+		if _, ok := extra[keyEvalDue]; ok {
+			upTo-- // the resumed run logs the step again, with its evaluation
+		}
+		meta := hist.metadata(upTo)
+		maps.Copy(meta, extra)
+		if err := tr.saveState(in.ctx, o.state, o, step, smooth, meta); err != nil {
 			return in.abandoned(fmt.Errorf("saving the training state after step %d: %w", step, err), fmt.Sprintf("saving the training state after step %d", step))
 		}
 		savedAt = step
@@ -610,13 +621,19 @@ func train(o *options, cfg nn.GPTConfig, dev tensor.Device, in *interrupts) erro
 		if o.data != "" {
 			on = fmt.Sprintf("%s (-tokenizer %s)", filepath.Base(o.data), o.tokName)
 		}
-		title := fmt.Sprintf("train-gpt -config %s on %s, %d steps", o.config, on, int(hist.train[len(hist.train)-1].X))
+		last := int(hist.train[len(hist.train)-1].X)
+		title := fmt.Sprintf("train-gpt -config %s on %s, %d steps", o.config, on, last)
+		covers := ""
+		if from := hist.first(); from > 1 {
+			title = fmt.Sprintf("train-gpt -config %s on %s, steps %d to %d", o.config, on, from, last)
+			covers = fmt.Sprintf(" (steps %d to %d only: the training state resumed holds no loss history, as states saved by an older train-gpt, and no -loss-log has the earlier steps)", from, last)
+		}
 		if err := in.write("writing the loss curves to "+o.lossPlot, "-loss-plot", func(ctx context.Context) error {
-			return writeLossPlot(ctx, o.lossPlot, title, &hist)
+			return writeLossPlotFn(ctx, o.lossPlot, title, &hist)
 		}); err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "saved the loss curves to %s\n", o.lossPlot)
+		fmt.Fprintf(os.Stderr, "saved the loss curves to %s%s\n", o.lossPlot, covers)
 	}
 	if s, ok := in.received(); ok {
 		if early { // the state saved at the stop (if any) holds the rest
@@ -664,6 +681,9 @@ func saveWeights(in *interrupts, o *options, cfg nn.GPTConfig, tr *trainer) erro
 
 // saveWeightsFile writes -out (tests: a failing write).
 var saveWeightsFile = nn.SaveWeightsContext
+
+// writeLossPlotFn is writeLossPlot (tests: what is plotted).
+var writeLossPlotFn = writeLossPlot
 
 // evaluateFn is evaluate (tests: a failing evaluation).
 var evaluateFn = evaluate
