@@ -16,7 +16,8 @@ import (
 // session) into a request to stop: training finishes the step it is in,
 // saves the resumable training state and exits with 130, 143 or 129. A second signal cancels ctx, which aborts a save
 // in progress (its temporary file is removed; the previous state file
-// stays), and quits at once when nothing is being saved. A repeat that
+// stays), and quits at once when nothing is being saved; during the
+// final weights' save (finishing) it takes a third. A repeat that
 // arrives within repeatWindow of the first is the same request, ignored:
 // coreutils' timeout -s INT signals the process and then its process
 // group, microseconds apart, and a shell's kill of the group may reach
@@ -34,6 +35,13 @@ type interrupts struct {
 	stopWriting string
 	// quit runs before a second signal ends the process (the output locks' files).
 	quit atomic.Pointer[func()]
+	// finishing, while set, names a save that a second signal does not
+	// abandon (the final weights': the run is complete, and abandoning
+	// it would lose every step with no state saved): the signal says so,
+	// the save goes on, and a third abandons it. held counts the signals
+	// it held off.
+	finishing atomic.Pointer[string]
+	held      atomic.Int32
 }
 
 // watchInterrupts starts watching; stop ends it. note says what the first
@@ -106,6 +114,10 @@ func (in *interrupts) handle(s syscall.Signal, again bool) {
 	// A nil firstAt: the first is being handled this moment.
 	if first := in.firstAt.Load(); !again && (first == nil || now.Sub(*first) < repeatWindow) {
 		return // the same request, sent twice (timeout -s INT: to the process and to its group)
+	}
+	if f := in.finishing.Load(); f != nil && in.held.Add(1) == 1 {
+		fmt.Fprintf(os.Stderr, "\ntrain-gpt: %v again: %s first, then stopping: the run is complete, and quitting now would lose it (%v once more to abandon the save)\n", s, *f, s)
+		return
 	}
 	in.cancel()
 	if !in.saving.Load() {

@@ -98,7 +98,7 @@ type options struct {
 	// after this step was being saved; 0: never
 	stopSaving int
 	// tests: act as if SIGINT arrived twice during this atomic write
-	// (-loss-plot, -loss-log, probe); "": never
+	// (-loss-plot, -loss-log, probe, -out: the final weights); "": never
 	stopWriting string
 
 	tokName       string              // -tokenizer

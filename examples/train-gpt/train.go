@@ -672,8 +672,18 @@ func saveWeights(in *interrupts, o *options, cfg nn.GPTConfig, tr *trainer) erro
 	}
 	in.saving.Store(true)
 	defer in.saving.Store(false)
+	// A second signal lets this save finish (interrupts.finishing): no
+	// training state is saved after the last step, so abandoning it
+	// would lose the run.
+	doing := "saving the weights to " + o.out
+	in.finishing.Store(&doing)
+	defer in.finishing.Store(nil)
+	if in.stopWriting == "-out" {
+		in.trigger(syscall.SIGINT)
+		in.triggerAgain(syscall.SIGINT)
+	}
 	if err := saveWeightsFile(in.ctx, o.out, tr.params, meta); err != nil {
-		return in.abandoned(err, "saving the weights to "+o.out)
+		return in.abandoned(err, doing)
 	}
 	fmt.Fprintf(os.Stderr, "saved weights to %s\n", o.out)
 	return nil
