@@ -104,7 +104,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Uint64Var(&o.seed, "seed", 1, "sampling seed")
 	fs.StringVar(&o.device, "device", "", "cpu, cuda, cuda:N or auto (default: $STRATA_DEVICE, else auto)")
 	fs.BoolVar(&o.stopEOT, "stop-eot", true, "stop at the tokenizer's end-of-text token (gpt2's <|endoftext|>)")
-	fs.IntVar(&o.runs, "runs", 1, "generate this many times (the same tokens) and report each run's tokens/s: the first run warms up")
+	fs.IntVar(&o.runs, "runs", 1, fmt.Sprintf("generate this many times (the same tokens) and report each run's tokens/s: the first run warms up; at most %d: the median of the runs after the first is steady long before that, and a larger count is more likely a typo than a wish", maxRuns))
 	fs.BoolVar(&o.quiet, "quiet", false, "do not print the generated text (with -addition: only the accuracy)")
 	fs.IntVar(&o.addition, "addition", 0, "answer N distinct held-out problems of train-gpt's addition task greedily and print the accuracy (at most every held-out problem once: 16 for -digits 1)")
 	fs.IntVar(&o.digits, "digits", 0, "with -addition: digits per operand (default: the -digits train-gpt recorded in the file's metadata, else 3)")
@@ -129,6 +129,11 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	return o, nil
 }
 
+// maxRuns bounds -runs: the runs time generation, and the median of a
+// few dozen is already steady; a larger count is a typo (10000000 for
+// 10), which would generate for days.
+const maxRuns = 1000
+
 // check refuses bad flags before any work.
 func (o *options) check() error {
 	var err error
@@ -145,8 +150,8 @@ func (o *options) check() error {
 		return fmt.Errorf("-top-k %d: want 0 (all) or more", o.topK)
 	case math.IsNaN(o.topP) || o.topP <= 0 || o.topP > 1:
 		return fmt.Errorf("-top-p %v: want a probability in (0, 1]", o.topP)
-	case o.runs < 1:
-		return fmt.Errorf("-runs %d: want 1 or more", o.runs)
+	case o.runs < 1 || o.runs > maxRuns:
+		return fmt.Errorf("-runs %d: want 1 to %d (timing runs: the median of %d after the warm-up is as steady as it gets)", o.runs, maxRuns, maxRuns-1)
 	case o.addition < 0:
 		return fmt.Errorf("-addition %d: want 0 (off) or a number of problems", o.addition)
 	case o.digits < 0 || o.digits > 6:
