@@ -705,7 +705,10 @@
 // (bench/results/cpu-history-cost-2026-12-05-s29.md). A block keeps
 // its allocation's event number mod 2^32-1, plus one (0: allocated while
 // nothing recorded), in a spare word of its cache line, so a free names
-// its allocation (and its op) without a map.
+// its allocation (and its op) without a map. Manager.History copies the
+// ring newest first, holding the lock for 4096 events at a time, not for
+// the whole ring (up to 1.8 GB), so allocations go on meanwhile; events
+// they overwrite before they were copied leave the copy from its front.
 //
 // Manager.Snapshot gives every segment and block of every tier with the
 // live blocks' roles, their labels (Allocation.SetLabel, in

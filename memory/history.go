@@ -171,8 +171,42 @@ type recorder struct {
 	pos      int    // ring index of the next event: (n-first) % capacity
 	n        uint64 // Seq of the next event
 	first    uint64 // Seq of the recording's first event
-	before   [NumTiers]TierState
+	past     ringState
 }
+
+// ringState is what the events before the oldest one in the ring did:
+// each tier's state before it, and how many events of each tier (marks
+// last) the ring dropped.
+type ringState struct {
+	before  [NumTiers]TierState
+	dropped [NumTiers + 1]uint64
+}
+
+// apply adds e's effect to s (sign 1: e leaves the ring), or takes it
+// off (sign -1: s goes back to before e).
+func (s *ringState) apply(e *Event, sign int64) {
+	if e.Kind == EventMark {
+		s.dropped[NumTiers] += uint64(sign)
+		return
+	}
+	s.dropped[e.Tier] += uint64(sign)
+	t := &s.before[e.Tier]
+	switch e.Kind {
+	case EventAlloc:
+		t.Allocated[e.Role] += sign * e.Block
+		t.Requested[e.Role] += sign * e.Size
+	case EventFree:
+		t.Allocated[e.Role] -= sign * e.Block
+		t.Requested[e.Role] -= sign * e.Size
+	case EventReserve:
+		t.Reserved += sign * e.Size
+	case EventRelease:
+		t.Reserved -= sign * e.Size
+	}
+}
+
+// oldest is the Seq of the oldest event in the ring (r.n when empty).
+func (r *recorder) oldest() uint64 { return r.n - min(r.n-r.first, r.capacity) }
 
 func newRecorder(capacity int, nextSeq uint64) *recorder {
 	c := historyCapacity(capacity)
@@ -191,14 +225,14 @@ func (r *recorder) grow() {
 }
 
 // add returns the ring slot of a new event, stamped with its Seq and time.
-// An event it overwrites moves into the before state.
+// An event it overwrites moves into the past state.
 func (r *recorder) add(k EventKind, t Tier) *Event {
 	if r.pos == len(r.ring) { // full before wrapping: it grows (amortised)
 		r.grow()
 	}
 	e := &r.ring[r.pos]
 	if r.n-r.first >= r.capacity {
-		r.forget(e)
+		r.past.apply(e, 1) // the event it overwrites leaves the ring
 	}
 	*e = Event{Seq: r.n, Time: int64(time.Since(r.start)), Kind: k, Tier: t}
 	r.n++
@@ -206,23 +240,6 @@ func (r *recorder) add(k EventKind, t Tier) *Event {
 		r.pos = 0
 	}
 	return e
-}
-
-// forget applies an event leaving the ring to the before state.
-func (r *recorder) forget(e *Event) {
-	s := &r.before[e.Tier]
-	switch e.Kind {
-	case EventAlloc:
-		s.Allocated[e.Role] += e.Block
-		s.Requested[e.Role] += e.Size
-	case EventFree:
-		s.Allocated[e.Role] -= e.Block
-		s.Requested[e.Role] -= e.Size
-	case EventReserve:
-		s.Reserved += e.Size
-	case EventRelease:
-		s.Reserved -= e.Size
-	}
 }
 
 // alloc records b being handed out for size bytes, and stamps b with the
@@ -276,21 +293,6 @@ func (r *recorder) segment(k EventKind, t Tier, seg *segment, addr uintptr, size
 	e.Segment, e.SegmentSize, e.Small = seg.region.Addr, seg.region.Size, seg.small
 }
 
-// history copies the ring out, oldest event first.
-func (r *recorder) history(backends [NumTiers]string) *History {
-	h := &History{Start: r.start, Backends: backends, Before: r.before, Capacity: int(r.capacity)}
-	count := r.n - r.first
-	if c := r.capacity; count > c {
-		h.Dropped = count - c
-		count = c
-	}
-	h.Events = make([]Event, 0, count)
-	for seq := r.n - count; seq < r.n; seq++ {
-		h.Events = append(h.Events, *r.at(seq))
-	}
-	return h
-}
-
 // startState is the state of every tier of pools when recording starts:
 // their live blocks per role (read from the blocks) and reserved bytes.
 func startState(pools []*Pool) [NumTiers]TierState {
@@ -327,7 +329,7 @@ func (m *Manager) RecordHistory(capacity int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r := newRecorder(capacity, m.nextSeq())
-	r.before = startState(m.pools[:])
+	r.past.before = startState(m.pools[:])
 	m.setRecorder(r)
 }
 
@@ -374,17 +376,24 @@ func (m *Manager) MarkHistory(label string) {
 
 // History returns a copy of the history recorded by the current
 // recording, or the last one after StopHistory; nil when there was none.
+// The copy is the history as it was when History was called. It takes
+// the manager's lock a few thousand events at a time (history_copy.go),
+// so that allocations go on while a large ring is copied; the oldest
+// events that they overwrite before their turn to be copied are left
+// out (counted in Dropped, and folded into Before).
 func (m *Manager) History() *History {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	r := m.hist
 	if r == nil {
 		r = m.lastHist
 	}
+	names := m.backendNames()
+	m.mu.Unlock()
 	if r == nil {
 		return nil
 	}
-	return r.history(m.backendNames())
+	events, past := r.copyRing(&m.mu)
+	return r.history(names, events, past)
 }
 
 // backendNames names each tier's backend.
@@ -412,7 +421,7 @@ func (p *Pool) RecordHistory(capacity int) {
 		seq = p.hist.n
 	}
 	r := newRecorder(capacity, seq)
-	r.before = startState([]*Pool{p})
+	r.past.before = startState([]*Pool{p})
 	p.hist = r
 }
 
@@ -420,11 +429,13 @@ func (p *Pool) RecordHistory(capacity int) {
 // records none.
 func (p *Pool) History() *History {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.hist == nil {
+	r := p.hist
+	p.mu.Unlock()
+	if r == nil {
 		return nil
 	}
 	var names [NumTiers]string
 	names[p.tier] = p.name
-	return p.hist.history(names)
+	events, past := r.copyRing(p.mu)
+	return r.history(names, events, past)
 }
