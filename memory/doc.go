@@ -709,6 +709,8 @@
 // ring newest first, holding the lock for 4096 events at a time, not for
 // the whole ring (up to 1.8 GB), so allocations go on meanwhile; events
 // they overwrite before they were copied leave the copy from its front.
+// Pool.History of a manager's pool is that pool's part: its tier's events
+// and the marks, with its tier's Before state and dropped events.
 //
 // Manager.Snapshot gives every segment and block of every tier with the
 // live blocks' roles, their labels (Allocation.SetLabel, in

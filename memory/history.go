@@ -57,7 +57,8 @@ func (k *EventKind) UnmarshalText(b []byte) error {
 // Event is one entry of the allocation history.
 type Event struct {
 	// Seq numbers the events of a manager (or standalone pool) from 0, in
-	// order, across every recording.
+	// order, across every recording (a manager's pool's History skips the
+	// Seqs of other tiers' events).
 	Seq uint64 `json:"seq"`
 	// Time is nanoseconds since History.Start.
 	Time   int64     `json:"t_ns"`
@@ -405,37 +406,4 @@ func (m *Manager) backendNames() [NumTiers]string {
 		}
 	}
 	return names
-}
-
-// RecordHistory starts recording the pool's allocation history, as
-// Manager.RecordHistory does. A pool of a Manager is recorded through
-// the manager: there it does nothing. Its events have RoleOther.
-func (p *Pool) RecordHistory(capacity int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.sinks.parent != nil {
-		return
-	}
-	var seq uint64
-	if p.hist != nil {
-		seq = p.hist.n
-	}
-	r := newRecorder(capacity, seq)
-	r.past.before = startState([]*Pool{p})
-	p.hist = r
-}
-
-// History returns a copy of the pool's recorded history, nil when it
-// records none.
-func (p *Pool) History() *History {
-	p.mu.Lock()
-	r := p.hist
-	p.mu.Unlock()
-	if r == nil {
-		return nil
-	}
-	var names [NumTiers]string
-	names[p.tier] = p.name
-	events, past := r.copyRing(p.mu)
-	return r.history(names, events, past)
 }
