@@ -111,7 +111,9 @@ type History struct {
 	// Before is the state of each tier before Events[0].
 	Before [NumTiers]TierState `json:"before"`
 	// Dropped counts the events of this recording overwritten in the
-	// ring before the copy was made.
+	// ring before the copy was made; for a window of a history
+	// (memviz.Window, WindowTime), those of the window: the history's
+	// for a window from its start, 0 for one from a later event.
 	Dropped uint64 `json:"dropped"`
 	// Capacity is the events the ring holds: RecordHistory's capacity,
 	// DefaultHistoryCapacity for 0, or the clamped size of one too large

@@ -79,7 +79,9 @@ func moved(evs []memory.Event, i int) bool {
 // the first later mark labelled to (both included); "" for from means
 // the start of the history, "" for to its end. The result's Before state
 // is the state at the window's start, so it replays on its own. It is an
-// error when a named mark is missing.
+// error when a named mark is missing. Its Dropped counts the events of
+// the window that the ring lost: h's for a window from the start of the
+// history, 0 for one from a mark (the events after a kept one are kept).
 func Window(h *memory.History, from, to string) (*memory.History, error) {
 	if err := checkHistory("Window", h); err != nil {
 		return nil, err
@@ -102,12 +104,18 @@ func Window(h *memory.History, from, to string) (*memory.History, error) {
 		}
 		hi = i + 1
 	}
-	return slice(h, lo, hi), nil
+	var dropped uint64
+	if from == "" {
+		dropped = h.Dropped
+	}
+	return slice(h, lo, hi, dropped), nil
 }
 
 // WindowTime returns the part of h with from <= Event.Time < to (ns since
 // History.Start); to <= 0 means the end. A nil h gives nil, which the
-// writers refuse.
+// writers refuse. Its Dropped is h's when it starts at h's first event
+// (the events the ring lost came before it, at times the history no
+// longer has: at most that many of them fall in the window), else 0.
 func WindowTime(h *memory.History, from, to int64) *memory.History {
 	if h == nil {
 		return nil
@@ -124,7 +132,11 @@ func WindowTime(h *memory.History, from, to int64) *memory.History {
 			}
 		}
 	}
-	return slice(h, lo, hi)
+	var dropped uint64
+	if lo == 0 {
+		dropped = h.Dropped
+	}
+	return slice(h, lo, hi, dropped)
 }
 
 func findMark(evs []memory.Event, start int, label string) int {
@@ -136,9 +148,11 @@ func findMark(evs []memory.Event, start int, label string) int {
 	return -1
 }
 
-// slice is h's events [lo, hi) with the Before state of event lo.
-func slice(h *memory.History, lo, hi int) *memory.History {
+// slice is h's events [lo, hi) with the Before state of event lo, and
+// dropped events lost within it.
+func slice(h *memory.History, lo, hi int, dropped uint64) *memory.History {
 	out := *h
+	out.Dropped = dropped
 	r := newReplayer(h)
 	before := h.Before
 	for i := range h.Events[:lo] {
