@@ -363,6 +363,9 @@ func (m *Manager) setRecorder(r *recorder) {
 	for _, p := range m.pools {
 		if p != nil {
 			p.hist = r
+			if r != nil { // StopHistory's nil leaves the recording to read
+				p.recorded = r
+			}
 		}
 	}
 }

@@ -15,11 +15,12 @@ func (p *Pool) RecordHistory(capacity int) {
 	}
 	r := newRecorder(capacity, seq)
 	r.past.before = startState([]*Pool{p})
-	p.hist = r
+	p.hist, p.recorded = r, r
 }
 
 // History returns a copy of the pool's recorded history, nil when it
-// records none. For a pool of a Manager it is the pool's part of the
+// records none; for a pool of a Manager, as Manager.History, the last
+// recording after StopHistory. For a pool of a Manager it is the pool's part of the
 // manager's history: the events of the pool's tier and the manager's
 // marks (so that memviz.Window finds the steps), Before and Backends of
 // that tier only, and Dropped counting the events of the tier and the
@@ -27,7 +28,7 @@ func (p *Pool) RecordHistory(capacity int) {
 // events of other tiers. Manager.History has every tier's.
 func (p *Pool) History() *History {
 	p.mu.Lock()
-	r := p.hist
+	r := p.recorded
 	p.mu.Unlock()
 	if r == nil {
 		return nil

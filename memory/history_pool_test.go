@@ -88,3 +88,28 @@ func TestManagerPoolHistoryIsThePools(t *testing.T) {
 	assert.Equal(t, []uint64{4, 5}, seqs, "the host's free and the mark")
 	assert.Equal(t, uint64(2), hh.Dropped, "the host's allocation and mark a")
 }
+
+// TestManagerPoolHistoryAfterStop: after StopHistory, Manager.History
+// returns the recording, but Pool.History of its pools returned nil; they
+// return their part of it too, and the part of the next recording once
+// one starts.
+func TestManagerPoolHistoryAfterStop(t *testing.T) {
+	m := memory.NewHostManager(memory.Config{})
+	defer m.Close()
+	dev := m.Pool(memory.TierDevice)
+	m.RecordHistory(0)
+	a, err := m.AllocOp(4096, memory.RoleActivation, 0, "matmul")
+	require.NoError(t, err)
+	require.NoError(t, a.Free())
+	before := dev.History()
+	m.StopHistory()
+	require.NotNil(t, m.History())
+	after := dev.History()
+	require.NotNil(t, after, "the stopped recording's part")
+	assert.Equal(t, before.Events, after.Events)
+	m.RecordHistory(0)
+	m.MarkHistory("next")
+	h := dev.History()
+	require.Len(t, h.Events, 1)
+	assert.Equal(t, "next", h.Events[0].Op)
+}

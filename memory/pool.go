@@ -45,6 +45,9 @@ type Pool struct {
 	// hist records the allocation history while it is on (history.go);
 	// nil when off, which is all the hot path tests.
 	hist *recorder
+	// recorded is the recording History reads: hist while on, else the
+	// last one a manager's StopHistory ended (history_pool.go).
+	recorded *recorder
 
 	// vm is the backend of an expandable pool (pool_expand.go), else nil;
 	// page is its granularity, 1<<pageShift (the tiny blocks' page
