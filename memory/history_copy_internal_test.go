@@ -196,3 +196,35 @@ func TestHistoryConcurrentWithAllocations(t *testing.T) {
 	stop.Store(true)
 	wg.Wait()
 }
+
+// TestHistoryLetsAllocationsRun: Manager.History of a large ring took the
+// manager's lock for the whole copy (a full ring of MaxHistoryCapacity
+// events is 1.8 GB), stalling every allocation meanwhile. It copies a
+// chunk at a time and lets go of the lock between chunks: an allocation
+// made there (by the hook, on the copying goroutine, so it would deadlock
+// under a held lock) succeeds, once after each chunk, and the copy
+// is the cut taken when it began.
+func TestHistoryLetsAllocationsRun(t *testing.T) {
+	m := NewHostManager(Config{Segments: SegmentsClassic})
+	defer m.Close()
+	m.RecordHistory(1 << 12)
+	var live []*Allocation
+	recordChurn(t, m, 1000, &live)
+	var between int
+	setCopyChunk(t, 64, func() {
+		a, err := m.AllocOp(4<<10, RoleActivation, 0, "between")
+		require.NoError(t, err)
+		require.NoError(t, a.Free())
+		between++
+	})
+	before := m.hist.n
+	st := m.Stats()
+	h := m.History()
+	require.Len(t, h.Events, int(before))
+	assert.Equal(t, int(before+63)/64, between, "one allocation after each chunk")
+	assert.Equal(t, before+2*uint64(between), m.hist.n, "the allocations made during the copy were recorded")
+	requireConsistent(t, h, st)
+	for _, a := range live {
+		require.NoError(t, a.Free())
+	}
+}
