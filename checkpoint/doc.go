@@ -143,7 +143,10 @@
 // # Memory
 //
 // Per transformer block of the GPT (one unit U is a (B, T, C) activation)
-// the plain model keeps about 14 U for backward; checkpointing every
+// the plain model keeps about 14 U for backward (nn.GPT with no
+// checkpointing 18 U: it also keeps the GELU output, 4 U, rather than
+// recompute it; the blocks CheckpointBlocks with Every > 1 leaves
+// unchecked keep 14 U, recomputing it); checkpointing every
 // block keeps 1 U (its output, the next block's input) and rebuilds one
 // block's 14 U at a time in backward; SaveMatMuls keeps 11 U (the c_attn
 // output, the attention output, both projections and c_fc's output),
