@@ -108,6 +108,10 @@ func (in *interrupts) handle(s syscall.Signal, again bool) {
 	now := time.Now()
 	if in.sig.CompareAndSwap(0, int32(s)) {
 		in.firstAt.Store(&now)
+		if f := in.finishing.Load(); f != nil { // a second signal lets it finish
+			fmt.Fprintf(os.Stderr, "\ntrain-gpt: %v: %s (%s finishes even if you press it again; a third %v abandons it)\n", s, *in.note.Load(), *f, s)
+			return
+		}
 		fmt.Fprintf(os.Stderr, "\ntrain-gpt: %v: %s (%v again to quit at once)\n", s, *in.note.Load(), s)
 		return
 	}

@@ -56,3 +56,18 @@ func TestThirdSignalAbandonsFinalSave(t *testing.T) {
 	in.triggerAgain(syscall.SIGINT)
 	require.Equal(t, []int{130}, exits)
 }
+
+// TestFirstSignalDuringFinalSaveSaysItFinishes: the first signal's
+// message offered "again to quit at once", which a second signal during
+// the final weights' save no longer does (it lets the save finish): the
+// message says what a second and a third do there.
+func TestFirstSignalDuringFinalSaveSaysItFinishes(t *testing.T) {
+	in := watchInterrupts("finishing the run: saving the weights to w")
+	defer in.stop()
+	doing := "saving the weights to w"
+	in.saving.Store(true)
+	in.finishing.Store(&doing)
+	out := captureStderr(t, func() { in.trigger(syscall.SIGINT) })
+	require.NotContains(t, out, "again to quit at once")
+	require.Contains(t, out, "saving the weights to w finishes")
+}
