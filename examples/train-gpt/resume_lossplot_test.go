@@ -53,7 +53,7 @@ func TestResumedLossPlotCoversTheRun(t *testing.T) {
 	old := filepath.Join(dir, "old.safetensors")
 	require.NoError(t, os.WriteFile(old, readFile(t, state), 0o644))
 
-	h, title, _ := plotted(t, parse([]string{"-quiet", "-resume", state}))
+	h, title, _ := plotted(t, parse([]string{"-device", "cpu", "-quiet", "-resume", state}))
 	require.Equal(t, wholeTitle, title)
 	require.Equal(t, 1, h.first())
 	require.Len(t, h.train, len(whole.train))

@@ -29,7 +29,7 @@ func TestResumeGradDTypeFromState(t *testing.T) {
 	o.stopAt = 5
 	var ex *cli.ExitError
 	require.True(t, errors.As(run(o), &ex))
-	o, err = parseFlags([]string{"-quiet", "-resume", filepath.Join(b, "state.safetensors")})
+	o, err = parseFlags([]string{"-device", "cpu", "-quiet", "-resume", filepath.Join(b, "state.safetensors")})
 	require.NoError(t, err)
 	require.Equal(t, "bf16", o.gradDType, "the saved run's -grad-dtype")
 	require.NoError(t, run(o))
