@@ -39,7 +39,17 @@ __device__ void layernorm(Y* y, T* mean, T* rstd, const T* x, const T* w, const 
     Y* yr = y + r * cols;
     double s = 0;
     for (i64 c = g.rank; c < cols; c += g.size) s += (double)xr[c];
-    const double mu = g.sum(s, (double*)nullptr) / (double)cols;
+    double mu = g.sum(s, (double*)nullptr) / (double)cols;
+    if constexpr (sizeof(T) == 8) {
+      // cpukern's corrected two-pass mean for float64 rows (float32 ones
+      // sum exactly enough in double): the mean of the deviations from the
+      // rounded sum's mean corrects it, so that a row of one value, 1e30,
+      // normalises to 0, not +-1 (its mean an ulp off, a variance of an ulp
+      // squared).
+      double dev = 0;
+      for (i64 c = g.rank; c < cols; c += g.size) dev += (double)xr[c] - mu;
+      mu += g.sum(dev, (double*)nullptr) / (double)cols;
+    }
     double v = 0;
     for (i64 c = g.rank; c < cols; c += g.size) {
       double d = (double)xr[c] - mu;

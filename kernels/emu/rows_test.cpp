@@ -190,6 +190,31 @@ static void ce_fused(int rows, int cols, int ld, const char* name) {
   std::printf("%s\n", tag.c_str());
 }
 
+// layer norm forward of float64 rows of one value (the general path), as
+// cpukern's corrected two-pass mean gives them: y exactly 0 and the mean
+// that value. The double sum of a row of 1e30 rounds, its mean was an ulp
+// off, the deviations of an ulp gave a variance of an ulp squared, and y
+// was +-1 (TestLayerNormConstantRowsFloat64 on the CPU).
+static void ln_constant_f64() {
+  for (double v : {1e30, -1e30, 3e29, -7.5e300, 1e-300}) {
+    for (int cols : {1, 2, 3, 5, 7, 768}) {
+      const int rows = 3;
+      std::vector<double> x((size_t)rows * cols, v), y(x.size(), NAN), mean(rows, NAN), rstd(rows, NAN);
+      emu_launch(1, 256, [&] {
+        layernorm_any<double, double>(y.data(), mean.data(), rstd.data(), x.data(), nullptr, nullptr, rows, cols, 1e-5);
+      });
+      bool ok = true;
+      for (double e : y) ok = ok && e == 0;
+      for (double m : mean) ok = ok && m == v;
+      if (!ok) {
+        std::printf("    FAIL layernorm f64 constant row %g x %d: y[0] %g, mean %.17g\n", v, cols, y[0], mean[0]);
+        failures++;
+      }
+    }
+  }
+  std::printf("layernorm f64 constant rows\n");
+}
+
 int main() {
   for (int cols : {4, 128, 132, 768, 1020, 1024}) {
     ln_forward<float>(5, cols, true, "f32");
@@ -200,6 +225,7 @@ int main() {
   // Rows far from zero against their spread (10000 + N(0, 0.01)): the
   // mean's rounding to float32 must not shift every output.
   for (int cols : {768, 770, 1028}) ln_forward<float>(4, cols, true, "f32", 10000, 0.01f);
+  ln_constant_f64();
   ln_backward<1>(5, 4, true, 1);
   ln_backward<1>(37, 128, true, 3);
   ln_backward<2>(19, 132, false, 2);
