@@ -759,7 +759,6 @@ func (sp *stepPlanner) makePlan(p *Pool, last *Block, rounded, from, t int64, af
 		}
 		items = append(items, planItem{size: sp.sizes[i], from: k - from, to: to})
 	}
-	items = dropOneOffs(items, sp.base+period-from)
 	var fixed []planFixed
 	base := seg.region.Addr
 	for b := seg.first; b != nil; b = b.next {
@@ -830,47 +829,6 @@ func (sp *stepPlanner) makePlan(p *Pool, last *Block, rounded, from, t int64, af
 	plan.need = sp.pageNeeds(items, offs, p.page)
 	sp.plans++
 	return plan
-}
-
-// planOneOffRun is the fewest allocations in a row, live for ever and
-// with no counterpart in the history, that a layout leaves out
-// (dropOneOffs).
-const planOneOffRun = 8
-
-// dropOneOffs filters items (a period's, in order; in place) of the runs of
-// planOneOffRun or more in a row that live for ever and have no
-// counterpart a period before in the history (an item whose from is
-// below unseen): a first step's one-offs, the optimizer's moments and the
-// like, made once, one parameter after another, and kept (their
-// requests, if they come, are placed as usual: offs -1). A repeating
-// step frees what it allocates; what it keeps does not come again, and
-// laid out, it took room that the first plans' layouts packed the step's
-// own blocks around: a PyTorch trace of a wide model (held out) peaked
-// 7.8 pages (2 MiB) over the bytes live under such plans, 1.0212
-// reserved / requested, 1.0049 with the runs left out. Single items are
-// kept: a block made late in one step and freed early in the next (live
-// at the plan, with no counterpart yet in a first plan) recurs, and
-// leaving those out kept a synthetic run's settled plans mapping pages
-// until the planner gave up (TestPlanStepsSettleAndGiveUp). The replays
-// and scale sweeps: bench/results/cpu-oneoff-2026-12-06-s41.md.
-func dropOneOffs(items []planItem, unseen int64) []planItem {
-	out := items[:0]
-	for a := 0; a < len(items); {
-		b := a
-		for b < len(items) && items[b].to == planForever && items[b].from < unseen {
-			b++
-		}
-		switch {
-		case b-a >= planOneOffRun:
-		case b == a:
-			out = append(out, items[a])
-			b++
-		default:
-			out = append(out, items[a:b]...)
-		}
-		a = b
-	}
-	return out
 }
 
 // pageNeeds returns stepPlan.need for the layout offs of items (an
