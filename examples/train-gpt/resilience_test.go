@@ -37,11 +37,16 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// mainCmd is this test binary running main with args, in dir.
+// mainCmd is this test binary running main with args, in dir. The
+// binary is found by os.Executable, not os.Args[0]: a test binary run by
+// a relative path (../../.gpu/train-gpt.test on the GPU machine) was not
+// found from dir, and every subprocess test failed.
 func mainCmd(t *testing.T, dir string, env []string, args ...string) *exec.Cmd {
 	a, err := json.Marshal(args)
 	require.NoError(t, err)
-	cmd := exec.Command(os.Args[0])
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(exe)
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), envMainArgs+"="+string(a)), env...)
 	return cmd
