@@ -54,21 +54,7 @@ func TestManagerPoolHistoryIsThePools(t *testing.T) {
 	assert.Equal(t, memory.TierState{}, h.Before[memory.TierHost], "no other tier's state")
 	assert.Equal(t, "", h.Backends[memory.TierHost])
 	assert.Equal(t, all.Backends[memory.TierDevice], h.Backends[memory.TierDevice])
-	st := h.Before[memory.TierDevice]
-	for _, e := range h.Events {
-		switch e.Kind {
-		case memory.EventAlloc:
-			st.Allocated[e.Role] += e.Block
-			st.Requested[e.Role] += e.Size
-		case memory.EventFree:
-			st.Allocated[e.Role] -= e.Block
-			st.Requested[e.Role] -= e.Size
-		case memory.EventReserve:
-			st.Reserved += e.Size
-		case memory.EventRelease:
-			st.Reserved -= e.Size
-		}
-	}
+	st := replayHistory(h)[memory.TierDevice]
 	var allocated, requested int64
 	for role := range memory.NumRoles {
 		allocated += st.Allocated[role]

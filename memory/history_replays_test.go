@@ -70,22 +70,7 @@ func TestHistoryReplaysToStats(t *testing.T) {
 					t.Fatalf("capacity %d: seq %d after %d", capacity, h.Events[i].Seq, h.Events[i-1].Seq)
 				}
 			}
-			state := h.Before
-			for _, e := range h.Events {
-				s := &state[e.Tier]
-				switch e.Kind {
-				case memory.EventAlloc:
-					s.Allocated[e.Role] += e.Block
-					s.Requested[e.Role] += e.Size
-				case memory.EventFree:
-					s.Allocated[e.Role] -= e.Block
-					s.Requested[e.Role] -= e.Size
-				case memory.EventReserve:
-					s.Reserved += e.Size
-				case memory.EventRelease:
-					s.Reserved -= e.Size
-				}
-			}
+			state := replayHistory(h)
 			var roleAlloc [memory.NumRoles]int64
 			for tier := range memory.NumTiers {
 				var a, r int64
@@ -112,4 +97,25 @@ func TestHistoryReplaysToStats(t *testing.T) {
 			m.Close()
 		}
 	}
+}
+
+// replayHistory returns each tier's state after h's events, from h.Before.
+func replayHistory(h *memory.History) [memory.NumTiers]memory.TierState {
+	state := h.Before
+	for _, e := range h.Events {
+		s := &state[e.Tier]
+		switch e.Kind {
+		case memory.EventAlloc:
+			s.Allocated[e.Role] += e.Block
+			s.Requested[e.Role] += e.Size
+		case memory.EventFree:
+			s.Allocated[e.Role] -= e.Block
+			s.Requested[e.Role] -= e.Size
+		case memory.EventReserve:
+			s.Reserved += e.Size
+		case memory.EventRelease:
+			s.Reserved -= e.Size
+		}
+	}
+	return state
 }
