@@ -15,15 +15,21 @@ import (
 // each evaluation (uint32 step, float32 loss), each in base64, about 5.4
 // bytes of header a step. States saved before it was recorded have none:
 // the plot of a run resumed from one covers the steps after the resume
-// (plus those of -loss-log), and says so.
+// (plus those of -loss-log), and says so. A run past maxSavedLosses steps
+// saves the last ones: the plot of a run resumed from its state starts
+// there (or at -loss-log's first step), and says the state was trimmed.
+// (A state holds exactly maxSavedLosses steps only when trimmed: from
+// then on every save trims it again.)
 const (
 	keyLossFrom    = "train.loss_history_from"
 	keyLossHistory = "train.loss_history"
 	keyHeldOutHist = "train.held_out_history"
-	// maxSavedLosses is the most steps' losses a state holds (the last
-	// ones; about 5.6 MB of its header, a 20th of what safetensors takes).
-	maxSavedLosses = 1 << 20
 )
+
+// maxSavedLosses is the most steps' losses a state holds (the last ones;
+// about 5.6 MB of its header, a 20th of what safetensors takes). A
+// variable for the tests, which lower it.
+var maxSavedLosses = 1 << 20
 
 // metadata is h's steps up to upTo as training-state metadata entries.
 func (h *lossHistory) metadata(upTo int) map[string]string {
@@ -60,6 +66,7 @@ func (h *lossHistory) first() int { return max(h.from, 1) }
 func (h *lossHistory) loadMetadata(meta map[string]string, done int) error {
 	h.from = done + 1
 	if _, ok := meta[keyLossFrom]; !ok {
+		h.gap = "the training state resumed holds no loss history, as states saved by an older train-gpt"
 		return nil
 	}
 	from, err := strconv.Atoi(meta[keyLossFrom])
@@ -78,6 +85,13 @@ func (h *lossHistory) loadMetadata(meta map[string]string, done int) error {
 	}
 	var out lossHistory
 	out.from = from
+	switch {
+	case from == 1:
+	case len(train)/4 == maxSavedLosses:
+		out.gap = fmt.Sprintf("the training state resumed holds the losses of its last %d steps only (a state keeps no more)", maxSavedLosses)
+	default: // its run resumed from a state that held none
+		out.gap = fmt.Sprintf("the training state resumed holds the losses from step %d on only", from)
+	}
 	heldAt := make(map[int]float64, len(held)/8)
 	last := 0
 	for i := 0; i < len(held); i += 8 {

@@ -7,19 +7,21 @@ import (
 )
 
 // startLossLog opens -loss-log (none: nothing) for this run's steps. A
-// resumed state that holds no loss history takes the log's earlier steps
-// for -loss-plot, when the log has more of them.
+// resumed state that lacks the first steps' losses (saved by an older
+// train-gpt, or trimmed to maxSavedLosses steps) takes the log's earlier
+// steps for -loss-plot, when the log has more of them.
 func (r *trainRun) startLossLog() error {
 	o := r.o
 	if o.lossLog == "" {
 		return nil
 	}
-	if r.done > 0 && r.hist.first() > 1 { // a state that holds no loss history: the log's
+	if r.done > 0 && r.hist.first() > 1 { // a state without the first steps' losses: the log's
 		var logged lossHistory
 		if err := logged.load(o.lossLog, r.done); err != nil {
 			return err
 		}
 		if logged.first() < r.hist.first() {
+			logged.gap = r.hist.gap // the log may lack the first steps too: the state's reason stands
 			r.hist = logged
 		}
 	}

@@ -29,6 +29,9 @@ import (
 type lossHistory struct {
 	train, heldOut plotter.XYs
 	from           int
+	// gap says why the steps before from are missing, when they are: set
+	// by loadMetadata (losshistory.go).
+	gap string
 }
 
 // add records a step's loss, unless it is not finite (a step the fp16

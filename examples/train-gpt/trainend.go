@@ -73,7 +73,7 @@ func (r *trainRun) plotLosses() error {
 	covers := ""
 	if from := hist.first(); from > 1 {
 		title = fmt.Sprintf("train-gpt -config %s on %s, steps %d to %d", o.config, on, from, last)
-		covers = fmt.Sprintf(" (steps %d to %d only: the training state resumed holds no loss history, as states saved by an older train-gpt, and no -loss-log has the earlier steps)", from, last)
+		covers = fmt.Sprintf(" (steps %d to %d only: %s, and no -loss-log has the earlier steps)", from, last, hist.gap)
 	}
 	if err := r.in.write("writing the loss curves to "+o.lossPlot, "-loss-plot", func(ctx context.Context) error {
 		return writeLossPlotFn(ctx, o.lossPlot, title, hist)
