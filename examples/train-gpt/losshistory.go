@@ -94,10 +94,14 @@ func (h *lossHistory) loadMetadata(meta map[string]string, done int) error {
 	}
 	heldAt := make(map[int]float64, len(held)/8)
 	last := 0
+	// metadata keeps the held-out losses of the steps it keeps the
+	// training losses of: one past them is a corrupt state, refused
+	// (not dropped: the plot would lack it without a word).
+	lastTrain := from + len(train)/4 - 1
 	for i := 0; i < len(held); i += 8 {
 		s := int(binary.LittleEndian.Uint32(held[i:]))
-		if s <= last || s < from || s > done {
-			return fmt.Errorf("metadata %s: step %d out of order or outside %d to %d", keyHeldOutHist, s, from, done)
+		if s <= last || s < from || s > lastTrain {
+			return fmt.Errorf("metadata %s: step %d out of order or outside %d to %d, the steps of %s", keyHeldOutHist, s, from, lastTrain, keyLossHistory)
 		}
 		heldAt[s], last = float64(math.Float32frombits(binary.LittleEndian.Uint32(held[i+4:]))), s
 	}
