@@ -88,7 +88,7 @@ type options struct {
 	attn      nn.Attention // what -attention says (auto: set by newTrainer for the device)
 	dropout   float64      // -dropout
 	dropSet   bool         // -dropout was given (else the config's)
-	resume    string       // -resume, -state, -save-every, -max-skips: resume.go, train.go
+	resume    string       // -resume, -state, -save-every, -max-skips: resume.go, trainsave.go, trainloop.go, step.go
 	fromSaved []string     // the flags -resume took from the saved run ("-out X"; resumeFlags)
 	state     string
 	saveEvery int
