@@ -114,6 +114,7 @@ func WriteChromeTrace(w io.Writer, h *memory.History, o TraceOptions) error {
 // starting with the state before the first event.
 func appendCounters(out []traceEvent, h *memory.History, tiers []memory.Tier) []traceEvent {
 	r := newReplayer(h)
+	moved := movedReleases(h.Events)
 	var t0 int64
 	if len(h.Events) > 0 {
 		t0 = h.Events[0].Time
@@ -148,7 +149,7 @@ func appendCounters(out []traceEvent, h *memory.History, tiers []memory.Tier) []
 		case memory.EventAlloc, memory.EventFree:
 			emit(e.Tier, e.Time, true, false, true)
 		case memory.EventReserve, memory.EventRelease:
-			if !moved(h.Events, i) {
+			if !moved[i] {
 				emit(e.Tier, e.Time, false, true, false)
 			}
 		}

@@ -53,26 +53,32 @@ func (r *replayer) apply(e *memory.Event) {
 	}
 }
 
-// moved reports whether event i releases memory that the events right
-// after it map again in the same tier: pages an expandable segment moves
+// movedReleases marks the events that release memory the events right
+// after them map again in the same tier: pages an expandable segment moves
 // from a free block to where a request needs them (pool_expand.go). The
 // pictures skip the moment between, when the pages are counted nowhere.
-func moved(evs []memory.Event, i int) bool {
-	e := &evs[i]
-	if e.Kind != memory.EventRelease || e.Size == 0 {
-		return false
-	}
-	for j := i + 1; j < len(evs); j++ {
-		switch n := &evs[j]; {
-		case n.Tier != e.Tier || n.Kind == memory.EventMark:
-			continue
-		case n.Kind == memory.EventRelease:
-			continue // several ranges are moved before the mapping
+// Event i is such a release when it releases bytes and the first later
+// event of its tier that is neither a mark nor a release (several ranges
+// are moved before the mapping) reserves bytes. One backward pass keeps,
+// for every tier, whether that next event reserves bytes, so that a long
+// history costs one step per event; a forward scan from each release cost
+// (releases x events) when a tier released and then went quiet while the
+// others recorded on.
+func movedReleases(evs []memory.Event) []bool {
+	out := make([]bool, len(evs))
+	// remaps[t]: the next event of tier t, neither a mark nor a release,
+	// reserves bytes. Indexed by every Tier value, known or not.
+	var remaps [1 << 8]bool
+	for i := len(evs) - 1; i >= 0; i-- {
+		switch e := &evs[i]; e.Kind {
+		case memory.EventMark:
+		case memory.EventRelease:
+			out[i] = e.Size != 0 && remaps[e.Tier]
 		default:
-			return n.Kind == memory.EventReserve && n.Size > 0
+			remaps[e.Tier] = e.Kind == memory.EventReserve && e.Size > 0
 		}
 	}
-	return false
+	return out
 }
 
 // Window returns the part of h from the first mark labelled from up to

@@ -59,6 +59,7 @@ type sample struct {
 // that moves them, bucketed down to at most max samples per tier.
 func tierSamples(h *memory.History, maxPoints int, byEvent bool) (out [memory.NumTiers][]sample, marks []float64) {
 	r := newReplayer(h)
+	moved := movedReleases(h.Events)
 	var t0, t1 int64
 	if len(h.Events) > 0 {
 		t0, t1 = h.Events[0].Time, h.Events[len(h.Events)-1].Time
@@ -83,7 +84,7 @@ func tierSamples(h *memory.History, maxPoints int, byEvent bool) (out [memory.Nu
 			continue
 		}
 		r.apply(e)
-		if moved(h.Events, i) {
+		if moved[i] {
 			continue
 		}
 		s := sample{t: at, allocated: r.tiers[e.Tier].allocated, reserved: r.tiers[e.Tier].reserved}
