@@ -25,7 +25,8 @@ type PlotOptions struct {
 	DPI int
 	// MaxPoints bounds the samples per tier of the timeline: when the
 	// history has more events, each of MaxPoints time buckets keeps its
-	// moment of most allocated bytes (so no peak is lost); 0 means 2000.
+	// moment of most allocated bytes (so no peak is lost), and each tier
+	// ends on its state after its last event; 0 means 2000.
 	MaxPoints int
 	// ByEvent puts the timeline's events at equal steps (x is the event's
 	// number in the window) instead of at their times, as memory_viz can:
@@ -56,7 +57,9 @@ type sample struct {
 }
 
 // tierSamples follows each tier's bytes through h, one sample per event
-// that moves them, bucketed down to at most max samples per tier.
+// that moves them, bucketed down to at most max samples per tier (one
+// more for a tier whose last bucket's peak is not its final state: the
+// line ends on the final state, as memory_viz's does).
 func tierSamples(h *memory.History, maxPoints int, byEvent bool) (out [memory.NumTiers][]sample, marks []float64) {
 	r := newReplayer(h)
 	moved := movedReleases(h.Events)
@@ -73,6 +76,7 @@ func tierSamples(h *memory.History, maxPoints int, byEvent bool) (out [memory.Nu
 	if byEvent {
 		span = float64(max(len(h.Events)-1, 0))
 	}
+	var final [memory.NumTiers]sample // each tier's state after its last event
 	for i := range h.Events {
 		e := &h.Events[i]
 		at := ms(e.Time)
@@ -88,6 +92,7 @@ func tierSamples(h *memory.History, maxPoints int, byEvent bool) (out [memory.Nu
 			continue
 		}
 		s := sample{t: at, allocated: r.tiers[e.Tier].allocated, reserved: r.tiers[e.Tier].reserved}
+		final[e.Tier] = s
 		ss := out[e.Tier]
 		// Bucket: a sample in the same bucket as the last replaces it when
 		// it holds more bytes (the bucket keeps its peak).
@@ -105,6 +110,12 @@ func tierSamples(h *memory.History, maxPoints int, byEvent bool) (out [memory.Nu
 		out[e.Tier] = append(ss, s)
 	}
 	for t := range out {
+		// A tier's last bucket kept its peak, which a later event of the
+		// bucket may have freed: the line goes down to the final state at
+		// that event's time (the bucket's reserved bytes are its last).
+		if ss := out[t]; len(ss) > 1 && ss[len(ss)-1].allocated != final[t].allocated {
+			out[t] = append(ss, final[t])
+		}
 		if ss := out[t]; len(ss) > 0 && ss[len(ss)-1].t < span {
 			last := ss[len(ss)-1]
 			last.t = span
