@@ -196,7 +196,7 @@
 //     reach and expandable segments' mapped ranges do not always let them)
 //     counts against the tier's limit and in the scheduler's demand, so a
 //     budget still covers all the device memory the process uses.
-//   - A host budget (host_budget.go): the CPU device's tiers all draw on
+//   - A host budget (host_budget.go; its backend wrappers in host_budget_backend.go): the CPU device's tiers all draw on
 //     one HostBudget, DefaultHostBudget's: EnvHostMemory
 //     (STRATA_HOST_MEMORY: a size, a share such as "50%", or "off") or by
 //     default DefaultHostShare of the memory the process may use (RAM or
