@@ -17,14 +17,7 @@ import (
 // and is now refused as bad input (status 2), naming the file and the
 // key.
 func TestHeldOutPastTrainingLossesRefused(t *testing.T) {
-	var h lossHistory
-	for s := 1; s <= 4; s++ {
-		held := math.NaN()
-		if s%2 == 0 {
-			held = float64(s)
-		}
-		h.add(s, 10-float64(s), held)
-	}
+	h := fourStepHistory()
 	meta := h.metadata(4)
 	meta[keyLossHistory] = base64.StdEncoding.EncodeToString(binary.LittleEndian.AppendUint32(nil, math.Float32bits(9))) // step 1's only
 	var g lossHistory

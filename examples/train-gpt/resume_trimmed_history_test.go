@@ -18,24 +18,15 @@ import (
 func TestResumedLossPlotSaysWhyStepsAreMissing(t *testing.T) {
 	defer func(n int) { maxSavedLosses = n }(maxSavedLosses)
 	maxSavedLosses = 4
-	args := func(dir string, extra ...string) []string {
-		return append([]string{"-device", "cpu", "-quiet", "-steps", "10", "-batch", "4", "-eval-every", "4", "-sample", "0",
-			"-out", filepath.Join(dir, "w.safetensors"), "-state", filepath.Join(dir, "s.safetensors")}, extra...)
-	}
-	parse := func(a []string) *options {
-		o, err := parseFlags(a)
-		require.NoError(t, err)
-		return o
-	}
 	dir := t.TempDir()
 	state := filepath.Join(dir, "s.safetensors")
-	o := parse(args(dir))
+	o := parsePlotRun(t, plotRunArgs(dir))
 	o.stopAt = 7
 	require.Error(t, run(o)) // status 130, the state after step 7 saved: steps 4 to 7 in its history
 	old := filepath.Join(dir, "old.safetensors")
 	require.NoError(t, os.WriteFile(old, readFile(t, state), 0o644))
 
-	h, title, out := plotted(t, parse([]string{"-device", "cpu", "-quiet", "-resume", state}))
+	h, title, out := plotted(t, parsePlotRun(t, []string{"-device", "cpu", "-quiet", "-resume", state}))
 	require.Equal(t, 4, h.first())
 	require.Len(t, h.train, 7)
 	require.Contains(t, title, "steps 4 to 10")
@@ -49,10 +40,10 @@ func TestResumedLossPlotSaysWhyStepsAreMissing(t *testing.T) {
 		delete(meta, keyLossHistory)
 		delete(meta, keyHeldOutHist)
 	})
-	o = parse([]string{"-device", "cpu", "-quiet", "-resume", old, "-state", state})
+	o = parsePlotRun(t, []string{"-device", "cpu", "-quiet", "-resume", old, "-state", state})
 	o.stopAt = 9
 	require.Error(t, run(o))
-	_, title, out = plotted(t, parse([]string{"-device", "cpu", "-quiet", "-resume", state}))
+	_, title, out = plotted(t, parsePlotRun(t, []string{"-device", "cpu", "-quiet", "-resume", state}))
 	require.Contains(t, title, "steps 8 to 10")
 	require.Contains(t, out, "(steps 8 to 10 only: the training state resumed holds the losses from step 8 on only, and no -loss-log has the earlier steps)")
 }
