@@ -184,8 +184,10 @@ func releaseUnrecorded(v *Var, saved ...*tensor.Tensor) {
 // GeluLinear returns Linear(Gelu(u), w, b), the second half of a
 // transformer MLP, keeping only u for backward: the GELU output (as large
 // as u) is freed after the forward and recomputed in backward, where the
-// weight gradient needs it. Same result as the two ops; one activation
-// less per block. Under autocast the GELU is written straight in the
+// weight gradient needs it (a GELU output an op hook hands back, from a
+// selective checkpoint's saved tensors, is kept instead: the product was
+// made from it). Same result as the two ops; one activation less per
+// block. Under autocast the GELU is written straight in the
 // products' dtype (tensor.UnaryTo), and u may be in that dtype too (the
 // hidden product made by LinearHalf, as PyTorch's autocast makes it): the
 // GELU and its gradient read it widened to float32, and the gradient of u
@@ -215,8 +217,13 @@ func geluLinear(u, w, b *Var, keep bool) *Var {
 	gelu := func() *tensor.Tensor { return tensor.UnaryTo(tensor.OpGelu, u.Value, pr.operandDType(u.Value)) }
 	var kept *tensor.Tensor // the forward's GELU output, when kept
 	y := hooked("GeluLinear", pr.c, func() *tensor.Tensor {
-		a := hooked("Gelu", pr.c, gelu)
-		if keep {
+		// A GELU output the op hook hands back (a selective checkpoint's
+		// recomputation, its policy saving "Gelu" but not "GeluLinear")
+		// is kept for backward: the product was made from it, and it was
+		// saved so as not to compute it again.
+		made := false
+		a := hooked("Gelu", pr.c, func() *tensor.Tensor { made = true; return gelu() })
+		if keep || !made {
 			kept = a
 		} else {
 			defer a.Release()

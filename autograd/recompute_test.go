@@ -1,6 +1,7 @@
 package autograd_test
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -124,4 +125,41 @@ func TestOpHook(t *testing.T) {
 		require.Equal(t, []string{"enter GeluLinear"}, h.calls, "nothing computed, nothing nested entered")
 	})
 	require.Zero(t, c.BytesInUse())
+}
+
+// A GELU output the op hook hands back to GeluLinear (a selective
+// checkpoint's recomputation whose policy saves "Gelu" but not
+// "GeluLinear") is what backward's weight gradient reads: the product was
+// made from it, and it is not computed again. A canned output of 7s
+// (GELU(1) is 0.84) shows which one backward used.
+func TestGeluLinearKeepsHandedBackGelu(t *testing.T) {
+	c := tensor.NewCtx()
+	w := autograd.Param(c.Ones(tensor.CPU(), tensor.Float32, 3, 4), "w")
+	defer w.Value.Release()
+	c.WithScope(func() {
+		u := autograd.Const(c.Ones(tensor.CPU(), tensor.Float32, 2, 4))
+		canned := c.Full(tensor.CPU(), tensor.Float32, 7, 2, 4)
+		h := &hookLog{give: map[string][]*tensor.Tensor{"Gelu": {canned}}}
+		var y *autograd.Var
+		autograd.WithOpHook(c, h, func() { y = autograd.GeluLinear(u, w, nil) })
+		require.Equal(t, []string{"enter GeluLinear", "enter Gelu", "leave GeluLinear"}, h.calls)
+		for _, v := range y.Value.Float32s() {
+			require.Equal(t, float32(28), v, "the product of the canned GELU")
+		}
+		require.NoError(t, autograd.Sum(y, false).Backward())
+		for _, g := range w.Grad.Float32s() {
+			require.Equal(t, float32(14), g, "dL/dw = Σ rows of the GELU output the product read (7 + 7)")
+		}
+		w.ZeroGrad()
+
+		// Computed by the op (the hook hands nothing back): recomputed in
+		// backward, GELU(1) per row (the tanh form, as GPT-2's).
+		autograd.WithOpHook(c, &hookLog{}, func() { y = autograd.GeluLinear(u, w, nil) })
+		require.NoError(t, autograd.Sum(y, false).Backward())
+		for _, g := range w.Grad.Float32s() {
+			require.InDelta(t, 2*0.5*(1+math.Tanh(math.Sqrt(2/math.Pi)*1.044715)), g, 1e-5)
+		}
+		w.ZeroGrad()
+	})
+	require.Zero(t, c.BytesInUse()-w.Value.Bytes())
 }
