@@ -46,6 +46,8 @@ func (o *options) graphUse(dev tensor.Device, dropout float64) (bool, error) {
 	switch {
 	case o.graph == "off":
 		return false, nil
+	case o.memTrace != "" || o.memPlot != "":
+		why = "-memory-trace and -memory-plot record the allocations of a step, and a graph's replay makes none"
 	case dev.Kind() != tensor.KindCUDA:
 		why = "CUDA graphs need a CUDA device"
 	case dropout > 0:

@@ -26,7 +26,10 @@ import (
 //     tier, and FILE-segments.png, the segment map at the step's peak.
 //
 // The earlier steps fill the caches, so the recorded step shows the
-// steady state; -memory-step 1 shows the first step instead.
+// steady state; -memory-step 1 shows the first step instead. The steps
+// run eagerly (-cuda-graph auto captures none here, and on is refused):
+// a captured step's replay allocates nothing, so its timeline would be
+// flat, the graph's blocks all held from the capture on.
 func memoryCapture(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	if o.memStep < 1 {
 		return fmt.Errorf("-memory-step %d: must be at least 1", o.memStep)

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/tensor"
 )
 
 func TestMemoryCaptureWritesTraceAndPictures(t *testing.T) {
@@ -34,4 +36,42 @@ func TestMemoryCaptureWritesTraceAndPictures(t *testing.T) {
 	}
 	o.memStep = 0
 	assert.ErrorContains(t, run(o), "-memory-step 0")
+}
+
+// The recorded step is an eager one: under -cuda-graph auto a captured
+// step's replay allocates nothing, and its timeline was flat (session
+// 42's gpt2 plot on the H100: 6 events, 1.28 GiB allocated under 7.09
+// GiB reserved); -cuda-graph on is refused with the reason.
+func TestMemoryCaptureRecordsAnEagerStep(t *testing.T) {
+	o, err := parseFlags([]string{"-config", "tiny", "-device", "cpu", "-memory-plot", "m.png"})
+	require.NoError(t, err)
+	use, err := o.graphUse(tensor.CPU(), 0)
+	require.NoError(t, err)
+	require.False(t, use)
+	o.graph = "on"
+	_, err = o.graphUse(tensor.CPU(), 0)
+	require.ErrorContains(t, err, "-cuda-graph on: -memory-trace and -memory-plot record the allocations of a step")
+}
+
+func TestGPUMemoryCaptureRecordsAnEagerStep(t *testing.T) {
+	gpuOrSkip(t, 1)
+	trace := filepath.Join(t.TempDir(), "m.json")
+	o, err := parseFlags([]string{"-config", "tiny", "-device", "cuda", "-memory-step", "3", "-memory-trace", trace})
+	require.NoError(t, err)
+	require.NoError(t, run(o))
+	data, err := os.ReadFile(trace)
+	require.NoError(t, err)
+	var v struct {
+		TraceEvents []struct {
+			Name string `json:"name"`
+		} `json:"traceEvents"`
+	}
+	require.NoError(t, json.Unmarshal(data, &v))
+	counters := 0
+	for _, e := range v.TraceEvents {
+		if e.Name == "allocated" {
+			counters++
+		}
+	}
+	require.Greater(t, counters, 100, "allocation counters of the recorded step")
 }
