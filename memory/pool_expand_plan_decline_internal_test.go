@@ -27,11 +27,13 @@ func TestPlanPeak(t *testing.T) {
 }
 
 // TestPlanStepsDeclinesAPlanThatGrows: a plan that follows one run to its
-// end is declined when its layout needs more pages at its peak than the
-// segment has mapped (here EmptyCache gave back the free pages just
-// before the step ended): the next period is placed as usual (no plan,
-// no stale sweep), and plans start again at the repetition found after
-// it. Without the decision the plan ran on, mapping pages to follow it.
+// end, before the planner settles, is declined when its layout needs more
+// pages at its peak than the segment has mapped (here EmptyCache gave
+// back the free pages just before the first plan ended): the next period
+// is placed as usual (no plan, no stale sweep), and plans start again at
+// the repetition found after it. Without the decision the plan ran on,
+// mapping pages to follow it. (A settled planner's plans are judged by
+// their footprint instead: TestPlanStepsSettledKeepsAPlanShortOfPages.)
 func TestPlanStepsDeclinesAPlanThatGrows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	step := makePlanStep(rng, 300)
@@ -40,10 +42,10 @@ func TestPlanStepsDeclinesAPlanThatGrows(t *testing.T) {
 	r := newStepReplay(t, p, step)
 	emptied, declinedAt := false, int64(-1)
 	var plansAfter int64
-	for n := range 14 {
+	for range 14 {
 		for i, size := range step.sizes {
 			last := sp.plan != nil && sp.plan.next == len(sp.plan.sizes)-1 && sp.plan.sizes[sp.plan.next] == RoundSize(size)
-			if n >= 6 && last && !emptied {
+			if last && !emptied && !sp.settled {
 				// The plan ends with this allocation; what follows is
 				// laid out around pages EmptyCache just gave back.
 				require.NoError(t, p.EmptyCache())
@@ -73,6 +75,51 @@ func TestPlanStepsDeclinesAPlanThatGrows(t *testing.T) {
 	require.NoError(t, p.Close())
 }
 
+// TestPlanStepsSettledKeepsAPlanShortOfPages: once the planner has
+// settled, a plan that follows one run to its end is not declined for
+// needing more pages at its peak than the segment has mapped (EmptyCache
+// gave the free ones back just before): its footprint fits the pool's
+// peak reserved, so it runs and creates the pages it misses once. The
+// usual placement it would have been declined for grew a live gpt2 step
+// (TestPlanStepsLiveRecordings) by 33 pages where the plan needed 2.
+func TestPlanStepsSettledKeepsAPlanShortOfPages(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	step := makePlanStep(rng, 300)
+	p := NewPool(NewHostBackend(TierDevice), PoolConfig{Expandable: true, PlanSteps: true})
+	sp := p.planner
+	r := newStepReplay(t, p, step)
+	emptied := false
+	for range 14 {
+		for i, size := range step.sizes {
+			last := sp.plan != nil && sp.plan.next == len(sp.plan.sizes)-1 && sp.plan.sizes[sp.plan.next] == RoundSize(size)
+			if last && !emptied && sp.settled {
+				require.NoError(t, p.EmptyCache())
+				emptied = true
+				before, mapped := sp.declined, p.Stats().PagesMapped
+				r.alloc(i)
+				require.Equal(t, before, sp.declined, "no decline")
+				require.NotNil(t, sp.plan, "the next plan runs")
+				r.frees(i)
+				for j := range step.sizes[i+1:] {
+					r.alloc(i + 1 + j)
+					r.frees(i + 1 + j)
+				}
+				require.Positive(t, p.Stats().PagesMapped-mapped, "its missing pages created")
+				break
+			}
+			r.alloc(i)
+			r.frees(i)
+		}
+		r.end()
+	}
+	require.True(t, emptied, "a settled plan ran to its end")
+	r.close()
+	p.mu.Lock()
+	checkExpandable(t, p)
+	p.mu.Unlock()
+	require.NoError(t, p.Close())
+}
+
 // TestPlanStepsTracesWithinGoal replays the 12 traces of bench/traces
 // through expandable pools with step plans and holds each to issue 12's
 // goal, a peak reserved within 1.02 of the peak requested. Before the
@@ -86,17 +133,18 @@ func TestPlanStepsTracesWithinGoal(t *testing.T) {
 
 // TestPlanStepsHeldOutTraces replays the 12 held-out traces of
 // bench/traces/heldout (recorded in session 38, after the rules were
-// chosen, on shapes the others do not have) the same way: nine are
-// within the goal; the three that are not (the checkpointed steps of the
-// small, deep and wide models: 1.0351, 1.0357, 1.0212) are held to what
-// they reach now plus a little, as a guard against regressions. (Before
-// the first step's gradients and moments went on top, stepPlanner.firsts
-// in session 40, char-b48's was 1.0256 and deep's 1.0390.)
+// chosen, on shapes the others do not have) the same way: ten are within
+// the goal; the two that are not (the checkpointed steps of the small
+// and deep models: 1.0351, 1.0227) are held to what they reach now plus
+// a little, as a guard against regressions. (Before the first step's
+// gradients and moments went on top, stepPlanner.firsts in session 40,
+// char-b48's was 1.0256 and deep's 1.0390; before the first plans left
+// out the first step's one-offs, dropOneOffs in session 41, deep's was
+// 1.0357 and wide's 1.0212.)
 func TestPlanStepsHeldOutTraces(t *testing.T) {
 	replayTracesPlanned(t, "heldout", map[string]float64{
 		"trace-small-bf16-ckpt.csv":      1.037,
-		"trace-deep-fp16-ckpt-plain.csv": 1.037,
-		"trace-wide-bf16-ckpt.csv":       1.023,
+		"trace-deep-fp16-ckpt-plain.csv": 1.025,
 	})
 }
 

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -236,4 +237,39 @@ func TestExpandablePlanSteps(t *testing.T) {
 		}
 		require.NoError(t, p.Close())
 	}
+}
+
+// TestPlanDropOneOffs: a layout leaves out runs of planOneOffRun or more
+// items in a row that live for ever and have no counterpart in the
+// history (from below unseen), and keeps shorter runs, items that die,
+// and items with a counterpart, in order.
+func TestPlanDropOneOffs(t *testing.T) {
+	item := func(from, to int64) planItem { return planItem{size: 512, from: from, to: to} }
+	var items []planItem
+	var want []int64 // the froms kept
+	for k := range int64(40) {
+		to := k + 3 // dies
+		switch {
+		case k >= 5 && k < 5+planOneOffRun: // a run long enough: dropped
+			to = planForever
+		case k >= 20 && k < 20+planOneOffRun-1: // one short: kept
+			to = planForever
+		case k >= 30: // lives for ever, but has a counterpart (unseen 30): kept
+			to = planForever
+		}
+		items = append(items, item(k, to))
+		if k < 5 || k >= 5+planOneOffRun {
+			want = append(want, k)
+		}
+	}
+	run := slices.Clone(items[5 : 5+planOneOffRun])
+	head := slices.Clone(items[:5])
+	var got []int64
+	for _, it := range dropOneOffs(items, 30) { // in place
+		got = append(got, it.from)
+	}
+	require.Equal(t, want, got)
+	require.Len(t, dropOneOffs(head, 30), 5, "nothing to drop")
+	require.Empty(t, dropOneOffs(run, 30), "a run alone")
+	require.Len(t, dropOneOffs(run[1:], 30), planOneOffRun-1, "one short")
 }
