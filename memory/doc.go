@@ -509,7 +509,12 @@
 // from the graph's pool); no page mapped and no synchronisation a step in
 // any; with plans on by default (session 37, bench/results/gpu-s37.md)
 // the same: 1.0108 against 1.0949, 1.0035 against 1.0329, at the same
-// speed. A layout's cost grows as the square of the period's allocations,
+// speed. Those live gpt2 and char runs, recorded from their first
+// allocation on the H100 (session 42, testdata/live-*), replay in
+// TestPlanStepsLiveRecordings: a placement change is checked against
+// them on the CPU before the live gate (session 41's first-plan rule,
+// dropOneOffs, lost there as it did live, until a settled planner's
+// plans were judged by their footprint only). A layout's cost grows as the square of the period's allocations,
 // and goroutines allocating from one manager at once once made layouts
 // that held it for minutes; the layouts' work is now bounded (a burst,
 // then a credit per allocation), periods above 16,384 allocations are not
