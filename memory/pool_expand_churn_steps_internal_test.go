@@ -61,6 +61,21 @@ func replaySteps(t *testing.T, p *Pool, calls []stepsCall, live map[string]*Bloc
 	}
 }
 
+// repeatStep replays one recorded step on p n times; a step frees what it
+// allocates.
+func repeatStep(t *testing.T, p *Pool, step []stepsCall, n int) {
+	for range n {
+		replaySteps(t, p, step, map[string]*Block{})
+	}
+}
+
+// freeLive frees the blocks a replay left live.
+func freeLive(t *testing.T, p *Pool, live map[string]*Block) {
+	for id, b := range live {
+		require.NoError(t, p.Free(b), id)
+	}
+}
+
 // TestExpandableEagerStepsStopChurning replays eager training steps
 // recorded on the H200 (testdata/README.md), the last step again and
 // again. Each moves hundreds of pages at first (stealing them from free
@@ -99,16 +114,12 @@ func TestExpandableEagerStepsStopChurning(t *testing.T) {
 			step := calls[len(calls)-tc.period:]
 			mapped := func() int64 { return p.Stats().PagesMapped }
 			before := mapped()
-			replaySteps(t, p, step, map[string]*Block{})
+			repeatStep(t, p, step, 1)
 			first := mapped() - before
 			assert.GreaterOrEqual(t, first, tc.firstStep, "the recorded step churns before the pool earns slack")
-			for range tc.settle - 1 {
-				replaySteps(t, p, step, map[string]*Block{})
-			}
+			repeatStep(t, p, step, tc.settle-1)
 			before = mapped()
-			for range 50 {
-				replaySteps(t, p, step, map[string]*Block{})
-			}
+			repeatStep(t, p, step, 50)
 			assert.Zero(t, mapped()-before, "pages mapped in the 50 steps after %d", tc.settle)
 			st := p.Stats()
 			ratio := float64(st.Reserved.Peak) / float64(st.Allocated.Peak)
@@ -116,9 +127,7 @@ func TestExpandableEagerStepsStopChurning(t *testing.T) {
 			assert.Positive(t, p.churnState.slack)
 			assert.LessOrEqual(t, ratio, tc.maxRatio)
 			checkExpandable(t, p)
-			for id, b := range live {
-				require.NoError(t, p.Free(b), id)
-			}
+			freeLive(t, p, live)
 		})
 	}
 }

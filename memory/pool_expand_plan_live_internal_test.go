@@ -40,13 +40,9 @@ func TestPlanStepsLiveRecordings(t *testing.T) {
 			live := map[string]*Block{}
 			replaySteps(t, p, calls, live)
 			p.ResetPeaks()
-			var before Usage
-			for i := range repeats {
-				if i == repeats-last {
-					before = p.Stats()
-				}
-				replaySteps(t, p, step, map[string]*Block{}) // a step frees what it allocates
-			}
+			repeatStep(t, p, step, repeats-last)
+			before := p.Stats()
+			repeatStep(t, p, step, last)
 			st := p.Stats()
 			t.Logf("peak reserved %d pages, allocated %.1f pages: %.4f; last %d steps: %d pages mapped, %d syncs",
 				st.Reserved.Peak/p.page, float64(st.Allocated.Peak)/float64(p.page), float64(st.Reserved.Peak)/float64(st.Allocated.Peak),
@@ -58,9 +54,7 @@ func TestPlanStepsLiveRecordings(t *testing.T) {
 			p.mu.Lock()
 			checkExpandable(t, p)
 			p.mu.Unlock()
-			for id, b := range live {
-				require.NoError(t, p.Free(b), id)
-			}
+			freeLive(t, p, live)
 			require.NoError(t, p.Close())
 		})
 	}

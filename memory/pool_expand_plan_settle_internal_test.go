@@ -39,17 +39,13 @@ func TestPlanStepsEagerStepsSettle(t *testing.T) {
 				p := NewPool(newHostBackend(TierHost, "host"), PoolConfig{Expandable: true, PlanSteps: plan})
 				live := map[string]*Block{}
 				replaySteps(t, p, calls, live)
-				var before Usage
+				repeatStep(t, p, step, steps-last)
+				before := p.Stats()
 				var layouts int64
-				for i := range steps {
-					if i == steps-last {
-						before = p.Stats()
-						if plan {
-							layouts = p.planner.layouts
-						}
-					}
-					replaySteps(t, p, step, map[string]*Block{})
+				if plan {
+					layouts = p.planner.layouts
 				}
+				repeatStep(t, p, step, last)
 				st := p.Stats()
 				peaks[k] = st.Reserved.Peak
 				t.Logf("plans %v: peak reserved / peak allocated %.4f; last %d steps: %d pages mapped, %d unmapped, %d syncs",
@@ -72,9 +68,7 @@ func TestPlanStepsEagerStepsSettle(t *testing.T) {
 				p.mu.Lock()
 				checkExpandable(t, p)
 				p.mu.Unlock()
-				for id, b := range live {
-					require.NoError(t, p.Free(b), id)
-				}
+				freeLive(t, p, live)
 				require.NoError(t, p.Close())
 			}
 		})
