@@ -19,8 +19,8 @@ func (p *Pool) RecordHistory(capacity int) {
 }
 
 // History returns a copy of the pool's recorded history, nil when it
-// records none; for a pool of a Manager, as Manager.History, the last
-// recording after StopHistory. For a pool of a Manager it is the pool's part of the
+// records none. For a pool of a Manager it is, as Manager.History, the
+// last recording after StopHistory, and the pool's part of the
 // manager's history: the events of the pool's tier and the manager's
 // marks (so that memviz.Window finds the steps), Before and Backends of
 // that tier only, and Dropped counting the events of the tier and the
