@@ -43,9 +43,8 @@ func TestPlanStepsDeclinesAPlanThatGrows(t *testing.T) {
 	emptied, declinedAt := false, int64(-1)
 	var plansAfter int64
 	for range 14 {
-		for i, size := range step.sizes {
-			last := sp.plan != nil && sp.plan.next == len(sp.plan.sizes)-1 && sp.plan.sizes[sp.plan.next] == RoundSize(size)
-			if last && !emptied && !sp.settled {
+		for i := range step.sizes {
+			if r.endsPlan(i) && !emptied && !sp.settled {
 				// The plan ends with this allocation; what follows is
 				// laid out around pages EmptyCache just gave back.
 				require.NoError(t, p.EmptyCache())
@@ -90,9 +89,8 @@ func TestPlanStepsSettledKeepsAPlanShortOfPages(t *testing.T) {
 	r := newStepReplay(t, p, step)
 	emptied := false
 	for range 14 {
-		for i, size := range step.sizes {
-			last := sp.plan != nil && sp.plan.next == len(sp.plan.sizes)-1 && sp.plan.sizes[sp.plan.next] == RoundSize(size)
-			if last && !emptied && sp.settled {
+		for i := range step.sizes {
+			if r.endsPlan(i) && !emptied && sp.settled {
 				require.NoError(t, p.EmptyCache())
 				emptied = true
 				before, mapped := sp.declined, p.Stats().PagesMapped

@@ -74,6 +74,13 @@ func (r *stepReplay) alloc(i int) *Block {
 	return b
 }
 
+// endsPlan reports whether the step's allocation i is the last one the
+// pool's current plan lays out.
+func (r *stepReplay) endsPlan(i int) bool {
+	pl := r.p.planner.plan
+	return pl != nil && pl.next == len(pl.sizes)-1 && pl.sizes[pl.next] == RoundSize(r.st.sizes[i])
+}
+
 // frees makes the frees that follow the step's allocation i.
 func (r *stepReplay) frees(i int) {
 	for _, f := range r.st.frees[i] {
