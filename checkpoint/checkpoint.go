@@ -172,7 +172,7 @@ func (o Options) apply(fn Func, inputs []*autograd.Var, vals []*tensor.Tensor, c
 	}
 	y.AlsoReads(append(also, r.reads...)...)
 	if o.Offload != nil {
-		r.off, r.held = o.Offload, o.Offload.add(c, saved, r.inputs)
+		r.off, r.held = o.Offload, o.Offload.add(c, saved, r.inputs, y.Value)
 	}
 	return y
 }

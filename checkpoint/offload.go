@@ -96,6 +96,11 @@ func (o *Offload) SetKeep(n int) {
 type held struct {
 	ts  []*tensor.Tensor
 	out bool // moved out (and not yet brought back)
+	// result is the region's result's value, which goes with the scope
+	// of the forward pass (where the saved outputs go too), also when
+	// what the region moves does not: inputs of an outer scope, or
+	// nothing at all (no policy, no input of role activation).
+	result *tensor.Tensor
 }
 
 func (o *Offload) tier() memory.Tier {
@@ -117,8 +122,8 @@ func orDefault(n, def int) int {
 
 // add registers a region's tensors after its forward pass and moves out
 // the region Keep places before it. It returns the region's record.
-func (o *Offload) add(c *tensor.Ctx, saved []*tensor.Tensor, inputs []*autograd.Var) *held {
-	h := &held{ts: saved}
+func (o *Offload) add(c *tensor.Ctx, saved []*tensor.Tensor, inputs []*autograd.Var, result *tensor.Tensor) *held {
+	h := &held{ts: saved, result: result}
 	for _, x := range inputs {
 		if x != nil && x.Value.Allocation().Role() == memory.RoleActivation {
 			h.ts = append(h.ts, x.Value) // not parameters, nor data of other roles
@@ -217,8 +222,16 @@ func (h *held) bytes() int64 {
 	return n
 }
 
-// released reports whether any of h's tensors was released.
+// released reports whether the region's forward pass is over without
+// backward: its result's value, or any of its tensors, was released.
+// Without the result a region over inputs of an outer scope, or with
+// nothing to move, never looked released, and passes that never ran
+// backward stayed in the records for ever (with their contexts), moving
+// the live input out for the passes after.
 func (h *held) released() bool {
+	if h.result.Released() {
+		return true
+	}
 	for _, t := range h.ts {
 		if t.Released() {
 			return true
