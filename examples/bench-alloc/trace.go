@@ -401,9 +401,10 @@ func loadTrace(path string, scale float64) (*loadedTrace, error) {
 // scanTrace computes PyTorch's side of a trace from its events, and lists
 // the pool calls replay makes for them, with the number of block slots
 // they use (a freed block's slot is reused). An allocation at an address
-// already live is an error. scale other than 0 and 1 makes every
-// allocation that many times as large (PeakRequested and PeakLiveLowerBound
-// too; PyTorch's figures stay the trace's as recorded).
+// already live is an error, as are more bytes held at once than an int64
+// holds. scale other than 0 and 1 makes every allocation that many times
+// as large (PeakRequested and PeakLiveLowerBound too; PyTorch's figures
+// stay the trace's as recorded).
 //
 // A trace may start mid-run. A free_completed of a block it never showed
 // allocated is of a block live since before the trace began: it counts
@@ -456,6 +457,18 @@ func scanTrace(path string, evs []traceEvent, scale float64) (res traceResult, o
 	var livePeak, tracedLivePeak, outsidePeak, momentPeak int64
 	var segs rangeSet // the memory the trace shows PyTorch reserving
 	preexistingFreed := false
+	// Sizes of up to 2^62 bytes each can still come to more than an
+	// int64 holds: add notes a sum that wrapped, and the trace is refused
+	// rather than reported with figures that look plausible (a peak of
+	// blocks from before the trace that wrapped came out as 100 bytes).
+	overflowed := false
+	add := func(a, b int64) int64 {
+		s := a + b
+		if (s < a) != (b < 0) {
+			overflowed = true
+		}
+		return s
+	}
 	for i, ev := range evs {
 		switch ev.action {
 		case actAlloc:
@@ -474,8 +487,8 @@ func scanTrace(path string, evs []traceEvent, scale float64) (res traceResult, o
 			}
 			live[ev.addr], seen[ev.addr] = lb, true
 			ops = append(ops, poolOp{event: i, line: ev.line, slot: lb.slot, size: size, stream: memory.Stream(ev.stream)})
-			requested += size
-			traced += ev.size
+			requested = add(requested, size)
+			traced = add(traced, ev.size)
 			if lb.outside {
 				outsideLive += ev.size
 			}
@@ -494,8 +507,8 @@ func scanTrace(path string, evs []traceEvent, scale float64) (res traceResult, o
 					if err != nil {
 						return res, nil, 0, err
 					}
-					pre, preTraced = pre+size, preTraced+ev.size
-					preFreed, preFreedTraced = preFreed+size, preFreedTraced+ev.size
+					pre, preTraced = add(pre, size), add(preTraced, ev.size)
+					preFreed, preFreedTraced = add(preFreed, size), add(preFreedTraced, ev.size)
 				}
 				break
 			}
@@ -513,7 +526,7 @@ func scanTrace(path string, evs []traceEvent, scale float64) (res traceResult, o
 		case actSegmentAlloc, actSegmentMap:
 			// Bytes already in segs (a range the trace holds twice) count
 			// once.
-			reserved += segs.add(ev.addr, ev.size)
+			reserved = add(reserved, segs.add(ev.addr, ev.size))
 			res.TorchPeakReserved = max(res.TorchPeakReserved, reserved)
 		case actSegmentFree, actSegmentUnmap:
 			// Bytes reserved before the trace began were never counted:
@@ -529,22 +542,30 @@ func scanTrace(path string, evs []traceEvent, scale float64) (res traceResult, o
 		livePeak = max(livePeak, requested-preFreed)
 		tracedLivePeak = max(tracedLivePeak, traced-preFreedTraced)
 		outsidePeak = max(outsidePeak, outsideLive-preFreedTraced)
-		momentPeak = max(momentPeak, reserved+outsideLive-preFreedTraced)
+		momentPeak = max(momentPeak, add(reserved, outsideLive-preFreedTraced))
+		if overflowed {
+			return res, nil, 0, fmt.Errorf("%s: %s of %d bytes brings the bytes held at once past %d", where(path, i, ev.line), ev.action, ev.size, int64(math.MaxInt64))
+		}
 	}
 	if res.Allocs == 0 {
 		return res, nil, 0, fmt.Errorf("%s: no allocations to replay", path)
 	}
 	res.LiveAtEnd = len(live)
-	res.PeakLiveLowerBound = pre + livePeak
-	res.TorchPreexistingPeak = preTraced + outsidePeak
+	res.PeakLiveLowerBound = add(pre, livePeak)
+	res.TorchPreexistingPeak = add(preTraced, outsidePeak)
 	// PyTorch held its live blocks at every moment, and at every moment
 	// the ranges the trace shows reserved plus the blocks in segments
 	// held since before it (disjoint from those ranges). When no segment
 	// from before the trace is freed in it, those segments were all held
 	// at its peak in-trace reservation, which gives the larger sum.
-	res.TorchPeakReservedLowerBound = max(preTraced+tracedLivePeak, preTraced+momentPeak)
+	res.TorchPeakReservedLowerBound = max(add(preTraced, tracedLivePeak), add(preTraced, momentPeak))
 	if !preexistingFreed {
-		res.TorchPeakReservedLowerBound = max(res.TorchPeakReservedLowerBound, res.TorchPeakReserved+res.TorchPreexistingPeak)
+		res.TorchPeakReservedLowerBound = max(res.TorchPeakReservedLowerBound, add(res.TorchPeakReserved, res.TorchPreexistingPeak))
+	}
+	if overflowed {
+		// Blocks from before the trace, live from its start, with those
+		// it allocated or the segments it reserved.
+		return res, nil, 0, fmt.Errorf("%s: the blocks freed that were allocated before it began, with those it allocates or the segments it reserves, come to more than %d bytes at once", path, int64(math.MaxInt64))
 	}
 	if tracedPeak > 0 {
 		res.TorchRatio = float64(res.TorchPeakReserved) / float64(tracedPeak)

@@ -183,3 +183,46 @@ func TestTraceRefusesSizesNoPoolTakes(t *testing.T) {
 	_, err = loadTrace(path, 64)
 	require.ErrorContains(t, err, path+":2: -scale 64 makes its allocation of 72057594037927936 bytes more than the largest size")
 }
+
+// Sizes each within the largest request can still come to more bytes at
+// once than an int64 holds: frees of blocks from before the trace,
+// segments, or the two with the trace's own blocks. Such a trace is
+// refused, naming the event where it can; its figures used to wrap (a
+// peak live lower bound of 100 bytes for three blocks of 2^62-1).
+func TestScanTraceRefusesBytesThatOverflow(t *testing.T) {
+	const big = 1<<62 - 1
+	for _, c := range []struct {
+		name string
+		evs  []traceEvent
+		want string
+	}{
+		{"frees from before", []traceEvent{
+			{action: actAlloc, addr: 4096, size: 100, line: 2},
+			{action: actFreeCompleted, addr: 1 << 40, size: big, line: 3},
+			{action: actFreeCompleted, addr: 2 << 40, size: big, line: 4},
+			{action: actFreeCompleted, addr: 3 << 40, size: big, line: 5},
+		}, "t.csv:5: free_completed of 4611686018427387903 bytes brings the bytes held at once past"},
+		{"segments", []traceEvent{
+			{action: actSegmentAlloc, addr: 0, size: 1<<63 - 1, line: 2},
+			{action: actSegmentMap, addr: 1 << 63, size: 1<<63 - 1, line: 3},
+			{action: actAlloc, addr: 4096, size: 100, line: 4},
+		}, "t.csv:3: segment_map of 9223372036854775807 bytes brings the bytes held at once past"},
+		{"allocations", []traceEvent{
+			{action: actAlloc, addr: 1 << 40, size: big, line: 2},
+			{action: actAlloc, addr: 2 << 40, size: big, line: 3},
+			{action: actAlloc, addr: 3 << 40, size: big, line: 4},
+		}, "t.csv:4: alloc of 4611686018427387903 bytes brings the bytes held at once past"},
+		// Each sum fits while the trace runs; the blocks from before it,
+		// live from its start, do not fit with the peak of its own.
+		{"from before with the peak", []traceEvent{
+			{action: actAlloc, addr: 1 << 40, size: big, line: 2},
+			{action: actAlloc, addr: 2 << 40, size: big, line: 3},
+			{action: actFreeCompleted, addr: 1 << 40, size: big, line: 4},
+			{action: actFreeCompleted, addr: 3 << 40, size: big, line: 5},
+		}, "t.csv: the blocks freed that were allocated before it began"},
+	} {
+		_, _, _, err := scanTrace("t.csv", c.evs, 1)
+		require.Error(t, err, c.name)
+		assert.Contains(t, err.Error(), c.want, c.name)
+	}
+}
