@@ -336,7 +336,7 @@ func replayTrace(path string, newBackend func() memory.Backend, o options) (trac
 			res.Classic = &pr
 		}
 		if o.plots != "" {
-			if err := plotReplay(path, ops, slots, newBackend(), exp, o.plots); err != nil {
+			if err := plotReplay(path, ops, slots, newBackend(), exp, o.plan, o.plots); err != nil {
 				return res, err
 			}
 		}

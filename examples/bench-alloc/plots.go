@@ -17,13 +17,15 @@ import (
 // plotReplay replays a trace once more with the history recorded (not
 // timed) and writes into dir, named after the trace and the mode: the
 // Chrome trace (.trace.json), the timeline (-timeline.png) and the
-// segment map at the peak of allocated bytes (-segments.png).
-func plotReplay(path string, ops []poolOp, slots int, backend memory.Backend, expandable bool, dir string) (err error) {
+// segment map at the peak of allocated bytes (-segments.png). An
+// expandable replay plans the steps when plan is set, as the timed
+// replays do: the pictures are of the replay the table reports.
+func plotReplay(path string, ops []poolOp, slots int, backend memory.Backend, expandable, plan bool, dir string) (err error) {
 	mode := "classic"
 	if expandable {
 		mode = "expandable"
 	}
-	p := memory.NewPool(backend, memory.PoolConfig{Expandable: expandable})
+	p := memory.NewPool(backend, memory.PoolConfig{Expandable: expandable, PlanSteps: expandable && plan})
 	defer func() { err = errors.Join(err, p.Close()) }()
 	// An allocation and a free per op, and the segments' and pages'
 	// reserve and release events beside them (an expandable pool maps and
