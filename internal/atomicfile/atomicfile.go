@@ -20,6 +20,7 @@ package atomicfile
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -297,9 +298,12 @@ func ReadRegular(path string) ([]byte, error) {
 	if err := NotRegular(path, fi.Mode()); err != nil {
 		return nil, err
 	}
-	buf := make([]byte, fi.Size())
-	if _, err := io.ReadFull(f, buf); err != nil {
+	// Read to the end, as os.ReadFile does, not just the size stat gave: a
+	// file that grew since was cut short without a word, and files such
+	// as /proc's, which stat as empty, read as nothing.
+	buf := bytes.NewBuffer(make([]byte, 0, fi.Size()+bytes.MinRead))
+	if _, err := buf.ReadFrom(f); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return buf, nil
+	return buf.Bytes(), nil
 }

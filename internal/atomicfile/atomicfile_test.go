@@ -249,3 +249,21 @@ func TestRemoveStale(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, gone)
 }
+
+// TestReadRegularReadsToTheEnd: ReadRegular reads a regular file to its
+// end, not to the size stat gave: /proc's files stat as empty and read as
+// nothing before, and a file that grew between the two was cut short.
+func TestReadRegularReadsToTheEnd(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "w.bin")
+	want := []byte(strings.Repeat("strata ", 1000))
+	require.NoError(t, os.WriteFile(path, want, 0o644))
+	got, err := ReadRegular(path)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		t.Skip("no /proc here")
+	}
+	got, err = ReadRegular("/proc/self/status")
+	require.NoError(t, err)
+	require.Contains(t, string(got), "Name:")
+}
