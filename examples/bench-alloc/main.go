@@ -232,7 +232,7 @@ func parseOptions(args []string) (options, error) {
 			}
 		}
 	}
-	if o.plan && set["plan-steps"] && o.segments == "classic" {
+	if set["plan-steps"] && o.segments == "classic" { // either way: classic replays have no plans
 		return o, cli.Usagef("-plan-steps plans expandable replays: not with -segments classic")
 	}
 	// Every trace is read and checked, and -plots made writable, before

@@ -250,6 +250,7 @@ func TestFlagsCheckedBeforeWork(t *testing.T) {
 		{[]string{"-segments", "classic"}, "-segments"},
 		{[]string{"-plan-steps"}, "-plan-steps"},
 		{[]string{"-plan-steps", "-segments", "classic", "-trace", trace}, "-plan-steps"},
+		{[]string{"-plan-steps=false", "-segments", "classic", "-trace", trace}, "-plan-steps"},
 		// Both would write trace-char-fp32-*.png into -plots, the second over the first.
 		{[]string{"-plots", dir, "-trace", trace, "-trace", filepath.Join(other, "trace-char-fp32.csv")}, "-plots"},
 	} {
