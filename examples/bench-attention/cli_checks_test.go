@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -91,4 +92,15 @@ func TestShapeTooLarge(t *testing.T) {
 		assert.Equal(t, 2, cli.ExitCode(err), "%s: %v", args, err)
 		assert.Empty(t, out.String(), args)
 	}
+}
+
+// TestMaxErrNotFinite: a NaN in the outputs makes maxErr NaN, and the row
+// is refused with an error that says so.
+func TestMaxErrNotFinite(t *testing.T) {
+	ref := [][]float64{{1, 2, 3}}
+	require.NoError(t, finiteErr(maxErr([][]float64{{1, 2, 3.0001}}, ref)))
+	e := maxErr([][]float64{{1, math.NaN(), 3}}, ref)
+	require.True(t, math.IsNaN(e))
+	require.ErrorContains(t, finiteErr(e), "not finite")
+	require.ErrorContains(t, finiteErr(math.Inf(1)), "not finite")
 }

@@ -172,6 +172,9 @@ func bench(args []string, stdout, stderr io.Writer) error {
 			case "fused-qkv":
 				e = maxErr(vals, split)
 			}
+			if err := finiteErr(e); err != nil {
+				return fmt.Errorf("%s %s: %w", prec, r.Attention, err)
+			}
 			r.MaxErr = e
 			line, err := json.Marshal(r)
 			if err != nil {
@@ -286,7 +289,7 @@ func measure(dev tensor.Device, st amp.State, name string, r *result) [][]float6
 			pass(backward, false)
 		}
 		sync()
-		return float64(time.Since(start).Microseconds()) / 1e3 / float64(r.Iters)
+		return float64(time.Since(start).Nanoseconds()) / 1e6 / float64(r.Iters) // not whole microseconds: tiny shapes take ~2 us
 	}
 	r.FwdMS = timeIt(false)
 	r.FwdBwdMS = timeIt(true)
@@ -324,6 +327,16 @@ func attention(name string, r *result) func(v []*autograd.Var) *autograd.Var {
 		y := autograd.FusedCausalAttention(piece(0), piece(1), piece(2), p, 7, 0)
 		return autograd.Reshape(autograd.Contiguous(autograd.Permute(y, 0, 2, 1, 3)), B, T, H*hd)
 	}
+}
+
+// finiteErr refuses a row whose outputs were not finite where the
+// reference's were (maxErr is then NaN or Inf): the JSON line could not
+// hold it, and json's "unsupported value: NaN" named no cause.
+func finiteErr(e float64) error {
+	if math.IsNaN(e) || math.IsInf(e, 0) {
+		return fmt.Errorf("outputs not finite: max relative error %v against the reference", e)
+	}
+	return nil
 }
 
 func maxErr(a, b [][]float64) float64 {
