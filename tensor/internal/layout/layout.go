@@ -40,12 +40,17 @@ func Merge(shape []int, strides ...[]int) (l Layout, ok bool) {
 			panic(fmt.Sprintf("layout.Merge: operand %d has %d strides for %d dims", o, len(s), len(shape)))
 		}
 	}
-	m := 0 // dims built so far, innermost first
-	for d := len(shape) - 1; d >= 0; d-- {
-		size := shape[d]
+	// An empty shape is one dim of 0 whatever its other dims: look for a
+	// zero before merging, or more than MaxDims dims inside the zero one
+	// would report a shape that has nothing to reach as too deep.
+	for _, size := range shape {
 		if size == 0 {
 			return Layout{NDim: 1}, true
 		}
+	}
+	m := 0 // dims built so far, innermost first
+	for d := len(shape) - 1; d >= 0; d-- {
+		size := shape[d]
 		if size == 1 {
 			continue
 		}

@@ -86,3 +86,18 @@ func TestMergeDoesNotAllocate(t *testing.T) {
 	}))
 	_ = sink
 }
+
+// TestMergeEmptyDeepShape: a shape with a zero dim is the one dim 0
+// however many dims it has, even when more than MaxDims of them would
+// not merge.
+func TestMergeEmptyDeepShape(t *testing.T) {
+	deep, str := make([]int, MaxDims+2), make([]int, MaxDims+2)
+	for i := range deep {
+		deep[i], str[i] = 2, 1<<(2*(MaxDims+1-i)) // every stride leaves a gap
+	}
+	deep[0] = 0
+	l, ok := Merge(deep, str, str)
+	require.True(t, ok, "an empty shape has no dims left to merge")
+	assert.Equal(t, 1, l.NDim)
+	assert.Equal(t, 0, l.Numel())
+}
