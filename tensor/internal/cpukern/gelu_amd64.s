@@ -93,8 +93,11 @@ loop:
 	VMULPS Y4, Y4, Y5
 	VSUBPS Y5, Y4, Y5    // s - s^2
 	VADDPS Y0, Y0, Y6    // 2x
-	VMULPS Y1, Y6, Y6    // 2x du
-	VFMADD213PS Y4, Y5, Y6 // s + 2x du (s - s^2)
+	// 2x (s - s^2) before du, as geluGrad32 orders it: where s is 1 the
+	// product is 0 and stays 0, where 2x du would overflow (x above
+	// about 1.2e13) and make 0 x inf = NaN.
+	VMULPS Y5, Y6, Y6    // 2x (s - s^2)
+	VFMADD213PS Y4, Y1, Y6 // s + du 2x (s - s^2)
 	VMULPS (DX), Y6, Y6
 	VMOVUPS Y6, (DI)
 	ADDQ $32, SI

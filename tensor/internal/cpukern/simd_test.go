@@ -22,3 +22,29 @@ func TestScalarPaths(t *testing.T) {
 	t.Run("binary", testBinary[float32])
 	t.Run("scale", testScale[float32])
 }
+
+// TestGeluBackwardLargeInputs: for large positive x, s = 1 and s(1-s) is
+// 0, so dx = dy, as the scalar loop and PyTorch give it until x^2
+// overflows (about 1.8e19). The vector loop must give the same, not
+// 0 x (2x du) = NaN once 2x du overflows (x above about 1.2e13).
+func TestGeluBackwardLargeInputs(t *testing.T) {
+	x := []float32{1e13, 3e13, 1e15, 1e17, 1e18, 5e18, 1.5e19, 2, 1e13, 3e13, 1e15, 1e17, 1e18, 5e18, 1.5e19, 2}
+	dy := make([]float32, len(x))
+	for i := range dy {
+		dy[i] = 0.75
+	}
+	vec := make([]float32, len(x))
+	GeluBackward(vec, x, dy)
+	old := setSIMD(false)
+	scalar := make([]float32, len(x))
+	GeluBackward(scalar, x, dy)
+	setSIMD(old)
+	for i, v := range x {
+		if v == 2 {
+			require.InEpsilon(t, scalar[i], vec[i], 1e-6, "gelu'(2)")
+			continue
+		}
+		require.Equal(t, dy[i], scalar[i], "scalar gelu'(%g) * dy", v)
+		require.Equal(t, dy[i], vec[i], "vector gelu'(%g) * dy", v)
+	}
+}
