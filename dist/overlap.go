@@ -106,12 +106,15 @@ func (d *DataParallel) stopOverlap() {
 // in NoSync, then the last's backward, then SyncGradients. Without the
 // overlap (Options.NoOverlap) it just runs fn. It returns fn's error.
 func (d *DataParallel) NoSync(fn func() error) error {
-	if d.ov == nil {
+	ov := d.ov
+	if ov == nil {
 		return fn()
 	}
-	old := d.ov.noSync
-	d.ov.noSync = true
-	defer func() { d.ov.noSync = old }()
+	// ov, not d.ov: fn may Release d (on its error path), which drops
+	// d.ov, and restoring the flag must not then dereference nil.
+	old := ov.noSync
+	ov.noSync = true
+	defer func() { ov.noSync = old }()
 	return fn()
 }
 

@@ -355,3 +355,17 @@ func TestOverlapHooks(t *testing.T) {
 	require.NoError(t, err, "after Release")
 	d.Release()
 }
+
+// Releasing the DataParallel inside NoSync (fn's error path, say) is
+// not a nil dereference when NoSync restores its flag.
+func TestOverlapReleaseInsideNoSync(t *testing.T) {
+	ps := chain(t, 2, 0)
+	d, err := dist.New(dist.NewLocalGroup(1)[0], ps, dist.Options{})
+	require.NoError(t, err)
+	bad := errors.New("micro-batch failed")
+	var got error
+	require.NotPanics(t, func() {
+		got = d.NoSync(func() error { d.Release(); return bad })
+	})
+	assert.Equal(t, bad, got)
+}
