@@ -22,6 +22,7 @@ type fakeState struct {
 
 	destroyUsleep int32 // how long ncclCommDestroy takes
 	freedTwice    int32 // communicators destroyed or aborted twice
+	attrResult    int32 // returned by the next ncclCommUserRank
 }
 
 func (f *fakeState) lastOp() string {
@@ -118,6 +119,21 @@ func TestFakeCommInitRankPassesIDByValue(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidArgument)
 	assert.Equal(t, "nccl: ncclCommInitRank (rank 1 of 2): ncclInvalidArgument (4): "+
 		"invalid argument (run with NCCL_DEBUG=WARN for details): fake: the last error", err.Error())
+}
+
+// A communicator NCCL made but whose rank, size or device could not be
+// read is destroyed, not leaked, before CommInitRank returns the error.
+func TestFakeCommInitRankFreesOnAttributeError(t *testing.T) {
+	f := useFakeNCCL(t)
+	var id UniqueID
+	id[0] = 1
+	f.attrResult = int32(InternalError)
+	c, err := CommInitRank(2, id, 1)
+	require.Error(t, err)
+	assert.Nil(t, c)
+	assert.Contains(t, err.Error(), "ncclCommUserRank")
+	assert.Equal(t, "ncclCommDestroy", f.lastOp(), "the communicator is destroyed")
+	assert.Zero(t, f.freedTwice)
 }
 
 func TestFakeCommInitAll(t *testing.T) {

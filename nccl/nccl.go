@@ -79,7 +79,12 @@ func CommInitRank(nranks int, id UniqueID, rank int) (*Comm, error) {
 	if r != Success {
 		return nil, l.newError(l.commInitRank.name, fmt.Sprintf("rank %d of %d", rank, nranks), r, 0)
 	}
-	return l.newComm(h)
+	c, err := l.newComm(h)
+	if err != nil {
+		ccall(l.commDestroy.addr, h) // NCCL made it and no Comm holds it: free it, as CommInitAll does
+		return nil, err
+	}
+	return c, nil
 }
 
 // callInitRank calls ncclCommInitRank(ncclComm_t*, int nranks,

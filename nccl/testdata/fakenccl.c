@@ -15,6 +15,7 @@ struct fake_state {
 	unsigned char id[128];
 	int32_t destroy_usleep; /* how long ncclCommDestroy takes */
 	int32_t freed_twice;    /* comms destroyed or aborted more than once */
+	int32_t attr_result;    /* returned by the next ncclCommUserRank, then reset to 0 */
 };
 struct fake_state fake;
 struct fake_state *fake_get(void) { return &fake; }
@@ -69,7 +70,12 @@ int ncclCommDestroy(struct comm *c) {
 int ncclCommAbort(struct comm *c) { return release(c, ret("ncclCommAbort")); }
 int ncclCommCount(struct comm *c, int *n) { *n = c->nranks; return 0; }
 int ncclCommCuDevice(struct comm *c, int *d) { *d = c->dev; return 0; }
-int ncclCommUserRank(struct comm *c, int *r) { *r = c->rank; return 0; }
+int ncclCommUserRank(struct comm *c, int *r) {
+	int e = fake.attr_result;
+	fake.attr_result = 0;
+	*r = c->rank;
+	return e;
+}
 int ncclCommGetAsyncError(struct comm *c, int *e) { *e = fake.next_result; fake.next_result = 0; return 0; }
 
 static int record(const char *op, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3,
