@@ -321,8 +321,11 @@ func segment(buf *tensor.Tensor, off int, shape []int) *tensor.Tensor {
 // well; the all-reduce needs no buffer Size times larger. It first
 // compares the ranks' signatures of their parameters (one more small
 // all-reduce; see SyncGradients): ranks whose parameters differ get an
-// error wrapping ErrMismatch on every rank, with nothing changed. Errors
-// as SyncGradients (the group is aborted).
+// error wrapping ErrMismatch on every rank, with nothing changed. A
+// parameter whose value is not contiguous (a view), which rank 0's
+// values cannot be copied into, is an error wrapping tensor.ErrArgument
+// naming it, before any call. Errors as SyncGradients (the group is
+// aborted).
 func (d *DataParallel) BroadcastParameters() error {
 	err := d.broadcast()
 	if err != nil {
@@ -332,6 +335,13 @@ func (d *DataParallel) BroadcastParameters() error {
 }
 
 func (d *DataParallel) broadcast() error {
+	// Refused before any call: found while copying back, it would fail
+	// every rank after the buckets before its own had been overwritten.
+	for _, p := range d.params {
+		if !p.Value.IsContiguous() {
+			return fmt.Errorf("dist: BroadcastParameters: parameter %q is not contiguous (a view): rank 0's values cannot be copied into it: %w", p.Name, tensor.ErrArgument)
+		}
+	}
 	if err := agree(d.coll, d.ctx, d.device(), "BroadcastParameters", "parameters", dpSigned, d.sig); err != nil {
 		return err
 	}

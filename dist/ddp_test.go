@@ -491,3 +491,43 @@ func rankRun(c *tensor.Ctx, coll dist.Collective, dev tensor.Device, g *nn.GPT, 
 	}
 	return nil
 }
+
+// TestBroadcastParametersRefusesAView: a parameter whose value is a
+// non-contiguous view cannot take rank 0's values; BroadcastParameters
+// says which, before any call, leaving every parameter as it was (it
+// used to fail while copying back, unnamed, after overwriting the
+// buckets before that parameter's).
+func TestBroadcastParametersRefusesAView(t *testing.T) {
+	vals := make([][]float32, 2)
+	errs := runRanks(t, 2, 10*time.Second, func(c *tensor.Ctx, coll dist.Collective) error {
+		v, err := tensor.NewKept(tensor.CPU(), tensor.Float32, memory.RoleParameter, 2, 3)
+		if err != nil {
+			return err
+		}
+		defer v.Release()
+		v.Fill(1)
+		w := v.Transpose(0, 1)
+		tensor.Keep(w)
+		defer w.Release()
+		a := param(t, "a", tensor.Float32, 4)
+		a.Value.Fill(float64(coll.Rank() + 1))
+		ps := []*nn.Parameter{{Var: autograd.Param(w, "w"), Name: "w"}, a} // a's bucket is first
+		d, err := dist.New(coll, ps, dist.Options{BucketBytes: 1, NoOverlap: true})
+		if err != nil {
+			coll.Abort(err)
+			return err
+		}
+		defer d.Release()
+		err = d.BroadcastParameters()
+		vals[coll.Rank()] = a.Value.Float32s()
+		return err
+	})
+	for r, err := range errs {
+		require.Error(t, err, "rank %d", r)
+		if !errors.Is(err, dist.ErrAborted) {
+			require.ErrorIs(t, err, tensor.ErrArgument, "rank %d", r)
+			require.ErrorContains(t, err, `parameter "w" is not contiguous`, "rank %d", r)
+		}
+	}
+	assert.Equal(t, []float32{2, 2, 2, 2}, vals[1], "rank 1's a keeps its value")
+}
