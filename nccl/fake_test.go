@@ -210,6 +210,13 @@ func TestFakeGroup(t *testing.T) {
 	assert.ErrorContains(t, err, "negative count")
 	assert.Equal(t, "ncclGroupEnd", f.lastOp())
 
+	// fn's panic goes on, and the group is still closed: the thread,
+	// back in the pool, holds no open group.
+	assert.PanicsWithValue(t, "fn failed", func() {
+		_ = Group(func() error { panic("fn failed") })
+	})
+	assert.Equal(t, "ncclGroupEnd", f.lastOp())
+
 	f.nextResult = int32(InternalError)
 	assert.ErrorContains(t, GroupStart(), "nccl: ncclGroupStart: ncclInternalError (3)")
 	f.nextResult = int32(InternalError)

@@ -482,15 +482,26 @@ func GroupEnd() error {
 }
 
 // Group runs fn between GroupStart and GroupEnd on one locked OS thread.
-// GroupEnd runs even when fn fails (NCCL requires the group to be
-// closed); fn's error is returned first.
+// GroupEnd runs even when fn fails or panics (NCCL requires the group to
+// be closed); fn's error is returned first, its panic goes on once the
+// group is closed.
 func Group(fn func() error) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if err := GroupStart(); err != nil {
 		return err
 	}
+	ended := false
+	defer func() {
+		if !ended {
+			// fn panicked: close the group before the thread goes back to
+			// the pool, where it would hold the next collectives of
+			// whichever goroutine runs there, never launched.
+			_ = GroupEnd()
+		}
+	}()
 	ferr := fn()
+	ended = true
 	eerr := GroupEnd()
 	if ferr != nil {
 		return ferr
