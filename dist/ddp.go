@@ -55,8 +55,8 @@ type DataParallel struct {
 // hook (autograd.Var.SetGradHook) on every bucketed parameter, which
 // Release removes. Errors: a nil collective or parameter, a collective
 // whose Rank is not in [0, Size), a parameter given twice, a parameter
-// that has a gradient hook already (another DataParallel's), or the
-// memory error. New makes no collective call: the ranks' parameters are
+// that has a gradient hook already (another DataParallel's) or, with the
+// overlap, is not a leaf (an op's result), or the memory error. New makes no collective call: the ranks' parameters are
 // compared by BroadcastParameters and SyncGradients.
 func New(coll Collective, params []*nn.Parameter, opts Options) (*DataParallel, error) {
 	if err := checkCollective("New", coll); err != nil {

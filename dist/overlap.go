@@ -66,11 +66,18 @@ func (d *DataParallel) startOverlap() error {
 		sent: make([]*tensor.Tensor, d.nflags), sentVer: make([]uint64, d.nflags)}
 	for i, b := range d.buckets {
 		for _, p := range b.Params {
-			if p.HasGradHook() {
+			var err error
+			switch {
+			case !p.IsLeaf(): // SetGradHook would panic: only a leaf's gradient is kept and reported
+				err = fmt.Errorf("dist: New: parameter %q is not a leaf of the graph (an op's result): its gradient is neither kept nor reported by backward: %w", p.Name, tensor.ErrArgument)
+			case p.HasGradHook():
+				err = fmt.Errorf("dist: New: parameter %q has a gradient hook already (in another DataParallel?); use NoOverlap, or Release the other: %w", p.Name, tensor.ErrArgument)
+			}
+			if err != nil {
 				for _, v := range ov.hooked {
 					v.SetGradHook(nil)
 				}
-				return fmt.Errorf("dist: New: parameter %q has a gradient hook already (in another DataParallel?); use NoOverlap, or Release the other: %w", p.Name, tensor.ErrArgument)
+				return err
 			}
 		}
 		ov.left[i] = len(b.Params)

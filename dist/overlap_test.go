@@ -369,3 +369,21 @@ func TestOverlapReleaseInsideNoSync(t *testing.T) {
 	})
 	assert.Equal(t, bad, got)
 }
+
+// A parameter that is not a leaf (an op's result) cannot take a
+// gradient hook: New says so, naming it, instead of SetGradHook's panic,
+// and leaves no hook on the parameters before it.
+func TestOverlapNewRefusesANonLeaf(t *testing.T) {
+	a := chain(t, 1, 0)[0]
+	c := tensor.NewCtx()
+	c.WithScope(func() {
+		sq := &nn.Parameter{Var: autograd.Mul(a.Var, a.Var), Name: "sq"}
+		var err error
+		require.NotPanics(t, func() {
+			_, err = dist.New(dist.NewLocalGroup(1)[0], []*nn.Parameter{sq, a}, dist.Options{BucketBytes: 1}) // a's bucket first
+		})
+		require.ErrorIs(t, err, tensor.ErrArgument)
+		assert.ErrorContains(t, err, `parameter "sq" is not a leaf`)
+		assert.False(t, a.HasGradHook(), "a's hook removed")
+	})
+}
