@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -62,4 +64,24 @@ func TestInterruptible(t *testing.T) {
 	require.NoError(t, Interruptible("writing y", func(context.Context) error { return nil }))
 	want := errors.New("disk full")
 	require.Equal(t, want, Interruptible("writing z", func(context.Context) error { return want }))
+}
+
+// TestInterruptiblePanicEndsItsGoroutine: a write that panics, the panic
+// recovered up the stack, leaves no goroutine behind (the signal watcher
+// waited for ever before).
+func TestInterruptiblePanicEndsItsGoroutine(t *testing.T) {
+	// The first signal.Notify starts os/signal's own goroutine for good.
+	require.NoError(t, Interruptible("writing", func(context.Context) error { return nil }))
+	before := runtime.NumGoroutine()
+	for range 20 {
+		func() {
+			defer func() { require.Equal(t, "boom", recover()) }()
+			_ = Interruptible("writing", func(context.Context) error { panic("boom") })
+		}()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.LessOrEqual(t, runtime.NumGoroutine(), before, "goroutines left by panicking writes")
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 )
 
@@ -26,6 +27,11 @@ func Interruptible(doing string, write func(ctx context.Context) error) error {
 	defer cancel()
 	var got os.Signal
 	stop, done := make(chan struct{}), make(chan struct{})
+	// A write that panics (a recovered panic, up the stack) still ends the
+	// goroutine below: it waited on stop for ever.
+	var stopOnce sync.Once
+	halt := func() { stopOnce.Do(func() { close(stop) }) }
+	defer halt()
 	go func() {
 		defer close(done)
 		select {
@@ -38,7 +44,7 @@ func Interruptible(doing string, write func(ctx context.Context) error) error {
 	// Stop delivery first: a signal that arrived as the write ended is
 	// then in ch, taken below, not dropped with ch.
 	signal.Stop(ch)
-	close(stop)
+	halt()
 	<-done
 	if got == nil {
 		select {
