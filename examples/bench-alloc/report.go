@@ -71,7 +71,7 @@ func printTables(w io.Writer, rep *report) {
 		for _, t := range rep.Traces {
 			// A trace that starts mid-run: its peaks miss what was live before.
 			if t.UnmatchedFrees > 0 {
-				fmt.Fprintf(w, "\n%s: %d frees of blocks allocated before the trace began, not replayed: the peak requested counts only blocks allocated in the trace.\n",
+				fmt.Fprintf(w, "\n%s: %d frees of addresses not allocated in the trace at the time (blocks allocated before it began, or freed twice), not replayed: the peak requested counts only blocks allocated in the trace.\n",
 					t.File, t.UnmatchedFrees)
 				fmt.Fprintf(w, "Counting those blocks live from the trace's start until their frees, at least %s were live at once (%d bytes): a lower bound of what any allocator running the program holds.\n",
 					memory.FormatBytes(t.PeakLiveLowerBound), t.PeakLiveLowerBound)

@@ -198,7 +198,9 @@ type traceResult struct {
 	File   string `json:"file"`
 	Events int    `json:"events"`
 	Allocs int    `json:"allocs"`
-	// Frees of blocks allocated before the trace began: not replayed.
+	// Frees of addresses not allocated at the time in the trace: blocks
+	// allocated before it began (their bytes count in PeakLiveLowerBound)
+	// and addresses it freed already (no bytes): not replayed.
 	UnmatchedFrees int `json:"unmatched_frees"`
 	// LiveAtEnd is blocks still allocated when the trace ends.
 	LiveAtEnd int `json:"live_at_end"`

@@ -128,7 +128,7 @@ func TestScanTraceOverlappingSegments(t *testing.T) {
 func TestTableNotesFreesFromBeforeTheTrace(t *testing.T) {
 	var b strings.Builder
 	printTables(&b, &report{Traces: []traceResult{{File: "mid.csv", Allocs: 1, UnmatchedFrees: 3, PeakRequested: 1}}})
-	assert.Contains(t, b.String(), "mid.csv: 3 frees of blocks allocated before the trace began")
+	assert.Contains(t, b.String(), "mid.csv: 3 frees of addresses not allocated in the trace at the time (blocks allocated before it began, or freed twice)")
 }
 
 // The errors of a trace's events that read well but make no sense
