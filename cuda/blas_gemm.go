@@ -84,6 +84,9 @@ func (g *gemm) validate() error {
 	if g.sA < 0 || g.sB < 0 || g.sC < 0 {
 		return invalidArg(g.op, "negative stride (A %d, B %d, C %d)", g.sA, g.sB, g.sC)
 	}
+	if err := g.checkDisjointC(); err != nil {
+		return err
+	}
 	if g.ex {
 		switch g.compute {
 		case Compute32F, Compute32FPedantic, Compute32FFast16F, Compute32FFast16BF, Compute32FFastTF32:
@@ -101,6 +104,33 @@ func (g *gemm) validate() error {
 		}
 	}
 	return nil
+}
+
+// checkDisjointC refuses a batch whose C matrices share an element:
+// cuBLAS writes the products of a batch concurrently, so overlapping
+// outputs (a stride of 0 for C, or one shorter than a matrix) would race
+// and leave garbage without an error. As in tensor's CPU BLAS, the
+// matrices may interleave within lines (attention heads written side by
+// side into one output), as long as the lines of all of them fit in ldc.
+// A line is a row (row-major) or a column (column-major) of C as stored.
+func (g *gemm) checkDisjointC() error {
+	if g.m == 0 || g.n == 0 || g.batch <= 1 {
+		return nil
+	}
+	lines, width := g.n, g.m
+	if g.rowMajor {
+		lines, width = g.m, g.n
+	}
+	// All values are at most MaxInt32 (checked above): no overflow in int64.
+	extent := int64(lines-1)*int64(g.ldc) + int64(width)
+	if g.sC >= extent {
+		return nil
+	}
+	if g.sC >= int64(width) && g.sC <= int64(g.ldc-width)/int64(g.batch-1) {
+		return nil // interleaved: (batch-1)*sC + width <= ldc
+	}
+	return invalidArg(g.op, "the %d C matrices (%dx%d, ldc = %d) overlap with stride C = %d: a batch's products are written concurrently",
+		g.batch, g.m, g.n, g.ldc, g.sC)
 }
 
 // columnMajor returns the call cuBLAS must make. A row-major matrix is
@@ -181,9 +211,9 @@ func (bl *BLAS) run(g gemm) error {
 // cublasSgemmStridedBatched does for column-major ones: op(A_i) is m x k,
 // op(B_i) k x n, C_i m x n; lda, ldb and ldc are the strides between rows
 // (the row length for dense matrices), and matrix i of each operand starts
-// stride*i elements after the first (a stride of 0 shares one matrix across
-// the batch). It runs the column-major product C^T = op(B)^T op(A)^T on the
-// same bytes.
+// stride*i elements after the first (a stride of 0 shares one A or B
+// across the batch; the C matrices must not overlap). It runs the
+// column-major product C^T = op(B)^T op(A)^T on the same bytes.
 func (bl *BLAS) SgemmStridedBatchedRowMajor(transA, transB Op, m, n, k int, alpha float32,
 	a DevicePtr, lda int, strideA int64, b DevicePtr, ldb int, strideB int64,
 	beta float32, c DevicePtr, ldc int, strideC int64, batch int) error {

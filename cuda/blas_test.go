@@ -184,3 +184,31 @@ func TestBLASTypeNames(t *testing.T) {
 	assert.Equal(t, "DataType(99)", DataType(99).String())
 	assert.Equal(t, "32F", Compute32F.String())
 }
+
+// cuBLAS writes the C matrices of a batch concurrently: a batch whose
+// outputs overlap (stride 0, or shorter than a matrix) is refused before
+// any call, as tensor's CPU BLAS refuses it, while matrices interleaved
+// within rows (heads side by side in one output) are accepted.
+func TestGemmRefusesOverlappingCBatch(t *testing.T) {
+	c := fakeContext(t)
+	bl := fakeBLAS(t, c)
+	// 4x5 row-major C matrices, ldc 5: each spans 20 elements.
+	run := func(ldc int, strideC int64, batch int) error {
+		return bl.SgemmStridedBatchedRowMajor(OpN, OpN, 4, 5, 6, 1, 0x100, 6, 24, 0x200, 5, 30, 0, 0x300, ldc, strideC, batch)
+	}
+	before := DriverCalls()
+	requireArgError(t, run(5, 0, 2), "the 2 C matrices (4x5, ldc = 5) overlap with stride C = 0")
+	requireArgError(t, run(5, 19, 3), "the 3 C matrices (4x5, ldc = 5) overlap with stride C = 19")
+	requireArgError(t, run(14, 5, 3), "the 3 C matrices (4x5, ldc = 14) overlap with stride C = 5")
+	requireArgError(t, run(15, 4, 3), "overlap with stride C = 4")
+	assert.Equal(t, uint64(0), DriverCalls()-before, "no cuBLAS call")
+
+	require.NoError(t, run(5, 20, 3), "consecutive matrices")
+	require.NoError(t, run(15, 5, 3), "three interleaved matrices in rows of 15")
+	require.NoError(t, run(5, 0, 1), "a single product needs no stride")
+
+	g := gemm{op: "Sgemm", m: 4, n: 5, k: 6, a: 1, b: 2, c: 3, lda: 4, ldb: 6, ldc: 4, sA: 24, sB: 30, sC: 19, batch: 2}
+	requireArgError(t, g.validate(), "the 2 C matrices (4x5, ldc = 4) overlap with stride C = 19")
+	g.sC = 20
+	require.NoError(t, g.validate(), "column-major matrices of 4x5 elements")
+}
