@@ -23,3 +23,15 @@ func TestPriorityLevel(t *testing.T) {
 		}
 	}
 }
+
+// A priority that is none of the three constants is refused before any
+// driver call, instead of silently becoming the least priority.
+func TestNewStreamPriorityRefusesUnknown(t *testing.T) {
+	c := fakeContext(t)
+	before := DriverCalls()
+	for _, p := range []StreamPriority{-1, PriorityHighest + 1, 7} {
+		_, err := c.NewStreamPriority(p)
+		requireArgError(t, err, "NewStreamPriority: unknown priority")
+	}
+	assert.Equal(t, uint64(0), DriverCalls()-before, "no driver call")
+}

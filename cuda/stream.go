@@ -48,6 +48,10 @@ const (
 // streams made by NewStream have, PriorityHigh or PriorityHighest (where
 // the device has fewer levels, the nearest it has).
 func (c *Context) NewStreamPriority(p StreamPriority) (*Stream, error) {
+	if p < PriorityLow || p > PriorityHighest {
+		// priorityLevel would make any other value the least priority.
+		return nil, invalidArg("NewStreamPriority", "unknown priority %d: use PriorityLow, PriorityHigh or PriorityHighest", int(p))
+	}
 	f := getFrame()
 	defer f.release()
 	if s := c.invoke(f, c.drv.ctxGetStreamPriorityRange, f.outAddr(0), f.outAddr(1)); !s.ok() {
