@@ -144,6 +144,9 @@ func (g *Graph) usable(op string) error {
 	if g.destroyed {
 		return invalidArg(op, "%s was destroyed", g)
 	}
+	if g.ctx == nil {
+		return invalidArg(op, "%s was not made by Stream.EndCapture", g)
+	}
 	return nil
 }
 
@@ -167,6 +170,9 @@ func (g *Graph) Destroy() error {
 	if g == nil || g.destroyed {
 		return nil
 	}
+	if err := g.usable("Graph.Destroy"); err != nil {
+		return err
+	}
 	f := getFrame()
 	defer f.release()
 	if err := g.ctx.graphCall(f, "Graph.Destroy", g.ctx.drv.graph.destroy, g.String, g.h); err != nil {
@@ -185,12 +191,24 @@ type GraphExec struct {
 
 func (e *GraphExec) String() string { return fmt.Sprintf("graph exec %#x", e.h) }
 
+// made refuses a GraphExec not made by Graph.Instantiate (the zero
+// value), which has no context to call the driver with.
+func (e *GraphExec) made(op string) error {
+	if e.ctx == nil {
+		return invalidArg(op, "%s was not made by Graph.Instantiate", e)
+	}
+	return nil
+}
+
 // Launch queues one replay of the graph on s (cuGraphLaunch), ordered
 // with s's other work like any launch; replays of one GraphExec run one
 // after another.
 func (e *GraphExec) Launch(s *Stream) error {
 	if e == nil || e.destroyed {
 		return invalidArg("GraphExec.Launch", "nil or destroyed executable graph")
+	}
+	if err := e.made("GraphExec.Launch"); err != nil {
+		return err
 	}
 	sh, err := e.ctx.streamHandle("GraphExec.Launch", s)
 	if err != nil {
@@ -206,6 +224,9 @@ func (e *GraphExec) Launch(s *Stream) error {
 func (e *GraphExec) Destroy() error {
 	if e == nil || e.destroyed {
 		return nil
+	}
+	if err := e.made("GraphExec.Destroy"); err != nil {
+		return err
 	}
 	f := getFrame()
 	defer f.release()

@@ -93,3 +93,38 @@ func TestZeroStreamAndEvent(t *testing.T) {
 	}
 	assert.Equal(t, uint64(0), DriverCalls()-before, "no driver call")
 }
+
+// A Graph, GraphExec or Module not made by this package (the zero value),
+// and a Function of such a module, are errors wherever they are used or
+// destroyed, not a nil dereference.
+func TestZeroGraphAndModule(t *testing.T) {
+	c := fakeContext(t)
+	s := &Stream{ctx: c, h: 0x10}
+	g, x, m := &Graph{}, &GraphExec{}, &Module{}
+	fn := &Function{mod: m, name: "vadd"}
+	a, err := NewArgs()
+	require.NoError(t, err)
+	defer a.Free()
+	one := [3]uint32{1, 1, 1}
+	before := DriverCalls()
+	for _, tc := range []struct {
+		call func() error
+		want string
+	}{
+		{func() error { _, err := g.Instantiate(); return err }, "Graph.Instantiate: graph 0x0 was not made by Stream.EndCapture"},
+		{g.Destroy, "Graph.Destroy: graph 0x0 was not made by Stream.EndCapture"},
+		{func() error { return x.Launch(s) }, "GraphExec.Launch: graph exec 0x0 was not made by Graph.Instantiate"},
+		{func() error { return x.Launch(nil) }, "was not made by Graph.Instantiate"},
+		{x.Destroy, "GraphExec.Destroy: graph exec 0x0 was not made by Graph.Instantiate"},
+		{func() error { _, err := m.Function("vadd"); return err }, "Module.Function: module not made by ModuleLoadData"},
+		{m.Unload, "Module.Unload: module not made by ModuleLoadData"},
+		{func() error { var nilMod *Module; return nilMod.Unload() }, "Module.Unload: module not made by ModuleLoadData"},
+		{func() error { _, err := fn.Attribute(FuncNumRegs); return err }, "Function.Attribute: nil function"},
+		{func() error { return c.LaunchKernelArgs(fn, one, one, 0, nil, a) }, "LaunchKernel: nil function"},
+	} {
+		var err error
+		require.NotPanics(t, func() { err = tc.call() }, tc.want)
+		requireArgError(t, err, tc.want)
+	}
+	assert.Equal(t, uint64(0), DriverCalls()-before, "no driver call")
+}

@@ -106,8 +106,20 @@ func (m *Module) Kind() string { return m.kind }
 // InfoLog returns the JIT compiler's informational log (often empty).
 func (m *Module) InfoLog() string { return m.infoLog }
 
+// made refuses a nil Module and one not made by ModuleLoadData (the
+// zero value), which has no context to call the driver with.
+func (m *Module) made(op string) error {
+	if m == nil || m.ctx == nil {
+		return invalidArg(op, "module not made by ModuleLoadData")
+	}
+	return nil
+}
+
 // Function looks up a kernel by its (extern "C" or mangled) name.
 func (m *Module) Function(name string) (*Function, error) {
+	if err := m.made("Module.Function"); err != nil {
+		return nil, err
+	}
 	if m.unloaded {
 		return nil, invalidArg("Module.Function", "module was unloaded")
 	}
@@ -128,6 +140,9 @@ func (m *Module) Function(name string) (*Function, error) {
 // Unload unloads the module; its functions must not be launched again.
 // Unloading twice is a no-op.
 func (m *Module) Unload() error {
+	if err := m.made("Module.Unload"); err != nil {
+		return err
+	}
 	if m.unloaded {
 		return nil
 	}
@@ -208,7 +223,7 @@ const (
 // usable refuses a nil function and one whose module was unloaded, before
 // any driver call.
 func (fn *Function) usable(op string) error {
-	if fn == nil || fn.mod == nil {
+	if fn == nil || fn.mod == nil || fn.mod.ctx == nil {
 		return invalidArg(op, "nil function")
 	}
 	if fn.mod.unloaded {
