@@ -67,3 +67,14 @@ func TestCopyDtoDNilSourceMessage(t *testing.T) {
 	requireArgError(t, c.MemcpyDtoD(0, 0x1000, 8), "nil device pointer for 8 bytes")
 	requireArgError(t, c.MemcpyHtoDPtr(0x1000, nil, 8), "nil host pointer for 8 bytes")
 }
+
+// A kernel name with a NUL byte is refused: the driver would read only
+// the part before it and return that kernel under the whole name.
+func TestFunctionNameWithNUL(t *testing.T) {
+	c := fakeContext(t)
+	m := &Module{ctx: c, h: 1, kind: "PTX"}
+	before := DriverCalls()
+	_, err := m.Function("vadd\x00_f16")
+	requireArgError(t, err, `Module.Function: kernel name "vadd\x00_f16" contains a NUL byte`)
+	assert.Equal(t, uint64(0), DriverCalls()-before, "no driver call")
+}

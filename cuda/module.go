@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"runtime"
+	"strings"
 	"unsafe"
 )
 
@@ -125,6 +126,11 @@ func (m *Module) Function(name string) (*Function, error) {
 	}
 	if name == "" {
 		return nil, invalidArg("Module.Function", "empty kernel name")
+	}
+	if strings.IndexByte(name, 0) >= 0 {
+		// The driver reads a C string: it would look up the name's
+		// prefix, another kernel, under this name.
+		return nil, invalidArg("Module.Function", "kernel name %q contains a NUL byte", name)
 	}
 	c := m.ctx
 	cname := cStringBytes(name)
