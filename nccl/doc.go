@@ -92,7 +92,9 @@
 // arguments: the tests check through it the whole calling layer, the
 // unique id passed by value to ncclCommInitRank byte for byte, each
 // collective's arguments in C order, group calls, Abort (once; every
-// later call refused; racing Destroy, the communicator freed once), and
+// later call refused, one that had passed its checks but not called NCCL
+// too; racing Destroy, the communicator freed once; after a failed
+// ncclCommAbort, freed by Destroy), and
 // failures carrying
 // ncclGetErrorString and ncclGetLastError's text. With NCCL and a GPU
 // (gpu_test.go, skipped without them; STRATA_REQUIRE_GPU=1 makes a skip a

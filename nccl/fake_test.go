@@ -23,6 +23,7 @@ type fakeState struct {
 	destroyUsleep int32 // how long ncclCommDestroy takes
 	freedTwice    int32 // communicators destroyed or aborted twice
 	attrResult    int32 // returned by the next ncclCommUserRank
+	usedFreed     int32 // calls handed a communicator already freed
 }
 
 func (f *fakeState) lastOp() string {

@@ -96,3 +96,52 @@ func TestFakeAbortDuringDestroy(t *testing.T) {
 	require.NoError(t, c.Abort())
 	assert.Zero(t, f.freedTwice)
 }
+
+// An Abort whose ncclCommAbort fails leaves the communicator unfreed: a
+// later Destroy frees it (with ncclCommAbort, not waiting for its work)
+// instead of taking it for freed and leaking it.
+func TestFakeDestroyAfterFailedAbort(t *testing.T) {
+	f := useFakeNCCL(t)
+	defer func() { f.freedTwice = 0 }()
+	c, err := CommInitRank(2, UniqueID{9}, 1)
+	require.NoError(t, err)
+	f.nextResult = int32(InternalError)
+	require.ErrorContains(t, c.Abort(), "ncclCommAbort")
+	assert.True(t, c.Aborted())
+	calls := f.calls
+	require.NoError(t, c.Destroy())
+	assert.Equal(t, calls+1, f.calls, "Destroy freed the communicator")
+	assert.Equal(t, "ncclCommAbort", f.lastOp())
+	require.NoError(t, c.Destroy(), "a second Destroy is a no-op")
+	require.NoError(t, c.Abort())
+	assert.Equal(t, calls+1, f.calls)
+	assert.Zero(t, f.freedTwice)
+}
+
+// Abort while a collective holds the lock and has passed its checks but
+// not yet called NCCL: the collective returns the abort's error and does
+// not hand NCCL the communicator Abort freed.
+func TestFakeAbortBeforeCollectiveEntersNCCL(t *testing.T) {
+	f := useFakeNCCL(t)
+	defer func() { f.usedFreed = 0 }()
+	for _, call := range []struct {
+		name string
+		fn   func(c *Comm) error
+	}{
+		{"AllReduce", func(c *Comm) error { return c.AllReduce(1, 1, 4, Float32, Sum, nil) }},
+		{"AsyncError", func(c *Comm) error { return c.AsyncError() }},
+	} {
+		c, err := CommInitRank(2, UniqueID{9}, 1)
+		require.NoError(t, err)
+		testHookEnter = func(h *Comm) {
+			testHookEnter = nil
+			require.NoError(t, h.Abort())
+		}
+		err = call.fn(c)
+		testHookEnter = nil
+		require.ErrorIs(t, err, ErrInvalidArgument, call.name)
+		assert.ErrorContains(t, err, "was aborted", call.name)
+		assert.Equal(t, "ncclCommAbort", f.lastOp(), call.name)
+		assert.Zero(t, f.usedFreed, "%s handed NCCL a freed communicator", call.name)
+	}
+}

@@ -35,10 +35,37 @@ type Comm struct {
 	rank, count, device int
 
 	mu        sync.Mutex
-	destroyed bool        // guarded by mu
-	freeing   atomic.Bool // set by the one Destroy or Abort that frees the communicator
-	aborted   atomic.Bool // Abort ran (or runs): every method refuses
+	destroyed bool         // guarded by mu
+	use       atomic.Int32 // commIdle, commInCall or commFreeing
+	aborted   atomic.Bool  // Abort ran (or runs): every method refuses
 }
+
+// What a communicator's handle is doing (Comm.use). A method moves it
+// from commIdle to commInCall, under the lock, just before it hands the
+// handle to NCCL, and back after; the one Destroy or Abort that frees the
+// communicator moves it to commFreeing. Abort does not wait for the lock,
+// so a call that has passed its checks but not yet entered NCCL learns
+// here that the handle is being freed, and does not pass it on.
+const (
+	commIdle int32 = iota
+	commInCall
+	commFreeing
+)
+
+// enter marks c's handle as in a call into NCCL; false when it is being
+// freed (aborted). The caller holds c.mu and calls leave after the call.
+func (c *Comm) enter() bool {
+	if testHookEnter != nil {
+		testHookEnter(c)
+	}
+	return c.use.CompareAndSwap(commIdle, commInCall)
+}
+
+// leave ends enter's call (unless an Abort has taken the handle since).
+func (c *Comm) leave() { c.use.CompareAndSwap(commInCall, commIdle) }
+
+// testHookEnter, for tests, runs in enter before the handle is claimed.
+var testHookEnter func(*Comm)
 
 // CommInitRank joins rank (0 <= rank < nranks) to the communicator id
 // names, on the GPU whose CUDA context is current on the calling OS
@@ -225,7 +252,9 @@ func (c *Comm) String() string {
 }
 
 // Destroy waits for the communicator's queued work and frees it.
-// Destroying twice is a no-op.
+// Destroying twice is a no-op, and so is destroying an aborted one,
+// except one whose ncclCommAbort failed, which Destroy frees with
+// ncclCommAbort again (it does not wait for its work).
 func (c *Comm) Destroy() error {
 	if c == nil {
 		return invalidArg("Comm.Destroy", "nil communicator")
@@ -235,14 +264,20 @@ func (c *Comm) Destroy() error {
 	if c.destroyed {
 		return nil
 	}
-	if !c.freeing.CompareAndSwap(false, true) {
+	if !c.use.CompareAndSwap(commIdle, commFreeing) {
 		return nil // aborted
+	}
+	// An aborted communicator still here is one whose ncclCommAbort
+	// failed: it is freed as Abort would, without waiting for its work.
+	free, h := &c.lib.commDestroy, c.h
+	if c.aborted.Load() {
+		free, h = &c.lib.commAbort, 0 // as Abort reports it
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if r := Result(ccall(c.lib.commDestroy.addr, c.h)); r != Success {
-		c.freeing.Store(false)
-		return c.lib.newError(c.lib.commDestroy.name, c.String(), r, c.h)
+	if r := Result(ccall(free.addr, c.h)); r != Success {
+		c.use.Store(commIdle)
+		return c.lib.newError(free.name, c.String(), r, h)
 	}
 	c.destroyed = true
 	return nil
@@ -256,12 +291,16 @@ func (c *Comm) Destroy() error {
 // whose member failed between collectives unblocks the others, whose
 // kernels would otherwise wait on the GPU for the missing peer forever.
 // Every later method returns an error naming the abort; Destroy after it
-// does nothing; aborting twice, or a destroyed communicator, is a no-op,
-// and so is aborting one that a Destroy is freeing.
+// does nothing (unless ncclCommAbort failed: the communicator is not
+// freed then, and Destroy tries again); aborting twice, or a destroyed
+// communicator, is a no-op, and so is aborting one that a Destroy is
+// freeing.
 //
 // A call of another method that is inside NCCL when Abort frees the
 // communicator is NCCL's concern: ncclCommAbort is documented to stop a
-// communicator in use from another thread. A library without
+// communicator in use from another thread. One that holds the lock but
+// has not handed the communicator to NCCL yet does not: it returns the
+// abort's error (Comm.enter). A library without
 // ncclCommAbort (before NCCL 2.4) gives an error wrapping ErrNotAvailable.
 func (c *Comm) Abort() error {
 	if c == nil {
@@ -278,12 +317,21 @@ func (c *Comm) Abort() error {
 	if c.mu.TryLock() {
 		defer c.mu.Unlock()
 	}
-	if !c.freeing.CompareAndSwap(false, true) {
-		return nil // destroyed, or a Destroy holding the lock frees it
+	for {
+		s := c.use.Load()
+		if s == commFreeing {
+			return nil // destroyed, or a Destroy holding the lock frees it
+		}
+		// From commIdle, a call holding the lock that has not entered
+		// NCCL yet will not (enter fails); from commInCall, one is inside.
+		if c.use.CompareAndSwap(s, commFreeing) {
+			break
+		}
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if r := Result(ccall(c.lib.commAbort.addr, c.h)); r != Success {
+		c.use.Store(commIdle) // not freed: a later Destroy frees it
 		return c.lib.newError(c.lib.commAbort.name, c.String(), r, 0)
 	}
 	return nil
@@ -308,6 +356,10 @@ func (c *Comm) AsyncError() error {
 	if l.commGetAsyncError.addr == 0 {
 		return nil
 	}
+	if !c.enter() {
+		return invalidArg("Comm.AsyncError", "%s was aborted", c)
+	}
+	defer c.leave()
 	var async int32
 	if r := Result(ccall(l.commGetAsyncError.addr, c.h, uintptr(unsafe.Pointer(&async)))); r != Success {
 		return l.newError(l.commGetAsyncError.name, c.String(), r, c.h)
@@ -370,6 +422,10 @@ func (c *Comm) collective(op string, sym *symbol, detail func() string, args ...
 	if err := c.usableLocked(op); err != nil {
 		return err
 	}
+	if !c.enter() { // aborted since the check, the handle freed
+		return invalidArg(op, "%s was aborted", c)
+	}
+	defer c.leave()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if r := Result(ccall(sym.addr, args...)); r != Success {

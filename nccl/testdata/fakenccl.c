@@ -16,6 +16,7 @@ struct fake_state {
 	int32_t destroy_usleep; /* how long ncclCommDestroy takes */
 	int32_t freed_twice;    /* comms destroyed or aborted more than once */
 	int32_t attr_result;    /* returned by the next ncclCommUserRank, then reset to 0 */
+	int32_t used_freed;     /* calls handed a comm already destroyed or aborted */
 };
 struct fake_state fake;
 struct fake_state *fake_get(void) { return &fake; }
@@ -62,6 +63,10 @@ static int release(struct comm *c, int r) {
 	if (__atomic_fetch_add(&c->freed, 1, __ATOMIC_SEQ_CST)) __atomic_fetch_add(&fake.freed_twice, 1, __ATOMIC_SEQ_CST);
 	return 0;
 }
+/* A call given a freed comm: a use after free in NCCL, counted. */
+static void use(struct comm *c) {
+	if (__atomic_load_n(&c->freed, __ATOMIC_SEQ_CST)) __atomic_fetch_add(&fake.used_freed, 1, __ATOMIC_SEQ_CST);
+}
 int ncclCommDestroy(struct comm *c) {
 	int r = ret("ncclCommDestroy");
 	if (fake.destroy_usleep) usleep(fake.destroy_usleep);
@@ -76,7 +81,7 @@ int ncclCommUserRank(struct comm *c, int *r) {
 	*r = c->rank;
 	return e;
 }
-int ncclCommGetAsyncError(struct comm *c, int *e) { *e = fake.next_result; fake.next_result = 0; return 0; }
+int ncclCommGetAsyncError(struct comm *c, int *e) { use(c); *e = fake.next_result; fake.next_result = 0; return 0; }
 
 static int record(const char *op, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3,
 		uint64_t a4, uint64_t a5, uint64_t a6) {
@@ -85,15 +90,19 @@ static int record(const char *op, uint64_t a0, uint64_t a1, uint64_t a2, uint64_
 	return ret(op);
 }
 int ncclAllReduce(const void *s, void *r, size_t n, int dt, int op, struct comm *c, void *st) {
+	use(c);
 	return record("ncclAllReduce", (uintptr_t)s, (uintptr_t)r, n, (uint64_t)dt, (uint64_t)op, (uintptr_t)c, (uintptr_t)st);
 }
 int ncclReduceScatter(const void *s, void *r, size_t n, int dt, int op, struct comm *c, void *st) {
+	use(c);
 	return record("ncclReduceScatter", (uintptr_t)s, (uintptr_t)r, n, (uint64_t)dt, (uint64_t)op, (uintptr_t)c, (uintptr_t)st);
 }
 int ncclAllGather(const void *s, void *r, size_t n, int dt, struct comm *c, void *st) {
+	use(c);
 	return record("ncclAllGather", (uintptr_t)s, (uintptr_t)r, n, (uint64_t)dt, (uintptr_t)c, (uintptr_t)st, 0);
 }
 int ncclBroadcast(const void *s, void *r, size_t n, int dt, int root, struct comm *c, void *st) {
+	use(c);
 	return record("ncclBroadcast", (uintptr_t)s, (uintptr_t)r, n, (uint64_t)dt, (uint64_t)root, (uintptr_t)c, (uintptr_t)st);
 }
 int ncclGroupStart(void) { return ret("ncclGroupStart"); }
