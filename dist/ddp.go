@@ -159,7 +159,11 @@ func (d *DataParallel) Release() {
 // buckets, and so in none, that has a gradient (unfrozen since) is an
 // error wrapping tensor.ErrArgument naming it: its gradient would not be
 // averaged. Like every error of SyncGradients it aborts the group, so
-// unfreeze parameters before New (or continue in a new group).
+// unfreeze parameters before New (or continue in a new group). A
+// gradient whose shape is not its parameter's (wrapping tensor.ErrShape)
+// or that is not contiguous (a view, which the mean cannot be copied back
+// into; wrapping tensor.ErrArgument) is refused too, naming the
+// parameter, before SyncGradients makes any call.
 //
 // With the overlap (the default; Options.NoOverlap turns it off) most
 // of that has happened during backward: each bucket was copied and its
@@ -199,6 +203,20 @@ func (d *DataParallel) syncGradients() error {
 			return fmt.Errorf("dist: SyncGradients: parameter %q has a gradient but was frozen when New assigned the buckets, so it is in none: its gradient would not be averaged and the ranks' replicas would drift apart; unfreeze parameters before dist.New (this error aborts the group: continuing needs a new one): %w", p.Name, tensor.ErrArgument)
 		}
 	}
+	// Every gradient is checked before SyncGradients makes any call (the
+	// hooks check each bucket's as they start it): a gradient the mean
+	// cannot be copied back into would otherwise fail every rank only
+	// after the all-reduces, and unnamed.
+	for _, b := range d.buckets {
+		for _, p := range b.Params {
+			if err := checkGrad(p); err != nil {
+				if d.ov != nil {
+					_ = d.ov.drain()
+				}
+				return err
+			}
+		}
+	}
 	if d.ov != nil {
 		return d.syncOverlapped()
 	}
@@ -220,8 +238,8 @@ func (d *DataParallel) syncGradients() error {
 func (d *DataParallel) fill(i int, present []float32) error {
 	b, buf := d.buckets[i], d.bufs[i]
 	for _, p := range b.Params {
-		if p.Grad != nil && !slices.Equal(p.Grad.Shape(), p.Value.Shape()) {
-			return fmt.Errorf("dist: SyncGradients: parameter %q has a gradient of shape %v, its value %v: %w", p.Name, p.Grad.Shape(), p.Value.Shape(), tensor.ErrShape)
+		if err := checkGrad(p); err != nil {
+			return err
 		}
 	}
 	return tensor.Try(func() {
@@ -237,6 +255,20 @@ func (d *DataParallel) fill(i int, present []float32) error {
 			seg.Release()
 		}
 	})
+}
+
+// checkGrad refuses a gradient of p that SyncGradients cannot average:
+// one whose shape is not its value's, or one that is not contiguous (a
+// view set by the program), which the mean cannot be copied back into.
+func checkGrad(p *nn.Parameter) error {
+	switch {
+	case p.Grad == nil:
+	case !slices.Equal(p.Grad.Shape(), p.Value.Shape()):
+		return fmt.Errorf("dist: SyncGradients: parameter %q has a gradient of shape %v, its value %v: %w", p.Name, p.Grad.Shape(), p.Value.Shape(), tensor.ErrShape)
+	case !p.Grad.IsContiguous():
+		return fmt.Errorf("dist: SyncGradients: parameter %q has a gradient that is not contiguous (a view): the mean cannot be copied back into it: %w", p.Name, tensor.ErrArgument)
+	}
+	return nil
 }
 
 // finish is SyncGradients once every bucket is reduced: the presence
