@@ -51,13 +51,14 @@ func setGrads(ps []*nn.Parameter, v float64) error {
 }
 
 // Ranks whose parameter lists differ (shape, order, names, which are
-// trainable, how many, dtype, none at all, the bucket size) get an
-// error wrapping ErrMismatch on every rank from BroadcastParameters and
-// SyncGradients (with and without the overlap): never a hang, never a
-// silently mixed-up mean.
+// trainable, how many, dtype, gradient dtype, none at all, the bucket
+// size) get an error wrapping ErrMismatch on every rank from
+// BroadcastParameters and SyncGradients (with and without the overlap):
+// never a hang, never a silently mixed-up mean.
 func TestClientMismatchedParameters(t *testing.T) {
 	f32, f64 := tensor.Float32, tensor.Float64
 	frozen := func(p *nn.Parameter) *nn.Parameter { p.SetRequiresGrad(false); return p }
+	halfGrad := func(p *nn.Parameter) *nn.Parameter { require.NoError(t, p.SetGradDType(tensor.BFloat16)); return p }
 	cases := []struct {
 		name  string
 		lists func() [][]*nn.Parameter
@@ -86,6 +87,9 @@ func TestClientMismatchedParameters(t *testing.T) {
 		}, []dist.Options{{BucketBytes: 16}, {BucketBytes: 16}}},
 		{"dtype", func() [][]*nn.Parameter {
 			return [][]*nn.Parameter{{shaped(t, "a", f32, 4)}, {shaped(t, "a", f64, 4)}}
+		}, nil},
+		{"gradient dtype", func() [][]*nn.Parameter {
+			return [][]*nn.Parameter{{shaped(t, "a", f32, 4)}, {halfGrad(shaped(t, "a", f32, 4))}}
 		}, nil},
 		{"bucket size", func() [][]*nn.Parameter {
 			return [][]*nn.Parameter{{shaped(t, "a", f32, 4), shaped(t, "b", f32, 4)}, {shaped(t, "a", f32, 4), shaped(t, "b", f32, 4)}}

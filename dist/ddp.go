@@ -151,10 +151,10 @@ func (d *DataParallel) Release() {
 // on every rank (allocated, role gradient, in the parameter's gradient
 // dtype (autograd.Var.SetGradDType), where it had none). The same call
 // carries every rank's signature of its parameters (their number, names,
-// dtypes, shapes and order, which are trainable, as New found them, and
-// the bucket size), compared before anything is copied back: ranks
-// whose parameters differ get an error wrapping ErrMismatch on every
-// rank, their gradients as they were. A DataParallel without a trainable
+// dtypes, shapes and order, which are trainable and their gradient
+// dtypes, as New found them, and the bucket size), compared before
+// anything is copied back: ranks whose parameters differ get an error
+// wrapping ErrMismatch on every rank, their gradients as they were. A DataParallel without a trainable
 // parameter makes that call too. A parameter frozen when New assigned the
 // buckets, and so in none, that has a gradient (unfrozen since) is an
 // error wrapping tensor.ErrArgument naming it: its gradient would not be
@@ -477,11 +477,12 @@ func checkCollective(op string, coll Collective) error {
 const sigLen = 5
 
 // dpSigned is what a DataParallel's signature covers.
-const dpSigned = "names, dtypes, shapes, order, which are trainable, or Options.BucketBytes"
+const dpSigned = "names, dtypes, shapes, order, which are trainable, gradient dtypes (SetGradDType), or Options.BucketBytes"
 
 // sign is the signature of ps: their number, and a 64-bit FNV-1a hash
-// of their names, dtypes and shapes, of whether each is trainable (when
-// trainable is true) and of extra, in four 16-bit pieces: every element
+// of their names, dtypes and shapes, of whether each is trainable and
+// its gradient dtype (when trainable is true: ranks whose means are
+// rounded to different dtypes would drift apart) and of extra, in four 16-bit pieces: every element
 // an integer below 2^24, exact in float32 and in a sum with zeros, as
 // rank r's slots are in the all-reduce that hands every rank every
 // rank's (agree, and SyncGradients' presence counts).
@@ -490,7 +491,7 @@ func sign(ps []*nn.Parameter, trainable bool, extra string) [sigLen]float32 {
 	for _, p := range ps {
 		fmt.Fprintf(h, "%q %v %v", p.Name, p.Value.DType(), p.Value.Shape())
 		if trainable {
-			fmt.Fprintf(h, " %v", p.RequiresGrad())
+			fmt.Fprintf(h, " %v %v", p.RequiresGrad(), p.GradDType())
 		}
 		h.Write([]byte{0})
 	}

@@ -75,16 +75,19 @@
 //
 // The same small call carries every rank's signature of its parameters
 // (their number, and a hash of their names, dtypes, shapes, order, which
-// are trainable, and the bucket size), which every rank compares before
-// copying anything back: ranks built with different parameter lists
-// whose buckets happen to hold as many elements (a transposed shape, two
-// parameters swapped, another one frozen) would otherwise make calls
-// that match and average unrelated gradients, silently. A mismatch is an
+// are trainable, their gradient dtypes, and the bucket size), which
+// every rank compares before copying anything back: ranks built with
+// different parameter lists whose buckets happen to hold as many
+// elements (a transposed shape, two parameters swapped, another one
+// frozen) would otherwise make calls that match and average unrelated
+// gradients, silently; ranks whose gradient dtypes differ would round
+// the same mean differently, and drift apart. A mismatch is an
 // error wrapping ErrMismatch on every rank, the gradients as they were
 // before the call; a rank with no trainable parameter makes the call
 // too, so that a rank that has some does not wait for it forever.
 // BroadcastParameters compares the signatures first, in a call of its
-// own, and ZeroAdamW its trainable parameters' at its first Step.
+// own, and ZeroAdamW its trainable parameters' (with their Decay flags)
+// and its settings at its first Step.
 //
 // # NCCL
 //

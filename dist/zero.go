@@ -43,7 +43,6 @@ type ZeroAdamW struct {
 	m, v         *tensor.Tensor  // k each: this rank's shard of the moments
 	step         int             // Step calls
 	steps        []int           // updates of each parameter: its bias correction, as nn.AdamW
-	sig          [sigLen]float32 // the trainable parameters' signature (sign)
 	agreed       bool            // the ranks' signatures were found equal (the first Step)
 	ctx          *tensor.Ctx     // the rank's temporaries
 	frozen       []*nn.Parameter // the parameters left out, frozen at NewZeroAdamW
@@ -94,7 +93,7 @@ func NewZeroAdamW(coll Collective, params []*nn.Parameter, lr, weightDecay float
 	if o.n == 0 {
 		return nil, fmt.Errorf("dist: NewZeroAdamW: no trainable parameter: %w", tensor.ErrArgument)
 	}
-	o.sig, o.ctx = sign(o.params, false, ""), tensor.NewCtx()
+	o.ctx = tensor.NewCtx()
 	size := coll.Size()
 	o.k = (o.n + size - 1) / size
 	dev, dt := o.params[0].Value.Device(), o.params[0].Value.DType()
@@ -168,10 +167,13 @@ func (o *ZeroAdamW) Release() {
 // place in the shards) that was unfrozen since and has a gradient, each
 // naming the parameter. The first Step
 // then compares the ranks' trainable parameters (their number, names,
-// dtypes, shapes and order) in one small all-reduce: ranks whose
-// parameters differ, which would all-gather shards of different
-// parameters, get an error wrapping ErrMismatch, on every rank, before
-// anything changes. On an error the group is aborted (the other ranks'
+// dtypes, shapes, order and Decay flags) and settings (learning rate,
+// betas, eps, weight decay, as they are then: later changes, a
+// schedule's SetLR, are every rank's to make alike) in one small
+// all-reduce: ranks whose parameters differ, which would all-gather
+// shards of different parameters, or whose settings differ, which would
+// all-gather shards updated by different rules, get an error wrapping
+// ErrMismatch, on every rank, before anything changes. On an error the group is aborted (the other ranks'
 // Step returns an error), as a rank that skips the step's AllGather
 // must.
 func (o *ZeroAdamW) Step() error {
@@ -202,8 +204,10 @@ func (o *ZeroAdamW) doStep() error {
 	if !o.agreed {
 		// Ranks whose parameters differ in shape or order but not in
 		// number of elements would all-gather shards of different
-		// parameters, silently.
-		if err := agree(o.coll, o.ctx, o.params[0].Value.Device(), "ZeroAdamW.Step", "trainable parameters", "names, dtypes, shapes or order", o.sig); err != nil {
+		// parameters, silently; ranks whose settings or Decay flags
+		// differ, shards each updated with its own rank's.
+		sig := sign(o.params, false, o.settings())
+		if err := agree(o.coll, o.ctx, o.params[0].Value.Device(), "ZeroAdamW.Step", "trainable parameters", "names, dtypes, shapes, order, Decay flags or settings (learning rate, betas, eps, weight decay)", sig); err != nil {
 			return err
 		}
 		o.agreed = true
@@ -266,6 +270,17 @@ func (o *ZeroAdamW) doStep() error {
 			dst.Release()
 		}
 	})
+}
+
+// settings is what the first Step's signature covers besides the
+// parameters' names, dtypes and shapes: each one's Decay flag and the
+// settings, which every rank updates its shard with.
+func (o *ZeroAdamW) settings() string {
+	decay := make([]bool, len(o.params))
+	for i, p := range o.params {
+		decay[i] = p.Decay
+	}
+	return fmt.Sprintf("decay %v lr %v betas %v %v eps %v weight decay %v", decay, o.LR, o.Beta1, o.Beta2, o.Eps, o.WeightDecay)
 }
 
 // updated says whether Step updates p: as nn.AdamW, when it has a
