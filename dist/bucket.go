@@ -1,6 +1,8 @@
 package dist
 
 import (
+	"fmt"
+
 	"github.com/strata-ml/strata/nn"
 	"github.com/strata-ml/strata/tensor"
 )
@@ -31,8 +33,16 @@ func (b Bucket) Bytes() int64 { return int64(b.Numel) * int64(b.DType.Size()) }
 // Every bucket is at most bucketBytes, except a parameter larger than
 // bucketBytes, which gets a bucket of its own. bucketBytes <= 0 means
 // DefaultBucketBytes. Parameters that do not require gradients are left
-// out (frozen weights are not reduced).
+// out (frozen weights are not reduced). A nil parameter (or one without a
+// value) panics with a *tensor.OpError wrapping tensor.ErrArgument that
+// names its index (tensor.Try returns it), as an op's bad argument does;
+// New returns that error instead.
 func AssignBuckets(ps []*nn.Parameter, bucketBytes int64) []Bucket {
+	for i, p := range ps {
+		if p == nil || p.Var == nil || p.Value == nil {
+			panic(&tensor.OpError{Op: "dist.AssignBuckets", Msg: fmt.Sprintf("parameter %d is nil", i), Err: tensor.ErrArgument})
+		}
+	}
 	return assignBuckets(ps, bucketBytes, false)
 }
 
