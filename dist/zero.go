@@ -54,7 +54,7 @@ type ZeroAdamW struct {
 // parameter, a parameter given twice, a trainable parameter whose value
 // is not contiguous (Step writes the update back through a flat view of
 // it), parameters of different dtypes or devices, no trainable
-// parameter, a learning rate or weight decay that nn.AdamW's Step would
+// parameter (or none with an element), a learning rate or weight decay that nn.AdamW's Step would
 // refuse (NaN, infinite or negative), or the memory error.
 func NewZeroAdamW(coll Collective, params []*nn.Parameter, lr, weightDecay float64) (*ZeroAdamW, error) {
 	if err := checkCollective("NewZeroAdamW", coll); err != nil {
@@ -89,6 +89,9 @@ func NewZeroAdamW(coll Collective, params []*nn.Parameter, lr, weightDecay float
 		o.params = append(o.params, p)
 		o.offs = append(o.offs, o.n)
 		o.n += p.Value.Numel()
+	}
+	if o.n == 0 && len(o.params) > 0 {
+		return nil, fmt.Errorf("dist: NewZeroAdamW: the %d trainable parameters (%q first) have no element: nothing to shard: %w", len(o.params), o.params[0].Name, tensor.ErrArgument)
 	}
 	if o.n == 0 {
 		return nil, fmt.Errorf("dist: NewZeroAdamW: no trainable parameter: %w", tensor.ErrArgument)

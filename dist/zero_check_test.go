@@ -89,3 +89,14 @@ func TestZeroAdamWRefusesBadSettings(t *testing.T) {
 		p.ZeroGrad()
 	}
 }
+
+// TestZeroAdamWEmptyTrainableParameters: trainable parameters that are
+// all empty are refused as such, not as "no trainable parameter".
+func TestZeroAdamWEmptyTrainableParameters(t *testing.T) {
+	ps := []*nn.Parameter{shaped(t, "e", tensor.Float32, 0), shaped(t, "f", tensor.Float32, 2, 0)}
+	_, err := dist.NewZeroAdamW(dist.NewLocalGroup(2)[0], ps, 1e-3, 0)
+	require.ErrorIs(t, err, tensor.ErrArgument)
+	assert.ErrorContains(t, err, `the 2 trainable parameters ("e" first) have no element`)
+	_, err = dist.NewZeroAdamW(dist.NewLocalGroup(1)[0], nil, 1e-3, 0)
+	assert.ErrorContains(t, err, "no trainable parameter")
+}
