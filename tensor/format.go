@@ -65,33 +65,23 @@ func formatAxis(b *strings.Builder, verb string, vals []float64, shape []int, in
 		fmt.Fprintf(b, verb, vals[0])
 		return
 	}
-	n, inner := shape[0], len(vals)/min(shape[0], 2*formatEdge)
+	// Only the shown rows are visited: a broadcast view (Expand) may be
+	// 2^62 long along an axis, and a loop over every index skipping the
+	// elided ones would never end.
+	n, rows := shape[0], min(shape[0], 2*formatEdge)
+	inner := len(vals) / rows
+	sep := ", "
+	if len(shape) > 1 {
+		sep = ",\n" + strings.Repeat(" ", indent+1)
+	}
 	b.WriteString("[")
-	for i := range n {
-		j := i // i's row among the shown values
-		if n > 2*formatEdge {
-			if i >= formatEdge && i < n-formatEdge {
-				if i == formatEdge { // one "..." for the elided entries
-					b.WriteString("...")
-					if len(shape) > 1 {
-						b.WriteString(",\n" + strings.Repeat(" ", indent+1))
-					} else {
-						b.WriteString(", ")
-					}
-				}
-				continue
-			}
-			if i >= n-formatEdge {
-				j = i - (n - 2*formatEdge)
-			}
+	for j := range rows { // j: the row among the shown values
+		if n > 2*formatEdge && j == formatEdge { // one "..." for the elided entries
+			b.WriteString("..." + sep)
 		}
 		formatAxis(b, verb, vals[j*inner:(j+1)*inner], shape[1:], indent+1)
-		if i < n-1 {
-			if len(shape) > 1 {
-				b.WriteString(",\n" + strings.Repeat(" ", indent+1))
-			} else {
-				b.WriteString(", ")
-			}
+		if j < rows-1 {
+			b.WriteString(sep)
 		}
 	}
 	b.WriteString("]")

@@ -18,3 +18,16 @@ func TestStringPrintsIntegersWhole(t *testing.T) {
 		require.Equal(t, "Tensor(float64 [2] on cpu,\n[1.235e+05, 0.5])", x.String())
 	})
 }
+
+// String of a broadcast view far too long to copy prints its shown values
+// only: formatAxis visited every index of an axis to skip the elided
+// ones, so a tensor expanded to 2^60 elements never printed.
+func TestStringOfAHugeBroadcastView(t *testing.T) {
+	tensor.WithScope(func() {
+		x := tensor.FromFloat32s(cpu, []float32{1, 2}, 2, 1)
+		e := x.Expand(2, 1<<59)
+		require.Equal(t, "Tensor(float32 [2 576460752303423488] on cpu,\n[[1, 1, 1, ..., 1, 1, 1],\n [2, 2, 2, ..., 2, 2, 2]])", e.String())
+		v := tensor.FromFloat32s(cpu, []float32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, 8, 2)
+		require.Equal(t, "Tensor(float32 [8 2] on cpu,\n[[1, 2],\n [3, 4],\n [5, 6],\n ...,\n [11, 12],\n [13, 14],\n [15, 16]])", v.String())
+	})
+}
