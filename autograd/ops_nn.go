@@ -133,9 +133,13 @@ func Embedding(table *Var, ids *tensor.Tensor) *Var {
 // dtype, contiguous; nil otherwise. Adding into it saves the (rows, D)
 // gradient the engine would add and free: gpt2-medium's vocabulary table,
 // 196 MiB in float32, at the end of backward, where the step's gradients
-// are all held.
+// are all held. A region's input (Var.regionIn) may hold as its Grad a
+// view that shares its storage with a gradient still pending elsewhere
+// (Add hands both its inputs views of one tensor); such a Grad is not
+// written in place, as keepGrad does not write it.
 func gradInPlace(table *Var, g *tensor.Tensor) *tensor.Tensor {
 	if table.node != nil || !table.requiresGrad || table.Grad == nil || table.Grad.DType() != g.DType() || !table.Grad.IsContiguous() ||
+		table.regionIn && !table.Grad.Sole() ||
 		stateOf(tensor.CtxOf(g)).capturing.Load() > 0 { // Grad: no leaf's Grad changes
 		return nil
 	}
