@@ -509,12 +509,7 @@ func keepGrad(v *Var, g *tensor.Tensor) {
 		return
 	}
 	if dt.IsHalf() {
-		sum := v.Grad.To(tensor.Float32)
-		defer sum.Release()
-		wide := g.To(tensor.Float32)
-		defer wide.Release()
-		sum.AddInPlace(wide)
-		v.Grad.CopyFrom(sum)
+		addGrad(v.Grad, g)
 		return
 	}
 	if v.regionIn && !v.Grad.Sole() {
@@ -522,6 +517,22 @@ func keepGrad(v *Var, g *tensor.Tensor) {
 		return
 	}
 	v.Grad.AddInPlace(g)
+}
+
+// addGrad adds g, of sum's dtype, into the gradient sum in place; a half
+// sum takes it through float32 (arithmetic runs in float32 and float64),
+// the sum rounded once to the half dtype.
+func addGrad(sum, g *tensor.Tensor) {
+	if !sum.DType().IsHalf() {
+		sum.AddInPlace(g)
+		return
+	}
+	wide := sum.To(tensor.Float32)
+	defer wide.Release()
+	wg := g.To(tensor.Float32)
+	defer wg.Release()
+	wide.AddInPlace(wg)
+	sum.CopyFrom(wide)
 }
 
 // regionSum returns sum + g, a new kept tensor, and releases sum: the

@@ -198,6 +198,6 @@ func (cp *capture) wants(in *Var, g *tensor.Tensor) bool {
 		cp.out[i] = regionSum(cp.out[i], g)
 		return false
 	}
-	cp.out[i].AddInPlace(g)
+	addGrad(cp.out[i], g) // a half leaf's through float32, as keepGrad sums its Grad
 	return false
 }

@@ -35,3 +35,29 @@ func TestGradMisc(t *testing.T) {
 	})
 	require.Zero(t, c.BytesInUse())
 }
+
+// Grad with respect to a half leaf that two ops use sums its two
+// gradients through float32, as Backward sums its Grad; it failed with
+// AddInPlace's refusal of bfloat16 arithmetic.
+func TestGradSumsAHalfLeafsGradients(t *testing.T) {
+	cpu := tensor.CPU()
+	c := tensor.NewCtx()
+	c.WithScope(func() {
+		p := autograd.Param(c.FromFloats(cpu, tensor.BFloat16, []float64{1, 2, 3, 4, 5, 6}, 3, 2), "p")
+		c.Adopt(p.Value)
+		f := func() *autograd.Var {
+			a := autograd.Sum(autograd.Cast(p, tensor.Float32), false)
+			b := autograd.Sum(autograd.Scale(autograd.Cast(p, tensor.Float32), 2), false)
+			return autograd.Add(a, b)
+		}
+		gs, err := autograd.Grad(f(), []*autograd.Var{p}, autograd.GradOptions{})
+		require.NoError(t, err)
+		require.Equal(t, tensor.BFloat16, gs[0].DType())
+		require.Equal(t, []float32{3, 3, 3, 3, 3, 3}, gs[0].Float32s())
+		require.Nil(t, p.Grad, "Grad fills no Grad")
+		require.NoError(t, f().Backward())
+		require.Equal(t, gs[0].Float32s(), p.Grad.Float32s())
+		p.ZeroGrad()
+	})
+	require.Zero(t, c.BytesInUse())
+}
