@@ -508,15 +508,11 @@ func keepGrad(v *Var, g *tensor.Tensor) {
 		tensor.Keep(v.Grad)
 		return
 	}
-	if dt.IsHalf() {
-		addGrad(v.Grad, g)
-		return
-	}
-	if v.regionIn && !v.Grad.Sole() {
+	if v.regionIn && !v.Grad.Sole() { // before a half Grad is written in place too
 		v.Grad = regionSum(v.Grad, g)
 		return
 	}
-	v.Grad.AddInPlace(g)
+	addGrad(v.Grad, g)
 }
 
 // addGrad adds g, of sum's dtype, into the gradient sum in place; a half
@@ -538,9 +534,18 @@ func addGrad(sum, g *tensor.Tensor) {
 // regionSum returns sum + g, a new kept tensor, and releases sum: the
 // gradient of a region's input (Var.regionIn) that its first gradient
 // was a view of (a transpose's, say), shared with what made it: not
-// written in place, summed as accumulate sums a pending gradient.
+// written in place, summed as accumulate sums a pending gradient (a
+// half one through float32, rounded once).
 func regionSum(sum, g *tensor.Tensor) *tensor.Tensor {
-	s := tensor.Add(sum, g)
+	var s *tensor.Tensor
+	if dt := sum.DType(); dt.IsHalf() {
+		a, b := sum.To(tensor.Float32), g.To(tensor.Float32)
+		w := tensor.Add(a, b)
+		s = w.To(dt)
+		release(a, b, w)
+	} else {
+		s = tensor.Add(sum, g)
+	}
 	tensor.Keep(s)
 	sum.Release()
 	return s
