@@ -68,7 +68,10 @@ func (t *Tensor) Allocation() *memory.Allocation { return t.ref.st.alloc }
 func (t *Tensor) Bytes() int64 { return int64(t.Numel()) * int64(t.dtype.Size()) }
 
 // IsContiguous reports whether the elements lie densely in row-major order.
-func (t *Tensor) IsContiguous() bool { return isContiguous(t.shape, t.strides) }
+// A tensor without elements is contiguous whatever its strides, as in
+// PyTorch: a zero-length Narrow of a matrix's columns, say, which in-place
+// ops (Fill, CopyFrom) refused as strided.
+func (t *Tensor) IsContiguous() bool { return t.Numel() == 0 || isContiguous(t.shape, t.strides) }
 
 // Released reports whether Release was called (or the owning scope closed).
 func (t *Tensor) Released() bool { return t.ref.released }

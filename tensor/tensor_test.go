@@ -357,3 +357,20 @@ func TestSumSquaresAll(t *testing.T) {
 		require.ErrorContains(t, err, "SumSquaresAll")
 	})
 }
+
+// TestEmptyViewIsContiguous: a view without elements is contiguous
+// whatever its strides, as in PyTorch, so in-place ops take it (a
+// zero-length Narrow of a matrix's columns was refused as strided).
+func TestEmptyViewIsContiguous(t *testing.T) {
+	tensor.WithScope(func() {
+		x := tensor.FromFloat64s(cpu, seq(6), 2, 3)
+		e := x.Narrow(1, 0, 0) // (2, 0), strides (3, 1)
+		require.True(t, e.IsContiguous())
+		require.NoError(t, tensor.Try(func() {
+			e.Fill(7)
+			e.CopyFrom(tensor.Zeros(cpu, tensor.Float64, 2, 0))
+		}))
+		require.Equal(t, seq(6), x.Float64s(), "nothing written")
+		require.False(t, x.Narrow(1, 0, 2).IsContiguous())
+	})
+}
