@@ -17,12 +17,7 @@ import (
 // calling context's records were pruned, so every such context stayed
 // in the map, with its released tensors, for the life of the model.
 func TestOffloadForgetsContextsWithoutBackward(t *testing.T) {
-	w, err := tensor.NewKept(tensor.CPU(), tensor.Float32, memory.RoleParameter, 4, 4)
-	require.NoError(t, err)
-	defer w.Release()
-	p := autograd.Param(w, "w")
-	off := &Offload{}
-	o := Options{Offload: off}
+	p, off, o := offloadFixture(t)
 	for range 100 {
 		c := tensor.NewCtx()
 		c.WithScope(func() {
@@ -34,4 +29,14 @@ func TestOffloadForgetsContextsWithoutBackward(t *testing.T) {
 	n := len(off.live)
 	off.mu.Unlock()
 	require.LessOrEqual(t, n, 1, "contexts whose passes never ran backward are forgotten")
+}
+
+// offloadFixture is the offload tests' 4x4 parameter (released at the
+// test's end), a fresh Offload and Options that use it.
+func offloadFixture(t *testing.T) (*autograd.Var, *Offload, Options) {
+	w, err := tensor.NewKept(tensor.CPU(), tensor.Float32, memory.RoleParameter, 4, 4)
+	require.NoError(t, err)
+	t.Cleanup(w.Release)
+	off := &Offload{}
+	return autograd.Param(w, "w"), off, Options{Offload: off}
 }

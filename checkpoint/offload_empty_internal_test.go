@@ -15,12 +15,7 @@ import (
 // activation: a batch of role staging, say) is forgotten like any other
 // once its forward pass's scope has closed without backward.
 func TestOffloadForgetsRegionsWithNothingToMove(t *testing.T) {
-	w, err := tensor.NewKept(tensor.CPU(), tensor.Float32, memory.RoleParameter, 4, 4)
-	require.NoError(t, err)
-	defer w.Release()
-	p := autograd.Param(w, "w")
-	off := &Offload{}
-	o := Options{Offload: off}
+	p, off, o := offloadFixture(t)
 	c := tensor.NewCtx()
 	for range 50 {
 		c.WithScope(func() {
@@ -55,12 +50,7 @@ func TestOffloadForgetsRegionsWithNothingToMove(t *testing.T) {
 // the records, one more each pass, and pushed the input out to host
 // memory for the passes after.
 func TestOffloadForgetsRegionsOverAnOuterInput(t *testing.T) {
-	w, err := tensor.NewKept(tensor.CPU(), tensor.Float32, memory.RoleParameter, 4, 4)
-	require.NoError(t, err)
-	defer w.Release()
-	p := autograd.Param(w, "w")
-	off := &Offload{}
-	o := Options{Offload: off}
+	p, off, o := offloadFixture(t)
 	c := tensor.NewCtx()
 	c.WithScope(func() {
 		x := autograd.Const(c.Ones(tensor.CPU(), tensor.Float32, 2, 4))
