@@ -87,7 +87,7 @@ func SaveTrainState(ctx context.Context, path string, ps []*Parameter, opt *Adam
 // weight decay are left as the caller set them (the metadata has the
 // saved ones). opt's Params must be among ps (as for SaveTrainState), the
 // weights floats, finite in their parameter's dtype (as LoadWeights
-// requires), and the moments finite, exp_avg_sq's entries >= 0 (a step
+// requires), and the moments floats, finite, exp_avg_sq's entries >= 0 (a step
 // from a negative one makes the weights NaN): any of these is an error
 // wrapping tensor.ErrArgument. On error ps and opt are unchanged.
 func LoadTrainState(path string, ps []*Parameter, opt *AdamW) (meta map[string]string, err error) {
@@ -255,16 +255,22 @@ func checkWeights(name string, t *tensor.Tensor, dt tensor.DType) (*tensor.Tenso
 // checkMoments refuses a parameter's moments (read from a file) that a
 // step would turn into NaN weights: an entry of exp_avg that is not
 // finite, or one of exp_avg_sq that is not finite or is negative, in the
-// dtype dt of the parameter and its optimizer state. The
-// moments of a parameter of no elements have nothing to check.
+// dtype dt of the parameter and its optimizer state, and moments that are
+// not floats (the copy into the state would convert integers, as
+// checkWeights refuses for the weights). The moments of a parameter of
+// no elements have no entry to check.
 func checkMoments(name string, mv [2]*tensor.Tensor, dt tensor.DType) error {
 	var err error
 	tensor.CtxOf(mv[0], mv[1]).WithScope(func() {
 		for i, t := range mv {
+			key := []string{ExpAvgPrefix, ExpAvgSqPrefix}[i] + name
+			if !t.DType().IsFloat() {
+				err = fmt.Errorf("%q: dtype %v: want a float: %w", key, t.DType(), tensor.ErrArgument)
+				return
+			}
 			if t.Numel() == 0 {
 				continue // no entry to check (Max has no value to give)
 			}
-			key := []string{ExpAvgPrefix, ExpAvgSqPrefix}[i] + name
 			if t.DType() != dt {
 				t = t.To(dt) // as the copy into the state (of dt) converts it: past dt's range, infinite
 			}

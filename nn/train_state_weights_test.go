@@ -57,3 +57,33 @@ func TestLoadTrainStateRefusesNonFiniteWeights(t *testing.T) {
 	_, err := nn.LoadTrainState(good, l.Parameters(), opt)
 	require.NoError(t, err)
 }
+
+// TestLoadTrainStateRefusesIntegerMoments: a training state whose AdamW
+// moments are integers (int32) is not one SaveTrainState wrote, and its
+// weights of that dtype are refused (a float is wanted), but its moments
+// were converted to the parameter's float and loaded, the next step
+// continuing from truncated state. They are refused too, naming the
+// tensor, the model and optimizer unchanged.
+func TestLoadTrainStateRefusesIntegerMoments(t *testing.T) {
+	l, opt := trainedLinear(t)
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.safetensors")
+	require.NoError(t, nn.SaveTrainState(context.Background(), good, l.Parameters(), opt, nil))
+	for _, name := range []string{nn.ExpAvgPrefix + "l.weight", nn.ExpAvgSqPrefix + "l.bias"} {
+		bad := filepath.Join(dir, "bad.safetensors")
+		tensor.WithScope(func() {
+			ts, meta, err := tensor.ReadSafetensors(good, tensor.CPU())
+			require.NoError(t, err)
+			ts[name] = ts[name].To(tensor.Int32)
+			require.NoError(t, tensor.WriteSafetensors(bad, ts, meta))
+		})
+		l2, opt2 := trainedLinear(t)
+		before := l2.Weight.Value.Float32s()
+		_, err := nn.LoadTrainState(bad, l2.Parameters(), opt2)
+		require.ErrorIs(t, err, tensor.ErrArgument, name)
+		require.ErrorContains(t, err, name)
+		require.ErrorContains(t, err, "want a float")
+		require.Equal(t, before, l2.Weight.Value.Float32s())
+		require.Equal(t, 1, opt2.Steps())
+	}
+}
