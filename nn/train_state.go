@@ -89,7 +89,10 @@ func SaveTrainState(ctx context.Context, path string, ps []*Parameter, opt *Adam
 // weights floats, finite in their parameter's dtype (as LoadWeights
 // requires), and the moments floats, finite, exp_avg_sq's entries >= 0 (a step
 // from a negative one makes the weights NaN): any of these is an error
-// wrapping tensor.ErrArgument. On error ps and opt are unchanged.
+// wrapping tensor.ErrArgument. Names or shapes that are not the
+// parameters' (a state of another model) are an error wrapping
+// tensor.ErrShape, as LoadWeights' are. On error ps and opt are
+// unchanged.
 func LoadTrainState(path string, ps []*Parameter, opt *AdamW) (meta map[string]string, err error) {
 	if err := sameParams(ps, opt); err != nil {
 		return nil, fmt.Errorf("nn: loading %s: %w", path, err)
@@ -122,7 +125,7 @@ func loadTrainState(path string, byName map[string]*Parameter, opt *AdamW, ts ma
 			continue
 		}
 		if !slices.Equal(t.Shape(), p.Value.Shape()) {
-			return nil, fmt.Errorf("nn: loading %s: %q has shape %v in the file, the model wants %v", path, name, t.Shape(), p.Value.Shape())
+			return nil, &mismatchError{fmt.Sprintf("nn: loading %s: %q has shape %v in the file, the model wants %v", path, name, t.Shape(), p.Value.Shape())}
 		}
 		if kind > 0 {
 			mv := moments[p]
@@ -135,7 +138,7 @@ func loadTrainState(path string, byName map[string]*Parameter, opt *AdamW, ts ma
 			missing = append(missing, name)
 		}
 		if mv, ok := moments[p]; ok && (mv[0] == nil) != (mv[1] == nil) {
-			return nil, fmt.Errorf("nn: loading %s: %q has one AdamW moment but not the other", path, name)
+			return nil, &mismatchError{fmt.Sprintf("nn: loading %s: %q has one AdamW moment but not the other", path, name)}
 		}
 	}
 	for name, p := range byName {
@@ -159,7 +162,7 @@ func loadTrainState(path string, byName map[string]*Parameter, opt *AdamW, ts ma
 	if len(missing) > 0 || len(unexpected) > 0 {
 		slices.Sort(missing)
 		slices.Sort(unexpected)
-		return nil, fmt.Errorf("nn: loading %s: missing %v, unexpected %v", path, missing, unexpected)
+		return nil, &mismatchError{fmt.Sprintf("nn: loading %s: missing %v, unexpected %v", path, missing, unexpected)}
 	}
 	// Everything checked. The moments are allocated before anything
 	// changes (a parameter's own are reused), so that running out of

@@ -86,3 +86,41 @@ func TestTrainStateReservesOptimizerKey(t *testing.T) {
 	require.Equal(t, "kept", meta["optimizers"])
 	require.Equal(t, "AdamW", meta["optimizer"])
 }
+
+// TestLoadTrainStateMismatchIsErrShape: a training state of another
+// model (other shapes, other names) was refused with an error that
+// wrapped nothing, where LoadWeights' refusal of the same file's weights
+// wraps tensor.ErrShape, so a program could not tell "the state is
+// another model's" from a file it cannot read. Both wrap ErrShape now.
+func TestLoadTrainStateMismatchIsErrShape(t *testing.T) {
+	cfg := nn.GPTConfig{Vocab: 13, Context: 6, Layers: 1, Heads: 2, Width: 8}
+	a := newStepper(t, cfg, 1)
+	a.steps(t, 1)
+	path := filepath.Join(t.TempDir(), "state.safetensors")
+	require.NoError(t, nn.SaveTrainState(context.Background(), path, a.g.Parameters(), a.opt, nil))
+	for _, c := range []struct {
+		cfg  nn.GPTConfig
+		what string
+	}{
+		{nn.GPTConfig{Vocab: 13, Context: 6, Layers: 1, Heads: 2, Width: 16}, "the model wants"},
+		{nn.GPTConfig{Vocab: 13, Context: 6, Layers: 2, Heads: 2, Width: 8}, "missing [transformer.h.1."},
+	} {
+		b := newStepper(t, c.cfg, 1)
+		_, err := nn.LoadTrainState(path, b.g.Parameters(), b.opt)
+		require.ErrorIs(t, err, tensor.ErrShape, "%+v", c.cfg)
+		require.ErrorContains(t, err, c.what)
+	}
+	// One moment without the other: a name the model's state lacks.
+	l, opt := trainedLinear(t)
+	half := filepath.Join(t.TempDir(), "half.safetensors")
+	tensor.WithScope(func() {
+		require.NoError(t, nn.SaveTrainState(context.Background(), path, l.Parameters(), opt, nil))
+		ts, meta, err := tensor.ReadSafetensors(path, tensor.CPU())
+		require.NoError(t, err)
+		delete(ts, nn.ExpAvgSqPrefix+"l.bias")
+		require.NoError(t, tensor.WriteSafetensors(half, ts, meta))
+	})
+	_, err := nn.LoadTrainState(half, l.Parameters(), opt)
+	require.ErrorIs(t, err, tensor.ErrShape)
+	require.ErrorContains(t, err, "one AdamW moment but not the other")
+}
