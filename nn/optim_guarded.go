@@ -20,8 +20,11 @@ import (
 // StepGuarded do nothing. Read them with g.Result after the step has run.
 // maxNorm must be > 0 (+Inf never clips); unlike ClipGradNorm, 0 is
 // refused: a maxNorm that is 0, negative or NaN, like a parameter listed
-// twice in ps, is an error wrapping tensor.ErrArgument.
+// twice in ps or a nil g, is an error wrapping tensor.ErrArgument.
 func ClipGradNormGuarded(ps []*Parameter, loss *tensor.Tensor, maxNorm float64, g *tensor.StepGuard) error {
+	if g == nil { // the guard's methods would dereference it: a crash, not an OpError
+		return fmt.Errorf("nn: ClipGradNormGuarded: nil StepGuard (tensor.NewStepGuard): %w", tensor.ErrArgument)
+	}
 	if err := distinct("ClipGradNormGuarded", ps); err != nil {
 		return err
 	}
@@ -39,8 +42,12 @@ func ClipGradNormGuarded(ps []*Parameter, loss *tensor.Tensor, maxNorm float64, 
 // PrepareGuarded writes the constants of the next step (learning rate,
 // bias corrections of step Steps()+1) into a for StepGuarded: call it
 // before each guarded step, or before each replay of a graph that
-// captured one, and CommitGuarded after it.
+// captured one, and CommitGuarded after it. A nil a is an error wrapping
+// tensor.ErrArgument.
 func (o *AdamW) PrepareGuarded(a *tensor.AdamWArgs) error {
+	if a == nil { // Set would dereference it: a crash, not an error
+		return fmt.Errorf("nn: AdamW: PrepareGuarded: nil AdamWArgs (tensor.NewAdamWArgs): %w", tensor.ErrArgument)
+	}
 	if err := o.checkSettings(); err != nil {
 		return err
 	}

@@ -68,3 +68,21 @@ func guardedOne(t *testing.T, dev tensor.Device) (*nn.Parameter, *nn.AdamW, *ten
 	})
 	return p, opt, args
 }
+
+// TestGuardedRefusesNilGuardAndArgs: ClipGradNormGuarded without a
+// StepGuard, and PrepareGuarded without the AdamWArgs to write, crashed
+// the program with a nil-pointer panic (tensor.Try passes on what is not
+// an *OpError); each is an error wrapping tensor.ErrArgument, the
+// gradients and the optimizer as they were.
+func TestGuardedRefusesNilGuardAndArgs(t *testing.T) {
+	p, opt, _ := guardedOne(t, tensor.CPU())
+	p.Grad.Fill(10)
+	var err error
+	require.NotPanics(t, func() { err = nn.ClipGradNormGuarded(opt.Params, nil, 1, nil) })
+	require.ErrorIs(t, err, tensor.ErrArgument)
+	require.ErrorContains(t, err, "nil StepGuard")
+	require.Equal(t, []float32{10, 10, 10}, p.Grad.Float32s())
+	require.NotPanics(t, func() { err = opt.PrepareGuarded(nil) })
+	require.ErrorIs(t, err, tensor.ErrArgument)
+	require.ErrorContains(t, err, "nil AdamWArgs")
+}
