@@ -62,3 +62,24 @@ func TestGPTConfigOfWeightsChecksShapes(t *testing.T) {
 	require.ErrorIs(t, err, tensor.ErrShape)
 	require.EqualError(t, err, "nn: "+path+": the metadata's config disagrees with the tensor shapes: context 1000000000 in the metadata, 9 in the tensors, width 16 in the metadata, 8 in the tensors")
 }
+
+// TestLoadWeightsIntegerTensorIsErrArgument: a weight stored as integers
+// was refused with an error that wrapped nothing, where LoadTrainState's
+// refusal of the same weight wraps tensor.ErrArgument (and a non-finite
+// one LoadWeights' too); it wraps ErrArgument now, and not ErrShape: the
+// names and shapes are the model's.
+func TestLoadWeightsIntegerTensorIsErrArgument(t *testing.T) {
+	l := nn.Must(nn.NewLinear(nn.Options{}, "l", 2, 3, true, 0))
+	defer nn.Release(l.Parameters())
+	path := filepath.Join(t.TempDir(), "w.safetensors")
+	tensor.WithScope(func() {
+		require.NoError(t, tensor.WriteSafetensors(path, map[string]*tensor.Tensor{
+			"l.weight": l.Weight.Value,
+			"l.bias":   tensor.FromInt32s(tensor.CPU(), []int32{1, 2, 3}, 3),
+		}, nil))
+	})
+	_, err := nn.LoadWeights(path, l.Parameters())
+	require.ErrorIs(t, err, tensor.ErrArgument)
+	require.NotErrorIs(t, err, tensor.ErrShape)
+	require.ErrorContains(t, err, `"l.bias": dtype I32: want a float`)
+}

@@ -170,10 +170,10 @@ func SaveWeightsLayout(ctx context.Context, path string, ps []*Parameter, meta m
 // tied head, lm_head.weight, which must equal the token table when the
 // parameters have one. Names or shapes that are not the parameters' are
 // an error wrapping tensor.ErrShape (IsTrainStateFile tells a training
-// state, whose moments are unexpected names), and a NaN or an infinity in
-// a tensor one naming it, wrapping tensor.ErrArgument, as are finite
-// values that the parameter's narrower dtype would make infinite (1e6 in
-// float16). A refused file changes no parameter, and neither does running
+// state, whose moments are unexpected names), and a tensor that is not a
+// float, or a NaN or an infinity in one, an error naming it, wrapping
+// tensor.ErrArgument, as are finite values that the parameter's narrower
+// dtype would make infinite (1e6 in float16). A refused file changes no parameter, and neither does running
 // out of memory while reading it.
 func LoadWeights(path string, ps []*Parameter) (meta map[string]string, err error) {
 	meta, _, err = LoadWeightsLayout(path, ps, LayoutAuto)
@@ -483,13 +483,15 @@ func hostTensor(c *tensor.Ctx, v st.TensorView) (*tensor.Tensor, error) {
 	return c.FromBytes(tensor.CPU(), dt, v.Data(), fileShape(v)...)
 }
 
-// floatDType is the dtype of a file tensor, which must be a float.
+// floatDType is the dtype of a file tensor, which must be a float: any
+// other is an error wrapping tensor.ErrArgument, as LoadTrainState's
+// (checkWeights).
 func floatDType(v st.TensorView) (tensor.DType, error) {
 	switch v.DType() {
 	case st.F64, st.F32, st.F16, st.BF16:
 		return tensor.ParseDType(v.DType().String())
 	}
-	return 0, fmt.Errorf("dtype %v: want a float (F32, F16, BF16 or F64)", v.DType())
+	return 0, fmt.Errorf("dtype %v: want a float (F32, F16, BF16 or F64): %w", v.DType(), tensor.ErrArgument)
 }
 
 // fileShape is v's shape as ints: load has checked that each fits
