@@ -40,14 +40,19 @@ type Sequential struct {
 // as "fc" gives "name.i.fc.weight"). Layers without parameters (Func,
 // Dropout) take an index too, as in PyTorch. Sequentials nest: the inner
 // one's names are prefixed again. It returns an error wrapping
-// tensor.ErrArgument for a nil layer or one whose parameters appear twice (the same layer given twice).
+// tensor.ErrArgument for a nil layer, one with a nil parameter (a Linear
+// literal without its Weight) or one whose parameters appear twice (the
+// same layer given twice).
 func NewSequential(name string, layers ...Layer) (*Sequential, error) {
 	seen := map[*Parameter]bool{}
 	for i, l := range layers {
 		if isNil(l) {
 			return nil, argError("NewSequential", name, "layer %d is nil", i)
 		}
-		for _, p := range l.Parameters() {
+		for j, p := range l.Parameters() {
+			if p == nil || p.Var == nil || p.Value == nil { // a literal without its weight: renaming would crash
+				return nil, argError("NewSequential", name, "layer %d (%T): parameter %d is nil", i, l, j)
+			}
 			if seen[p] {
 				return nil, argError("NewSequential", name, "layer %d (%T): parameter %q appears twice", i, l, p.Name)
 			}

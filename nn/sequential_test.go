@@ -148,3 +148,18 @@ func TestFeedForward(t *testing.T) {
 	_, err = nn.NewFeedForward(o, "mlp", nn.ReLU, 4, 0, 2)
 	require.ErrorIs(t, err, tensor.ErrArgument)
 }
+
+// TestSequentialRefusesNilParameter: a layer whose parameter list holds a
+// nil entry (a Linear literal without its Weight) crashed NewSequential
+// with a nil-pointer panic while renaming, after renaming the layers
+// before it; it is an error wrapping tensor.ErrArgument naming the layer,
+// and nothing is renamed.
+func TestSequentialRefusesNilParameter(t *testing.T) {
+	l := nn.Must(nn.NewLinear(nn.Options{}, "", 2, 2, true, 0))
+	defer nn.Release(l.Parameters())
+	var err error
+	require.NotPanics(t, func() { _, err = nn.NewSequential("s", l, &nn.Linear{}) })
+	require.ErrorIs(t, err, tensor.ErrArgument)
+	require.ErrorContains(t, err, "layer 1")
+	require.Equal(t, "weight", l.Weight.Name, "nothing renamed")
+}
