@@ -173,8 +173,7 @@ func (m *Manager) free(a *Allocation) error {
 			FormatBytes(a.size), a.role, a.tier, ErrDoubleFree)
 	}
 	if m.pools[a.tier].closed { // closed on its own (Pool.Close): b is dead
-		return fmt.Errorf("memory: manager: free of an allocation of %s for %s after its %s pool was closed: %w",
-			FormatBytes(a.size), a.role, a.tier, ErrClosed)
+		return closedPoolError(a, "free")
 	}
 	if b.state != blockLive || !b.ownedBy(m.pools[a.tier]) {
 		return fmt.Errorf("memory: manager: the block of an allocation of %s for %s was freed behind the manager's back: %w",
@@ -246,12 +245,22 @@ func (m *Manager) liveBlock(a *Allocation, op string) (*Block, error) {
 		err = fmt.Errorf("memory: manager: %s after close: %w", op, ErrClosed)
 	case a.b == nil:
 		err = fmt.Errorf("memory: manager: %s of a freed allocation of %s for %s: %w", op, FormatBytes(a.size), a.role, ErrDoubleFree)
+	case m.pools[a.tier].closed:
+		err = closedPoolError(a, op)
 	}
 	if err != nil {
 		m.mu.Unlock()
 		return nil, err
 	}
 	return a.b, nil
+}
+
+// closedPoolError is the error of op on a whose pool was closed on its
+// own (Pool.Close): its block was released as leaked and is dead, so
+// nothing may read, move or record it (a Migrate copied from address 0).
+func closedPoolError(a *Allocation, op string) error {
+	return fmt.Errorf("memory: manager: %s of an allocation of %s for %s after its %s pool was closed: %w",
+		op, FormatBytes(a.size), a.role, a.tier, ErrClosed)
 }
 
 // Free returns the allocation to its manager; see Manager.Free.

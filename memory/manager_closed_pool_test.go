@@ -53,3 +53,25 @@ func TestManagerFreeClosedPool(t *testing.T) {
 	require.NotErrorIs(t, err, memory.ErrDoubleFree)
 	require.ErrorIs(t, m.Close(), memory.ErrLeaked, "the allocation is still reported")
 }
+
+// TestManagerMigrateClosedPool: an allocation whose pool was closed on
+// its own has a dead block, so Migrate, MigrateOn, RecordStream and
+// Prefetch refuse it with ErrClosed, as Free does. Before, Migrate
+// copied from address 0 (the dead block's) into a new block of the
+// other tier and moved the allocation there.
+func TestManagerMigrateClosedPool(t *testing.T) {
+	m := memory.NewHostManager(memory.Config{})
+	a, err := m.Alloc(1<<20, memory.RoleActivation)
+	require.NoError(t, err)
+	copies := 0
+	m.SetCopy(func(dst, src uintptr, n int64, s memory.Stream) error { copies++; return nil })
+	require.ErrorIs(t, m.Pool(a.Tier()).Close(), memory.ErrLeaked)
+	require.ErrorIs(t, m.Migrate(a, memory.TierOffload), memory.ErrClosed)
+	require.ErrorIs(t, m.MigrateOn(a, memory.TierOffload, 0), memory.ErrClosed)
+	require.ErrorIs(t, m.RecordStream(a, 0), memory.ErrClosed)
+	require.ErrorIs(t, m.Prefetch(a, 0), memory.ErrClosed)
+	require.Zero(t, copies, "nothing copied from the dead block")
+	require.Equal(t, memory.TierDevice, a.Tier())
+	require.Zero(t, m.Stats().Migrations.Count)
+	require.ErrorIs(t, m.Close(), memory.ErrLeaked)
+}

@@ -117,6 +117,9 @@ func (m *Manager) migrate(a *Allocation, old *Block, t Tier) error {
 	if t == a.tier {
 		return nil
 	}
+	if m.pools[a.tier].closed { // the Scheduler's moves come here without liveBlock
+		return closedPoolError(a, "Migrate")
+	}
 	if old.crossUsed() {
 		return fmt.Errorf("memory: Migrate of %s for %s: it is used on other streams (RecordStream): %w", FormatBytes(a.size), a.role, ErrInvalidArgument)
 	}
