@@ -87,11 +87,13 @@ func (f *FaultBackend) Free(r memory.Region) error {
 }
 
 // Info reports the budget when there is one, else the wrapped backend's.
+// A budget lowered below the live bytes (SetBudget) has none free, not a
+// negative count.
 func (f *FaultBackend) Info() (free, total int64, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.budget > 0 {
-		return f.budget - f.liveBytes, f.budget, true
+		return max(0, f.budget-f.liveBytes), f.budget, true
 	}
 	return f.up.Info()
 }

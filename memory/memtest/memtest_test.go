@@ -127,3 +127,19 @@ func TestStreamSync(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, memtest.StreamSyncCalls{Records: 4, Queries: 7, Waits: 1, Releases: 4}, ss.Calls())
 }
+
+// TestFaultBackendInfoUnderLoweredBudget: a budget lowered below the live
+// bytes leaves none free; Info reported the difference, a negative free
+// count, which the conformance suite and an *OOMError's "device free"
+// would show.
+func TestFaultBackendInfoUnderLoweredBudget(t *testing.T) {
+	f := memtest.NewFaultBackend(memtest.NewAddressBackend(memory.TierDevice, 1<<30), 8192)
+	r, err := f.Alloc(6000)
+	require.NoError(t, err)
+	f.SetBudget(4096)
+	free, total, ok := f.Info()
+	assert.True(t, ok)
+	assert.Zero(t, free)
+	assert.Equal(t, int64(4096), total)
+	require.NoError(t, f.Free(r))
+}
