@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"os"
 	"strconv"
 	"strings"
@@ -276,7 +277,9 @@ func ParseHostMemory(s string, limit int64) (int64, error) {
 		}
 		return n * int64(mult), nil
 	}
-	if mult == 1 && f != math.Trunc(f) {
+	// Whole or not, read exactly: a float64 loses the fraction of a large
+	// count ("4611686018427387903.9" was taken as 2^62).
+	if r, ok := new(big.Rat).SetString(num); mult == 1 && (f != math.Trunc(f) || ok && !r.IsInt()) {
 		return 0, fmt.Errorf("%s is not a whole number of bytes (a share is written 0.5 or 50%%, a size with a unit as 1.5GiB)", num)
 	}
 	return int64(f * mult), nil

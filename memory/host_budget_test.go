@@ -79,7 +79,8 @@ func TestParseHostMemory(t *testing.T) {
 		require.NoError(t, err, in)
 		require.Equal(t, want, got, in)
 	}
-	for _, in := range []string{"lots", "-1GiB", "8XB", "0%", "150%", "NaN", "1e30GiB", "0.1"} {
+	// A fraction a float64 loses is still no whole number of bytes.
+	for _, in := range []string{"lots", "-1GiB", "8XB", "0%", "150%", "NaN", "1e30GiB", "0.1", "4611686018427387903.9", "1000000000000000000.5"} {
 		_, err := memory.ParseHostMemory(in, 1000)
 		require.Error(t, err, in)
 	}

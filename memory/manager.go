@@ -141,6 +141,13 @@ func envSwitch(name string, def bool) (bool, error) {
 	}
 }
 
+// envOn reads the switch name (envSwitch's forms) as on or off; a value
+// it cannot read is off here, and an error of Config.Validate.
+func envOn(name string) bool {
+	on, err := envSwitch(name, false)
+	return on && err == nil
+}
+
 // Validate reports a configuration NewManager would refuse.
 func (c Config) Validate() error {
 	if err := (PoolConfig{MaxSplitSize: c.MaxSplitSize}).Validate(); err != nil {
@@ -151,6 +158,13 @@ func (c Config) Validate() error {
 	}
 	if _, err := c.PlanSteps.planned(TierDevice); err != nil {
 		return err
+	}
+	// The diagnostics' switches, read once when the package starts
+	// (envOn): a value they cannot read would leave them off unsaid.
+	for _, name := range []string{EnvPoison, EnvMemoryCheck} {
+		if _, err := envSwitch(name, false); err != nil {
+			return err
+		}
 	}
 	for t, l := range c.Limits {
 		if l < 0 {
@@ -436,7 +450,9 @@ func (m *Manager) eachPool(op string, f func(p *Pool) error) error {
 	return errors.Join(errs...)
 }
 
-// InUse returns the bytes requested by live allocations, all tiers.
+// InUse returns the bytes requested by live blocks of the Manager's pools,
+// all tiers: its Allocations, and blocks taken from a tier's Pool directly
+// (Manager.Pool), which share its statistics.
 func (m *Manager) InUse() int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()

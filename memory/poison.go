@@ -1,7 +1,5 @@
 package memory
 
-import "os"
-
 // EnvPoison=1 makes the pools over plain host memory (the CPU device's
 // tiers) fill a block's bytes with 0xFF as it is freed (and as a move
 // leaves it): a use after free or after a move then reads
@@ -11,8 +9,8 @@ import "os"
 // default: off, it costs the free path one branch.
 const EnvPoison = "STRATA_MEMORY_POISON"
 
-// poisonFreed is EnvPoison=1, read once.
-var poisonFreed = os.Getenv(EnvPoison) == "1"
+// poisonFreed is EnvPoison on (1, true, yes, on), read once.
+var poisonFreed = envOn(EnvPoison)
 
 // hostOnly reports whether b is plain host memory, which only the CPU
 // reads: a pool of pinned or device memory frees blocks that work queued

@@ -1,9 +1,6 @@
 package memory
 
-import (
-	"fmt"
-	"os"
-)
+import "fmt"
 
 // EnvMemoryCheck=1 makes every expandable pool check, after each
 // allocation, what its bookkeeping says of the memory behind its blocks:
@@ -15,7 +12,7 @@ import (
 // not reach. A diagnostic (slow: every page of the pool, an allocation).
 const EnvMemoryCheck = "STRATA_MEMORY_CHECK"
 
-var memoryCheck = os.Getenv(EnvMemoryCheck) == "1"
+var memoryCheck = envOn(EnvMemoryCheck) // 1, true, yes, on; read once
 
 // pagePlace is a page index of an expandable segment.
 type pagePlace struct {

@@ -362,7 +362,9 @@ type Plan struct {
 	// Moved is the bytes MigrateOn moved since the last Step: activations
 	// that waited in host memory between the passes (checkpoint.Offload)
 	// and came back, bus traffic that is the step's own, not the plan's.
-	Moved   int64
+	Moved int64
+	// Entries are the tracked allocations, coldest first (fewest touches
+	// a step), larger first among equals, then by address.
 	Entries []PlanEntry `json:"entries"`
 }
 
@@ -579,7 +581,8 @@ func (s *Scheduler) move(plan *Plan, entries []*Allocation, budget int64, cold T
 	return nil
 }
 
-// String prints the plan as a table, largest tiers' contents first.
+// String prints the plan as a table, its entries in Entries' order: the
+// coldest first (fewest touches a step), larger first among equals.
 func (p Plan) String() string {
 	var b strings.Builder
 	budget := "none"
