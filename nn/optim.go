@@ -472,8 +472,11 @@ type CosineSchedule struct {
 	MaxLR, MinLR  float64
 }
 
-// LR is the learning rate at 0-based step it.
+// LR is the learning rate at 0-based step it. A negative step is step 0
+// and a negative Warmup none (they gave rates outside [MinLR, MaxLR]: a
+// negative one at step -3 without warm-up).
 func (s CosineSchedule) LR(it int) float64 {
+	it, s.Warmup = max(it, 0), max(s.Warmup, 0)
 	if it < s.Warmup {
 		// In float64: Warmup+1 overflowed int at the largest Warmup.
 		return s.MaxLR * (float64(it) + 1) / (float64(s.Warmup) + 1)

@@ -419,3 +419,18 @@ func TestWeightsReadersRefuseDuplicateKeys(t *testing.T) {
 	require.ErrorIs(t, err, tensor.ErrArgument)
 	require.ErrorContains(t, err, `duplicate tensor name "w.weight"`)
 }
+
+// TestCosineScheduleNegativeSteps: a negative step is step 0 and a
+// negative Warmup none; the rate stays in [MinLR, MaxLR] (step -3 without
+// warm-up gave -2 for MaxLR 1, MinLR 0).
+func TestCosineScheduleNegativeSteps(t *testing.T) {
+	s := nn.CosineSchedule{Warmup: 0, Total: 10, MaxLR: 1, MinLR: 0}
+	for _, it := range []int{-3, -1, math.MinInt} {
+		require.Equal(t, s.LR(0), s.LR(it), "step %d", it)
+	}
+	neg := nn.CosineSchedule{Warmup: -5, Total: 10, MaxLR: 1, MinLR: 0.1}
+	pos := nn.CosineSchedule{Warmup: 0, Total: 10, MaxLR: 1, MinLR: 0.1}
+	for it := range 12 {
+		require.Equal(t, pos.LR(it), neg.LR(it), "step %d", it)
+	}
+}
