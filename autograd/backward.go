@@ -24,7 +24,9 @@ var ErrNoGraph = errors.New("autograd: no graph to differentiate")
 // released: the graph is consumed, as with PyTorch's retain_graph=False,
 // and memory falls during the backward pass instead of at its end.
 // Everything Backward allocates has memory role gradient and belongs to
-// v's context (tensor.Ctx); gradients of leaves are kept out of it.
+// v's context (tensor.Ctx), or to a context of the pass's own for a v of
+// none (a loss of parameters alone); gradients of leaves are kept out of
+// it.
 //
 // BackwardOpts runs it keeping the graph for another pass.
 //
@@ -156,7 +158,11 @@ func (v *Var) propagate(grad *tensor.Tensor, p pass) (err error) {
 	defer dropPending(order)
 	c := v.Value.Ctx()
 	if c == nil {
-		c = tensor.Background()
+		// A root of no context (a loss of parameters alone, see
+		// tensor.Ctx): the pass runs in a context of its own, not in
+		// Background, whose innermost scope may be another goroutine's
+		// (one doing its work there, or another such pass).
+		c = tensor.NewCtx()
 	} else if p.retain {
 		adoptOrphans(c, order)
 	}
@@ -181,7 +187,7 @@ func (v *Var) propagate(grad *tensor.Tensor, p pass) (err error) {
 		st.capturing.Add(1) // no backward writes a leaf's Grad (gradInPlace)
 		defer st.capturing.Add(-1)
 	}
-	p.anomaly = AnomalyDetectionIn(c)
+	p.anomaly = AnomalyDetectionIn(v.Value.Ctx()) // Background's for a root of none
 	if !p.retain && v.Value.Ctx() != nil {
 		// A pass that fails midway leaves the nodes it did not step with
 		// their graph, released with the scopes that own it; the orphans

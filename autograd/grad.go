@@ -19,7 +19,9 @@ type GradOptions struct {
 // torch.autograd.grad(out, wrt). No leaf's Grad changes and no gradient
 // hook fires; only the ops between out and the vars of wrt run their
 // backward. The gradients are in their vars' dtypes, new tensors of out's
-// context's current scope (the caller releases them, or the scope does).
+// context's current scope (the caller releases them, or the scope does);
+// for an out of no context (of parameters alone), placed as the result of
+// an op on kept tensors alone is (see tensor.Ctx).
 // The graph is consumed as by Backward, the ops Grad did not need to run
 // included (PyTorch frees the whole graph), unless o.RetainGraph.
 //
@@ -55,7 +57,7 @@ func Grad(out *Var, wrt []*Var, o GradOptions) ([]*tensor.Tensor, error) {
 		release(cp.out...)
 		return nil, err
 	}
-	c := tensor.CtxOf(out.Value)
+	c := out.Value.Ctx()
 	for i, w := range wrt {
 		j := cp.index[w]
 		switch {
@@ -68,8 +70,16 @@ func Grad(out *Var, wrt []*Var, o GradOptions) ([]*tensor.Tensor, error) {
 			tensor.Keep(cp.out[i])
 		}
 	}
-	for _, g := range cp.out {
-		if g != nil {
+	for i, g := range cp.out {
+		switch {
+		case g == nil:
+		case c == nil:
+			// An out of no context (of parameters alone): placed as an
+			// op's result on kept tensors alone is, not in Background,
+			// whose innermost scope may be another goroutine's.
+			cp.out[i] = g.Alias()
+			g.Release()
+		default:
 			c.Adopt(g) // kept through the pass's scope
 		}
 	}
