@@ -96,7 +96,7 @@ func AsLeaves(vs []*Var, fn func()) {
 			}
 			if g := grads[i]; g != nil {
 				if v.Grad != nil {
-					g.AddInPlace(v.Grad)
+					addGrad(g, v.Grad) // a half var's through float32, as keepGrad sums it
 					v.Grad.Release()
 				}
 				v.Grad = g
