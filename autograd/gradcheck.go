@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/strata-ml/strata/tensor"
 )
@@ -15,9 +16,12 @@ import (
 // It returns an error naming the input and element of the first mismatch
 // when |analytic - numeric| > atol + rtol·|numeric| anywhere, a NaN on
 // either side counting as one (as in torch.allclose). Inputs whose Var
-// should not get a gradient can be left out of wrt (nil means all). A nil
-// f or f result, an eps that is not finite and positive, and a negative
-// or NaN tolerance are errors wrapping tensor.ErrArgument.
+// should not get a gradient can be left out of wrt (nil means all). An f
+// whose result no checked input reaches through the graph (a constant, a
+// detached value) has zero analytic gradients, which the numeric ones must
+// match, as in torch's gradcheck. A nil f or f result, no input to check,
+// an eps that is not finite and positive, and a negative or NaN tolerance
+// are errors wrapping tensor.ErrArgument.
 func GradCheck(f func(xs []*Var) *Var, xs []*tensor.Tensor, wrt []bool, eps, atol, rtol float64) error {
 	if f == nil {
 		return fmt.Errorf("autograd: GradCheck: nil function: %w", tensor.ErrArgument)
@@ -27,6 +31,9 @@ func GradCheck(f func(xs []*Var) *Var, xs []*tensor.Tensor, wrt []bool, eps, ato
 	}
 	if wrt != nil && len(wrt) != len(xs) {
 		return fmt.Errorf("autograd: GradCheck: %d wrt flags for %d inputs: %w", len(wrt), len(xs), tensor.ErrArgument)
+	}
+	if len(xs) == 0 || wrt != nil && !slices.Contains(wrt, true) {
+		return fmt.Errorf("autograd: GradCheck: no input to check (%d inputs, wrt %v): %w", len(xs), wrt, tensor.ErrArgument)
 	}
 	for i, x := range xs {
 		if x == nil {
@@ -69,8 +76,13 @@ func GradCheck(f func(xs []*Var) *Var, xs []*tensor.Tensor, wrt []bool, eps, ato
 				s := Sum(Mul(y, Const(r)), false)
 				out = s.Item()
 				if grad {
-					if err := s.Backward(); err != nil {
-						panic(&tensor.OpError{Op: "autograd.GradCheck", Msg: "backward", Err: err})
+					// A result that no checked input reaches through the graph
+					// (a constant, a detached value) has zero gradients, which
+					// the numeric side must then match, as in torch's gradcheck.
+					if s.RequiresGrad() {
+						if err := s.Backward(); err != nil {
+							panic(&tensor.OpError{Op: "autograd.GradCheck", Msg: "backward", Err: err})
+						}
 					}
 					grads = make([]*tensor.Tensor, len(vars))
 					for i, v := range vars {

@@ -158,3 +158,30 @@ func TestGradCheckScalarInput(t *testing.T) {
 		require.NoError(t, autograd.GradCheck(f, []*tensor.Tensor{x}, nil, 1e-6, 1e-8, 1e-6))
 	})
 }
+
+// TestGradCheckResultTheInputsDoNotReach: a function whose result no
+// checked input reaches through the graph has zero gradients, as
+// torch.autograd.gradcheck takes it: a constant passes (its numeric
+// gradient is zero too), a value computed from a detached input fails
+// naming the element whose numeric gradient is not zero. GradCheck
+// failed both with ErrNoGraph, from the Backward it ran on a result
+// without a graph. With no input to check it is an ErrArgument error
+// (it was the same ErrNoGraph), as torch's gradcheck refuses one.
+func TestGradCheckResultTheInputsDoNotReach(t *testing.T) {
+	cpu := tensor.CPU()
+	tensor.WithScope(func() {
+		xs := []*tensor.Tensor{tensor.FromFloat64s(cpu, []float64{0.5, -1, 2}, 3)}
+		constant := func(v []*autograd.Var) *autograd.Var {
+			return autograd.Const(tensor.CtxOf(v[0].Value).Full(cpu, tensor.Float64, 1, 2))
+		}
+		require.NoError(t, autograd.GradCheck(constant, xs, nil, 1e-6, 1e-8, 1e-6))
+
+		detached := func(v []*autograd.Var) *autograd.Var { return autograd.Scale(v[0].Detach(), 2) }
+		err := autograd.GradCheck(detached, xs, nil, 1e-6, 1e-8, 1e-6)
+		require.ErrorContains(t, err, "input 0 [3] element 0: analytic 0, numeric ")
+		require.NotErrorIs(t, err, autograd.ErrNoGraph)
+
+		require.ErrorIs(t, autograd.GradCheck(constant, xs, []bool{false}, 1e-6, 1e-8, 1e-6), tensor.ErrArgument)
+		require.ErrorIs(t, autograd.GradCheck(constant, nil, nil, 1e-6, 1e-8, 1e-6), tensor.ErrArgument)
+	})
+}
