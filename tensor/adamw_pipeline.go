@@ -106,6 +106,7 @@ func AdamWStepsPipelined(ps, gs, ms, vs []*Tensor, wd []float64, lr, beta1, beta
 	for _, t := range tracks {
 		if t.s = sides[t.d]; t.s == nil {
 			t.s = t.d.startSide(op)
+			t.d.traceStep()
 			sides[t.d] = t.s
 		}
 		if len(t.rows) > 0 {

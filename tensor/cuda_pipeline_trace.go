@@ -28,6 +28,10 @@ type pipeTrace struct {
 	mu        sync.Mutex
 	cur, last pipeStep
 	free      []*cuda.Event
+	// newStep is set when an update begins (traceStep): its first group
+	// starts a new step. The group index alone cannot tell: an update of
+	// one group is group 0 after group 0, as is a group of several runs.
+	newStep bool
 }
 
 type pipeStep struct {
@@ -79,8 +83,21 @@ func (p *pipeTrace) recycle(st pipeStep) {
 	}
 }
 
-// traceGroupStart records group g's start on side stream s (a new step
-// at group 0) and returns its record, nil when tracing is off.
+// traceStep marks the start of a pipelined update on d: its first group
+// begins a new step of the timeline.
+func (d *cudaDevice) traceStep() {
+	if !pipelineTracing {
+		return
+	}
+	p := d.pipeTrace()
+	p.mu.Lock()
+	p.newStep = true
+	p.mu.Unlock()
+}
+
+// traceGroupStart records group g's start on side stream s (the first
+// group of an update starts a new step) and returns its record, nil when
+// tracing is off.
 func (d *cudaDevice) traceGroupStart(s *cudaSide, g int, ts ...[]*Tensor) *pipeGroup {
 	if !pipelineTracing {
 		return nil
@@ -88,11 +105,12 @@ func (d *cudaDevice) traceGroupStart(s *cudaSide, g int, ts ...[]*Tensor) *pipeG
 	p := d.pipeTrace()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	// A new step at group 0, unless group 0 was the last recorded: a
-	// group of parameters of several dtypes or devices is several runs.
-	if n := len(p.cur.groups); g == 0 && n > 0 && p.cur.groups[n-1].group != 0 {
-		p.recycle(p.last)
-		p.last, p.cur = p.cur, pipeStep{}
+	if p.newStep {
+		p.newStep = false
+		if len(p.cur.groups) > 0 {
+			p.recycle(p.last)
+			p.last, p.cur = p.cur, pipeStep{}
+		}
 	}
 	r := &pipeGroup{group: g, start: p.event(d, s.stream)}
 	for _, list := range ts {

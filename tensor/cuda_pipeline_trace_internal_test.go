@@ -53,3 +53,36 @@ func TestGPUPipelineTrace(t *testing.T) {
 	assert.Contains(t, lines[5], "mark after at")
 	assert.Contains(t, lines[6], "the next update starts at")
 }
+
+// TestGPUPipelineTraceOneGroup: an update of one group is a step of its
+// own too. Each step's group 0 followed the last step's group 0, which
+// was taken for another run of the same group: no step ever ended, the
+// timeline stayed empty and its events piled up.
+func TestGPUPipelineTraceOneGroup(t *testing.T) {
+	dev := gpuForTest(t)
+	defer func(on bool) { pipelineTracing = on }(pipelineTracing)
+	pipelineTracing = true
+	WithScope(func() {
+		p, m, v := Full(dev, Float32, 1, 4096), Zeros(dev, Float32, 4096), Zeros(dev, Float32, 4096)
+		for step := 1; step <= 3; step++ {
+			g := Full(dev, Float32, 0.5, 4096)
+			AdamWStepsPipelined([]*Tensor{p}, []*Tensor{g}, []*Tensor{m}, []*Tensor{v}, []float64{0}, 1e-2, 0.9, 0.95, 1e-8, step, []int{1}, 0, nil)
+			Add(p, p).Release()
+			TracePipelineMark(dev, "after")
+		}
+		require.NoError(t, WaitOverlapped(dev))
+	})
+	tl, err := PipelineTrace(dev)
+	require.NoError(t, err)
+	t.Log("\n" + tl)
+	lines := strings.Split(strings.TrimSpace(tl), "\n")
+	require.Len(t, lines, 5, "a header, one group, the summary, the mark and the next step's start")
+	assert.Equal(t, "0", strings.Fields(lines[1])[0])
+	assert.Contains(t, lines[2], "update: 1 groups")
+	assert.Contains(t, lines[3], "mark after at")
+	assert.Contains(t, lines[4], "the next update starts at")
+	pt := dev.pipeTrace()
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	assert.Len(t, pt.cur.groups, 1, "the step being recorded holds its own group only")
+}
