@@ -27,8 +27,13 @@ var (
 // kernels through dev.
 type cudaMapped struct {
 	d    *cudaDevice
+	what string // its owner, for errors
 	host unsafe.Pointer
 	dev  cuda.DevicePtr
+	// freed is set by free: host and dev then address memory given back,
+	// where a host access crashes the process and a kernel's faults the
+	// device's context for good (live refuses them).
+	freed bool
 }
 
 // newMapped allocates n zeroed bytes of mapped pinned host memory.
@@ -43,22 +48,38 @@ func (d *cudaDevice) newMapped(what string, n int) (*cudaMapped, error) {
 		_ = d.ctx.MemFreeHost(host)
 		return nil, &OpError{Op: what, Msg: fmt.Sprintf("mapping host memory into %v", d), Err: err}
 	}
-	return &cudaMapped{d: d, host: host, dev: dev}, nil
+	return &cudaMapped{d: d, what: what, host: host, dev: dev}, nil
 }
 
 func (m *cudaMapped) free() {
-	if m != nil && m.host != nil {
+	if m == nil {
+		return
+	}
+	if m.host != nil {
 		_ = m.d.ctx.MemFreeHost(m.host)
 		m.host = nil
 	}
+	m.freed = true
+}
+
+// live fails, under op's name with ErrReleased, once m was freed (nil:
+// Go memory, always live).
+func (m *cudaMapped) live(op string) error {
+	if m != nil && m.freed {
+		return &OpError{Op: op, Msg: fmt.Sprintf("the %s was released", m.what), Err: ErrReleased}
+	}
+	return nil
 }
 
 // beforeHostWrite waits for the device before the host writes a mapped
 // block (nil: Go memory, nothing to wait for), so that work still queued
-// reads what it was queued with.
+// reads what it was queued with. A freed block is an error.
 func (m *cudaMapped) beforeHostWrite() error {
 	if m == nil {
 		return nil
+	}
+	if err := m.live(m.what); err != nil {
+		return err
 	}
 	return m.d.Synchronize()
 }
@@ -98,6 +119,9 @@ func (d *cudaDevice) launchTable(op string, fn *cuda.Function, grid [3]uint32, r
 // (which returns at once when the factor is 1).
 func (b cudaBackend) clipGuarded(g *StepGuard, ts []*Tensor, loss *Tensor, maxNorm float64) {
 	d := b.d
+	if err := g.cu.live("ClipGradNorm"); err != nil {
+		panic(err)
+	}
 	has := b.sumSquaresInto(g.cu.dev, ts)
 	d.launch("ClipGradNorm", d.k.clipGuard, [3]uint32{1, 1, 1}, [3]uint32{32, 1, 1}, func(a *cuda.Args) {
 		a.Ptr(g.cu.dev).Ptr(devPtr(loss)).Float64(maxNorm).Int32(boolArg(has))
@@ -108,5 +132,8 @@ func (b cudaBackend) clipGuarded(g *StepGuard, ts []*Tensor, loss *Tensor, maxNo
 // guardedGrads launches fn(table, guard) over the gradients ts
 // (tensorTableLaunch): scale_guarded_f32 and unscale_guarded_f32.
 func (b cudaBackend) guardedGrads(op string, fn *cuda.Function, g *StepGuard, ts []*Tensor) {
+	if err := g.cu.live(op); err != nil {
+		panic(err)
+	}
 	b.tensorTableLaunch(op, fn, ts, func(a *cuda.Args, tab cuda.DevicePtr) { a.Ptr(tab).Ptr(g.cu.dev) })
 }

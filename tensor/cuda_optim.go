@@ -67,6 +67,11 @@ func (d *cudaDevice) adamwTable(s *cudaSide, ps, gs, ms, vs []*Tensor, wd []floa
 // constants from a and the skip flag from guard when it runs.
 func (b cudaBackend) adamwGuarded(ps, gs, ms, vs []*Tensor, wd []float64, a *AdamWArgs, guard *StepGuard) {
 	d := b.d
+	for _, m := range [...]*cudaMapped{a.cu, guardBlock(guard)} {
+		if err := m.live("AdamW"); err != nil {
+			panic(err)
+		}
+	}
 	rows, f := adamwRowsWith(ps, gs, ms, vs, func(i int) float64 { return wd[i] }, devPtr)
 	if len(rows) == 0 {
 		return
@@ -78,6 +83,14 @@ func (b cudaBackend) adamwGuarded(ps, gs, ms, vs []*Tensor, wd []float64, a *Ada
 	d.launchTable("AdamW", d.k.adamwMultiGuarded[f], [3]uint32{uint32(len(rows) / adamwRowBytes), 1, 1}, rows, func(args *cuda.Args, tab cuda.DevicePtr) {
 		args.Ptr(tab).Ptr(a.cu.dev).Ptr(g)
 	})
+}
+
+// guardBlock is guard's mapped block, nil for a nil guard.
+func guardBlock(guard *StepGuard) *cudaMapped {
+	if guard == nil {
+		return nil
+	}
+	return guard.cu
 }
 
 // adamwRows lays out adamw_multi's table for the parameters (their

@@ -80,7 +80,8 @@ func guardWords[W any](dev Device, what string, size int) (*W, *cudaMapped, erro
 }
 
 // Release frees the guard's memory. The device must be done with it, and
-// a graph that captured ops on it released first.
+// a graph that captured ops on it released first. On a GPU a released
+// guard is an error wrapping ErrReleased where it is used again.
 func (g *StepGuard) Release() {
 	if g != nil {
 		g.cu.free()
@@ -104,6 +105,9 @@ type StepResult struct {
 // ClipGradNorm with g reported. It fails while a graph is being captured
 // on the device (nothing has run yet).
 func (g *StepGuard) Result() (StepResult, error) {
+	if err := g.cu.live("StepGuard.Result"); err != nil {
+		return StepResult{}, err
+	}
 	if err := g.dev.Synchronize(); err != nil {
 		return StepResult{}, err
 	}
@@ -237,7 +241,8 @@ func NewAdamWArgs(dev Device) (*AdamWArgs, error) {
 }
 
 // Release frees the block. The device must be done with it, and a graph
-// that captured an update reading it released first.
+// that captured an update reading it released first. On a GPU released
+// constants are an error wrapping ErrReleased where they are used again.
 func (a *AdamWArgs) Release() {
 	if a != nil {
 		a.cu.free()
