@@ -408,3 +408,46 @@ func TestAdamWRowsTouchOnce(t *testing.T) {
 		}
 	})
 }
+
+// A strided copy and the layer norm's backward count one access of each
+// operand, as every op does: the alignment checks that pick their
+// kernels (16-byte words, the register path) read the addresses through
+// devPtr's counting too, and each of those ops counted its operands twice.
+func TestCUDAOpsTouchOnce(t *testing.T) {
+	d, q, names := fakeCUDADevice(t)
+	b := cudaBackend{d}
+	touches := func(ts ...*Tensor) []int64 {
+		out := make([]int64, len(ts))
+		for i, x := range ts {
+			out[i] = x.ref.st.alloc.Touches()
+		}
+		return out
+	}
+	once := func(what, kernel string, run func(), ts ...*Tensor) {
+		t.Helper()
+		before := touches(ts...)
+		run()
+		require.Equal(t, kernel, names[q.launches[len(q.launches)-1].fn], what)
+		for i, n := range touches(ts...) {
+			require.Equal(t, before[i]+1, n, "%s: operand %d", what, i)
+		}
+	}
+	WithScope(func() {
+		n := func(shape ...int) *Tensor { return mustNew("t", nil, d, Float32, shape) }
+		for _, c := range []struct {
+			shape  []int
+			kernel string
+		}{{[]int{2, 3, 4, 5}, "copy_strided_b4_i32"}, {[]int{2, 3, 4, 8}, "copy_strided_b16_i32"}} {
+			x := n(c.shape...)
+			src := x.Permute(0, 2, 1, 3)
+			dst := n(src.shape...)
+			once("Clone of "+fmt.Sprint(c.shape), c.kernel, func() {
+				b.copyStrided(dst, src, mergeDims("t", src.shape, src.strides))
+			}, dst, x)
+		}
+		dx, dy, x, w, mean, rstd := n(2, 124), n(2, 124), n(2, 124), n(124), n(2), n(2)
+		once("LayerNormBackward", "layernorm_backward_reg_f32_v1", func() {
+			b.layerNormBackward(dx, nil, nil, dy, x, mean, rstd, w, 2, 124)
+		}, dx, dy, x, w, mean, rstd)
+	})
+}

@@ -100,7 +100,7 @@ func (b cudaBackend) copyStrided(dst, src *Tensor, l layout.Layout) {
 			return
 		}
 	}
-	if w, ok := widenLayout(l, sz, devPtr(dst), devPtr(src)); ok {
+	if w, ok := widenLayout(l, sz, peekPtr(dst), peekPtr(src)); ok {
 		n /= 16 / sz
 		d.launch1("Clone", d.k.copyWide[indexVariant(n)], n, func(a *cuda.Args) {
 			a.Ptr(devPtr(dst)).Ptr(devPtr(src)).Int64(int64(n)).Bytes(layoutBytes1(&w, &buf), 8)

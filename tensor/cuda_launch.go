@@ -41,9 +41,14 @@ func devPtr(t *Tensor) cuda.DevicePtr {
 // rawPtr is devPtr without waiting for a side-stream fence: for work
 // queued on the side stream itself.
 func rawPtr(t *Tensor) cuda.DevicePtr {
-	a := t.ref.st.alloc
-	a.Touch()
-	return cuda.DevicePtr(a.Addr() + uintptr(t.offset*t.dtype.Size()))
+	t.ref.st.alloc.Touch()
+	return peekPtr(t)
+}
+
+// peekPtr is t's address without counting an access, for a launcher that
+// looks at it (its alignment) before devPtr: one op, one access.
+func peekPtr(t *Tensor) cuda.DevicePtr {
+	return cuda.DevicePtr(t.ref.st.alloc.Addr() + uintptr(t.offset*t.dtype.Size()))
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }

@@ -163,7 +163,7 @@ func lnRegWords(f, cols int, ts ...*Tensor) (int, bool) {
 		return 0, false
 	}
 	for _, t := range ts {
-		if t != nil && rawPtr(t)%16 != 0 {
+		if t != nil && peekPtr(t)%16 != 0 {
 			return 0, false
 		}
 	}
