@@ -390,9 +390,12 @@ func TestParseGPTConfigRefusesAmbiguousText(t *testing.T) {
 		`{"Vocab":16,"Context":8,"Layers":1,"Heads":2,"Width":8}}`,
 		`{"Vocab":16,"Context":8,"Layers":1,"Heads":2,"Width":8,"vocab":32}`,
 		"{Vocab:16 Context:8 Layers:1 Heads:2 Width:8 Batch:-4}",
+		"{Vocab:sixteen Context:8 Layers:1 Heads:2 Width:8}",
+		"Vocab:16",
+		`{"Vocab":"16"}`,
 	} {
 		_, err := nn.ParseGPTConfig(bad)
-		require.Error(t, err, bad)
+		require.ErrorIs(t, err, tensor.ErrArgument, bad) // as Validate's: every refusal says it is the argument's
 	}
 	require.ErrorIs(t, nn.GPTConfig{Vocab: 16, Context: 8, Layers: 1, Heads: 2, Width: 8, Batch: -1}.Validate(), tensor.ErrArgument)
 	c, err := nn.ParseGPTConfig(`{"Vocab":16,"Context":8,"Layers":1,"Heads":2,"Width":8}` + "\n")

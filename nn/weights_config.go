@@ -22,7 +22,8 @@ import (
 // weights' metadata ("config": fmt.Sprintf("%+v", cfg), e.g. "{Vocab:256
 // Context:64 Layers:2 Heads:4 Width:128 Dropout:0 Batch:128}") or as a
 // JSON object with GPTConfig's field names. Unknown fields, a field given
-// twice and text after the object are errors; the result is validated.
+// twice and text after the object are errors wrapping tensor.ErrArgument,
+// as Validate's are; the result is validated.
 func ParseGPTConfig(s string) (GPTConfig, error) {
 	var c GPTConfig
 	s = strings.TrimSpace(s)
@@ -39,18 +40,18 @@ func ParseGPTConfig(s string) (GPTConfig, error) {
 			}
 		}
 		if err != nil {
-			return c, fmt.Errorf("nn: GPT config %q: %w", s, err)
+			return c, fmt.Errorf("nn: GPT config %q: %w (%w)", s, err, tensor.ErrArgument)
 		}
 		return c, c.Validate()
 	}
 	if !strings.HasPrefix(s, "{") || !strings.HasSuffix(s, "}") {
-		return c, fmt.Errorf("nn: GPT config %q: want {Vocab:V Context:T Layers:L Heads:H Width:C ...} or JSON", s)
+		return c, fmt.Errorf("nn: GPT config %q: want {Vocab:V Context:T Layers:L Heads:H Width:C ...} or JSON: %w", s, tensor.ErrArgument)
 	}
 	seen := map[string]bool{}
 	for _, f := range strings.Fields(s[1 : len(s)-1]) {
 		k, v, ok := strings.Cut(f, ":")
 		if seen[k] {
-			return c, fmt.Errorf("nn: GPT config %q: field %s given twice", s, k)
+			return c, fmt.Errorf("nn: GPT config %q: field %s given twice: %w", s, k, tensor.ErrArgument)
 		}
 		seen[k] = true
 		var err error
@@ -73,7 +74,7 @@ func ParseGPTConfig(s string) (GPTConfig, error) {
 			ok = false
 		}
 		if !ok || err != nil {
-			return c, fmt.Errorf("nn: GPT config %q: bad field %q", s, f)
+			return c, fmt.Errorf("nn: GPT config %q: bad field %q: %w", s, f, tensor.ErrArgument)
 		}
 	}
 	return c, c.Validate()
