@@ -233,6 +233,9 @@ func TestGradCheckRefusesWhatItCannotCheck(t *testing.T) {
 			require.ErrorIs(t, err, tensor.ErrArgument, "%+v", c)
 		}
 
+		f32 := []*tensor.Tensor{tensor.FromFloat32s(dev, []float32{0.5, 2}, 2)}
+		require.ErrorIs(t, autograd.GradCheck(wrongGrad, f32, nil, 1e-6, 1e-5, 1e-3), tensor.ErrDType, "checks run in float64")
+
 		zero := []*tensor.Tensor{tensor.FromFloat64s(dev, []float64{0, 1}, 2)}
 		err := autograd.GradCheck(func(xs []*autograd.Var) *autograd.Var { return autograd.Sqrt(xs[0]) }, zero, nil, 1e-6, 1e-5, 1e-3)
 		require.Error(t, err, "√x is not differentiable at 0: numeric NaN, analytic +Inf")

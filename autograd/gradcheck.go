@@ -40,7 +40,7 @@ func GradCheck(f func(xs []*Var) *Var, xs []*tensor.Tensor, wrt []bool, eps, ato
 			return fmt.Errorf("autograd: GradCheck: input %d is a nil tensor: %w", i, tensor.ErrArgument)
 		}
 		if x.DType() != tensor.Float64 && (wrt == nil || wrt[i]) {
-			return fmt.Errorf("autograd: GradCheck: input %d is %v; gradient checks run in float64", i, x.DType())
+			return fmt.Errorf("autograd: GradCheck: input %d is %v; gradient checks run in float64: %w", i, x.DType(), tensor.ErrDType)
 		}
 	}
 	var r *tensor.Tensor
