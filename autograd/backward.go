@@ -544,11 +544,9 @@ func addGrad(sum, g *tensor.Tensor) {
 // half one through float32, rounded once).
 func regionSum(sum, g *tensor.Tensor) *tensor.Tensor {
 	var s *tensor.Tensor
-	if dt := sum.DType(); dt.IsHalf() {
-		a, b := sum.To(tensor.Float32), g.To(tensor.Float32)
-		w := tensor.Add(a, b)
-		s = w.To(dt)
-		release(a, b, w)
+	if sum.DType().IsHalf() {
+		s = sum.Clone() // of its own, then summed as keepGrad sums a half Grad
+		addGrad(s, g)
 	} else {
 		s = tensor.Add(sum, g)
 	}
