@@ -2,6 +2,7 @@ package dist
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/strata-ml/strata/nn"
 	"github.com/strata-ml/strata/tensor"
@@ -38,12 +39,16 @@ func (b Bucket) Bytes() int64 { return int64(b.Numel) * int64(b.DType.Size()) }
 // names its index (tensor.Try returns it), as an op's bad argument does;
 // New returns that error instead.
 func AssignBuckets(ps []*nn.Parameter, bucketBytes int64) []Bucket {
-	for i, p := range ps {
-		if p == nil || p.Var == nil || p.Value == nil {
-			panic(&tensor.OpError{Op: "dist.AssignBuckets", Msg: fmt.Sprintf("parameter %d is nil", i), Err: tensor.ErrArgument})
-		}
+	if i := firstNil(ps); i >= 0 {
+		panic(&tensor.OpError{Op: "dist.AssignBuckets", Msg: fmt.Sprintf("parameter %d is nil", i), Err: tensor.ErrArgument})
 	}
 	return assignBuckets(ps, bucketBytes, false)
+}
+
+// firstNil is the index of ps's first nil parameter (or one without a
+// value), -1 when there is none.
+func firstNil(ps []*nn.Parameter) int {
+	return slices.IndexFunc(ps, func(p *nn.Parameter) bool { return p == nil || p.Var == nil || p.Value == nil })
 }
 
 // bucketSize is the bucket size asked for as n bytes: n, or

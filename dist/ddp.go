@@ -62,10 +62,8 @@ func New(coll Collective, params []*nn.Parameter, opts Options) (*DataParallel, 
 	if err := checkCollective("New", coll); err != nil {
 		return nil, err
 	}
-	for i, p := range params {
-		if p == nil || p.Var == nil || p.Value == nil {
-			return nil, fmt.Errorf("dist: New: parameter %d is nil: %w", i, tensor.ErrArgument)
-		}
+	if i := firstNil(params); i >= 0 {
+		return nil, fmt.Errorf("dist: New: parameter %d is nil: %w", i, tensor.ErrArgument)
 	}
 	if err := nn.Distinct(params); err != nil {
 		return nil, fmt.Errorf("dist: New: %w", err)

@@ -64,11 +64,11 @@ func NewZeroAdamW(coll Collective, params []*nn.Parameter, lr, weightDecay float
 	if err := o.checkSettings("NewZeroAdamW"); err != nil {
 		return nil, err
 	}
+	if i := firstNil(params); i >= 0 {
+		return nil, fmt.Errorf("dist: NewZeroAdamW: parameter %d is nil: %w", i, tensor.ErrArgument)
+	}
 	var trainable []*nn.Parameter
-	for i, p := range params {
-		if p == nil || p.Var == nil || p.Value == nil {
-			return nil, fmt.Errorf("dist: NewZeroAdamW: parameter %d is nil: %w", i, tensor.ErrArgument)
-		}
+	for _, p := range params {
 		if p.RequiresGrad() {
 			trainable = append(trainable, p)
 		} else {
