@@ -62,10 +62,7 @@ func New(coll Collective, params []*nn.Parameter, opts Options) (*DataParallel, 
 	if err := checkCollective("New", coll); err != nil {
 		return nil, err
 	}
-	if i := firstNil(params); i >= 0 {
-		return nil, fmt.Errorf("dist: New: parameter %d is nil: %w", i, tensor.ErrArgument)
-	}
-	if err := nn.Distinct(params); err != nil {
+	if err := nn.Distinct(params); err != nil { // a nil parameter too, naming its index
 		return nil, fmt.Errorf("dist: New: %w", err)
 	}
 	bytes := bucketSize(opts.BucketBytes)

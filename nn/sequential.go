@@ -50,7 +50,7 @@ func NewSequential(name string, layers ...Layer) (*Sequential, error) {
 			return nil, argError("NewSequential", name, "layer %d is nil", i)
 		}
 		for j, p := range l.Parameters() {
-			if p == nil || p.Var == nil || p.Value == nil { // a literal without its weight: renaming would crash
+			if notNil(j, p) != nil { // a literal without its weight: renaming would crash
 				return nil, argError("NewSequential", name, "layer %d (%T): parameter %d is nil", i, l, j)
 			}
 			if seen[p] {
