@@ -55,6 +55,9 @@ type cudaDevice struct {
 
 	// capture is the CUDA graph capture in progress (graph.go), or nil.
 	capture atomic.Pointer[cudaCapture]
+	// captureClaim is held by a CaptureGraph from its first check to its
+	// return, the capture's preparation included.
+	captureClaim atomic.Bool
 
 	ltOnce sync.Once // cuBLASLt: products with epilogues (cuda_blaslt.go)
 	lt     *cuda.BLASLt

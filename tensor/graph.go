@@ -170,8 +170,16 @@ func CaptureGraph(dev Device, fn func()) (g *Graph, err error) {
 	if !ok {
 		return nil, &OpError{Op: "CaptureGraph", Msg: fmt.Sprintf("%v: CUDA graphs need a CUDA device", dev), Err: ErrDevice}
 	}
-	if d.capturing() != nil {
+	// Checking that the device is free and claiming it are one step, so
+	// that two goroutines cannot both find it free and begin captures on
+	// it: d.capture is set only once the capture has begun, after the
+	// synchronization below.
+	if !d.captureClaim.CompareAndSwap(false, true) {
 		return nil, &OpError{Op: "CaptureGraph", Msg: fmt.Sprintf("%v is already capturing a graph", d), Err: ErrArgument}
+	}
+	defer d.captureClaim.Store(false)
+	if testHookCaptureClaimed != nil {
+		testHookCaptureClaimed(d)
 	}
 	if cudaProfiling {
 		return nil, &OpError{Op: "CaptureGraph", Msg: "the kernel profiler times each launch with a synchronization: turn it off to capture", Err: ErrArgument}
@@ -228,6 +236,10 @@ func CaptureGraph(dev Device, fn func()) (g *Graph, err error) {
 	}
 	return &Graph{d: d, exec: exec, c: c}, nil
 }
+
+// testHookCaptureClaimed, for tests, runs in CaptureGraph once the device
+// is claimed.
+var testHookCaptureClaimed func(*cudaDevice)
 
 // captureRun runs fn in capture c (Try: an *OpError becomes its error).
 // Any other panic (a bug) stops and ends the capture and frees what it
