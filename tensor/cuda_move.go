@@ -106,6 +106,16 @@ func (d *cudaDevice) moveTo(op string, tier memory.Tier, sts []*storage) error {
 	d.check(op, "ordering the copy stream after the device's", err)
 	var errs []error
 	var moved []*storage
+	fenced := false
+	defer func() {
+		if !fenced && len(moved) > 0 {
+			// A panic after some moves were queued (a later move's
+			// failure, a driver error): ops already read the moved
+			// storages at their new addresses, so they are fenced as on
+			// success; the panic's error is the one to report.
+			_ = c.fence(d, moved)
+		}
+	}()
 	for _, st := range sts {
 		if f := st.fence.Load(); f != nil {
 			d.check(op, "ordering the copy stream after a fence", c.stream.WaitEvent(f.ev))
@@ -131,12 +141,24 @@ func (d *cudaDevice) moveTo(op string, tier memory.Tier, sts []*storage) error {
 	if len(moved) == 0 {
 		return errors.Join(errs...)
 	}
+	fenced = true
+	d.check(op, "recording the copies' event", c.fence(d, moved))
+	return errors.Join(errs...)
+}
+
+// fence makes an event recorded after the copies queued on c the fence
+// of sts, the storages they moved. When the event cannot be recorded it
+// waits for the copies instead, so that either way no later reader of
+// sts races them.
+func (c *cudaCopier) fence(d *cudaDevice, sts []*storage) error {
 	ev := c.ring[c.next]
 	c.next = (c.next + 1) % len(c.ring)
-	d.check(op, "recording the copies' event", ev.Record(c.stream))
+	if err := ev.Record(c.stream); err != nil {
+		return errors.Join(err, c.q.sync())
+	}
 	f := &sideFence{d: d, ev: ev, on: c.stream}
-	for _, st := range moved {
+	for _, st := range sts {
 		st.fence.Store(f)
 	}
-	return errors.Join(errs...)
+	return nil
 }
