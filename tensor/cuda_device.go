@@ -228,6 +228,10 @@ func (d *cudaDevice) close() {
 	if q, ok := d.q.(streamQueue); ok && q.stage != nil {
 		_ = q.stage.free()
 	}
+	if d.mem != nil {
+		_ = d.mem.Close()
+		_ = d.streams.Close() // after the manager, which uses its events
+	}
 	if d.module != nil {
 		_ = d.module.Unload()
 	}
