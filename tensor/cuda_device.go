@@ -276,7 +276,8 @@ func (d *cudaDevice) cuBLAS() (*cuda.BLAS, error) {
 // device's stream, for Timer.
 func (b cudaBackend) markEvent(ev *cuda.Event) (*cuda.Event, error) {
 	d := b.d
-	if ev == nil {
+	made := ev == nil
+	if made {
 		var err error
 		if ev, err = d.ctx.NewEvent(cuda.EventDefault); err != nil {
 			return nil, err
@@ -284,7 +285,13 @@ func (b cudaBackend) markEvent(ev *cuda.Event) (*cuda.Event, error) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return ev, ev.Record(d.stream)
+	if err := ev.Record(d.stream); err != nil {
+		if made {
+			_ = ev.Destroy() // the Timer keeps no event of a failed mark
+		}
+		return nil, err
+	}
+	return ev, nil
 }
 
 var _ eventTimer = cudaBackend{}
