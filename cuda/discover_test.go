@@ -135,3 +135,25 @@ func TestPublicAPIWithoutDriver(t *testing.T) {
 	assert.Equal(t, err, err2)
 	t.Logf("Init: %v", err)
 }
+
+// cuInit's CUDA_ERROR_UNKNOWN and CUDA_ERROR_OPERATING_SYSTEM, what a
+// container without a usable GPU gets, mean no usable driver: they wrap
+// ErrNoDriver, so that ParseDevice("auto") falls back as it does without
+// libcuda, and keep the code. The same codes from a later call do not.
+func TestInitFailureWithoutUsableGPUIsNoDriver(t *testing.T) {
+	d := &driver{path: "fake"} // no cuGetErrorName: the table's names
+	for code, name := range map[uint32]string{999: "CUDA_ERROR_UNKNOWN (999)", 304: "CUDA_ERROR_OPERATING_SYSTEM (304)"} {
+		err := d.initError(code, "/usr/lib/libcuda.so.1")
+		require.ErrorIs(t, err, ErrNoDriver, "code %d", code)
+		assert.NotErrorIs(t, err, ErrNoDevice)
+		var e *Error
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, int(code), e.Code)
+		assert.Contains(t, err.Error(), "cuda: cuInit (/usr/lib/libcuda.so.1): "+name)
+		assert.NotErrorIs(t, &Error{Call: "cuLaunchKernel", Code: int(code)}, ErrNoDriver)
+	}
+	require.ErrorIs(t, d.initError(cudaErrorStubLibrary, "libcuda.so"), ErrNoDriver)
+	err := d.initError(cudaErrorNoDevice, "libcuda.so.1")
+	require.ErrorIs(t, err, ErrNoDevice)
+	assert.NotErrorIs(t, err, ErrNoDriver)
+}

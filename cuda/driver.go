@@ -174,11 +174,7 @@ func loadDriver(getenv func(string) string) (*driver, error) {
 	f := getFrame()
 	defer f.release()
 	if r := uint32(f.call(d.init.addr, 0)); r != cudaSuccess {
-		if r == cudaErrorStubLibrary {
-			return nil, fmt.Errorf("cuda: %s is the CUDA toolkit's stub library, not the driver: %s: %w",
-				path, driverSpec().Fix, ErrNoDriver)
-		}
-		return nil, d.newError("cuInit", r, path)
+		return nil, d.initError(r, path)
 	}
 	if r := uint32(f.call(d.driverGetVersion.addr, f.outAddr(0))); r != cudaSuccess {
 		return nil, d.newError("cuDriverGetVersion", r, path)
@@ -200,6 +196,26 @@ func loadDriver(getenv func(string) string) (*driver, error) {
 		d.devices[i] = uint32(f.out[1])
 	}
 	return d, nil
+}
+
+// initError describes a failed cuInit. The toolkit's stub library is
+// named as such. CUDA_ERROR_UNKNOWN and CUDA_ERROR_OPERATING_SYSTEM are
+// what cuInit returns where the driver library is present but no GPU is
+// usable (a container without the device nodes, a driver whose kernel
+// module is missing or of another version): they wrap ErrNoDriver too,
+// so that a caller falling back to the CPU on ErrNoDriver does so there,
+// while the *Error keeps the code. Other codes keep their own sentinel,
+// if any (ErrNoDevice for CUDA_ERROR_NO_DEVICE); a later call failing
+// with CUDA_ERROR_UNKNOWN is a fault of that call, not a missing driver.
+func (d *driver) initError(r uint32, path string) error {
+	switch r {
+	case cudaErrorStubLibrary:
+		return fmt.Errorf("cuda: %s is the CUDA toolkit's stub library, not the driver: %s: %w",
+			path, driverSpec().Fix, ErrNoDriver)
+	case cudaErrorUnknown, cudaErrorOperatingSystem:
+		return fmt.Errorf("%w: the driver cannot use a GPU here: %w", d.newError("cuInit", r, path), ErrNoDriver)
+	}
+	return d.newError("cuInit", r, path)
 }
 
 // newError describes a failed call using this driver's own error names.

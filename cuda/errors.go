@@ -9,8 +9,9 @@ import (
 // Sentinel errors, for errors.Is. Every *Error and every argument error
 // returned by this package wraps at most one of them.
 var (
-	// ErrNoDriver: libcuda could not be loaded, is the toolkit's stub, or
-	// is too old for a call this package makes.
+	// ErrNoDriver: libcuda could not be loaded, is the toolkit's stub, is
+	// too old for a call this package makes, or its cuInit fails with
+	// CUDA_ERROR_UNKNOWN or CUDA_ERROR_OPERATING_SYSTEM (no usable GPU).
 	ErrNoDriver = errors.New("cuda: no usable CUDA driver")
 	// ErrNoDevice: the driver sees no CUDA device, or the ordinal asked
 	// for does not exist.

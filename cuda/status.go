@@ -12,10 +12,12 @@ const (
 	cudaErrorNoDevice                   = 100
 	cudaErrorInvalidDevice              = 101
 	cudaErrorInvalidContext             = 201
+	cudaErrorOperatingSystem            = 304
 	cudaErrorNotReady                   = 600
 	cudaErrorNotSupported               = 801
 	cudaErrorSystemDriverMismatch       = 803
 	cudaErrorCompatNotSupportedOnDevice = 804
+	cudaErrorUnknown                    = 999
 )
 
 // cublasStatus_t values (cublas_api.h).
@@ -51,6 +53,7 @@ var driverStatusText = map[int]statusText{
 	209: {"CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device"},
 	218: {"CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
 	222: {"CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "the provided PTX was compiled with an unsupported toolchain"},
+	304: {"CUDA_ERROR_OPERATING_SYSTEM", "OS call failed or operation not supported on this OS"},
 	400: {"CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
 	500: {"CUDA_ERROR_NOT_FOUND", "named symbol not found"},
 	600: {"CUDA_ERROR_NOT_READY", "device not ready"},
