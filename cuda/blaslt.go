@@ -262,6 +262,10 @@ type BLASLt struct {
 	last      int // index of the last plan used
 	version   int
 	destroyed bool
+	// released: a Destroy failed after releasing the plans and the
+	// preference, so the handle is kept for Destroy to try again but a
+	// product would hand cuBLASLt a null preference.
+	released bool
 }
 
 // NewBLASLt loads cuBLASLt (once per process) and creates a handle for
@@ -359,8 +363,8 @@ func (b *BLASLt) SetWorkspace(p DevicePtr, size int) error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.destroyed {
-		return invalidArg(op, "cuBLASLt handle was destroyed")
+	if err := b.usable(op); err != nil {
+		return err
 	}
 	f := getFrame()
 	defer f.release()
@@ -369,6 +373,18 @@ func (b *BLASLt) SetWorkspace(p DevicePtr, size int) error {
 	}
 	b.ws, b.wsSize = p, size
 	return b.dropPlans(f)
+}
+
+// usable refuses a destroyed handle, and one whose Destroy failed part
+// way (released).
+func (b *BLASLt) usable(op string) error {
+	switch {
+	case b.destroyed:
+		return invalidArg(op, "cuBLASLt handle was destroyed")
+	case b.released:
+		return invalidArg(op, "cuBLASLt handle's Destroy failed after releasing its plans and preference: only Destroy may be called again")
+	}
+	return nil
 }
 
 // Plans returns how many distinct problems the handle has planned (for
@@ -409,8 +425,8 @@ func (b *BLASLt) run(g *LtMatmul) error {
 	c := g.columnMajor()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.destroyed {
-		return invalidArg(ltOp, "cuBLASLt handle was destroyed")
+	if err := b.usable(ltOp); err != nil {
+		return err
 	}
 	if err := boundStream(ltOp, b.stream); err != nil {
 		return err
@@ -574,7 +590,9 @@ func (b *BLASLt) dropPlans(f *frame) error {
 }
 
 // Destroy releases the plans, the preference and the handle. Destroying
-// twice is a no-op.
+// twice is a no-op. When releasing the handle fails, Destroy may be
+// called again to retry it; nothing else may (the plans and preference
+// are gone).
 func (b *BLASLt) Destroy() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -589,6 +607,7 @@ func (b *BLASLt) Destroy() error {
 		b.pref = 0
 	}
 	if err2 := b.call(f, b.lib.destroy, b.ctx.dev.String(), b.h); err2 != nil {
+		b.released = true
 		return errors.Join(err, err2)
 	}
 	b.destroyed = true

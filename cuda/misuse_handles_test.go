@@ -128,3 +128,22 @@ func TestZeroGraphAndModule(t *testing.T) {
 	}
 	assert.Equal(t, uint64(0), DriverCalls()-before, "no driver call")
 }
+
+// A cuBLASLt Destroy whose handle release fails has already released the
+// plans and the preference: later products and SetWorkspace are refused
+// before any call (they would pass a null preference), and Destroy can be
+// retried.
+func TestBLASLtUnusableAfterFailedDestroy(t *testing.T) {
+	c := fakeContext(t)
+	lt := fakeBLASLt(t, c)
+	FailCall("cublasLtDestroy", 1, 999)
+	defer FailCall("", 0, 0)
+	require.Error(t, lt.Destroy())
+	before := DriverCalls()
+	err := lt.Matmul(LtMatmul{M: 2, N: 2, K: 2, A: 0x100, LDA: 2, B: 0x200, LDB: 2, C: 0x300, LDC: 2, Compute: Compute32F})
+	requireArgError(t, err, "BLASLt.Matmul: cuBLASLt handle's Destroy failed after releasing its plans and preference")
+	requireArgError(t, lt.SetWorkspace(0x1000, 256), "BLASLt.SetWorkspace: cuBLASLt handle's Destroy failed")
+	assert.Equal(t, uint64(0), DriverCalls()-before, "no driver or cuBLAS call")
+	require.NoError(t, lt.Destroy(), "the retry releases the handle")
+	requireArgError(t, lt.SetWorkspace(0, 0), "BLASLt.SetWorkspace: cuBLASLt handle was destroyed")
+}
