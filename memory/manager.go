@@ -284,7 +284,13 @@ func NewManager(backends []Backend, cfg Config) (*Manager, error) {
 			return nil, fmt.Errorf("memory: NewManager: backends %s and %s both provide tier %s: %w",
 				old.backend.Name(), b.Name(), t, ErrInvalidArgument)
 		}
-		_, vm := b.(VirtualMemory)
+		v, vm := b.(VirtualMemory)
+		if expandable && vm {
+			// newPool panics on a bad page: a custom backend's is input here.
+			if err := checkGranularity("NewManager", b.Name(), v.Granularity()); err != nil {
+				return nil, err
+			}
+		}
 		plan, _ := cfg.PlanSteps.planned(t) // checked by Validate
 		m.pools[t] = newPool(b, PoolConfig{Limit: cfg.Limits[t], MaxSplitSize: cfg.MaxSplitSize, StreamSync: cfg.StreamSync,
 			Expandable: expandable && vm, PlanSteps: plan}, &m.mu, &m.total)

@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"math"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -162,4 +163,36 @@ func TestManagerMisuse(t *testing.T) {
 		_, err = m.Alloc(10, memory.RoleOther)
 		require.ErrorIs(t, err, memory.ErrInvalidArgument)
 	})
+}
+
+// pageVM is a VirtualMemory whose page size is g.
+type pageVM struct {
+	memory.VirtualMemory
+	g int64
+}
+
+func (v pageVM) Granularity() int64 { return v.g }
+
+// TestNewManagerRefusesBadPageSize: an expandable manager over a custom
+// VirtualMemory whose page is not a positive power of two multiple of
+// MinBlockSize is refused with an error naming the backend and the size,
+// not a panic.
+func TestNewManagerRefusesBadPageSize(t *testing.T) {
+	vm, ok := memory.NewHostBackend(memory.TierHost).(memory.VirtualMemory)
+	if !ok {
+		t.Skip("no host virtual memory on this platform")
+	}
+	for _, g := range []int64{0, -memory.HostPageSize, 3 << 20, memory.MinBlockSize / 2} {
+		var m *memory.Manager
+		var err error
+		require.NotPanics(t, func() {
+			m, err = memory.NewManager([]memory.Backend{pageVM{vm, g}}, memory.Config{Segments: memory.SegmentsExpandable})
+		}, "page of %d bytes", g)
+		require.ErrorIs(t, err, memory.ErrInvalidArgument, "page of %d bytes", g)
+		require.Nil(t, m)
+		require.ErrorContains(t, err, "NewManager: backend host has a page of "+strconv.FormatInt(g, 10)+" bytes")
+	}
+	m, err := memory.NewManager([]memory.Backend{pageVM{vm, memory.HostPageSize}}, memory.Config{Segments: memory.SegmentsExpandable})
+	require.NoError(t, err)
+	require.NoError(t, m.Close())
 }

@@ -189,8 +189,8 @@ func newPool(b Backend, cfg PoolConfig, mu *mutex, parent *Usage) *Pool {
 			panic(fmt.Sprintf("memory: NewPool: expandable segments need a VirtualMemory backend; %s is not one", p.name))
 		}
 		g := vm.Granularity()
-		if g <= 0 || g&(g-1) != 0 || g%MinBlockSize != 0 {
-			panic(fmt.Sprintf("memory: NewPool: backend %s has a page of %d bytes: want a power of two, a multiple of %d", p.name, g, MinBlockSize))
+		if err := checkGranularity("NewPool", p.name, g); err != nil {
+			panic(err)
 		}
 		p.vm, p.page, p.largeRest = countedVM{VirtualMemory: vm, sinks: &p.sinks}, g, MinBlockSize
 		p.pageShift = uint(bits.TrailingZeros64(uint64(g)))

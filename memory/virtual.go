@@ -1,5 +1,7 @@
 package memory
 
+import "fmt"
+
 // Page is a handle of one page of physical memory of a VirtualMemory
 // backend (a CUmemGenericAllocationHandle on the GPU); 0 is no page.
 type Page uintptr
@@ -44,4 +46,15 @@ type VirtualMemory interface {
 	// is about to be unmapped (cuCtxSynchronize on the GPU; nothing on
 	// the host).
 	Sync() error
+}
+
+// checkGranularity checks a VirtualMemory backend's page size, which an
+// expandable pool shifts and masks addresses by: a power of two and a
+// multiple of MinBlockSize.
+func checkGranularity(op, name string, g int64) error {
+	if g <= 0 || g&(g-1) != 0 || g%MinBlockSize != 0 {
+		return fmt.Errorf("memory: %s: backend %s has a page of %d bytes: want a power of two, a multiple of %d: %w",
+			op, name, g, MinBlockSize, ErrInvalidArgument)
+	}
+	return nil
 }
