@@ -38,9 +38,19 @@ type HostBudget struct {
 	source     string // how the limit was chosen, for messages
 }
 
-// NewHostBudget returns a budget of limit bytes (> 0); source says where
-// the number came from ("STRATA_HOST_MEMORY=8GiB", ...) for messages.
+// NewHostBudget returns a budget of limit bytes; source says where the
+// number came from ("STRATA_HOST_MEMORY=8GiB", ...) for messages. A limit
+// of 0 is no budget (nil), as ParseHostMemory reads "off" and Limit
+// reports nil, so that ParseHostMemory's result can be passed here; a
+// budget of 0 bytes would refuse every allocation. A negative limit is a
+// programming error: it panics with an error wrapping ErrInvalidArgument.
 func NewHostBudget(limit int64, source string) *HostBudget {
+	switch {
+	case limit < 0:
+		panic(fmt.Errorf("memory: NewHostBudget: negative limit %d bytes (%s): %w", limit, source, ErrInvalidArgument))
+	case limit == 0:
+		return nil
+	}
 	return &HostBudget{limit: limit, source: source}
 }
 

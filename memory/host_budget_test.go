@@ -109,3 +109,27 @@ func TestDefaultHostBudget(t *testing.T) {
 	_, err = memory.DefaultHostBudget()
 	require.ErrorContains(t, err, `STRATA_HOST_MEMORY="plenty"`)
 }
+
+// A limit of 0 is no budget, as ParseHostMemory reads "off": not a budget
+// of 0 bytes refusing every allocation. A negative limit panics with an
+// error naming it.
+func TestNewHostBudgetZeroIsNoBudget(t *testing.T) {
+	off, err := memory.ParseHostMemory("off", 1<<30)
+	require.NoError(t, err)
+	b := memory.NewHostBudget(off, "STRATA_HOST_MEMORY=off")
+	require.Nil(t, b)
+	require.Zero(t, b.Limit())
+	m := memory.NewBudgetHostManager(memory.Config{}, b)
+	a, err := m.Alloc(1<<20, memory.RoleParameter)
+	require.NoError(t, err)
+	require.NoError(t, a.Free())
+	require.NoError(t, m.Close())
+
+	defer func() {
+		err, _ := recover().(error)
+		require.ErrorIs(t, err, memory.ErrInvalidArgument)
+		require.ErrorContains(t, err, "NewHostBudget: negative limit -1 bytes (test)")
+	}()
+	memory.NewHostBudget(-1, "test")
+	t.Fatal("a negative limit did not panic")
+}
