@@ -13,7 +13,8 @@
 // For long texts, EncodeParallel gives Encode's ids computed on several
 // goroutines: the text is cut into chunks of about 1 MiB where encoding
 // the parts gives the same ids as encoding the whole. EncodeUint16 does
-// the same for a corpus held as []byte (read in place) and returns the
+// the same for a corpus held as []byte (read in place by this package's
+// tokenizers, copied for others, which may keep it) and returns the
 // ids as uint16, 2 bytes a token; it refuses a nil tokenizer and one of
 // more than 65536 ids.
 package tokenizer

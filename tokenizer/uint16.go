@@ -6,8 +6,10 @@ import (
 )
 
 // EncodeUint16 is EncodeParallel of a text held as bytes, with the ids
-// as uint16, for a corpus: it reads text in place (no copy into a
-// string; text must not change during the call) and narrows each
+// as uint16, for a corpus: with this package's tokenizers it reads text
+// in place (no copy into a string; text must not change during the
+// call), and a tokenizer of another package, which may keep the strings
+// it is given, encodes a copy; it narrows each
 // chunk's ids as soon as the chunk is encoded, so that a long text costs
 // 2 bytes a token, not the 8 of an int, twice over (the chunks' ids and
 // their concatenation). It refuses a nil tokenizer and one of more than
@@ -29,7 +31,7 @@ func encodeUint16(tok Tokenizer, text []byte, workers, chunk int) ([]uint16, err
 	if len(text) == 0 {
 		return []uint16{}, nil
 	}
-	parts := chunks(tok, unsafe.String(unsafe.SliceData(text), len(text)), chunk)
+	parts := chunks(tok, inPlace(tok, text), chunk)
 	out := make([][]uint16, len(parts))
 	bad := make([]error, len(parts))
 	each(len(parts), workers, func(i int) { out[i], bad[i] = narrow(tok, vocab, tok.Encode(parts[i])) })
@@ -64,4 +66,18 @@ func narrow(tok Tokenizer, vocab int, ids []int) ([]uint16, error) {
 		out[i] = uint16(id)
 	}
 	return out, nil
+}
+
+// inPlace is text as a string for tok.Encode: text itself where tok is
+// one of this package's tokenizers, which keep nothing of the strings
+// they encode, else a copy. A tokenizer of another package may keep them
+// (a cache of pieces, as many BPE encoders have), and a string over
+// text's bytes would change under it when the caller reuses text after
+// the call: its cache would hold keys that no longer say what they did.
+func inPlace(tok Tokenizer, text []byte) string {
+	switch tok.(type) {
+	case Byte, *GPT2:
+		return unsafe.String(unsafe.SliceData(text), len(text))
+	}
+	return string(text)
 }

@@ -63,3 +63,28 @@ func TestEncodeUint16RefusesBadIDs(t *testing.T) {
 		}
 	}
 }
+
+// keeper is a tokenizer of another package that keeps the last text it
+// encoded, as a tokenizer with a cache of pieces keeps its keys.
+type keeper struct {
+	Byte
+	kept *string
+}
+
+func (k keeper) Encode(text string) []int {
+	*k.kept = text
+	return k.Byte.Encode(text)
+}
+
+// A tokenizer of another package may keep the strings it is given:
+// EncodeUint16 gives it a copy of text, so that the caller reusing text
+// afterwards does not change a string the tokenizer holds (it gave it
+// text's own bytes, and the kept "hello" became "jello").
+func TestEncodeUint16ForeignTokenizerKeepsItsString(t *testing.T) {
+	var kept string
+	text := []byte("hello")
+	_, err := EncodeUint16(keeper{kept: &kept}, text, 1)
+	require.NoError(t, err)
+	text[0] = 'j'
+	require.Equal(t, "hello", kept)
+}
