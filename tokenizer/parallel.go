@@ -62,7 +62,10 @@ func chunks(tok Tokenizer, text string, chunk int) []string {
 }
 
 // each calls f(i) for i in [0, n) on up to workers goroutines (0:
-// GOMAXPROCS).
+// GOMAXPROCS). A panic of f (a tokenizer of another package failing on
+// its text) is raised again on the caller's goroutine once the workers
+// are done, where the caller can recover it: raised on a worker's, it
+// would end the program.
 func each(n, workers int, f func(i int)) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -72,15 +75,31 @@ func each(n, workers int, f func(i int)) {
 		next <- i
 	}
 	close(next)
-	var wg sync.WaitGroup
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first any // the first panic's value
+	)
 	for range min(workers, n) {
 		wg.Go(func() {
+			defer func() {
+				if p := recover(); p != nil {
+					mu.Lock()
+					if first == nil {
+						first = p
+					}
+					mu.Unlock()
+				}
+			}()
 			for i := range next {
 				f(i)
 			}
 		})
 	}
 	wg.Wait()
+	if first != nil {
+		panic(first)
+	}
 }
 
 // gpt2Cut returns the first place at or after from (and after the first

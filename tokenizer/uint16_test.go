@@ -88,3 +88,16 @@ func TestEncodeUint16ForeignTokenizerKeepsItsString(t *testing.T) {
 	text[0] = 'j'
 	require.Equal(t, "hello", kept)
 }
+
+// panicky is a tokenizer of another package whose Encode panics.
+type panicky struct{ Byte }
+
+func (panicky) Encode(string) []int { panic("panicky: cannot encode") }
+
+// A tokenizer's panic reaches EncodeUint16's caller, who can recover it;
+// raised on the worker goroutine that encoded the text, it ended the
+// program.
+func TestEncodeUint16PanicReachesCaller(t *testing.T) {
+	require.PanicsWithValue(t, "panicky: cannot encode", func() { _, _ = EncodeUint16(panicky{}, []byte("text"), 1) })
+	require.PanicsWithValue(t, "panicky: cannot encode", func() { _, _ = EncodeUint16(panicky{}, []byte("text"), 0) })
+}
