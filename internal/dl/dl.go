@@ -8,10 +8,13 @@
 package dl
 
 import (
+	"cmp"
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
+	"slices"
+	"strconv"
+	"strings"
 	"unsafe"
 )
 
@@ -67,7 +70,36 @@ func ToolkitDirs(homes ...string) []string {
 		}
 	}
 	dirs = append(dirs, "/usr/local/cuda/lib64", "/usr/local/cuda/targets/"+ArchTarget()+"/lib")
-	versioned, _ := filepath.Glob("/usr/local/cuda-*/lib64")
-	sort.Sort(sort.Reverse(sort.StringSlice(versioned))) // newest toolkit first
+	versioned, _ := glob("/usr/local/cuda-*/lib64")
+	// Newest toolkit first, by version number: in the names' byte order
+	// cuda-9.2 came before cuda-12.4, and 12.10 would follow 12.9.
+	slices.SortStableFunc(versioned, func(a, b string) int { return compareVersions(toolkitVersion(b), toolkitVersion(a)) })
 	return append(dirs, versioned...)
+}
+
+// glob is filepath.Glob (tests: folders of toolkits not installed here).
+var glob = filepath.Glob
+
+// toolkitVersion is the X.Y of a /usr/local/cuda-X.Y/lib64 folder.
+func toolkitVersion(dir string) string {
+	return strings.TrimPrefix(filepath.Base(filepath.Dir(dir)), "cuda-")
+}
+
+// compareVersions compares dotted versions field by field, numbers as
+// numbers (9 < 12) and other fields as text; a version that is a prefix
+// of the other ("12" and "12.4") is the older.
+func compareVersions(a, b string) int {
+	af, bf := strings.Split(a, "."), strings.Split(b, ".")
+	for i := range min(len(af), len(bf)) {
+		x, errX := strconv.Atoi(af[i])
+		y, errY := strconv.Atoi(bf[i])
+		c := cmp.Compare(x, y)
+		if errX != nil || errY != nil {
+			c = strings.Compare(af[i], bf[i])
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(len(af), len(bf))
 }

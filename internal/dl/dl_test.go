@@ -41,3 +41,19 @@ func TestOpenLibc(t *testing.T) {
 	_, err = Open("/nonexistent/libnothing.so")
 	require.Error(t, err)
 }
+
+// ToolkitDirs lists the versioned toolkits newest first by version
+// number, as its doc says: cuda-9.2 came before cuda-12.4 (and 12.10
+// after 12.9), the names' byte order, so an old toolkit's libcublas.so
+// was found before the new one's.
+func TestToolkitDirsNewestFirst(t *testing.T) {
+	old := glob
+	t.Cleanup(func() { glob = old })
+	glob = func(string) ([]string, error) {
+		return []string{"/usr/local/cuda-9.2/lib64", "/usr/local/cuda-12.10/lib64", "/usr/local/cuda-11.8/lib64",
+			"/usr/local/cuda-12/lib64", "/usr/local/cuda-12.9/lib64", "/usr/local/cuda-10.1/lib64"}, nil
+	}
+	dirs := ToolkitDirs()
+	require.Equal(t, []string{"/usr/local/cuda-12.10/lib64", "/usr/local/cuda-12.9/lib64", "/usr/local/cuda-12/lib64",
+		"/usr/local/cuda-11.8/lib64", "/usr/local/cuda-10.1/lib64", "/usr/local/cuda-9.2/lib64"}, dirs[len(dirs)-6:])
+}
