@@ -27,7 +27,9 @@ func (e *Engine) Memset(mem gt.Memory, val any) error {
 	if !ok {
 		return fmt.Errorf("gorgonia: Engine.Memset with a %T: want a number or a bool: %w", val, memory.ErrInvalidArgument)
 	}
-	if d, ok := mem.(interface{ Dtype() gt.Dtype }); ok && d.Dtype().Type != reflect.TypeOf(val) {
+	// A zero-value Dense says no type (and formatting its Dtype panics
+	// inside gorgonia); it has no elements either, as Memclr finds.
+	if d, ok := mem.(interface{ Dtype() gt.Dtype }); ok && d.Dtype().Type != nil && d.Dtype().Type != reflect.TypeOf(val) {
 		return fmt.Errorf("gorgonia: Engine.Memset of %v elements with a %T: %w", d.Dtype(), val, memory.ErrInvalidArgument)
 	}
 	if r.size == 0 {

@@ -50,3 +50,16 @@ func TestEngineGoScalarDense(t *testing.T) {
 	free(t, e, one)
 	require.NoError(t, m.Close())
 }
+
+// A zero-value Dense (&gt.Dense{}: no element type, no elements) has
+// nothing to set, as Memclr, Memcpy and Accessible find: Memset succeeds.
+// It returned an error whose text held "%!v(PANIC=Format method: ...)",
+// from formatting the Dense's missing element type.
+func TestEngineMemsetZeroValueDense(t *testing.T) {
+	e, m := hostEngine(t, memory.RoleActivation)
+	z := &gt.Dense{}
+	require.NoError(t, e.Memset(z, float32(1)))
+	require.NotPanics(t, func() { e.Memclr(z) })
+	require.NoError(t, e.Memcpy(z, z))
+	require.NoError(t, m.Close())
+}
