@@ -66,7 +66,7 @@ func (e *Engine) Memset(mem gt.Memory, val any) error {
 }
 
 // Memclr sets mem's bytes to zero (a *gt.Dense in host memory zeroes its
-// own elements, views included). The interface gives it no error to
+// own elements, views included, and no others). The interface gives it no error to
 // return, so it panics where Memset would fail: memory it cannot locate,
 // device memory without a CUDA context or a view of it, a failed driver
 // call.
@@ -74,6 +74,18 @@ func (e *Engine) Memclr(mem gt.Memory) {
 	r, err := e.locate("Memclr", mem)
 	if err != nil {
 		panic(err)
+	}
+	if d, ok := mem.(*gt.Dense); ok && r.host != nil && d.IsMaterializable() {
+		// gorgonia's Zero of a view that skips elements (a column) clears
+		// them too: after the view's own elements it clears the whole
+		// stretch of storage the view spans. Memset walks the view's only.
+		if err := d.Memset(reflect.Zero(d.Dtype().Type).Interface()); err != nil {
+			panic(fmt.Errorf("gorgonia: Engine.Memclr: %w", err))
+		}
+		if d.IsMasked() {
+			d.ResetMask()
+		}
+		return
 	}
 	if z, ok := mem.(gt.Zeroer); ok && r.host != nil {
 		z.Zero()

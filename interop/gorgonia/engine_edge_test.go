@@ -63,3 +63,28 @@ func TestEngineMemsetZeroValueDense(t *testing.T) {
 	require.NoError(t, e.Memcpy(z, z))
 	require.NoError(t, m.Close())
 }
+
+// Memclr of a view that skips elements (a column of a matrix) zeroes the
+// view's elements and no others, in Go memory and in the Engine's: it
+// zeroed every element from the view's first to its last (gorgonia's
+// Dense.Zero clears that whole stretch of storage after the view's own).
+func TestEngineMemclrColumnView(t *testing.T) {
+	e, m := hostEngine(t, memory.RoleActivation)
+	own := gt.New(gt.WithShape(4, 3), gt.Of(gt.Float32), gt.WithEngine(e))
+	goMem := gt.New(gt.WithShape(4, 3), gt.Of(gt.Float32))
+	for name, d := range map[string]*gt.Dense{"engine's": own, "Go memory": goMem} {
+		for i := range 12 {
+			d.Set(i, float32(i+1))
+		}
+		col, err := d.Slice(nil, gt.S(1))
+		require.NoError(t, err, name)
+		e.Memclr(col.(*gt.Dense))
+		assert.Equal(t, []float32{1, 0, 3, 4, 0, 6, 7, 0, 9, 10, 0, 12}, d.Data(), name)
+
+		require.NoError(t, d.T()) // a transposed Dense clears all of itself
+		e.Memclr(d)
+		assert.Equal(t, make([]float32, 12), d.Data(), name)
+	}
+	free(t, e, own)
+	require.NoError(t, m.Close())
+}
