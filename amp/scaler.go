@@ -22,7 +22,8 @@ import (
 // float32] and the settings PyTorch's GradScaler refuses (a GrowthFactor
 // that is not a finite number above 1, a BackoffFactor outside (0, 1))
 // or a GrowthInterval below 1, and an enabled scaler's Unscale refuses
-// half-precision gradients (float16 loss scaling needs float32 ones).
+// half-precision gradients (float16 loss scaling needs float32 ones) and
+// a list with no gradient in it (a step it checked nothing of).
 //
 // A disabled scaler (bfloat16 and float32 need none: their exponent
 // range is float32's) is a no-op: LossScale is 1, Unscale reports every
@@ -72,8 +73,11 @@ func (s *GradScaler) LossScale() float64 {
 // pass (one kernel launch on a GPU for all of them) that also checks them,
 // and reports whether all the unscaled gradients are finite: false means
 // skip this optimizer step. Call it once per step, after backward and
-// before gradient clipping; nil gradients are skipped. A disabled scaler
-// returns true at once.
+// before gradient clipping; nil gradients are skipped, but an enabled
+// scaler given none that is not nil panics with an *tensor.OpError
+// wrapping tensor.ErrArgument and checks nothing, as PyTorch's
+// GradScaler refuses a step with no inf check recorded. A disabled
+// scaler returns true at once.
 //
 // The fused pass checks each gradient after dividing it: a non-finite
 // gradient stays one, and below a scale of 1, where dividing multiplies
@@ -97,11 +101,22 @@ func (s *GradScaler) Unscale(grads []*tensor.Tensor) bool {
 		panic(&tensor.OpError{Op: op, Msg: "called twice before Update", Err: tensor.ErrArgument})
 	}
 	s.checkSettings(op)
+	checked := 0
 	for i, g := range grads {
-		if g != nil && g.DType().IsHalf() {
+		if g == nil {
+			continue
+		}
+		if g.DType().IsHalf() {
 			panic(&tensor.OpError{Op: op, Msg: fmt.Sprintf("gradient %d is %v %v: float16 loss scaling needs float32 gradients; "+
 				"half gradients are for bfloat16 autocast, which needs no scaler", i, g.DType(), g.Shape()), Err: tensor.ErrDType})
 		}
+		checked++
+	}
+	// No gradient is no inf check (PyTorch's step and update assert that
+	// one was recorded): a step that checked nothing must not count as a
+	// good one and grow the scale.
+	if checked == 0 {
+		panic(&tensor.OpError{Op: op, Msg: fmt.Sprintf("no gradients to check (%d given, all nil): did backward run?", len(grads)), Err: tensor.ErrArgument})
 	}
 	// UnscaleGrads tests each product: below a scale of 1, where dividing
 	// multiplies, a finite gradient that overflowed is found too.

@@ -273,3 +273,22 @@ func TestScalerRefusesHalfGradients(t *testing.T) {
 		}
 	})
 }
+
+// An Unscale given no gradient (an empty list, or nil ones only: backward
+// did not run, or the list was gathered before it) checked nothing, as
+// PyTorch's GradScaler refuses a step with no inf check recorded ("No
+// inf checks were recorded for this optimizer"). It used to report the
+// step good and count it towards growth: GrowthInterval such steps grew
+// the scale with no gradient ever seen.
+func TestScalerUnscaleWithNoGradients(t *testing.T) {
+	s := amp.NewGradScaler(true)
+	s.GrowthInterval = 1
+	for _, gs := range [][]*tensor.Tensor{nil, {}, {nil, nil}} {
+		err := tensor.Try(func() { s.Unscale(gs) })
+		require.ErrorIs(t, err, tensor.ErrArgument, "%d gradients", len(gs))
+		require.ErrorContains(t, err, "no gradients to check")
+		require.ErrorIs(t, tensor.Try(s.Update), tensor.ErrArgument, "nothing was checked")
+	}
+	assert.Equal(t, 65536.0, s.Scale, "nothing grew")
+	assert.True(t, amp.NewGradScaler(false).Unscale(nil), "a disabled scaler checks nothing and needs nothing")
+}
