@@ -76,6 +76,10 @@ func main() {
 	}
 }
 
+// maxReps bounds -reps: each repetition moves -size bytes several times
+// over, and the times of every one are kept for the median.
+const maxReps = 10000
+
 // parseFlags reads and checks the flags; the flag package's own errors
 // and the usage go to stderr.
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -94,8 +98,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if err != nil {
 		return options{}, err
 	}
-	if *reps < 1 {
-		return options{}, fmt.Errorf("-reps %d: want at least 1", *reps)
+	if *reps < 1 || *reps > maxReps {
+		return options{}, fmt.Errorf("-reps %d: want 1 to %d", *reps, maxReps)
 	}
 	if *ordinal < 0 {
 		return options{}, fmt.Errorf("-device %d: want a CUDA device ordinal, 0 or more", *ordinal)

@@ -58,13 +58,15 @@ func TestMedianEven(t *testing.T) {
 // Bad flags are refused with exit status 2, naming the flag; -h exits 0.
 func TestFlags(t *testing.T) {
 	for args, want := range map[string]string{
-		"-size 3":      "-size",
-		"-size 0":      "-size",
-		"-size 50%":    "-size",
-		"-reps 0":      "-reps",
-		"-device -1":   "-device",
-		"extra":        "unexpected arguments",
-		"-size 1GiB x": "unexpected arguments",
+		"-size 3":                   "-size",
+		"-size 0":                   "-size",
+		"-size 50%":                 "-size",
+		"-reps 0":                   "-reps",
+		"-reps 10001":               "-reps 10001: want 1 to 10000",
+		"-reps 9223372036854775807": "-reps",
+		"-device -1":                "-device",
+		"extra":                     "unexpected arguments",
+		"-size 1GiB x":              "unexpected arguments",
 	} {
 		_, err := parseFlags(strings.Fields(args), io.Discard)
 		require.Error(t, err, args)
