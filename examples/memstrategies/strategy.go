@@ -66,8 +66,10 @@ type result struct {
 	Spills     int64              `json:"spilled_allocations"`
 	SpillBytes int64              `json:"spilled_bytes"`
 	Migrated   int64              `json:"migrated_bytes"`
-	// OptMS is the optimizer update's time a step (clipped gradients to
-	// updated weights, synchronised); OffloadBytes the optimizer state in
+	// OptMS is the optimizer update's time (clipped gradients to updated
+	// weights, synchronised), averaged over the updates the timed steps
+	// ran (a step the fp16 loss scaler skips runs none; 0 when none ran);
+	// OffloadBytes the optimizer state in
 	// the offload tier after the timed steps, and LinkGBs what the update
 	// moved over the bus a second (reading and writing it) against the
 	// 55 GB/s of pinned host-to-device copies.
@@ -251,6 +253,7 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 
 	warmup := o.warmup
 	var optTime time.Duration
+	optTimed := 0    // updates timed: a step the scaler skips has none
 	timeOpt := false // synchronize around the optimizer step and time it
 	var lastPlan memory.Plan
 	step := func() (loss float64, err error) {
@@ -288,6 +291,7 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 						if err = opt.Step(); err == nil && timeOpt {
 							err = dev.Synchronize()
 							optTime += time.Since(t0)
+							optTimed++
 						}
 					}
 				}
@@ -334,17 +338,18 @@ func runStrategy(o *options, cfg nn.GPTConfig, dev tensor.Device, name string, d
 	el := time.Since(start).Seconds()
 	r.TokS = float64(o.batch*cfg.Context*o.steps) / el
 	r.StepMS = 1000 * el / float64(o.steps)
-	optSteps := o.steps
 	if beside {
 		// Timing the overlapped update in the timed steps would undo the
 		// overlap (the step waits for it): one more step times it alone.
-		timeOpt, optSteps = true, 1
+		timeOpt, optTime, optTimed = true, 0, 0
 		if _, err := step(); err != nil {
 			return r, err
 		}
 		timeOpt = false
 	}
-	r.OptMS = 1000 * optTime.Seconds() / float64(optSteps)
+	if optTimed > 0 { // an average over the updates that ran, not the steps
+		r.OptMS = 1000 * optTime.Seconds() / float64(optTimed)
+	}
 	r.Overlap, r.Pipelined = overlap, pipeline
 	for _, e := range lastPlan.Entries {
 		if e.Role == memory.RoleOptimizerState && e.Tier == memory.TierOffload {
