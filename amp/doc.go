@@ -94,7 +94,10 @@
 // bfloat16 autocast, which needs no scaler; under float16 autocast keep
 // the gradients in float32. An enabled (float16) scaler's Unscale refuses
 // a half gradient with an error saying so (tensor.ErrDType), before
-// changing any.
+// changing any, and a call with no gradient at all (none given, or nil
+// ones only: backward did not run) with tensor.ErrArgument, where a step
+// that checked nothing would count towards the scale's growth (PyTorch's
+// GradScaler asserts an inf check was recorded).
 //
 // Layering: amp imports only tensor, so autograd's ops can consult the
 // autocast state; checkpoint and nn sit above both.
