@@ -71,6 +71,8 @@ func (o *options) checkIgnored(fs *flag.FlagSet) error {
 			err = fmt.Errorf("-digits %d: the built-in addition task's; not with -data", o.digits)
 		case n == "sample" && o.data == "" && o.sample > 0:
 			err = fmt.Errorf("-sample %d: samples text of -data; the built-in addition task reports held-out answers instead", o.sample)
+		case n == "progress-every" && o.quiet && o.progressEvery > 0:
+			err = fmt.Errorf("-progress-every %v: not with -quiet, which prints no progress lines (leave one of them out)", o.progressEvery)
 		case n == "bench-warmup" && !o.bench:
 			err = fmt.Errorf("-bench-warmup %d: the warm-up steps of -bench; only with -bench", o.benchWarm)
 		case n == "memory-step" && !capture:

@@ -284,7 +284,8 @@ func TestDeviceAndProfileFlagsRefusedUpFront(t *testing.T) {
 // A flag the job would ignore is refused, not silently dropped: -bench
 // and the memory captures time random tokens (-data was not even read)
 // and save nothing (-loss-log used to be dropped without a word), and
-// -digits is the addition task's, which -data replaces.
+// -digits is the addition task's, which -data replaces; -quiet prints
+// no progress lines, whatever -progress-every says.
 func TestIgnoredFlagsRefused(t *testing.T) {
 	for args, want := range map[string]string{
 		"-bench -data text.txt":               "-data: not with -bench, -memory-trace or -memory-plot",
@@ -296,11 +297,12 @@ func TestIgnoredFlagsRefused(t *testing.T) {
 		"-memory-plot m.png -eval-every 5":    "-eval-every: a training flag; not with -bench, -memory-trace",
 		"-memory-trace m.json -steps 5":       "-steps: not with -memory-trace or -memory-plot",
 		"-sample 5":                           "-sample 5: samples text of -data",
+		"-quiet -progress-every 10s":          "-progress-every 10s: not with -quiet",
 	} {
 		_, err := parseFlags(strings.Fields(args))
 		require.ErrorContains(t, err, want, args)
 	}
-	for _, args := range []string{"-bench -data=", "-bench -out=", "-bench -steps 5 -bench-warmup 1", "-digits 4", "-data text.txt", "-sample 0", "-data text.txt -sample 5"} {
+	for _, args := range []string{"-bench -data=", "-bench -out=", "-bench -steps 5 -bench-warmup 1", "-digits 4", "-data text.txt", "-sample 0", "-data text.txt -sample 5", "-quiet -progress-every 0"} {
 		_, err := parseFlags(strings.Fields(args))
 		require.NoError(t, err, args)
 	}
