@@ -39,29 +39,28 @@ type phaseTime struct {
 	HostMS   float64 `json:"host_ms"`
 }
 
-// phaseTimes averages the timer's spans over steps by phase, in step
+// phaseTimes averages the timer's spans of steps steps by phase, in step
 // order (the first span, from the first step's start to its forward mark,
 // and every later one are whole steps' phases; the time before the first
-// start mark is not counted).
+// start mark is not counted). Each phase is averaged over the steps that
+// ran it: a step the fp16 gradient scaler skips has no gradient norm,
+// loss read or optimizer phase, and dividing their time by every step
+// made the update look faster the more steps were skipped.
 func phaseTimes(tm *tensor.Timer, steps int) ([]phaseTime, error) {
 	spans, err := tm.Spans()
 	if err != nil || len(spans) == 0 || steps == 0 {
 		return nil, err
 	}
 	dev, host := map[string]time.Duration{}, map[string]time.Duration{}
+	count := map[string]int{}
 	for _, s := range spans {
 		dev[s.Name] += s.Device
 		host[s.Name] += s.Host
+		count[s.Name]++ // "start": between steps, one fewer than the steps
 	}
 	var out []phaseTime
 	for _, name := range phaseOrder {
-		if _, ok := dev[name]; !ok {
-			continue
-		}
-		n := float64(steps)
-		if name == phaseStart {
-			n = float64(steps - 1) // between steps: one fewer
-		}
+		n := float64(count[name])
 		if n <= 0 {
 			continue
 		}

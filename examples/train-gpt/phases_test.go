@@ -43,3 +43,38 @@ func TestPhaseTimes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, none)
 }
+
+// TestPhaseTimesSkippedStep: a step the fp16 gradient scaler skips marks
+// no gradient norm, loss read or optimizer; those phases are averaged
+// over the steps that ran them, not over every step (which halved the
+// optimizer's time here).
+func TestPhaseTimesSkippedStep(t *testing.T) {
+	tm := tensor.NewTimer(tensor.CPU())
+	defer tm.Close()
+	tr := &trainer{timer: tm}
+	for _, p := range phaseOrder { // a step with its update
+		tr.mark(p)
+	}
+	for _, p := range []string{phaseStart, phaseForward, phaseBackward} { // a skipped one
+		tr.mark(p)
+	}
+	spans, err := tm.Spans()
+	require.NoError(t, err)
+	var opt, start time.Duration
+	for _, s := range spans {
+		switch s.Name {
+		case phaseOptimizer:
+			opt += s.Host
+		case phaseStart:
+			start += s.Host
+		}
+	}
+	ps, err := phaseTimes(tm, 2)
+	require.NoError(t, err)
+	got := map[string]float64{}
+	for _, p := range ps {
+		got[p.Name] = p.HostMS
+	}
+	assert.Equal(t, opt.Seconds()*1000, got[phaseOptimizer], "the one update's time")
+	assert.Equal(t, start.Seconds()*1000, got[phaseStart], "the one gap between the steps")
+}
