@@ -193,20 +193,18 @@ func showSamples(tr *trainer, data dataset, task *additionTask, o *options, inte
 	for _, id := range p32 {
 		ids = append(ids, int(id))
 	}
-	promptLen := len(ids)
 	for _, id := range got[0] {
 		ids = append(ids, int(id))
-	}
-	ptext, err := td.tok.Decode(ids[:promptLen])
-	if err != nil {
-		return err
 	}
 	text, err := td.tok.Decode(ids)
 	if err != nil {
 		return err
 	}
 	// Escaped: the model's text may hold control characters (an ESC).
-	fmt.Fprintf(os.Stderr, "sample (prompt from held-out text, %d %s tokens generated):\n%s%s\n", len(got[0]), td.tok.Name(), cli.Printable(ptext), cli.Printable(text[len(ptext):]))
+	// Whole: the prompt's tokens may end inside a character (a byte of
+	// it, with -tokenizer byte) that the generated ones complete, and
+	// escaping the two parts apart showed its bytes as \xNN.
+	fmt.Fprintf(os.Stderr, "sample (prompt from held-out text, %d %s tokens generated):\n%s\n", len(got[0]), td.tok.Name(), cli.Printable(text))
 	if stopped {
 		fmt.Fprintf(os.Stderr, "train-gpt: sample stopped by %v after %d of %d tokens\n", sig, len(got[0]), o.sample)
 	}
