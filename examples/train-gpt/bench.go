@@ -20,7 +20,7 @@ type benchResult struct {
 	Precision string             `json:"precision"`
 	Attention string             `json:"attention"`
 	Head      string             `json:"head"`
-	Skipped   int                `json:"skipped_steps"` // fp16 steps skipped by the gradient scaler
+	Skipped   int                `json:"skipped_steps"` // timed fp16 steps skipped by the gradient scaler
 	Ckpt      string             `json:"checkpoint"`    // in the timed steps (under -checkpoint auto, the placement's choice)
 	CkptEvery int                `json:"checkpoint_every"`
 	Budget    string             `json:"device_budget,omitempty"`
@@ -114,6 +114,9 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 		dev.Memory().ResetPeaks()
 	}
 	spills := dev.Memory().Stats().Spills.Count
+	// The timed steps' skips: the warm-up's (the scale backs off from
+	// 65536 at the start) are no part of the tok/s.
+	skipped := tr.scaler.Skipped()
 	var loss float64
 	launches, calls := tensor.CUDALaunches(), tensor.CUDADriverCalls()
 	before := dev.Memory().Stats().Total
@@ -145,7 +148,7 @@ func bench(o *options, cfg nn.GPTConfig, dev tensor.Device) error {
 	}
 	st := dev.Memory().Stats()
 	r := benchResult{
-		Config: o.config, Policy: o.policy, Precision: o.precision, Attention: o.attn.String(), Head: o.headLoss.String(), Skipped: tr.scaler.Skipped(), Ckpt: tr.model.Checkpoint.Mode.String(), CkptEvery: max(tr.model.Checkpoint.Every, 1), Budget: o.budget, Margin: o.budgetMargin, Overlap: o.overlapOpt, Pipelined: o.pipelineOpt, PipeWidth: o.pipelineWidth, GradDType: o.gradDType, Device: dev.String(), Backend: tensor.CPUBackendInfo(), Threads: runtime.GOMAXPROCS(0),
+		Config: o.config, Policy: o.policy, Precision: o.precision, Attention: o.attn.String(), Head: o.headLoss.String(), Skipped: tr.scaler.Skipped() - skipped, Ckpt: tr.model.Checkpoint.Mode.String(), CkptEvery: max(tr.model.Checkpoint.Every, 1), Budget: o.budget, Margin: o.budgetMargin, Overlap: o.overlapOpt, Pipelined: o.pipelineOpt, PipeWidth: o.pipelineWidth, GradDType: o.gradDType, Device: dev.String(), Backend: tensor.CPUBackendInfo(), Threads: runtime.GOMAXPROCS(0),
 		Params: nn.CountParams(tr.params), Batch: tr.B, Context: tr.T, Steps: o.steps,
 		TokS: float64(tr.B*tr.T*o.steps) / el, StepMS: 1000 * el / float64(o.steps),
 		PeakBytes: st.Total.Allocated.Peak, PeakMiB: float64(st.Total.Allocated.Peak) / (1 << 20),
