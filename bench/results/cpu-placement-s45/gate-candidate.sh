@@ -6,9 +6,8 @@
 #   git stash -u   # a clean tree
 #   CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /tmp/gate/tg-base ./examples/train-gpt
 #   git apply bench/results/cpu-placement-s45/boundary-rule-16pages.patch
-#   git apply memory/testdata/steps-log.patch   # then add the role to its "a" lines:
-#     logAlloc(p, b, size, s, role) printing "a ID SIZE STREAM ROLE" (the
-#     patched test reader takes the fifth field)
+#   git apply bench/results/cpu-placement-s45/steps-log-roles.patch   # the steps log with roles:
+#     "a ID SIZE STREAM ROLE" (the candidate's test reader takes the fifth field)
 #   CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /tmp/gate/tg-rec ./examples/train-gpt
 #   git checkout . && git stash pop
 #   (cd /tmp/gate && tar cf - * | xz -T2 > /work/main/.gpu/gate.tar.xz)
