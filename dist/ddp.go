@@ -190,27 +190,11 @@ func (d *DataParallel) syncGradients() error {
 	if d.flags == nil {
 		return fmt.Errorf("dist: SyncGradients after Release: %w", tensor.ErrArgument)
 	}
-	for _, p := range d.frozen {
-		if p.Grad != nil && p.RequiresGrad() {
-			if d.ov != nil {
-				_ = d.ov.drain() // the buckets backward started; the error below is the one to report
-			}
-			return fmt.Errorf("dist: SyncGradients: parameter %q has a gradient but was frozen when New assigned the buckets, so it is in none: its gradient would not be averaged and the ranks' replicas would drift apart; unfreeze parameters before dist.New (this error aborts the group: continuing needs a new one): %w", p.Name, tensor.ErrArgument)
+	if err := d.checkGrads(); err != nil {
+		if d.ov != nil {
+			_ = d.ov.drain() // the buckets backward started; err is the one to report
 		}
-	}
-	// Every gradient is checked before SyncGradients makes any call (the
-	// hooks check each bucket's as they start it): a gradient the mean
-	// cannot be copied back into would otherwise fail every rank only
-	// after the all-reduces, and unnamed.
-	for _, b := range d.buckets {
-		for _, p := range b.Params {
-			if err := checkGrad(p); err != nil {
-				if d.ov != nil {
-					_ = d.ov.drain()
-				}
-				return err
-			}
-		}
+		return err
 	}
 	if d.ov != nil {
 		return d.syncOverlapped()
@@ -227,16 +211,40 @@ func (d *DataParallel) syncGradients() error {
 	return d.finish(present)
 }
 
-// fill copies bucket i's gradients into its flat buffer (zeros for a
-// parameter without one) and sets their presence flags (1 where the
-// parameter has a gradient) in present.
-func (d *DataParallel) fill(i int, present []float32) error {
-	b, buf := d.buckets[i], d.bufs[i]
-	for _, p := range b.Params {
+// checkGrads refuses, before SyncGradients makes any call, a gradient it
+// would not average: one of a parameter frozen when New assigned the
+// buckets, and one checkBucket refuses (the hooks check each bucket's as
+// they start it): such a gradient would otherwise fail every rank only
+// after the all-reduces, and unnamed.
+func (d *DataParallel) checkGrads() error {
+	for _, p := range d.frozen {
+		if p.Grad != nil && p.RequiresGrad() {
+			return fmt.Errorf("dist: SyncGradients: parameter %q has a gradient but was frozen when New assigned the buckets, so it is in none: its gradient would not be averaged and the ranks' replicas would drift apart; unfreeze parameters before dist.New (this error aborts the group: continuing needs a new one): %w", p.Name, tensor.ErrArgument)
+		}
+	}
+	for i := range d.buckets {
+		if err := d.checkBucket(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkBucket is checkGrad on bucket i's parameters.
+func (d *DataParallel) checkBucket(i int) error {
+	for _, p := range d.buckets[i].Params {
 		if err := checkGrad(p); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// fill copies bucket i's gradients, checked (checkBucket), into its flat
+// buffer (zeros for a parameter without one) and sets their presence
+// flags (1 where the parameter has a gradient) in present.
+func (d *DataParallel) fill(i int, present []float32) error {
+	b, buf := d.buckets[i], d.bufs[i]
 	return tensor.Try(func() {
 		for j, p := range b.Params {
 			seg := segment(buf, b.Offsets[j], p.Value.Shape())

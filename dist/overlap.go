@@ -161,7 +161,10 @@ func (ov *overlap) start(i int) {
 	if ov.onStart != nil {
 		ov.onStart(i)
 	}
-	err := d.fill(i, ov.present)
+	err := d.checkBucket(i)
+	if err == nil {
+		err = d.fill(i, ov.present)
+	}
 	if err == nil {
 		for j, p := range d.buckets[i].Params {
 			k := d.first[i] + j
