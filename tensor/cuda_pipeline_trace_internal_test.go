@@ -8,15 +8,30 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// pipelineTimeline runs steps in a scope on dev with the pipelined
+// update's timeline on (until the test ends), waits for the overlapped
+// updates and returns the timeline's lines.
+func pipelineTimeline(t *testing.T, dev *cudaDevice, steps func()) []string {
+	on := pipelineTracing
+	t.Cleanup(func() { pipelineTracing = on })
+	pipelineTracing = true
+	WithScope(func() {
+		steps()
+		require.NoError(t, WaitOverlapped(dev))
+	})
+	tl, err := PipelineTrace(dev)
+	require.NoError(t, err)
+	t.Log("\n" + tl)
+	return strings.Split(strings.TrimSpace(tl), "\n")
+}
+
 // TestGPUPipelineTrace: with the timeline on, two pipelined steps of
 // three groups leave the first step whole, a row a group with its start,
 // end and the device stream's first wait (the parameters read after the
 // step), and the mark recorded after it.
 func TestGPUPipelineTrace(t *testing.T) {
 	dev := gpuForTest(t)
-	defer func(on bool) { pipelineTracing = on }(pipelineTracing)
-	pipelineTracing = true
-	WithScope(func() {
+	lines := pipelineTimeline(t, dev, func() {
 		sizes := []int{1 << 20, 3 << 20, 70001, 2 << 20}
 		var ps, ms, vs []*Tensor
 		for _, n := range sizes {
@@ -36,12 +51,7 @@ func TestGPUPipelineTrace(t *testing.T) {
 			}
 			TracePipelineMark(dev, "after")
 		}
-		require.NoError(t, WaitOverlapped(dev))
 	})
-	tl, err := PipelineTrace(dev)
-	require.NoError(t, err)
-	t.Log("\n" + tl)
-	lines := strings.Split(strings.TrimSpace(tl), "\n")
 	require.Len(t, lines, 7, "a header, three groups, the summary, the mark and the next step's start")
 	for g, l := range lines[1:4] {
 		f := strings.Fields(l)
@@ -60,9 +70,7 @@ func TestGPUPipelineTrace(t *testing.T) {
 // timeline stayed empty and its events piled up.
 func TestGPUPipelineTraceOneGroup(t *testing.T) {
 	dev := gpuForTest(t)
-	defer func(on bool) { pipelineTracing = on }(pipelineTracing)
-	pipelineTracing = true
-	WithScope(func() {
+	lines := pipelineTimeline(t, dev, func() {
 		p, m, v := Full(dev, Float32, 1, 4096), Zeros(dev, Float32, 4096), Zeros(dev, Float32, 4096)
 		for step := 1; step <= 3; step++ {
 			g := Full(dev, Float32, 0.5, 4096)
@@ -70,12 +78,7 @@ func TestGPUPipelineTraceOneGroup(t *testing.T) {
 			Add(p, p).Release()
 			TracePipelineMark(dev, "after")
 		}
-		require.NoError(t, WaitOverlapped(dev))
 	})
-	tl, err := PipelineTrace(dev)
-	require.NoError(t, err)
-	t.Log("\n" + tl)
-	lines := strings.Split(strings.TrimSpace(tl), "\n")
 	require.Len(t, lines, 5, "a header, one group, the summary, the mark and the next step's start")
 	assert.Equal(t, "0", strings.Fields(lines[1])[0])
 	assert.Contains(t, lines[2], "update: 1 groups")
