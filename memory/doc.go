@@ -356,7 +356,13 @@
 // coalescing are the classic pool's (rests of any size are split off).
 // When no free block fits, the request goes to the run of free blocks and
 // holes that needs the fewest new pages, the shortest such run among
-// equals (the end of the range is always one); the pages come from whole
+// equals (the end of the range is always one; there, in the first period
+// of a pool with step plans, a request of 16 whole pages or more that may
+// live long, any role but activations, gradients and staging, starts at a
+// page boundary when that needs no more new pages, so that it touches only
+// its own pages: PyTorch's cuBLAS workspaces, allocated among a first
+// step's activations and kept, left partly used pages at every later
+// peak; sessions 45-46, shortLived in pool_expand.go); the pages come from whole
 // pages inside other free blocks first (stolen: GMLake's stitching of
 // scattered free memory into one contiguous block), created only when
 // none is left. Pages stolen from segments of the same stream are lent,

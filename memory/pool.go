@@ -255,7 +255,7 @@ func (p *Pool) alloc(size int64, s Stream, advice Advice, role Role, op string) 
 	var b *Block
 	if rounded <= p.placeMax {
 		var err error
-		if b, err = p.allocPlaced(size, rounded, s); err != nil {
+		if b, err = p.allocPlaced(size, rounded, s, role); err != nil {
 			return nil, err
 		}
 	} else if lo, hi := (freeKey{size: rounded}), p.takeLimit(rounded); idx.hot == nil {
@@ -267,7 +267,7 @@ func (p *Pool) alloc(size int64, s Stream, advice Advice, role Role, op string) 
 	}
 	if b == nil {
 		var err error
-		if b, err = p.grow(size, rounded, s); err != nil {
+		if b, err = p.grow(size, rounded, s, role); err != nil {
 			return nil, err
 		}
 	}

@@ -61,7 +61,7 @@ func (p *Pool) expandables(s Stream, small bool, f func(seg *segment) bool) {
 // holes of one of the stream's expandable segments (a new segment when
 // none has room) and returns the free block that starts where the request
 // goes, not in the free index.
-func (p *Pool) growExpandable(size, rounded int64, s Stream) (*Block, error) {
+func (p *Pool) growExpandable(size, rounded int64, s Stream, role Role) (*Block, error) {
 	// Past the machine (and not already past the Limit, which says so
 	// itself: the budget at work, for the placement scheduler).
 	if most, what := requestBound(p.backend); most > 0 && rounded > most && !(p.cfg.Limit > 0 && rounded > p.cfg.Limit) {
@@ -69,7 +69,7 @@ func (p *Pool) growExpandable(size, rounded int64, s Stream) (*Block, error) {
 		return nil, p.oomError(size, fmt.Errorf("memory: %s: allocating %s: more than the %s %s: %w",
 			p.name, FormatBytes(rounded), FormatBytes(most), what, ErrOutOfMemory))
 	}
-	b, err := p.expand(rounded, s)
+	b, err := p.expand(rounded, s, role)
 	var werr error // a failed wait goes on as grow's does
 	if err != nil && isOOM(err) && len(p.pending) > 0 {
 		// Blocks waiting for other streams' work may fit (reuseWaiting),
@@ -78,7 +78,7 @@ func (p *Pool) growExpandable(size, rounded int64, s Stream) (*Block, error) {
 		if got, werr = p.reuseWaiting(rounded, s); got != nil {
 			return got, nil
 		}
-		b, err = p.expand(rounded, s)
+		b, err = p.expand(rounded, s, role)
 	}
 	if err != nil && isOOM(err) {
 		// The pools that share the Limit (a device pool's managed tier)
@@ -88,13 +88,13 @@ func (p *Pool) growExpandable(size, rounded int64, s Stream) (*Block, error) {
 			return nil, errors.Join(relErr, werr)
 		}
 		if shared > 0 {
-			b, err = p.expand(rounded, s)
+			b, err = p.expand(rounded, s, role)
 		}
 	}
 	if retry, relErr := p.peersFreed(err); relErr != nil {
 		return nil, errors.Join(relErr, werr)
 	} else if retry {
-		b, err = p.expand(rounded, s)
+		b, err = p.expand(rounded, s, role)
 	}
 	if err != nil {
 		if !isOOM(err) {
@@ -119,12 +119,13 @@ func requestBound(b Backend) (int64, string) {
 }
 
 // expand is growExpandable's work, once.
-func (p *Pool) expand(rounded int64, s Stream) (*Block, error) {
+func (p *Pool) expand(rounded int64, s Stream, role Role) (*Block, error) {
+	whole := rounded%p.page == 0 && rounded >= 16*p.page && !shortLived(role) && p.planner != nil && p.planner.plans == 0
 	small := isSmall(rounded) && !p.unified
 	var best *segment
 	var bestPos, bestCost, bestLen int64 = 0, -1, 0
 	p.expandables(s, small, func(seg *segment) bool {
-		if pos, cost, n := p.bestRun(seg, rounded); cost >= 0 && (bestCost < 0 || cost < bestCost || cost == bestCost && n < bestLen) {
+		if pos, cost, n := p.bestRun(seg, rounded, whole); cost >= 0 && (bestCost < 0 || cost < bestCost || cost == bestCost && n < bestLen) {
 			best, bestPos, bestCost, bestLen = seg, pos, cost, n
 		}
 		return true
@@ -179,9 +180,12 @@ func (p *Pool) pagesOver(pos, n int64) int64 {
 
 // bestRun finds in seg the place for n bytes that needs the fewest new
 // pages: each run of free blocks and holes long enough is tried with the
-// request at its start and at its end. It returns the offset and the
-// number of pages to map, or a cost of -1 when no run is long enough.
-func (p *Pool) bestRun(seg *segment, n int64) (pos, cost, runLen int64) {
+// request at its start and at its end, and, for a request of whole pages
+// (whole), the last run also at its first page boundary, taken over the
+// run's start when it needs no more new pages (see shortLived). It
+// returns the offset and the number of pages to map, or a cost of -1 when
+// no run is long enough.
+func (p *Pool) bestRun(seg *segment, n int64, whole bool) (pos, cost, runLen int64) {
 	cost = -1
 	base := seg.region.Addr
 	var runStart *Block
@@ -194,7 +198,14 @@ func (p *Pool) bestRun(seg *segment, n int64) (pos, cost, runLen int64) {
 		if stop-start < n {
 			return
 		}
-		for _, at := range [2]int64{start, stop - n} {
+		at3 := [3]int64{start, stop - n, -1}
+		if a := (start + p.page - 1) / p.page * p.page; whole && end == nil && a != start && a+n <= stop {
+			at3[2] = a
+		}
+		for k, at := range at3 {
+			if at < 0 {
+				continue
+			}
 			lo, hi := p.pageRange(at, n)
 			var c int64
 			for b := first; b != end; b = b.next {
@@ -205,7 +216,7 @@ func (p *Pool) bestRun(seg *segment, n int64) (pos, cost, runLen int64) {
 					}
 				}
 			}
-			if cost < 0 || c < cost || c == cost && stop-start < runLen {
+			if cost < 0 || c < cost || c == cost && (stop-start < runLen || k == 2 && stop-start == runLen) {
 				pos, cost, runLen = at, c, stop-start
 			}
 		}
@@ -350,4 +361,34 @@ func (p *Pool) createPage(pending int) (Page, error) {
 		p.sinks.pagesCreated(1)
 	}
 	return pg, err
+}
+
+// shortLived reports whether blocks of role usually die within the step
+// that made them: activations, gradients and staging buffers. The rest
+// (parameters, optimizer state, library workspaces, and requests of no
+// known role, as a replayed PyTorch trace's) may live for the run.
+//
+// The page boundary (expand, bestRun): a request of whole pages placed at
+// the end of the range at the free run's start, inside a page, touches
+// one page more than its own and shares its first and last pages with its
+// neighbours; at the run's first page boundary it touches only its own,
+// for the same new pages. Which neighbour then shares a partly used page
+// does not change the free bytes now, only later: a long-lived block that
+// shares pages with short-lived ones leaves partly used pages that no
+// later step fills, at every step's peak. On PyTorch's traces such blocks
+// are the two 32 MiB cuBLAS workspaces that each of 22 of the 24 traces
+// allocates among its first step's activations and never frees
+// (bench/results/cpu-placement-2026-12-06-s44.md). For blocks that die
+// soon the boundary is a loss as often as a gain (strata's gpt2 step's
+// 384 MiB attention scores: 14 pages more at the peak; whole-page
+// activations of traces scaled by 0.25 or 0.5; eager pools without plans
+// never settle), so the rule is held to where long-lived blocks are born
+// and nothing else is known: requests of 16 pages or more, of a role
+// that may live long, while the pool's planner has made no plan yet (the
+// first period). With it the 24 traces at scale 1 go from 2 above 1.02
+// reserved/requested to none (small-bf16-ckpt 1.0351 -> 1.0196,
+// deep-fp16-ckpt-plain 1.0227 -> 1.0194; mean 1.0073 -> 1.0068;
+// bench/results/cpu-placement-2026-12-06-s45.md).
+func shortLived(role Role) bool {
+	return role == RoleActivation || role == RoleGradient || role == RoleStaging
 }

@@ -12,12 +12,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// stepsCall is one pool call of a recorded run (testdata/README.md).
+// stepsCall is one pool call of a recorded run (testdata/README.md):
+// recordings from session 46 on carry each allocation's role; older
+// ones replay as RoleOther, as Pool.Alloc asks.
 type stepsCall struct {
 	alloc  bool
 	id     string
 	size   int64
 	stream Stream
+	role   Role
 }
 
 func readSteps(t *testing.T, path string) []stepsCall {
@@ -31,12 +34,19 @@ func readSteps(t *testing.T, path string) []stepsCall {
 	for sc.Scan() {
 		w := strings.Fields(sc.Text())
 		switch {
-		case len(w) == 4 && w[0] == "a":
+		case (len(w) == 4 || len(w) == 5) && w[0] == "a":
 			size, err := strconv.ParseInt(w[2], 10, 64)
 			require.NoError(t, err)
 			s, err := strconv.ParseUint(w[3], 10, 64)
 			require.NoError(t, err)
-			calls = append(calls, stepsCall{alloc: true, id: w[1], size: size, stream: Stream(s)})
+			role := RoleOther
+			if len(w) == 5 {
+				r, err := strconv.ParseUint(w[4], 10, 8)
+				require.NoError(t, err)
+				require.Less(t, r, uint64(NumRoles), "%s: bad role in %q", path, sc.Text())
+				role = Role(r)
+			}
+			calls = append(calls, stepsCall{alloc: true, id: w[1], size: size, stream: Stream(s), role: role})
 		case len(w) == 2 && w[0] == "f":
 			calls = append(calls, stepsCall{id: w[1]})
 		default:
@@ -51,7 +61,9 @@ func readSteps(t *testing.T, path string) []stepsCall {
 func replaySteps(t *testing.T, p *Pool, calls []stepsCall, live map[string]*Block) {
 	for _, c := range calls {
 		if c.alloc {
-			b, err := p.Alloc(c.size, c.stream)
+			p.mu.Lock()
+			b, err := p.alloc(c.size, c.stream, 0, c.role, "")
+			p.mu.Unlock()
 			require.NoError(t, err)
 			live[c.id] = b
 			continue

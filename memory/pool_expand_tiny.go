@@ -43,7 +43,7 @@ const tinyProbe = 64
 // the step plans and counts a tiny block in its page (free uncounts
 // blocks of up to tinyMax bytes; for a request of MaxSplitSize or more
 // the block is handed out whole).
-func (p *Pool) allocPlaced(size, rounded int64, s Stream) (*Block, error) {
+func (p *Pool) allocPlaced(size, rounded int64, s Stream, role Role) (*Block, error) {
 	var b *Block
 	if sp := p.planner; sp != nil && sp.plan != nil {
 		b = p.takePlanned(rounded, s)
@@ -57,7 +57,7 @@ func (p *Pool) allocPlaced(size, rounded int64, s Stream) (*Block, error) {
 	}
 	if b == nil {
 		var err error
-		if b, err = p.grow(size, rounded, s); err != nil {
+		if b, err = p.grow(size, rounded, s, role); err != nil {
 			return nil, err
 		}
 	}

@@ -26,9 +26,9 @@ var errLimit = errors.New("limit")
 // When the allocation still fails, the *OOMError carries the wait's error
 // (OOMError.Wait); when it succeeds, the pending blocks are waited for
 // again by EmptyCache and Close, which report the error if it persists.
-func (p *Pool) grow(size, rounded int64, s Stream) (*Block, error) {
+func (p *Pool) grow(size, rounded int64, s Stream, role Role) (*Block, error) {
 	if p.vm != nil {
-		return p.growExpandable(size, rounded, s)
+		return p.growExpandable(size, rounded, s, role)
 	}
 	segSize := SegmentSize(rounded)
 	r, err := p.reserve(segSize)
