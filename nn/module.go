@@ -201,11 +201,14 @@ func prefix(p, name string) string {
 	return p + "." + name
 }
 
-// Collect returns the parameters of several modules, in order.
+// Collect returns the parameters of several modules, in order. A nil
+// module is skipped, also a nil pointer in the interface (an optional
+// layer left nil: Collect(body, head) with a nil *Linear head), whose
+// Parameters would dereference it.
 func Collect(ms ...Module) []*Parameter {
 	var ps []*Parameter
 	for _, m := range ms {
-		if m != nil {
+		if !isNil(m) {
 			ps = append(ps, m.Parameters()...)
 		}
 	}

@@ -37,3 +37,20 @@ func TestListHelpersSkipNilEntries(t *testing.T) {
 		assert.True(t, p.Value.Released(), p.Name)
 	}
 }
+
+// TestCollectSkipsNilPointerModules: an optional layer left nil reaches
+// Collect as a nil pointer in the Module interface, not a nil interface.
+// Collect skips it as it skips a nil module, instead of calling its
+// Parameters, which crashed with a nil-pointer panic (and with it
+// MLP.Parameters of an MLP literal without its projection).
+func TestCollectSkipsNilPointerModules(t *testing.T) {
+	fc := nn.Must(nn.NewLinear(nn.Options{}, "fc", 2, 3, true, 0))
+	defer nn.Release(fc.Parameters())
+	var head *nn.Linear // optional, not built
+	var norm *nn.LayerNorm
+	var ps []*nn.Parameter
+	require.NotPanics(t, func() { ps = nn.Collect(fc, head, norm, nil) })
+	assert.Equal(t, fc.Parameters(), ps)
+	require.NotPanics(t, func() { ps = (&nn.MLP{FC: fc}).Parameters() })
+	assert.Equal(t, fc.Parameters(), ps)
+}

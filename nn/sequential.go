@@ -67,12 +67,13 @@ func NewSequential(name string, layers ...Layer) (*Sequential, error) {
 	return &Sequential{Layers: layers}, nil
 }
 
-// isNil reports a nil layer, also a nil pointer or Func in the interface.
-func isNil(l Layer) bool {
-	if l == nil {
+// isNil reports a nil layer or module, also a nil pointer or Func in the
+// interface.
+func isNil(m Module) bool {
+	if m == nil {
 		return true
 	}
-	switch v := reflect.ValueOf(l); v.Kind() {
+	switch v := reflect.ValueOf(m); v.Kind() {
 	case reflect.Pointer, reflect.Func, reflect.Map, reflect.Slice, reflect.Interface:
 		return v.IsNil()
 	}
