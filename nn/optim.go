@@ -494,8 +494,13 @@ func (s CosineSchedule) LR(it int) float64 {
 // with (a shape mistake, running out of memory): the tensor.Try and
 // Ctx.WithScope pair a training or evaluation loop wraps around each step.
 // Any other panic (a bug) is passed on. Tensors the step must hand out
-// are copied to Go values (Item, Float32s) or kept (tensor.Keep).
+// are copied to Go values (Item, Float32s) or kept (tensor.Keep). A nil
+// fn is an error wrapping tensor.ErrArgument, as TrainStep's nil loss
+// function is (called, it was a nil-pointer panic that Step passed on).
 func Step(c *tensor.Ctx, fn func() error) error {
+	if fn == nil {
+		return fmt.Errorf("nn: Step: nil step function: %w", tensor.ErrArgument)
+	}
 	if c == nil {
 		c = tensor.Background()
 	}

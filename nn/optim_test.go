@@ -109,3 +109,14 @@ func TestStep(t *testing.T) {
 	require.ErrorIs(t, err, tensor.ErrShape)
 	require.Panics(t, func() { _ = nn.Step(nil, func() error { panic("a bug") }) })
 }
+
+// TestStepRefusesNilFunction: Step with a nil function returns an error
+// wrapping tensor.ErrArgument, as TrainStep does for a nil loss function,
+// instead of calling it: a nil-pointer panic, which Step passes on as a
+// bug's.
+func TestStepRefusesNilFunction(t *testing.T) {
+	var err error
+	require.NotPanics(t, func() { err = nn.Step(nil, nil) })
+	require.ErrorIs(t, err, tensor.ErrArgument)
+	require.ErrorContains(t, err, "nil step function")
+}
