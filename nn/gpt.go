@@ -85,9 +85,9 @@ func (m *MLP) Forward(x *autograd.Var) *autograd.Var { return m.forward(x, m.Kee
 func (m *MLP) forward(x *autograd.Var, keep bool) *autograd.Var {
 	u := m.FC.ForwardHalf(x)
 	if keep {
-		return autograd.GeluLinearKept(u, m.Proj.Weight.Var, m.Proj.bias())
+		return autograd.GeluLinearKept(u, m.Proj.weight(), m.Proj.bias())
 	}
-	return autograd.GeluLinear(u, m.Proj.Weight.Var, m.Proj.bias())
+	return autograd.GeluLinear(u, m.Proj.weight(), m.Proj.bias())
 }
 
 // Parameters returns c_fc's and c_proj's.

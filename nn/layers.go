@@ -51,14 +51,26 @@ func NewLinear(o Options, name string, in, out int, bias bool, std float64) (*Li
 
 // Forward maps x (..., in) to (..., out).
 func (l *Linear) Forward(x *autograd.Var) *autograd.Var {
-	return autograd.Linear(x, l.Weight.Var, l.bias())
+	return autograd.Linear(x, l.weight(), l.bias())
 }
 
 // ForwardHalf is Forward for an output whose only consumer takes it in
 // the autocast dtype anyway (autograd.LinearHalf): under autocast it is
 // returned in the region's dtype, its bias added in that dtype.
 func (l *Linear) ForwardHalf(x *autograd.Var) *autograd.Var {
-	return autograd.LinearHalf(x, l.Weight.Var, l.bias())
+	return autograd.LinearHalf(x, l.weight(), l.bias())
+}
+
+// weight is the weight's var. A Linear without one (a nil *Linear, or a
+// literal without its Weight) panics with an *tensor.OpError wrapping
+// tensor.ErrArgument, as Block.Forward does for a missing sublayer,
+// where reading the field was a nil-pointer panic that tensor.Try
+// passes on.
+func (l *Linear) weight() *autograd.Var {
+	if l == nil || l.Weight == nil || l.Weight.Var == nil {
+		panic(&tensor.OpError{Op: "nn.Linear", Msg: "no Weight: a nil *Linear, or a literal without its Weight", Err: tensor.ErrArgument})
+	}
+	return l.Weight.Var
 }
 
 // bias is the bias's var, nil for a Linear without one.
@@ -102,6 +114,9 @@ func NewEmbedding(o Options, name string, num, dim int, std float64) (*Embedding
 
 // Forward gathers the rows for ids (any shape) into ids.shape + [dim].
 func (e *Embedding) Forward(ids *tensor.Tensor) *autograd.Var {
+	if e == nil || e.Weight == nil || e.Weight.Var == nil { // as Linear.weight
+		panic(&tensor.OpError{Op: "nn.Embedding", Msg: "no Weight: a nil *Embedding, or a literal without its Weight", Err: tensor.ErrArgument})
+	}
 	return autograd.Embedding(e.Weight.Var, ids)
 }
 

@@ -54,3 +54,37 @@ func TestCollectSkipsNilPointerModules(t *testing.T) {
 	require.NotPanics(t, func() { ps = (&nn.MLP{FC: fc}).Parameters() })
 	assert.Equal(t, fc.Parameters(), ps)
 }
+
+// TestLayersWithoutWeightAreOpErrors: a Linear or an Embedding written as
+// a literal without its Weight (or a nil one), run directly, inside an MLP
+// or a block's attention, panics with an *tensor.OpError wrapping
+// tensor.ErrArgument, which tensor.Try returns, as a Block missing a
+// sublayer does; reading the missing weight's var was a nil-pointer panic
+// that tensor.Try passes on.
+func TestLayersWithoutWeightAreOpErrors(t *testing.T) {
+	fc := nn.Must(nn.NewLinear(nn.Options{}, "fc", 2, 8, true, 0))
+	defer nn.Release(fc.Parameters())
+	ids := func() *tensor.Tensor { return tensor.FromInt32s(tensor.CPU(), []int32{0, 1}, 2) }
+	attn := &nn.CausalSelfAttention{CAttn: &nn.Linear{}, CProj: &nn.Linear{}, Heads: 1}
+	for name, fn := range map[string]func(x *autograd.Var){
+		"Linear literal":         func(x *autograd.Var) { (&nn.Linear{}).Forward(x) },
+		"nil Linear":             func(x *autograd.Var) { (*nn.Linear)(nil).Forward(x) },
+		"Linear ForwardHalf":     func(x *autograd.Var) { (&nn.Linear{}).ForwardHalf(x) },
+		"MLP without projection": func(x *autograd.Var) { (&nn.MLP{FC: fc, Proj: &nn.Linear{}}).Forward(x) },
+		"MLP without c_fc":       func(x *autograd.Var) { (&nn.MLP{Proj: fc}).Forward(x) },
+		"attention":              func(x *autograd.Var) { attn.Forward(autograd.Reshape(x, 1, 1, 2)) },
+		"Embedding literal":      func(*autograd.Var) { (&nn.Embedding{}).Forward(ids()) },
+		"nil Embedding":          func(*autograd.Var) { (*nn.Embedding)(nil).Forward(ids()) },
+	} {
+		var err error
+		require.NotPanics(t, func() {
+			err = tensor.Try(func() {
+				tensor.WithScope(func() {
+					fn(autograd.Const(tensor.FromFloat32s(tensor.CPU(), []float32{1, 2}, 1, 2)))
+				})
+			})
+		}, name)
+		require.ErrorIs(t, err, tensor.ErrArgument, name)
+		require.ErrorContains(t, err, "no Weight", name)
+	}
+}
