@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/strata-ml/strata/autograd"
+	"github.com/strata-ml/strata/tensor"
 )
 
 // Layer is a module that maps one var to another: what Sequential chains.
@@ -80,9 +81,15 @@ func isNil(m Module) bool {
 	return false
 }
 
-// Forward applies every layer to x in turn.
+// Forward applies every layer to x in turn. A nil layer (in a literal:
+// NewSequential refuses one) panics with an *tensor.OpError wrapping
+// tensor.ErrArgument that names its index, as a Block missing a sublayer
+// does, instead of a nil-pointer panic that tensor.Try passes on.
 func (s *Sequential) Forward(x *autograd.Var) *autograd.Var {
-	for _, l := range s.Layers {
+	for i, l := range s.Layers {
+		if isNil(l) {
+			panic(&tensor.OpError{Op: "nn.Sequential", Msg: fmt.Sprintf("layer %d is nil", i), Err: tensor.ErrArgument})
+		}
 		x = l.Forward(x)
 	}
 	return x

@@ -163,3 +163,24 @@ func TestSequentialRefusesNilParameter(t *testing.T) {
 	require.ErrorContains(t, err, "layer 1")
 	require.Equal(t, "weight", l.Weight.Name, "nothing renamed")
 }
+
+// TestSequentialLiteralWithNilLayer: a Sequential written as a literal
+// with a nil layer (a nil *Linear or Func; NewSequential refuses one)
+// panics in Forward with an *tensor.OpError wrapping tensor.ErrArgument
+// that names the layer, which tensor.Try returns; it was a nil-pointer
+// panic that tensor.Try passes on.
+func TestSequentialLiteralWithNilLayer(t *testing.T) {
+	l := nn.Must(nn.NewLinear(nn.Options{}, "", 2, 2, true, 0))
+	defer nn.Release(l.Parameters())
+	for _, bad := range []nn.Layer{nil, (*nn.Linear)(nil), nn.Func(nil)} {
+		s := &nn.Sequential{Layers: []nn.Layer{l, bad}}
+		var err error
+		require.NotPanics(t, func() {
+			err = tensor.Try(func() {
+				tensor.WithScope(func() { s.Forward(autograd.Const(tensor.Ones(tensor.CPU(), tensor.Float32, 1, 2))) })
+			})
+		}, "%T", bad)
+		require.ErrorIs(t, err, tensor.ErrArgument, "%T", bad)
+		require.ErrorContains(t, err, "layer 1 is nil", "%T", bad)
+	}
+}
