@@ -216,7 +216,9 @@ func (p *Pool) bestRun(seg *segment, n int64, whole bool) (pos, cost, runLen int
 					}
 				}
 			}
-			if cost < 0 || c < cost || c == cost && (stop-start < runLen || k == 2 && stop-start == runLen) {
+			// The boundary displaces only its own run's start (pos):
+			// not an earlier run of the same length and cost.
+			if cost < 0 || c < cost || c == cost && (stop-start < runLen || k == 2 && pos == start) {
 				pos, cost, runLen = at, c, stop-start
 			}
 		}

@@ -62,3 +62,33 @@ func TestExpandableWholePagesAtBoundary(t *testing.T) {
 		})
 	}
 }
+
+// TestExpandableBoundaryKeepsEqualEarlierRun: the page boundary of the
+// end of the range is taken over that run's start only; an earlier run
+// of the same length that needs as few new pages keeps the request, as
+// it did before the boundary (the first run found among equals). The
+// boundary took it from such a run when the used range passed half the
+// reservation (here a small one).
+func TestExpandableBoundaryKeepsEqualEarlierRun(t *testing.T) {
+	const mib = 1 << 20
+	vm := NewHostBackend(TierDevice).(VirtualMemory)
+	p := NewPool(smallSpaceVM{VirtualMemory: vm, space: 68 * mib}, PoolConfig{Expandable: true, PlanSteps: true})
+	defer func() { require.NoError(t, p.Close()) }()
+	require.Equal(t, int64(2*mib), p.page)
+	a, err := p.Alloc(33*mib, 0)
+	require.NoError(t, err)
+	b, err := p.Alloc(2*mib, 0) // at 33 MiB: the end's run starts inside a page, at 35 MiB
+	require.NoError(t, err)
+	require.NoError(t, p.Free(a))
+	require.NoError(t, p.EmptyCache()) // the run [0, 33 MiB): 16 pages of holes, as [35, 68 MiB) needs
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	base := b.seg.region.Addr
+	require.Equal(t, uintptr(33*mib), b.Addr()-base)
+	w, err := p.alloc(32*mib, 0, 0, RoleWorkspace, "")
+	require.NoError(t, err)
+	require.Equal(t, "+0 MiB", fmt.Sprintf("+%d MiB", (w.Addr()-base)/mib), "the earlier run of the same length and cost")
+	checkExpandable(t, p)
+	require.NoError(t, p.free(w))
+	require.NoError(t, p.free(b))
+}
