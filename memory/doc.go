@@ -504,8 +504,12 @@
 // steps (TestPlanStepsEagerStepsSettle), no page is mapped and no device
 // synchronised from the first repeated step on, at 1.0079 peak reserved
 // per allocated byte for gpt2 fp16 with checkpointing (no plans 1.0935
-// once settled), 1.0092 for the char model (1.0920) and 1.0028 for
+// once settled), 1.0092 for the char model (1.0920) and 1.0031 for
 // gpt2 fp32 (1.0160); the 4-step traces never settle and are unchanged.
+// These are the figures before session 46: the recordings carry no
+// roles, so the page boundary for long-lived whole pages takes their
+// first step's whole-page activations too, and they replay at 1.0110,
+// 1.0204 and 1.0015.
 // Live on the H100 (bench/results/gpu-s36.md, call 5; train-gpt -bench,
 // 60 warm-up steps, 30 timed, eager): gpt2 fp16 with checkpointing 1.0108
 // against 1.0949 unplanned at the same speed (115,906 and 113,651

@@ -102,9 +102,14 @@ import (
 //     once settled, 2.7 pages a step with the plans before), 1.0092 for
 //     the char model (1.0920; 35 pages and 5 synchronisations a step
 //     before, at 1.0607) and 1.0031 for gpt2 fp32 (1.0160; 1.0204
-//     before; 1.0028 before dropOneOffs, one page). With two requests
-//     more in every tenth step (deviations), the last 20 of 100 steps
-//     still map nothing. No 4-step trace of
+//     before; 1.0028 before dropOneOffs, one page). These are the
+//     figures before session 46: the recordings carry no roles, so the
+//     page boundary for long-lived whole pages (shortLived in
+//     pool_expand.go) takes their first step's whole-page activations
+//     too, and they replay at 1.0110, 1.0204 and 1.0015 (the live
+//     recordings carry the roles: TestPlanStepsLiveRecordings). With two
+//     requests more in every tenth step (deviations), the last 20 of 100
+//     steps still map nothing. No 4-step trace of
 //     bench/traces settles, so their replays are what they were (the
 //     same peaks, pages mapped and synchronisations).
 //
