@@ -733,6 +733,21 @@ func dumpLogits(o *options, g *nn.GPT, ids []int, layout nn.Layout, stderr io.Wr
 		}
 		d.CachedLogits = append(d.CachedLogits, l)
 	}
+	// JSON has no NaN or infinity: json.Marshal's own error ("unsupported
+	// value: NaN") would name neither the flag nor where the model's
+	// forward went wrong.
+	for i := range ids {
+		for _, ls := range []struct {
+			what string
+			l    []float32
+		}{{"full forward", d.Logits[i]}, {"KV cache", d.CachedLogits[i]}} {
+			for j, v := range ls.l {
+				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+					return fmt.Errorf("-dump-logits: logit %d of token %d (%s) is %v: the model's forward is not finite, and JSON cannot hold it", j, i, ls.what, v)
+				}
+			}
+		}
+	}
 	b, err := json.Marshal(d)
 	if err != nil {
 		return err
