@@ -25,8 +25,9 @@ type PlotOptions struct {
 	DPI int
 	// MaxPoints bounds the samples per tier of the timeline: when the
 	// history has more events, each of MaxPoints time buckets keeps its
-	// moment of most allocated bytes (so no peak is lost), and each tier
-	// ends on its state after its last event; 0 means 2000.
+	// moment of most allocated bytes (so no peak is lost) with its most
+	// reserved bytes, and each tier ends on its state after its last
+	// event; 0 means 2000.
 	MaxPoints int
 	// ByEvent puts the timeline's events at equal steps (x is the event's
 	// number in the window) instead of at their times, as memory_viz can:
@@ -95,14 +96,19 @@ func tierSamples(h *memory.History, maxPoints int, byEvent bool) (out [memory.Nu
 		final[e.Tier] = s
 		ss := out[e.Tier]
 		// Bucket: a sample in the same bucket as the last replaces it when
-		// it holds more bytes (the bucket keeps its peak).
+		// it holds more bytes (the bucket keeps its peak). The reserved
+		// bytes are the bucket's most, of whichever moment: a segment
+		// reserved and released within the bucket while fewer bytes were
+		// allocated would otherwise vanish from the line, and the bucket
+		// could show fewer bytes reserved than allocated.
 		if span > 0 && len(ss) > 1 {
 			last := &ss[len(ss)-1]
 			if int(last.t/span*float64(maxPoints)) == int(s.t/span*float64(maxPoints)) {
 				if sum(s.allocated) >= sum(last.allocated) {
+					s.reserved = max(s.reserved, last.reserved)
 					*last = s
 				} else {
-					last.reserved = s.reserved
+					last.reserved = max(last.reserved, s.reserved)
 				}
 				continue
 			}
@@ -110,10 +116,10 @@ func tierSamples(h *memory.History, maxPoints int, byEvent bool) (out [memory.Nu
 		out[e.Tier] = append(ss, s)
 	}
 	for t := range out {
-		// A tier's last bucket kept its peak, which a later event of the
-		// bucket may have freed: the line goes down to the final state at
-		// that event's time (the bucket's reserved bytes are its last).
-		if ss := out[t]; len(ss) > 1 && ss[len(ss)-1].allocated != final[t].allocated {
+		// A tier's last bucket kept its peaks, which a later event of the
+		// bucket may have freed or released: the line goes down to the
+		// final state at that event's time.
+		if ss := out[t]; len(ss) > 1 && (ss[len(ss)-1].allocated != final[t].allocated || ss[len(ss)-1].reserved != final[t].reserved) {
 			out[t] = append(ss, final[t])
 		}
 		if ss := out[t]; len(ss) > 0 && ss[len(ss)-1].t < span {
