@@ -39,6 +39,12 @@ func plotReplay(path string, ops []poolOp, slots int, backend memory.Backend, ex
 		return errors.Join(fmt.Errorf("%s (%s, recorded): %w", where(path, op.event, op.line), mode, err), freeAll(p, blocks))
 	}
 	h := p.History()
+	// The pictures need only the history: the blocks still live go back
+	// now, so that an error below (a file that cannot be written) is not
+	// followed by Close's report of them as leaked.
+	if err := freeAll(p, blocks); err != nil {
+		return err
+	}
 	if h.Dropped > 0 {
 		return fmt.Errorf("%s (%s, recorded): the replay made more than %d history events, %d lost: too many for its plots", path, mode, capacity, h.Dropped)
 	}
@@ -67,13 +73,6 @@ func plotReplay(path string, ops []poolOp, slots int, backend memory.Backend, ex
 		// Atomically: an interrupted run leaves the previous file.
 		if err := atomicfile.Write(context.Background(), stem+f.suffix, f.write); err != nil {
 			return fmt.Errorf("%s: %w", stem+f.suffix, err)
-		}
-	}
-	for _, b := range blocks {
-		if b != nil {
-			if err := p.Free(b); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
