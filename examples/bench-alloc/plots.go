@@ -10,9 +10,14 @@ import (
 	"strings"
 
 	"github.com/strata-ml/strata/internal/atomicfile"
+	"github.com/strata-ml/strata/internal/cli"
 	"github.com/strata-ml/strata/memory"
 	"github.com/strata-ml/strata/memory/memviz"
 )
+
+// writePlot writes one picture (atomicfile.Write; tests: a write during
+// which a signal arrives).
+var writePlot = atomicfile.Write
 
 // plotReplay replays a trace once more with the history recorded (not
 // timed) and writes into dir, named after the trace and the mode: the
@@ -70,9 +75,20 @@ func plotReplay(path string, ops []poolOp, slots int, backend memory.Backend, ex
 			return memviz.WriteSegmentMapPNG(f, peak, memviz.PlotOptions{Title: title + ": at the peak"})
 		}},
 	} {
-		// Atomically: an interrupted run leaves the previous file.
-		if err := atomicfile.Write(context.Background(), stem+f.suffix, f.write); err != nil {
-			return fmt.Errorf("%s: %w", stem+f.suffix, err)
+		// Atomically, SIGINT and SIGTERM abandoning the write: an
+		// interrupted run leaves the previous file and no temporary one
+		// (the signal used to end the process in the middle of drawing a
+		// picture, its temporary file left behind), and exits with 128 +
+		// the signal.
+		path := stem + f.suffix
+		if err := cli.Interruptible("writing "+path, func(ctx context.Context) error {
+			return writePlot(ctx, path, f.write)
+		}); err != nil {
+			var ex *cli.ExitError
+			if errors.As(err, &ex) {
+				return err
+			}
+			return fmt.Errorf("%s: %w", path, err)
 		}
 	}
 	return nil
