@@ -121,7 +121,10 @@ func load(getenv func(string) string, dirs []string) (*lib, error) {
 	}
 	var v int32
 	if r := Result(ccall(l.getVersion.addr, uintptr(unsafe.Pointer(&v)))); r != Success {
-		return nil, l.newError(l.getVersion.name, "", r, 0)
+		// A library that cannot tell its version is not one to use: the
+		// error wraps ErrNotAvailable, as every other load failure does
+		// (Init's word), and the *Error with NCCL's code.
+		return nil, fmt.Errorf("nccl: %s loaded, but %w: %w", path, l.newError(l.getVersion.name, "", r, 0), ErrNotAvailable)
 	}
 	l.version = int(v)
 	return l, nil

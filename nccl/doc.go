@@ -16,7 +16,7 @@
 // the versioned toolkits, and the distribution's library folders. A
 // failure names every file tried with the loader's message for each and
 // how to fix it, and wraps ErrNotAvailable; so does a library that lacks
-// a function this package calls. Init reports the outcome early and
+// a function this package calls, or whose ncclGetVersion fails. Init reports the outcome early and
 // Available says whether NCCL loads; a program built with CGO_ENABLED=0
 // runs unchanged with and without NCCL.
 //

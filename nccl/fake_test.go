@@ -259,3 +259,21 @@ func TestFakeAbort(t *testing.T) {
 	var nilComm *Comm
 	assert.ErrorIs(t, nilComm.Abort(), ErrInvalidArgument)
 }
+
+// TestFakeVersionFailureNotAvailable: a library whose ncclGetVersion
+// fails does not load, and the error wraps ErrNotAvailable (as every
+// load failure does: Init's doc) besides the *Error with NCCL's code; it
+// was the bare *Error.
+func TestFakeVersionFailureNotAvailable(t *testing.T) {
+	f := useFakeNCCL(t)
+	so := state.lib.path
+	f.nextResult = int32(InternalError)
+	_, err := load(env(map[string]string{EnvNCCLLib: so}), nil)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrNotAvailable)
+	var ne *Error
+	require.ErrorAs(t, err, &ne)
+	assert.Equal(t, InternalError, ne.Code)
+	assert.Contains(t, err.Error(), "ncclGetVersion")
+	assert.Contains(t, err.Error(), so)
+}
