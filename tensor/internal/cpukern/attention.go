@@ -124,7 +124,15 @@ func AttentionForward[T Float](out, lse, q, k, v []T, bh, t, hd int, scale, p fl
 						s[c-c0] = x
 						mt = max(mt, x)
 					}
-					alpha := expT(m[i] - mt) // 0 on the first tile (m = -Inf)
+					// Scores of -Inf so far (the tile's q·k overflowed) weigh
+					// nothing: shift by 0, not by -Inf, whose exp(-Inf - -Inf)
+					// would make the row NaN though later keys are finite
+					// (the CUDA kernel does the same).
+					shift := mt
+					if math.IsInf(float64(mt), -1) {
+						shift = 0
+					}
+					alpha := expT(m[i] - shift) // 0 on the first tile (m = -Inf)
 					ar := acc[i*hd : (i+1)*hd]
 					if alpha != 1 {
 						for d := range ar {
@@ -133,7 +141,7 @@ func AttentionForward[T Float](out, lse, q, k, v []T, bh, t, hd int, scale, p fl
 					}
 					var sum T
 					for c := c0; c < cmax; c++ {
-						e := expT(s[c-c0] - mt)
+						e := expT(s[c-c0] - shift)
 						sum += e
 						// Also a zero weight (dropped, or exp underflowed):
 						// 0 x a NaN or infinity of v is NaN, as a matrix

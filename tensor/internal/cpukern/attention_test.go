@@ -99,3 +99,37 @@ func TestAttentionAgainstFloat64Reference(t *testing.T) {
 		check("dv", gv32, gv64, dv)
 	}
 }
+
+// TestAttentionFirstTileAllNegInf: a row whose scores in its first key
+// tile are all -Inf (here q·k overflows) but finite in a later one is the
+// softmax of the finite scores, as the plain path and the CUDA kernel
+// give it; the online softmax must not take exp(-Inf - -Inf) = NaN as the
+// rescale of the first tile.
+func TestAttentionFirstTileAllNegInf(t *testing.T) {
+	t.Run("float32", func(t *testing.T) { testAttentionFirstTileAllNegInf[float32](t, 1e20) })
+	t.Run("float64", func(t *testing.T) { testAttentionFirstTileAllNegInf[float64](t, 1e200) })
+}
+
+func testAttentionFirstTileAllNegInf[T Float](t *testing.T, big float64) {
+	const n = attnTile + 8 // one row hd = 1: keys 0..attnTile-1 score -Inf
+	q, k, v := make([]T, n), make([]T, n), make([]T, n)
+	for c := range n {
+		q[c], v[c] = T(big), T(c)
+		k[c] = T(-big) // q·k = -big² overflows to -Inf
+		if c >= attnTile {
+			k[c] = T(float64(c-attnTile) / big) // scores 0, 1, 2, ...
+		}
+	}
+	out, lse := make([]T, n), make([]T, n)
+	AttentionForward(out, lse, q, k, v, 1, n, 1, 1, 0, 0, 0)
+	for r := attnTile; r < n; r++ {
+		var sum, acc float64
+		for c := attnTile; c <= r; c++ {
+			e := math.Exp(float64(c - r))
+			sum += e
+			acc += e * float64(c)
+		}
+		requireClose(t, "out", out[r:r+1], []float64{acc / sum}, 1e-6, 0)
+		requireClose(t, "lse", lse[r:r+1], []float64{float64(r-attnTile) + math.Log(sum)}, 1e-6, 0)
+	}
+}
