@@ -201,10 +201,12 @@ func layerNormBackwardRows[T Float](dx []T, dwp, dbp []float64, dy, x, mean, rst
 		// (mean[r]) and the rest, from the row's exact mean. The rest
 		// moves xhat by at most |mean|*rstd ulps of T: where that is
 		// under one, T's own rounding of x - m is as large, and the pass
-		// over the row that finds it is skipped.
+		// over the row that finds it is skipped. A float64 mean is the
+		// forward's own (corrected) mean, with no rest: recomputing it
+		// uncorrected would put back the ulp the forward took out.
 		m, rs := mean[r], rstd[r]
 		mu, ml := float64(m), T(0)
-		if math.Abs(mu*float64(rs)) > 1 {
+		if isF32[T]() && math.Abs(mu*float64(rs)) > 1 {
 			mu = sumRow(xr) / n
 			ml = T(mu - float64(m))
 		}
