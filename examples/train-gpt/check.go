@@ -168,6 +168,21 @@ func (o *options) check() error {
 	return nil
 }
 
+// takenFromResume is what a message about the file of flag name adds when
+// -resume took it from the saved run (resumeFlags) rather than the command
+// line: a state copied to another machine, or a run whose directory was
+// moved, names paths that are gone there, and the user, who gave none of
+// them, was told of a missing -data or an unwritable -out with no word of
+// where it came from or how to give another. "" for a path given.
+func (o *options) takenFromResume(name string) string {
+	for _, f := range o.fromSaved {
+		if strings.HasPrefix(f, "-"+name+" ") {
+			return fmt.Sprintf(" (the saved run's -%s, taken by -resume %s: give -%s to use another)", name, o.resume, name)
+		}
+	}
+	return ""
+}
+
 // checkFiles checks, before any work, that the files the job reads exist
 // and that the files it writes can be written, without creating or
 // truncating any of them: an existing output keeps its contents until
@@ -175,7 +190,7 @@ func (o *options) check() error {
 func (o *options) checkFiles() error {
 	if o.data != "" && !o.bench && o.memTrace == "" && o.memPlot == "" {
 		if err := cli.Readable(o.data); err != nil {
-			return fmt.Errorf("-data: %w", err)
+			return fmt.Errorf("-data: %w%s", err, o.takenFromResume("data"))
 		}
 	}
 	if o.resume != "" {
@@ -222,7 +237,7 @@ func (o *options) checkFiles() error {
 			continue
 		}
 		if err := atomicfile.CheckWritable(fp[1]); err != nil {
-			return fmt.Errorf("%s: %w", fp[0], err)
+			return fmt.Errorf("%s: %w%s", fp[0], err, o.takenFromResume(strings.TrimPrefix(fp[0], "-")))
 		}
 		// No output may replace an input or another output; but the
 		// state may replace the state it resumed, and -out the weights

@@ -179,3 +179,40 @@ func TestResumeOldStateWithoutSavedFlags(t *testing.T) {
 	_, err = os.Stat(w)
 	require.NoError(t, err)
 }
+
+// TestResumeSaysWhichPathsAreTheSavedRuns: a state resumed where the
+// saved run's paths are gone (copied to another machine, its directory
+// moved) was refused with "-data: stat /old/text.txt: no such file" or
+// "-out: cannot write /old/w.safetensors", naming flags the command line
+// did not give. The message now says the path is the saved run's, taken
+// by -resume, and to give the flag for another; a path given has no such
+// note.
+func TestResumeSaysWhichPathsAreTheSavedRuns(t *testing.T) {
+	text := textFile(t)
+	dir := t.TempDir()
+	c := resumeCase{"text", 4, []string{"-batch", "2", "-sample", "0"}}
+	o, err := parseFlags(c.args(dir, "cpu", "-data", text))
+	require.NoError(t, err)
+	o.stopAt = 2
+	require.Error(t, run(o))
+	state := filepath.Join(t.TempDir(), "moved.safetensors")
+	require.NoError(t, os.WriteFile(state, readFile(t, filepath.Join(dir, "state.safetensors")), 0o644))
+	require.NoError(t, os.RemoveAll(dir))
+	moved := filepath.Join(t.TempDir(), "moved.txt")
+	require.NoError(t, os.Rename(text, moved))
+
+	resume := func(args ...string) error {
+		o, err := parseFlags(append([]string{"-device", "cpu", "-quiet", "-resume", state}, args...))
+		require.NoError(t, err)
+		return run(o)
+	}
+	err = resume()
+	require.ErrorContains(t, err, "-data: stat "+text+": ")
+	require.ErrorContains(t, err, " (the saved run's -data, taken by -resume "+state+": give -data to use another)")
+	err = resume("-data", moved)
+	require.ErrorContains(t, err, "-out: cannot write "+filepath.Join(dir, "w.safetensors"))
+	require.ErrorContains(t, err, " (the saved run's -out, taken by -resume "+state+": give -out to use another)")
+	err = resume("-data", text)
+	require.ErrorContains(t, err, "-data: stat "+text+": ")
+	require.NotContains(t, err.Error(), "the saved run's")
+}
