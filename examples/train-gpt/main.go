@@ -21,7 +21,8 @@
 // of the same outputs is refused with status 2, naming the process that
 // holds them (lock_unix.go). A failure after a step that would lose the
 // run's work (an evaluation's, or at the end the samples' or the
-// weights' save) saves the training state (-state) first and says where;
+// weights' save), and a step stopped before its update (a loss that is
+// not finite), save the training state (-state) first and say where;
 // -resume of a state at -steps writes its weights and exits 0.
 package main
 

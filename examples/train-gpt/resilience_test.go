@@ -178,7 +178,8 @@ func TestNonFiniteLossStops(t *testing.T) {
 		{"fp16", "step 4: the fp16 gradient scaler skipped 3 steps in a row"},
 	} {
 		args := []string{"-lr", "1e30", "-steps", "20", "-batch", "4", "-device", "cpu", "-quiet", "-eval-every", "0",
-			"-out", out, "-precision", c.prec, "-config", "tiny"}
+			"-out", out, "-precision", c.prec, "-config", "tiny",
+			"-state", filepath.Join(dir, c.prec+".state.safetensors")} // each run's: the state of the steps before is saved
 		if c.prec == "fp16" { // the scaler's; refused with the others
 			args = append(args, "-max-skips", "3")
 		}
@@ -306,4 +307,39 @@ func TestIgnoredFlagsRefused(t *testing.T) {
 		_, err := parseFlags(strings.Fields(args))
 		require.NoError(t, err, args)
 	}
+}
+
+// TestNonFiniteStepSavesState: a step whose loss goes non-finite stops
+// the run before its update, and the message said the weights were those
+// of the step before (lower -lr) while the run ended without saving them:
+// every step trained was lost. The run now saves the training state after
+// the last good step, the one an interrupt there saves (the failed step's
+// batch drawn again by the resumed run), for a -resume with a lower -lr.
+func TestNonFiniteStepSavesState(t *testing.T) {
+	dir := t.TempDir()
+	args := func(state string, extra ...string) []string {
+		return append([]string{"-lr", "1e30", "-steps", "6", "-batch", "4", "-device", "cpu", "-quiet", "-eval-every", "0",
+			"-out", filepath.Join(dir, "w.safetensors"), "-loss-plot", "off", "-state", state}, extra...)
+	}
+	interrupted := filepath.Join(dir, "interrupted.safetensors")
+	o, err := parseFlags(args(interrupted))
+	require.NoError(t, err)
+	o.stopAt = 1
+	require.Error(t, run(o)) // status 130, the state after step 1 saved
+
+	rescued := filepath.Join(dir, "rescued.safetensors")
+	o, err = parseFlags(args(rescued))
+	require.NoError(t, err)
+	err = run(o)
+	require.ErrorContains(t, err, "step 2: loss NaN, gradient norm NaN: not finite; stopped before the optimizer update")
+	require.ErrorContains(t, err, "; saved the training state after step 1 to "+rescued+": continue the run with -resume "+rescued)
+	_, serr := os.Stat(filepath.Join(dir, "w.safetensors"))
+	require.ErrorIs(t, serr, os.ErrNotExist, "a run that went wrong saves no weights")
+	a, err := tensor.ReadSafetensorsMetadata(interrupted)
+	require.NoError(t, err)
+	b, err := tensor.ReadSafetensorsMetadata(rescued)
+	require.NoError(t, err)
+	delete(a, keyOutputs) // the -state paths differ
+	delete(b, keyOutputs)
+	require.Equal(t, a, b, "the state an interrupt after step 1 saves")
 }

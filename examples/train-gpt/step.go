@@ -117,7 +117,7 @@ func (t *trainer) stepOn(it int, s *slot) (loss float64, err error) {
 // Update) and stops the run after -max-skips in a row.
 func (t *trainer) skipped(loss float64) error {
 	if t.skips++; t.skips >= t.maxSkips {
-		return fmt.Errorf("the fp16 gradient scaler skipped %d steps in a row for overflowing gradients (loss scale now %g, loss %.4g): stopping (-max-skips)", t.skips, t.scaler.LossScale(), loss)
+		return noUpdateError{fmt.Errorf("the fp16 gradient scaler skipped %d steps in a row for overflowing gradients (loss scale now %g, loss %.4g): stopping (-max-skips)", t.skips, t.scaler.LossScale(), loss)}
 	}
 	return nil
 }
@@ -134,8 +134,17 @@ func (t *trainer) maxNorm() float64 {
 // notFinite is the error of a step whose loss or gradient norm is not
 // finite, stopped before its update.
 func notFinite(loss, norm float64) error {
-	return fmt.Errorf("loss %v, gradient norm %v: not finite; stopped before the optimizer update, so the weights are those of the step before (lower -lr, or check the data)", loss, norm)
+	return noUpdateError{fmt.Errorf("loss %v, gradient norm %v: not finite; stopped before the optimizer update, so the weights are those of the step before (lower -lr, or check the data)", loss, norm)}
 }
+
+// noUpdateError is the error of a step that stopped the run before its
+// optimizer update (notFinite, -max-skips): the weights and the
+// optimizer's state are still those of the step before, which the run
+// saves (trainSteps) for a -resume with a lower -lr, say. Any other
+// failure may come after a part of the update.
+type noUpdateError struct{ error }
+
+func (e noUpdateError) Unwrap() error { return e.error }
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 

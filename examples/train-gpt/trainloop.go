@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -24,7 +25,11 @@ func (r *trainRun) trainSteps(ld *loader, prog *progress, lastStep string) (at i
 		}
 		loss, err := r.step(ld, it)
 		if err != nil {
-			return at, false, fmt.Errorf("step %d: %w", it+1, err)
+			err = fmt.Errorf("step %d: %w", it+1, err)
+			if errors.As(err, new(noUpdateError)) { // the steps trained are intact: save them
+				err = r.rescue(at, err, math.NaN())
+			}
+			return at, false, err
 		}
 		at = it + 1
 		tokens += tr.B * tr.T
@@ -75,7 +80,9 @@ func (r *trainRun) step(ld *loader, it int) (float64, error) {
 		return 0, err
 	}
 	loss, err := r.tr.stepOn(it, s)
-	r.tr.dataPos = s.rng
+	if err == nil { // a failed step is not done: a state saved now draws its batch again
+		r.tr.dataPos = s.rng
+	}
 	ld.put(s) // the step has returned: its batch may be overwritten
 	return loss, err
 }
