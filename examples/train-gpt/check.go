@@ -261,6 +261,12 @@ func (o *options) checkFiles() error {
 // ids: a larger -vocab, or leaving -vocab out when the -config's own
 // holds them, or else the first preset that holds them.
 func (o *options) vocabHint() string {
+	if o.resume != "" {
+		// The state's model and data are its run's: another -config,
+		// -vocab or -tokenizer is refused once it is read (compareRuns),
+		// so the hints below led from one refusal to the next.
+		return fmt.Sprintf("-resume %s continues its run's model and tokenizer: leave -tokenizer and -vocab out", o.resume)
+	}
 	need := o.tok.VocabSize()
 	var fit []string
 	for _, name := range nn.GPTConfigNames() {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -24,4 +25,25 @@ func TestVocabHint(t *testing.T) {
 		require.Equal(t, 2, ex.Code)
 		require.Equal(t, want, ex.Msg)
 	}
+}
+
+// TestVocabHintOnResume: a resumed run given a -tokenizer its saved
+// run's vocabulary cannot hold was told to use -config gpt2 or a larger
+// -vocab, each of which the state then refused (its run's -config and
+// vocabulary). The hint now says the resumed run keeps them.
+func TestVocabHintOnResume(t *testing.T) {
+	dir := t.TempDir()
+	c := resumeCase{"text", 4, []string{"-batch", "2", "-sample", "0"}}
+	o, err := parseFlags(c.args(dir, "cpu", "-data", textFile(t)))
+	require.NoError(t, err)
+	o.stopAt = 2
+	require.Error(t, run(o))
+	state := filepath.Join(dir, "state.safetensors")
+	o, err = parseFlags([]string{"-device", "cpu", "-quiet", "-resume", state, "-tokenizer", "gpt2"})
+	require.NoError(t, err)
+	err = run(o)
+	var ex *cli.ExitError
+	require.ErrorAs(t, err, &ex)
+	require.Equal(t, 2, ex.Code)
+	require.Equal(t, "-tokenizer gpt2 has 50257 ids, more than the model's vocabulary of 256 (-config tiny): -resume "+state+" continues its run's model and tokenizer: leave -tokenizer and -vocab out", ex.Msg)
 }
