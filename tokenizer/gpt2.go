@@ -126,6 +126,11 @@ func parseRanks(gz []byte) (*GPT2, error) {
 		if len(line) == 0 {
 			continue
 		}
+		// A line past the last rank has no slot in tokens (the one after
+		// it is the end-of-text token's): refused, not written out of range.
+		if n == gpt2EOT {
+			return nil, fmt.Errorf("tokenizer gpt2: the embedded ranks hold more than %d tokens (line %d)", gpt2EOT, n+1)
+		}
 		sp := bytes.IndexByte(line, ' ')
 		if sp < 0 {
 			return nil, fmt.Errorf("tokenizer gpt2: the embedded ranks: line %d: %q", n+1, line)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -258,6 +260,21 @@ func TestParseRanksRefusesBadFiles(t *testing.T) {
 	// Every token once, but one of them twice: refused by the table.
 	_, err := newRankTable([]string{"a", "b", "a"}, 3)
 	require.ErrorContains(t, err, `token "a" twice`)
+}
+
+// A ranks file with more tokens than GPT-2's is refused with an error:
+// the lines past the end-of-text slot were written into tokens by rank,
+// out of its range, and parseRanks panicked instead.
+func TestParseRanksRefusesExtraTokens(t *testing.T) {
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	for i := range gpt2Vocab + 1 {
+		fmt.Fprintf(w, "%s %d\n", base64.StdEncoding.EncodeToString([]byte(strconv.Itoa(i))), i)
+	}
+	require.NoError(t, w.Close())
+	var err error
+	require.NotPanics(t, func() { _, err = parseRanks(b.Bytes()) })
+	require.ErrorContains(t, err, "more than 50256 tokens")
 }
 
 // EncodeParallel equals Encode, for chunks small enough to cut every
