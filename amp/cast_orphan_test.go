@@ -48,3 +48,30 @@ func TestCastCachesOnlyKeptTensors(t *testing.T) {
 	})
 	assert.Zero(t, c.BytesInUse())
 }
+
+// TestCastCacheDropsReleasedTensors: a kept tensor released inside a
+// region kept its copy in the cache until the region closed, so a loop
+// inside one region that made and freed a kept float32 tensor at each
+// step (a new input buffer for each batch) held one more copy a step.
+// The copies of released tensors are now dropped as the cache grows: a
+// bounded number of them is left whatever the number of steps.
+func TestCastCacheDropsReleasedTensors(t *testing.T) {
+	mem := tensor.CPU().Memory()
+	base := mem.InUse()
+	c := tensor.NewCtx()
+	c.WithScope(func() {
+		amp.Autocast(c, tensor.BFloat16, func() {
+			for range 200 {
+				x, err := tensor.NewKept(tensor.CPU(), tensor.Float32, memory.RoleStaging, 64, 64)
+				require.NoError(t, err)
+				x.Fill(1)
+				amp.Cast(c, x, tensor.BFloat16).Release()
+				x.Release()
+			}
+			copyBytes := int64(64 * 64 * 2)
+			assert.Less(t, mem.InUse()-base, 40*copyBytes, "copies of released tensors held after 200 steps")
+		})
+	})
+	assert.Equal(t, base, mem.InUse())
+	assert.Zero(t, c.BytesInUse())
+}

@@ -6,8 +6,9 @@ import "github.com/strata-ml/strata/tensor"
 // (a new view) when it has dt already; when c's autocast region runs in
 // dt and x is a float32 kept tensor (a weight, shared by every use), the
 // region's copy, cast at its first use and released when the region
-// closes, and made again if x is written in place in the meantime (an
-// update, a refilled buffer: x.Version moved on); else a fresh cast. The
+// closes (or, once x is released, as the cache grows), and made again if
+// x is written in place in the meantime (an update, a refilled buffer:
+// x.Version moved on); else a fresh cast. The
 // result belongs to c; the caller releases it or leaves it to c's scope. Autograd's products use it, in
 // the forward inside a region and in backward, outside any region, with
 // the dtype their forward ran in. A nil c means tensor.Background(); a
@@ -52,8 +53,27 @@ func (r *region) weight(x *tensor.Tensor) *tensor.Tensor {
 	if r.cache == nil {
 		r.cache = map[*tensor.Tensor]cast{}
 	}
+	if len(r.cache) >= r.sweepAt {
+		r.sweep()
+	}
 	r.cache[x] = cast{copy: w, version: v}
 	return w
+}
+
+// sweep releases the copies of the tensors released since they were
+// cast, which no Cast hands out again (a released x is cast afresh, to
+// fail): a kept tensor made and freed at each step of a loop inside one
+// region (a new input buffer for each batch) would otherwise leave a copy
+// a step until the region closes. The cache may then double before the
+// next sweep, so that sweeping costs O(1) a cast.
+func (r *region) sweep() {
+	for x, e := range r.cache {
+		if x.Released() {
+			e.copy.Release()
+			delete(r.cache, x)
+		}
+	}
+	r.sweepAt = max(2*len(r.cache), 16)
 }
 
 // cast is a region's copy of a kept tensor and the tensor's Version it

@@ -34,7 +34,8 @@ var key = tensor.NewCtxKey("amp")
 // cache).
 type region struct {
 	State
-	cache map[*tensor.Tensor]cast
+	cache   map[*tensor.Tensor]cast
+	sweepAt int // the cache's size at which weight next drops the copies of released tensors
 }
 
 func current(c *tensor.Ctx) *region {
