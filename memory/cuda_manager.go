@@ -83,6 +83,8 @@ func NewCUDAManager(ctx *cuda.Context, cfg Config) (*Manager, error) {
 		return ctx.MemcpyDtoDAsync(cuda.DevicePtr(dst), cuda.DevicePtr(src), int(n), st)
 	}
 	m.pinned = &pinnedCopier{
+		// The staging tier, and the offload tier over mapped pinned memory.
+		pinned: [NumTiers]bool{TierStaging: props.CanMapHostMemory, TierOffload: pinned && props.CanMapHostMemory},
 		toDevice: func(dst uintptr, src unsafe.Pointer, n int64, s Stream) error {
 			st, err := cudaStream(streams, s)
 			if err != nil {

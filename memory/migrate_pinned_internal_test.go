@@ -7,9 +7,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// With a pinnedCopier, moves between the staging and the device tiers copy
-// by the staging block's host pointer, on the move's stream, in the right
-// direction; moves between other tiers keep the CopyFunc. (The fakes copy
+// With a pinnedCopier, moves between a page-locked host tier (the staging
+// tier; the offload tier when it is pinned) and the device tier copy by
+// the host block's pointer, on the move's stream, in the right direction;
+// moves between other tiers (an offload tier over managed memory, host
+// memory) keep the CopyFunc. (The fakes copy
 // nothing: the byte-for-byte moves are MigrateOn's tests and, on the GPU,
 // tensor's TestMoveTo.)
 func TestCopyBetweenPinned(t *testing.T) {
@@ -27,6 +29,7 @@ func TestCopyBetweenPinned(t *testing.T) {
 		return nil
 	})
 	m.pinned = &pinnedCopier{
+		pinned: [NumTiers]bool{TierStaging: true},
 		toDevice: func(dst uintptr, src unsafe.Pointer, n int64, s Stream) error {
 			calls = append(calls, call{"to device", dst, uintptr(src), n, s})
 			return nil
@@ -52,10 +55,31 @@ func TestCopyBetweenPinned(t *testing.T) {
 	require.NoError(t, m.MigrateOn(a, TierHost, copier))
 	require.Len(t, calls, 2, "device to host memory is not the staging tier's")
 	require.Equal(t, 1, funcCopies, "that one takes the CopyFunc")
+	require.NoError(t, m.MigrateOn(a, TierDevice, copier))
+	require.Equal(t, 2, funcCopies, "nor is it back")
+	require.NoError(t, m.MigrateOn(a, TierOffload, copier))
+	require.Equal(t, 3, funcCopies, "an offload tier over managed memory takes the CopyFunc")
+	require.Len(t, calls, 2)
+	require.NoError(t, m.MigrateOn(a, TierDevice, copier))
+	require.Equal(t, 4, funcCopies)
+
+	// The offload tier over pinned memory (the CUDA manager's default)
+	// goes by its host pointer both ways.
+	m.pinned.pinned[TierOffload] = true
+	dev = a.Addr()
+	require.NoError(t, m.MigrateOn(a, TierOffload, copier))
+	require.Len(t, calls, 3)
+	require.Equal(t, call{"to host", dev, uintptr(unsafe.Pointer(unsafe.SliceData(a.Host()))), 3000, copier}, calls[2],
+		"device to pinned offload: the offload block's host pointer")
+	offload := calls[2].host
+	require.NoError(t, m.MigrateOn(a, TierDevice, copier))
+	require.Len(t, calls, 4)
+	require.Equal(t, call{"to device", a.Addr(), offload, 3000, copier}, calls[3], "and back from it")
+	require.Equal(t, 4, funcCopies)
 	m.SetCopy(m.copyFn)
 	require.Nil(t, m.pinned, "SetCopy takes every copy over")
 	require.NoError(t, m.MigrateOn(a, TierStaging, copier))
-	require.Equal(t, 2, funcCopies)
-	require.Len(t, calls, 2)
+	require.Equal(t, 5, funcCopies)
+	require.Len(t, calls, 4)
 	require.NoError(t, m.Free(a))
 }
