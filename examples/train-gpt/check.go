@@ -382,26 +382,54 @@ func checkInit(path string, cfg *nn.GPTConfig, config string) error {
 		path, saved.Heads, config, cfg.Heads, tensor.ErrShape)
 }
 
-// checkStateKept refuses a new run (no -resume) whose -state holds an
-// interrupted run's training state: the new run's first save (an
-// interrupt, -save-every) would replace it, and the steps it holds would
-// be lost with no word. A state of a complete run, or a file that is not
-// a train-gpt state, is left to be replaced.
+// checkStateKept refuses a run whose -state holds an interrupted run's
+// training state: the run's first save (an interrupt, -save-every) would
+// replace it, and the steps it holds would be lost with no word. A new
+// run (no -resume) is refused; so is a resumed one whose -state is not
+// the file it resumed (-resume A -state B, B another run's state), unless
+// the file holds a state of the same run (the same identity) at no later
+// step than the one resumed, whose steps the resumed run keeps. A state
+// of a complete run, or a file that is not a train-gpt state, is left to
+// be replaced.
 func (o *options) checkStateKept() error {
-	if o.resume != "" || o.state == "" || o.bench || o.memTrace != "" || o.memPlot != "" {
+	if o.state == "" || o.bench || o.memTrace != "" || o.memPlot != "" {
 		return nil
 	}
-	if fi, err := os.Stat(o.state); err != nil || !fi.Mode().IsRegular() { // a pipe would block: CheckWritable refuses it
+	if o.resume != "" && cli.SamePath(o.state, o.resume) {
+		return nil // replaced by the run's own continuation
+	}
+	step, steps, run, ok := interruptedState(o.state)
+	if !ok {
 		return nil
 	}
-	meta, err := tensor.ReadSafetensorsMetadata(o.state)
+	if o.resume == "" {
+		return fmt.Errorf("-state %s: holds an interrupted run's training state (step %d of %d), which this new run would replace: continue it with -resume %s, or give this run another -state (or remove the file)", o.state, step, steps, o.state)
+	}
+	if meta, err := tensor.ReadSafetensorsMetadata(o.resume); err == nil {
+		if from, err := strconv.Atoi(meta[keyStep]); err == nil && meta[keyRun] == run && step <= from {
+			return nil
+		}
+	}
+	return fmt.Errorf("-state %s%s: holds an interrupted run's training state (step %d of %d), which the run resumed from -resume %s would replace: continue that run with -resume %s, or give this one another -state (or remove the file)",
+		o.state, o.takenFromResume("state"), step, steps, o.resume, o.state)
+}
+
+// interruptedState reads the header of the training state at path: the
+// step it was saved after, its run's -steps and its run's identity (the
+// metadata's JSON), and ok when the run was interrupted (its step before
+// -steps). A file that is not a train-gpt state is not ok.
+func interruptedState(path string) (step, steps int, run string, ok bool) {
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() { // a pipe would block: CheckWritable refuses it
+		return 0, 0, "", false
+	}
+	meta, err := tensor.ReadSafetensorsMetadata(path)
 	if err != nil {
-		return nil
+		return 0, 0, "", false
 	}
-	var run runIdentity
-	step, err := strconv.Atoi(meta[keyStep])
-	if err != nil || json.Unmarshal([]byte(meta[keyRun]), &run) != nil || step >= run.Steps {
-		return nil
+	var id runIdentity
+	step, err = strconv.Atoi(meta[keyStep])
+	if err != nil || json.Unmarshal([]byte(meta[keyRun]), &id) != nil || step >= id.Steps {
+		return 0, 0, "", false
 	}
-	return fmt.Errorf("-state %s: holds an interrupted run's training state (step %d of %d), which this new run would replace: continue it with -resume %s, or give this run another -state (or remove the file)", o.state, step, run.Steps, o.state)
+	return step, id.Steps, meta[keyRun], true
 }

@@ -83,3 +83,42 @@ func TestNewRunKeepsInterruptedState(t *testing.T) {
 	require.Equal(t, "6", meta[keyStep], "the interrupted run's state was replaced (run: %v)", err)
 	require.ErrorContains(t, err, "interrupted run")
 }
+
+// TestResumeKeepsAnotherRunsState: "-resume A -state B", where B holds
+// another interrupted run's state, is refused naming both files rather
+// than let the resumed run's first save replace B (the check of a new
+// run's -state was skipped for any -resume, so B's steps were lost with
+// no word). -state the file resumed, or a new file, still resumes.
+func TestResumeKeepsAnotherRunsState(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	interrupted := func(dir string, at int, seed string) string {
+		o, err := parseFlags(resumeCase{"x", 10, []string{"-batch", "4", "-seed", seed}}.args(dir, "cpu"))
+		require.NoError(t, err)
+		o.stopAt = at
+		require.Error(t, run(o)) // status 130, the state after step at saved
+		return filepath.Join(dir, "state.safetensors")
+	}
+	stateA, stateB := interrupted(a, 6, "1"), interrupted(b, 4, "2")
+
+	o, err := parseFlags([]string{"-device", "cpu", "-quiet", "-resume", stateA, "-state", stateB})
+	require.NoError(t, err)
+	o.stopAt = 8
+	err = run(o)
+	meta, merr := tensor.ReadSafetensorsMetadata(stateB)
+	require.NoError(t, merr)
+	require.Equal(t, "4", meta[keyStep], "the other run's state was replaced (run: %v)", err)
+	require.ErrorContains(t, err, "-state "+stateB+": holds an interrupted run's training state (step 4 of 10), which the run resumed from -resume "+stateA+" would replace")
+
+	fresh := filepath.Join(a, "fresh.safetensors")
+	o, err = parseFlags([]string{"-device", "cpu", "-quiet", "-resume", stateA, "-state", fresh})
+	require.NoError(t, err)
+	o.stopAt = 8
+	require.Error(t, run(o)) // status 130, saved to fresh
+	meta, err = tensor.ReadSafetensorsMetadata(fresh)
+	require.NoError(t, err)
+	require.Equal(t, "8", meta[keyStep])
+
+	o, err = parseFlags([]string{"-device", "cpu", "-quiet", "-resume", stateA})
+	require.NoError(t, err)
+	require.NoError(t, run(o), "-state the file resumed (the saved run's)")
+}
