@@ -253,6 +253,16 @@ func (o *options) checkFiles() error {
 				return fmt.Errorf("%s %s: the same file as %s", fp[0], fp[1], prev[0])
 			}
 		}
+		// Nor may any but -state (checkStateKept) replace an interrupted
+		// run's training state: -loss-log and -cpuprofile truncate theirs
+		// at the start, -out replaces its at the end, and a name mistyped
+		// for another file lost the steps the state held with no word.
+		if fp[0] != "-state" {
+			if step, steps, _, ok := interruptedState(fp[1]); ok {
+				return fmt.Errorf("%s %s%s: holds an interrupted run's training state (step %d of %d), which this run's %s would replace: continue that run with -resume %s, or give %s another file",
+					fp[0], fp[1], o.takenFromResume(strings.TrimPrefix(fp[0], "-")), step, steps, fp[0], fp[1], fp[0])
+			}
+		}
 	}
 	return nil
 }

@@ -122,3 +122,31 @@ func TestResumeKeepsAnotherRunsState(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, run(o), "-state the file resumed (the saved run's)")
 }
+
+// TestOutputsKeepInterruptedState: an output other than -state (-out,
+// -loss-log, -loss-plot, -cpuprofile) naming a file that holds an
+// interrupted run's training state is refused before any work, as -state
+// is: -loss-log and -cpuprofile truncated it at the start, -out replaced
+// it with the weights at the end, and the steps it held were lost with
+// no word.
+func TestOutputsKeepInterruptedState(t *testing.T) {
+	dir := t.TempDir()
+	c := resumeCase{"x", 10, []string{"-batch", "4"}}
+	o, err := parseFlags(c.args(dir, "cpu"))
+	require.NoError(t, err)
+	o.stopAt = 6
+	require.Error(t, run(o)) // status 130, the state after step 6 saved
+	state := filepath.Join(dir, "state.safetensors")
+
+	for _, name := range []string{"-out", "-loss-log", "-loss-plot", "-cpuprofile"} {
+		other := t.TempDir()
+		args := []string{"-device", "cpu", "-quiet", "-steps", "2", "-batch", "4", "-out", filepath.Join(other, "w.safetensors"), name, state}
+		o, err := parseFlags(args)
+		require.NoError(t, err, name)
+		err = run(o)
+		meta, merr := tensor.ReadSafetensorsMetadata(state)
+		require.NoError(t, merr, "%s replaced the interrupted run's state (run: %v)", name, err)
+		require.Equal(t, "6", meta[keyStep], name)
+		require.ErrorContains(t, err, name+" "+state+": holds an interrupted run's training state (step 6 of 10)")
+	}
+}
