@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/strata-ml/strata/internal/atomicfile"
 	"github.com/strata-ml/strata/memory"
 )
 
@@ -180,7 +182,24 @@ func readTrace(path string) ([]traceEvent, error) {
 
 // openTrace opens a trace for readTrace: a test counts the opens through
 // it, since a trace on a pipe or a FIFO can be read only once.
-var openTrace = func(path string) (io.ReadCloser, error) { return os.Open(path) }
+var openTrace = openTraceFile
+
+// openTraceFile opens the trace at path: a regular file, or a pipe or a
+// FIFO (-trace /dev/stdin, -trace <(zcat t.csv.gz)). Anything else is
+// refused before it is opened: a directory, and a device, whose reads may
+// never end (/dev/zero) or wait on a terminal.
+func openTraceFile(path string) (io.ReadCloser, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if m := fi.Mode(); m.Type() != fs.ModeNamedPipe {
+		if err := atomicfile.NotRegular(path, m); err != nil {
+			return nil, err
+		}
+	}
+	return os.Open(path)
+}
 
 // actionNames maps each action to its constant.
 var actionNames = map[string]string{}
