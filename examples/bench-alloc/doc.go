@@ -22,7 +22,8 @@
 // others ignored; an oom's addr may be empty). Each trace is read and
 // parsed once, for the checks before any work and for its replays, so it
 // may come on a pipe (-trace /dev/stdin, -trace <(zcat t.csv.gz)); a
-// directory or a device (/dev/zero) is refused. A
+// directory or a device (/dev/zero) is refused, as is a line longer
+// than 1 MiB (maxTraceLine). A
 // trace may start mid-run: frees of blocks allocated before it are
 // counted and not replayed, and segments freed that it never showed
 // reserved take nothing off PyTorch's figure. Such a block was live from

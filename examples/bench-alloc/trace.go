@@ -84,7 +84,7 @@ func readTrace(path string) ([]traceEvent, error) {
 		return nil, err
 	}
 	defer f.Close()
-	br := bufio.NewReader(f)
+	br := bufio.NewReader(&lineLimit{r: f, max: maxTraceLine})
 	if bom, err := br.Peek(3); err == nil && string(bom) == "\ufeff" {
 		br.Discard(3)
 	}
@@ -94,6 +94,9 @@ func readTrace(path string) ([]traceEvent, error) {
 	var head []string
 	for {
 		rec, err := r.Read()
+		if long := (*longLineError)(nil); errors.As(err, &long) {
+			return nil, fmt.Errorf("%s:%d: %w", path, long.line, err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: reading the header: %w", path, err)
 		}
@@ -124,6 +127,9 @@ func readTrace(path string) ([]traceEvent, error) {
 		rec, err := r.Read()
 		if err == io.EOF {
 			break
+		}
+		if long := (*longLineError)(nil); errors.As(err, &long) {
+			return nil, fmt.Errorf("%s:%d: %w", path, long.line, err)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -43,4 +46,59 @@ func TestTraceRefusesDevicesAndDirectories(t *testing.T) {
 	evs, err := readTrace(fifo)
 	require.NoError(t, err)
 	assert.Len(t, evs, 1)
+}
+
+// endless is a stream of one byte that never ends, as a device or a
+// pipe may be, up to limit bytes; past them its reads fail, so that a
+// reader without a bound fails rather than reads forever.
+type endless struct {
+	b     byte
+	limit int
+}
+
+func (e *endless) Read(p []byte) (int, error) {
+	if e.limit <= 0 {
+		return 0, errors.New("read on past the limit: no bound on the line")
+	}
+	n := min(len(p), e.limit)
+	for i := range n {
+		p[i] = e.b
+	}
+	e.limit -= n
+	return n, nil
+}
+
+func (e *endless) Close() error { return nil }
+
+// TestTraceRefusesLongLines: a line longer than maxTraceLine is an error
+// naming the file and the line, read no further; a line without end (a
+// file of NULs, a stream with no newline) used to be read into memory
+// whole, forever on a pipe. A line of maxTraceLine bytes is still read.
+func TestTraceRefusesLongLines(t *testing.T) {
+	dir := t.TempDir()
+	row := "alloc,4096,512,0,"
+	for _, c := range []struct{ name, text, want string }{
+		{"nul", strings.Repeat("\x00", maxTraceLine+1), ":1: a line longer than 1048576 bytes"},
+		{"row", "action,addr,size,stream,frames\nalloc,4096,512,0,[]\n" + row + strings.Repeat("x", maxTraceLine+1-len(row)) + "\n",
+			":3: a line longer than 1048576 bytes"},
+	} {
+		path := filepath.Join(dir, c.name+".csv")
+		require.NoError(t, os.WriteFile(path, []byte(c.text), 0o644))
+		_, err := readTrace(path)
+		require.Error(t, err, c.name)
+		require.Contains(t, err.Error()[:min(len(err.Error()), 300)], path+c.want, c.name)
+	}
+	path := filepath.Join(dir, "longest.csv")
+	long := "free_completed,4096,512,0,"
+	require.NoError(t, os.WriteFile(path, []byte("action,addr,size,stream,frames\n"+row+"[]\n"+
+		long+strings.Repeat("x", maxTraceLine-len(long))+"\n"), 0o644))
+	evs, err := readTrace(path)
+	require.NoError(t, err, "a line of maxTraceLine bytes")
+	assert.Len(t, evs, 2)
+
+	open := openTrace
+	t.Cleanup(func() { openTrace = open })
+	openTrace = func(string) (io.ReadCloser, error) { return &endless{b: 'y', limit: 8 * maxTraceLine}, nil }
+	_, err = readTrace("/dev/stream")
+	require.ErrorContains(t, err, "/dev/stream:1: a line longer than 1048576 bytes")
 }
