@@ -93,3 +93,17 @@ func TestClassicLeftOutWhenNotReplayed(t *testing.T) {
 	assert.Contains(t, m, "classic")
 	assert.NotContains(t, m, "expandable")
 }
+
+// TestPairRowsGoToStderrWriter: the rows printed while the pairs are
+// timed go to the writer run is given for stderr, with the tables; they
+// used to go to os.Stderr, out of reach of a caller (or a test) that
+// redirects it. The program still writes them to stderr (mainErr).
+func TestPairRowsGoToStderrWriter(t *testing.T) {
+	var out, tables bytes.Buffer
+	require.NoError(t, mainTo([]string{"-device", "cpu", "-mintime", "1ms", "-reps", "1"}, &out, &tables))
+	for _, w := range workloads {
+		assert.Regexp(t, `(?m)^pool +`+w.name+` .* ns/pair \(median of 1 runs of `, tables.String())
+		assert.Regexp(t, `(?m)^manager +`+w.name+` .* ns/pair \(median of 1 runs of `, tables.String())
+	}
+	assert.NotContains(t, out.String(), "ns/pair (", "the JSON line only on stdout")
+}

@@ -100,8 +100,9 @@ func main() {
 
 func mainErr(args []string) error { return mainTo(args, os.Stdout, os.Stderr) }
 
-// mainTo runs with the JSON lines written to stdout and the tables to
-// stderr; a write of either that fails is a failure of the run.
+// mainTo runs with the JSON lines written to stdout and the tables, and
+// the pairs' rows as they are timed, to stderr; a write of either that
+// fails is a failure of the run.
 func mainTo(args []string, stdout, stderr io.Writer) error {
 	out, errOut := &cli.StickyWriter{W: stdout}, &cli.StickyWriter{W: stderr}
 	if err := run(args, out, errOut); err != nil {
@@ -139,7 +140,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 
 	if !o.noBench {
-		if err := benchPairs(ctx, o, &rep); err != nil {
+		if err := benchPairs(ctx, o, &rep, stderr); err != nil {
 			return err
 		}
 	}
@@ -378,10 +379,10 @@ func cpuName() string {
 // the same pair, plus the page mappings its growth makes when no free
 // block fits; nil when the backend has no virtual memory
 // (STRATA_EXPANDABLE_SEGMENTS=0, a GPU without the virtual memory API,
-// host memory off Unix), and the row is left out.
-func expandablePool(newBackend func() memory.Backend) func() (allocator, error) {
+// host memory off Unix), and the row is left out, saying so on log.
+func expandablePool(newBackend func() memory.Backend, log io.Writer) func() (allocator, error) {
 	if _, ok := newBackend().(memory.VirtualMemory); !ok {
-		fmt.Fprintln(os.Stderr, "bench-alloc: no virtual memory for expandable segments: no 'pool expandable' row")
+		fmt.Fprintln(log, "bench-alloc: no virtual memory for expandable segments: no 'pool expandable' row")
 		return nil
 	}
 	return func() (allocator, error) {
@@ -389,8 +390,9 @@ func expandablePool(newBackend func() memory.Backend) func() (allocator, error) 
 	}
 }
 
-// benchPairs runs every allocator on every workload.
-func benchPairs(ctx *cuda.Context, o options, rep *report) error {
+// benchPairs runs every allocator on every workload, writing each row to
+// log (run's stderr, where the tables go) as it is timed.
+func benchPairs(ctx *cuda.Context, o options, rep *report, log io.Writer) error {
 	seq := newMixedSeq(o.seed)
 	var makers []func() (allocator, error)
 	if ctx == nil {
@@ -398,7 +400,7 @@ func benchPairs(ctx *cuda.Context, o options, rep *report) error {
 			func() (allocator, error) {
 				return newPoolAlloc("pool", memory.NewHostBackend(memory.TierHost), memory.PoolConfig{}, liveSlots), nil
 			},
-			expandablePool(func() memory.Backend { return memory.NewHostBackend(memory.TierHost) }),
+			expandablePool(func() memory.Backend { return memory.NewHostBackend(memory.TierHost) }, log),
 			func() (allocator, error) {
 				return newManagerAlloc("manager", memory.NewHostManager(memory.Config{}), liveSlots), nil
 			},
@@ -408,7 +410,7 @@ func benchPairs(ctx *cuda.Context, o options, rep *report) error {
 			func() (allocator, error) {
 				return newPoolAlloc("pool", memory.NewDeviceBackend(ctx), memory.PoolConfig{}, liveSlots), nil
 			},
-			expandablePool(func() memory.Backend { return memory.NewDeviceBackend(ctx) }),
+			expandablePool(func() memory.Backend { return memory.NewDeviceBackend(ctx) }, log),
 			func() (allocator, error) {
 				m, err := memory.NewCUDAManager(ctx, memory.Config{})
 				if err != nil {
@@ -427,7 +429,7 @@ func benchPairs(ctx *cuda.Context, o options, rep *report) error {
 			return err
 		}
 		for _, r := range rows {
-			fmt.Fprintf(os.Stderr, "%-16s %-6s %12.1f ns/pair (median of %d runs of %d pairs; %.1f to %.1f)\n",
+			fmt.Fprintf(log, "%-16s %-6s %12.1f ns/pair (median of %d runs of %d pairs; %.1f to %.1f)\n",
 				r.Allocator, r.Workload, r.NsPerPair, r.Reps, r.Pairs, r.NsMin, r.NsMax)
 		}
 		rep.Rows = append(rep.Rows, rows...)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,7 +95,7 @@ func TestReplayRejectsInconsistentTrace(t *testing.T) {
 
 func TestBenchPairsCPU(t *testing.T) {
 	var rep report
-	require.NoError(t, benchPairs(nil, options{minTime: time.Millisecond, reps: 3, seed: 1}, &rep))
+	require.NoError(t, benchPairs(nil, options{minTime: time.Millisecond, reps: 3, seed: 1}, &rep, io.Discard))
 	require.Len(t, rep.Rows, 3*len(workloads), "pool, pool expandable and manager on every workload")
 	for _, r := range rep.Rows {
 		assert.Positive(t, r.NsPerPair, "%s/%s", r.Allocator, r.Workload)
