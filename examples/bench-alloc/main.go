@@ -233,6 +233,9 @@ func parseOptions(args []string) (options, error) {
 			}
 		}
 	}
+	if set["plots"] && o.plots == "" { // -plots "$DIR" with DIR unset: no pictures, said nowhere
+		return o, cli.Usagef("-plots: empty folder name")
+	}
 	if set["plan-steps"] && o.segments == "classic" { // either way: classic replays have no plans
 		return o, cli.Usagef("-plan-steps plans expandable replays: not with -segments classic")
 	}

@@ -252,6 +252,8 @@ func TestFlagsCheckedBeforeWork(t *testing.T) {
 		{[]string{"-plan-steps"}, "-plan-steps"},
 		{[]string{"-plan-steps", "-segments", "classic", "-trace", trace}, "-plan-steps"},
 		{[]string{"-plan-steps=false", "-segments", "classic", "-trace", trace}, "-plan-steps"},
+		// An empty folder was taken for no -plots: the run wrote no pictures.
+		{[]string{"-plots", "", "-trace", trace}, "-plots: empty folder name"},
 		// Both would write trace-char-fp32-*.png into -plots, the second over the first.
 		{[]string{"-plots", dir, "-trace", trace, "-trace", filepath.Join(other, "trace-char-fp32.csv")}, "-plots"},
 	} {
