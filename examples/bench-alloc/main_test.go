@@ -69,6 +69,9 @@ func TestReadTraceErrors(t *testing.T) {
 		{"addr", "action,addr,size,stream\nalloc,x,4,0\n", ":2: address"},
 		{"fields", "action,addr,size,stream\nalloc,1,4\n", ":2: 3 fields, the header has 4"},
 		{"empty", "action,addr,size,stream\n", "no events"},
+		// These used to say "reading the header: EOF".
+		{"empty file", "", ": no header line (an empty file, or empty lines only)"},
+		{"empty lines", "\n \n\n", ": no header line (an empty file, or empty lines only)"},
 	} {
 		path := filepath.Join(dir, c.name+".csv")
 		require.NoError(t, os.WriteFile(path, []byte(c.text), 0o644))

@@ -97,6 +97,9 @@ func readTrace(path string) ([]traceEvent, error) {
 		if long := (*longLineError)(nil); errors.As(err, &long) {
 			return nil, fmt.Errorf("%s:%d: %w", path, long.line, err)
 		}
+		if err == io.EOF {
+			return nil, fmt.Errorf("%s: no header line (an empty file, or empty lines only): want the columns %q", path, traceColumns)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: reading the header: %w", path, err)
 		}
