@@ -245,6 +245,9 @@ func parseOptions(args []string) (options, error) {
 	// use: a trace on a pipe (-trace /dev/stdin) can be read only once.
 	o.loaded = map[string]*loadedTrace{}
 	for _, path := range o.traces {
+		if path == "" { // os.Stat's error names no file: "stat : no such file or directory"
+			return o, cli.Usagef("-trace: empty file name")
+		}
 		if o.loaded[path] != nil {
 			continue
 		}

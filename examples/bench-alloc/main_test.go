@@ -257,6 +257,7 @@ func TestFlagsCheckedBeforeWork(t *testing.T) {
 		{[]string{"-plan-steps=false", "-segments", "classic", "-trace", trace}, "-plan-steps"},
 		// An empty folder was taken for no -plots: the run wrote no pictures.
 		{[]string{"-plots", "", "-trace", trace}, "-plots: empty folder name"},
+		{[]string{"-trace", trace, "-trace", ""}, "-trace: empty file name"},
 		// Both would write trace-char-fp32-*.png into -plots, the second over the first.
 		{[]string{"-plots", dir, "-trace", trace, "-trace", filepath.Join(other, "trace-char-fp32.csv")}, "-plots"},
 	} {
