@@ -117,12 +117,12 @@ func readTrace(path string) ([]traceEvent, error) {
 				continue
 			}
 			if col[i] >= 0 {
-				return nil, fmt.Errorf("%s:%d: header %q has column %q twice", path, headLine, head, name)
+				return nil, fmt.Errorf("%s:%d: header %s has column %q twice", path, headLine, quoted(head), name)
 			}
 			col[i] = j
 		}
 		if col[i] < 0 {
-			return nil, fmt.Errorf("%s:%d: header is %q, want the columns %q (in any order, others ignored)", path, headLine, head, traceColumns)
+			return nil, fmt.Errorf("%s:%d: header is %s, want the columns %q (in any order, others ignored)", path, headLine, quoted(head), traceColumns)
 		}
 	}
 	var evs []traceEvent
@@ -159,17 +159,17 @@ func readTrace(path string) ([]traceEvent, error) {
 				addr = "0" // not an address: PyTorch writes none for an oom
 			}
 		default:
-			return nil, fmt.Errorf("%s:%d: unknown action %q", path, line, action)
+			return nil, fmt.Errorf("%s:%d: unknown action %s", path, line, quoted(action))
 		}
 		if ev.addr, err = strconv.ParseUint(addr, 10, 64); err != nil {
-			return nil, fmt.Errorf("%s:%d: address %q: %w", path, line, addr, err)
+			return nil, fmt.Errorf("%s:%d: address %s: %w", path, line, quoted(addr), numError(err))
 		}
 		if ev.size, err = strconv.ParseInt(size, 10, 64); err != nil || ev.size < minSize {
 			what := "a positive integer"
 			if minSize == 0 {
 				what = "a non-negative integer"
 			}
-			return nil, fmt.Errorf("%s:%d: size %q of %s must be %s", path, line, size, ev.action, what)
+			return nil, fmt.Errorf("%s:%d: size %s of %s must be %s", path, line, quoted(size), ev.action, what)
 		}
 		if minSize > 0 && ev.addr+uint64(ev.size) < ev.addr {
 			return nil, fmt.Errorf("%s:%d: %s at %#x of %d bytes runs past the end of the address space", path, line, ev.action, ev.addr, ev.size)
@@ -177,7 +177,7 @@ func readTrace(path string) ([]traceEvent, error) {
 		if ev.stream, err = strconv.ParseUint(stream, 10, 64); err != nil {
 			s, err2 := strconv.ParseInt(stream, 10, 64)
 			if err2 != nil {
-				return nil, fmt.Errorf("%s:%d: stream %q: %w", path, line, stream, err)
+				return nil, fmt.Errorf("%s:%d: stream %s: %w", path, line, quoted(stream), numError(err))
 			}
 			ev.stream = uint64(s)
 		}
@@ -187,6 +187,29 @@ func readTrace(path string) ([]traceEvent, error) {
 		return nil, fmt.Errorf("%s: no events", path)
 	}
 	return evs, nil
+}
+
+// maxQuoted is the most of a field or a header readTrace quotes in an
+// error: a line may be up to maxTraceLine bytes, and a binary file's
+// would fill the terminal.
+const maxQuoted = 100
+
+// quoted is v as %q, cut after maxQuoted bytes.
+func quoted(v any) string {
+	s := fmt.Sprintf("%q", v)
+	if len(s) <= maxQuoted {
+		return s
+	}
+	return s[:maxQuoted] + "... (cut)"
+}
+
+// numError is err of strconv without the input it quotes (which the
+// error gives, cut, before it).
+func numError(err error) error {
+	if ne, ok := err.(*strconv.NumError); ok {
+		return ne.Err
+	}
+	return err
 }
 
 // openTrace opens a trace for readTrace: a test counts the opens through

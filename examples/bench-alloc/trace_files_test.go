@@ -102,3 +102,27 @@ func TestTraceRefusesLongLines(t *testing.T) {
 	_, err = readTrace("/dev/stream")
 	require.ErrorContains(t, err, "/dev/stream:1: a line longer than 1048576 bytes")
 }
+
+// TestTraceErrorsCutLongFields: an error quotes at most maxQuoted bytes
+// of a header or a field, however long the line: a one-line file (up to
+// maxTraceLine bytes) used to be quoted whole in its header's error, as
+// was a long field, twice for a number (strconv's error quotes it too).
+func TestTraceErrorsCutLongFields(t *testing.T) {
+	dir := t.TempDir()
+	long := strings.Repeat("7", 100_000)
+	for _, c := range []struct{ name, text, want string }{
+		{"header", long + "\n", ":1: header is [\"777"},
+		{"action", "action,addr,size,stream\n" + long + ",4096,512,0\n", ":2: unknown action \"777"},
+		{"addr", "action,addr,size,stream\nalloc," + long + ",512,0\n", ":2: address \"777"},
+		{"size", "action,addr,size,stream\nalloc,4096," + long + ",0\n", ":2: size \"777"},
+		{"stream", "action,addr,size,stream\nalloc,4096,512," + long + "\n", ":2: stream \"777"},
+	} {
+		path := filepath.Join(dir, c.name+".csv")
+		require.NoError(t, os.WriteFile(path, []byte(c.text), 0o644))
+		_, err := readTrace(path)
+		require.Error(t, err, c.name)
+		assert.Contains(t, err.Error(), path+c.want, c.name)
+		assert.Contains(t, err.Error(), "... (cut)", c.name)
+		assert.Less(t, len(err.Error()), len(path)+300, c.name)
+	}
+}
