@@ -144,6 +144,15 @@ func (c *Context) invokeBLASFamily(f *frame, sym symbol, args ...uintptr) (uint3
 	return uint32(f.call(sym.addr, args...)), nil
 }
 
+// made refuses a nil BLAS and one not made by NewBLAS (the zero value),
+// which has no context or library to call.
+func (b *BLAS) made(op string) error {
+	if b == nil || b.ctx == nil || b.lib == nil {
+		return invalidArg(op, "cuBLAS handle not made by NewBLAS")
+	}
+	return nil
+}
+
 // call runs sym under the handle's lock; detail describes the call for an
 // error and is only evaluated on failure.
 func (b *BLAS) call(op string, sym symbol, detail func() string, args ...uintptr) error {
@@ -182,6 +191,9 @@ func (b *BLAS) Stream() *Stream {
 // stream). cuBLAS drops a user workspace when the stream changes; this
 // method sets it again.
 func (b *BLAS) SetStream(s *Stream) error {
+	if err := b.made("BLAS.SetStream"); err != nil {
+		return err
+	}
 	sh, err := b.ctx.streamHandle("BLAS.SetStream", s)
 	if err != nil {
 		return err
@@ -214,6 +226,9 @@ func (b *BLAS) SetWorkspace(p DevicePtr, size int) error {
 	if p%256 != 0 {
 		return invalidArg("BLAS.SetWorkspace", "pointer %s is not 256-byte aligned", p)
 	}
+	if err := b.made("BLAS.SetWorkspace"); err != nil {
+		return err
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if p == 0 {
@@ -242,6 +257,9 @@ func (b *BLAS) setWorkspaceLocked(p DevicePtr, size int) error {
 
 // SetMathMode chooses between exact and faster arithmetic (see MathMode).
 func (b *BLAS) SetMathMode(m MathMode) error {
+	if err := b.made("BLAS.SetMathMode"); err != nil {
+		return err
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.call("BLAS.SetMathMode", b.lib.setMathMode, func() string { return fmt.Sprintf("mode %d", m) }, b.h, uintptr(m))
@@ -249,6 +267,9 @@ func (b *BLAS) SetMathMode(m MathMode) error {
 
 // Destroy releases the handle. Destroying twice is a no-op.
 func (b *BLAS) Destroy() error {
+	if err := b.made("BLAS.Destroy"); err != nil {
+		return err
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.destroyed {

@@ -168,6 +168,9 @@ func (bl *BLAS) run(g gemm) error {
 	if g.m == 0 || g.n == 0 || g.batch == 0 {
 		return nil // nothing to compute
 	}
+	if err := bl.made(g.op); err != nil {
+		return err
+	}
 	cm := g.columnMajor()
 	bl.mu.Lock()
 	defer bl.mu.Unlock()

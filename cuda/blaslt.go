@@ -335,6 +335,9 @@ func (b *BLASLt) Context() *Context { return b.ctx }
 
 // SetStream makes later products queue on s (nil: the default stream).
 func (b *BLASLt) SetStream(s *Stream) error {
+	if err := b.made("BLASLt.SetStream"); err != nil {
+		return err
+	}
 	if _, err := b.ctx.streamHandle("BLASLt.SetStream", s); err != nil {
 		return err
 	}
@@ -361,6 +364,9 @@ func (b *BLASLt) SetWorkspace(p DevicePtr, size int) error {
 	if p%256 != 0 {
 		return invalidArg(op, "pointer %s is not 256-byte aligned", p)
 	}
+	if err := b.made(op); err != nil {
+		return err
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.usable(op); err != nil {
@@ -373,6 +379,15 @@ func (b *BLASLt) SetWorkspace(p DevicePtr, size int) error {
 	}
 	b.ws, b.wsSize = p, size
 	return b.dropPlans(f)
+}
+
+// made refuses a nil BLASLt and one not made by NewBLASLt (the zero
+// value), which has no context or library to call.
+func (b *BLASLt) made(op string) error {
+	if b == nil || b.ctx == nil || b.lib == nil {
+		return invalidArg(op, "cuBLASLt handle not made by NewBLASLt")
+	}
+	return nil
 }
 
 // usable refuses a destroyed handle, and one whose Destroy failed part
@@ -421,6 +436,9 @@ func (b *BLASLt) run(g *LtMatmul) error {
 		}
 		return notSupported(ltOp, "M=%d N=%d K=%d with epilogue %s: an empty product or reduction is not left to cuBLASLt",
 			g.M, g.N, g.K, g.Epilogue)
+	}
+	if err := b.made(ltOp); err != nil {
+		return err
 	}
 	c := g.columnMajor()
 	b.mu.Lock()
@@ -594,6 +612,9 @@ func (b *BLASLt) dropPlans(f *frame) error {
 // called again to retry it; nothing else may (the plans and preference
 // are gone).
 func (b *BLASLt) Destroy() error {
+	if err := b.made("BLASLt.Destroy"); err != nil {
+		return err
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.destroyed {

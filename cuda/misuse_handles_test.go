@@ -147,3 +147,48 @@ func TestBLASLtUnusableAfterFailedDestroy(t *testing.T) {
 	require.NoError(t, lt.Destroy(), "the retry releases the handle")
 	requireArgError(t, lt.SetWorkspace(0, 0), "BLASLt.SetWorkspace: cuBLASLt handle was destroyed")
 }
+
+// A BLAS or BLASLt handle not made by NewBLAS or NewBLASLt (nil, or the
+// zero value) is an error wherever it is used or destroyed, not a nil
+// dereference.
+func TestZeroBLASHandles(t *testing.T) {
+	c := fakeContext(t)
+	s := &Stream{ctx: c, h: 0x10}
+	lt := LtMatmul{M: 2, N: 2, K: 2, A: 0x100, LDA: 2, B: 0x200, LDB: 2, C: 0x300, LDC: 2, Compute: Compute32F}
+	before := DriverCalls()
+	for _, b := range []*BLAS{nil, {}} {
+		for _, tc := range []struct {
+			call func() error
+			want string
+		}{
+			{func() error {
+				return b.SgemmStridedBatchedRowMajor(OpN, OpN, 2, 2, 2, 1, 0x100, 2, 4, 0x200, 2, 4, 0, 0x300, 2, 4, 1)
+			}, "SgemmStridedBatchedRowMajor: cuBLAS handle not made by NewBLAS"},
+			{func() error { return b.SetStream(s) }, "BLAS.SetStream: cuBLAS handle not made by NewBLAS"},
+			{func() error { return b.SetStream(nil) }, "BLAS.SetStream: cuBLAS handle not made by NewBLAS"},
+			{func() error { return b.SetWorkspace(0, 0) }, "BLAS.SetWorkspace: cuBLAS handle not made by NewBLAS"},
+			{func() error { return b.SetMathMode(MathDefault) }, "BLAS.SetMathMode: cuBLAS handle not made by NewBLAS"},
+			{b.Destroy, "BLAS.Destroy: cuBLAS handle not made by NewBLAS"},
+		} {
+			var err error
+			require.NotPanics(t, func() { err = tc.call() }, tc.want)
+			requireArgError(t, err, tc.want)
+		}
+	}
+	for _, b := range []*BLASLt{nil, {}} {
+		for _, tc := range []struct {
+			call func() error
+			want string
+		}{
+			{func() error { return b.Matmul(lt) }, "BLASLt.Matmul: cuBLASLt handle not made by NewBLASLt"},
+			{func() error { return b.SetStream(s) }, "BLASLt.SetStream: cuBLASLt handle not made by NewBLASLt"},
+			{func() error { return b.SetWorkspace(0x1000, 256) }, "BLASLt.SetWorkspace: cuBLASLt handle not made by NewBLASLt"},
+			{b.Destroy, "BLASLt.Destroy: cuBLASLt handle not made by NewBLASLt"},
+		} {
+			var err error
+			require.NotPanics(t, func() { err = tc.call() }, tc.want)
+			requireArgError(t, err, tc.want)
+		}
+	}
+	assert.Equal(t, uint64(0), DriverCalls()-before, "no driver or cuBLAS call")
+}
