@@ -343,6 +343,9 @@ func (b *BLASLt) SetStream(s *Stream) error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if err := b.usable("BLASLt.SetStream"); err != nil {
+		return err
+	}
 	b.stream = s
 	return nil
 }

@@ -148,6 +148,26 @@ func TestBLASLtUnusableAfterFailedDestroy(t *testing.T) {
 	requireArgError(t, lt.SetWorkspace(0, 0), "BLASLt.SetWorkspace: cuBLASLt handle was destroyed")
 }
 
+// SetStream on a destroyed cuBLASLt handle, or one whose Destroy failed,
+// is refused as cuBLAS's SetStream refuses it, instead of reporting
+// success for a handle nothing else may use.
+func TestBLASLtSetStreamAfterDestroy(t *testing.T) {
+	c := fakeContext(t)
+	s := &Stream{ctx: c, h: 0x10}
+	lt := fakeBLASLt(t, c)
+	FailCall("cublasLtDestroy", 1, 999)
+	defer FailCall("", 0, 0)
+	require.Error(t, lt.Destroy())
+	requireArgError(t, lt.SetStream(s), "BLASLt.SetStream: cuBLASLt handle's Destroy failed")
+	assert.Nil(t, lt.stream, "the stream is not bound")
+	require.NoError(t, lt.Destroy())
+	requireArgError(t, lt.SetStream(nil), "BLASLt.SetStream: cuBLASLt handle was destroyed")
+
+	bl := fakeBLAS(t, c)
+	require.NoError(t, bl.Destroy())
+	requireArgError(t, bl.SetStream(nil), "BLAS.SetStream: cuBLAS handle was destroyed")
+}
+
 // A BLAS or BLASLt handle not made by NewBLAS or NewBLASLt (nil, or the
 // zero value) is an error wherever it is used or destroyed, not a nil
 // dereference.
