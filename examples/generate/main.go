@@ -33,6 +33,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -452,7 +453,9 @@ func modelConfig(o *options) (nn.GPTConfig, string, error) {
 	hfConfig := filepath.Join(filepath.Dir(o.weights), "config.json")
 	hfHeads := 0
 	if o.heads <= 0 {
-		hfHeads = readHFHeads(hfConfig) // read once, only where -heads is not given
+		if hfHeads, err = readHFHeads(hfConfig); err != nil { // read once, only where -heads is not given
+			return cfg, "", err
+		}
 	}
 	switch {
 	case o.heads > 0:
@@ -496,19 +499,31 @@ func sizes(c nn.GPTConfig) string {
 	return fmt.Sprintf("vocabulary %d, context %d, %d layers, width %d", c.Vocab, c.Context, c.Layers, c.Width)
 }
 
-// readHFHeads is n_head from a Hugging Face config.json, or 0.
-func readHFHeads(path string) int {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0
+// readHFHeads is n_head from a Hugging Face config.json, or 0 where
+// there is no such file or it gives none. A config.json that is there
+// but is not a regular file, cannot be read, is not JSON or gives a
+// negative n_head is an error naming it: os.ReadFile of a named pipe
+// blocked for ever and of /dev/zero grew until the process died, and a
+// file passed over left the heads to width/64, a guess that, wrong, makes
+// the model's output garbage without a word.
+func readHFHeads(path string) (int, error) {
+	b, err := atomicfile.ReadRegular(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("reading n_head from config.json: %w (give -heads to do without it)", err)
 	}
 	var c struct {
 		NHead int `json:"n_head"`
 	}
-	if json.Unmarshal(b, &c) != nil {
-		return 0
+	if err := json.Unmarshal(b, &c); err != nil {
+		return 0, fmt.Errorf("%s: not a config.json of n_head: %v (give -heads to do without it)", path, err)
 	}
-	return c.NHead
+	if c.NHead < 0 {
+		return 0, fmt.Errorf("%s: n_head %d (give -heads to override it)", path, c.NHead)
+	}
+	return c.NHead, nil
 }
 
 // savedTokenizer is the tokenizer the weights' metadata md names
