@@ -194,7 +194,9 @@ func (o *options) check() error {
 			if cli.SamePath(p.path, o.weights) { // a link to it too
 				return fmt.Errorf("%s %s: would overwrite -weights", p.flag, p.path)
 			}
-			if st, err := os.Stat(filepath.Dir(p.path)); err != nil || !st.IsDir() {
+			// Only a missing one: CheckWritable names the others' cause
+			// (a file where the directory should be, no permission).
+			if _, err := os.Stat(filepath.Dir(p.path)); errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("%s %s: its directory does not exist", p.flag, p.path)
 			}
 			if err := atomicfile.CheckWritable(p.path); err != nil {

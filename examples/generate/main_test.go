@@ -71,6 +71,7 @@ func TestFlagsCheckedUpFront(t *testing.T) {
 		{[]string{"-weights", w, "-tokenizer", "sentencepiece"}, `-tokenizer "sentencepiece": want byte or gpt2`},
 		{[]string{"-weights", w, "-config", "huge"}, `-config "huge"`},
 		{[]string{"-weights", w, "-dump-logits", filepath.Join(dir, "no", "l.json")}, "its directory does not exist"},
+		{[]string{"-weights", w, "-dump-logits", filepath.Join(w, "l.json")}, "-dump-logits: cannot write " + filepath.Join(w, "l.json") + ": stat " + w + "/: not a directory"},
 		{[]string{"-weights", w, "-save", w}, "would overwrite -weights"},
 		{[]string{"-weights", w, "extra"}, `unexpected arguments ["extra"]`},
 		{[]string{"-weights", w, "-nosuchflag"}, "flag provided but not defined"},
