@@ -145,6 +145,13 @@ func checkTarget(path string) (string, error) {
 	target := path
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		if target, err = filepath.EvalSymlinks(path); err != nil {
+			// /dev/stdout of a pipe ends at /proc/self/fd/1, a link whose
+			// text ("pipe:[123]") names no file, though the kernel opens
+			// the pipe through it: what it opens is the target, not a
+			// file that does not exist.
+			if st, serr := os.Stat(path); serr == nil && !st.Mode().IsRegular() {
+				return "", NotRegular(path, st.Mode())
+			}
 			if errors.Is(err, fs.ErrNotExist) {
 				if dest, rerr := os.Readlink(path); rerr == nil {
 					return "", fmt.Errorf("%s is a symbolic link to %s, which does not exist", path, dest)

@@ -3,6 +3,7 @@ package atomicfile
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -179,6 +180,23 @@ func TestWriteRefusesSpecialFiles(t *testing.T) {
 	for _, n := range names {
 		require.NotContains(t, n, ".tmp-", "no temporary file is left")
 	}
+}
+
+// TestWriteRefusesPipeThroughProc: /dev/stdout when it is a pipe (here
+// /proc/self/fd/N of one, where /dev/stdout's links end) is refused as a
+// named pipe; it was "a symbolic link to pipe:[N], which does not exist".
+func TestWriteRefusesPipeThroughProc(t *testing.T) {
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	defer r.Close()
+	defer w.Close()
+	path := fmt.Sprintf("/proc/self/fd/%d", w.Fd())
+	if _, err := os.Lstat(path); err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	want := path + " is not a regular file (a named pipe)"
+	require.EqualError(t, CheckWritable(path), want)
+	require.EqualError(t, Write(context.Background(), path, func(w io.Writer) error { return nil }), want)
 }
 
 // A symbolic link is followed: the file it names (through a chain of
