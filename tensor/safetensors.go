@@ -93,21 +93,21 @@ func ReadSafetensors(path string, dev Device) (map[string]*Tensor, map[string]st
 // any. Unsupported dtypes (anything but F64, F32, F16, BF16, I32) and
 // malformed files (a header that is not valid UTF-8 or longer than
 // 100,000,000 bytes among them) are errors naming the file and tensor. A
+// file of another size than its header describes, cut short or with bytes
+// past the tensors' data, is refused before its data is read (see
+// ReadSafetensorsFile), naming both sizes and wrapping ErrArgument. A
 // header that gives a key twice in one object (a tensor name,
 // "__metadata__", a metadata key, a key of one tensor's entry), which
 // encoding/json would read with the last one winning, is an error naming
 // the file and the key, wrapping ErrArgument.
 func (c *Ctx) ReadSafetensors(path string, dev Device) (map[string]*Tensor, map[string]string, error) {
-	buf, err := atomicfile.ReadRegular(path) // not a device (/dev/zero would never end) nor a pipe
+	buf, err := ReadSafetensorsFile(path) // the data only when the header describes the file's size
 	if errors.Is(err, atomicfile.ErrNotRegular) {
 		return nil, nil, fmt.Errorf("tensor: reading safetensors: %w: %w", err, ErrArgument)
+	} else if errors.Is(err, ErrArgument) {
+		return nil, nil, err
 	} else if err != nil {
 		return nil, nil, fmt.Errorf("tensor: reading safetensors: %w", err)
-	}
-	if len(buf) >= 8 {
-		if err := checkHeaderLen(path, binary.LittleEndian.Uint64(buf), int64(len(buf))); err != nil {
-			return nil, nil, err
-		}
 	}
 	// The header is parsed once, by ReadMetadata, which also checks the
 	// tensors' offsets against the data: st.Deserialize would parse it
@@ -167,8 +167,8 @@ func releaseMap(m map[string]*Tensor) {
 // file (its "__metadata__" header entry), without the tensors: a quick look
 // at what a file is before loading it. A header longer than the file or
 // than 100,000,000 bytes is refused (ErrArgument) before it is read; one
-// that gives a key twice in one object is refused as ReadSafetensors
-// refuses it.
+// that gives a key twice in one object, and a file of another size than
+// the header describes, are refused as ReadSafetensors refuses them.
 func ReadSafetensorsMetadata(path string) (map[string]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -207,6 +207,13 @@ func ReadSafetensorsMetadata(path string) (map[string]string, error) {
 	}
 	if err := checkHeaderKeys(path, hdr); err != nil {
 		return nil, err
+	}
+	if fileSize >= 8 { // a regular file, as long as stat says
+		if end, ok := describedData(hdr, uint64(fileSize)-8-size); ok {
+			if err := checkDataSize(path, 8+size, end, fileSize); err != nil {
+				return nil, err
+			}
+		}
 	}
 	var meta map[string]string
 	if raw, ok := h[stMetadataKey]; ok {

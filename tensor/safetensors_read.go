@@ -1,0 +1,236 @@
+package tensor
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+
+	st "github.com/nlpodyssey/safetensors"
+
+	"github.com/strata-ml/strata/internal/atomicfile"
+)
+
+// ReadSafetensorsFile returns the bytes of the safetensors file at path,
+// which must be a regular file (a symbolic link to one is followed), for
+// a parser of the whole file (github.com/nlpodyssey/safetensors'
+// ReadMetadata): ReadSafetensors and readers outside this package (nn's
+// weights loader). It reads the 8-byte length and the header first, and
+// reads the data only when the header describes the file's size, the
+// header's length and its tensors' data up to where their data_offsets
+// end: a valid file followed by 200 GB (a sparse tail) was read whole, and
+// Go cannot turn a failed allocation of that size into an error; the
+// process died. A header over MaxSafetensorsHeader bytes or longer than
+// the file, and a file of another size than its header describes (N bytes
+// short, or M bytes past the tensors' data), are errors naming the file,
+// wrapping ErrArgument. A header that is not one (not JSON, malformed
+// entries) is returned without the data, for the caller's parse to say
+// why; so is a file shorter than the 8-byte length. Other errors are the
+// file's own: one that is not a regular file is atomicfile.NotRegular's
+// (a device such as /dev/zero would never end, a named pipe blocks), one
+// that cannot be opened or read the os package's.
+func ReadSafetensorsFile(path string) ([]byte, error) {
+	// Looked at before it is opened: opening a named pipe blocks until a
+	// writer comes; and again once open, in case it was replaced between.
+	fi, err := os.Stat(path)
+	if err == nil && !fi.Mode().IsRegular() {
+		return nil, atomicfile.NotRegular(path, fi.Mode())
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err = f.Stat(); err != nil {
+		return nil, err
+	}
+	if err := atomicfile.NotRegular(path, fi.Mode()); err != nil {
+		return nil, err
+	}
+	size := fi.Size()
+	var n [8]byte
+	if k, err := io.ReadFull(f, n[:]); err == io.EOF || err == io.ErrUnexpectedEOF {
+		return n[:k], nil // the caller's parse says the header is too small
+	} else if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	hlen := binary.LittleEndian.Uint64(n[:])
+	if err := checkHeaderLen(path, hlen, size); err != nil {
+		return nil, err
+	}
+	if size < 8 {
+		return nil, grew(path, size)
+	}
+	head := make([]byte, 8+hlen)
+	copy(head, n[:])
+	if _, err := io.ReadFull(f, head[8:]); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	end, ok := describedData(head[8:], uint64(size)-8-hlen)
+	if !ok {
+		return head, nil
+	}
+	if err := checkDataSize(path, 8+hlen, end, size); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, size)
+	copy(buf, head)
+	if _, err := io.ReadFull(f, buf[len(head):]); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	// A file that grew since Stat has bytes past the tensors' data now.
+	if k, _ := f.Read(n[:1]); k > 0 {
+		return nil, grew(path, size)
+	}
+	return buf, nil
+}
+
+// grew is the error of a file that has more bytes than the size bytes
+// Stat gave it: it grew while it was read, or is not a file of bytes
+// (/proc's stat as empty).
+func grew(path string, size int64) error {
+	return fmt.Errorf("tensor: safetensors %s: more than the %d bytes on disk could be read: the file grew while it was read: %w", path, size, ErrArgument)
+}
+
+// describedData returns where the tensors' data ends, in bytes from its
+// start, as the header hdr's data_offsets give it; ok is false when hdr
+// is not a header github.com/nlpodyssey/safetensors can parse. have is
+// the data the file holds: a pass over the bytes (dataEnd) that finds as
+// much answers without a parse; otherwise the header is parsed, so that a
+// header that pass misreads (an escaped key) is not refused.
+func describedData(hdr []byte, have uint64) (end uint64, ok bool) {
+	if end, ok := dataEnd(hdr); ok && end == have {
+		return end, true
+	}
+	var md st.Metadata
+	if json.Unmarshal(hdr, &md) != nil {
+		return 0, false
+	}
+	for _, info := range md.Tensors() {
+		end = max(end, info.DataOffsets[1])
+	}
+	return end, true
+}
+
+// dataEnd returns the largest end offset that hdr, a safetensors header,
+// gives in a "data_offsets" entry of a tensor, found by a pass over the
+// bytes rather than a parse: the arrays that follow the key
+// "data_offsets", as written, inside the header's second level of
+// objects. Strings are skipped to their closing quote as countKeys skips
+// them. ok is false when such an array is not two natural numbers.
+func dataEnd(hdr []byte) (end uint64, ok bool) {
+	const key = `"data_offsets"`
+	depth := 0
+	for i := 0; i < len(hdr); i++ {
+		switch hdr[i] {
+		case '{', '[':
+			depth++
+			continue
+		case '}', ']':
+			depth--
+			continue
+		case '"':
+		default:
+			continue
+		}
+		start := i
+		for i++; i < len(hdr) && hdr[i] != '"'; i++ {
+			if hdr[i] == '\\' {
+				i++
+			}
+		}
+		if depth != 2 || string(hdr[start:min(i+1, len(hdr))]) != key {
+			continue
+		}
+		j := skipSpace(hdr, i+1)
+		if j >= len(hdr) || hdr[j] != ':' {
+			continue
+		}
+		if j = skipSpace(hdr, j+1); j >= len(hdr) || hdr[j] != '[' {
+			continue // not a tensor's entry (a metadata value)
+		}
+		var offs [2]uint64
+		count := 0
+		for j++; ; j++ {
+			k := j
+			for k < len(hdr) && hdr[k] != ',' && hdr[k] != ']' {
+				k++
+			}
+			if k == len(hdr) || count == len(offs) {
+				return 0, false
+			}
+			v, ok := natural(hdr[skipSpace(hdr, j):trimSpace(hdr, k)])
+			if !ok {
+				return 0, false
+			}
+			offs[count] = v
+			count++
+			if j = k; hdr[k] == ']' {
+				break
+			}
+		}
+		if count != len(offs) {
+			return 0, false
+		}
+		end = max(end, offs[1])
+		i = j // at the array's ']', as its '[' was passed over
+	}
+	return end, true
+}
+
+// natural returns the natural number b writes in decimal digits, as
+// strconv.ParseUint would, without making a string of it; ok is false
+// when b is not one or it is past uint64.
+func natural(b []byte) (v uint64, ok bool) {
+	if len(b) == 0 {
+		return 0, false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' || v > (math.MaxUint64-uint64(c-'0'))/10 {
+			return 0, false
+		}
+		v = v*10 + uint64(c-'0')
+	}
+	return v, true
+}
+
+// skipSpace returns the index of the first byte of hdr at or after i that
+// is not JSON whitespace.
+func skipSpace(hdr []byte, i int) int {
+	for i < len(hdr) && (hdr[i] == ' ' || hdr[i] == '\t' || hdr[i] == '\n' || hdr[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// trimSpace returns the index after the last byte of hdr before i that is
+// not JSON whitespace.
+func trimSpace(hdr []byte, i int) int {
+	for i > 0 && (hdr[i-1] == ' ' || hdr[i-1] == '\t' || hdr[i-1] == '\n' || hdr[i-1] == '\r') {
+		i--
+	}
+	return i
+}
+
+// checkDataSize returns the error, wrapping ErrArgument, of a file of
+// size bytes whose header, hlen bytes with its 8-byte length, describes
+// tensor data ending end bytes after it, when the two sizes differ: the
+// file is cut short, or has bytes past the tensors' data; nil when they
+// agree.
+func checkDataSize(path string, hlen, end uint64, size int64) error {
+	data := uint64(size) - hlen
+	switch {
+	case end == data:
+		return nil
+	case end < data:
+		return fmt.Errorf("tensor: safetensors %s: its header describes a file of %d bytes, it has %d on disk: %d bytes past the tensors' data: %w", path, hlen+end, size, data-end, ErrArgument)
+	}
+	described := strconv.FormatUint(hlen+end, 10)
+	if hlen+end < end { // past 2^64
+		described = fmt.Sprintf("%d + %d", hlen, end)
+	}
+	return fmt.Errorf("tensor: safetensors %s: its header describes a file of %s bytes, it has %d on disk: %d bytes short: %w", path, described, size, end-data, ErrArgument)
+}
