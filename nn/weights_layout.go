@@ -173,7 +173,10 @@ func SaveWeightsLayout(ctx context.Context, path string, ps []*Parameter, meta m
 // state, whose moments are unexpected names), and a tensor that is not a
 // float, or a NaN or an infinity in one, an error naming it, wrapping
 // tensor.ErrArgument, as are finite values that the parameter's narrower
-// dtype would make infinite (1e6 in float16). A refused file changes no parameter, and neither does running
+// dtype would make infinite (1e6 in float16). A file of another size
+// than its header describes (cut short, or with bytes past the tensors'
+// data) is refused before its data is read, naming both sizes (see
+// tensor.ReadSafetensorsFile). A refused file changes no parameter, and neither does running
 // out of memory while reading it.
 func LoadWeights(path string, ps []*Parameter) (meta map[string]string, err error) {
 	meta, _, err = LoadWeightsLayout(path, ps, LayoutAuto)
@@ -197,9 +200,11 @@ func LoadWeightsLayout(path string, ps []*Parameter, layout Layout) (meta map[st
 	if _, err := ByName(ps); err != nil {
 		return fail("%w", err)
 	}
-	buf, err := atomicfile.ReadRegular(path) // not a device (/dev/zero would never end) nor a pipe
+	buf, err := tensor.ReadSafetensorsFile(path) // the data only when the header describes the file's size
 	if errors.Is(err, atomicfile.ErrNotRegular) {
 		return nil, got, fmt.Errorf("nn: loading weights: %w: %w", err, tensor.ErrArgument)
+	} else if errors.Is(err, tensor.ErrArgument) {
+		return fail("not a safetensors file: %w", err)
 	} else if err != nil {
 		return nil, got, fmt.Errorf("nn: loading weights: %w", err)
 	}
