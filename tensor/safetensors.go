@@ -209,7 +209,7 @@ func ReadSafetensorsMetadata(path string) (map[string]string, error) {
 		return nil, err
 	}
 	if fileSize >= 8 { // a regular file, as long as stat says
-		if end, ok := describedData(hdr, uint64(fileSize)-8-size); ok {
+		if end, ok := describedData(hdr); ok {
 			if err := checkDataSize(path, 8+size, end, fileSize); err != nil {
 				return nil, err
 			}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"strconv"
 
@@ -69,7 +68,7 @@ func ReadSafetensorsFile(path string) ([]byte, error) {
 	if _, err := io.ReadFull(f, head[8:]); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	end, ok := describedData(head[8:], uint64(size)-8-hlen)
+	end, ok := describedData(head[8:])
 	if !ok {
 		return head, nil
 	}
@@ -97,14 +96,9 @@ func grew(path string, size int64) error {
 
 // describedData returns where the tensors' data ends, in bytes from its
 // start, as the header hdr's data_offsets give it; ok is false when hdr
-// is not a header github.com/nlpodyssey/safetensors can parse. have is
-// the data the file holds: a pass over the bytes (dataEnd) that finds as
-// much answers without a parse; otherwise the header is parsed, so that a
-// header that pass misreads (an escaped key) is not refused.
-func describedData(hdr []byte, have uint64) (end uint64, ok bool) {
-	if end, ok := dataEnd(hdr); ok && end == have {
-		return end, true
-	}
+// is not a header github.com/nlpodyssey/safetensors can parse. (The
+// header is parsed again by the caller's reader: a few KB for a GPT.)
+func describedData(hdr []byte) (end uint64, ok bool) {
 	var md st.Metadata
 	if json.Unmarshal(hdr, &md) != nil {
 		return 0, false
@@ -113,106 +107,6 @@ func describedData(hdr []byte, have uint64) (end uint64, ok bool) {
 		end = max(end, info.DataOffsets[1])
 	}
 	return end, true
-}
-
-// dataEnd returns the largest end offset that hdr, a safetensors header,
-// gives in a "data_offsets" entry of a tensor, found by a pass over the
-// bytes rather than a parse: the arrays that follow the key
-// "data_offsets", as written, inside the header's second level of
-// objects. Strings are skipped to their closing quote as countKeys skips
-// them. ok is false when such an array is not two natural numbers.
-func dataEnd(hdr []byte) (end uint64, ok bool) {
-	const key = `"data_offsets"`
-	depth := 0
-	for i := 0; i < len(hdr); i++ {
-		switch hdr[i] {
-		case '{', '[':
-			depth++
-			continue
-		case '}', ']':
-			depth--
-			continue
-		case '"':
-		default:
-			continue
-		}
-		start := i
-		for i++; i < len(hdr) && hdr[i] != '"'; i++ {
-			if hdr[i] == '\\' {
-				i++
-			}
-		}
-		if depth != 2 || string(hdr[start:min(i+1, len(hdr))]) != key {
-			continue
-		}
-		j := skipSpace(hdr, i+1)
-		if j >= len(hdr) || hdr[j] != ':' {
-			continue
-		}
-		if j = skipSpace(hdr, j+1); j >= len(hdr) || hdr[j] != '[' {
-			continue // not a tensor's entry (a metadata value)
-		}
-		var offs [2]uint64
-		count := 0
-		for j++; ; j++ {
-			k := j
-			for k < len(hdr) && hdr[k] != ',' && hdr[k] != ']' {
-				k++
-			}
-			if k == len(hdr) || count == len(offs) {
-				return 0, false
-			}
-			v, ok := natural(hdr[skipSpace(hdr, j):trimSpace(hdr, k)])
-			if !ok {
-				return 0, false
-			}
-			offs[count] = v
-			count++
-			if j = k; hdr[k] == ']' {
-				break
-			}
-		}
-		if count != len(offs) {
-			return 0, false
-		}
-		end = max(end, offs[1])
-		i = j // at the array's ']', as its '[' was passed over
-	}
-	return end, true
-}
-
-// natural returns the natural number b writes in decimal digits, as
-// strconv.ParseUint would, without making a string of it; ok is false
-// when b is not one or it is past uint64.
-func natural(b []byte) (v uint64, ok bool) {
-	if len(b) == 0 {
-		return 0, false
-	}
-	for _, c := range b {
-		if c < '0' || c > '9' || v > (math.MaxUint64-uint64(c-'0'))/10 {
-			return 0, false
-		}
-		v = v*10 + uint64(c-'0')
-	}
-	return v, true
-}
-
-// skipSpace returns the index of the first byte of hdr at or after i that
-// is not JSON whitespace.
-func skipSpace(hdr []byte, i int) int {
-	for i < len(hdr) && (hdr[i] == ' ' || hdr[i] == '\t' || hdr[i] == '\n' || hdr[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// trimSpace returns the index after the last byte of hdr before i that is
-// not JSON whitespace.
-func trimSpace(hdr []byte, i int) int {
-	for i > 0 && (hdr[i-1] == ' ' || hdr[i-1] == '\t' || hdr[i-1] == '\n' || hdr[i-1] == '\r') {
-		i--
-	}
-	return i
 }
 
 // checkDataSize returns the error, wrapping ErrArgument, of a file of
