@@ -374,3 +374,28 @@ func TestEmptyViewIsContiguous(t *testing.T) {
 		require.False(t, x.Narrow(1, 0, 2).IsContiguous())
 	})
 }
+
+// TestEmptyViewPastTheEnd: an empty Narrow whose start lies past the end
+// of its storage (the last rows of a matrix's last columns, x[:, 4:][3:]
+// in PyTorch) is an empty tensor like any other: ops on it give empty
+// results, as PyTorch's, where they died with Go's "slice bounds out of
+// range" on the view's offset.
+func TestEmptyViewPastTheEnd(t *testing.T) {
+	tensor.WithScope(func() {
+		x := tensor.FromFloat32s(cpu, make([]float32, 18), 3, 6)
+		e := x.Narrow(1, 4, 2).Narrow(0, 3, 0) // (0, 2), would start at element 22 of 18
+		require.Equal(t, []int{0, 2}, e.Shape())
+		require.NoError(t, tensor.Try(func() {
+			require.Empty(t, e.Float32s())
+			require.Equal(t, []float32{0, 0}, tensor.Sum(e, false, 0).Float32s())
+			require.Equal(t, []int{0, 2}, tensor.Softmax(e).Shape())
+			require.Equal(t, []int{0, 2}, tensor.Exp(e).Shape())
+			require.Equal(t, []int{0, 2}, e.To(tensor.Float64).Shape())
+			require.Zero(t, tensor.SumSquares(e))
+			e.Fill(1)
+			e.ScaleInPlace(2)
+			e.CopyFrom(tensor.Zeros(cpu, tensor.Float32, 0, 2))
+		}))
+		require.Equal(t, make([]float32, 18), x.Float32s(), "nothing written")
+	})
+}

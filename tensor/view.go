@@ -93,7 +93,15 @@ func (t *Tensor) Narrow(axis, start, length int) *Tensor {
 	}
 	sh := slices.Clone(t.shape)
 	sh[axis] = length
-	return t.view("Narrow", sh, slices.Clone(t.strides), t.offset+start*t.strides[axis])
+	offset := t.offset + start*t.strides[axis]
+	if numel(sh) == 0 {
+		// An empty view has no element to start at: it keeps t's offset,
+		// which lies within the storage, where start's could lie past
+		// its end (the last rows of a matrix's last columns) and the
+		// host kernels' slices of it would go out of range.
+		offset = t.offset
+	}
+	return t.view("Narrow", sh, slices.Clone(t.strides), offset)
 }
 
 // Split cuts axis (negative counts from the end) into pieces of the given
