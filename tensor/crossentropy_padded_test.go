@@ -62,7 +62,7 @@ func TestCrossEntropyPaddedRejectsBadClassCounts(t *testing.T) {
 		cpu := tensor.CPU()
 		logits := tensor.Zeros(cpu, tensor.Float32, 2, 8)
 		targets := tensor.FromInt32s(cpu, []int32{0, 5}, 2)
-		for _, classes := range []int{0, 9} {
+		for _, classes := range []int{0, 9, -2, -8} {
 			err := tensor.Try(func() { tensor.CrossEntropyPadded(logits, classes, targets, -100) })
 			require.ErrorIs(t, err, tensor.ErrShape)
 			require.ErrorContains(t, err, "classes in rows of 8 logits")
@@ -75,6 +75,15 @@ func TestCrossEntropyPaddedRejectsBadClassCounts(t *testing.T) {
 			tensor.CrossEntropyPaddedBackward(logits, 9, targets, tensor.Ones(cpu, tensor.Float32, 2), -100)
 		})
 		require.ErrorIs(t, err, tensor.ErrShape)
+		// A negative count other than -1 (every column) is refused, not
+		// read as -1: the fused loss took the padding for classes.
+		err = tensor.Try(func() {
+			tensor.CrossEntropyFused(logits, -2, targets, tensor.Ones(cpu, tensor.Float32, 2), -100, tensor.Float32)
+		})
+		require.ErrorIs(t, err, tensor.ErrShape)
+		require.NoError(t, tensor.Try(func() {
+			tensor.CrossEntropyFused(logits, -1, targets, tensor.Ones(cpu, tensor.Float32, 2), -100, tensor.Float32)
+		}))
 	})
 }
 

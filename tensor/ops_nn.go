@@ -386,12 +386,14 @@ func crossEntropyShapes(op string, logits, targets, dloss *Tensor) {
 }
 
 // paddedClasses checks a class count against the row width ld (-1: all).
+// Other negative counts are refused, not read as -1: a count computed
+// wrong would take the padding for classes.
 func paddedClasses(op string, classes, ld int) int {
-	if classes < 0 {
+	if classes == -1 {
 		return ld
 	}
-	if classes == 0 || classes > ld {
-		fail(op, ErrShape, "%d classes in rows of %d logits: want 1 to %d", classes, ld, ld)
+	if classes <= 0 || classes > ld {
+		fail(op, ErrShape, "%d classes in rows of %d logits: want 1 to %d (or -1 for all)", classes, ld, ld)
 	}
 	return classes
 }
