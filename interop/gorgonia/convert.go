@@ -123,8 +123,10 @@ func FromDenseCtx(c *tensor.Ctx, dev tensor.Device, d *gt.Dense) (*tensor.Tensor
 		return nil, fmt.Errorf("gorgonia: FromDense of a %v Dense the CPU cannot address (copy it to host memory first): %w", d.Shape(), ErrInaccessible)
 	}
 	// gorgonia's IsMasked is len(mask) == len(data): true for every Dense
-	// of no elements, which has nothing to mask.
-	if d.IsMasked() && d.DataSize() > 0 {
+	// of no elements, which has nothing to mask. Its DataSize is 0 for a
+	// scalar, which has its one element and may have a mask for it: the
+	// mask's own length tells.
+	if d.IsMasked() && len(d.Mask()) > 0 {
 		return nil, fmt.Errorf("gorgonia: FromDense of a masked %v Dense: strata tensors have no masks: %w", d.Shape(), tensor.ErrArgument)
 	}
 	raw, shape, err := logicalBytes(d, dt.Size())

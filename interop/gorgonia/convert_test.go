@@ -219,3 +219,22 @@ func TestConversionErrors(t *testing.T) {
 	_, err = gorgonia.FromDense(cpu, nil)
 	assert.ErrorIs(t, err, tensor.ErrArgument)
 }
+
+// A masked scalar Dense (one made FromScalar with a mask, or one element
+// sliced out of a masked Dense) is refused like any masked Dense with
+// elements: gorgonia's DataSize says 0 for a scalar, and the mask was
+// dropped silently.
+func TestFromDenseMaskedScalar(t *testing.T) {
+	base := gt.New(gt.WithShape(2), gt.WithBacking([]float32{3, 4}, []bool{false, true}))
+	one, err := base.Slice(gt.S(1))
+	require.NoError(t, err)
+	for name, d := range map[string]*gt.Dense{
+		"FromScalar": gt.New(gt.FromScalar(float32(3), []bool{true})),
+		"sliced":     one.(*gt.Dense),
+	} {
+		require.True(t, d.IsScalar(), name)
+		_, err := gorgonia.FromDense(cpu, d)
+		assert.ErrorIs(t, err, tensor.ErrArgument, name)
+		assert.ErrorContains(t, err, "mask", name)
+	}
+}
