@@ -3,6 +3,7 @@ package gorgonia
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 	"unsafe"
@@ -149,7 +150,7 @@ func (e *Engine) Free(mem gt.Memory, size int64) error {
 	if err := e.made("Free"); err != nil {
 		return err
 	}
-	if mem == nil {
+	if isNil(mem) {
 		return fmt.Errorf("gorgonia: Engine.Free of nil memory: %w", memory.ErrInvalidArgument)
 	}
 	if size == 0 && mem.MemSize() == 0 {
@@ -205,7 +206,7 @@ func (e *Engine) locate(op string, mem gt.Memory) (region, error) {
 	if err := e.made(op); err != nil {
 		return region{}, err
 	}
-	if mem == nil {
+	if isNil(mem) {
 		return region{}, fmt.Errorf("gorgonia: Engine.%s of nil memory: %w", op, memory.ErrInvalidArgument)
 	}
 	size := int64(mem.MemSize())
@@ -240,6 +241,16 @@ func (e *Engine) locate(op string, mem gt.Memory) (region, error) {
 			op, mem, addr, memory.ErrInvalidArgument)
 	}
 	return region{host: b, size: size}, nil
+}
+
+// isNil reports whether mem is nil or holds a nil pointer (a nil
+// *gt.Dense), whose MemSize and Uintptr would dereference it.
+func isNil(mem gt.Memory) bool {
+	if mem == nil {
+		return true
+	}
+	v := reflect.ValueOf(mem)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 func cmpAddr(a, b uintptr) int {

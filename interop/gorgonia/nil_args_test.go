@@ -8,6 +8,7 @@ import (
 	gt "gorgonia.org/tensor"
 
 	"github.com/strata-ml/strata/interop/gorgonia"
+	"github.com/strata-ml/strata/memory"
 	"github.com/strata-ml/strata/tensor"
 )
 
@@ -39,4 +40,30 @@ func TestFromDenseEmpty(t *testing.T) {
 		assert.Equal(t, tensor.Float32, x.DType())
 		x.Release()
 	}
+}
+
+// A nil *gt.Dense is nil memory, as a nil gt.Memory is: Free, Memset,
+// Memcpy and Accessible return an invalid-argument error, and Memclr
+// panics with it (each dereferenced the nil Dense: a nil pointer panic).
+func TestEngineNilDense(t *testing.T) {
+	e, m := hostEngine(t, memory.RoleActivation)
+	defer m.Close()
+	var d *gt.Dense
+	ok := gt.New(gt.WithShape(2), gt.Of(gt.Float32))
+	_, accErr := e.Accessible(d)
+	for name, err := range map[string]error{
+		"Free":       e.Free(d, 0),
+		"Memset":     e.Memset(d, float32(1)),
+		"Memcpy dst": e.Memcpy(d, ok),
+		"Memcpy src": e.Memcpy(ok, d),
+		"Accessible": accErr,
+	} {
+		assert.ErrorIs(t, err, memory.ErrInvalidArgument, name)
+		assert.ErrorContains(t, err, "nil memory", name)
+	}
+	defer func() {
+		err, _ := recover().(error)
+		assert.ErrorIs(t, err, memory.ErrInvalidArgument, "Memclr")
+	}()
+	e.Memclr(d)
 }
