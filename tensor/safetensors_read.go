@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 
 	st "github.com/nlpodyssey/safetensors"
@@ -32,23 +31,11 @@ import (
 // (a device such as /dev/zero would never end, a named pipe blocks), one
 // that cannot be opened or read the os package's.
 func ReadSafetensorsFile(path string) ([]byte, error) {
-	// Looked at before it is opened: opening a named pipe blocks until a
-	// writer comes; and again once open, in case it was replaced between.
-	fi, err := os.Stat(path)
-	if err == nil && !fi.Mode().IsRegular() {
-		return nil, atomicfile.NotRegular(path, fi.Mode())
-	}
-	f, err := os.Open(path)
+	f, fi, err := atomicfile.OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if fi, err = f.Stat(); err != nil {
-		return nil, err
-	}
-	if err := atomicfile.NotRegular(path, fi.Mode()); err != nil {
-		return nil, err
-	}
 	size := fi.Size()
 	var n [8]byte
 	if k, err := io.ReadFull(f, n[:]); err == io.EOF || err == io.ErrUnexpectedEOF {

@@ -288,23 +288,11 @@ var ErrNotRegular = errors.New("not a regular file")
 // /dev/zero never ends, growing its buffer without bound, and of a named
 // pipe blocks. Loaders of model files call it.
 func ReadRegular(path string) ([]byte, error) {
-	// Looked at before it is opened: opening a named pipe blocks until a
-	// writer comes; and again once open, in case it was replaced between.
-	fi, err := os.Stat(path)
-	if err == nil && !fi.Mode().IsRegular() {
-		return nil, NotRegular(path, fi.Mode())
-	}
-	f, err := os.Open(path)
+	f, fi, err := OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if fi, err = f.Stat(); err != nil {
-		return nil, err
-	}
-	if err := NotRegular(path, fi.Mode()); err != nil {
-		return nil, err
-	}
 	// Read to the end, as os.ReadFile does, not just the size stat gave: a
 	// file that grew since was cut short without a word, and files such
 	// as /proc's, which stat as empty, read as nothing.
@@ -313,4 +301,28 @@ func ReadRegular(path string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return buf.Bytes(), nil
+}
+
+// OpenRegular opens path for reading when it is a regular file (a
+// symbolic link to one is followed), and returns the open file's
+// FileInfo; anything else is NotRegular's error.
+func OpenRegular(path string) (*os.File, os.FileInfo, error) {
+	// Looked at before it is opened: opening a named pipe blocks until a
+	// writer comes; and again once open, in case it was replaced between.
+	fi, err := os.Stat(path)
+	if err == nil && !fi.Mode().IsRegular() {
+		return nil, nil, NotRegular(path, fi.Mode())
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if fi, err = f.Stat(); err == nil {
+		err = NotRegular(path, fi.Mode())
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
 }
