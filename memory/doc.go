@@ -570,9 +570,10 @@
 // expandable device memory: uploads staged in mapped pinned memory and
 // copied by kernel, downloads synchronous after the stream, device copies
 // by kernel, and moves between tiers by kernel too (tensor installs its
-// copy with Manager.SetCopy); otherwise the CUDA manager moves between the staging and the
-// device tiers with cuMemcpyHtoDAsync and cuMemcpyDtoHAsync by the pinned
-// host pointer (Manager.copyBetween). Session 20 found training on
+// copy with Manager.SetCopy); otherwise the CUDA manager moves between the device tier and
+// page-locked host memory (the staging tier, and the offload tier over
+// pinned memory) with cuMemcpyHtoDAsync and cuMemcpyDtoHAsync by the host
+// pointer (Manager.copyBetween; TestGPUMigrateHostTiersRoundTrip). Session 20 found training on
 // expandable device memory wrong without any move (the first step's loss
 // differed from classic segments and from run to run): tensor's uploads
 // there were synchronous copies on the legacy stream, unordered with its
