@@ -29,7 +29,10 @@ type Optimizer interface {
 // at a later step (one unfrozen, or not reached by the first steps'
 // losses) starts its bias correction at 1 as well.
 type AdamW struct {
-	Params                []*Parameter
+	Params []*Parameter
+	// Eps may be 0, as PyTorch allows: an element whose gradient has been
+	// exactly 0 every step then updates by 0/0, NaN, as it does there
+	// (train-gpt stops on the non-finite weights' loss).
 	LR, Beta1, Beta2, Eps float64
 	WeightDecay           float64
 	// Overlap queues each Step to run beside what follows it: on a GPU
