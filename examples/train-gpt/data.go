@@ -271,6 +271,9 @@ func (r randomData) batch(rng *rand.Rand, xs, ys []int32, B, T int) {
 	}
 }
 
+// printable is s, a held-out problem's answer (the model's bytes, any
+// of 256 ids), escaped for the terminal as the text sample is
+// (cli.Printable: an ESC acted on it), its newline shown as \n.
 func printable(s string) string {
-	return strings.NewReplacer("\n", `\n`).Replace(s)
+	return strings.ReplaceAll(cli.Printable(s), "\n", `\n`)
 }

@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/nn"
+	"github.com/strata-ml/strata/tensor"
 )
 
 // TestSampleEscaped: the sample printed at the end shows the control
@@ -53,4 +56,34 @@ func TestSampleCharacterAcrossPrompt(t *testing.T) {
 	require.True(t, ok, "%s", b)
 	sample, _, _ = strings.Cut(sample, "\n")
 	require.Equal(t, strings.Repeat("日", 14), sample, "32 bytes of prompt and 10 generated, learnt")
+}
+
+// TestAdditionAnswersEscaped: the held-out answers shown at the end of
+// the addition task print the model's bytes escaped, as the text sample
+// does: they are any of 256 ids, and an ESC among them reached the
+// terminal raw (only the newline was escaped).
+func TestAdditionAnswersEscaped(t *testing.T) {
+	o, err := parseFlags([]string{"-steps", "1", "-batch", "2", "-device", "cpu", "-quiet", "-out", ""})
+	require.NoError(t, err)
+	task, err := newAdditionTask(o.digits)
+	require.NoError(t, err)
+	cfg, err := nn.LookupGPTConfig(o.config)
+	require.NoError(t, err)
+	tr, err := newTrainer(o, cfg, tensor.CPU(), task.rowLen())
+	require.NoError(t, err)
+	defer tr.release()
+	// A model that answers ESC to everything: the last norm gives its
+	// bias whatever its input, and ESC's is the only embedding (the head's
+	// weights) not orthogonal to it.
+	tr.model.LnF.Weight.Value.Fill(0)
+	tr.model.LnF.Bias.Value.Fill(1)
+	wte := make([]float32, cfg.Vocab*cfg.Width)
+	for i := range cfg.Width {
+		wte[0x1b*cfg.Width+i] = 1
+	}
+	tr.model.Wte.Weight.Value.CopyFrom(tensor.FromFloat32s(tensor.CPU(), wte, cfg.Vocab, cfg.Width))
+	b := captureStderr(t, func() { err = showSamples(tr, task, task, o, nil) })
+	require.NoError(t, err)
+	require.NotContains(t, b, "\x1b", "%q", b)
+	require.Contains(t, b, `=\x1b\x1b\x1b\x1b\x1b  WRONG, want `, "%q", b)
 }
