@@ -27,7 +27,8 @@
 // Window, SnapshotAt), not a panic; WindowTime of a nil history gives nil
 // (which the writers then refuse) and PeakEvent 0. So are a history with
 // an event of a tier or role that does not exist (one made by hand), a
-// live block of such a role in WriteSegmentMapPNG's snapshot, a tier or
+// live block of such a role in WriteSegmentMapPNG's snapshot (or a block
+// of negative size, or sizes summing past 2^62 bytes), a tier or
 // segment of such a tier in SnapshotAt's start snapshot, and
 // PlotOptions whose size or DPI is negative or whose picture would have
 // more than 2^28 pixels. A history without events writes a valid Chrome

@@ -28,6 +28,13 @@ func WriteSnapshotJSON(w io.Writer, s memory.Snapshot) error {
 	return enc.Encode(s)
 }
 
+// maxMapBytes bounds the bytes a segment map lays out, far beyond any
+// machine's memory: a snapshot made by hand or read from a damaged file
+// whose block sizes summed past int64 wrapped to a small total, and the
+// map then drew a block of 2^63 bytes a row of 2 MiB at a time, for
+// ever; a negative size drew blocks backwards over their neighbours.
+const maxMapBytes = 1 << 62
+
 // mapped returns a segment's blocks without the unmapped tail of an
 // expandable segment (its reserved but never used address space), and
 // the bytes they span.
@@ -77,11 +84,17 @@ func WriteSegmentMapPNG(w io.Writer, s memory.Snapshot, o PlotOptions) error {
 		})
 		for j := range sec.segs {
 			bs, n := mapped(&sec.segs[j])
+			spanned := total + sec.bytes
 			for _, b := range bs {
 				if b.Live && b.Role >= memory.NumRoles {
 					return fmt.Errorf("memviz: WriteSegmentMapPNG: the block at %#x has role %d; there are %d roles: %w",
 						b.Addr, b.Role, memory.NumRoles, memory.ErrInvalidArgument)
 				}
+				if b.Size < 0 || b.Size > maxMapBytes-spanned {
+					return fmt.Errorf("memviz: WriteSegmentMapPNG: the block at %#x has %d bytes, after %d of the map; blocks must have 0 bytes or more, %d in all at most: %w",
+						b.Addr, b.Size, spanned, int64(maxMapBytes), memory.ErrInvalidArgument)
+				}
+				spanned += b.Size
 			}
 			sec.bytes += n
 			largest = max(largest, n)
