@@ -109,9 +109,10 @@ func (c *Ctx) ReadSafetensors(path string, dev Device) (map[string]*Tensor, map[
 	} else if err != nil {
 		return nil, nil, fmt.Errorf("tensor: reading safetensors: %w", err)
 	}
-	// The header is parsed once, by ReadMetadata, which also checks the
-	// tensors' offsets against the data: st.Deserialize would parse it
-	// again only to keep buf's data with it.
+	// ReadMetadata parses the header (ReadSafetensorsFile parsed it once
+	// before, for the size the data must have) and checks the tensors'
+	// offsets against the data: st.Deserialize would parse it yet again
+	// only to keep buf's data with it.
 	n, md, err := st.ReadMetadata(buf)
 	if err != nil {
 		return nil, nil, fmt.Errorf("tensor: safetensors %s: bad header: %w", path, err)
