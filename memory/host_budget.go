@@ -297,3 +297,23 @@ func ParseHostMemory(s string, limit int64) (int64, error) {
 
 // maxSize is the largest byte count ParseHostMemory reads.
 const maxSize = 1 << 62
+
+// HostAvailable returns the host memory a new allocation can get now
+// without swapping: Linux's MemAvailable, and no more than the limit of
+// the process's cgroup (or the RAM) where that is smaller. ok is false
+// where neither can be read (outside Linux). Readers that must hold a
+// whole file in memory check its size against it first: Go cannot turn a
+// failed allocation of a large slice into an error.
+func HostAvailable() (n int64, ok bool) {
+	avail, _, okAvail := hostMemInfo()
+	limit, _ := hostMemoryLimit()
+	switch {
+	case okAvail && limit > 0:
+		return min(avail, limit), true
+	case okAvail:
+		return avail, true
+	case limit > 0:
+		return limit, true
+	}
+	return 0, false
+}

@@ -10,6 +10,7 @@ import (
 	st "github.com/nlpodyssey/safetensors"
 
 	"github.com/strata-ml/strata/internal/atomicfile"
+	"github.com/strata-ml/strata/memory"
 )
 
 // ReadSafetensorsFile returns the bytes of the safetensors file at path,
@@ -24,7 +25,9 @@ import (
 // process died. A header over MaxSafetensorsHeader bytes or longer than
 // the file, and a file of another size than its header describes (N bytes
 // short, or M bytes past the tensors' data), are errors naming the file,
-// wrapping ErrArgument. A header that is not one (not JSON, malformed
+// wrapping ErrArgument; a file that agrees with its header but is larger
+// than the host memory available (memory.HostAvailable) is an error
+// naming both sizes, wrapping memory.ErrOutOfMemory. A header that is not one (not JSON, malformed
 // entries) is returned without the data, for the caller's parse to say
 // why; so is a file shorter than the 8-byte length. Other errors are the
 // file's own: one that is not a regular file is atomicfile.NotRegular's
@@ -62,6 +65,9 @@ func ReadSafetensorsFile(path string) ([]byte, error) {
 	if err := checkDataSize(path, 8+hlen, end, size); err != nil {
 		return nil, err
 	}
+	if err := checkHostMemory(path, size); err != nil {
+		return nil, err
+	}
 	buf := make([]byte, size)
 	copy(buf, head)
 	if _, err := io.ReadFull(f, buf[len(head):]); err != nil {
@@ -72,6 +78,20 @@ func ReadSafetensorsFile(path string) ([]byte, error) {
 		return nil, grew(path, size)
 	}
 	return buf, nil
+}
+
+// checkHostMemory returns the error, wrapping memory.ErrOutOfMemory, of
+// a file of size bytes (its header truthful) that is larger than the host
+// memory available to read it into (memory.HostAvailable): the slice's
+// allocation would kill the process, as Go cannot turn it into an error.
+// It returns nil where the available memory cannot be read.
+func checkHostMemory(path string, size int64) error {
+	avail, ok := memory.HostAvailable()
+	if !ok || size <= avail {
+		return nil
+	}
+	return fmt.Errorf("tensor: safetensors %s: reading its %s (%d bytes) needs as much host memory; %s is available: %w",
+		path, memory.FormatBytes(size), size, memory.FormatBytes(avail), memory.ErrOutOfMemory)
 }
 
 // grew is the error of a file that has more bytes than the size bytes
