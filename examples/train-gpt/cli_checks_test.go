@@ -261,7 +261,11 @@ func TestBadFlagIsOneLine(t *testing.T) {
 		{[]string{"-nosuchflag"}, 2, "train-gpt: flag provided but not defined: -nosuchflag (train-gpt -h lists the flags)\n"},
 		{[]string{"-lr", "abc"}, 2, `train-gpt: invalid value "abc" for flag -lr: parse error (train-gpt -h lists the flags)` + "\n"},
 		{[]string{"-steps"}, 2, "train-gpt: flag needs an argument: -steps (train-gpt -h lists the flags)\n"},
-		{[]string{"-steps", "3", "extra"}, 2, "train-gpt: unexpected arguments [extra] (train-gpt -h lists the flags)\n"},
+		{[]string{"-steps", "3", "extra"}, 2, "train-gpt: unexpected arguments [\"extra\"] (train-gpt -h lists the flags)\n"},
+		// Quoted, as the other programs do: an empty argument and one with
+		// a space printed as [] and [a b c] with %v.
+		{[]string{"-steps", "3", ""}, 2, "train-gpt: unexpected arguments [\"\"] (train-gpt -h lists the flags)\n"},
+		{[]string{"-steps", "3", "a b", "c"}, 2, "train-gpt: unexpected arguments [\"a b\" \"c\"] (train-gpt -h lists the flags)\n"},
 	} {
 		var stderr bytes.Buffer
 		cmd := mainCmd(t, t.TempDir(), nil, c.args...)

@@ -196,7 +196,7 @@ func parseFlags(args []string) (*options, error) {
 		*s = strings.ToLower(*s)
 	}
 	if fs.NArg() > 0 {
-		return nil, cli.UsageHint(fs, fmt.Errorf("unexpected arguments %v", fs.Args()))
+		return nil, cli.UsageHint(fs, fmt.Errorf("unexpected arguments %q", fs.Args()))
 	}
 	if err := o.resumeFlags(fs); err != nil { // before the defaults and the checks: the saved run's flags count as given
 		return nil, err
