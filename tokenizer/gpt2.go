@@ -308,26 +308,41 @@ const longPiece = 256
 // mergeLong is merge for long pieces, with the same result: the parts
 // are a linked list and the pairs' ranks a heap ordered by (rank, start),
 // so the lowest rank, leftmost on ties, comes first; an entry whose pair
-// has changed since it was pushed is skipped when popped.
+// has changed since it was pushed is skipped when popped. Its indexes are
+// int32 (half the memory) while the piece's length fits, int beyond: a
+// piece of 2 GiB or more (one line of a multi-GB DNA file) wrapped int32
+// negative and gave no ids at all.
 func (g *GPT2) mergeLong(ids []int, piece string) []int {
-	n := len(piece)
-	next := make([]int32, n) // the start of the next part (n at the end); -1: joined into its left neighbour
-	prev := make([]int32, n)
-	for i := range n {
-		next[i], prev[i] = int32(i+1), int32(i-1)
+	if len(piece) <= math.MaxInt32 {
+		return mergeLongAt[int32](g, ids, piece)
 	}
-	h := make(pairHeap, 0, n)
+	return mergeLongAt[int](g, ids, piece)
+}
+
+// pieceIndex is the type of mergeLongAt's byte offsets into a piece.
+type pieceIndex interface{ int32 | int }
+
+// mergeLongAt is mergeLong with offsets of type I, which must hold the
+// piece's length.
+func mergeLongAt[I pieceIndex](g *GPT2, ids []int, piece string) []int {
+	n := I(len(piece))
+	next := make([]I, n) // the start of the next part (n at the end); -1: joined into its left neighbour
+	prev := make([]I, n)
+	for i := I(0); i < n; i++ {
+		next[i], prev[i] = i+1, i-1
+	}
+	h := make(pairHeap[I], 0, n)
 	// push queues the pair of parts starting at i (if it is a token).
-	push := func(i int32) {
+	push := func(i I) {
 		j := next[i]
-		if j >= int32(n) {
+		if j >= n {
 			return
 		}
 		if id, ok := g.ranks.get(piece[i:next[j]]); ok {
-			h.push(pairEntry{rank: id, start: i, end: next[j]})
+			h.push(pairEntry[I]{rank: id, start: i, end: next[j]})
 		}
 	}
-	for i := range int32(n - 1) {
+	for i := I(0); i < n-1; i++ {
 		push(i)
 	}
 	for len(h) > 0 {
@@ -335,12 +350,12 @@ func (g *GPT2) mergeLong(ids []int, piece string) []int {
 		i := e.start
 		// Stale: i was joined into its left neighbour, or its pair no
 		// longer ends where it did.
-		if next[i] < 0 || next[i] >= int32(n) || next[next[i]] != e.end {
+		if next[i] < 0 || next[i] >= n || next[next[i]] != e.end {
 			continue
 		}
 		j := next[i]
 		next[i] = next[j]
-		if next[j] < int32(n) {
+		if next[j] < n {
 			prev[next[j]] = i
 		}
 		next[j] = -1
@@ -349,7 +364,7 @@ func (g *GPT2) mergeLong(ids []int, piece string) []int {
 			push(p)
 		}
 	}
-	for i := int32(0); i < int32(n); i = next[i] {
+	for i := I(0); i < n; i = next[i] {
 		id, _ := g.ranks.get(piece[i:next[i]])
 		ids = append(ids, int(id))
 	}
@@ -358,16 +373,19 @@ func (g *GPT2) mergeLong(ids []int, piece string) []int {
 
 // pairEntry is a pair of adjacent parts: the first starts at start, the
 // second ends at end; rank is the id of their joined bytes.
-type pairEntry struct{ rank, start, end int32 }
+type pairEntry[I pieceIndex] struct {
+	rank       int32
+	start, end I
+}
 
 // pairHeap is a binary min-heap of pairs by (rank, start).
-type pairHeap []pairEntry
+type pairHeap[I pieceIndex] []pairEntry[I]
 
-func (e pairEntry) less(f pairEntry) bool {
+func (e pairEntry[I]) less(f pairEntry[I]) bool {
 	return e.rank < f.rank || e.rank == f.rank && e.start < f.start
 }
 
-func (h *pairHeap) push(e pairEntry) {
+func (h *pairHeap[I]) push(e pairEntry[I]) {
 	*h = append(*h, e)
 	a := *h
 	for i := len(a) - 1; i > 0; {
@@ -380,7 +398,7 @@ func (h *pairHeap) push(e pairEntry) {
 	}
 }
 
-func (h *pairHeap) pop() pairEntry {
+func (h *pairHeap[I]) pop() pairEntry[I] {
 	a := *h
 	top := a[0]
 	last := len(a) - 1

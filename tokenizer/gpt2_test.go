@@ -307,8 +307,9 @@ func TestEncodeParallel(t *testing.T) {
 	require.Equal(t, 11, gpt2Cut("a\n b\n\nc\t\nd\ne", 0))
 }
 
-// mergeLong (the heap) and mergeShort (linear scans) agree on pieces of
-// every kind, and a long word costs O(n log n): 1 MB of letters with no
+// mergeLong (the heap, with int32 offsets and with the int ones of
+// pieces of 2 GiB or more) and mergeShort (linear scans) agree on pieces
+// of every kind, and a long word costs O(n log n): 1 MB of letters with no
 // space encodes in well under a second.
 func TestMergeLong(t *testing.T) {
 	g, err := loadGPT2()
@@ -327,6 +328,8 @@ func TestMergeLong(t *testing.T) {
 		}
 		short, _ := g.mergeShort(nil, piece, nil)
 		require.Equal(t, short, g.mergeLong(nil, piece), "%q", piece)
+		// The int offsets of pieces of 2 GiB or more, on the same pieces.
+		require.Equal(t, short, mergeLongAt[int](g, nil, piece), "%q", piece)
 	}
 	long := strings.Repeat("supercalifragilisticexpialidocious", 30000)
 	start := time.Now()
