@@ -17,6 +17,7 @@ import (
 	st "github.com/nlpodyssey/safetensors"
 
 	"github.com/strata-ml/strata/internal/atomicfile"
+	"github.com/strata-ml/strata/memory"
 )
 
 // stView adapts a host copy of a tensor to the safetensors writer.
@@ -95,8 +96,9 @@ func ReadSafetensors(path string, dev Device) (map[string]*Tensor, map[string]st
 // 100,000,000 bytes among them) are errors naming the file and tensor. A
 // file of another size than its header describes, cut short or with bytes
 // past the tensors' data, is refused before its data is read (see
-// ReadSafetensorsFile), naming both sizes and wrapping ErrArgument. A
-// header that gives a key twice in one object (a tensor name,
+// ReadSafetensorsFile), naming both sizes and wrapping ErrArgument; so is
+// a file larger than the host memory available, wrapping
+// memory.ErrOutOfMemory instead. A header that gives a key twice in one object (a tensor name,
 // "__metadata__", a metadata key, a key of one tensor's entry), which
 // encoding/json would read with the last one winning, is an error naming
 // the file and the key, wrapping ErrArgument.
@@ -104,7 +106,7 @@ func (c *Ctx) ReadSafetensors(path string, dev Device) (map[string]*Tensor, map[
 	buf, err := ReadSafetensorsFile(path) // the data only when the header describes the file's size
 	if errors.Is(err, atomicfile.ErrNotRegular) {
 		return nil, nil, fmt.Errorf("tensor: reading safetensors: %w: %w", err, ErrArgument)
-	} else if errors.Is(err, ErrArgument) {
+	} else if errors.Is(err, ErrArgument) || errors.Is(err, memory.ErrOutOfMemory) {
 		return nil, nil, err
 	} else if err != nil {
 		return nil, nil, fmt.Errorf("tensor: reading safetensors: %w", err)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -48,5 +49,6 @@ func TestReadSafetensorsRefusesFileLargerThanHostMemory(t *testing.T) {
 	})
 	runtime.ReadMemStats(&after)
 	require.ErrorIs(t, err, memory.ErrOutOfMemory)
+	require.True(t, strings.HasPrefix(err.Error(), "tensor: safetensors "+path+": reading its 2.00 TiB"), "one prefix: %v", err)
 	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "bytes allocated to refuse the file")
 }
