@@ -53,7 +53,7 @@ func CUDAPointer(t *Tensor) (p cuda.DevicePtr, err error) {
 	switch {
 	case t == nil:
 		return 0, &OpError{Op: op, Msg: "nil tensor", Err: ErrArgument}
-	case t.ref.released:
+	case t.ref.released.Load():
 		return 0, &OpError{Op: op, Msg: fmt.Sprintf("tensor %v %v (made by %s) was released", t.dtype, t.shape, t.ref.op), Err: ErrReleased}
 	}
 	if _, ok := t.dev.(*cudaDevice); !ok {

@@ -44,7 +44,7 @@ func MoveTo(tier memory.Tier, ts ...*Tensor) error {
 		if t == nil {
 			fail(op, ErrArgument, "tensor %d is nil", i)
 		}
-		if t.ref.released {
+		if t.ref.released.Load() {
 			fail(op, ErrReleased, "tensor %d is released", i)
 		}
 		st := t.ref.st

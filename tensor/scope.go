@@ -199,7 +199,7 @@ func (s *Scope) Owns(t *Tensor) bool {
 	}
 	s.ctx.mu.Lock()
 	defer s.ctx.mu.Unlock()
-	return t.scope == s && !t.ref.released
+	return t.scope == s && !t.ref.released.Load()
 }
 
 // WithScope runs fn inside a new scope of c and closes it afterwards, also
@@ -281,7 +281,7 @@ func (c *Ctx) WithRole(r memory.Role, fn func()) {
 			innermost := c.unlink(tmp)
 			c.mu.Unlock()
 			for _, t := range ts {
-				if t != nil && !t.ref.released {
+				if t != nil && !t.ref.released.Load() {
 					guard(t) // owned by no scope now
 				}
 			}

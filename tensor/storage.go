@@ -66,8 +66,9 @@ func (s *storage) host() []byte {
 
 // ref is the part of a Tensor that its cleanup (the leak safety net) sees.
 type ref struct {
-	st       *storage
-	released bool
+	st *storage
+	// released is read by other goroutines too (Tensor.Released).
+	released atomic.Bool
 	byScope  bool   // released by the closing of the scope that owned it
 	op       string // the op that made the tensor, for leak reports
 	stack    string // where it was made, when STRATA_DEBUG is set
@@ -87,7 +88,7 @@ var leaked atomic.Int64
 func LeakedTensors() int64 { return leaked.Load() }
 
 func cleanupRef(r *ref) {
-	if r.released {
+	if r.released.Load() {
 		return
 	}
 	leaked.Add(1)

@@ -74,7 +74,10 @@ func (t *Tensor) Bytes() int64 { return int64(t.Numel()) * int64(t.dtype.Size())
 func (t *Tensor) IsContiguous() bool { return t.Numel() == 0 || isContiguous(t.shape, t.strides) }
 
 // Released reports whether Release was called (or the owning scope closed).
-func (t *Tensor) Released() bool { return t.ref.released }
+// It may be asked from another goroutine than the one that releases t (a
+// checkpoint.Offload shared by goroutines asks it of every context's
+// regions).
+func (t *Tensor) Released() bool { return t.ref.released.Load() }
 
 // SharesStorage reports whether t and u are views of the same storage.
 func (t *Tensor) SharesStorage(u *Tensor) bool { return t.ref.st == u.ref.st }
@@ -87,20 +90,20 @@ func (t *Tensor) Views() int { return int(t.ref.st.refs.Load()) }
 // contiguous view of all of it: what a caller that owns t may keep as it
 // is instead of copying it (autograd keeps a leaf's first gradient so).
 func (t *Tensor) Sole() bool {
-	return !t.ref.released && t.ref.st.refs.Load() == 1 && t.offset == 0 && t.IsContiguous() && t.Bytes() == t.ref.st.nbytes
+	return !t.ref.released.Load() && t.ref.st.refs.Load() == 1 && t.offset == 0 && t.IsContiguous() && t.Bytes() == t.ref.st.nbytes
 }
 
 // Release drops the tensor's reference to its storage; the memory goes
 // back to the pool when no view refers to it. Releasing twice is a no-op.
 // Using a released tensor panics with ErrReleased.
 func (t *Tensor) Release() {
-	if t == nil || t.ref.released {
+	if t == nil || t.ref.released.Load() {
 		return
 	}
 	if t.scope != nil {
 		untrack(t)
 	}
-	t.ref.released = true
+	t.ref.released.Store(true)
 	t.ref.st.release()
 }
 
@@ -109,7 +112,7 @@ func (t *Tensor) live(op string) {
 	if t == nil {
 		fail(op, ErrArgument, "nil tensor")
 	}
-	if t.ref.released {
+	if t.ref.released.Load() {
 		if t.ref.byScope {
 			fail(op, ErrReleased, "tensor %v %v (made by %s) was released when the scope that owned it closed "+
 				"(Keep a tensor to use it after its scope; if two goroutines share a Ctx, Background say, one's scope "+
@@ -120,7 +123,7 @@ func (t *Tensor) live(op string) {
 }
 
 func (t *Tensor) String() string {
-	if t.ref.released {
+	if t.ref.released.Load() {
 		return fmt.Sprintf("Tensor(%v %v, released)", t.dtype, t.shape)
 	}
 	return format(t)
