@@ -347,8 +347,10 @@ func NewSGD(ps []*Parameter, lr, momentum float64) *SGD {
 func (o *SGD) SetLR(lr float64) { o.LR = lr }
 
 // Step updates every parameter with a gradient. Gradients kept in a half
-// dtype (GPT.SetBlockGradDType) are widened to their parameter's, as
-// AdamW takes them, one parameter at a time (each float32 copy released
+// dtype (GPT.SetBlockGradDType) are widened to their float32 parameter's,
+// as AdamW takes them (a gradient of any other dtype than its
+// parameter's is an error wrapping tensor.ErrDType, before any parameter
+// changes), one parameter at a time (each float32 copy released
 // after its update: all of them at once would hold the gradients in both
 // dtypes at the step's peak). The momentum buffers are allocated before
 // any parameter changes, so a step whose buffers do not fit leaves the
@@ -365,6 +367,9 @@ func (o *SGD) Step() error {
 		for _, p := range o.Params {
 			if p.Grad == nil || !p.RequiresGrad() {
 				continue
+			}
+			if g, dt := p.Grad.DType(), p.Value.DType(); g != dt && !(g.IsHalf() && dt == tensor.Float32) {
+				panic(&tensor.OpError{Op: "nn.SGD", Msg: fmt.Sprintf("gradient %v of parameter %q %v: want its dtype, or bfloat16 or float16 for a float32 parameter", g, p.Name, dt), Err: tensor.ErrDType})
 			}
 			ps = append(ps, p)
 			if o.Momentum != 0 && o.buf[p] == nil {
