@@ -812,16 +812,23 @@ func TestCausalAttentionRefusesABadDropoutProbability(t *testing.T) {
 	})
 }
 
-// A nil function given to NoGrad, NoGradIn or WithOpHook was a raw
-// nil-function call panic, which tensor.Try passes on; tensor's WithScope
-// and amp's Autocast make it an *tensor.OpError wrapping ErrArgument, and
-// so do these now. The grad mode is left as it was.
+// A nil function given to NoGrad, NoGradIn, WithOpHook, AsLeaves or
+// WithOrphanFloor was a raw nil-function call panic, which tensor.Try
+// passes on; tensor's WithScope and amp's Autocast make it an
+// *tensor.OpError wrapping ErrArgument, and so do these now. The grad
+// mode is left as it was, and AsLeaves' vars keep their graph.
 func TestNilFunctionsAreOpErrors(t *testing.T) {
 	c := tensor.NewCtx()
+	x := autograd.Param(c.Ones(tensor.CPU(), tensor.Float32), "x")
+	defer x.Value.Release()
+	var y *autograd.Var
+	c.WithScope(func() { y = autograd.Mul(x, autograd.Const(c.Ones(tensor.CPU(), tensor.Float32))) })
 	for name, f := range map[string]func(){
-		"NoGrad":     func() { autograd.NoGrad(nil) },
-		"NoGradIn":   func() { autograd.NoGradIn(c, nil) },
-		"WithOpHook": func() { autograd.WithOpHook(c, nil, nil) },
+		"NoGrad":          func() { autograd.NoGrad(nil) },
+		"NoGradIn":        func() { autograd.NoGradIn(c, nil) },
+		"WithOpHook":      func() { autograd.WithOpHook(c, nil, nil) },
+		"AsLeaves":        func() { autograd.AsLeaves([]*autograd.Var{y}, nil) },
+		"WithOrphanFloor": func() { autograd.WithOrphanFloor(c, 0, nil) },
 	} {
 		var err error
 		require.NotPanics(t, func() { err = tensor.Try(f) }, name)
@@ -830,6 +837,7 @@ func TestNilFunctionsAreOpErrors(t *testing.T) {
 	}
 	assert.True(t, autograd.GradEnabledIn(c))
 	assert.True(t, autograd.GradEnabled())
+	assert.False(t, y.IsLeaf(), "AsLeaves left y's node as it was")
 }
 
 // Running out of memory at any allocation of a step (forward or

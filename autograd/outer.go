@@ -82,8 +82,12 @@ func (v *Var) FirstReached(among ...*Var) []*Var {
 // gradients to the outer graph instead of running into it. The Grad of a
 // retained var of vs (Retain, filled by an earlier pass) is set aside
 // while fn runs and given back after it, with any gradient fn left in
-// its place added to it.
+// its place added to it. A nil fn panics with an *tensor.OpError
+// wrapping tensor.ErrArgument, the vars untouched.
 func AsLeaves(vs []*Var, fn func()) {
+	if fn == nil {
+		panic(&tensor.OpError{Op: "autograd.AsLeaves", Msg: "nil fn", Err: tensor.ErrArgument})
+	}
 	nodes := make([]*node, len(vs))
 	grads := make([]*tensor.Tensor, len(vs))
 	defer func() {

@@ -442,7 +442,11 @@ var orphanFloors atomic.Int64
 // graph's orphans and leaves those of the graph before it (the computed
 // vars its function closed over, and what they were computed from) to
 // the caller's. The previous floor is restored when fn returns or panics.
+// A nil fn panics with an *tensor.OpError wrapping tensor.ErrArgument.
 func WithOrphanFloor(c *tensor.Ctx, mark uint64, fn func()) {
+	if fn == nil {
+		panic(&tensor.OpError{Op: "autograd.WithOrphanFloor", Msg: "nil fn", Err: tensor.ErrArgument})
+	}
 	st := stateOf(c)
 	old := st.floor.Swap(mark)
 	orphanFloors.Add(1)
