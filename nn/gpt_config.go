@@ -3,6 +3,8 @@ package nn
 import (
 	"fmt"
 	"maps"
+	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/strata-ml/strata/tensor"
@@ -56,13 +58,47 @@ func (c GPTConfig) Validate() error {
 	case c.Batch < 0:
 		return fmt.Errorf("nn: GPT config: batch %d is negative (0: none given): %w", c.Batch, tensor.ErrArgument)
 	}
+	if _, ok := c.numParams(); !ok {
+		return fmt.Errorf("nn: GPT config %+v: its parameter count does not fit in an int (about %.3g): %w", c, c.approxParams(), tensor.ErrArgument)
+	}
 	return nil
 }
 
 // NumParams is the parameter count of the model c describes (the output
-// head is tied to the token embedding and not counted twice).
+// head is tied to the token embedding and not counted twice), for a
+// config Validate accepts (it refuses one whose count does not fit in an
+// int: the count wrapped, 264 for a vocabulary of math.MaxInt).
 func (c GPTConfig) NumParams() int {
-	C := c.Width
-	block := 2*2*C + (3*C*C + 3*C) + (C*C + C) + (4*C*C + 4*C) + (4*C*C + C)
-	return c.Vocab*C + c.Context*C + c.Layers*block + 2*C
+	n, _ := c.numParams()
+	return n
+}
+
+// numParams is NumParams and whether it fits in an int. Per block: two
+// layer norms (2*2*C), the attention's QKV (3*C*C + 3*C) and output
+// (C*C + C) projections, the MLP's (4*C*C + 4*C, 4*C*C + C): 12*C*C +
+// 13*C.
+func (c GPTConfig) numParams() (n int, ok bool) {
+	ok = c.Vocab >= 0 && c.Context >= 0 && c.Layers >= 0 && c.Width >= 0
+	mul := func(a, b uint64) uint64 {
+		hi, lo := bits.Mul64(a, b)
+		ok = ok && hi == 0
+		return lo
+	}
+	add := func(a, b uint64) uint64 {
+		sum, carry := bits.Add64(a, b, 0)
+		ok = ok && carry == 0
+		return sum
+	}
+	C := uint64(c.Width)
+	block := add(mul(12, mul(C, C)), mul(13, C))
+	total := add(add(mul(uint64(c.Vocab), C), mul(uint64(c.Context), C)), add(mul(uint64(c.Layers), block), mul(2, C)))
+	ok = ok && total <= math.MaxInt
+	return int(total), ok
+}
+
+// approxParams is the parameter count in float64, for an error message
+// about a count too large for an int.
+func (c GPTConfig) approxParams() float64 {
+	C := float64(c.Width)
+	return float64(c.Vocab)*C + float64(c.Context)*C + float64(c.Layers)*(12*C*C+13*C) + 2*C
 }

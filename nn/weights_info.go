@@ -76,8 +76,7 @@ func (w WeightsInfo) checkConfigSize(cfg GPTConfig) error {
 	if w.data < 0 {
 		return nil // not a regular file: the load reads what there is
 	}
-	C := float64(cfg.Width)
-	params := float64(cfg.Vocab)*C + float64(cfg.Context)*C + float64(cfg.Layers)*(12*C*C+13*C) + 2*C // NumParams, without overflow
+	params := cfg.approxParams() // NumParams, without overflow
 	if 2*params <= float64(w.data) {
 		return nil
 	}
