@@ -237,6 +237,7 @@ func (g *GPT) Forward(idx *tensor.Tensor) *autograd.Var {
 // Trunk maps token ids (B, T) to the final normalised hidden states
 // (B, T, C), before the output head.
 func (g *GPT) Trunk(idx *tensor.Tensor) *autograd.Var {
+	g.check()
 	if idx == nil {
 		panic(&tensor.OpError{Op: "nn.GPT.Forward", Msg: "ids are nil: want int32 (B, T)", Err: tensor.ErrArgument})
 	}
@@ -279,7 +280,30 @@ func (g *GPT) Trunk(idx *tensor.Tensor) *autograd.Var {
 
 // Head applies the tied output projection: logits = h Wteᵀ.
 func (g *GPT) Head(h *autograd.Var) *autograd.Var {
+	g.check()
 	return autograd.Linear(h, g.Wte.Weight.Var, nil)
+}
+
+// check refuses a nil model, or one without a part every pass reads (a
+// GPT literal missing a field; NewGPT makes them all), with an
+// *tensor.OpError wrapping tensor.ErrArgument that names it, where
+// reading it was a nil-pointer panic that tensor.Try passes on (as
+// Block.check does for a block's sublayers).
+func (g *GPT) check() {
+	missing := ""
+	switch {
+	case g == nil:
+		missing = "the model"
+	case g.Wte == nil || g.Wte.Weight == nil || g.Wte.Weight.Var == nil:
+		missing = "Wte"
+	case g.Wpe == nil || g.Wpe.Weight == nil || g.Wpe.Weight.Var == nil:
+		missing = "Wpe"
+	case g.LnF == nil:
+		missing = "LnF"
+	default:
+		return
+	}
+	panic(&tensor.OpError{Op: "nn.GPT", Msg: missing + " is nil: a GPT needs Wte, Wpe and LnF with their weights (NewGPT makes them; a nil Drop is no dropout)", Err: tensor.ErrArgument})
 }
 
 // Loss is the mean next-token cross-entropy of the logits for idx against
@@ -288,6 +312,7 @@ func (g *GPT) Head(h *autograd.Var) *autograd.Var {
 // tensor.ErrShape, as targets of another shape than idx do (with either
 // HeadLoss), and nil targets with tensor.ErrArgument.
 func (g *GPT) Loss(idx, targets *tensor.Tensor) *autograd.Var {
+	g.check()
 	if targets == nil {
 		panic(&tensor.OpError{Op: "nn.GPT.Loss", Msg: "targets are nil: want int32 (B, T)", Err: tensor.ErrArgument})
 	}

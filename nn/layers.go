@@ -161,18 +161,25 @@ func NewLayerNorm(o Options, name string, dim int) (*LayerNorm, error) {
 // is negative or NaN (as RMSNorm does: every constant row would be NaN)
 // or the shapes disagree.
 func (l *LayerNorm) Forward(x *autograd.Var) *autograd.Var {
-	return autograd.LayerNorm(x, paramVar(l.Weight), paramVar(l.Bias), l.eps())
+	eps := l.eps()
+	return autograd.LayerNorm(x, paramVar(l.Weight), paramVar(l.Bias), eps)
 }
 
 // ForwardToProducts is Forward for an output that feeds only matrix
 // products (autograd.LayerNormHalf): under autocast it is written in the
 // region's dtype, the same bits the products would cast it to.
 func (l *LayerNorm) ForwardToProducts(x *autograd.Var) *autograd.Var {
-	return autograd.LayerNormHalf(x, paramVar(l.Weight), paramVar(l.Bias), l.eps())
+	eps := l.eps()
+	return autograd.LayerNormHalf(x, paramVar(l.Weight), paramVar(l.Bias), eps)
 }
 
-// eps is Eps, refused when it is negative or NaN.
+// eps is Eps, refused when it is negative or NaN; a nil *LayerNorm is
+// refused too (a nil-pointer panic before, which tensor.Try passes on;
+// a LayerNorm without Weight and Bias is one without the affine part).
 func (l *LayerNorm) eps() float64 {
+	if l == nil {
+		panic(&tensor.OpError{Op: "nn.LayerNorm", Msg: "a nil *LayerNorm (one without Weight and Bias normalises without the affine part)", Err: tensor.ErrArgument})
+	}
 	if !(l.Eps >= 0) {
 		panic(&tensor.OpError{Op: "nn.LayerNorm", Msg: fmt.Sprintf("eps = %v, want >= 0", l.Eps), Err: tensor.ErrArgument})
 	}

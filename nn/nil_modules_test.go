@@ -1,0 +1,54 @@
+package nn_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-ml/strata/autograd"
+	"github.com/strata-ml/strata/nn"
+	"github.com/strata-ml/strata/tensor"
+)
+
+// TestNilModelPartsAreOpErrors: a nil *LayerNorm, a nil *GPT and a GPT
+// literal missing Wte, Wpe or LnF are *tensor.OpErrors wrapping
+// ErrArgument that name what is missing, as a nil *Linear, *Embedding and
+// a block's missing sublayer are; they were nil-pointer panics that
+// tensor.Try passes on.
+func TestNilModelPartsAreOpErrors(t *testing.T) {
+	g := nn.Must(nn.NewGPT(nn.GPTConfig{Vocab: 16, Context: 8, Layers: 1, Heads: 2, Width: 8}, nn.Options{}))
+	defer nn.Release(g.Parameters())
+	x := func() *autograd.Var { return autograd.Const(tensor.Ones(tensor.CPU(), tensor.Float32, 2, 8)) }
+	ids := func() *tensor.Tensor { return tensor.FromInt32s(tensor.CPU(), []int32{1, 2, 3}, 1, 3) }
+	without := func(f func(*nn.GPT)) *nn.GPT {
+		h := &nn.GPT{Config: g.Config, Wte: g.Wte, Wpe: g.Wpe, Blocks: g.Blocks, LnF: g.LnF}
+		f(h)
+		return h
+	}
+	var none *nn.LayerNorm
+	var nilGPT *nn.GPT
+	for name, c := range map[string]struct {
+		f    func()
+		want string
+	}{
+		"LayerNorm":                   {func() { none.Forward(x()) }, "nil *LayerNorm"},
+		"LayerNorm ForwardToProducts": {func() { none.ForwardToProducts(x()) }, "nil *LayerNorm"},
+		"GPT Forward":                 {func() { nilGPT.Forward(ids()) }, "the model is nil"},
+		"GPT Head":                    {func() { nilGPT.Head(x()) }, "the model is nil"},
+		"GPT Loss":                    {func() { nilGPT.Loss(ids(), ids()) }, "the model is nil"},
+		"no Wte":                      {func() { without(func(h *nn.GPT) { h.Wte = nil }).Forward(ids()) }, "Wte is nil"},
+		"no Wpe":                      {func() { without(func(h *nn.GPT) { h.Wpe = nil }).Forward(ids()) }, "Wpe is nil"},
+		"no LnF":                      {func() { without(func(h *nn.GPT) { h.LnF = nil }).Forward(ids()) }, "LnF is nil"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var err error
+			require.NotPanics(t, func() { err = tensor.Try(func() { tensor.WithScope(c.f) }) })
+			require.ErrorIs(t, err, tensor.ErrArgument)
+			require.ErrorContains(t, err, c.want)
+		})
+	}
+	// The whole model still runs.
+	tensor.WithScope(func() {
+		require.Equal(t, []int{1, 3, 16}, g.Forward(tensor.Background().Adopt(ids())).Value.Shape())
+	})
+}
