@@ -98,10 +98,10 @@ func ReadSafetensors(path string, dev Device) (map[string]*Tensor, map[string]st
 // past the tensors' data, is refused before its data is read (see
 // ReadSafetensorsFile), naming both sizes and wrapping ErrArgument; so is
 // a file larger than the host memory available, wrapping
-// memory.ErrOutOfMemory instead. A header that gives a key twice in one object (a tensor name,
-// "__metadata__", a metadata key, a key of one tensor's entry), which
-// encoding/json would read with the last one winning, is an error naming
-// the file and the key, wrapping ErrArgument.
+// memory.ErrOutOfMemory instead. A header that gives a key twice in one
+// object (a tensor name, "__metadata__", a metadata key, a key of one
+// tensor's entry), which encoding/json would read with the last one
+// winning, is an error naming the file and the key, wrapping ErrArgument.
 func (c *Ctx) ReadSafetensors(path string, dev Device) (map[string]*Tensor, map[string]string, error) {
 	buf, err := ReadSafetensorsFile(path) // the data only when the header describes the file's size
 	if errors.Is(err, atomicfile.ErrNotRegular) {

@@ -14,8 +14,8 @@ import (
 )
 
 // ReadSafetensorsFile returns the bytes of the safetensors file at path,
-// which must be a regular file (a symbolic link to one is followed), for
-// a parser of the whole file (github.com/nlpodyssey/safetensors'
+// which must be a regular file (a symbolic link to one is followed), for a
+// parser of the whole file (github.com/nlpodyssey/safetensors'
 // ReadMetadata): ReadSafetensors and readers outside this package (nn's
 // weights loader). It reads the 8-byte length and the header first, and
 // reads the data only when the header describes the file's size, the
@@ -26,13 +26,13 @@ import (
 // the file, and a file of another size than its header describes (N bytes
 // short, or M bytes past the tensors' data), are errors naming the file,
 // wrapping ErrArgument; a file that agrees with its header but is larger
-// than the host memory available (memory.HostAvailable) is an error
-// naming both sizes, wrapping memory.ErrOutOfMemory. A header that is not one (not JSON, malformed
-// entries) is returned without the data, for the caller's parse to say
-// why; so is a file shorter than the 8-byte length. Other errors are the
-// file's own: one that is not a regular file is atomicfile.NotRegular's
-// (a device such as /dev/zero would never end, a named pipe blocks), one
-// that cannot be opened or read the os package's.
+// than the host memory available (memory.HostAvailable) is an error naming
+// both sizes, wrapping memory.ErrOutOfMemory. A header that is not one
+// (not JSON, malformed entries) is returned without the data, for the
+// caller's parse to say why; so is a file shorter than the 8-byte length.
+// Other errors are the file's own: one that is not a regular file is
+// atomicfile.NotRegular's (a device such as /dev/zero would never end, a
+// named pipe blocks), one that cannot be opened or read the os package's.
 func ReadSafetensorsFile(path string) ([]byte, error) {
 	f, fi, err := atomicfile.OpenRegular(path)
 	if err != nil {
