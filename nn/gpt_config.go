@@ -96,8 +96,9 @@ func (c GPTConfig) numParams() (n int, ok bool) {
 	return int(total), ok
 }
 
-// approxParams is the parameter count in float64, for an error message
-// about a count too large for an int.
+// approxParams is the parameter count in float64, which cannot wrap:
+// for Validate's message about a count too large for an int and for
+// WeightsInfo's check of a config against a file's size.
 func (c GPTConfig) approxParams() float64 {
 	C := float64(c.Width)
 	return float64(c.Vocab)*C + float64(c.Context)*C + float64(c.Layers)*(12*C*C+13*C) + 2*C
