@@ -78,11 +78,15 @@ func NewMLP(o Options, name string, dim int, projStd float64) (*MLP, error) {
 // in the half type (Linear.ForwardHalf), as PyTorch's autocast makes it:
 // the GELU reads it widened and GeluLinear keeps it for backward at half
 // the bytes of float32.
-func (m *MLP) Forward(x *autograd.Var) *autograd.Var { return m.forward(x, m.KeepGelu) }
+func (m *MLP) Forward(x *autograd.Var) *autograd.Var {
+	needModule("nn.MLP", "MLP", m == nil)
+	return m.forward(x, m.KeepGelu)
+}
 
 // forward is Forward keeping the GELU output when keep is set. The model
 // is read, never written, so goroutines may share it.
 func (m *MLP) forward(x *autograd.Var, keep bool) *autograd.Var {
+	needModule("nn.MLP", "MLP", m == nil)
 	u := m.FC.ForwardHalf(x)
 	if keep {
 		return autograd.GeluLinearKept(u, m.Proj.weight(), m.Proj.bias())
@@ -380,6 +384,7 @@ func checkHeads(heads, width int) error {
 // and one wrapping tensor.ErrArgument when x is nil or Attention is
 // neither plain nor fused.
 func (a *CausalSelfAttention) Forward(x *autograd.Var) *autograd.Var {
+	needModule("nn.CausalSelfAttention", "CausalSelfAttention", a == nil)
 	needVar("nn.CausalSelfAttention", "x", x)
 	if a.Attention != AttentionPlain && a.Attention != AttentionFused {
 		panic(&tensor.OpError{Op: "nn.CausalSelfAttention", Msg: fmt.Sprintf("attention %v: want AttentionPlain or AttentionFused", a.Attention), Err: tensor.ErrArgument})

@@ -110,6 +110,15 @@ func needVar(op, what string, x *autograd.Var) {
 	}
 }
 
+// needModule panics with an *tensor.OpError wrapping tensor.ErrArgument
+// when a module's receiver is nil (module names its type), where reading
+// its fields was a nil-pointer panic that tensor.Try passes on.
+func needModule(op, module string, isNil bool) {
+	if isNil {
+		panic(&tensor.OpError{Op: op, Msg: "a nil *" + module + " (make it with its New function)", Err: tensor.ErrArgument})
+	}
+}
+
 // positive checks sizes: each named value must be > 0.
 func positive(op, name string, kv ...any) error {
 	for i := 0; i+1 < len(kv); i += 2 {

@@ -10,8 +10,9 @@ import (
 	"github.com/strata-ml/strata/tensor"
 )
 
-// TestNilModelPartsAreOpErrors: a nil *LayerNorm, a nil *GPT and a GPT
-// literal missing Wte, Wpe or LnF are *tensor.OpErrors wrapping
+// TestNilModelPartsAreOpErrors: a nil *LayerNorm, *RMSNorm, *MLP,
+// *CausalSelfAttention, *Sequential or *GPT and a GPT literal missing
+// Wte, Wpe or LnF are *tensor.OpErrors wrapping
 // ErrArgument that name what is missing, as a nil *Linear, *Embedding and
 // a block's missing sublayer are; they were nil-pointer panics that
 // tensor.Try passes on.
@@ -27,12 +28,22 @@ func TestNilModelPartsAreOpErrors(t *testing.T) {
 	}
 	var none *nn.LayerNorm
 	var nilGPT *nn.GPT
+	var (
+		rms  *nn.RMSNorm
+		mlp  *nn.MLP
+		attn *nn.CausalSelfAttention
+		seq  *nn.Sequential
+	)
 	for name, c := range map[string]struct {
 		f    func()
 		want string
 	}{
 		"LayerNorm":                   {func() { none.Forward(x()) }, "nil *LayerNorm"},
 		"LayerNorm ForwardToProducts": {func() { none.ForwardToProducts(x()) }, "nil *LayerNorm"},
+		"RMSNorm":                     {func() { rms.Forward(x()) }, "nil *RMSNorm"},
+		"MLP":                         {func() { mlp.Forward(x()) }, "nil *MLP"},
+		"CausalSelfAttention":         {func() { attn.Forward(x()) }, "nil *CausalSelfAttention"},
+		"Sequential":                  {func() { seq.Forward(x()) }, "nil *Sequential"},
 		"GPT Forward":                 {func() { nilGPT.Forward(ids()) }, "the model is nil"},
 		"GPT Head":                    {func() { nilGPT.Head(x()) }, "the model is nil"},
 		"GPT Loss":                    {func() { nilGPT.Loss(ids(), ids()) }, "the model is nil"},

@@ -47,6 +47,7 @@ func NewRMSNorm(o Options, name string, dim int) (*RMSNorm, error) {
 // nil, Eps is negative or NaN, or x's last axis is not the weight's width
 // (a last axis of 1 is not broadcast: torch.nn.RMSNorm refuses it too).
 func (n *RMSNorm) Forward(x *autograd.Var) *autograd.Var {
+	needModule("nn.RMSNorm", "RMSNorm", n == nil)
 	needVar("nn.RMSNorm", "x", x)
 	eps := n.Eps
 	if !(eps >= 0) {

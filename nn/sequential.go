@@ -86,6 +86,7 @@ func isNil(m Module) bool {
 // tensor.ErrArgument that names its index, as a Block missing a sublayer
 // does, instead of a nil-pointer panic that tensor.Try passes on.
 func (s *Sequential) Forward(x *autograd.Var) *autograd.Var {
+	needModule("nn.Sequential", "Sequential", s == nil)
 	for i, l := range s.Layers {
 		if isNil(l) {
 			panic(&tensor.OpError{Op: "nn.Sequential", Msg: fmt.Sprintf("layer %d is nil", i), Err: tensor.ErrArgument})
