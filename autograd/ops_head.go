@@ -20,9 +20,10 @@ const DefaultHeadChunkBytes = 256 << 20
 // GPT-2's 50,257 tokens to 50,304. cuBLAS picks its tensor-core kernels
 // for 16-byte-aligned rows only: on the H200 the three bfloat16 products
 // of GPT-2's head (8192 x 50257 x 768) took 15.5 ms a step in the
-// unaligned kernels. Elsewhere (the CPU's GEMMs do not care) it is v.
+// unaligned kernels. Elsewhere (the CPU's GEMMs do not care) it is v; a
+// nil dev is the CPU, as nn.Options takes it.
 func HeadPadding(dev tensor.Device, v int) int {
-	if headPadAlways || (dev.Kind() == tensor.KindCUDA && v%8 != 0) {
+	if headPadAlways || (dev != nil && dev.Kind() == tensor.KindCUDA && v%8 != 0) {
 		return (v + 63) / 64 * 64
 	}
 	return v

@@ -289,8 +289,15 @@ func stateOf(c *tensor.Ctx) *gradState {
 // random state a context has: each goroutine's stream is its own, a run
 // repeats exactly, and checkpointing replays a region's masks by saving
 // and restoring the position (RandomState, SetRandomState), as PyTorch's
-// checkpoint forks its generator. A nil c means Background.
-func RandomOffset(c *tensor.Ctx, n int) uint64 { return stateOf(c).rng.Add(uint64(n)) - uint64(n) }
+// checkpoint forks its generator. A nil c means Background. A negative n
+// panics with an *tensor.OpError wrapping tensor.ErrArgument: it moved
+// the stream back, so later masks repeated earlier ones.
+func RandomOffset(c *tensor.Ctx, n int) uint64 {
+	if n < 0 {
+		panic(&tensor.OpError{Op: "autograd.RandomOffset", Msg: fmt.Sprintf("n = %d, want >= 0", n), Err: tensor.ErrArgument})
+	}
+	return stateOf(c).rng.Add(uint64(n)) - uint64(n)
+}
 
 // RandomState is the position of c's random stream.
 func RandomState(c *tensor.Ctx) uint64 { return stateOf(c).rng.Load() }

@@ -55,9 +55,9 @@ func ParseAttention(s string) (Attention, error) {
 // float32 math in the fused kernels, which hold no (B, H, T, T) matrix but
 // train 1.4% slower than plain attention
 // (bench/results/hybrid-2026-12-02-s11.md, call 1): they are chosen for
-// memory, not by default.
+// memory, not by default. A nil dev is the CPU, as Options takes it.
 func AutoAttention(dev tensor.Device, lowPrecision bool, headDim int) Attention {
-	if dev.Kind() == tensor.KindCUDA && (lowPrecision || headDim <= 64) {
+	if dev != nil && dev.Kind() == tensor.KindCUDA && (lowPrecision || headDim <= 64) {
 		return AttentionFused
 	}
 	return AttentionPlain

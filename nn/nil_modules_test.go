@@ -63,3 +63,9 @@ func TestNilModelPartsAreOpErrors(t *testing.T) {
 		require.Equal(t, []int{1, 3, 16}, g.Forward(tensor.Background().Adopt(ids())).Value.Shape())
 	})
 }
+
+// TestAutoAttentionNilDevice: a nil device is the CPU (plain attention),
+// as Options takes it; it was a nil dereference.
+func TestAutoAttentionNilDevice(t *testing.T) {
+	require.Equal(t, nn.AttentionPlain, nn.AutoAttention(nil, true, 64))
+}
