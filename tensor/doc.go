@@ -261,7 +261,7 @@
 //     autograd/golden_tensor_test.go (the case's op name to OpXxx),
 //     through which autograd/golden_test.go runs it with autograd.Unary;
 //     then raise the count of cases that TestGoldenOpsAgainstPyTorch
-//     pins there (58 with gradients, 11 forward-only).
+//     pins there (61 with gradients, 11 forward-only).
 //
 // A binary op takes the same path through its Binaries row, binScalar
 // (internal/cpukern/binary.go; test binary_test.go), binary_fn
