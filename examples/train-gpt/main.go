@@ -172,7 +172,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.attention, "attention", "auto", "attention: plain (the (B, H, T, T) probabilities materialised per op), fused (FlashAttention-2 kernels, no T x T matrix) or auto (fused on CUDA where its kernels run on tensor cores: fp16, bf16, tf32, and fp32 at heads of up to 64 through 3xTF32; plain elsewhere)")
 	fs.Float64Var(&o.dropout, "dropout", 0, "dropout on embeddings, attention and residuals (default: the config's, 0 for every preset)")
 	fs.StringVar(&o.resume, "resume", "", "continue the run saved in this training state file (-state), exactly where it stopped: the flags not given take the saved run's values (its -out, -state, -loss-log, -loss-plot, -eval-every, -save-every, -steps, schedule, -precision, -dropout, -batch, data...); one given that differs is noted and followed")
-	fs.StringVar(&o.state, "state", "", "where an interrupt (SIGINT, SIGTERM) and -save-every save the resumable training state (default: -out with .state.safetensors for .safetensors; empty: never)")
+	fs.StringVar(&o.state, "state", "", "where an interrupt (SIGINT, SIGTERM, SIGHUP) and -save-every save the resumable training state (default: -out with .state.safetensors for .safetensors; empty: never)")
 	fs.IntVar(&o.saveEvery, "save-every", 0, "also save the training state every N steps (0: only on an interrupt)")
 	fs.Float64Var(&o.budgetMargin, "budget-margin", 0, "with -device-budget under -policy hybrid: the share of the budget the placement scheduler keeps free for the steps' variations (0: its default, 0.05); expandable segments (the default; STRATA_EXPANDABLE_SEGMENTS=0 turns them off) waste little, so a smaller margin keeps more on the device")
 	fs.StringVar(&o.budget, "device-budget", "", "cap the device memory the pools may hold: a size (4GiB), a share of the device (50%, 0.5) or off; under -policy hybrid what does not fit spills to host-resident offload memory and the placement scheduler moves the least used tensors there")
@@ -391,14 +391,14 @@ func (o *options) setDefaults(fs *flag.FlagSet) {
 	}
 }
 
-// main exits with 0 on success and for -h, 2 for a bad flag (or a bad
-// STRATA_HOST_MEMORY, or outputs another run holds), 130 or 143
-// after an interrupt (SIGINT, SIGTERM) that saved the training state, and
-// 1 for any other failure.
 // gcPercent is the Go collector's target train-gpt sets (GOGC's default
 // is 100).
 const gcPercent = 400
 
+// main exits with 0 on success and for -h, 2 for a bad flag (or a bad
+// STRATA_HOST_MEMORY, or outputs another run holds), 130, 143 or 129
+// after an interrupt (SIGINT, SIGTERM, SIGHUP) that saved the training
+// state, and 1 for any other failure.
 func main() {
 	o, err := parseFlags(os.Args[1:])
 	switch {
