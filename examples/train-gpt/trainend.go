@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+
+	"github.com/strata-ml/strata/internal/cli"
 )
 
 // finish ends a run whose last step is at (early: stopped by -max-time):
@@ -40,6 +43,9 @@ func (r *trainRun) finish(at int, early, complete bool) error {
 		if complete {
 			fmt.Fprintf(os.Stderr, "train-gpt: nothing left to train: wrote the weights of step %d to %s\n", r.done, o.out)
 		}
+		if !early {
+			r.dropStaleState()
+		}
 	}
 	if err := r.plotLosses(); err != nil {
 		return err
@@ -55,6 +61,32 @@ func (r *trainRun) finish(at int, early, complete bool) error {
 		return in.exit(s, fmt.Sprintf("%v after the last step: the run is complete", s))
 	}
 	return nil
+}
+
+// dropStaleState removes -state when it holds a state of this run from
+// before its last step (saved by -save-every, or the interrupted state it
+// resumed, flags changed or not): the run is complete, its weights are in
+// -out, and the file made the next run at that -state fail as if an
+// interrupted run were there to continue (checkStateKept). Another run's
+// state, or a file that is not a state, is left.
+func (r *trainRun) dropStaleState() {
+	o := r.o
+	if o.state == "" {
+		return
+	}
+	step, steps, run, ok := interruptedState(o.state)
+	if !ok {
+		return
+	}
+	resumed := o.resume != "" && cli.SamePath(o.resume, o.state)
+	if mine, err := json.Marshal(identity(o, r.tr)); !resumed && (err != nil || string(mine) != run) {
+		return
+	}
+	if err := os.Remove(o.state); err != nil {
+		fmt.Fprintf(os.Stderr, "train-gpt: the run is complete, but its training state saved after step %d could not be removed: %v\n", step, err)
+		return
+	}
+	fmt.Fprintf(os.Stderr, "train-gpt: removed -state %s (saved after step %d of %d): the run is complete\n", o.state, step, steps)
 }
 
 // plotLosses draws -loss-plot (none, or no step's loss: nothing), and
