@@ -78,15 +78,13 @@ func NewMLP(o Options, name string, dim int, projStd float64) (*MLP, error) {
 // in the half type (Linear.ForwardHalf), as PyTorch's autocast makes it:
 // the GELU reads it widened and GeluLinear keeps it for backward at half
 // the bytes of float32.
-func (m *MLP) Forward(x *autograd.Var) *autograd.Var {
-	needModule("nn.MLP", "MLP", m == nil)
-	return m.forward(x, m.KeepGelu)
-}
+func (m *MLP) Forward(x *autograd.Var) *autograd.Var { return m.forward(x, false) }
 
-// forward is Forward keeping the GELU output when keep is set. The model
-// is read, never written, so goroutines may share it.
+// forward is Forward keeping the GELU output when keep (or KeepGelu) is
+// set. The model is read, never written, so goroutines may share it.
 func (m *MLP) forward(x *autograd.Var, keep bool) *autograd.Var {
 	needModule("nn.MLP", "MLP", m == nil)
+	keep = keep || m.KeepGelu
 	u := m.FC.ForwardHalf(x)
 	if keep {
 		return autograd.GeluLinearKept(u, m.Proj.weight(), m.Proj.bias())
@@ -344,7 +342,7 @@ func (b *Block) forward(x *autograd.Var, keepGelu bool) *autograd.Var {
 	// Each norm feeds only products (the q/k/v and MLP projections): under
 	// autocast its output is made in the half type they multiply in.
 	x = autograd.Add(x, b.Attn.Forward(b.Ln1.ForwardToProducts(x)))
-	h := b.MLP.forward(b.Ln2.ForwardToProducts(x), keepGelu || b.MLP.KeepGelu)
+	h := b.MLP.forward(b.Ln2.ForwardToProducts(x), keepGelu)
 	return autograd.Add(x, b.Drop.Forward(h))
 }
 
