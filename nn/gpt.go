@@ -58,8 +58,16 @@ type MLP struct {
 }
 
 // NewMLP makes an MLP of width dim with GPT-2 initialisation (projStd for
-// the output projection). Errors as NewLinear.
+// the output projection). A dim that is not positive, or whose hidden
+// width 4*dim overflows int, is an error wrapping tensor.ErrArgument;
+// other errors as NewLinear.
 func NewMLP(o Options, name string, dim int, projStd float64) (*MLP, error) {
+	if err := positive("NewMLP", name, "dim", dim); err != nil {
+		return nil, err
+	}
+	if dim > math.MaxInt/4 {
+		return nil, argError("NewMLP", name, "dim = %d: the hidden width 4*dim overflows int", dim)
+	}
 	fc, err := NewLinear(o, prefix(name, "c_fc"), dim, 4*dim, true, 0.02)
 	if err != nil {
 		return nil, err
