@@ -337,6 +337,9 @@ func TestMergeLong(t *testing.T) {
 	// About 0.6 s here (and 10x that under the race detector); the
 	// quadratic merge this guards against does not finish in hours.
 	require.Less(t, time.Since(start), 60*time.Second)
+	// The int offsets on a long piece too (one piece of 1 MB: its merges
+	// run long chains of stale heap entries).
+	require.Equal(t, ids, mergeLongAt[int](g, nil, long))
 	back, err := g.Decode(ids)
 	require.NoError(t, err)
 	require.Equal(t, long, back)
