@@ -166,7 +166,9 @@ func (o *ZeroAdamW) Release() {
 // that is NaN, infinite or negative, or a beta outside [0, 1), each an
 // error wrapping tensor.ErrArgument that names the setting and its
 // value; a gradient whose shape is not its parameter's (wrapping
-// tensor.ErrShape), and a parameter frozen at NewZeroAdamW (it has no
+// tensor.ErrShape), one of another dtype than its parameter's, except a
+// half gradient of a float32 parameter (wrapping tensor.ErrDType), and a
+// parameter frozen at NewZeroAdamW (it has no
 // place in the shards) that was unfrozen since and has a gradient, each
 // naming the parameter. The first Step
 // then compares the ranks' trainable parameters (their number, names,
@@ -195,8 +197,17 @@ func (o *ZeroAdamW) doStep() error {
 		return err
 	}
 	for _, p := range o.params {
-		if updated(p) && !slices.Equal(p.Grad.Shape(), p.Value.Shape()) {
+		if !updated(p) {
+			continue
+		}
+		if !slices.Equal(p.Grad.Shape(), p.Value.Shape()) {
 			return fmt.Errorf("dist: ZeroAdamW.Step: parameter %q has a gradient of shape %v, its value %v: %w", p.Name, p.Grad.Shape(), p.Value.Shape(), tensor.ErrShape)
+		}
+		// As nn.AdamW: the copy into the flat gradient would convert any
+		// other dtype silently (a float64 gradient rounded, an int32 one
+		// taken for a float one).
+		if g, dt := p.Grad.DType(), p.Value.DType(); g != dt && !(g.IsHalf() && dt == tensor.Float32) {
+			return fmt.Errorf("dist: ZeroAdamW.Step: parameter %q has a %v gradient, its value %v: want its dtype, or bfloat16 or float16 for a float32 parameter: %w", p.Name, g, dt, tensor.ErrDType)
 		}
 	}
 	for _, p := range o.frozen {
