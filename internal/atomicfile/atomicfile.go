@@ -29,6 +29,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -112,7 +113,9 @@ func (c ctxWriter) Write(p []byte) (int, error) {
 	return c.w.Write(p)
 }
 
-// syncDir makes a rename in dir durable.
+// syncDir makes a rename in dir durable. A directory whose file system
+// cannot sync it (fsync fails with EINVAL) has nothing more to make
+// durable, and is no error.
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
@@ -122,7 +125,7 @@ func syncDir(dir string) error {
 	if cerr := d.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil && !errors.Is(err, os.ErrInvalid) { // some file systems cannot sync a directory
+	if err != nil && !errors.Is(err, syscall.EINVAL) { // some file systems cannot sync a directory
 		return fmt.Errorf("syncing directory %s: %w", dir, err)
 	}
 	return nil
