@@ -75,3 +75,15 @@ func TestResultsWriteFailure(t *testing.T) {
 	err = run(o, tensor.CPU(), &bytes.Buffer{}, failWriter{})
 	require.ErrorContains(t, err, "writing the table to stderr")
 }
+
+// TestCheckpointEveryPastTheBlocks: -checkpoint-every past the model's
+// blocks checkpoints none of them (the every-th, 2·every-th, ... block),
+// so the hybrid-ckpt row ran without checkpointing while it said "blocks
+// every 3"; it is refused, naming the blocks, as train-gpt refuses it.
+func TestCheckpointEveryPastTheBlocks(t *testing.T) {
+	args := []string{"-config", "tiny", "-png", "", "-strategies", "device,hybrid-ckpt", "-hybrid-checkpoint", "blocks", "-checkpoint-every"}
+	_, err := parse(append(args, "3"), &bytes.Buffer{})
+	require.EqualError(t, err, "-checkpoint-every 3: more than the 2 blocks of -config tiny (no block would be checkpointed)")
+	_, err = parse(append(args, "2"), &bytes.Buffer{})
+	require.NoError(t, err)
+}

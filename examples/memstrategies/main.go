@@ -205,6 +205,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	if err := checkIgnored(o, names, set); err != nil {
 		return nil, err
 	}
+	if o.ckptEvery > cfg.Layers { // the every-th, 2·every-th, ... block: none
+		return nil, fmt.Errorf("-checkpoint-every %d: more than the %d blocks of -config %s (no block would be checkpointed)", o.ckptEvery, cfg.Layers, o.config)
+	}
 	if o.budget != "auto" {
 		b, err := parseBudget(o.budget, 1<<40)
 		if err != nil {
