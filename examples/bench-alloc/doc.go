@@ -59,11 +59,13 @@
 // trace's JSON line has a "classic" and an "expandable" replay, each
 // left out when that mode did not run (-segments, or no virtual memory).
 // A flag the run would ignore is refused (-seed and -mintime set only the
-// pairs: not with -no-bench). Exit status: 0, 2 for a bad flag (-device
-// cuda without a usable GPU too), 1 for a failure of the run, writing the
-// results to stdout or the tables to stderr included, and 130 or 143 when
-// SIGINT or SIGTERM comes while -plots writes a picture (the write
-// abandoned, the file there before kept, no temporary file left).
+// pairs: not with -no-bench), and so is -segments expandable where the
+// backend has no virtual memory (no replay would run). Exit status: 0, 2
+// for a bad flag (-device cuda without a usable GPU too), 1 for a failure
+// of the run, writing the results to stdout or the tables to stderr
+// included, and 130 or 143 when SIGINT or SIGTERM comes while -plots
+// writes a picture (the write abandoned, the file there before kept, no
+// temporary file left).
 //
 // # Design
 //

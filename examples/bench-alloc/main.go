@@ -139,14 +139,19 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("-device %q: want cuda or cpu", o.device)
 	}
 
+	newBackend := func() memory.Backend { return memory.NewHostBackend(memory.TierDevice) }
+	if ctx != nil {
+		newBackend = func() memory.Backend { return memory.NewDeviceBackend(ctx) }
+	}
+	if len(o.traces) > 0 {
+		if err := checkSegments(o, newBackend); err != nil { // before any work
+			return err
+		}
+	}
 	if !o.noBench {
 		if err := benchPairs(ctx, o, &rep, stderr); err != nil {
 			return err
 		}
-	}
-	newBackend := func() memory.Backend { return memory.NewHostBackend(memory.TierDevice) }
-	if ctx != nil {
-		newBackend = func() memory.Backend { return memory.NewDeviceBackend(ctx) }
 	}
 	for _, path := range o.traces {
 		tr, err := replayTrace(path, newBackend, o)
@@ -309,6 +314,9 @@ func replayTrace(path string, newBackend func() memory.Backend, o options) (trac
 			return traceResult{}, err
 		}
 	}
+	if err := checkSegments(o, newBackend); err != nil {
+		return traceResult{}, err
+	}
 	res, ops, slots := lt.res, lt.ops, lt.slots
 	modes := []bool{false, true}
 	switch o.segments {
@@ -349,6 +357,21 @@ func replayTrace(path string, newBackend func() memory.Backend, o options) (trac
 		}
 	}
 	return res, nil
+}
+
+// checkSegments refuses -segments expandable over the backends newBackend
+// makes when they have no virtual memory API (STRATA_EXPANDABLE_SEGMENTS=0,
+// a GPU without it): the trace replays would run no mode at all. With
+// -segments both the classic replays run alone.
+func checkSegments(o options, newBackend func() memory.Backend) error {
+	if o.segments != "expandable" {
+		return nil
+	}
+	b := newBackend()
+	if _, ok := b.(memory.VirtualMemory); !ok {
+		return cli.Usagef("-segments expandable: %s has no virtual memory for expandable segments (%s=0, or a GPU without the virtual memory API): want classic or both", b.Name(), memory.EnvExpandableSegments)
+	}
+	return nil
 }
 
 // gpu returns device 0's primary context.
