@@ -116,6 +116,10 @@ func (o Options) apply(fn Func, inputs []*autograd.Var, vals []*tensor.Tensor, c
 	if o.Policy != nil {
 		r.rec = &recorder{c: c, policy: o.Policy}
 	}
+	// A region run by another's function, in its forward pass or its
+	// recomputation, holds what it holds in that region's scope, which
+	// frees it: the enclosing region's record in Offload covers it.
+	nested := c.Value(regionKey) != nil
 	out, val := r.forward()
 	if r.through || !out.RequiresGrad() || out.IsLeaf() {
 		// Nothing to recompute: a value fn made (no gradient) leaves with
@@ -171,15 +175,19 @@ func (o Options) apply(fn Func, inputs []*autograd.Var, vals []*tensor.Tensor, c
 		}
 	}
 	y.AlsoReads(append(also, r.reads...)...)
-	if o.Offload != nil {
+	if o.Offload != nil && !nested {
 		r.off, r.held = o.Offload, o.Offload.add(c, saved, r.inputs, y.Value)
 	}
 	return y
 }
 
 // regionKey is the slot of a context's region whose forward pass is
-// running: a *region, or nil.
+// running (a *region) or that is being recomputed (recomputing), or nil.
 var regionKey = tensor.NewCtxKey("checkpoint.region")
+
+// recomputing is regionKey's value while a region's function runs again
+// in backward.
+type recomputing struct{}
 
 // region is one checkpointed call: what its recomputation needs.
 type region struct {
@@ -508,6 +516,8 @@ func (r *region) recompute(det []*autograd.Var) (out *autograd.Var, drew uint64)
 			panic(releasedRead(e))
 		}
 	}()
+	old := c.SetValue(regionKey, recomputing{})
+	defer c.SetValue(regionKey, old)
 	amp.With(c, r.amp, func() {
 		c.WithRole(memory.RoleActivation, func() {
 			autograd.WithOpHook(c, r.rec.replay(), func() { out = r.fn(det...) })

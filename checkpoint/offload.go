@@ -21,12 +21,15 @@ import (
 //
 // One Offload serves the regions of a model (Options.Offload); it keeps,
 // per context, the regions whose forward pass ran and whose backward has
-// not, in forward order. When a region's forward pass ends, the region
-// Keep places before it is moved out: the last Keep regions of a forward
-// pass stay on the device, since backward needs them first. When backward
-// reaches a region, what it moved out is brought back if still away and
-// the Ahead regions before it start coming back, so that their copies run
-// during this region's recomputation and backward.
+// not, in forward order. A region run by another region's function (in
+// its forward pass or its recomputation) is not one of them: what it
+// holds goes with the enclosing region's scope. When a region's forward
+// pass ends, the region Keep places before it is moved out: the last Keep
+// regions of a forward pass stay on the device, since backward needs them
+// first. When backward reaches a region, what it moved out is brought
+// back if still away and the Ahead regions before it start coming back,
+// so that their copies run during this region's recomputation and
+// backward.
 //
 // Use it with a policy that saves the expensive outputs (SaveMatMuls):
 // the device then holds no region's saved outputs but the last Keep and
