@@ -16,8 +16,11 @@ func FormatBytes(n int64) string {
 	if n < 1024 {
 		return strconv.FormatInt(n, 10) + " B"
 	}
+	// A value that two decimals round up to 1024 (1023.995 KiB and more)
+	// is written in the next unit: "1.00 MiB", not "1024.00 KiB".
+	const roundsTo1024 = 1023.995
 	v, i := float64(n)/1024, 0
-	for v >= 1024 && i < len(units)-1 {
+	for v >= roundsTo1024 && i < len(units)-1 {
 		v /= 1024
 		i++
 	}

@@ -329,7 +329,7 @@ func TestPoolLimit(t *testing.T) {
 	}, *oom)
 	assert.Equal(t, "memory: out of memory on device (fault(address(device))): tried to allocate 2.00 MiB; "+
 		"limit 4.00 MiB; 2.50 MiB allocated; 4.00 MiB reserved (1.50 MiB reserved but unallocated); "+
-		"device free 1024.00 GiB of 1.00 TiB: the limit on reserved bytes would be exceeded", err.Error())
+		"device free 1.00 TiB of 1.00 TiB: the limit on reserved bytes would be exceeded", err.Error())
 	allocs, _ = fb.Calls()
 	assert.Equal(t, 2, allocs, "the limit refuses before the backend is asked")
 	st := p.Stats()
