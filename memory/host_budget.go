@@ -288,9 +288,19 @@ func ParseHostMemory(s string, limit int64) (int64, error) {
 		return n * int64(mult), nil
 	}
 	// Whole or not, read exactly: a float64 loses the fraction of a large
-	// count ("4611686018427387903.9" was taken as 2^62).
-	if r, ok := new(big.Rat).SetString(num); mult == 1 && (f != math.Trunc(f) || ok && !r.IsInt()) {
+	// count ("4611686018427387903.9" was taken as 2^62), and rounds a
+	// whole one past 2^53 ("4611686018427387905.0", past the largest
+	// size, was taken as 2^62).
+	r, exact := new(big.Rat).SetString(num)
+	if mult == 1 && (f != math.Trunc(f) || exact && !r.IsInt()) {
 		return 0, fmt.Errorf("%s is not a whole number of bytes (a share is written 0.5 or 50%%, a size with a unit as 1.5GiB)", num)
+	}
+	if exact && r.IsInt() {
+		n := new(big.Int).Mul(r.Num(), big.NewInt(int64(mult)))
+		if n.Cmp(big.NewInt(maxSize)) > 0 {
+			return 0, tooLarge()
+		}
+		return n.Int64(), nil
 	}
 	return int64(f * mult), nil
 }

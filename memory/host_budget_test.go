@@ -133,3 +133,22 @@ func TestNewHostBudgetZeroIsNoBudget(t *testing.T) {
 	memory.NewHostBudget(-1, "test")
 	t.Fatal("a negative limit did not panic")
 }
+
+// TestParseHostMemoryWholeCountWithPoint: a whole byte count written with
+// a point ("9007199254740993.0") is read exactly, as one without is: it
+// went through a float64, which rounded it to 9007199254740992, read
+// 2^62-1 as 2^62 and took 2^62+1, past the largest size, as 2^62.
+func TestParseHostMemoryWholeCountWithPoint(t *testing.T) {
+	for in, want := range map[string]int64{
+		"9007199254740993.0": 1<<53 + 1, "9007199254740993.000B": 1<<53 + 1,
+		"4611686018427387903.0": 1<<62 - 1, "4611686018427387904.0": 1 << 62, "1e3": 1000,
+	} {
+		got, err := memory.ParseHostMemory(in, 0)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	for _, in := range []string{"4611686018427387905.0", "4611686018427387905.0B"} {
+		got, err := memory.ParseHostMemory(in, 0)
+		require.ErrorContains(t, err, "more than the largest size", "%s read as %d", in, got)
+	}
+}
