@@ -87,7 +87,11 @@ func LinearCrossEntropy(h, w *Var, targets *tensor.Tensor, chunkRows int) *Var {
 	case chunkRows < 0:
 		panic(&tensor.OpError{Op: "autograd." + op, Msg: fmt.Sprintf("chunk of %d rows", chunkRows), Err: tensor.ErrArgument})
 	}
-	pr := precisionOf(h.Value, w.Value)
+	// The op's context is its operands', the targets' included: that of
+	// its output, where Record decides whether to record, also for h and
+	// w kept (a chain of ops on parameters alone meeting the caller's data
+	// here).
+	pr := precisionOf(h.Value, w.Value, targets)
 	c := pr.c
 	if N == 0 {
 		return noRowsLoss(op, pr, h, w)
