@@ -226,14 +226,21 @@ func LinearCrossEntropy(h, w *Var, targets *tensor.Tensor, chunkRows int) *Var {
 		defer g1.Release()
 		gs := tensor.Div(g1, div) // the incoming gradient over n
 		defer gs.Release()
+		// dh and dw are half for half h and w outside autocast (half
+		// products): scaled in gs's dtype, as arithmetic runs in float32.
+		scaled := func(d *tensor.Tensor) *tensor.Tensor {
+			d, done := inDType(d, gs.DType())
+			defer done()
+			return tensor.Mul(d, gs)
+		}
 		var gh, gw *tensor.Tensor
 		if dh != nil {
-			p := tensor.Mul(dh, gs)
+			p := scaled(dh)
 			gh = retype(p.Reshape(hs...), hdt)
 			p.Release()
 		}
 		if dw != nil {
-			gw = tensor.Mul(dw, gs)
+			gw = scaled(dw)
 			if vp != V {
 				g := gw.Narrow(0, 0, V) // the padded rows' gradient is zero
 				gw.Release()
