@@ -109,19 +109,29 @@ func layerNorm(x, w, b *Var, eps float64, dt tensor.DType) *Var {
 	}, mean, rstd).reads(bit(0, true)|bit(1, true), false)
 }
 
-// Embedding gathers rows of table (V, D) at int32 ids.
+// Embedding gathers rows of table (V, D) at int32 ids. The gradient of a
+// bfloat16 or float16 table is scattered in float32 and returned in the
+// table's dtype.
 func Embedding(table *Var, ids *tensor.Tensor) *Var {
 	args("Embedding", "table", table)
 	out := tensor.Embedding(table.Value, ids)
 	rows := table.Value.Dim(0)
 	inputs := []*Var{table}
 	ids = aliasFor(ids, out, inputs) // backward's own reference: the caller may release ids
+	dt := table.Value.DType()
 	v := Record("Embedding", out, inputs, func(g *tensor.Tensor) []*tensor.Tensor {
 		if dst := gradInPlace(table, g); dst != nil {
 			tensor.EmbeddingBackwardInto(dst, ids, g)
 			return []*tensor.Tensor{nil}
 		}
-		return []*tensor.Tensor{tensor.EmbeddingBackward(ids, g, rows)}
+		// A half table's gradient (outside autocast) is scattered in
+		// float32, as arithmetic runs there, and returned in its dtype.
+		if g.DType().IsHalf() {
+			g32 := g.To(tensor.Float32)
+			defer g32.Release()
+			g = g32
+		}
+		return []*tensor.Tensor{retype(tensor.EmbeddingBackward(ids, g, rows), dt)}
 	}, ids).reads(0, false)
 	releaseUnrecorded(v, ids)
 	return v
@@ -130,7 +140,8 @@ func Embedding(table *Var, ids *tensor.Tensor) *Var {
 // gradInPlace is the gradient of table that an embedding's backward may
 // add its rows into directly: a leaf's Grad that holds other contributions
 // already (a tied embedding's, which the output head gave first), of g's
-// dtype, contiguous; nil otherwise. Adding into it saves the (rows, D)
+// dtype, not a half one (arithmetic runs in float32: the engine adds the
+// rows to it through float32, rounded once), contiguous; nil otherwise. Adding into it saves the (rows, D)
 // gradient the engine would add and free: gpt2-medium's vocabulary table,
 // 196 MiB in float32, at the end of backward, where the step's gradients
 // are all held. A region's input (Var.regionIn) may hold as its Grad a
@@ -138,7 +149,7 @@ func Embedding(table *Var, ids *tensor.Tensor) *Var {
 // (Add hands both its inputs views of one tensor); such a Grad is not
 // written in place, as keepGrad does not write it.
 func gradInPlace(table *Var, g *tensor.Tensor) *tensor.Tensor {
-	if table.node != nil || !table.requiresGrad || table.Grad == nil || table.Grad.DType() != g.DType() || !table.Grad.IsContiguous() ||
+	if table.node != nil || !table.requiresGrad || table.Grad == nil || table.Grad.DType() != g.DType() || g.DType().IsHalf() || !table.Grad.IsContiguous() ||
 		table.regionIn && !table.Grad.Sole() ||
 		stateOf(tensor.CtxOf(g)).capturing.Load() > 0 { // Grad: no leaf's Grad changes
 		return nil

@@ -23,9 +23,9 @@
 // layers that cannot run with it (NewGPT, NewLayerNorm, NewRMSNorm: their
 // arithmetic is float32 or float64; keep float32 parameters and use
 // amp.Autocast for half-precision compute; Linear and Embedding accept
-// half parameters and run forward on half inputs, Linear's backward too,
-// but they cannot be trained: AdamW and SGD refuse half parameters and
-// Embedding's backward a half table, errors wrapping tensor.ErrDType) or
+// half parameters and run forward and backward on half inputs, their
+// gradients in the parameters' dtype, but they cannot be trained: AdamW
+// and SGD refuse half parameters, errors wrapping tensor.ErrDType) or
 // a layer given twice is an error wrapping tensor.ErrArgument
 // (errors.Is), and running out of memory returns the memory error
 // (memory.ErrOutOfMemory) with nothing left allocated. Must wraps a
