@@ -94,7 +94,10 @@ func leadingRows(shape []int) int {
 
 // Linear returns x @ wᵀ + b for x (..., in), w (out, in) and optional b
 // (out), the layout of PyTorch's nn.Linear. The batch axes of x are folded
-// into one GEMM for the forward and each backward product.
+// into one GEMM for the forward and each backward product. Outside
+// autocast bfloat16 or float16 operands are multiplied as they are, and
+// each gradient is returned in its operand's dtype (the bias's summed in
+// float32).
 func Linear(x, w, b *Var) *Var {
 	args("Linear", "x w b?", x, w, b)
 	return linear(x, w, b, false)
@@ -307,9 +310,13 @@ func linearParamGrads(ps *products, g2, a *tensor.Tensor, w, b *Var) (gw, gb *te
 	case needs(w):
 		gw = foldedTN(ps, g2, a) // (out, N) @ (N, in)
 	case wantB:
-		g, done := inDType(g2, b.Value.DType()) // a half output gradient (takesHalfGrad) widened
+		// A half output gradient is summed in float32: under autocast for
+		// a float32 b (takesHalfGrad), outside it for a half b, whose
+		// gradient is returned in its dtype (arithmetic runs in float32).
+		dt := b.Value.DType()
+		g, done := inDType(g2, arithDType(dt))
 		defer done()
-		gb = tensor.Sum(g, false, 0)
+		gb = retype(tensor.Sum(g, false, 0), dt)
 	}
 	return gw, gb
 }

@@ -229,6 +229,16 @@ func inDType(t *tensor.Tensor, dt tensor.DType) (*tensor.Tensor, func()) {
 	return c, c.Release
 }
 
+// arithDType is the dtype in which arithmetic on values of dtype dt runs:
+// float32 for a half dt (the tensor package's arithmetic runs in float32
+// and float64), dt itself otherwise.
+func arithDType(dt tensor.DType) tensor.DType {
+	if dt.IsHalf() {
+		return tensor.Float32
+	}
+	return dt
+}
+
 // release frees the low-precision copies.
 func (ps *products) release() {
 	for _, l := range ps.low {
