@@ -194,7 +194,10 @@ func releaseUnrecorded(v *Var, saved ...*tensor.Tensor) {
 // products' dtype (tensor.UnaryTo), and u may be in that dtype too (the
 // hidden product made by LinearHalf, as PyTorch's autocast makes it): the
 // GELU and its gradient read it widened to float32, and the gradient of u
-// is in its dtype.
+// is in its dtype. Outside autocast bfloat16 or float16 u, w and b are
+// taken as they are, as Linear takes them: the GELU is rounded to u's
+// dtype, its gradient computed in float32, and each gradient is returned
+// in its operand's dtype.
 func GeluLinear(u, w, b *Var) *Var {
 	args("GeluLinear", "u w b?", u, w, b)
 	return geluLinear(u, w, b, false)
@@ -243,6 +246,9 @@ func geluLinear(u, w, b *Var, keep bool) *Var {
 		if needs(u) {
 			ps.with(w.Value, wl)
 			da := ps.mm(g2, w.Value, false, false, 1) // (N, out) @ (out, in)
+			// Outside autocast the product of half operands is half: the
+			// GELU gradient reads it in float32 (arithmetic runs there).
+			da = retype(da, arithDType(da.DType()))
 			uf := flat2D(u.Value)
 			dt := uf.DType() // under autocast, the half type when u's op takes it
 			if wantsHalfGrad(u, pr.st.DType) {
