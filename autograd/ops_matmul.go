@@ -8,7 +8,8 @@ import (
 
 // MatMul returns a @ b for (..., m, k) @ (..., k, n) with broadcast batch
 // axes. Backward: da = g @ bᵀ, db = aᵀ @ g, each summed over the batch
-// axes its operand was broadcast along.
+// axes its operand was broadcast along (in float32 for half operands
+// outside autocast, the gradient returned in the operand's dtype).
 //
 // Like every product of this package, it follows the autocast state of its
 // context (package amp): inside a region the operands are cast to the
@@ -39,14 +40,18 @@ func MatMul(a, b *Var) *Var {
 }
 
 // sumTo returns p summed down to shape, releasing p, or p itself when it
-// already has that shape.
+// already has that shape. A half p (a product of half operands outside
+// autocast) is summed in float32, as arithmetic runs there, and the sum
+// returned in p's dtype.
 func sumTo(p *tensor.Tensor, shape []int) *tensor.Tensor {
 	if slices.Equal(p.Shape(), shape) {
 		return p
 	}
+	dt := p.DType()
+	p = retype(p, arithDType(dt))
 	r := tensor.SumTo(p, shape)
 	p.Release()
-	return r
+	return retype(r, dt)
 }
 
 // foldedTN returns x2ᵀ y2, where x (..., p) and y (..., q) with the same
