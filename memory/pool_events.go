@@ -182,10 +182,16 @@ func (p *Pool) reuseWaiting(rounded int64, s Stream) (*Block, error) {
 // device's stream would run dry behind it.
 func (p *Pool) waitFor(rounded int64, s Stream) (*Block, error) {
 	for len(p.pending) > 0 {
-		if err := p.sync.Wait(p.pending[0].ev); err != nil {
-			return nil, fmt.Errorf("memory: pool %s: waiting for stream %#x: %w", p.name, uintptr(p.pending[0].s), err)
+		e := p.pending[0]
+		if err := p.sync.Wait(e.ev); err != nil {
+			return nil, fmt.Errorf("memory: pool %s: waiting for stream %#x: %w", p.name, uintptr(e.s), err)
 		}
-		_ = p.processEvents(false) // the waited-for event is done: at least its block is reclaimed
+		// Settled on Wait's word, not Done's, which may not know (a
+		// StreamSync that cannot query without blocking): asking Done
+		// would leave it pending, and the pool waiting for it for ever.
+		p.pending = slices.Delete(p.pending, 0, 1)
+		p.settle(e)
+		_ = p.processEvents(false) // others may be done by now
 		if b := p.takeFree(rounded, s); b != nil {
 			return b, nil
 		}
