@@ -176,7 +176,8 @@ type Scheduler struct {
 	refused        bool
 	quiet, retries int
 	forgotten      bool // capacity forgotten at least once
-	// moved is the manager's MigrateOn bytes at the last Step.
+	// moved is the manager's MigrateOn bytes at the last Step (before
+	// the first, when NewScheduler made it).
 	moved int64
 	// closed: Close was called; replaced: a later NewScheduler took its
 	// place. Either way Step and Track fail with ErrClosed.
@@ -212,7 +213,7 @@ func (m *Manager) NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 	if m.closed {
 		return nil, fmt.Errorf("memory: NewScheduler after close: %w", ErrClosed)
 	}
-	s.peak = s.demand()
+	s.peak, s.moved = s.demand(), m.asyncMoves.Bytes
 	if old := m.sched; old != nil {
 		old.replaced = true
 		old.tracked = map[*Allocation]*trackState{}
@@ -359,9 +360,10 @@ type Plan struct {
 	// unless the demand grows. A plan with nothing moved and nothing
 	// pending is settled: the steps after it run as this one did.
 	Pending int64
-	// Moved is the bytes MigrateOn moved since the last Step: activations
-	// that waited in host memory between the passes (checkpoint.Offload)
-	// and came back, bus traffic that is the step's own, not the plan's.
+	// Moved is the bytes MigrateOn moved since the last Step (for the
+	// first, since NewScheduler): activations that waited in host memory
+	// between the passes (checkpoint.Offload) and came back, bus traffic
+	// that is the step's own, not the plan's.
 	Moved int64
 	// Entries are the tracked allocations, coldest first (fewest touches
 	// a step), larger first among equals, then by address.
