@@ -20,8 +20,9 @@ func format(t *Tensor) string {
 		return b.String()
 	}
 	shown := shownValues(t, 0)
+	// Released also when reading it to the host fails (out of memory).
+	defer shown.Release()
 	vals := shown.Float64s() // exact for int32
-	shown.Release()
 	verb := "%.4g"
 	if !t.dtype.IsFloat() {
 		verb = "%.0f"

@@ -1,10 +1,12 @@
 package tensor_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-ml/strata/memory/memtest"
 	"github.com/strata-ml/strata/tensor"
 )
 
@@ -30,4 +32,27 @@ func TestStringOfAHugeBroadcastView(t *testing.T) {
 		v := tensor.FromFloat32s(cpu, []float32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, 8, 2)
 		require.Equal(t, "Tensor(float32 [8 2] on cpu,\n[[1, 2],\n [3, 4],\n [5, 6],\n ...,\n [11, 12],\n [13, 14],\n [15, 16]])", v.String())
 	})
+}
+
+// String that runs out of memory partway (fmt prints the String method's
+// panic) leaves no tensor behind: the copy of the shown values was not
+// released when reading it to the host failed, so it stayed allocated,
+// outside any scope, until the garbage collector's safety net found it.
+func TestStringOutOfMemoryLeaksNothing(t *testing.T) {
+	x := tensor.FromFloat32s(cpu, []float32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}, 2, 7)
+	tensor.Keep(x)
+	defer x.Release()
+	m := cpu.Memory()
+	for n := int64(1); ; n++ {
+		before := memtest.Settled(m)
+		m.FailAllocation(n)
+		s := fmt.Sprint(x)
+		if m.FailAllocation(0) == 0 { // String made fewer than n allocations
+			require.Equal(t, "Tensor(float32 [2 7] on cpu,\n[[1, 2, 3, ..., 5, 6, 7],\n [8, 9, 10, ..., 12, 13, 14]])", s)
+			require.Greater(t, n, int64(2))
+			return
+		}
+		require.Contains(t, s, "injected failure", "allocation %d", n)
+		require.Equal(t, before, m.InUse(), "bytes in use after String's allocation %d failed", n)
+	}
 }
