@@ -335,12 +335,26 @@ func TestBadInputFailsCleanly(t *testing.T) {
 	add("FusedCausalAttentionQKVBackward dy shape", "FusedCausalAttentionQKVBackward", tensor.ErrShape, func() {
 		tensor.FusedCausalAttentionQKVBackward(qkv, qkvY, qkvLSE, qkvLSE, 2, 0, 1, 0)
 	})
-	add("FusedCausalAttentionBackward out dtype", "FusedCausalAttentionBackward", tensor.ErrShape, func() {
+	add("FusedCausalAttentionQKVBackward dy dtype", "FusedCausalAttentionQKVBackward", tensor.ErrDType, func() {
+		dy64 := qkvY.To(tensor.Float64)
+		defer dy64.Release()
+		tensor.FusedCausalAttentionQKVBackward(qkv, qkvY, qkvLSE, dy64, 2, 0, 1, 0)
+	})
+	add("FusedCausalAttentionQKVBackward lse dtype", "FusedCausalAttentionQKVBackward", tensor.ErrDType, func() {
+		lse64 := qkvLSE.To(tensor.Float64)
+		defer lse64.Release()
+		tensor.FusedCausalAttentionQKVBackward(qkv, qkvY, lse64, qkvY, 2, 0, 1, 0)
+	})
+	// A dtype other than the accumulation dtype is ErrDType (it was
+	// ErrShape, whatever the operand's shape), a wrong shape ErrShape.
+	add("FusedCausalAttentionBackward out dtype", "FusedCausalAttentionBackward", tensor.ErrDType, func() {
 		q64 := q.To(tensor.Float64)
 		defer q64.Release()
 		tensor.FusedCausalAttentionBackward(q, q, q, q64, lse, q, 0, 1, 0)
 	})
-	add("FusedCausalAttentionBackward lse", "FusedCausalAttentionBackward", tensor.ErrShape, func() { tensor.FusedCausalAttentionBackward(q, q, q, q, lse64, q, 0, 1, 0) })
+	add("FusedCausalAttentionBackward dout shape", "FusedCausalAttentionBackward", tensor.ErrShape, func() { tensor.FusedCausalAttentionBackward(q, q, q, q, lse, lse, 0, 1, 0) })
+	add("FusedCausalAttentionBackward lse dtype", "FusedCausalAttentionBackward", tensor.ErrDType, func() { tensor.FusedCausalAttentionBackward(q, q, q, q, lse64, q, 0, 1, 0) })
+	add("FusedCausalAttentionBackward lse shape", "FusedCausalAttentionBackward", tensor.ErrShape, func() { tensor.FusedCausalAttentionBackward(q, q, q, q, q, q, 0, 1, 0) })
 	add("FusedCausalAttentionBackward released", "FusedCausalAttentionBackward", tensor.ErrReleased, func() { tensor.FusedCausalAttentionBackward(q, q, q, q, lse, rel, 0, 1, 0) })
 	add("FusedCausalAttentionBackward nil", "FusedCausalAttentionBackward", tensor.ErrArgument, func() { tensor.FusedCausalAttentionBackward(q, q, q, nil, lse, q, 0, 1, 0) })
 

@@ -73,11 +73,11 @@ func FusedCausalAttentionBackward(q, k, v, out, lse, dout *Tensor, p float64, se
 	acc := AccumDType(q.dtype)
 	for _, x := range []*Tensor{out, dout} {
 		if x.dtype != acc || !shapeEq(x.shape, q.shape) {
-			fail(op, ErrShape, "out/dout %v %v for q %v %v: want %v %v", x.dtype, x.shape, q.dtype, q.shape, acc, q.shape)
+			fail(op, dtypeOrShape(x.dtype, acc), "out/dout %v %v for q %v %v: want %v %v", x.dtype, x.shape, q.dtype, q.shape, acc, q.shape)
 		}
 	}
 	if lse.dtype != acc || !shapeEq(lse.shape, q.shape[:len(q.shape)-1]) {
-		fail(op, ErrShape, "lse %v %v for q %v", lse.dtype, lse.shape, q.shape)
+		fail(op, dtypeOrShape(lse.dtype, acc), "lse %v %v for q %v", lse.dtype, lse.shape, q.shape)
 	}
 	fa := attentionBackend(op, q)
 	cs, release := contigAll(q, k, v, out, lse, dout)
@@ -115,6 +115,16 @@ func attentionShape(op string, q, k, v *Tensor, p float64) (bh, t, hd int) {
 		return 0, t, hd
 	}
 	return q.Numel() / (t * hd), t, hd
+}
+
+// dtypeOrShape is the sentinel of an operand that is not of dtype want
+// and the shape wanted: ErrDType when its dtype dt is not want, else
+// ErrShape.
+func dtypeOrShape(dt, want DType) error {
+	if dt != want {
+		return ErrDType
+	}
+	return ErrShape
 }
 
 func attentionBackend(op string, q *Tensor) fusedAttention {

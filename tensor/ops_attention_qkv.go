@@ -114,11 +114,11 @@ func FusedCausalAttentionQKVBackwardMode(qkv, y, lse, dy *Tensor, heads int, p f
 	acc := AccumDType(qkv.dtype)
 	for _, x := range []*Tensor{y, dy} {
 		if x.dtype != acc || !shapeEq(x.shape, []int{b, t, c}) {
-			fail(op, ErrShape, "y/dy %v %v for qkv %v %v: want %v [%d %d %d]", x.dtype, x.shape, qkv.dtype, qkv.shape, acc, b, t, c)
+			fail(op, dtypeOrShape(x.dtype, acc), "y/dy %v %v for qkv %v %v: want %v [%d %d %d]", x.dtype, x.shape, qkv.dtype, qkv.shape, acc, b, t, c)
 		}
 	}
 	if lse.dtype != acc || !shapeEq(lse.shape, []int{b, heads, t}) {
-		fail(op, ErrShape, "lse %v %v for qkv %v and %d heads: want %v [%d %d %d]", lse.dtype, lse.shape, qkv.shape, heads, acc, b, heads, t)
+		fail(op, dtypeOrShape(lse.dtype, acc), "lse %v %v for qkv %v and %d heads: want %v [%d %d %d]", lse.dtype, lse.shape, qkv.shape, heads, acc, b, heads, t)
 	}
 	fa := attentionBackend(op, qkv)
 	cs, done := contigAll(qkv, y, lse, dy)
