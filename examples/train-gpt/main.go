@@ -91,6 +91,7 @@ type options struct {
 	dropSet   bool         // -dropout was given (else the config's)
 	resume    string       // -resume, -state, -save-every, -max-skips: resume.go, trainsave.go, trainloop.go, step.go
 	fromSaved []string     // the flags -resume took from the saved run ("-out X"; resumeFlags)
+	seedGiven *uint64      // a -seed given with -resume other than the saved run's, which it replaced (resumeFlags); nil: none
 	state     string
 	saveEvery int
 	maxSkips  int

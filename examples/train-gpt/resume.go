@@ -121,7 +121,7 @@ func outputs(o *options) runOutputs {
 // -loss-log, -loss-plot, -eval-every, -save-every, -sample, -max-skips),
 // so that "-resume FILE" alone continues the run exactly. A flag given
 // keeps its value (restoreState notes one that differs from the saved
-// run's). A key a state saved by an older train-gpt lacks leaves its flags
+// run's), but -seed, which is the saved run's (noted as ignored). A key a state saved by an older train-gpt lacks leaves its flags
 // to their defaults, as before; a header that cannot be read is left for
 // checkFiles and the load to report. -attention and the device's flags
 // are not taken: auto chooses for the device the run is resumed on. The
@@ -190,6 +190,13 @@ func (o *options) resumeFlags(fs *flag.FlagSet) error {
 			if has(v[0]) {
 				vals = append(vals, [2]string{v[1], v[2]})
 			}
+		}
+		// -seed is the saved run's even when given: the model draws its
+		// dropout seeds from it when it is built, before the state is
+		// read. One given that differs is noted as ignored (restoreState).
+		if has("seed") && set["seed"] && o.seed != s.Seed {
+			given := o.seed
+			o.seedGiven, o.seed = &given, s.Seed
 		}
 		if s.Precision != "" {
 			vals = append(vals, [2]string{"precision", s.Precision})
@@ -374,7 +381,11 @@ func (t *trainer) restoreState(path string, o *options, hist *lossHistory) (step
 	if err := json.Unmarshal([]byte(meta[keyRun]), &saved); err != nil {
 		return 0, 0, 0, bad(keyRun)
 	}
-	if err := compareRuns(saved, identity(o, t), os.Stderr); err != nil {
+	now := identity(o, t)
+	if o.seedGiven != nil { // resumeFlags replaced it by the saved one
+		now.Seed = *o.seedGiven
+	}
+	if err := compareRuns(saved, now, os.Stderr); err != nil {
 		// The flags contradict the state: a bad flag (status 2).
 		return 0, 0, 0, &cli.ExitError{Code: 2, Msg: fmt.Sprintf("-resume %s: %v", path, err)}
 	}
