@@ -348,6 +348,11 @@ func TestLogTicks(t *testing.T) {
 	}
 	require.Equal(t, []string{"1.2", "1.5", "2", "3", "4", "5"}, labels(1.1, 5.6))
 	require.Equal(t, []string{"0.001", "0.002", "0.005", "0.01", "0.02", "0.05", "0.1", "0.2", "0.5", "1", "2", "5"}, labels(0.001, 6))
+	// A narrow range (a short run, or one whose loss stalled) that holds
+	// none of those multiples, or one: the axis had no number on it.
+	for _, r := range [][2]float64{{5.365, 5.578}, {2.3, 2.5}, {1.9, 2.1}} {
+		require.GreaterOrEqual(t, len(labels(r[0], r[1])), 2, "%v", r)
+	}
 }
 
 // Any file is read or refused with an error naming it, never a panic,

@@ -161,7 +161,9 @@ func writeLossPlot(ctx context.Context, path, title string, h *lossHistory) erro
 // logTicks labels a logarithmic loss axis at 1, 1.2, 1.5, 2, 3, 4, 5, 6 and 8
 // times the powers of ten in range (gonum's LogTicks labels only the
 // powers of ten, and a loss curve often spans none), or at 1, 2 and 5
-// times them over a wide range; the others are unlabelled.
+// times them over a wide range; the others are unlabelled. A range that
+// holds fewer than two of them (a short run, or a loss that stalled:
+// 5.36 to 5.58) gets gonum's linear ticks, which label it.
 type logTicks struct{}
 
 func (logTicks) Ticks(lo, hi float64) []plot.Tick {
@@ -182,6 +184,9 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 				}
 				ticks = append(ticks, t)
 			}
+		}
+		if labelled < 2 {
+			return plot.DefaultTicks{}.Ticks(lo, hi)
 		}
 		if labelled <= 10 {
 			break
