@@ -15,10 +15,11 @@ import (
 )
 
 // TestConfigJSONNotReadable: a config.json beside the weights that is a
-// named pipe, a directory, not JSON or of a negative n_head is the file's
-// error (status 1), naming it: the pipe blocked the run for ever (and
-// /dev/zero grew until the process died), the others were passed over
-// and the heads guessed.
+// named pipe, a directory, a sparse terabyte, not JSON or of a negative
+// n_head is the file's error (status 1), naming it: the pipe blocked the
+// run for ever (and /dev/zero grew until the process died, as did the
+// terabyte's allocation), the others were passed over and the heads
+// guessed.
 func TestConfigJSONNotReadable(t *testing.T) {
 	_, bare := testWeights(t, testCfg, false, nn.LayoutHF)
 	cfgJSON := filepath.Join(filepath.Dir(bare), "config.json")
@@ -31,6 +32,12 @@ func TestConfigJSONNotReadable(t *testing.T) {
 		{"a directory", func() error { return os.Mkdir(cfgJSON, 0o755) }, cfgJSON + " is a directory"},
 		{"not JSON", func() error { return os.WriteFile(cfgJSON, []byte(`{"n_head": 2,`), 0o644) }, cfgJSON + ": not a config.json of n_head"},
 		{"a negative n_head", func() error { return os.WriteFile(cfgJSON, []byte(`{"n_head": -2}`), 0o644) }, cfgJSON + ": n_head -2"},
+		{"a sparse terabyte", func() error { // its allocation killed the process
+			if err := os.WriteFile(cfgJSON, []byte(`{"n_head": 2}`), 0o644); err != nil {
+				return err
+			}
+			return os.Truncate(cfgJSON, 1<<40)
+		}, cfgJSON + " is 1099511627776 bytes, more than the 4194304 bytes it may be"},
 	} {
 		require.NoError(t, os.RemoveAll(cfgJSON))
 		require.NoError(t, tc.make(), tc.what)

@@ -501,15 +501,20 @@ func sizes(c nn.GPTConfig) string {
 	return fmt.Sprintf("vocabulary %d, context %d, %d layers, width %d", c.Vocab, c.Context, c.Layers, c.Width)
 }
 
+// maxHFConfig is the most bytes readHFHeads reads of a config.json: GPT-2's
+// is under 1 KiB, and the largest models' a few KiB.
+const maxHFConfig = 4 << 20
+
 // readHFHeads is n_head from a Hugging Face config.json, or 0 where
 // there is no such file or it gives none. A config.json that is there
-// but is not a regular file, cannot be read, is not JSON or gives a
-// negative n_head is an error naming it: os.ReadFile of a named pipe
-// blocked for ever and of /dev/zero grew until the process died, and a
-// file passed over left the heads to width/64, a guess that, wrong, makes
-// the model's output garbage without a word.
+// but is not a regular file, is larger than maxHFConfig, cannot be read,
+// is not JSON or gives a negative n_head is an error naming it:
+// os.ReadFile of a named pipe blocked for ever and of /dev/zero grew
+// until the process died, as did the allocation of a sparse terabyte's,
+// and a file passed over left the heads to width/64, a guess that, wrong,
+// makes the model's output garbage without a word.
 func readHFHeads(path string) (int, error) {
-	b, err := atomicfile.ReadRegular(path)
+	b, err := atomicfile.ReadRegular(path, maxHFConfig)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return 0, nil

@@ -286,22 +286,36 @@ func RemoveStale(path string) ([]string, error) {
 // ErrNotRegular is what NotRegular's errors are taken for (errors.Is).
 var ErrNotRegular = errors.New("not a regular file")
 
+// ErrTooLarge is what ReadRegular's error for a file larger than its
+// limit is taken for (errors.Is).
+var ErrTooLarge = errors.New("file too large")
+
 // ReadRegular reads the whole of path, which must be a regular file (a
-// symbolic link to one is followed): os.ReadFile of a device such as
-// /dev/zero never ends, growing its buffer without bound, and of a named
-// pipe blocks. Loaders of model files call it.
-func ReadRegular(path string) ([]byte, error) {
+// symbolic link to one is followed) of at most limit bytes: os.ReadFile
+// of a device such as /dev/zero never ends, growing its buffer without
+// bound, and of a named pipe blocks; and a larger file (a sparse one of
+// a terabyte) is an error naming it and both sizes, wrapping
+// ErrTooLarge, rather than an allocation of its size, which Go cannot
+// turn into an error: the process dies. Loaders of model files call it.
+func ReadRegular(path string, limit int64) ([]byte, error) {
 	f, fi, err := OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if fi.Size() > limit {
+		return nil, fmt.Errorf("%s is %d bytes, more than the %d bytes it may be: %w", path, fi.Size(), limit, ErrTooLarge)
+	}
 	// Read to the end, as os.ReadFile does, not just the size stat gave: a
 	// file that grew since was cut short without a word, and files such
-	// as /proc's, which stat as empty, read as nothing.
+	// as /proc's, which stat as empty, read as nothing. A byte past limit
+	// is read to tell a file that grew past it.
 	buf := bytes.NewBuffer(make([]byte, 0, fi.Size()+bytes.MinRead))
-	if _, err := buf.ReadFrom(f); err != nil {
+	if _, err := buf.ReadFrom(io.LimitReader(f, limit+1)); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if int64(buf.Len()) > limit {
+		return nil, fmt.Errorf("%s grew past the %d bytes it may be while it was read: %w", path, limit, ErrTooLarge)
 	}
 	return buf.Bytes(), nil
 }

@@ -275,13 +275,13 @@ func TestReadRegularReadsToTheEnd(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "w.bin")
 	want := []byte(strings.Repeat("strata ", 1000))
 	require.NoError(t, os.WriteFile(path, want, 0o644))
-	got, err := ReadRegular(path)
+	got, err := ReadRegular(path, 1<<20)
 	require.NoError(t, err)
 	require.Equal(t, want, got)
 	if _, err := os.Stat("/proc/self/status"); err != nil {
 		t.Skip("no /proc here")
 	}
-	got, err = ReadRegular("/proc/self/status")
+	got, err = ReadRegular("/proc/self/status", 1<<20)
 	require.NoError(t, err)
 	require.Contains(t, string(got), "Name:")
 }
@@ -303,4 +303,35 @@ func TestSyncDirUnsupported(t *testing.T) {
 		t.Skipf("syncing /proc gives %v here, not EINVAL", err)
 	}
 	require.NoError(t, syncDir("/proc"))
+}
+
+// TestReadRegularRefusesOverLimit: a file larger than ReadRegular's limit
+// (a sparse one, of no disk) is an error naming it and both sizes,
+// wrapping ErrTooLarge: its size was allocated whole, and a terabyte's
+// allocation killed the process with a fatal out of memory.
+func TestReadRegularRefusesOverLimit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"n_head": 2}`), 0o644))
+	const size = 1 << 40
+	require.NoError(t, os.Truncate(path, size))
+	_, err := ReadRegular(path, 1<<20)
+	require.ErrorIs(t, err, ErrTooLarge)
+	require.ErrorContains(t, err, path)
+	require.ErrorContains(t, err, "1099511627776 bytes")
+	require.ErrorContains(t, err, "1048576 bytes")
+
+	// At the limit it is read; one byte over is refused, and so is a file
+	// that Stat gave as smaller but reads as more (/proc's).
+	require.NoError(t, os.Truncate(path, 100))
+	got, err := ReadRegular(path, 100)
+	require.NoError(t, err)
+	require.Len(t, got, 100)
+	_, err = ReadRegular(path, 99)
+	require.ErrorIs(t, err, ErrTooLarge)
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		t.Skip("no /proc here")
+	}
+	_, err = ReadRegular("/proc/self/status", 10) // stats as empty
+	require.ErrorIs(t, err, ErrTooLarge)
+	require.ErrorContains(t, err, "grew past the 10 bytes")
 }
