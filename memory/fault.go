@@ -38,12 +38,14 @@ var armedFault atomic.Pointer[faultPlan]
 func (m *Manager) FailAllocation(n int64) (injected int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if old := armedFault.Load(); old != nil && old.m == m {
+	old := armedFault.Load()
+	if old != nil && old.m == m {
 		injected = old.hit.Load()
 	}
 	if n <= 0 {
-		if old := armedFault.Load(); old != nil && old.m == m {
-			armedFault.Store(nil)
+		if old != nil && old.m == m {
+			// Only m's plan: another manager may have armed since the load.
+			armedFault.CompareAndSwap(old, nil)
 		}
 		return injected
 	}
