@@ -94,16 +94,16 @@ func (t *Tensor) Sole() bool {
 }
 
 // Release drops the tensor's reference to its storage; the memory goes
-// back to the pool when no view refers to it. Releasing twice is a no-op.
-// Using a released tensor panics with ErrReleased.
+// back to the pool when no view refers to it. Releasing twice is a no-op,
+// also from goroutines releasing t at once: exactly one drops the
+// reference. Using a released tensor panics with ErrReleased.
 func (t *Tensor) Release() {
-	if t == nil || t.ref.released.Load() {
+	if t == nil || !t.ref.released.CompareAndSwap(false, true) {
 		return
 	}
 	if t.scope != nil {
 		untrack(t)
 	}
-	t.ref.released.Store(true)
 	t.ref.st.release()
 }
 
