@@ -24,11 +24,19 @@ import (
 // products run in the region's dtype with float32 results, while the
 // softmax and its backward stay in float32, as PyTorch's autocast lists
 // say. A p outside [0, 1) (NaN included) panics with an *tensor.OpError
-// wrapping tensor.ErrArgument, as FusedCausalAttention does.
+// wrapping tensor.ErrArgument, as FusedCausalAttention does; a bf16 or
+// fp16 q, k or v with one wrapping tensor.ErrDType (FusedCausalAttention
+// takes them).
 func CausalAttention(q, k, v *Var, p float64, seed, offset uint64) *Var {
 	args("CausalAttention", "q k v", q, k, v)
 	if !(p >= 0 && p < 1) { // as the fused kernels' check: a NaN or negative p is not "no dropout"
 		panic(&tensor.OpError{Op: "autograd.CausalAttention", Msg: fmt.Sprintf("dropout probability %v not in [0, 1)", p), Err: tensor.ErrArgument})
+	}
+	for i, x := range []*Var{q, k, v} {
+		if dt := x.Value.DType(); dt.IsHalf() { // refused by the softmax, an op the caller never called
+			panic(&tensor.OpError{Op: "autograd.CausalAttention", Msg: fmt.Sprintf("%s is %v: its softmax runs in float32 and float64; "+
+				"FusedCausalAttention takes half-precision inputs (or cast them to float32 first)", "qkv"[i:i+1], dt), Err: tensor.ErrDType})
+		}
 	}
 	hd := q.Value.Dim(-1)
 	scale := 1 / math.Sqrt(float64(hd))
