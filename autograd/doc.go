@@ -16,7 +16,12 @@
 // vocabulary table: the output head's gradient came first) adds its rows
 // into that Grad in place (tensor.EmbeddingBackwardInto) instead of
 // handing the engine a (rows, D) gradient to add (not in a Grad pass,
-// which changes no Grad). The graph is consumed as it goes: after a node's backward has
+// which changes no Grad, nor into a half Grad, which the engine adds to
+// through float32, rounded once). Ops that take bf16 or fp16 operands
+// outside autocast (Linear, GeluLinear, MatMul, Embedding, the fused head
+// and attention) compute their gradients in float32 and return each in
+// its operand's dtype; the elementwise ops, reductions, softmax and
+// LayerNorm refuse half values at forward (tensor.ErrDType). The graph is consumed as it goes: after a node's backward has
 // run, its saved tensors, its output gradient and its output value are
 // released (unless the var was retained), so memory falls during the
 // backward pass. BackwardOpts with RetainGraph keeps the graph for
