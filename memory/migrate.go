@@ -173,6 +173,9 @@ func (m *Manager) rehome(a *Allocation, old, nb *Block, t Tier, moved *Moved) er
 	m.unspill(a) // placed on purpose now: no longer an overflow
 	moved.Count++
 	moved.Bytes += a.size
+	if m.sched != nil {
+		m.sched.onGrow()
+	}
 	if ferr != nil {
 		return fmt.Errorf("memory: %s for %s moved from %s to %s, but freeing its old block failed: %w", FormatBytes(a.size), a.role, from, t, ferr)
 	}

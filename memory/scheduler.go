@@ -268,12 +268,19 @@ func (s *Scheduler) onAlloc(a *Allocation) {
 	if s.roles[a.role] && a.size >= s.cfg.MinBytes {
 		s.tracked[a] = &trackState{seen: a.touches.Load()}
 	}
+	s.onGrow()
+}
+
+func (s *Scheduler) onFree(a *Allocation) { delete(s.tracked, a) }
+
+// onGrow raises the peak to the demand now, after an allocation or a move
+// between tiers (Migrate, MigrateOn: one into the device raises it); with
+// m.mu held.
+func (s *Scheduler) onGrow() {
 	if d := s.demand(); d > s.peak {
 		s.peak = d
 	}
 }
-
-func (s *Scheduler) onFree(a *Allocation) { delete(s.tracked, a) }
 
 // onSpill notes that the device tier refused an allocation, with err,
 // while it held held bytes (its demand: Pool.demand); with m.mu held. Only
