@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/strata-ml/strata/memory"
+	"github.com/strata-ml/strata/tensor/internal/cpukern"
 )
 
 // The creation functions are methods of Ctx: the new tensor belongs to c
@@ -216,7 +217,8 @@ func randCheck(op string, dt DType, rng *rand.Rand, shape []int) {
 // Arange returns the int32 or float values start, start+1, ..., start+n-1.
 // They must lie in int's range, and for int32 in its own (ErrArgument
 // otherwise). The tensor is allocated before the host buffer of its
-// values (see generated).
+// values, and on the CPU the values are written straight into it (see
+// generated).
 func (c *Ctx) Arange(dev Device, dt DType, start, n int) *Tensor {
 	if n < 0 {
 		fail("Arange", ErrShape, "negative length %d", n)
@@ -230,10 +232,12 @@ func (c *Ctx) Arange(dev Device, dt DType, start, n int) *Tensor {
 		}
 		t := mustNew("Arange", c, dev, Int32, []int{n})
 		return filled(t, func() {
-			ids := make([]int32, n)
-			for i := range ids {
-				ids[i] = int32(start + i)
+			if _, onCPU := dev.backend().(cpuBackend); onCPU {
+				cpukern.Arange(i32(t), int32(start), 1) // straight into the tensor: no Go buffer outside the budget
+				return
 			}
+			ids := make([]int32, n)
+			cpukern.Arange(ids, int32(start), 1)
 			uploadSlice(t, ids)
 		})
 	}
