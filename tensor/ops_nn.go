@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"math"
+	"slices"
 )
 
 // rowsCols views t as (rows, cols) over its last axis.
@@ -262,7 +263,8 @@ func Embedding(table, ids *Tensor) *Tensor {
 }
 
 // EmbeddingBackward returns the table gradient (rows, D): dout's rows
-// scatter-added at ids.
+// scatter-added at ids. dout has Embedding's output shape, ids.shape +
+// [D] (ErrShape otherwise, naming both shapes).
 func EmbeddingBackward(ids, dout *Tensor, rows int) *Tensor {
 	op := "EmbeddingBackward"
 	d := embeddingBackwardCheck(op, ids, dout, rows)
@@ -305,8 +307,8 @@ func embeddingBackwardCheck(op string, ids, dout *Tensor, rows int) int {
 		fail(op, ErrShape, "dout %v, %d rows: want dout (..., D) and rows >= 0", dout.shape, rows)
 	}
 	d := dout.shape[dout.Rank()-1]
-	if dout.Numel() != ids.Numel()*d {
-		fail(op, ErrShape, "dout %v for ids %v", dout.shape, ids.shape)
+	if !slices.Equal(dout.shape[:dout.Rank()-1], ids.shape) {
+		fail(op, ErrShape, "dout %v for ids %v: want ids' shape + [D], %v", dout.shape, ids.shape, append(ids.Shape(), d))
 	}
 	return d
 }
