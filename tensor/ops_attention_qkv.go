@@ -178,7 +178,9 @@ func inPlace(op string, fa fusedAttention, dt DType, b, t, c, heads int, mode At
 func qkvShape(op string, qkv *Tensor, heads int, p float64) (b, t, c, hd int) {
 	qkv.live(op)
 	sameFloat(op, qkv)
-	if qkv.Rank() != 3 || heads <= 0 || qkv.shape[2]%(3*heads) != 0 {
+	// 3C % 3 and C % heads, not 3C % (3*heads): that product can wrap
+	// around for an absurd head count.
+	if qkv.Rank() != 3 || heads <= 0 || qkv.shape[2]%3 != 0 || qkv.shape[2]/3%heads != 0 {
 		fail(op, ErrShape, "qkv %v with %d heads: want (B, T, 3C), C a multiple of the heads", qkv.shape, heads)
 	}
 	if qkv.shape[2] == 0 {
