@@ -34,23 +34,32 @@ func newProgress(o *options, done int) *progress {
 	p.start = p.now()
 	p.last = p.start
 	switch {
-	case o.quiet:
+	case o.quiet, done >= o.steps: // -quiet, or a complete state: nothing to train
 	case cli.IsTerminal(os.Stderr):
-		p.bar = progressbar.NewOptions(o.steps, progressbar.OptionSetWriter(os.Stderr),
-			progressbar.OptionSetWidth(30), progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true),
-			progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
-		p.bar.Set(done)
+		p.bar = newBar(os.Stderr, o.steps, done)
 	case o.progressEvery > 0:
 		p.w = os.Stderr
 	}
 	return p
 }
 
+// newBar is the progress bar, drawn on w, of a run of steps steps whose
+// first done are done (a resumed run's). It counts the steps left only:
+// the library has no starting value kept out of its rate, and the done
+// steps, set on it, would count as trained in no time (a rate and time
+// left far too optimistic until its rolling average forgets them).
+// update describes the step of -steps.
+func newBar(w io.Writer, steps, done int) *progressbar.ProgressBar {
+	return progressbar.NewOptions(steps-done, progressbar.OptionSetWriter(w),
+		progressbar.OptionSetWidth(30), progressbar.OptionSetPredictTime(true),
+		progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
+}
+
 // update reports step (1-based) done, with the smoothed loss and the
 // throughput so far.
 func (p *progress) update(step int, loss, tokS float64) {
 	if p.bar != nil {
-		p.bar.Describe(fmt.Sprintf("loss %.4f | %.0f tok/s", loss, tokS))
+		p.bar.Describe(fmt.Sprintf("step %d/%d | loss %.4f | %.0f tok/s", step, p.total, loss, tokS))
 		p.bar.Add(1)
 		return
 	}

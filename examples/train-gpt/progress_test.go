@@ -68,3 +68,22 @@ func TestProgressInALogFile(t *testing.T) {
 	require.Equal(t, 40, strings.Count(s, " ETA "), "a line a step at -progress-every 1ns")
 	require.Less(t, len(b), 20000)
 }
+
+// A resumed run's bar counts only the steps it trains: the steps of the
+// state took no time here, and counted they made the bar's rate and time
+// left far too optimistic (1,201 steps in the time of one). The step of
+// -steps is in the description.
+func TestProgressBarResumed(t *testing.T) {
+	var buf bytes.Buffer
+	p := &progress{bar: newBar(&buf, 6000, 1200), total: 6000, first: 1200}
+	s := p.bar.State()
+	require.EqualValues(t, 4800, s.Max, "the steps left")
+	require.Zero(t, s.CurrentNum)
+	p.update(1201, 1.5, 12345.6)
+	s = p.bar.State()
+	require.EqualValues(t, 1, s.CurrentNum)
+	require.EqualValues(t, 1, s.CurrentBytes, "the rate's count: this run's step")
+	require.Positive(t, s.SecondsSince)
+	require.InDelta(t, 4799, s.SecondsLeft/s.SecondsSince, 1e-6, "time left: 4,799 steps at the pace of the one trained")
+	require.Contains(t, buf.String(), "step 1201/6000")
+}
