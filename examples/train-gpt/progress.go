@@ -48,11 +48,15 @@ func newProgress(o *options, done int) *progress {
 // the library has no starting value kept out of its rate, and the done
 // steps, set on it, would count as trained in no time (a rate and time
 // left far too optimistic until its rolling average forgets them).
-// update describes the step of -steps.
+// update describes the step of -steps. Its clock starts now, before the
+// first step: started by its first drawing, after that step, it would
+// count the step as trained in no time.
 func newBar(w io.Writer, steps, done int) *progressbar.ProgressBar {
-	return progressbar.NewOptions(steps-done, progressbar.OptionSetWriter(w),
+	bar := progressbar.NewOptions(steps-done, progressbar.OptionSetWriter(w),
 		progressbar.OptionSetWidth(30), progressbar.OptionSetPredictTime(true),
 		progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
+	bar.StartWithoutRender()
+	return bar
 }
 
 // update reports step (1-based) done, with the smoothed loss and the

@@ -87,3 +87,18 @@ func TestProgressBarResumed(t *testing.T) {
 	require.InDelta(t, 4799, s.SecondsLeft/s.SecondsSince, 1e-6, "time left: 4,799 steps at the pace of the one trained")
 	require.Contains(t, buf.String(), "step 1201/6000")
 }
+
+// The bar's clock starts with the bar, made just before the first step:
+// started by its first drawing, after that step, it counted the step as
+// trained in no time (at 0.6 s a step, 29 s left shown at step 3 of 100
+// for 58).
+func TestProgressBarClock(t *testing.T) {
+	var buf bytes.Buffer
+	p := &progress{bar: newBar(&buf, 100, 0), total: 100}
+	step := 50 * time.Millisecond
+	time.Sleep(step)
+	p.update(1, 1.5, 12345.6)
+	s := p.bar.State()
+	require.GreaterOrEqual(t, s.SecondsSince, step.Seconds(), "the first step's time")
+	require.InDelta(t, 99, s.SecondsLeft/s.SecondsSince, 1e-6)
+}
