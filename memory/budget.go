@@ -99,6 +99,9 @@ func (m *Manager) Hold(t Tier, n int64) (release func(), err error) {
 			FormatBytes(n), t, FormatBytes(p.external), FormatBytes(maxRequest), ErrInvalidArgument)
 	}
 	p.external += n
+	if m.sched != nil && t == TierDevice {
+		m.sched.onGrow() // the held bytes are part of the device's demand
+	}
 	var once sync.Once
 	return func() {
 		once.Do(func() {

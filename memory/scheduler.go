@@ -273,9 +273,9 @@ func (s *Scheduler) onAlloc(a *Allocation) {
 
 func (s *Scheduler) onFree(a *Allocation) { delete(s.tracked, a) }
 
-// onGrow raises the peak to the demand now, after an allocation or a move
-// between tiers (Migrate, MigrateOn: one into the device raises it); with
-// m.mu held.
+// onGrow raises the peak to the demand now, after an allocation, a move
+// between tiers (Migrate, MigrateOn: one into the device raises it) or a
+// Hold on the device; with m.mu held.
 func (s *Scheduler) onGrow() {
 	if d := s.demand(); d > s.peak {
 		s.peak = d
