@@ -83,3 +83,31 @@ func fmtReq(req []bool) string {
 	}
 	return s
 }
+
+// layerOp is a layer of three operands (input, weight (5, 4), bias (5))
+// by name.
+type layerOp struct {
+	name string
+	f    func(x, w, b *autograd.Var) *autograd.Var
+}
+
+// layersMatchFloat32 runs halfOperandsMatchFloat32 on each op over an
+// input (1, 2, 3, 4), a weight (5, 4) and a bias (5) drawn from seed, for
+// every choice of operands needing gradients, within rel.
+func layersMatchFloat32(t *testing.T, seed uint64, rel float64, ops ...layerOp) {
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	tensor.WithScope(func() {
+		x := tensor.RandN(tensor.CPU(), tensor.Float32, rng, 1, 2, 3, 4)
+		w := tensor.RandN(tensor.CPU(), tensor.Float32, rng, 0.5, 5, 4)
+		b := tensor.RandN(tensor.CPU(), tensor.Float32, rng, 1, 5)
+		for _, op := range ops {
+			t.Run(op.name, func(t *testing.T) {
+				eachRequired(t, 3, func(t *testing.T, req []bool) {
+					halfOperandsMatchFloat32(t, []*tensor.Tensor{x, w, b}, req, rel, func(v []*autograd.Var) *autograd.Var {
+						return op.f(v[0], v[1], v[2])
+					})
+				})
+			})
+		}
+	})
+}
