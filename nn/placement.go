@@ -45,7 +45,9 @@ import (
 //     the step is faster; pressure lowers it (placement_keep.go). In the
 //     selective mode on the device, with PlacementConfig.WideRegions, how
 //     many of the last blocks keep their MLP's wide product
-//     (Checkpointing.KeepWide) is searched so once the level is decided.
+//     (Checkpointing.KeepWide) is searched so once the level is decided;
+//     a step that a kept wide product makes pass the budget lowers that
+//     keep, not the level.
 //
 // Both costs are measured rather than modelled: the bus's speed and the
 // share of a step that recomputation adds depend on the model, the
@@ -183,6 +185,12 @@ func (p *Placement) Step() (memory.Plan, error) {
 func (p *Placement) decide(plan memory.Plan, lv int) {
 	first := p.fresh
 	p.fresh = false
+	if plan.Excess > 0 && p.knob() == knobWide && p.keepValue() > 0 {
+		// The wide products kept pass the budget: tuneKeep keeps fewer,
+		// and the level, decided, stays (raising it lost the keep and
+		// ended the search at a level that recomputes more).
+		return
+	}
 	if plan.Excess > 0 && first && lv+1 < len(CheckpointLevels) {
 		// The first step at a new level spills what the pool's segments,
 		// cut for the level before, cannot hold yet; the second says
