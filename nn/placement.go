@@ -248,9 +248,12 @@ func (p *Placement) try(from, to int, t time.Duration, why string) {
 	p.set(to, why)
 }
 
-// set moves the model to level i and says why.
+// set moves the model to level i and says why. KeepWide is no part of a
+// level: the caller's (or the keep search's) stays.
 func (p *Placement) set(i int, why string) {
+	kw := p.ckpt.KeepWide
 	*p.ckpt = CheckpointLevels[i]
+	p.ckpt.KeepWide = kw
 	p.quiet, p.fresh = false, true
 	delete(p.times, i)
 	p.log("%s", why)

@@ -67,3 +67,15 @@ func TestPlacementWideKeepPastTheBudgetLowersTheKeep(t *testing.T) {
 	require.Equal(t, CheckpointSelective, ck.Mode, log.String())
 	require.Equal(t, 6, ck.KeepWide, log.String())
 }
+
+// The caller's KeepWide (train-gpt's -checkpoint auto -checkpoint-keep-wide
+// 2) is not part of a level: raising the level to the selective mode kept
+// it. Moving along CheckpointLevels set it to 0.
+func TestPlacementKeepsTheCallersKeepWide(t *testing.T) {
+	ckpt := &Checkpointing{KeepWide: 2}
+	w := &fakeWorld{ckpt: ckpt, excess: map[int]int64{0: 1 << 30}, stepTime: func(lv, off int) int { return 100 + 10*lv }}
+	p, log := newFakePlacement(t, w, true)
+	decideWithin(t, w, p, 40, log)
+	require.Equal(t, CheckpointSelective, ckpt.Mode, log.String())
+	require.Equal(t, 2, ckpt.KeepWide, log.String())
+}
