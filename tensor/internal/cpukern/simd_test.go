@@ -48,3 +48,34 @@ func TestGeluBackwardLargeInputs(t *testing.T) {
 		require.Equal(t, dy[i], vec[i], "vector gelu'(%g) * dy", v)
 	}
 }
+
+// TestGeluBackwardHugeInputsAgree: once x^2 overflows (|x| above about
+// 1.8e19) du is infinite and s(1-s) du is 0 x inf = NaN, in geluGrad32,
+// in the vector loop and in PyTorch. The scalar loop formed 3 geluC x x
+// as (3 geluC x) x, which overflows only above about 5e19, so between the
+// two it gave dy (or 0) where the vector loop, for a value that happened
+// to sit in a block of eight, gave NaN.
+func TestGeluBackwardHugeInputsAgree(t *testing.T) {
+	// A block of eight the vector loop takes, then a tail it leaves to Go.
+	x := []float32{2e19, 3e19, 4.5e19, 2e19, 3e19, 4.5e19, 2, 1, 2e19, 3e19, 4.5e19, -2e19, -3e19, -4.5e19}
+	dy := make([]float32, len(x))
+	for i := range dy {
+		dy[i] = 0.75
+	}
+	vec := make([]float32, len(x))
+	GeluBackward(vec, x, dy)
+	old := setSIMD(false)
+	scalar := make([]float32, len(x))
+	GeluBackward(scalar, x, dy)
+	setSIMD(old)
+	for i, v := range x {
+		want := dy[i] * geluGrad32(v)
+		if want != want {
+			require.True(t, scalar[i] != scalar[i], "scalar gelu'(%g) * dy = %v, want NaN", v, scalar[i])
+			require.True(t, vec[i] != vec[i], "vector gelu'(%g) * dy = %v, want NaN", v, vec[i])
+			continue
+		}
+		require.InEpsilon(t, want, scalar[i], 1e-6, "scalar gelu'(%g) * dy", v)
+		require.InEpsilon(t, want, vec[i], 1e-6, "vector gelu'(%g) * dy", v)
+	}
+}

@@ -206,7 +206,10 @@ func geluBackward32Scalar(d, xs, gs []float32) {
 		dd = dd[:len(t)]
 		for i, v := range xx {
 			s := 1 / (1 + t[i])
-			du := geluK * (1 + 3*geluC*v*v)
+			// x^2 first, as geluGrad32 and the vector loop: 3*geluC*v*v
+			// would form (3 geluC v) v, which overflows only past 5e19.
+			x2 := v * v
+			du := geluK * (1 + 3*geluC*x2)
 			dd[i] = gg[i] * (s + 2*v*s*(1-s)*du)
 		}
 	}
