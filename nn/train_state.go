@@ -142,17 +142,22 @@ func loadTrainState(path string, byName map[string]*Parameter, opt *AdamW, ts ma
 		}
 	}
 	for name, p := range byName {
+		// The file is on the first parameter's device: a parameter on
+		// another gets its weights and moments moved to its own here,
+		// so that the copies below allocate nothing.
+		dev := p.Value.Device()
 		if t, ok := ts[name]; ok {
 			w, err := checkWeights(name, t, p.Value.DType())
 			if err != nil {
 				return nil, fmt.Errorf("nn: loading %s: %w", path, err)
 			}
-			ts[name] = w
+			ts[name] = w.ToDevice(dev)
 		}
 		if mv, ok := moments[p]; ok {
 			if err := checkMoments(name, mv, p.Value.DType()); err != nil {
 				return nil, fmt.Errorf("nn: loading %s: %w", path, err)
 			}
+			moments[p] = [2]*tensor.Tensor{mv[0].ToDevice(dev), mv[1].ToDevice(dev)}
 		}
 	}
 	steps, err := paramSteps(byName, moments, meta, step)
@@ -164,9 +169,11 @@ func loadTrainState(path string, byName map[string]*Parameter, opt *AdamW, ts ma
 		slices.Sort(unexpected)
 		return nil, &mismatchError{fmt.Sprintf("nn: loading %s: missing %v, unexpected %v", path, missing, unexpected)}
 	}
-	// Everything checked. The moments are allocated before anything
-	// changes (a parameter's own are reused), so that running out of
-	// memory for them leaves the model and the optimizer as they were.
+	// Everything checked, and on its parameter's device (a copy that
+	// only converts the dtype allocates nothing). The moments are
+	// allocated before anything changes (a parameter's own are reused),
+	// so that running out of memory for them leaves the model and the
+	// optimizer as they were.
 	state := make(map[*Parameter][2]*tensor.Tensor, len(moments))
 	done := false
 	defer func() {
