@@ -12,27 +12,29 @@
 // until ZeroGrad, in the leaf's value dtype or, set by Var.SetGradDType,
 // in bf16 or fp16 for a float32 leaf (each gradient rounded once: half
 // the memory, as llm.c keeps its gradients); everything else backward
-// allocates has memory role gradient. An embedding whose table already has a Grad (a tied
-// vocabulary table: the output head's gradient came first) adds its rows
-// into that Grad in place (tensor.EmbeddingBackwardInto) instead of
-// handing the engine a (rows, D) gradient to add (not in a Grad pass,
-// which changes no Grad, nor into a half Grad, which the engine adds to
-// through float32, rounded once). Ops that take bf16 or fp16 operands
-// outside autocast (Linear, GeluLinear, MatMul, Embedding, the fused head
-// and attention) compute their gradients in float32 and return each in
-// its operand's dtype; the elementwise ops, reductions, softmax and
-// LayerNorm refuse half values at forward (tensor.ErrDType). The graph is consumed as it goes: after a node's backward has
-// run, its saved tensors, its output gradient and its output value are
-// released (unless the var was retained), so memory falls during the
-// backward pass. BackwardOpts with RetainGraph keeps the graph for
-// another pass instead (torch's retain_graph=True). Grad returns the
-// gradients with respect to chosen vars, leaves or computed ones, without
-// touching any leaf's Grad (torch.autograd.grad): only the ops between
-// the output and those vars run their backward, checkpointed regions
-// included (RegionGrad). Forward values stay alive only until the backward of the
-// op that produced them; what no backward reaches is released by the
-// enclosing tensor.Scope. With one scope per training step, the bytes in
-// use after every step equal those after the first.
+// allocates has memory role gradient. An embedding whose table already
+// has a Grad (a tied vocabulary table: the output head's gradient came
+// first) adds its rows into that Grad in place
+// (tensor.EmbeddingBackwardInto) instead of handing the engine a
+// (rows, D) gradient to add (not in a Grad pass, which changes no Grad,
+// nor into a half Grad, which the engine adds to through float32, rounded
+// once).
+// Ops that take bf16 or fp16 operands outside autocast (Linear,
+// GeluLinear, MatMul, Embedding, the fused head and attention) compute
+// their gradients in float32 and return each in its operand's dtype; the
+// elementwise ops, reductions, softmax and LayerNorm refuse half values
+// at forward (tensor.ErrDType). The graph is consumed as it goes: after a
+// node's backward has run, its saved tensors, its output gradient and its
+// output value are released (unless the var was retained), so memory
+// falls during the backward pass. BackwardOpts with RetainGraph keeps the
+// graph for another pass instead (torch's retain_graph=True). Grad
+// returns the gradients with respect to chosen vars, leaves or computed
+// ones, without touching any leaf's Grad (torch.autograd.grad): only the
+// ops between the output and those vars run their backward, checkpointed
+// regions included (RegionGrad). Forward values stay alive only until the
+// backward of the op that produced them; what no backward reaches is
+// released by the enclosing tensor.Scope. With one scope per training
+// step, the bytes in use after every step equal those after the first.
 //
 // In-place writes are checked as in PyTorch: every storage counts the
 // writes made to it in place (tensor.Tensor.Version: Fill, CopyFrom,

@@ -138,16 +138,17 @@ func Embedding(table *Var, ids *tensor.Tensor) *Var {
 }
 
 // gradInPlace is the gradient of table that an embedding's backward may
-// add its rows into directly: a leaf's Grad that holds other contributions
-// already (a tied embedding's, which the output head gave first), of g's
-// dtype, not a half one (arithmetic runs in float32: the engine adds the
-// rows to it through float32, rounded once), contiguous; nil otherwise. Adding into it saves the (rows, D)
-// gradient the engine would add and free: gpt2-medium's vocabulary table,
-// 196 MiB in float32, at the end of backward, where the step's gradients
-// are all held. A region's input (Var.regionIn) may hold as its Grad a
-// view that shares its storage with a gradient still pending elsewhere
-// (Add hands both its inputs views of one tensor); such a Grad is not
-// written in place, as keepGrad does not write it.
+// add its rows into directly: a leaf's Grad that holds other
+// contributions already (a tied embedding's, which the output head gave
+// first), of g's dtype, not a half one (arithmetic runs in float32: the
+// engine adds the rows to it through float32, rounded once), contiguous;
+// nil otherwise. Adding into it saves the (rows, D) gradient the engine
+// would add and free: gpt2-medium's vocabulary table, 196 MiB in float32,
+// at the end of backward, where the step's gradients are all held. A
+// region's input (Var.regionIn) may hold as its Grad a view that shares
+// its storage with a gradient still pending elsewhere (Add hands both its
+// inputs views of one tensor); such a Grad is not written in place, as
+// keepGrad does not write it.
 func gradInPlace(table *Var, g *tensor.Tensor) *tensor.Tensor {
 	if table.node != nil || !table.requiresGrad || table.Grad == nil || table.Grad.DType() != g.DType() || g.DType().IsHalf() || !table.Grad.IsContiguous() ||
 		table.regionIn && !table.Grad.Sole() ||

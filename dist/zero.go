@@ -168,19 +168,18 @@ func (o *ZeroAdamW) Release() {
 // value; a gradient whose shape is not its parameter's (wrapping
 // tensor.ErrShape), one of another dtype than its parameter's, except a
 // half gradient of a float32 parameter (wrapping tensor.ErrDType), and a
-// parameter frozen at NewZeroAdamW (it has no
-// place in the shards) that was unfrozen since and has a gradient, each
-// naming the parameter. The first Step
-// then compares the ranks' trainable parameters (their number, names,
-// dtypes, shapes, order and Decay flags) and settings (learning rate,
-// betas, eps, weight decay, as they are then: later changes, a
+// parameter frozen at NewZeroAdamW (it has no place in the shards) that
+// was unfrozen since and has a gradient, each naming the parameter. The
+// first Step then compares the ranks' trainable parameters (their number,
+// names, dtypes, shapes, order and Decay flags) and settings (learning
+// rate, betas, eps, weight decay, as they are then: later changes, a
 // schedule's SetLR, are every rank's to make alike) in one small
 // all-reduce: ranks whose parameters differ, which would all-gather
 // shards of different parameters, or whose settings differ, which would
 // all-gather shards updated by different rules, get an error wrapping
-// ErrMismatch, on every rank, before anything changes. On an error the group is aborted (the other ranks'
-// Step returns an error), as a rank that skips the step's AllGather
-// must.
+// ErrMismatch, on every rank, before anything changes. On an error the
+// group is aborted (the other ranks' Step returns an error), as a rank
+// that skips the step's AllGather must.
 func (o *ZeroAdamW) Step() error {
 	err := o.doStep()
 	if err != nil {

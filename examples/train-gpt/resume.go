@@ -121,8 +121,9 @@ func outputs(o *options) runOutputs {
 // -loss-log, -loss-plot, -eval-every, -save-every, -sample, -max-skips),
 // so that "-resume FILE" alone continues the run exactly. A flag given
 // keeps its value (restoreState notes one that differs from the saved
-// run's), but -seed, which is the saved run's (noted as ignored). A key a state saved by an older train-gpt lacks leaves its flags
-// to their defaults, as before; a header that cannot be read is left for
+// run's), but -seed, which is the saved run's (noted as ignored). A key a
+// state saved by an older train-gpt lacks leaves its flags to their
+// defaults, as before; a header that cannot be read is left for
 // checkFiles and the load to report. -attention and the device's flags
 // are not taken: auto chooses for the device the run is resumed on. The
 // flags taken are listed in o.fromSaved for the message of the resumed
