@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -309,9 +310,10 @@ func ReadRegular(path string, limit int64) ([]byte, error) {
 	// Read to the end, as os.ReadFile does, not just the size stat gave: a
 	// file that grew since was cut short without a word, and files such
 	// as /proc's, which stat as empty, read as nothing. A byte past limit
-	// is read to tell a file that grew past it.
+	// is read to tell a file that grew past it (none past math.MaxInt64,
+	// where limit+1 would wrap and read nothing).
 	buf := bytes.NewBuffer(make([]byte, 0, fi.Size()+bytes.MinRead))
-	if _, err := buf.ReadFrom(io.LimitReader(f, limit+1)); err != nil {
+	if _, err := buf.ReadFrom(io.LimitReader(f, min(limit, math.MaxInt64-1)+1)); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if int64(buf.Len()) > limit {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -334,4 +335,18 @@ func TestReadRegularRefusesOverLimit(t *testing.T) {
 	_, err = ReadRegular("/proc/self/status", 10) // stats as empty
 	require.ErrorIs(t, err, ErrTooLarge)
 	require.ErrorContains(t, err, "grew past the 10 bytes")
+}
+
+// TestReadRegularNoLimit: a limit of math.MaxInt64 (no limit at all)
+// reads the whole file. The byte read past the limit, to tell a file that
+// grew past it, was asked for as limit+1, which wraps to a negative count
+// there: io.LimitReader then read nothing, and the file came back empty,
+// without an error.
+func TestReadRegularNoLimit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.json")
+	want := []byte(`{"n_head": 2}`)
+	require.NoError(t, os.WriteFile(path, want, 0o644))
+	got, err := ReadRegular(path, math.MaxInt64)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
 }
