@@ -126,11 +126,8 @@ func Embedding(table *Var, ids *tensor.Tensor) *Var {
 		}
 		// A half table's gradient (outside autocast) is scattered in
 		// float32, as arithmetic runs there, and returned in its dtype.
-		if g.DType().IsHalf() {
-			g32 := g.To(tensor.Float32)
-			defer g32.Release()
-			g = g32
-		}
+		g, done := inDType(g, arithDType(g.DType()))
+		defer done()
 		return []*tensor.Tensor{retype(tensor.EmbeddingBackward(ids, g, rows), dt)}
 	}, ids).reads(0, false)
 	releaseUnrecorded(v, ids)
