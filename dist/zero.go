@@ -205,7 +205,7 @@ func (o *ZeroAdamW) doStep() error {
 		// As nn.AdamW: the copy into the flat gradient would convert any
 		// other dtype silently (a float64 gradient rounded, an int32 one
 		// taken for a float one).
-		if g, dt := p.Grad.DType(), p.Value.DType(); g != dt && !(g.IsHalf() && dt == tensor.Float32) {
+		if g, dt := p.Grad.DType(), p.Value.DType(); !nn.GradDTypeFits(g, dt) {
 			return fmt.Errorf("dist: ZeroAdamW.Step: parameter %q has a %v gradient, its value %v: want its dtype, or bfloat16 or float16 for a float32 parameter: %w", p.Name, g, dt, tensor.ErrDType)
 		}
 	}

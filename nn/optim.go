@@ -346,6 +346,14 @@ func NewSGD(ps []*Parameter, lr, momentum float64) *SGD {
 // infinite or negative.
 func (o *SGD) SetLR(lr float64) { o.LR = lr }
 
+// GradDTypeFits reports whether a gradient of dtype grad may update a
+// parameter of dtype param: the same dtype, or bfloat16 or float16 for a
+// float32 parameter (read widened, as AdamW's update reads it). SGD and
+// dist's ZeroAdamW refuse any other with tensor.ErrDType, as AdamW does.
+func GradDTypeFits(grad, param tensor.DType) bool {
+	return grad == param || grad.IsHalf() && param == tensor.Float32
+}
+
 // Step updates every parameter with a gradient. Gradients kept in a half
 // dtype (GPT.SetBlockGradDType) are widened to their float32 parameter's,
 // as AdamW takes them (a gradient of any other dtype than its
@@ -368,7 +376,7 @@ func (o *SGD) Step() error {
 			if p.Grad == nil || !p.RequiresGrad() {
 				continue
 			}
-			if g, dt := p.Grad.DType(), p.Value.DType(); g != dt && !(g.IsHalf() && dt == tensor.Float32) {
+			if g, dt := p.Grad.DType(), p.Value.DType(); !GradDTypeFits(g, dt) {
 				panic(&tensor.OpError{Op: "nn.SGD", Msg: fmt.Sprintf("gradient %v of parameter %q %v: want its dtype, or bfloat16 or float16 for a float32 parameter", g, p.Name, dt), Err: tensor.ErrDType})
 			}
 			ps = append(ps, p)
