@@ -39,11 +39,12 @@ func (m *Manager) FailAllocation(n int64) (injected int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	old := armedFault.Load()
-	if old != nil && old.m == m {
+	mine := old != nil && old.m == m
+	if mine {
 		injected = old.hit.Load()
 	}
 	if n <= 0 {
-		if old != nil && old.m == m {
+		if mine {
 			// Only m's plan: another manager may have armed since the load.
 			armedFault.CompareAndSwap(old, nil)
 		}
