@@ -161,7 +161,7 @@ func NewLayerNorm(o Options, name string, dim int) (*LayerNorm, error) {
 // is negative or NaN (as RMSNorm does: every constant row would be NaN)
 // or the shapes disagree.
 func (l *LayerNorm) Forward(x *autograd.Var) *autograd.Var {
-	eps := l.eps()
+	eps := l.eps() // first: it refuses a nil l, which l.Weight would dereference
 	return autograd.LayerNorm(x, paramVar(l.Weight), paramVar(l.Bias), eps)
 }
 
@@ -169,7 +169,7 @@ func (l *LayerNorm) Forward(x *autograd.Var) *autograd.Var {
 // products (autograd.LayerNormHalf): under autocast it is written in the
 // region's dtype, the same bits the products would cast it to.
 func (l *LayerNorm) ForwardToProducts(x *autograd.Var) *autograd.Var {
-	eps := l.eps()
+	eps := l.eps() // first: it refuses a nil l, which l.Weight would dereference
 	return autograd.LayerNormHalf(x, paramVar(l.Weight), paramVar(l.Bias), eps)
 }
 
