@@ -23,22 +23,30 @@ func TestScalarPaths(t *testing.T) {
 	t.Run("scale", testScale[float32])
 }
 
+// geluBackwardBothLoops returns GeluBackward's dx for x and dy of 0.75
+// everywhere, from the vector loop (where there is one) and from the
+// scalar loop.
+func geluBackwardBothLoops(x []float32) (dy, vec, scalar []float32) {
+	dy = make([]float32, len(x))
+	for i := range dy {
+		dy[i] = 0.75
+	}
+	vec = make([]float32, len(x))
+	GeluBackward(vec, x, dy)
+	old := setSIMD(false)
+	defer setSIMD(old)
+	scalar = make([]float32, len(x))
+	GeluBackward(scalar, x, dy)
+	return dy, vec, scalar
+}
+
 // TestGeluBackwardLargeInputs: for large positive x, s = 1 and s(1-s) is
 // 0, so dx = dy, as the scalar loop and PyTorch give it until x^2
 // overflows (about 1.8e19). The vector loop must give the same, not
 // 0 x (2x du) = NaN once 2x du overflows (x above about 1.2e13).
 func TestGeluBackwardLargeInputs(t *testing.T) {
 	x := []float32{1e13, 3e13, 1e15, 1e17, 1e18, 5e18, 1.5e19, 2, 1e13, 3e13, 1e15, 1e17, 1e18, 5e18, 1.5e19, 2}
-	dy := make([]float32, len(x))
-	for i := range dy {
-		dy[i] = 0.75
-	}
-	vec := make([]float32, len(x))
-	GeluBackward(vec, x, dy)
-	old := setSIMD(false)
-	scalar := make([]float32, len(x))
-	GeluBackward(scalar, x, dy)
-	setSIMD(old)
+	dy, vec, scalar := geluBackwardBothLoops(x)
 	for i, v := range x {
 		if v == 2 {
 			require.InEpsilon(t, scalar[i], vec[i], 1e-6, "gelu'(2)")
@@ -58,16 +66,7 @@ func TestGeluBackwardLargeInputs(t *testing.T) {
 func TestGeluBackwardHugeInputsAgree(t *testing.T) {
 	// A block of eight the vector loop takes, then a tail it leaves to Go.
 	x := []float32{2e19, 3e19, 4.5e19, 2e19, 3e19, 4.5e19, 2, 1, 2e19, 3e19, 4.5e19, -2e19, -3e19, -4.5e19}
-	dy := make([]float32, len(x))
-	for i := range dy {
-		dy[i] = 0.75
-	}
-	vec := make([]float32, len(x))
-	GeluBackward(vec, x, dy)
-	old := setSIMD(false)
-	scalar := make([]float32, len(x))
-	GeluBackward(scalar, x, dy)
-	setSIMD(old)
+	dy, vec, scalar := geluBackwardBothLoops(x)
 	for i, v := range x {
 		want := dy[i] * geluGrad32(v)
 		if want != want {
