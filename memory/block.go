@@ -120,6 +120,15 @@ type segment struct {
 	x          *expansion // an expandable segment's pages; nil for a classic one
 }
 
+// spanned is the segment's contribution to the spanned bytes (liveUsage):
+// its mapped bytes while it holds live or pending blocks.
+func (s *segment) spanned() int64 {
+	if s.live == 0 {
+		return 0
+	}
+	return s.mapped
+}
+
 // inactive is the segment's contribution to InactiveSplit: its free bytes
 // when it also holds live or pending blocks, else nothing (a fully free
 // segment can be given back, so it is cache, not fragmentation).

@@ -193,8 +193,8 @@ type Manager struct {
 	policy Policy
 	route  [NumRoles]Tier // tier each role allocates from, after fallback
 	roles  [NumRoles]RoleUsage
-	total  Usage
-	live   int // live allocations
+	total  liveUsage // the pools' parent (usageSinks)
+	live   int       // live allocations
 	closed bool
 	sync   StreamSync
 	owned  []func() error // resources made for the manager, released by Close
@@ -493,7 +493,7 @@ func (m *Manager) stats() Stats {
 	var s Stats
 	for t, p := range m.pools {
 		if p != nil {
-			s.Tiers[t] = p.sinks.own
+			s.Tiers[t] = p.sinks.own.snapshot()
 		}
 	}
 	for t, p := range m.pools {
@@ -502,7 +502,7 @@ func (m *Manager) stats() Stats {
 		}
 	}
 	s.Roles = m.roles
-	s.Total = m.total
+	s.Total = m.total.snapshot()
 	s.Spills = m.spills
 	s.Migrations = m.migrations
 	s.AsyncMoves = m.asyncMoves

@@ -162,7 +162,7 @@ func NewPool(b Backend, cfg PoolConfig) *Pool {
 
 // newPool makes a pool guarded by mu whose statistics also go to parent
 // (when not nil).
-func newPool(b Backend, cfg PoolConfig, mu *mutex, parent *Usage) *Pool {
+func newPool(b Backend, cfg PoolConfig, mu *mutex, parent *liveUsage) *Pool {
 	if b == nil {
 		panic("memory: NewPool: nil backend")
 	}
@@ -283,22 +283,22 @@ func (p *Pool) alloc(size int64, s Stream, advice Advice, role Role, op string) 
 			return nil, err
 		}
 	}
-	// The segment's share of InactiveSplit (segment.inactive) drops by the
-	// block's bytes, or appears when the block is the first in use there.
+	// A segment's first block in use brings its mapped bytes into the
+	// spanned ones (liveUsage), once Allocated has the block's: only then
+	// may InactiveSplit pass its peak (else an allocation lowers it).
 	seg := b.seg
-	d := -b.size
-	if seg.live == 0 {
-		d += seg.mapped - seg.liveBytes
-	}
+	first := seg.live == 0
 	seg.live++
 	seg.liveBytes += b.size
-	p.sinks.inactiveSplit(d)
 	b.state = blockLive
 	b.requested = size
 	b.role, b.hist = role, 0
 	p.sinks.own.blockAllocated(b.size, size) // not through sinks: inlined
 	if u := p.sinks.parent; u != nil {
 		u.blockAllocated(b.size, size)
+	}
+	if first {
+		p.sinks.spannedBy(seg.mapped)
 	}
 	if p.hist != nil {
 		p.hist.alloc(p.tier, b, size, op)
@@ -355,19 +355,20 @@ func (p *Pool) free(b *Block) error {
 	if p.hist != nil {
 		p.hist.free(p.tier, b)
 	}
-	active := b.size // not through sinks: inlined
-	if pending {
-		active = 0
-	}
-	p.sinks.own.blockFreed(b.size, b.requested, active)
+	p.sinks.own.blockFreed(b.size, b.requested) // not through sinks: inlined
 	if u := p.sinks.parent; u != nil {
-		u.blockFreed(b.size, b.requested, active)
+		u.blockFreed(b.size, b.requested)
 	}
 	b.requested = 0
 	if pending {
+		p.sinks.blockPending(b.size)
 		return p.deferFree(b)
 	}
-	p.sinks.inactiveSplit(b.leaveSegment())
+	d := b.leaveSegment() // not through sinks: inlined
+	p.sinks.own.spannedBy(d)
+	if u := p.sinks.parent; u != nil {
+		u.spannedBy(d)
+	}
 	p.merge(b, prevFree, nextFree)
 	return nil
 }
@@ -375,22 +376,21 @@ func (p *Pool) free(b *Block) error {
 // reclaim makes a live or pending block free: it leaves its segment's
 // occupied bytes and joins the free index.
 func (p *Pool) reclaim(b *Block) {
-	p.sinks.inactiveSplit(b.leaveSegment())
+	p.sinks.spannedBy(b.leaveSegment())
 	p.insertFree(b)
 }
 
 // leaveSegment takes a live or pending block out of its segment's
-// occupied bytes and returns what InactiveSplit grows by (reclaim; free on
-// the pair's path, where it is inlined): the segment's share
-// (segment.inactive) grows by the block's bytes, or goes when it was the
-// last block in use there.
+// occupied bytes and returns what the spanned bytes (liveUsage) move by
+// (reclaim; free on the pair's path, where it is inlined): the segment's
+// mapped bytes leave them when the block was the last in use there.
 func (b *Block) leaveSegment() int64 {
 	seg := b.seg
 	seg.live--
 	seg.liveBytes -= b.size
-	d := b.size
+	var d int64
 	if seg.live == 0 {
-		d -= seg.mapped - seg.liveBytes
+		d = -seg.mapped
 	}
 	return d
 }

@@ -169,13 +169,13 @@ func (p *Pool) close() error {
 				if p.hist != nil { // the history's bytes follow the statistics'
 					p.hist.free(p.tier, b)
 				}
-				p.sinks.each(func(u *Usage) { u.dropBytes(b.size, b.requested, b.size) })
+				p.sinks.each(func(u *liveUsage) { u.dropBytes(b.size, b.requested) })
 			case blockPending:
 				p.sinks.blockReclaimed(b.size)
 			}
 			b.state = blockDead // Addr and Host of a leaked block now return nothing
 		}
-		p.sinks.inactiveSplit(-seg.inactive())
+		p.sinks.spannedBy(-seg.spanned())
 		release := p.release
 		if seg.x != nil {
 			release = p.closeExpandable
@@ -194,7 +194,7 @@ func (p *Pool) close() error {
 func (p *Pool) Stats() Usage {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.sinks.own
+	return p.sinks.own.snapshot()
 }
 
 // ResetPeaks lowers every peak statistic to its current value.

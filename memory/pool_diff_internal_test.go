@@ -189,7 +189,7 @@ func diffCheck(t *testing.T, p *Pool, live map[*Block]Stream, full bool) {
 			t.Fatalf("tinyLive %d, live tiny blocks %d", p.tinyLive, tiny)
 		}
 	}
-	u := p.sinks.own
+	u := p.sinks.own.snapshot()
 	if u.Allocated.Current != allocated {
 		t.Fatalf("Allocated %d, blocks %d", u.Allocated.Current, allocated)
 	}

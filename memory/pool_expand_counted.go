@@ -13,7 +13,7 @@ type countedVM struct {
 func (c countedVM) Map(addr uintptr, pages []Page) error {
 	err := c.VirtualMemory.Map(addr, pages)
 	if err == nil {
-		c.sinks.each(func(u *Usage) { u.PagesMapped += int64(len(pages)) })
+		c.sinks.each(func(u *liveUsage) { u.PagesMapped += int64(len(pages)) })
 	}
 	return err
 }
@@ -21,7 +21,7 @@ func (c countedVM) Map(addr uintptr, pages []Page) error {
 func (c countedVM) Unmap(addr uintptr, pages []Page) error {
 	err := c.VirtualMemory.Unmap(addr, pages)
 	if err == nil {
-		c.sinks.each(func(u *Usage) { u.PagesUnmapped += int64(len(pages)) })
+		c.sinks.each(func(u *liveUsage) { u.PagesUnmapped += int64(len(pages)) })
 	}
 	return err
 }
@@ -29,7 +29,7 @@ func (c countedVM) Unmap(addr uintptr, pages []Page) error {
 func (c countedVM) Sync() error {
 	err := c.VirtualMemory.Sync()
 	if err == nil {
-		c.sinks.each(func(u *Usage) { u.Syncs++ })
+		c.sinks.each(func(u *liveUsage) { u.Syncs++ })
 	}
 	return err
 }

@@ -197,9 +197,9 @@ func (p *Pool) unmapFree(seg *segment, b *Block, lo, hi int64) ([]Page, error) {
 	clear(seg.x.pages[first:last])
 	tree := p.treeOf(seg)
 	tree.delete(seg.stream, b)
-	before := seg.inactive()
+	before := seg.spanned()
 	seg.mapped -= hi - lo
-	p.sinks.inactiveSplit(seg.inactive() - before)
+	p.sinks.spannedBy(seg.spanned() - before)
 	p.sinks.pagesUnmapped(hi - lo)
 	if p.hist != nil {
 		p.hist.segment(EventRelease, p.tier, seg, base+uintptr(lo), hi-lo)
@@ -232,11 +232,11 @@ func (p *Pool) lendFree(seg *segment, b *Block, lo, hi int64) []Page {
 	}
 	tree := p.treeOf(seg)
 	tree.delete(seg.stream, b)
-	before := seg.inactive()
+	before := seg.spanned()
 	seg.mapped -= hi - lo
 	p.staleBytes += hi - lo
 	seg.x.staleBytes += hi - lo
-	p.sinks.inactiveSplit(seg.inactive() - before)
+	p.sinks.spannedBy(seg.spanned() - before)
 	p.sinks.pagesUnmapped(hi - lo) // counted again where they are mapped
 	if p.hist != nil {
 		p.hist.segment(EventRelease, p.tier, seg, base+uintptr(lo), hi-lo)
@@ -372,9 +372,9 @@ func blockAt(seg *segment, a uintptr) *Block {
 // free block, merged with its free neighbours into the index.
 func (p *Pool) freeMapped(seg *segment, b *Block, lo, hi int64) {
 	base := seg.region.Addr
-	before := seg.inactive()
+	before := seg.spanned()
 	seg.mapped += hi - lo
-	p.sinks.inactiveSplit(seg.inactive() - before)
+	p.sinks.spannedBy(seg.spanned() - before)
 	p.sinks.pagesMapped(hi - lo)
 	if p.hist != nil {
 		p.hist.segment(EventReserve, p.tier, seg, base+uintptr(lo), hi-lo)

@@ -111,7 +111,7 @@ func checkPoolStats(t testing.TB, p *Pool, at string) {
 		require.Equal(t, liveBytes, seg.liveBytes, "%s: seg liveBytes", at)
 		inactive += seg.inactive()
 	}
-	u := p.sinks.own
+	u := p.sinks.own.snapshot()
 	require.Equal(t, alloc, u.Allocated.Current, "%s: allocated", at)
 	require.Equal(t, req, u.Requested.Current, "%s: requested", at)
 	require.Equal(t, alloc+pending, u.Active.Current, "%s: active", at)

@@ -108,7 +108,7 @@ func (m *Manager) Snapshot() Snapshot {
 	}
 	for t, p := range m.pools {
 		if p != nil {
-			s.Tiers = append(s.Tiers, TierSnapshot{Tier: Tier(t), Backend: p.name, Usage: p.sinks.own, Segments: p.segments()})
+			s.Tiers = append(s.Tiers, TierSnapshot{Tier: Tier(t), Backend: p.name, Usage: p.sinks.own.snapshot(), Segments: p.segments()})
 		}
 	}
 	return s
