@@ -159,13 +159,41 @@ func (v *deviceVM) Map(addr uintptr, pages []Page) error {
 }
 
 // Unmap unmaps each page's mapping (cuMemUnmap, one mapping at a time).
+// When one fails, the pages unmapped before it are mapped back, with the
+// device's access (VirtualMemory): the pool keeps the range as mapped,
+// and a kernel reaching a page unmapped behind its back was an illegal
+// address, which ends the context.
 func (v *deviceVM) Unmap(addr uintptr, pages []Page) error {
 	if syncMapping {
 		if err := v.Sync(); err != nil {
 			return err
 		}
 	}
-	return v.unmapN(addr, len(pages))
+	for i := range pages {
+		at := cuda.DevicePtr(addr + uintptr(int64(i)*v.gran))
+		if err := v.ctx.MemUnmap(at, int(v.gran)); err != nil {
+			return errors.Join(fmt.Errorf("memory: %s: unmapping a page at %s: %w", v.name, at, err), v.mapBack(addr, pages[:i]))
+		}
+	}
+	return nil
+}
+
+// mapBack maps pages again from addr on, with the device's access, after
+// Unmap failed past them.
+func (v *deviceVM) mapBack(addr uintptr, pages []Page) error {
+	if len(pages) == 0 {
+		return nil
+	}
+	for i, pg := range pages {
+		at := cuda.DevicePtr(addr + uintptr(int64(i)*v.gran))
+		if err := v.ctx.MemMap(at, int(v.gran), cuda.MemHandle(pg)); err != nil {
+			return fmt.Errorf("memory: %s: mapping a page back at %s: %w", v.name, at, err)
+		}
+	}
+	if err := v.ctx.MemSetAccess(cuda.DevicePtr(addr), int(int64(len(pages))*v.gran)); err != nil {
+		return fmt.Errorf("memory: %s: giving the device access to %d pages mapped back at %#x: %w", v.name, len(pages), addr, err)
+	}
+	return nil
 }
 
 func (v *deviceVM) unmapN(addr uintptr, n int) error {

@@ -124,3 +124,37 @@ func TestGPUCUDAManagerSegmentsDefault(t *testing.T) {
 	assert.False(t, m.Pool(memory.TierDevice).Expandable())
 	require.NoError(t, m.Close())
 }
+
+// TestGPUVirtualMemoryUnmapFailureMapsBack: when cuMemUnmap fails on the
+// second of three pages, Unmap maps the first back, with the device's
+// access, so the whole range stays usable (a kernel reaching a page
+// unmapped behind the pool's back was an illegal address, which ends the
+// context); a later Unmap of the three succeeds.
+func TestGPUVirtualMemoryUnmapFailureMapsBack(t *testing.T) {
+	c, vm := gpuVM(t)
+	g := vm.Granularity()
+	r, err := vm.ReserveAddress(3 * g)
+	require.NoError(t, err)
+	var pages []memory.Page
+	for range 3 {
+		p, err := vm.CreatePage()
+		require.NoError(t, err)
+		pages = append(pages, p)
+	}
+	require.NoError(t, vm.Map(r.Addr, pages))
+	require.NoError(t, vm.Sync())
+	defer cuda.FailCall("", 0, 0)
+	cuda.FailCall("cuMemUnmap", 2, 1) // CUDA_ERROR_INVALID_VALUE
+	require.Error(t, vm.Unmap(r.Addr, pages))
+	_, failed := cuda.FaultCalls()
+	require.Equal(t, int64(1), failed, "the second cuMemUnmap failed")
+	cuda.FailCall("", 0, 0)
+	require.NoError(t, c.MemsetD8(cuda.DevicePtr(r.Addr), 7, int(3*g)), "the range is mapped and accessible")
+	require.Equal(t, byte(7), readDevice(t, c, r.Addr, 1)[0])
+	require.NoError(t, vm.Sync())
+	require.NoError(t, vm.Unmap(r.Addr, pages), "every page is still mapped once")
+	for _, p := range pages {
+		require.NoError(t, vm.ReleasePage(p))
+	}
+	require.NoError(t, vm.FreeAddress(r))
+}

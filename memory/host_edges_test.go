@@ -5,6 +5,7 @@ package memory
 import (
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"syscall"
 	"testing"
 
@@ -173,4 +174,52 @@ func TestHostReservationsAligned(t *testing.T) {
 		require.NoError(t, vm.FreeAddress(r))
 	}
 	require.Empty(t, vm.reservations)
+}
+
+// Unmap is all or nothing: when a page fails to unmap, the pages before it
+// are mapped back, so that the range its caller still takes as mapped (a
+// free block whose pages stay in place) is usable, where they stayed
+// inaccessible and its next use was a fault.
+func TestHostVMUnmapFailureMapsBack(t *testing.T) {
+	h := newHostBackend(TierHost, "host").(*hostVM)
+	var pages []Page
+	for range 3 {
+		p, err := h.CreatePage()
+		require.NoError(t, err)
+		pages = append(pages, p)
+	}
+	r, err := h.ReserveAddress(3 * HostPageSize)
+	require.NoError(t, err)
+	require.NoError(t, h.Map(r.Addr, pages))
+	for k := range 3 {
+		r.Host[k*HostPageSize] = byte(k + 1)
+	}
+	h.unmapFault = func(i int) error {
+		if i == 2 {
+			return syscall.EIO
+		}
+		return nil
+	}
+	require.ErrorIs(t, h.Unmap(r.Addr, pages), syscall.EIO)
+	h.unmapFault = nil
+
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	for k := range 3 {
+		func() {
+			defer func() {
+				if e := recover(); e != nil {
+					t.Fatalf("page %d is inaccessible after the failed Unmap: %v", k, e)
+				}
+			}()
+			r.Host[k*HostPageSize]++
+		}()
+		if h.file.file != nil { // pages of the page file keep their bytes
+			require.Equal(t, byte(k+2), r.Host[k*HostPageSize], "page %d", k)
+		}
+	}
+	require.NoError(t, h.Unmap(r.Addr, pages), "every page is still mapped once")
+	for _, p := range pages {
+		require.NoError(t, h.ReleasePage(p))
+	}
+	require.NoError(t, h.FreeAddress(r))
 }

@@ -41,6 +41,9 @@ type hostVM struct {
 	largest     int64
 	largestWhat string
 	largestOnce sync.Once
+	// unmapFault, set by tests, fails Unmap's i-th page with its error
+	// instead of unmapping it (nil: never).
+	unmapFault func(i int) error
 }
 
 // reservation is reserved address space: b, page-aligned, within the
@@ -193,8 +196,25 @@ func (h *hostVM) Unmap(addr uintptr, pages []Page) error {
 		return err
 	}
 	for i, p := range pages {
-		if err := h.unmapPage(b[uintptr(i)*HostPageSize:][:HostPageSize], h.pages[p]); err != nil {
-			return fmt.Errorf("memory: %s: unmapping %s: %w", h.name, FormatBytes(int64(len(b))), err)
+		at := b[uintptr(i)*HostPageSize:][:HostPageSize]
+		var err error
+		if h.unmapFault != nil {
+			err = h.unmapFault(i)
+		}
+		if err == nil {
+			err = h.unmapPage(at, h.pages[p])
+		}
+		if err != nil {
+			// The pages unmapped so far are mapped back (VirtualMemory):
+			// the caller keeps the range as mapped, and a page left
+			// inaccessible behind its back was a fault at its next use.
+			errs := []error{fmt.Errorf("memory: %s: unmapping %s: %w", h.name, FormatBytes(int64(len(b))), err)}
+			for j := range i {
+				if err := h.mapPage(b[uintptr(j)*HostPageSize:][:HostPageSize], h.pages[pages[j]]); err != nil {
+					errs = append(errs, fmt.Errorf("memory: %s: mapping page %d back: %w", h.name, pages[j], err))
+				}
+			}
+			return errors.Join(errs...)
 		}
 	}
 	for _, p := range pages {

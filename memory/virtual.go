@@ -40,7 +40,10 @@ type VirtualMemory interface {
 	Map(addr uintptr, pages []Page) error
 	// Unmap unmaps pages, mapped in order from addr on by earlier Map
 	// calls. Sync must have been called since the pages' last use was
-	// queued.
+	// queued. It is all or nothing, as Map is: on an error the pages it
+	// had unmapped are mapped back (the range stays usable, as its caller
+	// then takes it to be; the contents of pages mapped back may be lost),
+	// and an error of that is joined to the one returned.
 	Unmap(addr uintptr, pages []Page) error
 	// Sync waits until no work queued so far can still touch memory that
 	// is about to be unmapped (cuCtxSynchronize on the GPU; nothing on
