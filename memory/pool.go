@@ -76,6 +76,12 @@ type Pool struct {
 	// pool_expand_plan.go), not by the index's best fit; 0 in a classic
 	// pool, where the test on it is all the hot path pays.
 	placeMax int64
+	// spanDue: pages were mapped into a segment in use during this
+	// allocation (freeMapped, only ever called inside alloc), moving the
+	// spanned bytes without looking at InactiveSplit's peak, since the
+	// block may take them; alloc looks at it before it returns
+	// (settleSpanned).
+	spanDue bool
 	// shared, when set, is the bytes held elsewhere against this pool's
 	// Limit: a manager's device budget also covers its managed tier,
 	// whose pages live on the device (Manager.SetLimit).
@@ -256,6 +262,7 @@ func (p *Pool) alloc(size int64, s Stream, advice Advice, role Role, op string) 
 	if rounded <= p.placeMax {
 		var err error
 		if b, err = p.allocPlaced(size, rounded, s, role); err != nil {
+			p.settleSpanned()
 			return nil, err
 		}
 	} else if lo, hi := (freeKey{size: rounded}), p.takeLimit(rounded); idx.hot == nil {
@@ -268,6 +275,7 @@ func (p *Pool) alloc(size int64, s Stream, advice Advice, role Role, op string) 
 	if b == nil {
 		var err error
 		if b, err = p.grow(size, rounded, s, role); err != nil {
+			p.settleSpanned()
 			return nil, err
 		}
 	}
@@ -280,6 +288,7 @@ func (p *Pool) alloc(size int64, s Stream, advice Advice, role Role, op string) 
 				p.freedPlaced(b)
 			}
 			p.insertFree(b)
+			p.settleSpanned()
 			return nil, err
 		}
 	}
@@ -297,8 +306,14 @@ func (p *Pool) alloc(size int64, s Stream, advice Advice, role Role, op string) 
 	if u := p.sinks.parent; u != nil {
 		u.blockAllocated(b.size, size)
 	}
-	if first {
-		p.sinks.spannedBy(seg.mapped)
+	if first || p.spanDue {
+		// Pages mapped for the block (spanDue) count once it has them.
+		p.spanDue = false
+		var d int64
+		if first {
+			d = seg.mapped
+		}
+		p.sinks.spannedBy(d)
 	}
 	if p.hist != nil {
 		p.hist.alloc(p.tier, b, size, op)
@@ -371,6 +386,16 @@ func (p *Pool) free(b *Block) error {
 	}
 	p.merge(b, prevFree, nextFree)
 	return nil
+}
+
+// settleSpanned looks at InactiveSplit's peak when pages were mapped into
+// a segment in use during an allocation that failed (spanDue): they stay
+// mapped, free.
+func (p *Pool) settleSpanned() {
+	if p.spanDue {
+		p.spanDue = false
+		p.sinks.spannedBy(0)
+	}
 }
 
 // reclaim makes a live or pending block free: it leaves its segment's

@@ -374,7 +374,12 @@ func (p *Pool) freeMapped(seg *segment, b *Block, lo, hi int64) {
 	base := seg.region.Addr
 	before := seg.spanned()
 	seg.mapped += hi - lo
-	p.sinks.spannedBy(seg.spanned() - before)
+	if d := seg.spanned() - before; d != 0 {
+		// Not spannedBy: the allocation that maps them may take them, and
+		// looks at InactiveSplit's peak once it has (Pool.spanDue).
+		p.sinks.moveSpanned(d)
+		p.spanDue = true
+	}
 	p.sinks.pagesMapped(hi - lo)
 	if p.hist != nil {
 		p.hist.segment(EventReserve, p.tier, seg, base+uintptr(lo), hi-lo)

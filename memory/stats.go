@@ -167,13 +167,20 @@ func (s *usageSinks) blockReclaimed(rounded int64) {
 // first or last block in use came or went, or pages were mapped or
 // unmapped in one in use) and raises InactiveSplit's peak where its
 // current value passes it: call it after every change of Active or of the
-// spanned bytes that may raise InactiveSplit (a free, a reclaim, pages
-// mapped), with d = 0 for none.
+// spanned bytes that may raise InactiveSplit (a free, a reclaim, the end
+// of an allocation that mapped pages: moveSpanned), with d = 0 for none.
 func (s *usageSinks) spannedBy(d int64) {
 	s.own.spannedBy(d)
 	if p := s.parent; p != nil {
 		p.spannedBy(d)
 	}
+}
+
+// moveSpanned moves the spanned bytes by d without looking at
+// InactiveSplit's peak: pages mapped during an allocation, which looks at
+// it before it returns (Pool.spanDue).
+func (s *usageSinks) moveSpanned(d int64) {
+	s.each(func(u *liveUsage) { u.spanned += d })
 }
 
 func (u *liveUsage) spannedBy(d int64) {
