@@ -18,10 +18,11 @@ import "sync/atomic"
 // "any load must come before the following store"); across blocks and
 // calls the chain orders them. x86 keeps stores in order and never moves
 // a store ahead of an earlier load (TSO), so another processor that sees
-// the state 0 also sees everything written before it: a release, which
-// is what the runtime's own atomic.StoreRel is on amd64 (a plain MOV).
-// The race detector must see the release, so race builds use the atomic
-// store (mutex_unlock_other.go).
+// the state 0 also sees everything written before it: a release. (Nor
+// can the store be dropped or merged: dead-store elimination needs a
+// later store to the state in the same block with no read between, and
+// every other access to it is atomic.) The race detector must see the
+// release, so race builds use the atomic store (mutex_unlock_other.go).
 func unlock(m *mutex) {
 	if atomic.LoadUint32(&m.state) == 0 || atomic.LoadUint32(&m.waiting) != 0 {
 		unlockSlow(m)

@@ -33,8 +33,8 @@ type Usage struct {
 	// Allocated.
 	Active Stat
 	// InactiveSplit is the free bytes inside segments that also hold live
-	// blocks: memory that is reserved, unused and cannot be given back, the
-	// pool's fragmentation.
+	// or pending blocks: memory that is reserved, unused and cannot be
+	// given back, the pool's fragmentation.
 	InactiveSplit Stat
 	// Allocs and Frees count the calls that succeeded.
 	Allocs, Frees int64
