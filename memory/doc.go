@@ -694,7 +694,11 @@
 // use), InactiveSplit (free bytes in segments that also hold live or
 // pending blocks: the fragmentation that EmptyCache cannot return), each
 // with its current value and peak, and counters of calls, backend calls,
-// OOMs and cache flushes.
+// OOMs and cache flushes. The allocation path keeps only Allocated,
+// Requested and the counters: Active and InactiveSplit are derived on
+// reading from Allocated, the bytes pending and the bytes mapped in
+// segments in use, which change off that path (liveUsage, stats.go), with
+// their peaks kept as the others' are.
 // A manager's pools update the manager's total in the same critical section
 // as their own, so the total's peaks are true peaks of the sum, not sums of
 // per-tier peaks; per-role statistics add up to the total. Manager.Summary
