@@ -74,10 +74,11 @@ func (u *Usage) stats() [5]*Stat {
 // segments that hold live or pending blocks (every such block's bytes lie
 // in one, so InactiveSplit = spanned - Active). The stored Usage's
 // Active.Current and InactiveSplit.Current stay 0; InactiveSplit's peak
-// is kept as the others are, Active's as blockAllocated says. An allocation then moves three numbers (Allocated,
-// Requested, Allocs) and a free three, where keeping all five byte
-// counts moved five and five: on a Xeon GPU host the statistics were ~7%
-// of the mixed pair (bench/results/gpu-s50.md).
+// is kept as the others are, Active's as blockAllocated says. An
+// allocation then moves Allocated, Requested and Allocs, and a free
+// Allocated, Requested and Frees, where keeping all five byte counts
+// moved two more each: on a Xeon GPU host the statistics were about 5% of
+// the mixed pair, and this took 0.7% off it (bench/results/gpu-s50.md).
 type liveUsage struct {
 	Usage
 	pending, spanned int64
