@@ -2,7 +2,6 @@ package memory_test
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -34,42 +33,14 @@ func TestStatsInactivePeakExpandableGrowth(t *testing.T) {
 }
 
 // TestStatsPeaksFollowCurrentsExpandable is TestStatsPeaksFollowCurrents
-// over expandable segments on the host's virtual memory: every peak is the
-// highest current value seen after a call since the last reset.
+// over expandable segments on the host's virtual memory, with EmptyCache
+// among the calls: every peak is the highest current value seen after a
+// call since the last reset.
 func TestStatsPeaksFollowCurrentsExpandable(t *testing.T) {
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(seed, 0x57a76))
 			p := memory.NewPool(memory.NewHostBackend(memory.TierDevice), memory.PoolConfig{Expandable: true})
-			var peaks [5]int64
-			var live []*memory.Block
-			lo, hi := math.Log(512), math.Log(24<<20)
-			for step := range 1500 {
-				switch r := rng.IntN(100); {
-				case r < 50 || len(live) == 0:
-					size := int64(math.Exp(lo + rng.Float64()*(hi-lo)))
-					live = append(live, mustAlloc(t, p, size, memory.Stream(1+rng.IntN(2))))
-				case r < 97:
-					i := rng.IntN(len(live))
-					require.NoError(t, p.Free(live[i]))
-					live[i] = live[len(live)-1]
-					live = live[:len(live)-1]
-				case r < 98:
-					require.NoError(t, p.EmptyCache())
-				default:
-					p.ResetPeaks()
-					peaks = [5]int64{}
-				}
-				st := p.Stats()
-				a, req, act, in, res := usageFromSegments(p)
-				got := [5]memory.Stat{st.Allocated, st.Requested, st.Active, st.InactiveSplit, st.Reserved}
-				want := [5]int64{a, req, act, in, res}
-				for k, name := range []string{"allocated", "requested", "active", "inactive split", "reserved"} {
-					peaks[k] = max(peaks[k], want[k])
-					require.Equal(t, want[k], got[k].Current, "step %d: %s", step, name)
-					require.Equal(t, peaks[k], got[k].Peak, "step %d: %s peak", step, name)
-				}
-			}
+			live := statsPeaksRandom(t, p, rand.New(rand.NewPCG(seed, 0x57a76)), 1500, true)
 			for _, b := range live {
 				require.NoError(t, p.Free(b))
 			}

@@ -45,41 +45,58 @@ func usageFromSegments(p *memory.Pool) (allocated, requested, active, inactive, 
 func TestStatsPeaksFollowCurrents(t *testing.T) {
 	for seed := range uint64(6) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(seed, 0x57a75))
 			p, fb, ss := newSyncPool(t, memory.PoolConfig{})
-			var peaks [5]int64
-			var live []*memory.Block
-			lo, hi := math.Log(512), math.Log(24<<20)
-			for step := range 3000 {
-				switch r := rng.IntN(100); {
-				case r < 50 || len(live) == 0:
-					size := int64(math.Exp(lo + rng.Float64()*(hi-lo)))
-					live = append(live, mustAlloc(t, p, size, memory.Stream(1+rng.IntN(2))))
-				case r < 98:
-					i := rng.IntN(len(live))
-					require.NoError(t, p.Free(live[i]))
-					live[i] = live[len(live)-1]
-					live = live[:len(live)-1]
-				default:
-					p.ResetPeaks()
-					peaks = [5]int64{}
-				}
-				st := p.Stats()
-				a, req, act, in, res := usageFromSegments(p)
-				got := [5]memory.Stat{st.Allocated, st.Requested, st.Active, st.InactiveSplit, st.Reserved}
-				want := [5]int64{a, req, act, in, res}
-				for k, name := range []string{"allocated", "requested", "active", "inactive split", "reserved"} {
-					peaks[k] = max(peaks[k], want[k])
-					require.Equal(t, want[k], got[k].Current, "step %d: %s", step, name)
-					require.Equal(t, peaks[k], got[k].Peak, "step %d: %s peak", step, name)
-				}
-			}
+			live := statsPeaksRandom(t, p, rand.New(rand.NewPCG(seed, 0x57a75)), 3000, false)
 			for _, b := range live {
 				require.NoError(t, p.Free(b))
 			}
 			closeSynced(t, p, fb, ss)
 		})
 	}
+}
+
+// statsPeaksRandom makes steps random calls on p (allocations of sizes
+// from 512 B to 24 MiB on two streams, frees, peak resets, and with
+// emptyCache EmptyCache now and then) and checks after each that every
+// current value equals the one counted from the segments and every peak
+// the highest current seen since the last reset. It returns the blocks
+// still live.
+func statsPeaksRandom(t *testing.T, p *memory.Pool, rng *rand.Rand, steps int, emptyCache bool) []*memory.Block {
+	t.Helper()
+	freeBelow := 98
+	if emptyCache {
+		freeBelow = 97
+	}
+	var peaks [5]int64
+	var live []*memory.Block
+	lo, hi := math.Log(512), math.Log(24<<20)
+	for step := range steps {
+		switch r := rng.IntN(100); {
+		case r < 50 || len(live) == 0:
+			size := int64(math.Exp(lo + rng.Float64()*(hi-lo)))
+			live = append(live, mustAlloc(t, p, size, memory.Stream(1+rng.IntN(2))))
+		case r < freeBelow:
+			i := rng.IntN(len(live))
+			require.NoError(t, p.Free(live[i]))
+			live[i] = live[len(live)-1]
+			live = live[:len(live)-1]
+		case r < 98:
+			require.NoError(t, p.EmptyCache())
+		default:
+			p.ResetPeaks()
+			peaks = [5]int64{}
+		}
+		st := p.Stats()
+		a, req, act, in, res := usageFromSegments(p)
+		got := [5]memory.Stat{st.Allocated, st.Requested, st.Active, st.InactiveSplit, st.Reserved}
+		want := [5]int64{a, req, act, in, res}
+		for k, name := range []string{"allocated", "requested", "active", "inactive split", "reserved"} {
+			peaks[k] = max(peaks[k], want[k])
+			require.Equal(t, want[k], got[k].Current, "step %d: %s", step, name)
+			require.Equal(t, peaks[k], got[k].Peak, "step %d: %s peak", step, name)
+		}
+	}
+	return live
 }
 
 // TestStatsActivePeakWithPendingBlocks: blocks freed while other streams
