@@ -128,13 +128,3 @@ func (s *segment) spanned() int64 {
 	}
 	return s.mapped
 }
-
-// inactive is the segment's contribution to InactiveSplit: its free bytes
-// when it also holds live or pending blocks, else nothing (a fully free
-// segment can be given back, so it is cache, not fragmentation).
-func (s *segment) inactive() int64 {
-	if s.live == 0 {
-		return 0
-	}
-	return s.mapped - s.liveBytes
-}
