@@ -146,16 +146,29 @@ func (v *deviceVM) Map(addr uintptr, pages []Page) error {
 			return err
 		}
 	}
+	if mapped, bytes, err := v.mapPages(addr, pages); err != nil {
+		return errors.Join(driverAllocError(v.name, bytes, err), v.unmapN(addr, mapped))
+	}
+	return nil
+}
+
+// mapPages maps pages from addr on, one cuMemMap each, and gives the
+// device access to the range in one cuMemSetAccess: Map's work, and
+// mapBack's. On error it returns how many pages it left mapped (all of
+// them when the access failed), the bytes of the call that failed and
+// the driver's error.
+func (v *deviceVM) mapPages(addr uintptr, pages []Page) (mapped int, bytes int64, err error) {
 	for i, pg := range pages {
 		at := cuda.DevicePtr(addr + uintptr(int64(i)*v.gran))
 		if err := v.ctx.MemMap(at, int(v.gran), cuda.MemHandle(pg)); err != nil {
-			return errors.Join(driverAllocError(v.name, v.gran, err), v.unmapN(addr, i))
+			return i, v.gran, fmt.Errorf("mapping a page at %s: %w", at, err)
 		}
 	}
-	if err := v.ctx.MemSetAccess(cuda.DevicePtr(addr), int(int64(len(pages))*v.gran)); err != nil {
-		return errors.Join(driverAllocError(v.name, int64(len(pages))*v.gran, err), v.unmapN(addr, len(pages)))
+	n := int64(len(pages)) * v.gran
+	if err := v.ctx.MemSetAccess(cuda.DevicePtr(addr), int(n)); err != nil {
+		return len(pages), n, fmt.Errorf("giving the device access to %d pages at %#x: %w", len(pages), addr, err)
 	}
-	return nil
+	return len(pages), 0, nil
 }
 
 // Unmap unmaps each page's mapping (cuMemUnmap, one mapping at a time).
@@ -184,14 +197,8 @@ func (v *deviceVM) mapBack(addr uintptr, pages []Page) error {
 	if len(pages) == 0 {
 		return nil
 	}
-	for i, pg := range pages {
-		at := cuda.DevicePtr(addr + uintptr(int64(i)*v.gran))
-		if err := v.ctx.MemMap(at, int(v.gran), cuda.MemHandle(pg)); err != nil {
-			return fmt.Errorf("memory: %s: mapping a page back at %s: %w", v.name, at, err)
-		}
-	}
-	if err := v.ctx.MemSetAccess(cuda.DevicePtr(addr), int(int64(len(pages))*v.gran)); err != nil {
-		return fmt.Errorf("memory: %s: giving the device access to %d pages mapped back at %#x: %w", v.name, len(pages), addr, err)
+	if _, _, err := v.mapPages(addr, pages); err != nil {
+		return fmt.Errorf("memory: %s: mapping %d pages back after a failed unmap: %w", v.name, len(pages), err)
 	}
 	return nil
 }

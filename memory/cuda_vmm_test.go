@@ -158,3 +158,40 @@ func TestGPUVirtualMemoryUnmapFailureMapsBack(t *testing.T) {
 	}
 	require.NoError(t, vm.FreeAddress(r))
 }
+
+// TestGPUVirtualMemoryMapFailureUnmaps: when cuMemMap fails on the second
+// of three pages, or cuMemSetAccess on the range, Map unmaps what it had
+// mapped, so the same pages map again at the same place afterwards (a
+// page left mapped would make that cuMemMap fail) and the range is usable.
+func TestGPUVirtualMemoryMapFailureUnmaps(t *testing.T) {
+	c, vm := gpuVM(t)
+	g := vm.Granularity()
+	r, err := vm.ReserveAddress(3 * g)
+	require.NoError(t, err)
+	var pages []memory.Page
+	for range 3 {
+		p, err := vm.CreatePage()
+		require.NoError(t, err)
+		pages = append(pages, p)
+	}
+	defer cuda.FailCall("", 0, 0)
+	for _, call := range []struct {
+		match string
+		n     int64
+	}{{"cuMemMap", 2}, {"cuMemSetAccess", 1}} {
+		cuda.FailCall(call.match, call.n, 1) // CUDA_ERROR_INVALID_VALUE
+		require.Error(t, vm.Map(r.Addr, pages), call.match)
+		_, failed := cuda.FaultCalls()
+		require.Equal(t, int64(1), failed, "%s failed once", call.match)
+		cuda.FailCall("", 0, 0)
+	}
+	require.NoError(t, vm.Map(r.Addr, pages), "no page was left mapped")
+	require.NoError(t, c.MemsetD8(cuda.DevicePtr(r.Addr), 9, int(3*g)))
+	require.Equal(t, byte(9), readDevice(t, c, r.Addr+uintptr(2*g), 1)[0])
+	require.NoError(t, vm.Sync())
+	require.NoError(t, vm.Unmap(r.Addr, pages))
+	for _, p := range pages {
+		require.NoError(t, vm.ReleasePage(p))
+	}
+	require.NoError(t, vm.FreeAddress(r))
+}
