@@ -172,7 +172,9 @@
 // 0.36x its device memory (session 16), where selective checkpointing on
 // the device ran 0.93x at 0.56x. Results are bit for bit those without it;
 // a device that cannot take a tensor back leaves it in host memory, where
-// the ops read it over the bus.
+// the ops read it over the bus. Offload.Regions reports a forward pass's
+// regions and the most bytes one held, to choose Keep by: one context's
+// pass, never those of contexts sharing the Offload counted as one.
 //
 // # Contexts
 //

@@ -58,10 +58,22 @@ type Offload struct {
 	Ahead int
 
 	mu   sync.Mutex
-	live map[*tensor.Ctx][]*held
-	// cur and last describe the forward pass in progress and the one
-	// before it (Regions).
-	cur, last passStats
+	live map[*tensor.Ctx]*records
+	// last is the forward pass that ended last, of whichever context
+	// (its backward began, or its context began another pass), and
+	// recent the records of the context that registered a region last:
+	// Regions reports one of their passes. The statistics are kept per
+	// context, since contexts sharing an Offload interleave their passes:
+	// counted together, their regions added up to a pass neither ran.
+	last   passStats
+	recent *records
+}
+
+// records are one context's: its regions whose forward pass ran and whose
+// backward has not, in forward order, and its forward pass's statistics.
+type records struct {
+	rs   []*held
+	pass passStats // the pass in progress, or the last one
 }
 
 // passStats counts a forward pass's regions and the most bytes one held.
@@ -76,12 +88,19 @@ type passStats struct {
 // activation inputs, each storage once), so that a caller under a device
 // budget can choose Keep: each region kept costs about that much device
 // memory and saves that much traffic each way. Zeros before any pass.
+//
+// Both numbers are one context's pass, never a sum over contexts sharing
+// the Offload whose passes interleave: the pass in progress of the
+// context that registered a region last, once it has as many regions as
+// the last pass to end; else that one, the pass of whichever context
+// whose backward began (or, never run backward, whose context began
+// another pass) last. With one context it is the last forward pass.
 func (o *Offload) Regions() (n int, largest int64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	p := o.last
-	if o.cur.ended || o.cur.regions >= p.regions {
-		p = o.cur // over, or larger than the last already
+	if r := o.recent; r != nil && !r.pass.ended && r.pass.regions >= p.regions {
+		p = r.pass // larger than the last already
 	}
 	return p.regions, p.largest
 }
@@ -135,31 +154,44 @@ func (o *Offload) add(c *tensor.Ctx, saved []*tensor.Tensor, inputs []*autograd.
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.live == nil {
-		o.live = map[*tensor.Ctx][]*held{}
+		o.live = map[*tensor.Ctx]*records{}
 	}
 	// Other contexts' passes that never ran backward (their scopes
 	// released what they held): forget them, or a context used once
 	// stays in the map for ever.
-	for k, rs := range o.live {
-		if k != c && !slices.ContainsFunc(rs, func(r *held) bool { return !r.released() }) {
+	for k, r := range o.live {
+		if k != c && !slices.ContainsFunc(r.rs, func(r *held) bool { return !r.released() }) {
+			r.rs = nil
 			delete(o.live, k)
 		}
 	}
+	r := o.live[c]
+	if r == nil {
+		r = &records{}
+		o.live[c] = r
+	}
 	// Regions of a forward pass that never ran backward: their tensors
 	// were released with their scopes.
-	rs := o.live[c][:0]
-	for _, r := range o.live[c] {
-		if !r.released() {
-			rs = append(rs, r)
+	rs := r.rs[:0]
+	for _, h := range r.rs {
+		if !h.released() {
+			rs = append(rs, h)
 		}
 	}
 	if len(rs) == 0 { // a new forward pass
-		o.last, o.cur = o.cur, passStats{}
+		if r.pass.regions > 0 && !r.pass.ended {
+			o.last = r.pass // one that never ran backward ends here
+		}
+		r.pass = passStats{}
 	}
-	o.cur.regions++
-	o.cur.largest = max(o.cur.largest, h.bytes())
+	r.pass.regions++
+	r.pass.largest = max(r.pass.largest, h.bytes())
+	if r.pass.ended {
+		o.last = r.pass // a region after backward began (Grad over part of the pass)
+	}
+	o.recent = r
 	rs = append(rs, h)
-	o.live[c] = rs
+	r.rs = rs
 	if i := len(rs) - 1 - orDefault(o.Keep, 2); i >= 0 && !rs[i].out && !rs[i].released() {
 		rs[i].out = true
 		o.move(rs[i], o.tier())
@@ -172,8 +204,15 @@ func (o *Offload) add(c *tensor.Ctx, saved []*tensor.Tensor, inputs []*autograd.
 func (o *Offload) enter(c *tensor.Ctx, h *held) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.cur.ended = true
-	rs := o.live[c]
+	r := o.live[c]
+	if r == nil {
+		return
+	}
+	if !r.pass.ended {
+		r.pass.ended = true
+		o.last = r.pass
+	}
+	rs := r.rs
 	i := len(rs) - 1
 	for i >= 0 && rs[i] != h {
 		i--
@@ -193,15 +232,15 @@ func (o *Offload) enter(c *tensor.Ctx, h *held) {
 func (o *Offload) leave(c *tensor.Ctx, h *held) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	rs := o.live[c]
-	for i, r := range rs {
-		if r == h {
-			o.live[c] = append(rs[:i], rs[i+1:]...)
-			break
-		}
+	r := o.live[c]
+	if r == nil {
+		return
 	}
-	if len(o.live[c]) == 0 {
-		delete(o.live, c)
+	if i := slices.Index(r.rs, h); i >= 0 {
+		r.rs = slices.Delete(r.rs, i, i+1)
+	}
+	if len(r.rs) == 0 {
+		delete(o.live, c) // its pass's statistics are in last (enter)
 	}
 }
 

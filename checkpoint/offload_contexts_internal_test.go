@@ -40,3 +40,11 @@ func offloadFixture(t *testing.T) (*autograd.Var, *Offload, Options) {
 	off := &Offload{}
 	return autograd.Param(w, "w"), off, Options{Offload: off}
 }
+
+// liveRegions is how many of c's regions o keeps a record of.
+func (o *Offload) liveRegions(c *tensor.Ctx) int {
+	if r := o.live[c]; r != nil {
+		return len(r.rs)
+	}
+	return 0
+}

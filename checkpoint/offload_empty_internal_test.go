@@ -35,7 +35,7 @@ func TestOffloadForgetsRegionsWithNothingToMove(t *testing.T) {
 		})
 	}
 	off.mu.Lock()
-	contexts, regions := len(off.live), len(off.live[c])
+	contexts, regions := len(off.live), off.liveRegions(c)
 	off.mu.Unlock()
 	require.LessOrEqual(t, contexts, 1, "contexts whose passes never ran backward are forgotten")
 	require.Zero(t, regions, "the passes of c that never ran backward are forgotten")
@@ -60,7 +60,7 @@ func TestOffloadForgetsRegionsOverAnOuterInput(t *testing.T) {
 			})
 		}
 		off.mu.Lock()
-		regions := len(off.live[c])
+		regions := off.liveRegions(c)
 		off.mu.Unlock()
 		require.LessOrEqual(t, regions, 1, "the passes that never ran backward are forgotten")
 		require.Equal(t, memory.TierDevice, x.Value.Allocation().Tier(), "no later pass moves the input out")
