@@ -166,11 +166,14 @@
 // pass ends, so that the last Keep regions stay; when backward reaches a
 // region, its tensors come back if they are away and the Ahead regions
 // before it start coming back, their copies running under this region's
-// recomputation. With SaveMatMuls the device then holds about Keep + Ahead
-// regions' products and recomputes only the cheap ops: on the H200,
-// float32 gpt2 (B8 T1024) ran at 0.98x the speed of no checkpointing with
-// 0.36x its device memory (session 16), where selective checkpointing on
-// the device ran 0.93x at 0.56x. Results are bit for bit those without it;
+// recomputation (also a region whose result the model dropped, Var.Drop);
+// a region backward never reaches brings what it moved out and is still
+// live (an input that outlives the pass) back to the device when its
+// context's next region ends its forward pass. With SaveMatMuls the
+// device then holds about Keep + Ahead regions' products and recomputes
+// only the cheap ops: on the H200, float32 gpt2 (B8 T1024) ran at 0.98x
+// the speed of no checkpointing with 0.36x its device memory (session
+// 16), where selective checkpointing on the device ran 0.93x at 0.56x. Results are bit for bit those without it;
 // a device that cannot take a tensor back leaves it in host memory, where
 // the ops read it over the bus. Offload.Regions reports a forward pass's
 // regions and the most bytes one held, to choose Keep by: one context's

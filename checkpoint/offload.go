@@ -29,7 +29,11 @@ import (
 // first. When backward reaches a region, what it moved out is brought
 // back if still away and the Ahead regions before it start coming back,
 // so that their copies run during this region's recomputation and
-// backward.
+// backward. A region that backward never reached (a pass with recording
+// on and no backward), or whose result the model dropped (Var.Drop), is
+// forgotten when its context's next region ends its forward pass, and
+// what it moved out that is still live (an input that outlives the pass)
+// comes back to the device then.
 //
 // Use it with a policy that saves the expensive outputs (SaveMatMuls):
 // the device then holds no region's saved outputs but the last Keep and
@@ -158,9 +162,12 @@ func (o *Offload) add(c *tensor.Ctx, saved []*tensor.Tensor, inputs []*autograd.
 	}
 	// Other contexts' passes that never ran backward (their scopes
 	// released what they held): forget them, or a context used once
-	// stays in the map for ever.
+	// stays in the map for ever. Not while one of their regions holds a
+	// live tensor in host memory (an input that outlives the pass): only
+	// its own context may move it back (its goroutine may be using it, or
+	// releasing it), which it does below when it next registers a region.
 	for k, r := range o.live {
-		if k != c && !slices.ContainsFunc(r.rs, func(r *held) bool { return !r.released() }) {
+		if k != c && !slices.ContainsFunc(r.rs, func(h *held) bool { return !h.released() || h.away() }) {
 			r.rs = nil
 			delete(o.live, k)
 		}
@@ -170,11 +177,18 @@ func (o *Offload) add(c *tensor.Ctx, saved []*tensor.Tensor, inputs []*autograd.
 		r = &records{}
 		o.live[c] = r
 	}
-	// Regions of a forward pass that never ran backward: their tensors
-	// were released with their scopes.
+	// Regions of a forward pass that never ran backward (their tensors
+	// were released with their scopes), or whose result was dropped
+	// (released): what they moved out and is still live comes back first,
+	// for nothing else would bring it back. An input that outlives the
+	// pass stayed in host memory for good, and a region whose result the
+	// model dropped (Var.Drop: a residual branch, which no backward
+	// reads) was recomputed from host memory in its backward.
 	rs := r.rs[:0]
 	for _, h := range r.rs {
-		if !h.released() {
+		if h.released() {
+			o.back(h)
+		} else {
 			rs = append(rs, h)
 		}
 	}
@@ -194,7 +208,7 @@ func (o *Offload) add(c *tensor.Ctx, saved []*tensor.Tensor, inputs []*autograd.
 	r.rs = rs
 	if i := len(rs) - 1 - orDefault(o.Keep, 2); i >= 0 && !rs[i].out && !rs[i].released() {
 		rs[i].out = true
-		o.move(rs[i], o.tier())
+		o.move(o.tier(), rs[i].ts...)
 	}
 	return h
 }
@@ -220,11 +234,29 @@ func (o *Offload) enter(c *tensor.Ctx, h *held) {
 	if i < 0 {
 		return
 	}
+	// h's backward is running, so its pass is not over even when its
+	// result was released (dropped by the model): it and those before it
+	// come back whatever their results, each tensor still live.
 	for j := i; j >= 0 && j >= i-orDefault(o.Ahead, 1); j-- {
-		if rs[j].out && !rs[j].released() {
-			rs[j].out = false
-			o.move(rs[j], memory.TierDevice)
+		o.back(rs[j])
+	}
+}
+
+// back brings h's tensors back to the device if h moved them out; those
+// released since stay where they were freed (tensor.MoveTo refuses them).
+func (o *Offload) back(h *held) {
+	if !h.out {
+		return
+	}
+	h.out = false
+	var ts []*tensor.Tensor
+	for _, t := range h.ts {
+		if !t.Released() {
+			ts = append(ts, t)
 		}
+	}
+	if len(ts) > 0 {
+		o.move(memory.TierDevice, ts...)
 	}
 }
 
@@ -244,11 +276,16 @@ func (o *Offload) leave(c *tensor.Ctx, h *held) {
 	}
 }
 
-// move moves h's tensors to tier; a tier that cannot take them leaves
-// them where they are (tensor.MoveTo's out-of-memory errors), where the
-// ops still read them.
-func (o *Offload) move(h *held, t memory.Tier) {
-	_ = tensor.MoveTo(t, h.ts...)
+// move moves ts to tier; a tier that cannot take them leaves them where
+// they are (tensor.MoveTo's out-of-memory errors), where the ops still
+// read them.
+func (o *Offload) move(t memory.Tier, ts ...*tensor.Tensor) {
+	_ = tensor.MoveTo(t, ts...)
+}
+
+// away reports whether h holds a live tensor moved out.
+func (h *held) away() bool {
+	return h.out && slices.ContainsFunc(h.ts, func(t *tensor.Tensor) bool { return !t.Released() })
 }
 
 // bytes is the size of h's storages, each once.
@@ -270,6 +307,16 @@ func (h *held) bytes() int64 {
 // nothing to move, never looked released, and passes that never ran
 // backward stayed in the records for ever (with their contexts), moving
 // the live input out for the passes after.
+//
+// A result the model dropped (Var.Drop) reads the same: the package
+// cannot tell a Drop from the closing of the scope (a token owned by the
+// scope would cost each region an allocation, which the memory
+// statistics would count). Such a region is forgotten as the next one
+// registers, its tensors brought back first (add), or they come back as
+// its backward begins (enter): it is never recomputed from host memory.
+// But it no longer counts among the last Keep regions, is moved out only
+// if Keep did so before the drop, and when every region before the next
+// one is forgotten so, Regions counts a new pass from there.
 func (h *held) released() bool {
 	if h.result.Released() {
 		return true
