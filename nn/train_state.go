@@ -93,16 +93,43 @@ func SaveTrainState(ctx context.Context, path string, ps []*Parameter, opt *Adam
 // parameters' (a state of another model) are an error wrapping
 // tensor.ErrShape, as LoadWeights' are. On error ps and opt are
 // unchanged.
+//
+// The file is read into host memory, and its tensors go to their
+// parameters' devices through a staging buffer of at most 16 MiB per
+// device and dtype (memory.RoleStaging), a chunk at a time: besides
+// the new moments of a parameter that had none, a device holds about one
+// tensor more than its state while the file loads, not the state twice.
+// Where the host cannot write the staging memory (a policy that puts
+// RoleStaging in device memory), that device's tensors are uploaded whole
+// before anything changes, as the all-or-nothing promise above needs.
 func LoadTrainState(path string, ps []*Parameter, opt *AdamW) (meta map[string]string, err error) {
 	if err := sameParams(ps, opt); err != nil {
 		return nil, fmt.Errorf("nn: loading %s: %w", path, err)
 	}
-	return readInto(path, ps, func(byName map[string]*Parameter, ts map[string]*tensor.Tensor, meta map[string]string) (map[string]string, error) {
-		return loadTrainState(path, byName, opt, ts, meta)
-	})
+	if len(ps) == 0 {
+		return nil, fmt.Errorf("nn: loading %s: no parameters to load into", path)
+	}
+	byName, err := ByName(ps) // before the file is read
+	if err != nil {
+		return nil, fmt.Errorf("nn: loading %s: %w", path, err)
+	}
+	files, meta, err := readFileTensors(path)
+	if err != nil {
+		return nil, err
+	}
+	c := tensor.NewCtx()
+	if e := tensor.Try(func() {
+		c.WithScope(func() { meta, err = loadTrainState(c, path, byName, opt, files, meta) })
+	}); e != nil {
+		return nil, fmt.Errorf("nn: loading %s: %w", path, e)
+	}
+	return meta, err
 }
 
-func loadTrainState(path string, byName map[string]*Parameter, opt *AdamW, ts map[string]*tensor.Tensor, meta map[string]string) (map[string]string, error) {
+// loadTrainState checks everything the file holds before it changes ps
+// or opt, then copies it in a chunk at a time (stager). It runs in a
+// scope of c: the checks' temporaries and the views are released with it.
+func loadTrainState(c *tensor.Ctx, path string, byName map[string]*Parameter, opt *AdamW, files map[string]fileTensor, meta map[string]string) (map[string]string, error) {
 	if meta["optimizer"] != "AdamW" {
 		return nil, fmt.Errorf("nn: loading %s: not a training state file (metadata optimizer = %q, want AdamW)", path, meta["optimizer"])
 	}
@@ -111,8 +138,8 @@ func loadTrainState(path string, byName map[string]*Parameter, opt *AdamW, ts ma
 		return nil, fmt.Errorf("nn: loading %s: metadata %s = %q: want a non-negative integer", path, OptimizerStepKey, meta[OptimizerStepKey])
 	}
 	var missing, unexpected []string
-	moments := map[*Parameter][2]*tensor.Tensor{}
-	for name, t := range ts {
+	moments := map[*Parameter][2]string{} // the moments' names in the file
+	for name, f := range files {
 		base, kind := name, 0
 		if s, ok := strings.CutPrefix(name, ExpAvgPrefix); ok {
 			base, kind = s, 1
@@ -124,40 +151,59 @@ func loadTrainState(path string, byName map[string]*Parameter, opt *AdamW, ts ma
 			unexpected = append(unexpected, name)
 			continue
 		}
-		if !slices.Equal(t.Shape(), p.Value.Shape()) {
-			return nil, &mismatchError{fmt.Sprintf("nn: loading %s: %q has shape %v in the file, the model wants %v", path, name, t.Shape(), p.Value.Shape())}
+		if !slices.Equal(f.shape, p.Value.Shape()) {
+			return nil, &mismatchError{fmt.Sprintf("nn: loading %s: %q has shape %v in the file, the model wants %v", path, name, f.shape, p.Value.Shape())}
 		}
 		if kind > 0 {
 			mv := moments[p]
-			mv[kind-1] = t
+			mv[kind-1] = name
 			moments[p] = mv
 		}
 	}
 	for name, p := range byName {
-		if _, ok := ts[name]; !ok {
+		if _, ok := files[name]; !ok {
 			missing = append(missing, name)
 		}
-		if mv, ok := moments[p]; ok && (mv[0] == nil) != (mv[1] == nil) {
+		if mv, ok := moments[p]; ok && (mv[0] == "") != (mv[1] == "") {
 			return nil, &mismatchError{fmt.Sprintf("nn: loading %s: %q has one AdamW moment but not the other", path, name)}
 		}
 	}
+	// Where each tensor goes: a parameter's weights to its device, its
+	// moments to its state's (in whatever tier the placement scheduler
+	// left it: a staging buffer serves a device, all its tiers) or, for
+	// a parameter without, to its own, where newMoments allocates them.
+	stage := newStager(c)
+	defer stage.release()
 	for name, p := range byName {
-		// The file is on the first parameter's device: a parameter on
-		// another gets its weights and moments moved to its own here,
-		// so that the copies below allocate nothing.
-		dev := p.Value.Device()
-		if t, ok := ts[name]; ok {
-			w, err := checkWeights(name, t, p.Value.DType())
-			if err != nil {
-				return nil, fmt.Errorf("nn: loading %s: %w", path, err)
-			}
-			ts[name] = w.ToDevice(dev)
+		if !p.Value.IsContiguous() || (opt.m[p] != nil && !opt.m[p].IsContiguous()) {
+			// A copy into a strided view of it would be lost.
+			return nil, fmt.Errorf("nn: loading %s: %q or its optimizer state is not contiguous: %w", path, name, tensor.ErrArgument)
+		}
+		if f, ok := files[name]; ok {
+			stage.plan(p.Value.Device(), f)
 		}
 		if mv, ok := moments[p]; ok {
-			if err := checkMoments(name, mv, p.Value.DType()); err != nil {
+			dev := momentDevice(opt, p)
+			stage.plan(dev, files[mv[0]])
+			stage.plan(dev, files[mv[1]])
+		}
+	}
+	if err := stage.allocate(); err != nil {
+		return nil, fmt.Errorf("nn: loading %s: %w", path, err)
+	}
+	for name, p := range byName {
+		if f, ok := files[name]; ok {
+			if err := checkWeights(stage, name, p.Value.Device(), f, p.Value.DType()); err != nil {
 				return nil, fmt.Errorf("nn: loading %s: %w", path, err)
 			}
-			moments[p] = [2]*tensor.Tensor{mv[0].ToDevice(dev), mv[1].ToDevice(dev)}
+		}
+		if mv, ok := moments[p]; ok {
+			dev := momentDevice(opt, p)
+			for i, key := range mv {
+				if err := checkMoment(stage, key, i == 1, dev, files[key], p.Value.DType()); err != nil {
+					return nil, fmt.Errorf("nn: loading %s: %w", path, err)
+				}
+			}
 		}
 	}
 	steps, err := paramSteps(byName, moments, meta, step)
@@ -169,11 +215,11 @@ func loadTrainState(path string, byName map[string]*Parameter, opt *AdamW, ts ma
 		slices.Sort(unexpected)
 		return nil, &mismatchError{fmt.Sprintf("nn: loading %s: missing %v, unexpected %v", path, missing, unexpected)}
 	}
-	// Everything checked, and on its parameter's device (a copy that
-	// only converts the dtype allocates nothing). The moments are
-	// allocated before anything changes (a parameter's own are reused),
-	// so that running out of memory for them leaves the model and the
-	// optimizer as they were.
+	// Everything checked, and the staging buffers allocated: a copy
+	// from one into its device's tensor allocates nothing (it converts
+	// the dtype as it copies). The moments are allocated before anything
+	// changes (a parameter's own are reused), so that running out of
+	// memory for them leaves the model and the optimizer as they were.
 	state := make(map[*Parameter][2]*tensor.Tensor, len(moments))
 	done := false
 	defer func() {
@@ -197,11 +243,11 @@ func loadTrainState(path string, byName map[string]*Parameter, opt *AdamW, ts ma
 	done = true
 	// Now change the model and the optimizer.
 	for name, p := range byName {
-		p.Value.CopyFrom(ts[name])
+		stage.copyInto(p.Value, name, files[name])
 	}
 	for p, mv := range moments {
-		state[p][0].CopyFrom(mv[0])
-		state[p][1].CopyFrom(mv[1])
+		stage.copyInto(state[p][0], mv[0], files[mv[0]])
+		stage.copyInto(state[p][1], mv[1], files[mv[1]])
 	}
 	for p, m := range opt.m {
 		if _, ok := state[p]; !ok { // no moments in the file: a fresh start
@@ -215,6 +261,15 @@ func loadTrainState(path string, byName map[string]*Parameter, opt *AdamW, ts ma
 	}
 	opt.steps, opt.step = steps, step
 	return meta, nil
+}
+
+// momentDevice is the device p's moments are loaded onto: that of its
+// state, or p's for a parameter without (newMoments allocates them there).
+func momentDevice(opt *AdamW, p *Parameter) tensor.Device {
+	if m, ok := opt.m[p]; ok {
+		return m.Device()
+	}
+	return p.Value.Device()
 }
 
 // sameParams refuses an optimizer with a parameter that is not among ps
@@ -243,62 +298,60 @@ func sameParams(ps []*Parameter, opt *AdamW) error {
 	return nil
 }
 
-// checkWeights returns a parameter's weights t (read from a file) in the
-// parameter's dtype dt, refusing, as LoadWeights does, a dtype that is
-// not a float and values that are not finite in dt (a NaN or an infinity
-// in the file, or a value past dt's range): such weights load, then fail
-// at the first step with a loss of NaN that blames the learning rate or
-// the data.
-func checkWeights(name string, t *tensor.Tensor, dt tensor.DType) (*tensor.Tensor, error) {
-	if !t.DType().IsFloat() {
-		return nil, fmt.Errorf("%q: dtype %v: want a float: %w", name, t.DType(), tensor.ErrArgument)
+// checkWeights refuses, as LoadWeights does, a parameter's weights f
+// (in the file) of a dtype that is not a float and with values that are
+// not finite in the parameter's dtype dt (a NaN or an infinity in the
+// file, or a value past dt's range): such weights load, then fail at the
+// first step with a loss of NaN that blames the learning rate or the
+// data. The values are checked on dev, the parameter's device, a chunk
+// at a time (stager).
+func checkWeights(s *stager, name string, dev tensor.Device, f fileTensor, dt tensor.DType) error {
+	if !f.dt.IsFloat() {
+		return fmt.Errorf("%q: dtype %v: want a float: %w", name, f.dt, tensor.ErrArgument)
 	}
-	if t.DType() != dt {
-		t = t.To(dt) // in the caller's scope, as t is
+	finite := true
+	s.each(dev, name, f, func(t *tensor.Tensor, _ int) bool {
+		if t.DType() != dt {
+			t = t.To(dt) // in the chunk's scope, as t is
+		}
+		finite = tensor.AllFinite(t)
+		return finite
+	})
+	if !finite {
+		return fmt.Errorf("%q has an entry that is NaN or infinite in %v: the weights are not finite: %w", name, dt, tensor.ErrArgument)
 	}
-	if !tensor.AllFinite(t) {
-		return nil, fmt.Errorf("%q has an entry that is NaN or infinite in %v: the weights are not finite: %w", name, dt, tensor.ErrArgument)
-	}
-	return t, nil
+	return nil
 }
 
-// checkMoments refuses a parameter's moments (read from a file) that a
-// step would turn into NaN weights: an entry of exp_avg that is not
-// finite, or one of exp_avg_sq that is not finite or is negative, in the
-// dtype dt of the parameter and its optimizer state, and moments that are
-// not floats (the copy into the state would convert integers, as
-// checkWeights refuses for the weights). The moments of a parameter of
-// no elements have no entry to check.
-func checkMoments(name string, mv [2]*tensor.Tensor, dt tensor.DType) error {
+// checkMoment refuses a parameter's moment f (in the file, under key;
+// exp_avg_sq when sq) that a step would turn into NaN weights: an entry
+// of exp_avg that is not finite, or one of exp_avg_sq that is not finite
+// or is negative, in the dtype dt of the parameter and its optimizer
+// state, and a moment that is not a float (the copy into the state would
+// convert integers, as checkWeights refuses for the weights). The moment
+// of a parameter of no elements has no entry to check. It is checked on
+// dev, a chunk at a time (stager).
+func checkMoment(s *stager, key string, sq bool, dev tensor.Device, f fileTensor, dt tensor.DType) error {
+	if !f.dt.IsFloat() {
+		return fmt.Errorf("%q: dtype %v: want a float: %w", key, f.dt, tensor.ErrArgument)
+	}
 	var err error
-	tensor.CtxOf(mv[0], mv[1]).WithScope(func() {
-		for i, t := range mv {
-			key := []string{ExpAvgPrefix, ExpAvgSqPrefix}[i] + name
-			if !t.DType().IsFloat() {
-				err = fmt.Errorf("%q: dtype %v: want a float: %w", key, t.DType(), tensor.ErrArgument)
-				return
-			}
-			if t.Numel() == 0 {
-				continue // no entry to check (Max has no value to give)
-			}
-			if t.DType() != dt {
-				t = t.To(dt) // as the copy into the state (of dt) converts it: past dt's range, infinite
-			}
-			if t.DType() != tensor.Float32 && t.DType() != tensor.Float64 {
-				t = t.To(tensor.Float32)
-			}
-			hi, lo := tensor.Max(t, false).Item(), -tensor.Max(tensor.Neg(t), false).Item()
-			ss := tensor.SumSquares(t)
-			switch {
-			case math.IsNaN(ss) || math.IsNaN(hi) || math.IsNaN(lo) || math.IsInf(hi, 0) || math.IsInf(lo, 0):
-				err = fmt.Errorf("%q has an entry that is NaN or infinite: %w", key, tensor.ErrArgument)
-			case i == 1 && lo < 0:
-				err = fmt.Errorf("%q has a negative entry (%v): a second moment is >= 0: %w", key, lo, tensor.ErrArgument)
-			}
-			if err != nil {
-				return
-			}
+	s.each(dev, key, f, func(t *tensor.Tensor, _ int) bool {
+		if t.DType() != dt {
+			t = t.To(dt) // as the copy into the state (of dt) converts it: past dt's range, infinite
 		}
+		if t.DType() != tensor.Float32 && t.DType() != tensor.Float64 {
+			t = t.To(tensor.Float32)
+		}
+		hi, lo := tensor.Max(t, false).Item(), -tensor.Max(tensor.Neg(t), false).Item()
+		ss := tensor.SumSquares(t)
+		switch {
+		case math.IsNaN(ss) || math.IsNaN(hi) || math.IsNaN(lo) || math.IsInf(hi, 0) || math.IsInf(lo, 0):
+			err = fmt.Errorf("%q has an entry that is NaN or infinite: %w", key, tensor.ErrArgument)
+		case sq && lo < 0:
+			err = fmt.Errorf("%q has a negative entry (%v): a second moment is >= 0: %w", key, lo, tensor.ErrArgument)
+		}
+		return err == nil
 	})
 	return err
 }
@@ -307,7 +360,7 @@ func checkMoments(name string, mv [2]*tensor.Tensor, dt tensor.DType) error {
 // ParamStepPrefix entry in meta, or step. An entry for a parameter
 // without moments, or one that is not a non-negative integer up to step,
 // is an error.
-func paramSteps(byName map[string]*Parameter, moments map[*Parameter][2]*tensor.Tensor, meta map[string]string, step int) (map[*Parameter]int, error) {
+func paramSteps(byName map[string]*Parameter, moments map[*Parameter][2]string, meta map[string]string, step int) (map[*Parameter]int, error) {
 	steps := make(map[*Parameter]int, len(moments))
 	for p := range moments {
 		steps[p] = step

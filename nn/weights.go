@@ -34,29 +34,3 @@ func SaveWeightsContext(ctx context.Context, path string, ps []*Parameter, meta 
 	}
 	return tensor.WriteSafetensorsContext(ctx, path, m, meta)
 }
-
-// readInto reads the safetensors file at path onto the parameters'
-// device, in a context of its own, and hands its tensors and metadata to
-// use with the parameters by name; the file's tensors are released after.
-// A panic of use (a failed copy) comes back as an error.
-func readInto(path string, ps []*Parameter, use func(byName map[string]*Parameter, ts map[string]*tensor.Tensor, meta map[string]string) (map[string]string, error)) (meta map[string]string, err error) {
-	if len(ps) == 0 {
-		return nil, fmt.Errorf("nn: loading %s: no parameters to load into", path)
-	}
-	byName, err := ByName(ps) // before the file is read onto the device
-	if err != nil {
-		return nil, fmt.Errorf("nn: loading %s: %w", path, err)
-	}
-	c := tensor.NewCtx()
-	if e := tensor.Try(func() {
-		c.WithScope(func() {
-			var ts map[string]*tensor.Tensor
-			if ts, meta, err = c.ReadSafetensors(path, ps[0].Value.Device()); err == nil {
-				meta, err = use(byName, ts, meta)
-			}
-		})
-	}); e != nil {
-		return nil, fmt.Errorf("nn: loading %s: %w", path, e)
-	}
-	return meta, err
-}
