@@ -241,13 +241,23 @@ func (g *GPT) SetTraining(on bool) {
 // of them (c.Adopt(ids.Alias())). Panics with a *tensor.OpError on bad
 // input (wrap in tensor.Try).
 func (g *GPT) Forward(idx *tensor.Tensor) *autograd.Var {
-	return g.Head(g.Trunk(idx))
+	g.check()
+	return g.head(g.trunk(idx))
 }
 
 // Trunk maps token ids (B, T) to the final normalised hidden states
 // (B, T, C), before the output head.
 func (g *GPT) Trunk(idx *tensor.Tensor) *autograd.Var {
 	g.check()
+	return g.trunk(idx)
+}
+
+// The exported passes (Forward, Trunk, Head, Loss) check the model and
+// run these, which do not, so that one pass checks it once: Loss, which
+// runs both, checked it three times a step through Trunk and Head.
+
+// trunk is Trunk on a checked g.
+func (g *GPT) trunk(idx *tensor.Tensor) *autograd.Var {
 	if idx == nil {
 		panic(&tensor.OpError{Op: "nn.GPT.Forward", Msg: "ids are nil: want int32 (B, T)", Err: tensor.ErrArgument})
 	}
@@ -291,6 +301,11 @@ func (g *GPT) Trunk(idx *tensor.Tensor) *autograd.Var {
 // Head applies the tied output projection: logits = h Wteᵀ.
 func (g *GPT) Head(h *autograd.Var) *autograd.Var {
 	g.check()
+	return g.head(h)
+}
+
+// head is Head on a checked g.
+func (g *GPT) head(h *autograd.Var) *autograd.Var {
 	return autograd.Linear(h, g.Wte.Weight.Var, nil)
 }
 
@@ -333,9 +348,9 @@ func (g *GPT) Loss(idx, targets *tensor.Tensor) *autograd.Var {
 		panic(&tensor.OpError{Op: "nn.GPT.Loss", Msg: fmt.Sprintf("targets %v for ids %v: want the ids' shape", targets.Shape(), idx.Shape()), Err: tensor.ErrShape})
 	}
 	if g.HeadLoss.Fused {
-		return g.HeadLoss.loss(g.Trunk(idx), g.Wte.Weight.Var, targets)
+		return g.HeadLoss.loss(g.trunk(idx), g.Wte.Weight.Var, targets)
 	}
-	return CrossEntropy(g.Forward(idx), targets)
+	return CrossEntropy(g.head(g.trunk(idx)), targets)
 }
 
 // Forward applies the block to x (B, T, C). It panics with an

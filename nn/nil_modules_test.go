@@ -64,6 +64,53 @@ func TestNilModelPartsAreOpErrors(t *testing.T) {
 	})
 }
 
+// TestGPTPassesCheckTheModel: each exported pass of a GPT (Forward,
+// Trunk, Head, Loss with either head and loss) refuses a nil model and
+// one missing Wte, Wpe or LnF with an *tensor.OpError wrapping
+// ErrArgument that names it, each on its own: Loss and Forward run
+// unchecked trunk and head, whose checks they make once for both.
+func TestGPTPassesCheckTheModel(t *testing.T) {
+	g := nn.Must(nn.NewGPT(nn.GPTConfig{Vocab: 16, Context: 8, Layers: 1, Heads: 2, Width: 8}, nn.Options{}))
+	defer nn.Release(g.Parameters())
+	ids := func() *tensor.Tensor {
+		return tensor.Background().Adopt(tensor.FromInt32s(tensor.CPU(), []int32{1, 2, 3}, 1, 3))
+	}
+	h := func() *autograd.Var { return autograd.Const(tensor.Ones(tensor.CPU(), tensor.Float32, 1, 3, 8)) }
+	models := map[string]func() *nn.GPT{
+		"the model is nil": func() *nn.GPT { return nil },
+		"Wte is nil":       func() *nn.GPT { return &nn.GPT{Config: g.Config, Wpe: g.Wpe, Blocks: g.Blocks, LnF: g.LnF} },
+		"Wpe is nil":       func() *nn.GPT { return &nn.GPT{Config: g.Config, Wte: g.Wte, Blocks: g.Blocks, LnF: g.LnF} },
+		"LnF is nil":       func() *nn.GPT { return &nn.GPT{Config: g.Config, Wte: g.Wte, Wpe: g.Wpe, Blocks: g.Blocks} },
+	}
+	passes := map[string]func(m *nn.GPT){
+		"Forward": func(m *nn.GPT) { m.Forward(ids()) },
+		"Trunk":   func(m *nn.GPT) { m.Trunk(ids()) },
+		"Head":    func(m *nn.GPT) { m.Head(h()) },
+		"Loss":    func(m *nn.GPT) { m.Loss(ids(), ids()) },
+		"Loss fused": func(m *nn.GPT) {
+			if m != nil {
+				defer func(hl nn.HeadLoss) { m.HeadLoss = hl }(m.HeadLoss)
+				m.HeadLoss = nn.HeadLoss{Fused: true}
+			}
+			m.Loss(ids(), ids())
+		},
+	}
+	for want, model := range models {
+		for name, pass := range passes {
+			t.Run(name+"/"+want, func(t *testing.T) {
+				var err error
+				require.NotPanics(t, func() { err = tensor.Try(func() { tensor.WithScope(func() { pass(model()) }) }) })
+				require.ErrorIs(t, err, tensor.ErrArgument)
+				require.ErrorContains(t, err, want)
+			})
+		}
+	}
+	// Every pass runs on the whole model.
+	for name, pass := range passes {
+		require.NoError(t, tensor.Try(func() { tensor.WithScope(func() { pass(g) }) }), name)
+	}
+}
+
 // TestAutoAttentionNilDevice: a nil device is the CPU (plain attention),
 // as Options takes it; it was a nil dereference.
 func TestAutoAttentionNilDevice(t *testing.T) {
