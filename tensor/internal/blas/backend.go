@@ -113,7 +113,8 @@ func Backend() string {
 // kernel float32 products are split the same way; on gonum (float64
 // without a library, or everything with STRATA_BLAS=gonum) a single large
 // product uses gonum's own goroutines, as many as GOMAXPROCS, whatever n
-// is.
+// is. On the own kernel and on gonum, n changes the speed, never the
+// bits of a result.
 func SetThreads(n int) {
 	threadSetting.Store(int64(max(n, 0)))
 }

@@ -58,12 +58,26 @@
 //     more (0.17 µs against 0.04 µs for 1×1×1; they meet near 6×6×6).
 //   - one product, m*n*k < 2^21: the library on the calling goroutine.
 //   - one larger product: the longer side of C cut into two pieces per
-//     thread (multiples of 16 rows or columns), handed out from an atomic
+//     thread (multiples of 16 rows or columns; a last piece narrower
+//     than 16 joins the one before it), handed out from an atomic
 //     counter, so that a helper that wakes late (tens of µs on a virtual
 //     machine) or shares its core simply takes fewer pieces.
 //   - a batch of at least 2^20 multiply-adds in all: one matrix per
 //     piece, the same way; with fewer matrices than threads, each is split
 //     as above; smaller batches run serially.
+//
+// The number of threads does not change the bits of C on the own kernel
+// (TestGemmBitsIndependentOfThreads), so that a training run with a
+// fixed seed repeats exactly on a 2-core and a 16-core machine: every
+// element of C is summed in the same order, with the same FMAs, whatever
+// piece it falls in. A piece runs on the same path as the whole product
+// (never gonum for a piece below 256 multiply-adds, never the one-row
+// path for a piece of one row: hence the rule on narrow last pieces),
+// and an element rounds the same in an edge tile as in a full one (see
+// "The own kernel"). gonum's blocks depend on the sizes alone, not on
+// GOMAXPROCS. A library keeps its register tiles where they lie in the
+// whole product (the cuts are multiples of 16), but how it sums within
+// one call of a given size is its own affair.
 //
 // Why not OpenBLAS's own threads: after each call its pool threads spin
 // for up to 2^28 cycles, and Go code that runs next on the same two cores
@@ -143,8 +157,13 @@
 //     strip of B stays in L1), mc = 144 rows of A (144 KiB, L2) against
 //     a panel of nc = 2048 columns of B; the blocks after the first of k
 //     add to C (beta = 1);
-//   - edge tiles (m or n not a multiple of the tile) are computed into a
-//     scratch tile and merged into C in Go.
+//   - edge tiles (m or n not a multiple of the tile) are computed by the
+//     kernel, alpha and beta included, into a scratch tile that holds
+//     their part of C, and copied back: an element is rounded the same
+//     in an edge tile as in a full one (alpha times the sum, then beta*C
+//     added in one FMA). Where a split product is cut decides which
+//     tiles are edges, so this keeps C's bits independent of the thread
+//     count (a merge in Go, alpha*t + beta*C rounded twice, did not).
 //
 // It is split over goroutines exactly as library calls are (above).
 // x/sys/cpu decides at start which kernel can run (AVX-512F, or AVX2 and

@@ -75,6 +75,16 @@ func ownGemm(p problem[float32], kr *microKernel) {
 // (k from pc, kb of it) and panel of B: full tiles straight into C, edge
 // tiles through buf.t. With direct, the strips of mr rows are read in A
 // by kr.direct, and only a last short strip is packed (at buf.a's start).
+//
+// An edge tile is stored by the kernel itself, alpha and beta included,
+// into buf.t holding the tile's part of C (when load), and only copied
+// back: its elements are rounded exactly as a full tile's (alpha*acc,
+// then beta*C added in one FMA), so an element's bits do not depend on
+// whether its tile is full. That matters beyond edges: where a split
+// product is cut decides which tiles are edges, and C must come out the
+// same on any number of threads (a merge in Go, alpha*t + beta*C, rounds
+// twice where the kernel rounds once, and differs whenever beta is
+// neither 0 nor 1).
 func macroTile(kr *microKernel, buf *panels, p *problem[float32], ic, mb, jc, nb, pc, kb int, beta float32, load, direct bool) {
 	c, ldc, alpha, nr := p.c, p.ldc, p.alpha, kr.nr
 	full := mb / mr * mr // the strips of mr rows
@@ -87,34 +97,28 @@ func macroTile(kr *microKernel, buf *panels, p *problem[float32], ic, mb, jc, nb
 			edge := mm < mr || nn < nr
 			// A full tile goes straight into C (the bounds check the
 			// assembly does not do), an edge tile into buf.t.
-			dst, ldd, al, be, ld := buf.t, nr, float32(1), float32(0), false
+			dst, ldd := buf.t, nr
+			if edge && load {
+				for r := range mm {
+					copy(buf.t[r*nr:r*nr+nn], c[at+r*ldc:at+r*ldc+nn])
+				}
+			}
 			if !edge {
-				dst, ldd, al, be, ld = c[at:at+(mr-1)*ldc+nr], ldc, alpha, beta, load
+				dst, ldd = c[at:at+(mr-1)*ldc+nr], ldc
 			}
 			if direct && ir < full {
 				a0 := (ic+ir)*p.lda + pc // mr rows of kb: the bounds check again
-				kr.direct(kb, p.a[a0:a0+(mr-1)*p.lda+kb], p.lda, bp, dst, ldd, al, be, ld)
+				kr.direct(kb, p.a[a0:a0+(mr-1)*p.lda+kb], p.lda, bp, dst, ldd, alpha, beta, load)
 			} else {
 				off := ir
 				if direct {
 					off = 0 // the short strip, packed alone
 				}
-				kr.run(kb, buf.a[off*kb:(off+mr)*kb], bp, dst, ldd, al, be, ld)
+				kr.run(kb, buf.a[off*kb:(off+mr)*kb], bp, dst, ldd, alpha, beta, load)
 			}
-			if !edge {
-				continue
-			}
-			for r := range mm {
-				row := c[at+r*ldc : at+r*ldc+nn]
-				t := buf.t[r*nr : r*nr+nn]
-				if !load {
-					for j := range row {
-						row[j] = alpha * t[j]
-					}
-					continue
-				}
-				for j := range row {
-					row[j] = alpha*t[j] + beta*row[j]
+			if edge {
+				for r := range mm {
+					copy(c[at+r*ldc:at+r*ldc+nn], buf.t[r*nr:r*nr+nn])
 				}
 			}
 		}

@@ -64,17 +64,38 @@ func (e *engine[T]) splitProduct(p problem[T], w int) {
 	// as workers come free: a worker that wakes late or shares its core
 	// takes fewer pieces. Splitting rows repacks B per piece and
 	// splitting columns repacks A; the longer side keeps both cheap.
+	//
+	// The bits of C must not depend on w (a fixed seed gives the same
+	// training run on 2 cores and on 16), so a piece must be computed
+	// the way the same rows or columns are within the whole product:
+	//   - every piece runs on big, as the whole product does (its work is
+	//     at least splitWork): a piece below tinyWork must not go to
+	//     gonum, which sums in another order;
+	//   - a last piece narrower than splitAlign joins the one before it:
+	//     a piece of one row is a vector product, which the own GEMM
+	//     computes on another path (own_gemv.go) and a library may hand
+	//     to its gemv, both summing in another order.
+	// Within the own GEMM an element's sums do not depend on where its
+	// tile lies (see macroTile), so the cuts may fall anywhere; multiples
+	// of splitAlign also keep a library's register tiles where they lie
+	// in the whole product.
 	dim := max(p.m, p.n)
 	pieces := min(2*w, ceilDiv(dim, splitAlign))
 	chunk := ceilDiv(ceilDiv(dim, pieces), splitAlign) * splitAlign
 	pieces = ceilDiv(dim, chunk)
+	if pieces > 1 && dim-(pieces-1)*chunk < splitAlign {
+		pieces--
+	}
 	byRows := p.m >= p.n
 	parallelDo(w, pieces, func(i int) {
-		lo, hi := i*chunk, min((i+1)*chunk, dim)
+		lo, hi := i*chunk, (i+1)*chunk
+		if i == pieces-1 {
+			hi = dim
+		}
 		if byRows {
-			e.kernel(p.rows(lo, hi))
+			e.big(p.rows(lo, hi))
 		} else {
-			e.kernel(p.cols(lo, hi))
+			e.big(p.cols(lo, hi))
 		}
 	})
 }
