@@ -1,6 +1,7 @@
 # Session 51's device call: the VMM tests after the mapPages refactor,
 # and bench-alloc's pairs in three processes when the card is an H200
-# (issue 12's figure is for the H200's host) or PAIR=1.
+# (issue 12's figure is for the H200's host) or PAIR=1; after them, with
+# SUITES set, those packages' GPU suites (bench/gpu-hybrid.sh suites24).
 set -u
 T0=$(date +%s); nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader; echo "host: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
 lscpu | grep -E 'Model name|L2|L3|Hypervisor' | head -5
@@ -14,5 +15,9 @@ if nvidia-smi -L | grep -q H200 || [ "${PAIR:-0}" = 1 ]; then
   pair_process "pinned 3" taskset -c 3
   pair_process "pinned 7" taskset -c 7
   echo "pairs done at $(( $(date +%s)-T0 ))s"
+fi
+if [ -n "${SUITES:-}" ]; then
+  SUITES="$SUITES" OUT=$OUT timeout ${SUITES_S:-400} bash bench/gpu-hybrid.sh suites24
+  echo "suites done at $(( $(date +%s)-T0 ))s"
 fi
 echo total $(( $(date +%s)-T0 ))s
