@@ -172,7 +172,7 @@ func loadTrainState(c *tensor.Ctx, path string, byName map[string]*Parameter, op
 	// moments to its state's (in whatever tier the placement scheduler
 	// left it: a staging buffer serves a device, all its tiers) or, for
 	// a parameter without, to its own, where newMoments allocates them.
-	stage := newStager(c)
+	stage := newStager(c, "nn.LoadTrainState")
 	defer stage.release()
 	for name, p := range byName {
 		if !p.Value.IsContiguous() || (opt.m[p] != nil && !opt.m[p].IsContiguous()) {

@@ -81,8 +81,8 @@ func rewrite(t *testing.T, path, name string, v float64) string {
 // exactly, and the extra memory of the load stays below the size of one
 // tensor.
 func TestLoadTrainStateInChunks(t *testing.T) {
-	defer func(n int) { trainStateChunk = n }(trainStateChunk)
-	trainStateChunk = 64 // 16 float32s: the 10x10 weights take 7 chunks
+	defer func(n int) { loadChunk = n }(loadChunk)
+	loadChunk = 64 // 16 float32s: the 10x10 weights take 7 chunks
 	m := memory.NewHostManager(memory.Config{})
 	dev := tensor.NewCPUDevice(m)
 	ps, opt, path, want := trainStateFixture(t, dev)
