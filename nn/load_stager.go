@@ -98,12 +98,13 @@ func (s *stager) release() {
 	}
 }
 
-// each hands fn f's elements (the file's tensor name) on dev, a flat
-// tensor of f's dtype at a time, with the offset of its first element,
-// until fn returns false; fn's temporaries are released after it. A
-// chunk is a view of the staging buffer that the next one overwrites. A
-// device without a host-writable buffer gets f uploaded whole instead
-// (kept for a later each, of the copy after the checks).
+// each hands fn f's elements (the file's tensor name) on dev, in the
+// order they are loaded in (fileTensor.put), a flat tensor of f's dtype
+// at a time, with the offset of its first element, until fn returns
+// false; fn's temporaries are released after it. A chunk is a view of
+// the staging buffer that the next one overwrites. A device without a
+// host-writable buffer gets f uploaded whole instead (kept for a later
+// each, of the copy after the checks).
 func (s *stager) each(dev tensor.Device, name string, f fileTensor, fn func(t *tensor.Tensor, off int) bool) {
 	n := f.numel()
 	if n == 0 {
@@ -113,8 +114,13 @@ func (s *stager) each(dev tensor.Device, name string, f fileTensor, fn func(t *t
 	if b.buf == nil {
 		t := s.whole[name]
 		if t == nil {
+			data := f.data
+			if f.transposed { // a host copy of one tensor, for as long as the upload
+				data = make([]byte, len(f.data))
+				f.put(data, 0)
+			}
 			var err error
-			if t, err = s.c.FromBytes(dev, f.dt, f.data, n); err != nil {
+			if t, err = s.c.FromBytes(dev, f.dt, data, n); err != nil {
 				panic(&tensor.OpError{Op: s.op, Msg: fmt.Sprintf("%q", name), Err: err})
 			}
 			s.whole[name] = t
@@ -140,8 +146,9 @@ func (s *stager) each(dev tensor.Device, name string, f fileTensor, fn func(t *t
 }
 
 // copyInto copies f (the file's tensor name) into dst, contiguous, of
-// f's shape, on the device plan was told. It allocates nothing: a copy
-// between tensors of one device converts the dtype as it goes.
+// the shape f is loaded in, on the device plan was told. It allocates
+// nothing: a copy between tensors of one device converts the dtype as
+// it goes.
 func (s *stager) copyInto(dst *tensor.Tensor, name string, f fileTensor) {
 	flat := dst.Reshape(dst.Numel()) // a view: dst is contiguous
 	defer flat.Release()

@@ -176,8 +176,20 @@ func SaveWeightsLayout(ctx context.Context, path string, ps []*Parameter, meta m
 // dtype would make infinite (1e6 in float16). A file of another size
 // than its header describes (cut short, or with bytes past the tensors'
 // data) is refused before its data is read, naming both sizes (see
-// tensor.ReadSafetensorsFile). A refused file changes no parameter, and neither does running
-// out of memory while reading it.
+// tensor.ReadSafetensorsFile). A parameter whose values are a strided
+// view is an error wrapping tensor.ErrArgument. A refused file changes
+// no parameter, and neither does running out of memory while reading it.
+//
+// The file is read into host memory, and its tensors go to their
+// parameters' devices through a staging buffer of at most 16 MiB per
+// device and dtype in the file (memory.RoleStaging), a chunk at a time,
+// converted and transposed (Hugging Face's Conv1D weights) as they are
+// copied in: a device holds about one tensor more than its weights while
+// the file loads (a staging buffer, and a chunk converted for the range
+// check), not its weights twice. Where the host cannot write the staging
+// memory (a policy that puts RoleStaging in device memory), that device's
+// tensors are uploaded whole before anything changes, as the promise
+// above needs.
 func LoadWeights(path string, ps []*Parameter) (meta map[string]string, err error) {
 	meta, _, err = LoadWeightsLayout(path, ps, LayoutAuto)
 	return meta, err
@@ -250,50 +262,11 @@ func LoadWeightsLayout(path string, ps []*Parameter, layout Layout) (meta map[st
 		return fail("(%v layout) %w", layout, err)
 	}
 	c := tensor.NewCtx()
-	var overflow error
-	if e := tensor.Try(func() {
-		c.WithScope(func() {
-			// Every tensor is made on the device first, contiguous in
-			// the parameter's shape and in its dtype, so that running
-			// out of memory, or values past the dtype's range, change no
-			// parameter; the copies then allocate nothing.
-			src := make([]*tensor.Tensor, len(ps))
-			for i, p := range ps {
-				s := pl[i]
-				t, err2 := c.FromBytes(p.Value.Device(), s.dt, s.view.Data(), s.shape...)
-				if err2 != nil {
-					panic(err2)
-				}
-				if s.transposed {
-					v := t.T()
-					u := v.Contiguous()
-					v.Release()
-					t.Release()
-					t = u
-				}
-				if dt := p.Value.DType(); dt != s.dt {
-					// A narrower dtype rounds finite values past its
-					// range to infinities (float32's 1e6 in float16):
-					// refused as an infinity in the file is.
-					u := t.To(dt)
-					t.Release()
-					t = u
-					if !tensor.AllFinite(t) {
-						overflow = fmt.Errorf("%q: its %v values do not all fit the parameter's %v (some would be infinite): %w", p.Name, s.dt, dt, tensor.ErrArgument)
-						return
-					}
-				}
-				src[i] = t
-			}
-			for i, p := range ps {
-				p.Value.CopyFrom(src[i])
-			}
-		})
-	}); e != nil {
+	if e := tensor.Try(func() { c.WithScope(func() { err = loadSteps(c, ps, pl) }) }); e != nil {
 		return fail("%w", e)
 	}
-	if overflow != nil {
-		return fail("%w", overflow)
+	if err != nil {
+		return fail("%w", err)
 	}
 	return md.Metadata(), got, nil
 }
