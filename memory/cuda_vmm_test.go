@@ -133,14 +133,7 @@ func TestGPUCUDAManagerSegmentsDefault(t *testing.T) {
 func TestGPUVirtualMemoryUnmapFailureMapsBack(t *testing.T) {
 	c, vm := gpuVM(t)
 	g := vm.Granularity()
-	r, err := vm.ReserveAddress(3 * g)
-	require.NoError(t, err)
-	var pages []memory.Page
-	for range 3 {
-		p, err := vm.CreatePage()
-		require.NoError(t, err)
-		pages = append(pages, p)
-	}
+	r, pages := threePages(t, vm)
 	require.NoError(t, vm.Map(r.Addr, pages))
 	require.NoError(t, vm.Sync())
 	defer cuda.FailCall("", 0, 0)
@@ -153,10 +146,7 @@ func TestGPUVirtualMemoryUnmapFailureMapsBack(t *testing.T) {
 	require.Equal(t, byte(7), readDevice(t, c, r.Addr, 1)[0])
 	require.NoError(t, vm.Sync())
 	require.NoError(t, vm.Unmap(r.Addr, pages), "every page is still mapped once")
-	for _, p := range pages {
-		require.NoError(t, vm.ReleasePage(p))
-	}
-	require.NoError(t, vm.FreeAddress(r))
+	releasePages(t, vm, r, pages)
 }
 
 // TestGPUVirtualMemoryMapFailureUnmaps: when cuMemMap fails on the second
@@ -166,14 +156,7 @@ func TestGPUVirtualMemoryUnmapFailureMapsBack(t *testing.T) {
 func TestGPUVirtualMemoryMapFailureUnmaps(t *testing.T) {
 	c, vm := gpuVM(t)
 	g := vm.Granularity()
-	r, err := vm.ReserveAddress(3 * g)
-	require.NoError(t, err)
-	var pages []memory.Page
-	for range 3 {
-		p, err := vm.CreatePage()
-		require.NoError(t, err)
-		pages = append(pages, p)
-	}
+	r, pages := threePages(t, vm)
 	defer cuda.FailCall("", 0, 0)
 	for _, call := range []struct {
 		match string
@@ -190,6 +173,27 @@ func TestGPUVirtualMemoryMapFailureUnmaps(t *testing.T) {
 	require.Equal(t, byte(9), readDevice(t, c, r.Addr+uintptr(2*g), 1)[0])
 	require.NoError(t, vm.Sync())
 	require.NoError(t, vm.Unmap(r.Addr, pages))
+	releasePages(t, vm, r, pages)
+}
+
+// threePages reserves a range of three pages of vm and creates three
+// pages for it, unmapped.
+func threePages(t *testing.T, vm memory.VirtualMemory) (memory.Region, []memory.Page) {
+	t.Helper()
+	r, err := vm.ReserveAddress(3 * vm.Granularity())
+	require.NoError(t, err)
+	var pages []memory.Page
+	for range 3 {
+		p, err := vm.CreatePage()
+		require.NoError(t, err)
+		pages = append(pages, p)
+	}
+	return r, pages
+}
+
+// releasePages releases threePages' pages, unmapped again, and range.
+func releasePages(t *testing.T, vm memory.VirtualMemory, r memory.Region, pages []memory.Page) {
+	t.Helper()
 	for _, p := range pages {
 		require.NoError(t, vm.ReleasePage(p))
 	}

@@ -2,7 +2,6 @@ package nn_test
 
 import (
 	"math/rand/v2"
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -131,15 +130,5 @@ func onCPUAndCUDA(t *testing.T, check func(t *testing.T, dev tensor.Device, prec
 }
 
 // cudaOrSkip returns cuda:0, or skips the test without one (fails when
-// STRATA_REQUIRE_GPU is set).
-func cudaOrSkip(t *testing.T) tensor.Device {
-	t.Helper()
-	dev, err := tensor.CUDA(0)
-	if err != nil {
-		if os.Getenv("STRATA_REQUIRE_GPU") != "" {
-			t.Fatalf("STRATA_REQUIRE_GPU is set: %v", err)
-		}
-		t.Skipf("no CUDA device: %v", err)
-	}
-	return dev
-}
+// STRATA_REQUIRE_GPU is set): the package's internal tests' gpuOrSkip.
+var cudaOrSkip = nn.GPUOrSkip
