@@ -103,6 +103,40 @@ func ReadSafetensors(path string, dev Device) (map[string]*Tensor, map[string]st
 // tensor's entry), which encoding/json would read with the last one
 // winning, is an error naming the file and the key, wrapping ErrArgument.
 func (c *Ctx) ReadSafetensors(path string, dev Device) (map[string]*Tensor, map[string]string, error) {
+	entries, meta, err := ReadSafetensorsEntries(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make(map[string]*Tensor, len(entries))
+	for _, e := range entries {
+		t, err := c.FromBytes(dev, e.DType, e.Data, e.Shape...)
+		if err != nil {
+			releaseMap(out)
+			return nil, nil, fmt.Errorf("tensor: safetensors %s: tensor %q: %w", path, e.Name, err)
+		}
+		out[e.Name] = t
+	}
+	return out, meta, nil
+}
+
+// SafetensorsEntry is one tensor of a safetensors file as its bytes lie
+// in the file read into host memory (ReadSafetensorsEntries): Data is
+// its elements, little-endian, Shape's in DType.
+type SafetensorsEntry struct {
+	Name  string
+	DType DType
+	Shape []int
+	Data  []byte
+}
+
+// ReadSafetensorsEntries reads the safetensors file at path into host
+// memory and returns its tensors in the data's order (as st.Deserialize
+// gives them) and its string metadata, refusing what ReadSafetensors
+// refuses with the same errors, but without making a tensor of any: for a
+// loader that copies them to their devices a piece at a time (nn's
+// LoadWeights and LoadTrainState), where making each one whole on its
+// device held the file there beside the tensors it loads into.
+func ReadSafetensorsEntries(path string) ([]SafetensorsEntry, map[string]string, error) {
 	buf, err := ReadSafetensorsFile(path) // the data only when the header describes the file's size
 	if errors.Is(err, atomicfile.ErrNotRegular) {
 		return nil, nil, fmt.Errorf("tensor: reading safetensors: %w: %w", err, ErrArgument)
@@ -123,41 +157,48 @@ func (c *Ctx) ReadSafetensors(path string, dev Device) (map[string]*Tensor, map[
 	if err := CheckParsedSafetensorsHeader(path, hdr, md); err != nil {
 		return nil, nil, err
 	}
-	infos, meta := md.Tensors(), md.Metadata()
-	// In the data's order, as st.Deserialize's Tensors gives them.
-	type entry struct {
-		name string
-		info *st.TensorInfo
-	}
-	entries := make([]entry, 0, len(infos))
-	for name, info := range infos {
-		entries = append(entries, entry{name, info})
-	}
-	slices.SortFunc(entries, func(a, b entry) int {
-		x, y := a.info.DataOffsets, b.info.DataOffsets
-		return cmp.Or(cmp.Compare(x[0], y[0]), cmp.Compare(x[1], y[1]), strings.Compare(a.name, b.name))
+	infos := md.Tensors()
+	// In the data's order, as st.Deserialize gives them: the first
+	// tensor refused is the same on every read.
+	names := slices.Collect(maps.Keys(infos))
+	slices.SortFunc(names, func(a, b string) int {
+		x, y := infos[a].DataOffsets, infos[b].DataOffsets
+		return cmp.Or(cmp.Compare(x[0], y[0]), cmp.Compare(x[1], y[1]), strings.Compare(a, b))
 	})
-	out := make(map[string]*Tensor, len(infos))
-	for _, e := range entries {
-		name, info := e.name, e.info
+	out := make([]SafetensorsEntry, 0, len(infos))
+	for _, name := range names {
+		info := infos[name]
 		dt, err := ParseDType(info.DType.String())
 		if err != nil {
-			releaseMap(out)
 			return nil, nil, fmt.Errorf("tensor: safetensors %s: tensor %q has unsupported dtype %v: %w", path, name, info.DType, ErrDType)
 		}
 		shape, err := SafetensorsShape(info.Shape)
 		if err != nil {
-			releaseMap(out)
 			return nil, nil, fmt.Errorf("tensor: safetensors %s: tensor %q: %w", path, name, err)
 		}
-		t, err := c.FromBytes(dev, dt, data[info.DataOffsets[0]:info.DataOffsets[1]], shape...)
-		if err != nil {
-			releaseMap(out)
-			return nil, nil, fmt.Errorf("tensor: safetensors %s: tensor %q: %w", path, name, err)
+		b := data[info.DataOffsets[0]:info.DataOffsets[1]]
+		if !sizeIs(shape, dt.Size(), len(b)) { // ReadMetadata's check, kept where a copy relies on it
+			return nil, nil, fmt.Errorf("tensor: safetensors %s: tensor %q: %d bytes for %v %v: %w", path, name, len(b), dt, shape, ErrShape)
 		}
-		out[name] = t
+		out = append(out, SafetensorsEntry{Name: name, DType: dt, Shape: shape, Data: b})
 	}
-	return out, meta, nil
+	return out, md.Metadata(), nil
+}
+
+// sizeIs reports whether shape's elements of size bytes are n bytes, the
+// product checked without overflowing.
+func sizeIs(shape []int, size, n int) bool {
+	left := n
+	for _, d := range shape {
+		if d == 0 {
+			return n == 0
+		}
+		if left%d != 0 {
+			return false
+		}
+		left /= d
+	}
+	return left == size
 }
 
 func releaseMap(m map[string]*Tensor) {
