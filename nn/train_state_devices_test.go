@@ -13,31 +13,24 @@ import (
 	"github.com/strata-ml/strata/tensor"
 )
 
-// TestLoadTrainStateOutOfMemoryOnAnotherDevice: the file is read onto the
-// first parameter's device, and the weights and moments of a parameter on
-// another device were moved there by the copies into the model and the
-// optimizer, after the first of them: running out of memory on that
+// TestLoadTrainStateOutOfMemoryOnAnotherDevice: LoadTrainState once read
+// the file onto the first parameter's device and moved a parameter's
+// weights and moments to its own device in the copies into the model and
+// the optimizer, after the first of them: running out of memory on that
 // device left some weights (all of them when a moment's move failed)
 // loaded and the optimizer as it was. Every allocation on the second
-// device fails once in turn; the load must change nothing each time.
+// device fails once in turn (now the staging buffers and the moments are
+// allocated before anything changes); the load must change nothing each
+// time.
 func TestLoadTrainStateOutOfMemoryOnAnotherDevice(t *testing.T) {
 	ma, mb := memory.NewHostManager(memory.Config{}), memory.NewHostManager(memory.Config{})
 	da, db := tensor.NewCPUDevice(ma), tensor.NewCPUDevice(mb)
 	a := nn.Must(nn.NewLinear(nn.Options{Device: da, Rng: rand.New(rand.NewPCG(1, 2))}, "a", 3, 2, true, 0))
 	b := nn.Must(nn.NewLinear(nn.Options{Device: db, Rng: rand.New(rand.NewPCG(3, 4))}, "b", 2, 3, true, 0))
-	ps := nn.Collect(a, b) // the file is read onto da
+	ps := nn.Collect(a, b)
 	opt := nn.NewAdamW(ps, 0.1, 0.1)
 	defer func() { opt.Release(); nn.Release(ps) }()
-	for _, p := range ps {
-		g, err := tensor.NewKept(p.Value.Device(), tensor.Float32, memory.RoleGradient, p.Value.Shape()...)
-		require.NoError(t, err)
-		g.Fill(0.5)
-		p.Grad = g
-	}
-	require.NoError(t, opt.Step())
-	nn.ZeroGrad(ps)
-	path := filepath.Join(t.TempDir(), "state.safetensors")
-	require.NoError(t, nn.SaveTrainState(context.Background(), path, ps, opt, nil))
+	path := stepAndSave(t, ps, opt, 0.5)
 	want := make([][]float32, len(ps))
 	for i, p := range ps {
 		want[i] = p.Value.Float32s()
@@ -65,4 +58,23 @@ func TestLoadTrainStateOutOfMemoryOnAnotherDevice(t *testing.T) {
 	for i, p := range ps {
 		require.Equal(t, want[i], p.Value.Float32s(), p.Name)
 	}
+}
+
+// stepAndSave gives ps gradients of g, takes one step of opt (its
+// moments then exist on every parameter's device: a load allocates no
+// state), zeroes the gradients and saves the training state to a file
+// whose path it returns.
+func stepAndSave(t *testing.T, ps []*nn.Parameter, opt *nn.AdamW, g float64) string {
+	t.Helper()
+	for _, p := range ps {
+		gr, err := tensor.NewKept(p.Value.Device(), tensor.Float32, memory.RoleGradient, p.Value.Shape()...)
+		require.NoError(t, err)
+		gr.Fill(g)
+		p.Grad = gr
+	}
+	require.NoError(t, opt.Step())
+	nn.ZeroGrad(ps)
+	path := filepath.Join(t.TempDir(), "state.safetensors")
+	require.NoError(t, nn.SaveTrainState(context.Background(), path, ps, opt, nil))
+	return path
 }

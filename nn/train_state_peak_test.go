@@ -1,10 +1,8 @@
 package nn_test
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -42,16 +40,7 @@ func TestLoadTrainStatePeakIsOneTensor(t *testing.T) {
 	}
 	opt := nn.NewAdamW(ps, 0.1, 0.1)
 	defer func() { opt.Release(); nn.Release(ps) }()
-	for _, p := range ps {
-		g, err := tensor.NewKept(p.Value.Device(), tensor.Float32, memory.RoleGradient, p.Value.Shape()...)
-		require.NoError(t, err)
-		g.Fill(0.25)
-		p.Grad = g
-	}
-	require.NoError(t, opt.Step()) // moments on both devices: the load allocates no state
-	nn.ZeroGrad(ps)
-	path := filepath.Join(t.TempDir(), "state.safetensors")
-	require.NoError(t, nn.SaveTrainState(context.Background(), path, ps, opt, nil))
+	path := stepAndSave(t, ps, opt, 0.25)
 	want := make([][]float32, len(ps))
 	for i, p := range ps {
 		want[i] = p.Value.Float32s()
