@@ -87,7 +87,13 @@
 // GPT.SaveWeights writes a model's with its config in the metadata (as
 // train-gpt does), GPTConfigOfWeights reads a file's shape and
 // IsTrainStateFile whether it is a training state, and ReadWeightsInfo
-// reads both and the metadata from one read of the header. Generate
+// reads both and the metadata from one read of the header. LoadWeights
+// and LoadTrainState read the file into host memory and copy each tensor
+// to its device through a staging buffer (memory.RoleStaging, at most 16
+// MiB per device and dtype; load_stager.go), a chunk at a time, checks
+// first and copies after: a device holds about one tensor more than its
+// weights while they load, not the file beside them, and a refused file
+// or running out of memory changes nothing. Generate
 // continues a prompt with a KV cache (a Decoder preallocated to the
 // context): greedy or sampled with temperature, top-k and top-p, a seed,
 // stop tokens and a callback per token; each new token costs one position
